@@ -1,0 +1,68 @@
+"""Dataset loaders registered by spec kind (`jsonl`, `llmbar`, `builtin`, ...).
+
+A loader is `fn(name: str, params: dict[str, str]) -> list[Item]`; `load("kind:name?k=v")`
+dispatches on the kind. Loaders raise `DataError` naming file, line and field on bad input.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from judgeaudit.data.schema import Item
+from judgeaudit.data.spec import Spec, parse_spec
+
+Loader = Callable[[str, dict[str, str]], list[Item]]
+
+_LOADERS: dict[str, Loader] = {}
+_BUILTIN = {
+    "builtin": "judgeaudit.data.builtin",
+    "jsonl": "judgeaudit.data.loaders.jsonl",
+    "llmbar": "judgeaudit.data.loaders.llmbar",
+    "pandalm": "judgeaudit.data.loaders.pandalm",
+    "mtbench": "judgeaudit.data.loaders.mtbench",
+    "judgebench": "judgeaudit.data.loaders.judgebench",
+    "hf": "judgeaudit.data.loaders.hf",
+}
+
+
+class DataError(ValueError):
+    """Bad input data: the message names the file, the line (or record) and the field."""
+
+    def __init__(self, source: str, where: str | int | None, problem: str):
+        loc = source if where is None else f"{source}:{where}"
+        super().__init__(f"{loc}: {problem}")
+        self.source, self.where, self.problem = source, where, problem
+
+
+def register_loader(kind: str) -> Callable[[Loader], Loader]:
+    def deco(fn: Loader) -> Loader:
+        _LOADERS[kind] = fn
+        return fn
+
+    return deco
+
+
+def available() -> list[str]:
+    return sorted(set(_LOADERS) | set(_BUILTIN))
+
+
+def load(spec: str | Spec) -> list[Item]:
+    """Load a dataset from a SPEC such as `builtin:facts` or `llmbar:../shared/data/llmbar`.
+
+    Common parameters, applied after loading: `limit=N` (first N items), `seed` used by
+    loaders that shuffle.
+    """
+    sp = parse_spec(spec) if isinstance(spec, str) else spec
+    if sp.kind not in _LOADERS and sp.kind in _BUILTIN:
+        importlib.import_module(_BUILTIN[sp.kind])
+    if sp.kind not in _LOADERS:
+        raise ValueError(f"unknown data kind {sp.kind!r}; known: {', '.join(available())}")
+    items = _LOADERS[sp.kind](sp.name, dict(sp.params))
+    if "limit" in sp.params:
+        items = items[: int(sp.params["limit"])]
+    ids = [it.id for it in items]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise DataError(str(sp), None, f"duplicate item id {dup!r}; ids must be unique")
+    return items
