@@ -1,0 +1,1 @@
+"""Audits of a judge: `evaluate` (accuracy, consistency, agreement) and the bias battery."""

@@ -1,0 +1,1 @@
+"""The `judgeaudit` command line (typer). Imports everything; nothing imports it."""

@@ -1,0 +1,36 @@
+"""Terminal tables of results: every number with its n and 95% interval."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+
+def fmt_est(est: dict[str, Any] | None, pct: bool = True) -> tuple[str, str, str]:
+    if not est or est.get("value") is None:
+        return ("n/a", "", str(est.get("n", 0)) if est else "0")
+    v, (lo, hi), n = est["value"], est["ci95"], est["n"]
+    if pct:
+        return (f"{100 * v:.1f}%", f"[{100 * lo:.1f}, {100 * hi:.1f}]", str(n))
+    return (f"{v:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(n))
+
+
+def evaluate_table(res: dict[str, Any]) -> Table:
+    t = Table(title=f"judge {res['judge']} on {res['data']}", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    t.add_column("95% CI", justify="right")
+    t.add_column("n", justify="right")
+    rows = [
+        ("accuracy (invalid = wrong)", res.get("accuracy"), True),
+        ("accuracy (valid only)", res.get("accuracy_valid"), True),
+        ("position consistency", res.get("position_consistency"), True),
+        ("first-position rate", res.get("first_position_rate"), True),
+        ("Cohen's kappa vs labels", res.get("cohen_kappa"), False),
+        ("invalid verdicts", res.get("invalid_rate"), True),
+    ]
+    for name, est, pct in rows:
+        if est is not None:
+            t.add_row(name, *fmt_est(est, pct))
+    return t

@@ -1,0 +1,40 @@
+"""Rich progress bars with count, rate and ETA for every long loop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+console = Console(stderr=True)
+
+
+class RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:.1f}/s" if speed else "-/s", style="progress.data.speed")
+
+
+@contextmanager
+def progress_bar(description: str, total: int) -> Iterator[callable]:
+    """Yields an `advance()` callback; the bar shows done/total, rate, elapsed and ETA."""
+    with Progress(
+        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+        MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
+        TimeRemainingColumn(), console=console, transient=False,
+    ) as prog:
+        task = prog.add_task(description, total=total)
+        yield lambda n=1: prog.advance(task, n)

@@ -1,0 +1,56 @@
+"""Judge SPEC -> provider + client + judge. `kind[:name][?key=value&...]`; the judge-level
+parameters (`template`, `orders`) are taken here, the rest go to the provider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from judgeaudit.data.spec import Spec, parse_spec
+from judgeaudit.judges.pairwise import PairwiseJudge
+from judgeaudit.judges.pointwise import RubricJudge
+from judgeaudit.llm import Cache, Client, RetryPolicy, make_provider
+
+JUDGE_PARAMS = {"template", "orders", "score_template"}
+# Default model name per provider when the spec gives none.
+DEFAULT_MODEL = {"local": "qwen-1.5b", "sim": "default"}
+
+
+@dataclass
+class JudgeBundle:
+    spec: Spec
+    client: Client
+    pairwise: PairwiseJudge
+    rubric: RubricJudge
+
+    @property
+    def public_spec(self) -> str:
+        return self.spec.public(self.client.provider.secret_params)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def make_judge(
+    spec: str | Spec,
+    *,
+    cache: Cache | None = None,
+    concurrency: int | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+    seed: int = 0,
+) -> JudgeBundle:
+    sp = parse_spec(spec) if isinstance(spec, str) else spec
+    provider_params = {k: v for k, v in sp.params.items() if k not in JUDGE_PARAMS}
+    model = sp.name or DEFAULT_MODEL.get(sp.kind, "")
+    if not model and sp.kind not in DEFAULT_MODEL:
+        raise ValueError(f"judge spec {sp.public()!r} needs a model name, e.g. {sp.kind}:MODEL")
+    provider = make_provider(sp.kind, model, provider_params)
+    client = Client(provider, cache, concurrency=concurrency, retry=retry, timeout=timeout,
+                    seed=seed)
+    orders = sp.params.get("orders", "both")
+    if orders not in {"both", "one"}:
+        raise ValueError(f"judge parameter orders={orders!r}: expected 'both' or 'one'")
+    pairwise = PairwiseJudge(client, sp.params.get("template", "pairwise_v1"),
+                             both_orders=orders == "both", seed=seed)
+    rubric = RubricJudge(client, sp.params.get("score_template", "pointwise_v1"))
+    return JudgeBundle(sp, client, pairwise, rubric)

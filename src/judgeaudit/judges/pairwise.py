@@ -1,0 +1,157 @@
+"""Pairwise judging: each item in both presentation orders by default, with the per-order
+verdicts and probabilities kept. Orders that disagree make a tie; unparseable outputs and
+failed calls are recorded as invalid, never coerced."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.judges.parse import parse_choice
+from judgeaudit.judges.templates import Template, load_template
+from judgeaudit.llm import CallFailed, Client, Message, Request, Response
+
+Order = Literal["12", "21"]
+Winner = Literal[0, 1, 2]  # canonical: 1 = response_1, 2 = response_2, 0 = tie
+
+
+@dataclass
+class OrderVerdict:
+    order: Order
+    raw: str                      # what the judge said (or the error), kept for review
+    choice: str | None            # presented label "A"/"B"/"tie", None = invalid
+    winner: Winner | None         # canonical winner, None = invalid
+    p_first: float | None = None  # P(shown-first response preferred), when known
+    error: str | None = None      # call failure after retries
+
+    @property
+    def valid(self) -> bool:
+        return self.winner is not None
+
+
+@dataclass
+class PairwiseVerdict:
+    item_id: str
+    orders: list[OrderVerdict] = field(default_factory=list)
+
+    @property
+    def winner(self) -> Winner | None:
+        """Consensus over orders: agreeing orders give their winner, disagreeing ones a tie
+        (0); any invalid order makes the consensus invalid (None)."""
+        ws = [o.winner for o in self.orders]
+        if not ws or any(w is None for w in ws):
+            return None
+        return ws[0] if all(w == ws[0] for w in ws) else 0
+
+    @property
+    def consistent(self) -> bool | None:
+        """Both orders valid and naming the same response; None if not both asked."""
+        if len(self.orders) < 2:
+            return None
+        return all(o.valid for o in self.orders) and self.orders[0].winner == self.orders[1].winner
+
+    @property
+    def p1(self) -> float | None:
+        """P(response_1 preferred), averaged over orders (position effect cancels)."""
+        ps = []
+        for o in self.orders:
+            if o.p_first is None:
+                return None
+            ps.append(o.p_first if o.order == "12" else 1.0 - o.p_first)
+        return sum(ps) / len(ps) if ps else None
+
+    def as_dict(self) -> dict:
+        return {"item_id": self.item_id, "winner": self.winner, "p1": self.p1,
+                "orders": [asdict(o) for o in self.orders]}
+
+
+def shown(item: PairwiseItem, order: Order) -> tuple[str, str]:
+    return (item.response_1, item.response_2) if order == "12" else (item.response_2, item.response_1)
+
+
+def to_canonical(choice: str | None, order: Order) -> Winner | None:
+    if choice is None:
+        return None
+    if choice == "tie":
+        return 0
+    first = 1 if order == "12" else 2
+    return first if choice == "A" else 3 - first  # type: ignore[return-value]
+
+
+class PairwiseJudge:
+    """A judge = a client (one provider behind cache/retries) + a prompt template."""
+
+    def __init__(
+        self,
+        client: Client,
+        template: Template | str = "pairwise_v1",
+        *,
+        both_orders: bool = True,
+        seed: int = 0,
+    ):
+        self.client = client
+        self.template = load_template(template) if isinstance(template, str) else template
+        self.both_orders = both_orders
+        self.seed = seed
+
+    def orders_for(self, item: PairwiseItem) -> list[Order]:
+        if self.both_orders:
+            return ["12", "21"]
+        # One order, chosen at random per item (seeded) so position does not confound.
+        rng = random.Random(f"{self.seed}:{item.id}")
+        return [rng.choice(["12", "21"])]
+
+    def request(self, item: PairwiseItem, order: Order, repeat: int = 0) -> Request:
+        a, b = shown(item, order)
+        t = self.template
+        quality = None
+        if item.quality is not None:
+            quality = list(item.quality) if order == "12" else [item.quality[1], item.quality[0]]
+        return Request(
+            messages=(
+                Message("system", t.system),
+                Message("user", t.render_user(prompt=item.prompt, response_a=a, response_b=b)),
+            ),
+            prefill=t.prefill,
+            choices=("A", "B"),
+            max_tokens=8,
+            temperature=0.0,
+            meta={
+                "task": "pairwise", "item_id": item.id, "order": order, "prompt": item.prompt,
+                "shown": [a, b], "quality": quality, "label": item.label,
+            },
+            repeat=repeat,
+        )
+
+    @staticmethod
+    def read(order: Order, out: Response | CallFailed) -> OrderVerdict:
+        if isinstance(out, CallFailed):
+            return OrderVerdict(order, raw="", choice=None, winner=None, error=str(out))
+        if out.probs and "A" in out.probs and "B" in out.probs:
+            pa = float(out.probs["A"])
+            choice: str | None = "A" if pa >= out.probs["B"] else "B"
+            return OrderVerdict(order, out.text, choice, to_canonical(choice, order), pa)
+        choice = parse_choice(out.text, ("A", "B"), allow_tie=True)
+        return OrderVerdict(order, out.text, choice, to_canonical(choice, order))
+
+    async def judge(
+        self,
+        items: Sequence[PairwiseItem],
+        *,
+        repeat: int = 0,
+        on_done: Callable[[], None] | None = None,
+    ) -> list[PairwiseVerdict]:
+        """Judge all items; `on_done` is called once per finished model call (progress)."""
+        plan = [(i, o) for i, it in enumerate(items) for o in self.orders_for(it)]
+        reqs = [self.request(items[i], o, repeat) for i, o in plan]
+        outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
+        verdicts = [PairwiseVerdict(it.id) for it in items]
+        for (i, o), out in zip(plan, outs, strict=True):
+            verdicts[i].orders.append(self.read(o, out))
+        return verdicts
+
+    def n_calls(self, items: Sequence[PairwiseItem]) -> int:
+        return sum(len(self.orders_for(it)) for it in items)

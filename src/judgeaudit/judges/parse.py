@@ -1,0 +1,63 @@
+"""Strict verdict and score parsing. Anything that is not clearly one verdict is invalid
+(None) and counted by the caller: never coerced to a guess."""
+
+from __future__ import annotations
+
+import re
+
+_STRIP = re.compile(r"[\s*_`\"'\[\]().:,!]+")
+_TIE_WORDS = {"tie", "draw", "equal", "same"}  # "both"/"neither" stay invalid
+
+
+def parse_choice(text: str, choices: tuple[str, ...] = ("A", "B"), allow_tie: bool = False) -> str | None:
+    """Return the single choice `text` names, "tie" (if allowed), or None.
+
+    Accepts e.g. "A", " A.", "**B**", "[[A]]", "Response A", "Output (b)", "A is better",
+    "B\\nExplanation: ...". Rejects "C", "A or B", "Both", "A and B", prose that names both.
+    """
+    if not text or not text.strip():
+        return None
+    first_line = text.strip().splitlines()[0]
+    tokens = [t for t in _STRIP.split(first_line) if t]
+    if not tokens:
+        return None
+    lowered = [t.lower() for t in tokens]
+    # Letters match case-sensitively ("a" is usually the article), except right after a
+    # label word: "Output (b)", "response a".
+    labelled = lowered[0] in {"response", "output", "answer", "assistant"} and len(tokens) > 1
+    if labelled:
+        tokens, lowered = tokens[1:], lowered[1:]
+    head = tokens[0]
+    by_lower = {c.lower(): c for c in choices}
+    named = {t for t in tokens if t in choices}
+    hit = by_lower.get(head.lower()) if labelled else (head if head in choices else None)
+    if hit is not None:
+        named.add(hit)
+        # The first token is a choice; refuse if another choice is also named ("A or B").
+        if len(named) > 1:
+            return None
+        return hit
+    if allow_tie and lowered[0] in _TIE_WORDS and not named:
+        return "tie"
+    return None
+
+
+_SCORE_RE = re.compile(r"^\s*(?:score\s*[:=]?\s*)?\**\s*([A-Za-z0-9]+)\s*\**\s*(?:/\s*5)?\s*[.)]?\s*$", re.I)
+
+
+def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> int | None:
+    """Map a score answer to 1..len(ids) by its id (ids[k-1] means score k), or None.
+
+    The first line must be exactly one id (optionally "Score: 4", "4/5", "**4**"); roman
+    numerals and letter ids compare case-insensitively.
+    """
+    if not text or not text.strip():
+        return None
+    m = _SCORE_RE.match(text.strip().splitlines()[0])
+    if not m:
+        return None
+    token = m.group(1).lower()
+    for k, sid in enumerate(ids, start=1):
+        if token == sid.lower():
+            return k
+    return None

@@ -1,0 +1,61 @@
+"""Judge prompt templates as data: versioned text files whose sha256 is recorded in every
+result, so a changed rubric or wording is visible in the output, never silent."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+_SECTION = re.compile(r"^### (system|user|prefill)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    system: str
+    user: str
+    prefill: str
+    sha256: str
+
+    @property
+    def short_hash(self) -> str:
+        return self.sha256[:12]
+
+    def render_user(self, **fields: str) -> str:
+        # str.format parses only the template; inserted (untrusted) text is never re-parsed.
+        return self.user.format(**fields)
+
+
+def parse_template(name: str, text: str) -> Template:
+    parts = _SECTION.split(text)
+    # parts = [preamble, name1, body1, name2, body2, ...]
+    sections = {parts[i]: parts[i + 1].strip("\n") for i in range(1, len(parts) - 1, 2)}
+    missing = {"system", "user"} - set(sections)
+    if missing:
+        raise ValueError(f"template {name!r} lacks section(s) {sorted(missing)} ('### system')")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Template(
+        name, sections["system"], sections["user"], sections.get("prefill", "").strip(), digest
+    )
+
+
+def builtin_templates() -> list[str]:
+    files = resources.files("judgeaudit.judges").joinpath("templates").iterdir()
+    return sorted(p.name.removesuffix(".txt") for p in files if p.name.endswith(".txt"))
+
+
+def load_template(name_or_path: str) -> Template:
+    """A built-in template by name (`pairwise_v1`) or a user's template file by path."""
+    p = Path(name_or_path)
+    if p.suffix == ".txt" and p.exists():
+        return parse_template(p.stem, p.read_text(encoding="utf-8"))
+    res = resources.files("judgeaudit.judges").joinpath("templates", f"{name_or_path}.txt")
+    if not res.is_file():
+        raise ValueError(
+            f"unknown template {name_or_path!r}; built-in: {', '.join(builtin_templates())}"
+            " (or give a path to a .txt template file)"
+        )
+    return parse_template(name_or_path, res.read_text(encoding="utf-8"))
