@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up a virtualenv with the embedded judge and run the main job on the built-in data.
+# The first run assembles and converts the local model once (about a minute), later runs
+# load it in seconds and reuse every cached verdict.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q -e '.[local]'
+judgeaudit evaluate --judge local --data builtin:facts --limit 60 --out out/evaluate "$@"
