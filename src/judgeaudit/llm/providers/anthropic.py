@@ -1,0 +1,201 @@
+"""`anthropic`: Claude models through the official `anthropic` SDK (Messages API).
+
+Spec parameters (strings): `api_key` (else $ANTHROPIC_API_KEY), `base_url`, `temperature`,
+`timeout` (seconds, default 60), `max_connections` (default 64), `price_in`/`price_out` (USD
+per million tokens).
+
+The Messages API continues a final partial assistant turn, so the request's prefill is sent
+as one and the returned text is the continuation (" A" after "...is Response"). Models that
+refuse prefill answer 400 "prefill not supported": then, once per provider, we fall back to
+an answer-format line in the user turn (as the openai provider does) and return the text
+as generated. There are no logprobs: `probs` is always None and the judge parses the text.
+
+The installed SDK (anthropic 2.x) has no `temperature` argument any more, so the request's
+temperature is not sent; a `temperature` spec parameter is passed through as an extra body
+field for servers that still take it. SDK retries are off; the client retries (same error
+mapping as the openai provider).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from typing import Any, ClassVar
+
+from judgeaudit.llm.base import (
+    FatalProviderError,
+    Provider,
+    ProviderError,
+    Request,
+    Response,
+    Usage,
+)
+from judgeaudit.llm.providers.openai import (
+    OPERATIONAL_PARAMS,
+    choice_line,
+    float_param,
+    map_sdk_error,
+    price_for,
+    server_message,
+)
+from judgeaudit.llm.registry import register
+
+log = logging.getLogger("judgeaudit.llm")
+
+# USD per million tokens (input, output), as listed by Anthropic in 2025. Matched on the
+# exact id, the id plus a date suffix, or "-latest"; prefer price_in/price_out.
+ANTHROPIC_PRICES: dict[str, tuple[float, float]] = {
+    "claude-3-haiku": (0.25, 1.25),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-opus-4": (15.00, 75.00),
+    "claude-opus-4-1": (15.00, 75.00),
+}
+
+
+@register
+class AnthropicProvider(Provider):
+    """Messages API via `anthropic.AsyncAnthropic`; system prompt to `system=`, prefill as a
+    final assistant turn, text only (no probabilities)."""
+
+    name: ClassVar[str] = "anthropic"
+    default_concurrency: ClassVar[int] = 8
+    key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+
+    def __init__(self, model: str, params: dict[str, str] | None = None):
+        super().__init__(model, params)
+        p = self.params
+        self.base_url: str | None = p.get("base_url") or None
+        self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
+        self.temperature = float_param(p, "temperature", self.name, default=None)
+        mc = p.get("max_connections", "64")
+        if not mc.isdigit() or int(mc) < 1:
+            raise ValueError(f"{self.name} parameter max_connections={mc!r}: expected a "
+                             f"positive integer")
+        self.max_connections = int(mc)
+        hosted = self.base_url is None and not os.environ.get("ANTHROPIC_BASE_URL")
+        self.price_per_mtok = price_for(model, p, ANTHROPIC_PRICES, self.name, hosted)
+        self._prefill_ok = True  # cleared when the model refuses a prefill once
+        self._sdk_client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def cache_identity(self) -> dict[str, Any]:
+        ident = super().cache_identity()
+        ident["params"] = {k: v for k, v in ident["params"].items()
+                           if k not in OPERATIONAL_PARAMS}
+        return ident
+
+    @property
+    def where(self) -> str:
+        return self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+
+    def _api_key(self) -> str:
+        key = self.params.get("api_key") or os.environ.get(self.key_env)
+        if not key:
+            raise FatalProviderError(
+                f"{self.name}: no API key: set ${self.key_env} or pass api_key=... in the "
+                f"judge spec"
+            )
+        return key
+
+    def _client(self) -> Any:
+        """Created lazily (cached runs need no key), once per event loop."""
+        loop = asyncio.get_running_loop()
+        if self._sdk_client is None or self._loop is not loop:
+            import anthropic
+
+            limits = type(anthropic.DEFAULT_CONNECTION_LIMITS)(
+                max_connections=self.max_connections,
+                max_keepalive_connections=self.max_connections,
+            )
+            http = anthropic.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
+            self._sdk_client = anthropic.AsyncAnthropic(
+                api_key=self._api_key(), base_url=self.base_url, timeout=self.timeout,
+                max_retries=0, http_client=http,
+            )
+            self._loop = loop
+        return self._sdk_client
+
+    @staticmethod
+    def build(request: Request, prefill: bool = True) -> tuple[str | None, list[dict[str, str]]]:
+        """(system, messages): system messages joined; the prefill as a final assistant turn
+        (trailing whitespace removed: the API rejects a final assistant turn ending in it),
+        or with `prefill=False` an answer-format line in the last user turn."""
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system") or None
+        msgs = [{"role": m.role, "content": m.content}
+                for m in request.messages if m.role != "system"]
+        text = request.prefill.rstrip()
+        if text and prefill:
+            msgs.append({"role": "assistant", "content": text})
+        elif text and request.choices:
+            line = choice_line(request.choices)
+            for m in reversed(msgs):
+                if m["role"] == "user":
+                    m["content"] = m["content"].rstrip() + "\n\n" + line
+                    break
+            else:
+                msgs.append({"role": "user", "content": line})
+        return system, msgs
+
+    async def generate(self, request: Request) -> Response:
+        import anthropic
+
+        client = self._client()
+        secrets = [self.params.get("api_key"), os.environ.get(self.key_env)]
+        use_prefill = bool(request.prefill.strip()) and self._prefill_ok
+        for attempt in (0, 1):
+            system, msgs = self.build(request, prefill=use_prefill)
+            kwargs: dict[str, Any] = {
+                "model": self.model, "messages": msgs, "max_tokens": request.max_tokens,
+            }
+            if system is not None:
+                kwargs["system"] = system
+            if self.temperature is not None:
+                kwargs["extra_body"] = {"temperature": self.temperature}
+            try:
+                raw = await client.messages.with_raw_response.create(**kwargs)
+                break
+            except anthropic.BadRequestError as exc:
+                if use_prefill and attempt == 0 and "prefill" in server_message(exc).lower():
+                    log.warning("%s refuses assistant prefill; using an answer-format line",
+                                self.model)
+                    self._prefill_ok = use_prefill = False
+                    continue
+                raise self._mapped(exc, anthropic, secrets) from None
+            except anthropic.AnthropicError as exc:
+                raise self._mapped(exc, anthropic, secrets) from None
+        return self.parse_body(raw.http_response.content)
+
+    def _mapped(self, exc: Exception, sdk: Any, secrets: list[str | None]) -> Exception:
+        err = map_sdk_error(exc, sdk, provider=self.name, where=self.where, key_env=self.key_env,
+                            secrets=secrets, timeout=self.timeout or 0.0)
+        return err if err is not None else exc
+
+    def parse_body(self, content: bytes) -> Response:
+        """A 200 body -> Response; anything that is not a message is a retryable error."""
+        try:
+            data = json.loads(content)
+            blocks = data["content"]
+            text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            snippet = content[:80].decode("utf-8", "replace")
+            raise ProviderError(f"{self.name}: malformed response from {self.where} "
+                                f"(not a message): {snippet!r}", retryable=True) from None
+        usage = data.get("usage") or {}
+        return Response(
+            text=text,
+            probs=None,
+            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            raw={"model": data.get("model"), "stop_reason": data.get("stop_reason")},
+        )
+
+    async def aclose(self) -> None:
+        client, self._sdk_client = self._sdk_client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.close()

@@ -1,0 +1,406 @@
+"""`openai`: any OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp, Ollama)
+through the official `openai` SDK.
+
+Spec parameters (all strings): `base_url`, `api_key` (else $OPENAI_API_KEY; "EMPTY" for a
+local server when neither is set), `temperature` (overrides the request's), `logprobs`
+("auto": ask for the top-20 next-token logprobs when the request has `choices`; "off"),
+`prefill` ("instruct": most chat servers cannot continue an assistant turn, so the user
+message gets an answer-format line and the model's text comes back as-is; "assistant": send
+the prefill as a partial assistant turn, for vLLM/llama.cpp servers that continue it),
+`timeout` (seconds, default 60), `max_connections` (HTTP pool size, default 64),
+`price_in`/`price_out` (USD per million prompt/completion tokens).
+
+The SDK's own retries are off (`max_retries=0`): the client retries, so that one policy and
+one count of retries hold for every provider. The helpers here (error mapping, Retry-After
+parsing, key redaction) are shared with the anthropic provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import os
+import re
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from judgeaudit.llm.base import (
+    FatalProviderError,
+    Provider,
+    ProviderError,
+    Request,
+    Response,
+    Usage,
+)
+from judgeaudit.llm.registry import register
+
+log = logging.getLogger("judgeaudit.llm")
+
+# Parameters that change how we talk to the server, not what it answers: kept out of the
+# cache key so raising a timeout or a price does not orphan cached calls.
+OPERATIONAL_PARAMS = frozenset({"timeout", "max_connections", "price_in", "price_out"})
+
+# USD per million tokens (prompt, completion), standard tier as listed by OpenAI in 2025.
+# Matched on the exact model id or the id plus a date suffix; prefer price_in/price_out.
+OPENAI_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+}
+
+_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+_KEYLIKE = re.compile(r"\b(sk-(?:ant-)?|key-)[A-Za-z0-9_\-*.]{3,}")
+
+
+# ---- pure helpers (unit-tested) ------------------------------------------------------------
+
+def choice_probs(
+    top_logprobs: Sequence[tuple[str, float]],
+    choices: Sequence[str],
+    sampled: str | None = None,
+) -> dict[str, float] | None:
+    """Probabilities of `choices` at one token position, renormalised over the choices.
+
+    `top_logprobs` are (token, logprob) pairs for that position; tokens match a choice after
+    stripping whitespace, case-sensitively ("A" and " A" both count for "A", "a" does not),
+    and variants of one choice add up. A choice absent from the top list gets 0. Returns None
+    when no choice appears, or when `sampled` (the token actually generated there) is given
+    and is not itself a choice: then the model answered with something else ("Response",
+    "**", prose) and a distribution read off that position would contradict its text.
+    """
+    if not choices:
+        return None
+    if sampled is not None and sampled.strip() not in choices:
+        return None
+    mass = dict.fromkeys(choices, 0.0)
+    found = False
+    for token, lp in top_logprobs:
+        t = token.strip()
+        if t in mass and lp is not None and math.isfinite(lp):
+            mass[t] += math.exp(lp)
+            found = True
+    total = sum(mass.values())
+    if not found or total <= 0:
+        return None
+    return {c: m / total for c, m in mass.items()}
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def retry_after_from(headers: Any) -> float | None:
+    """Retry-After from response headers; OpenAI's millisecond variant wins if present."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """Remove every secret (and anything shaped like an API key) from a message."""
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return _KEYLIKE.sub(lambda m: m.group(1) + "***", text)
+
+
+def server_message(exc: Any) -> str:
+    """The server's own error message from an SDK status error, else the exception text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+    return str(getattr(exc, "message", None) or exc)
+
+
+def map_sdk_error(
+    exc: Exception,
+    sdk: Any,
+    *,
+    provider: str,
+    where: str,
+    key_env: str,
+    secrets: Iterable[str | None],
+    timeout: float,
+) -> ProviderError | None:
+    """Classify an openai/anthropic SDK exception (both SDKs share these class names).
+
+    429, 408/409/425, 5xx, timeouts and connection failures are retryable (429 carries its
+    Retry-After); 400/401/403/404/422 and other 4xx are fatal. Messages never hold the key.
+    Returns None for exceptions that are not the SDK's (let them propagate as bugs).
+    """
+    secrets = list(secrets)
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderError(f"{provider}: no response from {where} within {timeout:g}s",
+                             retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        cause = exc.__cause__ or exc
+        msg = redact(f"{type(cause).__name__}: {cause}", secrets)
+        return ProviderError(f"{provider}: connection to {where} failed ({msg})", retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        detail = redact(server_message(exc), secrets)[:300]
+        if status == 429:
+            resp = getattr(exc, "response", None)
+            ra = retry_after_from(getattr(resp, "headers", None))
+            return ProviderError(f"{provider}: rate limited by {where} (HTTP 429): {detail}",
+                                 retryable=True, retry_after=ra)
+        if status >= 500 or status in _RETRYABLE_STATUS:
+            return ProviderError(f"{provider}: HTTP {status} from {where}: {detail}",
+                                 retryable=True)
+        hint = {
+            401: f"authentication failed; check ${key_env} or the api_key parameter",
+            403: "permission denied for this key/model",
+            404: "not found; check the model name and base_url",
+            400: "bad request",
+            422: "request rejected as unprocessable",
+        }.get(status, "request rejected")
+        return FatalProviderError(f"{provider}: HTTP {status} from {where}: {hint}: {detail}")
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return ProviderError(f"{provider}: malformed response from {where}", retryable=True)
+    return None
+
+
+def float_param(params: dict[str, str], name: str, provider: str, *, default: float | None,
+                positive: bool = False) -> float | None:
+    """A numeric spec parameter, with an error that names it and the value given."""
+    raw = params.get(name)
+    if raw is None:
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        raise ValueError(f"{provider} parameter {name}={raw!r}: expected a number") from None
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        raise ValueError(f"{provider} parameter {name}={raw!r}: expected a "
+                         f"{'positive' if positive else 'non-negative'} number")
+    return v
+
+
+def price_for(model: str, params: dict[str, str], table: dict[str, tuple[float, float]],
+              provider: str, hosted: bool) -> tuple[float, float] | None:
+    """(prompt, completion) USD per million tokens: from price_in/price_out, else the
+    built-in table (hosted APIs only: a local server with the same model name is free)."""
+    pin = float_param(params, "price_in", provider, default=None)
+    pout = float_param(params, "price_out", provider, default=None)
+    if (pin is None) != (pout is None):
+        raise ValueError(f"{provider}: give both price_in and price_out (USD per million "
+                         f"tokens), or neither")
+    if pin is not None and pout is not None:
+        return (pin, pout)
+    if not hosted:
+        return None
+    for k, price in table.items():
+        if model == k or model.startswith(k + "-20") or model == k + "-latest":
+            return price
+    return None
+
+
+def choice_line(choices: Sequence[str]) -> str:
+    """The answer-format line appended to the user turn when a prefill cannot be sent."""
+    if all(len(c) == 1 and c.isalpha() for c in choices):
+        return "Answer with a single letter."
+    return "Answer with only one of: " + ", ".join(choices) + "."
+
+
+# ---- the provider --------------------------------------------------------------------------
+
+@register
+class OpenAIProvider(Provider):
+    """Chat completions through `openai.AsyncOpenAI`; next-token probabilities over the
+    request's choices from the first generated token's top_logprobs, when the server has them.
+    """
+
+    name: ClassVar[str] = "openai"
+    default_concurrency: ClassVar[int] = 8
+    key_env: ClassVar[str] = "OPENAI_API_KEY"
+
+    def __init__(self, model: str, params: dict[str, str] | None = None):
+        super().__init__(model, params)
+        p = self.params
+        self.base_url: str | None = p.get("base_url") or None
+        self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
+        self.temperature = float_param(p, "temperature", self.name, default=None)
+        mc = p.get("max_connections", "64")
+        if not mc.isdigit() or int(mc) < 1:
+            raise ValueError(f"{self.name} parameter max_connections={mc!r}: expected a "
+                             f"positive integer")
+        self.max_connections = int(mc)
+        self.logprobs_mode = p.get("logprobs", "auto")
+        if self.logprobs_mode not in ("auto", "off"):
+            raise ValueError(f"{self.name} parameter logprobs={self.logprobs_mode!r}: "
+                             f"expected 'auto' or 'off'")
+        self.prefill_mode = p.get("prefill", "instruct")
+        if self.prefill_mode not in ("instruct", "assistant"):
+            raise ValueError(f"{self.name} parameter prefill={self.prefill_mode!r}: "
+                             f"expected 'instruct' or 'assistant'")
+        hosted = self.base_url is None and not os.environ.get("OPENAI_BASE_URL")
+        # Instance attribute shadows the class default the client reads for cost accounting.
+        self.price_per_mtok = price_for(model, p, OPENAI_PRICES, self.name, hosted)
+        self._logprobs_ok = True  # cleared when the server rejects logprobs once
+        self._sdk_client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def cache_identity(self) -> dict[str, Any]:
+        ident = super().cache_identity()
+        ident["params"] = {k: v for k, v in ident["params"].items()
+                           if k not in OPERATIONAL_PARAMS}
+        return ident
+
+    @property
+    def where(self) -> str:
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com"
+
+    def _api_key(self) -> str:
+        key = self.params.get("api_key") or os.environ.get(self.key_env)
+        if key:
+            return key
+        if self.base_url or os.environ.get("OPENAI_BASE_URL"):
+            return "EMPTY"  # local servers (vLLM, llama.cpp) accept any key
+        raise FatalProviderError(
+            f"{self.name}: no API key: set ${self.key_env}, or pass api_key=... in the judge "
+            f"spec, or point base_url=... at a local OpenAI-compatible server"
+        )
+
+    def _client(self) -> Any:
+        """The SDK client, created lazily (a fully cached run needs no key) and once per event
+        loop (its connection pool belongs to the loop that opened it)."""
+        loop = asyncio.get_running_loop()
+        if self._sdk_client is None or self._loop is not loop:
+            import openai
+
+            limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
+                max_connections=self.max_connections,
+                max_keepalive_connections=self.max_connections,
+            )
+            http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
+            self._sdk_client = openai.AsyncOpenAI(
+                api_key=self._api_key(), base_url=self.base_url, timeout=self.timeout,
+                max_retries=0, http_client=http,
+            )
+            self._loop = loop
+        return self._sdk_client
+
+    def build_messages(self, request: Request) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """Chat messages for the server, plus extra body fields (assistant-prefill mode)."""
+        msgs = [{"role": m.role, "content": m.content} for m in request.messages]
+        extra: dict[str, Any] = {}
+        if request.prefill and self.prefill_mode == "assistant":
+            msgs.append({"role": "assistant", "content": request.prefill})
+            # vLLM continues a final assistant turn only when told to; llama.cpp does anyway.
+            extra = {"continue_final_message": True, "add_generation_prompt": False}
+        elif request.prefill and request.choices:
+            line = choice_line(request.choices)
+            for m in reversed(msgs):
+                if m["role"] == "user":
+                    m["content"] = m["content"].rstrip() + "\n\n" + line
+                    break
+            else:
+                msgs.append({"role": "user", "content": line})
+        return msgs, extra
+
+    async def generate(self, request: Request) -> Response:
+        import openai
+
+        client = self._client()
+        msgs, extra = self.build_messages(request)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": msgs,
+            "max_tokens": request.max_tokens,
+            "temperature": (self.temperature if self.temperature is not None
+                            else request.temperature),
+        }
+        if extra:
+            kwargs["extra_body"] = extra
+        want_lp = bool(request.choices) and self.logprobs_mode == "auto" and self._logprobs_ok
+        secrets = [self.params.get("api_key"), os.environ.get(self.key_env)]
+        for attempt in (0, 1):
+            lp = {"logprobs": True, "top_logprobs": 20} if want_lp else {}
+            try:
+                raw = await client.chat.completions.with_raw_response.create(**kwargs, **lp)
+                break
+            except openai.BadRequestError as exc:
+                if want_lp and attempt == 0 and "logprob" in server_message(exc).lower():
+                    log.warning("%s at %s rejects logprobs; continuing without them",
+                                self.model, self.where)
+                    self._logprobs_ok = False
+                    want_lp = False
+                    continue
+                raise self._mapped(exc, openai, secrets) from None
+            except openai.OpenAIError as exc:
+                raise self._mapped(exc, openai, secrets) from None
+        return self.parse_body(raw.http_response.content, request)
+
+    def _mapped(self, exc: Exception, sdk: Any, secrets: list[str | None]) -> Exception:
+        err = map_sdk_error(exc, sdk, provider=self.name, where=self.where, key_env=self.key_env,
+                            secrets=secrets, timeout=self.timeout or 0.0)
+        return err if err is not None else exc
+
+    def parse_body(self, content: bytes, request: Request) -> Response:
+        """A 200 body -> Response; a body that is not a chat completion is a retryable error
+        (proxies answer 200 with HTML; servers under load truncate)."""
+        try:
+            data = json.loads(content)
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            snippet = content[:80].decode("utf-8", "replace")
+            raise ProviderError(f"{self.name}: malformed response from {self.where} "
+                                f"(not a chat completion): {snippet!r}", retryable=True) from None
+        text = message.get("content") or ""
+        probs = None
+        first = None
+        top: list[tuple[str, float]] = []
+        lp = choice.get("logprobs")
+        if request.choices and isinstance(lp, dict) and lp.get("content"):
+            first = lp["content"][0]
+            top = [(t.get("token", ""), t.get("logprob")) for t in first.get("top_logprobs") or []]
+            probs = choice_probs(top, request.choices, sampled=first.get("token"))
+        usage = data.get("usage") or {}
+        return Response(
+            text=text,
+            probs=probs,
+            usage=Usage(int(usage.get("prompt_tokens") or 0),
+                        int(usage.get("completion_tokens") or 0)),
+            raw={
+                "model": data.get("model"),
+                "finish_reason": choice.get("finish_reason"),
+                "first_token_top": [[t, lp] for t, lp in top] if first else None,
+            },
+        )
+
+    async def aclose(self) -> None:
+        client, self._sdk_client = self._sdk_client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.close()

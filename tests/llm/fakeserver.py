@@ -1,0 +1,480 @@
+"""A real, scriptable HTTP server on loopback that speaks the OpenAI chat-completions and the
+Anthropic messages shapes, for testing and benchmarking the clients end to end.
+
+Why a real server and not a mocked transport: retries, timeouts, dropped connections,
+connection pools and concurrency limits only show up on real sockets.
+
+Use::
+
+    with FakeLLMServer(latency=0.05, faults=["429", "500"]) as srv:
+        provider = make_provider("openai", "fake", {"base_url": srv.openai_url, "api_key": "k"})
+        ...
+        assert srv.count() == ...
+
+Faults are taken from, in order of precedence: `rule(request, attempt)` (per request, e.g.
+"always 500 for prompts containing X"), the scripted `faults` queue (consumed one per
+request in arrival order, so a test knows exactly how many attempts fail), then `fault_rate`
+(seeded random draw among `rate_faults`). A fault is one of:
+
+- "429": rate limited, with `Retry-After: <retry_after>` (seconds, or an HTTP-date string)
+- "500", "503": server error
+- "hang": sleep `hang_seconds` before answering (longer than the client's timeout)
+- "drop": close the connection without any response
+- "non_json": 200 with a body that is not JSON
+- "no_choices": 200 with JSON lacking `choices` (OpenAI) / `content` (Anthropic)
+- "401": authentication error whose message echoes the sent key (as some servers do)
+- "400": bad request
+
+`reject_logprobs` answers 400 to OpenAI requests asking for logprobs, `reject_prefill` 400 to
+Anthropic requests ending in an assistant turn (as models without those features do).
+
+Answers: by default "A" if the text shown as Response A contains `GOOD` (the marker), "B" if
+Response B does, else A/B from a hash of the prompt. `answer=` may be a fixed string or a
+callable(prompt_text) -> str to return wrong labels ("C", "Both", "", prose).
+
+Run standalone (used by the benchmark, to keep the server off the client's GIL)::
+
+    python tests/llm/fakeserver.py --latency 0.05   # prints "PORT <n>" then serves
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import math
+import random
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+GOOD = "<<GOOD>>"
+FAULTS = frozenset({"429", "500", "503", "hang", "drop", "non_json", "no_choices", "401", "400"})
+
+
+@dataclass
+class Recorded:
+    """One request as the server received it."""
+
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: dict[str, Any] | None
+    raw: bytes
+    t_start: float           # time.monotonic() at arrival
+    t_end: float = 0.0       # when the server finished with it
+    fault: str | None = None
+    status: int | None = None  # status sent (None for a dropped connection)
+    answer: str | None = None
+
+    @property
+    def prompt_text(self) -> str:
+        return prompt_text(self.body or {})
+
+    def body_key(self) -> str:
+        """Canonical JSON of the body: equal keys = the same request sent again."""
+        return json.dumps(self.body, sort_keys=True)
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """All message text of an OpenAI or Anthropic request body, in order."""
+    parts: list[str] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        parts.append(system)
+    for m in body.get("messages") or []:
+        c = m.get("content")
+        if isinstance(c, str):
+            parts.append(c)
+        elif isinstance(c, list):
+            parts.extend(b.get("text", "") for b in c if isinstance(b, dict))
+    return "\n".join(parts)
+
+
+def sent_key(headers: dict[str, str]) -> str | None:
+    """The API key a request carried: `x-api-key` (Anthropic's header) or a Bearer token
+    (OpenAI; also what anthropic SDK 2.x sends)."""
+    if "x-api-key" in headers:
+        return headers["x-api-key"]
+    auth = headers.get("authorization")
+    return auth.removeprefix("Bearer ").strip() if auth else None
+
+
+def default_answer(text: str) -> str:
+    """A if the Response A section holds the GOOD marker, B if Response B does, else a hash."""
+    m = re.search(r"Response A:(.*?)Response B:(.*)", text, re.S)
+    if m:
+        a, b = m.group(1), m.group(2)
+        if GOOD in a and GOOD not in b:
+            return "A"
+        if GOOD in b and GOOD not in a:
+            return "B"
+    return "AB"[hashlib.sha256(text.encode()).digest()[0] % 2]
+
+
+def judge_request(i: int, good: str = "A", *, choices: tuple[str, ...] = ("A", "B"),
+                  prefill: str = "The better response is Response", **kw: Any) -> Any:
+    """A pairwise judge request for item `i` whose GOOD marker sits in response `good`, so the
+    default answer policy answers `good`. (Imports judgeaudit lazily: the server itself does
+    not need it.)"""
+    from judgeaudit.llm import Message, Request
+
+    a, b = f"answer {i}", f"answer {i}"
+    if good == "A":
+        a += " " + GOOD
+    elif good == "B":
+        b += " " + GOOD
+    user = (f"Instruction:\nquestion item {i}\n\nResponse A:\n{a}\n\nResponse B:\n{b}\n\n"
+            f"Which response is better? Answer with a single letter: A or B.")
+    return Request(
+        messages=(Message("system", "You are a careful, impartial judge."),
+                  Message("user", user)),
+        prefill=prefill, choices=choices, max_tokens=8, temperature=0.0, **kw,
+    )
+
+
+def _ntokens(text: str) -> int:
+    return len(text.split())
+
+
+class FakeLLMServer:
+    """ThreadingHTTPServer on 127.0.0.1:<free port> in a daemon thread. Thread-safe records."""
+
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        faults: Iterable[str] = (),
+        fault_rate: float = 0.0,
+        rate_faults: Iterable[str] = ("429", "500", "503", "drop", "non_json"),
+        rule: Callable[[Recorded, int], str | None] | None = None,
+        retry_after: str = "1",
+        hang_seconds: float = 30.0,
+        answer: str | Callable[[str], str] | None = None,
+        confidence: float = 0.9,
+        logprobs: bool = True,
+        reject_logprobs: bool = False,
+        reject_prefill: bool = False,
+        api_keys: Iterable[str] | None = None,
+        seed: int = 0,
+        port: int = 0,
+    ):
+        self.latency = latency
+        self._faults = list(faults)
+        bad = [f for f in [*self._faults, *rate_faults] if f not in FAULTS]
+        if bad:
+            raise ValueError(f"unknown faults {bad}; known: {sorted(FAULTS)}")
+        self.fault_rate = fault_rate
+        self.rate_faults = list(rate_faults)
+        self.rule = rule
+        self.retry_after = retry_after
+        self.hang_seconds = hang_seconds
+        self.answer = answer
+        self.confidence = confidence
+        self.logprobs = logprobs
+        self.reject_logprobs = reject_logprobs
+        self.reject_prefill = reject_prefill
+        self.api_keys = set(api_keys) if api_keys is not None else None
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.requests: list[Recorded] = []
+        self.inflight = 0
+        self.max_inflight = 0
+        self._attempts: dict[str, int] = {}
+        self._httpd = _Server(("127.0.0.1", port), _Handler)
+        self._httpd.fake = self
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_url(self) -> str:
+        """base_url for the openai SDK (it appends /chat/completions)."""
+        return self.url + "/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        """base_url for the anthropic SDK (it appends /v1/messages)."""
+        return self.url
+
+    def start(self) -> FakeLLMServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()  # wake hanging handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scripting and inspection ------------------------------------------------------------
+    def push_faults(self, *faults: str) -> None:
+        """Append faults to the scripted queue (consumed one per request, arrival order)."""
+        with self._lock:
+            self._faults.extend(faults)
+
+    def count(self, path: str | None = None) -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if path is None or r.path == path)
+
+    def served(self) -> int:
+        """Requests answered with a 200 and a well-formed body."""
+        with self._lock:
+            return sum(1 for r in self.requests if r.status == 200 and r.fault is None)
+
+    def snapshot(self) -> list[Recorded]:
+        with self._lock:
+            return list(self.requests)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self._attempts.clear()
+            self.max_inflight = 0
+
+    # -- request handling (called from handler threads) ------------------------------------
+    def _begin(self, rec: Recorded) -> str | None:
+        with self._lock:
+            self.requests.append(rec)
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+            key = rec.body_key()
+            attempt = self._attempts.get(key, 0)
+            self._attempts[key] = attempt + 1
+            fault = self.rule(rec, attempt) if self.rule is not None else None
+            if fault is None and self._faults:
+                fault = self._faults.pop(0)
+            if fault is None and self.fault_rate and self._rng.random() < self.fault_rate:
+                fault = self._rng.choice(self.rate_faults)
+        if fault is not None and fault not in FAULTS:
+            raise ValueError(f"rule returned unknown fault {fault!r}")
+        rec.fault = fault
+        return fault
+
+    def _end(self, rec: Recorded) -> None:
+        with self._lock:
+            self.inflight -= 1
+            rec.t_end = time.monotonic()
+
+    def _answer_for(self, body: dict[str, Any]) -> str:
+        text = prompt_text(body)
+        if callable(self.answer):
+            return self.answer(text)
+        if self.answer is not None:
+            return self.answer
+        return default_answer(text)
+
+    def openai_body(self, body: dict[str, Any], answer: str) -> dict[str, Any]:
+        prompt = prompt_text(body)
+        out: dict[str, Any] = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": answer},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }],
+            "usage": {
+                "prompt_tokens": _ntokens(prompt),
+                "completion_tokens": max(1, _ntokens(answer)),
+                "total_tokens": _ntokens(prompt) + max(1, _ntokens(answer)),
+            },
+        }
+        if self.logprobs and body.get("logprobs"):
+            out["choices"][0]["logprobs"] = {"content": self._logprob_content(body, answer)}
+        return out
+
+    def _logprob_content(self, body: dict[str, Any], answer: str) -> list[dict[str, Any]]:
+        """First token = the answer's first word; its top_logprobs put `confidence` on it and
+        split the rest between the other label (with a leading space, as tokenisers do) and
+        filler tokens."""
+        first = answer.split()[0] if answer.split() else ""
+        other = "B" if first == "A" else "A"
+        c = self.confidence
+        top = [(first, c), (" " + other, (1 - c) * 0.8), ("The", (1 - c) * 0.15),
+               ("Response", (1 - c) * 0.05)]
+        n = int(body.get("top_logprobs") or 0)
+        entries = [{"token": t, "logprob": math.log(p), "bytes": None}
+                   for t, p in top[: max(n, 1)] if p > 0]
+        content = [{"token": first, "logprob": math.log(c), "bytes": None,
+                    "top_logprobs": entries}]
+        for w in answer.split()[1:]:
+            content.append({"token": " " + w, "logprob": -0.01, "bytes": None,
+                            "top_logprobs": []})
+        return content
+
+    def anthropic_body(self, body: dict[str, Any], answer: str) -> dict[str, Any]:
+        prompt = prompt_text(body)
+        msgs = body.get("messages") or []
+        prefilled = bool(msgs) and msgs[-1].get("role") == "assistant"
+        # A prefilled turn is continued ("...Response" -> " A"), as the real API does.
+        text = (" " + answer) if prefilled and answer else answer
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": _ntokens(prompt), "output_tokens": max(1, _ntokens(answer))},
+        }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256  # bursts of 64+ concurrent connects must not overflow backlog
+    fake: FakeLLMServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real API servers
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # quiet
+
+    def _send(self, status: int, payload: bytes, ctype: str = "application/json",
+              headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _error(self, status: int, message: str, anthropic: bool,
+               headers: dict[str, str] | None = None) -> None:
+        if anthropic:
+            kind = {401: "authentication_error", 429: "rate_limit_error", 400:
+                    "invalid_request_error"}.get(status, "api_error")
+            body = {"type": "error", "error": {"type": kind, "message": message}}
+        else:
+            body = {"error": {"message": message, "type": "fake_error", "code": status}}
+        self._send(status, json.dumps(body).encode(), headers=headers)
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        fake = self.server.fake
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path = self.path.split("?")[0]
+        rec = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body, raw,
+                       time.monotonic())
+        anthropic = path.endswith("/messages")
+        if path not in ("/v1/chat/completions", "/chat/completions", "/v1/messages"):
+            self._send(404, b'{"error": {"message": "no such route"}}')
+            return
+        fault = fake._begin(rec)
+        try:
+            self._handle(fake, rec, fault, anthropic)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout) before we answered
+        finally:
+            fake._end(rec)
+
+    def _handle(self, fake: FakeLLMServer, rec: Recorded, fault: str | None,
+                anthropic: bool) -> None:
+        body = rec.body or {}
+        if fake.latency:
+            fake._stop.wait(fake.latency)
+        key = sent_key(rec.headers)
+        if fault == "401" or (fake.api_keys is not None and key not in fake.api_keys):
+            rec.status = 401
+            # Real servers echo (part of) the key they rejected; the client must not.
+            self._error(401, f"Incorrect API key provided: {key}", anthropic)
+            return
+        if fault == "hang":
+            fake._stop.wait(fake.hang_seconds)
+            if fake._stop.is_set():
+                return
+        if fault == "drop":
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if fault == "429":
+            rec.status = 429
+            self._error(429, "Rate limit reached, slow down", anthropic,
+                        {"Retry-After": fake.retry_after})
+            return
+        if fault in ("500", "503"):
+            rec.status = int(fault)
+            self._error(int(fault), "The server had an error", anthropic)
+            return
+        if fault == "400":
+            rec.status = 400
+            self._error(400, "Invalid request", anthropic)
+            return
+        if not anthropic and fake.reject_logprobs and body.get("logprobs"):
+            rec.status = 400
+            self._error(400, "logprobs is not supported by this model", anthropic)
+            return
+        msgs = body.get("messages") or []
+        if (anthropic and fake.reject_prefill and msgs
+                and msgs[-1].get("role") == "assistant"):
+            rec.status = 400
+            self._error(400, "Prefill is not supported for this model", anthropic)
+            return
+        if fault == "non_json":
+            rec.status = 200
+            self._send(200, b"<html>502 Bad Gateway</html>", ctype="text/html")
+            return
+        if fault == "no_choices":
+            rec.status = 200
+            self._send(200, json.dumps({"id": "x", "object": "chat.completion"}).encode())
+            return
+        answer = fake._answer_for(body)
+        rec.answer = answer
+        payload = fake.anthropic_body(body, answer) if anthropic else fake.openai_body(body, answer)
+        rec.status = 200
+        self._send(200, json.dumps(payload).encode())
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--port", type=int, default=0)
+    args = ap.parse_args(argv)
+    srv = FakeLLMServer(latency=args.latency, port=args.port).start()
+    print(f"PORT {srv.port}", flush=True)
+    try:
+        sys.stdin.read()  # serve until the parent closes our stdin
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()
