@@ -1,0 +1,123 @@
+"""The probe contract: a probe = items + a perturbation (or a judging variant) + the judge
++ a metric + a no-bias range. Probes register by name; the battery runs them, shares the
+unperturbed verdicts between them, and adds q-values and verdicts across the report."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.judges.factory import JudgeBundle
+from judgeaudit.judges.pairwise import PairwiseVerdict
+
+
+@dataclass
+class ProbeResult:
+    """What a probe measured; `verdict` and `q` are filled in by the battery."""
+
+    effect: float | None
+    ci95: tuple[float | None, float | None]
+    n: int
+    p: float | None
+    mde: float | None
+    rates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    flag: dict[str, Any] | None = None
+    n_invalid: int = 0
+    n_dropped: int = 0
+    plot: dict[str, Any] | None = None
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class AuditContext:
+    """Shared state of one audit: the judge, the items, and memoised verdicts so that the
+    unperturbed judgments are made once for all probes (the client cache makes repeats of
+    the same call free as well)."""
+
+    def __init__(
+        self,
+        bundle: JudgeBundle,
+        items: Sequence[PairwiseItem],
+        *,
+        seed: int = 0,
+        panel: Sequence[JudgeBundle] = (),
+        on_calls: Callable[[int], None] | None = None,
+        on_done: Callable[[], None] | None = None,
+    ):
+        self.bundle = bundle
+        self.items = list(items)
+        self.seed = seed
+        self.panel = list(panel)
+        self._on_calls = on_calls  # announce planned calls (grows the progress total)
+        self._on_done = on_done
+        self._memo: dict[tuple[str, int, str], PairwiseVerdict] = {}
+
+    async def judge(
+        self, items: Sequence[PairwiseItem], *, repeat: int = 0, bundle: JudgeBundle | None = None
+    ) -> list[PairwiseVerdict]:
+        b = bundle or self.bundle
+        tag = b.public_spec + "|" + b.pairwise.template.sha256
+        todo = [it for it in items if (it.id, repeat, tag) not in self._memo]
+        # Perturbed items may share ids with nothing else; memo is by (id, repeat, judge).
+        if todo:
+            if self._on_calls:
+                self._on_calls(b.pairwise.n_calls(todo))
+            verdicts = await b.pairwise.judge(todo, repeat=repeat, on_done=self._on_done)
+            for it, v in zip(todo, verdicts, strict=True):
+                self._memo[(it.id, repeat, tag)] = v
+        return [self._memo[(it.id, repeat, tag)] for it in items]
+
+    async def baseline(self, items: Sequence[PairwiseItem] | None = None) -> list[PairwiseVerdict]:
+        return await self.judge(self.items if items is None else items)
+
+
+class Probe(abc.ABC):
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    metric: ClassVar[str]
+    direction: ClassVar[str]
+    # "not_biased" needs the whole 95% interval inside this range.
+    no_bias_range: ClassVar[tuple[float, float]] = (-0.05, 0.05)
+    # Part of the default (fast) battery; the rest run with --full.
+    default: ClassVar[bool] = True
+
+    @abc.abstractmethod
+    async def run(self, ctx: AuditContext) -> ProbeResult: ...
+
+    def header(self) -> dict[str, Any]:
+        return {"title": self.title, "description": self.description, "metric": self.metric,
+                "direction": self.direction, "no_bias_range": list(self.no_bias_range)}
+
+
+_PROBES: dict[str, type[Probe]] = {}
+
+
+def register_probe(cls: type[Probe]) -> type[Probe]:
+    _PROBES[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    import importlib
+    import pkgutil
+
+    import judgeaudit.audit.probes as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"{pkg.__name__}.{mod.name}")
+
+
+def probe_names(default_only: bool = False) -> list[str]:
+    _load_builtin()
+    return [n for n, c in _PROBES.items() if c.default or not default_only]
+
+
+def get_probe(name: str) -> Probe:
+    _load_builtin()
+    if name not in _PROBES:
+        raise ValueError(f"unknown probe {name!r}; known: {', '.join(sorted(_PROBES))}")
+    return _PROBES[name]()

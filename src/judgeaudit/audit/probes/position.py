@@ -1,0 +1,63 @@
+"""Position: swap the two responses; a fair judge's choice follows the content, not the slot."""
+
+from __future__ import annotations
+
+from judgeaudit.audit.metrics import position
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+
+FLAG_FIRST_RATE = 0.55  # production check: flag a first-slot rate above 55%
+
+
+@register_probe
+class PositionProbe(Probe):
+    name = "position"
+    title = "Position"
+    description = ("Each pair is judged twice with the two responses swapped; an unbiased "
+                   "judge picks the same response in both orders.")
+    metric = "first-slot preference (share of verdicts for the first-shown response) - 0.5"
+    direction = "positive = prefers the response shown first; negative = the second"
+
+    async def run(self, ctx: AuditContext) -> ProbeResult:
+        verdicts = await ctx.baseline()
+        m = position(verdicts, seed=ctx.seed)
+        fr = m.get("first_rate")
+        flag = None
+        if fr and fr["value"] is not None:
+            flag = {"threshold": FLAG_FIRST_RATE, "metric": "first-slot rate",
+                    "value": fr["value"],
+                    "exceeds": max(fr["value"], 1 - fr["value"]) > FLAG_FIRST_RATE}
+        res = ProbeResult(
+            effect=m["effect"], ci95=m["ci95"], n=m["n"], p=m["p"], mde=m["mde"],
+            rates={"first_slot_rate": fr, "position_consistency": m.get("consistency")}
+            if fr else {},
+            flag=flag, n_invalid=m["n_invalid"],
+        )
+        if m["n"]:
+            res.plot = {
+                "kind": "bars", "title": "Per-item outcome over the two orders",
+                "xlabel": "", "ylabel": "items",
+                "categories": ["first-shown both times", "consistent", "second-shown both times"],
+                "series": [{"label": "items", "values": [
+                    m["both_first"], m["n"] - m["both_first"] - m["both_second"],
+                    m["both_second"]]}],
+            }
+        res.examples = _examples(ctx, verdicts)
+        return res
+
+
+def _examples(ctx: AuditContext, verdicts) -> list[dict]:
+    out = []
+    for it, v in zip(ctx.items, verdicts, strict=True):
+        if v.consistent is False and all(o.valid for o in v.orders):
+            a, b = v.orders
+            out.append({
+                "item_id": it.id, "prompt": it.prompt,
+                "before": {"response_1": it.response_1, "response_2": it.response_2,
+                           "verdict": f"order {a.order}: {a.winner}"},
+                "after": {"response_1": it.response_1, "response_2": it.response_2,
+                          "verdict": f"order {b.order}: {b.winner}"},
+                "changed": "order",
+            })
+        if len(out) >= 3:
+            break
+    return out
