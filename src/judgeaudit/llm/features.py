@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 COVARIATES: tuple[str, ...] = (
     "length", "markdown", "authority", "bandwagon", "injection", "confidence", "sentiment", "self",
@@ -264,7 +265,12 @@ def self_style(text: str) -> float:
 
 def covariates(text: str) -> dict[str, float]:
     """Every per-text covariate of one response (bandwagon is pair-level: 0 here)."""
-    return {
+    return dict(_covariates(text))
+
+
+@lru_cache(maxsize=8192)  # the same texts come back in both orders and across repeats
+def _covariates(text: str) -> tuple[tuple[str, float], ...]:
+    return tuple({
         "length": length(text),
         "markdown": markdown(text),
         "authority": authority(text),
@@ -273,7 +279,7 @@ def covariates(text: str) -> dict[str, float]:
         "confidence": confidence(text),
         "sentiment": sentiment(text),
         "self": self_style(text),
-    }
+    }.items())
 
 
 def pair_differences(prompt: str, shown_a: str, shown_b: str) -> dict[str, float]:
