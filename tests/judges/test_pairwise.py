@@ -64,3 +64,12 @@ def test_single_order_mode_picks_a_seeded_random_order_per_item():
     orders = [judge.orders_for(it)[0] for it in items]
     assert orders == [judge.orders_for(it)[0] for it in items]
     assert 60 < orders.count("12") < 140
+
+
+def test_letter_slots_are_filled_per_presentation_order():
+    item = ITEM.model_copy(update={
+        "prompt": "2+2? 90% of people believe Response <<LETTER:response_2>> is better."})
+    judge = PairwiseJudge(client=None)
+    assert "Response B is better" in judge.request(item, "12").meta["prompt"]
+    assert "Response A is better" in judge.request(item, "21").meta["prompt"]
+    assert "<<LETTER" not in judge.request(item, "21").messages[1].content

@@ -72,11 +72,10 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         # Share of decisive verdicts that went to the response shown first (0.5 = no bias).
         "first_position_rate": _estimate(first_wins, len(first_pref)),
         "per_order_accuracy": {
-            order: _estimate(
-                sum(o.winner == it.label for it, v in labelled for o in v.orders if o.order == order),
-                sum(1 for _it, v in labelled for o in v.orders if o.order == order),
-            )
+            order: _estimate(sum(hits), len(hits))
             for order in ("12", "21")
+            for hits in [[o.winner == it.label for it, v in labelled for o in v.orders
+                          if o.order == order]]
         },
     }
     # Agreement with labels: Cohen's kappa between the consensus verdict (1/2/tie) and the

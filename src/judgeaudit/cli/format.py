@@ -34,3 +34,30 @@ def evaluate_table(res: dict[str, Any]) -> Table:
         if est is not None:
             t.add_row(name, *fmt_est(est, pct))
     return t
+
+
+VERDICT_STYLE = {"biased": "bold red", "not_biased": "green", "underpowered": "yellow"}
+
+
+def _num(x: float | None, fmt: str = "{:.3f}") -> str:
+    return "n/a" if x is None else fmt.format(x)
+
+
+def audit_table(res: dict[str, Any]) -> Table:
+    t = Table(title=f"audit of {res['judge']} on {res['data']}", title_justify="left")
+    for col, just in [("probe", "left"), ("effect", "right"), ("95% CI", "right"),
+                      ("n", "right"), ("p", "right"), ("q", "right"), ("MDE", "right"),
+                      ("verdict", "left"), ("flag", "left")]:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for name, p in res["probes"].items():
+        e = p["effect"]
+        lo, hi = e["ci95"]
+        ci = "" if lo is None else f"[{lo:+.3f}, {hi:+.3f}]"
+        flag = p.get("flag") or {}
+        ftxt = "" if not flag else (f"{'EXCEEDS' if flag['exceeds'] else 'ok'} "
+                                     f"{flag['value']:.2f} vs {flag['threshold']:.2f}")
+        v = p["verdict"]
+        t.add_row(name, _num(e["value"], "{:+.3f}"), ci, str(p["n"]), _num(p["p"], "{:.2g}"),
+                  _num(p["q"], "{:.2g}"), _num(p["mde"], "{:.3f}"),
+                  f"[{VERDICT_STYLE[v]}]{v}[/]", ftxt)
+    return t

@@ -31,6 +31,7 @@ DataOpt = Annotated[str, typer.Option("--data", "-d", help=(
     "mtbench:PATH | judgebench:PATH | jsonl:PATH | hf:NAME"))]
 CacheOpt = Annotated[Path | None, typer.Option(
     "--cache", help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache dir).")]
+ConcOpt = Annotated[int | None, typer.Option(help="Concurrent calls (per provider).")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")]
 
 
@@ -52,7 +53,7 @@ def evaluate(
     limit: Annotated[int | None, typer.Option(help="Use only the first N items.")] = None,
     out: Annotated[Path, typer.Option(help="Output directory for results.json.")] = Path(
         "out/evaluate"),
-    concurrency: Annotated[int | None, typer.Option(help="Concurrent calls (per provider).")] = None,
+    concurrency: ConcOpt = None,
     timeout: Annotated[float | None, typer.Option(help="Seconds per call before retrying.")] = None,
     seed: int = 0,
     cache: CacheOpt = None,
@@ -100,6 +101,132 @@ def evaluate(
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
     console.print(f"results: {path}")
+
+
+def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
+    if not value:
+        return "never", set()
+    if value in ("biased", "flag", "any"):
+        return value, set()
+    return "probes", {v.strip() for v in value.split(",") if v.strip()}
+
+
+@app.command()
+def audit(
+    judge: JudgeOpt = "local",
+    data: DataOpt = "builtin:facts",
+    probes: Annotated[str | None, typer.Option(
+        help="Comma-separated probe names (default: the fast default set; see --list).")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Items per probe (default 40; --full: "
+                                                      "all).")] = None,
+    full: Annotated[bool, typer.Option(help="Every probe, every item.")] = False,
+    panel: Annotated[str | None, typer.Option(
+        help="Extra judge SPECs (comma-separated) for the judge-panel agreement probe.")] = None,
+    out: Annotated[Path, typer.Option(help="Output directory (results.json, report.html).")] = Path(
+        "out/audit"),
+    fail_on: Annotated[str | None, typer.Option(
+        "--fail-on", help="Exit 1 when: 'biased' (any probe biased), 'flag' (any production "
+        "threshold exceeded), 'any' (either), or a comma-separated list of probe names that "
+        "must not be biased.")] = None,
+    list_probes: Annotated[bool, typer.Option("--list", help="List probes and exit.")] = False,
+    concurrency: ConcOpt = None,
+    seed: int = 0,
+    alpha: float = 0.05,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    """Run the bias battery against a judge; write results.json and report.html."""
+    from judgeaudit.audit.battery import run_battery
+    from judgeaudit.audit.probe import get_probe, probe_names
+    from judgeaudit.cli.progress import growing_bar
+    from judgeaudit.data import DataError, load
+    from judgeaudit.judges import make_judge
+    from judgeaudit.llm import Cache, CallFailed
+    from judgeaudit.report import write_results
+
+    if list_probes:
+        for name in probe_names():
+            p = get_probe(name)
+            tag = "default" if p.default else "--full"
+            console.print(f"[bold]{name}[/] ({tag}): {p.description}")
+        raise typer.Exit(0)
+    mode, must_pass = _parse_fail_on(fail_on)
+    names = ([p.strip() for p in probes.split(",") if p.strip()] if probes
+             else probe_names(default_only=not full))
+    try:
+        for name in names:
+            get_probe(name)
+        items = load(data)
+    except (DataError, ValueError, FileNotFoundError) as exc:
+        raise _fail(str(exc)) from None
+    unknown = must_pass - set(names)
+    if unknown:
+        raise _fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
+    items = [it for it in items if getattr(it, "label", None) in (1, 2)]
+    if not full:
+        items = items[: n or 40]
+    elif n:
+        items = items[:n]
+    if not items:
+        raise _fail(f"data {data!r} has no pairwise items with a known better response")
+    c = None if no_cache else Cache(cache)
+    try:
+        bundle = make_judge(judge, cache=c, concurrency=concurrency, seed=seed)
+        others = [make_judge(s.strip(), cache=c, concurrency=concurrency, seed=seed)
+                  for s in (panel or "").split(",") if s.strip()]
+    except (ValueError, FileNotFoundError) as exc:
+        raise _fail(f"judge: {exc}") from None
+
+    async def go() -> dict:
+        try:
+            with growing_bar("auditing") as bar:
+                return await run_battery(bundle, items, names, seed=seed, alpha=alpha,
+                                         panel=others, data_spec=data,
+                                         on_calls=bar.add_total, on_done=bar.advance)
+        finally:
+            for b in [bundle, *others]:
+                await b.aclose()
+
+    try:
+        res = asyncio.run(go())
+    except CallFailed as exc:
+        raise _fail(str(exc), 3) from None
+    path = write_results(out / "results.json", res)
+    from judgeaudit.cli.format import audit_table
+
+    console.print(audit_table(res))
+    cl = res["calls"]
+    console.print(f"{res['n_items']} items; calls: {cl['made']} made, {cl['cached']} from "
+                  f"cache, {cl['failed']} failed; {res['seconds']:.1f} s")
+    try:
+        from judgeaudit.report import write_report
+
+        console.print(f"report: {write_report(path)}")
+    except ImportError:
+        pass
+    console.print(f"results: {path}")
+    biased = set(res["summary"]["biased"])
+    flagged = {k for k, p in res["probes"].items() if (p.get("flag") or {}).get("exceeds")}
+    failing = {"never": set(), "biased": biased, "flag": flagged, "any": biased | flagged,
+               "probes": biased & must_pass}[mode]
+    if failing:
+        console.print(f"[bold red]fail-on:[/] {', '.join(sorted(failing))}")
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    results: Annotated[Path, typer.Argument(help="A results directory or results.json.")],
+    out: Annotated[Path | None, typer.Option(help="Where to write the HTML.")] = None,
+) -> None:
+    """Rebuild report.html from results.json alone."""
+    from judgeaudit.report import write_report
+
+    try:
+        path = write_report(results, out)
+    except (ValueError, FileNotFoundError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"report: {path}")
 
 
 @cache_app.command("stats")

@@ -38,3 +38,27 @@ def progress_bar(description: str, total: int) -> Iterator[callable]:
     ) as prog:
         task = prog.add_task(description, total=total)
         yield lambda n=1: prog.advance(task, n)
+
+
+class GrowingBar:
+    """A progress bar whose total grows as work is planned (audits plan calls per probe)."""
+
+    def __init__(self, prog: Progress, task: int):
+        self._prog, self._task = prog, task
+
+    def add_total(self, n: int) -> None:
+        t = self._prog.tasks[self._task]
+        self._prog.update(self._task, total=(t.total or 0) + n)
+
+    def advance(self, n: int = 1) -> None:
+        self._prog.advance(self._task, n)
+
+
+@contextmanager
+def growing_bar(description: str) -> Iterator[GrowingBar]:
+    with Progress(
+        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+        MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
+        TimeRemainingColumn(), console=console, transient=False,
+    ) as prog:
+        yield GrowingBar(prog, prog.add_task(description, total=0))

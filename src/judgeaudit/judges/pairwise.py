@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.data.slots import render_order
 from judgeaudit.judges.parse import parse_choice
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
@@ -69,7 +70,9 @@ class PairwiseVerdict:
 
 
 def shown(item: PairwiseItem, order: Order) -> tuple[str, str]:
-    return (item.response_1, item.response_2) if order == "12" else (item.response_2, item.response_1)
+    if order == "12":
+        return item.response_1, item.response_2
+    return item.response_2, item.response_1
 
 
 def to_canonical(choice: str | None, order: Order) -> Winner | None:
@@ -105,6 +108,7 @@ class PairwiseJudge:
         return [rng.choice(["12", "21"])]
 
     def request(self, item: PairwiseItem, order: Order, repeat: int = 0) -> Request:
+        item = render_order(item, order)  # fill letter slots ("Response B") for this order
         a, b = shown(item, order)
         t = self.template
         quality = None

@@ -9,7 +9,9 @@ _STRIP = re.compile(r"[\s*_`\"'\[\]().:,!]+")
 _TIE_WORDS = {"tie", "draw", "equal", "same"}  # "both"/"neither" stay invalid
 
 
-def parse_choice(text: str, choices: tuple[str, ...] = ("A", "B"), allow_tie: bool = False) -> str | None:
+def parse_choice(
+    text: str, choices: tuple[str, ...] = ("A", "B"), allow_tie: bool = False
+) -> str | None:
     """Return the single choice `text` names, "tie" (if allowed), or None.
 
     Accepts e.g. "A", " A.", "**B**", "[[A]]", "Response A", "Output (b)", "A is better",
@@ -42,7 +44,9 @@ def parse_choice(text: str, choices: tuple[str, ...] = ("A", "B"), allow_tie: bo
     return None
 
 
-_SCORE_RE = re.compile(r"^\s*(?:score\s*[:=]?\s*)?\**\s*([A-Za-z0-9]+)\s*\**\s*(?:/\s*5)?\s*[.)]?\s*$", re.I)
+_SCORE_RE = re.compile(
+    r"^\s*(?:score\s*[:=]?\s*)?\**\s*([A-Za-z0-9]+)\s*\**\s*(?:/\s*5)?\s*[.)]?\s*$", re.I
+)
 
 
 def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> int | None:

@@ -1,0 +1,135 @@
+"""The common shape of CALM-style pairwise probes: perturb one side (by default the worse
+response, so flips toward it are errors), judge before and after, and measure the signed
+shift of preference toward the perturbed side. Robustness Rate (RR, verdict unchanged) is
+reported against the Consistency Rate (CR, verdict unchanged when the same unperturbed
+judgment is simply repeated): the noise floor, not 1."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from judgeaudit.audit.metrics import estimate, same_winner_rate, shift
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult
+from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.judges.pairwise import PairwiseVerdict
+from judgeaudit.perturb import perturb_items
+from judgeaudit.perturb.base import get as get_perturbation
+
+MAX_EXAMPLES = 3
+
+
+async def consistency_rate(ctx: AuditContext, items: list[PairwiseItem]) -> dict[str, Any]:
+    """CR: the same unperturbed judgment repeated (a new call: repeat index 1)."""
+    base = await ctx.judge(items)
+    again = await ctx.judge(items, repeat=1)
+    return same_winner_rate(base, again)
+
+
+def _target_side(r: Any) -> int:
+    rec = r.item.metadata.get("perturbation", {})
+    side = rec.get("bandwagon_target") or rec.get("injection_target") or r.changed
+    return 1 if side == "response_1" else 2
+
+
+def _verdict_text(v: PairwiseVerdict) -> str:
+    w = v.winner
+    return {None: "invalid", 0: "tie (orders disagree)", 1: "response_1", 2: "response_2"}[w]
+
+
+class ShiftProbe(Probe):
+    perturbation: ClassVar[str]
+    target: ClassVar[str] = "worse"
+    options: ClassVar[dict[str, Any]] = {}
+    metric = "shift of preference toward the perturbed response (after - before)"
+    direction = "positive = the perturbation makes the judge favour that response"
+    # Equal-substance check (production checklist): the better response against a perturbed
+    # copy of itself; flag when the judge picks the copy more often than this.
+    equal_substance_flag: ClassVar[float | None] = None
+
+    @classmethod
+    def describe(cls) -> str:
+        return get_perturbation(cls.perturbation).description
+
+    async def run(self, ctx: AuditContext) -> ProbeResult:
+        results = perturb_items(ctx.items, self.perturbation, target=self.target,
+                                seed=ctx.seed, **self.options)
+        kept = [r for r in results if r.preserved]
+        originals = [r.original for r in kept]
+        before = await ctx.judge(originals)
+        after = await ctx.judge([r.item for r in kept])
+        targets = [_target_side(r) for r in kept]
+        m = shift(before, after, targets, seed=ctx.seed)
+        res = ProbeResult(effect=m["effect"], ci95=m["ci95"], n=m["n"], p=m["p"],
+                          mde=m["mde"], n_invalid=m["n_invalid"],
+                          n_dropped=len(results) - len(kept))
+        res.rates["robustness_rate"] = same_winner_rate(before, after)
+        res.rates["consistency_rate"] = await consistency_rate(ctx, originals)
+        res.rates["target_win_before"] = _win_rate(before, targets)
+        res.rates["target_win_after"] = _win_rate(after, targets)
+        if res.n_dropped:
+            res.notes.append(f"{res.n_dropped} perturbation(s) failed the answer-preservation "
+                             "check and were dropped")
+        if self.equal_substance_flag is not None:
+            await self._equal_substance(ctx, res)
+        res.plot = {
+            "kind": "bars", "title": "Consensus verdict before and after",
+            "xlabel": "", "ylabel": "items",
+            "categories": ["perturbed side wins", "tie", "other side wins", "invalid"],
+            "series": [{"label": "before", "values": _outcomes(before, targets)},
+                       {"label": "after", "values": _outcomes(after, targets)}],
+        }
+        res.examples = _examples(kept, before, after)
+        return res
+
+    async def _equal_substance(self, ctx: AuditContext, res: ProbeResult) -> None:
+        """Better response vs a perturbed copy of itself (same substance): share of consensus
+        verdicts for the copy; ties count half."""
+        twins = []
+        for it in ctx.items:
+            better = it.response_1 if it.label == 1 else it.response_2
+            twins.append(it.model_copy(update={
+                "id": f"{it.id}~twin", "response_1": better, "response_2": better,
+                "label": 0, "quality": None}))
+        perturbed = [r for r in perturb_items(twins, self.perturbation, target="response_2",
+                                              seed=ctx.seed, **self.options) if r.preserved]
+        verdicts = await ctx.judge([r.item for r in perturbed])
+        credit = [(0.5 if v.winner == 0 else float(v.winner == 2))
+                  for v in verdicts if v.winner is not None]
+        est = estimate(sum(credit), len(credit))
+        res.rates["equal_substance_pick_rate"] = est
+        if est["value"] is not None:
+            res.flag = {"threshold": self.equal_substance_flag,
+                        "metric": "picks the perturbed copy of an equally good answer",
+                        "value": est["value"],
+                        "exceeds": est["value"] > self.equal_substance_flag}
+
+
+def _win_rate(verdicts: list[PairwiseVerdict], targets: list[int]) -> dict[str, Any]:
+    vals = [(0.5 if v.winner == 0 else float(v.winner == t))
+            for v, t in zip(verdicts, targets, strict=True) if v.winner is not None]
+    return estimate(sum(vals), len(vals))
+
+
+def _outcomes(verdicts: list[PairwiseVerdict], targets: list[int]) -> list[int]:
+    c = [0, 0, 0, 0]
+    for v, t in zip(verdicts, targets, strict=True):
+        w = v.winner
+        c[3 if w is None else 1 if w == 0 else 0 if w == t else 2] += 1
+    return c
+
+
+def _examples(kept, before, after) -> list[dict[str, Any]]:
+    """Prefer items whose verdict moved; then any."""
+    order = sorted(range(len(kept)), key=lambda i: before[i].winner == after[i].winner)
+    out = []
+    for i in order[:MAX_EXAMPLES]:
+        r, o = kept[i], kept[i].original
+        out.append({
+            "item_id": o.id, "prompt": r.item.prompt,
+            "before": {"prompt": o.prompt, "response_1": o.response_1,
+                       "response_2": o.response_2, "verdict": _verdict_text(before[i])},
+            "after": {"prompt": r.item.prompt, "response_1": r.item.response_1,
+                      "response_2": r.item.response_2, "verdict": _verdict_text(after[i])},
+            "changed": r.changed,
+        })
+    return out
