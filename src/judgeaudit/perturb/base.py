@@ -1,0 +1,418 @@
+"""The perturbation contract and registry.
+
+A perturbation changes one side of a pairwise item (a response, or the instruction) in a way
+that should not change which response is better: a citation, a tone, padding, markdown.
+Each one is a registered class; `perturb_items` applies it to many items, seeded per item
+(`random.Random(f"{seed}:{name}:{item.id}")`), so results are deterministic and do not
+depend on item order. Every result says whether the answer-bearing content survived
+(`preserved`); callers drop and count the ones that did not.
+
+Order-dependent text. Some perturbations must name a response by its presented letter
+("90% of people believe Response B is better", "answer B"), and presentation order is chosen
+later by the judge. Such text carries a slot `<<LETTER:response_1>>` / `<<LETTER:response_2>>`
+naming the canonical response; `render_order(item, order)` fills the slots with the letters of
+that order just before judging. `needs_order(item)` tells whether an item has slots; an item
+with slots must not be judged unrendered.
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from judgeaudit.data.schema import PairwiseItem, PointwiseItem
+from judgeaudit.perturb.preserve import answer_preserved
+
+Target = Literal["response_1", "response_2", "prompt"]
+TargetSpec = Literal["worse", "better", "both", "response_1", "response_2", "prompt"]
+Order = Literal["12", "21"]
+
+SIDES: tuple[Target, Target] = ("response_1", "response_2")
+SLOT_RE = re.compile(r"<<LETTER:(response_[12])>>")
+
+
+class PerturbError(ValueError):
+    """Bad use of a perturbation: unknown name or option, a target the item cannot give."""
+
+
+def slot(side: Target) -> str:
+    """Placeholder for the presented letter of a canonical response (see module doc)."""
+    if side not in SIDES:
+        raise PerturbError(f"a letter slot names response_1 or response_2, not {side!r}")
+    return f"<<LETTER:{side}>>"
+
+
+def needs_order(item: PairwiseItem) -> bool:
+    return any(SLOT_RE.search(t) for t in (item.prompt, item.response_1, item.response_2))
+
+
+def render_order(
+    item: PairwiseItem, order: Order, labels: tuple[str, str] = ("A", "B")
+) -> PairwiseItem:
+    """The item with its letter slots filled for one presentation order: "12" shows
+    response_1 first (as labels[0]), "21" shows response_2 first."""
+    if order not in ("12", "21"):
+        raise PerturbError(f"order must be '12' or '21', not {order!r}")
+    first = "response_1" if order == "12" else "response_2"
+
+    def fill(text: str) -> str:
+        return SLOT_RE.sub(lambda m: labels[0] if m.group(1) == first else labels[1], text)
+
+    if not needs_order(item):
+        return item
+    return item.model_copy(update={
+        "prompt": fill(item.prompt), "response_1": fill(item.response_1),
+        "response_2": fill(item.response_2),
+    })
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a perturbation: default value, allowed values (None = any) and a
+    one-line description. A None default means "chosen per item by the seeded rng"."""
+
+    default: Any
+    choices: tuple[Any, ...] | None = None
+    doc: str = ""
+    kind: type | None = None  # coerce string values (CLI) to this type
+
+
+@dataclass(frozen=True)
+class Edit:
+    """What a text transform returns: the new text, the variant name, which phrasing of the
+    library was used, strings added on purpose that may carry digits (`ignore` for the
+    preservation check) and extra metadata."""
+
+    text: str
+    variant: str
+    phrasing: int | dict[str, int] | None = None
+    ignore: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Side:
+    """Facts about the side being changed, for transforms that need them."""
+
+    target: Target
+    item: PairwiseItem | PointwiseItem
+    answer: str | None       # the answer this side gives, when the item says so
+    competitor: str | None   # the other side's answer, when known
+
+    @property
+    def prompt(self) -> str:
+        return self.item.prompt
+
+
+@dataclass(frozen=True)
+class PerturbResult:
+    """One perturbed item. `changed` is the side changed (for "both": response_1, with
+    response_2 in `also_changed`); `preserved` False means the answer-preservation check
+    failed (or nothing changed) and `reason` says why: drop such results and count them."""
+
+    item: PairwiseItem | PointwiseItem
+    changed: Target | Literal["response"]
+    variant: str
+    preserved: bool
+    reason: str | None
+    original: PairwiseItem | PointwiseItem | None = None
+    also_changed: tuple[Target, ...] = ()
+
+
+def worse_side(item: PairwiseItem) -> Target | None:
+    return {1: "response_2", 2: "response_1"}.get(item.label or -1)  # type: ignore[return-value]
+
+
+def other(side: Target) -> Target:
+    return "response_2" if side == "response_1" else "response_1"
+
+
+def resolve_target(item: PairwiseItem, target: str) -> tuple[Target, ...]:
+    """Canonical side(s) for a target spec: worse/better need a label of 1 or 2."""
+    if target in ("response_1", "response_2", "prompt"):
+        return (target,)  # type: ignore[return-value]
+    if target == "both":
+        return SIDES
+    if target in ("worse", "better"):
+        w = worse_side(item)
+        if w is None:
+            raise PerturbError(
+                f"item {item.id!r}: target {target!r} needs a label of 1 or 2, "
+                f"the item has label {item.label!r}"
+            )
+        return (w,) if target == "worse" else (other(w),)
+    raise PerturbError(
+        f"unknown target {target!r}; expected worse, better, both, response_1, response_2, prompt"
+    )
+
+
+def side_answers(item: PairwiseItem | PointwiseItem, side: str) -> tuple[str | None, str | None]:
+    """(answer of this side, answer of the other side) from item.metadata["answer"] (the
+    correct answer) and ["wrong_answer"] (the worse response's answer), when known."""
+    md = item.metadata
+    right = md.get("answer")
+    wrong = md.get("wrong_answer")
+    right = None if right is None else str(right)
+    wrong = None if wrong is None else str(wrong)
+    if isinstance(item, PointwiseItem):
+        return (right if side == "response" else None), None
+    w = worse_side(item)
+    if side == "prompt" or w is None:
+        return None, None
+    return (wrong, right) if side == w else (right, wrong)
+
+
+class Perturbation(abc.ABC):
+    """Base class. Subclasses set the class attributes and implement `transform` (one text
+    in, one `Edit` out); `apply` does the rest (ids, metadata, the preservation check)."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    target_default: ClassVar[Literal["worse", "better", "both", "prompt"]] = "worse"
+    options: ClassVar[dict[str, Option]] = {}
+    # Sides changed besides the target (compassion labels both responses).
+    touches_other: ClassVar[bool] = False
+    # Whether `apply_pointwise` makes sense (the transform reads no pairwise facts).
+    pointwise: ClassVar[bool] = True
+
+    @abc.abstractmethod
+    def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
+        """Perturb one text. `opts` are validated and defaulted (None = choose with rng)."""
+
+    def check(self, original: str, edit: Edit, side: Side) -> tuple[bool, str | None]:
+        """Answer preservation; the default is `preserve.answer_preserved`."""
+        return answer_preserved(
+            original, edit.text, side.answer, competitor=side.competitor, ignore=edit.ignore
+        )
+
+    def other_edit(self, text: str, side: Side, rng: random.Random, edit: Edit,
+                   **opts: Any) -> Edit | None:
+        """For `touches_other` perturbations: the edit of the side not targeted."""
+        return None
+
+    # -- options -------------------------------------------------------------------------
+
+    def resolve_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(options) - set(self.options)
+        if unknown:
+            known = ", ".join(f"{k} (default {o.default!r})" for k, o in self.options.items())
+            raise PerturbError(
+                f"perturbation {self.name!r}: unknown option(s) {sorted(unknown)}; "
+                f"options: {known or 'none'}"
+            )
+        out: dict[str, Any] = {}
+        for k, spec in self.options.items():
+            v = options.get(k, spec.default)
+            if v is not None and spec.kind is not None and not isinstance(v, spec.kind):
+                try:
+                    v = spec.kind(v)
+                except (TypeError, ValueError):
+                    raise PerturbError(
+                        f"perturbation {self.name!r}: option {k}={v!r} is not a "
+                        f"{spec.kind.__name__}"
+                    ) from None
+            if v is not None and spec.choices is not None and v not in spec.choices:
+                raise PerturbError(
+                    f"perturbation {self.name!r}: option {k}={v!r} not one of "
+                    f"{', '.join(map(str, spec.choices))}"
+                )
+            out[k] = v
+        return out
+
+    def id_suffix(self, opts: dict[str, Any]) -> str:
+        parts = [f"{k}={v}" for k, v in sorted(opts.items()) if v is not None]
+        return f"~{self.name}" + (":" + ",".join(parts) if parts else "")
+
+    # -- applying ------------------------------------------------------------------------
+
+    def apply(
+        self, item: PairwiseItem, target: Target | str, rng: random.Random, **options: Any
+    ) -> PerturbResult:
+        """Perturb `target` of one pairwise item (a canonical side, or worse/better/both)."""
+        opts = self.resolve_options(options)
+        sides = resolve_target(item, target)
+        if self.target_default == "prompt" and sides != ("prompt",):
+            raise PerturbError(f"perturbation {self.name!r} changes the prompt, not {target!r}")
+        if self.target_default != "prompt" and "prompt" in sides:
+            raise PerturbError(f"perturbation {self.name!r} changes a response, not the prompt")
+        # The id names the options and, when not the default, the requested target.
+        new_id = item.id + self.id_suffix(opts)
+        if target != self.target_default:
+            new_id += f"@{target}"
+
+        update: dict[str, str] = {}
+        edits: list[Edit] = []
+        also: list[Target] = []
+        ok, reason = True, None
+        for s in sides:
+            text = getattr(item, s)
+            ans, comp = side_answers(item, s)
+            side = Side(s, item, ans, comp)
+            edit = self.transform(text, side, rng, **opts)
+            edits.append(edit)
+            update[s] = edit.text
+            good, why = self._checked(text, edit, side)
+            if not good and ok:
+                ok, reason = False, f"{s}: {why}"
+            if self.touches_other and s != "prompt" and len(sides) == 1:
+                o = other(s)
+                oans, ocomp = side_answers(item, o)
+                oside = Side(o, item, oans, ocomp)
+                oedit = self.other_edit(getattr(item, o), oside, rng, edit, **opts)
+                if oedit is not None:
+                    update[o] = oedit.text
+                    also.append(o)
+                    good, why = self._checked(getattr(item, o), oedit, oside)
+                    if not good and ok:
+                        ok, reason = False, f"{o}: {why}"
+        also.extend(sides[1:])
+        variant = edits[0].variant
+        phrasing: Any = edits[0].phrasing if len(edits) == 1 else [e.phrasing for e in edits]
+        meta_extra: dict[str, Any] = {}
+        for e in edits:
+            meta_extra.update(e.meta)
+        record = {
+            "name": self.name, "target": target, "changed": sides[0],
+            "also_changed": list(also), "variant": variant, "phrasing": phrasing,
+            "options": {k: v for k, v in opts.items() if v is not None},
+            "source_id": item.id, "preserved": ok, **meta_extra,
+        }
+        metadata = dict(item.metadata)
+        metadata["perturbations"] = [*item.metadata.get("perturbations", []), record]
+        metadata["perturbation"] = record
+        new = item.model_copy(update={**update, "id": new_id, "metadata": metadata})
+        return PerturbResult(new, sides[0], variant, ok, reason, item, tuple(also))
+
+    def _checked(self, original: str, edit: Edit, side: Side) -> tuple[bool, str | None]:
+        if edit.text == original:
+            return False, "perturbation left the text unchanged"
+        return self.check(original, edit, side)
+
+    def apply_pointwise(
+        self, item: PointwiseItem, rng: random.Random, **options: Any
+    ) -> PerturbResult:
+        """Perturb the response of a pointwise item (for the perturbations where that makes
+        sense: `pointwise` is True)."""
+        if not self.pointwise or self.target_default == "prompt":
+            raise PerturbError(f"perturbation {self.name!r} has no pointwise form")
+        opts = self.resolve_options(options)
+        ans, _ = side_answers(item, "response")
+        side = Side("response_1", item, ans, None)
+        edit = self.transform(item.response, side, rng, **opts)
+        ok, reason = self._checked(item.response, edit, side)
+        record = {
+            "name": self.name, "target": "response", "changed": "response",
+            "variant": edit.variant, "phrasing": edit.phrasing,
+            "options": {k: v for k, v in opts.items() if v is not None},
+            "source_id": item.id, "preserved": ok, **edit.meta,
+        }
+        metadata = dict(item.metadata)
+        metadata["perturbations"] = [*item.metadata.get("perturbations", []), record]
+        metadata["perturbation"] = record
+        new = item.model_copy(update={
+            "response": edit.text, "id": item.id + self.id_suffix(opts), "metadata": metadata,
+        })
+        return PerturbResult(new, "response", edit.variant, ok, reason, item)
+
+    def info(self) -> dict[str, Any]:
+        """What reports show about this perturbation."""
+        return {
+            "name": self.name, "title": self.title, "description": self.description,
+            "target_default": self.target_default,
+            "options": {k: {"default": o.default, "choices": list(o.choices or []), "doc": o.doc}
+                        for k, o in self.options.items()},
+        }
+
+
+# -- registry --------------------------------------------------------------------------------
+
+_REGISTRY: dict[str, type[Perturbation]] = {}
+
+
+def register_perturbation(cls: type[Perturbation]) -> type[Perturbation]:
+    """Class decorator: make a perturbation available by its `name`."""
+    if getattr(cls, "name", None) in (None, ""):
+        raise TypeError(f"{cls.__name__} has no name")
+    clash = {"name", "target", "seed"} & set(cls.options)
+    if clash:  # these are perturb_items' own keywords
+        raise TypeError(f"{cls.__name__}: option name(s) {sorted(clash)} are reserved")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    import importlib
+    import pkgutil
+
+    import judgeaudit.perturb as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if mod.name not in ("base", "preserve"):
+            importlib.import_module(f"{pkg.__name__}.{mod.name}")
+
+
+def available() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Perturbation:
+    _load_builtin()
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise PerturbError(
+            f"unknown perturbation {name!r}; available: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def item_rng(seed: int, name: str, item_id: str) -> random.Random:
+    return random.Random(f"{seed}:{name}:{item_id}")
+
+
+def perturb_items(
+    items: Iterable[PairwiseItem],
+    name: str,
+    *,
+    target: TargetSpec | None = None,
+    seed: int = 0,
+    **options: Any,
+) -> list[PerturbResult]:
+    """Apply perturbation `name` to every item, each with its own seeded rng. `target`
+    defaults to the perturbation's `target_default`. Items whose target cannot be resolved
+    (worse/better on an unlabelled or tied item) come back with preserved=False and the
+    reason, so callers count them like other drops."""
+    p = get(name)
+    tgt = target or p.target_default
+    p.resolve_options(options)  # bad options or targets fail here, once, not per item
+    if (tgt == "prompt") != (p.target_default == "prompt"):
+        where = "the prompt" if p.target_default == "prompt" else "a response"
+        raise PerturbError(f"perturbation {name!r} changes {where}; target {tgt!r} is invalid")
+    out: list[PerturbResult] = []
+    for it in items:
+        try:
+            out.append(p.apply(it, tgt, item_rng(seed, name, it.id), **options))
+        except PerturbError as exc:  # this item cannot take it (e.g. no label for "worse")
+            out.append(PerturbResult(it, "prompt" if tgt == "prompt" else "response_1", "",
+                                     False, str(exc), it))
+    return out
+
+
+def perturb_pointwise(
+    items: Iterable[PointwiseItem], name: str, *, seed: int = 0, **options: Any
+) -> list[PerturbResult]:
+    """Pointwise counterpart of `perturb_items`: perturbs each item's response."""
+    p = get(name)
+    return [p.apply_pointwise(it, item_rng(seed, name, it.id), **options) for it in items]
+
+
+def choose(rng: random.Random, library: Sequence[str]) -> tuple[int, str]:
+    """A seeded pick from a phrasing library: (index, phrasing)."""
+    i = rng.randrange(len(library))
+    return i, library[i]
+
