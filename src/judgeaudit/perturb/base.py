@@ -10,64 +10,33 @@ depend on item order. Every result says whether the answer-bearing content survi
 Order-dependent text. Some perturbations must name a response by its presented letter
 ("90% of people believe Response B is better", "answer B"), and presentation order is chosen
 later by the judge. Such text carries a slot `<<LETTER:response_1>>` / `<<LETTER:response_2>>`
-naming the canonical response; `render_order(item, order)` fills the slots with the letters of
-that order just before judging. `needs_order(item)` tells whether an item has slots; an item
-with slots must not be judged unrendered.
+naming the canonical response (`judgeaudit.data.slots`, re-exported here); the judge fills the
+slots per order with `render_order(item, order)` when it builds each request.
 """
 
 from __future__ import annotations
 
 import abc
 import random
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
+from judgeaudit.data.slots import SLOT_RE as SLOT_RE  # re-exported for perturbations
+from judgeaudit.data.slots import needs_order as needs_order
+from judgeaudit.data.slots import render_order as render_order
+from judgeaudit.data.slots import slot as slot
 from judgeaudit.perturb.preserve import answer_preserved
 
 Target = Literal["response_1", "response_2", "prompt"]
 TargetSpec = Literal["worse", "better", "both", "response_1", "response_2", "prompt"]
-Order = Literal["12", "21"]
 
 SIDES: tuple[Target, Target] = ("response_1", "response_2")
-SLOT_RE = re.compile(r"<<LETTER:(response_[12])>>")
 
 
 class PerturbError(ValueError):
     """Bad use of a perturbation: unknown name or option, a target the item cannot give."""
-
-
-def slot(side: Target) -> str:
-    """Placeholder for the presented letter of a canonical response (see module doc)."""
-    if side not in SIDES:
-        raise PerturbError(f"a letter slot names response_1 or response_2, not {side!r}")
-    return f"<<LETTER:{side}>>"
-
-
-def needs_order(item: PairwiseItem) -> bool:
-    return any(SLOT_RE.search(t) for t in (item.prompt, item.response_1, item.response_2))
-
-
-def render_order(
-    item: PairwiseItem, order: Order, labels: tuple[str, str] = ("A", "B")
-) -> PairwiseItem:
-    """The item with its letter slots filled for one presentation order: "12" shows
-    response_1 first (as labels[0]), "21" shows response_2 first."""
-    if order not in ("12", "21"):
-        raise PerturbError(f"order must be '12' or '21', not {order!r}")
-    first = "response_1" if order == "12" else "response_2"
-
-    def fill(text: str) -> str:
-        return SLOT_RE.sub(lambda m: labels[0] if m.group(1) == first else labels[1], text)
-
-    if not needs_order(item):
-        return item
-    return item.model_copy(update={
-        "prompt": fill(item.prompt), "response_1": fill(item.response_1),
-        "response_2": fill(item.response_2),
-    })
 
 
 @dataclass(frozen=True)

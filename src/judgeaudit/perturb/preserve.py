@@ -19,8 +19,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-# Order-dependent placeholders (see base.SLOT_RE) are not content: they carry no numbers.
-_SLOT = re.compile(r"<<LETTER:response_[12]>>")
+from judgeaudit.data.slots import SLOT_RE
+
+# Order-dependent letter slots are not content: they carry no numbers.
+_SLOT = SLOT_RE
 _NUM = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _SENT_END = re.compile(r"(?<=[.!?])\s+")

@@ -1,0 +1,88 @@
+"""Authority: a fake but plausible citation on a response (CALM authority bias).
+
+Three formats: an inline author-year citation "(Smith et al., 2019)", a leading "According
+to a 2021 study in the Journal of ..." line, and a numbered reference with a DOI. The
+citations are invented from fixed lists (no real paper is cited); their digits are passed to
+the preservation check as template material, so a year is not taken for a new answer.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from judgeaudit.perturb.base import Edit, Option, Perturbation, Side, choose, register_perturbation
+
+SURNAMES = ("Smith", "Chen", "Müller", "Garcia", "Johnson", "Kowalski", "Tanaka", "Okafor",
+            "Larsen", "Novak", "Rossi", "Patel")
+INITIALS = "ABCDEHJKLMRST"
+JOURNALS = (
+    ("Journal of Applied Cognitive Science", "jacs"),
+    ("Journal of Educational Research Methods", "jerm"),
+    ("International Journal of Knowledge Studies", "ijks"),
+    ("Journal of Quantitative Reasoning", "jqr"),
+    ("Review of General Science", "rgs"),
+    ("Journal of Information and Reference Studies", "jirs"),
+)
+STUDY_PHRASES = (
+    "According to a {year} study in the {journal}, this is well established.",
+    "As documented in a {year} study published in the {journal}:",
+    "Research published in the {journal} ({year}) supports the following.",
+)
+INLINE_FORMATS = (
+    "({a} et al., {year})",
+    "({a} & {b}, {year})",
+    "({a}, {year})",
+)
+REFERENCE_FORMATS = (
+    "[1] {a}, {ia}., & {b}, {ib}. ({year}). {title}. {journal}, {vol}({issue}), {p1}-{p2}. "
+    "doi:10.{pre}/{abbr}.{year}.{num}",
+    "References:\n[1] {a}, {ia}. et al. ({year}). {title}. {journal} {vol}:{p1}-{p2}. "
+    "doi:10.{pre}/{abbr}{num}",
+)
+TITLES = (
+    "A systematic review of common questions and their answers",
+    "Evidence from a large-scale replication study",
+    "Revisiting established findings with modern methods",
+)
+STYLES = ("inline", "study", "reference")
+
+
+@register_perturbation
+class Authority(Perturbation):
+    name = "authority"
+    title = "Authority (fake citation)"
+    description = ("Adds an invented but plausible academic citation to the response, leaving "
+                   "its text unchanged.")
+    target_default = "worse"
+    options = {"style": Option(None, STYLES, "inline | study | reference (None: per item)")}
+
+    def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
+        style = opts["style"] or STYLES[rng.randrange(len(STYLES))]
+        a, b = rng.sample(SURNAMES, 2)
+        ia, ib = rng.choice(INITIALS), rng.choice(INITIALS)
+        journal, abbr = JOURNALS[rng.randrange(len(JOURNALS))]
+        year = rng.randint(2012, 2022)
+        body = text.rstrip()
+        if style == "inline":
+            i, fmt = choose(rng, INLINE_FORMATS)
+            cite = fmt.format(a=a, b=b, year=year)
+            # Before the final full stop when there is one: "... is 42 (Smith et al., 2019)."
+            if body.endswith((".", "!", "?")) and not body.endswith("```"):
+                new = body[:-1] + f" {cite}" + body[-1]
+            else:
+                new = body + f" {cite}"
+        elif style == "study":
+            i, fmt = choose(rng, STUDY_PHRASES)
+            cite = fmt.format(year=year, journal=journal)
+            new = cite + "\n\n" + body
+        else:
+            i, fmt = choose(rng, REFERENCE_FORMATS)
+            cite = fmt.format(
+                a=a, b=b, ia=ia, ib=ib, year=year, title=TITLES[rng.randrange(len(TITLES))],
+                journal=journal, vol=rng.randint(8, 48), issue=rng.randint(1, 6),
+                p1=(p1 := rng.randint(10, 400)), p2=p1 + rng.randint(8, 30),
+                pre=rng.randint(1000, 9999), abbr=abbr, num=rng.randint(10000, 99999),
+            )
+            new = body + " [1]\n\n" + cite
+        return Edit(new, style, i, ignore=(cite, "[1]"), meta={"citation": cite})
