@@ -154,3 +154,11 @@ def test_check_catches_bad_perturbations_through_perturb_items(items, bad_pertur
         assert rs and not any(r.preserved for r in rs), [r.reason for r in rs if r.preserved]
         assert all(r.reason and r.reason.startswith(r.changed) for r in rs)
         assert all(r.item.metadata["perturbation"]["preserved"] is False for r in rs)
+
+
+def test_insertions_respect_word_boundaries():
+    # "5" occurs inside "1.5": the original is the last word, not part of the model name
+    assert insertions("5", "Model: Gemini 1.5 Pro\n5") == ["Model: Gemini 1.5 Pro"]
+    assert answer_preserved("5", "Model: Gemini 1.5 Pro\n5", "5",
+                            ignore=("Gemini 1.5 Pro",)) == (True, None)
+    assert insertions("5", "15") is None

@@ -110,10 +110,15 @@ def insertions(original: str, perturbed: str) -> list[str] | None:
     is not a pure insertion (some original word was removed or altered). Whitespace-only
     changes do not count."""
     a, b = original.split(), perturbed.split()
-    if original.strip() and original.strip() in perturbed:  # fast path: one contiguous block
-        i = perturbed.index(original.strip())
-        before, after = perturbed[:i], perturbed[i + len(original.strip()):]
-        return [s for s in (before.strip(), after.strip()) if s]
+    core = original.strip()
+    # Fast path: the original as one block, on word boundaries ("5" inside "1.5" is not it).
+    i = perturbed.find(core) if core else -1
+    while i >= 0:
+        j = i + len(core)
+        if (i == 0 or perturbed[i - 1].isspace()) and (j == len(perturbed)
+                                                       or perturbed[j].isspace()):
+            return [s for s in (perturbed[:i].strip(), perturbed[j:].strip()) if s]
+        i = perturbed.find(core, i + 1)
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     out: list[str] = []
     for tag, _i1, _i2, j1, j2 in sm.get_opcodes():
