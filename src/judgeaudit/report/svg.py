@@ -1,0 +1,439 @@
+"""Plots as inline SVG strings, written by hand so a report needs no plotting library and no
+network. Every text label goes through `esc`: labels come from results.json (category names,
+judge names, probe titles) and are untrusted. The return values are `Markup`, the only markup
+a report template inserts without escaping, so nothing else may build them."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from markupsafe import Markup
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+           "#000000"]
+VERDICT_COLOURS = {"biased": "#b3261e", "not_biased": "#1b7f3b", "underpowered": "#a15c00"}
+VERDICT_LABELS = {"biased": "biased", "not_biased": "not biased", "underpowered": "underpowered"}
+NEUTRAL = "#555555"
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
+
+# Characters XML 1.0 forbids (C0 controls but tab/newline/CR, lone surrogates, U+FFFE/FFFF).
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def esc(text: Any) -> str:
+    """Escape any value for an SVG/HTML text node or a quoted attribute.
+
+    Replaces & < > " ' with entities and drops the characters XML cannot carry, so the SVG
+    stays well-formed even when extracted from the page."""
+    s = _XML_BAD.sub("", str(text))
+    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#39;"))
+
+
+def clip(text: Any, limit: int) -> str:
+    """Shorten a raw label (before escaping, so no entity is cut in half)."""
+    s = str(text)
+    return s if len(s) <= limit else s[: max(limit - 1, 1)] + "\u2026"
+
+
+def finite(x: Any) -> float | None:
+    """A plottable float, or None for None/NaN/inf/non-numbers (bools are not numbers here)."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def fmt_num(x: float | None, digits: int = 3) -> str:
+    """A short human label for a value: up to `digits` significant digits, '-' when missing."""
+    if x is None:
+        return "\u2013"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000 or abs(x) < 0.001:
+        return f"{x:.{digits - 1}e}" if abs(x) < 0.001 else f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def _c(v: float) -> str:
+    """A coordinate: one decimal is plenty at screen resolution."""
+    return f"{v:.1f}"
+
+
+def nice_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
+    """Round tick values (1, 2, 2.5 or 5 times a power of ten) covering [lo, hi]."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError("tick range must be finite")
+    if hi < lo:
+        lo, hi = hi, lo
+    if hi == lo:
+        pad = abs(lo) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    raw = (hi - lo) / max(target, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.floor(lo / step + 1e-9)
+    last = math.ceil(hi / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, last + 1)]
+
+
+class _Scale:
+    """Linear map from a data domain to a pixel range."""
+
+    def __init__(self, d0: float, d1: float, r0: float, r1: float) -> None:
+        self.d0, self.d1, self.r0, self.r1 = d0, d1, r0, r1
+
+    def __call__(self, v: float) -> float:
+        if self.d1 == self.d0:
+            return (self.r0 + self.r1) / 2
+        return self.r0 + (v - self.d0) / (self.d1 - self.d0) * (self.r1 - self.r0)
+
+
+def _open(width: int, height: int, title: str, desc: str = "") -> list[str]:
+    label = esc(title or desc or "chart")
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'aria-label="{label}" font-family="{esc(FONT)}" font-size="12">',
+        f"<title>{label}</title>",
+    ]
+    if desc:
+        out.append(f"<desc>{esc(desc)}</desc>")
+    return out
+
+
+def _text(x: float, y: float, s: str, *, anchor: str = "start", size: int | None = None,
+          weight: str | None = None, fill: str = "#222222", extra: str = "",
+          full: str | None = None) -> str:
+    """A text element; `s` is raw and escaped here. `full` adds a tooltip with the whole label."""
+    attrs = f'x="{_c(x)}" y="{_c(y)}" text-anchor="{anchor}" fill="{fill}"'
+    if size:
+        attrs += f' font-size="{size}"'
+    if weight:
+        attrs += f' font-weight="{weight}"'
+    if extra:
+        attrs += " " + extra
+    tip = f"<title>{esc(full)}</title>" if full is not None and full != s else ""
+    return f"<text {attrs}>{tip}{esc(s)}</text>"
+
+
+def bar_chart(
+    categories: Sequence[Any],
+    series: Sequence[dict[str, Any]],
+    *,
+    title: str = "",
+    xlabel: str = "",
+    ylabel: str = "",
+    width: int = 640,
+    height: int = 300,
+) -> Markup:
+    """Grouped vertical bars: one group per category, one bar per series.
+
+    `series` items are {"label": str, "values": [number | None, ...]} with one value per
+    category; a missing value draws no bar and the label "n/a"."""
+    cats = [str(c) for c in categories]
+    if not cats:
+        raise ValueError("bar chart needs at least one category")
+    sers = []
+    for i, s in enumerate(series):
+        vals = list(s.get("values") or [])
+        if len(vals) != len(cats):
+            raise ValueError(f"series {i} has {len(vals)} values for {len(cats)} categories")
+        sers.append((str(s.get("label", f"series {i + 1}")), [finite(v) for v in vals]))
+    if not sers:
+        raise ValueError("bar chart needs at least one series")
+    nums = [v for _, vals in sers for v in vals if v is not None]
+    lo, hi = min([0.0, *nums]), max([0.0, *nums])
+    if lo == hi:
+        hi = 1.0
+    ticks = nice_ticks(lo, hi)
+    lo, hi = min(ticks[0], lo), max(ticks[-1], hi)
+
+    legend = len(sers) > 1
+    ml, mr, mt, mb = 60, 16, 34 + (18 if legend else 0), 48 + (18 if xlabel else 0)
+    pw, ph = width - ml - mr, height - mt - mb
+    y = _Scale(lo, hi, mt + ph, mt)
+    out = _open(width, height, title, _bar_desc(cats, sers))
+    if title:
+        out.append(_text(ml, 18, clip(title, 90), size=14, weight="600", full=title))
+    if legend:
+        lx = ml
+        for i, (lab, _) in enumerate(sers):
+            col = PALETTE[i % len(PALETTE)]
+            short = clip(lab, 24)
+            out.append(f'<rect x="{_c(lx)}" y="{mt - 26}" width="12" height="12" fill="{col}"/>')
+            out.append(_text(lx + 16, mt - 16, short, full=lab))
+            lx += 16 + 7.5 * len(short) + 18
+    for t in ticks:
+        ty = y(t)
+        out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_c(ty)}" y2="{_c(ty)}" '
+                   f'stroke="#e3e3e3" stroke-width="1"/>')
+        out.append(_text(ml - 6, ty + 4, fmt_num(t), anchor="end", size=11, fill="#555555"))
+    out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_c(y(0))}" y2="{_c(y(0))}" '
+               f'stroke="#888888" stroke-width="1"/>')
+    group = pw / len(cats)
+    bw = min(56.0, group * 0.8 / len(sers))
+    for ci, cat in enumerate(cats):
+        gx = ml + group * ci + (group - bw * len(sers)) / 2
+        for si, (lab, vals) in enumerate(sers):
+            v = vals[ci]
+            bx = gx + si * bw
+            if v is None:
+                out.append(_text(bx + bw / 2, y(0) - 4, "n/a", anchor="middle", size=10,
+                                 fill="#777777"))
+                continue
+            top, bot = sorted((y(v), y(0)))
+            col = PALETTE[si % len(PALETTE)]
+            out.append(f'<rect x="{_c(bx + 1)}" y="{_c(top)}" width="{_c(max(bw - 2, 1))}" '
+                       f'height="{_c(max(bot - top, 0.5))}" fill="{col}">'
+                       f"<title>{esc(cat)} \u2013 {esc(lab)}: {esc(fmt_num(v))}</title></rect>")
+            ly = top - 4 if v >= 0 else bot + 12
+            out.append(_text(bx + bw / 2, ly, fmt_num(v), anchor="middle", size=10))
+        maxch = max(int(group / 6.5), 4)
+        out.append(_text(ml + group * (ci + 0.5), mt + ph + 16, clip(cat, maxch),
+                         anchor="middle", size=11, full=cat))
+    if ylabel:
+        out.append(_text(14, mt + ph / 2, clip(ylabel, 40), anchor="middle", size=11,
+                         extra=f'transform="rotate(-90 14 {_c(mt + ph / 2)})"', full=ylabel))
+    if xlabel:
+        out.append(_text(ml + pw / 2, height - 8, clip(xlabel, 90), anchor="middle", size=11,
+                         full=xlabel))
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def _bar_desc(cats: list[str], sers: list[tuple[str, list[float | None]]]) -> str:
+    """A text version of the chart for screen readers."""
+    parts = []
+    for lab, vals in sers:
+        parts.append(lab + ": " + ", ".join(f"{c} {fmt_num(v)}"
+                                             for c, v in zip(cats, vals, strict=True)))
+    return "; ".join(parts)
+
+
+def interval_plot(
+    rows: Sequence[dict[str, Any]],
+    *,
+    title: str = "",
+    xlabel: str = "",
+    reference: float | None = 0.0,
+    signed: bool = False,
+    width: int = 760,
+    row_height: int = 30,
+) -> Markup:
+    """Point-and-interval (forest) plot, one row per estimate.
+
+    Row keys: label, value, ci95 ([lo, hi] or None), optional no_bias_range ([lo, hi], drawn as
+    a shaded band on that row), optional verdict (colours the point and adds its text label,
+    so colour never carries the meaning alone). `reference` draws a vertical line (0 = no
+    effect); None draws none. The numbers printed beside each row use 3 decimals (`signed`
+    adds a + to positive values, as effects are shown elsewhere in the report)."""
+    if not rows:
+        raise ValueError("interval plot needs at least one row")
+    prepared = []
+    span: list[float] = [] if reference is None else [reference]
+    for r in rows:
+        v = finite(r.get("value"))
+        ci = r.get("ci95") or [None, None]
+        lo, hi = (finite(ci[0]), finite(ci[1])) if len(ci) == 2 else (None, None)
+        nb = r.get("no_bias_range")
+        nb = (finite(nb[0]), finite(nb[1])) if nb and len(nb) == 2 else None
+        if nb and (nb[0] is None or nb[1] is None):
+            nb = None
+        prepared.append((str(r.get("label", "")), v, lo, hi, nb, r.get("verdict")))
+        span += [x for x in (v, lo, hi) if x is not None] + (list(nb) if nb else [])
+    if not span:
+        span = [0.0, 1.0]
+    ticks = nice_ticks(min(span), max(span))
+    d0, d1 = min(ticks[0], min(span)), max(ticks[-1], max(span))
+    has_nb = any(p[4] for p in prepared)
+    has_verdict = any(p[5] for p in prepared)
+
+    ml, mr = 190, (300 if has_verdict else 200)
+    mt = 30 + (20 if title else 0) + (18 if has_nb else 0)
+    mb = 40 + (16 if xlabel else 0)
+    height = mt + row_height * len(prepared) + mb
+    pw = width - ml - mr
+    x = _Scale(d0, d1, ml, ml + pw)
+    out = _open(width, height, title, _interval_desc(prepared))
+    if title:
+        out.append(_text(8, 18, clip(title, 100), size=14, weight="600", full=title))
+    if has_nb:
+        ly = mt - 22
+        out.append(f'<rect x="{ml}" y="{ly - 10}" width="18" height="12" fill="#d8eedd" '
+                   f'stroke="#9fcfaa"/>')
+        out.append(_text(ml + 24, ly, "no-bias range (the verdict 'not biased' needs the "
+                         "whole interval inside it)", size=11, fill="#444444"))
+    top, bottom = mt, mt + row_height * len(prepared)
+    for t in ticks:
+        tx = x(t)
+        out.append(f'<line x1="{_c(tx)}" x2="{_c(tx)}" y1="{top}" y2="{bottom}" '
+                   f'stroke="#eeeeee"/>')
+        out.append(_text(tx, bottom + 16, fmt_num(t), anchor="middle", size=11,
+                         fill="#555555"))
+    for i, (label, v, lo, hi, nb, verdict) in enumerate(prepared):
+        cy = top + row_height * (i + 0.5)
+        if i % 2 == 1:
+            out.append(f'<rect x="0" y="{_c(cy - row_height / 2)}" width="{width}" '
+                       f'height="{row_height}" fill="#fafafa"/>')
+        if nb:
+            a, b = sorted(nb)
+            out.append(f'<rect class="nobias" x="{_c(x(a))}" y="{_c(cy - row_height / 2 + 3)}" '
+                       f'width="{_c(max(x(b) - x(a), 1))}" height="{row_height - 6}" '
+                       f'fill="#d8eedd" stroke="#9fcfaa"/>')
+        out.append(_text(ml - 10, cy + 4, clip(label, 26), anchor="end", full=label))
+        col = VERDICT_COLOURS.get(verdict, NEUTRAL) if verdict else PALETTE[0]
+        if lo is not None and hi is not None:
+            a, b = x(min(lo, hi)), x(max(lo, hi))
+            out.append(f'<line class="ci" x1="{_c(a)}" x2="{_c(b)}" y1="{_c(cy)}" '
+                       f'y2="{_c(cy)}" stroke="{col}" stroke-width="2"/>')
+            for e in (a, b):
+                out.append(f'<line x1="{_c(e)}" x2="{_c(e)}" y1="{_c(cy - 6)}" '
+                           f'y2="{_c(cy + 6)}" stroke="{col}" stroke-width="2"/>')
+        if v is not None:
+            out.append(f'<circle class="point" cx="{_c(x(v))}" cy="{_c(cy)}" r="5" '
+                       f'fill="{col}" stroke="#ffffff" stroke-width="1.5"/>')
+        tx = ml + pw + 12
+        f = "{:+.3f}" if signed else "{:.3f}"
+        if v is None:
+            txt = "no estimate"
+        elif lo is not None and hi is not None:
+            txt = f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
+        else:
+            txt = f.format(v)
+        out.append(_text(tx, cy + 4, txt, size=11))
+        if verdict:
+            vlab = VERDICT_LABELS.get(verdict, clip(verdict, 14))
+            out.append(_text(width - 8, cy + 4, vlab, anchor="end", size=11, weight="600",
+                             fill=VERDICT_COLOURS.get(verdict, NEUTRAL)))
+    if reference is not None and d0 <= reference <= d1:
+        rx = x(reference)
+        out.append(f'<line x1="{_c(rx)}" x2="{_c(rx)}" y1="{top}" y2="{bottom}" '
+                   f'stroke="#666666" stroke-dasharray="4 3"/>')
+    out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{bottom}" y2="{bottom}" stroke="#888888"/>')
+    if xlabel:
+        out.append(_text(ml + pw / 2, height - 8, clip(xlabel, 90), anchor="middle", size=11,
+                         full=xlabel))
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def _interval_desc(prepared: list[tuple]) -> str:
+    parts = []
+    for label, v, lo, hi, _nb, verdict in prepared:
+        s = f"{label}: {fmt_num(v)}"
+        if lo is not None and hi is not None:
+            s += f" (95% CI {fmt_num(lo)} to {fmt_num(hi)})"
+        if verdict:
+            s += f", {VERDICT_LABELS.get(verdict, verdict)}"
+        parts.append(s)
+    return "; ".join(parts)
+
+
+def _lerp_hex(c0: str, c1: str, t: float) -> str:
+    a = [int(c0[i:i + 2], 16) for i in (1, 3, 5)]
+    b = [int(c1[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(p + (q - p) * t):02x}" for p, q in zip(a, b, strict=True))
+
+
+def heatmap(
+    rows: Sequence[Any],
+    cols: Sequence[Any],
+    values: Sequence[Sequence[Any]],
+    *,
+    title: str = "",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    diverging: bool = False,
+    cell: int = 72,
+) -> Markup:
+    """A grid of coloured cells with the value printed in each (e.g. judges x factors).
+
+    Sequential white->blue by default; `diverging` centres on 0 (red below, blue above).
+    Missing values are grey with a dash."""
+    rl, cl = [str(r) for r in rows], [str(c) for c in cols]
+    if not rl or not cl:
+        raise ValueError("heatmap needs at least one row and one column")
+    if len(values) != len(rl) or any(len(r) != len(cl) for r in values):
+        raise ValueError(f"heatmap values must be {len(rl)} rows of {len(cl)}")
+    grid = [[finite(v) for v in r] for r in values]
+    nums = [v for r in grid for v in r if v is not None]
+    lo = vmin if vmin is not None else (min(nums) if nums else 0.0)
+    hi = vmax if vmax is not None else (max(nums) if nums else 1.0)
+    if diverging:
+        m = max(abs(lo), abs(hi)) or 1.0
+        lo, hi = -m, m
+    if hi == lo:
+        hi = lo + 1.0
+
+    def colour(v: float) -> tuple[str, str]:
+        t = min(max((v - lo) / (hi - lo), 0.0), 1.0)
+        if diverging:
+            fill = (_lerp_hex("#ffffff", "#2166ac", (t - 0.5) * 2) if t >= 0.5
+                    else _lerp_hex("#ffffff", "#b2182b", (0.5 - t) * 2))
+            dark = abs(t - 0.5) > 0.3
+        else:
+            fill, dark = _lerp_hex("#f7fbff", "#08306b", t), t > 0.55
+        return fill, "#ffffff" if dark else "#111111"
+
+    ml = min(max(8 + 7 * max(len(clip(r, 24)) for r in rl), 60), 200)
+    mt = 30 + (20 if title else 0)
+    width = ml + cell * len(cl) + 16
+    height = mt + cell * len(rl) + 12
+    out = _open(width, height, title, "; ".join(
+        f"{r}: " + ", ".join(f"{c} {fmt_num(v)}" for c, v in zip(cl, g, strict=True))
+        for r, g in zip(rl, grid, strict=True)))
+    if title:
+        out.append(_text(8, 18, clip(title, 90), size=14, weight="600", full=title))
+    maxch = max(int(cell / 6.5), 3)
+    for j, c in enumerate(cl):
+        out.append(_text(ml + cell * (j + 0.5), mt - 8, clip(c, maxch), anchor="middle",
+                         size=11, full=c))
+    for i, r in enumerate(rl):
+        y0 = mt + cell * i
+        out.append(_text(ml - 8, y0 + cell / 2 + 4, clip(r, 24), anchor="end", size=11,
+                         full=r))
+        for j, v in enumerate(grid[i]):
+            x0 = ml + cell * j
+            if v is None:
+                fill, ink, lab = "#dddddd", "#555555", "\u2013"
+            else:
+                (fill, ink), lab = colour(v), fmt_num(v, 2)
+            out.append(f'<rect x="{x0}" y="{y0}" width="{cell}" height="{cell}" fill="{fill}" '
+                       f'stroke="#ffffff"><title>{esc(r)} \u00d7 {esc(cl[j])}: '
+                       f"{esc(fmt_num(v))}</title></rect>")
+            out.append(_text(x0 + cell / 2, y0 + cell / 2 + 4, lab, anchor="middle", size=11,
+                             fill=ink))
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def plot_from_spec(spec: dict[str, Any]) -> Markup:
+    """Draw a probe's `plot` entry from results.json (kind: bars | points | heatmap).
+
+    Raises ValueError for an unknown kind or malformed data; callers show that as a note."""
+    if not isinstance(spec, dict):
+        raise ValueError("plot is not an object")
+    kind = spec.get("kind")
+    title = str(spec.get("title") or "")
+    try:
+        if kind == "bars":
+            return bar_chart(spec.get("categories") or [], spec.get("series") or [],
+                             title=title, xlabel=str(spec.get("xlabel") or ""),
+                             ylabel=str(spec.get("ylabel") or ""))
+        if kind == "points":
+            ref = spec.get("reference")
+            return interval_plot(spec.get("points") or [], title=title,
+                                 xlabel=str(spec.get("xlabel") or ""), reference=finite(ref))
+        if kind == "heatmap":
+            return heatmap(spec.get("rows") or [], spec.get("cols") or [],
+                           spec.get("values") or [], title=title,
+                           diverging=bool(spec.get("diverging")),
+                           vmin=finite(spec.get("vmin")), vmax=finite(spec.get("vmax")))
+    except (TypeError, AttributeError, KeyError, IndexError) as exc:
+        raise ValueError(f"malformed {kind} plot: {exc}") from exc
+    raise ValueError(f"unknown plot kind {kind!r} (expected bars, points or heatmap)")

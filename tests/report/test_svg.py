@@ -1,0 +1,192 @@
+"""Hand-written SVG plots: well-formed XML whatever the labels, hostile labels escaped, and
+geometry that matches the data (bar heights, interval positions, colour order)."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+import pytest
+from markupsafe import Markup
+
+from judgeaudit.report import svg
+
+NS = "{http://www.w3.org/2000/svg}"
+HOSTILE = "</text></svg><script>alert(1)</script><img src=x onerror=\"document.title='x'\"> & 'q'"
+
+
+def parse(markup: str) -> ET.Element:
+    """Parse as XML: an unescaped < or & in a label would make this fail."""
+    return ET.fromstring(str(markup))
+
+
+def all_text(root: ET.Element) -> str:
+    return "".join(root.itertext())
+
+
+def floats(el: ET.Element, *names: str) -> list[float]:
+    return [float(el.get(n)) for n in names]
+
+
+def test_esc_replaces_markup_characters_and_drops_xml_illegal_ones():
+    assert svg.esc("<a href=\"x\">&'") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+    assert svg.esc("a\x00b\x1fc\td\ne") == "abc\td\ne"
+    assert svg.esc(3.5) == "3.5"
+    # Escaping is done once: an entity in the input stays visible as text, not as a character.
+    assert svg.esc("&lt;") == "&amp;lt;"
+
+
+def test_clip_shortens_before_escaping_so_no_entity_is_cut():
+    s = svg.clip("<<<<<<<<<<", 4)
+    assert s == "<<<\u2026"
+    assert svg.esc(s) == "&lt;&lt;&lt;\u2026"
+
+
+@pytest.mark.parametrize("value,expected", [
+    (1, 1.0), (0.5, 0.5), (float("nan"), None), (float("inf"), None), (None, None),
+    (True, None), ("0.3", None),
+])
+def test_finite_accepts_only_real_numbers(value, expected):
+    assert svg.finite(value) == expected
+
+
+@pytest.mark.parametrize("lo,hi", [(-0.05, 0.27), (0, 1), (0, 97), (3, 3), (-1, 1), (0.9, 0.96),
+                                   (-1234, 5678), (1e-4, 3e-4)])
+def test_nice_ticks_cover_the_range_with_an_even_round_step(lo, hi):
+    t = svg.nice_ticks(lo, hi)
+    assert t[0] <= lo and t[-1] >= hi
+    steps = {round(b - a, 9) for a, b in zip(t, t[1:], strict=False)}
+    assert len(steps) == 1
+    step = steps.pop()
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    assert any(math.isclose(mantissa, m, rel_tol=1e-6) for m in (1, 2, 2.5, 5))
+    assert 2 <= len(t) <= 12
+
+
+def test_bar_chart_is_markup_well_formed_and_escapes_hostile_labels():
+    out = svg.bar_chart([HOSTILE, "b"], [{"label": HOSTILE, "values": [1, 2]}],
+                        title=HOSTILE, xlabel=HOSTILE, ylabel=HOSTILE)
+    assert isinstance(out, Markup)
+    root = parse(out)
+    tags = {el.tag.removeprefix(NS) for el in root.iter()}
+    assert tags <= {"svg", "title", "desc", "rect", "line", "text"}
+    assert "<script" not in out and "<img" not in out
+    assert "</text></svg><script>" in all_text(root)  # shown as text, whole, in tooltips
+
+
+def test_bar_heights_are_proportional_to_values():
+    values = [38, 74, 8]
+    root = parse(svg.bar_chart(["x", "y", "z"], [{"label": "items", "values": values}]))
+    bars = [r for r in root.iter(NS + "rect") if r.find(NS + "title") is not None]
+    heights = [float(b.get("height")) for b in bars]
+    assert len(heights) == 3
+    for h, v in zip(heights, values, strict=True):
+        assert h / heights[1] == pytest.approx(v / values[1], abs=0.01)
+
+
+def test_bar_chart_grouped_series_and_missing_values():
+    root = parse(svg.bar_chart(["a", "b"], [{"label": "before", "values": [3, None]},
+                                            {"label": "after", "values": [5, 1]}]))
+    bars = [r for r in root.iter(NS + "rect") if r.find(NS + "title") is not None]
+    assert len(bars) == 3  # the missing value draws no bar...
+    assert "n/a" in all_text(root)  # ...but says so
+    assert {b.get("fill") for b in bars} == {svg.PALETTE[0], svg.PALETTE[1]}
+
+
+def test_bar_chart_rejects_mismatched_series():
+    with pytest.raises(ValueError, match="2 values for 3 categories"):
+        svg.bar_chart(["a", "b", "c"], [{"label": "s", "values": [1, 2]}])
+
+
+def test_interval_plot_positions_points_intervals_and_no_bias_band_on_one_scale():
+    rows = [
+        {"label": "position", "value": 0.21, "ci95": [0.15, 0.27],
+         "no_bias_range": [-0.05, 0.05], "verdict": "biased"},
+        {"label": "authority", "value": 0.01, "ci95": [-0.03, 0.04],
+         "no_bias_range": [-0.05, 0.05], "verdict": "not_biased"},
+    ]
+    root = parse(svg.interval_plot(rows, signed=True))
+    points = [c for c in root.iter(NS + "circle") if c.get("class") == "point"]
+    cis = [c for c in root.iter(NS + "line") if c.get("class") == "ci"]
+    bands = [r for r in root.iter(NS + "rect") if r.get("class") == "nobias"]
+    assert len(points) == len(cis) == len(bands) == 2
+    # Recover the linear scale from row 1 and check every other drawn value against it.
+    x_lo, x_hi = floats(cis[0], "x1", "x2")
+    px_per_unit = (x_hi - x_lo) / (0.27 - 0.15)
+
+    def x(v: float) -> float:
+        return x_lo + (v - 0.15) * px_per_unit
+
+    assert float(points[0].get("cx")) == pytest.approx(x(0.21), abs=0.2)
+    assert float(points[1].get("cx")) == pytest.approx(x(0.01), abs=0.2)
+    assert floats(cis[1], "x1", "x2") == pytest.approx([x(-0.03), x(0.04)], abs=0.2)
+    band_x, band_w = floats(bands[0], "x", "width")
+    assert band_x == pytest.approx(x(-0.05), abs=0.2)
+    assert band_x + band_w == pytest.approx(x(0.05), abs=0.3)
+    # Verdict colour and text label both present (colour is never the only cue).
+    assert points[0].get("fill") == svg.VERDICT_COLOURS["biased"]
+    text = all_text(root)
+    assert "biased" in text and "not biased" in text
+    assert "+0.210 [+0.150, +0.270]" in text
+
+
+def test_interval_plot_handles_missing_values_and_hostile_labels():
+    root = parse(svg.interval_plot([
+        {"label": HOSTILE, "value": None, "ci95": None},
+        {"label": "only point", "value": 0.5, "ci95": [None, None]},
+        {"label": "nan", "value": float("nan"), "ci95": [0.1, float("inf")]},
+    ], title=HOSTILE))
+    text = all_text(root)
+    assert text.count("no estimate") == 2
+    assert len([c for c in root.iter(NS + "circle")]) == 1
+    assert [c for c in root.iter(NS + "line") if c.get("class") == "ci"] == []
+
+
+def test_heatmap_colours_are_monotone_and_missing_cells_are_marked():
+    root = parse(svg.heatmap(["r1", HOSTILE], ["c1", "c2", "c3"],
+                             [[0.0, 0.5, 1.0], [0.25, None, 0.75]]))
+    cells = [r for r in root.iter(NS + "rect") if r.find(NS + "title") is not None]
+    assert len(cells) == 6
+    fill = {c.find(NS + "title").text.split(": ")[-1]: c.get("fill") for c in cells}
+
+    def lightness(h: str) -> int:
+        return sum(int(h[i:i + 2], 16) for i in (1, 3, 5))
+
+    order = ["0", "0.25", "0.5", "0.75", "1"]
+    light = [lightness(fill[k]) for k in order]
+    assert light == sorted(light, reverse=True)  # larger value, darker cell
+    assert fill["\u2013"] == "#dddddd"
+
+
+def test_heatmap_diverging_is_symmetric_around_zero():
+    root = parse(svg.heatmap(["r"], ["a", "b", "c"], [[-1.0, 0.0, 1.0]], diverging=True))
+    fills = [r.get("fill") for r in root.iter(NS + "rect") if r.find(NS + "title") is not None]
+    assert fills[1] == "#ffffff"
+    assert fills[0] != fills[2]
+    red, blue = (int(fills[0][1:3], 16), int(fills[0][5:7], 16)), (int(fills[2][1:3], 16),
+                                                                   int(fills[2][5:7], 16))
+    assert red[0] > red[1] and blue[1] > blue[0]
+
+
+def test_plot_from_spec_dispatches_and_rejects_unknown_kinds():
+    assert "<svg" in svg.plot_from_spec({"kind": "bars", "categories": ["a"],
+                                         "series": [{"label": "s", "values": [1]}]})
+    assert "<svg" in svg.plot_from_spec({"kind": "points",
+                                         "points": [{"label": "a", "value": 1}]})
+    assert "<svg" in svg.plot_from_spec({"kind": "heatmap", "rows": ["r"], "cols": ["c"],
+                                         "values": [[1]]})
+    with pytest.raises(ValueError, match="unknown plot kind 'pie'"):
+        svg.plot_from_spec({"kind": "pie"})
+    with pytest.raises(ValueError, match="malformed bars plot"):
+        svg.plot_from_spec({"kind": "bars", "categories": ["a"], "series": [3]})
+    with pytest.raises(ValueError, match="needs at least one category"):
+        svg.plot_from_spec({"kind": "bars"})
+
+
+def test_a_label_cannot_break_out_of_an_attribute():
+    """Titles go into aria-label: a quote in one must not start a new attribute."""
+    out = svg.bar_chart(["a\" onload=\"x"], [{"label": "s", "values": [1]}],
+                        title="t\" onload=\"y")
+    root = parse(out)
+    assert all(not k.startswith("on") for el in root.iter() for k in el.attrib)
+    assert root.get("aria-label") == 't" onload="y'
