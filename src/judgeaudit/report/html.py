@@ -1,0 +1,455 @@
+"""report.html: a static page rebuilt from results.json alone (audit or evaluate).
+
+Judged text is untrusted, so the Jinja2 environment autoescapes everything; the only markup
+inserted as-is is the SVG that `judgeaudit.report.svg` builds (it escapes its own labels).
+The page has no scripts and loads nothing (a Content-Security-Policy says so to the browser
+too), so it can be opened offline and attached to a CI run."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from judgeaudit.report import svg
+from judgeaudit.report.results import SCHEMA_VERSION, read_results
+
+MAX_EXAMPLES = 3  # before/after examples shown per probe
+MAX_DISAGREEMENTS = 50  # panel disagreements listed (all stay in results.json)
+MAX_INVALID = 20
+DIFF_LIMIT = 20_000  # characters; longer texts are highlighted whole instead of word-diffed
+
+VERDICTS = ("biased", "not_biased", "underpowered")
+
+
+# ---------------------------------------------------------------- formatting (Jinja filters)
+
+def _num(x: Any) -> float | None:
+    return svg.finite(x)
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    """A number with fixed decimals; '—' when missing; other types shown as text."""
+    v = _num(x)
+    if v is None:
+        return "\u2014" if x is None or isinstance(x, float) else str(x)
+    return f"{v:.{digits}f}"
+
+
+def fmt_signed(x: Any, digits: int = 3) -> str:
+    """An effect: always signed, so the direction reads at a glance."""
+    v = _num(x)
+    if v is None:
+        return fmt(x, digits)
+    return f"{v:+.{digits}f}"
+
+
+def fmt_ci(ci: Any, digits: int = 3, signed: bool = True) -> str:
+    """'[lo, hi]' for a 95% interval; '—' when either end is missing."""
+    if not isinstance(ci, list | tuple) or len(ci) != 2 or any(_num(c) is None for c in ci):
+        return "\u2014"
+    f = fmt_signed if signed else fmt
+    return f"[{f(ci[0], digits)}, {f(ci[1], digits)}]"
+
+
+def fmt_p(p: Any) -> str:
+    """p- and q-values: three significant digits, scientific below 0.001."""
+    v = _num(p)
+    if v is None:
+        return fmt(p)
+    if v == 0:
+        return "0"
+    if v < 0.001:
+        return f"{v:.1e}"
+    return f"{v:.3g}"
+
+
+def fmt_int(x: Any) -> str:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return "\u2014" if x is None else str(x)
+    if isinstance(x, float) and not math.isfinite(x):
+        return "\u2014"
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.2f}"
+
+
+def fmt_seconds(s: Any) -> str:
+    v = _num(s)
+    if v is None:
+        return fmt(s)
+    if v < 60:
+        return f"{v:.1f} s"
+    m, sec = divmod(round(v), 60)
+    h, m = divmod(m, 60)
+    return f"{h} h {m} min {sec} s" if h else f"{m} min {sec} s"
+
+
+def humanize(key: Any) -> str:
+    """'robustness_rate' -> 'robustness rate'."""
+    return str(key).replace("_", " ")
+
+
+def verdict_label(v: Any) -> str:
+    return svg.VERDICT_LABELS.get(v, f"unknown ({v})" if v is not None else "no verdict")
+
+
+def verdict_class(v: Any) -> str:
+    """A CSS class from a fixed list: a results file never chooses a class name."""
+    return {"biased": "v-biased", "not_biased": "v-not-biased",
+            "underpowered": "v-underpowered"}.get(v, "v-unknown")
+
+
+def verdict_glyph(v: Any) -> str:
+    """A shape as a second cue next to colour and text (colour is never the only signal)."""
+    return {"biased": "\u25b2", "not_biased": "\u25cf", "underpowered": "\u25c6"}.get(v, "?")
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("judgeaudit.report", "templates"),
+        autoescape=True,  # everything, whatever the template's name
+        undefined=StrictUndefined,  # a template typo fails the tests instead of going blank
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(fmt=fmt, signed=fmt_signed, ci=fmt_ci, pval=fmt_p, int=fmt_int,
+                       seconds=fmt_seconds, human=humanize, vlabel=verdict_label,
+                       vclass=verdict_class, vglyph=verdict_glyph)
+    return env
+
+
+# ---------------------------------------------------------------- view models
+
+def _d(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
+
+
+def _l(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else []
+
+
+def _str(x: Any) -> str | None:
+    return None if x is None else str(x)
+
+
+def _estimate(x: Any) -> dict[str, Any] | None:
+    """An Estimate {value, ci95, n} normalized, or None."""
+    if not isinstance(x, dict):
+        return None
+    ci = x.get("ci95")
+    return {"value": x.get("value"), "ci95": ci if isinstance(ci, list) else None,
+            "n": x.get("n")}
+
+
+def _slug(name: str, used: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "probe"
+    slug, i = f"probe-{base}", 2
+    while slug in used:
+        slug, i = f"probe-{base}-{i}", i + 1
+    used.add(slug)
+    return slug
+
+
+def _segments(before: str, after: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Word-level diff: (kind, text) segments for each side; kind is 'same', 'del' or 'ins'.
+    The template escapes the text of every segment."""
+    if len(before) + len(after) > DIFF_LIMIT:
+        return [("del", before)], [("ins", after)]
+    a, b = re.split(r"(\s+)", before), re.split(r"(\s+)", after)
+    left: list[tuple[str, str]] = []
+    right: list[tuple[str, str]] = []
+    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            left.append(("same", "".join(a[i1:i2])))
+            right.append(("same", "".join(b[j1:j2])))
+        else:
+            if i2 > i1:
+                left.append(("del", "".join(a[i1:i2])))
+            if j2 > j1:
+                right.append(("ins", "".join(b[j1:j2])))
+    return left, right
+
+
+def _example(ex: dict[str, Any]) -> dict[str, Any]:
+    """One before/after example: fields in a fixed order, the changed one diffed."""
+    before, after = _d(ex.get("before")), _d(ex.get("after"))
+    changed = ex.get("changed")
+    changed_s = str(changed) if changed is not None else ""
+    fields = []
+    for key in ("prompt", "instruction", "response_1", "response_2"):
+        if key not in before and key not in after:
+            continue
+        b, a = before.get(key), after.get(key)
+        b_s, a_s = ("" if b is None else str(b)), ("" if a is None else str(a))
+        is_changed = changed_s == key or (b is not None and a is not None and b_s != a_s)
+        if is_changed:
+            left, right = _segments(b_s, a_s)
+        else:
+            left, right = [("same", b_s)], [("same", a_s)]
+        fields.append({"key": key, "label": humanize(key), "changed": is_changed,
+                       "before": left, "after": right,
+                       "before_missing": b is None, "after_missing": a is None})
+    note = ""
+    if changed_s == "order":
+        note = "Same two responses, shown to the judge in the other order."
+    elif changed_s and changed_s not in {f["key"] for f in fields}:
+        note = f"Changed: {changed_s}"
+    return {
+        "item_id": ex.get("item_id"),
+        "prompt": ex.get("prompt"),
+        "changed": changed_s,
+        "note": note,
+        "fields": fields,
+        "verdict_before": before.get("verdict"),
+        "verdict_after": after.get("verdict"),
+    }
+
+
+def _reason(p: dict[str, Any], alpha: float) -> tuple[str, bool]:
+    """Why the stored verdict follows from the stored numbers, and whether it does.
+
+    Rules (judgeaudit.audit.battery.decide): biased if q < alpha and the 95% interval
+    excludes 0; not biased if the interval lies inside the no-bias range; else underpowered."""
+    v, q = p["verdict"], _num(p["q"])
+    ci = p["effect"]["ci95"] or [None, None]
+    lo, hi = (_num(ci[0]), _num(ci[1])) if len(ci) == 2 else (None, None)
+    nb = p["no_bias_range"]
+    nb_lo, nb_hi = (_num(nb[0]), _num(nb[1])) if nb and len(nb) == 2 else (None, None)
+    ci_s = fmt_ci(ci)
+    nb_s = fmt_ci(nb) if nb else "(none given)"
+    sig = q is not None and q < alpha and lo is not None and hi is not None and (lo > 0 or hi < 0)
+    inside = (None not in (lo, hi, nb_lo, nb_hi)) and nb_lo <= lo and hi <= nb_hi  # type: ignore[operator]
+    if v == "biased":
+        return (f"q = {fmt_p(q)} < \u03b1 = {alpha:g} and the 95% interval {ci_s} excludes 0.",
+                sig)
+    if v == "not_biased":
+        return (f"The 95% interval {ci_s} lies inside the no-bias range {nb_s}.",
+                inside and not sig)
+    if v == "underpowered":
+        parts = []
+        parts.append(f"q = {fmt_p(q)} is not below \u03b1 = {alpha:g}" if q is None or
+                     q >= alpha else "the interval includes 0")
+        parts.append(f"the 95% interval {ci_s} is not inside the no-bias range {nb_s}")
+        return ("Neither biased nor cleared: " + "; ".join(parts) + ".", not sig and not inside)
+    return ("This verdict is not one of biased / not biased / underpowered.", False)
+
+
+def _probe(name: str, raw: Any, alpha: float, slug: str) -> dict[str, Any]:
+    p = _d(raw)
+    eff = _d(p.get("effect"))
+    ci = eff.get("ci95")
+    nb = p.get("no_bias_range")
+    flag = p.get("flag") if isinstance(p.get("flag"), dict) else None
+    rates = [{"name": k, **e} for k, v in _d(p.get("rates")).items()
+             if (e := _estimate(v)) is not None]
+    examples_raw = [e for e in _l(p.get("examples")) if isinstance(e, dict)]
+    plot, plot_error = None, None
+    if p.get("plot") is not None:
+        try:
+            plot = svg.plot_from_spec(p["plot"])
+        except ValueError as exc:
+            plot_error = str(exc)
+    view = {
+        "name": name,
+        "slug": slug,
+        "title": p.get("title") or name,
+        "description": p.get("description"),
+        "metric": p.get("metric"),
+        "direction": p.get("direction"),
+        "effect": {"value": eff.get("value"), "ci95": ci if isinstance(ci, list) else None},
+        "n": p.get("n"),
+        "p": p.get("p"),
+        "q": p.get("q"),
+        "mde": p.get("mde"),
+        "verdict": p.get("verdict"),
+        "no_bias_range": nb if isinstance(nb, list) and len(nb) == 2 else None,
+        "flag": flag,
+        "rates": rates,
+        "n_invalid": p.get("n_invalid"),
+        "n_dropped": p.get("n_dropped"),
+        "plot": plot,
+        "plot_error": plot_error,
+        "examples": [_example(e) for e in examples_raw[:MAX_EXAMPLES]],
+        "n_examples": len(examples_raw),
+        "notes": [str(n) for n in _l(p.get("notes"))],
+    }
+    view["reason"], view["reason_ok"] = _reason(view, alpha)
+    return view
+
+
+def _panel(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        return None
+    judges = [str(j) for j in _l(raw.get("judges"))]
+    kappas = [(label, _estimate(raw.get(k))) for k, label in (
+        ("fleiss_kappa", "Fleiss' \u03ba"), ("cohen_kappa", "Cohen's \u03ba"))
+        if isinstance(raw.get(k), dict)]
+    dis = [d for d in _l(raw.get("disagreements")) if isinstance(d, dict)]
+    cols = list(judges)
+    for d in dis:
+        for j in _d(d.get("verdicts")):
+            if j not in cols:
+                cols.append(j)
+    return {
+        "judges": judges,
+        "agreement": _estimate(raw.get("agreement")),
+        "kappas": kappas,
+        "columns": cols,
+        "disagreements": [{
+            "item_id": d.get("item_id"), "prompt": d.get("prompt"),
+            "response_1": d.get("response_1"), "response_2": d.get("response_2"),
+            "verdicts": [_d(d.get("verdicts")).get(j) for j in cols],
+        } for d in dis[:MAX_DISAGREEMENTS]],
+        "n_disagreements": len(dis),
+    }
+
+
+def _common(r: dict[str, Any]) -> dict[str, Any]:
+    tpl = _d(r.get("template"))
+    return {
+        "command": r.get("command"),
+        "version": r.get("version"),
+        "schema_version": r.get("schema_version", SCHEMA_VERSION),
+        "judge": r.get("judge"),
+        "judges": [str(j) for j in _l(r.get("judges"))],
+        "data": r.get("data"),
+        "template": {"name": _str(tpl.get("name")), "sha256": _str(tpl.get("sha256"))},
+        "prompt_hashes": sorted((str(k), str(v)) for k, v in _d(r.get("prompt_hashes")).items()),
+        "calls": _d(r.get("calls")),
+        "seconds": r.get("seconds"),
+        "started": r.get("started"),
+    }
+
+
+def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
+    alpha = _num(r.get("alpha"))
+    alpha = 0.05 if alpha is None else alpha
+    used: set[str] = set()
+    probes = [_probe(str(name), raw, alpha, _slug(str(name), used))
+              for name, raw in _d(r.get("probes")).items()]
+    counts = {v: sum(p["verdict"] == v for p in probes) for v in VERDICTS}
+    counts["other"] = len(probes) - sum(counts.values())
+    forest = None
+    if probes:
+        forest = svg.interval_plot(
+            [{"label": p["title"], "value": p["effect"]["value"], "ci95": p["effect"]["ci95"],
+              "no_bias_range": p["no_bias_range"], "verdict": p["verdict"]} for p in probes],
+            xlabel="effect (each probe's own metric; 0 = no effect)", signed=True, width=1000)
+    return {
+        **_common(r),
+        "page_title": f"judgeaudit audit \u2013 {r.get('judge', '?')}",
+        "n_items": r.get("n_items"),
+        "alpha": alpha,
+        "probes": probes,
+        "counts": counts,
+        "forest": forest,
+        "panel": _panel(r.get("panel")),
+    }
+
+
+_EVAL_ROWS = [
+    ("accuracy", "Accuracy", "per item, mean over both orders of [verdict = label]; "
+     "an invalid verdict counts as wrong"),
+    ("accuracy_valid", "Accuracy (valid only)", "items whose verdicts were all parseable"),
+    ("position_consistency", "Position consistency",
+     "share of items with the same outcome in both orders"),
+    ("position_consistency_valid", "Position consistency (valid only)",
+     "items with both orders parseable"),
+    ("first_position_rate", "First-position rate",
+     "share of decisive verdicts for the response shown first (0.5 = no position bias)"),
+    ("cohen_kappa", "Cohen's \u03ba vs labels", "agreement beyond chance; bootstrap interval"),
+    ("invalid_rate", "Invalid verdict rate", "unparseable or failed calls among all calls"),
+]
+
+
+def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for key, label, help_ in _EVAL_ROWS:
+        e = _estimate(r.get(key))
+        rows.append({"key": key, "label": label, "help": help_, "est": e})
+    for order, e in _d(r.get("per_order_accuracy")).items():
+        rows.append({"key": f"per_order_accuracy.{order}", "label": f"Accuracy, order {order}",
+                     "help": "only the calls asked in this presentation order",
+                     "est": _estimate(e)})
+    pts = [{"label": row["label"], "value": row["est"]["value"], "ci95": row["est"]["ci95"]}
+           for row in rows if row["est"] and _num(row["est"]["value"]) is not None]
+    plot = svg.interval_plot(pts, xlabel="value with 95% interval", reference=None) if pts \
+        else None
+    invalid = [
+        {"item_id": x.get("item_id"), "order": x.get("order"), "raw": x.get("raw"),
+         "error": x.get("error")}
+        for x in _l(r.get("invalid_examples"))[:MAX_INVALID] if isinstance(x, dict)]
+    return {
+        **_common(r),
+        "page_title": f"judgeaudit evaluate \u2013 {r.get('judge', '?')}",
+        "rows": rows,
+        "plot": plot,
+        "counts": [(label, r.get(k)) for k, label in (
+            ("n", "items"), ("n_labelled", "items with a label"),
+            ("n_calls_planned", "judge calls planned"), ("n_invalid", "invalid verdicts"),
+            ("n_failed_calls", "failed calls"))],
+        "both_orders": r.get("both_orders"),
+        "invalid_examples": invalid,
+        "n_invalid_examples": len(_l(r.get("invalid_examples"))),
+    }
+
+
+# ---------------------------------------------------------------- public API
+
+def render_report(results: dict[str, Any]) -> str:
+    """The HTML page for a results document (`audit` or `evaluate`).
+
+    Accepts what `read_results` returns, or the in-memory dict before `write_results` (no
+    schema_version yet); refuses any other schema version with a ValueError."""
+    if not isinstance(results, dict):
+        raise ValueError(f"results must be a JSON object, got {type(results).__name__}")
+    v = results.get("schema_version", SCHEMA_VERSION)
+    if v != SCHEMA_VERSION:
+        raise ValueError(
+            f"results schema_version {v!r} is not supported: this judgeaudit "
+            f"reads schema_version {SCHEMA_VERSION} (re-run the command with this version, or "
+            "use the judgeaudit version that wrote the file)")
+    command = results.get("command", "audit" if "probes" in results else None)
+    if command == "audit":
+        ctx, tpl = _audit_view(results), "audit.html"
+    elif command == "evaluate":
+        ctx, tpl = _evaluate_view(results), "evaluate.html"
+    else:
+        raise ValueError(f"no report layout for command {command!r} (expected 'audit' or "
+                         "'evaluate')")
+    return _env().get_template(tpl).render(**ctx)
+
+
+def write_report(results_dir_or_file: str | Path, out_path: str | Path | None = None) -> Path:
+    """Read results.json (a directory holding it, or the file) and write report.html next to
+    it, or to `out_path`. Written atomically. Returns the report's path."""
+    src = Path(results_dir_or_file)
+    results_file = src / "results.json" if src.is_dir() else src
+    if not results_file.is_file():
+        raise FileNotFoundError(f"{results_file}: no results file")
+    try:
+        html = render_report(read_results(results_file))
+    except ValueError as exc:
+        msg = str(exc)
+        raise ValueError(msg if str(results_file) in msg else f"{results_file}: {msg}") from None
+    out = Path(out_path) if out_path is not None else results_file.parent / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(html)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+__all__ = ["render_report", "write_report"]
