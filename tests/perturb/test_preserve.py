@@ -162,3 +162,16 @@ def test_insertions_respect_word_boundaries():
     assert answer_preserved("5", "Model: Gemini 1.5 Pro\n5", "5",
                             ignore=("Gemini 1.5 Pro",)) == (True, None)
     assert insertions("5", "15") is None
+
+
+def test_ignored_strings_match_across_whitespace():
+    cite = "References:\n[1] Smith, J. (2014). Title. Journal 47:301-316. doi:10.1469/x1"
+    pert = ORIG + " [1]\n\n" + cite
+    assert answer_preserved(ORIG, pert, "42", ignore=(cite, "[1]")) == (True, None)
+    assert not answer_preserved(ORIG, pert, "42", ignore=("[1]",))[0]
+
+
+def test_empty_original_is_not_perturbed(items):
+    empty = items[0].model_copy(update={"response_2": "   \n ", "id": "empty"})
+    r = perturb_items([empty], "authority")[0]
+    assert not r.preserved and "empty" in r.reason

@@ -258,6 +258,8 @@ class Perturbation(abc.ABC):
         return PerturbResult(new, sides[0], variant, ok, reason, item, tuple(also))
 
     def _checked(self, original: str, edit: Edit, side: Side) -> tuple[bool, str | None]:
+        if not original.strip():
+            return False, "the original text is empty"
         if edit.text == original:
             return False, "perturbation left the text unchanged"
         return self.check(original, edit, side)

@@ -131,7 +131,10 @@ def insertions(original: str, perturbed: str) -> list[str] | None:
 
 
 def _remove(text: str, ignore: Iterable[str]) -> str:
-    for s in sorted({s for s in ignore if s}, key=len, reverse=True):
+    """`text` without the `ignore` strings, whitespace-insensitively (insertions come back
+    with their whitespace collapsed)."""
+    text = " ".join(text.split())
+    for s in sorted({" ".join(s.split()) for s in ignore if s.strip()}, key=len, reverse=True):
         text = text.replace(s, " ")
     return text
 
