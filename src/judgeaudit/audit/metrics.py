@@ -87,9 +87,10 @@ def position(verdicts: Sequence[PairwiseVerdict], seed: int = 0) -> dict[str, An
     m = both_first + both_second
     out["p"] = binomial_test(both_first, m, 0.5) if m else 1.0
     out["mde"] = mde_proportion(n, 0.5)
-    # Verdict-level first-slot rate (Wilson over the 2n decisive verdicts; the effect's
-    # interval above resamples items, which respects the pairing of the two orders).
-    out["first_rate"] = estimate(float(arr.sum() * 2), decisive)
+    # Item-level first-slot rate with the same (item-bootstrap) interval as the effect:
+    # the two orders of one item are paired, so a verdict-level binomial interval would be
+    # far too wide for judges that are mostly consistent.
+    out["first_rate"] = {"value": float(arr.mean()), "ci95": [float(lo), float(hi)], "n": n}
     out["both_first"], out["both_second"] = both_first, both_second
     out["consistency"] = estimate(n - m, n)
     return out
