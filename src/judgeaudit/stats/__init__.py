@@ -1,0 +1,48 @@
+"""Pure numerics for judge audits: intervals, tests, q-values, power.
+
+No I/O and no imports of other judgeaudit packages (only numpy and scipy), so every number in
+a report can be checked against scipy/statsmodels or a textbook formula in isolation.
+"""
+
+from judgeaudit.stats.intervals import (
+    bootstrap_ci,
+    mean_ci,
+    paired_bootstrap_diff,
+    rate,
+    wilson,
+)
+from judgeaudit.stats.multiple import benjamini_hochberg
+from judgeaudit.stats.power import (
+    mde_paired_flip,
+    mde_proportion,
+    required_n_paired_flip,
+    required_n_proportion,
+)
+from judgeaudit.stats.tests import (
+    binomial_test,
+    mcnemar_exact,
+    one_sample_t,
+    wilcoxon_signed_rank,
+)
+from judgeaudit.stats.types import Estimate, Interval, Items, Statistic
+
+__all__ = [
+    "Estimate",
+    "Interval",
+    "Items",
+    "Statistic",
+    "benjamini_hochberg",
+    "binomial_test",
+    "bootstrap_ci",
+    "mcnemar_exact",
+    "mde_paired_flip",
+    "mde_proportion",
+    "mean_ci",
+    "one_sample_t",
+    "paired_bootstrap_diff",
+    "rate",
+    "required_n_paired_flip",
+    "required_n_proportion",
+    "wilcoxon_signed_rank",
+    "wilson",
+]

@@ -1,0 +1,232 @@
+"""Confidence intervals: Wilson for rates, bootstrap over items, t for means.
+
+Family conventions: `level` is the two-sided coverage (0.95), `seed` makes every random
+interval reproducible, `*_ci` functions return an `Interval` (lo, hi) and the functions
+named after the quantity (`rate`, `paired_bootstrap_diff`) return an `Estimate`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+from scipy import special, stats
+
+from judgeaudit.stats.types import Estimate, Interval, Items, Statistic
+
+BootMethod = Literal["percentile", "bca"]
+
+
+def _z(level: float) -> float:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    return float(special.ndtri(0.5 + level / 2.0))
+
+
+def wilson(successes: Any, n: Any, level: float = 0.95) -> Any:
+    """Wilson score interval for a proportion (Wilson 1927; Agresti & Coull 1998).
+
+    Better than the Wald interval at small n or rates near 0/1. `successes` may be fractional
+    (a tie counts half a success). n = 0 gives (0.0, 1.0): no data, no information, and an
+    interval that can never be read as "no bias found". Scalars give a pair of floats;
+    arrays broadcast and give a pair of arrays (used by the coverage simulations).
+
+        center = (p + z^2/2n) / (1 + z^2/n)
+        half   = z / (1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2)
+    """
+    z = _z(level)
+    s = np.asarray(successes, dtype=float)
+    m = np.asarray(n, dtype=float)
+    if np.any(m < 0) or np.any(s < 0) or np.any(s > m) or not np.all(np.isfinite(s)):
+        raise ValueError(f"wilson: need 0 <= successes <= n, got successes={successes!r}, "
+                         f"n={n!r}")
+    empty = m == 0
+    m_safe = np.where(empty, 1.0, m)
+    p = s / m_safe
+    denom = 1.0 + z * z / m_safe
+    center = (p + z * z / (2.0 * m_safe)) / denom
+    half = z / denom * np.sqrt(p * (1.0 - p) / m_safe + z * z / (4.0 * m_safe * m_safe))
+    lo = np.where(empty, 0.0, np.clip(center - half, 0.0, 1.0))
+    hi = np.where(empty, 1.0, np.clip(center + half, 0.0, 1.0))
+    if lo.ndim == 0:
+        return float(lo), float(hi)
+    return lo, hi
+
+
+def rate(successes: float, n: int, level: float = 0.95) -> Estimate:
+    """successes / n with its Wilson interval. n = 0 -> value nan, interval (0, 1)."""
+    lo, hi = wilson(successes, n, level)
+    value = float(successes) / n if n else math.nan
+    return Estimate(value, (lo, hi), int(n))
+
+
+def mean_ci(x: Any, level: float = 0.95) -> Interval:
+    """Student-t interval for a mean: mean +- t_{n-1} * s / sqrt(n). (nan, nan) if n < 2;
+    a constant sample gives the degenerate (mean, mean)."""
+    a = np.asarray(x, dtype=float).ravel()
+    _z(level)
+    if a.size < 2:
+        return math.nan, math.nan
+    m = float(a.mean())
+    se = float(a.std(ddof=1)) / math.sqrt(a.size)
+    t = float(stats.t.ppf(0.5 + level / 2.0, a.size - 1))
+    return m - t * se, m + t * se
+
+
+# --- bootstrap -------------------------------------------------------------------------------
+
+def _as_items(data: Items) -> tuple[Any, int]:
+    """Items as something indexable by an integer array along the first axis."""
+    if isinstance(data, np.ndarray):
+        arr = data
+    else:
+        try:
+            arr = np.asarray(data)
+        except ValueError:  # ragged per-item tuples
+            arr = None
+        # Only numeric sequences become arrays: numpy would turn ("a", 1) into strings.
+        if arr is None or arr.dtype.kind not in "biufc":
+            seq = list(data)
+            return seq, len(seq)
+    if arr.ndim == 0:
+        raise ValueError("bootstrap: data must have one entry per item, got a scalar")
+    return arr, int(arr.shape[0])
+
+
+def _take(items: Any, idx: np.ndarray) -> Any:
+    if isinstance(items, np.ndarray):
+        return items[idx]
+    return [items[i] for i in idx]
+
+
+def _check_boot(n: int, n_boot: int, method: str) -> None:
+    if n < 2:
+        raise ValueError(f"bootstrap: need at least 2 items, got {n}")
+    if n_boot < 10:
+        raise ValueError(f"bootstrap: n_boot must be >= 10, got {n_boot}")
+    if method not in ("percentile", "bca"):
+        raise ValueError(f"bootstrap: method must be 'percentile' or 'bca', got {method!r}")
+
+
+def _replicates(stat_idx: Callable[[np.ndarray], Any], n: int, n_boot: int,
+                rng: np.random.Generator, vectorized: bool) -> np.ndarray:
+    idx = rng.integers(0, n, size=(n_boot, n))
+    if vectorized:
+        return np.asarray(stat_idx(idx), dtype=float).reshape(n_boot)
+    return np.array([float(stat_idx(row)) for row in idx])
+
+
+def _jackknife(stat_idx: Callable[[np.ndarray], Any], n: int, vectorized: bool) -> np.ndarray:
+    full = np.arange(n)
+    loo = np.stack([np.delete(full, i) for i in range(n)])  # (n, n-1)
+    if vectorized:
+        return np.asarray(stat_idx(loo), dtype=float).reshape(n)
+    return np.array([float(stat_idx(row)) for row in loo])
+
+
+def _interval(theta_hat: float, boot: np.ndarray, level: float, method: str,
+              jack: Callable[[], np.ndarray]) -> Interval:
+    """Percentile or BCa (Efron 1987; Efron & Tibshirani 1993, ch. 14) endpoints."""
+    boot = boot[np.isfinite(boot)]
+    if boot.size == 0:
+        return math.nan, math.nan
+    alpha = (1.0 - level) / 2.0
+    if method == "percentile":
+        q = np.array([alpha, 1.0 - alpha])
+    else:
+        b = boot.size
+        # Bias correction; ties with theta_hat count half (as scipy.stats.bootstrap). The
+        # share is kept off 0 and 1 so a degenerate bootstrap gives finite endpoints.
+        share = ((boot < theta_hat).sum() + (boot <= theta_hat).sum()) / (2.0 * b)
+        share = min(max(share, 0.5 / b), 1.0 - 0.5 / b)
+        z0 = special.ndtri(share)
+        # Acceleration from the jackknife: a = sum(d^3) / (6 * sum(d^2)^1.5), d = mean - t_i.
+        t = jack()
+        t = t[np.isfinite(t)]
+        d = t.mean() - t if t.size else np.zeros(1)
+        denom = 6.0 * float((d * d).sum()) ** 1.5
+        a = float((d ** 3).sum()) / denom if denom > 0 else 0.0
+        zq = special.ndtri(np.array([alpha, 1.0 - alpha]))
+        q = special.ndtr(z0 + (z0 + zq) / (1.0 - a * (z0 + zq)))
+    lo, hi = np.percentile(boot, 100.0 * q)
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(
+    data: Items,
+    statistic: Statistic,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    method: BootMethod = "percentile",
+    vectorized: bool = False,
+) -> Interval:
+    """Nonparametric bootstrap interval of `statistic(data)`, resampling items (rows).
+
+    Items are the unit of independence (a row of a 2-D array, an entry of a 1-D array or one
+    per-item tuple), so a statistic over several columns of one item keeps them together.
+    "bca" corrects for bias and skew (better for kappa-like or bounded statistics); it costs
+    n extra evaluations (jackknife). Replicates where the statistic is not finite (e.g. kappa
+    of a resample with a single category) are dropped; (nan, nan) if none is finite.
+
+    vectorized=True: `statistic` receives a batch with items on axis 1, shape (B, n, ...),
+    and returns B values, e.g. ``lambda x: x.mean(axis=1)``; much faster for simple statistics.
+    """
+    _z(level)
+    items, n = _as_items(data)
+    _check_boot(n, n_boot, method)
+    if vectorized and not isinstance(items, np.ndarray):
+        raise ValueError("bootstrap: vectorized=True needs array data, not ragged tuples")
+
+    def stat_idx(idx: np.ndarray) -> Any:
+        return statistic(_take(items, idx))
+
+    theta_hat = float(stat_idx(np.arange(n)[None, :])[0]) if vectorized else float(
+        statistic(items))
+    rng = np.random.default_rng(seed)
+    boot = _replicates(stat_idx, n, n_boot, rng, vectorized)
+    return _interval(theta_hat, boot, level, method, lambda: _jackknife(stat_idx, n, vectorized))
+
+
+def paired_bootstrap_diff(
+    a: Items,
+    b: Items,
+    statistic: Statistic,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    method: BootMethod = "percentile",
+    vectorized: bool = False,
+) -> Estimate:
+    """statistic(a) - statistic(b) with a bootstrap interval, resampling items jointly.
+
+    For "metric on perturbed (a) minus metric on baseline (b)" where a[i] and b[i] are the
+    same item: resampling the pair keeps the within-item correlation, which is what makes a
+    paired design more precise than two independent samples. `vectorized` as in
+    `bootstrap_ci` (the statistic sees each of a and b batched, items on axis 1).
+    """
+    _z(level)
+    ia, n = _as_items(a)
+    ib, nb = _as_items(b)
+    if n != nb:
+        raise ValueError(f"paired_bootstrap_diff: a has {n} items, b has {nb}; they must be "
+                         "aligned item by item")
+    _check_boot(n, n_boot, method)
+    if vectorized and not (isinstance(ia, np.ndarray) and isinstance(ib, np.ndarray)):
+        raise ValueError("bootstrap: vectorized=True needs array data, not ragged tuples")
+
+    def stat_idx(idx: np.ndarray) -> Any:
+        sa = np.asarray(statistic(_take(ia, idx)), dtype=float)
+        sb = np.asarray(statistic(_take(ib, idx)), dtype=float)
+        return sa - sb
+
+    if vectorized:
+        value = float(np.asarray(stat_idx(np.arange(n)[None, :])).reshape(-1)[0])
+    else:
+        value = float(statistic(ia)) - float(statistic(ib))
+    rng = np.random.default_rng(seed)
+    boot = _replicates(stat_idx, n, n_boot, rng, vectorized)
+    ci = _interval(value, boot, level, method, lambda: _jackknife(stat_idx, n, vectorized))
+    return Estimate(value, ci, n)

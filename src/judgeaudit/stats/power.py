@@ -1,0 +1,126 @@
+"""Power: the minimum detectable effect (MDE) of a design and the n needed for an effect.
+
+"No bias found" may only be said when the design could have found it, so every test result
+is reported with the effect it had `power` to detect at level `alpha`. All formulas are normal
+approximations (documented per function); the probability of rejecting in the wrong tail is
+ignored, as usual. Family conventions: `alpha` (two-sided unless two_sided=False), `power`;
+`mde_*` take n and return an effect, `required_n_*` take an effect and return an int n.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize, special
+
+
+def _z_pair(alpha: float, power: float, two_sided: bool) -> tuple[float, float]:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if not 0.0 < power < 1.0:
+        raise ValueError(f"power must be in (0, 1), got {power!r}")
+    z_a = float(special.ndtri(1.0 - alpha / 2.0 if two_sided else 1.0 - alpha))
+    return z_a, float(special.ndtri(power))
+
+
+def _check_n(n: float) -> None:
+    if not n >= 1:
+        raise ValueError(f"n must be >= 1, got {n!r}")
+
+
+def _first_root(f, hi: float) -> float:
+    """Smallest root of f on (0, hi] given f(0) < 0; nan if f stays negative."""
+    grid = np.linspace(0.0, hi, 257)
+    vals = np.array([f(g) for g in grid])
+    above = np.nonzero(vals >= 0)[0]
+    if above.size == 0:
+        return math.nan
+    j = int(above[0])
+    if vals[j] == 0:
+        return float(grid[j])
+    return float(optimize.brentq(f, grid[j - 1], grid[j], xtol=1e-13, rtol=1e-12))
+
+
+def mde_proportion(n: int, p0: float = 0.5, alpha: float = 0.05, power: float = 0.8,
+                   two_sided: bool = True) -> float:
+    """Smallest |p - p0| a one-sample test of a proportion detects with `power` at n.
+
+    Score (z) test, normal approximation (Chow, Shao & Wang, Sample Size Calculations in
+    Clinical Research, sec. 4.1): d solves  d * sqrt(n) = z_a * sqrt(p0 q0) + z_b * sqrt(p1 q1),
+    p1 = p0 +- d. The larger of the upward and downward solutions is returned, so an effect
+    of this size in either direction is detected; a direction in which no rate in [0, 1]
+    reaches the power is ignored; nan if neither does (n too small).
+    """
+    _check_n(n)
+    if not 0.0 < p0 < 1.0:
+        raise ValueError(f"mde_proportion: p0 must be in (0, 1), got {p0!r}")
+    z_a, z_b = _z_pair(alpha, power, two_sided)
+    s0 = math.sqrt(p0 * (1.0 - p0))
+    out = []
+    for sign, bound in ((1.0, 1.0 - p0), (-1.0, p0)):
+        def f(d: float, sign: float = sign) -> float:
+            p1 = p0 + sign * d
+            return d * math.sqrt(n) - z_a * s0 - z_b * math.sqrt(max(p1 * (1.0 - p1), 0.0))
+        out.append(_first_root(f, bound))
+    finite = [d for d in out if math.isfinite(d)]
+    return max(finite) if finite else math.nan
+
+
+def required_n_proportion(effect: float, p0: float = 0.5, alpha: float = 0.05,
+                          power: float = 0.8, two_sided: bool = True) -> int:
+    """Inverse of `mde_proportion`: the n at which |p - p0| = effect is detected with
+    `power`, n = ((z_a sqrt(p0 q0) + z_b sqrt(p1 q1)) / effect)^2 (larger direction), rounded
+    up."""
+    if not 0.0 < p0 < 1.0:
+        raise ValueError(f"required_n_proportion: p0 must be in (0, 1), got {p0!r}")
+    if not effect > 0:
+        raise ValueError(f"required_n_proportion: effect must be > 0, got {effect!r}")
+    z_a, z_b = _z_pair(alpha, power, two_sided)
+    ns = []
+    for p1 in (p0 + effect, p0 - effect):
+        if 0.0 <= p1 <= 1.0:
+            root = z_a * math.sqrt(p0 * (1 - p0)) + z_b * math.sqrt(p1 * (1 - p1))
+            ns.append((root / effect) ** 2)
+    if not ns:
+        raise ValueError(f"required_n_proportion: p0 +- {effect} is outside [0, 1]")
+    return max(1, math.ceil(max(ns) - 1e-9))
+
+
+def mde_paired_flip(n: int, discordant_rate: float, alpha: float = 0.05, power: float = 0.8,
+                    two_sided: bool = True) -> float:
+    """Smallest |p10 - p01| a McNemar test on n paired items detects with `power`.
+
+    p10, p01 = rates of items flipping each way, discordant_rate psi = p10 + p01 (from a pilot
+    or the data). Connor (1987), normal approximation: delta solves
+    delta * sqrt(n) = z_a * sqrt(psi) + z_b * sqrt(psi - delta^2). nan when even
+    delta = psi (every flip in one direction) is not detectable, or psi = 0.
+    """
+    _check_n(n)
+    if not 0.0 <= discordant_rate <= 1.0:
+        raise ValueError(f"mde_paired_flip: discordant_rate must be in [0, 1], "
+                         f"got {discordant_rate!r}")
+    z_a, z_b = _z_pair(alpha, power, two_sided)
+    psi = float(discordant_rate)
+    if psi == 0.0:
+        return math.nan
+
+    def f(d: float) -> float:
+        return d * math.sqrt(n) - z_a * math.sqrt(psi) - z_b * math.sqrt(max(psi - d * d, 0.0))
+
+    if f(psi) < 0:
+        return math.nan
+    return float(optimize.brentq(f, 0.0, psi, xtol=1e-14, rtol=1e-12))
+
+
+def required_n_paired_flip(effect: float, discordant_rate: float, alpha: float = 0.05,
+                           power: float = 0.8, two_sided: bool = True) -> int:
+    """Inverse of `mde_paired_flip` (Connor 1987):
+    n = (z_a sqrt(psi) + z_b sqrt(psi - delta^2))^2 / delta^2, rounded up."""
+    psi = float(discordant_rate)
+    if not 0.0 < effect <= psi <= 1.0:
+        raise ValueError(f"required_n_paired_flip: need 0 < effect <= discordant_rate <= 1, "
+                         f"got effect={effect!r}, discordant_rate={discordant_rate!r}")
+    z_a, z_b = _z_pair(alpha, power, two_sided)
+    root = z_a * math.sqrt(psi) + z_b * math.sqrt(psi - effect * effect)
+    return max(1, math.ceil((root / effect) ** 2 - 1e-9))

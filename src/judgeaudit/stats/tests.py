@@ -1,0 +1,99 @@
+"""Hypothesis tests returning p-values (exact where the data are counts).
+
+Family conventions: counts in, `alternative` in {"two-sided", "greater", "less"}, a p-value
+(float) out, or (statistic, p) where the statistic itself is informative. Degenerate input
+(no discordant pairs, all-zero differences) gives p = 1.0 rather than nan or an exception:
+no data against the null is no evidence against it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats
+
+Alternative = Literal["two-sided", "greater", "less"]
+_ALTERNATIVES = ("two-sided", "greater", "less")
+
+
+def _check_alternative(alternative: str) -> None:
+    if alternative not in _ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
+
+
+def _count(x: Any, name: str) -> int:
+    v = float(x)
+    if not v.is_integer() or v < 0:
+        raise ValueError(f"{name} must be a non-negative whole count, got {x!r}")
+    return int(v)
+
+
+def binomial_test(k: int, n: int, p0: float = 0.5,
+                  alternative: Alternative = "two-sided") -> float:
+    """Exact binomial test of k successes in n trials against rate p0 (scipy.stats.binomtest;
+    two-sided p sums the outcomes no more likely than k). n = 0 -> 1.0."""
+    k, n = _count(k, "k"), _count(n, "n")
+    _check_alternative(alternative)
+    if k > n:
+        raise ValueError(f"binomial_test: k={k} exceeds n={n}")
+    if not 0.0 <= p0 <= 1.0:
+        raise ValueError(f"binomial_test: p0 must be in [0, 1], got {p0!r}")
+    if n == 0:
+        return 1.0
+    return float(stats.binomtest(k, n, p0, alternative=alternative).pvalue)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact McNemar test: two-sided binomial test of b vs c discordant pairs at 1/2.
+
+    Paired designs (same item before/after a perturbation) carry information only in the
+    pairs that changed; p = min(1, 2 * BinomCDF(min(b, c); b + c, 1/2)). b + c = 0 -> 1.0.
+    """
+    b, c = _count(b, "b"), _count(c, "c")
+    m = b + c
+    if m == 0:
+        return 1.0
+    return float(min(1.0, 2.0 * stats.binom.cdf(min(b, c), m, 0.5)))
+
+
+def one_sample_t(x: Any, mu: float = 0.0,
+                 alternative: Alternative = "two-sided") -> tuple[float, float]:
+    """One-sample t test of mean(x) = mu: t = (mean - mu) / (s / sqrt(n)), n - 1 df.
+
+    Zero variance: (0.0, 1.0) when every x equals mu, (+-inf, 0 or 1) otherwise (scipy
+    returns nan for both). n < 2 -> (nan, nan).
+    """
+    _check_alternative(alternative)
+    a = np.asarray(x, dtype=float).ravel()
+    if a.size < 2:
+        return math.nan, math.nan
+    if np.ptp(a) == 0.0:
+        diff = float(a[0]) - mu
+        if diff == 0.0:
+            return 0.0, 1.0
+        t = math.copysign(math.inf, diff)
+        if alternative == "two-sided":
+            return t, 0.0
+        toward = (alternative == "greater") == (diff > 0)
+        return t, 0.0 if toward else 1.0
+    res = stats.ttest_1samp(a, mu, alternative=alternative)
+    return float(res.statistic), float(res.pvalue)
+
+
+def wilcoxon_signed_rank(x: Any, alternative: Alternative = "two-sided",
+                         zero_method: Literal["wilcox", "pratt", "zsplit"] = "wilcox") -> float:
+    """Wilcoxon signed-rank test that x (paired differences) is symmetric about 0.
+
+    scipy.stats.wilcoxon; "wilcox" drops zero differences (Wilcoxon 1945). All-zero (or
+    empty) input -> 1.0 instead of scipy's error/nan: no item moved, no evidence of a shift.
+    """
+    _check_alternative(alternative)
+    a = np.asarray(x, dtype=float).ravel()
+    if not np.all(np.isfinite(a)):
+        raise ValueError("wilcoxon_signed_rank: x contains nan or inf")
+    if not np.any(a != 0.0):
+        return 1.0
+    res = stats.wilcoxon(a, zero_method=zero_method, alternative=alternative)
+    return float(res.pvalue)

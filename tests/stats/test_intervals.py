@@ -1,0 +1,163 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.proportion import proportion_confint
+
+from judgeaudit.stats import (
+    Estimate,
+    bootstrap_ci,
+    mean_ci,
+    paired_bootstrap_diff,
+    rate,
+    wilson,
+)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (1, 10), (5, 10), (10, 10), (30, 100), (3, 7),
+                                      (997, 1000)])
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_wilson_matches_statsmodels(k, n, level):
+    lo, hi = wilson(k, n, level)
+    elo, ehi = proportion_confint(k, n, alpha=1 - level, method="wilson")
+    assert lo == pytest.approx(elo, abs=1e-12)
+    assert hi == pytest.approx(ehi, abs=1e-12)
+
+
+def test_wilson_accepts_half_successes_from_ties():
+    # The Wilson formula only needs p = s/n; statsmodels computes it from a float count too.
+    lo, hi = wilson(4.5, 10)
+    elo, ehi = proportion_confint(4.5, 10, method="wilson")
+    assert (lo, hi) == pytest.approx((elo, ehi), abs=1e-12)
+    assert wilson(4.5, 10) != wilson(4, 10)
+
+
+def test_wilson_empty_is_total_ignorance():
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_wilson_broadcasts_over_arrays():
+    k = np.array([0, 3, 7])
+    lo, hi = wilson(k, 10)
+    for i, ki in enumerate(k):
+        assert (lo[i], hi[i]) == pytest.approx(wilson(int(ki), 10))
+
+
+@pytest.mark.parametrize(("k", "n"), [(-1, 10), (11, 10), (1, -1)])
+def test_wilson_rejects_impossible_counts(k, n):
+    with pytest.raises(ValueError, match="successes"):
+        wilson(k, n)
+
+
+def test_rate_is_value_with_wilson_interval_and_n():
+    est = rate(7, 20)
+    assert est == Estimate(0.35, wilson(7, 20), 20)
+    assert est.as_dict() == {"value": 0.35, "ci95": list(wilson(7, 20)), "n": 20}
+
+
+def test_rate_of_nothing_serialises_without_nan():
+    d = rate(0, 0).as_dict()
+    assert d == {"value": None, "ci95": [0.0, 1.0], "n": 0}
+
+
+def test_mean_ci_matches_scipy_t_interval():
+    x = np.random.default_rng(3).normal(2.0, 1.5, size=23)
+    lo, hi = mean_ci(x, level=0.9)
+    elo, ehi = sps.t.interval(0.9, df=22, loc=x.mean(), scale=sps.sem(x))
+    assert (lo, hi) == pytest.approx((elo, ehi), rel=1e-12)
+
+
+def test_mean_ci_needs_two_points():
+    assert all(math.isnan(v) for v in mean_ci([1.0]))
+
+
+# --- bootstrap -------------------------------------------------------------------------------
+
+def test_percentile_bootstrap_is_the_quantiles_of_resampled_statistics():
+    # Same seed -> same index draws; the interval is the 2.5/97.5% quantiles of them.
+    x = np.random.default_rng(0).exponential(size=40)
+    rng = np.random.default_rng(11)
+    idx = rng.integers(0, 40, size=(500, 40))
+    expected = np.percentile(x[idx].mean(axis=1), [2.5, 97.5])
+    assert bootstrap_ci(x, np.mean, n_boot=500, seed=11) == pytest.approx(tuple(expected))
+
+
+def test_vectorized_and_loop_bootstrap_agree():
+    x = np.random.default_rng(1).normal(size=30)
+    for method in ("percentile", "bca"):
+        a = bootstrap_ci(x, np.mean, n_boot=300, seed=5, method=method)
+        b = bootstrap_ci(x, lambda v: v.mean(axis=1), n_boot=300, seed=5, method=method,
+                         vectorized=True)
+        assert a == pytest.approx(b, rel=1e-12)
+
+
+def test_bca_matches_scipy_bootstrap_on_skewed_data():
+    # Same algorithm (bias correction with half-ties, jackknife acceleration), independent
+    # resamples: endpoints agree up to Monte Carlo error of 20000 replicates.
+    x = np.random.default_rng(2).exponential(scale=2.0, size=30)
+    lo, hi = bootstrap_ci(x, lambda v: v.mean(axis=1), n_boot=20000, seed=0, method="bca",
+                          vectorized=True)
+    ref = sps.bootstrap((x,), np.mean, n_resamples=20000, method="BCa",
+                        rng=np.random.default_rng(1)).confidence_interval
+    width = ref.high - ref.low
+    assert abs(lo - ref.low) < 0.03 * width
+    assert abs(hi - ref.high) < 0.03 * width
+    # ...and BCa is not the percentile interval here (the skew moves it right).
+    plo, phi = bootstrap_ci(x, lambda v: v.mean(axis=1), n_boot=20000, seed=0,
+                            vectorized=True)
+    assert lo > plo and hi > phi
+
+
+def test_bootstrap_resamples_rows_of_2d_data_together():
+    # Rows are (x, x): any resample keeps the columns equal, so the difference is always 0.
+    x = np.random.default_rng(4).normal(size=25)
+    data = np.column_stack([x, x])
+    lo, hi = bootstrap_ci(data, lambda a: a[:, 0].mean() - a[:, 1].mean(), n_boot=200)
+    assert lo == hi == 0.0
+
+
+def test_bootstrap_accepts_ragged_per_item_tuples():
+    items = [("a", 1.0), ("b", 0.0), ("c", 1.0), ("d", 1.0)] * 5
+    lo, hi = bootstrap_ci(items, lambda its: float(np.mean([v for _, v in its])), n_boot=200)
+    assert 0.0 <= lo < 0.75 < hi <= 1.0
+
+
+def test_bootstrap_drops_undefined_replicates():
+    # A statistic undefined on some resamples (nan) does not poison the interval.
+    x = np.array([0.0] * 3 + [1.0] * 2)
+    def stat(v):
+        return float(v.mean()) if v.min() != v.max() else float("nan")
+    lo, hi = bootstrap_ci(x, stat, n_boot=500)
+    assert 0.0 < lo <= hi < 1.0
+
+
+def test_bootstrap_rejects_too_few_items_and_unknown_method():
+    with pytest.raises(ValueError, match="at least 2 items"):
+        bootstrap_ci([1.0], np.mean)
+    with pytest.raises(ValueError, match="method"):
+        bootstrap_ci([1.0, 2.0], np.mean, method="basic")
+
+
+def test_paired_diff_uses_joint_resampling():
+    # b = a + 1 exactly: jointly resampled, the difference of means is always -1 (an
+    # independent resampling of a and b would give a wide interval).
+    a = np.random.default_rng(6).normal(size=50)
+    est = paired_bootstrap_diff(a, a + 1.0, np.mean, n_boot=300)
+    assert est.value == pytest.approx(-1.0)
+    assert est.ci95 == pytest.approx((-1.0, -1.0))
+    assert est.n == 50
+
+
+def test_paired_diff_interval_matches_bootstrap_of_differences():
+    rng = np.random.default_rng(7)
+    base = rng.binomial(1, 0.6, 80).astype(float)
+    pert = np.where(rng.random(80) < 0.2, 1.0 - base, base)
+    est = paired_bootstrap_diff(pert, base, np.mean, n_boot=400, seed=3)
+    assert est.ci95 == pytest.approx(bootstrap_ci(pert - base, np.mean, n_boot=400, seed=3))
+    assert est.value == pytest.approx(pert.mean() - base.mean())
+
+
+def test_paired_diff_rejects_misaligned_inputs():
+    with pytest.raises(ValueError, match="aligned"):
+        paired_bootstrap_diff([1.0, 2.0, 3.0], [1.0, 2.0], np.mean)
