@@ -99,7 +99,8 @@ def _sentiment(tone: str) -> type[ShiftProbe]:
         perturbation = "sentiment"
         options = {"tone": tone}
         title = f"Sentiment ({tone})"
-        description = f"The worse response is rewritten into a {tone} tone, same answer."
+        description = (f"The worse response is framed with {tone} opening and closing lines; "
+                       "the answer itself is unchanged.")
         default = False
 
     _P.__name__ = f"Sentiment{tone.title()}Probe"
