@@ -1,0 +1,43 @@
+"""Acquisition rules, one module each, registered by name. All share
+``score(ctx, a, b) -> np.ndarray`` (see ``base``)."""
+
+from __future__ import annotations
+
+from judgeaudit.rank.acquisition import (
+    entropy,
+    global_uncertainty,
+    outcome_only,
+    random_pairs,
+    roundrobin,
+    topk,
+    uncertainty_only,
+)
+from judgeaudit.rank.acquisition.base import AcquisitionContext, Rule
+
+RULES: dict[str, Rule] = {
+    "topk": topk.score,
+    "global": global_uncertainty.score,
+    "roundrobin": roundrobin.score,
+    "random": random_pairs.score,
+    "entropy": entropy.score,
+    "uncertainty_only": uncertainty_only.score,
+    "outcome_only": outcome_only.score,
+}
+
+
+def get_rule(name: str) -> Rule:
+    try:
+        return RULES[name]
+    except KeyError:
+        raise ValueError(f"unknown acquisition rule {name!r}; expected one of "
+                         f"{', '.join(sorted(RULES))}") from None
+
+
+def register(name: str, rule: Rule) -> None:
+    """Add a rule under ``name`` (a new rule is one new module plus this call)."""
+    if name in RULES:
+        raise ValueError(f"acquisition rule {name!r} is already registered")
+    RULES[name] = rule
+
+
+__all__ = ["RULES", "AcquisitionContext", "Rule", "get_rule", "register"]

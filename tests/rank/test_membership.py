@@ -1,0 +1,59 @@
+"""Top-k membership by Monte-Carlo against exact answers."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from judgeaudit.rank.membership import (
+    binary_entropy,
+    recall_at_k,
+    topk_membership,
+    topk_set,
+)
+
+
+def test_membership_sums_to_k_and_is_seeded():
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=12)
+    A = rng.normal(size=(12, 12))
+    cov = 0.3 * A @ A.T / 12
+    p = topk_membership(theta, cov, k=4, n_samples=2000, seed=3)
+    assert p.sum() == pytest.approx(4.0)
+    np.testing.assert_array_equal(p, topk_membership(theta, cov, 4, 2000, seed=3))
+
+
+def test_two_items_top1_matches_normal_cdf():
+    theta = np.array([0.3, 0.0])
+    cov = np.array([[0.5, 0.1], [0.1, 0.4]])
+    exact = stats.norm.cdf(0.3 / np.sqrt(0.5 + 0.4 - 0.2))
+    p = topk_membership(theta, cov, k=1, n_samples=40000, seed=0)
+    assert p[0] == pytest.approx(exact, abs=0.01)
+
+
+def test_common_shift_variance_does_not_change_membership():
+    # a tiny-ridge naive fit leaves huge variance along the all-ones direction
+    theta = np.array([1.0, 0.5, 0.0, -0.5])
+    cov = 0.2 * np.eye(4)
+    p1 = topk_membership(theta, cov, 2, 20000, seed=1)
+    p2 = topk_membership(theta, cov + 1e6 * np.ones((4, 4)), 2, 20000, seed=2)
+    np.testing.assert_allclose(p1, p2, atol=0.015)  # equal up to Monte-Carlo error
+    naive_draws = np.random.default_rng(0).multivariate_normal(theta, cov + 1e6, 20000)
+    assert np.ptp(naive_draws.mean(axis=1)) > 1e3  # the shift really is huge
+
+
+def test_certain_posterior_gives_zero_one_membership():
+    theta = np.array([3.0, 2.0, 1.0, 0.0])
+    p = topk_membership(theta, 1e-8 * np.eye(4), 2, 500, seed=0)
+    np.testing.assert_array_equal(p, [1, 1, 0, 0])
+    assert binary_entropy(p).sum() == 0.0
+    assert binary_entropy(np.array([0.5]))[0] == pytest.approx(np.log(2))
+
+
+def test_recall_and_topk_set():
+    assert list(topk_set(np.array([0.1, 0.9, 0.5, 0.7]), 2)) == [1, 3]
+    assert recall_at_k(np.array([0.1, 0.9, 0.5, 0.7]), np.array([1, 2])) == 0.5
+
+
+def test_bad_k():
+    with pytest.raises(ValueError, match="k must be"):
+        topk_membership(np.zeros(3), np.eye(3), 0)
