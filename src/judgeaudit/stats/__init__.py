@@ -1,9 +1,16 @@
-"""Pure numerics for judge audits: intervals, tests, q-values, power.
+"""Pure numerics for judge audits: intervals, tests, q-values, power, agreement, logistic fits.
 
 No I/O and no imports of other judgeaudit packages (only numpy and scipy), so every number in
 a report can be checked against scipy/statsmodels or a textbook formula in isolation.
 """
 
+from judgeaudit.stats.agreement import (
+    cohen_kappa,
+    kappa_ci,
+    pearson,
+    percent_agreement,
+    spearman,
+)
 from judgeaudit.stats.intervals import (
     bootstrap_ci,
     mean_ci,
@@ -11,6 +18,7 @@ from judgeaudit.stats.intervals import (
     rate,
     wilson,
 )
+from judgeaudit.stats.logistic import LogisticFit, add_constant, fit_logistic
 from judgeaudit.stats.multiple import benjamini_hochberg
 from judgeaudit.stats.power import (
     mde_paired_flip,
@@ -30,19 +38,27 @@ __all__ = [
     "Estimate",
     "Interval",
     "Items",
+    "LogisticFit",
     "Statistic",
+    "add_constant",
     "benjamini_hochberg",
     "binomial_test",
     "bootstrap_ci",
+    "cohen_kappa",
+    "fit_logistic",
+    "kappa_ci",
     "mcnemar_exact",
     "mde_paired_flip",
     "mde_proportion",
     "mean_ci",
     "one_sample_t",
     "paired_bootstrap_diff",
+    "pearson",
+    "percent_agreement",
     "rate",
     "required_n_paired_flip",
     "required_n_proportion",
+    "spearman",
     "wilcoxon_signed_rank",
     "wilson",
 ]

@@ -1,0 +1,143 @@
+"""Agreement between two raters (judge vs humans, judge vs judge): kappa, percent agreement,
+rank and linear correlation, each with an interval.
+
+Family conventions: two aligned sequences `a`/`b` (or `x`/`y`) with one entry per item; the
+bare statistic returns a float, the `*_ci` / correlation functions an `Estimate`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats
+
+from judgeaudit.stats.intervals import _z, bootstrap_ci, wilson
+from judgeaudit.stats.types import Estimate, Labels
+
+
+def _codes(a: Any, b: Any, labels: Labels | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both raters' labels as integer codes 0..k-1 over one shared category set."""
+    xa, xb = np.asarray(a).ravel(), np.asarray(b).ravel()
+    if xa.size != xb.size:
+        raise ValueError(f"agreement: a has {xa.size} items, b has {xb.size}; they must be "
+                         "aligned item by item")
+    lab = np.unique(np.concatenate([xa, xb])) if labels is None else np.unique(
+        np.asarray(list(labels)))
+    uniq, inv = np.unique(np.concatenate([lab, xa, xb]), return_inverse=True)
+    if uniq.size != lab.size:
+        extra = sorted(set(uniq.tolist()) - set(lab.tolist()), key=str)
+        raise ValueError(f"agreement: values {extra[:5]} are not in labels {lab.tolist()}")
+    n = xa.size
+    return inv[lab.size:lab.size + n], inv[lab.size + n:], int(lab.size)
+
+
+def _kappa_codes(ca: np.ndarray, cb: np.ndarray, k: int) -> np.ndarray:
+    """Kappa over the last axis of integer-coded ratings (batched: shape (..., n))."""
+    po = (ca == cb).mean(axis=-1)
+    pe = np.zeros(po.shape)
+    for j in range(k):
+        pe = pe + (ca == j).mean(axis=-1) * (cb == j).mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (po - pe) / (1.0 - pe)
+    return np.where(pe >= 1.0 - 1e-12, np.nan, kappa)
+
+
+def cohen_kappa(a: Any, b: Any, labels: Labels | None = None) -> float:
+    """Cohen's (1960) kappa: agreement beyond chance, (p_o - p_e) / (1 - p_e), with p_e from
+    each rater's own label frequencies. `labels` fixes the category set (values outside it
+    are an error); by default it is the labels seen. nan when p_e = 1 (both raters always use
+    one and the same label: chance agreement is total and kappa is undefined)."""
+    ca, cb, k = _codes(a, b, labels)
+    if ca.size == 0:
+        return math.nan
+    return float(_kappa_codes(ca, cb, k))
+
+
+def kappa_ci(a: Any, b: Any, labels: Labels | None = None, n_boot: int = 2000,
+             level: float = 0.95, seed: int = 0,
+             method: Literal["percentile", "bca"] = "percentile") -> Estimate:
+    """Cohen's kappa with a bootstrap interval over items (pairs resampled together)."""
+    ca, cb, k = _codes(a, b, labels)
+    codes = np.stack([ca, cb], axis=1)
+    value = float(_kappa_codes(ca, cb, k)) if ca.size else math.nan
+    lo, hi = bootstrap_ci(codes, lambda x: _kappa_codes(x[..., 0], x[..., 1], k),
+                          n_boot=n_boot, level=level, seed=seed, method=method,
+                          vectorized=True)
+    return Estimate(value, (lo, hi), int(ca.size))
+
+
+def percent_agreement(a: Any, b: Any, level: float = 0.95) -> Estimate:
+    """Share of items on which both raters give the same label (a proportion in [0, 1],
+    despite the name), with a Wilson interval. Not chance-corrected: see `cohen_kappa`."""
+    xa, xb = np.asarray(a).ravel(), np.asarray(b).ravel()
+    if xa.size != xb.size:
+        raise ValueError(f"percent_agreement: a has {xa.size} items, b has {xb.size}")
+    n = int(xa.size)
+    same = int((xa == xb).sum())
+    lo, hi = wilson(same, n, level)
+    return Estimate(same / n if n else math.nan, (lo, hi), n)
+
+
+# --- correlation -----------------------------------------------------------------------------
+
+def _xy(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if a.size != b.size:
+        raise ValueError(f"correlation: x has {a.size} items, y has {b.size}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("correlation: x and y must be finite (drop missing items first)")
+    return a, b
+
+
+def _r(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson r over the last axis (batched); nan where either side is constant."""
+    da = a - a.mean(axis=-1, keepdims=True)
+    db = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((da * da).sum(axis=-1) * (db * db).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (da * db).sum(axis=-1) / den
+    return np.where(den > 0, np.clip(r, -1.0, 1.0), np.nan)
+
+
+def _correlation(a: np.ndarray, b: np.ndarray, rank: bool, level: float,
+                 method: str, n_boot: int, seed: int) -> Estimate:
+    n = int(a.size)
+    tr = (lambda v: stats.rankdata(v, axis=-1)) if rank else (lambda v: v)
+    value = float(_r(tr(a), tr(b))) if n >= 2 else math.nan
+    if method == "fisher":
+        # Fisher z: atanh(r) ~ N(atanh(rho), se^2); se = 1/sqrt(n-3) for Pearson,
+        # sqrt(1.06/(n-3)) for Spearman (Fieller, Hartley & Pearson 1957).
+        if n < 4 or not math.isfinite(value):
+            return Estimate(value, (math.nan, math.nan), n)
+        se = math.sqrt((1.06 if rank else 1.0) / (n - 3))
+        z = _z(level)
+        with np.errstate(divide="ignore"):
+            zr = float(np.arctanh(value))
+        return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n)
+    if method == "bootstrap":
+        xy = np.stack([a, b], axis=1)
+        lo, hi = bootstrap_ci(xy, lambda d: _r(tr(d[..., 0]), tr(d[..., 1])), n_boot=n_boot,
+                              level=level, seed=seed, method="bca", vectorized=True)
+        return Estimate(value, (lo, hi), n)
+    raise ValueError(f"correlation: method must be 'fisher' or 'bootstrap', got {method!r}")
+
+
+def pearson(x: Any, y: Any, level: float = 0.95,
+            method: Literal["fisher", "bootstrap"] = "fisher", n_boot: int = 2000,
+            seed: int = 0) -> Estimate:
+    """Pearson r with a Fisher-z interval (or a BCa bootstrap over items). A constant side
+    gives nan; the Fisher interval needs n >= 4."""
+    a, b = _xy(x, y)
+    return _correlation(a, b, False, level, method, n_boot, seed)
+
+
+def spearman(x: Any, y: Any, level: float = 0.95,
+             method: Literal["fisher", "bootstrap"] = "fisher", n_boot: int = 2000,
+             seed: int = 0) -> Estimate:
+    """Spearman rho (Pearson r of average ranks, so ties are handled) with a Fisher-z
+    interval using the 1.06/(n-3) variance of Fieller, Hartley & Pearson (1957), or a BCa
+    bootstrap over items."""
+    a, b = _xy(x, y)
+    return _correlation(a, b, True, level, method, n_boot, seed)

@@ -1,0 +1,140 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
+
+from judgeaudit.stats import (
+    bootstrap_ci,
+    cohen_kappa,
+    kappa_ci,
+    pearson,
+    percent_agreement,
+    spearman,
+    wilson,
+)
+
+
+def textbook_kappa(a, b, labels):
+    """Cohen (1960) from the confusion matrix, written out."""
+    k = len(labels)
+    pos = {lab: i for i, lab in enumerate(labels)}
+    table = np.zeros((k, k))
+    for x, y in zip(a, b, strict=True):
+        table[pos[x], pos[y]] += 1
+    n = table.sum()
+    po = np.trace(table) / n
+    pe = sum(table[i, :].sum() * table[:, i].sum() for i in range(k)) / n**2
+    return (po - pe) / (1 - pe)
+
+
+def test_kappa_worked_example():
+    # 50 items: yes/yes 20, yes/no 5, no/yes 10, no/no 15 -> p_o = .7, p_e = .5, kappa = .4.
+    a = ["yes"] * 25 + ["no"] * 25
+    b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kappa_matches_textbook_and_statsmodels(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, 120)
+    b = np.where(rng.random(120) < 0.6, a, rng.integers(0, 3, 120))
+    expected = textbook_kappa(a, b, [0, 1, 2])
+    assert cohen_kappa(a, b) == pytest.approx(expected, rel=1e-12)
+    table = np.zeros((3, 3))
+    np.add.at(table, (a, b), 1)
+    assert cohen_kappa(a, b, labels=[0, 1, 2]) == pytest.approx(sm_kappa(table).kappa,
+                                                                 rel=1e-12)
+
+
+def test_kappa_labels_fix_the_category_set_and_reject_others():
+    # A category neither rater used does not change kappa (it adds zero to p_e)...
+    a, b = [1, 2, 1, 2, 1], [1, 2, 2, 2, 1]
+    assert cohen_kappa(a, b, labels=[0, 1, 2]) == pytest.approx(cohen_kappa(a, b))
+    # ...floats compare equal to integer labels, and values outside the set are an error.
+    assert cohen_kappa(np.array(a, float), np.array(b, float), labels=[0, 1, 2]) == \
+        pytest.approx(cohen_kappa(a, b))
+    with pytest.raises(ValueError, match="not in labels"):
+        cohen_kappa([1, 2, 3], [1, 2, 2], labels=[1, 2])
+    with pytest.raises(ValueError, match="aligned"):
+        cohen_kappa([1, 2], [1])
+
+
+def test_kappa_undefined_when_chance_agreement_is_total():
+    assert math.isnan(cohen_kappa([1, 1, 1], [1, 1, 1]))
+    assert cohen_kappa([1, 2, 1, 2], [2, 1, 2, 1]) == pytest.approx(-1.0)
+
+
+def test_kappa_ci_is_a_bootstrap_over_item_pairs():
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 3, 200)
+    b = np.where(rng.random(200) < 0.5, a, rng.integers(0, 3, 200))
+    est = kappa_ci(a, b, n_boot=1000, seed=2)
+    assert est.value == pytest.approx(cohen_kappa(a, b))
+    assert est.n == 200
+    # Same draws as the generic (loop) bootstrap over rows (a_i, b_i).
+    ref = bootstrap_ci(np.column_stack([a, b]), lambda d: cohen_kappa(d[:, 0], d[:, 1]),
+                       n_boot=1000, seed=2)
+    assert est.ci95 == pytest.approx(ref, rel=1e-12)
+    # And about as wide as the large-sample interval of statsmodels.
+    table = np.zeros((3, 3))
+    np.add.at(table, (a, b), 1)
+    sm = sm_kappa(table)
+    width = est.ci95[1] - est.ci95[0]
+    assert width == pytest.approx(sm.kappa_upp - sm.kappa_low, rel=0.2)
+
+
+def test_percent_agreement_with_wilson_interval():
+    est = percent_agreement(["a", "b", "a", "c"], ["a", "b", "b", "c"])
+    assert est.value == 0.75 and est.n == 4
+    assert est.ci95 == wilson(3, 4)
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_pearson_matches_scipy_with_fisher_interval(level):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=40)
+    y = 0.5 * x + rng.normal(size=40)
+    est = pearson(x, y, level=level)
+    ref = sps.pearsonr(x, y)
+    ci = ref.confidence_interval(confidence_level=level)
+    assert est.value == pytest.approx(ref.statistic, rel=1e-12)
+    assert est.ci95 == pytest.approx((ci.low, ci.high), rel=1e-10)
+    assert est.n == 40
+
+
+def test_spearman_matches_scipy_with_ties_and_fieller_interval():
+    rng = np.random.default_rng(1)
+    x = rng.integers(1, 6, 60).astype(float)  # 1-5 scores: many ties
+    y = x + rng.integers(-2, 3, 60)
+    est = spearman(x, y)
+    rho = sps.spearmanr(x, y).statistic
+    assert est.value == pytest.approx(rho, rel=1e-12)
+    se = math.sqrt(1.06 / 57)
+    z = sps.norm.ppf(0.975)
+    assert est.ci95 == pytest.approx((math.tanh(math.atanh(rho) - z * se),
+                                      math.tanh(math.atanh(rho) + z * se)), rel=1e-12)
+
+
+def test_bootstrap_correlation_interval_is_close_to_fisher():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=150)
+    y = 0.4 * x + rng.normal(size=150)
+    for f in (pearson, spearman):
+        fz = f(x, y)
+        bs = f(x, y, method="bootstrap", n_boot=1000, seed=1)
+        assert bs.value == fz.value
+        assert bs.ci95[0] < bs.value < bs.ci95[1]
+        assert bs.ci95 == pytest.approx(fz.ci95, abs=0.05)
+
+
+def test_correlation_degenerate_inputs():
+    assert math.isnan(pearson([1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.0, 5.0]).value)
+    est = pearson([1.0, 2.0, 3.0], [1.0, 3.0, 2.0])
+    assert math.isfinite(est.value) and all(math.isnan(v) for v in est.ci95)
+    with pytest.raises(ValueError, match="finite"):
+        spearman([1.0, np.nan, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="method"):
+        pearson([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 5.0], method="exact")
