@@ -1,0 +1,124 @@
+"""`jsonl:PATH` — our own format: one JSON object per line, each a PairwiseItem or a
+PointwiseItem (the fields of data/schema.py).
+
+The kind is told per line by its fields (`response_1`/`response_2` = pairwise, `response` =
+pointwise); one file holds one kind. Every item needs an `id` unless `?ids=auto` is given,
+which names id-less items `<file stem>:<line number>`. Labels may be written 1, 2, 0 or the
+strings "1", "2", "0". Errors name the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from judgeaudit.data.loaders._common import check_params, choice_param, existing_path, read_jsonl
+from judgeaudit.data.registry import DataError, register_loader
+from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
+
+_PAIR_FIELDS = frozenset(PairwiseItem.model_fields)
+_POINT_FIELDS = frozenset(PointwiseItem.model_fields)
+_LABEL_TEXT = {"0": 0, "1": 1, "2": 2}
+
+
+def _kind_of(obj: Mapping[str, Any]) -> str | None:
+    if "response_1" in obj or "response_2" in obj:
+        return "pairwise"
+    if "response" in obj:
+        return "pointwise"
+    return None
+
+
+def _describe(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def explain_validation(err: ValidationError, model: type) -> str:
+    """One readable sentence per pydantic error: which field, what was expected, what came."""
+    allowed = ", ".join(model.model_fields)  # type: ignore[attr-defined]
+    parts: list[str] = []
+    for e in err.errors(include_url=False):
+        loc = e["loc"]
+        field = ".".join(str(x) for x in loc) if loc else "(item)"
+        top = str(loc[0]) if loc else ""
+        typ = e["type"]
+        got = e.get("input")
+        if typ == "missing":
+            parts.append(f"field {field!r}: missing (required)")
+        elif typ == "extra_forbidden":
+            parts.append(f"field {field!r}: unknown field (allowed: {allowed})")
+        elif typ == "literal_error" and top in ("label", "annotator_labels"):
+            parts.append(f"field {field!r}: expected 1, 2 or 0, got {_describe(got)}")
+        else:
+            parts.append(f"field {field!r}: {e['msg'].lower()}, got {_describe(got)}")
+    return "; ".join(parts)
+
+
+class _BadValue(Exception):
+    def __init__(self, field: str, problem: str):
+        super().__init__(problem)
+        self.field, self.problem = field, problem
+
+
+def _normalise_labels(obj: dict[str, Any]) -> dict[str, Any]:
+    """Accept "1"/"2"/"0" for labels; refuse booleans (pydantic would read true as 1)."""
+    out = dict(obj)
+    for key in ("label", "annotator_labels"):
+        if key not in out:
+            continue
+        vals = out[key] if key == "annotator_labels" else [out[key]]
+        if not isinstance(vals, list):
+            continue
+        fixed = []
+        for v in vals:
+            if isinstance(v, bool):
+                raise _BadValue(key, f"expected 1, 2 or 0, got {json.dumps(v)}")
+            fixed.append(_LABEL_TEXT.get(v, v) if isinstance(v, str) else v)
+        out[key] = fixed if key == "annotator_labels" else fixed[0]
+    return out
+
+
+def load_items(path: Path, ids: str = "required") -> list[Item]:
+    source = str(path)
+    if path.is_dir():
+        raise DataError(source, None, "is a directory; expected a .jsonl file")
+    items: list[Item] = []
+    kind: str | None = None
+    first_line = 0
+    for lineno, obj in read_jsonl(path):
+        k = _kind_of(obj)
+        if k is None:
+            raise DataError(source, lineno, "cannot tell the item kind: expected fields "
+                            "'response_1' and 'response_2' (pairwise) or 'response' (pointwise)")
+        if kind is None:
+            kind, first_line = k, lineno
+        elif k != kind:
+            raise DataError(source, lineno, f"{k} item in a file of {kind} items (the first "
+                            f"item, line {first_line}, is {kind}); a file holds one kind")
+        if "id" not in obj:
+            if ids != "auto":
+                raise DataError(source, lineno, "field 'id': missing (required); give every "
+                                "item an id, or load with ?ids=auto to name items "
+                                "<file stem>:<line number>")
+            obj = {**obj, "id": f"{path.stem}:{lineno}"}
+        model = PairwiseItem if kind == "pairwise" else PointwiseItem
+        try:
+            items.append(model.model_validate(_normalise_labels(obj)))
+        except _BadValue as e:
+            raise DataError(source, lineno, f"field {e.field!r}: {e.problem}") from None
+        except ValidationError as e:
+            raise DataError(source, lineno, explain_validation(e, model)) from None
+    return items
+
+
+@register_loader("jsonl")
+def load_jsonl(name: str, params: dict[str, str]) -> list[Item]:
+    """Items from our JSONL format; params: `ids=auto|required` (default required)."""
+    check_params(f"jsonl:{name}", params, {"ids"})
+    ids = choice_param(f"jsonl:{name}", params, "ids", ("required", "auto"), "required")
+    return load_items(existing_path(name, "jsonl"), ids)
