@@ -45,19 +45,19 @@ def _num(x: float | None, fmt: str = "{:.3f}") -> str:
 
 def audit_table(res: dict[str, Any]) -> Table:
     t = Table(title=f"audit of {res['judge']} on {res['data']}", title_justify="left")
-    for col, just in [("probe", "left"), ("effect", "right"), ("95% CI", "right"),
-                      ("n", "right"), ("p", "right"), ("q", "right"), ("MDE", "right"),
-                      ("verdict", "left"), ("flag", "left")]:
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for col, just in [("probe", "left"), ("effect [95% CI]", "right"), ("n", "right"),
+                      ("q", "right"), ("MDE", "right"), ("verdict", "left"),
+                      ("flag", "left")]:
+        t.add_column(col, justify=just, no_wrap=True,  # type: ignore[arg-type]
+                     min_width=12 if col == "probe" else None)
     for name, p in res["probes"].items():
         e = p["effect"]
         lo, hi = e["ci95"]
-        ci = "" if lo is None else f"[{lo:+.3f}, {hi:+.3f}]"
+        ci = "" if lo is None else f" [{lo:+.2f}, {hi:+.2f}]"
         flag = p.get("flag") or {}
-        ftxt = "" if not flag else (f"{'EXCEEDS' if flag['exceeds'] else 'ok'} "
-                                     f"{flag['value']:.2f} vs {flag['threshold']:.2f}")
+        ftxt = "" if not flag else (f"{flag['value']:.2f}{'>' if flag['exceeds'] else '<='}"
+                                     f"{flag['threshold']:.2f}")
         v = p["verdict"]
-        t.add_row(name, _num(e["value"], "{:+.3f}"), ci, str(p["n"]), _num(p["p"], "{:.2g}"),
-                  _num(p["q"], "{:.2g}"), _num(p["mde"], "{:.3f}"),
-                  f"[{VERDICT_STYLE[v]}]{v}[/]", ftxt)
+        t.add_row(name, _num(e["value"], "{:+.2f}") + ci, str(p["n"]), _num(p["q"], "{:.1g}"),
+                  _num(p["mde"], "{:.2f}"), f"[{VERDICT_STYLE[v]}]{v}[/]", ftxt)
     return t

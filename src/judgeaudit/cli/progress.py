@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -19,7 +21,9 @@ from rich.progress import (
 )
 from rich.text import Text
 
-console = Console(stderr=True)
+# Wide enough for the results tables when output is piped (rich assumes 80 columns then).
+console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS")
+                  else 140)
 
 
 class RateColumn(ProgressColumn):
@@ -29,7 +33,7 @@ class RateColumn(ProgressColumn):
 
 
 @contextmanager
-def progress_bar(description: str, total: int) -> Iterator[callable]:
+def progress_bar(description: str, total: int) -> Iterator[Callable[..., None]]:
     """Yields an `advance()` callback; the bar shows done/total, rate, elapsed and ETA."""
     with Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
