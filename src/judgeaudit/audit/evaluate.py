@@ -21,7 +21,7 @@ import numpy as np
 
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.pairwise import PairwiseVerdict
-from judgeaudit.stats import bootstrap_ci, cohen_kappa, wilson
+from judgeaudit.stats import cohen_kappa, kappa_ci, wilson
 
 
 def _estimate(successes: float, n: int) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def _estimate(successes: float, n: int) -> dict[str, Any]:
 
 
 def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
-              seed: int = 0) -> dict[str, Any]:
+              seed: int = 0, kappa_boot: int = 2000) -> dict[str, Any]:
     """Metrics of one judge's verdicts on items (aligned by position)."""
     if len(items) != len(verdicts):
         raise ValueError("items and verdicts differ in length")
@@ -86,16 +86,20 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         arr = np.array(pairs, dtype=float)
         labels = [0, 1, 2]
         k = cohen_kappa(arr[:, 0], arr[:, 1], labels=labels)
-        lo, hi = bootstrap_ci(arr, lambda a: cohen_kappa(a[:, 0], a[:, 1], labels=labels),
-                              seed=seed)
-        out["cohen_kappa"] = {"value": float(k), "ci95": [float(lo), float(hi)], "n": len(pairs)}
+        if kappa_boot:
+            est = kappa_ci(arr[:, 0], arr[:, 1], labels=labels, n_boot=kappa_boot, seed=seed)
+            ci = list(est.ci95)
+        else:
+            ci = [None, None]
+        out["cohen_kappa"] = {"value": float(k), "ci95": ci, "n": len(pairs)}
     else:
         out["cohen_kappa"] = None
     return out
 
 
 async def evaluate(bundle: Any, items: Sequence[PairwiseItem], *, on_done=None,
-                   data_spec: str = "", seed: int = 0) -> dict[str, Any]:
+                   data_spec: str = "", seed: int = 0, kappa_boot: int = 2000
+                   ) -> dict[str, Any]:
     """Judge `items` with a `JudgeBundle` and return the results document (not yet written)."""
     import time
 
@@ -118,7 +122,7 @@ async def evaluate(bundle: Any, items: Sequence[PairwiseItem], *, on_done=None,
                      "sha256": bundle.pairwise.template.sha256},
         "prompt_hash": bundle.pairwise.template.sha256,
         "both_orders": bundle.pairwise.both_orders,
-        **summarize(pairwise, verdicts, seed=seed),
+        **summarize(pairwise, verdicts, seed=seed, kappa_boot=kappa_boot),
         "calls": {"made": stats.made, "cached": stats.cached, "retries": stats.retries,
                   "failed": stats.failed, "prompt_tokens": stats.prompt_tokens,
                   "completion_tokens": stats.completion_tokens, "cost_usd": stats.cost_usd},

@@ -1,0 +1,132 @@
+"""The CLI end to end: `evaluate` against a real loopback OpenAI-compatible server with
+injected faults and wrong labels, against the simulated judge (cache reuse), and bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from judgeaudit.cli.main import app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+from fakeserver import GOOD, FakeLLMServer  # noqa: E402
+
+runner = CliRunner()
+
+
+def write_items(path: Path, n: int) -> list[int]:
+    """n pairwise items whose better response carries the server's GOOD marker."""
+    labels = []
+    with open(path, "w") as f:
+        for i in range(n):
+            label = 1 + (i % 2)
+            good, bad = f"right answer {i} {GOOD}", f"wrong answer {i}"
+            r1, r2 = (good, bad) if label == 1 else (bad, good)
+            f.write(json.dumps({"id": f"t:{i}", "prompt": f"question {i}", "response_1": r1,
+                                "response_2": r2, "label": label}) + "\n")
+            labels.append(label)
+    return labels
+
+
+@pytest.fixture
+def no_keys(monkeypatch):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_evaluate_openai_server_with_faults_and_wrong_labels(tmp_path, isolated_cache, no_keys):
+    data = tmp_path / "items.jsonl"
+    write_items(data, 12)
+
+    def answer(prompt: str) -> str:  # question 3 gets a non-verdict in both orders
+        from fakeserver import default_answer
+        return "Both are good" if "question 3\n" in prompt else default_answer(prompt)
+
+    with FakeLLMServer(latency=0.01, logprobs=False, answer=answer,
+                       faults=["429", "500", "drop", "non_json"], retry_after="1") as srv:
+        spec = f"openai:fake-model?base_url={srv.openai_url}&api_key=sk-test-secret-123"
+        res = runner.invoke(app, ["evaluate", "--judge", spec, "--data", f"jsonl:{data}",
+                                  "--out", str(tmp_path / "out"), "--concurrency", "4"])
+        assert res.exit_code == 0, res.output
+        doc = json.loads((tmp_path / "out" / "results.json").read_text())
+        assert doc["n"] == 12 and doc["n_calls_planned"] == 24
+        assert doc["n_invalid"] == 2  # both orders of question 3, counted not coerced
+        assert doc["calls"]["made"] == 24 and doc["calls"]["retries"] == 4
+        assert doc["calls"]["failed"] == 0
+        assert srv.count() == 24 + 4
+        # 11 items judged right in both orders, item 3 invalid -> 11/12
+        assert doc["accuracy"]["value"] == pytest.approx(11 / 12)
+        assert doc["accuracy"]["ci95"][0] < 11 / 12 < doc["accuracy"]["ci95"][1]
+        assert doc["position_consistency"]["value"] == pytest.approx(1.0)
+        # the key never reaches results or cache
+        assert "sk-test-secret-123" not in (tmp_path / "out" / "results.json").read_text()
+        assert "***" in doc["judge"]
+        blob = b"".join(p.read_bytes() for p in isolated_cache.parent.glob("cache.sqlite*"))
+        assert b"sk-test-secret-123" not in blob
+
+        # A re-run is served from the cache: no request reaches the server.
+        before = srv.count()
+        res2 = runner.invoke(app, ["evaluate", "--judge", spec, "--data", f"jsonl:{data}",
+                                   "--out", str(tmp_path / "out2")])
+        assert res2.exit_code == 0, res2.output
+        doc2 = json.loads((tmp_path / "out2" / "results.json").read_text())
+        assert srv.count() == before and doc2["calls"] == doc["calls"] | {
+            "made": 0, "cached": 24, "retries": 0, "prompt_tokens": 0,
+            "completion_tokens": 0}
+
+
+def test_evaluate_auth_error_fails_at_once_with_a_clear_message(tmp_path, isolated_cache,
+                                                                no_keys):
+    data = tmp_path / "items.jsonl"
+    write_items(data, 3)
+    with FakeLLMServer(api_keys=["right-key"]) as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=wrong-key-xyz"
+        res = runner.invoke(app, ["evaluate", "--judge", spec, "--data", f"jsonl:{data}",
+                                  "--out", str(tmp_path / "out")])
+        assert res.exit_code == 3
+        assert "wrong-key-xyz" not in res.output
+        assert srv.count() <= 4  # no retries: at most one attempt per concurrent call
+
+
+def test_evaluate_sim_and_cache_stats(tmp_path, isolated_cache):
+    res = runner.invoke(app, ["evaluate", "--judge", "sim?position=0.5&seed=1", "--data",
+                              "builtin:arithmetic", "--limit", "30", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "results.json").read_text())
+    for key in ("n", "n_invalid", "accuracy", "position_consistency", "cohen_kappa", "calls",
+                "judge", "data", "prompt_hash", "version"):
+        assert key in doc, key
+    assert doc["n"] == 30 and doc["calls"]["made"] == 60
+    assert set(doc["accuracy"]) == {"value", "ci95", "n"}
+    stats = runner.invoke(app, ["cache", "stats"])
+    assert "60 entries" in stats.output and "sim:default" in stats.output
+    cleared = runner.invoke(app, ["cache", "clear", "--provider", "sim", "--yes"])
+    assert "deleted 60" in cleared.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--data", "jsonl:/nonexistent/x.jsonl"], "x.jsonl"),
+        (["--data", "nosuchkind:x"], "unknown data kind"),
+        (["--judge", "nosuchprovider:x"], "unknown provider"),
+        (["--judge", "openai"], "needs a model name"),
+    ],
+)
+def test_bad_input_is_a_clear_error(args, needle, tmp_path, isolated_cache):
+    res = runner.invoke(app, ["evaluate", *args, "--out", str(tmp_path)])
+    assert res.exit_code == 2 and needle in res.output, res.output
+
+
+def test_bad_jsonl_line_names_file_line_and_field(tmp_path, isolated_cache):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"id": "a", "prompt": "q", "response_1": "x", "response_2": "y", "label": 1}\n'
+                 '{"id": "b", "prompt": "q", "response_1": "x", "response_2": "y", "label": 7}\n')
+    res = runner.invoke(app, ["evaluate", "--judge", "sim", "--data", f"jsonl:{p}",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "bad.jsonl:2" in res.output and "label" in res.output
