@@ -3,10 +3,8 @@ a simulated judge whose accuracy and position preference are known."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-from collections import defaultdict
 
 import pytest
 
@@ -25,14 +23,11 @@ async def test_reproduces_every_published_llmbar_row(shared_data):
     """Accuracy and positional agreement through make_judge(replay) + evaluate equal the
     authors' statistics for all 499 (subset, judge, strategy) rows."""
     root = shared_data / "llmbar"
-    rows = [json.loads(line) for line in open(root / "judge_statistics.jsonl")]
+    rows = [json.loads(line)
+            for line in (root / "judge_statistics.jsonl").read_text().splitlines()]
     assert len(rows) == 499
     csv_path = root / "judge_verdicts.csv"
     items_by_subset: dict[str, list[PairwiseItem]] = {}
-    runs = defaultdict(set)
-    with open(csv_path) as f:
-        for r in csv.DictReader(f):
-            runs[r["subset"]].add((r["judge"], r["strategy"]))
     checked = 0
     for row in rows:
         subset = row["subset"]
@@ -42,7 +37,8 @@ async def test_reproduces_every_published_llmbar_row(shared_data):
         items = items_by_subset[subset]
         judge = make_judge(f"replay:{csv_path}?judge={row['judge']}&strategy={row['strategy']}")
         res = await evaluate(judge, items, data_spec=f"llmbar:{subset}", kappa_boot=0)
-        assert res["accuracy"]["value"] == pytest.approx(_pct(row["correct_average"]), abs=1e-9), row
+        acc = _pct(row["correct_average"])
+        assert res["accuracy"]["value"] == pytest.approx(acc, abs=1e-9), row
         assert res["position_consistency"]["value"] == pytest.approx(_pct(row["equal"]),
                                                                      abs=1e-9), row
         assert res["n"] == len(items)
