@@ -25,7 +25,8 @@ def test_request_shows_responses_in_the_asked_order():
 
 
 def _ov(order, choice):
-    return OrderVerdict(order, raw=choice or "??", choice=choice, winner=to_canonical(choice, order))
+    return OrderVerdict(order, raw=choice or "??", choice=choice,
+                        winner=to_canonical(choice, order))
 
 
 def test_consensus_agree_disagree_and_invalid():
