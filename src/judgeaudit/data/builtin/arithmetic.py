@@ -30,7 +30,7 @@ class Problem:
     def statement(self, value: int | str) -> str:
         if self.unit:
             big, _, small = self.unit
-            return f"There are {value} {small} in {self.operands[0]} {big}."
+            return f"{self.operands[0]} {big} is {value} {small}."  # the answer comes last
         return f"{self.expression} = {value}."
 
     def steps(self, final: int) -> str:

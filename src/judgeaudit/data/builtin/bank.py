@@ -4,7 +4,8 @@ Each fact is one easy, unambiguous question with its correct answer and one plau
 answer, and a sentence template that states an answer. Facts whose answer is disputed or
 recently changed (most populous country, capitals moved or shared between cities, number of
 continents, ...) are left out on purpose: a judge must be able to know the right answer.
-Written for this project.
+Counts are written as digits, so answer checks that compare numbers see them. Written for
+this project.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ CAPITALS = [
 
 # (element, symbol, a plausible wrong symbol)
 SYMBOLS = [
-    ("gold", "Au", "Gd"), ("silver", "Ag", "Si"), ("iron", "Fe", "Ir"), ("sodium", "Na", "So"),
+    ("gold", "Au", "Gd"), ("silver", "Ag", "Si"), ("iron", "Fe", "Ir"), ("sodium", "Na", "Sd"),
     ("potassium", "K", "P"), ("lead", "Pb", "Le"), ("copper", "Cu", "Co"),
     ("oxygen", "O", "Ox"), ("hydrogen", "H", "Hy"), ("carbon", "C", "Ca"),
     ("nitrogen", "N", "Ni"), ("helium", "He", "H"), ("calcium", "Ca", "C"),
@@ -109,13 +110,13 @@ OTHER: list[tuple[str, str, str, str, str]] = [
     ("astronomy", "What is the smallest planet in our solar system?",
      "The smallest planet in our solar system is {}.", "Mercury", "Mars"),
     ("astronomy", "How many planets are in our solar system?",
-     "There are {} planets in our solar system.", "eight", "nine"),
+     "There are {} planets in our solar system.", "8", "9"),
     ("astronomy", "What is the star at the centre of our solar system?",
      "The star at the centre of our solar system is {}.", "the Sun", "Sirius"),
     ("astronomy", "What is the name of the galaxy that contains our solar system?",
      "The galaxy that contains our solar system is {}.", "the Milky Way", "Andromeda"),
-    ("astronomy", "How many natural moons does Earth have?",
-     "The number of natural moons of Earth is {}.", "one", "two"),
+    ("astronomy", "Which planet has the storm called the Great Red Spot?",
+     "The planet with the Great Red Spot is {}.", "Jupiter", "Saturn"),
     ("astronomy", "Which planet is famous for its large, bright rings?",
      "The planet famous for its large, bright rings is {}.", "Saturn", "Mars"),
     ("astronomy", "About how many days does Earth take to orbit the Sun?",
@@ -126,7 +127,7 @@ OTHER: list[tuple[str, str, str, str, str]] = [
     ("science", "At what temperature in degrees Celsius does water freeze?",
      "Water freezes at {} degrees Celsius.", "0", "10"),
     ("science", "How many chambers does the human heart have?",
-     "The human heart has {} chambers.", "four", "three"),
+     "The human heart has {} chambers.", "4", "3"),
     ("science", "How many bones are in the adult human body?",
      "The adult human body has {} bones.", "206", "306"),
     ("science", "Which gas do plants take in from the air for photosynthesis?",
@@ -135,8 +136,8 @@ OTHER: list[tuple[str, str, str, str, str]] = [
      "Humans need to breathe in {} to stay alive.", "oxygen", "helium"),
     ("science", "What is the largest organ of the human body?",
      "The largest organ of the human body is the {}.", "skin", "liver"),
-    ("science", "How many legs does a spider have?", "A spider has {} legs.", "eight", "six"),
-    ("science", "How many legs does an insect have?", "An insect has {} legs.", "six", "eight"),
+    ("science", "How many legs does a spider have?", "A spider has {} legs.", "8", "6"),
+    ("science", "How many legs does an insect have?", "An insect has {} legs.", "6", "8"),
     ("science", "Which mammal is able to truly fly?",
      "The mammal that is able to truly fly is the {}.", "bat", "penguin"),
     ("science", "What is the hardest natural substance?",
@@ -306,19 +307,15 @@ OTHER: list[tuple[str, str, str, str, str]] = [
     ("everyday", "How many players does a football (soccer) team have on the field?",
      "A football team has {} players on the field.", "11", "9"),
     ("everyday", "How many strings does a standard guitar have?",
-     "A standard guitar has {} strings.", "six", "five"),
+     "A standard guitar has {} strings.", "6", "5"),
     ("everyday", "What colour do you get by mixing blue and yellow paint?",
      "Mixing blue and yellow paint gives {}.", "green", "purple"),
     ("everyday", "What colour do you get by mixing red and white paint?",
      "Mixing red and white paint gives {}.", "pink", "orange"),
-    ("everyday", "How many sides does a triangle have?", "A triangle has {} sides.", "three",
-     "four"),
-    ("everyday", "How many sides does a hexagon have?", "A hexagon has {} sides.", "six",
-     "eight"),
-    ("everyday", "How many sides does an octagon have?", "An octagon has {} sides.", "eight",
-     "six"),
-    ("everyday", "How many sides does a pentagon have?", "A pentagon has {} sides.", "five",
-     "seven"),
+    ("everyday", "How many sides does a triangle have?", "A triangle has {} sides.", "3", "4"),
+    ("everyday", "How many sides does a hexagon have?", "A hexagon has {} sides.", "6", "8"),
+    ("everyday", "How many sides does an octagon have?", "An octagon has {} sides.", "8", "6"),
+    ("everyday", "How many sides does a pentagon have?", "A pentagon has {} sides.", "5", "7"),
     ("everyday", "How many days are in the month of February in a leap year?",
      "In a leap year, February has {} days.", "29", "30"),
     ("everyday", "Which month comes after June?", "The month after June is {}.", "July",
