@@ -114,3 +114,13 @@ def test_label_spellings() -> None:
         parse_label(True)
     assert as_text([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]) \
         == "a"
+
+
+def test_json_with_splits(tmp_path: Path) -> None:
+    f = tmp_path / "splits.json"
+    row = {"prompt": "p", "response_1": "a", "response_2": "b", "label": 1}
+    f.write_text(json.dumps({"train": [row, row], "test": [row]}))
+    assert len(load(f"hf:{f}?split=test")) == 1
+    assert len(load(f"hf:{f}")) == 2  # no split given: the first of data/rows/train/test
+    with pytest.raises(DataError, match="no list under split 'dev'; keys: train, test"):
+        load(f"hf:{f}?split=dev")

@@ -80,17 +80,22 @@ def as_text(v: Any) -> Any:
     return v
 
 
-def _read_local(path: Path) -> list[dict[str, Any]]:
+def _read_local(path: Path, split: str | None) -> list[dict[str, Any]]:
     suf = path.suffix.lower()
     if suf == ".jsonl":
         return [rec for _, rec in read_jsonl(path)]
     if suf == ".json":
         data = read_json(path)
-        if isinstance(data, dict):
-            for key in ("data", "rows", "train", "test"):
+        if isinstance(data, dict):  # {"train": [...], "test": [...]} or {"data": [...]}
+            keys = [split] if split else ["data", "rows", "train", "test"]
+            for key in keys:
                 if isinstance(data.get(key), list):
                     data = data[key]
                     break
+            else:
+                if split:
+                    raise DataError(str(path), None, f"no list under split {split!r}; keys: "
+                                    f"{', '.join(map(str, data))}")
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise DataError(str(path), None, "expected a JSON list of objects")
         return data
@@ -203,7 +208,7 @@ def load_hf(name: str, params: dict[str, str]) -> list[Item]:
     if path.suffix.lower() in LOCAL_SUFFIXES or path.exists():
         if not path.is_file():
             raise DataError(str(path), None, "no such file")
-        rows, tag = _read_local(path), path.stem
+        rows, tag = _read_local(path, params.get("split") or None), path.stem
         src = str(path)
     else:
         rows, tag = _read_hub(name, params), name

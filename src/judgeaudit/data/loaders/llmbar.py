@@ -63,7 +63,7 @@ def _matches(subset: str, prefix: str) -> bool:
     return subset == prefix or subset.startswith(prefix + "/")
 
 
-def select(subsets: dict[str, Path], spec: str | None) -> dict[str, Path]:
+def select(subsets: dict[str, Path], spec: str | None, source: str = "llmbar") -> dict[str, Path]:
     if spec is None:
         chosen = {s: p for s, p in subsets.items() if _matches(s, DEFAULT_PREFIX)}
         return chosen or subsets
@@ -73,7 +73,7 @@ def select(subsets: dict[str, Path], spec: str | None) -> dict[str, Path]:
     chosen = {s: p for s, p in subsets.items() if any(_matches(s, x) for x in prefixes)}
     missing = [x for x in prefixes if not any(_matches(s, x) for s in subsets)]
     if missing:
-        raise DataError("llmbar", None, f"subset {', '.join(missing)} not found; available: "
+        raise DataError(source, None, f"subset {', '.join(missing)} not found; available: "
                         f"{', '.join(subsets)}")
     return chosen
 
@@ -105,7 +105,8 @@ def load_subset(subset: str, path: Path) -> list[PairwiseItem]:
 @register_loader("llmbar")
 def load_llmbar(name: str, params: dict[str, str]) -> list[Item]:
     check_params(f"llmbar:{name}", params, {"subset"})
-    subsets = select(find_subsets(existing_path(name, "llmbar")), params.get("subset"))
+    path = existing_path(name, "llmbar")
+    subsets = select(find_subsets(path), params.get("subset"), str(path))
     items: list[Item] = []
     for subset, path in subsets.items():
         items.extend(load_subset(subset, path))
