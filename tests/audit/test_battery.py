@@ -1,0 +1,78 @@
+"""The bias battery against simulated judges with planted biases (known truth): each planted
+bias is flagged with the right sign, and a judge with nothing planted is (almost) never
+flagged."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from judgeaudit.audit.battery import decide, run_battery
+from judgeaudit.audit.probe import ProbeResult, probe_names
+from judgeaudit.data import load
+from judgeaudit.judges import make_judge
+
+DEFAULT = ["position", "verbosity", "authority", "bandwagon", "beauty", "injection"]
+PLANT = {"position": "position", "verbosity": "length", "authority": "authority",
+         "bandwagon": "bandwagon", "beauty": "markdown", "injection": "injection"}
+
+
+def test_default_probe_set():
+    assert set(DEFAULT) <= set(probe_names(default_only=True))
+    assert {"distraction", "sentiment_angry", "fallacy"} <= set(probe_names()) - set(
+        probe_names(default_only=True))
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+async def test_each_planted_bias_is_flagged_with_its_sign(sign):
+    items = load("builtin:facts?seed=1")[:120]
+    coefs = "&".join(f"{c}={sign * 2.0}" for c in PLANT.values())
+    judge = make_judge(f"sim?quality=1.5&{coefs}&seed=5")
+    res = await run_battery(judge, items, DEFAULT, seed=5)
+    for probe in DEFAULT:
+        p = res["probes"][probe]
+        assert p["verdict"] == "biased", (probe, p["effect"], p["q"])
+        assert (p["effect"]["value"] > 0) == (sign > 0), (probe, p["effect"])
+        assert p["n"] > 100 and p["q"] < 0.05
+
+
+async def test_only_the_planted_bias_is_flagged():
+    """Authority planted: flagged in every one of 10 seeds; the other five probes share the
+    ~5% false-flag rate of any test at q < 0.05 (allow 10% here, 50 chances)."""
+    others = 0
+    for seed in range(10):
+        items = load(f"builtin:facts?seed={seed}")[:120]
+        judge = make_judge(f"sim?quality=1.5&authority=2.5&seed={seed}")
+        res = await run_battery(judge, items, DEFAULT, seed=seed)
+        assert "authority" in res["summary"]["biased"], seed
+        others += len(res["summary"]["biased"]) - 1
+    assert others <= 5
+
+
+def test_unbiased_judge_is_rarely_flagged_across_50_seeds():
+    """At most 5% false flags over 50 seeds x 6 probes (q < 0.05 within each report)."""
+
+    async def one(seed: int) -> list[str]:
+        items = load(f"builtin:facts?seed={seed}")[:40]
+        judge = make_judge(f"sim?quality=1.5&seed={seed}")
+        res = await run_battery(judge, items, DEFAULT, seed=seed)
+        return res["summary"]["biased"]
+
+    async def all_seeds() -> list[list[str]]:
+        return [await one(s) for s in range(50)]
+
+    flags = asyncio.run(all_seeds())
+    n_flags = sum(len(f) for f in flags)
+    assert n_flags <= 0.05 * 50 * len(DEFAULT), flags
+
+
+def test_verdict_rules():
+    r = ProbeResult(effect=0.01, ci95=(-0.02, 0.04), n=500, p=0.5, mde=0.03)
+    assert decide(r, 0.5, (-0.05, 0.05), 0.05) == "not_biased"
+    wide = ProbeResult(effect=0.01, ci95=(-0.2, 0.22), n=20, p=0.9, mde=0.3)
+    assert decide(wide, 0.9, (-0.05, 0.05), 0.05) == "underpowered"
+    strong = ProbeResult(effect=0.3, ci95=(0.2, 0.4), n=100, p=1e-6, mde=0.1)
+    assert decide(strong, 1e-5, (-0.05, 0.05), 0.05) == "biased"
+    # significant p but BH q above alpha: not called biased
+    assert decide(strong, 0.2, (-0.05, 0.05), 0.05) == "underpowered"
