@@ -286,6 +286,25 @@ async def test_error_mapping(fake_server, fault, retryable):
     await p.aclose()
 
 
+@pytest.mark.parametrize("body", [
+    b'{"choices": []}', b'{"choices": ["A"]}', b'[1, 2]', b'{"choices": [{"message": null}]}',
+    b'{"id": "x", "choices": [{"message": {"content": "A"}', b"",
+])
+def test_malformed_bodies_are_retryable_errors(body):
+    p = OpenAIProvider("m", {"base_url": "http://127.0.0.1:1/v1"})
+    with pytest.raises(ProviderError, match="malformed response") as ei:
+        p.parse_body(body, judge_request(1))
+    assert ei.value.retryable and not isinstance(ei.value, FatalProviderError)
+
+
+def test_null_content_and_missing_top_logprobs_are_not_errors():
+    p = OpenAIProvider("m", {"base_url": "http://127.0.0.1:1/v1"})
+    body = (b'{"choices": [{"message": {"content": null, "refusal": "no"}, '
+            b'"logprobs": {"content": [{"token": "I", "logprob": -0.1}]}}]}')
+    out = p.parse_body(body, judge_request(1))
+    assert out.text == "" and out.probs is None and out.usage.prompt_tokens == 0
+
+
 async def test_timeout_is_retryable(fake_server):
     srv = fake_server(faults=["hang"], hang_seconds=5)
     p = provider(srv, timeout="0.3")

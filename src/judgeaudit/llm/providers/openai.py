@@ -387,21 +387,22 @@ class OpenAIProvider(Provider):
         """A 200 body -> Response; a body that is not a chat completion is a retryable error
         (proxies answer 200 with HTML; servers under load truncate)."""
         try:
-            data = json.loads(content)
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
+            return self._parse(json.loads(content), request)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             snippet = content[:80].decode("utf-8", "replace")
             raise ProviderError(f"{self.name}: malformed response from {self.where} "
                                 f"(not a chat completion): {snippet!r}", retryable=True) from None
-        text = message.get("content") or ""
+
+    @staticmethod
+    def _parse(data: dict[str, Any], request: Request) -> Response:
+        choice = data["choices"][0]
+        text = choice["message"].get("content") or ""  # null content (refusal) -> ""
         probs = None
-        first = None
-        top: list[tuple[str, float]] = []
-        lp = choice.get("logprobs")
-        if request.choices and isinstance(lp, dict) and lp.get("content"):
-            first = lp["content"][0]
-            top = [(t.get("token", ""), t.get("logprob")) for t in first.get("top_logprobs") or []]
+        top: list[tuple[str, float]] | None = None
+        logprobs = choice.get("logprobs")
+        if request.choices and isinstance(logprobs, dict) and logprobs.get("content"):
+            first = logprobs["content"][0]
+            top = [(t["token"], t["logprob"]) for t in first.get("top_logprobs") or []]
             probs = choice_probs(top, request.choices, sampled=first.get("token"))
         usage = data.get("usage") or {}
         return Response(
@@ -412,7 +413,8 @@ class OpenAIProvider(Provider):
             raw={
                 "model": data.get("model"),
                 "finish_reason": choice.get("finish_reason"),
-                "first_token_top": [[t, lp] for t, lp in top] if first else None,
+                # Kept for review: what the model weighed at the first token.
+                "first_token_top": [list(t) for t in top] if top is not None else None,
             },
         )
 
