@@ -86,10 +86,10 @@ def test_evaluate_auth_error_fails_at_once_with_a_clear_message(tmp_path, isolat
     with FakeLLMServer(api_keys=["right-key"]) as srv:
         spec = f"openai:m?base_url={srv.openai_url}&api_key=wrong-key-xyz"
         res = runner.invoke(app, ["evaluate", "--judge", spec, "--data", f"jsonl:{data}",
-                                  "--out", str(tmp_path / "out")])
+                                  "--out", str(tmp_path / "out"), "--concurrency", "1"])
         assert res.exit_code == 3
-        assert "wrong-key-xyz" not in res.output
-        assert srv.count() <= 4  # no retries: at most one attempt per concurrent call
+        assert "wrong-key-xyz" not in res.output and "401" in res.output
+        assert srv.count() == 1  # not retried, and the run stops at the first fatal error
 
 
 def test_evaluate_sim_and_cache_stats(tmp_path, isolated_cache):

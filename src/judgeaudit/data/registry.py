@@ -23,6 +23,9 @@ _BUILTIN = {
     "mtbench": "judgeaudit.data.loaders.mtbench",
     "judgebench": "judgeaudit.data.loaders.judgebench",
     "hf": "judgeaudit.data.loaders.hf",
+    "calm": "judgeaudit.data.loaders.calm",
+    "evalbiasbench": "judgeaudit.data.loaders.evalbiasbench",
+    "prometheus": "judgeaudit.data.loaders.prometheus",
 }
 
 

@@ -82,6 +82,8 @@ class Client:
         self.stats = CallStats()
         self._rng = random.Random(seed)
         self._inflight: dict[str, asyncio.Future[Response]] = {}
+        # After a fatal error (bad key, bad request) no further call reaches the provider.
+        self._fatal: CallFailed | None = None
 
     async def call(self, request: Request) -> Response:
         key = request_key(self.provider, request)
@@ -115,6 +117,8 @@ class Client:
         while True:
             try:
                 async with self._sem:
+                    if self._fatal is not None:
+                        raise self._fatal
                     if self.timeout is not None:
                         resp = await asyncio.wait_for(
                             self.provider.generate(request), self.timeout
@@ -123,7 +127,8 @@ class Client:
                         resp = await self.provider.generate(request)
             except FatalProviderError as exc:
                 self.stats.failed += 1
-                raise CallFailed(f"{self.provider.name}: {exc}", fatal=True) from exc
+                self._fatal = CallFailed(f"{self.provider.name}: {exc}", fatal=True)
+                raise self._fatal from exc
             except (ProviderError, TimeoutError) as exc:
                 retry_after = getattr(exc, "retry_after", None)
                 if attempt >= self.retry.max_retries:
