@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from judgeaudit.audit.panel import panel_section
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
@@ -70,6 +71,7 @@ async def run_battery(
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     await ctx.baseline()  # shared by every probe
     results: list[ProbeResult] = list(await asyncio.gather(*(p.run(ctx) for p in probes)))
+    panel_doc = await panel_section(ctx) if panel else None
     qs = benjamini_hochberg([r.p if r.p is not None else float("nan") for r in results])
     docs, summary = {}, {"biased": [], "not_biased": [], "underpowered": []}
     for p, r, q in zip(probes, results, qs, strict=True):
@@ -77,8 +79,13 @@ async def run_battery(
         verdict = decide(r, qv, p.no_bias_range, alpha)
         docs[p.name] = _probe_doc(p, r, qv, verdict)
         summary[verdict].append(p.name)
-    st = bundle.client.stats
     judges = [bundle.public_spec] + [b.public_spec for b in panel]
+    stats = [b.client.stats for b in [bundle, *panel]]
+    calls = {k: sum(getattr(s, k) for s in stats)
+             for k in ("made", "cached", "retries", "failed", "prompt_tokens",
+                       "completion_tokens")}
+    costs = [s.cost_usd for s in stats if s.cost_usd is not None]
+    calls["cost_usd"] = sum(costs) if costs else None
     return {
         "command": "audit",
         "version": judgeaudit.__version__,
@@ -90,12 +97,11 @@ async def run_battery(
                      "sha256": bundle.pairwise.template.sha256},
         "prompt_hashes": {bundle.pairwise.template.name: bundle.pairwise.template.sha256,
                           bundle.rubric.template.name: bundle.rubric.template.sha256},
-        "calls": {"made": st.made, "cached": st.cached, "retries": st.retries,
-                  "failed": st.failed, "prompt_tokens": st.prompt_tokens,
-                  "completion_tokens": st.completion_tokens, "cost_usd": st.cost_usd},
+        "calls": calls,
         "seconds": time.perf_counter() - t0,
         "started": started,
         "alpha": alpha,
         "summary": {"n_probes": len(probes), **summary},
         "probes": docs,
+        **({"panel": panel_doc} if panel_doc else {}),
     }

@@ -61,3 +61,16 @@ def audit_table(res: dict[str, Any]) -> Table:
         t.add_row(name, _num(e["value"], "{:+.2f}") + ci, str(p["n"]), _num(p["q"], "{:.1g}"),
                   _num(p["mde"], "{:.2f}"), f"[{VERDICT_STYLE[v]}]{v}[/]", ftxt)
     return t
+
+
+def panel_table(panel: dict[str, Any]) -> Table:
+    t = Table(title="judges ranked by position bias", title_justify="left")
+    for col in ("#", "judge", "position effect [95% CI]", "consistency", "accuracy", "n"):
+        t.add_column(col, no_wrap=col != "judge")
+    for i, r in enumerate(panel["ranking"], start=1):
+        e = r["position_effect"]
+        lo, hi = e["ci95"]
+        eff = "n/a" if e["value"] is None else f"{e['value']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        t.add_row(str(i), r["judge"], eff, fmt_est(r["position_consistency"])[0],
+                  fmt_est(r["accuracy"])[0], str(e["n"]))
+    return t

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from judgeaudit.cli.format import evaluate_table
+from judgeaudit.cli.format import evaluate_table, fmt_est
 from judgeaudit.cli.progress import console, progress_bar
 
 app = typer.Typer(
@@ -192,9 +192,15 @@ def audit(
     except CallFailed as exc:
         raise _fail(str(exc), 3) from None
     path = write_results(out / "results.json", res)
-    from judgeaudit.cli.format import audit_table
+    from judgeaudit.cli.format import audit_table, panel_table
 
     console.print(audit_table(res))
+    if res.get("panel"):
+        pn = res["panel"]
+        console.print(panel_table(pn))
+        console.print(f"panel agreement {fmt_est(pn['agreement'])[0]} "
+                      f"(n = {pn['agreement']['n']}); {pn['n_disagreements']} disagreements "
+                      "kept in results.json")
     cl = res["calls"]
     console.print(f"{res['n_items']} items; calls: {cl['made']} made, {cl['cached']} from "
                   f"cache, {cl['failed']} failed; {res['seconds']:.1f} s")

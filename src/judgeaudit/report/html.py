@@ -307,7 +307,16 @@ def _panel(raw: Any) -> dict[str, Any] | None:
             "response_1": d.get("response_1"), "response_2": d.get("response_2"),
             "verdicts": [_d(d.get("verdicts")).get(j) for j in cols],
         } for d in dis[:MAX_DISAGREEMENTS]],
-        "n_disagreements": len(dis),
+        "n_disagreements": int(raw.get("n_disagreements", len(dis)) or len(dis)),
+        "ranking": [{
+            "judge": str(r.get("judge")),
+            "position_effect": _estimate(r.get("position_effect")),
+            "first_slot_rate": _estimate(r.get("first_slot_rate")),
+            "position_consistency": _estimate(r.get("position_consistency")),
+            "accuracy": _estimate(r.get("accuracy")),
+            "n_invalid": r.get("n_invalid"),
+        } for r in _l(raw.get("ranking")) if isinstance(r, dict)],
+        "ranked_by": _str(raw.get("ranked_by")),
     }
 
 

@@ -6,6 +6,7 @@ a report can be checked against scipy/statsmodels or a textbook formula in isola
 
 from judgeaudit.stats.agreement import (
     cohen_kappa,
+    fleiss_kappa,
     kappa_ci,
     pearson,
     percent_agreement,
@@ -54,6 +55,7 @@ __all__ = [
     "one_sample_t",
     "paired_bootstrap_diff",
     "pearson",
+    "fleiss_kappa",
     "percent_agreement",
     "rate",
     "required_n_paired_flip",

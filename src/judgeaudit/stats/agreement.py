@@ -141,3 +141,21 @@ def spearman(x: Any, y: Any, level: float = 0.95,
     bootstrap over items."""
     a, b = _xy(x, y)
     return _correlation(a, b, True, level, method, n_boot, seed)
+
+
+def fleiss_kappa(ratings: Any, labels: Labels | None = None) -> float:
+    """Fleiss' kappa for m >= 2 raters on n items. `ratings` is (n_items, n_raters) with one
+    category per cell. Chance agreement from the pooled category shares (Fleiss 1971)."""
+    r = np.asarray(ratings)
+    if r.ndim != 2 or r.shape[1] < 2:
+        raise ValueError("ratings must be (n_items, n_raters) with at least 2 raters")
+    cats = list(labels) if labels is not None else sorted(set(r.ravel().tolist()))
+    counts = np.stack([(r == c).sum(axis=1) for c in cats], axis=1).astype(float)  # (n, k)
+    n, m = r.shape
+    if n == 0:
+        return math.nan
+    p_i = ((counts * (counts - 1)).sum(axis=1)) / (m * (m - 1))
+    p_j = counts.sum(axis=0) / (n * m)
+    pe = float((p_j**2).sum())
+    po = float(p_i.mean())
+    return math.nan if pe == 1.0 else (po - pe) / (1 - pe)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from judgeaudit.audit.metrics import position
+from judgeaudit.audit.panel import consistency_any
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
 
 FLAG_FIRST_RATE = 0.55  # production check: flag a first-slot rate above 55%
@@ -28,8 +29,10 @@ class PositionProbe(Probe):
                     "exceeds": max(fr["value"], 1 - fr["value"]) > FLAG_FIRST_RATE}
         res = ProbeResult(
             effect=m["effect"], ci95=m["ci95"], n=m["n"], p=m["p"], mde=m["mde"],
-            rates={"first_slot_rate": fr, "position_consistency": m.get("consistency")}
-            if fr else {},
+            rates={"first_slot_rate": fr,
+                   # LLMBar's positional agreement: same outcome in both orders, all items
+                   "position_consistency": consistency_any(verdicts),
+                   "consistency_decisive": m.get("consistency")} if fr else {},
             flag=flag, n_invalid=m["n_invalid"],
         )
         if m["n"]:

@@ -1,0 +1,59 @@
+"""Audit on recorded real verdicts (LLMBar replay): the position probe's consistency equals
+the published positional agreement, and a panel ranks the six judges by position bias."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judgeaudit.audit.battery import run_battery
+from judgeaudit.data import load
+from judgeaudit.judges import make_judge
+from judgeaudit.report import render_report
+
+JUDGES = ["GPT-4", "ChatGPT", "ChatGPT-0301", "LLaMA2", "PaLM2", "Falcon"]
+
+
+def _pct(s: str) -> float:
+    return float(s.split("=")[-1].strip().rstrip("%")) / 100
+
+
+@pytest.fixture
+def llmbar(shared_data):
+    return shared_data / "llmbar"
+
+
+async def test_position_probe_consistency_equals_published_agreement(llmbar):
+    stats = [json.loads(x) for x in (llmbar / "judge_statistics.jsonl").read_text().splitlines()]
+    items = load(f"llmbar:{llmbar}?subset=LLMBar/Natural")
+    rows = [r for r in stats if r["subset"] == "LLMBar/Natural" and r["strategy"] in
+            ("Vanilla", "CoT", "Metrics_Reference")]
+    assert len(rows) >= 10
+    for row in rows:
+        judge = make_judge(f"replay:{llmbar / 'judge_verdicts.csv'}?judge={row['judge']}"
+                           f"&strategy={row['strategy']}")
+        res = await run_battery(judge, items, ["position"])
+        pc = res["probes"]["position"]["rates"]["position_consistency"]
+        assert pc["value"] == pytest.approx(_pct(row["equal"]), abs=1e-9), row
+        assert pc["n"] == 100
+
+
+async def test_panel_ranks_six_real_judges_by_position_bias(llmbar):
+    items = load(f"llmbar:{llmbar}?subset=LLMBar/Natural")
+    csv = llmbar / "judge_verdicts.csv"
+    bundles = [make_judge(f"replay:{csv}?judge={j}&strategy=Vanilla") for j in JUDGES]
+    res = await run_battery(bundles[0], items, ["position"], panel=bundles[1:])
+    panel = res["panel"]
+    assert len(panel["ranking"]) == 6
+    effects = [abs(r["position_effect"]["value"]) for r in panel["ranking"]]
+    assert effects == sorted(effects, reverse=True)
+    for r in panel["ranking"]:
+        lo, hi = r["position_effect"]["ci95"]
+        assert lo <= r["position_effect"]["value"] <= hi
+    # GPT-4 is the most position-consistent judge of the six on LLMBar Natural (95%)
+    best = max(panel["ranking"], key=lambda r: r["position_consistency"]["value"])
+    assert "GPT-4" in best["judge"]
+    assert panel["n_disagreements"] > 0 and panel["fleiss_kappa"]["n"] > 0
+    html = render_report(res)
+    assert "Judges ranked by position bias" in html and "judge=Falcon" in html
