@@ -4,16 +4,13 @@ injected faults and wrong labels, against the simulated judge (cache reuse), and
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from fakeserver import GOOD, FakeLLMServer
 from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
-from fakeserver import GOOD, FakeLLMServer  # noqa: E402
 
 runner = CliRunner()
 
