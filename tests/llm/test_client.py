@@ -81,6 +81,7 @@ async def test_unauthorised_fails_at_once_without_retries_or_the_key(fake_server
     with pytest.raises(CallFailed):
         await client.map([judge_request(i) for i in range(1, 5)])
     assert client.stats.retries == 0
+    assert srv.count() == 1  # the known-bad key is not sent again
     await client.aclose()
 
 
