@@ -76,3 +76,22 @@ def test_verdict_rules():
     assert decide(strong, 1e-5, (-0.05, 0.05), 0.05) == "biased"
     # significant p but BH q above alpha: not called biased
     assert decide(strong, 0.2, (-0.05, 0.05), 0.05) == "underpowered"
+
+
+async def test_production_checks_on_planted_judges():
+    """Confidence planted: the PASS/FAIL judge passes confident wrong answers (flagged); the
+    sim ignores template wording, so the prompt-format variants move nothing."""
+    items = load("builtin:facts?seed=3")[:80]
+    judge = make_judge("sim?quality=1.5&confidence=3&seed=3")
+    res = await run_battery(judge, items, ["sycophancy_pass", "format_sensitivity",
+                                           "refinement_aware", "self_preference"], seed=3)
+    syc = res["probes"]["sycophancy_pass"]
+    assert syc["verdict"] == "biased" and syc["effect"]["value"] > 0 and syc["flag"]["exceeds"]
+    fmt = res["probes"]["format_sensitivity"]
+    assert fmt["effect"]["value"] == 0 and fmt["flag"]["exceeds"] is False
+    assert fmt["verdict"] == "not_biased"
+    assert res["probes"]["refinement_aware"]["n"] == 80
+    assert "not run" in res["probes"]["self_preference"]["notes"][0]
+    clean = await run_battery(make_judge("sim?quality=1.5&seed=3"), items, ["sycophancy_pass"],
+                              seed=3)
+    assert clean["probes"]["sycophancy_pass"]["verdict"] != "biased"

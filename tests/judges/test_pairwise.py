@@ -74,3 +74,33 @@ def test_letter_slots_are_filled_per_presentation_order():
     assert "Response B is better" in judge.request(item, "12").meta["prompt"]
     assert "Response A is better" in judge.request(item, "21").meta["prompt"]
     assert "<<LETTER" not in judge.request(item, "21").messages[1].content
+
+
+def test_numeric_labels_map_to_presented_positions():
+    from judgeaudit.judges.templates import load_template, parse_template
+    base = load_template("pairwise_v1")
+    text = (f"### system\n{base.system}\n### user\n"
+            + base.user.replace("Response A", "Response 1").replace("Response B", "Response 2")
+            + "\n### prefill\nThe better response is Response\n### labels\n1, 2\n")
+    t = parse_template("numeric", text)
+    judge = PairwiseJudge(client=None, template=t)
+    req = judge.request(ITEM, "21")
+    assert req.choices == ("1", "2") and "Response 1:\n5" in req.messages[1].content
+    v = PairwiseJudge.read("21", Response(text="1", probs={"1": 0.7, "2": 0.3}), t.labels)
+    assert v.choice == "A" and v.winner == 2
+    v = PairwiseJudge.read("12", Response(text="2"), t.labels)
+    assert v.winner == 2
+
+
+def test_reasoning_template_reads_the_last_verdict_line():
+    from judgeaudit.judges.templates import load_template
+    t = load_template("pairwise_cot_v1")
+    judge = PairwiseJudge(client=None, template=t)
+    req = judge.request(ITEM, "12")
+    assert req.choices == () and req.prefill == "" and req.max_tokens > 100
+    text = ("Response A says 4. The better response is Response B? No.\n"
+            "The better response is Response A")
+    v = PairwiseJudge.read("12", Response(text=text), t.labels, t.final_pattern)
+    assert v.winner == 1
+    assert PairwiseJudge.read("12", Response(text="I think A."), t.labels,
+                              t.final_pattern).winner is None

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
-from judgeaudit.judges.pairwise import PairwiseVerdict
+from judgeaudit.judges.pairwise import PairwiseJudge, PairwiseVerdict
 
 
 @dataclass
@@ -56,19 +56,28 @@ class AuditContext:
         self._memo: dict[tuple[str, int, str], PairwiseVerdict] = {}
 
     async def judge(
-        self, items: Sequence[PairwiseItem], *, repeat: int = 0, bundle: JudgeBundle | None = None
+        self, items: Sequence[PairwiseItem], *, repeat: int = 0,
+        bundle: JudgeBundle | None = None, judge: PairwiseJudge | None = None,
     ) -> list[PairwiseVerdict]:
+        """Pairwise verdicts, memoised by (item id, repeat, judge, template). `judge` runs a
+        variant (another template) on the bundle's client."""
         b = bundle or self.bundle
-        tag = b.public_spec + "|" + b.pairwise.template.sha256
+        pj = judge or b.pairwise
+        tag = b.public_spec + "|" + pj.template.sha256
         todo = [it for it in items if (it.id, repeat, tag) not in self._memo]
-        # Perturbed items may share ids with nothing else; memo is by (id, repeat, judge).
         if todo:
             if self._on_calls:
-                self._on_calls(b.pairwise.n_calls(todo))
-            verdicts = await b.pairwise.judge(todo, repeat=repeat, on_done=self._on_done)
+                self._on_calls(pj.n_calls(todo))
+            verdicts = await pj.judge(todo, repeat=repeat, on_done=self._on_done)
             for it, v in zip(todo, verdicts, strict=True):
                 self._memo[(it.id, repeat, tag)] = v
         return [self._memo[(it.id, repeat, tag)] for it in items]
+
+    def progress(self, n_calls: int) -> Callable[[], None] | None:
+        """Announce n planned calls; returns the per-call callback (for non-pairwise judges)."""
+        if self._on_calls:
+            self._on_calls(n_calls)
+        return self._on_done
 
     async def baseline(self, items: Sequence[PairwiseItem] | None = None) -> list[PairwiseVerdict]:
         return await self.judge(self.items if items is None else items)

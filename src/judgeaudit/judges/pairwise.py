@@ -5,6 +5,7 @@ failed calls are recorded as invalid, never coerced."""
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -17,6 +18,7 @@ from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
 Order = Literal["12", "21"]
 Winner = Literal[0, 1, 2]  # canonical: 1 = response_1, 2 = response_2, 0 = tie
+REASONING_TOKENS = 384  # generation budget of reasoning (chain-of-thought) templates
 
 
 @dataclass
@@ -108,9 +110,10 @@ class PairwiseJudge:
         return [rng.choice(["12", "21"])]
 
     def request(self, item: PairwiseItem, order: Order, repeat: int = 0) -> Request:
-        item = render_order(item, order)  # fill letter slots ("Response B") for this order
-        a, b = shown(item, order)
         t = self.template
+        # Fill letter slots ("Response B") with this template's labels for this order.
+        item = render_order(item, order, labels=(t.labels[0], t.labels[1]))
+        a, b = shown(item, order)
         quality = None
         if item.quality is not None:
             quality = list(item.quality) if order == "12" else [item.quality[1], item.quality[0]]
@@ -119,9 +122,9 @@ class PairwiseJudge:
                 Message("system", t.system),
                 Message("user", t.render_user(prompt=item.prompt, response_a=a, response_b=b)),
             ),
-            prefill=t.prefill,
-            choices=("A", "B"),
-            max_tokens=8,
+            prefill="" if t.final_pattern else t.prefill,
+            choices=() if t.final_pattern else (t.labels[0], t.labels[1]),
+            max_tokens=REASONING_TOKENS if t.final_pattern else 8,
             temperature=0.0,
             meta={
                 "task": "pairwise", "item_id": item.id, "order": order, "prompt": item.prompt,
@@ -131,14 +134,23 @@ class PairwiseJudge:
         )
 
     @staticmethod
-    def read(order: Order, out: Response | CallFailed) -> OrderVerdict:
+    def read(order: Order, out: Response | CallFailed, labels: tuple[str, ...] = ("A", "B"),
+             final_pattern: str | None = None) -> OrderVerdict:
+        """Parse one order's output; `labels[0]` names the response shown first. `choice` is
+        recorded as "A"/"B" (first/second shown) whatever the template's labels."""
         if isinstance(out, CallFailed):
             return OrderVerdict(order, raw="", choice=None, winner=None, error=str(out))
-        if out.probs and "A" in out.probs and "B" in out.probs:
-            pa = float(out.probs["A"])
-            choice: str | None = "A" if pa >= out.probs["B"] else "B"
+        first, second = labels[0], labels[1]
+        if out.probs and first in out.probs and second in out.probs:
+            pa = float(out.probs[first])
+            choice: str | None = "A" if pa >= out.probs[second] else "B"
             return OrderVerdict(order, out.text, choice, to_canonical(choice, order), pa)
-        choice = parse_choice(out.text, ("A", "B"), allow_tie=True)
+        if final_pattern:
+            found = re.findall(final_pattern, out.text, flags=re.MULTILINE)
+            label = found[-1] if found else None
+        else:
+            label = parse_choice(out.text, (first, second), allow_tie=True)
+        choice = {first: "A", second: "B", "tie": "tie"}.get(label) if label else None
         return OrderVerdict(order, out.text, choice, to_canonical(choice, order))
 
     async def judge(
@@ -154,7 +166,8 @@ class PairwiseJudge:
         outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
         verdicts = [PairwiseVerdict(it.id) for it in items]
         for (i, o), out in zip(plan, outs, strict=True):
-            verdicts[i].orders.append(self.read(o, out))
+            verdicts[i].orders.append(self.read(o, out, self.template.labels,
+                                                self.template.final_pattern))
         return verdicts
 
     def n_calls(self, items: Sequence[PairwiseItem]) -> int:

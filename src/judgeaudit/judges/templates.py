@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-_SECTION = re.compile(r"^### (system|user|prefill)\s*$", re.MULTILINE)
+_SECTION = re.compile(r"^### (system|user|prefill|labels|final)\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,11 @@ class Template:
     user: str
     prefill: str
     sha256: str
+    # Verdict labels, first = the response shown first (pairwise) or the pass label (binary).
+    labels: tuple[str, ...] = ("A", "B")
+    # Reasoning templates: no forced verdict token; the verdict is read from the last line
+    # matching this regex (group 1 = a label), after a longer generation.
+    final_pattern: str | None = None
 
     @property
     def short_hash(self) -> str:
@@ -37,8 +42,20 @@ def parse_template(name: str, text: str) -> Template:
     if missing:
         raise ValueError(f"template {name!r} lacks section(s) {sorted(missing)} ('### system')")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    labels = tuple(x.strip() for x in sections.get("labels", "A, B").split(",") if x.strip())
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise ValueError(f"template {name!r}: '### labels' needs distinct labels, e.g. 'A, B'")
+    final = sections.get("final", "").strip() or None
+    if final is not None:
+        try:
+            if re.compile(final).groups < 1:
+                raise ValueError("no group")
+        except (re.error, ValueError):
+            raise ValueError(f"template {name!r}: '### final' must be a regex with one group "
+                             "capturing the label") from None
     return Template(
-        name, sections["system"], sections["user"], sections.get("prefill", "").strip(), digest
+        name, sections["system"], sections["user"], sections.get("prefill", "").strip(), digest,
+        labels, final,
     )
 
 

@@ -190,7 +190,10 @@ class SimProvider(Provider):
             return self._pairwise(request)
         if task == "pointwise":
             return self._pointwise(request)
-        raise FatalProviderError(f"sim cannot serve task {task!r} (only pairwise, pointwise)")
+        if task == "binary":
+            return self._binary(request)
+        raise FatalProviderError(
+            f"sim cannot serve task {task!r} (only pairwise, pointwise, binary)")
 
     def _pairwise(self, request: Request) -> Response:
         z, terms = self.logit(request.meta)
@@ -205,9 +208,31 @@ class SimProvider(Provider):
         p_obs = sigmoid(y)
         if y == 0:  # exact tie: a seeded coin; lean the probs so their argmax agrees
             p_obs = 0.5 + (1e-9 if u_tie < 0.5 else -1e-9)
-        text = "A" if p_obs > 0.5 else "B"
-        probs = {"A": p_obs, "B": 1.0 - p_obs} if self.probs_mode == "noisy" else None
+        # Answer in the template's own labels (A/B by default, 1/2 for numeric templates).
+        first, second = (request.choices[0], request.choices[1]) if len(
+            request.choices) >= 2 else ("A", "B")
+        text = first if p_obs > 0.5 else second
+        probs = {first: p_obs, second: 1.0 - p_obs} if self.probs_mode == "noisy" else None
         return Response(text=text, probs=probs, raw=raw)
+
+    def _binary(self, request: Request) -> Response:
+        """PASS/FAIL on one response: z = quality * (q - 0.5) + sum_m c_m * x_m(response)
+        (the same covariates as pairwise, on the one text); pass iff z + noise * eps > 0."""
+        meta = request.meta
+        q = meta.get("quality")
+        text = str(meta.get("response") or "")
+        cov = features.covariates(text)
+        z = self.values["quality"] * (float(q) - 0.5) if q is not None else 0.0
+        z += sum(self.values[m] * cov[m] for m in COEFFICIENTS if m not in ("bandwagon",
+                                                                             "length"))
+        u_noise, u_invalid, _ = self._uniforms(request)
+        pos, neg = (request.choices[0], request.choices[1]) if len(
+            request.choices) >= 2 else ("PASS", "FAIL")
+        if u_invalid < self.values["invalid"]:
+            return Response(text=INVALID_TEXT, raw={"logit": z, "invalid": True})
+        s = self.values["noise"]
+        y = z + (s * math.log(u_noise / (1.0 - u_noise)) if s > 0 else 0.0)
+        return Response(text=pos if y > 0 else neg, raw={"logit": z})
 
     def score_mean(self, meta: dict[str, Any]) -> float:
         """The noiseless continuous score for a pointwise request."""

@@ -1,0 +1,38 @@
+"""Chain-of-thought (CALM): judge with and without step-by-step reasoning; metric: accuracy
+with reasoning minus accuracy without. Needs generation (slow on a CPU model): --full only."""
+
+from __future__ import annotations
+
+from judgeaudit.audit.metrics import estimate
+from judgeaudit.audit.paired import credit_of, paired_difference
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.judges.pairwise import PairwiseJudge
+from judgeaudit.judges.templates import load_template
+
+
+@register_probe
+class ChainOfThoughtProbe(Probe):
+    name = "cot"
+    title = "Chain of thought"
+    description = ("The judge is asked to reason step by step before its verdict (a "
+                   "generation, read from its last line) instead of answering at once.")
+    metric = "accuracy with reasoning - accuracy without"
+    direction = "positive = reasoning makes the judge more accurate"
+    default = False
+
+    async def run(self, ctx: AuditContext) -> ProbeResult:
+        base = await ctx.baseline()
+        pj = PairwiseJudge(ctx.bundle.client, load_template("pairwise_cot_v1"),
+                           both_orders=ctx.bundle.pairwise.both_orders, seed=ctx.seed)
+        cot = await ctx.judge(ctx.items, judge=pj)
+        a = [credit_of(v, it.label) for it, v in zip(ctx.items, base, strict=True)]
+        b = [credit_of(v, it.label) for it, v in zip(ctx.items, cot, strict=True)]
+        d = paired_difference(a, b, seed=ctx.seed)
+        res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
+                          n_invalid=sum(not o.valid for v in cot for o in v.orders))
+        va, vb = [x for x in a if x is not None], [x for x in b if x is not None]
+        res.rates["accuracy_without"] = estimate(sum(va), len(va))
+        res.rates["accuracy_with_reasoning"] = estimate(sum(vb), len(vb))
+        if res.n_invalid:
+            res.notes.append(f"{res.n_invalid} reasoning outputs had no final verdict line")
+        return res

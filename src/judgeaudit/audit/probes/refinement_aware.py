@@ -1,0 +1,49 @@
+"""Refinement-aware (CALM, pointwise): the same answer is scored as is and when introduced as
+a refinement of an earlier answer. ErrorRate_RA = |1 - score(as is) / score(told refined)|."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from judgeaudit.audit.paired import paired_difference
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.data.schema import PointwiseItem
+from judgeaudit.perturb import perturb_pointwise
+from judgeaudit.stats import bootstrap_ci
+
+
+@register_probe
+class RefinementAwareProbe(Probe):
+    name = "refinement_aware"
+    title = "Refinement-aware (pointwise)"
+    description = ("Each better answer is scored 1-5 as is, and again introduced as a refined "
+                   "version of an earlier answer; a fair judge gives the same score.")
+    metric = "score when told it is a refinement - score as is (score points)"
+    direction = "positive = the judge rewards the claim of refinement"
+    no_bias_range = (-0.25, 0.25)
+    default = False
+
+    async def run(self, ctx: AuditContext) -> ProbeResult:
+        items = [PointwiseItem(id=f"{it.id}~better", prompt=it.prompt,
+                               response=it.response_1 if it.label == 1 else it.response_2,
+                               quality=1.0, metadata=dict(it.metadata)) for it in ctx.items]
+        framed = perturb_pointwise(items, "refinement", seed=ctx.seed)
+        kept = [(it, r.item) for it, r in zip(items, framed, strict=True) if r.preserved]
+        batch = [a for a, _ in kept] + [b for _, b in kept]
+        scores = await ctx.bundle.rubric.score(batch, on_done=ctx.progress(len(batch)))
+        n = len(kept)
+        plain = [None if s.score is None else float(s.score) for s in scores[:n]]
+        told = [None if s.score is None else float(s.score) for s in scores[n:]]
+        d = paired_difference(plain, told, seed=ctx.seed)
+        res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
+                          n_invalid=sum(s.score is None for s in scores),
+                          n_dropped=len(items) - n)
+        pairs = np.array([(a, b) for a, b in zip(plain, told, strict=True)
+                          if a is not None and b is not None])
+        if len(pairs):
+            def er(x: np.ndarray) -> float:
+                return float(abs(1 - x[:, 0].mean() / x[:, 1].mean()))
+
+            lo, hi = bootstrap_ci(pairs, er, seed=ctx.seed)
+            res.rates["error_rate_ra"] = {"value": er(pairs), "ci95": [lo, hi], "n": len(pairs)}
+        return res

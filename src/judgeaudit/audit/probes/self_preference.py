@@ -1,0 +1,87 @@
+"""Self-preference and self-enhancement (needs --panel): the judge writes its own answer to
+each prompt; it is then compared with the item's better answer by the judge and by the other
+judges (production check: flag a gap above 10 points), and scored 1-5 by both
+(CALM ErrorRate_SE = |1 - score the judge gives its own answer / score the others give it|)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from judgeaudit.audit.metrics import estimate
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.data.schema import PairwiseItem, PointwiseItem
+from judgeaudit.llm import CallFailed, Message, Request
+from judgeaudit.stats import binomial_test, bootstrap_ci, mde_proportion
+
+FLAG_GAP = 0.10
+NO_GENERATION = {"sim", "replay"}
+
+
+def _win(v) -> float | None:  # own answer is response_1
+    return None if v.winner is None else (0.5 if v.winner == 0 else float(v.winner == 1))
+
+
+@register_probe
+class SelfPreferenceProbe(Probe):
+    name = "self_preference"
+    title = "Self-preference / self-enhancement"
+    description = ("The judge answers each prompt itself; its own answer is compared with the "
+                   "item's better answer by the judge and by the other judges of the panel.")
+    metric = "judge's win rate for its own answer - the panel's win rate for that answer"
+    direction = "positive = the judge favours its own writing"
+    no_bias_range = (-FLAG_GAP / 2, FLAG_GAP / 2)
+    default = False
+
+    async def run(self, ctx: AuditContext) -> ProbeResult:
+        prov = ctx.bundle.client.provider.name
+        if not ctx.panel or prov in NO_GENERATION:
+            why = ("needs --panel with at least one other judge" if not ctx.panel else
+                   f"the {prov!r} judge cannot write answers of its own")
+            return ProbeResult(None, (None, None), 0, None, None, notes=[f"not run: {why}"])
+        reqs = [Request(messages=(Message("user", it.prompt),), max_tokens=96,
+                        meta={"task": "generate", "item_id": it.id, "purpose": "self-answer"})
+                for it in ctx.items]
+        outs = await ctx.bundle.client.map(reqs)
+        own = [(it, o.text.strip()) for it, o in zip(ctx.items, outs, strict=True)
+               if not isinstance(o, CallFailed) and o.text.strip()]
+        pairs = [PairwiseItem(id=f"{it.id}~self", prompt=it.prompt, response_1=text,
+                              response_2=it.response_1 if it.label == 1 else it.response_2)
+                 for it, text in own]
+        mine = [_win(v) for v in await ctx.judge(pairs)]
+        others = [[_win(v) for v in await ctx.judge(pairs, bundle=b)] for b in ctx.panel]
+        rows = [(m, float(np.mean(o))) for m, *os_ in zip(mine, *others, strict=True)
+                if m is not None and all(x is not None for x in os_)
+                for o in [os_]]
+        res = ProbeResult(None, (None, None), len(rows), None, None,
+                          n_dropped=len(ctx.items) - len(own))
+        if rows:
+            arr = np.array(rows)
+            d = arr[:, 0] - arr[:, 1]
+            lo, hi = bootstrap_ci(d, np.mean, seed=ctx.seed)
+            up, down = int((d > 0).sum()), int((d < 0).sum())
+            res.effect, res.ci95 = float(d.mean()), (float(lo), float(hi))
+            res.p = binomial_test(up, up + down) if up + down else 1.0
+            res.mde = mde_proportion(len(rows))
+            res.rates["own_win_rate_by_judge"] = estimate(arr[:, 0].sum(), len(rows))
+            res.rates["own_win_rate_by_panel"] = estimate(arr[:, 1].sum(), len(rows))
+            res.flag = {"threshold": FLAG_GAP, "metric": "win-rate gap (judge - panel)",
+                        "value": res.effect, "exceeds": res.effect > FLAG_GAP}
+        await self._enhancement(ctx, own, res)
+        return res
+
+    async def _enhancement(self, ctx: AuditContext, own, res: ProbeResult) -> None:
+        items = [PointwiseItem(id=f"{it.id}~self", prompt=it.prompt, response=text)
+                 for it, text in own]
+        if not items:
+            return
+        by_judge = [s.score for s in await ctx.bundle.rubric.score(items)]
+        by_panel = [[s.score for s in await b.rubric.score(items)] for b in ctx.panel]
+        rows = np.array([(a, float(np.mean(o))) for a, *o in zip(by_judge, *by_panel,
+                                                                 strict=True)
+                         if a is not None and all(x is not None for x in o)], dtype=float)
+        if len(rows):
+            def err(x: np.ndarray) -> float:
+                return float(abs(1 - x[:, 0].mean() / x[:, 1].mean()))
+
+            lo, hi = bootstrap_ci(rows, err, seed=ctx.seed)
+            res.rates["error_rate_se"] = {"value": err(rows), "ci95": [lo, hi], "n": len(rows)}
