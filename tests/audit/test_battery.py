@@ -82,7 +82,7 @@ async def test_production_checks_on_planted_judges():
     """Confidence planted: the PASS/FAIL judge passes confident wrong answers (flagged); the
     sim ignores template wording, so the prompt-format variants move nothing."""
     items = load("builtin:facts?seed=3")[:80]
-    judge = make_judge("sim?quality=1.5&confidence=3&seed=3")
+    judge = make_judge("sim?quality=3&confidence=6&seed=3")
     res = await run_battery(judge, items, ["sycophancy_pass", "format_sensitivity",
                                            "refinement_aware", "self_preference"], seed=3)
     syc = res["probes"]["sycophancy_pass"]
