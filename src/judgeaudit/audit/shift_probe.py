@@ -21,6 +21,9 @@ MAX_EXAMPLES = 3
 async def consistency_rate(ctx: AuditContext, items: list[PairwiseItem]) -> dict[str, Any]:
     """CR: the same unperturbed judgment repeated (a new call: repeat index 1)."""
     base = await ctx.judge(items)
+    if ctx.bundle.client.provider.deterministic:
+        # A deterministic judge repeats itself exactly: CR = 1 without paying for repeats.
+        return same_winner_rate(base, base) | {"deterministic": True}
     again = await ctx.judge(items, repeat=1)
     return same_winner_rate(base, again)
 

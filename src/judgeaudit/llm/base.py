@@ -116,6 +116,9 @@ class Provider(abc.ABC):
     # Providers that read `Request.meta` (replay, sim) have it in their cache key; text
     # providers do not, so adding a label to a dataset does not invalidate their cache.
     uses_meta: ClassVar[bool] = False
+    # Same request -> same output (local logits at temperature 0, recorded verdicts): a
+    # repeat measures nothing, so the consistency floor needs no extra calls.
+    deterministic: ClassVar[bool] = False
     # Default bound on concurrent calls; the user's --concurrency overrides it.
     default_concurrency: ClassVar[int] = 8
     # Price per million tokens (prompt, completion), where known, for cost accounting.

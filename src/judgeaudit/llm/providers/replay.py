@@ -249,6 +249,7 @@ class ReplayProvider(Provider):
 
     name: ClassVar[str] = "replay"
     uses_meta: ClassVar[bool] = True
+    deterministic: ClassVar[bool] = True
     default_concurrency: ClassVar[int] = 64
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
