@@ -122,12 +122,12 @@ def _reuse_vs_full(provider: LocalProvider) -> tuple[float, int]:
 def test_prefix_reuse_gives_the_same_probabilities(judge, small_fp32):
     # fp32: the split computation is the same arithmetic up to summation order.
     worst, reused = _reuse_vs_full(small_fp32)
-    assert reused > 100  # the system prefix and the item's instruction were reused
+    assert reused >= 60  # at least the shared system prompt (~75 tokens) was reused
     assert worst < 1e-4
     # bf16 (the default): matmuls of other shapes round differently; measured up to 0.012,
     # the same size as the bf16-vs-fp32 difference of the full pass.
     worst, reused = _reuse_vs_full(judge)
-    assert reused > 100
+    assert reused >= 60
     assert worst < 0.03
 
 

@@ -390,7 +390,7 @@ def resolve_dtype(dtype: str | None) -> str:
 @dataclass
 class LoadedModel:
     """One model in memory with everything that must not be duplicated per provider: the
-    tokenizer, a lock serialising use of the model, and the prefix KV caches."""
+    tokenizer, a lock serialising use of the model (and of its prefix caches in `state`)."""
 
     source: ModelSource
     dtype: str

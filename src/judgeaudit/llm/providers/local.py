@@ -1,0 +1,350 @@
+"""`local`: the embedded judge, a small transformers model run on the CPU with no network.
+
+Spec: `local` (= `local:qwen-1.5b`), `local:qwen-0.5b`, `local:/path/model.gguf`,
+`local:/path/hf_model_dir`; parameters `dtype=bf16|fp32` (default: bf16 where the CPU has
+bf16 units), `threads=N` (default: all cores), `prefix_cache=on|off` (default on).
+
+Verdicts with `choices` cost one forward pass and no generation: the probability of each
+choice's token after the prompt (+ prefill), renormalised over the choices. Judge prompts
+share long prefixes (the system prompt and instructions for every item; the instruction text
+for the two presentation orders of one item), so the key/value cache of the longest prefix
+shared with a recent request is computed once and reused; only the rest is run per request.
+
+All model work runs on one dedicated thread per loaded model: torch already uses every core
+for one forward pass, so running two at once would only make both slower, and the event loop
+stays free meanwhile. Batching several requests into one forward pass was measured on the
+2-core development machine and did not help (see benchmarks/bench_local_judge.py), so it is
+not done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+import threading
+from collections import OrderedDict, deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from judgeaudit.llm.base import (
+    FatalProviderError,
+    Provider,
+    Request,
+    Response,
+    Usage,
+)
+from judgeaudit.llm.local_model import (
+    DEFAULT_PRESET,
+    LoadedModel,
+    ModelFilesError,
+    load,
+    resolve,
+    resolve_dtype,
+    set_threads,
+)
+from judgeaudit.llm.registry import register
+
+# Parameters that change speed, not outputs: kept out of the cache key.
+_RUNTIME_PARAMS = frozenset({"threads", "prefix_cache"})
+_KNOWN_PARAMS = _RUNTIME_PARAMS | {"dtype"}
+_EXECUTORS: dict[int, ThreadPoolExecutor] = {}
+_EXECUTORS_LOCK = threading.Lock()
+
+
+def _executor_for(lm: LoadedModel) -> ThreadPoolExecutor:
+    """One worker thread per loaded model, shared by every provider using it."""
+    with _EXECUTORS_LOCK:
+        ex = _EXECUTORS.get(id(lm))
+        if ex is None:
+            ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgeaudit-local")
+            _EXECUTORS[id(lm)] = ex
+        return ex
+
+
+# ---------------------------------------------------------------------------------------------
+# Prefix key/value cache
+
+
+@dataclass
+class _Entry:
+    ids: tuple[int, ...]
+    cache: Any  # transformers DynamicCache holding exactly len(ids) positions
+
+
+def _fork(cache: Any) -> Any:
+    """A copy of a DynamicCache that can be extended without touching the original. Layers
+    grow by torch.cat (new tensors), never in place, so sharing the tensors is safe; a deep
+    copy would cost a memcpy of the whole prefix per request."""
+    new = copy.copy(cache)
+    new.layers = [copy.copy(layer) for layer in cache.layers]
+    return new
+
+
+def _truncated(cache: Any, n: int) -> Any:
+    """A copy of a DynamicCache holding only its first `n` positions (own storage)."""
+    new = _fork(cache)
+    for layer in new.layers:
+        layer.keys = layer.keys[..., :n, :].clone()
+        layer.values = layer.values[..., :n, :].clone()
+    return new
+
+
+class PrefixCache:
+    """Key/value caches of token prefixes, learned from the requests themselves: when a request
+    shares at least `min_len` leading tokens with a recent one (and `min_len` more than the
+    longest stored prefix it starts with), the key/value cache of that shared prefix is kept
+    (LRU, `max_entries`), and later requests starting with it run only their remaining
+    tokens. Not thread-safe: used only from the model's worker thread."""
+
+    def __init__(self, min_len: int = 16, max_entries: int = 8, recent: int = 8):
+        self.min_len = min_len
+        self.max_entries = max_entries
+        self.entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
+        self.recent: deque[tuple[int, ...]] = deque(maxlen=recent)
+        self.hits = 0
+        self.reused_tokens = 0
+
+    def longest_stored(self, ids: tuple[int, ...]) -> _Entry | None:
+        best: _Entry | None = None
+        for e in self.entries.values():
+            n = len(e.ids)
+            if n < len(ids) and ids[:n] == e.ids and (best is None or n > len(best.ids)):
+                best = e
+        if best is not None:
+            self.entries.move_to_end(best.ids)
+        return best
+
+    def shared_with_recent(self, ids: tuple[int, ...]) -> int:
+        """Longest common prefix with a recent request, leaving at least one token to run."""
+        best = 0
+        for r in self.recent:
+            n = min(len(r), len(ids) - 1)
+            i = 0
+            while i < n and r[i] == ids[i]:
+                i += 1
+            best = max(best, i)
+        return best
+
+    def store(self, entry: _Entry) -> None:
+        self.entries[entry.ids] = entry
+        self.entries.move_to_end(entry.ids)
+        while len(self.entries) > self.max_entries:
+            self.entries.popitem(last=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The model work (runs on the worker thread)
+
+
+def _choice_token_ids(
+    tok: Any, prompt: str, choices: tuple[str, ...]
+) -> tuple[list[int], list[int], list[str]]:
+    """Token ids that distinguish the choices as the continuation of `prompt`.
+
+    A choice is continued with a leading space unless the prompt ends in whitespace (" A"
+    after "...Response"). Where all choices begin with the same tokens (Qwen writes " 1" as
+    " " + "1"), those tokens are appended to the prompt and the next token decides. A choice
+    still longer than one token is represented by its first distinguishing token (noted)."""
+    sep = "" if (not prompt or prompt[-1].isspace()) else " "
+    seqs = [tok.encode(sep + c, add_special_tokens=False) for c in choices]
+    common: list[int] = []
+    while all(len(s) > len(common) + 1 for s in seqs) and len({s[len(common)] for s in seqs}) == 1:
+        common.append(seqs[0][len(common)])
+    ids = [s[len(common)] for s in seqs]
+    notes = [
+        f"choice {c!r} is {len(s) - len(common)} tokens; scored by its first, {tok.decode([i])!r}"
+        for c, s, i in zip(choices, seqs, ids, strict=True)
+        if len(s) - len(common) > 1
+    ]
+    if len(set(ids)) != len(ids):
+        raise FatalProviderError(
+            f"choices {list(choices)} do not start with distinct tokens for this tokenizer; "
+            "the local provider cannot tell them apart in one forward pass"
+        )
+    return common, ids, notes
+
+
+def render_prompt(lm: LoadedModel, request: Request) -> str:
+    """The chat prompt as text: the model's chat template (with the assistant turn opened)
+    followed by the prefill."""
+    msgs = [{"role": m.role, "content": m.content} for m in request.messages]
+    tok = lm.tokenizer
+    if getattr(tok, "chat_template", None):
+        text = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    else:  # a base model without a template: a plain transcript
+        text = "".join(f"{m['role'].capitalize()}: {m['content']}\n\n" for m in msgs)
+        text += "Assistant: "
+    return text + request.prefill
+
+
+def last_hidden(lm: LoadedModel, ids: list[int], reuse: bool) -> Any:
+    """Final-layer (normed) hidden state at the last position of `ids`, shape [hidden]."""
+    import torch
+    from transformers import DynamicCache
+
+    base = lm.model.get_decoder()
+    if not reuse:
+        out = base(input_ids=torch.tensor([ids]), use_cache=False)
+        return out.last_hidden_state[0, -1]
+    pc: PrefixCache = lm.state.setdefault("prefix_cache", PrefixCache())
+    key = tuple(ids)
+    entry = pc.longest_stored(key)
+    shared = pc.shared_with_recent(key)
+    pc.recent.append(key)
+    start = len(entry.ids) if entry else 0
+    # Store a new prefix only when it adds enough tokens to pay for itself.
+    learn = shared >= pc.min_len and shared - start >= pc.min_len
+    if entry is None and not learn:
+        out = base(input_ids=torch.tensor([ids]), use_cache=False)
+        return out.last_hidden_state[0, -1]
+    if entry is not None:
+        pc.hits += 1
+        pc.reused_tokens += start
+    # One pass over everything after the stored prefix; the new shared prefix, if any, is cut
+    # from the resulting cache (the stored entry itself is never extended).
+    cache = _fork(entry.cache) if entry else DynamicCache(config=lm.model.config)
+    out = base(input_ids=torch.tensor([ids[start:]]), past_key_values=cache, use_cache=True)
+    if learn:
+        pc.store(_Entry(key[:shared], _truncated(cache, shared)))
+    return out.last_hidden_state[0, -1]
+
+
+def score_choices(lm: LoadedModel, request: Request, reuse: bool = True) -> Response:
+    """One forward pass: probabilities of the choices as the next token."""
+    import torch
+
+    prompt = render_prompt(lm, request)
+    tok = lm.tokenizer
+    common, cids, notes = _choice_token_ids(tok, prompt, request.choices)
+    ids = tok.encode(prompt, add_special_tokens=False) + common
+    _check_length(lm, ids)
+    with lm.lock, torch.inference_mode():
+        h = last_hidden(lm, ids, reuse)
+        w = lm.model.get_output_embeddings().weight[cids]
+        logits = (h.float() @ w.float().T).tolist()
+    t = torch.tensor(logits, dtype=torch.float64)
+    p = torch.softmax(t, dim=0).tolist()
+    probs = {c: float(x) for c, x in zip(request.choices, p, strict=True)}
+    best = max(request.choices, key=lambda c: probs[c])
+    raw: dict[str, Any] = {"logits": dict(zip(request.choices, logits, strict=True))}
+    if notes:
+        raw["notes"] = notes
+    return Response(text=best, probs=probs, usage=Usage(prompt_tokens=len(ids)), raw=raw)
+
+
+def _seed(request: Request) -> int:
+    blob = json.dumps(request.key_material(True), sort_keys=True, default=str)
+    return int(hashlib.sha256(blob.encode()).hexdigest()[:8], 16)
+
+
+def _check_length(lm: LoadedModel, ids: list[int], extra: int = 0) -> None:
+    limit = getattr(lm.model.config, "max_position_embeddings", None)
+    if limit and len(ids) + extra > limit:
+        raise FatalProviderError(
+            f"prompt of {len(ids)} tokens (+{extra} to generate) exceeds the model's context "
+            f"of {limit} tokens"
+        )
+
+
+def generate_text(lm: LoadedModel, request: Request) -> Response:
+    """Plain generation: greedy at temperature 0, else sampling seeded from the request."""
+    import torch
+    from transformers import GenerationConfig
+
+    prompt = render_prompt(lm, request)
+    tok = lm.tokenizer
+    ids = tok.encode(prompt, add_special_tokens=False)
+    _check_length(lm, ids, request.max_tokens)
+    eos = {tok.eos_token_id, lm.model.config.eos_token_id}
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(im_end, int) and im_end != tok.unk_token_id:
+        eos.add(im_end)
+    eos_ids = sorted(e for e in eos if isinstance(e, int))
+    sample = request.temperature > 0
+    cfg = GenerationConfig(
+        max_new_tokens=request.max_tokens,
+        do_sample=sample,
+        temperature=request.temperature if sample else None,
+        top_k=None,
+        top_p=None,
+        repetition_penalty=None,
+        eos_token_id=eos_ids,
+        pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else eos_ids[0],
+    )
+    x = torch.tensor([ids])
+    with lm.lock, torch.inference_mode():
+        if sample:
+            torch.manual_seed(_seed(request))
+        out = lm.model.generate(input_ids=x, attention_mask=torch.ones_like(x),
+                                generation_config=cfg)
+    new = out[0, len(ids):].tolist()
+    text = tok.decode(new, skip_special_tokens=True)
+    return Response(text=text, usage=Usage(prompt_tokens=len(ids), completion_tokens=len(new)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The provider
+
+
+@register
+class LocalProvider(Provider):
+    """The embedded CPU judge (see the module docstring for the spec and parameters)."""
+
+    name: ClassVar[str] = "local"
+    secret_params: ClassVar[frozenset[str]] = frozenset()
+    # One worker thread does all model work; more concurrency would only queue up there.
+    default_concurrency: ClassVar[int] = 1
+    price_per_mtok: ClassVar[tuple[float, float] | None] = (0.0, 0.0)
+
+    def __init__(self, model: str, params: dict[str, str] | None = None):
+        super().__init__(model or DEFAULT_PRESET, params)
+        unknown = set(self.params) - _KNOWN_PARAMS
+        if unknown:
+            raise ValueError(
+                f"local provider: unknown parameter(s) {sorted(unknown)}; "
+                f"known: {sorted(_KNOWN_PARAMS)}"
+            )
+        self.source = resolve(self.model)  # fails now, clearly, for a bad name or path
+        self.dtype = resolve_dtype(self.params.get("dtype"))
+        pc = self.params.get("prefix_cache", "on")
+        if pc not in {"on", "off"}:
+            raise ValueError(f"local provider: prefix_cache={pc!r}: expected on or off")
+        self.prefix_reuse = pc == "on"
+        self._lm: LoadedModel | None = None
+
+    def cache_identity(self) -> dict[str, Any]:
+        ident = super().cache_identity()
+        ident["params"] = {
+            k: v for k, v in ident["params"].items() if k not in _RUNTIME_PARAMS and k != "dtype"
+        }
+        ident["weights"] = self.source.identity
+        ident["dtype"] = self.dtype
+        return ident
+
+    def loaded(self) -> LoadedModel:
+        """Load (or fetch the already loaded) model; blocking, so call it off the loop."""
+        if self._lm is None:
+            set_threads(self.params.get("threads"))
+            self._lm = load(self.model, self.dtype)
+        return self._lm
+
+    async def generate(self, request: Request) -> Response:
+        try:
+            lm = self._lm or await asyncio.to_thread(self.loaded)
+        except ModelFilesError as exc:
+            raise FatalProviderError(str(exc)) from exc
+        if request.choices:
+            fn, args = score_choices, (lm, request, self.prefix_reuse)
+        else:
+            fn, args = generate_text, (lm, request)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(_executor_for(lm), fn, *args)
+        except FatalProviderError:
+            raise
+        except (RuntimeError, ValueError, IndexError) as exc:
+            raise FatalProviderError(f"local model {self.model}: {type(exc).__name__}: {exc}") \
+                from exc
