@@ -41,3 +41,26 @@ def test_verbose_items_are_longer_at_equal_statement_count():
     assert min(per[1]) > max(per[0])
     X = pool.covariates(("verbosity", "length"))
     assert X.shape == (40, 2) and abs(X[:, 1].mean()) < 1e-9
+
+
+def test_balanced_design_makes_length_a_spurious_cue():
+    from judgeaudit.llm import features
+
+    corr = {"balanced": [], "classic": []}
+    for design in corr:
+        for seed in range(12):
+            pool = build_controlled_pool(seed=seed, design=design)
+            words = [features.length(it.text) for it in pool.items]
+            corr[design].append(np.corrcoef(pool.quality, words)[0, 1])
+    assert max(abs(c) for c in corr["balanced"]) < 0.12  # enforced per pool
+    assert np.mean(corr["classic"]) > 0.3  # the first design: longer = more true statements
+
+
+def test_classic_design_reproduces_the_first_version():
+    # the pool the first version built for seed 0 (recorded before the balanced design)
+    pool = build_controlled_pool(seed=0, design="classic")
+    assert pool.design == "classic" and pool.to_dict()["design"] == "classic"
+    assert [(it.quality, it.verbosity) for it in pool.items[:8]] == [
+        (0, 1), (4, 0), (5, 0), (2, 1), (0, 0), (3, 0), (-1, 1), (5, 0)]
+    with pytest.raises(ValueError, match="unknown design"):
+        build_controlled_pool(design="tiny")

@@ -87,3 +87,35 @@ def test_bad_oracle_answer_and_arguments():
         run_active(lambda i, j, f: 2, 4, 3, 2)
     with pytest.raises(ValueError, match="unknown model"):
         run_active(lambda i, j, f: 1, 4, 3, 2, model="fancy")
+
+
+def test_batch_oracle_gives_the_same_run_and_batches_end_at_refits_and_checkpoints():
+    pool = random_pool(14, 3, seed=4)
+    o = SimOracle(pool.theta, pool.X, c=0.8, kappa=0.3, seed=4)
+    batches = []
+
+    def batch(pairs):
+        batches.append(list(pairs))
+        return [o(f, s, f) for f, s in pairs]
+
+    seen = []
+    a = run_active(None, 14, 30, 3, X=pool.X, seed=9, batch_oracle=batch, checkpoints=(12,),
+                   on_batch=lambda done, fit, ctx: seen.append(done))
+    b = run_active(o, 14, 30, 3, X=pool.X, seed=9, checkpoints=(12,))
+    np.testing.assert_array_equal(a.comparisons, b.comparisons)
+    assert [len(x) for x in batches] == [8, 4, 4, 8, 6]  # refits at 8, 16, 24; checkpoint 12
+    assert seen == [8, 12, 16, 24, 30]
+    with pytest.raises(ValueError, match="exactly one"):
+        run_active(o, 14, 4, 3, batch_oracle=batch)
+
+
+def test_groups_restrict_comparisons_to_a_group():
+    theta = np.linspace(-1, 1, 9)
+    groups = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2])
+    o = SimOracle(theta, seed=0)
+    res = run_active(o, 9, 20, 2, rule="topk", model="naive", seed=0, groups=groups,
+                     n_samples=300)
+    f, s = res.comparisons[:, 0].astype(int), res.comparisons[:, 1].astype(int)
+    assert np.all(groups[f] == groups[s])
+    with pytest.raises(ValueError, match="every group has one item"):
+        run_active(o, 3, 2, 1, groups=np.array([0, 1, 2]))

@@ -57,3 +57,28 @@ def test_recall_and_topk_set():
 def test_bad_k():
     with pytest.raises(ValueError, match="k must be"):
         topk_membership(np.zeros(3), np.eye(3), 0)
+
+
+def test_grouped_membership_and_recall():
+    from judgeaudit.rank.membership import (
+        group_index,
+        recall_grouped,
+        topk_membership_grouped,
+        topk_set_grouped,
+    )
+
+    rng = np.random.default_rng(1)
+    theta = rng.normal(size=9)
+    groups = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2])
+    cov = 0.2 * np.eye(9)
+    p = topk_membership_grouped(theta, cov, 3, groups, n_samples=3000, seed=0)
+    # k per group = min(k, size - 1): 3, 2, 1
+    for idx, kg in zip(group_index(groups, 9), (3, 2, 1), strict=True):
+        assert p[idx].sum() == pytest.approx(kg)
+    top = topk_set_grouped(theta, 3, groups)
+    assert len(top) == 6
+    assert recall_grouped(theta, top, 3, groups) == 1.0
+    assert recall_grouped(-theta, top, 3, groups) < 1.0
+    # without groups it is the plain function
+    np.testing.assert_array_equal(topk_membership_grouped(theta, cov, 3, None, 500, 2),
+                                  topk_membership(theta, cov, 3, 500, 2))

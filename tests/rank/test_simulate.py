@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from judgeaudit.rank.controlled import build_controlled_pool
 from judgeaudit.rank.simulate import SimOracle, controlled_sim_pool, trusted_pairs
 
 
@@ -28,7 +29,9 @@ def test_oracle_call_and_full_comparisons():
 
 def test_pools_and_trusted_pairs():
     p = controlled_sim_pool(seed=3)
-    assert p.theta.std() == pytest.approx(1.2)
+    q = build_controlled_pool(seed=3).quality
+    assert np.allclose(p.theta, q - q.mean())  # one logit per net true statement
+    assert controlled_sim_pool(seed=3, unit="sd", scale=1.2).theta.std() == pytest.approx(1.2)
     assert set(p.true_topk) == set(np.argsort(-p.theta)[:5])
     legit = controlled_sim_pool(seed=3, covariate="legit")
     assert np.corrcoef(legit.X[:, 0], legit.theta)[0, 1] > 0.7

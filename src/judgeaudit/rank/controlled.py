@@ -5,7 +5,10 @@ content-free authoritative elaboration clause).
 
 A biased judge that rewards the elaboration ranks verbose weak answers above terse strong
 ones; the true top-k is fixed by construction (a gap in quality at the k-th place), so recall
-is exact. Plain dataclasses; the data layer wires this as ``builtin:controlled``.
+is exact. In the default ``balanced`` design the number of statements (hence the text length)
+is also nearly uncorrelated with quality, so a judge's length preference is a pure bias here.
+Plain dataclasses; ``judgeaudit.rank.pool.load_pool("builtin:controlled")`` serves it as a
+ranking pool.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
+from judgeaudit.llm import features
 
 # topic -> (question, true statements, false statements). Statements are self-contained
 # sentences without the final period, so an elaboration clause can be appended.
@@ -170,6 +175,7 @@ class ControlledPool:
     k: int
     items: list[ControlledItem]
     seed: int
+    design: str = "balanced"
 
     @property
     def quality(self) -> np.ndarray:
@@ -199,23 +205,65 @@ class ControlledPool:
 
     def to_dict(self) -> dict:
         return {"topic": self.topic, "question": self.question, "k": self.k, "seed": self.seed,
-                "items": [asdict(it) for it in self.items]}
+                "design": self.design, "items": [asdict(it) for it in self.items]}
 
 
 def _sentence(stmt: str, elaboration: str | None) -> str:
     return f"{stmt}, {elaboration}." if elaboration else f"{stmt}."
 
 
+DESIGNS: tuple[str, ...] = ("balanced", "classic")
+
+
+def _draw_counts(rng: np.random.Generator, n_items: int, design: str
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(n_true, n_false) per item. ``balanced``: n_true ~ U{1..5}, n_false ~ U{0..4}, equal
+    variances, so quality (n_true - n_false) and answer length (n_true + n_false statements)
+    are uncorrelated in expectation. ``classic``: n_true ~ U{1..5}, n_false in {0, 1, 2}
+    (p = .45/.35/.20): longer answers then carry more true statements (corr ~0.5)."""
+    n_true = rng.integers(1, 6, size=n_items)
+    if design == "balanced":
+        n_false = rng.integers(0, 5, size=n_items)
+    else:
+        n_false = rng.choice(3, size=n_items, p=[0.45, 0.35, 0.20])
+    return n_true, n_false
+
+
+def _assemble(rng: np.random.Generator, topic: str, seed: int, trues: list[str],
+              falses: list[str], n_true: np.ndarray, n_false: np.ndarray,
+              verb: np.ndarray) -> list[ControlledItem]:
+    items = []
+    for t in range(len(n_true)):
+        chosen = [(s, True) for s in rng.choice(trues, size=n_true[t], replace=False)]
+        chosen += [(s, False) for s in rng.choice(falses, size=n_false[t], replace=False)]
+        order = rng.permutation(len(chosen))
+        sents = []
+        for o in order:
+            elab = ELABORATIONS[int(rng.integers(len(ELABORATIONS)))] if verb[t] else None
+            sents.append(_sentence(str(chosen[o][0]), elab))
+        items.append(ControlledItem(id=f"{topic}-{seed}-{t:02d}", text=" ".join(sents),
+                                    quality=int(n_true[t] - n_false[t]),
+                                    verbosity=int(verb[t]), n_true=int(n_true[t]),
+                                    n_false=int(n_false[t]), statements=sents))
+    return items
+
+
 def build_controlled_pool(topic: str | None = None, n_items: int = 30, k: int = 5,
                           seed: int = 0, max_corr: float = 0.12, runners_up: int | None = None,
-                          max_tries: int = 20000) -> ControlledPool:
-    """Assemble a pool: each item draws 1-5 true and 0-2 false statements of one topic
-    (quality = #true - #false), drawn until the k-th and (k+1)-th qualities differ and at
-    least ``runners_up`` (default k) items sit exactly one point below the k-th (near misses,
-    which a length-biased judge can promote; the realistic hard case); verbosity
-    alternates within each quality level (random start) so |corr(quality, verbosity)| stays
-    below ``max_corr``. Deterministic in ``seed``."""
+                          max_tries: int = 20000, design: str = "balanced") -> ControlledPool:
+    """Assemble a pool: each item draws true and false statements of one topic
+    (quality = #true - #false; counts per ``design``, see ``_draw_counts``), redrawn until the
+    k-th and (k+1)-th qualities differ and at least ``runners_up`` (default k) items sit
+    exactly one point below the k-th (near misses, which a length-biased judge can promote;
+    the realistic hard case); verbosity alternates within each quality level (random start)
+    so |corr(quality, verbosity)| stays below ``max_corr``. With the ``balanced`` design
+    |corr(quality, log #statements)| and |corr(quality, log(1 + words))| (the ``length``
+    feature of judgeaudit.llm.features) must also stay below ``max_corr``, so text length,
+    what a length-biased judge reacts to, is a spurious cue and not a proxy for quality.
+    Deterministic in ``seed``."""
     rng = np.random.default_rng(seed)
+    if design not in DESIGNS:
+        raise ValueError(f"unknown design {design!r}; expected one of {DESIGNS}")
     if topic is None:
         topic = sorted(BANKS)[int(rng.integers(len(BANKS)))]
     if topic not in BANKS:
@@ -225,34 +273,28 @@ def build_controlled_pool(topic: str | None = None, n_items: int = 30, k: int = 
     question, trues, falses = BANKS[topic]
     need = k if runners_up is None else runners_up
     for _ in range(max_tries):
-        n_true = rng.integers(1, 6, size=n_items)
-        n_false = rng.choice(3, size=n_items, p=[0.45, 0.35, 0.20])
+        n_true, n_false = _draw_counts(rng, n_items, design)
         q = n_true - n_false
         qs = np.sort(q)[::-1]
         if qs[k - 1] == qs[k] or np.sum(q == qs[k - 1] - 1) < need:
+            continue
+        if design == "balanced" and abs(
+                np.corrcoef(q, np.log(n_true + n_false))[0, 1]) >= max_corr:
             continue
         verb = np.zeros(n_items, dtype=int)
         for level in np.unique(q):
             idx = rng.permutation(np.nonzero(q == level)[0])
             start = int(rng.integers(2))
             verb[idx] = (np.arange(len(idx)) + start) % 2
-        if verb.min() == verb.max():
+        if verb.min() == verb.max() or abs(np.corrcoef(q, verb)[0, 1]) >= max_corr:
             continue
-        if abs(np.corrcoef(q, verb)[0, 1]) < max_corr:
-            break
+        items = _assemble(rng, topic, seed, trues, falses, n_true, n_false, verb)
+        if design == "balanced":
+            words = np.array([features.length(it.text) for it in items])
+            if abs(np.corrcoef(q, words)[0, 1]) >= max_corr:
+                continue
+        break
     else:  # pragma: no cover - the constraints are loose; this guards odd arguments
         raise RuntimeError(f"could not build a pool with n_items={n_items}, k={k}")
-    items = []
-    for t in range(n_items):
-        chosen = [(s, True) for s in rng.choice(trues, size=n_true[t], replace=False)]
-        chosen += [(s, False) for s in rng.choice(falses, size=n_false[t], replace=False)]
-        order = rng.permutation(len(chosen))
-        sents = []
-        for o in order:
-            elab = ELABORATIONS[int(rng.integers(len(ELABORATIONS)))] if verb[t] else None
-            sents.append(_sentence(str(chosen[o][0]), elab))
-        items.append(ControlledItem(id=f"{topic}-{seed}-{t:02d}", text=" ".join(sents),
-                                    quality=int(q[t]), verbosity=int(verb[t]),
-                                    n_true=int(n_true[t]), n_false=int(n_false[t]),
-                                    statements=sents))
-    return ControlledPool(topic=topic, question=question, k=k, items=items, seed=seed)
+    return ControlledPool(topic=topic, question=question, k=k, items=items, seed=seed,
+                          design=design)

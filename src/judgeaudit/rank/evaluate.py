@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from judgeaudit.rank.fitting import fit_model
 from judgeaudit.rank.loop import MODELS, Oracle, run_active
-from judgeaudit.rank.membership import recall_at_k
+from judgeaudit.rank.membership import recall_grouped
 from judgeaudit.rank.simulate import SimOracle, controlled_sim_pool
-from judgeaudit.stats.bradley_terry import fit_map, fit_naive
 
 SCHEMA = "judgeaudit.rank_eval/1"
 
@@ -34,19 +34,22 @@ class EvalCase:
     full: np.ndarray | None = None
     planted: dict | None = None
     name: str = "case"
+    groups: np.ndarray | None = None  # item -> prompt group (top-k per group)
 
 
 CaseFactory = Callable[[int], EvalCase]  # seed -> case
 
 
 def controlled_sim_case(c: float = 1.0, kappa: float = 0.3, covariate: str = "verbosity",
-                        scale: float = 1.2, n_items: int = 30, k: int = 5) -> CaseFactory:
+                        scale: float = 1.0, n_items: int = 30, k: int = 5,
+                        unit: str = "statement") -> CaseFactory:
     """Controlled-benchmark pool (one per seed) judged by a simulated judge with planted
-    ``c`` on the covariate and position term ``kappa``."""
+    ``c`` on the covariate and position term ``kappa``; theta = ``scale`` logits per net true
+    statement (``unit="statement"``) or per SD of quality (``unit="sd"``)."""
 
     def make(seed: int) -> EvalCase:
         pool = controlled_sim_pool(seed, n_items=n_items, k=k, scale=scale,
-                                   covariate=covariate)
+                                   covariate=covariate, unit=unit)
         oracle = SimOracle(pool.theta, pool.X, c=c, kappa=kappa, seed=seed + 10_000)
         return EvalCase(oracle=oracle, n_items=n_items, k=k, true_topk=pool.true_topk,
                         X=pool.X, full=oracle.full_comparisons(),
@@ -87,10 +90,12 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
               seeds: Sequence[int], models: Sequence[str] = MODELS, lam: float = 1.0,
               tau: float = 1.0, hierarchical: bool = False, n_samples: int = 1500,
               refit_every: int = 8,
-              progress: Callable[[str], None] | None = None) -> dict:
+              progress: Callable[[str], None] | None = None,
+              on_run: Callable[[], None] | None = None, eb_lam: bool = False) -> dict:
     """Run every (oracle, seed) x model x rule loop up to max(budgets) and collect
     ``recall[model][rule][budget] = {mean, se, n}``, ``full_data[model]``, paired ``tests``
-    between rules, the 2x2 ``ablation`` (model x topk/global) and the bias ``estimates``."""
+    between rules, the 2x2 ``ablation`` (model x topk/global) and the bias ``estimates``.
+    ``on_run()`` is called after every active loop (len(models) * len(rules) per case)."""
     budgets = sorted({int(b) for b in budgets})
     for m in models:
         if m not in MODELS:
@@ -104,11 +109,11 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
             case = factory(seed)
             rec: dict = {"oracle": oname, "seed": int(seed), "recall": {}, "full_data": {}}
             if case.full is not None and len(case.full):
-                fits = {"naive": fit_naive(case.n_items, case.full, lam=lam),
-                        "bias_aware": fit_map(case.n_items, case.full, X=case.X, lam=lam,
-                                              tau=tau, hierarchical=hierarchical)}
+                fits = {m: fit_model(m, case.n_items, case.full, X=case.X, lam=lam, tau=tau,
+                                     hierarchical=hierarchical, eb_lam=eb_lam)
+                        for m in ("naive", "bias_aware")}
                 for m in models:
-                    r = recall_at_k(fits[m].theta, case.true_topk, case.k)
+                    r = recall_grouped(fits[m].theta, case.true_topk, case.k, case.groups)
                     full[m].append(r)
                     rec["full_data"][m] = r
                 fb = fits["bias_aware"]
@@ -120,12 +125,15 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
                 res = run_active(case.oracle, case.n_items, bmax, case.k, rule=rule, X=case.X,
                                  model=m, lam=lam, tau=tau, hierarchical=hierarchical,
                                  refit_every=refit_every, n_samples=n_samples,
-                                 seed=int(seed) * 7919 + 17, checkpoints=budgets)
+                                 seed=int(seed) * 7919 + 17, checkpoints=budgets,
+                                 groups=case.groups, eb_lam=eb_lam)
                 for b in budgets:
                     fit = res.checkpoints[b][m] if b in res.checkpoints else res.fit(m)
-                    r = recall_at_k(fit.theta, case.true_topk, case.k)
+                    r = recall_grouped(fit.theta, case.true_topk, case.k, case.groups)
                     per[m][rule][b].append(r)
                     rec["recall"].setdefault(m, {}).setdefault(rule, {})[b] = r
+                if on_run is not None:
+                    on_run()
             cases_out.append(rec)
             if progress:
                 progress(f"{oname} seed={seed} done")
@@ -134,7 +142,8 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
         "schema": SCHEMA,
         "config": {"budgets": budgets, "rules": list(rules), "models": list(models),
                    "seeds": [int(s) for s in seeds], "oracles": list(oracles), "lam": lam,
-                   "tau": tau, "hierarchical": hierarchical, "n_samples": n_samples,
+                   "tau": tau, "hierarchical": hierarchical, "eb_lam": eb_lam,
+                   "n_samples": n_samples,
                    "refit_every": refit_every},
         "recall": {m: {r: {b: _summary(per[m][r][b]) for b in budgets} for r in rules}
                    for m in models},

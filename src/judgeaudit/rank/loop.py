@@ -9,7 +9,9 @@ uncertainty is spoken for. The oracle is any callable
     oracle(i, j, first) -> y
 
 with ``first`` in {i, j} the item shown first and y = 1 if the first-shown item is preferred,
-0 if the second, 0.5 for a tie. Comparisons are recorded as rows (first, second, y).
+0 if the second, 0.5 for a tie. Comparisons are recorded as rows (first, second, y). A batch
+oracle judges the picks made between two refits together (they do not depend on each other's
+verdicts), e.g. concurrently through the async client (judgeaudit.rank.live).
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import numpy as np
 from scipy import special
 
 from judgeaudit.rank.acquisition import AcquisitionContext, get_rule
-from judgeaudit.stats.bradley_terry import BTFit, fit_map, fit_naive
+from judgeaudit.rank.fitting import MODELS, fit_model
+from judgeaudit.stats.bradley_terry import BTFit
 
 Oracle = Callable[[int, int, int], float]
+BatchOracle = Callable[[list[tuple[int, int]]], Sequence[float]]  # [(first, second)] -> ys
+ProgressHook = Callable[[int, BTFit, AcquisitionContext], None]
 Model = Literal["naive", "bias_aware"]
-MODELS: tuple[str, ...] = ("naive", "bias_aware")
 
 
 @dataclass
@@ -42,6 +46,7 @@ class LoopConfig:
     n_samples: int = 1500
     seed: int = 0
     checkpoints: tuple[int, ...] = ()
+    eb_lam: bool = False
 
 
 @dataclass
@@ -60,22 +65,18 @@ class LoopResult:
 
 def _fit(model: str, n: int, comps: np.ndarray, X: np.ndarray | None, cfg: LoopConfig,
          init: BTFit | None) -> BTFit:
-    if model == "naive":
-        return fit_naive(n, comps, lam=cfg.lam, init=init)
-    if model == "bias_aware":
-        return fit_map(n, comps, X=X, position=True, lam=cfg.lam, tau=cfg.tau, init=init,
-                       hierarchical=cfg.hierarchical)
-    raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
+    return fit_model(model, n, comps, X, lam=cfg.lam, tau=cfg.tau,
+                     hierarchical=cfg.hierarchical, init=init, eb_lam=cfg.eb_lam)
 
 
 def _context(fit: BTFit, X: np.ndarray | None, cfg: LoopConfig, counts: np.ndarray,
-             rng: np.random.Generator) -> AcquisitionContext:
+             rng: np.random.Generator, groups: np.ndarray | None = None) -> AcquisitionContext:
     n = fit.n_items
     shift = (np.asarray(X, float).reshape(n, -1) @ fit.c) if fit.c.shape[0] else np.zeros(n)
     return AcquisitionContext(theta=fit.theta, cov=fit.cov.copy(), k=cfg.k, shift=shift,
                               kappa=fit.kappa, item_counts=counts, rng=rng,
                               n_samples=cfg.n_samples,
-                              membership_seed=int(rng.integers(2**31)))
+                              membership_seed=int(rng.integers(2**31)), groups=groups)
 
 
 def _rank_one_update(ctx: AcquisitionContext, fit: BTFit, X: np.ndarray | None, first: int,
@@ -99,17 +100,45 @@ def _rank_one_update(ctx: AcquisitionContext, fit: BTFit, X: np.ndarray | None, 
     ctx.cov -= np.outer(u, u) * (w / (1.0 + w * float(z @ u)))
 
 
-def run_active(oracle: Oracle, n_items: int, budget: int, k: int, rule: str = "topk",
+def _candidate_pairs(n_items: int, groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Unordered pairs (a < b) that may be compared: all, or only within a group."""
+    A, B = np.triu_indices(n_items, 1)
+    if groups is not None:
+        g = np.asarray(groups)
+        if g.shape != (n_items,):
+            raise ValueError(f"groups: expected {n_items} labels (one per item), "
+                             f"got shape {g.shape}")
+        keep = g[A] == g[B]
+        A, B = A[keep], B[keep]
+    if A.shape[0] == 0:
+        raise ValueError("no pair of items can be compared (every group has one item)")
+    return A, B
+
+
+def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: str = "topk",
                X: np.ndarray | None = None, model: str = "bias_aware", lam: float = 1.0,
                tau: float = 1.0, hierarchical: bool = False, refit_every: int = 8,
                n_samples: int = 1500, seed: int = 0,
-               checkpoints: Sequence[int] = ()) -> LoopResult:
+               checkpoints: Sequence[int] = (), batch_oracle: BatchOracle | None = None,
+               groups: np.ndarray | None = None,
+               on_batch: ProgressHook | None = None, eb_lam: bool = False) -> LoopResult:
     """Spend ``budget`` oracle calls choosing pairs by ``rule`` under ``model``'s posterior.
 
     Unqueried pairs come first; once every pair has been asked, pairs asked once become
     candidates again (shown in the other order). At each budget in ``checkpoints`` both
     models are fitted on the comparisons so far (recorded in ``result.checkpoints``); the
     final fits of both models are always returned.
+
+    The picks between two refits do not depend on the verdicts (the covariance update is
+    outcome-free), so they are judged together: ``batch_oracle(pairs) -> ys`` gets the
+    ``[(first, second), ...]`` of one batch (at most ``refit_every``; a batch also ends at a
+    checkpoint) and may judge them concurrently; the result is the same as calling
+    ``oracle(first, second, first)`` pair by pair. ``groups`` (one label per item, e.g. the
+    prompt) restricts comparisons to items of the same group, each with its own top-k.
+    ``on_batch(done, fit, ctx)`` is called after every judged batch with the number of
+    comparisons made, the driving model's latest fit and its acquisition context.
+    ``eb_lam`` learns the prior precision of theta by empirical Bayes at every fit
+    (judgeaudit.rank.fitting).
     """
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
@@ -117,27 +146,58 @@ def run_active(oracle: Oracle, n_items: int, budget: int, k: int, rule: str = "t
         raise ValueError(f"need budget >= 0 and n_items >= 2, got {budget}, {n_items}")
     if refit_every < 1:
         raise ValueError(f"refit_every must be >= 1, got {refit_every}")
+    if (oracle is None) == (batch_oracle is None):
+        raise ValueError("pass exactly one of oracle and batch_oracle")
+    if batch_oracle is None:
+        one = oracle
+
+        def batch_oracle(pairs: list[tuple[int, int]]) -> list[float]:
+            return [one(f, s, f) for f, s in pairs]  # type: ignore[misc]
+
     score = get_rule(rule)
     cfg = LoopConfig(k=k, budget=budget, rule=rule, model=model, lam=lam, tau=tau,
                      hierarchical=hierarchical, refit_every=refit_every, n_samples=n_samples,
-                     seed=seed, checkpoints=tuple(sorted(set(checkpoints))))
+                     seed=seed, checkpoints=tuple(sorted(set(checkpoints))), eb_lam=eb_lam)
     Xd = None if X is None else np.asarray(X, float).reshape(n_items, -1)
+    g = None if groups is None else np.asarray(groups)
     rng = np.random.default_rng(seed)
-    A, Bq = np.triu_indices(n_items, 1)
+    A, Bq = _candidate_pairs(n_items, g)
     pair_count = np.zeros(A.shape[0], dtype=int)
     last_first = np.full(A.shape[0], -1)
     item_counts = np.zeros(n_items)
     rows: list[tuple[int, int, float]] = []
+    pending: list[dict] = []
     result = LoopResult(comparisons=np.zeros((0, 3)), naive=None, bias_aware=None,  # type: ignore[arg-type]
                         config=cfg)
     drive = _fit(model, n_items, np.zeros((0, 3)), Xd, cfg, None)
-    ctx = _context(drive, Xd, cfg, item_counts, rng)
+    ctx = _context(drive, Xd, cfg, item_counts, rng, g)
     warm: dict[str, BTFit | None] = {"naive": None, "bias_aware": None}
+
+    def flush() -> None:
+        if not pending:
+            return
+        ys = list(batch_oracle([(st["first"], st["second"]) for st in pending]))
+        if len(ys) != len(pending):
+            raise ValueError(f"batch oracle returned {len(ys)} verdicts for {len(pending)} "
+                             "pairs")
+        for st, y in zip(pending, ys, strict=True):
+            y = float(y)
+            if y not in (0.0, 0.5, 1.0):
+                raise ValueError(f"oracle returned {y!r} for pair ({st['first']}, "
+                                 f"{st['second']}); expected 1 (first preferred), 0 (second "
+                                 "preferred) or 0.5 (tie)")
+            st["y"] = y
+            rows.append((st["first"], st["second"], y))
+            result.steps.append(st)
+        pending.clear()
+        if on_batch is not None:
+            on_batch(len(rows), drive, ctx)
 
     for step in range(budget):
         if step and step % refit_every == 0:
+            flush()
             drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive)
-            ctx = _context(drive, Xd, cfg, item_counts, rng)
+            ctx = _context(drive, Xd, cfg, item_counts, rng, g)
             result.refits.append({"step": step, "theta": drive.theta.copy(),
                                   "converged": drive.converged})
         cand = np.nonzero(pair_count == pair_count.min())[0]
@@ -151,23 +211,20 @@ def run_active(oracle: Oracle, n_items: int, budget: int, k: int, rule: str = "t
         else:
             first = b if last_first[t] == a else a
         second = b if first == a else a
-        y = float(oracle(first, second, first))
-        if y not in (0.0, 0.5, 1.0):
-            raise ValueError(f"oracle returned {y!r} for pair ({first}, {second}); expected 1 "
-                             "(first preferred), 0 (second preferred) or 0.5 (tie)")
-        rows.append((first, second, y))
-        result.steps.append({"step": step, "first": first, "second": second, "y": y,
-                             "score": best, "n_candidates": int(cand.shape[0])})
+        pending.append({"step": step, "first": first, "second": second, "y": None,
+                        "score": best, "n_candidates": int(cand.shape[0])})
         pair_count[t] += 1
         last_first[t] = first
         item_counts[a] += 1
         item_counts[b] += 1
         _rank_one_update(ctx, drive, Xd, first, second)
         if (step + 1) in cfg.checkpoints:
+            flush()
             comps = np.asarray(rows)
             fits = {m: _fit(m, n_items, comps, Xd, cfg, warm[m]) for m in MODELS}
             warm.update(fits)
             result.checkpoints[step + 1] = fits
+    flush()
 
     comps = np.asarray(rows, dtype=float).reshape(-1, 3)
     result.comparisons = comps

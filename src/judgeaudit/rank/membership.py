@@ -72,3 +72,68 @@ def recall_at_k(theta_hat: np.ndarray, true_topk: np.ndarray, k: int | None = No
     true_topk = np.asarray(true_topk, dtype=int)
     k = len(true_topk) if k is None else k
     return len(np.intersect1d(topk_set(theta_hat, k), true_topk)) / float(k)
+
+
+def group_index(groups: np.ndarray | None, n: int) -> list[np.ndarray]:
+    """Item indices per group (one group of all items when ``groups`` is None), in order of
+    first appearance."""
+    if groups is None:
+        return [np.arange(n)]
+    g = np.asarray(groups)
+    if g.shape != (n,):
+        raise ValueError(f"groups: expected {n} labels (one per item), got shape {g.shape}")
+    _, first, inv = np.unique(g, return_index=True, return_inverse=True)
+    return [np.nonzero(inv == u)[0] for u in np.argsort(first)]
+
+
+def group_k(k: int, size: int) -> int:
+    """k within a group: min(k, group size - 1), so a group of two still has a top-1 and a
+    group never puts every item in its top-k; singletons (nothing to rank) get 0."""
+    return max(min(k, size - 1), 0) if size > 1 else 0
+
+
+def topk_membership_grouped(theta: np.ndarray, cov: np.ndarray, k: int,
+                            groups: np.ndarray | None, n_samples: int = 1500,
+                            seed: int | np.random.Generator | None = 0) -> np.ndarray:
+    """P(i in its group's top k) (k per group by ``group_k``), from one set of joint draws.
+
+    Items are compared only within their group (several prompts in one pool), so only
+    within-group rankings mean anything; without groups this is ``topk_membership``.
+    """
+    theta = np.asarray(theta, dtype=float)
+    n = theta.shape[0]
+    if groups is None:
+        return topk_membership(theta, cov, k, n_samples, seed)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    draws = sample_theta(theta, np.asarray(cov, dtype=float), n_samples, seed)
+    p = np.zeros(n)
+    for idx in group_index(groups, n):
+        kg = group_k(k, idx.shape[0])
+        if kg == 0:
+            continue
+        top = np.argpartition(-draws[:, idx], kg - 1, axis=1)[:, :kg]
+        p[idx] = np.bincount(top.ravel(), minlength=idx.shape[0]) / float(n_samples)
+    return p
+
+
+def topk_set_grouped(theta: np.ndarray, k: int, groups: np.ndarray | None) -> np.ndarray:
+    """Indices of each group's top k (``group_k``), sorted."""
+    theta = np.asarray(theta, dtype=float)
+    if groups is None:
+        return topk_set(theta, k)
+    out = [idx[topk_set(theta[idx], group_k(k, idx.shape[0]))]
+           for idx in group_index(groups, theta.shape[0]) if group_k(k, idx.shape[0])]
+    return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=int)
+
+
+def recall_grouped(theta_hat: np.ndarray, true_topk: np.ndarray, k: int,
+                   groups: np.ndarray | None) -> float:
+    """Pooled recall: hits over all groups / total size of the true top-k sets."""
+    if groups is None:
+        return recall_at_k(theta_hat, true_topk, k)
+    true_topk = np.asarray(true_topk, dtype=int)
+    if true_topk.size == 0:
+        raise ValueError("recall: empty true top-k")
+    hits = np.intersect1d(topk_set_grouped(theta_hat, k, groups), true_topk).size
+    return hits / float(true_topk.size)

@@ -68,18 +68,27 @@ class SimOracle:
         return np.column_stack([a, b, self.matrix[a, b]]).astype(float)
 
 
-def controlled_sim_pool(seed: int = 0, n_items: int = 30, k: int = 5, scale: float = 1.2,
-                        covariate: str = "verbosity", legit_noise: float = 0.5,
-                        topic: str | None = None) -> SimPool:
-    """A controlled-benchmark pool with planted theta = scale * standardised quality.
+UNITS: tuple[str, ...] = ("statement", "sd")
 
-    ``covariate``: ``verbosity`` (the 0/1 elaboration switch, nearly uncorrelated with
-    quality: a spurious cue) or ``legit`` (standardised quality plus N(0, legit_noise^2)
-    noise: a covariate that truly carries quality).
+
+def controlled_sim_pool(seed: int = 0, n_items: int = 30, k: int = 5, scale: float = 1.0,
+                        covariate: str = "verbosity", legit_noise: float = 0.5,
+                        topic: str | None = None, unit: str = "statement",
+                        design: str = "balanced") -> SimPool:
+    """A controlled-benchmark pool with planted theta = scale * quality (centred).
+
+    ``unit="statement"`` (default): ``scale`` logits per net true statement, so c* = 1 on
+    the verbosity indicator means the judge values the elaboration as much as one true
+    statement. ``unit="sd"``: theta = scale * standardised quality (the first version used
+    scale = 1.2 here). ``covariate``: ``verbosity`` (the 0/1 elaboration switch, nearly
+    uncorrelated with quality: a spurious cue) or ``legit`` (standardised quality plus
+    N(0, legit_noise^2) noise: a covariate that truly carries quality).
     """
-    pool = build_controlled_pool(topic=topic, n_items=n_items, k=k, seed=seed)
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}; expected one of {UNITS}")
+    pool = build_controlled_pool(topic=topic, n_items=n_items, k=k, seed=seed, design=design)
     q = pool.quality
-    theta = scale * (q - q.mean()) / q.std()
+    theta = scale * (q - q.mean()) / (1.0 if unit == "statement" else q.std())
     if covariate == "verbosity":
         X = pool.verbosity[:, None]
     elif covariate == "legit":

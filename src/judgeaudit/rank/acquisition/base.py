@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from judgeaudit.rank.membership import binary_entropy, topk_membership
+from judgeaudit.rank.membership import binary_entropy, topk_membership_grouped
 
 Rule = Callable[["AcquisitionContext", np.ndarray, np.ndarray], np.ndarray]
 
@@ -23,7 +23,8 @@ class AcquisitionContext:
     """Posterior summary of the model driving acquisition.
 
     ``cov`` is the full Laplace covariance over ``[theta, c, kappa?]`` (the loop updates it
-    in place between refits); ``shift`` is X @ c (the judge's covariate bias per item).
+    in place between refits); ``shift`` is X @ c (the judge's covariate bias per item);
+    ``groups`` (optional) assigns items to prompts, each with its own top-k.
     Membership probabilities are computed lazily, so rules that do not use them do not pay
     for the Monte-Carlo.
     """
@@ -37,6 +38,7 @@ class AcquisitionContext:
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
     n_samples: int = 1500
     membership_seed: int = 0
+    groups: np.ndarray | None = None  # item -> prompt group; top-k is per group
     _membership: np.ndarray | None = None
 
     @property
@@ -47,8 +49,9 @@ class AcquisitionContext:
     def membership(self) -> np.ndarray:
         if self._membership is None:
             n = self.n_items
-            self._membership = topk_membership(self.theta, self.cov[:n, :n], self.k,
-                                               self.n_samples, self.membership_seed)
+            self._membership = topk_membership_grouped(self.theta, self.cov[:n, :n], self.k,
+                                                       self.groups, self.n_samples,
+                                                       self.membership_seed)
         return self._membership
 
     def var_diff(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
