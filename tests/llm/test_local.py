@@ -2,7 +2,8 @@
 
 Easy pairs: a fixed list of plainly right vs plainly wrong answers, written in three batches
 (6, then 7, then 1), each before the model was run on it; none was dropped or edited after
-seeing a result. Measured with the 1.5B (bf16): see the thresholds below. The model prefers
+seeing a result. Measured with the 1.5B (bf16) on the first 13 pairs: 20 of 26 single
+judgments right, 12 of 13 pairs right once both orders are averaged. The model prefers
 "12 + 7 = 21" over "= 19" in both orders, so a perfect score is not expected. The thresholds
 sit under the measured counts, far above chance (P(>= 11/14 pairs | coin) = 0.03) and far above
 a judge whose A/B labels were mixed up (which would get ~2/14).

@@ -6,15 +6,15 @@ bf16 units), `threads=N` (default: all cores), `prefix_cache=on|off` (default on
 
 Verdicts with `choices` cost one forward pass and no generation: the probability of each
 choice's token after the prompt (+ prefill), renormalised over the choices. Judge prompts
-share long prefixes (the system prompt and instructions for every item; the instruction text
-for the two presentation orders of one item), so the key/value cache of the longest prefix
-shared with a recent request is computed once and reused; only the rest is run per request.
+share long prefixes (the system prompt for every item; the instruction text too for the two
+presentation orders of one item), so the key/value caches of recent requests are kept and a
+new request runs only the tokens after its longest common prefix with one of them.
 
 All model work runs on one dedicated thread per loaded model: torch already uses every core
 for one forward pass, so running two at once would only make both slower, and the event loop
 stays free meanwhile. Batching several requests into one forward pass was measured on the
-2-core development machine and did not help (see benchmarks/bench_local_judge.py), so it is
-not done.
+2-core development machine and did not help (see benchmarks/bench_local_judge.py: the
+forward pass over a ~370-token prompt is already compute-bound), so it is not done.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import copy
 import hashlib
 import json
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -68,70 +68,60 @@ def _executor_for(lm: LoadedModel) -> ThreadPoolExecutor:
 # Prefix key/value cache
 
 
+def _prefix_view(cache: Any, n: int) -> Any:
+    """A DynamicCache holding the first `n` positions of `cache`, sharing its storage (safe:
+    layers grow by torch.cat into new tensors, never in place)."""
+    new = copy.copy(cache)
+    new.layers = [copy.copy(layer) for layer in cache.layers]
+    for layer in new.layers:
+        layer.keys = layer.keys[..., :n, :]
+        layer.values = layer.values[..., :n, :]
+    return new
+
+
 @dataclass
 class _Entry:
     ids: tuple[int, ...]
     cache: Any  # transformers DynamicCache holding exactly len(ids) positions
 
 
-def _fork(cache: Any) -> Any:
-    """A copy of a DynamicCache that can be extended without touching the original. Layers
-    grow by torch.cat (new tensors), never in place, so sharing the tensors is safe; a deep
-    copy would cost a memcpy of the whole prefix per request."""
-    new = copy.copy(cache)
-    new.layers = [copy.copy(layer) for layer in cache.layers]
-    return new
-
-
-def _truncated(cache: Any, n: int) -> Any:
-    """A copy of a DynamicCache holding only its first `n` positions (own storage)."""
-    new = _fork(cache)
-    for layer in new.layers:
-        layer.keys = layer.keys[..., :n, :].clone()
-        layer.values = layer.values[..., :n, :].clone()
-    return new
-
-
 class PrefixCache:
-    """Key/value caches of token prefixes, learned from the requests themselves: when a request
-    shares at least `min_len` leading tokens with a recent one (and `min_len` more than the
-    longest stored prefix it starts with), the key/value cache of that shared prefix is kept
-    (LRU, `max_entries`), and later requests starting with it run only their remaining
-    tokens. Not thread-safe: used only from the model's worker thread."""
+    """Key/value caches of recent requests (LRU, at most `max_entries` and `max_tokens` in
+    all). A new request runs only the tokens after its longest common prefix with any stored
+    request (when that prefix is at least `min_len` tokens): the judge's system prompt for
+    every item, and the instruction too for the second presentation order of an item.
+    Not thread-safe: used under the model's lock."""
 
-    def __init__(self, min_len: int = 16, max_entries: int = 8, recent: int = 8):
+    def __init__(self, min_len: int = 16, max_entries: int = 8, max_tokens: int = 16384):
         self.min_len = min_len
         self.max_entries = max_entries
+        self.max_tokens = max_tokens
         self.entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
-        self.recent: deque[tuple[int, ...]] = deque(maxlen=recent)
         self.hits = 0
         self.reused_tokens = 0
 
-    def longest_stored(self, ids: tuple[int, ...]) -> _Entry | None:
-        best: _Entry | None = None
+    def longest_shared(self, ids: tuple[int, ...]) -> tuple[_Entry | None, int]:
+        """The stored request sharing the longest prefix with `ids`, and that length (capped so
+        at least one token of `ids` is left to run)."""
+        best, best_n = None, 0
         for e in self.entries.values():
-            n = len(e.ids)
-            if n < len(ids) and ids[:n] == e.ids and (best is None or n > len(best.ids)):
-                best = e
-        if best is not None:
-            self.entries.move_to_end(best.ids)
-        return best
-
-    def shared_with_recent(self, ids: tuple[int, ...]) -> int:
-        """Longest common prefix with a recent request, leaving at least one token to run."""
-        best = 0
-        for r in self.recent:
-            n = min(len(r), len(ids) - 1)
+            n = min(len(e.ids), len(ids) - 1)
             i = 0
-            while i < n and r[i] == ids[i]:
+            while i < n and e.ids[i] == ids[i]:
                 i += 1
-            best = max(best, i)
-        return best
+            if i > best_n:
+                best, best_n = e, i
+        if best is None or best_n < self.min_len:
+            return None, 0
+        self.entries.move_to_end(best.ids)
+        return best, best_n
 
     def store(self, entry: _Entry) -> None:
         self.entries[entry.ids] = entry
         self.entries.move_to_end(entry.ids)
-        while len(self.entries) > self.max_entries:
+        while len(self.entries) > self.max_entries or (
+            len(self.entries) > 1 and sum(len(k) for k in self.entries) > self.max_tokens
+        ):
             self.entries.popitem(last=False)
 
 
@@ -191,24 +181,15 @@ def last_hidden(lm: LoadedModel, ids: list[int], reuse: bool) -> Any:
         return out.last_hidden_state[0, -1]
     pc: PrefixCache = lm.state.setdefault("prefix_cache", PrefixCache())
     key = tuple(ids)
-    entry = pc.longest_stored(key)
-    shared = pc.shared_with_recent(key)
-    pc.recent.append(key)
-    start = len(entry.ids) if entry else 0
-    # Store a new prefix only when it adds enough tokens to pay for itself.
-    learn = shared >= pc.min_len and shared - start >= pc.min_len
-    if entry is None and not learn:
-        out = base(input_ids=torch.tensor([ids]), use_cache=False)
-        return out.last_hidden_state[0, -1]
+    entry, start = pc.longest_shared(key)
     if entry is not None:
         pc.hits += 1
         pc.reused_tokens += start
-    # One pass over everything after the stored prefix; the new shared prefix, if any, is cut
-    # from the resulting cache (the stored entry itself is never extended).
-    cache = _fork(entry.cache) if entry else DynamicCache(config=lm.model.config)
+        cache = _prefix_view(entry.cache, start)
+    else:
+        cache = DynamicCache(config=lm.model.config)
     out = base(input_ids=torch.tensor([ids[start:]]), past_key_values=cache, use_cache=True)
-    if learn:
-        pc.store(_Entry(key[:shared], _truncated(cache, shared)))
+    pc.store(_Entry(key, cache))
     return out.last_hidden_state[0, -1]
 
 
