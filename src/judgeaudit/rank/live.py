@@ -1,0 +1,305 @@
+"""Ranking with a real judge: every comparison is one cached judge call through the async
+client (judgeaudit.llm.Client), in the presentation order the loop chose.
+
+- `judge_pair` / `judge_pairs`: one comparison (first-shown item, second-shown item) -> a
+  `Verdict` with y = 1 (first preferred), 0 (second), 0.5 (tie, or invalid: counted).
+- `rank_live`: the active loop (judgeaudit.rank.loop.run_active, plain numpy) runs in a worker
+  thread; each batch of picks between two refits is judged concurrently on the caller's event
+  loop, so the client's concurrency limit, cache and retries apply as for any other command.
+- `full_matrix`: every ordered pair once (N (N - 1) calls, cached), for offline evaluation:
+  `VerdictMatrix.oracle()` replays it for every seed and rule.
+
+A pair of pool items (i, j) is one PairwiseItem with a canonical order (response_1 = the item
+with the lower pool index), id "<id_i>|<id_j>"; showing item `first` first is order "12" when
+`first` is that item and "21" otherwise. So the judge sees exactly (text of first, text of
+second), and a recorded verdict file for a pool (replay provider: item id + order) lines up
+with the same convention.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.judges import JudgeBundle, PairwiseJudge
+from judgeaudit.llm import CallFailed
+from judgeaudit.rank.loop import LoopResult, ProgressHook, run_active
+from judgeaudit.rank.pool import CovariateInfo, Pool
+
+Y_OF_CHOICE = {"A": 1.0, "B": 0.0, "tie": 0.5}
+
+
+@dataclass
+class Verdict:
+    """One judged comparison: ``first`` was shown first (as A)."""
+
+    first: int
+    second: int
+    order: str  # "12"/"21" of the canonical pair item
+    y: float  # 1 first preferred, 0 second, 0.5 tie or invalid
+    choice: str | None  # "A" (first shown), "B", "tie", None = invalid
+    raw: str  # what the judge said
+    p_first: float | None = None
+    error: str | None = None
+
+    @property
+    def invalid(self) -> bool:
+        return self.choice is None
+
+    def as_dict(self, pool: Pool | None = None) -> dict:
+        d = asdict(self)
+        d["invalid"] = self.invalid
+        if pool is not None:
+            d["first_id"] = pool.items[self.first].id
+            d["second_id"] = pool.items[self.second].id
+        return d
+
+
+def pair_item(pool: Pool, i: int, j: int) -> tuple[PairwiseItem, int, int]:
+    """The canonical PairwiseItem of items i and j (either order) and its (lo, hi) indices."""
+    if i == j:
+        raise ValueError(f"an item cannot be compared with itself (index {i})")
+    lo, hi = (i, j) if i < j else (j, i)
+    a, b = pool.items[lo], pool.items[hi]
+    if a.prompt != b.prompt:
+        raise ValueError(f"items {a.id!r} and {b.id!r} answer different prompts; items are "
+                         "compared only within a prompt")
+    quality = label = None
+    if a.quality is not None and b.quality is not None:
+        quality = (float(a.quality), float(b.quality))
+        label = 1 if a.quality > b.quality else 2 if b.quality > a.quality else 0
+    item = PairwiseItem(id=f"{a.id}|{b.id}", prompt=a.prompt, response_1=a.text,
+                        response_2=b.text, quality=quality, label=label,
+                        metadata={"pool": pool.source})
+    return item, lo, hi
+
+
+async def judge_pair(bundle: JudgeBundle, pool: Pool, first: int, second: int) -> Verdict:
+    """One call: ``first``'s text shown as Response A, ``second``'s as B."""
+    item, lo, _ = pair_item(pool, first, second)
+    order = "12" if first == lo else "21"
+    judge = bundle.pairwise
+    request = judge.request(item, order)  # type: ignore[arg-type]
+    try:
+        out = await bundle.client.call(request)
+    except CallFailed as exc:
+        if exc.fatal:
+            raise
+        out = exc
+    ov = PairwiseJudge.read(order, out, judge.template.labels,  # type: ignore[arg-type]
+                            judge.template.final_pattern)
+    y = Y_OF_CHOICE.get(ov.choice, 0.5) if ov.choice is not None else 0.5
+    return Verdict(first, second, order, y, ov.choice, ov.raw, ov.p_first, ov.error)
+
+
+async def judge_pairs(bundle: JudgeBundle, pool: Pool, pairs: Sequence[tuple[int, int]],
+                      on_done: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+    """Judge (first, second) pairs concurrently (bounded by the client), results in order."""
+
+    async def one(f: int, s: int) -> Verdict:
+        v = await judge_pair(bundle, pool, f, s)
+        if on_done is not None:
+            on_done(v)
+        return v
+
+    tasks = [asyncio.ensure_future(one(int(f), int(s))) for f, s in pairs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+class Cancelled(Exception):
+    """The ranking was cancelled while the loop thread waited for verdicts."""
+
+
+class BridgeOracle:
+    """A batch oracle for ``run_active`` running in a worker thread: each batch is judged on
+    the event loop ``loop`` (concurrently) and waited for; every verdict is kept in ``log``."""
+
+    def __init__(self, bundle: JudgeBundle, pool: Pool, loop: asyncio.AbstractEventLoop,
+                 on_done: Callable[[Verdict], None] | None = None):
+        self.bundle, self.pool, self.loop, self.on_done = bundle, pool, loop, on_done
+        self.log: list[Verdict] = []
+        self.stop = threading.Event()
+
+    def __call__(self, pairs: list[tuple[int, int]]) -> list[float]:
+        if self.stop.is_set():
+            raise Cancelled("ranking cancelled")
+        fut = asyncio.run_coroutine_threadsafe(
+            judge_pairs(self.bundle, self.pool, pairs, self.on_done), self.loop)
+        while True:  # wake up now and then: the caller may have been cancelled meanwhile
+            try:
+                verdicts = fut.result(timeout=0.25)
+                break
+            except TimeoutError:
+                if self.stop.is_set():
+                    fut.cancel()
+                    raise Cancelled("ranking cancelled") from None
+        self.log.extend(verdicts)
+        return [v.y for v in verdicts]
+
+
+@dataclass
+class LiveRun:
+    result: LoopResult
+    verdicts: list[Verdict]
+    X: np.ndarray
+    covariates: list[CovariateInfo]
+    dropped: list[str] = field(default_factory=list)  # constant covariates left out
+
+    @property
+    def n_invalid(self) -> int:
+        return sum(v.invalid for v in self.verdicts)
+
+    @property
+    def n_ties(self) -> int:
+        return sum(v.choice == "tie" for v in self.verdicts)
+
+
+def select_covariates(pool: Pool, names: Sequence[str]
+                      ) -> tuple[np.ndarray, list[CovariateInfo], list[str]]:
+    """The pool's covariates, without those constant over the pool (they carry no
+    information about the judge: their c would just be its prior); the dropped names are
+    returned so results can say so."""
+    X, info = pool.covariates(list(names))
+    keep = [m for m, i in enumerate(info) if not i.constant]
+    dropped = [i.name for i in info if i.constant]
+    return X[:, keep], [info[m] for m in keep], dropped
+
+
+def max_budget(pool: Pool) -> int:
+    """Every comparable pair in both orders: beyond this a deterministic judge only repeats
+    cached verdicts."""
+    g = pool.groups
+    if g is None:
+        return pool.n_items * (pool.n_items - 1)
+    _, counts = np.unique(g, return_counts=True)
+    return int(np.sum(counts * (counts - 1)))
+
+
+async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
+                    rule: str = "topk", covariates: Sequence[str] = ("length", "markdown"),
+                    model: str = "bias_aware", seed: int = 0, lam: float = 1.0,
+                    eb_lam: bool = False, tau: float = 1.0, hierarchical: bool = False,
+                    refit_every: int = 8,
+                    n_samples: int = 1500, on_batch: ProgressHook | None = None,
+                    on_call: Callable[[Verdict], None] | None = None) -> LiveRun:
+    """Run the active loop against ``bundle``'s judge on ``pool`` (see module docstring)."""
+    if budget > max_budget(pool):
+        raise ValueError(f"budget {budget} exceeds the {max_budget(pool)} distinct ordered "
+                         "comparisons of this pool")
+    X, info, dropped = select_covariates(pool, covariates)
+    oracle = BridgeOracle(bundle, pool, asyncio.get_running_loop(), on_call)
+    try:
+        res = await asyncio.to_thread(
+            run_active, None, pool.n_items, budget, k, rule=rule,
+            X=X if X.shape[1] else None, model=model, lam=lam, tau=tau,
+            hierarchical=hierarchical, refit_every=refit_every, n_samples=n_samples,
+            seed=seed, batch_oracle=oracle, groups=pool.groups, on_batch=on_batch,
+            eb_lam=eb_lam)
+    finally:
+        oracle.stop.set()
+    return LiveRun(result=res, verdicts=oracle.log, X=X, covariates=info, dropped=dropped)
+
+
+# ---- full ordered-pair matrix, for offline evaluation ----------------------------------------
+
+@dataclass
+class VerdictMatrix:
+    """y[first, second] for every judged ordered pair (NaN where not judged)."""
+
+    y: np.ndarray
+    verdicts: list[Verdict]
+
+    @property
+    def n_items(self) -> int:
+        return int(self.y.shape[0])
+
+    @property
+    def n_invalid(self) -> int:
+        return sum(v.invalid for v in self.verdicts)
+
+    @property
+    def n_ties(self) -> int:
+        return sum(v.choice == "tie" for v in self.verdicts)
+
+    def comparisons(self) -> np.ndarray:
+        a, b = np.nonzero(~np.isnan(self.y))
+        return np.column_stack([a, b, self.y[a, b]]).astype(float)
+
+    def oracle(self) -> MatrixOracle:
+        return MatrixOracle(self.y)
+
+
+class MatrixOracle:
+    """Replays a verdict matrix: ``oracle(i, j, first)`` -> y[first, other]."""
+
+    def __init__(self, y: np.ndarray):
+        self.y = np.asarray(y, dtype=float)
+        self.calls = 0
+
+    def __call__(self, i: int, j: int, first: int) -> float:
+        if first not in (i, j) or i == j:
+            raise ValueError(f"oracle: first={first} must be one of the two items ({i}, {j})")
+        second = j if first == i else i
+        v = self.y[first, second]
+        if np.isnan(v):
+            raise ValueError(f"no recorded verdict for ({first} shown before {second})")
+        self.calls += 1
+        return float(v)
+
+
+def ordered_pairs(pool: Pool) -> list[tuple[int, int]]:
+    """Every comparable ordered pair, the two orders of a pair next to each other (their
+    prompts share the longest prefix, which local judges reuse)."""
+    g = pool.groups
+    out = []
+    for i in range(pool.n_items):
+        for j in range(i + 1, pool.n_items):
+            if g is None or g[i] == g[j]:
+                out += [(i, j), (j, i)]
+    return out
+
+
+async def full_matrix(bundle: JudgeBundle, pool: Pool,
+                      on_done: Callable[[Verdict], None] | None = None) -> VerdictMatrix:
+    """Judge every comparable ordered pair once (cached) and collect the verdict matrix."""
+    verdicts = await judge_pairs(bundle, pool, ordered_pairs(pool), on_done)
+    y = np.full((pool.n_items, pool.n_items), np.nan)
+    for v in verdicts:
+        y[v.first, v.second] = v.y
+    return VerdictMatrix(y=y, verdicts=verdicts)
+
+
+# Sim covariates whose per-text value is exactly what the pool computes (injection and
+# bandwagon are pair-level directions in the sim, so they are not comparable one-to-one).
+_SIM_COMPARABLE = ("length", "markdown", "authority", "confidence", "sentiment", "self")
+
+
+def planted_biases(bundle: JudgeBundle, names: Sequence[str]) -> dict | None:
+    """For a `sim` judge, the planted values in the model's units (log-odds): c per named
+    covariate (None where the sim has no directly comparable coefficient), kappa (the sim's
+    `position`), the quality scale and the planted biases the model omits. Coefficients are
+    divided by the sim's `noise` (P(A) = sigmoid(z / noise)). None for other judges."""
+    prov = bundle.client.provider
+    if getattr(prov, "name", "") != "sim":
+        return None
+    values = prov.values  # type: ignore[attr-defined]
+    noise = float(values["noise"])
+    if noise <= 0:
+        return None
+    c = {n: (float(values[n]) / noise if n in _SIM_COMPARABLE else None) for n in names}
+    omitted = {m: float(values[m]) / noise for m in (*_SIM_COMPARABLE, "injection", "bandwagon")
+               if values.get(m) and m not in names}
+    return {"c": c, "kappa": float(values["position"]) / noise,
+            "quality": float(values["quality"]) / noise, "omitted": omitted,
+            "invalid_rate": float(values.get("invalid", 0.0))}

@@ -1,0 +1,332 @@
+"""Ranking pools: N candidate responses to one prompt (or to several prompts, each ranked
+within its prompt), with their true quality where known and the covariates a judge may be
+biased on.
+
+`load_pool(spec)` accepts
+- `builtin:controlled[?seed=0&n=30&k=5&topic=moon&design=balanced]`: the controlled
+  benchmark (judgeaudit.rank.controlled): true quality = #true - #false statements; extra
+  numeric fields `verbosity` (the 0/1 elaboration switch), `n_true`, `n_false`,
+  `n_statements`.
+- `jsonl:PATH` (or a bare path ending in .jsonl): one JSON object per line,
+  `{"id": str, "prompt": str, "response": str, "quality": number (optional), ...}`; any
+  other numeric field (e.g. `"tokens": 312`) can be used as a covariate by name. Items with
+  the same prompt text form one group; comparisons are made only within a group, and each
+  group has its own top-k.
+
+Covariates (`Pool.covariates(names)`), one column per name, centred over the pool (only
+differences between items enter the model):
+- text features of judgeaudit.llm.features, computed from the response text: `length`
+  (log(1 + words): the unit of the `sim` judge's `length` coefficient, so a planted value is
+  directly comparable), `markdown`, `authority`, `confidence`, `sentiment`, `self`,
+  `injection`;
+- `words`: the word count standardised over the pool (z-score);
+- any numeric field of the items (user-supplied, or the builder's `verbosity`, ...).
+Each column's standard deviation is reported so c can be read per SD as well.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judgeaudit.data.loaders._common import read_jsonl
+from judgeaudit.data.registry import DataError
+from judgeaudit.data.spec import parse_spec
+from judgeaudit.llm import features
+from judgeaudit.rank.controlled import BANKS, DESIGNS, build_controlled_pool
+from judgeaudit.rank.membership import group_index, group_k, topk_set
+
+TEXT_COVARIATES: tuple[str, ...] = tuple(c for c in features.COVARIATES if c != "bandwagon")
+DERIVED_COVARIATES: tuple[str, ...] = ("words",)
+RESERVED_FIELDS = frozenset({"id", "prompt", "response", "quality"})
+DEFAULT_COVARIATES: tuple[str, ...] = ("length", "markdown")
+
+
+@dataclass(frozen=True)
+class PoolItem:
+    id: str
+    prompt: str
+    text: str
+    quality: float | None = None
+    fields: dict[str, float] = field(default_factory=dict)  # numeric extras, by name
+
+
+@dataclass
+class CovariateInfo:
+    name: str
+    source: str  # "text" (llm.features), "derived" or "field"
+    mean: float
+    sd: float
+
+    @property
+    def constant(self) -> bool:
+        return self.sd == 0.0
+
+
+@dataclass
+class Pool:
+    items: list[PoolItem]
+    source: str
+    k: int | None = None  # the pool's suggested k (the controlled benchmark: 5)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.items) < 2:
+            raise DataError(self.source, None, f"a ranking pool needs at least 2 items, got "
+                                               f"{len(self.items)}")
+        seen: set[str] = set()
+        for it in self.items:
+            if it.id in seen:
+                raise DataError(self.source, None, f"duplicate item id {it.id!r}")
+            seen.add(it.id)
+        prompts = list(dict.fromkeys(it.prompt for it in self.items))
+        self._group_of = {p: g for g, p in enumerate(prompts)}
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def ids(self) -> list[str]:
+        return [it.id for it in self.items]
+
+    @property
+    def n_groups(self) -> int:
+        return len(self._group_of)
+
+    @property
+    def groups(self) -> np.ndarray | None:
+        """Group label per item (by prompt), or None when every item answers one prompt."""
+        if self.n_groups == 1:
+            return None
+        return np.array([self._group_of[it.prompt] for it in self.items])
+
+    @property
+    def has_quality(self) -> bool:
+        return all(it.quality is not None for it in self.items)
+
+    @property
+    def quality(self) -> np.ndarray:
+        if not self.has_quality:
+            missing = [it.id for it in self.items if it.quality is None]
+            raise DataError(self.source, None, f"true quality unknown for {len(missing)} "
+                            f"item(s) (e.g. {missing[0]!r}); add a numeric 'quality' field")
+        return np.array([it.quality for it in self.items], dtype=float)
+
+    def true_topk(self, k: int) -> np.ndarray:
+        """Indices of the true top-k (per group, k per group as in the ranking)."""
+        q, g = self.quality, self.groups
+        out = [idx[topk_set(q[idx], group_k(k, idx.shape[0]) if g is not None else k)]
+               for idx in group_index(g, self.n_items)]
+        return np.sort(np.concatenate(out))
+
+    def ambiguous_topk(self, k: int) -> list[int]:
+        """Groups whose true top-k is not unique (a quality tie across the k-th place)."""
+        q, groups = self.quality, self.groups
+        bad = []
+        for g, idx in enumerate(group_index(groups, self.n_items)):
+            kg = group_k(k, idx.shape[0]) if groups is not None else k
+            if 0 < kg < idx.shape[0]:
+                qs = np.sort(q[idx])[::-1]
+                if qs[kg - 1] == qs[kg]:
+                    bad.append(g)
+        return bad
+
+    def available_covariates(self) -> list[str]:
+        numeric = sorted({k for it in self.items for k in it.fields})
+        return [*TEXT_COVARIATES, *DERIVED_COVARIATES, *numeric]
+
+    def covariates(self, names: list[str] | tuple[str, ...]) -> tuple[np.ndarray,
+                                                                       list[CovariateInfo]]:
+        """(N, M) centred covariate matrix and what each column is."""
+        cols, info = [], []
+        for name in names:
+            if name in TEXT_COVARIATES:
+                v = np.array([features.covariates(it.text)[name] for it in self.items])
+                src = "text"
+            elif name == "words":
+                w = np.array([features.word_count(it.text) for it in self.items], dtype=float)
+                v = (w - w.mean()) / (w.std() or 1.0)
+                src = "derived"
+            else:
+                missing = [it.id for it in self.items if name not in it.fields]
+                if len(missing) == self.n_items:
+                    raise DataError(self.source, None, f"unknown covariate {name!r}; available: "
+                                    f"{', '.join(self.available_covariates())}")
+                if missing:
+                    raise DataError(self.source, None, f"covariate {name!r} is missing for "
+                                    f"{len(missing)} item(s) (e.g. {missing[0]!r}); every "
+                                    "item needs it")
+                v = np.array([it.fields[name] for it in self.items], dtype=float)
+                src = "field"
+            mean, sd = float(v.mean()), float(v.std())
+            cols.append(v - mean)
+            info.append(CovariateInfo(name, src, mean, sd))
+        X = np.column_stack(cols) if cols else np.zeros((self.n_items, 0))
+        return X, info
+
+
+def parse_covariates(text: str | None) -> list[str]:
+    """'length,markdown' -> ['length', 'markdown']; '' or 'none' -> []."""
+    if text is None:
+        return list(DEFAULT_COVARIATES)
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if names in (["none"], ["-"]):
+        return []
+    if len(set(names)) != len(names):
+        raise ValueError(f"covariates: a name is repeated in {text!r}")
+    return names
+
+
+# ---- loaders --------------------------------------------------------------------------------
+
+def _int(source: str, params: dict[str, str], key: str, default: int, lo: int) -> int:
+    raw = params.get(key)
+    if raw in (None, ""):
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        raise DataError(source, None, f"parameter {key!r}: expected an integer, got {raw!r}")\
+            from None
+    if v < lo:
+        raise DataError(source, None, f"parameter {key!r}: expected >= {lo}, got {v}")
+    return v
+
+
+def controlled_pool(params: dict[str, str], source: str = "builtin:controlled") -> Pool:
+    allowed = {"seed", "n", "k", "topic", "design"}
+    bad = sorted(set(params) - allowed)
+    if bad:
+        raise DataError(source, None, f"unknown parameter(s) {', '.join(bad)}; allowed: "
+                                      f"{', '.join(sorted(allowed))}")
+    seed = _int(source, params, "seed", 0, 0)
+    n = _int(source, params, "n", 30, 3)
+    k = _int(source, params, "k", 5, 1)
+    topic = params.get("topic") or None
+    if topic is not None and topic not in BANKS:
+        raise DataError(source, None, f"parameter 'topic': expected one of "
+                                      f"{', '.join(sorted(BANKS))}, got {topic!r}")
+    design = params.get("design") or "balanced"
+    if design not in DESIGNS:
+        raise DataError(source, None, f"parameter 'design': expected one of "
+                                      f"{', '.join(DESIGNS)}, got {design!r}")
+    if k >= n:
+        raise DataError(source, None, f"need k < n, got k={k}, n={n}")
+    cp = build_controlled_pool(topic=topic, n_items=n, k=k, seed=seed, design=design)
+    items = [PoolItem(id=it.id, prompt=cp.question, text=it.text, quality=float(it.quality),
+                      fields={"verbosity": float(it.verbosity), "n_true": float(it.n_true),
+                              "n_false": float(it.n_false),
+                              "n_statements": float(it.n_true + it.n_false)})
+             for it in cp.items]
+    return Pool(items=items, source=source, k=k,
+                meta={"kind": "controlled", "topic": cp.topic, "seed": seed, "design": design})
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def jsonl_pool(path: str, source: str | None = None) -> Pool:
+    p = Path(path).expanduser()
+    src = source or f"jsonl:{path}"
+    if not path:
+        raise DataError("jsonl", None, "no path given; expected jsonl:PATH")
+    if not p.exists():
+        raise DataError(str(p), None, "no such file")
+    items = []
+    seen: dict[str, int] = {}
+    for lineno, obj in read_jsonl(p):
+        for key in ("id", "prompt", "response"):
+            if key not in obj:
+                raise DataError(str(p), lineno, f"field {key!r}: missing (required)")
+            if not isinstance(obj[key], str):
+                raise DataError(str(p), lineno, f"field {key!r}: expected a string, got "
+                                                f"{type(obj[key]).__name__}")
+        if not obj["id"]:
+            raise DataError(str(p), lineno, "field 'id': must not be empty")
+        if obj["id"] in seen:
+            raise DataError(str(p), lineno, f"field 'id': {obj['id']!r} already used on line "
+                                            f"{seen[obj['id']]}")
+        seen[obj["id"]] = lineno
+        quality = None
+        if obj.get("quality") is not None:
+            quality = _number(obj["quality"])
+            if quality is None:
+                raise DataError(str(p), lineno, f"field 'quality': expected a finite number, "
+                                                f"got {obj['quality']!r}")
+        extras = {k: _number(v) for k, v in obj.items() if k not in RESERVED_FIELDS}
+        items.append(PoolItem(id=obj["id"], prompt=obj["prompt"], text=obj["response"],
+                              quality=quality,
+                              fields={k: v for k, v in extras.items() if v is not None}))
+    if not items:
+        raise DataError(str(p), None, "no items (empty file)")
+    known = [it.quality is not None for it in items]
+    if any(known) and not all(known):
+        first = next(i for i, k in enumerate(known) if not k)
+        raise DataError(str(p), None, f"'quality' is given for some items but not for "
+                                      f"{items[first].id!r}: give it for all or none")
+    return Pool(items=items, source=src, meta={"kind": "jsonl", "path": str(p)})
+
+
+def load_pool(spec: str) -> Pool:
+    """A ranking pool from `builtin:controlled[?...]`, `jsonl:PATH` or `PATH.jsonl`."""
+    text = spec.strip()
+    if text.endswith(".jsonl") and not text.startswith("jsonl:"):
+        return jsonl_pool(text, source=text)
+    sp = parse_spec(text)
+    if sp.kind == "builtin":
+        if sp.name != "controlled":
+            raise DataError(text, None, "the built-in ranking pool is builtin:controlled")
+        return controlled_pool(dict(sp.params), source=text)
+    if sp.kind == "jsonl":
+        if sp.params:
+            raise DataError(text, None, f"jsonl pools take no parameters, got "
+                                        f"{', '.join(sp.params)}")
+        return jsonl_pool(sp.name, source=text)
+    raise DataError(text, None, "unknown pool kind; expected builtin:controlled[?seed=&n=&k=&"
+                                "topic=] or jsonl:PATH")
+
+
+def load_trusted(path: str | Path, pool: Pool) -> np.ndarray:
+    """Trusted labels for the gate: JSON Lines `{"better": ID, "worse": ID}` or a CSV with
+    columns better,worse. Returns rows (better index, worse index, 1)."""
+    import csv
+
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise DataError(str(p), None, "no such file")
+    index = {it.id: i for i, it in enumerate(pool.items)}
+    rows: list[tuple[int, dict[str, Any]]]
+    if p.suffix.lower() == ".csv":
+        text = p.read_text(encoding="utf-8-sig")
+        reader = csv.DictReader(text.splitlines())
+        if not reader.fieldnames or not {"better", "worse"} <= set(reader.fieldnames):
+            raise DataError(str(p), 1, "expected a header with columns better,worse")
+        rows = [(reader.line_num, dict(r)) for r in reader]
+    else:
+        rows = read_jsonl(p)
+    out = []
+    for lineno, rec in rows:
+        ij = []
+        for key in ("better", "worse"):
+            if key not in rec:
+                raise DataError(str(p), lineno, f"field {key!r}: missing (required)")
+            v = str(rec[key])
+            if v not in index:
+                raise DataError(str(p), lineno, f"field {key!r}: {v!r} is not an item id of "
+                                                f"the pool {pool.source}")
+            ij.append(index[v])
+        if ij[0] == ij[1]:
+            raise DataError(str(p), lineno, "better and worse name the same item")
+        out.append((ij[0], ij[1], 1.0))
+    if not out:
+        raise DataError(str(p), None, "no trusted pairs")
+    return np.array(out, dtype=float)

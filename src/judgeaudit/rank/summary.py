@@ -1,0 +1,111 @@
+"""Plain-dict summaries of ranking fits for results.json: the ranking with posterior means,
+95% intervals and top-k membership; the judge's estimated biases (c per covariate, kappa)
+with intervals, per covariate unit and per SD, against planted values when known."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+from judgeaudit.rank.gate import GateDecision
+from judgeaudit.rank.membership import topk_membership_grouped, topk_set_grouped
+from judgeaudit.rank.pool import CovariateInfo, Pool
+from judgeaudit.stats.bradley_terry import BTFit
+
+LEVEL = 0.95
+
+
+def _z(level: float = LEVEL) -> float:
+    return float(stats.norm.ppf(0.5 + level / 2))
+
+
+def covariate_estimates(fit: BTFit, info: Sequence[CovariateInfo],
+                        planted: dict[str, float | None] | None = None) -> dict[str, dict]:
+    """c per covariate: estimate, se and 95% interval in the covariate's own unit, the same
+    per SD of the covariate over the pool, and the planted value (and whether the interval
+    covers it) when known."""
+    out: dict[str, dict] = {}
+    iv = fit.c_interval(LEVEL)
+    for m, ci in enumerate(info):
+        est, se = float(fit.c[m]), float(fit.c_se[m])
+        d = {"estimate": est, "se": se, "lo": float(iv[m, 0]), "hi": float(iv[m, 1]),
+             "source": ci.source, "sd": ci.sd,
+             "per_sd": {"estimate": est * ci.sd, "lo": float(iv[m, 0]) * ci.sd,
+                        "hi": float(iv[m, 1]) * ci.sd}}
+        if planted is not None and planted.get(ci.name) is not None:
+            p = float(planted[ci.name])  # type: ignore[arg-type]
+            d["planted"] = p
+            d["covered"] = bool(iv[m, 0] <= p <= iv[m, 1])
+        out[ci.name] = d
+    return out
+
+
+def kappa_estimate(fit: BTFit, planted: float | None = None) -> dict:
+    lo, hi = fit.kappa_interval(LEVEL)
+    d = {"estimate": fit.kappa, "se": fit.kappa_se, "lo": lo, "hi": hi}
+    if planted is not None:
+        d["planted"] = float(planted)
+        d["covered"] = bool(lo <= planted <= hi)
+    return d
+
+
+def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[CovariateInfo],
+            comparisons: np.ndarray, n_samples: int = 1500, seed: int = 0) -> list[dict]:
+    """Items by posterior mean theta (best first; within each prompt group when there are
+    several), each with its 95% interval, P(in top k), the covariates and its record."""
+    groups = pool.groups
+    theta = fit.theta
+    se = np.sqrt(np.clip(np.diag(fit.theta_cov), 0.0, None))
+    z = _z()
+    p = topk_membership_grouped(theta, fit.theta_cov, k, groups, n_samples, seed)
+    top = set(topk_set_grouped(theta, k, groups).tolist())
+    comps = np.asarray(comparisons, dtype=float).reshape(-1, 3)
+    n_cmp = np.zeros(pool.n_items, dtype=int)
+    wins = np.zeros(pool.n_items)
+    for f, s, y in comps:
+        n_cmp[int(f)] += 1
+        n_cmp[int(s)] += 1
+        wins[int(f)] += y
+        wins[int(s)] += 1.0 - y
+    g = groups if groups is not None else np.zeros(pool.n_items, dtype=int)
+    order = np.lexsort((np.arange(pool.n_items), -theta, g))
+    rows, rank, last = [], 0, None
+    for i in order:
+        rank = rank + 1 if g[i] == last else 1
+        last = g[i]
+        it = pool.items[i]
+        row = {"rank": rank, "id": it.id, "theta": float(theta[i]),
+               "lo": float(theta[i] - z * se[i]), "hi": float(theta[i] + z * se[i]),
+               "p_topk": float(p[i]), "in_topk": bool(i in top),
+               "n_compared": int(n_cmp[i]), "wins": float(wins[i]),
+               "covariates": {ci.name: float(X[i, m] + ci.mean) for m, ci in enumerate(info)}}
+        if groups is not None:
+            row["group"] = int(g[i])
+            row["prompt"] = it.prompt
+        if it.quality is not None:
+            row["quality"] = it.quality
+        rows.append(row)
+    return rows
+
+
+def model_summary(pool: Pool, fit: BTFit, k: int, info: Sequence[CovariateInfo],
+                  planted: dict | None = None) -> dict:
+    """One model's top-k ids, thetas and (bias-aware) judge biases."""
+    top = topk_set_grouped(fit.theta, k, pool.groups)
+    d: dict = {"topk": [pool.items[i].id for i in top],
+               "theta": {it.id: float(t) for it, t in zip(pool.items, fit.theta, strict=True)},
+               "converged": fit.converged, "lam": fit.lam, "tau": fit.tau}
+    if fit.position:
+        d["c"] = covariate_estimates(fit, info, (planted or {}).get("c"))
+        d["kappa"] = kappa_estimate(fit, (planted or {}).get("kappa"))
+    return d
+
+
+def gate_summary(decision: GateDecision) -> dict:
+    return {"enabled": decision.enabled, "chosen": "bias_aware" if decision.enabled else "naive",
+            "agree_naive": decision.agree_naive, "agree_bias_aware": decision.agree_bias_aware,
+            "n_trusted": decision.n_trusted,
+            "rule": "use the bias-aware ranking iff it agrees with the trusted pairs at least "
+                    "as well as the naive one"}

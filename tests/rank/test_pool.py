@@ -1,0 +1,122 @@
+"""Ranking pools: the controlled benchmark as a pool, the JSONL format with located errors,
+covariates from the text and from fields, groups, trusted labels."""
+
+import json
+
+import numpy as np
+import pytest
+
+from judgeaudit.data.registry import DataError
+from judgeaudit.llm import features
+from judgeaudit.rank.controlled import build_controlled_pool
+from judgeaudit.rank.pool import load_pool, load_trusted, parse_covariates
+
+
+def _write(path, rows):
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_controlled_pool_matches_the_builder():
+    pool = load_pool("builtin:controlled?seed=3&n=20&k=4&topic=heart")
+    ref = build_controlled_pool(topic="heart", n_items=20, k=4, seed=3)
+    assert pool.n_items == 20 and pool.k == 4 and pool.groups is None
+    assert [it.text for it in pool.items] == [it.text for it in ref.items]
+    np.testing.assert_array_equal(pool.quality, ref.quality)
+    np.testing.assert_array_equal(pool.true_topk(4), ref.true_topk)
+    assert pool.ambiguous_topk(4) == []
+    X, info = pool.covariates(["verbosity", "n_statements"])
+    np.testing.assert_allclose(X[:, 0], ref.verbosity - ref.verbosity.mean())
+    assert info[0].source == "field" and info[0].sd == pytest.approx(ref.verbosity.std())
+
+
+@pytest.mark.parametrize("spec, msg", [
+    ("builtin:controlled?sed=1", "unknown parameter"),
+    ("builtin:controlled?n=x", "parameter 'n': expected an integer"),
+    ("builtin:controlled?topic=mars", "parameter 'topic': expected one of"),
+    ("builtin:controlled?n=5&k=5", "need k < n"),
+    ("builtin:facts", "builtin:controlled"),
+    ("hf:whatever", "unknown pool kind"),
+])
+def test_bad_specs(spec, msg):
+    with pytest.raises(DataError, match=msg):
+        load_pool(spec)
+
+
+def test_text_covariates_are_the_features_of_the_text():
+    pool = load_pool("builtin:controlled?seed=1")
+    X, info = pool.covariates(["length", "words", "markdown"])
+    L = np.array([features.length(it.text) for it in pool.items])
+    np.testing.assert_allclose(X[:, 0], L - L.mean())
+    assert info[0].mean == pytest.approx(L.mean()) and info[0].source == "text"
+    w = np.array([features.word_count(it.text) for it in pool.items], dtype=float)
+    np.testing.assert_allclose(X[:, 1], (w - w.mean()) / w.std())
+    assert info[2].constant  # no markdown in the controlled answers
+    with pytest.raises(DataError, match="unknown covariate 'wordz'; available: length"):
+        pool.covariates(["wordz"])
+
+
+def test_jsonl_pool_fields_groups_and_topk(tmp_path):
+    rows = [{"id": f"a{i}", "prompt": "P1", "response": "x " * (i + 1), "quality": i,
+             "tokens": 10 * i} for i in range(4)]
+    rows += [{"id": f"b{i}", "prompt": "P2", "response": "**y** " * (i + 1), "quality": -i,
+              "tokens": 3} for i in range(3)]
+    pool = load_pool(str(_write(tmp_path / "pool.jsonl", rows)))
+    assert pool.n_groups == 2
+    np.testing.assert_array_equal(pool.groups, [0, 0, 0, 0, 1, 1, 1])
+    # k = 2 per group (a group of 3 keeps k = min(2, 3 - 1))
+    assert [pool.items[i].id for i in pool.true_topk(2)] == ["a2", "a3", "b0", "b1"]
+    X, info = pool.covariates(["tokens"])
+    assert info[0].source == "field" and X.shape == (7, 1)
+    # a quality tie across the k-th place makes the true top-k ambiguous
+    tie = [dict(r, quality=1) if r["id"] in ("a1", "a2") else r for r in rows[:4]]
+    assert load_pool("jsonl:" + str(_write(tmp_path / "tie.jsonl", tie))).ambiguous_topk(2) \
+        == [0]
+
+
+@pytest.mark.parametrize("rows, where", [
+    ([{"id": "a", "prompt": "p", "response": "r"}, {"prompt": "p", "response": "s"}],
+     ":2: field 'id': missing"),
+    ([{"id": "a", "prompt": "p", "response": "r"}, {"id": "a", "prompt": "p", "response": "s"}],
+     ":2: field 'id': 'a' already used on line 1"),
+    ([{"id": "a", "prompt": "p", "response": 3}], ":1: field 'response': expected a string"),
+    ([{"id": "a", "prompt": "p", "response": "r", "quality": "high"}],
+     ":1: field 'quality': expected a finite number"),
+    ([{"id": "a", "prompt": "p", "response": "r", "quality": 1},
+      {"id": "b", "prompt": "p", "response": "s"}], "given for some items but not for 'b'"),
+])
+def test_jsonl_errors_name_line_and_field(tmp_path, rows, where):
+    path = _write(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(DataError, match=where.replace("(", r"\(")) as e:
+        load_pool(f"jsonl:{path}")
+    assert str(path) in str(e.value)
+
+
+def test_missing_field_covariate_and_quality(tmp_path):
+    rows = [{"id": "a", "prompt": "p", "response": "r", "tokens": 1},
+            {"id": "b", "prompt": "p", "response": "s"}]
+    pool = load_pool(f"jsonl:{_write(tmp_path / 'p.jsonl', rows)}")
+    with pytest.raises(DataError, match="covariate 'tokens' is missing for 1 item"):
+        pool.covariates(["tokens"])
+    with pytest.raises(DataError, match="true quality unknown"):
+        pool.true_topk(1)
+
+
+def test_trusted_labels_jsonl_and_csv(tmp_path):
+    pool = load_pool("builtin:controlled?n=6&k=2")
+    a, b, c = pool.ids[:3]
+    t = load_trusted(_write(tmp_path / "t.jsonl", [{"better": a, "worse": b},
+                                                   {"better": c, "worse": a}]), pool)
+    np.testing.assert_array_equal(t, [[0, 1, 1], [2, 0, 1]])
+    (tmp_path / "t.csv").write_text(f"better,worse\n{b},{c}\n")
+    np.testing.assert_array_equal(load_trusted(tmp_path / "t.csv", pool), [[1, 2, 1]])
+    with pytest.raises(DataError, match=":1: field 'worse': 'zz' is not an item id"):
+        load_trusted(_write(tmp_path / "u.jsonl", [{"better": a, "worse": "zz"}]), pool)
+
+
+def test_parse_covariates():
+    assert parse_covariates(None) == ["length", "markdown"]
+    assert parse_covariates("length, verbosity") == ["length", "verbosity"]
+    assert parse_covariates("none") == []
+    with pytest.raises(ValueError, match="repeated"):
+        parse_covariates("length,length")

@@ -1,0 +1,136 @@
+"""`rank` and `rank-eval` through typer's CliRunner on a small app: results.json contents,
+the gate, replay of a recorded verdict file built once, and clear errors for bad input."""
+
+import csv
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from judgeaudit.cli.rank_cmd import parse_seeds, register
+from judgeaudit.rank.live import ordered_pairs, pair_item
+from judgeaudit.rank.pool import load_pool
+
+
+@pytest.fixture(scope="module")
+def app():
+    a = typer.Typer()
+    register(a)
+    return a
+
+
+def _run(app, args, tmp_path):
+    r = CliRunner().invoke(app, [*args, "--cache", str(tmp_path / "cache.sqlite")])
+    return r
+
+
+def test_rank_writes_ranking_biases_and_comparisons(app, tmp_path):
+    items = "builtin:controlled?seed=1&n=12&k=3"
+    pool = load_pool(items)
+    trusted = tmp_path / "trusted.jsonl"
+    q = pool.quality
+    pairs = [(i, j) for i in range(12) for j in range(12) if q[i] > q[j]][:6]
+    trusted.write_text("\n".join(json.dumps({"better": pool.ids[i], "worse": pool.ids[j]})
+                                 for i, j in pairs))
+    r = _run(app, ["rank", "--judge", "sim?quality=1&length=1&position=0.3", "--items", items,
+                   "--budget", "30", "--samples", "300", "--trusted", str(trusted),
+                   "--out", str(tmp_path / "o")], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert doc["schema_version"] == 1 and doc["command"] == "rank"
+    assert doc["config"]["k"] == 3 and doc["config"]["lam"] == "auto"
+    assert len(doc["ranking"]) == 12 and sum(r["in_topk"] for r in doc["ranking"]) == 3
+    assert [r["rank"] for r in doc["ranking"]] == list(range(1, 13))
+    thetas = [r["theta"] for r in doc["ranking"]]
+    assert thetas == sorted(thetas, reverse=True)
+    assert all(r["lo"] < r["theta"] < r["hi"] and 0 <= r["p_topk"] <= 1 for r in doc["ranking"])
+    assert len(doc["comparisons"]) == doc["n_comparisons"] == 30
+    for c in doc["comparisons"]:
+        first, second = pool.ids.index(c["first_id"]), pool.ids.index(c["second_id"])
+        assert c["order"] == ("12" if first < second else "21") and c["y"] in (0, 0.5, 1)
+        assert c["raw"] in ("A", "B")
+    ba = doc["models"]["bias_aware"]
+    assert set(ba["c"]) == {"length"} and doc["covariates_dropped"] == ["markdown"]
+    assert ba["c"]["length"]["planted"] == 1.0 and ba["kappa"]["planted"] == 0.3
+    assert ba["kappa"]["lo"] < ba["kappa"]["estimate"] < ba["kappa"]["hi"]
+    assert len(doc["models"]["naive"]["topk"]) == 3 and "c" not in doc["models"]["naive"]
+    g = doc["gate"]
+    assert g["n_trusted"] == 6 and doc["reported_model"] == g["chosen"]
+    assert set(doc["recall"]) == {"naive", "bias_aware"} and doc["calls"]["made"] == 30
+    assert "c[length]" in r.output and "kappa" in r.output
+
+
+def test_rank_eval_with_sim_oracle_on_controlled_pools(app, tmp_path):
+    r = _run(app, ["rank-eval", "--oracle", "sim?quality=1&length=1.0&position=0.3",
+                   "--items", "builtin:controlled?n=12&k=3", "--budgets", "12,24",
+                   "--rules", "topk,random", "--seeds", "3", "--samples", "200",
+                   "--out", str(tmp_path / "e")], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "e" / "results.json").read_text())
+    assert doc["pool_per_seed"] and doc["judge_per_seed"] and len(doc["matrices"]) == 3
+    for m in ("naive", "bias_aware"):
+        for rule in ("topk", "random"):
+            for b in ("12", "24"):
+                cell = doc["recall"][m][rule][b]
+                assert cell["n"] == 3 and 0 <= cell["mean"] <= 1
+        assert doc["full_data"][m]["n"] == 3
+    assert doc["c"]["length"]["planted"] == 1.0 and 0 <= doc["c"]["length"]["coverage"] <= 1
+    assert doc["kappa"]["planted"] == 0.3 and doc["kappa"]["n"] == 3
+    assert doc["calls"]["made"] == 3 * 132  # every ordered pair of each pool once
+    assert doc["ablation"] is None  # needs topk and global
+
+
+def test_rank_eval_replays_a_recorded_verdict_file_built_once(app, tmp_path):
+    # a recorded judge for a JSONL pool: long format, one row per ordered pair, keyed by the
+    # canonical pair id "<id_lo>|<id_hi>" and the order (lo shown first = "12")
+    rows = [{"id": f"r{i}", "prompt": "Q?", "response": "w " * (3 + i % 4), "quality": i}
+            for i in range(8)]
+    (tmp_path / "pool.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pool = load_pool(f"jsonl:{tmp_path / 'pool.jsonl'}")
+    with open(tmp_path / "verdicts.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["item_id", "order", "verdict"])
+        for first, second in ordered_pairs(pool):
+            item, lo, _ = pair_item(pool, first, second)
+            better_first = pool.items[first].quality > pool.items[second].quality
+            w.writerow([item.id, "12" if first == lo else "21", "A" if better_first else "B"])
+    r = _run(app, ["rank-eval", "--oracle", f"replay:{tmp_path / 'verdicts.csv'}",
+                   "--items", f"jsonl:{tmp_path / 'pool.jsonl'}", "--k", "2",
+                   "--budgets", "10,20", "--rules", "topk,global", "--seeds", "0-3",
+                   "--covariates", "length", "--samples", "200",
+                   "--out", str(tmp_path / "e")], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "e" / "results.json").read_text())
+    assert not doc["pool_per_seed"] and len(doc["matrices"]) == 1
+    assert doc["calls"]["made"] == 56 and doc["n_invalid"] == 0
+    assert doc["matrices"][0]["full_data"] == {"naive": 1.0, "bias_aware": 1.0}
+    assert "planted" not in doc["c"]["length"] and doc["seeds"] == [0, 1, 2, 3]
+    assert set(doc["ablation"]) == {"10", "20"}
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["rank", "--judge", "sim", "--rule", "best"], "unknown rule(s) best"),
+    (["rank", "--judge", "sim", "--budget", "100000"], "--budget must be in 1..870"),
+    (["rank", "--judge", "sim", "--covariates", "lenght"], "unknown covariate 'lenght'"),
+    (["rank", "--judge", "sim", "--lam", "-1"], "--lam: expected 'auto' or a positive"),
+    (["rank", "--judge", "nosuch:x"], "judge 'nosuch:x'"),
+    (["rank-eval", "--seeds", "x"], "--seeds: expected a count"),
+    (["rank-eval", "--budgets", "10,a"], "--budgets: expected comma-separated integers"),
+])
+def test_bad_input_exits_2_with_a_message(app, tmp_path, args, msg):
+    r = _run(app, args, tmp_path)
+    assert r.exit_code == 2 and msg in r.output.replace("\n", " "), r.output
+
+
+def test_rank_eval_needs_true_quality(app, tmp_path):
+    (tmp_path / "p.jsonl").write_text('{"id": "a", "prompt": "p", "response": "x"}\n'
+                                      '{"id": "b", "prompt": "p", "response": "y"}\n')
+    r = _run(app, ["rank-eval", "--items", f"jsonl:{tmp_path / 'p.jsonl'}"], tmp_path)
+    assert r.exit_code == 2 and "true quality unknown" in r.output
+
+
+def test_parse_seeds():
+    assert parse_seeds("3") == [0, 1, 2]
+    assert parse_seeds("2-4") == [2, 3, 4]
+    assert parse_seeds("5,1") == [5, 1]
