@@ -2,7 +2,8 @@
 
 Spec: `local` (= `local:qwen-1.5b`), `local:qwen-0.5b`, `local:/path/model.gguf`,
 `local:/path/hf_model_dir`; parameters `dtype=bf16|fp32` (default: bf16 where the CPU has
-bf16 units), `threads=N|auto` (default auto: the cores not kept busy by other processes), `prefix_cache=on|off` (default on).
+bf16 units), `threads=N|auto` (default auto: the cores not kept busy by other processes),
+`prefix_cache=on|off` (default on).
 
 Verdicts with `choices` cost one forward pass and no generation: the probability of each
 choice's token after the prompt (+ prefill), renormalised over the choices. Judge prompts
