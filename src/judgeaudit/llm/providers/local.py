@@ -279,6 +279,8 @@ class LocalProvider(Provider):
     secret_params: ClassVar[frozenset[str]] = frozenset()
     # One worker thread does all model work; more concurrency would only queue up there.
     default_concurrency: ClassVar[int] = 1
+    # Logits at one pass, greedy or request-seeded sampling: the same request, the same output.
+    deterministic: ClassVar[bool] = True
     price_per_mtok: ClassVar[tuple[float, float] | None] = (0.0, 0.0)
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
