@@ -451,6 +451,9 @@ def load(model: str = DEFAULT_PRESET, dtype: str | None = None) -> LoadedModel:
                 f"the local judge needs torch and transformers ({exc}); install them with: "
                 f"{INSTALL_HINT}"
             ) from None
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # our own progress bars carry the run
         t0 = time.monotonic()
         d = ensure_converted(source)
         tok = AutoTokenizer.from_pretrained(str(d))
