@@ -253,9 +253,10 @@ def build_controlled_pool(topic: str | None = None, n_items: int = 30, k: int = 
                           max_tries: int = 20000, design: str = "balanced") -> ControlledPool:
     """Assemble a pool: each item draws true and false statements of one topic
     (quality = #true - #false; counts per ``design``, see ``_draw_counts``), redrawn until the
-    k-th and (k+1)-th qualities differ and at least ``runners_up`` (default k) items sit
+    k-th and (k+1)-th qualities differ and at least ``runners_up`` items sit
     exactly one point below the k-th (near misses, which a length-biased judge can promote;
-    the realistic hard case); verbosity alternates within each quality level (random start)
+    the realistic hard case; default k, at most (n_items - k) // 3 in small pools);
+    verbosity alternates within each quality level (random start)
     so |corr(quality, verbosity)| stays below ``max_corr``. With the ``balanced`` design
     |corr(quality, log #statements)| and |corr(quality, log(1 + words))| (the ``length``
     feature of judgeaudit.llm.features) must also stay below ``max_corr``, so text length,
@@ -271,7 +272,8 @@ def build_controlled_pool(topic: str | None = None, n_items: int = 30, k: int = 
     if not 0 < k < n_items:
         raise ValueError(f"need 0 < k < n_items, got k={k}, n_items={n_items}")
     question, trues, falses = BANKS[topic]
-    need = k if runners_up is None else runners_up
+    # near misses: k by default, fewer in small pools (they must fit among the n - k others)
+    need = min(k, max(1, (n_items - k) // 3)) if runners_up is None else runners_up
     for _ in range(max_tries):
         n_true, n_false = _draw_counts(rng, n_items, design)
         q = n_true - n_false

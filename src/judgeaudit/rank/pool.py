@@ -217,7 +217,10 @@ def controlled_pool(params: dict[str, str], source: str = "builtin:controlled") 
                                       f"{', '.join(DESIGNS)}, got {design!r}")
     if k >= n:
         raise DataError(source, None, f"need k < n, got k={k}, n={n}")
-    cp = build_controlled_pool(topic=topic, n_items=n, k=k, seed=seed, design=design)
+    try:
+        cp = build_controlled_pool(topic=topic, n_items=n, k=k, seed=seed, design=design)
+    except RuntimeError as exc:
+        raise DataError(source, None, f"{exc}; try a larger n or a smaller k") from None
     items = [PoolItem(id=it.id, prompt=cp.question, text=it.text, quality=float(it.quality),
                       fields={"verbosity": float(it.verbosity), "n_true": float(it.n_true),
                               "n_false": float(it.n_false),
