@@ -33,6 +33,15 @@ Pointwise model (meta task "pointwise", K = len(meta["score_ids"]), default 5 id
 with q = meta["quality"] (the base is the middle (K + 1) / 2 when q is unknown), the length
 covariate log((1 + words) / (1 + ref_words)) where ref_words = words of meta["reference"] if
 given else `length_ref` (default 100), no position or bandwagon term. Text only, no probs.
+Scoring-prompt sensitivities (planted truths for `judgeaudit scoring-bias`), applied to s
+before the noise, in this order:
+    s += order_bias   when meta["rubric_order"] == "descending" (rubric listed K..1)
+    s += id_bias      when the score ids are not the numerals 1..K (letters, roman, ...)
+    s += ref_pull * (meta["reference_score"] - s)   when a reference with a score is shown
+(`ref_pull` in [0, 1]: 0 = ignores the reference's score, 1 = copies it). Without `crn`, the
+noise draw of a pointwise call whose prompt variant differs from the baseline (rubric order,
+ids, reference; meta["variant"] other than "baseline") is keyed on those too: a different
+prompt is a fresh draw, as for a real judge; with `crn=1` only the planted terms move it.
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ COEFFICIENTS: tuple[str, ...] = features.COVARIATES
 DEFAULTS: dict[str, float] = {
     "quality": 3.0, "position": 0.0, **dict.fromkeys(COEFFICIENTS, 0.0),
     "noise": 1.0, "seed": 0.0, "invalid": 0.0, "score_noise": 0.5, "crn": 0.0, "length_ref": 100.0,
+    "ref_pull": 0.0, "order_bias": 0.0, "id_bias": 0.0,
 }
 # Named judges; spec parameters override them.
 PRESETS: dict[str, dict[str, float]] = {
@@ -124,6 +134,8 @@ class SimProvider(Provider):
             raise ValueError("sim parameters noise and score_noise must be >= 0")
         if not 0 <= values["invalid"] < 1:
             raise ValueError(f"sim parameter invalid={values['invalid']}: expected 0 <= x < 1")
+        if not 0 <= values["ref_pull"] <= 1:
+            raise ValueError(f"sim parameter ref_pull={values['ref_pull']}: expected 0 <= x <= 1")
         if values["length_ref"] < 0:
             raise ValueError("sim parameter length_ref must be >= 0 (words)")
         self.values = values
@@ -176,6 +188,9 @@ class SimProvider(Provider):
                           meta.get("order"), request.repeat]
         if not self.crn:
             key += [meta.get("prompt"), meta.get("shown"), meta.get("response")]
+            if meta.get("variant") not in (None, "baseline"):
+                key += [meta.get("variant"), meta.get("rubric_shown"), meta.get("score_ids"),
+                        meta.get("reference"), meta.get("reference_score")]
         digest = hashlib.sha256(
             json.dumps(key, ensure_ascii=False, default=str).encode("utf-8")).digest()
         return [(int.from_bytes(digest[8 * i: 8 * i + 8], "big") + 0.5) / 2**64
@@ -247,7 +262,15 @@ class SimProvider(Provider):
         ref_words = features.word_count(ref) if ref else self.values["length_ref"]
         cov["length"] = math.log((1 + features.word_count(text)) / (1 + ref_words))
         shift = sum(self.values[m] * cov[m] for m in COEFFICIENTS if m != "bandwagon")
-        return base + shift
+        s = base + shift
+        if meta.get("rubric_order") == "descending":
+            s += self.values["order_bias"]
+        if [str(x) for x in ids] != [str(i) for i in range(1, k + 1)]:
+            s += self.values["id_bias"]
+        k_ref = meta.get("reference_score")
+        if k_ref is not None:
+            s += self.values["ref_pull"] * (float(k_ref) - s)
+        return s
 
     def _pointwise(self, request: Request) -> Response:
         meta = request.meta
