@@ -1,4 +1,10 @@
-"""Pointwise rubric scoring (1-5, optional reference answer), parsed strictly like verdicts."""
+"""Pointwise rubric scoring (1-5, optional reference answer), parsed strictly like verdicts.
+
+A `PromptVariant` changes how the scoring prompt presents the scale (rubric order, score ids,
+a reference answer labelled with a score, and the task-description sentences that must agree
+with them) while the instance (instruction + response) stays the same; scores are always
+mapped back to 1..5 by id, whatever the ids and their display order.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,41 @@ DEFAULT_LEVELS = {
 }
 
 
+ARABIC_IDS = ("1", "2", "3", "4", "5")
+
+
+@dataclass(frozen=True)
+class PromptVariant:
+    """The prompt pieces a scoring-prompt perturbation sets for one item.
+
+    `score_ids[k-1]` is the id of score k (whatever the display order); `order` lists the
+    scores in the order the rubric shows them. `reference` is shown only when given here (the
+    item's own reference is not used implicitly), labelled with `reference_score` if set.
+    `scale_note` and `answer_instruction` are the task-description sentences (T) that
+    describe the scale; templates that have `{scale_note}` / `{answer_instruction}` fields
+    show them, others ignore them."""
+
+    name: str = "baseline"
+    order: tuple[int, ...] = (1, 2, 3, 4, 5)
+    order_kind: str = "ascending"       # ascending | descending | random
+    score_ids: tuple[str, ...] = ARABIC_IDS
+    reference: str | None = None
+    reference_score: int | None = None
+    scale_note: str = ""
+    answer_instruction: str = ""
+
+    def __post_init__(self) -> None:
+        k = len(self.score_ids)
+        if k < 2 or len(set(self.score_ids)) != k:
+            raise ValueError(f"variant {self.name!r}: score ids must be distinct, got "
+                             f"{list(self.score_ids)}")
+        if sorted(self.order) != list(range(1, k + 1)):
+            raise ValueError(f"variant {self.name!r}: order must be a permutation of 1..{k}, "
+                             f"got {list(self.order)}")
+        if self.reference_score is not None and not 1 <= self.reference_score <= k:
+            raise ValueError(f"variant {self.name!r}: reference_score must be 1..{k}")
+
+
 @dataclass
 class ScoreVerdict:
     item_id: str
@@ -30,7 +71,8 @@ class ScoreVerdict:
 
     @property
     def expected(self) -> float | None:
-        """Probability-weighted score where the provider gives probabilities."""
+        """Probability-weighted score where the provider gives probabilities (probs are keyed
+        by id in score order 1..K)."""
         if not self.probs:
             return None
         return sum(float(k) * p for k, p in enumerate(self.probs.values(), start=1))
@@ -51,7 +93,39 @@ class RubricJudge:
         self.template = load_template(template) if isinstance(template, str) else template
         self.score_ids = score_ids
 
-    def request(self, item: PointwiseItem, repeat: int = 0) -> Request:
+    def request(self, item: PointwiseItem, repeat: int = 0,
+                variant: PromptVariant | None = None) -> Request:
+        """The scoring request for `item`; with a `variant`, its order, ids, reference and
+        scale sentences (the variant's ids become `choices`, so logit providers score them)."""
+        if variant is None:
+            return self._plain_request(item, repeat)
+        levels = item.rubric_levels or DEFAULT_LEVELS
+        ids = variant.score_ids
+        level_text = "\n".join(f"{ids[k - 1]}: {levels.get(str(k), '')}" for k in variant.order)
+        ref = ""
+        if variant.reference is not None:
+            label = (f" (this answer would receive a score of {ids[variant.reference_score - 1]})"
+                     if variant.reference_score is not None else "")
+            ref = f"\nReference answer{label}:\n{variant.reference}\n"
+        user = self.template.render_user(
+            prompt=item.prompt, response=item.response, reference_block=ref,
+            rubric=item.rubric or DEFAULT_RUBRIC, levels=level_text,
+            scale_note=variant.scale_note, answer_instruction=variant.answer_instruction,
+        )
+        return Request(
+            messages=(Message("system", self.template.system), Message("user", user)),
+            prefill=self.template.prefill,
+            choices=ids,
+            max_tokens=8,
+            meta={"task": "pointwise", "item_id": item.id, "prompt": item.prompt,
+                  "response": item.response, "quality": item.quality,
+                  "score_ids": list(ids), "reference": variant.reference,
+                  "reference_score": variant.reference_score, "variant": variant.name,
+                  "rubric_order": variant.order_kind, "rubric_shown": list(variant.order)},
+            repeat=repeat,
+        )
+
+    def _plain_request(self, item: PointwiseItem, repeat: int) -> Request:
         levels = item.rubric_levels or DEFAULT_LEVELS
         level_text = "\n".join(f"{sid}: {levels.get(str(k), '')}"
                                for k, sid in enumerate(self.score_ids, start=1))
@@ -59,6 +133,7 @@ class RubricJudge:
         user = self.template.render_user(
             prompt=item.prompt, response=item.response, reference_block=ref,
             rubric=item.rubric or DEFAULT_RUBRIC, levels=level_text,
+            scale_note="", answer_instruction="",
         )
         return Request(
             messages=(Message("system", self.template.system), Message("user", user)),
@@ -72,14 +147,18 @@ class RubricJudge:
             repeat=repeat,
         )
 
-    def read(self, item_id: str, out: Response | CallFailed) -> ScoreVerdict:
+    def read(self, item_id: str, out: Response | CallFailed,
+             score_ids: tuple[str, ...] | None = None) -> ScoreVerdict:
+        """Map the answer back to 1..K by id (`score_ids`, default the judge's own): the most
+        probable id where the provider gives probabilities, else the strictly parsed text."""
+        ids = score_ids or self.score_ids
         if isinstance(out, CallFailed):
             return ScoreVerdict(item_id, "", None, error=str(out))
-        if out.probs and all(s in out.probs for s in self.score_ids):
-            best = max(self.score_ids, key=lambda s: out.probs[s])  # type: ignore[index]
-            probs = {s: float(out.probs[s]) for s in self.score_ids}
-            return ScoreVerdict(item_id, out.text, self.score_ids.index(best) + 1, probs)
-        return ScoreVerdict(item_id, out.text, parse_score(out.text, self.score_ids))
+        if out.probs and all(s in out.probs for s in ids):
+            best = max(ids, key=lambda s: out.probs[s])  # type: ignore[index]
+            probs = {s: float(out.probs[s]) for s in ids}
+            return ScoreVerdict(item_id, out.text, ids.index(best) + 1, probs)
+        return ScoreVerdict(item_id, out.text, parse_score(out.text, ids))
 
     async def score(
         self,
@@ -91,3 +170,16 @@ class RubricJudge:
         reqs = [self.request(it, repeat) for it in items]
         outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
         return [self.read(it.id, out) for it, out in zip(items, outs, strict=True)]
+
+    async def score_variants(
+        self,
+        jobs: Sequence[tuple[PointwiseItem, PromptVariant | None, int]],
+        *,
+        on_done: Callable[[], None] | None = None,
+    ) -> list[ScoreVerdict]:
+        """Score (item, variant, repeat) jobs in the given order, in one client map (keep the
+        jobs of one item together: local models then reuse the shared prompt prefix)."""
+        reqs = [self.request(it, rep, var) for it, var, rep in jobs]
+        outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
+        return [self.read(it.id, out, var.score_ids if var else None)
+                for (it, var, _), out in zip(jobs, outs, strict=True)]
