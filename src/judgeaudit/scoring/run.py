@@ -1,0 +1,281 @@
+"""`judgeaudit scoring-bias`: score the same responses under the baseline scoring prompt and
+under every perturbed prompt, then measure how far scores move (FP, MAD, shift), whether
+agreement with gold gets better or worse (Spearman, Pearson, paired differences), how the
+score distribution shifts, how strongly a labelled reference pulls the score, which template
+is most accurate for this judge on this data, and whether averaging / majority voting over
+repeats or templates makes scores more stable against a held-out repeat.
+
+All calls of one item are issued together (item-major order) so a local model reuses the
+shared prompt prefix (system + instruction + response) across templates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from judgeaudit.data.schema import PointwiseItem
+from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
+from judgeaudit.perturb.scoring import References, ScoringPerturbation
+from judgeaudit.scoring import metrics as M
+
+BASELINE = "baseline"
+MAX_INVALID_EXAMPLES = 20
+
+
+@dataclass
+class ScoreTable:
+    """scores[name][repeat][i] = score of item i under template `name` (None = invalid or
+    not applicable); `missing[name]` = items the template could not apply to."""
+
+    items: list[PointwiseItem]
+    scores: dict[str, dict[int, list[float | None]]] = field(default_factory=dict)
+    verdicts: dict[str, dict[int, list[ScoreVerdict | None]]] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+
+    def get(self, name: str, rep: int = 0) -> list[float | None]:
+        return self.scores.get(name, {}).get(rep, [None] * len(self.items))
+
+
+def plan(items: Sequence[PointwiseItem], perts: Sequence[ScoringPerturbation],
+         references: References | None, repeats: int
+         ) -> tuple[list[tuple[PointwiseItem, PromptVariant, int]], list[tuple[str, int, int]],
+                    dict[str, int]]:
+    """Jobs in item-major order, where each job goes (name, repeat, item index), and the
+    number of items each template could not apply to."""
+    jobs: list[tuple[PointwiseItem, PromptVariant, int]] = []
+    where: list[tuple[str, int, int]] = []
+    missing = {p.name: 0 for p in perts}
+    for i, it in enumerate(items):
+        for p in perts:
+            var = p.variant_for(it, references)
+            if var is None:
+                missing[p.name] += 1
+                continue
+            for rep in range(repeats if p.name == BASELINE else 1):
+                jobs.append((it, var, rep))
+                where.append((p.name, rep, i))
+    return jobs, where, missing
+
+
+async def score_all(judge: RubricJudge, items: Sequence[PointwiseItem],
+                    perts: Sequence[ScoringPerturbation], *, references: References | None = None,
+                    repeats: int = 1, on_done: Callable[[], None] | None = None) -> ScoreTable:
+    jobs, where, missing = plan(items, perts, references, repeats)
+    verdicts = await judge.score_variants(jobs, on_done=on_done)
+    table = ScoreTable(list(items), missing=missing)
+    n = len(items)
+    for p in perts:
+        reps = range(repeats if p.name == BASELINE else 1)
+        table.scores[p.name] = {r: [None] * n for r in reps}
+        table.verdicts[p.name] = {r: [None] * n for r in reps}
+    for (name, rep, i), v in zip(where, verdicts, strict=True):
+        table.scores[name][rep][i] = None if v.score is None else float(v.score)
+        table.verdicts[name][rep][i] = v
+    return table
+
+
+def _n_invalid(table: ScoreTable, name: str) -> int:
+    return sum(1 for v in table.verdicts[name][0] if v is not None and v.score is None)
+
+
+def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
+           repeats: int, nb: int) -> dict[str, Any]:
+    s = table.get(name)
+    base = table.get(BASELINE)
+    if name == BASELINE:
+        other = table.get(BASELINE, 1) if repeats >= 2 else None
+        compared = "baseline repeat 1 (repeat noise)" if other is not None else None
+    else:
+        other, compared = base, "baseline"
+    valid = sum(x is not None for x in s)
+    e: dict[str, Any] = {
+        "compared_with": compared,
+        "fp": M.flip_rate(s, other) if other is not None else M._none(),
+        "mad": M.mad(s, other, seed, nb) if other is not None else M._none(),
+        "shift": M.shift(s, other, seed, nb) if other is not None else M._none(),
+        "spearman": M.correlation(s, gold, "spearman", seed, nb),
+        "pearson": M.correlation(s, gold, "pearson", seed, nb),
+        "distribution": M.distribution([x for x, v in zip(s, table.verdicts[name][0],
+                                                          strict=True) if v is not None]),
+        "n": valid,
+        "n_invalid": _n_invalid(table, name),
+        "n_missing": table.missing.get(name, 0),
+    }
+    if name != BASELINE:
+        e["vs_baseline"] = {
+            "spearman_diff": M.correlation_diff(s, base, gold, "spearman", seed, nb),
+            "pearson_diff": M.correlation_diff(s, base, gold, "pearson", seed, nb),
+        }
+    return e
+
+
+def recommend(table: ScoreTable, names: Sequence[str], gold: list[float | None],
+              perts: dict[str, dict[str, Any]], seed: int,
+              nb: int = M.N_BOOT) -> dict[str, Any] | None:
+    """The template with the highest Spearman with gold (among those applied to every item),
+    with its interval, and a note when the paired bootstrap cannot tell it from the runner-up
+    or from the baseline."""
+    cands = [(perts[n]["spearman"]["value"], n) for n in names
+             if perts[n]["spearman"]["value"] is not None and perts[n]["n_missing"] == 0]
+    if not cands:
+        return None
+    cands.sort(reverse=True)
+    best = cands[0][1]
+    out: dict[str, Any] = {"template": best, "spearman": perts[best]["spearman"],
+                           "pearson": perts[best]["pearson"], "criterion": "spearman with gold",
+                           "notes": []}
+    for label, other in (("runner-up", cands[1][1] if len(cands) > 1 else None),
+                         ("baseline", BASELINE if best != BASELINE else None)):
+        if other is None:
+            continue
+        d = M.correlation_diff(table.get(best), table.get(other), gold, "spearman", seed, nb)
+        out[f"vs_{label.replace('-', '_')}"] = {"template": other, "spearman_diff": d}
+        lo = d["ci95"][0]
+        if lo is None or lo <= 0:
+            out["notes"].append(
+                f"not clearly better than the {label} {other!r}: Spearman difference "
+                f"{_f(d['value'])}, 95% CI [{_f(d['ci95'][0])}, {_f(d['ci95'][1])}] "
+                "includes 0")
+    out["clearly_better"] = not out["notes"]
+    return out
+
+
+def _f(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def mitigation(table: ScoreTable, ensemble: Sequence[str], gold: list[float | None],
+               repeats: int, seed: int, nb: int = M.N_BOOT) -> dict[str, Any]:
+    """Average / majority over repeated baseline scorings and over several templates: does
+    each lower MAD against a held-out baseline repeat (the last one) compared with a single
+    baseline scoring?"""
+    if repeats < 2:
+        return {"available": False,
+                "note": "needs --repeats >= 2 (a held-out repeat); a deterministic judge "
+                        "(local logits at temperature 0) repeats itself exactly, so there "
+                        "repeats measure nothing"}
+    held = table.get(BASELINE, repeats - 1)
+    single = table.get(BASELINE, 0)
+    rows: dict[str, dict[str, Any]] = {}
+    cands: dict[str, tuple[list[float | None], str]] = {
+        "single": (single, "one baseline scoring (repeat 0)")}
+    pool = [table.get(BASELINE, r) for r in range(repeats - 1)]
+    if len(pool) >= 2:
+        cands["repeat_mean"] = (M.aggregate(pool, "mean"),
+                                f"mean of {len(pool)} baseline repeats")
+        cands["repeat_majority"] = (M.aggregate(pool, "majority"),
+                                    f"majority of {len(pool)} baseline repeats")
+    tpl = [table.get(n) for n in ensemble]
+    if len(tpl) >= 2:
+        cands["template_mean"] = (M.aggregate(tpl, "mean"),
+                                  f"mean over {len(tpl)} templates ({', '.join(ensemble)})")
+        cands["template_majority"] = (M.aggregate(tpl, "majority"),
+                                      f"majority over {len(tpl)} templates")
+    for name, (agg, desc) in cands.items():
+        row: dict[str, Any] = {"description": desc, "mad_vs_heldout": M.mad(agg, held, seed, nb),
+                               "spearman": M.correlation(agg, gold, "spearman", seed, nb)}
+        if name != "single":
+            d = M.abs_dev_diff(agg, single, held, seed, nb)
+            row["mad_diff_vs_single"] = d
+            lo, hi = d["ci95"]
+            row["reduces_mad"] = (None if lo is None else "yes" if hi < 0 else
+                                  "no (increases)" if lo > 0 else "unclear")
+        rows[name] = row
+    return {"available": True, "heldout": f"baseline repeat {repeats - 1}", "options": rows}
+
+
+def build_results(table: ScoreTable, perts: Sequence[ScoringPerturbation], *, repeats: int,
+                  seed: int, judge: RubricJudge, n_boot: int = M.N_BOOT) -> dict[str, Any]:
+    nb = n_boot
+    gold = [it.score for it in table.items]
+    names = [p.name for p in perts]
+    pert_docs = {n: _entry(table, n, gold, seed, repeats, nb) for n in names}
+    by_ref = {p.reference_score: table.get(p.name) for p in perts
+              if p.reference_score is not None}
+    ensemble = [p.name for p in perts if p.reference_score is None]
+    invalid: list[dict[str, Any]] = []
+    for n in names:
+        for v in table.verdicts[n][0]:
+            if v is not None and v.score is None and len(invalid) < MAX_INVALID_EXAMPLES:
+                invalid.append({"template": n, "item_id": v.item_id, "raw": v.raw,
+                                "error": v.error})
+    tsha = judge.template.sha256
+    return {
+        "perturbations": pert_docs,
+        "templates": {p.name: {"description": p.description, **p.spec(),
+                               "sha256": p.sha256(tsha)} for p in perts},
+        "prompt_hashes": {p.name: p.sha256(tsha) for p in perts},
+        "repeat_noise": {"fp": pert_docs[BASELINE]["fp"], "mad": pert_docs[BASELINE]["mad"]},
+        "reference_pull": M.reference_pull(table.get(BASELINE), by_ref, seed, nb) if by_ref
+        else None,
+        "recommended": recommend(table, names, gold, pert_docs, seed, nb),
+        "mitigation": mitigation(table, ensemble, gold, repeats, seed, nb),
+        "heatmap": {"rows": names, "cols": ["1", "2", "3", "4", "5", "invalid"],
+                    "values": [[pert_docs[n]["distribution"][c] for c in
+                                ("1", "2", "3", "4", "5", "invalid")] for n in names]},
+        "invalid_examples": invalid,
+        "n_gold": sum(g is not None for g in gold),
+    }
+
+
+async def run_scoring_bias(
+    judge: RubricJudge,
+    items: Sequence[PointwiseItem],
+    perts: Sequence[ScoringPerturbation],
+    *,
+    references: References | None = None,
+    repeats: int = 3,
+    seed: int = 0,
+    judge_spec: str = "",
+    data_spec: str = "",
+    on_done: Callable[[], None] | None = None,
+    n_boot: int = M.N_BOOT,
+) -> dict[str, Any]:
+    """Run every template on every item and return the results document (without
+    schema_version; `judgeaudit.report.write_results` adds it)."""
+    if not items:
+        raise ValueError("scoring-bias needs pointwise items (none given)")
+    if not perts or perts[0].name != BASELINE:
+        raise ValueError("the first perturbation must be the baseline")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    before = judge.client.stats.as_dict()
+    table = await score_all(judge, items, perts, references=references, repeats=repeats,
+                            on_done=on_done)
+    after = judge.client.stats.as_dict()
+    calls = {k: (after[k] - before[k]) if isinstance(after[k], int | float) and
+             isinstance(before[k], int | float) else after[k] for k in after}
+    doc = build_results(table, perts, repeats=repeats, seed=seed, judge=judge, n_boot=n_boot)
+    return {
+        "command": "scoring-bias",
+        "judge": judge_spec,
+        "data": data_spec,
+        "n_items": len(items),
+        "repeats": repeats,
+        "seed": seed,
+        "n_boot": n_boot,
+        "template": {"name": judge.template.name, "sha256": judge.template.sha256},
+        "gold": "item score (human where the dataset has it; strong-model scores otherwise)",
+        **doc,
+        "calls": calls,
+        "n_calls_planned": len(plan(items, perts, references, repeats)[0]),
+        "seconds": time.perf_counter() - t0,
+        "started": started,
+        "scores": {n: {str(r): v for r, v in table.scores[n].items()} for n in table.scores},
+        "item_ids": [it.id for it in items],
+    }
+
+
+def n_calls(items: Sequence[PointwiseItem], perts: Sequence[ScoringPerturbation],
+            references: References | None, repeats: int) -> int:
+    return len(plan(items, perts, references, repeats)[0])
+
+
+__all__ = ["BASELINE", "ScoreTable", "build_results", "mitigation", "n_calls", "plan",
+           "recommend", "run_scoring_bias", "score_all"]

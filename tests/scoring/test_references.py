@@ -1,0 +1,123 @@
+"""The generation-review pipeline against two real loopback servers (generator and reviewer
+as two providers): accepted references, retries, recorded failures, and a re-run from cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+
+import pytest
+from fakeserver import FakeLLMServer
+
+from judgeaudit.data import load
+from judgeaudit.data.schema import PointwiseItem
+from judgeaudit.llm import Cache, Client, make_provider
+from judgeaudit.scoring.references import (
+    ReferencePipeline,
+    as_references,
+    read_references,
+    sibling_references,
+    summarize,
+    write_references,
+)
+
+ITEMS = [PointwiseItem(id=f"q:{i}", prompt=f"Question {i}?", response="r", reference="best",
+                       rubric="Good?", rubric_levels={str(k): f"desc {k}" for k in range(1, 6)})
+         for i in range(3)]
+
+
+class Generator:
+    """Writes 'LEVEL k' for the asked k, except: k = 2 misses once per item, k = 1 always
+    writes a level-3 text (so it never passes review)."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[tuple[str, int]] = Counter()
+
+    def __call__(self, prompt: str) -> str:
+        k = int(re.search(r"deserves a score of (\d) exactly", prompt).group(1))
+        q = re.search(r"Question (\d+)\?", prompt).group(1)
+        self.seen[(q, k)] += 1
+        if k == 1 or (k == 2 and self.seen[(q, k)] == 1):
+            return f"Here is the response:\nLEVEL 3 answer to {q}"
+        return f"LEVEL {k} answer to {q}"
+
+
+def reviewer(prompt: str) -> str:
+    m = re.search(r"Response:\nLEVEL (\d)", prompt)
+    return m.group(1) if m else "no idea"
+
+
+def _client(srv: FakeLLMServer, cache: Cache | None) -> Client:
+    return Client(make_provider("openai", "fake", {"base_url": srv.openai_url, "api_key": "k"}),
+                  cache)
+
+
+def test_pipeline_accepts_retries_and_records_failures(fake_server, tmp_path) -> None:
+    gen = fake_server(answer=Generator(), logprobs=False)
+    rev = fake_server(answer=reviewer, logprobs=False)
+    cache = Cache(tmp_path / "c.sqlite")
+    pipe = ReferencePipeline(_client(gen, cache), _client(rev, cache), max_attempts=3)
+    res = asyncio.run(pipe.run(ITEMS))
+    by = {(r.item_id, r.score): r for r in res}
+    assert len(res) == 12
+    for q in range(3):
+        assert by[(f"q:{q}", 3)].accepted and len(by[(f"q:{q}", 3)].attempts) == 1
+        two = by[(f"q:{q}", 2)]
+        assert two.accepted and [a.review_score for a in two.attempts] == [3, 2]
+        assert two.text == f"LEVEL 2 answer to {q}"
+        one = by[(f"q:{q}", 1)]
+        assert not one.accepted and one.text is None
+        assert [a.review_score for a in one.attempts] == [3, 3, 3]
+        assert "not accepted after 3" in one.failure
+    # The preface a model adds is stripped before review and storage.
+    assert not any(a.text.startswith("Here is") for r in res for a in r.attempts)
+    s = summarize(res)
+    assert s["accepted"] == 9 and s["n"] == 12 and s["acceptance_rate"] == 0.75
+    assert s["by_score"]["1"]["accepted"] == 0 and s["by_score"]["2"]["first_try"] == 0
+    assert s["items_with_all"] == 0
+    # 12 + 6 (k=1,2 retried) + 3 (k=1 again) generations; an identical candidate text is
+    # reviewed once (the client serves the repeat): LEVEL 2, 3 and 4 per item.
+    assert gen.count() == 21 and rev.count() == 9
+    refs = as_references(res)
+    assert refs["q:0"] == {2: "LEVEL 2 answer to 0", 3: "LEVEL 3 answer to 0",
+                           4: "LEVEL 4 answer to 0"}
+    path = write_references(tmp_path / "refs.json", res, {"generator": "g"})
+    assert read_references(path) == refs
+    assert json.loads(path.read_text())["summary"]["accepted"] == 9
+
+    # A second run is served entirely from the cache.
+    pipe2 = ReferencePipeline(_client(gen, cache), _client(rev, cache), max_attempts=3)
+    res2 = asyncio.run(pipe2.run(ITEMS))
+    assert gen.count() == 21 and rev.count() == 9
+    assert [r.as_dict() for r in res2] == [r.as_dict() for r in res]
+
+
+def test_tolerance_accepts_neighbours(fake_server) -> None:
+    gen = fake_server(answer=Generator(), logprobs=False)
+    rev = fake_server(answer=reviewer, logprobs=False)
+    pipe = ReferencePipeline(_client(gen, None), _client(rev, None), max_attempts=1,
+                             tolerance=1)
+    res = asyncio.run(pipe.run(ITEMS[:1], scores=(2, 4)))
+    assert all(r.accepted for r in res)
+
+
+def test_bad_settings_and_files(tmp_path) -> None:
+    with pytest.raises(ValueError, match="max_attempts"):
+        ReferencePipeline(None, None, max_attempts=0)  # type: ignore[arg-type]
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps({"references": {"q:1": {"7": "x"}}}))
+    with pytest.raises(ValueError, match=r"r.json: references\['q:1'\]\['7'\]"):
+        read_references(bad)
+    bad.write_text("{oops")
+    with pytest.raises(ValueError, match="not JSON"):
+        read_references(bad)
+
+
+def test_graded_data_serves_its_own_levels_as_references() -> None:
+    items = load("builtin:graded")
+    refs = sibling_references(items)
+    it = items[0]
+    assert set(refs[it.id]) == {1, 2, 3, 4, 5}
+    assert refs[it.id][it.metadata["level"]] == it.response
