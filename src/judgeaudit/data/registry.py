@@ -26,6 +26,7 @@ _BUILTIN = {
     "calm": "judgeaudit.data.loaders.calm",
     "evalbiasbench": "judgeaudit.data.loaders.evalbiasbench",
     "prometheus": "judgeaudit.data.loaders.prometheus",
+    "summeval": "judgeaudit.data.loaders.summeval",
 }
 
 
