@@ -1,4 +1,5 @@
-"""report.html: a static page rebuilt from results.json alone (audit or evaluate).
+"""report.html: a static page rebuilt from results.json alone (audit, evaluate or
+scoring-bias).
 
 Judged text is untrusted, so the Jinja2 environment autoescapes everything; the only markup
 inserted as-is is the SVG that `judgeaudit.report.svg` builds (it escapes its own labels).
@@ -410,10 +411,82 @@ def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
+    """scoring-bias: one row per template, the distribution heatmap, an interval plot of the
+    correlation change, the recommendation and the mitigation table."""
+    perts = _d(r.get("perturbations"))
+    rows = []
+    for name, raw in perts.items():
+        e = _d(raw)
+        vs = _d(e.get("vs_baseline"))
+        tpl = _d(_d(r.get("templates")).get(name))
+        rows.append({
+            "name": str(name), "description": _str(tpl.get("description")),
+            "compared_with": _str(e.get("compared_with")),
+            "fp": _estimate(e.get("fp")), "mad": _estimate(e.get("mad")),
+            "shift": _estimate(e.get("shift")),
+            "spearman": _estimate(e.get("spearman")), "pearson": _estimate(e.get("pearson")),
+            "spearman_diff": _estimate(vs.get("spearman_diff")),
+            "pearson_diff": _estimate(vs.get("pearson_diff")),
+            "n": e.get("n"), "n_invalid": e.get("n_invalid"), "n_missing": e.get("n_missing"),
+        })
+    cols = ["1", "2", "3", "4", "5", "invalid"]
+    heat = None
+    if rows:
+        values = [[_d(_d(perts[row["name"]]).get("distribution")).get(c) for c in cols]
+                  for row in rows]
+        heat = svg.heatmap([row["name"] for row in rows], cols, values,
+                           title="Scores given under each template (counts)", cell=64)
+    diff_pts = [{"label": row["name"], "value": row["spearman_diff"]["value"],
+                 "ci95": row["spearman_diff"]["ci95"]}
+                for row in rows if row["spearman_diff"] and
+                _num(row["spearman_diff"]["value"]) is not None]
+    diff_plot = svg.interval_plot(diff_pts, xlabel="Spearman with gold: perturbed minus "
+                                  "baseline (paired bootstrap 95% CI)", reference=0.0,
+                                  signed=True) if diff_pts else None
+    mit = _d(r.get("mitigation"))
+    options = [{"name": str(k), "description": _str(_d(v).get("description")),
+                "mad": _estimate(_d(v).get("mad_vs_heldout")),
+                "diff": _estimate(_d(v).get("mad_diff_vs_single")),
+                "spearman": _estimate(_d(v).get("spearman")),
+                "reduces": _str(_d(v).get("reduces_mad"))}
+               for k, v in _d(mit.get("options")).items()]
+    rec = r.get("recommended") if isinstance(r.get("recommended"), dict) else None
+    refs = _d(r.get("references"))
+    ref_summary = _d(refs.get("summary"))
+    return {
+        **_common(r),
+        "page_title": f"judgeaudit scoring-bias \u2013 {r.get('judge', '?')}",
+        "n_items": r.get("n_items"),
+        "repeats": r.get("repeats"),
+        "gold": _str(r.get("gold")),
+        "rows": rows,
+        "heatmap": heat,
+        "diff_plot": diff_plot,
+        "repeat_noise": _d(r.get("repeat_noise")),
+        "reference_pull": _estimate(r.get("reference_pull")),
+        "recommended": {"template": _str(rec.get("template")),
+                        "spearman": _estimate(rec.get("spearman")),
+                        "notes": [str(n) for n in _l(rec.get("notes"))],
+                        "clearly_better": bool(rec.get("clearly_better"))} if rec else None,
+        "mitigation": {"available": bool(mit.get("available")), "note": _str(mit.get("note")),
+                       "heldout": _str(mit.get("heldout")), "options": options},
+        "references": {"generator": _str(refs.get("generator")),
+                       "reviewer": _str(refs.get("reviewer")),
+                       "summary": ref_summary,
+                       "by_score": sorted(_d(ref_summary.get("by_score")).items())}
+        if refs else None,
+        "invalid_examples": [
+            {"template": x.get("template"), "item_id": x.get("item_id"), "raw": x.get("raw"),
+             "error": x.get("error")}
+            for x in _l(r.get("invalid_examples"))[:MAX_INVALID] if isinstance(x, dict)],
+    }
+
+
 # ---------------------------------------------------------------- public API
 
 def render_report(results: dict[str, Any]) -> str:
-    """The HTML page for a results document (`audit` or `evaluate`).
+    """The HTML page for a results document (`audit`, `evaluate` or `scoring-bias`).
 
     Accepts what `read_results` returns, or the in-memory dict before `write_results` (no
     schema_version yet); refuses any other schema version with a ValueError."""
@@ -430,9 +503,11 @@ def render_report(results: dict[str, Any]) -> str:
         ctx, tpl = _audit_view(results), "audit.html"
     elif command == "evaluate":
         ctx, tpl = _evaluate_view(results), "evaluate.html"
+    elif command == "scoring-bias":
+        ctx, tpl = _scoring_view(results), "scoring.html"
     else:
-        raise ValueError(f"no report layout for command {command!r} (expected 'audit' or "
-                         "'evaluate')")
+        raise ValueError(f"no report layout for command {command!r} (expected 'audit', "
+                         "'evaluate' or 'scoring-bias')")
     return _env().get_template(tpl).render(**ctx)
 
 

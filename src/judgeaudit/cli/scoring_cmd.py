@@ -1,0 +1,214 @@
+"""`judgeaudit scoring-bias`: how a rubric judge's scores move when its scoring prompt changes
+(rubric order, score ids, a reference answer labelled with a score). `register(app)` adds the
+command to a typer app (the main CLI calls it)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from judgeaudit.cli.progress import console, progress_bar
+
+PERT_HELP = ("Comma-separated templates (baseline always runs): order_desc, order_random, "
+             "ids_letters, ids_roman, ref_1..ref_5 (default: all).")
+
+
+def _fail(msg: str, code: int = 2) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {msg}")
+    return typer.Exit(code)
+
+
+def _f(e: Any, digits: int = 3) -> str:
+    if not isinstance(e, dict) or e.get("value") is None:
+        return "-"
+    lo, hi = e.get("ci95") or [None, None]
+    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+    return f"{e['value']:.{digits}f}{ci}"
+
+
+def results_table(res: dict[str, Any]) -> Table:
+    t = Table(title=f"scoring-bias: {res.get('judge')} on {res.get('data')}")
+    for col in ("template", "FP vs base", "MAD vs base", "shift", "Spearman", "Pearson",
+                "d Spearman", "n", "invalid", "1..5"):
+        t.add_column(col, justify="left" if col == "template" else "right")
+    for name, e in res["perturbations"].items():
+        dist = e["distribution"]
+        diff = (e.get("vs_baseline") or {}).get("spearman_diff")
+        t.add_row(name + (" (vs repeat)" if name == "baseline" else ""), _f(e["fp"]),
+                  _f(e["mad"]), _f(e["shift"]), _f(e["spearman"]), _f(e["pearson"]),
+                  _f(diff), str(e["n"]), str(e["n_invalid"]),
+                  "/".join(str(dist[k]) for k in ("1", "2", "3", "4", "5")))
+    return t
+
+
+def scoring_bias(
+    judge: Annotated[str, typer.Option("--judge", "-j", help=(
+        "Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL | anthropic:MODEL | "
+        "sim?order_bias=0.5&ref_pull=0.3"))] = "local",
+    data: Annotated[str, typer.Option("--data", "-d", help=(
+        "Pointwise data SPEC: builtin:graded | prometheus:PATH?set=mt_bench | "
+        "summeval:PATH?aspect=coherence | jsonl:PATH"))] = "builtin:graded",
+    perturbations: Annotated[str | None, typer.Option(help=PERT_HELP)] = None,
+    ids: Annotated[list[str] | None, typer.Option(
+        "--ids", help="Extra score-id scheme NAME=w,x,y,z,t (ids for scores 1..5); "
+        "repeatable; runs as ids_NAME.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Use only the first N items.")] = None,
+    repeats: Annotated[int, typer.Option(help=(
+        "Baseline scorings per item (>= 2 gives the repeat noise and a held-out repeat for "
+        "the mitigation check; use 1 for a deterministic judge such as local)."))] = 3,
+    references: Annotated[Path | None, typer.Option(help=(
+        "Ref-k answers: a references.json written by --generate-references, or "
+        "{item_id: {k: text}}. Without it Ref-5 is the dataset's reference and Ref-1..4 "
+        "are skipped (builtin:graded uses its own level-k answers)."))] = None,
+    generate_references: Annotated[bool, typer.Option(
+        "--generate-references", help="Write Ref-1..4 by generation and review first.")] = False,
+    generator: Annotated[str | None, typer.Option(
+        help="Generator SPEC (default: --judge).")] = None,
+    reviewer: Annotated[str | None, typer.Option(
+        help="Reviewer SPEC (default: --judge).")] = None,
+    ref_limit: Annotated[int | None, typer.Option(
+        help="Generate references for the first N items only.")] = None,
+    ref_attempts: Annotated[int, typer.Option(help="Generation attempts per Ref-k.")] = 3,
+    ref_tolerance: Annotated[int, typer.Option(
+        help="Accept when |review score - k| <= this.")] = 0,
+    ref_max_tokens: Annotated[int, typer.Option(help="Generation budget (tokens).")] = 160,
+    template: Annotated[str, typer.Option(help="Scoring template name or .txt path.")] = (
+        "pointwise_scoring_v1"),
+    out: Annotated[Path, typer.Option(help="Output directory (results.json, report.html).")] = (
+        Path("out/scoring-bias")),
+    seed: int = 0,
+    concurrency: Annotated[int | None, typer.Option(help="Concurrent judge calls.")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per call.")] = None,
+    cache: Annotated[Path | None, typer.Option(
+        help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+) -> None:
+    """Score the same responses under the baseline scoring prompt and perturbed prompts;
+    report flip rate, MAD, correlation with gold, score distributions, the reference pull,
+    the most accurate template and whether averaging helps. Writes results.json and
+    report.html."""
+    from judgeaudit.data import DataError, load
+    from judgeaudit.data.schema import PointwiseItem
+    from judgeaudit.judges import make_judge
+    from judgeaudit.judges.pointwise import RubricJudge
+    from judgeaudit.llm import Cache, CallFailed
+    from judgeaudit.perturb.scoring import resolve
+    from judgeaudit.report import write_results
+    from judgeaudit.report.html import write_report
+    from judgeaudit.scoring.references import (
+        ReferencePipeline,
+        as_references,
+        read_references,
+        sibling_references,
+        summarize,
+        write_references,
+    )
+    from judgeaudit.scoring.run import n_calls, run_scoring_bias
+
+    if repeats < 1:
+        raise _fail(f"--repeats must be >= 1, got {repeats}")
+    try:
+        perts = resolve(perturbations.split(",") if perturbations else None, seed=seed,
+                        id_maps=ids or ())
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        loaded = load(data)
+    except (DataError, ValueError, FileNotFoundError) as exc:
+        raise _fail(f"data {data!r}: {exc}") from None
+    items = [it for it in loaded if isinstance(it, PointwiseItem)]
+    siblings = sibling_references(items)  # from every item, before --limit
+    if not items:
+        raise _fail(f"data {data!r} has no pointwise items (scoring-bias scores single "
+                    "responses; pairwise data does not apply)")
+    if limit is not None:
+        items = items[:limit]
+    refs: dict[str, dict[int, str]] = {}
+    if references is not None:
+        try:
+            refs = read_references(references)
+        except (OSError, ValueError) as exc:
+            raise _fail(f"--references: {exc}") from None
+    elif not generate_references:
+        refs = siblings
+    store = None if no_cache else Cache(cache)
+    bundles: dict[str, Any] = {}
+
+    def bundle_for(spec: str) -> Any:
+        if spec not in bundles:
+            try:
+                bundles[spec] = make_judge(spec, cache=store, concurrency=concurrency,
+                                           timeout=timeout, seed=seed)
+            except (ValueError, FileNotFoundError) as exc:
+                raise _fail(f"judge {spec!r}: {exc}") from None
+        return bundles[spec]
+
+    main = bundle_for(judge)
+    try:
+        rubric = RubricJudge(main.client, template)
+    except ValueError as exc:
+        raise _fail(f"--template: {exc}") from None
+    ref_info: dict[str, Any] | None = None
+
+    async def go() -> dict[str, Any]:
+        nonlocal refs, ref_info
+        try:
+            if generate_references:
+                gen_b, rev_b = bundle_for(generator or judge), bundle_for(reviewer or judge)
+                pipe = ReferencePipeline(gen_b.client, rev_b.client, max_attempts=ref_attempts,
+                                         tolerance=ref_tolerance, max_tokens=ref_max_tokens)
+                subset = items[:ref_limit] if ref_limit else items
+                with progress_bar("references", 2 * 4 * len(subset) * ref_attempts) as adv:
+                    results = await pipe.run(subset, on_done=adv)
+                info = {"generator": gen_b.public_spec, "reviewer": rev_b.public_spec,
+                        "max_attempts": ref_attempts, "tolerance": ref_tolerance,
+                        "max_tokens": ref_max_tokens, "data": data}
+                write_references(out / "references.json", results, info)
+                refs = {**refs, **as_references(results)}
+                ref_info = {**info, "summary": summarize(results),
+                            "file": str(out / "references.json")}
+            total = n_calls(items, perts, refs, repeats)
+            with progress_bar("scoring", total) as adv:
+                return await run_scoring_bias(rubric, items, perts, references=refs,
+                                              repeats=repeats, seed=seed,
+                                              judge_spec=main.public_spec, data_spec=data,
+                                              on_done=adv)
+        finally:
+            for b in bundles.values():
+                await b.aclose()
+
+    try:
+        res = asyncio.run(go())
+    except CallFailed as exc:
+        raise _fail(str(exc), 3) from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if ref_info is not None:
+        res["references"] = ref_info
+    path = write_results(out / "results.json", res)
+    report = write_report(path)
+    console.print(results_table(res))
+    rec = res.get("recommended")
+    if rec:
+        console.print(f"recommended template: {rec['template']} (Spearman "
+                      f"{_f(rec['spearman'])})" + ("" if rec["clearly_better"] else
+                                                   "; " + "; ".join(rec["notes"])))
+    if res.get("reference_pull"):
+        console.print(f"reference pull (slope toward the reference's score): "
+                      f"{_f(res['reference_pull'])}")
+    c = res["calls"]
+    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
+                  f"{res['seconds']:.1f} s")
+    console.print(f"results: {path}\nreport: {report}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `scoring-bias` to ``app``."""
+    app.command("scoring-bias")(scoring_bias)
+
+
+__all__ = ["register", "results_table", "scoring_bias"]
