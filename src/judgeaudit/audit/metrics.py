@@ -19,6 +19,11 @@ def estimate(successes: float, n: int) -> dict[str, Any]:
     return {"value": successes / n, "ci95": [lo, hi], "n": n}
 
 
+def _finite(x: float) -> float | None:
+    """NaN (a design that cannot reach the power) becomes None: shown as n/a."""
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
 def credit(v: PairwiseVerdict, target: int) -> float | None:
     """1 if the consensus picks `target` (1/2), 0.5 for a tie, 0 otherwise; None if invalid."""
     w = v.winner
@@ -49,7 +54,7 @@ def shift(
     out["ci95"] = (float(lo), float(hi))
     out["p"] = binomial_test(up, up + down, 0.5) if up + down else 1.0
     discordant = max((up + down) / n, 1.0 / n)
-    out["mde"] = mde_paired_flip(n, discordant)
+    out["mde"] = _finite(mde_paired_flip(n, discordant))
     out["up"], out["down"] = up, down
     return out
 
@@ -86,7 +91,7 @@ def position(verdicts: Sequence[PairwiseVerdict], seed: int = 0) -> dict[str, An
     out["ci95"] = (float(lo) - 0.5, float(hi) - 0.5)
     m = both_first + both_second
     out["p"] = binomial_test(both_first, m, 0.5) if m else 1.0
-    out["mde"] = mde_proportion(n, 0.5)
+    out["mde"] = _finite(mde_proportion(n, 0.5))
     # Item-level first-slot rate with the same (item-bootstrap) interval as the effect:
     # the two orders of one item are paired, so a verdict-level binomial interval would be
     # far too wide for judges that are mostly consistent.

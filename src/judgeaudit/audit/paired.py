@@ -12,6 +12,10 @@ import numpy as np
 from judgeaudit.stats import binomial_test, bootstrap_ci, mde_paired_flip
 
 
+def _finite(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
 def paired_difference(a: Sequence[float | None], b: Sequence[float | None],
                       seed: int = 0) -> dict[str, Any]:
     """Effect = mean(b - a) over items valid in both (b = the changed condition)."""
@@ -26,7 +30,7 @@ def paired_difference(a: Sequence[float | None], b: Sequence[float | None],
     return {
         "effect": float(d.mean()), "ci95": (float(lo), float(hi)),
         "p": binomial_test(up, up + down, 0.5) if up + down else 1.0,
-        "mde": mde_paired_flip(n, max((up + down) / n, 1.0 / n)),
+        "mde": _finite(mde_paired_flip(n, max((up + down) / n, 1.0 / n))),
         "n": n, "n_invalid": len(a) - n,
     }
 
