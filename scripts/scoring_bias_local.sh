@@ -36,7 +36,7 @@ STAGE="${STAGE:-all}"   # refs | score | all
 if [ "$STAGE" != score ]; then
   echo "== references: $REF_N instances, generator $GEN, reviewer $REV"
   "$PY" - "$DATA" "$GEN" "$REV" "$REF_N" "$OUT" <<'PY'
-import asyncio, sys, time
+import asyncio, os, sys, time
 from pathlib import Path
 from judgeaudit.data import load
 from judgeaudit.judges import make_judge
@@ -47,12 +47,13 @@ items = load(data)[:n]
 cache = Cache()
 g = make_judge(gen, cache=cache)
 r = g if rev == gen else make_judge(rev, cache=cache)
-pipe = ReferencePipeline(g.client, r.client, max_attempts=2, max_tokens=96, words=70)
+pipe = ReferencePipeline(g.client, r.client, max_attempts=2,
+                         max_tokens=int(os.environ.get("REF_TOKENS", "64")), words=45)
 t0 = time.perf_counter()
 res = asyncio.run(pipe.run(items))
 s = summarize(res)
 write_references(out / "references.json", res, {"generator": gen, "reviewer": rev, "data": data,
-                 "max_attempts": 2, "tolerance": 0, "max_tokens": 96,
+                 "max_attempts": 2, "tolerance": 0, "max_tokens": pipe.max_tokens,
                  "seconds": time.perf_counter() - t0,
                  "calls": {"generator": g.client.stats.as_dict(),
                            "reviewer": r.client.stats.as_dict()}})

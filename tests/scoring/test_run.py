@@ -188,3 +188,32 @@ def test_expected_score_formula_matches_simulation() -> None:
     for mean in (1.2, 2.7, 4.6):
         draws = np.clip(np.floor(mean + 0.5 * rng.standard_normal(200_000) + 0.5), 1, 5)
         assert math.isclose(draws.mean(), _expected_score(mean, 0.5), abs_tol=0.01)
+
+
+def test_probability_weighted_scores_where_the_judge_gives_probabilities() -> None:
+    from judgeaudit.judges.pointwise import ScoreVerdict
+    from judgeaudit.scoring.run import ScoreTable, build_results
+
+    items = ITEMS[:20]
+    perts = resolve(["order_desc"])
+    table = ScoreTable(list(items))
+    for name, shift in (("baseline", 0.0), ("order_desc", 0.3)):
+        vs = []
+        for it in items:
+            q = it.score / 5
+            probs = {"1": 0.1, "2": 0.1, "3": 0.1, "4": 0.7 - shift - 0.1 * q,
+                     "5": 0.0 + shift + 0.1 * q}
+            vs.append(ScoreVerdict(it.id, "4", 4, probs))
+        table.verdicts[name] = {0: vs}
+        table.scores[name] = {0: [4.0] * len(items) if name == "baseline" else
+                              [it.score for it in items]}
+    judge = RubricJudge(None, "pointwise_scoring_v1")  # type: ignore[arg-type]
+    res = build_results(table, perts, repeats=1, seed=0, judge=judge, n_boot=200)
+    p = res["perturbations"]
+    # The argmax is constant: no correlation; the expected score still ranks the items.
+    assert p["baseline"]["spearman"]["value"] is None
+    assert p["baseline"]["expected"]["spearman"]["value"] == pytest.approx(1.0)
+    assert p["order_desc"]["expected"]["shift_vs_baseline"]["value"] == pytest.approx(0.3)
+    rec = res["recommended"]
+    assert rec["template"] == "order_desc" and not rec["clearly_better"]
+    assert any("undefined" in n for n in rec["notes"])

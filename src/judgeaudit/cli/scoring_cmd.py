@@ -45,6 +45,20 @@ def results_table(res: dict[str, Any]) -> Table:
     return t
 
 
+def expected_table(res: dict[str, Any]) -> Table | None:
+    """Probability-weighted scores, where the judge gave probabilities."""
+    rows = [(n, e["expected"]) for n, e in res["perturbations"].items() if e.get("expected")]
+    if not rows:
+        return None
+    t = Table(title="probability-weighted score E[score] = sum k p(k)")
+    for col in ("template", "mean", "shift vs base", "MAD vs base", "Spearman", "Pearson"):
+        t.add_column(col, justify="left" if col == "template" else "right")
+    for name, x in rows:
+        t.add_row(name, f"{x['mean']:.3f}", _f(x["shift_vs_baseline"]),
+                  _f(x["mad_vs_baseline"]), _f(x["spearman"]), _f(x["pearson"]))
+    return t
+
+
 def scoring_bias(
     judge: Annotated[str, typer.Option("--judge", "-j", help=(
         "Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL | anthropic:MODEL | "
@@ -192,6 +206,9 @@ def scoring_bias(
     path = write_results(out / "results.json", res)
     report = write_report(path)
     console.print(results_table(res))
+    et = expected_table(res)
+    if et is not None:
+        console.print(et)
     rec = res.get("recommended")
     if rec:
         console.print(f"recommended template: {rec['template']} (Spearman "

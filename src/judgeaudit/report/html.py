@@ -429,6 +429,12 @@ def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
             "spearman_diff": _estimate(vs.get("spearman_diff")),
             "pearson_diff": _estimate(vs.get("pearson_diff")),
             "n": e.get("n"), "n_invalid": e.get("n_invalid"), "n_missing": e.get("n_missing"),
+            "expected": {"mean": _d(e.get("expected")).get("mean"),
+                         "shift": _estimate(_d(e.get("expected")).get("shift_vs_baseline")),
+                         "mad": _estimate(_d(e.get("expected")).get("mad_vs_baseline")),
+                         "spearman": _estimate(_d(e.get("expected")).get("spearman")),
+                         "pearson": _estimate(_d(e.get("expected")).get("pearson"))}
+            if isinstance(e.get("expected"), dict) else None,
         })
     cols = ["1", "2", "3", "4", "5", "invalid"]
     heat = None
@@ -461,6 +467,7 @@ def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
         "repeats": r.get("repeats"),
         "gold": _str(r.get("gold")),
         "rows": rows,
+        "has_expected": any(row["expected"] for row in rows),
         "heatmap": heat,
         "diff_plot": diff_plot,
         "repeat_noise": _d(r.get("repeat_noise")),

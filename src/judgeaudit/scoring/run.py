@@ -105,6 +105,20 @@ def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
         "n_invalid": _n_invalid(table, name),
         "n_missing": table.missing.get(name, 0),
     }
+    exp = [None if v is None else v.expected for v in table.verdicts[name][0]]
+    if any(x is not None for x in exp):
+        # Logit judges: the probability-weighted score keeps the information an argmax
+        # throws away (a small judge may give the same argmax to every item).
+        base_exp = [None if v is None else v.expected for v in table.verdicts[BASELINE][0]]
+        vals = [x for x in exp if x is not None]
+        e["expected"] = {
+            "mean": sum(vals) / len(vals),
+            "mad_vs_baseline": M.mad(exp, base_exp, seed, nb) if name != BASELINE else None,
+            "shift_vs_baseline": M.shift(exp, base_exp, seed, nb) if name != BASELINE
+            else None,
+            "spearman": M.correlation(exp, gold, "spearman", seed, nb),
+            "pearson": M.correlation(exp, gold, "pearson", seed, nb),
+        }
     if name != BASELINE:
         e["vs_baseline"] = {
             "spearman_diff": M.correlation_diff(s, base, gold, "spearman", seed, nb),
@@ -135,7 +149,10 @@ def recommend(table: ScoreTable, names: Sequence[str], gold: list[float | None],
         d = M.correlation_diff(table.get(best), table.get(other), gold, "spearman", seed, nb)
         out[f"vs_{label.replace('-', '_')}"] = {"template": other, "spearman_diff": d}
         lo = d["ci95"][0]
-        if lo is None or lo <= 0:
+        if d["value"] is None:
+            out["notes"].append(f"cannot be compared with the {label} {other!r}: its "
+                                "correlation with gold is undefined (constant scores?)")
+        elif lo is None or lo <= 0:
             out["notes"].append(
                 f"not clearly better than the {label} {other!r}: Spearman difference "
                 f"{_f(d['value'])}, 95% CI [{_f(d['ci95'][0])}, {_f(d['ci95'][1])}] "
