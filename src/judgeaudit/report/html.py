@@ -439,10 +439,14 @@ def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
     cols = ["1", "2", "3", "4", "5", "invalid"]
     heat = None
     if rows:
-        values = [[_d(_d(perts[row["name"]]).get("distribution")).get(c) for c in cols]
-                  for row in rows]
-        heat = svg.heatmap([row["name"] for row in rows], cols, values,
-                           title="Scores given under each template (counts)", cell=64)
+        values = []
+        for row in rows:
+            dist = _d(_d(perts[row["name"]]).get("distribution"))
+            counts = [_num(dist.get(c)) for c in cols]
+            total = sum(c for c in counts if c is not None)
+            values.append([None if c is None or not total else c / total for c in counts])
+        heat = svg.heatmap([row["name"] for row in rows], cols, values, vmin=0.0,
+                           title="Share of items given each score, per template", cell=64)
     diff_pts = [{"label": row["name"], "value": row["spearman_diff"]["value"],
                  "ci95": row["spearman_diff"]["ci95"]}
                 for row in rows if row["spearman_diff"] and

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import judgeaudit
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
 from judgeaudit.perturb.scoring import References, ScoringPerturbation
@@ -271,6 +272,7 @@ async def run_scoring_bias(
     doc = build_results(table, perts, repeats=repeats, seed=seed, judge=judge, n_boot=n_boot)
     return {
         "command": "scoring-bias",
+        "version": judgeaudit.__version__,
         "judge": judge_spec,
         "data": data_spec,
         "n_items": len(items),
