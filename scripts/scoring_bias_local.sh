@@ -50,16 +50,27 @@ r = g if rev == gen else make_judge(rev, cache=cache)
 pipe = ReferencePipeline(g.client, r.client, max_attempts=2,
                          max_tokens=int(os.environ.get("REF_TOKENS", "64")), words=45)
 t0 = time.perf_counter()
-res = asyncio.run(pipe.run(items))
-s = summarize(res)
-write_references(out / "references.json", res, {"generator": gen, "reviewer": rev, "data": data,
-                 "max_attempts": 2, "tolerance": 0, "max_tokens": pipe.max_tokens,
-                 "seconds": time.perf_counter() - t0,
-                 "calls": {"generator": g.client.stats.as_dict(),
-                           "reviewer": r.client.stats.as_dict()}})
-print(f"accepted {s['accepted']}/{s['n']} ({s['acceptance_rate']:.2f}) in {s['attempts']} "
-      f"attempts, {time.perf_counter() - t0:.0f} s; by score:",
-      {k: f"{v['accepted']}/{v['n']}" for k, v in s["by_score"].items()})
+chunk = int(os.environ.get("REF_CHUNK", "4"))
+
+
+async def main() -> None:
+    res = []
+    for start in range(0, len(items), chunk):  # written after every chunk: safe to stop
+        res += await pipe.run(items[start:start + chunk])
+        done = min(start + chunk, len(items))
+        s = summarize(res)
+        write_references(out / "references.json", res, {
+            "generator": gen, "reviewer": rev, "data": data, "n_items": done,
+            "max_attempts": pipe.max_attempts, "tolerance": pipe.tolerance,
+            "max_tokens": pipe.max_tokens, "seconds": time.perf_counter() - t0,
+            "calls": {"generator": g.client.stats.as_dict(),
+                      "reviewer": r.client.stats.as_dict()}})
+        print(f"{done} items: accepted {s['accepted']}/{s['n']} ({s['acceptance_rate']:.2f}) "
+              f"in {s['attempts']} attempts, {time.perf_counter() - t0:.0f} s; by score:",
+              {k: f"{v['accepted']}/{v['n']}" for k, v in s["by_score"].items()}, flush=True)
+
+
+asyncio.run(main())
 PY
 fi
 
