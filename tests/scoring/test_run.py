@@ -82,7 +82,8 @@ def test_untouched_judge_flips_as_often_as_it_repeats_itself() -> None:
         covered = [e["shift"]["ci95"][0] <= 0 <= e["shift"]["ci95"][1]
                    for n, e in res["perturbations"].items() if n != "baseline"]
         assert sum(covered) >= 8
-        assert res["reference_pull"]["ci95"][0] < 0.06
+        lo, hi = res["reference_pull"]["ci95"]
+        assert lo <= 0 <= hi, res["reference_pull"]
 
 
 def test_planted_order_and_id_effects_are_recovered_exactly() -> None:
@@ -168,7 +169,7 @@ def test_second_run_comes_from_the_cache(tmp_path) -> None:
 
 
 def test_results_round_trip_and_render(tmp_path) -> None:
-    res, _ = _run({"quality": "6", "order_bias": "0.5"}, names=["order_desc", "ref_1"])
+    res, _ = _run({"quality": "6", "order_bias": "0.5"}, names=["order_desc", "ref_1", "ref_5"])
     path = write_results(tmp_path / "results.json", res)
     html = render_report(read_results(path))
     assert "Scoring bias" in html and "<svg" in html

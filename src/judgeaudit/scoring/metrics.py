@@ -131,41 +131,44 @@ def distribution(scores: Sequence[float | None], k: int = 5) -> dict[str, int]:
     return out
 
 
-def reference_pull(baseline: Sequence[float | None],
-                   by_ref: dict[int, Sequence[float | None]], seed: int = 0,
+def reference_pull(by_ref: dict[int, Sequence[float | None]], seed: int = 0,
                    n_boot: int = N_BOOT) -> dict[str, Any]:
-    """Slope lambda of (score with Ref-k - baseline score) on (k - baseline score), through
-    the origin, pooled over k and items; bootstrap over items (an item keeps all its k).
+    """Within-item slope of the score on the reference's labelled score k, pooled over items
+    (each item centred on its own mean over the k it was scored with); bootstrap over items.
 
-    A judge that moves a fraction lambda of the way toward the reference's score has slope
-    lambda; one that ignores the label has 0."""
+    A judge that moves a fraction lambda of the way toward the reference's score gives
+    s_k = (1 - lambda) * s + lambda * k, a slope of lambda on k; one that ignores the label
+    gives 0. Comparing every s_k with the same noisy baseline score instead would share that
+    score's noise between both sides of the regression and bias the slope upward."""
     ks = sorted(by_ref)
-    if not ks:
+    if len(ks) < 2:
         return _none()
-    n = len(baseline)
-    xs = np.full((n, len(ks)), np.nan)
-    ys = np.full((n, len(ks)), np.nan)
+    n = len(next(iter(by_ref.values())))
+    y = np.full((n, len(ks)), np.nan)
     for j, k in enumerate(ks):
-        for i, (b, s) in enumerate(zip(baseline, by_ref[k], strict=True)):
-            if b is not None and s is not None:
-                xs[i, j], ys[i, j] = k - b, s - b
-    used = ~np.all(np.isnan(xs), axis=1)
-    xs, ys = xs[used], ys[used]
-    if xs.shape[0] < 2:
-        return _none(int(xs.shape[0]))
-    data = np.stack([np.nan_to_num(xs), np.nan_to_num(ys)], axis=2)  # (items, k, 2)
+        for i, v in enumerate(by_ref[k]):
+            if v is not None:
+                y[i, j] = v
+    x = np.where(np.isnan(y), np.nan, np.asarray(ks, dtype=float)[None, :])
+    used = (~np.isnan(y)).sum(axis=1) >= 2
+    x, y = x[used], y[used]
+    if x.shape[0] < 2:
+        return _none(int(x.shape[0]))
+    xc = np.nan_to_num(x - np.nanmean(x, axis=1, keepdims=True))
+    yc = np.nan_to_num(y - np.nanmean(y, axis=1, keepdims=True))
+    data = np.stack([xc, yc], axis=2)  # (items, k, 2)
 
     def slope(d: np.ndarray) -> np.ndarray:
-        x, y = d[..., 0], d[..., 1]
-        sxx = (x * x).sum(axis=(-1, -2))
+        a, b = d[..., 0], d[..., 1]
+        sxx = (a * a).sum(axis=(-1, -2))
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(sxx > 0, (x * y).sum(axis=(-1, -2)) / sxx, np.nan)
+            return np.where(sxx > 0, (a * b).sum(axis=(-1, -2)) / sxx, np.nan)
 
     value = float(slope(data[None])[0])
     if not math.isfinite(value):
-        return _none(int(xs.shape[0]))
+        return _none(int(x.shape[0]))
     lo, hi = bootstrap_ci(data, slope, n_boot=n_boot, seed=seed, vectorized=True)
-    return _est(value, (lo, hi), int(xs.shape[0]))
+    return _est(value, (lo, hi), int(x.shape[0]))
 
 
 def aggregate(rows: Sequence[Sequence[float | None]], how: str) -> list[float | None]:

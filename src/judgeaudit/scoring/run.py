@@ -228,8 +228,7 @@ def build_results(table: ScoreTable, perts: Sequence[ScoringPerturbation], *, re
                                "sha256": p.sha256(tsha)} for p in perts},
         "prompt_hashes": {p.name: p.sha256(tsha) for p in perts},
         "repeat_noise": {"fp": pert_docs[BASELINE]["fp"], "mad": pert_docs[BASELINE]["mad"]},
-        "reference_pull": M.reference_pull(table.get(BASELINE), by_ref, seed, nb) if by_ref
-        else None,
+        "reference_pull": M.reference_pull(by_ref, seed, nb) if len(by_ref) >= 2 else None,
         "recommended": recommend(table, names, gold, pert_docs, seed, nb),
         "mitigation": mitigation(table, ensemble, gold, repeats, seed, nb),
         "heatmap": {"rows": names, "cols": ["1", "2", "3", "4", "5", "invalid"],
