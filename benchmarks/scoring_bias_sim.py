@@ -50,6 +50,22 @@ def exact_shift(judge: RubricJudge, items, refs, name: str) -> float:
     return float(np.mean(d))
 
 
+def implied_pull(judge: RubricJudge, items, refs) -> float:
+    """The within-item slope on k of the exact expected scores under Ref-1..5: what the
+    planted ref_pull amounts to after rounding and clipping to 1..5."""
+    prov = judge.client.provider
+    pert = {p.name: p for p in resolve(None)}
+    sd = prov.values["score_noise"]
+    ks = np.arange(1, 6, dtype=float)
+    sxy = sxx = 0.0
+    for it in items:
+        e = np.array([expected_score(prov.score_mean(judge.request(
+            it, 0, pert[f"ref_{k}"].variant_for(it, refs)).meta), sd) for k in range(1, 6)])
+        sxy += float(((ks - ks.mean()) * (e - e.mean())).sum())
+        sxx += float(((ks - ks.mean()) ** 2).sum())
+    return sxy / sxx
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
@@ -75,6 +91,7 @@ def main() -> None:
                 "mean_fp": float(np.mean([e["fp"]["value"] for n, e in p.items()
                                           if n != "baseline"])),
                 "ref_pull": res["reference_pull"],
+                "ref_pull_implied": implied_pull(judge, items, refs) if seed == 0 else None,
                 "shifts": {n: {"estimate": p[n]["shift"], "truth": exact_shift(
                     judge, items, refs, n)} for n in SHIFTED},
             }
@@ -88,6 +105,10 @@ def main() -> None:
             "mean_repeat_fp": float(np.mean([r[label]["repeat_fp"] for r in rows])),
             "mean_perturbed_fp": float(np.mean([r[label]["mean_fp"] for r in rows])),
             "ref_pull_mean": float(np.mean([r[label]["ref_pull"]["value"] for r in rows])),
+            "ref_pull_implied": rows[0][label]["ref_pull_implied"],
+            "ref_pull_ci_coverage": float(np.mean([
+                r[label]["ref_pull"]["ci95"][0] <= rows[0][label]["ref_pull_implied"]
+                <= r[label]["ref_pull"]["ci95"][1] for r in rows])),
             "shift_truth": {n: rows[0][label]["shifts"][n]["truth"] for n in SHIFTED},
             "shift_mean_estimate": {n: float(np.mean([r[label]["shifts"][n]["estimate"]["value"]
                                                       for r in rows])) for n in SHIFTED},

@@ -48,7 +48,8 @@ cache = Cache()
 g = make_judge(gen, cache=cache)
 r = g if rev == gen else make_judge(rev, cache=cache)
 pipe = ReferencePipeline(g.client, r.client, max_attempts=2,
-                         max_tokens=int(os.environ.get("REF_TOKENS", "64")), words=45)
+                         max_tokens=int(os.environ.get("REF_TOKENS", "64")), words=45,
+                         review=os.environ.get("REF_REVIEW", "order"))
 t0 = time.perf_counter()
 chunk = int(os.environ.get("REF_CHUNK", "4"))
 
@@ -62,6 +63,7 @@ async def main() -> None:
         write_references(out / "references.json", res, {
             "generator": gen, "reviewer": rev, "data": data, "n_items": done,
             "max_attempts": pipe.max_attempts, "tolerance": pipe.tolerance,
+            "review": pipe.review,
             "max_tokens": pipe.max_tokens, "seconds": time.perf_counter() - t0,
             "calls": {"generator": g.client.stats.as_dict(),
                       "reviewer": r.client.stats.as_dict()}})

@@ -121,3 +121,36 @@ def test_graded_data_serves_its_own_levels_as_references() -> None:
     it = items[0]
     assert set(refs[it.id]) == {1, 2, 3, 4, 5}
     assert refs[it.id][it.metadata["level"]] == it.response
+
+
+def test_order_review_accepts_what_a_saturated_reviewer_still_orders(fake_server) -> None:
+    """The reviewer's absolute scores are all one level too high (score review would accept
+    nothing below 5), but they keep the order: order review accepts Ref-1..3; Ref-4 ties with
+    the score-5 reference and is refused."""
+    seen: Counter[int] = Counter()
+
+    def gen(prompt: str) -> str:
+        k = int(re.search(r"deserves a score of (\d) exactly", prompt).group(1))
+        seen[k] += 1
+        return "LEVEL 3 text" if k == 2 and seen[k] == 1 else f"LEVEL {k} text"
+
+    def rev(prompt: str) -> str:
+        m = re.search(r"Response:\nLEVEL (\d)", prompt)
+        return str(min(int(m.group(1)) + 1, 5)) if m else "?"
+
+    item = ITEMS[0].model_copy(update={"reference": "LEVEL 5 reference"})
+    g, r = fake_server(answer=gen, logprobs=False), fake_server(answer=rev, logprobs=False)
+    strict = ReferencePipeline(_client(g, None), _client(r, None), max_attempts=2)
+    assert summarize(asyncio.run(strict.run([item])))["accepted"] == 0
+    seen.clear()
+    order = ReferencePipeline(_client(g, None), _client(r, None), max_attempts=2,
+                              review="order")
+    res = {x.score: x for x in asyncio.run(order.run([item]))}
+    assert [k for k in (1, 2, 3, 4) if res[k].accepted] == [1, 2, 3]
+    assert len(res[1].attempts) == 1
+    # Ref-2's first text tied with Ref-3's (both reviewed 4): both retried, then ordered.
+    assert len(res[2].attempts) == len(res[3].attempts) == 2
+    assert [a.review_value for a in res[2].attempts] == [4, 3]
+    assert "never ordered right" in res[4].failure
+    with pytest.raises(ValueError, match="review"):
+        ReferencePipeline(None, None, review="vibes")  # type: ignore[arg-type]

@@ -90,6 +90,10 @@ def scoring_bias(
     ref_tolerance: Annotated[int, typer.Option(
         help="Accept when |review score - k| <= this.")] = 0,
     ref_max_tokens: Annotated[int, typer.Option(help="Generation budget (tokens).")] = 160,
+    ref_review: Annotated[str, typer.Option(help=(
+        "score: accept when the reviewer scores the candidate k (+- --ref-tolerance); order: "
+        "accept when the reviewer's scores put Ref-k strictly between the other levels (for "
+        "reviewers that give every text the same score)."))] = "score",
     template: Annotated[str, typer.Option(help="Scoring template name or .txt path.")] = (
         "pointwise_scoring_v1"),
     out: Annotated[Path, typer.Option(help="Output directory (results.json, report.html).")] = (
@@ -125,6 +129,8 @@ def scoring_bias(
 
     if repeats < 1:
         raise _fail(f"--repeats must be >= 1, got {repeats}")
+    if ref_review not in ("score", "order"):
+        raise _fail(f"--ref-review: expected score or order, got {ref_review!r}")
     try:
         perts = resolve(perturbations.split(",") if perturbations else None, seed=seed,
                         id_maps=ids or ())
@@ -174,12 +180,14 @@ def scoring_bias(
             if generate_references:
                 gen_b, rev_b = bundle_for(generator or judge), bundle_for(reviewer or judge)
                 pipe = ReferencePipeline(gen_b.client, rev_b.client, max_attempts=ref_attempts,
-                                         tolerance=ref_tolerance, max_tokens=ref_max_tokens)
+                                         tolerance=ref_tolerance, max_tokens=ref_max_tokens,
+                                         review=ref_review)
                 subset = items[:ref_limit] if ref_limit else items
                 with progress_bar("references", 2 * 4 * len(subset) * ref_attempts) as adv:
                     results = await pipe.run(subset, on_done=adv)
                 info = {"generator": gen_b.public_spec, "reviewer": rev_b.public_spec,
                         "max_attempts": ref_attempts, "tolerance": ref_tolerance,
+                        "review": ref_review,
                         "max_tokens": ref_max_tokens, "data": data}
                 write_references(out / "references.json", results, info)
                 refs = {**refs, **as_references(results)}

@@ -2,8 +2,13 @@
 
 For Ref-k (k = 1..4; the dataset's own reference is the 5) a generator model writes a
 response to the item's instruction that matches the rubric's description for score k; a
-reviewer model then scores that response with the baseline rubric prompt and the candidate is
-accepted when the reviewer's score is within `tolerance` of k (default: exactly k). Rejected
+reviewer model then scores that response with the baseline rubric prompt. `review="score"`
+accepts the candidate when the reviewer's score is within `tolerance` of k (default: exactly
+k). `review="order"` is for reviewers whose absolute scores are uninformative (small judges
+that give every text the same score): it compares the reviewer's scores (probability-weighted
+where the provider gives probabilities) of the candidates for every level of the item and of
+the dataset's score-5 reference, and accepts Ref-k when it is ordered strictly right against
+every other level (below every higher level, above every lower one). Rejected
 candidates are retried (attempt 0 greedy, later attempts sampled) up to `max_attempts`; items
 that never pass are recorded as failures with every attempt's review, never silently used.
 
@@ -43,6 +48,8 @@ class Attempt:
     review_score: int | None
     review_raw: str
     error: str | None = None
+    # The reviewer's probability-weighted score where it gives probabilities, else its score.
+    review_value: float | None = None
 
 
 @dataclass
@@ -83,7 +90,11 @@ class ReferencePipeline:
 
     def __init__(self, generator: Client, reviewer: Client, *, max_attempts: int = 3,
                  tolerance: int = 0, max_tokens: int = 160, temperature: float = 0.8,
-                 words: int = 100, review_template: str = "pointwise_scoring_v1"):
+                 words: int = 100, review_template: str = "pointwise_scoring_v1",
+                 review: str = "score"):
+        if review not in ("score", "order"):
+            raise ValueError(f"review must be 'score' or 'order', got {review!r}")
+        self.review = review
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
         if tolerance < 0:
@@ -124,6 +135,10 @@ class ReferencePipeline:
                         Attempt(attempt, out.text, None, "", error="empty generation"))
             jobs = [(it.model_copy(update={"response": t}), self._baseline.variant_for(it), 0)
                     for (it, _k), t in zip(pending, texts, strict=True) if t is not None]
+            if self.review == "order":  # the score-5 references, as fixed anchors
+                jobs += [(it.model_copy(update={"response": it.reference}),
+                          self._baseline.variant_for(it), 0)
+                         for it in {i.id: i for i, _ in pending}.values() if it.reference]
             verdicts = iter(await self.review_judge.score_variants(jobs, on_done=on_done))
             still: list[tuple[PointwiseItem, int]] = []
             for (it, k), t in zip(pending, texts, strict=True):
@@ -132,19 +147,60 @@ class ReferencePipeline:
                     still.append((it, k))
                     continue
                 v = next(verdicts)
-                res.attempts.append(Attempt(attempt, t, v.score, v.raw, v.error))
-                if v.score is not None and abs(v.score - k) <= self.tolerance:
-                    res.accepted, res.text = True, t
-                else:
-                    still.append((it, k))
+                value = v.expected if v.expected is not None else v.score
+                res.attempts.append(Attempt(attempt, t, v.score, v.raw, v.error, value))
+                if self.review == "score":
+                    if v.score is not None and abs(v.score - k) <= self.tolerance:
+                        res.accepted, res.text = True, t
+                    else:
+                        still.append((it, k))
+            if self.review == "order":
+                anchors = {}
+                for v in verdicts:
+                    anchors[v.item_id] = v.expected if v.expected is not None else v.score
+                still = self._order_check(pending, texts, results, anchors, scores)
             pending = still
         for it, k in pending:
             res = results[(it.id, k)]
-            seen = [a.review_score for a in res.attempts]
+            seen = ([a.review_score for a in res.attempts] if self.review == "score" else
+                    [None if a.review_value is None else round(a.review_value, 3)
+                     for a in res.attempts])
+            if self.review == "order":
+                res.failure = (f"not accepted after {len(res.attempts)} attempt(s): reviewer "
+                               f"values {seen} never ordered right against the other levels")
+                continue
             res.failure = (f"not accepted after {len(res.attempts)} attempt(s); reviewer "
                            f"scores {seen} (wanted {k}"
                            + (f" +- {self.tolerance})" if self.tolerance else ")"))
         return list(results.values())
+
+    def _order_check(self, pending, texts, results, anchors, scores):
+        """Accept each pending Ref-k whose latest review value is strictly ordered against the
+        current candidate (or accepted text) of every other level and the score-5 anchor."""
+        by_item: dict[str, dict[int, float]] = {}
+        for it in {i.id: i for i, _ in pending}.values():
+            vals: dict[int, float] = {}
+            for k in scores:
+                atts = results[(it.id, k)].attempts
+                last = next((a for a in reversed(atts) if a.review_value is not None), None)
+                if last is not None:
+                    vals[k] = last.review_value
+            if anchors.get(it.id) is not None and 5 not in scores:
+                vals[5] = float(anchors[it.id])
+            by_item[it.id] = vals
+        still = []
+        for (it, k), t in zip(pending, texts, strict=True):
+            vals = by_item[it.id]
+            res = results[(it.id, k)]
+            latest = res.attempts[-1] if res.attempts else None
+            ok = (t is not None and latest is not None and latest.review_value is not None
+                  and len(vals) >= 2
+                  and all((vals[k] - vals[j]) * (k - j) > 0 for j in vals if j != k))
+            if ok:
+                res.accepted, res.text = True, t
+            else:
+                still.append((it, k))
+        return still
 
 
 def summarize(results: Sequence[ReferenceResult]) -> dict[str, Any]:
