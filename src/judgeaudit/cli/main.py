@@ -281,5 +281,15 @@ def judges() -> None:
         console.print(f"template {name}: sha256 {load_template(name).sha256[:12]}")
 
 
+def _register_commands() -> None:
+    """Commands that live in their own modules (one per capability)."""
+    from judgeaudit.cli import rank_cmd, scoring_cmd
+
+    rank_cmd.register(app)
+    scoring_cmd.register(app)
+
+
+_register_commands()
+
 if __name__ == "__main__":
     app()
