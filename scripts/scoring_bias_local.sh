@@ -43,7 +43,7 @@ from judgeaudit.judges import make_judge
 from judgeaudit.llm import Cache
 from judgeaudit.scoring.references import ReferencePipeline, summarize, write_references
 data, gen, rev, n, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
-items = load(data)[:n]
+items = load(data)[int(os.environ.get("REF_START", "0")):n]  # REF_START: split the work
 cache = Cache()
 g = make_judge(gen, cache=cache)
 r = g if rev == gen else make_judge(rev, cache=cache)
