@@ -174,7 +174,7 @@ def mitigation(table: ScoreTable, ensemble: Sequence[str], gold: list[float | No
     if repeats < 2:
         return {"available": False,
                 "note": "needs --repeats >= 2 (a held-out repeat); a deterministic judge "
-                        "(local logits at temperature 0) repeats itself exactly, so there "
+                        "(local logits at temperature 0) repeats itself exactly, so its "
                         "repeats measure nothing"}
     held = table.get(BASELINE, repeats - 1)
     single = table.get(BASELINE, 0)
