@@ -24,7 +24,7 @@ import numpy as np
 from judgeaudit.data import load
 from judgeaudit.judges.pointwise import RubricJudge
 from judgeaudit.llm import Client, make_provider
-from judgeaudit.perturb.scoring import resolve
+from judgeaudit.scoring.perturbations import resolve
 from judgeaudit.scoring.references import sibling_references
 from judgeaudit.scoring.run import run_scoring_bias
 

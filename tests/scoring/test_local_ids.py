@@ -15,7 +15,7 @@ from judgeaudit.data import load  # noqa: E402
 from judgeaudit.judges.pointwise import RubricJudge  # noqa: E402
 from judgeaudit.llm import Client, make_provider  # noqa: E402
 from judgeaudit.llm.local_model import ModelFilesError  # noqa: E402
-from judgeaudit.perturb.scoring import resolve  # noqa: E402
+from judgeaudit.scoring.perturbations import resolve  # noqa: E402
 
 
 def test_local_judge_answers_in_every_scheme() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judgeaudit.data.schema import PointwiseItem
-from judgeaudit.perturb.scoring import ASCENDING, DESCENDING, parse_scheme, resolve
+from judgeaudit.scoring.perturbations import ASCENDING, DESCENDING, parse_scheme, resolve
 
 ITEM = PointwiseItem(id="q:1", prompt="p", response="r", reference="REF5")
 

@@ -10,8 +10,8 @@ import pytest
 from judgeaudit.data import load
 from judgeaudit.judges.pointwise import RubricJudge
 from judgeaudit.llm import Client, make_provider
-from judgeaudit.perturb.scoring import resolve
 from judgeaudit.report.html import render_report
+from judgeaudit.scoring.perturbations import resolve
 from judgeaudit.scoring.run import run_scoring_bias
 
 

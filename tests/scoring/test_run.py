@@ -13,9 +13,9 @@ import pytest
 from judgeaudit.data import load
 from judgeaudit.judges.pointwise import RubricJudge
 from judgeaudit.llm import Cache, Client, make_provider
-from judgeaudit.perturb.scoring import resolve
 from judgeaudit.report.html import render_report
 from judgeaudit.report.results import read_results, write_results
+from judgeaudit.scoring.perturbations import resolve
 from judgeaudit.scoring.references import sibling_references
 from judgeaudit.scoring.run import plan, run_scoring_bias
 

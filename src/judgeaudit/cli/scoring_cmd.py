@@ -114,9 +114,9 @@ def scoring_bias(
     from judgeaudit.judges import make_judge
     from judgeaudit.judges.pointwise import RubricJudge
     from judgeaudit.llm import Cache, CallFailed
-    from judgeaudit.perturb.scoring import resolve
     from judgeaudit.report import write_results
     from judgeaudit.report.html import write_report
+    from judgeaudit.scoring.perturbations import resolve
     from judgeaudit.scoring.references import (
         ReferencePipeline,
         as_references,

@@ -31,7 +31,7 @@ from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import DEFAULT_LEVELS, DEFAULT_RUBRIC, RubricJudge
 from judgeaudit.llm import CallFailed, Client, Message, Request
 from judgeaudit.perturb.rewrite import strip_wrapper
-from judgeaudit.perturb.scoring import builtin
+from judgeaudit.scoring.perturbations import builtin
 
 GEN_SYSTEM = (
     "You write example responses used to calibrate graders. You write a response of exactly "

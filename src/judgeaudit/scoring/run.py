@@ -20,8 +20,8 @@ from typing import Any
 import judgeaudit
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
-from judgeaudit.perturb.scoring import References, ScoringPerturbation
 from judgeaudit.scoring import metrics as M
+from judgeaudit.scoring.perturbations import References, ScoringPerturbation
 
 BASELINE = "baseline"
 MAX_INVALID_EXAMPLES = 20

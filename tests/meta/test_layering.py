@@ -1,0 +1,52 @@
+"""Arrows between packages point one way (DESIGN.md): a module may import only the judgeaudit
+packages its package depends on; nothing imports the CLI."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "judgeaudit"
+ALL = {"data", "llm", "judges", "perturb", "stats", "audit", "hubj", "rank", "report",
+       "scoring"}
+ALLOWED = {
+    "data": set(), "stats": set(), "llm": set(), "report": set(),
+    "judges": {"llm", "data"},
+    "perturb": {"llm", "data"},
+    "rank": {"stats", "judges", "data", "llm"},
+    "audit": ALL - {"audit"},
+    "hubj": ALL - {"hubj"},
+    "scoring": ALL - {"scoring"},
+    "cli": ALL,
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for n in names:
+            parts = n.split(".")
+            if parts[0] == "judgeaudit" and len(parts) > 1:
+                out.add(parts[1])
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(p.name for p in SRC.iterdir()
+                                           if p.is_dir() and (p / "__init__.py").exists()))
+def test_package_imports_only_what_it_depends_on(package):
+    allowed = ALLOWED.get(package)
+    assert allowed is not None, f"package {package!r} is not in the layering table"
+    bad = []
+    for f in (SRC / package).rglob("*.py"):
+        for dep in _imports(f) - {package} - {"__version__"}:
+            if dep in ALL | {"cli"} and dep not in allowed:
+                bad.append(f"{f.relative_to(SRC)} imports judgeaudit.{dep}")
+    assert not bad, "\n".join(bad)
