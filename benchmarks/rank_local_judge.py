@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def verdict_stats(judge: str, items: str) -> dict:
     """Diagnostics of the judge from its (cached) full matrix: first-shown win rate, accuracy
     on pairs of different true quality, the verbose answer's win rate at equal quality, and
-    the rank correlation of plain Bradley-Terry scores with true quality."""
+    the rank correlation of plain Bradley-Terry scores with true quality, and those scores
+    regressed on #true, #false statements and the elaboration switch."""
     from scipy import stats
 
     from judgeaudit.judges import make_judge
@@ -63,7 +64,14 @@ def verdict_stats(judge: str, items: str) -> dict:
     eq = [(v.y if verb[v.first] > verb[v.second] else 1.0 - v.y) for v in valid
           if q[v.first] == q[v.second] and verb[v.first] != verb[v.second]]
     theta = fit_naive(pool.n_items, m.comparisons(), lam=1.0).theta
-    return {"n_comparisons": len(m.verdicts), "n_invalid": m.n_invalid, "n_ties": m.n_ties,
+    # what the judge rewards: its plain BT scores regressed on the answers' make-up
+    f = {k: np.array([it.fields[k] for it in pool.items]) for k in ("n_true", "n_false")}
+    D = np.column_stack([np.ones(pool.n_items), f["n_true"], f["n_false"], verb])
+    beta = np.linalg.lstsq(D, theta - theta.mean(), rcond=None)[0]
+    return {"naive_theta_per": {"true_statement": float(beta[1]),
+                                "false_statement": float(beta[2]),
+                                "elaboration": float(beta[3])},
+            "n_comparisons": len(m.verdicts), "n_invalid": m.n_invalid, "n_ties": m.n_ties,
             "made_now": bundle.client.stats.made,
             "first_shown_win_rate": float(np.mean([v.y for v in valid])),
             "accuracy_different_quality": float(np.mean(acc)), "n_different_quality": len(acc),
