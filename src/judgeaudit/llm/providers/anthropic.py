@@ -36,6 +36,7 @@ from judgeaudit.llm.providers.openai import (
     OPERATIONAL_PARAMS,
     choice_line,
     float_param,
+    int_param,
     map_sdk_error,
     price_for,
     server_message,
@@ -74,11 +75,7 @@ class AnthropicProvider(Provider):
         self.base_url: str | None = p.get("base_url") or None
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
-        mc = p.get("max_connections", "64")
-        if not mc.isdigit() or int(mc) < 1:
-            raise ValueError(f"{self.name} parameter max_connections={mc!r}: expected a "
-                             f"positive integer")
-        self.max_connections = int(mc)
+        self.max_connections = int_param(p, "max_connections", self.name, default=64)
         hosted = self.base_url is None and not os.environ.get("ANTHROPIC_BASE_URL")
         self.price_per_mtok = price_for(model, p, ANTHROPIC_PRICES, self.name, hosted)
         self._prefill_ok = True  # cleared when the model refuses a prefill once

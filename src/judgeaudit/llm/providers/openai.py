@@ -207,6 +207,14 @@ def float_param(params: dict[str, str], name: str, provider: str, *, default: fl
     return v
 
 
+def int_param(params: dict[str, str], name: str, provider: str, *, default: int) -> int:
+    """A positive whole-number spec parameter, with an error naming it and the value."""
+    raw = params.get(name, str(default))
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{provider} parameter {name}={raw!r}: expected a positive integer")
+    return int(raw)
+
+
 def price_for(model: str, params: dict[str, str], table: dict[str, tuple[float, float]],
               provider: str, hosted: bool) -> tuple[float, float] | None:
     """(prompt, completion) USD per million tokens: from price_in/price_out, else the
@@ -263,11 +271,7 @@ class OpenAIProvider(Provider):
         self.base_url: str | None = p.get("base_url") or None
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
-        mc = p.get("max_connections", "64")
-        if not mc.isdigit() or int(mc) < 1:
-            raise ValueError(f"{self.name} parameter max_connections={mc!r}: expected a "
-                             f"positive integer")
-        self.max_connections = int(mc)
+        self.max_connections = int_param(p, "max_connections", self.name, default=64)
         self.logprobs_mode = p.get("logprobs", "auto")
         if self.logprobs_mode not in ("auto", "off"):
             raise ValueError(f"{self.name} parameter logprobs={self.logprobs_mode!r}: "
