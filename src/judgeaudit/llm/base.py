@@ -113,6 +113,9 @@ class Provider(abc.ABC):
 
     name: ClassVar[str]
     secret_params: ClassVar[frozenset[str]] = frozenset({"api_key"})
+    # Parameters that change how a call is made, not what it returns (timeouts, pool sizes,
+    # prices): left out of the cache key so changing them does not invalidate the cache.
+    operational_params: ClassVar[frozenset[str]] = frozenset()
     # Providers that read `Request.meta` (replay, sim) have it in their cache key; text
     # providers do not, so adding a label to a dataset does not invalidate their cache.
     uses_meta: ClassVar[bool] = False
@@ -134,7 +137,8 @@ class Provider(abc.ABC):
 
     def cache_identity(self) -> dict[str, Any]:
         """What identifies this provider's outputs: name, model, non-secret parameters."""
-        public = {k: v for k, v in sorted(self.params.items()) if k not in self.secret_params}
+        public = {k: v for k, v in sorted(self.params.items())
+                  if k not in self.secret_params and k not in self.operational_params}
         return {"provider": self.name, "model": self.model, "params": public}
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook

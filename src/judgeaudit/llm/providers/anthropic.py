@@ -67,6 +67,7 @@ class AnthropicProvider(Provider):
 
     name: ClassVar[str] = "anthropic"
     default_concurrency: ClassVar[int] = 8
+    operational_params: ClassVar[frozenset[str]] = OPERATIONAL_PARAMS
     key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
@@ -81,12 +82,6 @@ class AnthropicProvider(Provider):
         self._prefill_ok = True  # cleared when the model refuses a prefill once
         self._sdk_client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-
-    def cache_identity(self) -> dict[str, Any]:
-        ident = super().cache_identity()
-        ident["params"] = {k: v for k, v in ident["params"].items()
-                           if k not in OPERATIONAL_PARAMS}
-        return ident
 
     @property
     def where(self) -> str:

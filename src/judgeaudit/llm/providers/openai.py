@@ -263,6 +263,7 @@ class OpenAIProvider(Provider):
 
     name: ClassVar[str] = "openai"
     default_concurrency: ClassVar[int] = 8
+    operational_params: ClassVar[frozenset[str]] = OPERATIONAL_PARAMS
     key_env: ClassVar[str] = "OPENAI_API_KEY"
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
@@ -286,12 +287,6 @@ class OpenAIProvider(Provider):
         self._logprobs_ok = True  # cleared when the server rejects logprobs once
         self._sdk_client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-
-    def cache_identity(self) -> dict[str, Any]:
-        ident = super().cache_identity()
-        ident["params"] = {k: v for k, v in ident["params"].items()
-                           if k not in OPERATIONAL_PARAMS}
-        return ident
 
     @property
     def where(self) -> str:
