@@ -1,6 +1,6 @@
 import pytest
 
-from judgeaudit.data.spec import parse_spec
+from judgeaudit.data.spec import parse_spec, split_specs
 
 
 def test_kind_name_params():
@@ -29,3 +29,16 @@ def test_public_masks_secrets():
 def test_bad_specs_are_refused(bad):
     with pytest.raises(ValueError):
         parse_spec(bad)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("local,local:qwen-0.5b", ["local", "local:qwen-0.5b"]),
+    ("simhubj?factor_verbosity=0,0.5,2,1,0,local", ["simhubj?factor_verbosity=0,0.5,2,1,0",
+                                                    "local"]),
+    ("sim?length=1&seed=2, openai:gpt-4o?base_url=http://h:1/v1",
+     ["sim?length=1&seed=2", "openai:gpt-4o?base_url=http://h:1/v1"]),
+    (" , local ,", ["local"]),
+    ("", []),
+])
+def test_split_specs_keeps_commas_inside_parameter_values(text, expected):
+    assert split_specs(text) == expected

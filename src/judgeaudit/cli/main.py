@@ -12,6 +12,7 @@ import typer
 
 from judgeaudit.cli.format import evaluate_table, fmt_est
 from judgeaudit.cli.progress import console, progress_bar
+from judgeaudit.data.spec import split_specs
 
 app = typer.Typer(
     name="judgeaudit",
@@ -172,8 +173,8 @@ def audit(
     c = None if no_cache else Cache(cache)
     try:
         bundle = make_judge(judge, cache=c, concurrency=concurrency, seed=seed)
-        others = [make_judge(s.strip(), cache=c, concurrency=concurrency, seed=seed)
-                  for s in (panel or "").split(",") if s.strip()]
+        others = [make_judge(s, cache=c, concurrency=concurrency, seed=seed)
+                  for s in split_specs(panel or "")]
     except (ValueError, FileNotFoundError) as exc:
         raise _fail(f"judge: {exc}") from None
 
@@ -283,10 +284,11 @@ def judges() -> None:
 
 def _register_commands() -> None:
     """Commands that live in their own modules (one per capability)."""
-    from judgeaudit.cli import rank_cmd, scoring_cmd
+    from judgeaudit.cli import hubj_cmd, rank_cmd, scoring_cmd
 
     rank_cmd.register(app)
     scoring_cmd.register(app)
+    hubj_cmd.register(app)
 
 
 _register_commands()

@@ -6,6 +6,7 @@ splits. Values are URL-decoded so a base_url can be passed inside a spec.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
@@ -26,6 +27,22 @@ class Spec:
         """The spec as text with secret parameters masked, safe to log or store."""
         params = {k: ("***" if k in secret else v) for k, v in self.params.items()}
         return str(Spec(self.kind, self.name, params))
+
+
+_SPEC_START = re.compile(r"^[A-Za-z][\w-]*(?:[:?]|$)")
+
+
+def split_specs(text: str) -> list[str]:
+    """Split a comma-separated list of SPECs, keeping commas inside parameter values
+    (`sim?x=1,2,local` -> `sim?x=1,2` and `local`): a comma starts a new spec only where the
+    next piece begins like one (a word, then ':' or '?' or the end)."""
+    out: list[str] = []
+    for piece in text.split(","):
+        if out and "?" in out[-1] and not _SPEC_START.match(piece.strip()):
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return [s.strip() for s in out if s.strip()]
 
 
 def parse_spec(text: str) -> Spec:
