@@ -119,3 +119,19 @@ async def test_random_fault_rate_still_finishes(fake_server):
     assert injected > 0 and client.stats.retries == injected
     assert srv.count() == 30 + injected and client.stats.failed == 0
     await client.aclose()
+
+
+async def test_observers_see_every_answered_call_fresh_deduplicated_or_cached(fake_server,
+                                                                             tmp_path):
+    from judgeaudit.llm import Cache
+
+    seen: list[str] = []
+    client = Client(openai(fake_server(latency=0.05)), Cache(tmp_path / "c.sqlite"),
+                    retry=FAST)
+    client.observers.append(lambda req: seen.append(req.messages[-1].content[:30]))
+    reqs = [judge_request(i) for i in (1, 2, 2)]  # the third is an in-flight duplicate
+    await asyncio.gather(*(client.call(r) for r in reqs))
+    await client.call(judge_request(1))           # from the cache
+    await client.aclose()
+    assert len(seen) == 4
+    assert (client.stats.made, client.stats.cached) == (2, 2)

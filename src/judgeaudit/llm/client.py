@@ -84,8 +84,17 @@ class Client:
         self._inflight: dict[str, asyncio.Future[Response]] = {}
         # After a fatal error (bad key, bad request) no further call reaches the provider.
         self._fatal: CallFailed | None = None
+        # Called with each request that got its answer (cached or not): progress bars for
+        # pipelines whose number of calls is only known as they go (e.g. HUB-J discover).
+        self.observers: list[Callable[[Request], None]] = []
 
     async def call(self, request: Request) -> Response:
+        resp = await self._call(request)
+        for obs in self.observers:
+            obs(request)
+        return resp
+
+    async def _call(self, request: Request) -> Response:
         key = request_key(self.provider, request)
         if self.cache is not None:
             hit = self.cache.get(key)
