@@ -12,7 +12,7 @@ from judgeaudit.llm import Cache, Client, RetryPolicy, make_provider
 
 JUDGE_PARAMS = {"template", "orders", "score_template"}
 # Default model name per provider when the spec gives none.
-DEFAULT_MODEL = {"local": "qwen-1.5b", "sim": "default"}
+DEFAULT_MODEL = {"local": "qwen-1.5b", "sim": "default", "simhubj": "default"}
 
 
 @dataclass

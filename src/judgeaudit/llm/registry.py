@@ -14,6 +14,7 @@ _BUILTIN = {
     "local": "judgeaudit.llm.providers.local",
     "replay": "judgeaudit.llm.providers.replay",
     "sim": "judgeaudit.llm.providers.sim",
+    "simhubj": "judgeaudit.llm.providers.simhubj",
 }
 
 
