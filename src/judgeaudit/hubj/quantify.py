@@ -1,0 +1,219 @@
+"""Algorithm 2 (quantify): how far each factor moves each judge, from controlled rewrites.
+
+For each agreement item (every judge picked the human-preferred r+, in both orders) and
+factor z, G_inj rewrites the rejected r- to show z at level l (1-5, z's Likert criteria)
+keeping the answer-bearing content. Each rewrite is checked: G_check (an LLM: same answer?)
+gives the answer-change rate, and judgeaudit.perturb.preserve.answer_preserved (string level:
+no new numbers, entities kept) is recorded as a flag. Rewrites G_check calls changed are
+dropped (`on_violation="drop"`, default) or kept and flagged ("flag").
+
+Flip y = 1 if the judge now prefers the rewritten r-, 0 if it keeps r+, 0.5 for a tie or
+order-inconsistent verdicts (invalid verdicts are excluded and counted). FR = mean y, with a
+Wilson interval (ties count half). Items are split at random (seeded) into calibration and
+test; l* = argmax over levels of FR on calibration (lowest level on ties);
+susceptibility rho(m, z) = FR at l* on test, with its 95% interval; the profile of judge m is
+rho over factors. Every judge sees the same rewrites.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.hubj.discover import sides
+from judgeaudit.hubj.gmodules import g_check, g_inj
+from judgeaudit.hubj.llmjson import JSONStats
+from judgeaudit.hubj.prompts import Factor
+from judgeaudit.judges.factory import JudgeBundle
+from judgeaudit.llm import Client
+from judgeaudit.perturb.preserve import answer_preserved
+from judgeaudit.stats import rate
+
+LEVELS = (1, 2, 3, 4, 5)
+Key = tuple[str, str, int]  # item id, factor, level
+
+
+@dataclass
+class Rewrite:
+    item_id: str
+    factor: str
+    level: int
+    side: str                     # "response_1" | "response_2" (the human-rejected one)
+    original: str
+    text: str | None              # None: G_inj failed
+    same_answer: bool | None      # G_check; None: no answer
+    string_ok: bool | None = None
+    string_reason: str | None = None
+    kept: bool = False
+
+    def as_dict(self, with_text: bool = False) -> dict[str, Any]:
+        d = {"item_id": self.item_id, "factor": self.factor, "level": self.level,
+             "side": self.side, "same_answer": self.same_answer, "string_ok": self.string_ok,
+             "string_reason": self.string_reason, "kept": self.kept,
+             "failed": self.text is None}
+        if with_text:
+            d.update(original=self.original, rewritten=self.text)
+        return d
+
+
+def rewritten_item(item: PairwiseItem, rw: Rewrite) -> PairwiseItem:
+    """The item with r- replaced by the rewrite (id marks factor and level)."""
+    md = {**item.metadata, "hubj": {"factor": rw.factor, "level": rw.level,
+                                    "source_id": item.id}}
+    return item.model_copy(update={rw.side: rw.text, "id": f"{item.id}~{rw.factor}@{rw.level}",
+                                   "metadata": md})
+
+
+def cal_test_split(ids: Sequence[str], n_cal: int | None = None, cal_frac: float = 1 / 6,
+                   seed: int = 0) -> tuple[list[str], list[str]]:
+    """Seeded random split (paper: 100 calibration / 500 test, i.e. 1/6)."""
+    ids = list(ids)
+    rng = random.Random(f"hubj-split:{seed}")
+    shuffled = ids[:]
+    rng.shuffle(shuffled)
+    k = n_cal if n_cal is not None else max(1, round(cal_frac * len(ids)))
+    k = min(max(k, 0), len(ids))
+    return shuffled[:k], shuffled[k:]
+
+
+async def make_rewrites(gen: Client, items: Sequence[PairwiseItem], factors: Sequence[Factor],
+                        criteria: Mapping[str, Mapping[int, str]], levels: Sequence[int],
+                        stats: dict[str, JSONStats], checker: Client | None = None,
+                        on_violation: str = "drop",
+                        on_done: Callable[[], None] | None = None) -> list[Rewrite]:
+    """G_inj for every (item, factor, level), then G_check and the string check."""
+    if on_violation not in ("drop", "flag"):
+        raise ValueError(f"on_violation={on_violation!r}: expected 'drop' or 'flag'")
+    checker = checker or gen
+    st_inj = stats.setdefault("G_inj", JSONStats())
+    st_chk = stats.setdefault("G_check", JSONStats())
+
+    async def one(it: PairwiseItem, f: Factor, lvl: int) -> Rewrite:
+        worse, _better = sides(it)
+        side = "response_2" if it.label == 1 else "response_1"
+        text = await g_inj(gen, it.id, it.prompt, worse, f, criteria[f.name], lvl, st_inj)
+        rw = Rewrite(it.id, f.name, lvl, side, worse, text, None)
+        if text is not None:
+            rw.same_answer = await g_check(checker, it.id, it.prompt, worse, text, st_chk)
+            rw.string_ok, rw.string_reason = answer_preserved(worse, text)
+            rw.kept = rw.same_answer is True or (on_violation == "flag"
+                                                  and rw.same_answer is not None)
+        if on_done:
+            on_done()
+        return rw
+
+    # item-major order: one item's rewrites run back to back (shared prompt prefixes)
+    return list(await asyncio.gather(*(one(it, f, lvl) for it in items for f in factors
+                                       for lvl in levels)))
+
+
+def flip_value(winner: int | None, worse: int) -> float | None:
+    """1 = judge prefers the rewritten r-, 0 = keeps r+, 0.5 = tie/inconsistent, None =
+    invalid."""
+    if winner is None:
+        return None
+    if winner == 0:
+        return 0.5
+    return 1.0 if winner == worse else 0.0
+
+
+async def judge_flips(bundle: JudgeBundle, items: Mapping[str, PairwiseItem],
+                      rewrites: Sequence[Rewrite], on_done: Callable[[], None] | None = None
+                      ) -> dict[Key, float | None]:
+    kept = [rw for rw in rewrites if rw.kept]
+    new_items = [rewritten_item(items[rw.item_id], rw) for rw in kept]
+    verdicts = await bundle.pairwise.judge(new_items, on_done=on_done)
+    out: dict[Key, float | None] = {}
+    for rw, v in zip(kept, verdicts, strict=True):
+        worse = 1 if rw.side == "response_1" else 2
+        out[rw.item_id, rw.factor, rw.level] = flip_value(v.winner, worse)
+    return out
+
+
+def _fr(flips: Mapping[Key, float | None], ids: set[str], factor: str, level: int
+        ) -> dict[str, Any]:
+    ys = [y for (i, f, lv), y in flips.items() if f == factor and lv == level and i in ids
+          and y is not None]
+    n_invalid = sum(1 for (i, f, lv), y in flips.items() if f == factor and lv == level
+                    and i in ids and y is None)
+    e = rate(sum(ys), len(ys))
+    return {**e.as_dict(), "n_invalid": n_invalid}
+
+
+def analyse(flips: Mapping[Key, float | None], factors: Sequence[str], levels: Sequence[int],
+            cal: Sequence[str], test: Sequence[str]) -> dict[str, Any]:
+    """Per factor: FR by level (all items, calibration, test), l*, susceptibility."""
+    all_ids, cal_ids, test_ids = set(cal) | set(test), set(cal), set(test)
+    out: dict[str, Any] = {}
+    for f in factors:
+        by_level = {str(lv): _fr(flips, all_ids, f, lv) for lv in levels}
+        fr_cal = {str(lv): _fr(flips, cal_ids, f, lv) for lv in levels}
+        fr_test = {str(lv): _fr(flips, test_ids, f, lv) for lv in levels}
+        cal_vals = [(fr_cal[str(lv)]["value"], lv) for lv in levels
+                    if fr_cal[str(lv)]["value"] is not None]
+        l_star = max(cal_vals, key=lambda t: (t[0], -t[1]))[1] if cal_vals else None
+        rho = fr_test[str(l_star)] if l_star is not None else None
+        out[f] = {"by_level": by_level, "calibration": fr_cal, "test": fr_test,
+                  "l_star": l_star, "susceptibility": rho}
+    return out
+
+
+@dataclass
+class QuantifyOutcome:
+    items: list[PairwiseItem]
+    rewrites: list[Rewrite]
+    cal: list[str]
+    test: list[str]
+    flips: dict[str, dict[Key, float | None]] = field(default_factory=dict)
+    per_judge: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def answer_change(self) -> dict[str, Any]:
+        checked = [rw for rw in self.rewrites if rw.same_answer is not None]
+        changed = sum(1 for rw in checked if rw.same_answer is False)
+        return rate(changed, len(checked)).as_dict()
+
+    def profile(self) -> dict[str, dict[str, float | None]]:
+        return {j: {f: (r["susceptibility"] or {}).get("value") for f, r in fs.items()}
+                for j, fs in self.per_judge.items()}
+
+
+async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequence[PairwiseItem],
+                   factors: Sequence[Factor], criteria: Mapping[str, Mapping[int, str]],
+                   stats: dict[str, JSONStats], *, levels: Sequence[int] = LEVELS,
+                   n_cal: int | None = None, cal_frac: float = 1 / 6, seed: int = 0,
+                   checker: Client | None = None, on_violation: str = "drop",
+                   on_done: Callable[[], None] | None = None) -> QuantifyOutcome:
+    """Rewrite once, judge with every judge. `items` must already be agreement items (see
+    `agreement_items`)."""
+    cal, test = cal_test_split([it.id for it in items], n_cal, cal_frac, seed)
+    rewrites = await make_rewrites(gen, items, factors, criteria, levels, stats, checker,
+                                   on_violation, on_done)
+    out = QuantifyOutcome(list(items), rewrites, cal, test)
+    by_id = {it.id: it for it in items}
+    for name, bundle in judges.items():
+        flips = await judge_flips(bundle, by_id, rewrites, on_done)
+        out.flips[name] = flips
+        out.per_judge[name] = analyse(flips, [f.name for f in factors], levels, cal, test)
+    return out
+
+
+async def agreement_items(judges: Mapping[str, JudgeBundle], items: Sequence[PairwiseItem]
+                          ) -> tuple[list[PairwiseItem], dict[str, dict[str, int]]]:
+    """Items every judge gets right (consensus over both orders); sizes per judge."""
+    from judgeaudit.hubj.splits import consensus, split, verdict_winners
+
+    splits = []
+    for name, bundle in judges.items():
+        verdicts = await bundle.pairwise.judge(list(items))
+        splits.append(split(name, items, verdict_winners(verdicts)))
+    keep = set(consensus(splits, "agree"))
+    return [it for it in items if it.id in keep], {s.judge: s.sizes() for s in splits}
+
+
+__all__ = ["LEVELS", "QuantifyOutcome", "Rewrite", "agreement_items", "analyse",
+           "cal_test_split", "flip_value", "judge_flips", "make_rewrites", "quantify",
+           "rewritten_item"]

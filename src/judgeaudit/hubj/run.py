@@ -1,0 +1,476 @@
+"""The three HUB-J pipelines end to end, each returning a results document (a dict that
+`judgeaudit.report` writes and renders): `run_discover`, `run_quantify`, `run_mitigate`, plus
+`run_apply` for a saved mitigation fit. The CLI only parses options and shows progress; the
+pipelines are here so that they can be tested and called from Python.
+
+Judge verdicts enter as winners per judge ({item id: 1, 2, 0 = tie/order-inconsistent,
+None = invalid}), from live judges (`live_winners`, both orders) or recorded ones
+(`recorded_winners`, e.g. PandaLM's GPT-3.5 and PandaLM-7B files through `replay`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.hubj import mitigate as M
+from judgeaudit.hubj.baselines import BASELINE_SETS, criteria_for
+from judgeaudit.hubj.discover import DiscoverConfig, discover_factors, extract_features
+from judgeaudit.hubj.embed import Embedder
+from judgeaudit.hubj.gmodules import g_score
+from judgeaudit.hubj.llmjson import JSONStats
+from judgeaudit.hubj.prompts import Factor, prompt_hashes
+from judgeaudit.hubj.quantify import LEVELS, quantify
+from judgeaudit.hubj.splits import (
+    Split,
+    Winner,
+    consensus,
+    convert_pandalm_verdicts,
+    replay_winners,
+    split,
+    verdict_winners,
+)
+from judgeaudit.hubj.validate import criteria_for_factors, validate
+from judgeaudit.judges.factory import JudgeBundle
+from judgeaudit.llm import Client
+
+Progress = Callable[..., None]
+
+
+def _calls(clients: Sequence[Client]) -> dict[str, int]:
+    seen: dict[int, Client] = {id(c): c for c in clients}
+    out = {"made": 0, "cached": 0, "failed": 0}
+    for c in seen.values():
+        s = c.stats
+        out["made"] += s.made
+        out["cached"] += s.cached
+        out["failed"] += s.failed
+    return out
+
+
+def _stats_doc(stats: Mapping[str, JSONStats]) -> dict[str, Any]:
+    return {k: v.as_dict() for k, v in stats.items()}
+
+
+# ---- verdicts --------------------------------------------------------------------------------
+
+async def live_winners(bundles: Mapping[str, JudgeBundle], items: Sequence[PairwiseItem],
+                       on_done: Progress | None = None) -> dict[str, dict[str, Winner]]:
+    """Each live judge's consensus winner per item (its pairwise judge: both orders unless the
+    spec says orders=one)."""
+    out = {}
+    for name, b in bundles.items():
+        out[name] = verdict_winners(await b.pairwise.judge(list(items), on_done=on_done))
+    return out
+
+
+def recorded_winners(source: str, folder: str | Path, item_ids: Sequence[str],
+                     workdir: str | Path) -> dict[str, dict[str, Winner]]:
+    """Recorded judges shipped with a dataset, read through the `replay` provider's loader.
+    `source`: "pandalm" (GPT-3.5 and PandaLM-7B on the PandaLM test set, one order each)."""
+    if source != "pandalm":
+        raise ValueError(f"recorded verdicts {source!r}: only 'pandalm' is known")
+    paths = convert_pandalm_verdicts(folder, workdir)
+    return {f"recorded:{name}": replay_winners(p, item_ids) for name, p in paths.items()}
+
+
+def splits_for(items: Sequence[PairwiseItem], winners: Mapping[str, Mapping[str, Winner]]
+               ) -> list[Split]:
+    return [split(name, items, w) for name, w in winners.items()]
+
+
+def splits_doc(splits: Sequence[Split], n_items: int, min_agreement: float) -> dict[str, Any]:
+    return {"n_items": n_items, "min_annotator_agreement": min_agreement,
+            "per_judge": {s.judge: s.sizes() for s in splits},
+            "consensus_disagree": len(consensus(splits, "disagree")),
+            "consensus_agree": len(consensus(splits, "agree"))}
+
+
+# ---- discover --------------------------------------------------------------------------------
+
+async def run_discover(
+    items: Sequence[PairwiseItem],
+    winners: Mapping[str, Mapping[str, Winner]],
+    llm: Client,
+    embedder: Embedder,
+    cfg: DiscoverConfig,
+    *,
+    holdout: float = 0.5,
+    limit: int | None = None,
+    holdout_limit: int | None = None,
+    min_agreement: float = 0.5,
+    on_stage: Callable[[str, int], None] | None = None,
+) -> dict[str, Any]:
+    """Algorithm 1 on the consensus disagreements of `winners`' judges: features and factors
+    from a discovery split, validation of found and baseline factors on the held-out split."""
+    t0 = time.perf_counter()
+    splits = splits_for(items, winners)
+    dis = consensus(splits, "disagree")
+    rng = random.Random(f"hubj-discover:{cfg.seed}")
+    order = dis[:]
+    rng.shuffle(order)
+    n_hold = round(holdout * len(order))
+    held, disc = order[:n_hold], order[n_hold:]
+    if limit is not None:
+        disc = disc[:limit]
+    if holdout_limit is not None:
+        held = held[:holdout_limit]
+    by_id = {it.id: it for it in items}
+    stats: dict[str, JSONStats] = {}
+    if on_stage:
+        on_stage(f"G_extract on {len(disc)} disagreement items", len(disc))
+    feats = await extract_features(llm, [by_id[i] for i in disc],
+                                   stats.setdefault("G_extract", JSONStats()), cfg.max_features)
+    if on_stage:  # per round: one G_construct and at most one G_assign per feature
+        on_stage(f"discovering factors from {len(feats)} features",
+                 cfg.iterations * (1 + len(feats)))
+    outcome = await discover_factors(llm, embedder, feats, cfg, stats)
+    found = list(outcome.factors)
+    sets: dict[str, list[Factor]] = {"found": found,
+                                     **{k: list(v.values()) for k, v in BASELINE_SETS.items()}}
+    all_factors = {f.name: f for fs in sets.values() for f in fs}
+    if on_stage:
+        on_stage(f"G_crit, then G_score on {len(held)} held-out items x "
+                 f"{len(all_factors)} factors", 2 * len(held) * len(all_factors))
+    criteria, source = await criteria_for_factors(
+        llm, list(all_factors.values()), stats.setdefault("G_crit", JSONStats()))
+    validation = await validate(llm, [by_id[i] for i in held], sets, criteria,
+                                stats.setdefault("G_score", JSONStats()))
+    return {
+        "command": "discover",
+        "judges": list(winners),
+        "embedder": getattr(embedder, "name", type(embedder).__name__),
+        "config": {**cfg.as_dict(), "holdout": holdout, "limit": limit,
+                   "holdout_limit": holdout_limit},
+        "splits": splits_doc(splits, len(items), min_agreement),
+        "discovery_items": disc,
+        "heldout_items": held,
+        "discover": outcome.as_dict(),
+        "criteria": {k: {str(lv): t for lv, t in v.items()} for k, v in criteria.items()},
+        "criteria_source": source,
+        "validation": validation,
+        "json_stats": _stats_doc(stats),
+        "prompt_hashes": prompt_hashes(),
+        "calls": _calls([llm]),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+# ---- factors and criteria from names or a discover results file ------------------------------
+
+def resolve_factors(names: Sequence[str], discovered: Mapping[str, Any] | None = None
+                    ) -> tuple[list[Factor], dict[str, dict[int, str]]]:
+    """Factors by name: shipped baselines, or factors (with criteria) of a discover results
+    document. Unknown names are an error that lists what is known."""
+    known: dict[str, Factor] = {f.name: f for s in BASELINE_SETS.values() for f in s.values()}
+    crit: dict[str, dict[int, str]] = {}
+    if discovered is not None:
+        for f in discovered.get("discover", {}).get("factors", []):
+            known[f["name"]] = Factor(f["name"], f["definition"])
+        for name, c in discovered.get("criteria", {}).items():
+            crit[name] = {int(k): str(v) for k, v in c.items()}
+    out, crits = [], {}
+    for n in names:
+        n = n.strip()
+        if n not in known:
+            raise ValueError(f"unknown factor {n!r}; known: {', '.join(sorted(known))}")
+        f = known[n]
+        out.append(f)
+        c = crit.get(n) or criteria_for(f)
+        if c is not None:
+            crits[n] = c
+    return out, crits
+
+
+# ---- quantify --------------------------------------------------------------------------------
+
+async def run_quantify(
+    judges: Mapping[str, JudgeBundle],
+    gen: Client,
+    items: Sequence[PairwiseItem],
+    factors: Sequence[Factor],
+    criteria: Mapping[str, Mapping[int, str]],
+    *,
+    checker: Client | None = None,
+    levels: Sequence[int] = LEVELS,
+    n_cal: int | None = None,
+    cal_frac: float = 1 / 6,
+    seed: int = 0,
+    on_violation: str = "drop",
+    limit: int | None = None,
+    agreement: Mapping[str, Mapping[str, Winner]] | None = None,
+    on_done: Progress | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Algorithm 2 on the items every judge gets right (by `agreement` winners when given,
+    else the judges are asked)."""
+    t0 = time.perf_counter()
+    if agreement is None:
+        if on_stage:
+            on_stage(f"judging {len(items)} items to find agreement items")
+        agreement = await live_winners(judges, items)
+    splits = splits_for(items, agreement)
+    agree = set(consensus(splits, "agree"))
+    agr_items = [it for it in items if it.id in agree]
+    if limit is not None:
+        agr_items = agr_items[:limit]
+    if not agr_items:
+        raise ValueError("quantify: no agreement items (no item where every judge picks the "
+                         "human-preferred response); use more items or other judges")
+    stats: dict[str, JSONStats] = {}
+    if on_stage:
+        on_stage(f"rewriting {len(agr_items)} items x {len(factors)} factors x "
+                 f"{len(levels)} levels, then judging")
+    out = await quantify(judges, gen, agr_items, factors, criteria, stats, levels=levels,
+                         n_cal=n_cal, cal_frac=cal_frac, seed=seed, checker=checker,
+                         on_violation=on_violation, on_done=on_done)
+    kept = sum(1 for rw in out.rewrites if rw.kept)
+    string_flags = sum(1 for rw in out.rewrites if rw.kept and rw.string_ok is False)
+    return {
+        "command": "quantify",
+        "judges": list(judges),
+        "factors": [f.as_dict() for f in factors],
+        "criteria": {k: {str(lv): t for lv, t in v.items()} for k, v in criteria.items()},
+        "levels": list(levels),
+        "splits": splits_doc(splits, len(items), 0.5),
+        "n_items": len(agr_items),
+        "calibration_items": out.cal,
+        "test_items": out.test,
+        "rewrites": {"total": len(out.rewrites), "kept": kept,
+                     "failed": sum(1 for rw in out.rewrites if rw.text is None),
+                     "answer_changed": sum(1 for rw in out.rewrites if rw.same_answer is False),
+                     "string_check_flags": string_flags, "on_violation": on_violation},
+        "answer_change_rate": out.answer_change(),
+        "per_judge": out.per_judge,
+        "profile": out.profile(),
+        "rewrite_examples": [rw.as_dict(with_text=True) for rw in _examples(out.rewrites)],
+        "json_stats": _stats_doc(stats),
+        "prompt_hashes": prompt_hashes(["G_inj", "G_check"]),
+        "calls": _calls([gen, *(b.client for b in judges.values())]
+                        + ([checker] if checker else [])),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+def _examples(rewrites: Sequence[Any], k: int = 12) -> list[Any]:
+    """A spread of rewrites for the report: levels 1, 3 and 5 of each factor, each from a
+    different item where possible, then anything else up to k."""
+    out, used_items = [], set()
+    for lvl in (1, 3, 5):
+        for rw in rewrites:
+            if (rw.level == lvl and rw.text is not None and rw.item_id not in used_items
+                    and not any(o.factor == rw.factor and o.level == lvl for o in out)):
+                out.append(rw)
+                used_items.add(rw.item_id)
+    for rw in rewrites:
+        if len(out) >= k:
+            break
+        if rw not in out:
+            out.append(rw)
+    return out[:k]
+
+
+# ---- mitigate --------------------------------------------------------------------------------
+
+def candidate_side(item: PairwiseItem, candidate: str) -> int:
+    """Which response (1 or 2) is the candidate whose win rate is measured: the human-rejected
+    one ("rejected": the judge's win rate for r- is its disagreement rate), or a fixed side."""
+    if candidate == "rejected":
+        if item.label not in (1, 2):
+            raise ValueError(f"item {item.id}: candidate=rejected needs a human label 1 or 2")
+        return 3 - int(item.label)
+    if candidate in ("response_1", "response_2"):
+        return int(candidate[-1])
+    raise ValueError(f"candidate={candidate!r}: expected rejected, response_1 or response_2")
+
+
+def win_value(w: Winner, cand: int) -> float:
+    if w is None:
+        return math.nan
+    if w == 0:
+        return 0.5
+    return 1.0 if w == cand else 0.0
+
+
+async def factor_scores(scorer: Client, items: Sequence[PairwiseItem], factor: Factor,
+                        criteria: Mapping[int, str], stats: JSONStats,
+                        on_done: Progress | None = None) -> dict[str, tuple[int, int] | None]:
+    """G_score of both responses of each item: {item id: (s(response_1), s(response_2))}."""
+    import asyncio
+
+    async def one(it: PairwiseItem) -> tuple[int, int] | None:
+        a = await g_score(scorer, it.id, it.prompt, it.response_1, factor, criteria, stats)
+        b = await g_score(scorer, it.id, it.prompt, it.response_2, factor, criteria, stats)
+        if on_done:
+            on_done()
+        return None if a is None or b is None else (a, b)
+
+    got = await asyncio.gather(*(one(it) for it in items))
+    return {it.id: g for it, g in zip(items, got, strict=True)}
+
+
+def mitigation_inputs(items: Sequence[PairwiseItem], winners: Mapping[str, Mapping[str, Winner]],
+                      scores: Mapping[str, tuple[int, int] | None], candidate: str
+                      ) -> tuple[np.ndarray, M.ControlData, list[str], dict[str, int]]:
+    """Y (judges x queries), control inputs and the query ids; queries without a factor score
+    are dropped (counted)."""
+    keep, dropped = [], 0
+    for it in items:
+        if scores.get(it.id) is None:
+            dropped += 1
+        else:
+            keep.append(it)
+    names = list(winners)
+    Y = np.full((len(names), len(keep)), math.nan)
+    sc, so, lc, lo = [], [], [], []
+    for x, it in enumerate(keep):
+        cand = candidate_side(it, candidate)
+        for j, n in enumerate(names):
+            Y[j, x] = win_value(winners[n].get(it.id), cand)
+        s = scores[it.id]
+        assert s is not None
+        texts = (it.response_1, it.response_2)
+        sc.append(s[cand - 1])
+        so.append(s[2 - cand])
+        lc.append(len(texts[cand - 1].split()))
+        lo.append(len(texts[2 - cand].split()))
+    ctl = M.ControlData(np.array(sc, float), np.array(so, float), np.array(lc, float),
+                        np.array(lo, float))
+    counts = {"queries": len(keep), "dropped_no_score": dropped,
+              **{f"invalid:{n}": int(np.isnan(Y[j]).sum()) for j, n in enumerate(names)}}
+    return Y, ctl, [it.id for it in keep], counts
+
+
+def _constant(y: np.ndarray) -> bool:
+    v = y[np.isfinite(y)]
+    return v.size == 0 or bool(np.all(v == v[0]) and v[0] in (0.0, 1.0))
+
+
+def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
+                     query_ids: Sequence[str], control: str = "bias",
+                     also: Sequence[str] = ("length",), estimator: str = "marginal"
+                     ) -> dict[str, Any]:
+    """The two-stage fit with the main control, plus the same fit with every control in `also`
+    (e.g. the AlpacaEval length-controlled win rate) reported beside it. A judge whose
+    verdicts all go one way has no finite logistic fit: it is reported with its win rate only
+    (`not_fitted`), and the others are fitted without it."""
+    from judgeaudit.stats import rate
+
+    const = [j for j, name in enumerate(judges) if _constant(Y[j])]
+    fit_idx = [j for j in range(len(judges)) if j not in const]
+    not_fitted = {}
+    for j in const:
+        v = Y[j][np.isfinite(Y[j])]
+        not_fitted[judges[j]] = {"win": rate(float(v.sum()), int(v.size)).as_dict(),
+                                 "reason": "every verdict goes the same way: no finite fit"}
+    if not fit_idx:
+        raise ValueError("mitigate: every judge's verdicts go the same way on these queries "
+                         "(win rate 0 or 1): nothing to fit; use more or harder items")
+    Yf, names = Y[fit_idx], [judges[j] for j in fit_idx]
+    delta = M.CONTROLS[control](ctl)
+    try:
+        main = M.fit(Yf, delta, names, query_ids, control=control, estimator=estimator)
+        doc = main.as_dict()
+        doc["estimator"] = estimator
+        alt = next(e for e in M.ESTIMATORS if e != estimator)
+        other_est = M.fit(Yf, delta, names, query_ids, control=control, estimator=alt)
+        doc["other_estimator"] = {"estimator": alt, "judges": {
+            j: {"bc": f.bc, "bias_share": f.bias_share, "phi": f.as_dict()["phi"]}
+            for j, f in other_est.per_judge.items()}}
+        doc["other_controls"] = {}
+        for name in also:
+            if name == control:
+                continue
+            other = M.fit(Yf, M.CONTROLS[name](ctl), names, query_ids, control=name,
+                          estimator=estimator)
+            doc["other_controls"][name] = {
+                j: {"bc": f.bc, "bias_share": f.bias_share, "phi": f.as_dict()["phi"]}
+                for j, f in other.per_judge.items()}
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(f"mitigate: the logistic fit is singular ({exc}); the verdicts are "
+                         "(nearly) separated by the control or the query effects; use more "
+                         "queries or more judges") from None
+    doc["not_fitted"] = not_fitted
+    return doc
+
+
+async def run_mitigate(
+    items: Sequence[PairwiseItem],
+    winners: Mapping[str, Mapping[str, Winner]],
+    scorer: Client,
+    factor: Factor,
+    criteria: Mapping[int, str],
+    *,
+    candidate: str = "rejected",
+    estimator: str = "marginal",
+    on_done: Progress | None = None,
+) -> dict[str, Any]:
+    """Algorithm 3: G_score both responses on the factor, then the fit (`estimator`:
+    "marginal", the default, or the paper's "two_stage"; the other one is reported beside)."""
+    t0 = time.perf_counter()
+    stats = {"G_score": JSONStats()}
+    scores = await factor_scores(scorer, items, factor, criteria, stats["G_score"], on_done)
+    Y, ctl, qids, counts = mitigation_inputs(items, winners, scores, candidate)
+    if len(qids) < 5:
+        raise ValueError(f"mitigate: only {len(qids)} queries with factor scores; need >= 5")
+    fit = run_mitigate_fit(Y, ctl, list(winners), qids, estimator=estimator)
+    per_judge = fit.pop("judges")
+    return {
+        "command": "mitigate",
+        "judges": list(winners),
+        "per_judge": per_judge,
+        "factor": factor.as_dict(),
+        "criteria": {str(k): v for k, v in criteria.items()},
+        "candidate": candidate,
+        "counts": counts,
+        **fit,
+        "scores": {q: list(s) if s else None for q, s in scores.items()},
+        "json_stats": _stats_doc(stats),
+        "prompt_hashes": prompt_hashes(["G_score"]),
+        "calls": _calls([scorer]),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+async def run_apply(
+    saved: Mapping[str, Any],
+    judge: str,
+    items: Sequence[PairwiseItem],
+    winners: Mapping[str, Winner],
+    scorer: Client,
+    *,
+    on_done: Progress | None = None,
+) -> dict[str, Any]:
+    """Correct new verdicts of a judge with a saved mitigation fit (same factor, candidate and
+    control as the fit)."""
+    if saved.get("command") != "mitigate":
+        raise ValueError("--apply needs the results.json of a `mitigate` run")
+    if judge not in saved.get("per_judge", {}):
+        raise ValueError(f"no fit for judge {judge!r}; fitted judges: "
+                         f"{', '.join(saved.get('per_judge', {}))}")
+    f = saved["factor"]
+    factor = Factor(f["name"], f["definition"])
+    criteria = {int(k): v for k, v in saved["criteria"].items()}
+    stats = {"G_score": JSONStats()}
+    scores = await factor_scores(scorer, items, factor, criteria, stats["G_score"], on_done)
+    Y, ctl, qids, counts = mitigation_inputs(items, {judge: winners}, scores,
+                                             saved.get("candidate", "rejected"))
+    delta = M.CONTROLS[saved.get("control", "bias")](ctl)
+    res = M.apply({"judges": saved["per_judge"], "gamma": saved.get("gamma", {})}, judge,
+                  Y[0], delta, qids)
+    return {"command": "mitigate-apply", "judges": [judge], "factor": f,
+            "control": saved.get("control", "bias"), "counts": counts, "applied": res,
+            "json_stats": _stats_doc(stats), "calls": _calls([scorer])}
+
+
+__all__ = ["candidate_side", "factor_scores", "live_winners", "mitigation_inputs",
+           "recorded_winners", "resolve_factors", "run_apply", "run_discover",
+           "run_mitigate", "run_mitigate_fit", "run_quantify", "splits_doc", "splits_for",
+           "win_value"]

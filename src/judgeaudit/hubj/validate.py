@@ -1,0 +1,152 @@
+"""Algorithm 1, step 3: validate factors on held-out disagreement items, and criteria.
+
+For each factor z and held-out item x (the judge preferred r-, humans r+), G_score rates both
+responses 1-5 on z's Likert criteria; Delta_x = s(judge-preferred) - s(human-preferred).
+Per factor: mean Delta with a t interval, a one-sample t-test and a Wilcoxon signed-rank
+p-value (H0: Delta centred on 0). Novelty: Pearson r of the per-item Delta of each factor with
+each pre-discovered factor's, and among the found factors (high |r| = not new).
+The same table is computed for both baseline sets, so a discovered set is always shown next to
+them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.hubj.baselines import criteria_for
+from judgeaudit.hubj.discover import sides
+from judgeaudit.hubj.gmodules import g_crit, g_score
+from judgeaudit.hubj.llmjson import JSONStats
+from judgeaudit.hubj.prompts import Factor, default_criteria
+from judgeaudit.llm import Client
+from judgeaudit.stats import mean_ci, one_sample_t, pearson, wilcoxon_signed_rank
+
+
+async def criteria_for_factors(client: Client | None, factors: Sequence[Factor],
+                               stats: JSONStats) -> tuple[dict[str, dict[int, str]],
+                                                          dict[str, str]]:
+    """Likert criteria per factor and where each came from: shipped (baselines), G_crit, or
+    the generic fallback when G_crit gave no usable answer (counted in stats)."""
+    out: dict[str, dict[int, str]] = {}
+    source: dict[str, str] = {}
+    todo = []
+    for f in factors:
+        c = criteria_for(f)
+        if c is not None:
+            out[f.name], source[f.name] = c, "shipped"
+        elif client is None:
+            out[f.name], source[f.name] = default_criteria(f), "generic"
+        else:
+            todo.append(f)
+    got = await asyncio.gather(*(g_crit(client, f, stats) for f in todo))  # type: ignore[arg-type]
+    for f, c in zip(todo, got, strict=True):
+        if c is None:
+            out[f.name], source[f.name] = default_criteria(f), "generic (G_crit failed)"
+        else:
+            out[f.name], source[f.name] = c, "G_crit"
+    return out, source
+
+
+async def score_pairs(client: Client, items: Sequence[PairwiseItem], factors: Sequence[Factor],
+                      criteria: Mapping[str, Mapping[int, str]], stats: JSONStats
+                      ) -> dict[str, list[tuple[int, int] | None]]:
+    """{factor: per item (s(judge-preferred r-), s(human-preferred r+)) or None if a score
+    failed}. Requests go factor by factor (shared prompt prefixes)."""
+    jobs = []
+    for f in factors:
+        for it in items:
+            judge_pref, human_pref = sides(it)
+            for text in (judge_pref, human_pref):
+                jobs.append(g_score(client, it.id, it.prompt, text, f, criteria[f.name], stats))
+    flat = await asyncio.gather(*jobs)
+    out: dict[str, list[tuple[int, int] | None]] = {}
+    k = 0
+    for f in factors:
+        rows: list[tuple[int, int] | None] = []
+        for _it in items:
+            a, b = flat[k], flat[k + 1]
+            k += 2
+            rows.append(None if a is None or b is None else (a, b))
+        out[f.name] = rows
+    return out
+
+
+def deltas(pairs: Sequence[tuple[int, int] | None]) -> np.ndarray:
+    """Per item Delta (nan where a score is missing)."""
+    return np.array([math.nan if p is None else p[0] - p[1] for p in pairs], dtype=float)
+
+
+def delta_stats(d: np.ndarray) -> dict[str, Any]:
+    x = d[np.isfinite(d)]
+    n = int(x.size)
+    if n == 0:
+        return {"n": 0, "mean_delta": None, "ci95": [None, None], "t": None, "p_t": None,
+                "p_wilcoxon": None, "share_positive": None}
+    t, p = one_sample_t(x)
+    lo, hi = mean_ci(x)
+    return {"n": n, "mean_delta": float(x.mean()), "ci95": [lo, hi], "t": t, "p_t": p,
+            "p_wilcoxon": wilcoxon_signed_rank(x), "share_positive": float((x > 0).mean())}
+
+
+def correlations(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]
+                 ) -> dict[str, dict[str, dict[str, Any]]]:
+    """Pearson r (Fisher interval) of per-item Delta for every (a, b) pair, on the items
+    where both are present."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for na, da in a.items():
+        row = {}
+        for nb, db in b.items():
+            ok = np.isfinite(da) & np.isfinite(db)
+            if ok.sum() < 3 or np.ptp(da[ok]) == 0 or np.ptp(db[ok]) == 0:
+                row[nb] = {"r": None, "ci95": [None, None], "n": int(ok.sum())}
+                continue
+            e = pearson(da[ok], db[ok])
+            row[nb] = {"r": e.value, "ci95": list(e.ci95), "n": e.n}
+        out[na] = row
+    return out
+
+
+def max_abs_r(row: Mapping[str, Mapping[str, Any]], skip: str | None = None) -> float | None:
+    vals = [abs(v["r"]) for k, v in row.items() if k != skip and v.get("r") is not None]
+    return max(vals) if vals else None
+
+
+async def validate(client: Client, items: Sequence[PairwiseItem],
+                   sets: Mapping[str, Sequence[Factor]], criteria: Mapping[str, Mapping[int, str]],
+                   stats: JSONStats, pre_discovered: str = "pre_discovered"
+                   ) -> dict[str, Any]:
+    """Delta tables for every factor set (e.g. found, pre_discovered, biasscope) and novelty
+    of each set against the pre-discovered factors and within itself."""
+    factors = {f.name: f for fs in sets.values() for f in fs}
+    scores = await score_pairs(client, items, list(factors.values()), criteria, stats)
+    d = {name: deltas(scores[name]) for name in factors}
+    pre = {f.name: d[f.name] for f in sets.get(pre_discovered, [])}
+    out: dict[str, Any] = {"n_items": len(items), "sets": {}}
+    for set_name, fs in sets.items():
+        mine = {f.name: d[f.name] for f in fs}
+        vs_pre = correlations(mine, pre)
+        within = correlations(mine, mine)
+        rows = []
+        for f in fs:
+            rows.append({
+                "factor": f.name, "definition": f.definition, **delta_stats(d[f.name]),
+                "max_abs_r_pre_discovered": max_abs_r(vs_pre[f.name],
+                                                      f.name if set_name == pre_discovered
+                                                      else None),
+                "max_abs_r_within_set": max_abs_r(within[f.name], f.name),
+            })
+        out["sets"][set_name] = {"factors": rows, "r_vs_pre_discovered": vs_pre,
+                                 "r_within": within}
+    out["scores"] = {name: [list(p) if p else None for p in ps] for name, ps in scores.items()}
+    out["item_ids"] = [it.id for it in items]
+    return out
+
+
+__all__ = ["correlations", "criteria_for_factors", "delta_stats", "deltas", "max_abs_r",
+           "score_pairs", "validate"]
