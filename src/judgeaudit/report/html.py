@@ -494,6 +494,151 @@ def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+
+def _json_stats_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for mod, st in _d(r.get("json_stats")).items():
+        st = _d(st)
+        rows.append({"module": str(mod), **{k: st.get(k) for k in (
+            "calls", "strict", "repaired", "retried", "recovered", "failed", "call_errors")},
+            "examples": [{"item_id": _str(x.get("item_id")), "raw": _str(x.get("raw")),
+                          "error": _str(x.get("error"))}
+                         for x in _l(st.get("examples"))[:5] if isinstance(x, dict)]})
+    return rows
+
+
+SET_TITLES = {"found": "Found factors",
+              "pre_discovered": "Baseline: pre-discovered biases (verbosity, beauty, authority, "
+                                "bandwagon, sentiment)",
+              "biasscope": "Baseline: BiasScope-style factors (length, complexity, illusion of "
+                           "knowledge, availability, risk perception)"}
+
+
+def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
+    """discover / quantify / mitigate (HUB-J): splits, factor tables, flip-rate and profile
+    plots, bias-controlled win rates, and the JSON-parsing counts of every G module."""
+    cmd = str(r.get("command"))
+    splits = _d(r.get("splits"))
+    ctx: dict[str, Any] = {
+        **_common(r),
+        "page_title": f"judgeaudit {cmd}",
+        "kind": cmd,
+        "n_items": r.get("n_items", splits.get("n_items")),
+        "splits": {"per_judge": sorted((str(k), _d(v)) for k, v in
+                                       _d(splits.get("per_judge")).items()),
+                   "consensus_agree": splits.get("consensus_agree"),
+                   "consensus_disagree": splits.get("consensus_disagree"),
+                   "n_items": splits.get("n_items")} if splits else None,
+        "json_stats": _json_stats_rows(r),
+        "llm": _str(r.get("llm") or r.get("generator") or r.get("scorer")),
+        "sets": [], "found": [], "features_n": None, "covered_share": None, "rounds": [],
+        "quantify": None, "mitigate": None,
+    }
+    if cmd == "discover":
+        disc = _d(r.get("discover"))
+        ctx["features_n"] = len(_l(disc.get("features")))
+        ctx["covered_share"] = disc.get("covered_share")
+        ctx["found"] = [{"name": _str(f.get("name")), "definition": _str(f.get("definition")),
+                         "coverage": f.get("coverage")}
+                        for f in _l(disc.get("factors")) if isinstance(f, dict)]
+        ctx["rounds"] = [_d(x) for x in _l(disc.get("rounds"))]
+        pts = []
+        for set_name, s in _d(_d(r.get("validation")).get("sets")).items():
+            rows = []
+            for f in _l(_d(s).get("factors")):
+                f = _d(f)
+                ci = f.get("ci95") or [None, None]
+                rows.append({**{k: f.get(k) for k in (
+                    "n", "mean_delta", "p_t", "p_wilcoxon", "share_positive",
+                    "max_abs_r_pre_discovered", "max_abs_r_within_set")},
+                    "factor": _str(f.get("factor")), "definition": _str(f.get("definition")),
+                    "ci95": ci})
+                if _num(f.get("mean_delta")) is not None:
+                    pts.append({"label": f"{set_name}: {f.get('factor')}",
+                                "value": f.get("mean_delta"), "ci95": ci})
+            ctx["sets"].append({"name": str(set_name), "rows": rows,
+                                "title": SET_TITLES.get(str(set_name), str(set_name))})
+        ctx["delta_plot"] = svg.interval_plot(
+            pts, xlabel="mean Delta = intensity(judge-preferred) - intensity(human-preferred)",
+            reference=0.0, signed=True) if pts else None
+    elif cmd == "quantify":
+        per = _d(r.get("per_judge"))
+        levels = [str(x) for x in _l(r.get("levels"))]
+        tables, charts = [], []
+        for judge, fs in per.items():
+            rows, series = [], []
+            for fname, x in _d(fs).items():
+                x = _d(x)
+                by = _d(x.get("by_level"))
+                rows.append({"factor": str(fname),
+                             "levels": [_estimate(by.get(lv)) for lv in levels],
+                             "l_star": x.get("l_star"),
+                             "susceptibility": _estimate(x.get("susceptibility"))})
+                series.append({"label": str(fname),
+                               "values": [_d(by.get(lv)).get("value") for lv in levels]})
+            tables.append({"judge": str(judge), "rows": rows})
+            if series and levels:
+                charts.append(svg.bar_chart([f"L{lv}" for lv in levels], series,
+                                            title=f"Flip rate by injected level: {judge}",
+                                            xlabel="level of the factor in the rewritten r-",
+                                            ylabel="flip rate"))
+        prof = _d(r.get("profile"))
+        judges = list(prof)
+        factors = sorted({f for j in judges for f in _d(prof[j])})
+        heat = svg.heatmap(judges, factors, [[_d(prof[j]).get(f) for f in factors]
+                                             for j in judges], vmin=0.0, vmax=1.0,
+                           title="Susceptibility (flip rate at l* on test items)") \
+            if judges and factors else None
+        rw = _d(r.get("rewrites"))
+        ctx["quantify"] = {
+            "levels": levels, "tables": tables, "charts": charts, "heatmap": heat,
+            "rewrites": rw, "answer_change": _estimate(r.get("answer_change_rate")),
+            "n_cal": len(_l(r.get("calibration_items"))),
+            "n_test": len(_l(r.get("test_items"))),
+            "factors": [{"name": _str(_d(f).get("name")),
+                         "definition": _str(_d(f).get("definition"))}
+                        for f in _l(r.get("factors"))],
+            "examples": [{"item_id": _str(_d(x).get("item_id")),
+                          "factor": _str(_d(x).get("factor")), "level": _d(x).get("level"),
+                          "kept": bool(_d(x).get("kept")),
+                          "same_answer": _d(x).get("same_answer"),
+                          "segments": _segments(str(_d(x).get("original") or ""),
+                                                str(_d(x).get("rewritten") or ""))}
+                         for x in _l(r.get("rewrite_examples"))[:6]],
+        }
+    elif cmd == "mitigate":
+        rows, pts = [], []
+        lc = _d(_d(r.get("other_controls")).get("length"))
+        for judge, x in _d(r.get("per_judge")).items():
+            x = _d(x)
+            row = {"judge": str(judge), "win": _estimate(x.get("win")),
+                   "bc": _estimate(x.get("bc")), "bias_share": _estimate(x.get("bias_share")),
+                   "lc": _estimate(_d(lc.get(judge)).get("bc")), "n": x.get("n")}
+            for k in ("theta", "phi", "psi"):
+                row[k] = {"value": _d(x.get(k)).get("value"), "se": _d(x.get(k)).get("se")}
+            rows.append(row)
+            for key, lab in (("win", "win"), ("bc", "BC"), ("lc", "LC")):
+                e = row[key]
+                if e and _num(e["value"]) is not None:
+                    pts.append({"label": f"{judge} {lab}", "value": e["value"],
+                                "ci95": e["ci95"]})
+        for judge, x in _d(r.get("not_fitted")).items():
+            rows.append({"judge": f"{judge} (not fitted: {_d(x).get('reason')})",
+                         "win": _estimate(_d(x).get("win")), "bc": None, "bias_share": None,
+                         "lc": None, "n": _d(_d(x).get("win")).get("n"),
+                         **{k: {"value": None, "se": None} for k in ("theta", "phi", "psi")}})
+        f = _d(r.get("factor"))
+        ctx["mitigate"] = {
+            "factor": _str(f.get("name")), "definition": _str(f.get("definition")),
+            "candidate": _str(r.get("candidate")), "rows": rows,
+            "counts": sorted((str(k), v) for k, v in _d(r.get("counts")).items()),
+            "plot": svg.interval_plot(pts, xlabel="win rate (95% CI)", reference=0.5)
+            if pts else None,
+            "sigma_gamma": _d(r.get("stage1")).get("sigma_gamma"),
+        }
+    return ctx
+
+
 # ---------------------------------------------------------------- public API
 
 def render_report(results: dict[str, Any]) -> str:
@@ -516,9 +661,11 @@ def render_report(results: dict[str, Any]) -> str:
         ctx, tpl = _evaluate_view(results), "evaluate.html"
     elif command == "scoring-bias":
         ctx, tpl = _scoring_view(results), "scoring.html"
+    elif command in ("discover", "quantify", "mitigate"):
+        ctx, tpl = _hubj_view(results), "hubj.html"
     else:
         raise ValueError(f"no report layout for command {command!r} (expected 'audit', "
-                         "'evaluate' or 'scoring-bias')")
+                         "'evaluate', 'scoring-bias', 'discover', 'quantify' or 'mitigate')")
     return _env().get_template(tpl).render(**ctx)
 
 

@@ -1,0 +1,513 @@
+"""`judgeaudit discover | quantify | mitigate`: human-grounded bias discovery, quantification
+and correction (HUB-J). `register(app)` adds the commands; the pipelines are
+`judgeaudit.hubj.run`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from judgeaudit.cli.progress import console, growing_bar
+from judgeaudit.data.spec import split_specs
+
+JudgesOpt = Annotated[str | None, typer.Option("--judges", "-j", help=(
+    "Comma-separated live judge SPECs, asked in both orders (e.g. local,local:qwen-0.5b)."))]
+RecordedOpt = Annotated[str | None, typer.Option(help=(
+    "Recorded judges shipped with the data: 'pandalm' = GPT-3.5 and PandaLM-7B verdicts of "
+    "the PandaLM test set (read through replay)."))]
+DataOpt = Annotated[str, typer.Option("--data", "-d", help=(
+    "Pairwise data SPEC with human labels, e.g. pandalm:../shared/data/pandalm_testset"))]
+LlmOpt = Annotated[str, typer.Option(help="SPEC of the model playing the G modules.")]
+OutOpt = Annotated[Path | None, typer.Option(help="Output directory.")]
+CacheOpt = Annotated[Path | None, typer.Option(
+    help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")]
+
+
+def _fail(msg: str, code: int = 2) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {msg}")
+    return typer.Exit(code)
+
+
+def _f(e: Any, digits: int = 3) -> str:
+    if not isinstance(e, dict) or e.get("value") is None:
+        return "-"
+    lo, hi = e.get("ci95") or [None, None]
+    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+    return f"{e['value']:.{digits}f}{ci}"
+
+
+def _p(x: Any) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+class _Session:
+    """Judges, clients and data of one command; closes every client at the end."""
+
+    def __init__(self, cache: Path | None, no_cache: bool, concurrency: int | None, seed: int):
+        from judgeaudit.llm import Cache
+
+        self.store = None if no_cache else Cache(cache)
+        self.concurrency, self.seed = concurrency, seed
+        self.bundles: dict[str, Any] = {}
+
+    def bundle(self, spec: str) -> Any:
+        from judgeaudit.judges import make_judge
+
+        if spec not in self.bundles:
+            try:
+                self.bundles[spec] = make_judge(spec, cache=self.store,
+                                                concurrency=self.concurrency, seed=self.seed)
+            except (ValueError, FileNotFoundError) as exc:
+                raise _fail(f"judge {spec!r}: {exc}") from None
+        return self.bundles[spec]
+
+    def run(self, fn: Callable[[], Awaitable[Any]]) -> Any:
+        from judgeaudit.llm import CallFailed
+
+        async def go() -> Any:
+            try:
+                return await fn()
+            finally:
+                for b in self.bundles.values():
+                    await b.aclose()
+
+        try:
+            return asyncio.run(go())
+        except CallFailed as exc:
+            raise _fail(str(exc), 3) from None
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
+
+
+def _items(data: str, limit: int | None, min_agreement: float) -> list[Any]:
+    from judgeaudit.data import DataError, load
+    from judgeaudit.data.schema import PairwiseItem
+    from judgeaudit.hubj.splits import human_filter
+
+    try:
+        loaded = load(data)
+    except (DataError, ValueError, FileNotFoundError) as exc:
+        raise _fail(f"data {data!r}: {exc}") from None
+    items = [it for it in loaded if isinstance(it, PairwiseItem)]
+    if not items:
+        raise _fail(f"data {data!r} has no pairwise items")
+    kept = human_filter(items, min_agreement)
+    if not kept:
+        raise _fail(f"data {data!r}: no item has a decisive human label (1 or 2) given by at "
+                    f"least {min_agreement:.0%} of its annotators")
+    return kept[:limit] if limit is not None else kept
+
+
+def _data_folder(data: str) -> Path:
+    from judgeaudit.data.spec import parse_spec
+
+    sp = parse_spec(data)
+    if sp.kind != "pandalm" or not sp.name:
+        raise _fail("--recorded pandalm needs --data pandalm:PATH (the folder with the "
+                    "recorded verdict files)")
+    return Path(sp.name)
+
+
+async def _winners(sess: _Session, judges: str | None, recorded: str | None, data: str,
+                   items: list[Any], out: Path) -> dict[str, dict[str, Any]]:
+    """Winners of every judge: recorded ones first (no calls), then live ones."""
+    from judgeaudit.hubj.run import live_winners, recorded_winners
+
+    winners: dict[str, dict[str, Any]] = {}
+    if recorded:
+        winners.update(recorded_winners(recorded, _data_folder(data),
+                                        [it.id for it in items], out / "recorded"))
+    specs = split_specs(judges or "")
+    if specs:
+        bundles = {sess.bundle(s).public_spec: sess.bundle(s) for s in specs}
+        with growing_bar("judging") as bar:
+            bar.add_total(sum(2 * len(items) for _ in bundles))
+            winners.update(await live_winners(bundles, items, on_done=bar.advance))
+    if not winners:
+        raise ValueError("give --judges SPEC[,SPEC] and/or --recorded pandalm")
+    return winners
+
+
+def _splits_table(doc: dict[str, Any]) -> Table:
+    t = Table(title=f"agreement / disagreement with humans (n={doc['n_items']} items)")
+    for c in ("judge", "agree", "disagree", "neutral", "invalid", "missing"):
+        t.add_column(c, justify="left" if c == "judge" else "right")
+    for j, s in doc["per_judge"].items():
+        t.add_row(j, *(str(s[k]) for k in ("agree", "disagree", "neutral", "invalid",
+                                           "missing")))
+    t.add_row("consensus (all judges)", str(doc["consensus_agree"]),
+              str(doc["consensus_disagree"]), "", "", "")
+    return t
+
+
+def _stamp(res: dict[str, Any], started: str) -> None:
+    """Run facts every results.json carries: version, start time, the judge(s)."""
+    import judgeaudit
+
+    judges = [str(j) for j in res.get("judges", [])]
+    res.setdefault("version", judgeaudit.__version__)
+    res.setdefault("started", started)
+    res.setdefault("judge", judges[0] if len(judges) == 1 else f"{len(judges)} judges")
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _write(out: Path, res: dict[str, Any]) -> tuple[Path, Path]:
+    from judgeaudit.report import write_results
+    from judgeaudit.report.html import write_report
+
+    path = write_results(out / "results.json", res)
+    return path, write_report(path)
+
+
+def _json_stats_line(stats: dict[str, Any]) -> str:
+    parts = []
+    for mod, s in stats.items():
+        parts.append(f"{mod} {s['calls']} calls ({s['repaired']} repaired, {s['recovered']} "
+                     f"after retry, {s['failed']} failed)")
+    return "; ".join(parts)
+
+
+# ---- discover --------------------------------------------------------------------------------
+
+def discover(
+    data: DataOpt = "pandalm:../shared/data/pandalm_testset",
+    judges: JudgesOpt = None,
+    recorded: RecordedOpt = None,
+    llm: LlmOpt = "local",
+    limit: Annotated[int | None, typer.Option(
+        help="Discovery items (consensus disagreements) to extract features from.")] = 30,
+    holdout: Annotated[float, typer.Option(
+        help="Share of the consensus disagreements held out for validation.")] = 0.5,
+    holdout_limit: Annotated[int | None, typer.Option(
+        help="Held-out items to validate on.")] = 30,
+    clusters: Annotated[int, typer.Option(help="M: k-means clusters per round.")] = 4,
+    factors: Annotated[int, typer.Option(help="K: factors to select.")] = 5,
+    iterations: Annotated[int, typer.Option(help="T: rounds.")] = 3,
+    tau: Annotated[float, typer.Option(help="Novelty threshold (cosine).")] = 0.7,
+    rho: Annotated[float, typer.Option(help="Target covered share of features.")] = 0.8,
+    rep_fallback: Annotated[bool, typer.Option(help=(
+        "When G_construct proposes fewer than half the candidates asked for, use the cluster "
+        "representatives (features) as candidates."))] = True,
+    min_agreement: Annotated[float, typer.Option(
+        help="Keep items whose majority label has at least this annotator share.")] = 0.5,
+    out: OutOpt = Path("out/discover"),
+    seed: int = 0,
+    concurrency: Annotated[int | None, typer.Option(help="Concurrent calls.")] = None,
+    cache: CacheOpt = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+) -> None:
+    """Find the factors behind a judge's disagreements with humans (HUB-J Algorithm 1) and
+    validate them, beside the two baseline factor sets, on held-out disagreements."""
+    from judgeaudit.hubj.discover import DiscoverConfig
+    from judgeaudit.hubj.embed import MiniLMEmbedder
+    from judgeaudit.hubj.run import run_discover
+
+    out = out or Path("out/discover")
+    sess = _Session(cache, no_cache, concurrency, seed)
+    started = _now()
+    items = _items(data, None, min_agreement)
+    try:
+        embedder = MiniLMEmbedder()
+    except RuntimeError as exc:
+        raise _fail(str(exc)) from None
+    cfg = DiscoverConfig(clusters=clusters, max_factors=factors, iterations=iterations,
+                         tau=tau, rho=rho, seed=seed, rep_fallback=rep_fallback)
+    g = sess.bundle(llm)
+
+    async def go() -> dict[str, Any]:
+        winners = await _winners(sess, judges, recorded, data, items, out)
+        # The number of G-module calls is known only stage by stage: the bar grows with
+        # each stage's planned calls and advances on every answered call.
+        with growing_bar("discover (G-module calls)") as bar:
+            g.client.observers.append(lambda _req: bar.advance())
+
+            def stage(msg: str, planned: int) -> None:
+                bar.add_total(planned)
+                console.print(f"[bold]discover:[/] {msg}")
+
+            return await run_discover(items, winners, g.client, embedder, cfg,
+                                      holdout=holdout, limit=limit,
+                                      holdout_limit=holdout_limit,
+                                      min_agreement=min_agreement, on_stage=stage)
+
+    res = sess.run(go)
+    res.update(llm=g.public_spec, data=data)
+    _stamp(res, started)
+    path, report = _write(out, res)
+    console.print(_splits_table(res["splits"]))
+    t = Table(title="factors found, validated on held-out disagreements "
+                    "(Delta = intensity(judge-preferred) - intensity(human-preferred))")
+    for c in ("set", "factor", "n", "mean Delta [95% CI]", "p (t)", "p (Wilcoxon)",
+              "max|r| pre-discovered"):
+        t.add_column(c, justify="left" if c in ("set", "factor") else "right")
+    for set_name, s in res["validation"]["sets"].items():
+        for row in s["factors"]:
+            lo, hi = row["ci95"]
+            ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+            md = "-" if row["mean_delta"] is None else f"{row['mean_delta']:+.2f}{ci}"
+            t.add_row(set_name, row["factor"], str(row["n"]), md, _p(row["p_t"]),
+                      _p(row["p_wilcoxon"]), _p(row["max_abs_r_pre_discovered"]))
+    console.print(t)
+    console.print(_json_stats_line(res["json_stats"]))
+    c = res["calls"]
+    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
+                  f"{res['seconds']:.1f} s\nresults: {path}\nreport: {report}")
+
+
+# ---- quantify --------------------------------------------------------------------------------
+
+def _factor_list(names: str, factors_from: Path | None) -> tuple[list[Any], dict[int, Any]]:
+    from judgeaudit.hubj.run import resolve_factors
+
+    discovered = None
+    if factors_from is not None:
+        try:
+            discovered = json.loads(Path(factors_from).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise _fail(f"--factors-from {factors_from}: {exc}") from None
+        if discovered.get("command") != "discover":
+            raise _fail(f"--factors-from {factors_from}: not the results.json of `discover`")
+        if names == "found":
+            names = ",".join(f["name"] for f in discovered["discover"]["factors"])
+    try:
+        return resolve_factors([n for n in names.split(",") if n.strip()], discovered)
+    except ValueError as exc:
+        raise _fail(f"--factors: {exc}") from None
+
+
+def quantify(
+    judges: Annotated[str, typer.Option("--judges", "-j", help=(
+        "Comma-separated judge SPECs to quantify (same rewrites for all)."))] = "local",
+    data: DataOpt = "pandalm:../shared/data/pandalm_testset",
+    factors: Annotated[str, typer.Option(help=(
+        "Comma-separated factor names: shipped ones (verbosity, beauty, authority, bandwagon, "
+        "sentiment, length, complexity, ...) or 'found' with --factors-from."))] = (
+        "verbosity,authority"),
+    factors_from: Annotated[Path | None, typer.Option(
+        help="results.json of a discover run (its factors and criteria).")] = None,
+    generator: Annotated[str | None, typer.Option(
+        help="SPEC of the rewriter G_inj (default: the first judge).")] = None,
+    checker: Annotated[str | None, typer.Option(
+        help="SPEC of the answer-change checker G_check (default: the generator).")] = None,
+    levels: Annotated[str, typer.Option(help="Levels to inject.")] = "1,2,3,4,5",
+    pool: Annotated[int, typer.Option(
+        help="Labelled items to judge when looking for agreement items.")] = 60,
+    limit: Annotated[int | None, typer.Option(help="Agreement items to rewrite.")] = 12,
+    n_cal: Annotated[int | None, typer.Option(
+        help="Calibration items (default: 1/6 of the items, as the paper's 100/600).")] = None,
+    on_violation: Annotated[str, typer.Option(
+        help="drop: discard rewrites the checker says change the answer; flag: keep them.")] = (
+        "drop"),
+    min_agreement: Annotated[float, typer.Option(help="Annotator agreement filter.")] = 0.5,
+    out: OutOpt = Path("out/quantify"),
+    seed: int = 0,
+    concurrency: Annotated[int | None, typer.Option(help="Concurrent calls.")] = None,
+    cache: CacheOpt = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+) -> None:
+    """How strongly each factor moves each judge (HUB-J Algorithm 2): rewrite the rejected
+    response of agreement items at levels 1-5, count flips, pick l* on calibration items and
+    report the susceptibility on test items."""
+    from judgeaudit.hubj.run import run_quantify
+
+    out = out or Path("out/quantify")
+    try:
+        lv = [int(x) for x in levels.split(",") if x.strip()]
+    except ValueError:
+        raise _fail(f"--levels {levels!r}: expected comma-separated numbers 1-5") from None
+    if not lv or any(not 1 <= x <= 5 for x in lv):
+        raise _fail(f"--levels {levels!r}: expected numbers 1-5")
+    if on_violation not in ("drop", "flag"):
+        raise _fail(f"--on-violation: expected drop or flag, got {on_violation!r}")
+    fs, crit = _factor_list(factors, factors_from)
+    sess = _Session(cache, no_cache, concurrency, seed)
+    started = _now()
+    specs = split_specs(judges)
+    if not specs:
+        raise _fail("--judges: give at least one judge SPEC")
+    bundles = {sess.bundle(s).public_spec: sess.bundle(s) for s in specs}
+    gen = sess.bundle(generator or specs[0])
+    chk = sess.bundle(checker) if checker else None
+    items = _items(data, pool, min_agreement)
+    missing = [f for f in fs if f.name not in crit]
+    n_rw = (limit or len(items)) * len(fs) * len(lv)
+
+    async def go() -> dict[str, Any]:
+        from judgeaudit.hubj.llmjson import JSONStats
+        from judgeaudit.hubj.validate import criteria_for_factors
+
+        if missing:
+            got, _src = await criteria_for_factors(gen.client, missing, JSONStats())
+            crit.update(got)
+        with growing_bar("quantify") as bar:
+            bar.add_total(2 * len(items) * len(bundles) + n_rw * (2 + 2 * len(bundles)))
+            from judgeaudit.hubj.run import live_winners
+
+            agreement = await live_winners(bundles, items, on_done=bar.advance)
+            return await run_quantify(bundles, gen.client, items, fs, crit,
+                                      checker=chk.client if chk else None, levels=lv,
+                                      n_cal=n_cal, seed=seed, on_violation=on_violation,
+                                      limit=limit, agreement=agreement, on_done=bar.advance)
+
+    res = sess.run(go)
+    res.update(data=data, generator=gen.public_spec,
+               checker=chk.public_spec if chk else gen.public_spec)
+    _stamp(res, started)
+    path, report = _write(out, res)
+    t = Table(title=f"flip rate by level (n={res['n_items']} agreement items; "
+                    f"{res['rewrites']['kept']}/{res['rewrites']['total']} rewrites kept)")
+    t.add_column("judge")
+    t.add_column("factor")
+    for x in lv:
+        t.add_column(f"L{x}", justify="right")
+    t.add_column("l*", justify="right")
+    t.add_column("susceptibility (test)", justify="right")
+    for j, per in res["per_judge"].items():
+        for f, r in per.items():
+            t.add_row(j, f, *(_f(r["by_level"][str(x)], 2) for x in lv),
+                      str(r["l_star"]), _f(r["susceptibility"], 2))
+    console.print(t)
+    console.print(f"answer-change rate (checker): {_f(res['answer_change_rate'])}")
+    console.print(_json_stats_line(res["json_stats"]))
+    c = res["calls"]
+    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
+                  f"{res['seconds']:.1f} s\nresults: {path}\nreport: {report}")
+
+
+# ---- mitigate --------------------------------------------------------------------------------
+
+def mitigate(
+    data: DataOpt = "pandalm:../shared/data/pandalm_testset",
+    judges: JudgesOpt = None,
+    recorded: RecordedOpt = None,
+    factor: Annotated[str, typer.Option(help=(
+        "The factor to control for (a shipped name, or a found one with --factors-from)."))] = (
+        "verbosity"),
+    factors_from: Annotated[Path | None, typer.Option(
+        help="results.json of a discover run.")] = None,
+    scorer: Annotated[str, typer.Option(help="SPEC of the G_score model.")] = "local",
+    candidate: Annotated[str, typer.Option(help=(
+        "Whose win rate: rejected (the human-rejected response: win = disagreement with "
+        "humans), response_1 or response_2."))] = "rejected",
+    limit: Annotated[int | None, typer.Option(help="Use the first N labelled items.")] = 60,
+    estimator: Annotated[str, typer.Option(help=(
+        "marginal: one-step maximum likelihood with the query effect integrated out "
+        "(default; calibrated intervals); two_stage: the paper's Stage I + Stage II with the "
+        "query effect plugged in (shown beside either way)."))] = "marginal",
+    apply_fit: Annotated[Path | None, typer.Option("--apply", help=(
+        "results.json of an earlier mitigate run: correct the verdicts of --judges (one "
+        "judge) on --data with that fit."))] = None,
+    min_agreement: Annotated[float, typer.Option(help="Annotator agreement filter.")] = 0.5,
+    out: OutOpt = Path("out/mitigate"),
+    seed: int = 0,
+    concurrency: Annotated[int | None, typer.Option(help="Concurrent calls.")] = None,
+    cache: CacheOpt = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+) -> None:
+    """Bias-controlled win rates (HUB-J Algorithm 3): a two-stage logistic model over judges
+    and queries separates each judge's wins due to the factor; the length-controlled win rate
+    (AlpacaEval style) is reported beside it. --apply corrects new verdicts with a saved fit."""
+    from judgeaudit.hubj.run import run_apply, run_mitigate
+
+    out = out or Path("out/mitigate")
+    if estimator not in ("marginal", "two_stage"):
+        raise _fail(f"--estimator: expected marginal or two_stage, got {estimator!r}")
+    if candidate not in ("rejected", "response_1", "response_2"):
+        raise _fail(f"--candidate: expected rejected, response_1 or response_2, got "
+                    f"{candidate!r}")
+    sess = _Session(cache, no_cache, concurrency, seed)
+    started = _now()
+    items = _items(data, limit, min_agreement)
+    sc = sess.bundle(scorer)
+    if apply_fit is not None:
+        try:
+            saved = json.loads(Path(apply_fit).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise _fail(f"--apply {apply_fit}: {exc}") from None
+        names: list[str] = []
+
+        async def go_apply() -> dict[str, Any]:
+            winners = await _winners(sess, judges, recorded, data, items, out)
+            if len(winners) != 1:
+                raise ValueError("--apply corrects one judge: give exactly one of "
+                                 "--judges/--recorded")
+            (name, w), = winners.items()
+            names.append(name)
+            return await run_apply(saved, name, items, w, sc.client)
+
+        res = sess.run(go_apply)
+        name = names[0]
+        res.update(data=data, scorer=sc.public_spec, fit=str(apply_fit))
+        _stamp(res, started)
+        path = _write_plain(out, res)
+        a = res["applied"]
+        console.print(f"{name}: win {_f(a['win'])}, bias-controlled {_f(a['bc'])}, bias share "
+                      f"{_f(a['bias_share'])} (n={a['n']}, {a['n_new_queries']} new queries)")
+        console.print(f"results: {path}")
+        return
+    fs, crit = _factor_list(factor, factors_from)
+    if len(fs) != 1:
+        raise _fail("--factor: give exactly one factor")
+    f = fs[0]
+
+    async def go() -> dict[str, Any]:
+        from judgeaudit.hubj.llmjson import JSONStats
+        from judgeaudit.hubj.validate import criteria_for_factors
+
+        winners = await _winners(sess, judges, recorded, data, items, out)
+        if f.name not in crit:
+            got, _src = await criteria_for_factors(sc.client, [f], JSONStats())
+            crit.update(got)
+        with growing_bar("G_score") as bar:
+            bar.add_total(len(items))
+            return await run_mitigate(items, winners, sc.client, f, crit[f.name],
+                                      candidate=candidate, estimator=estimator,
+                                      on_done=bar.advance)
+
+    res = sess.run(go)
+    res.update(data=data, scorer=sc.public_spec)
+    _stamp(res, started)
+    path, report = _write(out, res)
+    t = Table(title=f"bias-controlled win rate of the {candidate} response, control: "
+                    f"{f.name} (n={res['counts']['queries']} queries, {estimator} fit)")
+    for c in ("judge", "win", "BC (bias-controlled)", "bias share", "LC (length-controlled)",
+              "phi +- se", "psi +- se"):
+        t.add_column(c, justify="left" if c == "judge" else "right")
+    lc = res["other_controls"].get("length", {})
+    for j, r in res["per_judge"].items():
+        t.add_row(j, _f(r["win"]), _f(r["bc"]), _f(r["bias_share"]),
+                  _f(lc.get(j, {}).get("bc")),
+                  f"{r['phi']['value']:+.2f} +- {r['phi']['se']:.2f}",
+                  f"{r['psi']['value']:+.2f} +- {r['psi']['se']:.2f}")
+    console.print(t)
+    console.print(_json_stats_line(res["json_stats"]))
+    c = res["calls"]
+    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
+                  f"{res['seconds']:.1f} s\nresults: {path}\nreport: {report}")
+
+
+def _write_plain(out: Path, res: dict[str, Any]) -> Path:
+    from judgeaudit.report import write_results
+
+    return write_results(out / "results.json", res)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `discover`, `quantify` and `mitigate` to ``app``."""
+    app.command("discover")(discover)
+    app.command("quantify")(quantify)
+    app.command("mitigate")(mitigate)
+
+
+__all__ = ["discover", "mitigate", "quantify", "register"]

