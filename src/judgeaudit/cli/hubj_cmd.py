@@ -197,8 +197,8 @@ def discover(
     tau: Annotated[float, typer.Option(help="Novelty threshold (cosine).")] = 0.7,
     rho: Annotated[float, typer.Option(help="Target covered share of features.")] = 0.8,
     rep_fallback: Annotated[bool, typer.Option(help=(
-        "When G_construct proposes fewer than half the candidates asked for, use the cluster "
-        "representatives (features) as candidates."))] = True,
+        "When G_construct proposes fewer candidates than asked for (vague ones are dropped), "
+        "fill in with the cluster representatives (features)."))] = True,
     min_agreement: Annotated[float, typer.Option(
         help="Keep items whose majority label has at least this annotator share.")] = 0.5,
     out: OutOpt = Path("out/discover"),

@@ -5,9 +5,9 @@
 2. Up to T rounds on the still-uncovered features U:
    embed U; k-means into M clusters (seeded); the feature nearest each centroid is a
    representative; G_construct proposes candidate factors from the representatives and the
-   factors kept so far (when it gives fewer than half the candidates asked for, e.g. a small
-   model's vague labels are all dropped, the representatives themselves stand in:
-   `rep_fallback`, recorded per round); a candidate is kept only if its cosine similarity to
+   factors kept so far (when it gives fewer candidates than asked for, e.g. a small model's
+   vague labels are dropped, the representatives themselves fill the gap: `rep_fallback`,
+   recorded per round); a candidate is kept only if its cosine similarity to
    every kept factor is below tau; G_assign maps every feature in U to one open candidate or
    abstains;
    coverage C(z) = features assigned to z; greedily add the factor z maximising
@@ -45,7 +45,7 @@ class DiscoverConfig:
     lambda_u: float = 0.5
     max_features: int = 3        # per item, G_extract
     candidates: int = 4          # per round, G_construct
-    rep_fallback: bool = True    # representatives stand in when G_construct gives too few
+    rep_fallback: bool = True    # representatives fill in when G_construct gives too few
     seed: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -150,10 +150,10 @@ async def discover_factors(
         cands = await g_construct(client, [feats[i].text for i in reps], kept,
                                   stats.setdefault("G_construct", JSONStats()), cfg.candidates)
         from_reps: list[str] = []
-        if cfg.rep_fallback and len(cands) < max(1, cfg.candidates // 2):
+        if cfg.rep_fallback and len(cands) < cfg.candidates:
             # A small model often turns the representatives into vague judgements (relevance,
             # clarity: dropped as vague). The representatives are themselves features with a
-            # name and a general definition, so they stand in as candidates (recorded).
+            # name and a general definition, so they fill the missing candidates (recorded).
             names = {c.name for c in cands}
             for i in reps:
                 f = feats[i]
