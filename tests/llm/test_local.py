@@ -161,3 +161,20 @@ async def test_small_preset_gives_valid_probabilities(small_fp32):
     s = await small_fp32.generate(score)
     assert set(s.probs) == {"1", "2", "3", "4", "5"}
     assert sum(s.probs.values()) == pytest.approx(1.0, abs=1e-9)
+
+
+async def test_prompt_lookup_decoding_gives_the_plain_greedy_text(small_fp32):
+    """decode=lookup (the default) copies candidates from the prompt and keeps them only where
+    they equal the model's greedy choice: a copy-heavy rewrite comes out as with plain
+    decoding (fp32, so no bf16 rounding ties)."""
+    from judgeaudit.llm.providers.local import generate_text
+
+    text = ("The Eiffel Tower is in Paris. It was finished in 1889 for the World's Fair and is "
+            "about 330 metres tall.")
+    req = Request(messages=(Message("user", "Repeat this text exactly, then add one sentence "
+                                            f"about its colour:\n{text}"),), max_tokens=60)
+    lm = small_fp32.loaded()
+    plain = generate_text(lm, req, decode="plain")
+    fast = generate_text(lm, req, decode="lookup", lookup_k=10)
+    assert fast.text == plain.text
+    assert fast.usage.completion_tokens == plain.usage.completion_tokens > 10

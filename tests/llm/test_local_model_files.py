@@ -163,3 +163,16 @@ def test_dtype_resolution():
     assert lm.resolve_dtype(None) in {"bf16", "fp32"}
     with pytest.raises(ValueError, match="expected fp32 or bf16"):
         lm.resolve_dtype("int8")
+
+
+def test_decode_parameters_are_validated_and_kept_out_of_the_cache_key():
+    from judgeaudit.llm.providers.local import LocalProvider
+
+    base = LocalProvider("qwen-0.5b", {}).cache_identity()
+    fast = LocalProvider("qwen-0.5b", {"decode": "lookup", "lookup_k": "5"}).cache_identity()
+    plain = LocalProvider("qwen-0.5b", {"decode": "plain"}).cache_identity()
+    assert base == fast == plain  # the same greedy text either way (see the local docstring)
+    with pytest.raises(ValueError, match="decode='beam'"):
+        LocalProvider("qwen-0.5b", {"decode": "beam"})
+    with pytest.raises(ValueError, match="lookup_k='0'"):
+        LocalProvider("qwen-0.5b", {"lookup_k": "0"})

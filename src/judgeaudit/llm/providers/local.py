@@ -3,7 +3,16 @@
 Spec: `local` (= `local:qwen-1.5b`), `local:qwen-0.5b`, `local:/path/model.gguf`,
 `local:/path/hf_model_dir`; parameters `dtype=bf16|fp32` (default: bf16 where the CPU has
 bf16 units), `threads=N|auto` (default auto: the cores not kept busy by other processes),
-`prefix_cache=on|off` (default on).
+`prefix_cache=on|off` (default on), `decode=lookup|plain` (default lookup) and `lookup_k=N`
+(default 10) for generation.
+
+Generation (rewrites, references) is greedy at temperature 0 and, by default, uses
+prompt-lookup decoding: candidate continuations are copied from n-gram matches in the prompt
+and verified by the model in one forward pass, so text that copies its input (a rewrite keeps
+most of the original) costs fewer passes. The verifier is the same model and a candidate
+token is kept only where it equals the model's own greedy choice, so the output is the plain
+greedy output up to floating-point ties (benchmarks/bench_generation.py measures speed and
+identity side by side). Sampling (temperature > 0) always decodes plainly.
 
 Verdicts with `choices` cost one forward pass and no generation: the probability of each
 choice's token after the prompt (+ prefill), renormalised over the choices. Judge prompts
@@ -49,7 +58,8 @@ from judgeaudit.llm.local_model import (
 from judgeaudit.llm.registry import register
 
 # Parameters that change speed, not outputs: kept out of the cache key.
-_RUNTIME_PARAMS = frozenset({"threads", "prefix_cache"})
+# `decode`/`lookup_k` change how greedy text is found, not what it is (see the docstring).
+_RUNTIME_PARAMS = frozenset({"threads", "prefix_cache", "decode", "lookup_k"})
 _KNOWN_PARAMS = _RUNTIME_PARAMS | {"dtype"}
 _EXECUTORS: dict[int, ThreadPoolExecutor] = {}
 _EXECUTORS_LOCK = threading.Lock()
@@ -231,8 +241,10 @@ def _check_length(lm: LoadedModel, ids: list[int], extra: int = 0) -> None:
         )
 
 
-def generate_text(lm: LoadedModel, request: Request) -> Response:
-    """Plain generation: greedy at temperature 0, else sampling seeded from the request."""
+def generate_text(lm: LoadedModel, request: Request, decode: str = "plain",
+                  lookup_k: int = 10) -> Response:
+    """Greedy at temperature 0 (prompt-lookup decoding when `decode="lookup"`), else
+    sampling seeded from the request."""
     import torch
     from transformers import GenerationConfig
 
@@ -260,6 +272,8 @@ def generate_text(lm: LoadedModel, request: Request) -> Response:
     with lm.lock, torch.inference_mode():
         if sample:
             torch.manual_seed(_seed(request))
+        if decode == "lookup" and not sample:
+            cfg.prompt_lookup_num_tokens = lookup_k
         out = lm.model.generate(input_ids=x, attention_mask=torch.ones_like(x),
                                 generation_config=cfg)
     new = out[0, len(ids):].tolist()
@@ -297,6 +311,13 @@ class LocalProvider(Provider):
         if pc not in {"on", "off"}:
             raise ValueError(f"local provider: prefix_cache={pc!r}: expected on or off")
         self.prefix_reuse = pc == "on"
+        self.decode = self.params.get("decode", "lookup")
+        if self.decode not in {"lookup", "plain"}:
+            raise ValueError(f"local provider: decode={self.decode!r}: expected lookup or plain")
+        k = self.params.get("lookup_k", "10")
+        if not k.isdigit() or not 1 <= int(k) <= 64:
+            raise ValueError(f"local provider: lookup_k={k!r}: expected a whole number 1-64")
+        self.lookup_k = int(k)
         self._lm: LoadedModel | None = None
 
     def cache_identity(self) -> dict[str, Any]:
@@ -323,7 +344,7 @@ class LocalProvider(Provider):
         if request.choices:
             fn, args = score_choices, (lm, request, self.prefix_reuse)
         else:
-            fn, args = generate_text, (lm, request)
+            fn, args = generate_text, (lm, request, self.decode, self.lookup_k)
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(_executor_for(lm), fn, *args)
