@@ -154,3 +154,20 @@ def test_discover_end_to_end_with_recorded_judges(shared_data, tmp_path, isolate
     assert found["n"] == 12
     html = (tmp_path / "report.html").read_text()
     assert "Bias discovery" in html and "wordiness" in html and "BiasScope-style" in html
+
+
+def test_quantify_append_mode_and_short_item_filter(shared_data, tmp_path, isolated_cache):
+    judge = "simhubj?factor_verbosity=0,0.5,3,1,0&seed=3"
+    res = runner.invoke(app, ["quantify", "--judges", judge, "--data", _data(shared_data),
+                              "--factors", "verbosity", "--pool", "120", "--limit", "20",
+                              "--inject", "append", "--max-words", "60", "--out",
+                              str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    r = json.loads((tmp_path / "results.json").read_text())
+    assert r["inject"] == "append" and "G_inj_append" in r["prompt_hashes"]
+    assert r["per_judge"][judge]["verbosity"]["l_star"] == 3
+    for ex in r["rewrite_examples"]:
+        assert len(ex["original"].split()) <= 60
+        # additive edit: the original text is kept whole, the injected part follows it
+        assert ex["rewritten"].startswith(ex["original"].rstrip())
+        assert ex["rewritten"].endswith(f"[[verbosity@{ex['level']}]]")

@@ -309,6 +309,12 @@ def quantify(
     on_violation: Annotated[str, typer.Option(
         help="drop: discard rewrites the checker says change the answer; flag: keep them.")] = (
         "drop"),
+    inject: Annotated[str, typer.Option(help=(
+        "G_inj mode: rewrite (the whole response rewritten at the level, as in the paper) or "
+        "append (the generator writes only sentences to add; for small models, such as the "
+        "embedded one, that echo the text when asked to rewrite it)."))] = "rewrite",
+    max_words: Annotated[int | None, typer.Option(
+        help="Only agreement items whose rejected response has at most N words.")] = None,
     min_agreement: Annotated[float, typer.Option(help="Annotator agreement filter.")] = 0.5,
     out: OutOpt = Path("out/quantify"),
     seed: int = 0,
@@ -330,6 +336,8 @@ def quantify(
         raise _fail(f"--levels {levels!r}: expected numbers 1-5")
     if on_violation not in ("drop", "flag"):
         raise _fail(f"--on-violation: expected drop or flag, got {on_violation!r}")
+    if inject not in ("rewrite", "append"):
+        raise _fail(f"--inject: expected rewrite or append, got {inject!r}")
     fs, crit = _factor_list(factors, factors_from)
     sess = _Session(cache, no_cache, concurrency, seed)
     started = _now()
@@ -358,7 +366,8 @@ def quantify(
             return await run_quantify(bundles, gen.client, items, fs, crit,
                                       checker=chk.client if chk else None, levels=lv,
                                       n_cal=n_cal, seed=seed, on_violation=on_violation,
-                                      limit=limit, agreement=agreement, on_done=bar.advance)
+                                      limit=limit, agreement=agreement, inject=inject,
+                                      max_words=max_words, on_done=bar.advance)
 
     res = sess.run(go)
     res.update(data=data, generator=gen.public_spec,

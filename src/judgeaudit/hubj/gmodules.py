@@ -124,11 +124,13 @@ async def g_crit(client: Client, factor: Factor, stats: JSONStats) -> dict[int, 
 
 
 async def g_inj(client: Client, item_id: str, prompt: str, text: str, factor: Factor,
-                criteria: Mapping[int, str], level: int, stats: JSONStats) -> str | None:
+                criteria: Mapping[int, str], level: int, stats: JSONStats,
+                mode: str = "rewrite") -> str | None:
     """The rewritten text (plain-text module: see prompts), or None when the call failed or
-    came back empty/unchanged (counted as failed)."""
+    came back empty/unchanged (counted as failed). mode="append": the model writes only the
+    sentences to add, and the rewrite is the original followed by them."""
     stats.calls += 1
-    req = P.inject_request(prompt, text, factor, criteria, level, item_id=item_id)
+    req = P.inject_request(prompt, text, factor, criteria, level, item_id=item_id, mode=mode)
     try:
         resp = await client.call(req)
     except CallFailed as exc:
@@ -141,6 +143,8 @@ async def g_inj(client: Client, item_id: str, prompt: str, text: str, factor: Fa
     m = re.search(r"</?text>", out)
     if m:  # the model echoed the input's tags: keep what is between/after them
         out = re.sub(r"</?text>", "", out).strip()
+    if mode == "append" and out.strip():
+        out = text.rstrip() + " " + out.strip()
     if not out.strip() or out.strip() == text.strip():
         stats.failed += 1
         if len(stats.examples) < 20:

@@ -169,15 +169,31 @@ G_CRIT = GPrompt(
 
 G_INJ = GPrompt(
     name="G_inj",
-    system=("You rewrite a response so that it shows a given property at a given intensity. "
-            "You keep the meaning: the final answer, every number, every named entity, every "
-            "list item and every piece of code stay exactly as they are. You add no new facts. "
-            "Output only the rewritten response, with no preface and no comments."),
-    user=("Property: {factor}\nIntensity scale:\n{criteria}\n\nRewrite the response so that "
-          "it matches level {level}: {level_text}\n\nInstruction the response answers:\n"
-          "<instruction>\n{prompt}\n</instruction>\n\nResponse to rewrite:\n<text>\n{text}\n"
-          "</text>\n\nReply with the rewritten response only."),
+    system=("You are an editor. You rewrite a response so that it shows a given property at a "
+            "given intensity, changing its wording, sentences or formatting as needed. You keep "
+            "the meaning: the final answer, every number, every named entity, every list item "
+            "and every piece of code stay as they are, and you add no new facts. Your rewrite is "
+            "never identical to the original. Output only the rewritten response."),
+    user=("Instruction the response answers:\n<instruction>\n{prompt}\n</instruction>\n\n"
+          "Original response:\n<text>\n{text}\n</text>\n\n"
+          "Property: {factor}\nIntensity scale:\n{criteria}\n\n"
+          "Rewrite the original response so that it shows the property at level {level} of 5: "
+          "{level_text}\nEdit the text to reach exactly that level (add, remove or reword "
+          "sentences, phrases or formatting); keep the answer itself unchanged. Reply with the "
+          "rewritten response only."),
     max_tokens=0,  # set per request from the text's length
+)
+
+G_INJ_APPEND = GPrompt(
+    name="G_inj_append",
+    system=("You are an editor. You write sentences to add to a response so that the response "
+            "shows a given property more strongly. The sentences add no new facts, numbers or "
+            "answers. Output only the sentences to add."),
+    user=("Instruction the response answers:\n<instruction>\n{prompt}\n</instruction>\n\n"
+          "Response:\n<text>\n{text}\n</text>\n\nProperty: {factor}\nTarget: level {level} "
+          "of 5: {level_text}\n\nWrite {level} sentence(s) to add to the end of the response so "
+          "that the whole response reaches that level. Do not repeat the response."),
+    max_tokens=0,  # 40 tokens per sentence asked for, plus slack
 )
 
 G_CHECK = GPrompt(
@@ -195,7 +211,8 @@ G_CHECK = GPrompt(
 )
 
 PROMPTS: dict[str, GPrompt] = {p.name: p for p in (
-    G_EXTRACT, G_CONSTRUCT, G_ASSIGN, G_SCORE, G_CRIT, G_INJ, G_CHECK)}
+    G_EXTRACT, G_CONSTRUCT, G_ASSIGN, G_SCORE, G_CRIT, G_INJ, G_INJ_APPEND, G_CHECK)}
+INJECT_MODES = ("rewrite", "append")
 
 
 def prompt_hashes(names: Sequence[str] | None = None) -> dict[str, str]:
@@ -272,14 +289,22 @@ def inject_budget(text: str, level: int, cap: int = 320) -> int:
 
 
 def inject_request(prompt: str, text: str, factor: Factor, criteria: Mapping[int, str],
-                   level: int, *, item_id: str = "", max_tokens: int | None = None) -> Request:
+                   level: int, *, item_id: str = "", max_tokens: int | None = None,
+                   mode: str = "rewrite") -> Request:
+    """G_inj: `rewrite` asks for the whole response rewritten at the level (the paper's
+    module); `append` asks only for sentences to add at its end (an additive edit that keeps
+    the answer by construction; small models that echo their input can do this one)."""
     if not 1 <= level <= 5:
         raise ValueError(f"G_inj level must be 1..5, got {level}")
-    user = G_INJ.render(factor=factor.text, criteria=criteria_text(criteria), level=level,
-                        level_text=criteria[level], prompt=_clip(prompt), text=text)
-    return _req(G_INJ, user, {"task": "generate", "item_id": item_id, "factor": factor.name,
-                              "level": level, "text": text},
-                max_tokens=max_tokens or inject_budget(text, level))
+    if mode not in INJECT_MODES:
+        raise ValueError(f"G_inj mode {mode!r}: expected one of {INJECT_MODES}")
+    g = G_INJ if mode == "rewrite" else G_INJ_APPEND
+    user = g.render(factor=factor.text, criteria=criteria_text(criteria), level=level,
+                    level_text=criteria[level], prompt=_clip(prompt), text=text)
+    budget = inject_budget(text, level) if mode == "rewrite" else 40 * level + 24
+    return _req(g, user, {"task": "generate", "item_id": item_id, "factor": factor.name,
+                          "level": level, "text": text, "mode": mode},
+                max_tokens=max_tokens or budget)
 
 
 def check_request(item_id: str, prompt: str, original: str, rewritten: str) -> Request:
@@ -303,7 +328,8 @@ def default_criteria(factor: Factor) -> dict[int, str]:
 
 
 __all__ = [
-    "PROMPTS", "VERSION", "Factor", "Feature", "GPrompt", "assign_request", "check_request",
+    "INJECT_MODES", "PROMPTS", "VERSION", "Factor", "Feature", "GPrompt", "assign_request",
+    "check_request",
     "construct_request", "crit_request", "criteria_text", "default_criteria",
     "extract_request", "inject_budget", "inject_request", "prompt_hashes", "score_request",
 ]

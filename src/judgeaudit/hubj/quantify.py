@@ -84,7 +84,8 @@ async def make_rewrites(gen: Client, items: Sequence[PairwiseItem], factors: Seq
                         criteria: Mapping[str, Mapping[int, str]], levels: Sequence[int],
                         stats: dict[str, JSONStats], checker: Client | None = None,
                         on_violation: str = "drop",
-                        on_done: Callable[[], None] | None = None) -> list[Rewrite]:
+                        on_done: Callable[[], None] | None = None,
+                        inject: str = "rewrite") -> list[Rewrite]:
     """G_inj for every (item, factor, level), then G_check and the string check."""
     if on_violation not in ("drop", "flag"):
         raise ValueError(f"on_violation={on_violation!r}: expected 'drop' or 'flag'")
@@ -95,7 +96,8 @@ async def make_rewrites(gen: Client, items: Sequence[PairwiseItem], factors: Seq
     async def one(it: PairwiseItem, f: Factor, lvl: int) -> Rewrite:
         worse, _better = sides(it)
         side = "response_2" if it.label == 1 else "response_1"
-        text = await g_inj(gen, it.id, it.prompt, worse, f, criteria[f.name], lvl, st_inj)
+        text = await g_inj(gen, it.id, it.prompt, worse, f, criteria[f.name], lvl, st_inj,
+                           mode=inject)
         rw = Rewrite(it.id, f.name, lvl, side, worse, text, None)
         if text is not None:
             rw.same_answer = await g_check(checker, it.id, it.prompt, worse, text, st_chk)
@@ -186,12 +188,13 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
                    stats: dict[str, JSONStats], *, levels: Sequence[int] = LEVELS,
                    n_cal: int | None = None, cal_frac: float = 1 / 6, seed: int = 0,
                    checker: Client | None = None, on_violation: str = "drop",
-                   on_done: Callable[[], None] | None = None) -> QuantifyOutcome:
+                   on_done: Callable[[], None] | None = None,
+                   inject: str = "rewrite") -> QuantifyOutcome:
     """Rewrite once, judge with every judge. `items` must already be agreement items (see
     `agreement_items`)."""
     cal, test = cal_test_split([it.id for it in items], n_cal, cal_frac, seed)
     rewrites = await make_rewrites(gen, items, factors, criteria, levels, stats, checker,
-                                   on_violation, on_done)
+                                   on_violation, on_done, inject)
     out = QuantifyOutcome(list(items), rewrites, cal, test)
     by_id = {it.id: it for it in items}
     for name, bundle in judges.items():

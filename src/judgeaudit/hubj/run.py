@@ -206,11 +206,15 @@ async def run_quantify(
     on_violation: str = "drop",
     limit: int | None = None,
     agreement: Mapping[str, Mapping[str, Winner]] | None = None,
+    inject: str = "rewrite",
+    max_words: int | None = None,
     on_done: Progress | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Algorithm 2 on the items every judge gets right (by `agreement` winners when given,
-    else the judges are asked)."""
+    else the judges are asked). `inject`: G_inj mode (rewrite | append); `max_words`: keep
+    only items whose rejected response has at most this many words (rewrites of long texts
+    cost the most and are where small generators fail)."""
     t0 = time.perf_counter()
     if agreement is None:
         if on_stage:
@@ -219,6 +223,11 @@ async def run_quantify(
     splits = splits_for(items, agreement)
     agree = set(consensus(splits, "agree"))
     agr_items = [it for it in items if it.id in agree]
+    n_agree = len(agr_items)
+    if max_words is not None:
+        agr_items = [it for it in agr_items
+                     if len((it.response_2 if it.label == 1 else it.response_1).split())
+                     <= max_words]
     if limit is not None:
         agr_items = agr_items[:limit]
     if not agr_items:
@@ -230,7 +239,7 @@ async def run_quantify(
                  f"{len(levels)} levels, then judging")
     out = await quantify(judges, gen, agr_items, factors, criteria, stats, levels=levels,
                          n_cal=n_cal, cal_frac=cal_frac, seed=seed, checker=checker,
-                         on_violation=on_violation, on_done=on_done)
+                         on_violation=on_violation, on_done=on_done, inject=inject)
     kept = sum(1 for rw in out.rewrites if rw.kept)
     string_flags = sum(1 for rw in out.rewrites if rw.kept and rw.string_ok is False)
     return {
@@ -241,6 +250,9 @@ async def run_quantify(
         "levels": list(levels),
         "splits": splits_doc(splits, len(items), 0.5),
         "n_items": len(agr_items),
+        "n_agreement_items": n_agree,
+        "item_filter": {"max_words_rejected": max_words, "limit": limit},
+        "inject": inject,
         "calibration_items": out.cal,
         "test_items": out.test,
         "rewrites": {"total": len(out.rewrites), "kept": kept,
@@ -252,7 +264,8 @@ async def run_quantify(
         "profile": out.profile(),
         "rewrite_examples": [rw.as_dict(with_text=True) for rw in _examples(out.rewrites)],
         "json_stats": _stats_doc(stats),
-        "prompt_hashes": prompt_hashes(["G_inj", "G_check"]),
+        "prompt_hashes": prompt_hashes(["G_inj" if inject == "rewrite" else "G_inj_append",
+                                        "G_check"]),
         "calls": _calls([gen, *(b.client for b in judges.values())]
                         + ([checker] if checker else [])),
         "seconds": round(time.perf_counter() - t0, 2),

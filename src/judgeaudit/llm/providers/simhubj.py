@@ -109,9 +109,11 @@ class SimHubjProvider(SimProvider):
         module = meta.get("module")
         if module is None:
             return await super().generate(request)
-        if module == "G_inj":
+        if module in ("G_inj", "G_inj_append"):
             text = str(meta.get("text", ""))
-            return Response(text=f"{text} {marker(str(meta['factor']), int(meta['level']))}")
+            mark = marker(str(meta["factor"]), int(meta["level"]))
+            # mode "append": only the added material comes back
+            return Response(text=mark if meta.get("mode") == "append" else f"{text} {mark}")
         if module == "G_check":
             return Response(text="yes", probs={"yes": 1.0, "no": 0.0} if request.choices
                             else None)
