@@ -165,14 +165,29 @@ def test_dtype_resolution():
         lm.resolve_dtype("int8")
 
 
-def test_decode_parameters_are_validated_and_kept_out_of_the_cache_key():
+def test_decode_parameters_are_validated_and_part_of_the_cache_key():
+    """In bf16 the decode modes can give different greedy texts (see generation.json), so a
+    cached output of one mode must never be served for another; an explicit default keys the
+    same as the default, and runtime parameters stay out of the key."""
     from judgeaudit.llm.providers.local import LocalProvider
 
-    base = LocalProvider("qwen-0.5b", {}).cache_identity()
-    fast = LocalProvider("qwen-0.5b", {"decode": "lookup", "lookup_k": "5"}).cache_identity()
-    plain = LocalProvider("qwen-0.5b", {"decode": "plain"}).cache_identity()
-    assert base == fast == plain  # the same greedy text either way (see the local docstring)
-    with pytest.raises(ValueError, match="decode='beam'"):
+    def ident(model: str, **params: str) -> dict:
+        return LocalProvider(model, params).cache_identity()
+
+    base = ident("qwen-0.5b")
+    assert base == ident("qwen-0.5b", decode="lookup", lookup_k="10")
+    assert base == ident("qwen-0.5b", threads="1", prefix_cache="off")
+    assert "decode" not in base  # the default (lookup, k=10, chosen by the benchmark) keeps
+    assert LocalProvider("qwen-0.5b", {}).decode == "lookup"  # the keys made under it
+    plain, k5 = ident("qwen-0.5b", decode="plain"), ident("qwen-0.5b", lookup_k="5")
+    assert (plain["decode"], k5["decode"]) == ("plain", "lookup:k=5")
+    assert len({str(base), str(plain), str(k5)}) == 3
+    assert plain == ident("qwen-0.5b", decode="plain", lookup_k="5")  # k unused when plain
+    assisted = ident("qwen-1.5b", decode="assisted")
+    assert assisted["decode"] == "assisted:qwen-0.5b" and assisted != ident("qwen-1.5b")
+    with pytest.raises(ValueError, match=r"decode='beam': expected one of lookup, plain, assisted"):
         LocalProvider("qwen-0.5b", {"decode": "beam"})
+    with pytest.raises(ValueError, match="which is this model itself"):
+        LocalProvider("qwen-0.5b", {"decode": "assisted"})  # the draft would be the model
     with pytest.raises(ValueError, match="lookup_k='0'"):
         LocalProvider("qwen-0.5b", {"lookup_k": "0"})

@@ -3,16 +3,23 @@
 Spec: `local` (= `local:qwen-1.5b`), `local:qwen-0.5b`, `local:/path/model.gguf`,
 `local:/path/hf_model_dir`; parameters `dtype=bf16|fp32` (default: bf16 where the CPU has
 bf16 units), `threads=N|auto` (default auto: the cores not kept busy by other processes),
-`prefix_cache=on|off` (default on), `decode=lookup|plain` (default lookup) and `lookup_k=N`
-(default 10) for generation.
+`prefix_cache=on|off` (default on), `decode=lookup|plain|assisted` (default lookup) and
+`lookup_k=N` (default 10) for generation.
 
 Generation (rewrites, references) is greedy at temperature 0 and, by default, uses
 prompt-lookup decoding: candidate continuations are copied from n-gram matches in the prompt
 and verified by the model in one forward pass, so text that copies its input (a rewrite keeps
 most of the original) costs fewer passes. The verifier is the same model and a candidate
 token is kept only where it equals the model's own greedy choice, so the output is the plain
-greedy output up to floating-point ties (benchmarks/bench_generation.py measures speed and
-identity side by side). Sampling (temperature > 0) always decodes plainly.
+greedy output up to floating-point near-ties. In bf16 those ties do occur where the text is
+new rather than copied: benchmarks/bench_generation.py (side by side, G_inj prompts) found
+whole rewrites identical and 2 of 4 appended texts different from plain (equally fluent
+alternatives, e.g. "to make it" for "to make the text"), at about 3x plain tokens/s on
+rewrites and 1.5x on appends. So the decode mode and lookup_k are part of the cache key (the
+default adds nothing to it). `decode=assisted` drafts with the 0.5B preset instead (the same
+verification; slower than lookup here: 1.6x on rewrites, 0.8x on appends). Sampling
+(temperature > 0) always decodes plainly: prompt lookup with sampling keeps the
+distribution but not the seeded plain sample.
 
 Verdicts with `choices` cost one forward pass and no generation: the probability of each
 choice's token after the prompt (+ prefill), renormalised over the choices. Judge prompts
@@ -30,6 +37,7 @@ forward pass over a ~370-token prompt is already compute-bound), so it is not do
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
 import json
@@ -58,9 +66,15 @@ from judgeaudit.llm.local_model import (
 from judgeaudit.llm.registry import register
 
 # Parameters that change speed, not outputs: kept out of the cache key.
-# `decode`/`lookup_k` change how greedy text is found, not what it is (see the docstring).
-_RUNTIME_PARAMS = frozenset({"threads", "prefix_cache", "decode", "lookup_k"})
-_KNOWN_PARAMS = _RUNTIME_PARAMS | {"dtype"}
+_RUNTIME_PARAMS = frozenset({"threads", "prefix_cache"})
+# In the cache key in a normalised form (`cache_identity`): in bf16, verifying several drafted
+# tokens in one pass rounds differently from one token per pass, so greedy texts can differ
+# between decode modes and lookup_k values (benchmarks/results/generation.json).
+DEFAULT_DECODE = "lookup:k=10"
+_DECODE_PARAMS = frozenset({"decode", "lookup_k"})
+_KNOWN_PARAMS = _RUNTIME_PARAMS | _DECODE_PARAMS | {"dtype"}
+DECODE_MODES = ("lookup", "plain", "assisted")
+DRAFT_PRESET = "qwen-0.5b"  # decode=assisted: the draft model (same tokenizer as qwen-1.5b)
 _EXECUTORS: dict[int, ThreadPoolExecutor] = {}
 _EXECUTORS_LOCK = threading.Lock()
 
@@ -242,9 +256,13 @@ def _check_length(lm: LoadedModel, ids: list[int], extra: int = 0) -> None:
 
 
 def generate_text(lm: LoadedModel, request: Request, decode: str = "plain",
-                  lookup_k: int = 10) -> Response:
-    """Greedy at temperature 0 (prompt-lookup decoding when `decode="lookup"`), else
-    sampling seeded from the request."""
+                  lookup_k: int = 10, draft: LoadedModel | None = None) -> Response:
+    """Greedy at temperature 0 (prompt-lookup decoding when `decode="lookup"`, drafts from
+    `draft` when `decode="assisted"`), else sampling seeded from the request."""
+    if decode not in DECODE_MODES:
+        raise ValueError(f"decode={decode!r}: expected one of {DECODE_MODES}")
+    if decode == "assisted" and (draft is None or draft is lm):
+        raise ValueError("decode='assisted' needs a draft model other than the model itself")
     import torch
     from transformers import GenerationConfig
 
@@ -269,13 +287,20 @@ def generate_text(lm: LoadedModel, request: Request, decode: str = "plain",
         pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else eos_ids[0],
     )
     x = torch.tensor([ids])
-    with lm.lock, torch.inference_mode():
+    kwargs: dict[str, Any] = {}
+    if decode == "lookup" and not sample:
+        cfg.prompt_lookup_num_tokens = lookup_k
+    assisted = decode == "assisted" and not sample and draft is not None
+    if assisted:
+        kwargs["assistant_model"] = draft.model
+    # The draft's lock too: transformers adapts its generation_config between calls, and it
+    # may be another provider's model (the draft is never the model itself, so no self-wait).
+    draft_lock = draft.lock if assisted and draft is not None else contextlib.nullcontext()
+    with lm.lock, draft_lock, torch.inference_mode():
         if sample:
             torch.manual_seed(_seed(request))
-        if decode == "lookup" and not sample:
-            cfg.prompt_lookup_num_tokens = lookup_k
         out = lm.model.generate(input_ids=x, attention_mask=torch.ones_like(x),
-                                generation_config=cfg)
+                                generation_config=cfg, **kwargs)
     new = out[0, len(ids):].tolist()
     text = tok.decode(new, skip_special_tokens=True)
     return Response(text=text, usage=Usage(prompt_tokens=len(ids), completion_tokens=len(new)))
@@ -312,28 +337,48 @@ class LocalProvider(Provider):
             raise ValueError(f"local provider: prefix_cache={pc!r}: expected on or off")
         self.prefix_reuse = pc == "on"
         self.decode = self.params.get("decode", "lookup")
-        if self.decode not in {"lookup", "plain"}:
-            raise ValueError(f"local provider: decode={self.decode!r}: expected lookup or plain")
+        if self.decode not in DECODE_MODES:
+            raise ValueError(f"local provider: decode={self.decode!r}: expected one of "
+                             f"{', '.join(DECODE_MODES)}")
+        if self.decode == "assisted" and self.source.identity == resolve(DRAFT_PRESET).identity:
+            raise ValueError(f"local provider: decode=assisted drafts with {DRAFT_PRESET}, "
+                             "which is this model itself; use decode=lookup")
         k = self.params.get("lookup_k", "10")
         if not k.isdigit() or not 1 <= int(k) <= 64:
             raise ValueError(f"local provider: lookup_k={k!r}: expected a whole number 1-64")
         self.lookup_k = int(k)
         self._lm: LoadedModel | None = None
+        self._draft: LoadedModel | None = None
 
     def cache_identity(self) -> dict[str, Any]:
         ident = super().cache_identity()
         ident["params"] = {
-            k: v for k, v in ident["params"].items() if k not in _RUNTIME_PARAMS and k != "dtype"
+            k: v for k, v in ident["params"].items()
+            if k not in _RUNTIME_PARAMS | _DECODE_PARAMS and k != "dtype"
         }
         ident["weights"] = self.source.identity
         ident["dtype"] = self.dtype
+        if (decode := self.decode_identity()) != DEFAULT_DECODE:
+            # The default adds nothing, so keys made since it became the default (and every
+            # verdict key: verdicts do not decode) stay valid; any other mode keys apart.
+            ident["decode"] = decode
         return ident
+
+    def decode_identity(self) -> str:
+        """How greedy text is found, normalised (a default given explicitly keys the same)."""
+        if self.decode == "lookup":
+            return f"lookup:k={self.lookup_k}"
+        if self.decode == "assisted":
+            return f"assisted:{DRAFT_PRESET}"
+        return "plain"
 
     def loaded(self) -> LoadedModel:
         """Load (or fetch the already loaded) model; blocking, so call it off the loop."""
         if self._lm is None:
             set_threads(self.params.get("threads"))
             self._lm = load(self.model, self.dtype)
+        if self.decode == "assisted" and self._draft is None:
+            self._draft = load(DRAFT_PRESET, self.dtype)
         return self._lm
 
     async def generate(self, request: Request) -> Response:
@@ -344,7 +389,7 @@ class LocalProvider(Provider):
         if request.choices:
             fn, args = score_choices, (lm, request, self.prefix_reuse)
         else:
-            fn, args = generate_text, (lm, request, self.decode, self.lookup_k)
+            fn, args = generate_text, (lm, request, self.decode, self.lookup_k, self._draft)
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(_executor_for(lm), fn, *args)
