@@ -111,7 +111,9 @@ def test_kill_9_then_resume_pays_for_nothing_twice(fake_server, tmp_path):
     assert done.returncode == 0, done.stderr
     phase2 = srv.snapshot()
 
-    asked1 = [index_of(r) for r in phase1]
+    # A request the kill cut off while it was being sent reaches the server with no body:
+    # it names no item and was never answered to the child, so it is not a call asked.
+    asked1 = [index_of(r) for r in phase1 if r.body is not None]
     asked2 = [index_of(r) for r in phase2]
     # (a) nothing that had finished before the kill was asked again ...
     assert not set(asked2) & finished
