@@ -11,6 +11,7 @@ Each phase runs in its own subprocess so its peak RSS (getrusage ru_maxrss) is i
   with prefix KV reuse (interleaved), plus a batching experiment (2 prompts in one forward
   pass vs 2 passes).
 The machine is shared; the load average around each phase is recorded next to its figures.
+BENCH_THREADS=N fixes torch's thread count (default: the provider's auto choice).
 """
 
 from __future__ import annotations
@@ -102,7 +103,10 @@ def phase_judge(model: str, dtype: str | None, n_items: int) -> dict:
     from judgeaudit.llm.providers.local import LocalProvider, PrefixCache, render_prompt
     from judgeaudit.llm.providers.local import score_choices as score
 
-    p = LocalProvider(model, {"dtype": dtype} if dtype else {})
+    params = {"dtype": dtype} if dtype else {}
+    if os.environ.get("BENCH_THREADS"):
+        params["threads"] = os.environ["BENCH_THREADS"]
+    p = LocalProvider(model, params)
     lm = p.loaded()
     tok = lm.tokenizer
     reqs = _requests(n_items)

@@ -191,3 +191,20 @@ def test_decode_parameters_are_validated_and_part_of_the_cache_key():
         LocalProvider("qwen-0.5b", {"decode": "assisted"})  # the draft would be the model
     with pytest.raises(ValueError, match="lookup_k='0'"):
         LocalProvider("qwen-0.5b", {"lookup_k": "0"})
+
+
+def test_busy_cores_sees_a_process_that_keeps_a_core_busy():
+    """The auto thread count subtracts cores in use right now (/proc/stat over a short
+    window), so a CPU hog started a moment ago counts, unlike in the lagging load average."""
+    import subprocess
+    import time
+
+    if not Path("/proc/stat").exists():
+        pytest.skip("no /proc/stat here")
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        assert lm.busy_cores(window=0.5) >= 0.6
+    finally:
+        hog.kill()
+        hog.wait()

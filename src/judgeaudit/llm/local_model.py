@@ -405,11 +405,40 @@ _LOADED: dict[tuple[str, str], LoadedModel] = {}
 _LOAD_LOCK = threading.Lock()
 
 
+def _cpu_times() -> tuple[float, float] | None:
+    """(idle, total) jiffies of all CPUs from /proc/stat, or None off Linux."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [float(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+    return idle, sum(fields[:8])
+
+
+def busy_cores(window: float = 0.25) -> float:
+    """Cores kept busy by other processes right now: the CPU time used during a short window
+    (/proc/stat), before this process starts computing. The 1-minute load average (the
+    fallback) lags: it still counts a job that ended seconds ago, e.g. the install or the
+    previous command of the same script, and would leave a core idle."""
+    a = _cpu_times()
+    if a is not None:
+        time.sleep(window)
+        b = _cpu_times()
+        if b is not None and b[1] > a[1]:
+            cores = os.cpu_count() or 1
+            return cores * (1.0 - (b[0] - a[0]) / (b[1] - a[1]))
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover
+        return 0.0
+
+
 def set_threads(threads: int | str | None) -> int:
     """torch intra-op threads: the given number, else ("auto") the cores this process may use
-    less those other processes keep busy. Why: torch's threads synchronise at every op, so one
-    thread on a core another process is using stalls the rest (measured here: with one core
-    busy elsewhere, 2 threads ran 0.2 judgments/s, 1 thread 1.1/s)."""
+    less those other processes keep busy (`busy_cores`). Why: torch's threads synchronise at
+    every op, so one thread on a core another process is using stalls the rest (measured
+    here: with one core busy elsewhere, 2 threads ran 0.2 judgments/s, 1 thread 1.1/s)."""
     import torch
 
     if threads in (None, "", "auto"):
@@ -417,10 +446,7 @@ def set_threads(threads: int | str | None) -> int:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # pragma: no cover - not Linux
             cores = os.cpu_count() or 1
-        try:
-            busy = os.getloadavg()[0]
-        except OSError:  # pragma: no cover
-            busy = 0.0
+        busy = busy_cores()
         n = max(1, min(cores, int(cores - busy + 0.5)))
     else:
         try:
