@@ -11,6 +11,8 @@ a judge whose A/B labels were mixed up (which would get ~2/14).
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from judgeaudit.judges.templates import load_template
@@ -178,3 +180,25 @@ async def test_prompt_lookup_decoding_gives_the_plain_greedy_text(small_fp32):
     fast = generate_text(lm, req, decode="lookup", lookup_k=10)
     assert fast.text == plain.text
     assert fast.usage.completion_tokens == plain.usage.completion_tokens > 10
+
+
+async def test_batched_generation_gives_the_single_request_texts(small_fp32):
+    """gen_batch: greedy requests in flight together are decoded as one padded batch; in
+    fp32 each text is the one the request gets alone."""
+    from judgeaudit.llm.providers.local import generate_batch, generate_text
+
+    reqs = [Request(messages=(Message("user", q),), max_tokens=n) for q, n in (
+        ("Write one sentence about the sea.", 24), ("Say hello in French.", 8),
+        ("Name two prime numbers.", 16))]
+    lm = small_fp32.loaded()
+    alone = [generate_text(lm, r, decode="plain") for r in reqs]
+    together = generate_batch(lm, reqs)
+    assert [r.text for r in together] == [r.text for r in alone]
+    assert [r.usage.completion_tokens for r in together] == [
+        r.usage.completion_tokens for r in alone]
+    # through the provider: concurrent calls are batched and each gets its own answer
+    p = LocalProvider("qwen-0.5b", {"dtype": "fp32", "gen_batch": "3", "decode": "plain"})
+    client = Client(p)
+    assert client.concurrency == 3
+    outs = await asyncio.gather(*(client.call(r) for r in reqs))
+    assert [o.text for o in outs] == [r.text for r in alone]

@@ -208,3 +208,15 @@ def test_busy_cores_sees_a_process_that_keeps_a_core_busy():
     finally:
         hog.kill()
         hog.wait()
+
+
+def test_gen_batch_is_validated_keys_apart_and_raises_concurrency():
+    from judgeaudit.llm.providers.local import LocalProvider
+
+    one = LocalProvider("qwen-0.5b", {})
+    four = LocalProvider("qwen-0.5b", {"gen_batch": "4"})
+    assert one.cache_identity() == LocalProvider("qwen-0.5b", {"gen_batch": "1"}).cache_identity()
+    assert four.cache_identity() != one.cache_identity()
+    assert (one.default_concurrency, four.default_concurrency) == (1, 4)
+    with pytest.raises(ValueError, match="gen_batch='0'"):
+        LocalProvider("qwen-0.5b", {"gen_batch": "0"})

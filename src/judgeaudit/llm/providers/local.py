@@ -42,6 +42,7 @@ import copy
 import hashlib
 import json
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ _RUNTIME_PARAMS = frozenset({"threads", "prefix_cache"})
 # tokens in one pass rounds differently from one token per pass, so greedy texts can differ
 # between decode modes and lookup_k values (benchmarks/results/generation.json).
 DEFAULT_DECODE = "lookup:k=10"
-_DECODE_PARAMS = frozenset({"decode", "lookup_k"})
+_DECODE_PARAMS = frozenset({"decode", "lookup_k", "gen_batch"})
 _KNOWN_PARAMS = _RUNTIME_PARAMS | _DECODE_PARAMS | {"dtype"}
 DECODE_MODES = ("lookup", "plain", "assisted")
 DRAFT_PRESET = "qwen-0.5b"  # decode=assisted: the draft model (same tokenizer as qwen-1.5b)
@@ -306,6 +307,50 @@ def generate_text(lm: LoadedModel, request: Request, decode: str = "plain",
     return Response(text=text, usage=Usage(prompt_tokens=len(ids), completion_tokens=len(new)))
 
 
+def generate_batch(lm: LoadedModel, requests: list[Request]) -> list[Response]:
+    """Greedy generation of several requests in one padded batch (left padding). On this
+    CPU a decoding step costs about the same for a few sequences as for one (the per-step
+    overhead dominates), so throughput grows with the batch (benchmarks/bench_generation.py).
+    Each sequence stops at its own EOS or max_tokens; greedy decoding is prefix-consistent, so
+    running longer and cutting is the same as stopping there. bf16 matmuls of batch shape
+    round differently at near-ties, hence `gen_batch` is part of the cache key."""
+    import torch
+    from transformers import GenerationConfig
+
+    tok = lm.tokenizer
+    ids = [tok.encode(render_prompt(lm, r), add_special_tokens=False) for r in requests]
+    for r, i in zip(requests, ids, strict=True):
+        _check_length(lm, i, r.max_tokens)
+    eos = {tok.eos_token_id, lm.model.config.eos_token_id}
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(im_end, int) and im_end != tok.unk_token_id:
+        eos.add(im_end)
+    eos_ids = sorted(e for e in eos if isinstance(e, int))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else eos_ids[0]
+    width = max(len(i) for i in ids)
+    x = torch.full((len(ids), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for row, i in enumerate(ids):
+        x[row, width - len(i):] = torch.tensor(i)
+        mask[row, width - len(i):] = 1
+    cfg = GenerationConfig(max_new_tokens=max(r.max_tokens for r in requests), do_sample=False,
+                           temperature=None, top_k=None, top_p=None, repetition_penalty=None,
+                           eos_token_id=eos_ids, pad_token_id=pad)
+    with lm.lock, torch.inference_mode():
+        out = lm.model.generate(input_ids=x, attention_mask=mask, generation_config=cfg)
+    responses = []
+    for row, r in enumerate(requests):
+        new = out[row, width:].tolist()[:r.max_tokens]
+        for k, t in enumerate(new):
+            if t in eos_ids:
+                new = new[:k + 1]
+                break
+        text = tok.decode(new, skip_special_tokens=True)
+        responses.append(Response(text=text, usage=Usage(prompt_tokens=len(ids[row]),
+                                                         completion_tokens=len(new))))
+    return responses
+
+
 # ---------------------------------------------------------------------------------------------
 # The provider
 
@@ -347,6 +392,16 @@ class LocalProvider(Provider):
         if not k.isdigit() or not 1 <= int(k) <= 64:
             raise ValueError(f"local provider: lookup_k={k!r}: expected a whole number 1-64")
         self.lookup_k = int(k)
+        gb = self.params.get("gen_batch", "1")
+        if not gb.isdigit() or not 1 <= int(gb) <= 32:
+            raise ValueError(f"local provider: gen_batch={gb!r}: expected a whole number 1-32")
+        self.gen_batch = int(gb)
+        if self.gen_batch > 1:
+            # requests must be in flight together to be batched
+            self.default_concurrency = self.gen_batch  # type: ignore[misc]
+        self._pending: list[tuple[Request, asyncio.Future[Response]]] = []
+        self._pending_lock = threading.Lock()
+        self._draining = False
         self._lm: LoadedModel | None = None
         self._draft: LoadedModel | None = None
 
@@ -358,6 +413,8 @@ class LocalProvider(Provider):
         }
         ident["weights"] = self.source.identity
         ident["dtype"] = self.dtype
+        if self.gen_batch > 1:
+            ident["gen_batch"] = self.gen_batch
         if (decode := self.decode_identity()) != DEFAULT_DECODE:
             # The default adds nothing, so keys made since it became the default (and every
             # verdict key: verdicts do not decode) stay valid; any other mode keys apart.
@@ -388,6 +445,8 @@ class LocalProvider(Provider):
             raise FatalProviderError(str(exc)) from exc
         if request.choices:
             fn, args = score_choices, (lm, request, self.prefix_reuse)
+        elif self.gen_batch > 1 and request.temperature == 0:
+            return await self._batched(lm, request)
         else:
             fn, args = generate_text, (lm, request, self.decode, self.lookup_k, self._draft)
         loop = asyncio.get_running_loop()
@@ -398,3 +457,51 @@ class LocalProvider(Provider):
         except (RuntimeError, ValueError, IndexError) as exc:
             raise FatalProviderError(f"local model {self.model}: {type(exc).__name__}: {exc}") \
                 from exc
+
+    async def _batched(self, lm: LoadedModel, request: Request) -> Response:
+        """Queue a greedy generation; the model's worker thread drains the queue in batches
+        of up to `gen_batch` (a batch of one decodes as `decode` says)."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Response] = loop.create_future()
+        with self._pending_lock:
+            self._pending.append((request, fut))
+            start = not self._draining
+            self._draining = True
+        if start:
+            loop.run_in_executor(_executor_for(lm), self._drain, lm, loop)
+        return await fut
+
+    def _drain(self, lm: LoadedModel, loop: asyncio.AbstractEventLoop) -> None:
+        time.sleep(0.02)  # let requests issued together arrive
+        while True:
+            with self._pending_lock:
+                batch = self._pending[:self.gen_batch]
+                del self._pending[:self.gen_batch]
+                if not batch:
+                    self._draining = False
+                    return
+            reqs = [r for r, _ in batch]
+            try:
+                if len(reqs) == 1:
+                    outs = [generate_text(lm, reqs[0], self.decode, self.lookup_k, self._draft)]
+                else:
+                    outs = generate_batch(lm, reqs)
+            except Exception as exc:  # every waiter must hear of it, whatever it is
+                err = exc if isinstance(exc, FatalProviderError) else FatalProviderError(
+                    f"local model {self.model}: {type(exc).__name__}: {exc}")
+                for _, f in batch:
+                    loop.call_soon_threadsafe(_settle, f, None, err)
+                continue
+            for (_, f), out in zip(batch, outs, strict=True):
+                loop.call_soon_threadsafe(_settle, f, out, None)
+
+
+def _settle(fut: asyncio.Future[Response], out: Response | None,
+            err: BaseException | None) -> None:
+    if fut.done():
+        return
+    if err is not None:
+        fut.set_exception(err)
+    else:
+        fut.set_result(out)  # type: ignore[arg-type]
+
