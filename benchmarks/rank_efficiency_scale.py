@@ -30,19 +30,23 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--scale", type=float, default=0.25)
+    ap.add_argument("--rules", default=",".join(RULES))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
+                                         "rank_efficiency_scale.json"))
     args = ap.parse_args()
     t0 = time.time()
     case = controlled_sim_case(c=1.0, kappa=0.3, scale=args.scale)
-    res = rank_eval({f"sim(c=1,kappa=0.3,scale={args.scale})": case}, BUDGETS, RULES,
+    rules = args.rules.split(",")
+    res = rank_eval({f"sim(c=1,kappa=0.3,scale={args.scale})": case}, BUDGETS, rules,
                     list(range(args.seeds)))
     doc = {"benchmark": "rank_efficiency_scale",
            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "setup": {"scale": args.scale, "c": 1.0, "kappa": 0.3, "seeds": args.seeds,
-                     "rules": RULES, "budgets": BUDGETS},
+                     "rules": rules, "budgets": BUDGETS},
            **{k: res[k] for k in ("recall", "ablation", "full_data") if k in res},
            "paired_tests": res["tests"],
            "elapsed_s": time.time() - t0}
-    out = ROOT / "benchmarks" / "results" / "rank_efficiency_scale.json"
+    out = Path(args.out)
     out.write_text(json.dumps(doc, indent=1, default=float) + "\n")
     for m, rules in res["recall"].items():
         for rule, cells in rules.items():
