@@ -7,6 +7,15 @@ from typing import Any
 from rich.table import Table
 
 
+def est_ci(e: Any, digits: int = 3) -> str:
+    """'value [lo, hi]' of an estimate dict, '-' when it has no value."""
+    if not isinstance(e, dict) or e.get("value") is None:
+        return "-"
+    lo, hi = e.get("ci95") or [None, None]
+    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+    return f"{e['value']:.{digits}f}{ci}"
+
+
 def fmt_est(est: dict[str, Any] | None, pct: bool = True) -> tuple[str, str, str]:
     if not est or est.get("value") is None:
         return ("n/a", "", str(est.get("n", 0)) if est else "0")

@@ -13,7 +13,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from judgeaudit.cli.progress import console, growing_bar
+from judgeaudit.cli.format import est_ci
+from judgeaudit.cli.progress import console, fail, growing_bar
 from judgeaudit.data.spec import split_specs
 
 JudgesOpt = Annotated[str | None, typer.Option("--judges", "-j", help=(
@@ -27,19 +28,6 @@ LlmOpt = Annotated[str, typer.Option(help="SPEC of the model playing the G modul
 OutOpt = Annotated[Path | None, typer.Option(help="Output directory.")]
 CacheOpt = Annotated[Path | None, typer.Option(
     help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")]
-
-
-def _fail(msg: str, code: int = 2) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {msg}")
-    return typer.Exit(code)
-
-
-def _f(e: Any, digits: int = 3) -> str:
-    if not isinstance(e, dict) or e.get("value") is None:
-        return "-"
-    lo, hi = e.get("ci95") or [None, None]
-    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
-    return f"{e['value']:.{digits}f}{ci}"
 
 
 def _p(x: Any) -> str:
@@ -64,7 +52,7 @@ class _Session:
                 self.bundles[spec] = make_judge(spec, cache=self.store,
                                                 concurrency=self.concurrency, seed=self.seed)
             except (ValueError, FileNotFoundError) as exc:
-                raise _fail(f"judge {spec!r}: {exc}") from None
+                raise fail(f"judge {spec!r}: {exc}") from None
         return self.bundles[spec]
 
     def run(self, fn: Callable[[], Awaitable[Any]]) -> Any:
@@ -80,9 +68,9 @@ class _Session:
         try:
             return asyncio.run(go())
         except CallFailed as exc:
-            raise _fail(str(exc), 3) from None
+            raise fail(str(exc), 3) from None
         except ValueError as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
 
 
 def _items(data: str, limit: int | None, min_agreement: float) -> list[Any]:
@@ -93,13 +81,13 @@ def _items(data: str, limit: int | None, min_agreement: float) -> list[Any]:
     try:
         loaded = load(data)
     except (DataError, ValueError, FileNotFoundError) as exc:
-        raise _fail(f"data {data!r}: {exc}") from None
+        raise fail(f"data {data!r}: {exc}") from None
     items = [it for it in loaded if isinstance(it, PairwiseItem)]
     if not items:
-        raise _fail(f"data {data!r} has no pairwise items")
+        raise fail(f"data {data!r} has no pairwise items")
     kept = human_filter(items, min_agreement)
     if not kept:
-        raise _fail(f"data {data!r}: no item has a decisive human label (1 or 2) given by at "
+        raise fail(f"data {data!r}: no item has a decisive human label (1 or 2) given by at "
                     f"least {min_agreement:.0%} of its annotators")
     return kept[:limit] if limit is not None else kept
 
@@ -109,7 +97,7 @@ def _data_folder(data: str) -> Path:
 
     sp = parse_spec(data)
     if sp.kind != "pandalm" or not sp.name:
-        raise _fail("--recorded pandalm needs --data pandalm:PATH (the folder with the "
+        raise fail("--recorded pandalm needs --data pandalm:PATH (the folder with the "
                     "recorded verdict files)")
     return Path(sp.name)
 
@@ -220,7 +208,7 @@ def discover(
     try:
         embedder = MiniLMEmbedder()
     except RuntimeError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     cfg = DiscoverConfig(clusters=clusters, max_factors=factors, iterations=iterations,
                          tau=tau, rho=rho, seed=seed, rep_fallback=rep_fallback)
     g = sess.bundle(llm)
@@ -275,15 +263,15 @@ def _factor_list(names: str, factors_from: Path | None) -> tuple[list[Any], dict
         try:
             discovered = json.loads(Path(factors_from).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise _fail(f"--factors-from {factors_from}: {exc}") from None
+            raise fail(f"--factors-from {factors_from}: {exc}") from None
         if discovered.get("command") != "discover":
-            raise _fail(f"--factors-from {factors_from}: not the results.json of `discover`")
+            raise fail(f"--factors-from {factors_from}: not the results.json of `discover`")
         if names == "found":
             names = ",".join(f["name"] for f in discovered["discover"]["factors"])
     try:
         return resolve_factors([n for n in names.split(",") if n.strip()], discovered)
     except ValueError as exc:
-        raise _fail(f"--factors: {exc}") from None
+        raise fail(f"--factors: {exc}") from None
 
 
 def quantify(
@@ -331,19 +319,19 @@ def quantify(
     try:
         lv = [int(x) for x in levels.split(",") if x.strip()]
     except ValueError:
-        raise _fail(f"--levels {levels!r}: expected comma-separated numbers 1-5") from None
+        raise fail(f"--levels {levels!r}: expected comma-separated numbers 1-5") from None
     if not lv or any(not 1 <= x <= 5 for x in lv):
-        raise _fail(f"--levels {levels!r}: expected numbers 1-5")
+        raise fail(f"--levels {levels!r}: expected numbers 1-5")
     if on_violation not in ("drop", "flag"):
-        raise _fail(f"--on-violation: expected drop or flag, got {on_violation!r}")
+        raise fail(f"--on-violation: expected drop or flag, got {on_violation!r}")
     if inject not in ("rewrite", "append"):
-        raise _fail(f"--inject: expected rewrite or append, got {inject!r}")
+        raise fail(f"--inject: expected rewrite or append, got {inject!r}")
     fs, crit = _factor_list(factors, factors_from)
     sess = _Session(cache, no_cache, concurrency, seed)
     started = _now()
     specs = split_specs(judges)
     if not specs:
-        raise _fail("--judges: give at least one judge SPEC")
+        raise fail("--judges: give at least one judge SPEC")
     bundles = {sess.bundle(s).public_spec: sess.bundle(s) for s in specs}
     gen = sess.bundle(generator or specs[0])
     chk = sess.bundle(checker) if checker else None
@@ -384,10 +372,10 @@ def quantify(
     t.add_column("susceptibility (test)", justify="right")
     for j, per in res["per_judge"].items():
         for f, r in per.items():
-            t.add_row(j, f, *(_f(r["by_level"][str(x)], 2) for x in lv),
-                      str(r["l_star"]), _f(r["susceptibility"], 2))
+            t.add_row(j, f, *(est_ci(r["by_level"][str(x)], 2) for x in lv),
+                      str(r["l_star"]), est_ci(r["susceptibility"], 2))
     console.print(t)
-    console.print(f"answer-change rate (checker): {_f(res['answer_change_rate'])}")
+    console.print(f"answer-change rate (checker): {est_ci(res['answer_change_rate'])}")
     console.print(_json_stats_line(res["json_stats"]))
     c = res["calls"]
     console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
@@ -431,9 +419,9 @@ def mitigate(
 
     out = out or Path("out/mitigate")
     if estimator not in ("marginal", "two_stage"):
-        raise _fail(f"--estimator: expected marginal or two_stage, got {estimator!r}")
+        raise fail(f"--estimator: expected marginal or two_stage, got {estimator!r}")
     if candidate not in ("rejected", "response_1", "response_2"):
-        raise _fail(f"--candidate: expected rejected, response_1 or response_2, got "
+        raise fail(f"--candidate: expected rejected, response_1 or response_2, got "
                     f"{candidate!r}")
     sess = _Session(cache, no_cache, concurrency, seed)
     started = _now()
@@ -443,7 +431,7 @@ def mitigate(
         try:
             saved = json.loads(Path(apply_fit).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise _fail(f"--apply {apply_fit}: {exc}") from None
+            raise fail(f"--apply {apply_fit}: {exc}") from None
         names: list[str] = []
 
         async def go_apply() -> dict[str, Any]:
@@ -461,13 +449,14 @@ def mitigate(
         _stamp(res, started)
         path = _write_plain(out, res)
         a = res["applied"]
-        console.print(f"{name}: win {_f(a['win'])}, bias-controlled {_f(a['bc'])}, bias share "
-                      f"{_f(a['bias_share'])} (n={a['n']}, {a['n_new_queries']} new queries)")
+        console.print(f"{name}: win {est_ci(a['win'])}, bias-controlled {est_ci(a['bc'])}, "
+                      f"bias share {est_ci(a['bias_share'])} (n={a['n']}, "
+                      f"{a['n_new_queries']} new queries)")
         console.print(f"results: {path}")
         return
     fs, crit = _factor_list(factor, factors_from)
     if len(fs) != 1:
-        raise _fail("--factor: give exactly one factor")
+        raise fail("--factor: give exactly one factor")
     f = fs[0]
 
     async def go() -> dict[str, Any]:
@@ -495,8 +484,8 @@ def mitigate(
         t.add_column(c, justify="left" if c == "judge" else "right")
     lc = res["other_controls"].get("length", {})
     for j, r in res["per_judge"].items():
-        t.add_row(j, _f(r["win"]), _f(r["bc"]), _f(r["bias_share"]),
-                  _f(lc.get(j, {}).get("bc")),
+        t.add_row(j, est_ci(r["win"]), est_ci(r["bc"]), est_ci(r["bias_share"]),
+                  est_ci(lc.get(j, {}).get("bc")),
                   f"{r['phi']['value']:+.2f} +- {r['phi']['se']:.2f}",
                   f"{r['psi']['value']:+.2f} +- {r['psi']['se']:.2f}")
     console.print(t)

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from judgeaudit.cli.format import evaluate_table, fmt_est
-from judgeaudit.cli.progress import console, progress_bar
+from judgeaudit.cli.progress import console, fail, progress_bar
 from judgeaudit.data.spec import split_specs
 
 app = typer.Typer(
@@ -34,11 +34,6 @@ CacheOpt = Annotated[Path | None, typer.Option(
     "--cache", help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache dir).")]
 ConcOpt = Annotated[int | None, typer.Option(help="Concurrent calls (per provider).")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")]
-
-
-def _fail(msg: str, code: int = 2) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {msg}")
-    return typer.Exit(code)
 
 
 @app.callback()
@@ -70,16 +65,16 @@ def evaluate(
     try:
         items = load(data)
     except (DataError, ValueError, FileNotFoundError) as exc:
-        raise _fail(f"data {data!r}: {exc}") from None
+        raise fail(f"data {data!r}: {exc}") from None
     if limit is not None:
         items = items[:limit]
     if not items:
-        raise _fail(f"data {data!r} has no items")
+        raise fail(f"data {data!r} has no items")
     try:
         bundle = make_judge(judge, cache=None if no_cache else Cache(cache),
                             concurrency=concurrency, timeout=timeout, seed=seed)
     except (ValueError, FileNotFoundError) as exc:
-        raise _fail(f"judge {judge!r}: {exc}") from None
+        raise fail(f"judge {judge!r}: {exc}") from None
 
     async def go() -> dict:
         try:
@@ -92,7 +87,7 @@ def evaluate(
     try:
         res = asyncio.run(go())
     except CallFailed as exc:
-        raise _fail(str(exc), 3) from None
+        raise fail(str(exc), 3) from None
     path = write_results(out / "results.json", res)
     console.print(evaluate_table(res))
     c = res["calls"]
@@ -159,24 +154,24 @@ def audit(
             get_probe(name)
         items = load(data)
     except (DataError, ValueError, FileNotFoundError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     unknown = must_pass - set(names)
     if unknown:
-        raise _fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
+        raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
     items = [it for it in items if getattr(it, "label", None) in (1, 2)]
     if not full:
         items = items[: n or 40]
     elif n:
         items = items[:n]
     if not items:
-        raise _fail(f"data {data!r} has no pairwise items with a known better response")
+        raise fail(f"data {data!r} has no pairwise items with a known better response")
     c = None if no_cache else Cache(cache)
     try:
         bundle = make_judge(judge, cache=c, concurrency=concurrency, seed=seed)
         others = [make_judge(s, cache=c, concurrency=concurrency, seed=seed)
                   for s in split_specs(panel or "")]
     except (ValueError, FileNotFoundError) as exc:
-        raise _fail(f"judge: {exc}") from None
+        raise fail(f"judge: {exc}") from None
 
     async def go() -> dict:
         try:
@@ -191,7 +186,7 @@ def audit(
     try:
         res = asyncio.run(go())
     except CallFailed as exc:
-        raise _fail(str(exc), 3) from None
+        raise fail(str(exc), 3) from None
     path = write_results(out / "results.json", res)
     from judgeaudit.cli.format import audit_table, panel_table
 
@@ -232,7 +227,7 @@ def report(
     try:
         path = write_report(results, out)
     except (ValueError, FileNotFoundError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     console.print(f"report: {path}")
 
 

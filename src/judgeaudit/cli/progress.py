@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import typer
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -24,6 +25,12 @@ from rich.text import Text
 # Wide enough for the results tables when output is piped (rich assumes 80 columns then).
 console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS")
                   else 140)
+
+
+def fail(msg: str, code: int = 2) -> typer.Exit:
+    """Print a CLI error on the console and return the exit to raise (code 2: bad input)."""
+    console.print(f"[bold red]error:[/] {msg}")
+    return typer.Exit(code)
 
 
 class RateColumn(ProgressColumn):

@@ -27,7 +27,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from judgeaudit.cli.progress import RateColumn, console, progress_bar
+from judgeaudit.cli.progress import RateColumn, console, fail, progress_bar
 
 ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon] | jsonl:PATH (one "
               '{"id", "prompt", "response", "quality"?, numeric fields...} per line)')
@@ -50,22 +50,17 @@ def _parse_lam(text: str) -> tuple[float, bool]:
     except ValueError:
         v = -1.0
     if not v > 0:
-        raise _fail(f"--lam: expected 'auto' or a positive number, got {text!r}")
+        raise fail(f"--lam: expected 'auto' or a positive number, got {text!r}")
     return v, False
-
-
-def _fail(msg: str, code: int = 2) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {msg}")
-    return typer.Exit(code)
 
 
 def _int_list(text: str, what: str) -> list[int]:
     try:
         vals = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise _fail(f"{what}: expected comma-separated integers, got {text!r}") from None
+        raise fail(f"{what}: expected comma-separated integers, got {text!r}") from None
     if not vals:
-        raise _fail(f"{what}: empty")
+        raise fail(f"{what}: empty")
     return vals
 
 
@@ -86,7 +81,7 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError
         return list(range(n))
     except ValueError:
-        raise _fail(f"--seeds: expected a count (30), a range (0-29) or a list (0,4,9), got "
+        raise fail(f"--seeds: expected a count (30), a range (0-29) or a list (0,4,9), got "
                     f"{text!r}") from None
 
 
@@ -95,7 +90,7 @@ def _check_rules(rules: list[str]) -> None:
 
     bad = [r for r in rules if r not in RULES]
     if bad:
-        raise _fail(f"unknown rule(s) {', '.join(bad)}; expected one of {', '.join(RULES)}")
+        raise fail(f"unknown rule(s) {', '.join(bad)}; expected one of {', '.join(RULES)}")
 
 
 def _fmt_iv(d: dict) -> str:
@@ -179,25 +174,25 @@ def rank(
     _check_rules([rule])
     lam_v, eb = _parse_lam(lam)
     if model not in MODELS:
-        raise _fail(f"--model: expected one of {', '.join(MODELS)}, got {model!r}")
+        raise fail(f"--model: expected one of {', '.join(MODELS)}, got {model!r}")
     try:
         pool = load_pool(items)
         names = parse_covariates(covariates)
         pool.covariates(names)  # validate names early
         trusted_rows = load_trusted(trusted, pool) if trusted else None
     except (DataError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     k = k or pool.k or 5
     if not 0 < k < pool.n_items:
-        raise _fail(f"--k must be in 1..{pool.n_items - 1} for this pool, got {k}")
+        raise fail(f"--k must be in 1..{pool.n_items - 1} for this pool, got {k}")
     if not 0 < budget <= max_budget(pool):
-        raise _fail(f"--budget must be in 1..{max_budget(pool)} (every comparable pair in "
+        raise fail(f"--budget must be in 1..{max_budget(pool)} (every comparable pair in "
                     f"both orders) for this pool, got {budget}")
     try:
         bundle = make_judge(judge, cache=None if no_cache else Cache(cache),
                             concurrency=concurrency, timeout=timeout, seed=seed)
     except (ValueError, FileNotFoundError) as exc:
-        raise _fail(f"judge {judge!r}: {exc}") from None
+        raise fail(f"judge {judge!r}: {exc}") from None
 
     progress = Progress(SpinnerColumn(), TextColumn("[bold]ranking"), BarColumn(),
                         MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
@@ -229,9 +224,9 @@ def rank(
         try:
             run = asyncio.run(go())
         except CallFailed as exc:
-            raise _fail(str(exc), 3) from None
+            raise fail(str(exc), 3) from None
         except ValueError as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
     console.print()
     res = run.result
     fits = {"naive": res.naive, "bias_aware": res.bias_aware}
@@ -407,14 +402,14 @@ def rank_eval_cmd(
             pool.quality  # noqa: B018 - raises a clear error when quality is unknown
             pool.covariates(names)
     except (DataError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     first_pool = next(iter(pools.values()))
     k = k or first_pool.k or 5
     for spec, pool in pools.items():
         if not 0 < k < pool.n_items:
-            raise _fail(f"--k must be below the pool size ({pool.n_items}) of {spec}")
+            raise fail(f"--k must be below the pool size ({pool.n_items}) of {spec}")
         if budget_list[-1] > max_budget(pool) or budget_list[0] < 1:
-            raise _fail(f"--budgets must be in 1..{max_budget(pool)} for {spec}")
+            raise fail(f"--budgets must be in 1..{max_budget(pool)} for {spec}")
     # covariates constant in every pool carry no information: leave them out
     sds = {n: max(ci.sd for p in pools.values() for ci in p.covariates([n])[1]) for n in names}
     dropped = [n for n in names if sds[n] == 0.0]
@@ -424,7 +419,7 @@ def rank_eval_cmd(
         bundles = {js: make_judge(js, cache=store, concurrency=concurrency)
                    for js in dict.fromkeys(j for _, _, j in plan)}
     except (ValueError, FileNotFoundError) as exc:
-        raise _fail(f"oracle {oracle!r}: {exc}") from None
+        raise fail(f"oracle {oracle!r}: {exc}") from None
     jobs = list(dict.fromkeys((p, j) for _, p, j in plan))
     n_calls = sum(len(ordered_pairs(pools[p])) for p, _ in jobs)
     console.print(f"{len(jobs)} verdict matri{'x' if len(jobs) == 1 else 'ces'} "
@@ -447,7 +442,7 @@ def rank_eval_cmd(
     try:
         matrices = asyncio.run(build())
     except CallFailed as exc:
-        raise _fail(str(exc), 3) from None
+        raise fail(str(exc), 3) from None
 
     per_matrix = []
     for (p, j), mat in matrices.items():

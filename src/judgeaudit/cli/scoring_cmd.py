@@ -11,23 +11,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from judgeaudit.cli.progress import console, progress_bar
+from judgeaudit.cli.format import est_ci
+from judgeaudit.cli.progress import console, fail, progress_bar
 
 PERT_HELP = ("Comma-separated templates (baseline always runs): order_desc, order_random, "
              "ids_letters, ids_roman, ref_1..ref_5 (default: all).")
-
-
-def _fail(msg: str, code: int = 2) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {msg}")
-    return typer.Exit(code)
-
-
-def _f(e: Any, digits: int = 3) -> str:
-    if not isinstance(e, dict) or e.get("value") is None:
-        return "-"
-    lo, hi = e.get("ci95") or [None, None]
-    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
-    return f"{e['value']:.{digits}f}{ci}"
 
 
 def results_table(res: dict[str, Any]) -> Table:
@@ -38,9 +26,9 @@ def results_table(res: dict[str, Any]) -> Table:
     for name, e in res["perturbations"].items():
         dist = e["distribution"]
         diff = (e.get("vs_baseline") or {}).get("spearman_diff")
-        t.add_row(name + (" (vs repeat)" if name == "baseline" else ""), _f(e["fp"]),
-                  _f(e["mad"]), _f(e["shift"]), _f(e["spearman"]), _f(e["pearson"]),
-                  _f(diff), str(e["n"]), str(e["n_invalid"]),
+        t.add_row(name + (" (vs repeat)" if name == "baseline" else ""), est_ci(e["fp"]),
+                  est_ci(e["mad"]), est_ci(e["shift"]), est_ci(e["spearman"]), est_ci(e["pearson"]),
+                  est_ci(diff), str(e["n"]), str(e["n_invalid"]),
                   "/".join(str(dist[k]) for k in ("1", "2", "3", "4", "5")))
     return t
 
@@ -54,8 +42,8 @@ def expected_table(res: dict[str, Any]) -> Table | None:
     for col in ("template", "mean", "shift vs base", "MAD vs base", "Spearman", "Pearson"):
         t.add_column(col, justify="left" if col == "template" else "right")
     for name, x in rows:
-        t.add_row(name, f"{x['mean']:.3f}", _f(x["shift_vs_baseline"]),
-                  _f(x["mad_vs_baseline"]), _f(x["spearman"]), _f(x["pearson"]))
+        t.add_row(name, f"{x['mean']:.3f}", est_ci(x["shift_vs_baseline"]),
+                  est_ci(x["mad_vs_baseline"]), est_ci(x["spearman"]), est_ci(x["pearson"]))
     return t
 
 
@@ -128,22 +116,22 @@ def scoring_bias(
     from judgeaudit.scoring.run import n_calls, run_scoring_bias
 
     if repeats < 1:
-        raise _fail(f"--repeats must be >= 1, got {repeats}")
+        raise fail(f"--repeats must be >= 1, got {repeats}")
     if ref_review not in ("score", "order"):
-        raise _fail(f"--ref-review: expected score or order, got {ref_review!r}")
+        raise fail(f"--ref-review: expected score or order, got {ref_review!r}")
     try:
         perts = resolve(perturbations.split(",") if perturbations else None, seed=seed,
                         id_maps=ids or ())
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     try:
         loaded = load(data)
     except (DataError, ValueError, FileNotFoundError) as exc:
-        raise _fail(f"data {data!r}: {exc}") from None
+        raise fail(f"data {data!r}: {exc}") from None
     items = [it for it in loaded if isinstance(it, PointwiseItem)]
     siblings = sibling_references(items)  # from every item, before --limit
     if not items:
-        raise _fail(f"data {data!r} has no pointwise items (scoring-bias scores single "
+        raise fail(f"data {data!r} has no pointwise items (scoring-bias scores single "
                     "responses; pairwise data does not apply)")
     if limit is not None:
         items = items[:limit]
@@ -152,7 +140,7 @@ def scoring_bias(
         try:
             refs = read_references(references)
         except (OSError, ValueError) as exc:
-            raise _fail(f"--references: {exc}") from None
+            raise fail(f"--references: {exc}") from None
     elif not generate_references:
         refs = siblings
     store = None if no_cache else Cache(cache)
@@ -164,14 +152,14 @@ def scoring_bias(
                 bundles[spec] = make_judge(spec, cache=store, concurrency=concurrency,
                                            timeout=timeout, seed=seed)
             except (ValueError, FileNotFoundError) as exc:
-                raise _fail(f"judge {spec!r}: {exc}") from None
+                raise fail(f"judge {spec!r}: {exc}") from None
         return bundles[spec]
 
     main = bundle_for(judge)
     try:
         rubric = RubricJudge(main.client, template)
     except ValueError as exc:
-        raise _fail(f"--template: {exc}") from None
+        raise fail(f"--template: {exc}") from None
     ref_info: dict[str, Any] | None = None
 
     async def go() -> dict[str, Any]:
@@ -206,9 +194,9 @@ def scoring_bias(
     try:
         res = asyncio.run(go())
     except CallFailed as exc:
-        raise _fail(str(exc), 3) from None
+        raise fail(str(exc), 3) from None
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if ref_info is not None:
         res["references"] = ref_info
     path = write_results(out / "results.json", res)
@@ -220,11 +208,11 @@ def scoring_bias(
     rec = res.get("recommended")
     if rec:
         console.print(f"recommended template: {rec['template']} (Spearman "
-                      f"{_f(rec['spearman'])})" + ("" if rec["clearly_better"] else
+                      f"{est_ci(rec['spearman'])})" + ("" if rec["clearly_better"] else
                                                    "; " + "; ".join(rec["notes"])))
     if res.get("reference_pull"):
         console.print(f"reference pull (slope toward the reference's score): "
-                      f"{_f(res['reference_pull'])}")
+                      f"{est_ci(res['reference_pull'])}")
     c = res["calls"]
     console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
                   f"{res['seconds']:.1f} s")
