@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from judgeaudit.hubj import prompts as P
-from judgeaudit.hubj.llmjson import JSONStats, call_json
+from judgeaudit.hubj.llmjson import JSONStats, call_json, record_failure
 from judgeaudit.hubj.prompts import Factor, Feature
 from judgeaudit.llm import CallFailed, Client
 from judgeaudit.perturb.rewrite import strip_wrapper
@@ -136,8 +136,7 @@ async def g_inj(client: Client, item_id: str, prompt: str, text: str, factor: Fa
     except CallFailed as exc:
         if exc.fatal:
             raise
-        stats.call_errors += 1
-        stats.failed += 1
+        record_failure(stats, req, str(exc), "call failed", call_error=True)
         return None
     out = strip_wrapper(resp.text, text)
     m = re.search(r"</?text>", out)
@@ -146,10 +145,7 @@ async def g_inj(client: Client, item_id: str, prompt: str, text: str, factor: Fa
     if mode == "append" and out.strip():
         out = text.rstrip() + " " + out.strip()
     if not out.strip() or out.strip() == text.strip():
-        stats.failed += 1
-        if len(stats.examples) < 20:
-            stats.examples.append({"module": "G_inj", "item_id": item_id, "raw": resp.text[:500],
-                                   "error": "empty or unchanged rewrite"})
+        record_failure(stats, req, resp.text, "empty or unchanged rewrite")
         return None
     stats.strict += 1
     return out

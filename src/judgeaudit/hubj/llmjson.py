@@ -174,9 +174,7 @@ async def call_json(
         except CallFailed as exc:
             if exc.fatal:
                 raise
-            stats.call_errors += 1
-            stats.failed += 1
-            _example(stats, request, str(exc), "call failed")
+            record_failure(stats, request, str(exc), "call failed", call_error=True)
             return None
         text = answer_text(req, resp, close)
         last = text
@@ -188,8 +186,7 @@ async def call_json(
                 req = _retry_request(request, text[len(request.prefill):] if text.startswith(
                     request.prefill) else text, str(exc)[:200], attempt + 1)
                 continue
-            stats.failed += 1
-            _example(stats, request, last, str(exc)[:200])
+            record_failure(stats, request, last, str(exc)[:200])
             return None
         if attempt > 0:
             stats.recovered += 1
@@ -221,11 +218,18 @@ def _read(text: str, resp: Response, prefill: str, validate: Validator
     raise first
 
 
-def _example(stats: JSONStats, request: Request, raw: str, error: str) -> None:
+def record_failure(stats: JSONStats, request: Request, raw: str, error: str,
+                   call_error: bool = False) -> None:
+    """Count a module answer that gave nothing usable (a failed call when `call_error`) and
+    keep its raw text, up to MAX_FAILURE_EXAMPLES, for the report."""
+    stats.failed += 1
+    if call_error:
+        stats.call_errors += 1
     if len(stats.examples) < MAX_FAILURE_EXAMPLES:
         stats.examples.append({"module": str(request.meta.get("module")),
                                "item_id": str(request.meta.get("item_id", "")),
                                "raw": raw[:500], "error": error})
 
 
-__all__ = ["JSONFormatError", "JSONStats", "answer_text", "call_json", "parse_object"]
+__all__ = ["JSONFormatError", "JSONStats", "answer_text", "call_json", "parse_object",
+           "record_failure"]

@@ -256,6 +256,16 @@ def _check_length(lm: LoadedModel, ids: list[int], extra: int = 0) -> None:
         )
 
 
+def _eos_ids(lm: LoadedModel) -> list[int]:
+    """Tokens that end a generation: the tokenizer's and config's EOS and the chat turn end."""
+    tok = lm.tokenizer
+    eos = {tok.eos_token_id, lm.model.config.eos_token_id}
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(im_end, int) and im_end != tok.unk_token_id:
+        eos.add(im_end)
+    return sorted(e for e in eos if isinstance(e, int))
+
+
 def generate_text(lm: LoadedModel, request: Request, decode: str = "plain",
                   lookup_k: int = 10, draft: LoadedModel | None = None) -> Response:
     """Greedy at temperature 0 (prompt-lookup decoding when `decode="lookup"`, drafts from
@@ -271,11 +281,7 @@ def generate_text(lm: LoadedModel, request: Request, decode: str = "plain",
     tok = lm.tokenizer
     ids = tok.encode(prompt, add_special_tokens=False)
     _check_length(lm, ids, request.max_tokens)
-    eos = {tok.eos_token_id, lm.model.config.eos_token_id}
-    im_end = tok.convert_tokens_to_ids("<|im_end|>")
-    if isinstance(im_end, int) and im_end != tok.unk_token_id:
-        eos.add(im_end)
-    eos_ids = sorted(e for e in eos if isinstance(e, int))
+    eos_ids = _eos_ids(lm)
     sample = request.temperature > 0
     cfg = GenerationConfig(
         max_new_tokens=request.max_tokens,
@@ -321,11 +327,7 @@ def generate_batch(lm: LoadedModel, requests: list[Request]) -> list[Response]:
     ids = [tok.encode(render_prompt(lm, r), add_special_tokens=False) for r in requests]
     for r, i in zip(requests, ids, strict=True):
         _check_length(lm, i, r.max_tokens)
-    eos = {tok.eos_token_id, lm.model.config.eos_token_id}
-    im_end = tok.convert_tokens_to_ids("<|im_end|>")
-    if isinstance(im_end, int) and im_end != tok.unk_token_id:
-        eos.add(im_end)
-    eos_ids = sorted(e for e in eos if isinstance(e, int))
+    eos_ids = _eos_ids(lm)
     pad = tok.pad_token_id if tok.pad_token_id is not None else eos_ids[0]
     width = max(len(i) for i in ids)
     x = torch.full((len(ids), width), pad, dtype=torch.long)
