@@ -202,3 +202,12 @@ async def test_batched_generation_gives_the_single_request_texts(small_fp32):
     assert client.concurrency == 3
     outs = await asyncio.gather(*(client.call(r) for r in reqs))
     assert [o.text for o in outs] == [r.text for r in alone]
+    # sampled requests are batched too; a row's draw depends on its own seed only
+    hot = [Request(messages=(Message("user", "Write one sentence about the sea."),),
+                   max_tokens=16, temperature=1.0, repeat=k) for k in (1, 2)]
+    solo = generate_batch(lm, hot[:1])[0].text
+    mixed = generate_batch(lm, [reqs[1], hot[0], hot[1]])
+    assert mixed[1].text == solo
+    assert mixed[0].text == alone[1].text  # the greedy row beside them is unchanged
+    assert mixed[2].text != solo  # another repeat, another draw
+

@@ -19,7 +19,8 @@ rewrites and 1.5x on appends. So the decode mode and lookup_k are part of the ca
 default adds nothing to it). `decode=assisted` drafts with the 0.5B preset instead (the same
 verification; slower than lookup here: 1.6x on rewrites, 0.8x on appends). Sampling
 (temperature > 0) always decodes plainly: prompt lookup with sampling keeps the
-distribution but not the seeded plain sample.
+distribution but not the seeded plain sample. With `gen_batch=N` sampled requests are
+batched too, each row drawing from its own request-seeded generator (Gumbel-max).
 
 Verdicts with `choices` cost one forward pass and no generation: the probability of each
 choice's token after the prompt (+ prefill), renormalised over the choices. Judge prompts
@@ -313,13 +314,39 @@ def generate_text(lm: LoadedModel, request: Request, decode: str = "plain",
     return Response(text=text, usage=Usage(prompt_tokens=len(ids), completion_tokens=len(new)))
 
 
+class _RowSampler:
+    """Logits processor that turns greedy decoding into per-row seeded sampling: a row with
+    temperature t > 0 gets logits / t plus Gumbel noise from its own generator, so the argmax
+    is a draw from softmax(logits / t) (the Gumbel-max trick), and a row's draws depend on
+    its own request's seed only, never on what else shares the batch. Rows at t = 0 stay
+    greedy."""
+
+    def __init__(self, temperatures: list[float], seeds: list[int]):
+        import torch
+
+        self.temps = temperatures
+        self.gens = [None if t <= 0 else torch.Generator().manual_seed(s)
+                     for t, s in zip(temperatures, seeds, strict=True)]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        for row, (t, g) in enumerate(zip(self.temps, self.gens, strict=True)):
+            if g is None:
+                continue
+            u = torch.rand(scores.shape[1], generator=g).clamp_(1e-10, 1.0 - 1e-7)
+            scores[row] = scores[row].float() / t - torch.log(-torch.log(u))
+        return scores
+
+
 def generate_batch(lm: LoadedModel, requests: list[Request]) -> list[Response]:
-    """Greedy generation of several requests in one padded batch (left padding). On this
-    CPU a decoding step costs about the same for a few sequences as for one (the per-step
-    overhead dominates), so throughput grows with the batch (benchmarks/bench_generation.py).
+    """Generation of several requests in one padded batch (left padding). On this CPU a
+    decoding step costs about the same for a few sequences as for one (the per-step overhead
+    dominates), so throughput grows with the batch (benchmarks/bench_generation.py).
     Each sequence stops at its own EOS or max_tokens; greedy decoding is prefix-consistent, so
-    running longer and cutting is the same as stopping there. bf16 matmuls of batch shape
-    round differently at near-ties, hence `gen_batch` is part of the cache key."""
+    running longer and cutting is the same as stopping there. Requests with temperature > 0
+    are sampled, each from its own seed (`_RowSampler`). bf16 matmuls of batch shape round
+    differently at near-ties, hence `gen_batch` is part of the cache key."""
     import torch
     from transformers import GenerationConfig
 
@@ -338,8 +365,16 @@ def generate_batch(lm: LoadedModel, requests: list[Request]) -> list[Response]:
     cfg = GenerationConfig(max_new_tokens=max(r.max_tokens for r in requests), do_sample=False,
                            temperature=None, top_k=None, top_p=None, repetition_penalty=None,
                            eos_token_id=eos_ids, pad_token_id=pad)
+    temps = [max(r.temperature, 0.0) for r in requests]
+    extra: dict[str, Any] = {}
+    if any(t > 0 for t in temps):
+        from transformers import LogitsProcessorList
+
+        extra["logits_processor"] = LogitsProcessorList(
+            [_RowSampler(temps, [_seed(r) for r in requests])])
     with lm.lock, torch.inference_mode():
-        out = lm.model.generate(input_ids=x, attention_mask=mask, generation_config=cfg)
+        out = lm.model.generate(input_ids=x, attention_mask=mask, generation_config=cfg,
+                                **extra)
     responses = []
     for row, r in enumerate(requests):
         new = out[row, width:].tolist()[:r.max_tokens]
@@ -447,7 +482,7 @@ class LocalProvider(Provider):
             raise FatalProviderError(str(exc)) from exc
         if request.choices:
             fn, args = score_choices, (lm, request, self.prefix_reuse)
-        elif self.gen_batch > 1 and request.temperature == 0:
+        elif self.gen_batch > 1:
             return await self._batched(lm, request)
         else:
             fn, args = generate_text, (lm, request, self.decode, self.lookup_k, self._draft)
@@ -461,8 +496,10 @@ class LocalProvider(Provider):
                 from exc
 
     async def _batched(self, lm: LoadedModel, request: Request) -> Response:
-        """Queue a greedy generation; the model's worker thread drains the queue in batches
-        of up to `gen_batch` (a batch of one decodes as `decode` says)."""
+        """Queue a generation; the model's worker thread drains the queue in batches of up to
+        `gen_batch` (a greedy batch of one decodes as `decode` says; sampled requests are
+        always drawn by `generate_batch`, so a request's sample never depends on how it was
+        batched)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Response] = loop.create_future()
         with self._pending_lock:
@@ -484,7 +521,7 @@ class LocalProvider(Provider):
                     return
             reqs = [r for r, _ in batch]
             try:
-                if len(reqs) == 1:
+                if len(reqs) == 1 and reqs[0].temperature == 0:
                     outs = [generate_text(lm, reqs[0], self.decode, self.lookup_k, self._draft)]
                 else:
                     outs = generate_batch(lm, reqs)
