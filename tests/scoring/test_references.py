@@ -17,6 +17,7 @@ from judgeaudit.llm import Cache, Client, make_provider
 from judgeaudit.scoring.references import (
     ReferencePipeline,
     as_references,
+    best_chain,
     read_references,
     sibling_references,
     summarize,
@@ -147,10 +148,44 @@ def test_order_review_accepts_what_a_saturated_reviewer_still_orders(fake_server
                               review="order")
     res = {x.score: x for x in asyncio.run(order.run([item]))}
     assert [k for k in (1, 2, 3, 4) if res[k].accepted] == [1, 2, 3]
-    assert len(res[1].attempts) == 1
-    # Ref-2's first text tied with Ref-3's (both reviewed 4): both retried, then ordered.
-    assert len(res[2].attempts) == len(res[3].attempts) == 2
+    # Ref-2's first text tied with Ref-3's (both reviewed 4): the chain held one of them, so
+    # the missing level and its neighbours were retried and the new Ref-2 text fits.
     assert [a.review_value for a in res[2].attempts] == [4, 3]
-    assert "never ordered right" in res[4].failure
+    assert res[2].text == "LEVEL 2 text" and res[2].chosen_attempt == 1
+    assert [res[k].text for k in (1, 3)] == ["LEVEL 1 text", "LEVEL 3 text"]
+    assert "never ordered right" in res[4].failure and res[4].text is None
     with pytest.raises(ValueError, match="review"):
         ReferencePipeline(None, None, review="vibes")  # type: ignore[arg-type]
+
+
+def test_best_chain_keeps_the_longest_strictly_ordered_pick() -> None:
+    """One candidate per level, values rising with the level and below the anchor; longest
+    first, then the widest closest gap, then earlier attempts."""
+    cands = {1: [(0, 2.0), (1, 3.5)], 2: [(0, 3.0)], 3: [(0, 2.5), (1, 4.0)],
+             4: [(0, 4.5)]}
+    assert best_chain(cands, top=5.0) == {1: 0, 2: 0, 3: 1, 4: 0}
+    assert best_chain(cands, top=4.2) == {1: 0, 2: 0, 3: 1}  # Ref-4 is not below the top
+    # two equally long chains: the one with more room between neighbours wins
+    assert best_chain({1: [(0, 1.0)], 2: [(0, 1.1), (1, 2.0)]}, top=3.0) == {1: 0, 2: 1}
+    # without an anchor one level compares nothing; ties never count as ordered
+    assert best_chain({1: [(0, 1.0)], 2: []}) == {}
+    assert best_chain({1: [(0, 2.0)], 2: [(0, 2.0)]}, top=3.0) in ({1: 0}, {2: 0})
+    assert best_chain({1: [], 2: []}, top=3.0) == {}
+
+
+def test_items_asking_one_question_share_one_reference_set(fake_server) -> None:
+    """Four responses to one question (as in MT-Bench) need one Ref-k each, not four: the
+    generator is asked once per level and every item gets the accepted texts."""
+    gen = fake_server(answer=Generator(), logprobs=False)
+    rev = fake_server(answer=reviewer, logprobs=False)
+    same = [ITEMS[0].model_copy(update={"id": f"q:0:{m}", "response": f"answer by {m}"})
+            for m in ("a", "b", "c")]
+    pipe = ReferencePipeline(_client(gen, None), _client(rev, None), max_attempts=1)
+    res = asyncio.run(pipe.run([*same, ITEMS[1]], scores=(3, 4)))
+    assert len(res) == 4 and gen.count() == 4  # two questions x two levels
+    assert res[0].shared_by == ["q:0:a", "q:0:b", "q:0:c"]
+    refs = as_references(res)
+    assert set(refs) == {"q:0:a", "q:0:b", "q:0:c", "q:1"}
+    assert refs["q:0:c"] == {3: "LEVEL 3 answer to 0", 4: "LEVEL 4 answer to 0"}
+    s = summarize(res)
+    assert s["questions_with_all"] == 2 and s["items_with_all"] == 4

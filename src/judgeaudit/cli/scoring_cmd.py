@@ -108,6 +108,7 @@ def scoring_bias(
     from judgeaudit.scoring.references import (
         ReferencePipeline,
         as_references,
+        question_key,
         read_references,
         sibling_references,
         summarize,
@@ -171,7 +172,8 @@ def scoring_bias(
                                          tolerance=ref_tolerance, max_tokens=ref_max_tokens,
                                          review=ref_review)
                 subset = items[:ref_limit] if ref_limit else items
-                with progress_bar("references", 2 * 4 * len(subset) * ref_attempts) as adv:
+                n_q = len({question_key(it) for it in subset})  # one set per question
+                with progress_bar("references", 2 * 4 * n_q * ref_attempts) as adv:
                     results = await pipe.run(subset, on_done=adv)
                 info = {"generator": gen_b.public_spec, "reviewer": rev_b.public_spec,
                         "max_attempts": ref_attempts, "tolerance": ref_tolerance,

@@ -8,10 +8,14 @@ k). `review="order"` is for reviewers whose absolute scores are uninformative (s
 that give every text the same score): it compares the reviewer's scores (probability-weighted
 where the provider gives probabilities) of the candidates for every level of the item and of
 the dataset's score-5 reference, and accepts Ref-k when it is ordered strictly right against
-every other level (below every higher level, above every lower one). Rejected
-candidates are retried (attempt 0 greedy, later attempts sampled) up to `max_attempts`; items
-that never pass are recorded as failures with every attempt's review, never silently used.
+every other level (below every higher level, above every lower one): from all candidates
+reviewed so far it keeps the longest chain that is ordered right, and retries the levels
+missing from it and their neighbours. Rejected candidates are retried (attempt 0 greedy,
+later attempts sampled) up to `max_attempts`; items that never pass are recorded as failures
+with every attempt's review, never silently used.
 
+A Ref-k answers the item's question, not its response, so items that share the instruction,
+rubric and score-5 reference (MT-Bench has four responses per question) share one set.
 Any two judge specs can take the two roles (the same model may do both). Every call goes
 through `judgeaudit.llm.Client`, so a re-run is served from the cache.
 
@@ -21,6 +25,7 @@ through `judgeaudit.llm.Client`, so a re-run is served from the cache.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -60,6 +65,10 @@ class ReferenceResult:
     text: str | None
     attempts: list[Attempt] = field(default_factory=list)
     failure: str | None = None
+    chosen_attempt: int | None = None  # which attempt's text was accepted
+    # Every item asking the same question under the same rubric and reference (item_id
+    # first): a Ref-k answers the question, so one is generated for all of them.
+    shared_by: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,8 +119,13 @@ class ReferencePipeline:
         bad = [k for k in scores if not 1 <= k <= 5]
         if bad:
             raise ValueError(f"reference scores must be 1..5, got {bad}")
-        results = {(it.id, k): ReferenceResult(it.id, k, False, None)
-                   for it in items for k in scores}
+        groups: dict[str, list[PointwiseItem]] = {}
+        for it in items:
+            groups.setdefault(question_key(it), []).append(it)
+        items = [g[0] for g in groups.values()]
+        results = {(g[0].id, k): ReferenceResult(g[0].id, k, False, None,
+                                                 shared_by=[x.id for x in g])
+                   for g in groups.values() for k in scores}
         pending = [(it, k) for it in items for k in scores]
         for attempt in range(self.max_attempts):
             if not pending:
@@ -151,15 +165,18 @@ class ReferencePipeline:
                 res.attempts.append(Attempt(attempt, t, v.score, v.raw, v.error, value))
                 if self.review == "score":
                     if v.score is not None and abs(v.score - k) <= self.tolerance:
-                        res.accepted, res.text = True, t
+                        res.accepted, res.text, res.chosen_attempt = True, t, attempt
                     else:
                         still.append((it, k))
             if self.review == "order":
                 anchors = {}
                 for v in verdicts:
                     anchors[v.item_id] = v.expected if v.expected is not None else v.score
-                still = self._order_check(pending, texts, results, anchors, scores)
+                still = self._order_select(pending, results, anchors, scores)
             pending = still
+        if self.review == "order":  # what is not in an item's final chain failed
+            pending = [(it, k) for it in {i.id: i for i in items}.values() for k in scores
+                       if not results[(it.id, k)].accepted]
         for it, k in pending:
             res = results[(it.id, k)]
             seen = ([a.review_score for a in res.attempts] if self.review == "score" else
@@ -174,37 +191,78 @@ class ReferencePipeline:
                            + (f" +- {self.tolerance})" if self.tolerance else ")"))
         return list(results.values())
 
-    def _order_check(self, pending, texts, results, anchors, scores):
-        """Accept each pending Ref-k whose latest review value is strictly ordered against the
-        current candidate (or accepted text) of every other level and the score-5 anchor."""
-        by_item: dict[str, dict[int, float]] = {}
-        for it in {i.id: i for i, _ in pending}.values():
-            vals: dict[int, float] = {}
-            for k in scores:
-                atts = results[(it.id, k)].attempts
-                last = next((a for a in reversed(atts) if a.review_value is not None), None)
-                if last is not None:
-                    vals[k] = last.review_value
-            if anchors.get(it.id) is not None and 5 not in scores:
-                vals[5] = float(anchors[it.id])
-            by_item[it.id] = vals
+    def _order_select(self, pending, results, anchors, scores):
+        """Order review: per item, pick from every candidate reviewed so far (one per level)
+        the longest chain the reviewer orders strictly right (`best_chain`), with the score-5
+        reference as a fixed top; its levels are accepted with those texts. What to retry:
+        each level missing from the chain and the levels beside it (a new neighbour may open
+        the room a missing level needs)."""
         still = []
-        for (it, k), t in zip(pending, texts, strict=True):
-            vals = by_item[it.id]
-            res = results[(it.id, k)]
-            latest = res.attempts[-1] if res.attempts else None
-            ok = (t is not None and latest is not None and latest.review_value is not None
-                  and len(vals) >= 2
-                  and all((vals[k] - vals[j]) * (k - j) > 0 for j in vals if j != k))
-            if ok:
-                res.accepted, res.text = True, t
-            else:
-                still.append((it, k))
+        for it in {i.id: i for i, _ in pending}.values():
+            cands = {k: [(a.attempt, a.review_value) for a in results[(it.id, k)].attempts
+                         if a.review_value is not None and a.text.strip()] for k in scores}
+            top = anchors.get(it.id) if 5 not in scores else None
+            chain = best_chain(cands, None if top is None else float(top))
+            for k in scores:
+                res = results[(it.id, k)]
+                pick = chain.get(k)
+                res.accepted = pick is not None
+                res.text = (next(a.text for a in res.attempts if a.attempt == pick)
+                            if pick is not None else None)
+                res.chosen_attempt = pick
+            missing = [i for i, k in enumerate(scores) if k not in chain]
+            redo = {j for i in missing for j in (i - 1, i, i + 1) if 0 <= j < len(scores)}
+            still += [(it, scores[j]) for j in sorted(redo)]
         return still
 
 
+def best_chain(cands: Mapping[int, Sequence[tuple[int, float]]],
+               top: float | None = None) -> dict[int, int]:
+    """{level: attempt} choosing at most one (attempt, value) candidate per level so that the
+    values rise strictly with the level (and stay below `top`, the score-5 anchor, if given).
+    The longest such chain wins, then the one whose closest pair of neighbours (anchor
+    included) is furthest apart, then earlier attempts. A chain must compare something: one
+    level alone counts only against the anchor."""
+    levels = sorted(cands)
+    best: tuple[tuple[int, float, int], dict[int, int]] = ((0, 0.0, 0), {})
+
+    def walk(i: int, last: float | None, gap: float, picked: dict[int, int],
+             cost: int) -> None:
+        nonlocal best
+        if i == len(levels):
+            if top is not None and picked:
+                if last is None or last >= top:
+                    return
+                g = min(gap, top - last)
+            elif len(picked) < 2:
+                return
+            else:
+                g = gap
+            key = (len(picked), g, -cost)
+            if key > best[0]:
+                best = (key, {k: a for k, (a, _) in picked.items()})
+            return
+        walk(i + 1, last, gap, picked, cost)  # skip this level
+        for att, v in cands[levels[i]]:
+            if last is None or v > last:
+                walk(i + 1, v, gap if last is None else min(gap, v - last),
+                     {**picked, levels[i]: (att, v)}, cost + att)
+
+    walk(0, None, float("inf"), {}, 0)
+    return best[1]
+
+
+def question_key(item: PointwiseItem) -> str:
+    """What a Ref-k depends on: the instruction, the rubric and the score-5 reference (not
+    the response under evaluation), so items sharing these share their references."""
+    blob = json.dumps([item.prompt, item.rubric, item.rubric_levels, item.reference],
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
 def summarize(results: Sequence[ReferenceResult]) -> dict[str, Any]:
-    """Acceptance overall and per score, and the attempts it took."""
+    """Acceptance overall and per score (counted per question: one generation serves every
+    item asking it), the attempts it took, and how many items get every level."""
     def block(rs: Sequence[ReferenceResult]) -> dict[str, Any]:
         n = len(rs)
         acc = sum(r.accepted for r in rs)
@@ -213,17 +271,20 @@ def summarize(results: Sequence[ReferenceResult]) -> dict[str, Any]:
                 "attempts": tried,
                 "first_try": sum(1 for r in rs if r.accepted and len(r.attempts) == 1)}
     ks = sorted({r.score for r in results})
+    complete = {r.item_id for r in results} - {r.item_id for r in results if not r.accepted}
     return {**block(results), "by_score": {str(k): block([r for r in results if r.score == k])
                                            for k in ks},
-            "items_with_all": len({r.item_id for r in results} - {
-                r.item_id for r in results if not r.accepted})}
+            "questions_with_all": len(complete),
+            "items_with_all": sum(len(r.shared_by or [r.item_id]) for r in results
+                                  if r.item_id in complete and r.score == ks[0])}
 
 
 def as_references(results: Sequence[ReferenceResult]) -> dict[str, dict[int, str]]:
     out: dict[str, dict[int, str]] = {}
     for r in results:
         if r.accepted and r.text:
-            out.setdefault(r.item_id, {})[r.score] = r.text
+            for item_id in r.shared_by or [r.item_id]:
+                out.setdefault(item_id, {})[r.score] = r.text
     return out
 
 
@@ -273,6 +334,6 @@ def sibling_references(items: Sequence[PointwiseItem]) -> dict[str, dict[int, st
             if it.metadata.get("question_group") in groups}
 
 
-__all__ = ["Attempt", "ReferencePipeline", "ReferenceResult", "as_references",
-           "generation_request", "read_references", "sibling_references", "summarize",
-           "write_references"]
+__all__ = ["Attempt", "ReferencePipeline", "ReferenceResult", "as_references", "best_chain",
+           "generation_request", "question_key", "read_references", "sibling_references",
+           "summarize", "write_references"]
