@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -39,9 +40,58 @@ class RateColumn(ProgressColumn):
         return Text(f"{speed:.1f}/s" if speed else "-/s", style="progress.data.speed")
 
 
+class PlainBar:
+    """Progress for a stderr that is not a terminal (a log file, CI): rich draws nothing
+    there until the end, so a plain line (done/total, rate, elapsed, eta) is printed every
+    `every` seconds ($JUDGEAUDIT_PROGRESS_EVERY, default 30) and once at the end."""
+
+    def __init__(self, description: str, total: int, every: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.description, self.total, self.done = description, total, 0
+        self.every = every if every is not None else float(
+            os.environ.get("JUDGEAUDIT_PROGRESS_EVERY", "30"))
+        self._clock = clock
+        self.start = self._last = clock()
+
+    def line(self) -> str:
+        el = self._clock() - self.start
+        rate = self.done / el if el > 0 else 0.0
+        eta = (f"{(self.total - self.done) / rate:.0f} s" if rate > 0 and self.total >= self.done
+               else "-")
+        return (f"{self.description}: {self.done}/{self.total} ({rate:.2f}/s, "
+                f"{el:.0f} s elapsed, eta {eta})")
+
+    def add_total(self, n: int) -> None:
+        self.total += n
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self._clock() - self._last >= self.every:
+            self._last = self._clock()
+            console.print(self.line(), highlight=False)
+
+    __call__ = advance
+
+    def close(self) -> None:
+        console.print(self.line(), highlight=False)
+
+
+@contextmanager
+def _plain(description: str, total: int) -> Iterator[PlainBar]:
+    bar = PlainBar(description, total)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
 @contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Callable[..., None]]:
     """Yields an `advance()` callback; the bar shows done/total, rate, elapsed and ETA."""
+    if not console.is_terminal:
+        with _plain(description, total) as bar:
+            yield bar
+        return
     with Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
         MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
@@ -66,7 +116,11 @@ class GrowingBar:
 
 
 @contextmanager
-def growing_bar(description: str) -> Iterator[GrowingBar]:
+def growing_bar(description: str) -> Iterator[GrowingBar | PlainBar]:
+    if not console.is_terminal:
+        with _plain(description, 0) as bar:
+            yield bar
+        return
     with Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
         MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
