@@ -24,7 +24,7 @@ from judgeaudit.scoring.references import (
     write_references,
 )
 
-ITEMS = [PointwiseItem(id=f"q:{i}", prompt=f"Question {i}?", response="r", reference="best",
+ITEMS = [PointwiseItem(id=f"q:{i}", prompt=f"Question {i}?", response="r", reference=f"best {i}",
                        rubric="Good?", rubric_levels={str(k): f"desc {k}" for k in range(1, 6)})
          for i in range(3)]
 
@@ -174,11 +174,14 @@ def test_best_chain_keeps_the_longest_strictly_ordered_pick() -> None:
 
 
 def test_items_asking_one_question_share_one_reference_set(fake_server) -> None:
-    """Four responses to one question (as in MT-Bench) need one Ref-k each, not four: the
-    generator is asked once per level and every item gets the accepted texts."""
+    """Responses to one question (as in MT-Bench) need one Ref-k each, not one per response:
+    the generator is asked once per level and every item gets the accepted texts."""
     gen = fake_server(answer=Generator(), logprobs=False)
     rev = fake_server(answer=reviewer, logprobs=False)
-    same = [ITEMS[0].model_copy(update={"id": f"q:0:{m}", "response": f"answer by {m}"})
+    # as MT-Bench's second turns: each instruction embeds that model's own first answer,
+    # but the question's reference and rubric are one
+    same = [ITEMS[0].model_copy(update={"id": f"q:0:{m}", "response": f"answer by {m}",
+                                        "prompt": f"Question 0? (after {m}'s first turn)"})
             for m in ("a", "b", "c")]
     pipe = ReferencePipeline(_client(gen, None), _client(rev, None), max_attempts=1)
     res = asyncio.run(pipe.run([*same, ITEMS[1]], scores=(3, 4)))

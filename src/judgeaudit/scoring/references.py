@@ -14,8 +14,8 @@ missing from it and their neighbours. Rejected candidates are retried (attempt 0
 later attempts sampled) up to `max_attempts`; items that never pass are recorded as failures
 with every attempt's review, never silently used.
 
-A Ref-k answers the item's question, not its response, so items that share the instruction,
-rubric and score-5 reference (MT-Bench has four responses per question) share one set.
+A Ref-k answers the item's question, not its response, so items of one question (the same
+score-5 reference and rubric; MT-Bench has four responses per question) share one set.
 Any two judge specs can take the two roles (the same model may do both). Every call goes
 through `judgeaudit.llm.Client`, so a re-run is served from the cache.
 
@@ -253,9 +253,13 @@ def best_chain(cands: Mapping[int, Sequence[tuple[int, float]]],
 
 
 def question_key(item: PointwiseItem) -> str:
-    """What a Ref-k depends on: the instruction, the rubric and the score-5 reference (not
-    the response under evaluation), so items sharing these share their references."""
-    blob = json.dumps([item.prompt, item.rubric, item.rubric_levels, item.reference],
+    """What a Ref-k belongs to: the question, not the response under evaluation. Where the
+    data gives a score-5 reference, items with the same reference and rubric are one
+    question (so the data set itself treats them: MT-Bench's second turns embed each model's
+    own first answer in the instruction, yet its four responses to a question share one
+    reference); without a reference, the instruction and rubric."""
+    what = item.reference if item.reference else item.prompt
+    blob = json.dumps([bool(item.reference), what, item.rubric, item.rubric_levels],
                       sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
