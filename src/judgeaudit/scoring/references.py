@@ -273,7 +273,9 @@ def summarize(results: Sequence[ReferenceResult]) -> dict[str, Any]:
         tried = sum(len(r.attempts) for r in rs)
         return {"n": n, "accepted": acc, "acceptance_rate": acc / n if n else None,
                 "attempts": tried,
-                "first_try": sum(1 for r in rs if r.accepted and len(r.attempts) == 1)}
+                "first_try": sum(1 for r in rs if r.accepted and (
+                    r.chosen_attempt == 0 if r.chosen_attempt is not None
+                    else len(r.attempts) == 1))}
     ks = sorted({r.score for r in results})
     complete = {r.item_id for r in results} - {r.item_id for r in results if not r.accepted}
     return {**block(results), "by_score": {str(k): block([r for r in results if r.score == k])
