@@ -60,3 +60,37 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--references" in r.output
     r = _invoke("--judge", "sim", "--repeats", "0", "--out", str(tmp_path))
     assert r.exit_code == 2 and "--repeats" in r.output
+
+
+def test_generated_references_are_shared_per_question_and_reported(
+        tmp_path: Path, shared_data: Path, fake_server) -> None:
+    """--generate-references with two loopback servers on the first 8 MT-Bench instances
+    (5 questions): one Ref-1..4 set per question, every instance scored under ref_1..4, the
+    coverage in references.json and in the report."""
+    import re
+
+    def gen(prompt: str) -> str:
+        k = re.search(r"deserves a score of (\d) exactly", prompt).group(1)
+        return f"LEVEL {k} text"
+
+    def judge(prompt: str) -> str:
+        m = re.search(r"LEVEL (\d) text", prompt)
+        return m.group(1) if m else "3"
+
+    g, j = fake_server(answer=gen, logprobs=False), fake_server(answer=judge, logprobs=False)
+    spec = "openai:m?base_url={}&api_key=k"
+    out = tmp_path / "o"
+    r = _invoke("--judge", spec.format(j.openai_url), "--generator", spec.format(g.openai_url),
+                "--data", f"prometheus:{shared_data / 'prometheus_eval'}?set=mt_bench",
+                "--limit", "8", "--repeats", "1", "--perturbations", "ref_1,ref_4",
+                "--generate-references", "--ref-attempts", "2", "--out", str(out),
+                "--no-cache")
+    assert r.exit_code == 0, r.output
+    refs = json.loads((out / "references.json").read_text())
+    s = refs["summary"]
+    assert s["n"] == 20 and s["accepted"] == 20  # 5 questions x 4 levels, all first try
+    assert s["questions_with_all"] == 5 and s["items_with_all"] == 8
+    assert g.count() == 20
+    res = json.loads((out / "results.json").read_text())
+    assert res["perturbations"]["ref_1"]["n"] == res["perturbations"]["ref_4"]["n"] == 8
+    assert "5 questions, covering 8 items" in (out / "report.html").read_text()
