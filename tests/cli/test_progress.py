@@ -13,7 +13,7 @@ def test_plain_bar_prints_count_rate_and_eta_at_its_interval(capsys) -> None:
     bar.advance(3)  # 31 s: a line
     now[0] = 40.0
     bar.add_total(5)
-    bar()  # within the interval: nothing
+    bar.advance()  # within the interval: nothing
     bar.close()
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2

@@ -70,35 +70,16 @@ class PlainBar:
             self._last = self._clock()
             console.print(self.line(), highlight=False)
 
-    __call__ = advance
-
     def close(self) -> None:
         console.print(self.line(), highlight=False)
 
 
 @contextmanager
-def _plain(description: str, total: int) -> Iterator[PlainBar]:
-    bar = PlainBar(description, total)
-    try:
-        yield bar
-    finally:
-        bar.close()
-
-
-@contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Callable[..., None]]:
     """Yields an `advance()` callback; the bar shows done/total, rate, elapsed and ETA."""
-    if not console.is_terminal:
-        with _plain(description, total) as bar:
-            yield bar
-        return
-    with Progress(
-        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-        MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
-        TimeRemainingColumn(), console=console, transient=False,
-    ) as prog:
-        task = prog.add_task(description, total=total)
-        yield lambda n=1: prog.advance(task, n)
+    with growing_bar(description) as bar:
+        bar.add_total(total)
+        yield bar.advance
 
 
 class GrowingBar:
@@ -117,9 +98,13 @@ class GrowingBar:
 
 @contextmanager
 def growing_bar(description: str) -> Iterator[GrowingBar | PlainBar]:
+    """A rich bar on a terminal; plain lines (`PlainBar`) anywhere else."""
     if not console.is_terminal:
-        with _plain(description, 0) as bar:
+        bar = PlainBar(description, 0)
+        try:
             yield bar
+        finally:
+            bar.close()
         return
     with Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),

@@ -175,7 +175,7 @@ class ReferencePipeline:
                 still = self._order_select(pending, results, anchors, scores)
             pending = still
         if self.review == "order":  # what is not in an item's final chain failed
-            pending = [(it, k) for it in {i.id: i for i in items}.values() for k in scores
+            pending = [(it, k) for it in items for k in scores
                        if not results[(it.id, k)].accepted]
         for it, k in pending:
             res = results[(it.id, k)]
@@ -230,8 +230,8 @@ def best_chain(cands: Mapping[int, Sequence[tuple[int, float]]],
              cost: int) -> None:
         nonlocal best
         if i == len(levels):
-            if top is not None and picked:
-                if last is None or last >= top:
+            if top is not None and last is not None:  # something picked, below the top
+                if last >= top:
                     return
                 g = min(gap, top - last)
             elif len(picked) < 2:
@@ -277,12 +277,12 @@ def summarize(results: Sequence[ReferenceResult]) -> dict[str, Any]:
                     r.chosen_attempt == 0 if r.chosen_attempt is not None
                     else len(r.attempts) == 1))}
     ks = sorted({r.score for r in results})
-    complete = {r.item_id for r in results} - {r.item_id for r in results if not r.accepted}
+    covers = {r.item_id: len(r.shared_by or [r.item_id]) for r in results}
+    complete = set(covers) - {r.item_id for r in results if not r.accepted}
     return {**block(results), "by_score": {str(k): block([r for r in results if r.score == k])
                                            for k in ks},
             "questions_with_all": len(complete),
-            "items_with_all": sum(len(r.shared_by or [r.item_id]) for r in results
-                                  if r.item_id in complete and r.score == ks[0])}
+            "items_with_all": sum(covers[q] for q in complete)}
 
 
 def as_references(results: Sequence[ReferenceResult]) -> dict[str, dict[int, str]]:
