@@ -13,6 +13,7 @@ from judgeaudit.audit.panel import panel_section
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
+from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
 from judgeaudit.stats import benjamini_hochberg
 
 
@@ -57,7 +58,13 @@ async def run_battery(
     data_spec: str = "",
     on_calls: Callable[[int], None] | None = None,
     on_done: Callable[[], None] | None = None,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
 ) -> dict[str, Any]:
+    """The audit's results document. Its `run` section applies the one outcome rule
+    (`report.outcome.assess`) to the unperturbed verdicts: a run with fewer than `min_valid`
+    validly judged items, or more than `max_failed` of its calls failed, has failed, and
+    every probe's verdict is then `run_failed` (no gate passes it)."""
     import judgeaudit
 
     labelled = [it for it in items if isinstance(it, PairwiseItem) and it.label in (1, 2)]
@@ -69,7 +76,7 @@ async def run_battery(
                        on_done=on_done)
     t0 = time.perf_counter()
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    await ctx.baseline()  # shared by every probe
+    base = await ctx.baseline()  # shared by every probe
     results: list[ProbeResult] = list(await asyncio.gather(*(p.run(ctx) for p in probes)))
     panel_doc = await panel_section(ctx) if panel else None
     qs = benjamini_hochberg([r.p if r.p is not None else float("nan") for r in results])
@@ -80,12 +87,15 @@ async def run_battery(
         docs[p.name] = _probe_doc(p, r, qv, verdict)
         summary[verdict].append(p.name)
     judges = [bundle.public_spec] + [b.public_spec for b in panel]
-    stats = [b.client.stats for b in [bundle, *panel]]
-    calls = {k: sum(getattr(s, k) for s in stats)
-             for k in ("made", "cached", "retries", "failed", "prompt_tokens",
-                       "completion_tokens")}
-    costs = [s.cost_usd for s in stats if s.cost_usd is not None]
-    calls["cost_usd"] = sum(costs) if costs else None
+    calls = sum_calls([b.client.stats.as_dict() for b in [bundle, *panel]])
+    run = assess(n_valid=sum(any(o.valid for o in v.orders) for v in base),
+                 n_planned=len(labelled), calls=calls, min_valid=min_valid,
+                 max_failed=max_failed)
+    if run["status"] == "failed":
+        for d in docs.values():
+            d["verdict"] = "run_failed"
+        summary = {"biased": [], "not_biased": [], "underpowered": [],
+                   "run_failed": list(docs)}
     return {
         "command": "audit",
         "version": judgeaudit.__version__,
@@ -98,6 +108,7 @@ async def run_battery(
         "prompt_hashes": {bundle.pairwise.template.name: bundle.pairwise.template.sha256,
                           bundle.rubric.template.name: bundle.rubric.template.sha256},
         "calls": calls,
+        "run": run,
         "seconds": time.perf_counter() - t0,
         "started": started,
         "alpha": alpha,

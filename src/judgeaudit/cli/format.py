@@ -45,7 +45,8 @@ def evaluate_table(res: dict[str, Any]) -> Table:
     return t
 
 
-VERDICT_STYLE = {"biased": "bold red", "not_biased": "green", "underpowered": "yellow"}
+VERDICT_STYLE = {"biased": "bold red", "not_biased": "green", "underpowered": "yellow",
+                 "run_failed": "bold red"}
 
 
 def _num(x: float | None, fmt: str = "{:.3f}") -> str:

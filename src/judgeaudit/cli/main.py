@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from pathlib import Path
@@ -12,7 +11,19 @@ import typer
 
 from judgeaudit.cli.format import evaluate_table, fmt_est
 from judgeaudit.cli.progress import console, fail, progress_bar
-from judgeaudit.data.spec import split_specs
+from judgeaudit.cli.runner import (
+    MAX_FAILED,
+    MIN_VALID,
+    MaxFailedOpt,
+    MinValidOpt,
+    check_out_dir,
+    exit_if_failed,
+    open_unit,
+    positive,
+    positive_float,
+    run_async,
+)
+from judgeaudit.data.spec import public_spec, split_specs
 
 app = typer.Typer(
     name="judgeaudit",
@@ -32,7 +43,10 @@ DataOpt = Annotated[str, typer.Option("--data", "-d", help=(
     "mtbench:PATH | judgebench:PATH | jsonl:PATH | hf:NAME"))]
 CacheOpt = Annotated[Path | None, typer.Option(
     "--cache", help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache dir).")]
-ConcOpt = Annotated[int | None, typer.Option(help="Concurrent calls (per provider).")]
+ConcOpt = Annotated[int | None, typer.Option(help="Concurrent calls (per provider).",
+                                              callback=positive("--concurrency"))]
+TimeoutOpt = Annotated[float | None, typer.Option(
+    help="Seconds per call before retrying (> 0).", callback=positive_float)]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")]
 
 
@@ -40,55 +54,66 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or wri
 def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    _redact_logs()
+
+
+def _redact_logs() -> None:
+    """Keys never reach the log: the HTTP libraries log request URLs under -v."""
+    try:
+        from judgeaudit.llm.redact import install_log_redaction
+    except ImportError:  # pragma: no cover - older llm layer
+        return
+    install_log_redaction()
 
 
 @app.command()
 def evaluate(
     judge: JudgeOpt = "local",
     data: DataOpt = "builtin:facts",
-    limit: Annotated[int | None, typer.Option(help="Use only the first N items.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Use only the first N items (N >= 1).",
+                                              callback=positive("--limit"))] = None,
     out: Annotated[Path, typer.Option(help="Output directory for results.json.")] = Path(
         "out/evaluate"),
     concurrency: ConcOpt = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per call before retrying.")] = None,
+    timeout: TimeoutOpt = None,
     seed: int = 0,
     cache: CacheOpt = None,
     no_cache: NoCacheOpt = False,
+    min_valid: MinValidOpt = MIN_VALID,
+    max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
     """Evaluate a judge on labelled pairwise data: accuracy, position consistency, kappa."""
     from judgeaudit.audit.evaluate import evaluate as run_evaluate
-    from judgeaudit.data import DataError, load
-    from judgeaudit.judges import make_judge
-    from judgeaudit.llm import Cache, CallFailed
+    from judgeaudit.data import PairwiseItem
     from judgeaudit.report import write_results
 
-    try:
-        items = load(data)
-    except (DataError, ValueError, FileNotFoundError) as exc:
-        raise fail(f"data {data!r}: {exc}") from None
+    items = _load_items(data)
     if limit is not None:
         items = items[:limit]
     if not items:
         raise fail(f"data {data!r} has no items")
-    try:
-        bundle = make_judge(judge, cache=None if no_cache else Cache(cache),
-                            concurrency=concurrency, timeout=timeout, seed=seed)
-    except (ValueError, FileNotFoundError) as exc:
-        raise fail(f"judge {judge!r}: {exc}") from None
+    n_point = sum(not isinstance(it, PairwiseItem) for it in items)
+    if n_point:
+        raise fail(f"data {data!r} holds pointwise items (a response with a gold score), and "
+                   "evaluate judges pairs; for rubric scores use `judgeaudit scoring-bias "
+                   f"--data {data}`")
+    check_out_dir(out)
+    store = _open_cache(cache, no_cache)
+    bundle = _make_judge(judge, store, concurrency=concurrency, timeout=timeout, seed=seed)
 
     async def go() -> dict:
         try:
             with progress_bar("judging", bundle.pairwise.n_calls(items)) as advance:
-                return await run_evaluate(bundle, items, on_done=advance,
-                                          data_spec=data, seed=seed)
+                return await run_evaluate(bundle, items, on_done=advance, data_spec=data,
+                                          seed=seed, min_valid=min_valid,
+                                          max_failed=max_failed)
         finally:
             await bundle.aclose()
 
-    try:
-        res = asyncio.run(go())
-    except CallFailed as exc:
-        raise fail(str(exc), 3) from None
+    res = run_async(go, cache_path=store and str(store.path))
     path = write_results(out / "results.json", res)
+    for w in res.get("warnings") or []:
+        console.print(f"[bold yellow]warning:[/] {w}")
     console.print(evaluate_table(res))
     c = res["calls"]
     console.print(
@@ -97,6 +122,38 @@ def evaluate(
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
     console.print(f"results: {path}")
+    exit_if_failed(res)
+
+
+def _load_items(data: str) -> list:
+    """Items of a data SPEC, or exit 2 with the loader's one-line error."""
+    from judgeaudit.data import DataError, load
+
+    try:
+        return load(data)
+    except (DataError, ValueError, FileNotFoundError, OSError) as exc:
+        msg = str(exc)
+        raise fail(msg if data in msg else f"data {data!r}: {msg}") from None
+
+
+def _open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
+    from judgeaudit.llm import Cache
+
+    if no_cache:
+        return None
+    try:
+        return Cache(cache)
+    except (ValueError, OSError) as exc:  # not a database, a directory, no permission
+        raise fail(f"--cache {cache or 'default'}: {exc}") from None
+
+
+def _make_judge(spec: str, store, **kw):  # -> JudgeBundle
+    from judgeaudit.judges import make_judge
+
+    try:
+        return make_judge(spec, cache=store, **kw)
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        raise fail(f"judge {public_spec(spec)!r}: {exc}") from None
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
@@ -113,8 +170,8 @@ def audit(
     data: DataOpt = "builtin:facts",
     probes: Annotated[str | None, typer.Option(
         help="Comma-separated probe names (default: the fast default set; see --list).")] = None,
-    n: Annotated[int | None, typer.Option("--n", help="Items per probe (default 40; --full: "
-                                                      "all).")] = None,
+    n: Annotated[int | None, typer.Option("--n", callback=positive("--n"), help=(
+        "Items per probe (default 40; --full: all)."))] = None,
     full: Annotated[bool, typer.Option(help="Every probe, every item.")] = False,
     panel: Annotated[str | None, typer.Option(
         help="Extra judge SPECs (comma-separated) for the judge-panel agreement probe.")] = None,
@@ -126,18 +183,19 @@ def audit(
         "must not be biased.")] = None,
     list_probes: Annotated[bool, typer.Option("--list", help="List probes and exit.")] = False,
     concurrency: ConcOpt = None,
+    timeout: TimeoutOpt = None,
     seed: int = 0,
-    alpha: float = 0.05,
+    alpha: Annotated[float, typer.Option(
+        callback=open_unit, help="False discovery rate for 'biased' (0 < alpha < 1).")] = 0.05,
     cache: CacheOpt = None,
     no_cache: NoCacheOpt = False,
+    min_valid: MinValidOpt = MIN_VALID,
+    max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
     """Run the bias battery against a judge; write results.json and report.html."""
     from judgeaudit.audit.battery import run_battery
     from judgeaudit.audit.probe import get_probe, probe_names
     from judgeaudit.cli.progress import growing_bar
-    from judgeaudit.data import DataError, load
-    from judgeaudit.judges import make_judge
-    from judgeaudit.llm import Cache, CallFailed
     from judgeaudit.report import write_results
 
     if list_probes:
@@ -152,9 +210,9 @@ def audit(
     try:
         for name in names:
             get_probe(name)
-        items = load(data)
-    except (DataError, ValueError, FileNotFoundError) as exc:
+    except ValueError as exc:
         raise fail(str(exc)) from None
+    items = _load_items(data)
     unknown = must_pass - set(names)
     if unknown:
         raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
@@ -165,28 +223,24 @@ def audit(
         items = items[:n]
     if not items:
         raise fail(f"data {data!r} has no pairwise items with a known better response")
-    c = None if no_cache else Cache(cache)
-    try:
-        bundle = make_judge(judge, cache=c, concurrency=concurrency, seed=seed)
-        others = [make_judge(s, cache=c, concurrency=concurrency, seed=seed)
-                  for s in split_specs(panel or "")]
-    except (ValueError, FileNotFoundError) as exc:
-        raise fail(f"judge: {exc}") from None
+    check_out_dir(out)
+    c = _open_cache(cache, no_cache)
+    kw = {"concurrency": concurrency, "timeout": timeout, "seed": seed}
+    bundle = _make_judge(judge, c, **kw)
+    others = [_make_judge(s, c, **kw) for s in split_specs(panel or "")]
 
     async def go() -> dict:
         try:
             with growing_bar("auditing") as bar:
                 return await run_battery(bundle, items, names, seed=seed, alpha=alpha,
                                          panel=others, data_spec=data,
-                                         on_calls=bar.add_total, on_done=bar.advance)
+                                         on_calls=bar.add_total, on_done=bar.advance,
+                                         min_valid=min_valid, max_failed=max_failed)
         finally:
             for b in [bundle, *others]:
                 await b.aclose()
 
-    try:
-        res = asyncio.run(go())
-    except CallFailed as exc:
-        raise fail(str(exc), 3) from None
+    res = run_async(go, cache_path=c and str(c.path))
     path = write_results(out / "results.json", res)
     from judgeaudit.cli.format import audit_table, panel_table
 
@@ -207,6 +261,7 @@ def audit(
     except ImportError:
         pass
     console.print(f"results: {path}")
+    exit_if_failed(res)  # before the gate: no gate passes a failed run
     biased = set(res["summary"]["biased"])
     flagged = {k for k, p in res["probes"].items() if (p.get("flag") or {}).get("exceeds")}
     failing = {"never": set(), "biased": biased, "flag": flagged, "any": biased | flagged,
@@ -288,5 +343,21 @@ def _register_commands() -> None:
 
 _register_commands()
 
+def main() -> None:
+    """Console entry point. After Ctrl-C (exit 130) the process ends at once instead of
+    waiting for a local model's forward pass in its worker thread to finish: every finished
+    call is already committed to the cache."""
+    import os
+
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code == 130:
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(130)
+        raise
+
+
 if __name__ == "__main__":
-    app()
+    main()

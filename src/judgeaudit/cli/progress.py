@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,14 +24,18 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from judgeaudit.data.spec import mask_secrets
+
 # Wide enough for the results tables when output is piped (rich assumes 80 columns then).
 console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS")
                   else 140)
 
 
 def fail(msg: str, code: int = 2) -> typer.Exit:
-    """Print a CLI error on the console and return the exit to raise (code 2: bad input)."""
-    console.print(f"[bold red]error:[/] {msg}")
+    """Print a CLI error on the console and return the exit to raise (code 2: bad input).
+    Secrets in the message (URL userinfo, `api_key=...`) are masked: errors often quote a
+    spec."""
+    console.print(f"[bold red]error:[/] {escape(mask_secrets(msg))}")
     return typer.Exit(code)
 
 

@@ -10,6 +10,22 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
+# Parameter names whose values are secrets wherever they appear (any provider).
+SECRET_NAMES = re.compile(r"(?i)(api_?key|token|secret|password|passwd|auth)")
+# URL userinfo: `scheme://user:PASSWORD@host` (and a bare `scheme://TOKEN@host`).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s?#]+)@")
+
+
+def mask_url(value: str) -> str:
+    """`http://user:KEY@host/v1` -> `http://user:***@host/v1`; `http://KEY@host` ->
+    `http://***@host`. Values without userinfo are returned unchanged."""
+
+    def sub(m: re.Match[str]) -> str:
+        user, sep, _ = m.group(2).partition(":")
+        return f"{m.group(1)}{user}:***@" if sep else f"{m.group(1)}***@"
+
+    return _USERINFO.sub(sub, value)
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -24,9 +40,12 @@ class Spec:
         return s
 
     def public(self, secret: frozenset[str] = frozenset({"api_key"})) -> str:
-        """The spec as text with secret parameters masked, safe to log or store."""
-        params = {k: ("***" if k in secret else v) for k, v in self.params.items()}
-        return str(Spec(self.kind, self.name, params))
+        """The spec as text with secrets masked, safe to log or store: parameters named in
+        `secret` or looking like secrets (`*key*`, `token`, `password`, ...) and the
+        password of any URL userinfo (`base_url=http://user:KEY@host`)."""
+        params = {k: ("***" if k in secret or SECRET_NAMES.search(k) else mask_url(v))
+                  for k, v in self.params.items()}
+        return str(Spec(self.kind, mask_url(self.name), params))
 
 
 _SPEC_START = re.compile(r"^[A-Za-z][\w-]*(?:[:?]|$)")
@@ -43,6 +62,25 @@ def split_specs(text: str) -> list[str]:
         else:
             out.append(piece)
     return [s.strip() for s in out if s.strip()]
+
+
+def public_spec(text: str) -> str:
+    """A spec string as it may be shown: parsed and masked (`Spec.public`), or, when it does
+    not parse, with URL userinfo and secret-looking parameter values masked as text."""
+    try:
+        return parse_spec(text).public()
+    except ValueError:
+        return mask_secrets(text)
+
+
+_SECRET_VALUE = re.compile(
+    r"(?i)(\b[\w-]*(?:api_?key|token|secret|password)[\w-]*\s*[=:]\s*['\"]?)[^&\s'\",)]+")
+
+
+def mask_secrets(text: str) -> str:
+    """Mask URL userinfo passwords and `api_key=...`-style values in free text (an error
+    message that quotes a spec or a URL)."""
+    return _SECRET_VALUE.sub(r"\1***", mask_url(text))
 
 
 def parse_spec(text: str) -> Spec:

@@ -335,6 +335,7 @@ def _common(r: dict[str, Any]) -> dict[str, Any]:
         "calls": _d(r.get("calls")),
         "seconds": r.get("seconds"),
         "started": r.get("started"),
+        "run": _d(r.get("run")),
     }
 
 

@@ -13,12 +13,23 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 
+def _text(s: str) -> str:
+    """Lone surrogates (from a reply or an input) cannot be written as UTF-8: U+FFFD."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return s
+
+
 def _clean(obj: Any) -> Any:
-    """NaN/inf are not JSON: write them as null."""
+    """NaN/inf are not JSON: write them as null; text that is not valid Unicode gets U+FFFD."""
+    if isinstance(obj, str):
+        return _text(obj)
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {_text(str(k)): _clean(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_clean(v) for v in obj]
     if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
@@ -31,10 +42,14 @@ def write_results(path: str | Path, results: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"schema_version": SCHEMA_VERSION, **_clean(results)}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2, ensure_ascii=False, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2, ensure_ascii=False, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)  # never leave half a file behind
+        raise
     return path
 
 
@@ -42,7 +57,20 @@ def read_results(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no results file")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text file; expected a results.json") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: invalid JSON at column {e.colno}: {e.msg}; "
+                         "expected a results.json written by judgeaudit") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply; not a results.json") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object (a results.json written by "
+                         f"judgeaudit), got a JSON {type(doc).__name__}")
     v = doc.get("schema_version")
     if v != SCHEMA_VERSION:
         raise ValueError(f"{path}: schema_version {v!r}, this judgeaudit reads {SCHEMA_VERSION}")

@@ -1,0 +1,135 @@
+"""What every command does around its pipeline: check the output place before paying for a
+run, run the async pipeline with Ctrl-C handled (finished calls are cached; exit 130 with how
+to resume), and finish with one outcome rule (exit 3 when a run judged too little).
+
+Exit codes are documented in `judgeaudit.report.outcome`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from judgeaudit.cli.progress import console, fail
+from judgeaudit.report.outcome import (
+    DEFAULT_MAX_FAILED,
+    DEFAULT_MIN_VALID,
+    EXIT_INTERRUPTED,
+    EXIT_RUN_FAILED,
+    assess,
+)
+
+T = TypeVar("T")
+log = logging.getLogger("judgeaudit.cli")
+
+
+def _min_valid(v: int) -> int:
+    if v < 1:
+        raise typer.BadParameter(f"expected an integer >= 1, got {v}")
+    return v
+
+
+def _max_failed(v: float) -> float:
+    if not 0.0 <= v <= 1.0:
+        raise typer.BadParameter(f"expected a share in [0, 1], got {v}")
+    return v
+
+
+MinValidOpt = Annotated[int, typer.Option(
+    "--min-valid", callback=_min_valid,
+    help="Fewest items with a valid verdict for the run to count; below it the run fails "
+         "(exit 3).")]
+MaxFailedOpt = Annotated[float, typer.Option(
+    "--max-failed", callback=_max_failed,
+    help="Largest share of failed calls (0-1) before the run fails (exit 3).")]
+MIN_VALID = DEFAULT_MIN_VALID
+MAX_FAILED = DEFAULT_MAX_FAILED
+
+
+def positive(what: str) -> Callable[[Any], Any]:
+    """A typer callback refusing values < 1 (None passes: the option's default applies)."""
+
+    def check(v: Any) -> Any:
+        if v is not None and v < 1:
+            raise typer.BadParameter(f"{what}: expected an integer >= 1, got {v}")
+        return v
+
+    return check
+
+
+def positive_float(v: float | None) -> float | None:
+    if v is not None and not v > 0:
+        raise typer.BadParameter(f"expected a number of seconds > 0, got {v}")
+    return v
+
+
+def open_unit(v: float) -> float:
+    if not 0.0 < v < 1.0:
+        raise typer.BadParameter(f"expected a level strictly between 0 and 1, got {v}")
+    return v
+
+
+def check_out_dir(out: Path) -> Path:
+    """Refuse an output directory that cannot be written before any call is paid for: an
+    existing file in its place, or a place without write permission."""
+    if out.exists() and not out.is_dir():
+        raise fail(f"--out {out}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".judgeaudit-write-check-{os.getpid()}"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise fail(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    return out
+
+
+def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None) -> T:
+    """Run a pipeline. Ctrl-C: every finished call is already committed to the cache, so say
+    so, say how to resume, and exit 130. A call that failed fatally (bad key, bad request)
+    exits 3 with its message."""
+    from judgeaudit.llm import CallFailed
+
+    try:
+        return asyncio.run(make())  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        where = f" ({cache_path})" if cache_path else ""
+        console.print(f"[bold yellow]interrupted:[/] finished calls are in the cache{where}; "
+                      "run the same command again to resume (no finished call is made "
+                      "twice)")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except CallFailed as exc:
+        raise fail(str(exc), EXIT_RUN_FAILED) from None
+
+
+def finish(
+    res: dict[str, Any],
+    *,
+    n_valid: int,
+    n_planned: int,
+    min_valid: int,
+    max_failed: float,
+    what: str = "items",
+) -> dict[str, Any]:
+    """Attach the `run` section (ok / failed, with why) to a results document."""
+    res["run"] = assess(n_valid=n_valid, n_planned=n_planned, calls=res.get("calls") or {},
+                        min_valid=min_valid, max_failed=max_failed, what=what)
+    return res
+
+
+def exit_if_failed(res: Mapping[str, Any]) -> None:
+    """A failed run exits 3 whatever the gate says; its one-line reason is printed."""
+    run = res.get("run") or {}
+    if run.get("status") == "failed":
+        raise fail(str(run.get("message")), EXIT_RUN_FAILED)
+
+
+def print_json(summary: Mapping[str, Any]) -> None:
+    """A machine-readable line on stdout (human output stays on stderr)."""
+    typer.echo(json.dumps(summary, ensure_ascii=False, default=str))

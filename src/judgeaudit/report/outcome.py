@@ -1,0 +1,113 @@
+"""Run outcome: one rule for every command on whether a run judged enough to be trusted.
+
+A release gate must not pass by accident: a run whose calls all failed (an unreachable
+server, a revoked key) has no verdicts, and "n = 0, underpowered" must not read as a pass.
+`assess` turns the counts of a finished run into its outcome; the CLI maps a failed outcome
+to exit code 3 and the report shows the reason instead of verdicts.
+
+Exit codes (every command):
+    0 ok, 1 gate tripped (`--fail-on`), 2 usage or input error, 3 run failed (too few
+    valid verdicts or too many failed calls), 130 interrupted (Ctrl-C; finished calls are
+    in the cache and a re-run resumes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+EXIT_OK = 0
+EXIT_GATE = 1
+EXIT_USAGE = 2
+EXIT_RUN_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+DEFAULT_MIN_VALID = 1
+DEFAULT_MAX_FAILED = 0.2
+
+
+def assess(
+    *,
+    n_valid: int,
+    n_planned: int,
+    calls: Mapping[str, Any],
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
+    what: str = "items",
+) -> dict[str, Any]:
+    """The `run` section of a results document.
+
+    Args:
+        n_valid: units (items, comparisons, scores) with a usable verdict.
+        n_planned: units the run set out to judge.
+        calls: the client's call counts (`made`, `cached`, `failed`, optional `first_error`
+            and `errors` by kind).
+        min_valid: fewest usable units for the run to count (default 1).
+        max_failed: largest share of failed calls among the calls asked (default 0.2).
+        what: the unit's name in the message.
+
+    Returns:
+        `{"status": "ok" | "failed", "message", "n_valid", "n_planned", "min_valid",
+        "calls_asked", "calls_failed", "failed_share", "max_failed", "first_error",
+        "errors"}`; `message` is one line saying why a failed run failed.
+    """
+    made, cached, failed = (int(calls.get(k) or 0) for k in ("made", "cached", "failed"))
+    asked = made + cached + failed
+    share = failed / asked if asked else 0.0
+    first = calls.get("first_error")
+    reasons = []
+    if share > max_failed:
+        reasons.append(f"{failed} of {asked} calls failed")
+    if n_valid < min_valid:
+        reasons.append(f"{n_valid} of {n_planned} {what} have a valid verdict "
+                       f"(--min-valid {min_valid})")
+    message = ""
+    if reasons:
+        message = "run failed: " + "; ".join(reasons)
+        if failed and first:
+            message += f" (first error: {first})"
+        elif failed:
+            message += f" ({failed} calls failed)"
+    return {
+        "status": "failed" if reasons else "ok",
+        "message": message,
+        "n_valid": n_valid,
+        "n_planned": n_planned,
+        "min_valid": min_valid,
+        "calls_asked": asked,
+        "calls_failed": failed,
+        "failed_share": share,
+        "max_failed": max_failed,
+        "first_error": first,
+        "errors": dict(calls.get("errors") or {}),
+    }
+
+
+def sum_calls(calls: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Call counts of several clients (a judge and its panel) added up: numbers summed,
+    per-kind error counts merged, the first error kept, cost None when nobody priced."""
+    out: dict[str, Any] = {}
+    for c in calls:
+        for k, v in c.items():
+            if isinstance(v, bool) or v is None:
+                out.setdefault(k, v)
+            elif isinstance(v, int | float):
+                out[k] = (out.get(k) or 0) + v
+            elif isinstance(v, Mapping):
+                merged = dict(out.get(k) or {})
+                for kk, vv in v.items():
+                    merged[kk] = merged.get(kk, 0) + vv
+                out[k] = merged
+            elif out.get(k) is None:
+                out[k] = v
+    return out
+
+
+def run_failed(doc: Mapping[str, Any]) -> bool:
+    """True when a results document records a failed run (documents from before the `run`
+    section count as ok)."""
+    return (doc.get("run") or {}).get("status") == "failed"
+
+
+def failure_message(doc: Mapping[str, Any]) -> str:
+    return str((doc.get("run") or {}).get("message") or "")

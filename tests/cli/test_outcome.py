@@ -1,0 +1,239 @@
+"""Run outcome, end to end: a run that judged nothing (or too little) never passes, whatever
+the gate says; bad options and bad output places fail before any call; keys never leak.
+
+The judge is a real OpenAI-compatible server on loopback (tests/llm/fakeserver.py) that
+answers 429 with `Retry-After: 0` to every request: the client retries it at once, so an
+"unreachable" judge fails in milliseconds, as an unreachable server does after its backoff."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fakeserver import FakeLLMServer
+from typer.testing import CliRunner
+
+from judgeaudit.cli.main import app
+from judgeaudit.report.outcome import assess
+
+from .test_cli import write_items
+
+runner = CliRunner()
+CANARY = "sk-canary-7f3a9"
+
+
+@pytest.fixture
+def no_keys(monkeypatch):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def always_429(rec, attempt):
+    return "429"
+
+
+def test_assess_rule():
+    ok = assess(n_valid=10, n_planned=10, calls={"made": 20, "cached": 0, "failed": 0})
+    assert ok["status"] == "ok" and ok["message"] == ""
+    none = assess(n_valid=0, n_planned=5, calls={"made": 0, "cached": 0, "failed": 10,
+                                                 "first_error": "HTTP 429"})
+    assert none["status"] == "failed"
+    assert none["message"].startswith("run failed: 10 of 10 calls failed")
+    assert "first error: HTTP 429" in none["message"]
+    # 3 of 10 failed is over the default 20% even though items were judged
+    some = assess(n_valid=7, n_planned=10, calls={"made": 7, "cached": 0, "failed": 3})
+    assert some["status"] == "failed" and "3 of 10 calls failed" in some["message"]
+    assert assess(n_valid=7, n_planned=10, calls={"made": 7, "cached": 0, "failed": 3},
+                  max_failed=0.5)["status"] == "ok"
+    # every call fine but too few valid verdicts (the judge answered garbage)
+    few = assess(n_valid=2, n_planned=10, calls={"made": 20, "cached": 0, "failed": 0},
+                 min_valid=5)
+    assert few["status"] == "failed" and "2 of 10 items" in few["message"]
+
+
+def test_evaluate_with_every_call_failing_exits_3_and_says_why(tmp_path, isolated_cache,
+                                                               no_keys):
+    data = tmp_path / "items.jsonl"
+    write_items(data, 4)
+    with FakeLLMServer(rule=always_429, retry_after="0") as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        res = runner.invoke(app, ["evaluate", "--judge", spec, "--data", f"jsonl:{data}",
+                                  "--out", str(tmp_path / "out")])
+    assert res.exit_code == 3, res.output
+    assert "run failed: 8 of 8 calls failed" in res.output
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert doc["run"]["status"] == "failed" and doc["run"]["calls_failed"] == 8
+    # failed calls are no evidence of consistency (it said 100% before)
+    assert doc["position_consistency"]["n"] == 0
+    assert doc["calls"]["made"] == 0 and doc["calls"]["cached"] == 0
+
+
+def test_audit_that_judged_nothing_never_passes_a_gate(tmp_path, isolated_cache, no_keys):
+    data = tmp_path / "items.jsonl"
+    write_items(data, 6)
+    out = tmp_path / "audit"
+    with FakeLLMServer(rule=always_429, retry_after="0") as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        res = runner.invoke(app, ["audit", "--judge", spec, "--data", f"jsonl:{data}",
+                                  "--probes", "position,verbosity", "--out", str(out),
+                                  "--fail-on", "biased"])
+    assert res.exit_code == 3, res.output
+    assert "run failed" in res.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["run"]["status"] == "failed"
+    assert {p["verdict"] for p in doc["probes"].values()} == {"run_failed"}
+    assert doc["summary"]["not_biased"] == [] and doc["summary"]["underpowered"] == []
+    html = (out / "report.html").read_text()
+    assert "Run failed" in html and "run failed:" in html
+    assert 'class="probe' not in html  # no verdicts shown for a failed run
+
+
+def test_partly_failed_run_fails_over_max_failed_and_passes_under_it(tmp_path, isolated_cache,
+                                                                     no_keys):
+    data = tmp_path / "items.jsonl"
+    write_items(data, 10)
+
+    def some_fail(rec, attempt):  # 3 questions of 10 never get an answer
+        return "429" if any(f"question {i}\n" in rec.prompt_text for i in (1, 4, 7)) else None
+
+    with FakeLLMServer(rule=some_fail, retry_after="0", logprobs=False) as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        args = ["evaluate", "--judge", spec, "--data", f"jsonl:{data}"]
+        res = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+        assert res.exit_code == 3, res.output
+        assert "6 of" in res.output and "calls failed" in res.output
+        res = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--max-failed", "0.5"])
+        assert res.exit_code == 0, res.output
+        res = runner.invoke(app, [*args, "--out", str(tmp_path / "c"), "--max-failed", "0.5",
+                                  "--min-valid", "8"])
+        assert res.exit_code == 3 and "7 of 10 items" in res.output, res.output
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["evaluate", "--limit", "-5"], "--limit"),
+    (["evaluate", "--limit", "0"], "--limit"),
+    (["evaluate", "--timeout", "0"], "--timeout"),
+    (["evaluate", "--timeout", "-1"], "--timeout"),
+    (["evaluate", "--concurrency", "0"], "--concurrency"),
+    (["evaluate", "--concurrency", "-1"], "--concurrency"),
+    (["evaluate", "--min-valid", "0"], "--min-valid"),
+    (["evaluate", "--max-failed", "1.5"], "--max-failed"),
+    (["audit", "--n", "0"], "--n"),
+    (["audit", "--alpha", "2"], "--alpha"),
+    (["audit", "--alpha", "0"], "--alpha"),
+])
+def test_out_of_range_options_are_usage_errors(args, needle, tmp_path, isolated_cache):
+    res = runner.invoke(app, [*args, "--judge", "sim", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_out_that_is_a_file_fails_before_any_call(tmp_path, isolated_cache, no_keys):
+    target = tmp_path / "taken"
+    target.write_text("not a directory")
+    data = tmp_path / "items.jsonl"
+    write_items(data, 3)
+    with FakeLLMServer() as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        for cmd in ("evaluate", "audit"):
+            res = runner.invoke(app, [cmd, "--judge", spec, "--data", f"jsonl:{data}",
+                                      "--out", str(target)])
+            assert res.exit_code == 2, res.output
+            assert "not a directory" in res.output
+        assert srv.count() == 0
+
+
+def test_report_on_a_json_list_is_a_one_line_error(tmp_path):
+    p = tmp_path / "results.json"
+    p.write_text("[1, 2, 3]")
+    res = runner.invoke(app, ["report", str(p)])
+    assert res.exit_code == 2
+    assert "expected a JSON object" in res.output and "Traceback" not in res.output
+    p.write_text("{not json")
+    res = runner.invoke(app, ["report", str(p)])
+    assert res.exit_code == 2 and "invalid JSON" in res.output
+
+
+@pytest.mark.parametrize("cmd", ["evaluate", "audit"])
+def test_key_never_printed_when_another_spec_parameter_is_bad(cmd, tmp_path, isolated_cache,
+                                                              no_keys):
+    spec = f"openai:m?base_url=http://127.0.0.1:9/v1&api_key={CANARY}&logprobs=bad"
+    res = runner.invoke(app, [cmd, "--judge", spec, "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert CANARY not in res.output
+    assert "logprobs" in res.output
+
+
+def test_key_in_base_url_userinfo_never_stored_or_shown(tmp_path, isolated_cache, no_keys):
+    data = tmp_path / "items.jsonl"
+    write_items(data, 3)
+    out = tmp_path / "audit"
+    with FakeLLMServer(logprobs=False) as srv:
+        url = srv.openai_url.replace("http://", f"http://user:{CANARY}@")
+        spec = f"openai:m?base_url={url}&api_key=k"
+        res = runner.invoke(app, ["audit", "--judge", spec, "--data", f"jsonl:{data}",
+                                  "--probes", "position", "--out", str(out)])
+        assert res.exit_code in (0, 1), res.output
+    assert CANARY not in res.output
+    for f in ("results.json", "report.html"):
+        assert CANARY not in (out / f).read_text(), f
+    assert "user:***@" in json.loads((out / "results.json").read_text())["judge"]
+    blob = b"".join(p.read_bytes() for p in isolated_cache.parent.glob("cache.sqlite*"))
+    assert CANARY.encode() not in blob
+
+
+def test_unknown_provider_names_the_known_ones(tmp_path, isolated_cache):
+    res = runner.invoke(app, ["evaluate", "--judge", "simm", "--out", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "unknown provider 'simm'" in res.output and "sim" in res.output
+
+
+def test_lone_surrogate_in_input_is_judged_and_written(tmp_path, isolated_cache):
+    data = tmp_path / "items.jsonl"
+    rows = [{"id": f"s{i}", "prompt": "q \\ud800 here", "response_1": "a \\udfff",
+             "response_2": "b", "label": 1} for i in range(3)]
+    # JSON escapes of lone surrogates: valid JSON, invalid Unicode once decoded
+    data.write_text("\n".join(json.dumps(r).replace("\\\\u", "\\u") for r in rows) + "\n")
+    res = runner.invoke(app, ["evaluate", "--judge", "sim", "--data", f"jsonl:{data}",
+                              "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
+    assert doc["n"] == 3
+    assert not list((tmp_path / "o").glob("*.tmp"))
+
+
+def test_results_writer_leaves_no_tmp_file_on_failure(tmp_path):
+    from judgeaudit.report import write_results
+
+    with pytest.raises(TypeError):
+        write_results(tmp_path / "results.json", {"x": object()})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_inverted_labels_are_flagged(tmp_path, isolated_cache):
+    from judgeaudit.data import load
+
+    items = load("builtin:facts?limit=40")
+    p = tmp_path / "inv.jsonl"
+    with open(p, "w") as f:
+        for it in items:
+            d = it.model_dump(exclude_none=True)
+            d["label"] = {1: 2, 2: 1}[d["label"]]
+            f.write(json.dumps(d) + "\n")
+    res = runner.invoke(app, ["evaluate", "--judge", "sim?seed=0", "--data", f"jsonl:{p}",
+                              "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert "labels may be inverted" in res.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert doc["warnings"] and "inverted" in doc["warnings"][0]
+    ok = runner.invoke(app, ["evaluate", "--judge", "sim?seed=0", "--data", "builtin:facts",
+                             "--limit", "40", "--out", str(tmp_path / "ok")])
+    assert "labels may be inverted" not in ok.output
+
+
+def test_evaluate_on_pointwise_data_is_a_clear_error(tmp_path, isolated_cache):
+    res = runner.invoke(app, ["evaluate", "--judge", "sim", "--data", "builtin:graded",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "pointwise" in res.output
+    assert "Traceback" not in res.output
