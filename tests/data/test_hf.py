@@ -67,7 +67,7 @@ def test_errors(tmp_path: Path) -> None:
     f = tmp_path / "x.jsonl"
     f.write_text(json.dumps({"prompt": "p", "response_1": "a", "response_2": "b",
                              "label": "maybe"}) + "\n")
-    with pytest.raises(DataError, match=r"x.jsonl:row 1: field 'label' \(column 'label'\)"):
+    with pytest.raises(DataError, match=r"x.jsonl:1: field 'label' \(column 'label'\)"):
         load(f"hf:{f}")
     with pytest.raises(DataError, match="column 'nope' \\(for prompt\\) not found"):
         load(f"hf:{f}?prompt=nope")

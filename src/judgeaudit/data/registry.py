@@ -62,11 +62,28 @@ def load(spec: str | Spec) -> list[Item]:
         importlib.import_module(_BUILTIN[sp.kind])
     if sp.kind not in _LOADERS:
         raise ValueError(f"unknown data kind {sp.kind!r}; known: {', '.join(available())}")
+    limit = _limit(str(sp), sp.params.get("limit"))
     items = _LOADERS[sp.kind](sp.name, dict(sp.params))
-    if "limit" in sp.params:
-        items = items[: int(sp.params["limit"])]
-    ids = [it.id for it in items]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise DataError(str(sp), None, f"duplicate item id {dup!r}; ids must be unique")
+    if limit is not None:
+        items = items[:limit]
+    first: dict[str, int] = {}
+    for n, it in enumerate(items, start=1):
+        if it.id in first:
+            raise DataError(str(sp), None, f"duplicate item id {it.id!r} (items {first[it.id]} "
+                            f"and {n} of {len(items)}); ids must be unique")
+        first[it.id] = n
     return items
+
+
+def _limit(source: str, raw: str | None) -> int | None:
+    """The `limit` parameter: None when absent, else an integer >= 1."""
+    if raw is None:
+        return None
+    try:
+        n = int(raw.strip())
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise DataError(source, None, f"parameter 'limit': expected an integer >= 1, "
+                        f"got {raw!r}")
+    return n

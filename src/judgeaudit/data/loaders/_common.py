@@ -3,14 +3,19 @@ the seeded, balanced order shuffle for sources that put the better answer first.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import random
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from judgeaudit.data.registry import DataError
+from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 
 log = logging.getLogger("judgeaudit.data")
 
@@ -58,39 +63,284 @@ def existing_path(name: str, kind: str) -> Path:
     return p
 
 
-def read_json(path: Path) -> Any:
-    """Parse one JSON document; errors name the file, line and column."""
+def file_in(folder: Path, name: str, hint: str = "") -> Path:
+    """`folder/name`, which must be a file: a DataError naming it when it is absent or is a
+    directory. `hint` says what the folder should hold."""
+    p = folder / name
+    if p.is_dir():
+        raise DataError(str(p), None, "is a directory; expected a file")
+    if not p.exists():
+        raise DataError(str(p), None, "no such file" + (f"; {hint}" if hint else
+                                                        f"; expected {name} in the folder"))
+    return p
+
+
+# ---- reading text -------------------------------------------------------------------------
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def utf8_problem(data: bytes, offset: int) -> tuple[int, str]:
+    """(line number, problem) for the undecodable byte at `offset` of `data`: the line and
+    character column are counted in the text, not as a byte offset."""
+    line = data.count(b"\n", 0, offset) + 1
+    start = data.rfind(b"\n", 0, offset) + 1
+    col = len(data[start:offset].decode("utf-8", errors="replace")) + 1
+    if offset < 2 and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return line, "not valid UTF-8: the file looks like UTF-16; save it as UTF-8"
+    return line, (f"not valid UTF-8 (byte 0x{data[offset]:02x} at column {col}); save the file "
+                  "as UTF-8")
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """Bytes -> text, a leading UTF-8 BOM dropped; bad bytes -> DataError naming the line."""
+    if data.startswith(_BOM):
+        data = data[len(_BOM):]
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, problem = utf8_problem(data, e.start)
+        raise DataError(source, line, problem) from None
+
+
+def read_text(path: Path) -> str:
+    """A file's text (UTF-8, BOM dropped); a directory, a missing or unreadable file or
+    undecodable bytes are a DataError naming the file (and the line)."""
+    src = str(path)
+    if path.is_dir():
+        raise DataError(src, None, "is a directory; expected a file")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(src, None, "no such file") from None
     except OSError as e:
-        raise DataError(str(path), None, f"cannot read: {e.strerror or e}") from None
+        raise DataError(src, None, f"cannot read: {e.strerror or e}") from None
+    return decode_utf8(data, src)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split on "\n" only (a trailing "\r" dropped): U+2028, U+2029 and U+0085 are
+    ordinary characters inside JSON strings, not line breaks, whatever str.splitlines says."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def _loads(text: str, source: str, line: int | None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(str(path), e.lineno, f"invalid JSON at column {e.colno}: {e.msg}")\
-            from None
+        at = e.lineno if line is None else line
+        raise DataError(source, at, f"invalid JSON at column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise DataError(source, line, "JSON nested too deeply") from None
 
+
+# ---- JSON documents -------------------------------------------------------------------------
+
+def read_json(path: Path) -> Any:
+    """Parse one JSON document; errors name the file, line and column."""
+    return read_json_doc(path).data
+
+
+class JsonDoc:
+    """A parsed JSON document and the line where each value near the top starts, so errors
+    about a record name its line: `doc.where(3)` -> "57 (record 3)"."""
+
+    def __init__(self, source: str, data: Any, lines: dict[tuple[Any, ...], int]):
+        self.source, self.data, self._lines = source, data, lines
+
+    def line(self, *key: Any) -> int | None:
+        return self._lines.get(key)
+
+    def where(self, *key: Any, label: str | None = None) -> str:
+        """Location of the value at `key` for DataError: "LINE (record LABEL)"."""
+        name = f"record {label if label is not None else key[-1]}"
+        line = self.line(*key)
+        return f"{line} ({name})" if line is not None else name
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+class _Scan:
+    """Walks the top `depth` levels of a JSON text (already known to parse) to record the
+    line where each value starts, and refuses a key given twice in one object there (json
+    would silently keep the last)."""
+
+    def __init__(self, text: str, source: str):
+        self.text, self.source = text, source
+        self.dec = json.JSONDecoder()
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+        self.lines: dict[tuple[Any, ...], int] = {}
+
+    def line_at(self, idx: int) -> int:
+        return bisect.bisect_left(self.newlines, idx) + 1
+
+    def ws(self, idx: int) -> int:
+        m = _WS.match(self.text, idx)
+        return m.end() if m else idx
+
+    def value(self, idx: int, key: tuple[Any, ...], depth: int) -> int:
+        t = self.text
+        idx = self.ws(idx)
+        self.lines[key] = self.line_at(idx)
+        if depth == 0 or t[idx] not in "[{":
+            return self.dec.raw_decode(t, idx)[1]
+        close = "]" if t[idx] == "[" else "}"
+        idx = self.ws(idx + 1)
+        if t[idx] == close:
+            return idx + 1
+        n = 0
+        seen: dict[str, int] = {}
+        while True:
+            if close == "]":
+                child: Any = n
+                n += 1
+            else:
+                child, idx = self.dec.raw_decode(t, self.ws(idx))
+                kline = self.line_at(idx)
+                if child in seen:
+                    raise DataError(self.source, kline, f"field {child!r} appears twice in one "
+                                    f"object (lines {seen[child]} and {kline}); JSON readers "
+                                    "would silently keep only the last")
+                seen[child] = kline
+                idx = self.ws(idx) + 1  # the ":"
+            idx = self.ws(self.value(idx, (*key, child), depth - 1))
+            if t[idx] == close:
+                return idx + 1
+            idx += 1  # the ","
+
+
+def read_json_doc(path: Path, depth: int = 2) -> JsonDoc:
+    """Parse one JSON document, noting the line of every value in its top `depth` levels
+    (2: the records of a list and their fields). An empty file, invalid JSON, too deep
+    nesting, bad bytes: a DataError naming file and line."""
+    src = str(path)
+    text = read_text(path)
+    if not text.strip():
+        raise DataError(src, None, "empty file; expected a JSON document")
+    data = _loads(text, src, None)
+    scan = _Scan(text, src)
+    try:
+        scan.value(0, (), depth)
+    except DataError:
+        raise
+    except (ValueError, IndexError, RecursionError):
+        pass  # locating is best effort; the document itself parsed
+    return JsonDoc(src, data, scan.lines)
+
+
+# ---- JSON Lines -----------------------------------------------------------------------------
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-empty line of a JSON Lines file."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as e:
-        raise DataError(str(path), None, f"cannot read: {e.strerror or e}") from None
+    """(line number, object) for every non-empty line of a JSON Lines file. Lines end at
+    "\n" (CRLF is fine); a BOM is dropped; errors name the file and the line."""
+    src = str(path)
     out: list[tuple[int, dict[str, Any]]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(split_lines(read_text(path)), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(str(path), lineno, f"invalid JSON at column {e.colno}: {e.msg}")\
-                from None
+        obj = _loads(line, src, lineno)
         if not isinstance(obj, dict):
-            raise DataError(str(path), lineno,
-                            f"expected a JSON object, got {type(obj).__name__}")
+            raise DataError(src, lineno, f"expected a JSON object, got {type(obj).__name__}")
         out.append((lineno, obj))
     return out
+
+
+def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """read_jsonl, refusing a file with no records (empty, or blank lines only)."""
+    rows = read_jsonl(path)
+    if not rows:
+        raise DataError(str(path), None, "empty file; expected one JSON object per line")
+    return rows
+
+
+# ---- records --------------------------------------------------------------------------------
+
+class UniqueIds:
+    """Item ids seen so far with where each came from; a repeat is a DataError naming the id
+    and both places."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, str | int]] = {}
+
+    def add(self, item_id: str, source: str, where: str | int, field: str = "id") -> None:
+        prev = self._seen.get(item_id)
+        if prev is None:
+            self._seen[item_id] = (source, where)
+            return
+        psrc, pwhere = prev
+        first = at_line(pwhere)
+        if psrc != source:
+            first = f"{psrc}, {first}"
+        raise DataError(source, where, f"field {field!r}: duplicate item id {item_id!r} (first "
+                        f"at {first}); ids must be unique")
+
+
+def at_line(where: str | int) -> str:
+    """A DataError location as words: 3 -> "line 3", "57 (record 3)" -> "line 57 (record 3)",
+    "row 4" stays."""
+    text = str(where)
+    return f"line {text}" if text[:1].isdigit() else text
+
+
+def explain_validation(err: ValidationError, model: type) -> str:
+    """One readable sentence per pydantic error: which field, what was expected, what came."""
+    allowed = ", ".join(model.model_fields)  # type: ignore[attr-defined]
+    parts: list[str] = []
+    for e in err.errors(include_url=False):
+        loc = e["loc"]
+        field = ".".join(str(x) for x in loc) if loc else "(item)"
+        top = str(loc[0]) if loc else ""
+        typ = e["type"]
+        got = e.get("input")
+        if typ == "missing":
+            parts.append(f"field {field!r}: missing (required)")
+        elif typ == "extra_forbidden":
+            parts.append(f"field {field!r}: unknown field (allowed: {allowed})")
+        elif typ == "literal_error" and top in ("label", "annotator_labels"):
+            parts.append(f"field {field!r}: expected 1, 2 or 0, got {describe(got)}")
+        else:
+            parts.append(f"field {field!r}: {e['msg'].lower()}, got {describe(got)}")
+    return "; ".join(parts)
+
+
+def describe(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+M = TypeVar("M", PairwiseItem, PointwiseItem)
+
+
+def make_item(model: type[M], source: str, where: str | int, **fields: Any) -> M:
+    """Build an item; a value the schema refuses is a DataError naming record and field."""
+    try:
+        return model(**fields)
+    except ValidationError as e:
+        raise DataError(source, where, explain_validation(e, model)) from None
+
+
+def opt_text(rec: Mapping[str, Any], key: str, source: str, where: str | int) -> str | None:
+    """An optional text field: absent or null -> None; anything but text -> DataError."""
+    val = rec.get(key)
+    if val is None:
+        return None
+    if not isinstance(val, str):
+        raise DataError(source, where, f"field {key!r}: expected text, got {type(val).__name__}")
+    return val
+
+
+def key_field(rec: Mapping[str, Any], key: str, source: str, where: str | int,
+              default: Any = None) -> str | int:
+    """An identifier field (text or integer) used to build an item id."""
+    val = rec.get(key, default)
+    if isinstance(val, bool) or not isinstance(val, str | int) or val == "":
+        got = "nothing" if val in (None, "") else type(val).__name__
+        raise DataError(source, where, f"field {key!r}: expected text or an integer, got {got}")
+    return val
 
 
 def text_field(rec: Mapping[str, Any], key: str, source: str, where: str | int,

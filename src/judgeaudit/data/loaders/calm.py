@@ -31,8 +31,10 @@ from judgeaudit.data.loaders._common import (
     existing_path,
     int_param,
     log,
+    make_item,
     present,
-    read_json,
+    read_json_doc,
+    read_text,
     text_field,
 )
 from judgeaudit.data.registry import DataError, register_loader
@@ -50,11 +52,14 @@ def bias_name(stem: str) -> str:
 
 
 def find_files(path: Path, sets: str | None) -> list[Path]:
-    if path.is_file():
+    if not path.is_dir():
         return [path]
     every = sorted(path.rglob("*.json"))
     if not every:
         raise DataError(str(path), None, "no .json files found")
+    for p in every:
+        if not p.is_file():
+            raise DataError(str(p), None, "is a directory; expected a CALM .json file")
     if sets is None:
         base = [p for p in every if p.parent.name == BASE_DIR]
         return base if (path / BASE_DIR).is_dir() and base else every
@@ -72,14 +77,15 @@ def find_files(path: Path, sets: str | None) -> list[Path]:
 def load_file(path: Path, seed: int, variant: str | None) -> tuple[list[PairwiseItem], int]:
     """Items of one CALM file and the number of pairs skipped for lacking the variant."""
     src, stem = str(path), path.stem
-    data = read_json(path)
+    doc = read_json_doc(path)
+    data = doc.data
     if not isinstance(data, list):
         raise DataError(src, None, f"expected a JSON list, got {type(data).__name__}")
     swaps = balanced_swaps(len(data), seed, f"calm:{stem}")
     items: list[PairwiseItem] = []
     skipped = 0
     for i, rec in enumerate(data):
-        where = f"record {i}"
+        where = doc.where(i)
         if not isinstance(rec, dict):
             raise DataError(src, where, f"expected an object, got {type(rec).__name__}")
         meta: dict[str, Any] = {"source": "calm", "file": stem, "bias": bias_name(stem),
@@ -116,7 +122,8 @@ def load_file(path: Path, seed: int, variant: str | None) -> tuple[list[Pairwise
         base_id = f"calm:{stem}:{i}"
         if variant is not None and "variant" in meta:
             meta["base_id"] = base_id
-        items.append(PairwiseItem(
+        items.append(make_item(
+            PairwiseItem, src, where,
             id=base_id + (f":{variant}" if "variant" in meta else ""),
             prompt=question, response_1=r1, response_2=r2, label=label, metadata=meta,
         ))
@@ -136,7 +143,7 @@ def load_calm(name: str, params: dict[str, str]) -> list[Item]:
     items: list[Item] = []
     skipped = 0
     for f in files:
-        if variant is not None and f'"{variant}"' not in f.read_text("utf-8"):
+        if variant is not None and f'"{variant}"' not in read_text(f):
             continue  # cheap pre-filter: the file has no such field at all
         got, sk = load_file(f, seed, variant)
         items.extend(got)

@@ -14,14 +14,18 @@ bias types to keep (default all). Ids `evalbiasbench:<i>`, i = position in file 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from judgeaudit.data.loaders._common import (
     balanced_swaps,
     check_params,
     existing_path,
+    file_in,
     int_param,
+    make_item,
+    opt_text,
     present,
-    read_json,
+    read_json_doc,
     text_field,
 )
 from judgeaudit.data.registry import DataError, register_loader
@@ -32,11 +36,7 @@ FILE = "biasbench.json"
 
 def _path(name: str) -> Path:
     p = existing_path(name, "evalbiasbench")
-    if p.is_dir():
-        p = p / FILE
-        if not p.exists():
-            raise DataError(str(p), None, f"no such file; expected {FILE} in the folder")
-    return p
+    return file_in(p, FILE) if p.is_dir() else p
 
 
 @register_loader("evalbiasbench")
@@ -46,25 +46,30 @@ def load_evalbiasbench(name: str, params: dict[str, str]) -> list[Item]:
     seed = int_param(source, params, "seed", 0)
     path = _path(name)
     src = str(path)
-    data = read_json(path)
+    doc = read_json_doc(path, depth=3)
+    data = doc.data
+    # (bias key, record, its key path in the document)
+    records: list[tuple[str | None, Any, tuple[Any, ...]]]
     if isinstance(data, dict):
-        records = [(key, rec) for key, group in data.items()
-                   for rec in (group if isinstance(group, list) else [group])]
+        records = [(key, rec, (key, j) if isinstance(group, list) else (key,))
+                   for key, group in data.items()
+                   for j, rec in enumerate(group if isinstance(group, list) else [group])]
     elif isinstance(data, list):
-        records = [(None, rec) for rec in data]
+        records = [(None, rec, (j,)) for j, rec in enumerate(data)]
     else:
         raise DataError(src, None, f"expected an object keyed by bias type, got "
                         f"{type(data).__name__}")
     wanted = {b.strip() for b in params.get("bias", "").split(",") if b.strip()}
     swaps = balanced_swaps(len(records), seed, "evalbiasbench")
     items: list[Item] = []
-    for i, (key, rec) in enumerate(records):
-        where = f"record {i}" + (f" ({key})" if key else "")
+    for i, (key, rec, at) in enumerate(records):
+        where = doc.where(*at, label=f"{i}" + (f", {key}" if key else ""))
         if not isinstance(rec, dict):
             raise DataError(src, where, f"expected an object, got {type(rec).__name__}")
-        bias = rec.get("bias") or key
+        bias = opt_text(rec, "bias", src, where) or key
         label = rec.get("label")
-        label = int(label) if isinstance(label, str) and label.strip() in ("1", "2") else label
+        if isinstance(label, str | float) and str(label).strip() in ("1", "2", "1.0", "2.0"):
+            label = int(float(label))
         if label not in (1, 2) or isinstance(label, bool):
             raise DataError(src, where, f"field 'label': expected 1 or 2, got {label!r}")
         if wanted and bias not in wanted:
@@ -72,7 +77,8 @@ def load_evalbiasbench(name: str, params: dict[str, str]) -> list[Item]:
         better = text_field(rec, f"response{label}", src, where)
         worse = text_field(rec, f"response{3 - label}", src, where)
         r1, r2, lab = present(better, worse, swaps[i])
-        items.append(PairwiseItem(
+        items.append(make_item(
+            PairwiseItem, src, where,
             id=f"evalbiasbench:{i}",
             prompt=text_field(rec, "instruction", src, where),
             response_1=r1, response_2=r2, label=lab,
@@ -80,7 +86,7 @@ def load_evalbiasbench(name: str, params: dict[str, str]) -> list[Item]:
                       "swapped": swaps[i] != (label == 2)},
         ))
     if wanted and not items:
-        known = sorted({r.get("bias") or k for k, r in records if isinstance(r, dict)})
+        known = sorted({str(r.get("bias") or k) for k, r, _ in records if isinstance(r, dict)})
         raise DataError(source, None, f"bias {', '.join(sorted(wanted))} not found; "
                         f"known: {', '.join(known)}")
     return items

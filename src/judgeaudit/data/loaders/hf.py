@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import io
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,14 +32,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from judgeaudit.data.loaders._common import (
+    UniqueIds,
     balanced_swaps,
     check_params,
+    explain_validation,
     int_param,
     present,
-    read_json,
+    read_json_doc,
     read_jsonl,
+    read_text,
 )
-from judgeaudit.data.loaders.jsonl import explain_validation
 from judgeaudit.data.registry import DataError, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
 
@@ -80,40 +83,86 @@ def as_text(v: Any) -> Any:
     return v
 
 
-def _read_local(path: Path, split: str | None) -> list[dict[str, Any]]:
+Rows = list[tuple[str | int, dict[str, Any]]]  # (line number or "row N" / record, row)
+
+
+def _read_local(path: Path, split: str | None) -> Rows:
     suf = path.suffix.lower()
+    src = str(path)
     if suf == ".jsonl":
-        return [rec for _, rec in read_jsonl(path)]
+        return list(read_jsonl(path))
     if suf == ".json":
-        data = read_json(path)
+        doc = read_json_doc(path, depth=3)
+        data, at = doc.data, ()
         if isinstance(data, dict):  # {"train": [...], "test": [...]} or {"data": [...]}
             keys = [split] if split else ["data", "rows", "train", "test"]
             for key in keys:
                 if isinstance(data.get(key), list):
-                    data = data[key]
+                    data, at = data[key], (key,)
                     break
             else:
                 if split:
-                    raise DataError(str(path), None, f"no list under split {split!r}; keys: "
+                    raise DataError(src, None, f"no list under split {split!r}; keys: "
                                     f"{', '.join(map(str, data))}")
-        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-            raise DataError(str(path), None, "expected a JSON list of objects")
-        return data
+        if not isinstance(data, list):
+            raise DataError(src, None, f"expected a JSON list of objects, got "
+                            f"{type(data).__name__}")
+        out: Rows = []
+        for i, row in enumerate(data):
+            where = doc.where(*at, i)
+            if not isinstance(row, dict):
+                raise DataError(src, where, f"expected an object, got {type(row).__name__}")
+            out.append((where, row))
+        return out
     if suf == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            return list(csv.DictReader(f))
+        return _read_csv(path)
     if suf == ".parquet":
         try:
             pq = importlib.import_module("pyarrow.parquet")
         except ImportError:
-            raise DataError(str(path), None, "reading parquet needs pyarrow: pip install "
+            raise DataError(src, None, "reading parquet needs pyarrow: pip install "
                             "pyarrow (or convert the file to .jsonl/.csv)") from None
-        return list(pq.read_table(path).to_pylist())
-    raise DataError(str(path), None, f"unsupported file type {suf!r}; expected one of "
+        try:
+            table = pq.read_table(path)
+        except Exception as e:  # pyarrow raises its own kinds (ArrowInvalid, OSError, ...)
+            raise DataError(src, None, f"not a readable parquet file: {e}") from None
+        return [(f"row {i + 1}", r) for i, r in enumerate(table.to_pylist())]
+    raise DataError(src, None, f"unsupported file type {suf!r}; expected one of "
                     f"{', '.join(LOCAL_SUFFIXES)}")
 
 
-def _read_hub(name: str, params: dict[str, str]) -> list[dict[str, Any]]:
+def _read_csv(path: Path) -> Rows:
+    """CSV rows keyed by the header, each with the line it starts on; a row with more or
+    fewer fields than the header, or a header naming a column twice, is an error."""
+    src = str(path)
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    header: list[str] | None = None
+    out: Rows = []
+    end = 0
+    try:
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # a blank line
+            if header is None:
+                header = row
+                dup = sorted({c for c in header if header.count(c) > 1})
+                if dup:
+                    raise DataError(src, start, f"column(s) {', '.join(map(repr, dup))} appear "
+                                    "more than once in the header")
+                continue
+            if len(row) != len(header):
+                raise DataError(src, start, f"expected {len(header)} fields (the header's), "
+                                f"got {len(row)}")
+            out.append((start, dict(zip(header, row, strict=True))))
+    except csv.Error as e:
+        raise DataError(src, reader.line_num or None, f"malformed CSV: {e}") from None
+    if header is None:
+        raise DataError(src, None, "empty file; expected a CSV header line")
+    return out
+
+
+def _read_hub(name: str, params: dict[str, str]) -> Rows:
     try:
         datasets = importlib.import_module("datasets")
     except ImportError:
@@ -125,7 +174,7 @@ def _read_hub(name: str, params: dict[str, str]) -> list[dict[str, Any]]:
         ds = datasets.load_dataset(name, params.get("config") or None, split=split)
     except Exception as e:  # the hub raises many kinds; report which dataset and why
         raise DataError(f"hf:{name}", None, f"load_dataset failed: {e}") from None
-    return [dict(r) for r in ds]
+    return [(f"row {i + 1}", dict(r)) for i, r in enumerate(ds)]
 
 
 def _pick(role: str, params: dict[str, str], columns: Iterable[str], src: str) -> str | None:
@@ -138,11 +187,11 @@ def _pick(role: str, params: dict[str, str], columns: Iterable[str], src: str) -
     return next((c for c in DEFAULTS.get(role, (role,)) if c in cols), None)
 
 
-def to_items(rows: list[dict[str, Any]], params: dict[str, str], tag: str, src: str,
-             seed: int) -> list[Item]:
+def to_items(rows: Rows, params: dict[str, str], tag: str, src: str, seed: int) -> list[Item]:
+    """Items from (where, row) pairs; `where` (a line number, "row N") locates errors."""
     if not rows:
         return []
-    columns = list(rows[0])
+    columns = list(rows[0][1])
     col = {r: _pick(r, params, columns, src) for r in DEFAULTS}
     if "chosen" in params or "rejected" in params:
         chosen = _pick("chosen", params, columns, src)
@@ -154,38 +203,54 @@ def to_items(rows: list[dict[str, Any]], params: dict[str, str], tag: str, src: 
     pref = not pair and chosen and rejected
     point = not pair and not pref and col["response"]
     if col["prompt"] is None:
-        raise DataError(src, None, f"no prompt column; give prompt=COLUMN (columns: "
-                        f"{', '.join(columns)})")
+        raise DataError(src, None, f"no prompt column (none of {', '.join(DEFAULTS['prompt'])}); "
+                        f"give prompt=COLUMN (columns: {', '.join(columns)})")
     if not (pair or pref or point):
         raise DataError(src, None, "no response columns; give response_1=COL&response_2=COL "
                         f"(or chosen/rejected, or response) (columns: {', '.join(columns)})")
     shuffle = params.get("shuffle", "1") not in ("0", "false", "no")
     swaps = balanced_swaps(len(rows), seed, f"hf:{tag}") if pref and shuffle else None
+    texts: dict[str, str] = {"prompt": col["prompt"]}
+    if pair:
+        texts.update(response_1=col["response_1"], response_2=col["response_2"])
+    elif pref:
+        texts.update(chosen=chosen, rejected=rejected)
+    else:
+        texts["response"] = col["response"]
     items: list[Item] = []
-    for i, row in enumerate(rows):
-        where = f"row {i + 1}"
+    ids = UniqueIds()
+    for i, (where, row) in enumerate(rows):
         ident = row.get(col["id"]) if col["id"] else None
+        if isinstance(ident, bool) or not isinstance(ident, str | int | float | None):
+            raise DataError(src, where, f"field {col['id']!r} (the id): expected text or a "
+                            f"number, got {type(ident).__name__}")
+        text = {role: _text_value(row, c, role, src, where) for role, c in texts.items()}
         data: dict[str, Any] = {
             "id": str(ident) if ident not in (None, "") else f"hf:{tag}:{i}",
-            "prompt": as_text(row.get(col["prompt"])),
+            "prompt": text["prompt"],
             "metadata": {"source": "hf", "dataset": tag, "row": i},
         }
         try:
             if pair:
-                data["response_1"] = as_text(row.get(col["response_1"]))
-                data["response_2"] = as_text(row.get(col["response_2"]))
+                data["response_1"] = text["response_1"]
+                data["response_2"] = text["response_2"]
                 if col["label"]:
                     data["label"] = parse_label(row.get(col["label"]))
             elif pref:
                 swap = bool(swaps and swaps[i])
-                r1, r2, label = present(as_text(row.get(chosen)), as_text(row.get(rejected)),
-                                        swap)
+                r1, r2, label = present(text["chosen"], text["rejected"], swap)
                 data.update(response_1=r1, response_2=r2, label=label)
                 data["metadata"]["swapped"] = swap
             else:
-                data["response"] = as_text(row.get(col["response"]))
-                if col["score"] and row.get(col["score"]) not in (None, ""):
-                    data["score"] = float(row[col["score"]])
+                data["response"] = text["response"]
+                score = row.get(col["score"]) if col["score"] else None
+                if score not in (None, ""):
+                    if isinstance(score, bool) or not isinstance(score, str | int | float):
+                        raise ValueError(f"expected a number, got {type(score).__name__}")
+                    try:
+                        data["score"] = float(score)
+                    except ValueError:
+                        raise ValueError(f"expected a number, got {score!r}") from None
         except ValueError as e:
             field = "score" if point else "label"
             raise DataError(src, where, f"field {field!r} (column "
@@ -195,7 +260,22 @@ def to_items(rows: list[dict[str, Any]], params: dict[str, str], tag: str, src: 
             items.append(model.model_validate(data))
         except ValidationError as e:
             raise DataError(src, where, explain_validation(e, model)) from None
+        ids.add(items[-1].id, src, where, col["id"] or "id")
     return items
+
+
+def _text_value(row: dict[str, Any], column: str, role: str, src: str,
+                where: str | int) -> str:
+    """The text of `column` in a row (a chat message list reduced to its last assistant
+    message); a missing or non-text value is a DataError naming the field and the column."""
+    name = f"field {role!r}" + (f" (column {column!r})" if column != role else "")
+    if column not in row:
+        raise DataError(src, where, f"{name}: missing (required)")
+    val = as_text(row[column])
+    if not isinstance(val, str):
+        got = "null" if val is None else type(val).__name__
+        raise DataError(src, where, f"{name}: expected text, got {got}")
+    return val
 
 
 @register_loader("hf")
@@ -205,12 +285,19 @@ def load_hf(name: str, params: dict[str, str]) -> list[Item]:
     check_params(f"hf:{name}", params, MAPPED | {"split", "config", "shuffle"})
     seed = int_param(f"hf:{name}", params, "seed", 0)
     path = Path(name).expanduser()
+    if path.is_dir():
+        raise DataError(str(path), None, "is a directory; expected a .jsonl, .json, .csv or "
+                        ".parquet file, or a hub dataset name (org/name)")
     if path.suffix.lower() in LOCAL_SUFFIXES or path.exists():
         if not path.is_file():
             raise DataError(str(path), None, "no such file")
         rows, tag = _read_local(path, params.get("split") or None), path.stem
         src = str(path)
+        if not rows:
+            raise DataError(src, None, "no rows (the file is empty)")
     else:
         rows, tag = _read_hub(name, params), name
         src = f"hf:{name}"
+        if not rows:
+            raise DataError(src, None, f"no rows in split {params.get('split') or 'train'!r}")
     return to_items(rows, params, tag, src, seed)

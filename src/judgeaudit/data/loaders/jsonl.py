@@ -16,9 +16,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgeaudit.data.loaders._common import check_params, choice_param, existing_path, read_jsonl
+from judgeaudit.data.loaders._common import (
+    UniqueIds,
+    check_params,
+    choice_param,
+    existing_path,
+    explain_validation,
+    read_records,
+)
 from judgeaudit.data.registry import DataError, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
+
+__all__ = ["explain_validation", "load_items", "load_jsonl"]
 
 _PAIR_FIELDS = frozenset(PairwiseItem.model_fields)
 _POINT_FIELDS = frozenset(PointwiseItem.model_fields)
@@ -31,32 +40,6 @@ def _kind_of(obj: Mapping[str, Any]) -> str | None:
     if "response" in obj:
         return "pointwise"
     return None
-
-
-def _describe(v: Any) -> str:
-    s = repr(v)
-    return s if len(s) <= 60 else s[:57] + "..."
-
-
-def explain_validation(err: ValidationError, model: type) -> str:
-    """One readable sentence per pydantic error: which field, what was expected, what came."""
-    allowed = ", ".join(model.model_fields)  # type: ignore[attr-defined]
-    parts: list[str] = []
-    for e in err.errors(include_url=False):
-        loc = e["loc"]
-        field = ".".join(str(x) for x in loc) if loc else "(item)"
-        top = str(loc[0]) if loc else ""
-        typ = e["type"]
-        got = e.get("input")
-        if typ == "missing":
-            parts.append(f"field {field!r}: missing (required)")
-        elif typ == "extra_forbidden":
-            parts.append(f"field {field!r}: unknown field (allowed: {allowed})")
-        elif typ == "literal_error" and top in ("label", "annotator_labels"):
-            parts.append(f"field {field!r}: expected 1, 2 or 0, got {_describe(got)}")
-        else:
-            parts.append(f"field {field!r}: {e['msg'].lower()}, got {_describe(got)}")
-    return "; ".join(parts)
 
 
 class _BadValue(Exception):
@@ -90,7 +73,8 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
     items: list[Item] = []
     kind: str | None = None
     first_line = 0
-    for lineno, obj in read_jsonl(path):
+    ids_seen = UniqueIds()
+    for lineno, obj in read_records(path):
         k = _kind_of(obj)
         if k is None:
             raise DataError(source, lineno, "cannot tell the item kind: expected fields "
@@ -108,11 +92,13 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
             obj = {**obj, "id": f"{path.stem}:{lineno}"}
         model = PairwiseItem if kind == "pairwise" else PointwiseItem
         try:
-            items.append(model.model_validate(_normalise_labels(obj)))
+            item = model.model_validate(_normalise_labels(obj))
         except _BadValue as e:
             raise DataError(source, lineno, f"field {e.field!r}: {e.problem}") from None
         except ValidationError as e:
             raise DataError(source, lineno, explain_validation(e, model)) from None
+        ids_seen.add(item.id, source, lineno)
+        items.append(item)
     return items
 
 

@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from judgeaudit.data.loaders._common import (
+    UniqueIds,
     check_params,
     existing_path,
-    read_json,
-    read_jsonl,
+    key_field,
+    make_item,
+    read_json_doc,
+    read_records,
     text_field,
 )
 from judgeaudit.data.registry import DataError, register_loader
@@ -30,17 +33,18 @@ LABELS = {"A>B": 1, "B<A": 1, "B>A": 2, "A<B": 2, "A=B": 0, "B=A": 0}
 
 def _records(path: Path) -> list[tuple[str | int, dict[str, Any]]]:
     if path.suffix == ".json":
-        data = read_json(path)
+        doc = read_json_doc(path)
+        data = doc.data
         if not isinstance(data, list):
             raise DataError(str(path), None, f"expected a JSON list, got {type(data).__name__}")
         out: list[tuple[str | int, dict[str, Any]]] = []
         for i, rec in enumerate(data):
             if not isinstance(rec, dict):
-                raise DataError(str(path), f"record {i}",
+                raise DataError(str(path), doc.where(i),
                                 f"expected an object, got {type(rec).__name__}")
-            out.append((f"record {i}", rec))
+            out.append((doc.where(i), rec))
         return out
-    return list(read_jsonl(path))
+    return list(read_records(path))
 
 
 def _item(rec: dict[str, Any], src: str, where: str | int) -> PairwiseItem:
@@ -49,11 +53,12 @@ def _item(rec: dict[str, Any], src: str, where: str | int) -> PairwiseItem:
     if label is None:
         raise DataError(src, where, f"field 'label': expected \"A>B\", \"B>A\" or \"A=B\", "
                         f"got {raw!r}")
-    pair_id = rec.get("pair_id")
-    if pair_id in (None, ""):
+    if rec.get("pair_id") in (None, ""):
         raise DataError(src, where, "field 'pair_id': missing (required)")
+    pair_id = key_field(rec, "pair_id", src, where)
     model = rec.get("response_model")
-    return PairwiseItem(
+    return make_item(
+        PairwiseItem, src, where,
         id=f"judgebench:{pair_id}",
         prompt=text_field(rec, "question", src, where),
         response_1=text_field(rec, "response_A", src, where),
@@ -69,11 +74,15 @@ def _item(rec: dict[str, Any], src: str, where: str | int) -> PairwiseItem:
 def load_judgebench(name: str, params: dict[str, str]) -> list[Item]:
     check_params(f"judgebench:{name}", params, ())
     path = existing_path(name, "judgebench")
-    files = ([path] if path.is_file()
+    files = ([path] if not path.is_dir()
              else sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".json")))
     if not files:
         raise DataError(str(path), None, "no .jsonl or .json files in the folder")
     items: list[Item] = []
+    ids = UniqueIds()
     for f in files:
-        items.extend(_item(rec, str(f), where) for where, rec in _records(f))
+        for where, rec in _records(f):
+            item = _item(rec, str(f), where)
+            ids.add(item.id, str(f), where, "pair_id")
+            items.append(item)
     return items

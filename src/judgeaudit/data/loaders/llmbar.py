@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgeaudit.data.loaders._common import check_params, existing_path, read_json, text_field
+from judgeaudit.data.loaders._common import (
+    check_params,
+    existing_path,
+    make_item,
+    read_json_doc,
+    text_field,
+)
 from judgeaudit.data.registry import DataError, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem
 
@@ -52,6 +58,9 @@ def find_subsets(path: Path) -> dict[str, Path]:
                 base = path / name
                 break
         files = sorted(base.rglob("dataset.json"))
+        for f in files:
+            if not f.is_file():
+                raise DataError(str(f), None, "is a directory; expected a dataset.json file")
     if not files:
         raise DataError(str(path), None, "no dataset.json found (expected the LLMBar data root, "
                         "a subset folder, or a dataset.json)")
@@ -79,19 +88,21 @@ def select(subsets: dict[str, Path], spec: str | None, source: str = "llmbar") -
 
 
 def load_subset(subset: str, path: Path) -> list[PairwiseItem]:
-    data = read_json(path)
+    doc = read_json_doc(path)
+    data = doc.data
     src = str(path)
     if not isinstance(data, list):
         raise DataError(src, None, f"expected a JSON list of pairs, got {type(data).__name__}")
     items = []
     for idx, rec in enumerate(data):
-        where = f"record {idx}"
+        where = doc.where(idx)
         if not isinstance(rec, dict):
             raise DataError(src, where, f"expected an object, got {type(rec).__name__}")
         label = rec.get("label")
         if label not in (1, 2) or isinstance(label, bool):
             raise DataError(src, where, f"field 'label': expected 1 or 2, got {label!r}")
-        items.append(PairwiseItem(
+        items.append(make_item(
+            PairwiseItem, src, where,
             id=f"{subset}:{idx}",
             prompt=text_field(rec, "input", src, where),
             response_1=text_field(rec, "output_1", src, where),

@@ -20,9 +20,12 @@ from judgeaudit.data.loaders._common import (
     check_params,
     choice_param,
     existing_path,
+    file_in,
+    key_field,
     log,
-    read_json,
-    read_jsonl,
+    make_item,
+    read_json_doc,
+    read_records,
     text_field,
 )
 from judgeaudit.data.registry import DataError, register_loader
@@ -33,32 +36,56 @@ QUESTIONS = "question.jsonl"
 REFERENCES = "reference_answer_gpt-4.jsonl"
 
 
+def _optional(folder: Path, name: str) -> Path | None:
+    """A companion file that may be absent (then None); present, it must be a file."""
+    p = folder / name
+    return file_in(folder, name) if p.exists() or p.is_symlink() else None
+
+
 def _questions(folder: Path) -> dict[str, dict[str, Any]]:
     """turn-1 text (stripped) -> question record."""
-    p = folder / QUESTIONS
-    if not p.exists():
+    p = _optional(folder, QUESTIONS)
+    if p is None:
         return {}
     out: dict[str, dict[str, Any]] = {}
-    for lineno, q in read_jsonl(p):
+    ids: dict[Any, int] = {}
+    for lineno, q in read_records(p):
+        if "turns" not in q:
+            raise DataError(str(p), lineno, "field 'turns': missing (required)")
         turns = q.get("turns")
         if not isinstance(turns, list) or not turns or not isinstance(turns[0], str):
             raise DataError(str(p), lineno, "field 'turns': expected a list of texts")
+        qid = key_field(q, "question_id", str(p), lineno)
+        if qid in ids:
+            raise DataError(str(p), lineno, f"field 'question_id': {qid!r} repeated (first "
+                            f"at line {ids[qid]}); question ids must be unique")
+        ids[qid] = lineno
         out[turns[0].strip()] = q
     return out
 
 
 def _references(folder: Path) -> dict[Any, str]:
     """question_id -> GPT-4 turn-1 reference answer."""
-    p = folder / REFERENCES
-    if not p.exists():
+    p = _optional(folder, REFERENCES)
+    if p is None:
         return {}
     out: dict[Any, str] = {}
-    for lineno, r in read_jsonl(p):
-        try:
-            out[r["question_id"]] = r["choices"][0]["turns"][0]
-        except (KeyError, IndexError, TypeError):
-            raise DataError(str(p), lineno, "expected fields question_id and "
-                            "choices[0].turns[0]") from None
+    lines: dict[Any, int] = {}
+    for lineno, r in read_records(p):
+        qid = key_field(r, "question_id", str(p), lineno)
+        if "choices" not in r:
+            raise DataError(str(p), lineno, "field 'choices': missing (required)")
+        choices = r.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        turns = first.get("turns") if isinstance(first, dict) else None
+        if not isinstance(turns, list) or not turns or not isinstance(turns[0], str):
+            raise DataError(str(p), lineno, "field 'choices': expected a list whose first "
+                            "entry has 'turns', a list of texts")
+        if qid in lines:
+            raise DataError(str(p), lineno, f"field 'question_id': {qid!r} repeated (first "
+                            f"at line {lines[qid]}); question ids must be unique")
+        lines[qid] = lineno
+        out[qid] = turns[0]
     return out
 
 
@@ -68,18 +95,17 @@ def load_mtbench(name: str, params: dict[str, str]) -> list[Item]:
     id_style = choice_param(f"mtbench:{name}", params, "ids", ("mtbench", "llmbar"), "mtbench")
     path = existing_path(name, "mtbench")
     if path.is_dir():
-        path = path / PAIRS
-        if not path.exists():
-            raise DataError(str(path), None, f"no such file; expected {PAIRS} in the folder")
+        path = file_in(path, PAIRS)
     src = str(path)
-    data = read_json(path)
+    doc = read_json_doc(path)
+    data = doc.data
     if not isinstance(data, list):
         raise DataError(src, None, f"expected a JSON list of pairs, got {type(data).__name__}")
     questions, refs = _questions(path.parent), _references(path.parent)
     items: list[Item] = []
     unmatched = 0
     for i, rec in enumerate(data):
-        where = f"record {i}"
+        where = doc.where(i)
         if not isinstance(rec, dict):
             raise DataError(src, where, f"expected an object, got {type(rec).__name__}")
         label = rec.get("label")
@@ -95,7 +121,8 @@ def load_mtbench(name: str, params: dict[str, str]) -> list[Item]:
             reference = refs.get(q.get("question_id"))
         else:
             unmatched += 1
-        items.append(PairwiseItem(
+        items.append(make_item(
+            PairwiseItem, src, where,
             id=f"mtbench:{i}" if id_style == "mtbench" else f"Processed/MT-Bench:{i}",
             prompt=prompt,
             response_1=text_field(rec, "output_1", src, where),

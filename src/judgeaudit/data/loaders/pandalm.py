@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from judgeaudit.data.loaders._common import (
+    UniqueIds,
     check_params,
     choice_param,
     existing_path,
+    file_in,
+    key_field,
     log,
-    read_json,
+    make_item,
+    opt_text,
+    read_json_doc,
     text_field,
 )
 from judgeaudit.data.registry import DataError, register_loader
@@ -52,11 +57,7 @@ def split_models(cmp_key: str) -> tuple[str, str] | None:
 
 def _path(name: str) -> Path:
     p = existing_path(name, "pandalm")
-    if p.is_dir():
-        p = p / FILE
-        if not p.exists():
-            raise DataError(str(p), None, f"no such file; expected {FILE} in the folder")
-    return p
+    return file_in(p, FILE) if p.is_dir() else p
 
 
 @register_loader("pandalm")
@@ -65,16 +66,19 @@ def load_pandalm(name: str, params: dict[str, str]) -> list[Item]:
     ties = choice_param(f"pandalm:{name}", params, "ties", ("keep", "drop"), "keep")
     path = _path(name)
     src = str(path)
-    data = read_json(path)
+    doc = read_json_doc(path)
+    data = doc.data
     if not isinstance(data, list):
         raise DataError(src, None, f"expected a JSON list, got {type(data).__name__}")
     items: list[Item] = []
+    ids = UniqueIds()
     no_majority = ties_dropped = 0
     for pos, rec in enumerate(data):
-        where = f"record {pos}"
+        where = doc.where(pos)
         if not isinstance(rec, dict):
             raise DataError(src, where, f"expected an object, got {type(rec).__name__}")
-        idx = rec.get("idx", pos)
+        idx = key_field(rec, "idx", src, where, default=pos)
+        ids.add(f"pandalm:{idx}", src, where, "idx")
         labels: list[int] = []
         for key in ("annotator1", "annotator2", "annotator3"):
             v = rec.get(key)
@@ -91,10 +95,11 @@ def load_pandalm(name: str, params: dict[str, str]) -> list[Item]:
             ties_dropped += 1
             continue
         instruction = text_field(rec, "instruction", src, where)
-        inp = rec.get("input") or ""
+        inp = opt_text(rec, "input", src, where) or ""
         prompt = instruction + ("\n\n" + inp if inp.strip() else "")
-        cmp_key = rec.get("cmp_key") or ""
-        items.append(PairwiseItem(
+        cmp_key = opt_text(rec, "cmp_key", src, where) or ""
+        items.append(make_item(
+            PairwiseItem, src, where,
             id=f"pandalm:{idx}",
             prompt=prompt,
             response_1=text_field(rec, "response1", src, where, scalars=True),

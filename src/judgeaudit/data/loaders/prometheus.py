@@ -23,14 +23,19 @@ from statistics import mean
 from typing import Any
 
 from judgeaudit.data.loaders._common import (
+    UniqueIds,
     balanced_swaps,
     check_params,
     choice_param,
     existing_path,
+    file_in,
     int_param,
+    key_field,
     log,
+    make_item,
+    opt_text,
     present,
-    read_json,
+    read_json_doc,
     text_field,
 )
 from judgeaudit.data.registry import DataError, register_loader
@@ -90,12 +95,14 @@ def parse_rubric(block: str, src: str, where: str) -> tuple[str, dict[str, str]]
 
 def _scored(path: Path, set_name: str) -> list[Item]:
     src = str(path)
-    data = read_json(path)
+    doc = read_json_doc(path)
+    data = doc.data
     if not isinstance(data, list):
         raise DataError(src, None, f"expected a JSON list, got {type(data).__name__}")
     items: list[Item] = []
+    ids = UniqueIds()
     for i, rec in enumerate(data):
-        where = f"record {i}"
+        where = doc.where(i)
         if not isinstance(rec, dict):
             raise DataError(src, where, f"expected an object, got {type(rec).__name__}")
         sec = parse_prompt(text_field(rec, "instruction", src, where), src, where)
@@ -104,8 +111,12 @@ def _scored(path: Path, set_name: str) -> list[Item]:
                 or not all(isinstance(s, int) and 1 <= s <= 5 for s in scores)):
             raise DataError(src, where, f"field 'gpt4_score': expected a list of integers "
                             f"1-5, got {scores!r}")
-        items.append(PointwiseItem(
-            id=f"prometheus:{set_name}:{rec.get('idx', i)}:{rec.get('response_source', i)}",
+        item_id = (f"prometheus:{set_name}:{key_field(rec, 'idx', src, where, i)}:"
+                   f"{key_field(rec, 'response_source', src, where, i)}")
+        ids.add(item_id, src, where, "idx")
+        items.append(make_item(
+            PointwiseItem, src, where,
+            id=item_id,
             prompt=sec["instruction"], response=sec["response"],
             score=float(mean(scores)), rubric=sec["criteria"], rubric_levels=sec["levels"],
             reference=sec.get("reference") or None,
@@ -118,13 +129,14 @@ def _scored(path: Path, set_name: str) -> list[Item]:
 
 def _hhh(path: Path, seed: int) -> list[Item]:
     src = str(path)
-    data = read_json(path)
+    doc = read_json_doc(path)
+    data = doc.data
     if not isinstance(data, list):
         raise DataError(src, None, f"expected a JSON list, got {type(data).__name__}")
     swaps = balanced_swaps(len(data), seed, "prometheus:hhh")
     items: list[Item] = []
     for i, rec in enumerate(data):
-        where = f"record {i}"
+        where = doc.where(i)
         if not isinstance(rec, dict):
             raise DataError(src, where, f"expected an object, got {type(rec).__name__}")
         ch = parse_prompt(text_field(rec, "chosen_instruction", src, where), src, where)
@@ -132,7 +144,8 @@ def _hhh(path: Path, seed: int) -> list[Item]:
         if ch["instruction"] != rj["instruction"]:
             raise DataError(src, where, "chosen and rejected prompts differ in the instruction")
         r1, r2, label = present(ch["response"], rj["response"], swaps[i])
-        items.append(PairwiseItem(
+        items.append(make_item(
+            PairwiseItem, src, where,
             id=f"prometheus:hhh:{i}", prompt=ch["instruction"], response_1=r1, response_2=r2,
             label=label,
             metadata={"source": "prometheus", "set": "hhh", "category": rec.get("source"),
@@ -144,25 +157,38 @@ def _hhh(path: Path, seed: int) -> list[Item]:
 
 def _biggen(path: Path) -> list[Item]:
     src = str(path)
-    data = read_json(path)
+    doc = read_json_doc(path)
+    data = doc.data
     if not isinstance(data, dict):
         raise DataError(src, None, f"expected an object keyed by id, got {type(data).__name__}")
     items: list[Item] = []
+    ids = UniqueIds()
     for key, rec in data.items():
-        where = f"record {key}"
-        rub = rec.get("score_rubric") if isinstance(rec, dict) else None
+        where = doc.where(key)
+        if not isinstance(rec, dict):
+            raise DataError(src, where, f"expected an object, got {type(rec).__name__}")
+        rub = rec.get("score_rubric")
         if not isinstance(rub, dict):
             raise DataError(src, where, "field 'score_rubric': expected an object")
-        try:
-            levels = {str(k): rub[f"score{k}_description"] for k in range(1, 6)}
-        except KeyError as e:
-            raise DataError(src, where, f"field 'score_rubric.{e.args[0]}': missing") from None
-        items.append(PointwiseItem(
-            id=f"prometheus:biggen:{rec.get('id', key)}",
+        levels: dict[str, str] = {}
+        for k in range(1, 6):
+            field = f"score{k}_description"
+            if field not in rub:
+                raise DataError(src, where, f"field 'score_rubric.{field}': missing")
+            if not isinstance(rub[field], str):
+                raise DataError(src, where, f"field 'score_rubric.{field}': expected text, "
+                                f"got {type(rub[field]).__name__}")
+            levels[str(k)] = rub[field]
+        criteria = opt_text(rub, "criteria", src, where)
+        item_id = f"prometheus:biggen:{key_field(rec, 'id', src, where, key)}"
+        ids.add(item_id, src, where)
+        items.append(make_item(
+            PointwiseItem, src, where,
+            id=item_id,
             prompt=text_field(rec, "input", src, where),
             response=text_field(rec, "response", src, where),
-            rubric=rub.get("criteria"), rubric_levels=levels,
-            reference=rec.get("reference_answer") or None,
+            rubric=criteria, rubric_levels=levels,
+            reference=opt_text(rec, "reference_answer", src, where) or None,
             metadata={"source": "prometheus", "set": "biggen",
                       "capability": rec.get("capability"), "task": rec.get("task"),
                       "system_prompt": rec.get("system_prompt"), "placeholder_response": True},
@@ -180,10 +206,8 @@ def load_prometheus(name: str, params: dict[str, str]) -> list[Item]:
     path = existing_path(name, "prometheus")
     if path.is_dir():
         set_name = choice_param(source, params, "set", tuple(FILES), "mt_bench")
-        path = path / FILES[set_name]
-        if not path.exists():
-            raise DataError(str(path), None, f"no such file; set={set_name} expects "
-                            f"{FILES[set_name]} in the folder")
+        path = file_in(path, FILES[set_name], f"set={set_name} expects {FILES[set_name]} in "
+                       "the folder")
     else:
         by_file = {v: k for k, v in FILES.items()}
         guessed = by_file.get(path.name)

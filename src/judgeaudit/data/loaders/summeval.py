@@ -22,10 +22,13 @@ from statistics import mean
 from typing import Any
 
 from judgeaudit.data.loaders._common import (
+    UniqueIds,
     check_params,
     choice_param,
     existing_path,
-    read_jsonl,
+    file_in,
+    make_item,
+    read_records,
     text_field,
 )
 from judgeaudit.data.registry import DataError, register_loader
@@ -89,7 +92,8 @@ def _ratings(rec: dict[str, Any], key: str, src: str, line: int) -> dict[str, li
 def parse_records(path: Path, aspect: str, scores: str) -> list[Item]:
     src = str(path)
     items: list[Item] = []
-    for line, rec in read_jsonl(path):
+    ids = UniqueIds()
+    for line, rec in read_records(path):
         if "text" not in rec:
             raise DataError(src, line, "field 'text' (the source article): missing; use the "
                                        "paired release model_annotations.aligned.paired.jsonl")
@@ -103,8 +107,11 @@ def parse_records(path: Path, aspect: str, scores: str) -> list[Item]:
         if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
             raise DataError(src, line, "field 'references': expected a list of texts")
         gold = expert if scores == "expert" else crowd
-        items.append(PointwiseItem(
-            id=f"summeval:{doc_id}:{model_id}", prompt=PROMPT.format(text=text),
+        item_id = f"summeval:{doc_id}:{model_id}"
+        ids.add(item_id, src, line, "id")
+        items.append(make_item(
+            PointwiseItem, src, line,
+            id=item_id, prompt=PROMPT.format(text=text),
             response=summary, score=mean(gold[aspect]), rubric=DEFINITIONS[aspect],
             rubric_levels=levels(aspect), reference=refs[0].strip() if refs else None,
             metadata={"source": "summeval", "doc_id": doc_id, "model_id": model_id,
@@ -127,7 +134,6 @@ def load_summeval(name: str, params: dict[str, str]) -> list[Item]:
     scores = choice_param(source, params, "scores", ("expert", "crowd"), "expert")
     path = existing_path(name, "summeval")
     if path.is_dir():
-        path = path / "model_annotations.aligned.paired.jsonl"
-        if not path.exists():
-            raise DataError(str(path), None, "no such file; give the paired SummEval JSONL")
+        path = file_in(path, "model_annotations.aligned.paired.jsonl",
+                       "give the paired SummEval JSONL")
     return parse_records(path, aspect, scores)

@@ -1,0 +1,530 @@
+"""Bad input, for every loader that reads a file: each case either loads (a UTF-8 BOM, CRLF
+line endings, U+2028/U+2029/U+0085 inside strings, an absent optional file) or raises a
+DataError whose message names the file, the line where a line is involved ("FILE:LINE"), and
+the field where a field is involved; never a raw KeyError, TypeError, UnicodeDecodeError,
+RecursionError, IsADirectoryError or csv.Error.
+
+Each format writes a minimal valid file (or folder with the loader's fixed file names) into
+tmp_path, one record per line so the line of record k is known, then corrupts one file.
+
+Cases: empty file, malformed record (invalid JSON; a CSV row with the wrong number of fields),
+missing required field, a number where text is expected, a list where an object (record) is
+expected, non-UTF-8 bytes inside line 3, BOM, CRLF, line separators inside strings, JSON
+nested 100,000 deep, duplicate ids, a directory where the file is expected, the file absent,
+the whole PATH absent.
+
+Not applicable (left out of the grid):
+- duplicate ids for llmbar, calm, evalbiasbench, mtbench pairs, prometheus hhh: their ids are
+  positions in the file (`<subset>:<idx>`, `calm:<stem>:<i>`, ...), so they cannot repeat.
+- hf CSV: a wrong type or a list where an object is expected (every CSV cell is text), and
+  deep JSON nesting (no JSON in a CSV).
+- hf parquet (needs pyarrow, absent here; a corrupt file is tested when it is installed) and
+  hub datasets (need the network).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judgeaudit.data import DataError, load
+
+# ---- formats ---------------------------------------------------------------------------------
+
+Records = list[dict[str, Any]]
+
+
+@dataclass
+class Fmt:
+    name: str
+    target: str                              # the file corrupted, relative to the root
+    layout: str                              # jsonl | list | keyed | grouped | csv
+    records: Callable[[], Records]           # >= 4 valid records
+    field: str                               # a required text field
+    spec: Callable[[Path], str]              # root -> data spec
+    others: dict[str, str] = field(default_factory=dict)  # other files of a valid folder
+    dup: Callable[[Records], str] | None = None  # make record 2 repeat record 0's id
+    optional: bool = False                   # the target may be absent
+
+
+def _grading(instruction: str, response: str) -> str:
+    return ("###Task Description:\nGrade the response.\n\n###The instruction to evaluate:\n"
+            f"{instruction}\n\n###Response to evaluate:\n{response}\n\n"
+            "###Reference Answer (Score 5):\nA reference.\n\n###Score Rubrics:\n[Is it good?]\n"
+            "Score 1: bad\nScore 2: weak\nScore 3: fair\nScore 4: good\nScore 5: great\n\n"
+            "###Feedback: ")
+
+
+def _pairs(n: int = 4) -> Records:
+    return [{"input": f"Q{k}?", "output_1": f"good {k}", "output_2": f"bad {k}",
+             "label": 1 + k % 2} for k in range(n)]
+
+
+def _ann(s: int) -> dict[str, int]:
+    return {"coherence": s, "consistency": s, "fluency": s, "relevance": s}
+
+
+def _same(key: str, prefix: str = "") -> Callable[[Records], str]:
+    def dup(recs: Records) -> str:
+        recs[2][key] = recs[0][key]
+        return f"{prefix}{recs[0][key]}"
+    return dup
+
+
+def _same2(k1: str, k2: str, fmt: str) -> Callable[[Records], str]:
+    def dup(recs: Records) -> str:
+        recs[2][k1], recs[2][k2] = recs[0][k1], recs[0][k2]
+        return fmt.format(recs[0][k1], recs[0][k2])
+    return dup
+
+
+QUESTIONS = [{"question_id": 81 + k, "category": "writing", "turns": [f"Q{k}?", "More."]}
+             for k in range(4)]
+REFERENCES = [{"question_id": 81 + k, "model_id": "gpt-4",
+               "choices": [{"index": 0, "turns": [f"ref {k}", "ref 2"]}]} for k in range(4)]
+
+
+def _jsonl(recs: Records) -> str:
+    return "".join(json.dumps(r) + "\n" for r in recs)
+
+
+FORMATS = [
+    Fmt("jsonl", "items.jsonl", "jsonl",
+        lambda: [{"id": f"p{k}", "prompt": f"Q{k}?", "response_1": "a", "response_2": "b",
+                  "label": 1} for k in range(4)],
+        "prompt", lambda r: f"jsonl:{r / 'items.jsonl'}", dup=_same("id")),
+    Fmt("hf-jsonl", "prefs.jsonl", "jsonl",
+        lambda: [{"id": f"r{k}", "question": f"Q{k}?", "response_a": "x", "response_b": "y",
+                  "winner": "model_a"} for k in range(4)],
+        "question", lambda r: f"hf:{r / 'prefs.jsonl'}", dup=_same("id")),
+    Fmt("hf-json", "rows.json", "list",
+        lambda: [{"id": f"r{k}", "prompt": f"Q{k}?", "chosen": "g", "rejected": "b"}
+                 for k in range(4)],
+        "prompt", lambda r: f"hf:{r / 'rows.json'}", dup=_same("id")),
+    Fmt("hf-csv", "t.csv", "csv",
+        lambda: [{"id": f"r{k}", "question": f"Q{k}?", "response_a": "x", "response_b": "y",
+                  "winner": "B"} for k in range(4)],
+        "question", lambda r: f"hf:{r / 't.csv'}", dup=_same("id")),
+    Fmt("llmbar", "data/LLMBar/Natural/dataset.json", "list", _pairs, "input",
+        lambda r: f"llmbar:{r}"),
+    Fmt("pandalm", "testset-v1.json", "list",
+        lambda: [{"idx": k, "motivation_app": "Grammarly", "cmp_key": "bloom-7b_llama-7b",
+                  "instruction": f"Rewrite {k}.", "input": "", "response1": "r1",
+                  "response2": "r2", "annotator1": 1, "annotator2": 1, "annotator3": 2}
+                 for k in range(4)],
+        "instruction", lambda r: f"pandalm:{r}", dup=_same("idx", "pandalm:")),
+    Fmt("mtbench", "human_pairwise_subset_llmbar.json", "list", _pairs, "input",
+        lambda r: f"mtbench:{r}",
+        others={"question.jsonl": _jsonl(QUESTIONS),
+                "reference_answer_gpt-4.jsonl": _jsonl(REFERENCES)}),
+    Fmt("mtbench-questions", "question.jsonl", "jsonl", lambda: [dict(q) for q in QUESTIONS],
+        "turns", lambda r: f"mtbench:{r}",
+        others={"human_pairwise_subset_llmbar.json": json.dumps(_pairs())},
+        dup=_same("question_id"), optional=True),
+    Fmt("mtbench-references", "reference_answer_gpt-4.jsonl", "jsonl",
+        lambda: [dict(q) for q in REFERENCES], "choices", lambda r: f"mtbench:{r}",
+        others={"human_pairwise_subset_llmbar.json": json.dumps(_pairs()),
+                "question.jsonl": _jsonl(QUESTIONS)},
+        dup=_same("question_id"), optional=True),
+    Fmt("judgebench", "dataset=judgebench,response_model=gpt-4o.jsonl", "jsonl",
+        lambda: [{"pair_id": f"u{k}", "original_id": k, "source": "mmlu-pro-math",
+                  "question": f"Q{k}?", "response_model": "gpt-4o", "response_A": "A",
+                  "response_B": "B", "label": "A>B"} for k in range(4)],
+        "question", lambda r: f"judgebench:{r}", dup=_same("pair_id", "judgebench:")),
+    Fmt("judgebench-json", "pairs.json", "list",
+        lambda: [{"pair_id": f"u{k}", "question": f"Q{k}?", "response_model": "m",
+                  "response_A": "A", "response_B": "B", "label": "B>A"} for k in range(4)],
+        "question", lambda r: f"judgebench:{r}", dup=_same("pair_id", "judgebench:")),
+    Fmt("calm", "base_datasets/fact_related_dataset.json", "list",
+        lambda: [{"question": f"Q{k}?", "answer1": f"right {k}", "answer2": f"wrong {k}",
+                  "data_resource": "MATH"} for k in range(4)],
+        "answer1", lambda r: f"calm:{r}"),
+    Fmt("evalbiasbench", "biasbench.json", "grouped",
+        lambda: [{"bias": "length bias", "instruction": f"Write {k}.", "response1": "good",
+                  "response2": "bad", "label": 1} for k in range(4)],
+        "instruction", lambda r: f"evalbiasbench:{r}"),
+    Fmt("prometheus", "mt_bench_eval.json", "list",
+        lambda: [{"idx": 81 + k, "response_source": "llama2", "category": "writing",
+                  "instruction": _grading(f"Task {k}", f"Answer {k}"), "gpt4_score": [3, 4, 4]}
+                 for k in range(4)],
+        "instruction", lambda r: f"prometheus:{r}?set=mt_bench",
+        dup=_same2("idx", "response_source", "prometheus:mt_bench:{}:{}")),
+    Fmt("prometheus-hhh", "hhh_alignment_eval.json", "list",
+        lambda: [{"source": "harmless", "chosen_instruction": _grading(f"T{k}", "kind"),
+                  "rejected_instruction": _grading(f"T{k}", "rude")} for k in range(4)],
+        "chosen_instruction", lambda r: f"prometheus:{r}?set=hhh"),
+    Fmt("prometheus-biggen", "biggen_bench_instances.json", "keyed",
+        lambda: [{"id": f"planning_{k}", "capability": "planning", "task": "travel",
+                  "system_prompt": "You plan.", "input": f"Plan {k}.", "response": "Hello World!",
+                  "reference_answer": "A plan.",
+                  "score_rubric": {"criteria": "Good plan?",
+                                   **{f"score{s}_description": f"level {s}"
+                                      for s in range(1, 6)}}} for k in range(4)],
+        "input", lambda r: f"prometheus:{r}?set=biggen", dup=_same("id", "prometheus:biggen:")),
+    Fmt("summeval", "model_annotations.aligned.paired.jsonl", "jsonl",
+        lambda: [{"id": f"dm-test-{k}", "model_id": "M11", "decoded": f"summary {k}",
+                  "text": f"Article {k}.", "references": ["ref"],
+                  "expert_annotations": [_ann(3)] * 3, "turker_annotations": [_ann(4)] * 5}
+                 for k in range(4)],
+        "decoded", lambda r: f"summeval:{r}",
+        dup=_same2("id", "model_id", "summeval:{}:{}")),
+]
+BY_NAME = {f.name: f for f in FORMATS}
+
+
+# ---- writing ---------------------------------------------------------------------------------
+
+def _one(fmt: Fmt, rec: Any, k: int) -> str:
+    """Record k as written in the file (in a keyed object, under the key "inst_k")."""
+    text = json.dumps(rec, ensure_ascii=False)
+    return f'"inst_{k}": {text}' if fmt.layout == "keyed" else text
+
+
+def encode(fmt: Fmt, recs: list[Any], raw: dict[int, str] | None = None) -> str:
+    """The file's text, one record per line; `raw` replaces record k's line."""
+    raw = raw or {}
+    if fmt.layout == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(list(recs[0]))
+        for k, r in enumerate(recs):
+            if k in raw:
+                buf.write(raw[k] + "\n")
+            else:
+                w.writerow(list(r.values()))
+        return buf.getvalue()
+    lines = [raw.get(k) or _one(fmt, r, k) for k, r in enumerate(recs)]
+    if fmt.layout == "jsonl":
+        return "".join(ln + "\n" for ln in lines)
+    body = ",\n".join(lines)
+    if fmt.layout == "list":
+        return "[\n" + body + "\n]\n"
+    if fmt.layout == "keyed":
+        return "{\n" + body + "\n}\n"
+    return '{\n"length bias": [\n' + body + "\n]\n}\n"  # grouped (EvalBiasBench)
+
+
+def line_of(fmt: Fmt, k: int) -> int:
+    """The line record k is written on."""
+    return k + {"jsonl": 1, "csv": 2, "list": 2, "keyed": 2, "grouped": 3}[fmt.layout]
+
+
+def setup(fmt: Fmt, root: Path, recs: list[Any] | None = None,
+          raw: dict[int, str] | None = None) -> Path:
+    """Write a valid folder (or the given records) under root; returns the target file."""
+    for rel, text in fmt.others.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    target = root / fmt.target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(encode(fmt, fmt.records() if recs is None else recs, raw)
+                       .encode("utf-8"))
+    return target
+
+
+def error(fmt: Fmt, root: Path) -> DataError:
+    with pytest.raises(DataError) as e:
+        load(fmt.spec(root))
+    return e.value
+
+
+def located(err: DataError, target: Path, line: int | None = None, field: str | None = None,
+            ) -> str:
+    msg = str(err)
+    assert target.name in msg, msg
+    if line is not None:
+        assert f"{target.name}:{line}" in msg, msg
+    if field is not None:
+        assert repr(field) in msg or f"'{field}" in msg, msg
+    return msg
+
+
+def grid(*cases: str, skip: dict[str, set[str]] | None = None) -> list[Any]:
+    skip = skip or {}
+    return [pytest.param(f, c, id=f"{f.name}-{c}") for f in FORMATS for c in cases
+            if c not in skip.get(f.name, set())]
+
+
+# ---- loads fine ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_valid_fixture_loads(fmt: Fmt, tmp_path: Path) -> None:
+    setup(fmt, tmp_path)
+    assert len(load(fmt.spec(tmp_path))) >= 2
+
+
+@pytest.mark.parametrize("fmt,case", grid("bom", "crlf", "separators"))
+def test_loads_the_same(fmt: Fmt, case: str, tmp_path: Path) -> None:
+    target = setup(fmt, tmp_path)
+    before = load(fmt.spec(tmp_path))
+    data = target.read_bytes()
+    if case == "bom":
+        target.write_bytes(b"\xef\xbb\xbf" + data)
+    elif case == "crlf":
+        target.write_bytes(data.replace(b"\n", b"\r\n"))
+        assert b"\r\n" in target.read_bytes()
+    else:  # U+2028, U+2029, U+0085 are characters inside a string, not line breaks
+        odd = "a\u2028b\u2029c\u0085d "
+        recs = fmt.records()
+        if fmt.name == "mtbench-questions":
+            recs[1]["category"] = odd
+        elif fmt.name == "mtbench-references":
+            recs[1]["choices"][0]["turns"][0] = odd
+        else:
+            head = "evaluate:\n"  # inside the instruction of a Prometheus grading prompt
+            text = recs[1][fmt.field]
+            recs[1][fmt.field] = (text.replace(head, head + odd) if head in text
+                                  else odd + text)
+            if fmt.name == "prometheus-hhh":  # chosen and rejected share the instruction
+                recs[1]["rejected_instruction"] = recs[1]["rejected_instruction"].replace(
+                    head, head + odd)
+        setup(fmt, tmp_path, recs)
+        assert "\u2028".encode() in target.read_bytes()
+        after = load(fmt.spec(tmp_path))
+        assert len(after) == len(before)
+        assert any(odd in json.dumps(i.model_dump(), ensure_ascii=False) for i in after)
+        return
+    assert load(fmt.spec(tmp_path)) == before
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f.optional], ids=lambda f: f.name)
+def test_optional_file_may_be_absent(fmt: Fmt, tmp_path: Path) -> None:
+    setup(fmt, tmp_path).unlink()
+    assert load(fmt.spec(tmp_path))
+
+
+# ---- refused with file, line and field ---------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_empty_file(fmt: Fmt, tmp_path: Path) -> None:
+    target = setup(fmt, tmp_path)
+    target.write_bytes(b"")
+    assert "empty" in located(error(fmt, tmp_path), target)
+    target.write_bytes(b"\n  \n\r\n")  # blank lines only
+    assert "empty" in located(error(fmt, tmp_path), target)
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_malformed_record(fmt: Fmt, tmp_path: Path) -> None:
+    bad = {"csv": "r1,only two", "keyed": '"bad": {"oops": }'}.get(fmt.layout, '{"oops": }')
+    target = setup(fmt, tmp_path, raw={1: bad})
+    msg = located(error(fmt, tmp_path), target, line_of(fmt, 1))
+    assert ("invalid JSON" in msg) if fmt.layout != "csv" else ("expected 5 fields" in msg)
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_missing_field(fmt: Fmt, tmp_path: Path) -> None:
+    recs = fmt.records()
+    if fmt.layout == "csv":  # a CSV "record" lacks a field only by lacking the column
+        for r in recs:
+            del r[fmt.field]
+        target = setup(fmt, tmp_path, recs)
+        assert fmt.field in located(error(fmt, tmp_path), target)
+        return
+    del recs[1][fmt.field]
+    target = setup(fmt, tmp_path, recs)
+    assert "missing" in located(error(fmt, tmp_path), target, line_of(fmt, 1), fmt.field)
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f.layout != "csv"],
+                         ids=lambda f: f.name)
+def test_number_where_text_is_expected(fmt: Fmt, tmp_path: Path) -> None:
+    recs = fmt.records()
+    recs[1][fmt.field] = 12345
+    target = setup(fmt, tmp_path, recs)
+    located(error(fmt, tmp_path), target, line_of(fmt, 1), fmt.field)
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f.layout != "csv"],
+                         ids=lambda f: f.name)
+def test_list_where_an_object_is_expected(fmt: Fmt, tmp_path: Path) -> None:
+    recs: list[Any] = fmt.records()
+    recs[1] = [1, 2]
+    target = setup(fmt, tmp_path, recs)
+    assert "list" in located(error(fmt, tmp_path), target, line_of(fmt, 1))
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_non_utf8_names_the_line_not_a_byte_offset(fmt: Fmt, tmp_path: Path) -> None:
+    target = setup(fmt, tmp_path)
+    lines = target.read_bytes().split(b"\n")
+    at = lines[2].find(b'": "') + 4 if fmt.layout != "csv" else 0
+    lines[2] = lines[2][:at] + b"\xff\xfe" + lines[2][at:]
+    target.write_bytes(b"\n".join(lines))
+    msg = located(error(fmt, tmp_path), target, 3)
+    assert "not valid UTF-8" in msg and "0xff" in msg and f"column {at + 1}" in msg
+    assert "position" not in msg  # not the byte offset of UnicodeDecodeError
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f.layout != "csv"],
+                         ids=lambda f: f.name)
+def test_json_nested_too_deeply(fmt: Fmt, tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    recs = fmt.records()
+    raw = _one(fmt, recs[1], 1)
+    raw = raw[:-1] + f', "extra": {deep}}}'
+    target = setup(fmt, tmp_path, recs, raw={1: raw})
+    line = line_of(fmt, 1) if fmt.layout == "jsonl" else None
+    assert "nested too deeply" in located(error(fmt, tmp_path), target, line)
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f.dup], ids=lambda f: f.name)
+def test_duplicate_ids_name_the_id_and_both_lines(fmt: Fmt, tmp_path: Path) -> None:
+    recs = fmt.records()
+    assert fmt.dup is not None
+    ident = fmt.dup(recs)
+    target = setup(fmt, tmp_path, recs)
+    msg = located(error(fmt, tmp_path), target, line_of(fmt, 2))
+    assert repr(ident) in msg or f" {ident} " in msg, msg
+    assert f"line {line_of(fmt, 0)}" in msg, msg
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_directory_where_the_file_is_expected(fmt: Fmt, tmp_path: Path) -> None:
+    target = setup(fmt, tmp_path)
+    target.unlink()
+    target.mkdir()
+    assert "directory" in located(error(fmt, tmp_path), target)
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if not f.optional], ids=lambda f: f.name)
+def test_file_absent(fmt: Fmt, tmp_path: Path) -> None:
+    target = setup(fmt, tmp_path)
+    target.unlink()
+    msg = str(error(fmt, tmp_path))
+    # a folder loader names the file it expected or the folder it searched
+    assert target.name in msg or str(tmp_path) in msg, msg
+    assert "no " in msg
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_path_absent(fmt: Fmt, tmp_path: Path) -> None:
+    setup(fmt, tmp_path / "here")
+    err = error(fmt, tmp_path / "absent")
+    assert "absent" in str(err) and "no such file" in str(err)
+
+
+# ---- format-specific cases -----------------------------------------------------------------------
+
+def test_duplicate_key_in_a_json_object_names_both_lines(tmp_path: Path) -> None:
+    fmt = BY_NAME["prometheus-biggen"]
+    recs = fmt.records()
+    raw = _one(fmt, recs[2], 0)
+    target = setup(fmt, tmp_path, recs, raw={2: raw})  # record 2 reuses record 0's key
+    msg = located(error(fmt, tmp_path), target, 4, "inst_0")
+    assert "lines 2 and 4" in msg
+
+
+def test_record_field_given_twice_is_refused(tmp_path: Path) -> None:
+    fmt = BY_NAME["llmbar"]
+    recs = fmt.records()
+    raw = _one(fmt, recs[1], 1)[:-1] + ', "label": 2}'
+    target = setup(fmt, tmp_path, recs, raw={1: raw})
+    located(error(fmt, tmp_path), target, 3, "label")
+
+
+def test_jsonl_wrong_types_inside_a_record(tmp_path: Path) -> None:
+    fmt = BY_NAME["jsonl"]
+    for key, val in (("metadata", [1, 2]), ("label", [1]), ("id", 7), ("annotator_labels", {})):
+        recs = fmt.records()
+        recs[1][key] = val
+        target = setup(fmt, tmp_path, recs)
+        located(error(fmt, tmp_path), target, 2, key)
+
+
+def test_csv_header_naming_a_column_twice(tmp_path: Path) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text("id,question,question,response_a,response_b\nr0,Q,Q,x,y\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"t.csv:1: column\(s\) 'question' appear more than once"):
+        load(f"hf:{f}")
+
+
+def test_csv_unterminated_quote_and_more_fields(tmp_path: Path) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text('id,question,response_a,response_b\nr0,Q,x,y\nr1,Q,x,y,extra\n',
+                 encoding="utf-8")
+    with pytest.raises(DataError, match=r"t.csv:3: expected 4 fields \(the header's\), got 5"):
+        load(f"hf:{f}")
+    f.write_text('id,question,response_a,response_b\nr0,"Q\nstill Q,x,y\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"t.csv"):
+        load(f"hf:{f}")
+
+
+def test_csv_quoted_newline_keeps_line_numbers(tmp_path: Path) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text('id,question,response_a,response_b,winner\nr0,"two\nlines",x,y,A\n'
+                 "r1,Q,x,y,maybe\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"t.csv:4: field 'label' \(column 'winner'\)"):
+        load(f"hf:{f}")
+
+
+def test_hf_json_wrong_score_type(tmp_path: Path) -> None:
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps({"prompt": "p", "response": "r", "score": [4]}) + "\n")
+    with pytest.raises(DataError, match=r"s.jsonl:1: field 'score' \(column 'score'\): expected "
+                                        "a number, got list"):
+        load(f"hf:{f}")
+
+
+def test_utf16_file_is_named_as_such(tmp_path: Path) -> None:
+    f = tmp_path / "items.jsonl"
+    f.write_bytes('{"id": "a"}\n'.encode("utf-16"))
+    with pytest.raises(DataError, match=r"items.jsonl:1: .*UTF-16; save it as UTF-8"):
+        load(f"jsonl:{f}")
+
+
+def test_json_document_errors_name_the_record_line(tmp_path: Path) -> None:
+    """In an indented JSON document the line is the line the record starts on."""
+    recs = _pairs()
+    recs[2]["label"] = 3
+    d = tmp_path / "data" / "LLMBar" / "Natural"
+    d.mkdir(parents=True)
+    text = json.dumps(recs, indent=2)
+    (d / "dataset.json").write_text(text)
+    start = [n for n, line in enumerate(text.split("\n"), start=1) if line == "  {"][2]
+    with pytest.raises(DataError) as e:
+        load(f"llmbar:{tmp_path}")
+    assert f"dataset.json:{start} (record 2): field 'label'" in str(e.value)
+
+
+def test_duplicate_ids_across_judgebench_files_name_both_files(tmp_path: Path) -> None:
+    fmt = BY_NAME["judgebench"]
+    recs = fmt.records()
+    (tmp_path / "a.jsonl").write_text(_jsonl(recs[:2]))
+    (tmp_path / "b.jsonl").write_text(_jsonl(recs[1:]))
+    with pytest.raises(DataError) as e:
+        load(f"judgebench:{tmp_path}")
+    msg = str(e.value)
+    assert "b.jsonl:1" in msg and "a.jsonl, line 2" in msg and "'judgebench:u1'" in msg
+
+
+def test_duplicate_ids_only_seen_after_loading_are_named(tmp_path: Path) -> None:
+    """Two CALM files with the same stem in different folders give the same ids: caught by
+    load(), which names the id and the positions."""
+    fmt = BY_NAME["calm"]
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "x.json").write_text(json.dumps(fmt.records()))
+    with pytest.raises(DataError, match=r"duplicate item id 'calm:x:0' \(items 1 and 5 of 8\)"):
+        load(f"calm:{tmp_path}?set=all")
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "abc", "1.5", "", " "])
+def test_limit_must_be_a_positive_integer(value: str) -> None:
+    with pytest.raises(DataError, match=r"parameter 'limit': expected an integer >= 1, got"):
+        load(f"builtin:facts?limit={value}")
+    assert len(load("builtin:facts?limit=3")) == 3
+
+
+def test_builtin_bad_name_and_seed() -> None:
+    with pytest.raises(DataError, match="unknown built-in dataset"):
+        load("builtin:nope")
+    with pytest.raises(DataError, match="parameter 'seed': expected an integer"):
+        load("builtin:facts?seed=x")
