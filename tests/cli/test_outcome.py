@@ -227,6 +227,9 @@ def test_inverted_labels_are_flagged(tmp_path, isolated_cache):
     assert "labels may be inverted" in res.output
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert doc["warnings"] and "inverted" in doc["warnings"][0]
+    from judgeaudit.report import render_report
+
+    assert "labels may be inverted" in render_report(doc)
     ok = runner.invoke(app, ["evaluate", "--judge", "sim?seed=0", "--data", "builtin:facts",
                              "--limit", "40", "--out", str(tmp_path / "ok")])
     assert "labels may be inverted" not in ok.output

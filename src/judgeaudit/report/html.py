@@ -409,6 +409,7 @@ def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
         "both_orders": r.get("both_orders"),
         "invalid_examples": invalid,
         "n_invalid_examples": len(_l(r.get("invalid_examples"))),
+        "warnings": [str(w) for w in _l(r.get("warnings"))],
     }
 
 
