@@ -13,6 +13,10 @@ expected, non-UTF-8 bytes inside line 3, BOM, CRLF, line separators inside strin
 nested 100,000 deep, duplicate ids, a directory where the file is expected, the file absent,
 the whole PATH absent.
 
+The replay provider (llm/providers/replay.py) reads recorded verdicts from CSV or JSONL and
+raises ReplayFileError, a ValueError of the same "replay file FILE:LINE: ..." shape; its
+cases are at the end.
+
 Not applicable (left out of the grid):
 - duplicate ids for llmbar, calm, evalbiasbench, mtbench pairs, prometheus hhh: their ids are
   positions in the file (`<subset>:<idx>`, `calm:<stem>:<i>`, ...), so they cannot repeat.
@@ -35,6 +39,7 @@ from typing import Any
 import pytest
 
 from judgeaudit.data import DataError, load
+from judgeaudit.llm.providers.replay import ReplayFileError, ReplayProvider
 
 # ---- formats ---------------------------------------------------------------------------------
 
@@ -452,8 +457,10 @@ def test_csv_unterminated_quote_and_more_fields(tmp_path: Path) -> None:
                  encoding="utf-8")
     with pytest.raises(DataError, match=r"t.csv:3: expected 4 fields \(the header's\), got 5"):
         load(f"hf:{f}")
-    f.write_text('id,question,response_a,response_b\nr0,"Q\nstill Q,x,y\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"t.csv"):
+    f.write_text('id,question,response_a,response_b\nr0,"Q\nstill Q,x,y\nr1,Q,x,y\n',
+                 encoding="utf-8")
+    with pytest.raises(DataError, match=r"t.csv:2: malformed CSV in the record starting on "
+                                        "this line: unexpected end of data"):
         load(f"hf:{f}")
 
 
@@ -528,3 +535,161 @@ def test_builtin_bad_name_and_seed() -> None:
         load("builtin:nope")
     with pytest.raises(DataError, match="parameter 'seed': expected an integer"):
         load("builtin:facts?seed=x")
+
+
+# ---- the replay provider ------------------------------------------------------------------------
+
+WIDE = ("subset,idx,judge,strategy,sample,label,winner_original_order,winner_swapped_order\n"
+        "S,0,J1,V,0,1,1,1\nS,1,J1,V,0,2,2,\nS,2,J1,V,0,1,0,2\nS,0,J2,V,0,1,2,1\n")
+LONG = [{"item_id": "x", "judge": "J1", "order": "12", "verdict": "A", "raw": "Output (a)"},
+        {"item_id": "x", "judge": "J1", "order": "21", "verdict": 1, "raw": "1"},
+        {"item_id": "y", "judge": "J1", "order": "12", "verdict": "tie", "raw": "tie"},
+        {"item_id": "y", "judge": "J1", "order": "21", "verdict": "B", "raw": "B"}]
+
+
+def _replay_file(tmp_path: Path, layout: str, data: str | bytes | None = None) -> Path:
+    f = tmp_path / ("v.csv" if layout == "csv" else "v.jsonl")
+    if data is None:
+        data = WIDE if layout == "csv" else _jsonl(LONG)
+    f.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return f
+
+
+def replay_error(f: Path, params: dict[str, str] | None = None, line: int | None = None,
+                 field: str | None = None) -> str:
+    with pytest.raises(ReplayFileError) as e:
+        ReplayProvider(str(f), {"judge": "J1"} if params is None else params)
+    assert isinstance(e.value, ValueError)
+    msg = str(e.value)
+    assert msg.startswith("replay file ") and f.name in msg, msg
+    if line is not None:
+        assert f"{f.name}:{line}: " in msg, msg
+    if field is not None:
+        assert f"'{field}'" in msg, msg
+    return msg
+
+
+@pytest.mark.parametrize("layout", ["csv", "jsonl"])
+@pytest.mark.parametrize("case", ["bom", "crlf", "separators"])
+def test_replay_loads_the_same(tmp_path: Path, layout: str, case: str) -> None:
+    f = _replay_file(tmp_path, layout)
+    before = ReplayProvider(str(f), {"judge": "J1"}).index.verdicts
+    data = f.read_bytes()
+    g = tmp_path / f"{case}{f.suffix}"
+    if case == "bom":
+        g.write_bytes(b"\xef\xbb\xbf" + data)
+    elif case == "crlf":
+        g.write_bytes(data.replace(b"\n", b"\r\n"))
+    elif layout == "csv":  # a quoted cell holding separators and a newline, another judge
+        g.write_text(WIDE + '"a\u2028b\u2029c\u0085d\ne",9,J9,V,0,1,1,2\n', encoding="utf-8")
+    else:
+        rows = [dict(r, raw=r["raw"] + "\u2028\u2029\u0085") for r in LONG]
+        g.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                     encoding="utf-8")
+        assert "\u2028".encode() in g.read_bytes()
+    assert ReplayProvider(str(g), {"judge": "J1"}).index.verdicts == before
+
+
+def test_replay_empty_files(tmp_path: Path) -> None:
+    for layout in ("csv", "jsonl"):
+        assert "empty file" in replay_error(_replay_file(tmp_path, layout, b""))
+        assert "empty file" in replay_error(_replay_file(tmp_path, layout, b"\n \r\n"))
+    header_only = _replay_file(tmp_path, "csv", WIDE.split("\n")[0] + "\n")
+    assert "no rows after the header" in replay_error(header_only)
+
+
+def test_replay_malformed_records(tmp_path: Path) -> None:
+    lines = WIDE.split("\n")
+    f = _replay_file(tmp_path, "csv", "\n".join(lines[:2] + ["S,1,J1,V,0,2,2"] + lines[3:]))
+    assert "7 fields, fewer than the header's 8" in replay_error(f, line=3)
+    f = _replay_file(tmp_path, "csv", WIDE + "S,3,J1,V,0,1,1,1,extra\n")
+    assert "9 fields, more than the header's 8" in replay_error(f, line=6)
+    f = _replay_file(tmp_path, "jsonl", _jsonl(LONG[:1]) + '{"item_id": "x", \n')
+    assert "not valid JSON" in replay_error(f, line=2)
+    f = _replay_file(tmp_path, "jsonl", _jsonl(LONG[:2]) + "[1, 2]\n")
+    assert "expected a JSON object per line, got a list" in replay_error(f, line=3)
+    deep = "[" * 100_000 + "]" * 100_000
+    f = _replay_file(tmp_path, "jsonl", _jsonl(LONG[:1]) + f'{{"item_id": "z", "raw": {deep}}}\n')
+    assert "nested too deeply" in replay_error(f, line=2)
+    # an unclosed quote would swallow every row after it: refused where the record starts
+    f = _replay_file(tmp_path, "csv", 'item_id,order,verdict\nx,12,A\ny,12,"B\nz,12,A\n')
+    assert "malformed CSV in the record starting on this line: unexpected end of data" in \
+        replay_error(f, {}, line=3)
+
+
+def test_replay_columns(tmp_path: Path) -> None:
+    f = _replay_file(tmp_path, "csv", "item_id,judge,winner_original_order\nx,J1,1\n")
+    msg = replay_error(f)
+    assert "no verdict columns (has winner_original_order without its partner)" in msg
+    assert "(columns: item_id, judge, winner_original_order)" in msg
+    f = _replay_file(tmp_path, "csv", "id,judge,order,verdict\nx,J1,12,A\n")
+    assert "no item key column; expected item_id, or subset and idx (columns: id," in \
+        replay_error(f)
+    f = _replay_file(tmp_path, "csv")
+    msg = replay_error(f, {"jduge": "J1"})
+    assert "parameter 'jduge' is neither an option" in msg and "did you mean 'judge'" in msg
+    assert "(columns: subset, idx, judge, strategy, sample, label, " in msg
+    f = _replay_file(tmp_path, "csv", "item_id,judge,judge,order,verdict\nx,J1,J1,12,A\n")
+    assert "column(s) 'judge' appear more than once" in replay_error(f, line=1)
+
+
+def test_replay_missing_field_and_wrong_types(tmp_path: Path) -> None:
+    f = _replay_file(tmp_path, "jsonl", _jsonl([LONG[0], {k: v for k, v in LONG[1].items()
+                                                          if k != "item_id"}]))
+    replay_error(f, line=2, field="item_id")
+    f = _replay_file(tmp_path, "csv", WIDE.replace("S,1,J1", ",1,J1"))
+    replay_error(f, line=3, field="subset")
+    for key, val in (("verdict", ["A"]), ("order", {"o": 12}), ("item_id", True)):
+        f = _replay_file(tmp_path, "jsonl", _jsonl([LONG[0], dict(LONG[1], **{key: val})]))
+        assert "expected text or a number" in replay_error(f, line=2, field=key)
+    f = _replay_file(tmp_path, "jsonl", _jsonl([LONG[0], dict(LONG[1], order="ab")]))
+    assert "expected 12 (response_1 shown first) or 21" in replay_error(f, line=2, field="order")
+    f = _replay_file(tmp_path, "csv", WIDE.replace("S,0,J1,V,0,1", "S,0,J1,V,x,1"))
+    assert "expected an integer, got 'x'" in replay_error(f, line=2, field="sample")
+
+
+def test_replay_unreadable_verdicts_say_what_is_accepted(tmp_path: Path) -> None:
+    f = _replay_file(tmp_path, "csv", WIDE.replace("S,2,J1,V,0,1,0,2", "S,2,J1,V,0,1,0,A"))
+    msg = replay_error(f, line=4, field="winner_swapped_order")
+    assert "expected 1 or 2 (the winning output in original numbering), 0 or tie, or empty" in msg
+    assert "got 'A'" in msg
+    f = _replay_file(tmp_path, "jsonl", _jsonl([LONG[0], dict(LONG[1], verdict=3)]))
+    msg = replay_error(f, line=2, field="verdict")
+    assert "expected A or B (presented labels), 1 or 2 (original numbering)" in msg
+    # free text stays a verdict the judge parses (and may count as invalid)
+    f = _replay_file(tmp_path, "jsonl", _jsonl([LONG[0], dict(LONG[1], verdict="Output (b)")]))
+    assert ReplayProvider(str(f), {}).index.verdicts["x", "21"] == "Output (b)"
+
+
+@pytest.mark.parametrize("layout", ["csv", "jsonl"])
+def test_replay_non_utf8_names_line_3(tmp_path: Path, layout: str) -> None:
+    f = _replay_file(tmp_path, layout)
+    lines = f.read_bytes().split(b"\n")
+    lines[2] = lines[2][:4] + b"\xff\xfe" + lines[2][4:]
+    f.write_bytes(b"\n".join(lines))
+    msg = replay_error(f, line=3)
+    assert "not valid UTF-8 (byte 0xff at column 5); save the file as UTF-8" in msg
+
+
+def test_replay_duplicates_name_both_lines(tmp_path: Path) -> None:
+    f = _replay_file(tmp_path, "csv", WIDE + "S,1,J1,V,0,2,2,\n")
+    msg = replay_error(f, line=6)
+    assert "lines 3 and 6 record the same verdict twice for item 'S:1' (sample 0)" in msg
+    f = _replay_file(tmp_path, "jsonl", _jsonl([*LONG, dict(LONG[1], verdict="B")]))
+    msg = replay_error(f, line=5)
+    assert "lines 2 and 5 record different verdicts for item 'x' order 21" in msg
+    # a higher sample supersedes; a repeat of a superseded sample is still a repeat
+    f = _replay_file(tmp_path, "csv", WIDE + "S,1,J1,V,1,2,1,1\nS,1,J1,V,0,2,2,\n")
+    replay_error(f, line=7)
+
+
+def test_replay_directory_missing_file_and_filters_matching_nothing(tmp_path: Path) -> None:
+    (tmp_path / "d.csv").mkdir()
+    assert "is a directory" in replay_error(tmp_path / "d.csv")
+    assert "no such file" in replay_error(tmp_path / "nope.csv")
+    f = _replay_file(tmp_path, "csv")
+    msg = replay_error(f, {"judge": "J01"})
+    assert "parameter judge='J01': no row has this value (column 'judge' has 'J1', 'J2')" in msg
+    assert "did you mean judge=J1" in msg
+    assert "no row matches judge=J2, strategy=V, idx=1 together" in replay_error(
+        f, {"judge": "J2", "strategy": "V", "idx": "1"})

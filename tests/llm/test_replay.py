@@ -127,7 +127,9 @@ def test_filters_that_leave_several_runs_name_the_varying_columns(tmp_path):
 
 def test_unknown_filter_column_lists_the_columns(tmp_path):
     path = str(write(tmp_path, "v.csv", WIDE_CSV))
-    with pytest.raises(ValueError, match="filter column.*judgee.*columns are: subset, idx, judge"):
+    with pytest.raises(ValueError, match=r"v.csv: parameter 'judgee' is neither an option .* "
+                                         r"nor a column of the file \(columns: subset, idx, judge,"
+                                         r".*\); did you mean 'judge'\?"):
         ReplayProvider(path, {"judgee": "J1"})
 
 

@@ -135,7 +135,7 @@ def _read_csv(path: Path) -> Rows:
     """CSV rows keyed by the header, each with the line it starts on; a row with more or
     fewer fields than the header, or a header naming a column twice, is an error."""
     src = str(path)
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), strict=True)
     header: list[str] | None = None
     out: Rows = []
     end = 0
@@ -155,8 +155,9 @@ def _read_csv(path: Path) -> Rows:
                 raise DataError(src, start, f"expected {len(header)} fields (the header's), "
                                 f"got {len(row)}")
             out.append((start, dict(zip(header, row, strict=True))))
-    except csv.Error as e:
-        raise DataError(src, reader.line_num or None, f"malformed CSV: {e}") from None
+    except csv.Error as e:  # strict: an unclosed quote must not swallow the rows after it
+        raise DataError(src, end + 1, "malformed CSV in the record starting on this "
+                        f"line: {e}") from None
     if header is None:
         raise DataError(src, None, "empty file; expected a CSV header line")
     return out
