@@ -416,6 +416,24 @@ def test_path_absent(fmt: Fmt, tmp_path: Path) -> None:
     assert "absent" in str(err) and "no such file" in str(err)
 
 
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("root", ["~nobody-judgeaudit-test/x", "/tmp/" + "x" * 300],
+                         ids=["unknown-user-home", "name-too-long"])
+def test_unusable_path(fmt: Fmt, root: str) -> None:
+    err = error(fmt, Path(root))
+    assert "nobody-judgeaudit-test" in str(err) or "xxxx" in str(err)
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f.layout != "csv"],
+                         ids=lambda f: f.name)
+def test_nan_is_not_json(fmt: Fmt, tmp_path: Path) -> None:
+    recs = fmt.records()
+    raw = _one(fmt, recs[1], 1)[:-1] + ', "extra": NaN}'
+    target = setup(fmt, tmp_path, recs, raw={1: raw})
+    line = line_of(fmt, 1) if fmt.layout == "jsonl" else None
+    assert "NaN is not valid JSON" in located(error(fmt, tmp_path), target, line)
+
+
 # ---- format-specific cases -----------------------------------------------------------------------
 
 def test_duplicate_key_in_a_json_object_names_both_lines(tmp_path: Path) -> None:
@@ -684,6 +702,9 @@ def test_replay_duplicates_name_both_lines(tmp_path: Path) -> None:
 
 
 def test_replay_directory_missing_file_and_filters_matching_nothing(tmp_path: Path) -> None:
+    for odd in ("~nobody-judgeaudit-test/v.csv", "/tmp/" + "x" * 300 + ".csv"):
+        with pytest.raises(ReplayFileError, match="cannot use this path"):
+            ReplayProvider(odd, {})
     (tmp_path / "d.csv").mkdir()
     assert "is a directory" in replay_error(tmp_path / "d.csv")
     assert "no such file" in replay_error(tmp_path / "nope.csv")

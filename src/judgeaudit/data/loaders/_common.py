@@ -57,8 +57,12 @@ def existing_path(name: str, kind: str) -> Path:
     """The path a loader was given, or a DataError saying it does not exist."""
     if not name:
         raise DataError(kind, None, f"no path given; expected {kind}:PATH")
-    p = Path(name).expanduser()
-    if not p.exists():
+    try:
+        p = Path(name).expanduser()
+        found = p.exists()
+    except (OSError, RuntimeError, ValueError) as e:  # "~nobody/x", a NUL byte, EACCES, ...
+        raise DataError(name, None, f"cannot use this path: {e}") from None
+    if not found:
         raise DataError(str(p), None, "no such file or directory")
     return p
 
@@ -127,14 +131,25 @@ def split_lines(text: str) -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
+class _Constant(Exception):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _Constant(name)
+
+
 def _loads(text: str, source: str, line: int | None) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
         at = e.lineno if line is None else line
         raise DataError(source, at, f"invalid JSON at column {e.colno}: {e.msg}") from None
     except RecursionError:
         raise DataError(source, line, "JSON nested too deeply") from None
+    except _Constant as e:
+        raise DataError(source, line, f"{e.args[0]} is not valid JSON (a number must be "
+                        "finite; write null for a missing value)") from None
 
 
 # ---- JSON documents -------------------------------------------------------------------------

@@ -285,7 +285,11 @@ def load_hf(name: str, params: dict[str, str]) -> list[Item]:
         raise DataError("hf", None, "no dataset given; expected hf:ORG/NAME or hf:FILE")
     check_params(f"hf:{name}", params, MAPPED | {"split", "config", "shuffle"})
     seed = int_param(f"hf:{name}", params, "seed", 0)
-    path = Path(name).expanduser()
+    try:
+        path = Path(name).expanduser()
+        path.exists()
+    except (OSError, RuntimeError, ValueError) as e:  # "~nobody/x", a NUL byte, EACCES, ...
+        raise DataError(name, None, f"cannot use this path: {e}") from None
     if path.is_dir():
         raise DataError(str(path), None, "is a directory; expected a .jsonl, .json, .csv or "
                         ".parquet file, or a hub dataset name (org/name)")

@@ -71,7 +71,8 @@ def parse_prompt(text: str, src: str, where: str) -> dict[str, Any]:
 
 def parse_rubric(block: str, src: str, where: str) -> tuple[str, dict[str, str]]:
     """'[criteria]\\nScore 1: ...\\n...Score 5: ...' -> (criteria, {"1": ..., "5": ...})."""
-    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    # "\n" only: a U+2028 inside a level's text is part of it, not a line break
+    lines = [ln.strip() for ln in block.split("\n") if ln.strip()]
     criteria_lines: list[str] = []
     levels: dict[str, str] = {}
     current: str | None = None

@@ -283,7 +283,11 @@ def describe_filters(filters: dict[str, str]) -> str:
 def load_index(path: str | Path, filters: dict[str, str]) -> ReplayIndex:
     """Read, filter and index a verdict file; cached per (file version, filters) per process."""
     src = str(path)
-    p = Path(path).expanduser().resolve()
+    try:
+        p = Path(path).expanduser().resolve()
+        p.exists()
+    except (OSError, RuntimeError, ValueError) as exc:  # "~nobody/x", a NUL byte, EACCES
+        raise ReplayFileError(src, None, f"cannot use this path: {exc}") from None
     if p.is_dir():
         raise ReplayFileError(src, None, "is a directory; expected a .csv or .jsonl file of "
                               "recorded verdicts")
