@@ -111,10 +111,12 @@ def read_text(path: Path) -> str:
     """A file's text (UTF-8, BOM dropped); a directory, a missing or unreadable file or
     undecodable bytes are a DataError naming the file (and the line)."""
     src = str(path)
-    if path.is_dir():
-        raise DataError(src, None, "is a directory; expected a file")
     try:
+        if path.is_dir():
+            raise IsADirectoryError
         data = path.read_bytes()
+    except IsADirectoryError:
+        raise DataError(src, None, "is a directory; expected a file") from None
     except FileNotFoundError:
         raise DataError(src, None, "no such file") from None
     except OSError as e:
@@ -123,7 +125,7 @@ def read_text(path: Path) -> str:
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines split on "\n" only (a trailing "\r" dropped): U+2028, U+2029 and U+0085 are
+    r"""Lines split on "\n" only (a trailing "\r" dropped): U+2028, U+2029 and U+0085 are
     ordinary characters inside JSON strings, not line breaks, whatever str.splitlines says."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -250,7 +252,7 @@ def read_json_doc(path: Path, depth: int = 2) -> JsonDoc:
 # ---- JSON Lines -----------------------------------------------------------------------------
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-empty line of a JSON Lines file. Lines end at
+    r"""(line number, object) for every non-empty line of a JSON Lines file. Lines end at
     "\n" (CRLF is fine); a BOM is dropped; errors name the file and the line."""
     src = str(path)
     out: list[tuple[int, dict[str, Any]]] = []
