@@ -110,20 +110,50 @@ def _check_boot(n: int, n_boot: int, method: str) -> None:
         raise ValueError(f"bootstrap: method must be 'percentile' or 'bca', got {method!r}")
 
 
+# Resamples are drawn and evaluated in blocks of rows holding at most this many item entries
+# (indices times entries per item), so memory stays flat in n and n_boot: one 2000 x 20,000
+# block of (judge, label) codes would take ~1 GB. Drawing the indices block by block gives the
+# same numbers as drawing all n_boot x n at once (the generator fills arrays in order).
+_BLOCK_ENTRIES = 1 << 22
+
+
+def _width(items: Any) -> int:
+    """Entries per item of `items` (the columns a resample copies per index)."""
+    return max(1, int(items.size // max(1, items.shape[0]))) if isinstance(items, np.ndarray) \
+        else 1
+
+
+def _block_rows(n: int, width: int) -> int:
+    return max(1, _BLOCK_ENTRIES // max(1, n * width))
+
+
 def _replicates(stat_idx: Callable[[np.ndarray], Any], n: int, n_boot: int,
-                rng: np.random.Generator, vectorized: bool) -> np.ndarray:
-    idx = rng.integers(0, n, size=(n_boot, n))
-    if vectorized:
-        return np.asarray(stat_idx(idx), dtype=float).reshape(n_boot)
-    return np.array([float(stat_idx(row)) for row in idx])
+                rng: np.random.Generator, vectorized: bool, width: int = 1) -> np.ndarray:
+    rows = _block_rows(n, width)
+    out: list[np.ndarray] = []
+    for start in range(0, n_boot, rows):
+        idx = rng.integers(0, n, size=(min(rows, n_boot - start), n))
+        if vectorized:
+            out.append(np.asarray(stat_idx(idx), dtype=float).reshape(len(idx)))
+        else:
+            out.append(np.array([float(stat_idx(row)) for row in idx]))
+    return np.concatenate(out)
 
 
-def _jackknife(stat_idx: Callable[[np.ndarray], Any], n: int, vectorized: bool) -> np.ndarray:
-    full = np.arange(n)
-    loo = np.stack([np.delete(full, i) for i in range(n)])  # (n, n-1)
-    if vectorized:
-        return np.asarray(stat_idx(loo), dtype=float).reshape(n)
-    return np.array([float(stat_idx(row)) for row in loo])
+def _jackknife(stat_idx: Callable[[np.ndarray], Any], n: int, vectorized: bool,
+               width: int = 1) -> np.ndarray:
+    """Leave-one-out replicates; row i of a block is 0..n-1 without i (j, or j + 1 from i)."""
+    rows = _block_rows(n, width)
+    j = np.arange(n - 1)
+    out: list[np.ndarray] = []
+    for start in range(0, n, rows):
+        i = np.arange(start, min(n, start + rows))[:, None]
+        loo = j + (j >= i)
+        if vectorized:
+            out.append(np.asarray(stat_idx(loo), dtype=float).reshape(len(loo)))
+        else:
+            out.append(np.array([float(stat_idx(row)) for row in loo]))
+    return np.concatenate(out)
 
 
 def _interval(theta_hat: float, boot: np.ndarray, level: float, method: str,
@@ -186,8 +216,10 @@ def bootstrap_ci(
     theta_hat = float(stat_idx(np.arange(n)[None, :])[0]) if vectorized else float(
         statistic(items))
     rng = np.random.default_rng(seed)
-    boot = _replicates(stat_idx, n, n_boot, rng, vectorized)
-    return _interval(theta_hat, boot, level, method, lambda: _jackknife(stat_idx, n, vectorized))
+    w = _width(items)
+    boot = _replicates(stat_idx, n, n_boot, rng, vectorized, w)
+    return _interval(theta_hat, boot, level, method,
+                     lambda: _jackknife(stat_idx, n, vectorized, w))
 
 
 def paired_bootstrap_diff(
@@ -227,6 +259,7 @@ def paired_bootstrap_diff(
     else:
         value = float(statistic(ia)) - float(statistic(ib))
     rng = np.random.default_rng(seed)
-    boot = _replicates(stat_idx, n, n_boot, rng, vectorized)
-    ci = _interval(value, boot, level, method, lambda: _jackknife(stat_idx, n, vectorized))
+    w = _width(ia) + _width(ib)
+    boot = _replicates(stat_idx, n, n_boot, rng, vectorized, w)
+    ci = _interval(value, boot, level, method, lambda: _jackknife(stat_idx, n, vectorized, w))
     return Estimate(value, ci, n)
