@@ -180,6 +180,19 @@ FORMATS = [
                  for k in range(4)],
         "decoded", lambda r: f"summeval:{r}",
         dup=_same2("id", "model_id", "summeval:{}:{}")),
+    # the per-system layout: errors in one of several system files name that file; with one
+    # system's file gone the others still load
+    Fmt("summeval-systems", "M11_outputs_annotations.jsonl", "jsonl",
+        lambda: [{"id": f"dm-test-{k}", "model_id": "M11", "decoded": f"summary {k}",
+                  "text": f"Article {k}.", "references": ["ref"],
+                  "expert_annotations": [_ann(3)] * 3, "turker_annotations": [_ann(4)] * 5}
+                 for k in range(4)],
+        "decoded", lambda r: f"summeval:{r}",
+        others={"M8_outputs_annotations.jsonl": _jsonl(
+            [{"id": f"dm-test-{k}", "model_id": "M8", "decoded": f"M8 summary {k}",
+              "text": f"Article {k}.", "expert_annotations": [_ann(2)] * 3}
+             for k in range(2)])},
+        dup=_same2("id", "model_id", "summeval:{}:{}"), optional=True),
 ]
 BY_NAME = {f.name: f for f in FORMATS}
 
