@@ -193,6 +193,16 @@ FORMATS = [
               "text": f"Article {k}.", "expert_annotations": [_ann(2)] * 3}
              for k in range(2)])},
         dup=_same2("id", "model_id", "summeval:{}:{}"), optional=True),
+    Fmt("preference", "prefs.jsonl", "jsonl",
+        lambda: [{"id": f"p{k}", "prompt": f"Q{k}?", "response_1": "a", "response_2": "b",
+                  "label": k % 3} for k in range(4)],
+        "prompt", lambda r: f"preference:{r / 'prefs.jsonl'}", dup=_same("id")),
+    Fmt("preference-instruction", "pairs.jsonl", "jsonl",
+        lambda: [{"uid": k, "instruction": f"Do {k}.", "input": "", "response_1": "a",
+                  "response_2": "b", "label": k % 2} for k in range(4)],
+        "instruction",
+        lambda r: f"preference:{r / 'pairs.jsonl'}?labels=first_is_0_no_ties&id=uid",
+        dup=_same("uid")),
 ]
 BY_NAME = {f.name: f for f in FORMATS}
 

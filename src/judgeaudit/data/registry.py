@@ -27,6 +27,7 @@ _BUILTIN = {
     "evalbiasbench": "judgeaudit.data.loaders.evalbiasbench",
     "prometheus": "judgeaudit.data.loaders.prometheus",
     "summeval": "judgeaudit.data.loaders.summeval",
+    "preference": "judgeaudit.data.loaders.preference",
 }
 
 
