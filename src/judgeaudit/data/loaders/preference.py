@@ -19,8 +19,8 @@ written (`raw_label`) and the declared meaning (`labels`).
 A file whose labels mean the opposite of what is declared loads without any error: every
 pair is simply scored against the wrong answer. That is the classic silent error here, and
 the one no loader can see. `judgeaudit evaluate` warns "labels may be inverted" when a judge's
-accuracy is significantly below chance (its 95% interval below 50%) or its kappa is below 0;
-on such a warning, check the `labels=` meaning before blaming the judge.
+accuracy is significantly below chance (its 95% interval below 50%) or its kappa's 95%
+interval is below 0; on such a warning, check the `labels=` meaning before blaming the judge.
 
 Ids: `id=COL` names the id column (default `id`; text or an integer). A record without it is
 refused unless `ids=auto`, which names it `<file stem>:<line number>`. Ids must be unique.
