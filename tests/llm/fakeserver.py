@@ -23,7 +23,12 @@ request in arrival order, so a test knows exactly how many attempts fail), then 
 - "non_json": 200 with a body that is not JSON
 - "no_choices": 200 with JSON lacking `choices` (OpenAI) / `content` (Anthropic)
 - "401": authentication error whose message echoes the sent key (as some servers do)
-- "400": bad request
+- "400": bad request; "403", "404", "422": forbidden, not found, unprocessable;
+  "408": request timeout (retryable)
+- "truncated": 200 whose JSON body is cut half-way (Content-Length matches what is sent)
+- "huge": 200 whose content is `huge_chars` characters (default 5 MB), ignoring max_tokens
+- "surrogate": 200 whose content holds the JSON escape "\\ud800" (a lone surrogate)
+- "null_content": 200 whose message content is null (OpenAI) / a text block with null text
 
 `reject_logprobs` answers 400 to OpenAI requests asking for logprobs, `reject_prefill` 400 to
 Anthropic requests ending in an assistant turn (as models without those features do).
@@ -56,7 +61,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 GOOD = "<<GOOD>>"
-FAULTS = frozenset({"429", "500", "503", "hang", "drop", "non_json", "no_choices", "401", "400"})
+FAULTS = frozenset({"429", "500", "503", "hang", "drop", "non_json", "no_choices", "401", "400",
+                    "403", "404", "422", "408", "truncated", "huge", "surrogate",
+                    "null_content"})
 
 
 @dataclass
@@ -156,6 +163,7 @@ class FakeLLMServer:
         rule: Callable[[Recorded, int], str | None] | None = None,
         retry_after: str = "1",
         hang_seconds: float = 30.0,
+        huge_chars: int = 5_000_000,
         answer: str | Callable[[str], str] | None = None,
         confidence: float = 0.9,
         logprobs: bool = True,
@@ -175,6 +183,7 @@ class FakeLLMServer:
         self.rule = rule
         self.retry_after = retry_after
         self.hang_seconds = hang_seconds
+        self.huge_chars = huge_chars
         self.answer = answer
         self.confidence = confidence
         self.logprobs = logprobs
@@ -290,6 +299,7 @@ class FakeLLMServer:
 
     def openai_body(self, body: dict[str, Any], answer: str) -> dict[str, Any]:
         prompt = prompt_text(body)
+        n_prompt, n_answer = _ntokens(prompt), max(1, _ntokens(answer))
         out: dict[str, Any] = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -302,9 +312,9 @@ class FakeLLMServer:
                 "logprobs": None,
             }],
             "usage": {
-                "prompt_tokens": _ntokens(prompt),
-                "completion_tokens": max(1, _ntokens(answer)),
-                "total_tokens": _ntokens(prompt) + max(1, _ntokens(answer)),
+                "prompt_tokens": n_prompt,
+                "completion_tokens": n_answer,
+                "total_tokens": n_prompt + n_answer,
             },
         }
         if self.logprobs and body.get("logprobs"):
@@ -315,7 +325,7 @@ class FakeLLMServer:
         """First token = the answer's first word; its top_logprobs put `confidence` on it and
         split the rest between the other label (with a leading space, as tokenisers do) and
         filler tokens."""
-        first = answer.split()[0] if answer.split() else ""
+        first = (answer.split(maxsplit=1) or [""])[0]
         other = "B" if first == "A" else "A"
         c = self.confidence
         top = [(first, c), (" " + other, (1 - c) * 0.8), ("The", (1 - c) * 0.15),
@@ -325,7 +335,7 @@ class FakeLLMServer:
                    for t, p in top[: max(n, 1)] if p > 0]
         content = [{"token": first, "logprob": math.log(c), "bytes": None,
                     "top_logprobs": entries}]
-        for w in answer.split()[1:]:
+        for w in answer.split(maxsplit=256)[1:256]:  # (a huge answer: its first words)
             content.append({"token": " " + w, "logprob": -0.01, "bytes": None,
                             "top_logprobs": []})
         return content
@@ -447,9 +457,12 @@ class _Handler(BaseHTTPRequestHandler):
             rec.status = int(fault)
             self._error(int(fault), "The server had an error", anthropic)
             return
-        if fault == "400":
-            rec.status = 400
-            self._error(400, "Invalid request", anthropic)
+        if fault in ("400", "403", "404", "422", "408"):
+            rec.status = int(fault)
+            self._error(int(fault), {"400": "Invalid request", "403": "Forbidden for this key",
+                                     "404": "The model does not exist",
+                                     "422": "Unprocessable request",
+                                     "408": "Request timed out"}[fault], anthropic)
             return
         if not anthropic and fake.reject_logprobs and body.get("logprobs"):
             rec.status = 400
@@ -470,10 +483,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps({"id": "x", "object": "chat.completion"}).encode())
             return
         answer = fake._answer_for(body)
+        if fault == "huge":
+            answer = ("All work and no play. " * (fake.huge_chars // 22 + 1))[:fake.huge_chars]
+        elif fault == "surrogate":
+            answer = "A \ud800 broken"  # json.dumps writes it as the escape "\ud800"
         rec.answer = answer
         payload = fake.anthropic_body(body, answer) if anthropic else fake.openai_body(body, answer)
+        if fault == "null_content":
+            if anthropic:
+                payload["content"] = [{"type": "text", "text": None}]
+            else:
+                payload["choices"][0]["message"]["content"] = None
+                payload["choices"][0]["logprobs"] = None
         rec.status = 200
-        self._send(200, json.dumps(payload).encode())
+        data = json.dumps(payload).encode()
+        if fault == "truncated":
+            data = data[: len(data) // 2]
+        self._send(200, data)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,6 +9,7 @@ from judgeaudit.data.spec import Spec, parse_spec
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.pointwise import RubricJudge
 from judgeaudit.llm import Cache, Client, RetryPolicy, make_provider
+from judgeaudit.llm.registry import provider_class
 
 JUDGE_PARAMS = {"template", "orders", "score_template"}
 # Default model name per provider when the spec gives none.
@@ -41,6 +42,7 @@ def make_judge(
 ) -> JudgeBundle:
     sp = parse_spec(spec) if isinstance(spec, str) else spec
     provider_params = {k: v for k, v in sp.params.items() if k not in JUDGE_PARAMS}
+    provider_class(sp.kind)  # an unknown provider is named before anything else is asked
     model = sp.name or DEFAULT_MODEL.get(sp.kind, "")
     if not model and sp.kind not in DEFAULT_MODEL:
         raise ValueError(f"judge spec {sp.public()!r} needs a model name, e.g. {sp.kind}:MODEL")

@@ -1,6 +1,7 @@
 """One async client for every model call (`Client`), providers registered by name."""
 
 from judgeaudit.llm.base import (
+    ERROR_KINDS,
     FatalProviderError,
     Message,
     Provider,
@@ -9,12 +10,20 @@ from judgeaudit.llm.base import (
     Response,
     Usage,
 )
-from judgeaudit.llm.cache import Cache
-from judgeaudit.llm.client import CallFailed, CallStats, Client, RetryPolicy
+from judgeaudit.llm.cache import Cache, CacheError
+from judgeaudit.llm.client import (
+    MAX_RESPONSE_CHARS,
+    CallFailed,
+    CallStats,
+    Client,
+    RetryPolicy,
+)
+from judgeaudit.llm.redact import install_log_redaction, redact
 from judgeaudit.llm.registry import available, make_provider, register
 
 __all__ = [
-    "Cache", "CallFailed", "CallStats", "Client", "FatalProviderError", "Message", "Provider",
-    "ProviderError", "Request", "Response", "RetryPolicy", "Usage", "available",
-    "make_provider", "register",
+    "ERROR_KINDS", "MAX_RESPONSE_CHARS", "Cache", "CacheError", "CallFailed", "CallStats",
+    "Client", "FatalProviderError", "Message", "Provider", "ProviderError", "Request",
+    "Response", "RetryPolicy", "Usage", "available", "install_log_redaction", "make_provider",
+    "redact", "register",
 ]

@@ -7,12 +7,28 @@ concurrency; `judgeaudit.llm.client.Client` adds those around every provider ali
 from __future__ import annotations
 
 import abc
+import difflib
 import hashlib
 import json
+import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
 
 Role = Literal["system", "user", "assistant"]
+
+# What a failed attempt was, as counted in `CallStats.errors` (set by each provider's error
+# classifier on `ProviderError.kind`; the client adds "timeout" for its own timeout).
+ERROR_KINDS: tuple[str, ...] = (
+    "rate_limit",   # HTTP 429
+    "server",       # HTTP 5xx
+    "timeout",      # no answer in time (client or HTTP timeout, HTTP 408)
+    "connection",   # refused, reset or dropped connection
+    "malformed",    # a 200 whose body is not the expected JSON (HTML, truncated, no choices)
+    "auth",         # HTTP 401/403, no API key
+    "bad_request",  # HTTP 400/404/422 and other 4xx
+    "other",        # anything else (HTTP 409/425, provider-specific failures)
+)
 
 
 @dataclass(frozen=True)
@@ -73,35 +89,44 @@ class Response:
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
     raw: dict[str, Any] | None = None
+    # Why this answer cannot be used as one although the call succeeded (set by the client:
+    # a response over the size cap); judges treat it as invalid with this reason.
+    invalid: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"text": self.text, "probs": self.probs, "usage": asdict(self.usage), "raw": self.raw}
-        )
+        d: dict[str, Any] = {"text": self.text, "probs": self.probs,
+                             "usage": asdict(self.usage), "raw": self.raw}
+        if self.invalid is not None:
+            d["invalid"] = self.invalid
+        return json.dumps(d)
 
     @classmethod
     def from_json(cls, s: str) -> Response:
         d = json.loads(s)
         return cls(
             text=d["text"], probs=d.get("probs"), usage=Usage(**d.get("usage", {})),
-            raw=d.get("raw"), cached=True,
+            raw=d.get("raw"), cached=True, invalid=d.get("invalid"),
         )
 
 
 class ProviderError(Exception):
-    """A failure the client should classify: `retryable` errors are retried with backoff."""
+    """A failure the client should classify: `retryable` errors are retried with backoff,
+    others fail the call at once (and stop the client: see `Client`). `kind` is one of
+    `ERROR_KINDS`, for the per-kind failure counts."""
 
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None,
+                 kind: str = "other"):
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.kind = kind if kind in ERROR_KINDS else "other"
 
 
 class FatalProviderError(ProviderError):
     """Authentication, bad request, missing record: retrying cannot help."""
 
-    def __init__(self, message: str):
-        super().__init__(message, retryable=False)
+    def __init__(self, message: str, *, kind: str = "other"):
+        super().__init__(message, retryable=False, kind=kind)
 
 
 class Provider(abc.ABC):
@@ -126,18 +151,30 @@ class Provider(abc.ABC):
     default_concurrency: ClassVar[int] = 8
     # Price per million tokens (prompt, completion), where known, for cost accounting.
     price_per_mtok: ClassVar[tuple[float, float] | None] = None
+    # The spec parameters this provider reads: name -> one line with its meaning and default.
+    # When set, any other parameter is refused at construction (a typo such as `timout`
+    # would otherwise be ignored silently); None accepts anything (the provider checks).
+    known_params: ClassVar[dict[str, str] | None] = None
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
         self.model = model
         self.params = dict(params or {})
+        if self.known_params is not None:
+            check_params(self.name, self.params, self.known_params)
 
     @abc.abstractmethod
     async def generate(self, request: Request) -> Response:
         """Run one call. Raise ProviderError for failures the client should classify."""
 
+    async def prepare(self) -> None:  # noqa: B027 - optional hook
+        """One-time setup the client runs before an attempt and outside its timeout (SDK
+        import, connection pool): a call's timeout then measures the call alone. Cheap once
+        done; the default has nothing to prepare."""
+
     def cache_identity(self) -> dict[str, Any]:
-        """What identifies this provider's outputs: name, model, non-secret parameters."""
-        public = {k: v for k, v in sorted(self.params.items())
+        """What identifies this provider's outputs: name, model, non-secret parameters (a
+        password in a URL's userinfo is masked: it changes who pays, not what comes back)."""
+        public = {k: _mask_userinfo(v) for k, v in sorted(self.params.items())
                   if k not in self.secret_params and k not in self.operational_params}
         return {"provider": self.name, "model": self.model, "params": public}
 
@@ -145,8 +182,85 @@ class Provider(abc.ABC):
         """Release connections; the default has nothing to release."""
 
 
+_USERINFO_PW = re.compile(r"(?i)^([a-z][a-z0-9+.\-]*://[^:@/\s?#]*):[^@/\s?#]*@")
+
+
+def _mask_userinfo(value: Any) -> Any:
+    return _USERINFO_PW.sub(r"\1:***@", value) if isinstance(value, str) else value
+
+
+def check_params(provider: str, params: dict[str, Any], known: Iterable[str],
+                 label: str | None = None) -> None:
+    """Refuse parameters `provider` does not read, suggesting the closest known name:
+    "unknown parameter 'timout' for provider 'openai'; did you mean 'timeout'? known: ..."
+    (`label` words it "unknown LABEL parameter 'x'" instead)."""
+    known = sorted(known)
+    unknown = sorted(set(params) - set(known))
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if close:
+            hints.append(f"{close[0]!r}" + (f" (for {name!r})" if len(unknown) > 1 else ""))
+    names = ", ".join(repr(n) for n in unknown)
+    what = "parameter" if len(unknown) == 1 else "parameters"
+    head = (f"unknown {label} {what} {names}" if label
+            else f"unknown {what} {names} for provider {provider!r}")
+    hint = f" did you mean {', '.join(hints)}?" if hints else ""
+    raise ValueError(f"{head};{hint} known: {', '.join(known)}")
+
+
+def describe_params(known: dict[str, str]) -> str:
+    """`known_params` as lines `name: meaning`, for help texts."""
+    return "\n".join(f"{k}: {v}" for k, v in sorted(known.items()))
+
+
 def request_key(provider: Provider, request: Request) -> str:
-    """Cache key: sha256 over provider identity and the full request."""
+    """Cache key: sha256 over provider identity and the full request. Text is encoded with
+    `surrogatepass`, so a lone surrogate in it neither crashes nor collides with another
+    text (valid text keys exactly as plain UTF-8)."""
     material = {"id": provider.cache_identity(), "req": request.key_material(provider.uses_meta)}
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# ---- text hygiene at the client boundary ------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (a high+low pair left as two code
+    points is joined into its character), so it can be written as UTF-8."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def sanitize(value: Any) -> tuple[Any, bool]:
+    """A JSON-like value (str, list, dict) with lone surrogates replaced in every string and
+    key; and whether anything was replaced."""
+    if isinstance(value, str):
+        out = replace_lone_surrogates(value)
+        return out, out is not value
+    if isinstance(value, list | tuple):
+        items = [sanitize(v) for v in value]
+        changed = any(c for _, c in items)
+        return ([v for v, _ in items] if changed else value), changed
+    if isinstance(value, dict):
+        pairs = [(sanitize(k), sanitize(v)) for k, v in value.items()]
+        changed = any(kc or vc for (_, kc), (_, vc) in pairs)
+        return ({k: v for (k, _), (v, _) in pairs} if changed else value), changed
+    return value, False
+
+
+__all__ = [
+    "ERROR_KINDS", "FatalProviderError", "Message", "Provider", "ProviderError", "Request",
+    "Response", "Usage", "check_params", "describe_params", "request_key",
+    "replace_lone_surrogates", "sanitize",
+]

@@ -4,44 +4,113 @@ bounded concurrency, in-flight de-duplication, and call/token/cost accounting.""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
+import os
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from judgeaudit.llm.base import (
-    FatalProviderError,
     Provider,
     ProviderError,
     Request,
     Response,
     request_key,
+    sanitize,
 )
 from judgeaudit.llm.cache import Cache
+from judgeaudit.llm.redact import redact
 
 log = logging.getLogger("judgeaudit.llm")
 
+# Longest response text kept (characters): a server that ignores max_tokens must not fill the
+# cache or the results; longer text is cut and the answer marked invalid. Override with
+# $JUDGEAUDIT_MAX_RESPONSE_CHARS or Client(max_response_chars=...).
+MAX_RESPONSE_CHARS = 100_000
+
+
+def classify(exc: BaseException) -> tuple[str, bool, float | None]:
+    """(kind, retryable, retry_after) of a failed attempt."""
+    if isinstance(exc, ProviderError):
+        return exc.kind, exc.retryable, exc.retry_after
+    if isinstance(exc, _Timeout | TimeoutError):
+        return "timeout", True, None
+    if isinstance(exc, ConnectionError):
+        return "connection", True, None
+    return "other", False, None
+
 
 class CallFailed(Exception):
-    """A call that still failed after every retry (or failed fatally)."""
+    """A call that still failed after every retry (or failed fatally). `kind` is the kind of
+    its last failed attempt (see `judgeaudit.llm.base.ERROR_KINDS`)."""
 
-    def __init__(self, message: str, *, fatal: bool):
+    def __init__(self, message: str, *, fatal: bool, kind: str = "other"):
         super().__init__(message)
         self.fatal = fatal
+        self.kind = kind
 
 
 @dataclass
 class CallStats:
-    made: int = 0          # calls that reached the provider and succeeded
-    cached: int = 0        # calls served from the cache (or a concurrent identical call)
-    retries: int = 0       # retry attempts after retryable errors
-    failed: int = 0        # calls given up on
+    """What one client's calls came to. Every call through `Client.call` ends as exactly one
+    of `made`, `cached` or `failed`, so made + cached + failed = calls asked:
+
+    - made: answered by the provider through this call's own attempts (paid for);
+    - cached: answered without a provider call of its own: from the cache, or by sharing an
+      identical call already in flight that succeeded;
+    - failed: no answer: gave up after retries, failed fatally, refused because an earlier
+      call failed fatally, shared an in-flight call that failed, or was cancelled.
+
+    `retries` counts attempts after a retryable error (each reached the provider: setup such
+    as an SDK import is not timed); `errors` counts every failed attempt by kind
+    (`ERROR_KINDS`: rate_limit, server, timeout, connection, malformed, auth, bad_request,
+    other) and `first_error` keeps the first one's message (redacted, at most 300 chars).
+    """
+
+    made: int = 0
+    cached: int = 0
+    retries: int = 0
+    failed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    errors: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["errors"] = dict(sorted(self.errors.items()))
+        return d
+
+    def record_error(self, kind: str, message: str) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+        if self.first_error is None:
+            self.first_error = redact(message)[:300]
+
+    def merge(self, others: Iterable[CallStats] = ()) -> CallStats:
+        """The sum of several clients' stats (a judge and its panel), as a new CallStats:
+        `a.merge([b, c])` or `CallStats.merge([a, b, c])`. Counts and tokens add up, error
+        kinds merge, the first error is the first one met in order; cost is None when no
+        client priced its calls."""
+        items = [self, *others] if isinstance(self, CallStats) else [*self, *others]
+        out = CallStats()
+        for st in items:
+            out.made += st.made
+            out.cached += st.cached
+            out.retries += st.retries
+            out.failed += st.failed
+            out.prompt_tokens += st.prompt_tokens
+            out.completion_tokens += st.completion_tokens
+            if st.cost_usd is not None:
+                out.cost_usd = (out.cost_usd or 0.0) + st.cost_usd
+            for k, v in st.errors.items():
+                out.errors[k] = out.errors.get(k, 0) + v
+            if out.first_error is None:
+                out.first_error = st.first_error
+        return out
 
 
 @dataclass
@@ -59,9 +128,35 @@ class RetryPolicy:
         return backoff * rng.uniform(0.5, 1.5)  # jitter: spread retries of many callers
 
 
+def default_max_response_chars() -> int:
+    """The response size cap: $JUDGEAUDIT_MAX_RESPONSE_CHARS, else MAX_RESPONSE_CHARS."""
+    env = os.environ.get("JUDGEAUDIT_MAX_RESPONSE_CHARS")
+    if env is None or not env.strip():
+        return MAX_RESPONSE_CHARS
+    try:
+        value = int(env)
+    except ValueError:
+        raise ValueError(f"JUDGEAUDIT_MAX_RESPONSE_CHARS={env!r}: expected a whole number of "
+                         "characters") from None
+    if value < 1:
+        raise ValueError(f"JUDGEAUDIT_MAX_RESPONSE_CHARS={env!r}: expected >= 1")
+    return value
+
+
+class _Timeout(Exception):
+    """An attempt that ran out of the client's time (whatever the provider raised then)."""
+
+
 class Client:
     """Wraps one provider. `call` is the single entry point; `map` runs many with a callback
-    per finished call (for progress bars)."""
+    per finished call (for progress bars).
+
+    Retries by kind of error: 408/409/425/429, 5xx, timeouts, connection failures and
+    malformed bodies are retried with backoff (Retry-After honoured up to
+    `RetryPolicy.max_retry_after`); a non-retryable error (auth, bad request, a provider's
+    FatalProviderError) fails the call at once, and no later call of this client reaches the
+    provider. Responses are cleaned at this boundary (lone surrogates replaced) and capped at
+    `max_response_chars` (see `MAX_RESPONSE_CHARS`) before they are cached."""
 
     def __init__(
         self,
@@ -72,13 +167,21 @@ class Client:
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         seed: int = 0,
+        max_response_chars: int | None = None,
     ):
+        if concurrency is not None and (isinstance(concurrency, bool) or concurrency < 1):
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+        if max_response_chars is not None and max_response_chars < 1:
+            raise ValueError(f"max_response_chars must be >= 1, got {max_response_chars}")
         self.provider = provider
         self.cache = cache
         self.concurrency = concurrency or provider.default_concurrency
         self._sem = asyncio.Semaphore(self.concurrency)
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
+        self.max_response_chars = max_response_chars or default_max_response_chars()
         self.stats = CallStats()
         self._rng = random.Random(seed)
         self._inflight: dict[str, asyncio.Future[Response]] = {}
@@ -94,67 +197,138 @@ class Client:
             obs(request)
         return resp
 
+    def key(self, request: Request) -> str:
+        """The cache key of `request` for this client's provider."""
+        return request_key(self.provider, request)
+
+    def mark_invalid(self, request: Request, reason: str) -> None:
+        """Record that the cached answer to `request` could not be used (unparseable, empty,
+        over the size cap), so `judgeaudit cache forget --invalid` can drop it and a later
+        run asks again. A no-op without a cache or when the answer is not cached."""
+        if self.cache is not None:
+            self.cache.mark_invalid(self.key(request), redact(reason))
+
     async def _call(self, request: Request) -> Response:
         key = request_key(self.provider, request)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                self.stats.cached += 1
-                return hit
-        if key in self._inflight:  # identical call already under way: share its result
+        while True:
+            if self.cache is not None:
+                hit = self.cache.get(key)
+                if hit is not None:
+                    self.stats.cached += 1
+                    return hit
+            shared = self._inflight.get(key)
+            if shared is None:
+                break
+            # An identical call is under way: share its outcome.
+            try:
+                resp = await asyncio.shield(shared)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if shared.cancelled() and task is not None and not task.cancelling():
+                    continue  # its owner was cancelled, not us: ask again ourselves
+                self.stats.failed += 1
+                raise
+            except BaseException:
+                self.stats.failed += 1
+                raise
             self.stats.cached += 1
-            return await asyncio.shield(self._inflight[key])
+            return resp
         fut: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            resp = await self._call_with_retries(request)
-        except BaseException as exc:
-            if not fut.done():
-                fut.set_exception(exc)
-                fut.exception()  # mark retrieved: waiters re-raise it themselves
-            raise
-        else:
+            try:
+                resp = await self._call_with_retries(request)
+            except BaseException:
+                self.stats.failed += 1
+                raise
+            self._account(resp)
             if self.cache is not None:
                 self.cache.put(key, self.provider.name, self.provider.model, resp)
+        except asyncio.CancelledError:
+            fut.cancel()  # waiters ask again themselves
+            raise
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        else:
             fut.set_result(resp)
             return resp
         finally:
-            self._inflight.pop(key, None)
+            if self._inflight.get(key) is fut:
+                del self._inflight[key]
+
+    async def _attempt(self, request: Request) -> Response:
+        """One attempt, inside the concurrency bound; the timeout covers `generate` only."""
+        async with self._sem:
+            if self._fatal is not None:
+                raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+            await self.provider.prepare()
+            if self.timeout is None:
+                return await self.provider.generate(request)
+            cm = asyncio.timeout(self.timeout)
+            try:
+                async with cm:
+                    return await self.provider.generate(request)
+            except (Exception, asyncio.CancelledError) as exc:
+                if cm.expired() and not isinstance(exc, asyncio.CancelledError):
+                    raise _Timeout(
+                        f"{self.provider.name}: no response within {self.timeout:g}s "
+                        "(client timeout)") from exc
+                raise
 
     async def _call_with_retries(self, request: Request) -> Response:
         attempt = 0
         while True:
             try:
-                async with self._sem:
-                    if self._fatal is not None:
-                        raise self._fatal
-                    if self.timeout is not None:
-                        resp = await asyncio.wait_for(
-                            self.provider.generate(request), self.timeout
-                        )
-                    else:
-                        resp = await self.provider.generate(request)
-            except FatalProviderError as exc:
-                self.stats.failed += 1
-                self._fatal = CallFailed(f"{self.provider.name}: {exc}", fatal=True)
-                raise self._fatal from exc
-            except (ProviderError, TimeoutError) as exc:
-                retry_after = getattr(exc, "retry_after", None)
+                resp = await self._attempt(request)
+            except (ProviderError, _Timeout, TimeoutError, ConnectionError) as exc:
+                kind, retryable, retry_after = classify(exc)
+                msg = redact(str(exc) or type(exc).__name__)
+                self.stats.record_error(kind, msg)
+                if not retryable:
+                    self._fatal = CallFailed(f"{self.provider.name}: {msg}", fatal=True,
+                                             kind=kind)
+                    raise CallFailed(str(self._fatal), fatal=True, kind=kind) from exc
                 if attempt >= self.retry.max_retries:
-                    self.stats.failed += 1
                     raise CallFailed(
-                        f"{self.provider.name}: gave up after {attempt + 1} attempts: "
-                        f"{exc or type(exc).__name__}",
-                        fatal=False,
+                        f"{self.provider.name}: gave up after {attempt + 1} attempts: {msg}",
+                        fatal=False, kind=kind,
                     ) from exc
                 wait = self.retry.delay(attempt, retry_after, self._rng)
-                log.info("retrying %s in %.2fs after: %s", self.provider.name, wait, exc)
+                log.info("retrying %s in %.2fs after: %s", self.provider.name, wait, msg)
                 self.stats.retries += 1
                 attempt += 1
                 await asyncio.sleep(wait)
                 continue
-            self._account(resp)
+            return self._clean(resp)
+
+    def _clean(self, resp: Response) -> Response:
+        """The provider's response made safe to cache and write: lone surrogates replaced
+        (noted in raw["sanitized"]), text over the size cap cut (raw["truncated_from"],
+        `invalid` set), a raw payload over the cap dropped (raw["dropped_raw_chars"])."""
+        cap = self.max_response_chars
+        text, fixed_text = sanitize(resp.text if isinstance(resp.text, str) else "")
+        raw, fixed_raw = sanitize(resp.raw) if resp.raw is not None else (None, False)
+        probs, fixed_probs = sanitize(resp.probs) if resp.probs is not None else (None, False)
+        notes: dict[str, Any] = {}
+        if fixed_text or fixed_raw or fixed_probs:
+            notes["sanitized"] = "lone surrogate replaced"
+        invalid = resp.invalid
+        if len(text) > cap:
+            notes["truncated_from"] = len(text)
+            invalid = f"response of {len(text)} chars exceeds the cap of {cap}"
+            text = text[:cap]
+        if raw is not None:
+            size = len(json.dumps(raw, ensure_ascii=False, default=str))
+            if size > cap:
+                raw = {"dropped_raw_chars": size}
+        if not notes and text is resp.text and raw is resp.raw and probs is resp.probs:
             return resp
+        if notes:
+            raw = {**(raw or {}), **notes}
+        return Response(text=text, probs=probs, usage=resp.usage, cached=resp.cached, raw=raw,
+                        invalid=invalid)
 
     def _account(self, resp: Response) -> None:
         self.stats.made += 1

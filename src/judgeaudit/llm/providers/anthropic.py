@@ -2,7 +2,8 @@
 
 Spec parameters (strings): `api_key` (else $ANTHROPIC_API_KEY), `base_url`, `temperature`,
 `timeout` (seconds, default 60), `max_connections` (default 64), `price_in`/`price_out` (USD
-per million tokens).
+per million tokens). Any other parameter is refused (`KNOWN_PARAMS`); `base_url` must be
+http(s)://host[:port][/path].
 
 The Messages API continues a final partial assistant turn, so the request's prefill is sent
 as one and the returned text is the continuation (" A" after "...is Response"). Models that
@@ -34,6 +35,7 @@ from judgeaudit.llm.base import (
 )
 from judgeaudit.llm.providers.openai import (
     OPERATIONAL_PARAMS,
+    check_base_url,
     choice_line,
     float_param,
     int_param,
@@ -41,6 +43,7 @@ from judgeaudit.llm.providers.openai import (
     price_for,
     server_message,
 )
+from judgeaudit.llm.redact import redact_url
 from judgeaudit.llm.registry import register
 
 log = logging.getLogger("judgeaudit.llm")
@@ -59,6 +62,18 @@ ANTHROPIC_PRICES: dict[str, tuple[float, float]] = {
     "claude-opus-4-1": (15.00, 75.00),
 }
 
+# The spec parameters read here (name -> meaning and default); anything else is refused.
+KNOWN_PARAMS: dict[str, str] = {
+    "api_key": "API key (default $ANTHROPIC_API_KEY)",
+    "base_url": "server URL, http(s)://host[:port][/path] (default $ANTHROPIC_BASE_URL or "
+                "api.anthropic.com)",
+    "temperature": "sampling temperature, sent as an extra body field (default: not sent)",
+    "timeout": "seconds per HTTP request (default 60)",
+    "max_connections": "HTTP connection pool size (default 64)",
+    "price_in": "USD per million input tokens (default: built-in table, hosted only)",
+    "price_out": "USD per million output tokens (default: built-in table, hosted only)",
+}
+
 
 @register
 class AnthropicProvider(Provider):
@@ -69,11 +84,12 @@ class AnthropicProvider(Provider):
     default_concurrency: ClassVar[int] = 8
     operational_params: ClassVar[frozenset[str]] = OPERATIONAL_PARAMS
     key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+    known_params: ClassVar[dict[str, str] | None] = KNOWN_PARAMS
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model, params)
         p = self.params
-        self.base_url: str | None = p.get("base_url") or None
+        self.base_url: str | None = check_base_url(p.get("base_url") or None)
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
         self.max_connections = int_param(p, "max_connections", self.name, default=64)
@@ -85,16 +101,22 @@ class AnthropicProvider(Provider):
 
     @property
     def where(self) -> str:
-        return self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+        """The server, fit for messages (a URL password masked)."""
+        return redact_url(self.base_url or os.environ.get("ANTHROPIC_BASE_URL")
+                          or "api.anthropic.com")
 
     def _api_key(self) -> str:
         key = self.params.get("api_key") or os.environ.get(self.key_env)
         if not key:
             raise FatalProviderError(
                 f"{self.name}: no API key: set ${self.key_env} or pass api_key=... in the "
-                f"judge spec"
+                f"judge spec", kind="auth"
             )
         return key
+
+    async def prepare(self) -> None:
+        """SDK import and client for this loop, before the timed call (see openai)."""
+        self._client()
 
     def _client(self) -> Any:
         """Created lazily (cached runs need no key), once per event loop."""
@@ -174,11 +196,12 @@ class AnthropicProvider(Provider):
         try:
             data = json.loads(content)
             blocks = data["content"]
-            text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+            text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
         except (ValueError, KeyError, TypeError, AttributeError):
             snippet = content[:80].decode("utf-8", "replace")
             raise ProviderError(f"{self.name}: malformed response from {self.where} "
-                                f"(not a message): {snippet!r}", retryable=True) from None
+                                f"(not a message): {snippet!r}", retryable=True,
+                                kind="malformed") from None
         usage = data.get("usage") or {}
         return Response(
             text=text,

@@ -75,6 +75,16 @@ _RUNTIME_PARAMS = frozenset({"threads", "prefix_cache"})
 DEFAULT_DECODE = "lookup:k=10"
 _DECODE_PARAMS = frozenset({"decode", "lookup_k", "gen_batch"})
 _KNOWN_PARAMS = _RUNTIME_PARAMS | _DECODE_PARAMS | {"dtype"}
+# The spec parameters, with their meaning and default (anything else is refused).
+KNOWN_PARAMS: dict[str, str] = {
+    "dtype": "bf16 | fp32 (default bf16 where the CPU has bf16 units, else fp32)",
+    "threads": "N | auto: torch threads (default auto, the cores not busy right now)",
+    "prefix_cache": "on | off: reuse key/value caches of shared prompt prefixes (default on)",
+    "decode": "lookup | plain | assisted: how greedy text is decoded (default lookup)",
+    "lookup_k": "tokens drafted per prompt-lookup step, 1-64 (default 10)",
+    "gen_batch": "N: decode up to N generation requests as one batch, 1-32 (default 1)",
+}
+assert set(KNOWN_PARAMS) == _KNOWN_PARAMS
 DECODE_MODES = ("lookup", "plain", "assisted")
 DRAFT_PRESET = "qwen-0.5b"  # decode=assisted: the draft model (same tokenizer as qwen-1.5b)
 _EXECUTORS: dict[int, ThreadPoolExecutor] = {}
@@ -403,6 +413,7 @@ class LocalProvider(Provider):
     # Logits at one pass, greedy or request-seeded sampling: the same request, the same output.
     deterministic: ClassVar[bool] = True
     price_per_mtok: ClassVar[tuple[float, float] | None] = (0.0, 0.0)
+    known_params: ClassVar[dict[str, str] | None] = KNOWN_PARAMS
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model or DEFAULT_PRESET, params)

@@ -8,7 +8,8 @@ local server when neither is set), `temperature` (overrides the request's), `log
 message gets an answer-format line and the model's text comes back as-is; "assistant": send
 the prefill as a partial assistant turn, for vLLM/llama.cpp servers that continue it),
 `timeout` (seconds, default 60), `max_connections` (HTTP pool size, default 64),
-`price_in`/`price_out` (USD per million prompt/completion tokens).
+`price_in`/`price_out` (USD per million prompt/completion tokens). Any other parameter is
+refused (`KNOWN_PARAMS`); `base_url` must be http(s)://host[:port][/path].
 
 The SDK's own retries are off (`max_retries=0`): the client retries, so that one policy and
 one count of retries hold for every provider. The helpers here (error mapping, Retry-After
@@ -23,8 +24,8 @@ import json
 import logging
 import math
 import os
-import re
 import time
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -36,6 +37,8 @@ from judgeaudit.llm.base import (
     Response,
     Usage,
 )
+from judgeaudit.llm.redact import redact as redact_text
+from judgeaudit.llm.redact import redact_url
 from judgeaudit.llm.registry import register
 
 log = logging.getLogger("judgeaudit.llm")
@@ -58,7 +61,42 @@ OPENAI_PRICES: dict[str, tuple[float, float]] = {
 }
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
-_KEYLIKE = re.compile(r"\b(sk-(?:ant-)?|key-)[A-Za-z0-9_\-*.]{3,}")
+
+# The spec parameters read here (name -> meaning and default); anything else is refused.
+KNOWN_PARAMS: dict[str, str] = {
+    "base_url": "server URL, http(s)://host[:port][/path] (default $OPENAI_BASE_URL or "
+                "api.openai.com)",
+    "api_key": "API key (default $OPENAI_API_KEY; 'EMPTY' for a local server)",
+    "temperature": "sampling temperature, overrides the request's (default: the request's)",
+    "logprobs": "auto: ask for top-20 next-token logprobs when choosing; off (default auto)",
+    "prefill": "instruct: answer-format line; assistant: partial assistant turn "
+               "(default instruct)",
+    "timeout": "seconds per HTTP request (default 60)",
+    "max_connections": "HTTP connection pool size (default 64)",
+    "price_in": "USD per million prompt tokens (default: built-in table, hosted only)",
+    "price_out": "USD per million completion tokens (default: built-in table, hosted only)",
+}
+
+
+def check_base_url(url: str | None) -> str | None:
+    """`url` unchanged when it is http(s)://host[:port][/path], else a ValueError (caught at
+    construction, not at the first call: "localhost:8000" would otherwise fail later as an
+    unsupported protocol, "http//x" as a relative path)."""
+    if url is None:
+        return None
+    bad = ValueError(f"base_url {redact_url(url)!r}: expected http(s)://host[:port][/path]")
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        port = parts.port  # raises ValueError for a non-numeric or out-of-range port
+    except ValueError:
+        raise bad from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise bad
+    if port is None and parts.netloc.rstrip().endswith(":"):
+        raise bad
+    if any(c.isspace() for c in url.strip()):
+        raise bad
+    return url
 
 
 # ---- pure helpers (unit-tested) ------------------------------------------------------------
@@ -126,11 +164,12 @@ def retry_after_from(headers: Any) -> float | None:
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """Remove every secret (and anything shaped like an API key) from a message."""
+    """Remove every secret (and anything shaped like an API key, a URL password, a key in a
+    query string or an auth header: `judgeaudit.llm.redact`) from a message."""
     for s in secrets:
         if s and len(s) >= 4:
             text = text.replace(s, "***")
-    return _KEYLIKE.sub(lambda m: m.group(1) + "***", text)
+    return redact_text(text)
 
 
 def server_message(exc: Any) -> str:
@@ -156,28 +195,32 @@ def map_sdk_error(
     """Classify an openai/anthropic SDK exception (both SDKs share these class names).
 
     429, 408/409/425, 5xx, timeouts and connection failures are retryable (429 carries its
-    Retry-After); 400/401/403/404/422 and other 4xx are fatal. Messages never hold the key.
+    Retry-After); 400/401/403/404/422 and other 4xx are fatal. Each error's `kind` is set
+    (`judgeaudit.llm.base.ERROR_KINDS`). Messages never hold the key (nor a URL password).
     Returns None for exceptions that are not the SDK's (let them propagate as bugs).
     """
     secrets = list(secrets)
+    where = redact_url(where)
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError(f"{provider}: no response from {where} within {timeout:g}s",
-                             retryable=True)
+                             retryable=True, kind="timeout")
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc
-        msg = redact(f"{type(cause).__name__}: {cause}", secrets)
-        return ProviderError(f"{provider}: connection to {where} failed ({msg})", retryable=True)
+        msg = redact_url(redact(f"{type(cause).__name__}: {cause}", secrets))
+        return ProviderError(f"{provider}: connection to {where} failed ({msg})", retryable=True,
+                             kind="connection")
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
-        detail = redact(server_message(exc), secrets)[:300]
+        detail = redact_url(redact(server_message(exc), secrets))[:300]
         if status == 429:
             resp = getattr(exc, "response", None)
             ra = retry_after_from(getattr(resp, "headers", None))
             return ProviderError(f"{provider}: rate limited by {where} (HTTP 429): {detail}",
-                                 retryable=True, retry_after=ra)
+                                 retryable=True, retry_after=ra, kind="rate_limit")
         if status >= 500 or status in _RETRYABLE_STATUS:
+            kind = "server" if status >= 500 else "timeout" if status == 408 else "other"
             return ProviderError(f"{provider}: HTTP {status} from {where}: {detail}",
-                                 retryable=True)
+                                 retryable=True, kind=kind)
         hint = {
             401: f"authentication failed; check ${key_env} or the api_key parameter",
             403: "permission denied for this key/model",
@@ -185,9 +228,11 @@ def map_sdk_error(
             400: "bad request",
             422: "request rejected as unprocessable",
         }.get(status, "request rejected")
-        return FatalProviderError(f"{provider}: HTTP {status} from {where}: {hint}: {detail}")
+        return FatalProviderError(f"{provider}: HTTP {status} from {where}: {hint}: {detail}",
+                                  kind="auth" if status in (401, 403) else "bad_request")
     if isinstance(exc, sdk.APIResponseValidationError):
-        return ProviderError(f"{provider}: malformed response from {where}", retryable=True)
+        return ProviderError(f"{provider}: malformed response from {where}", retryable=True,
+                             kind="malformed")
     return None
 
 
@@ -265,11 +310,12 @@ class OpenAIProvider(Provider):
     default_concurrency: ClassVar[int] = 8
     operational_params: ClassVar[frozenset[str]] = OPERATIONAL_PARAMS
     key_env: ClassVar[str] = "OPENAI_API_KEY"
+    known_params: ClassVar[dict[str, str] | None] = KNOWN_PARAMS
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model, params)
         p = self.params
-        self.base_url: str | None = p.get("base_url") or None
+        self.base_url: str | None = check_base_url(p.get("base_url") or None)
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
         self.max_connections = int_param(p, "max_connections", self.name, default=64)
@@ -290,7 +336,8 @@ class OpenAIProvider(Provider):
 
     @property
     def where(self) -> str:
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com"
+        """The server, fit for messages (a URL password masked)."""
+        return redact_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
 
     def _api_key(self) -> str:
         key = self.params.get("api_key") or os.environ.get(self.key_env)
@@ -300,8 +347,13 @@ class OpenAIProvider(Provider):
             return "EMPTY"  # local servers (vLLM, llama.cpp) accept any key
         raise FatalProviderError(
             f"{self.name}: no API key: set ${self.key_env}, or pass api_key=... in the judge "
-            f"spec, or point base_url=... at a local OpenAI-compatible server"
+            f"spec, or point base_url=... at a local OpenAI-compatible server", kind="auth"
         )
+
+    async def prepare(self) -> None:
+        """Import the SDK and build its client for this loop before the timed call (the
+        first import takes about a second: timed, it made every first attempt time out)."""
+        self._client()
 
     def _client(self) -> Any:
         """The SDK client, created lazily (a fully cached run needs no key) and once per event
@@ -390,7 +442,8 @@ class OpenAIProvider(Provider):
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             snippet = content[:80].decode("utf-8", "replace")
             raise ProviderError(f"{self.name}: malformed response from {self.where} "
-                                f"(not a chat completion): {snippet!r}", retryable=True) from None
+                                f"(not a chat completion): {snippet!r}", retryable=True,
+                                kind="malformed") from None
 
     @staticmethod
     def _parse(data: dict[str, Any], request: Request) -> Response:

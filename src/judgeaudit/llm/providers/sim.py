@@ -53,7 +53,7 @@ from statistics import NormalDist
 from typing import Any, ClassVar
 
 from judgeaudit.llm import features
-from judgeaudit.llm.base import FatalProviderError, Provider, Request, Response
+from judgeaudit.llm.base import FatalProviderError, Provider, Request, Response, check_params
 from judgeaudit.llm.registry import register
 
 SIM_VERSION = "sim-v1"
@@ -76,6 +76,23 @@ PRESETS: dict[str, dict[str, float]] = {
                "self": 0.5},
 }
 INVALID_TEXT = "I cannot decide"
+
+# Every spec parameter, with its meaning and default (the preset's value wins over these).
+KNOWN_PARAMS: dict[str, str] = {
+    "quality": "logit per unit of latent quality difference (default 3)",
+    "position": "logit bonus of the response shown first (default 0)",
+    **{m: f"coefficient of the {m} covariate difference (default 0)" for m in COEFFICIENTS},
+    "noise": "scale of the logistic noise per call; 0 = deterministic (default 1)",
+    "seed": "seed of the per-call draws (default 0)",
+    "invalid": "share of calls answering 'I cannot decide', 0 <= x < 1 (default 0)",
+    "score_noise": "sd of the normal noise on pointwise scores (default 0.5)",
+    "crn": "1: common random numbers, draws keyed on item/order/repeat only (default 0)",
+    "length_ref": "reference length in words for the pointwise length covariate (default 100)",
+    "ref_pull": "pull of a shown reference's score on pointwise scores, 0-1 (default 0)",
+    "order_bias": "pointwise score shift when the rubric is listed descending (default 0)",
+    "id_bias": "pointwise score shift when score ids are not 1..K (default 0)",
+    "probs": "noisy: return the per-call probabilities; none: text only (default noisy)",
+}
 
 
 def sigmoid(x: float) -> float:
@@ -108,8 +125,10 @@ class SimProvider(Provider):
     name: ClassVar[str] = "sim"
     uses_meta: ClassVar[bool] = True
     default_concurrency: ClassVar[int] = 64
+    known_params: ClassVar[dict[str, str] | None] = KNOWN_PARAMS
 
     def __init__(self, model: str = "default", params: dict[str, str] | None = None):
+        check_params(self.name, params or {}, self.known_params or KNOWN_PARAMS, label="sim")
         super().__init__(model or "default", params)
         if self.model not in PRESETS:
             raise ValueError(f"unknown sim preset {self.model!r}; presets: {', '.join(PRESETS)}")
@@ -121,7 +140,7 @@ class SimProvider(Provider):
                     raise ValueError(f"sim parameter probs={v!r}: expected 'noisy' or 'none'")
                 self.probs_mode = v
                 continue
-            if k not in DEFAULTS:
+            if k not in DEFAULTS:  # (check_params refused it already)
                 raise ValueError(f"unknown sim parameter {k!r}; known: "
                                  f"{', '.join([*DEFAULTS, 'probs'])}")
             try:
@@ -284,4 +303,4 @@ class SimProvider(Provider):
         return Response(text=ids[score - 1], raw={"mean": mean, "score": score})
 
 
-__all__ = ["COEFFICIENTS", "DEFAULTS", "PRESETS", "SimProvider", "sigmoid"]
+__all__ = ["COEFFICIENTS", "DEFAULTS", "KNOWN_PARAMS", "PRESETS", "SimProvider", "sigmoid"]

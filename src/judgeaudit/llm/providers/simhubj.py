@@ -24,6 +24,7 @@ import re
 from typing import Any, ClassVar
 
 from judgeaudit.llm.base import FatalProviderError, Request, Response
+from judgeaudit.llm.providers.sim import KNOWN_PARAMS as SIM_PARAMS
 from judgeaudit.llm.providers.sim import SimProvider
 from judgeaudit.llm.registry import register
 
@@ -70,6 +71,14 @@ def _length_level(text: str) -> int:
 @register
 class SimHubjProvider(SimProvider):
     name: ClassVar[str] = "simhubj"
+    # factor_NAME stands for any factor_<name> (taken before the sim parameters are checked).
+    known_params: ClassVar[dict[str, str] | None] = {
+        **SIM_PARAMS,
+        "factor_NAME": "per-level logit shifts of factor NAME: 5 comma-separated numbers, or "
+                       "one number c meaning c * level (default: no planted factors)",
+        "score_from": "G_score answers from the factor marker or the text length "
+                      "(marker|length, default marker)",
+    }
 
     def __init__(self, model: str = "default", params: dict[str, str] | None = None):
         params = dict(params or {})
