@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from judgeaudit.data.schema import PointwiseItem
-from judgeaudit.judges.parse import parse_choice
+from judgeaudit.judges.parse import RAW_KEEP, mark_if_invalid, parse_choice
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -45,6 +45,8 @@ class BinaryJudge:
     def read(self, item_id: str, out: Response | CallFailed) -> BinaryVerdict:
         if isinstance(out, CallFailed):
             return BinaryVerdict(item_id, "", None, error=str(out))
+        if out.invalid:  # e.g. over the response size cap: no verdict, whatever it says
+            return BinaryVerdict(item_id, out.text[:RAW_KEEP], None, error=out.invalid)
         pos, neg = self.template.labels[0], self.template.labels[1]
         if out.probs and pos in out.probs and neg in out.probs:
             p = float(out.probs[pos])
@@ -57,4 +59,10 @@ class BinaryJudge:
                     on_done: Callable[[], None] | None = None) -> list[BinaryVerdict]:
         reqs = [self.request(it, repeat) for it in items]
         outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
-        return [self.read(it.id, o) for it, o in zip(items, outs, strict=True)]
+        return [self.check(req, it.id, o) for it, req, o in zip(items, reqs, outs, strict=True)]
+
+    def check(self, request: Request, item_id: str, out: Response | CallFailed) -> BinaryVerdict:
+        """`read`, marking an answer that gives no verdict as invalid in the client's cache."""
+        verdict = self.read(item_id, out)
+        mark_if_invalid(self.client, request, out, verdict.passed is not None)
+        return verdict

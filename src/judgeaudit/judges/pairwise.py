@@ -12,7 +12,7 @@ from typing import Literal
 
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.data.slots import render_order
-from judgeaudit.judges.parse import parse_choice
+from judgeaudit.judges.parse import RAW_KEEP, mark_if_invalid, parse_choice
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -140,6 +140,8 @@ class PairwiseJudge:
         recorded as "A"/"B" (first/second shown) whatever the template's labels."""
         if isinstance(out, CallFailed):
             return OrderVerdict(order, raw="", choice=None, winner=None, error=str(out))
+        if out.invalid:  # e.g. over the response size cap: no verdict, whatever it says
+            return OrderVerdict(order, out.text[:RAW_KEEP], None, None, error=out.invalid)
         first, second = labels[0], labels[1]
         if out.probs and first in out.probs and second in out.probs:
             pa = float(out.probs[first])
@@ -153,6 +155,13 @@ class PairwiseJudge:
         choice = {first: "A", second: "B", "tie": "tie"}.get(label) if label else None
         return OrderVerdict(order, out.text, choice, to_canonical(choice, order))
 
+    def check(self, request: Request, order: Order, out: Response | CallFailed) -> OrderVerdict:
+        """`read` with this judge's labels, marking an answer that gives no verdict as
+        invalid in the client's cache (so it can be forgotten and asked again)."""
+        verdict = self.read(order, out, self.template.labels, self.template.final_pattern)
+        mark_if_invalid(self.client, request, out, verdict.valid)
+        return verdict
+
     async def judge(
         self,
         items: Sequence[PairwiseItem],
@@ -165,9 +174,8 @@ class PairwiseJudge:
         reqs = [self.request(items[i], o, repeat) for i, o in plan]
         outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
         verdicts = [PairwiseVerdict(it.id) for it in items]
-        for (i, o), out in zip(plan, outs, strict=True):
-            verdicts[i].orders.append(self.read(o, out, self.template.labels,
-                                                self.template.final_pattern))
+        for (i, o), req, out in zip(plan, reqs, outs, strict=True):
+            verdicts[i].orders.append(self.check(req, o, out))
         return verdicts
 
     def n_calls(self, items: Sequence[PairwiseItem]) -> int:

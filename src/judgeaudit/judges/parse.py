@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import re
 
+from judgeaudit.llm import CallFailed, Client, Request, Response
+
+# How much of an over-cap answer a verdict keeps for review (the cache keeps up to the cap).
+RAW_KEEP = 2000
+
 _STRIP = re.compile(r"[\s*_`\"'\[\]().:,!]+")
 _TIE_WORDS = {"tie", "draw", "equal", "same"}  # "both"/"neither" stay invalid
 
@@ -65,3 +70,28 @@ def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> 
         if token == sid.lower():
             return k
     return None
+
+
+def invalid_reason(out: Response, valid: bool) -> str | None:
+    """Why an answer the call did return gives no verdict (None when it gives one): the
+    client's own mark (over the size cap), else an empty or unparseable answer."""
+    if out.invalid:
+        return out.invalid
+    if valid:
+        return None
+    text = (out.text or "").strip()
+    if not text:
+        return "empty answer"
+    return f"unparseable answer: {text[:80]!r}"
+
+
+def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed,
+                    valid: bool) -> None:
+    """Tell the client's cache that `request`'s answer gave no verdict, so `judgeaudit cache
+    forget --invalid` can drop it and a later run asks again (failed calls are not cached,
+    so there is nothing to mark)."""
+    if isinstance(out, CallFailed):
+        return
+    reason = invalid_reason(out, valid)
+    if reason is not None:
+        client.mark_invalid(request, reason)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from judgeaudit.data.schema import PointwiseItem
-from judgeaudit.judges.parse import parse_score
+from judgeaudit.judges.parse import RAW_KEEP, mark_if_invalid, parse_score
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -154,6 +154,8 @@ class RubricJudge:
         ids = score_ids or self.score_ids
         if isinstance(out, CallFailed):
             return ScoreVerdict(item_id, "", None, error=str(out))
+        if out.invalid:  # e.g. over the response size cap: no score, whatever it says
+            return ScoreVerdict(item_id, out.text[:RAW_KEEP], None, error=out.invalid)
         if out.probs and all(s in out.probs for s in ids):
             best = max(ids, key=lambda s: out.probs[s])  # type: ignore[index]
             probs = {s: float(out.probs[s]) for s in ids}
@@ -169,7 +171,15 @@ class RubricJudge:
     ) -> list[ScoreVerdict]:
         reqs = [self.request(it, repeat) for it in items]
         outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
-        return [self.read(it.id, out) for it, out in zip(items, outs, strict=True)]
+        return [self.check(req, it.id, out)
+                for it, req, out in zip(items, reqs, outs, strict=True)]
+
+    def check(self, request: Request, item_id: str, out: Response | CallFailed,
+              score_ids: tuple[str, ...] | None = None) -> ScoreVerdict:
+        """`read`, marking an answer that gives no score as invalid in the client's cache."""
+        verdict = self.read(item_id, out, score_ids)
+        mark_if_invalid(self.client, request, out, verdict.score is not None)
+        return verdict
 
     async def score_variants(
         self,
@@ -181,5 +191,5 @@ class RubricJudge:
         jobs of one item together: local models then reuse the shared prompt prefix)."""
         reqs = [self.request(it, rep, var) for it, var, rep in jobs]
         outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
-        return [self.read(it.id, out, var.score_ids if var else None)
-                for (it, var, _), out in zip(jobs, outs, strict=True)]
+        return [self.check(req, it.id, out, var.score_ids if var else None)
+                for (it, var, _), req, out in zip(jobs, reqs, outs, strict=True)]
