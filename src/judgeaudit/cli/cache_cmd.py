@@ -1,0 +1,108 @@
+"""`judgeaudit cache`: inspect, clear, or forget the invalid answers of the SQLite cache of
+model calls. `register(app)` adds the sub-app to the main typer app."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from judgeaudit.cli.progress import console, fail
+
+if TYPE_CHECKING:
+    from judgeaudit.llm import Cache
+
+CacheOpt = Annotated[Path | None, typer.Option(
+    "--cache", help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache dir).")]
+ProviderOpt = Annotated[str | None, typer.Option(help="Only this provider's entries.")]
+ModelOpt = Annotated[str | None, typer.Option(help="Only this model's (with --provider).")]
+
+cache_app = typer.Typer(help="Inspect, clear, or forget invalid answers in the SQLite cache of "
+                             "model calls.", no_args_is_help=True)
+
+
+def _say(text: str) -> None:
+    """Print plain text: names such as "openai:b:" must not turn into markup or emoji."""
+    console.print(text, markup=False, emoji=False, highlight=False)
+
+
+def _open(path: Path | None) -> Cache:
+    from judgeaudit.llm import Cache, CacheError
+
+    try:
+        return Cache(path)
+    except CacheError as exc:
+        raise fail(str(exc)) from None
+
+
+def _what(provider: str | None, model: str | None) -> str:
+    if model and not provider:
+        raise fail("--model needs --provider (a model name alone may belong to several)")
+    return f"{provider}:{model}" if model else (provider or "all")
+
+
+@cache_app.command("stats")
+def cache_stats(cache: CacheOpt = None) -> None:
+    """Entries per provider:model, answers marked invalid, and the file's size."""
+    c = _open(cache)
+    try:
+        s = c.stats()
+    finally:
+        c.close()
+    _say(f"{s.path}: {s.entries} entries, {s.bytes / 1e6:.2f} MB")
+    for k, v in s.by_model.items():
+        _say(f"  {k}: {v}")
+    _say(f"{s.invalid} invalid answer{'s' if s.invalid != 1 else ''} marked"
+                  + (" (judgeaudit cache forget --invalid asks them again)" if s.invalid else ""))
+
+
+@cache_app.command("clear")
+def cache_clear(
+    cache: CacheOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Delete cached calls (all, or one provider's / model's)."""
+    what = _what(provider, model)
+    c = _open(cache)
+    try:
+        if not yes and sys.stdin.isatty() and not typer.confirm(
+                f"Delete {what} entries in {c.path}?"):
+            raise typer.Exit(1)
+        n = c.clear(provider, model)
+    finally:
+        c.close()
+    _say(f"deleted {n} entries ({what})")
+
+
+@cache_app.command("forget")
+def cache_forget(
+    invalid: Annotated[bool, typer.Option(
+        "--invalid", help="Forget the answers judges marked invalid (unparseable, empty, "
+                          "over the size cap), so the next run asks them again.")] = False,
+    cache: CacheOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Forget cached answers so the next run asks them again (today: --invalid ones)."""
+    if not invalid:
+        raise fail("say what to forget: --invalid (the answers judges could not use)")
+    what = _what(provider, model)
+    c = _open(cache)
+    try:
+        n = c.forget_invalid(provider, model)
+    finally:
+        c.close()
+    _say(f"forgot {n} invalid answer{'s' if n != 1 else ''} ({what}); the next run "
+                  "asks them again")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `cache` sub-app (stats, clear, forget) to `app`."""
+    app.add_typer(cache_app, name="cache")
+
+
+__all__ = ["cache_app", "register"]

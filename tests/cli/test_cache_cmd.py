@@ -1,0 +1,96 @@
+"""`judgeaudit cache stats | clear | forget --invalid`, through typer's CliRunner on a tiny app
+that `cache_cmd.register` fills."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from judgeaudit.cli.cache_cmd import register
+from judgeaudit.llm import Cache, Response
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    a = typer.Typer()
+
+    @a.callback()
+    def _main() -> None:  # a group, as the real app is
+        pass
+
+    register(a)
+    return a
+
+
+def run(app: typer.Typer, *args: str):
+    res = CliRunner().invoke(app, list(args))
+    out = re.sub(r"\s+", " ", res.output)  # rich wraps long paths
+    return res.exit_code, out
+
+
+@pytest.fixture
+def filled(tmp_path):
+    path = tmp_path / "calls.sqlite"
+    c = Cache(path)
+    for k, prov, model, text in [("o1", "openai", "a", "C"), ("o2", "openai", "b", ""),
+                                 ("o3", "openai", "b", "A"), ("s1", "sim", "default", "x")]:
+        c.put(k, prov, model, Response(text=text))
+    c.mark_invalid("o1", "unparseable answer: 'C'")
+    c.mark_invalid("o2", "empty answer")
+    c.mark_invalid("s1", "unparseable answer: 'x'")
+    c.close()
+    return path
+
+
+def test_stats_shows_entries_per_model_and_invalid_marks(app, filled):
+    code, out = run(app, "cache", "stats", "--cache", str(filled))
+    assert code == 0, out
+    assert "4 entries" in out and "openai:b: 2" in out and "sim:default: 1" in out
+    assert "3 invalid answers marked" in out
+
+
+def test_forget_invalid_by_provider_and_model_then_all(app, filled):
+    code, out = run(app, "cache", "forget", "--invalid", "--provider", "openai", "--model", "b",
+                    "--cache", str(filled))
+    assert code == 0, out
+    assert "forgot 1 invalid answer (openai:b)" in out
+    code, out = run(app, "cache", "forget", "--invalid", "--cache", str(filled))
+    assert code == 0 and "forgot 2 invalid answers (all)" in out
+    c = Cache(filled)
+    assert c.stats().entries == 1 and c.count_invalid() == 0 and c.get("o3").text == "A"
+    c.close()
+    code, out = run(app, "cache", "stats", "--cache", str(filled))
+    assert "0 invalid answers marked" in out
+
+
+def test_forget_needs_to_be_told_what(app, filled):
+    code, out = run(app, "cache", "forget", "--cache", str(filled))
+    assert code == 2 and "--invalid" in out
+    code, out = run(app, "cache", "forget", "--invalid", "--model", "b", "--cache", str(filled))
+    assert code == 2 and "--model needs --provider" in out
+    assert Cache(filled).count_invalid() == 3
+
+
+def test_clear(app, filled):
+    code, out = run(app, "cache", "clear", "--provider", "openai", "--model", "b", "--yes",
+                    "--cache", str(filled))
+    assert code == 0 and "deleted 2 entries (openai:b)" in out
+    code, out = run(app, "cache", "clear", "--model", "a", "--yes", "--cache", str(filled))
+    assert code == 2  # a model alone would have cleared everything
+    code, out = run(app, "cache", "clear", "-y", "--cache", str(filled))
+    assert code == 0 and "deleted 2 entries (all)" in out
+    c = Cache(filled)
+    assert c.stats().entries == 0 and c.count_invalid() == 0
+    c.close()
+
+
+def test_an_unusable_cache_path_is_a_clear_usage_error(app, tmp_path):
+    code, out = run(app, "cache", "stats", "--cache", str(tmp_path))
+    assert code == 2 and "is a directory" in out and "Traceback" not in out
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not sqlite at all " * 100)
+    code, out = run(app, "cache", "forget", "--invalid", "--cache", str(junk))
+    assert code == 2 and "is not a SQLite database" in out
