@@ -1,5 +1,5 @@
 """Agreement between two raters (judge vs humans, judge vs judge): kappa, percent agreement,
-rank and linear correlation, each with an interval.
+rank and linear correlation (Pearson, Spearman, Kendall's tau-b), each with an interval.
 
 Family conventions: two aligned sequences `a`/`b` (or `x`/`y`) with one entry per item; the
 bare statistic returns a float, the `*_ci` / correlation functions an `Estimate`.
@@ -141,6 +141,100 @@ def spearman(x: Any, y: Any, level: float = 0.95,
     bootstrap over items."""
     a, b = _xy(x, y)
     return _correlation(a, b, True, level, method, n_boot, seed)
+
+
+# Kendall's tau-b as quadratic forms in per-pair weights. Items with the same (x, y) are
+# interchangeable, so a sample is a weight (count) on each distinct pair; a bootstrap resample
+# only changes the weights, and judge scores take few values, so there are few distinct pairs.
+_BLOCK = 4_000_000  # floats per block of the sign matrix / the batched product
+KENDALL_BOOT_MAX_PAIRS = 4000  # above this many distinct (x, y) pairs: Fisher-z interval
+
+
+def _tau_b_weighted(px: np.ndarray, py: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Tau-b of samples given as weights w[b, k] on the distinct pairs (px[k], py[k]).
+
+    With s_kl = sign(px_k - px_l) * sign(py_k - py_l): w'Sw = 2(C - D) (a pair of copies of
+    one point, or the point with itself, adds 0), and the ordered pairs not tied in x number
+    (sum w)^2 - sum over x-values v of (weight at v)^2 = 2(n0 - n1); likewise y. So tau-b =
+    w'Sw / sqrt(that_x * that_y): Kendall's (1945) tie-corrected tau, as scipy's default."""
+    w = np.asarray(w, dtype=float)
+    m = px.size
+    num = np.zeros(w.shape[0])
+    step = max(1, min(_BLOCK // max(m, 1), _BLOCK // max(w.shape[0], 1)))
+    for s in range(0, m, step):
+        e = min(m, s + step)
+        sign = (np.sign(px[:, None] - px[None, s:e]) * np.sign(py[:, None] - py[None, s:e]))
+        num += ((w @ sign) * w[:, s:e]).sum(axis=-1)
+    tot = w.sum(axis=-1)
+
+    def untied(v: np.ndarray) -> np.ndarray:
+        order = np.argsort(v, kind="stable")
+        sv = v[order]
+        starts = np.flatnonzero(np.r_[True, sv[1:] != sv[:-1]])
+        by = np.add.reduceat(w[:, order], starts, axis=-1)  # weight at each distinct value
+        return tot * tot - (by * by).sum(axis=-1)
+
+    den = np.sqrt(untied(px) * untied(py))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = num / den
+    return np.where(den > 0, np.clip(tau, -1.0, 1.0), np.nan)
+
+
+def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (x, y) pairs and each item's pair index."""
+    pairs, codes = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
+    return pairs[:, 0], pairs[:, 1], codes.ravel()
+
+
+def _counts(codes: np.ndarray, m: int) -> np.ndarray:
+    """Rows of pair indices (..., n) -> weights (rows, m)."""
+    rows = codes.reshape(-1, codes.shape[-1])
+    r = rows.shape[0]
+    flat = (np.arange(r)[:, None] * m + rows).ravel()
+    return np.bincount(flat, minlength=r * m).reshape(r, m)
+
+
+def kendall_tau_b(x: Any, y: Any) -> float:
+    """Kendall's tau-b (Kendall 1945): (C - D) / sqrt((n0 - n1)(n0 - n2)), concordant minus
+    discordant pairs over the pairs not tied in x and not tied in y (the tie-corrected form
+    that scipy.stats.kendalltau returns by default). nan when either side is constant or
+    n < 2. Time grows with the square of the number of distinct (x, y) pairs."""
+    a, b = _xy(x, y)
+    if a.size < 2:
+        return math.nan
+    px, py, codes = _distinct_pairs(a, b)
+    return float(_tau_b_weighted(px, py, _counts(codes, px.size))[0])
+
+
+def kendall(x: Any, y: Any, level: float = 0.95,
+            method: Literal["bootstrap", "fisher"] = "bootstrap", n_boot: int = 2000,
+            seed: int = 0) -> Estimate:
+    """Kendall's tau-b with a BCa bootstrap interval over items (pairs resampled together),
+    or a Fisher-z interval with the 0.437/(n-4) variance of Fieller, Hartley & Pearson
+    (1957) (needs n >= 5). A constant side gives nan. The bootstrap costs n_boot times the
+    square of the number of distinct (x, y) pairs: `correlations` switches to Fisher z above
+    KENDALL_BOOT_MAX_PAIRS of them."""
+    a, b = _xy(x, y)
+    n = int(a.size)
+    if n < 2:
+        return Estimate(math.nan, (math.nan, math.nan), n)
+    px, py, codes = _distinct_pairs(a, b)
+    m = px.size
+    value = float(_tau_b_weighted(px, py, _counts(codes, m))[0])
+    if method == "fisher":
+        if n < 5 or not math.isfinite(value):
+            return Estimate(value, (math.nan, math.nan), n)
+        se = math.sqrt(0.437 / (n - 4))
+        z = _z(level)
+        with np.errstate(divide="ignore"):
+            zr = float(np.arctanh(value))
+        return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n)
+    if method == "bootstrap":
+        lo, hi = bootstrap_ci(codes, lambda c: _tau_b_weighted(px, py, _counts(c, m)),
+                              n_boot=n_boot, level=level, seed=seed, method="bca",
+                              vectorized=True)
+        return Estimate(value, (lo, hi), n)
+    raise ValueError(f"kendall: method must be 'bootstrap' or 'fisher', got {method!r}")
 
 
 def fleiss_kappa(ratings: Any, labels: Labels | None = None) -> float:
