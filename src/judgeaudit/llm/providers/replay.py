@@ -1,83 +1,95 @@
-"""`replay`: verdicts recorded elsewhere (CSV or JSONL), served by item id and presentation
-order, so published judge outputs run through the same judging and statistics code as live
-calls.
+"""`replay`: verdicts recorded elsewhere (CSV, JSONL or a JSON list), served by item id and
+presentation order, so published judge outputs run through the same judging and statistics
+code as live calls.
 
-Spec: `replay:PATH?col=value&...`. Every parameter is a column filter: only rows whose column
-equals the value are kept (`judge=GPT-4&strategy=Vanilla` on LLMBar's judge_verdicts.csv).
+Spec: `replay:PATH?format=NAME&col=value&...`. `format=` names the file's format; without it
+the format is sniffed from the file's fields (`ReplayIndex.detected` says which and why; a
+file no format fits is refused with the list of formats). Each format's own options (below)
+are options; every other parameter is a column filter: only records whose column equals the
+value are kept (`judge=GPT-4&strategy=Vanilla` on LLMBar's judge_verdicts.csv).
 
-Recognised file layouts (columns for CSV, fields for JSONL):
-- item key: `item_id`, or `subset` + `idx` joined as "<subset>:<idx>".
-- wide (the LLMBar judge_verdicts.csv layout): `winner_original_order` (verdict when
+Formats (replay_formats.py, one small parser each, registered by name):
+- `long` (ours): one row per (item, order): `order` ("12"/"21") + `verdict`: "A"/"B" are
+  presented labels, "1"/"2" original output numbering, "tie", "" = unparseable, anything
+  else is returned verbatim (raw text, which the judge parses and may count as invalid).
+  Pointwise: `score` (one per item; returned as text, a number k mapped to score id k).
+- `wide` (the LLMBar judge_verdicts.csv layout): `winner_original_order` (verdict when
   response_1 was shown first) and `winner_swapped_order` (when response_2 was shown first),
   both in ORIGINAL output numbering: "1", "2", "0"/"tie", "" = unparseable.
-- long: `order` ("12"/"21") + `verdict`: "A"/"B" are presented labels, "1"/"2" original
-  output numbering, "tie", "" = unparseable, anything else is returned verbatim (raw text,
-  which the judge parses and may count as invalid).
-- pointwise: `score` (one per item; returned as text, a number k mapped to score id k).
+  For both, the item key is `item_id`, or `subset` + `idx` joined as "<subset>:<idx>".
+- `nested`: one record per item (`id`/`item_id`) with `judgments` [{order, verdict}], or
+  `game1`/`game2` (`g1`/`g2`) holding the two orders' verdicts.
+- `two_files`: one file per order: `replay:FILE_12?second=FILE_21`, or `{order}` in the path.
+- `alpaca_eval`: annotation files, one order per record, matched by instruction + outputs
+  text (or `item=FIELD`).
+- `fastchat`: MT-Bench pairwise judgments (g1 = model_1 shown first, g2 swapped), matched
+  by question and answer texts from FastChat's question.jsonl and model_answer/.
+- `columns`: item=COL, order=COL, verdict=COL, score=COL, verdict_map=A:1,B:2,tie:0.
+Records matched by text are found from the texts a request shows (`Request.meta` prompt and
+shown), whatever the data's item ids; everything else by `Request.meta` item_id and order.
+
 A `sample` column orders repeated records of one run: the highest sample supersedes lower ones
 (LLMBar Swap strategies record a second "review" verdict as sample 1 where the first two
 conflicted). Columns other than the item key, the verdict/score columns, `label`, `sample` and
-common free-text columns (completion, explanation, output_1, ...: see VALUE_COLUMNS)
-describe the run; if after filtering an item still has records from several runs (e.g. no
-`strategy=` filter), loading fails naming the columns that still vary.
+common free-text columns (completion, explanation, output_1, ...: see VALUE_COLUMNS and each
+format's value fields) describe the run; if after filtering an item still has records from
+several runs (e.g. no `strategy=` filter), loading fails naming the columns that still vary.
 
 Bad input is a `ReplayFileError` (a ValueError) shaped like the data loaders' errors,
 "replay file FILE:LINE: what was expected, what came": a missing file or a directory, an
-empty file, bytes that are not UTF-8 (named by line and column), a CSV row with the wrong
-number of fields, a column named twice, no item key or verdict columns (the file's columns
-are listed), a parameter that is no column, a filter that matches no row (the values the
-column has are listed), a verdict value outside those above, and the same record (item,
-order, run and sample) given twice (both lines named). A UTF-8 BOM and CRLF line endings are
-fine.
+empty file, bytes that are not UTF-8 (named by line and column), NaN/Infinity in JSON, a CSV
+row with the wrong number of fields, a column named twice, no item key or verdict columns
+(the file's columns are listed), a parameter that is no option and no column, a filter that
+matches no row (the values the column has are listed), a verdict value outside those above,
+and the same record (item, order, run and sample) given twice (both lines named). A UTF-8
+BOM and CRLF line endings are fine.
 """
 
 from __future__ import annotations
 
-import csv
 import difflib
 import hashlib
-import io
-import json
+import logging
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from judgeaudit.llm.base import FatalProviderError, Provider, Request, Response
+from judgeaudit.llm.providers.replay_formats import (
+    FORMATS,
+    LONG,
+    SCALAR_COLUMNS,
+    TEXT_PREFIX,
+    VALUE_COLUMNS,
+    WIDE,
+    Format,
+    Inputs,
+    ReplayFileError,
+    Row,
+    Table,
+    formats_help,
+    no_verdict_columns,
+    read_table,
+    sniff,
+    text_key,
+    text_of,
+)
 from judgeaudit.llm.registry import register
 
-WIDE = ("winner_original_order", "winner_swapped_order")
-LONG = ("order", "verdict")
-# Columns that carry values, not the identity of the run that produced them.
-VALUE_COLUMNS = frozenset(
-    {*WIDE, *LONG, "score", "score_1", "score_2", "label", "sample", "item_id", "subset", "idx",
-     # free text that differs from record to record without naming a different run
-     "completion", "completions", "raw", "raw_output", "output", "model_output", "explanation",
-     "rationale", "reasoning", "text", "prompt", "input", "instruction", "output_1", "output_2",
-     "response_1", "response_2", "timestamp"}
-)
-_TIE = {"0", "tie", "TIE", "Tie"}
-# Columns whose values are read as keys or verdicts: a JSON list, object or true/false there
-# is an error, not text.
-SCALAR_COLUMNS = frozenset({*WIDE, *LONG, "score", "sample", "item_id", "subset", "idx"})
-# Spec parameters that are options rather than column filters (none yet): name -> meaning.
-OPTIONS: dict[str, str] = {}
-_BOM = b"\xef\xbb\xbf"
+log = logging.getLogger("judgeaudit.llm")
 
-
-class ReplayFileError(ValueError):
-    """Bad replay input. The message has the shape of the data loaders' DataError (llm does
-    not import data): "replay file FILE:LINE: what was expected, what came"."""
-
-    def __init__(self, source: str, where: int | None, problem: str):
-        loc = source if where is None else f"{source}:{where}"
-        super().__init__(f"replay file {loc}: {problem}")
-        self.source, self.where, self.problem = source, where, problem
+# Spec parameters that are options rather than column filters, for every format: name ->
+# meaning. Each format adds its own (FORMATS[name].options).
+OPTIONS: dict[str, str] = {"format": "the file's format: " + ", ".join(FORMATS)}
 
 
 @dataclass
 class ReplayIndex:
-    """One loaded, filtered file: verdicts by (item_id, order) and scores by item_id."""
+    """One loaded, filtered file: verdicts by (item key, order) and scores by item key.
+    Keys starting with `text:` are content keys (`find` derives them from the texts shown);
+    `labels` says what each stands for."""
 
     path: Path
     sha256: str
@@ -85,334 +97,247 @@ class ReplayIndex:
     columns: tuple[str, ...]
     verdicts: dict[tuple[str, str], str]   # presented-label text ("A", "B", "tie", "", raw)
     scores: dict[str, str]
-    n_rows: int
+    n_rows: int                            # records kept by the filters
+    format: str = "long"
+    detected: str = ""                     # "format long (detected: columns order, verdict)"
+    labels: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    files: tuple[Path, ...] = ()
+    n_records: int = 0                     # records in the file(s) before filtering
+
+    def __post_init__(self) -> None:
+        self.by_text = any(k.startswith(TEXT_PREFIX) for k, _ in self.verdicts)
+
+    def find(self, item_id: str, order: str, prompt: str | None = None,
+             shown: Sequence[str] | None = None) -> str | None:
+        """The recorded verdict for an item shown in `order`: by item id, else (for files
+        matched by content) by the prompt and the two texts in the order shown."""
+        v = self.verdicts.get((item_id, order))
+        if v is not None or not self.by_text or prompt is None or not shown or len(shown) != 2:
+            return v
+        a, b = str(shown[0]), str(shown[1])
+        v = self.verdicts.get((text_key(prompt, a, b), "12"))
+        if v is None:  # recorded with the outputs numbered the other way round
+            v = self.verdicts.get((text_key(prompt, b, a), "21"))
+        return v
+
+    def keys(self) -> set[str]:
+        return {k for k, _ in self.verdicts} | set(self.scores)
 
 
 _FileKey = tuple[str, int, int]  # resolved path, size, mtime_ns
-_PARSED: dict[_FileKey, tuple[list[str], list[tuple[int, dict[str, str]]], str, int]] = {}
-_INDEXES: dict[tuple[_FileKey, tuple[tuple[str, str], ...]], ReplayIndex] = {}
-
-
-def _decode(src: str, data: bytes) -> str:
-    """UTF-8 text, a leading BOM dropped; bad bytes are named by line and column."""
-    if data.startswith(_BOM):
-        data = data[len(_BOM):]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        off = exc.start
-        line = data.count(b"\n", 0, off) + 1
-        start = data.rfind(b"\n", 0, off) + 1
-        col = len(data[start:off].decode("utf-8", errors="replace")) + 1
-        if off < 2 and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            problem = "not valid UTF-8: the file looks like UTF-16; save it as UTF-8"
-        else:
-            problem = (f"not valid UTF-8 (byte 0x{data[off]:02x} at column {col}); save the "
-                       "file as UTF-8")
-        raise ReplayFileError(src, line, problem) from None
-
-
-def _read_rows(src: str, path: Path, data: bytes
-               ) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """Rows as (line number, {column: text}); JSONL values are turned into text."""
-    text = _decode(src, data)
-    is_jsonl = path.suffix.lower() in {".jsonl", ".ndjson"} or (
-        path.suffix.lower() != ".csv" and text.lstrip().startswith("{")
-    )
-    if not text.strip():
-        expected = "one JSON object per line" if is_jsonl else "a CSV header line"
-        raise ReplayFileError(src, None, f"empty file; expected {expected}")
-    return _read_jsonl(src, text) if is_jsonl else _read_csv(src, text)
-
-
-def _read_jsonl(src: str, text: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    rows: list[tuple[int, dict[str, str]]] = []
-    columns: dict[str, None] = {}
-    # Lines end at "\n" only: U+2028, U+2029 and U+0085 may stand inside a JSON string.
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        line = line.removesuffix("\r")
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ReplayFileError(src, lineno, f"not valid JSON ({exc.msg} at column "
-                                  f"{exc.colno})") from None
-        except RecursionError:
-            raise ReplayFileError(src, lineno, "JSON nested too deeply") from None
-        if not isinstance(obj, dict):
-            raise ReplayFileError(src, lineno, f"expected a JSON object per line, got "
-                                  f"{_kind(obj)}")
-        for k, v in obj.items():
-            if k in SCALAR_COLUMNS and (isinstance(v, bool) or not isinstance(
-                    v, str | int | float | None)):
-                raise ReplayFileError(src, lineno, f"field {k!r}: expected text or a number, "
-                                      f"got {_kind(v)}")
-        row = {k: _text(v) for k, v in obj.items()}
-        columns.update(dict.fromkeys(row))
-        rows.append((lineno, row))
-    return list(columns), rows
-
-
-def _read_csv(src: str, text: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header: list[str] | None = None
-    rows: list[tuple[int, dict[str, str]]] = []
-    end = 0
-    try:
-        for cells in reader:
-            start, end = end + 1, reader.line_num
-            if not cells or (len(cells) == 1 and not cells[0].strip()):
-                continue  # a blank line
-            if header is None:
-                header = cells
-                twice = sorted({c for c in header if header.count(c) > 1})
-                if twice:
-                    raise ReplayFileError(src, start, f"column(s) {', '.join(map(repr, twice))} "
-                                          "appear more than once in the header")
-                continue
-            if len(cells) != len(header):
-                more = "more" if len(cells) > len(header) else "fewer"
-                raise ReplayFileError(src, start, f"{len(cells)} fields, {more} than the "
-                                      f"header's {len(header)} ({', '.join(header)})")
-            rows.append((start, dict(zip(header, cells, strict=True))))
-    except csv.Error as exc:  # strict: an unclosed quote must not swallow the rows after it
-        raise ReplayFileError(src, end + 1, "malformed CSV in the record starting on this "
-                              f"line: {exc}") from None
-    if header is None:
-        raise ReplayFileError(src, None, "empty file; expected a CSV header line")
-    if not rows:
-        raise ReplayFileError(src, None, "no rows after the header line")
-    return header, rows
-
-
-def _kind(v: Any) -> str:
-    """A JSON value's kind for messages."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true/false"
-    return {dict: "an object", list: "a list", str: "text"}.get(type(v), "a number")
-
-
-def _text(v: Any) -> str:
-    """A JSON value as the text a CSV cell would hold (1 and 1.0 both -> "1")."""
-    if v is None:
-        return ""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    if isinstance(v, int | float):
-        return str(v)
-    return json.dumps(v, ensure_ascii=False)
-
-
-def _item_id(src: str, lineno: int, row: dict[str, str]) -> str:
-    if row.get("item_id"):
-        return row["item_id"]
-    if row.get("subset") and row.get("idx") not in (None, ""):
-        return f"{row['subset']}:{row['idx']}"
-    field = "item_id" if "item_id" in row or "subset" not in row else (
-        "subset" if not row.get("subset") else "idx")
-    raise ReplayFileError(src, lineno, f"field {field!r}: empty or missing; every record "
-                          "needs an item key (`item_id`, or `subset` and `idx`)")
-
-
-def _sample(src: str, lineno: int, row: dict[str, str]) -> int:
-    s = row.get("sample", "").strip()
-    if s == "":
-        return 0
-    try:
-        return int(s)
-    except ValueError:
-        raise ReplayFileError(src, lineno, f"field 'sample': expected an integer, got "
-                              f"{s!r}") from None
-
-
-def _original(src: str, lineno: int, column: str, value: str) -> str:
-    """A wide-layout verdict (original output numbering) checked: "1", "2", "0", "" ."""
-    v = value.strip()
-    if v.lower() in {"tie", "0", "0.0"}:
-        return "0"
-    if v in {"", "1", "2"}:
-        return v
-    if v in {"1.0", "2.0"}:
-        return v[0]
-    raise ReplayFileError(src, lineno, f"field {column!r}: expected 1 or 2 (the winning output "
-                          "in original numbering), 0 or tie, or empty (unparseable), got "
-                          f"{value!r}")
-
-
-def _long_verdict(src: str, lineno: int, value: str) -> str:
-    """A long-layout verdict checked: a number must be 1, 2 (original numbering) or 0 (tie);
-    A/B, tie, empty and free text are kept."""
-    v = value.strip()
-    try:
-        num = float(v)
-    except ValueError:
-        return value
-    if num in (0, 1, 2):
-        return str(int(num))
-    raise ReplayFileError(src, lineno, f"field 'verdict': expected A or B (presented labels), "
-                          f"1 or 2 (original numbering), 0 or tie, empty (unparseable) or the "
-                          f"judge's raw text, got the number {value!r}")
-
-
-def _presented(original: str, order: str) -> str:
-    """A recorded verdict in original numbering -> the label presented in `order`."""
-    v = original.strip()
-    if v == "":
-        return ""
-    if v in _TIE:
-        return "tie"
-    if v in {"1", "2"}:
-        first = v == "1" if order == "12" else v == "2"
-        return "A" if first else "B"
-    if v in {"A", "B"}:
-        return v
-    return original  # raw text: the judge layer parses it (and counts it invalid if unclear)
+_PARSED: dict[_FileKey, tuple[Table, str, int]] = {}
+_INDEXES: dict[tuple[tuple[_FileKey, ...], tuple[tuple[str, str], ...]], ReplayIndex] = {}
 
 
 def describe_filters(filters: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in filters.items()) if filters else "no filters"
 
 
-def load_index(path: str | Path, filters: dict[str, str]) -> ReplayIndex:
-    """Read, filter and index a verdict file; cached per (file version, filters) per process."""
-    src = str(path)
+def _stat(src: str) -> tuple[Path, _FileKey]:
     try:
-        p = Path(path).expanduser().resolve()
+        p = Path(src).expanduser().resolve()
         p.exists()
     except (OSError, RuntimeError, ValueError) as exc:  # "~nobody/x", a NUL byte, EACCES
         raise ReplayFileError(src, None, f"cannot use this path: {exc}") from None
     if p.is_dir():
-        raise ReplayFileError(src, None, "is a directory; expected a .csv or .jsonl file of "
-                              "recorded verdicts")
+        raise ReplayFileError(src, None, "is a directory; expected a .csv, .jsonl or .json file "
+                              "of recorded verdicts")
     try:
         st = p.stat()
     except FileNotFoundError:
         raise ReplayFileError(src, None, "no such file") from None
     except OSError as exc:
         raise ReplayFileError(src, None, f"cannot read: {exc.strerror or exc}") from None
-    fkey = (str(p), st.st_size, st.st_mtime_ns)
-    key = (fkey, tuple(sorted(filters.items())))
-    if key in _INDEXES:
-        return _INDEXES[key]
-    if fkey not in _PARSED:  # parse each file version once, whatever the filters
+    return p, (str(p), st.st_size, st.st_mtime_ns)
+
+
+def _read(src: str, p: Path, fkey: _FileKey) -> tuple[Table, str, int]:
+    """A file's table, sha256 and size; parsed once per file version, whatever the filters."""
+    if fkey not in _PARSED:
         try:
             data = p.read_bytes()
         except OSError as exc:
             raise ReplayFileError(src, None, f"cannot read: {exc.strerror or exc}") from None
-        _PARSED[fkey] = (*_read_rows(src, p, data), hashlib.sha256(data).hexdigest(), len(data))
-    columns, rows, sha, size = _PARSED[fkey]
-    _check_columns(src, columns, filters)
-    wide = all(c in columns for c in WIDE)
-    long = all(c in columns for c in LONG)
-    run_cols = tuple(c for c in columns if c not in VALUE_COLUMNS and c not in filters)
+        _PARSED[fkey] = (read_table(src, p, data), hashlib.sha256(data).hexdigest(), len(data))
+    return _PARSED[fkey]
 
-    # (item, order-or-"*") -> {run tuple -> (sample, lineno, row)}; highest sample wins per run.
-    best: dict[tuple[str, str], dict[tuple[str, ...], tuple[int, int, dict[str, str]]]] = (
-        defaultdict(dict))
-    # every (item, order, run, sample) once: its line and row
-    seen: dict[tuple[str, str, tuple[str, ...], int], tuple[int, dict[str, str]]] = {}
-    kept = 0
-    for lineno, row in rows:
-        if any(row.get(k, "") != v for k, v in filters.items()):
-            continue
-        kept += 1
-        item = _item_id(src, lineno, row)
-        if long and not wide:
-            order = row["order"].strip()
-            if order not in {"12", "21"}:
-                raise ReplayFileError(src, lineno, f"field 'order': expected 12 (response_1 "
-                                      f"shown first) or 21, got {row['order']!r}")
-        else:
-            order = "*"
-        run = tuple(row.get(c, "") for c in run_cols)
-        s = _sample(src, lineno, row)
-        twice = seen.get((item, order, run, s))
-        if twice is not None:
-            first, other = twice
-            what = ("different verdicts" if _values(other) != _values(row)
-                    else "the same verdict twice")
-            at = "" if order == "*" else f" order {order}"
-            raise ReplayFileError(
-                src, lineno,
-                f"lines {first} and {lineno} record {what} for item {item!r}{at} (sample {s}) "
-                f"with {describe_filters(filters)}; a record must appear once (number repeated "
-                "verdicts in a `sample` column)")
-        seen[item, order, run, s] = (lineno, row)
-        prev = best[item, order].get(run)
-        if prev is None or s > prev[0]:
-            best[item, order][run] = (s, lineno, row)
+
+def _two_paths(src: str, params: dict[str, str]) -> tuple[str, str]:
+    if "{order}" in src:
+        if "second" in params:
+            raise ReplayFileError(src, None, "give either a {order} placeholder in the path or "
+                                  "second=PATH, not both")
+        tokens = [t.strip() for t in params.get("order_names", "12,21").split(",")]
+        if len(tokens) != 2 or not all(tokens) or tokens[0] == tokens[1]:
+            raise ReplayFileError(src, None, "parameter order_names="
+                                  f"{params.get('order_names')!r}: expected two different "
+                                  "texts, for orders 12 and 21")
+        return src.replace("{order}", tokens[0]), src.replace("{order}", tokens[1])
+    if not params.get("second"):
+        raise ReplayFileError(src, None, "format two_files needs the order-21 file: second=PATH, "
+                              "or a {order} placeholder in the path")
+    return src, params["second"]
+
+
+def load_index(path: str | Path, filters: dict[str, str]) -> ReplayIndex:
+    """Read, filter and index a verdict file; cached per (file versions, parameters) per
+    process. `filters` holds every spec parameter: options of the format and column filters."""
+    src = str(path)
+    params = dict(filters)
+    name = params.get("format") or None
+    if name is not None and name not in FORMATS:
+        raise ReplayFileError(src, None, f"parameter format={name!r}: expected one of "
+                              f"{', '.join(FORMATS)}")
+    two = name == "two_files" or (name is None and ("{order}" in src or "second" in params))
+    srcs = list(_two_paths(src, params)) if two else [src]
+    stats = [_stat(s) for s in srcs]
+    read = [_read(s, p, k) for s, (p, k) in zip(srcs, stats, strict=True)]
+    tables = [t for t, _, _ in read]
+    columns = tuple(dict.fromkeys(c for t in tables for c in t.columns))
+    if name is None:
+        found = sniff(columns, params, src)
+        if found is None:
+            raise no_verdict_columns(srcs[0], columns)
+        name, why = found
+        detected = f"format {name} (detected: {why})"
+    else:
+        detected = f"format {name} (given: format={name})"
+    fmt = FORMATS[name]
+    options = {k: v for k, v in params.items() if k in OPTIONS or k in fmt.options}
+    column_filters = {k: v for k, v in params.items() if k not in options}
+    _check_filters(srcs[0], columns, column_filters, fmt)
+
+    companions: list[tuple[str, Path, _FileKey]] = []
+    inputs_extra: dict[str, Any] = {}
+    notes: list[str] = []
+    kept_tables = [t.where(tuple((ln, r) for ln, r in t.records
+                                 if _passes(r, column_filters))) for t in tables]
+    kept = sum(len(t.records) for t in kept_tables)
     if not kept:
-        raise ReplayFileError(src, None, _no_match(columns, rows, filters))
+        raise ReplayFileError(srcs[0], None, _no_match(tables, column_filters))
+    if name == "fastchat":
+        inputs_extra, companions, notes = _fastchat_texts(stats[0][0], kept_tables[0], options)
+    key = (tuple(k for _, k in stats) + tuple(k for _, _, k in companions),
+           tuple(sorted(params.items())))
+    if key in _INDEXES:
+        return _INDEXES[key]
 
-    verdicts: dict[tuple[str, str], str] = {}
-    scores: dict[str, str] = {}
-    ambiguous: list[tuple[str, dict[tuple[str, ...], Any]]] = []
-    for (item, order), runs in best.items():
-        if len(runs) > 1:
-            ambiguous.append((item, runs))
-            continue
-        (_, lineno, row), = runs.values()
-        if wide:
-            for col, shown in zip(WIDE, ("12", "21"), strict=True):
-                verdicts[item, shown] = _presented(_original(src, lineno, col, row[col]), shown)
-        elif long:
-            verdicts[item, order] = _presented(_long_verdict(src, lineno, row["verdict"]), order)
-        if "score" in columns and row.get("score", "") != "":
-            scores[item] = row["score"].strip()
-    if ambiguous:
-        item, runs = ambiguous[0]
-        varying = [c for i, c in enumerate(run_cols) if len({r[i] for r in runs}) > 1]
-        example = "; ".join(
-            f"{c}=" + "/".join(sorted({r[i] for r in runs}))
-            for i, c in enumerate(run_cols) if c in varying
-        )
-        raise ValueError(
-            f"replay file {p.name} with {describe_filters(filters)}: {len(ambiguous)} item(s) "
-            f"have records from several runs that differ in column(s) {', '.join(varying)} "
-            f"(e.g. item {item!r}: {example}); add a filter such as {varying[0]}=..."
-        )
-    idx = ReplayIndex(p, sha, size, tuple(columns), verdicts, scores, kept)
+    inputs = Inputs(kept_tables[0], options, kept_tables[1] if two else None, **inputs_extra)
+    rows = fmt.parse(inputs)
+    verdicts, scores, labels = _index(rows, fmt, columns, params, options, column_filters,
+                                      stats[0][0].name)
+    shas = [sha for _, sha, _ in read] + [_read(s, p, k)[1] for s, p, k in companions]
+    sha = shas[0] if len(shas) == 1 else hashlib.sha256("\n".join(shas).encode()).hexdigest()
+    size = sum(n for _, _, n in read) + sum(_read(s, p, k)[2] for s, p, k in companions)
+    idx = ReplayIndex(stats[0][0], sha, size, columns, verdicts, scores, kept, name, detected,
+                      labels, notes, tuple(p for p, _ in stats) + tuple(p for _, p, _ in
+                                                                        companions),
+                      sum(len(t.records) for t in tables))
     _INDEXES[key] = idx
     return idx
 
 
-def _check_columns(src: str, columns: list[str], filters: dict[str, str]) -> None:
-    """Every parameter is an option or a column; the file has an item key and verdicts."""
+def _passes(rec: dict[str, Any], filters: dict[str, str]) -> bool:
+    return all(text_of(rec.get(k)) == v for k, v in filters.items())
+
+
+def _index(rows: list[Row], fmt: Format, columns: tuple[str, ...], params: dict[str, str],
+           options: dict[str, str], filters: dict[str, str], file_name: str
+           ) -> tuple[dict[tuple[str, str], str], dict[str, str], dict[str, str]]:
+    """Rows -> verdicts, scores and text-key labels: the highest sample of each run wins, a
+    record given twice is refused, several runs left after the filters are refused."""
+    mapped = {options[k] for k in ("item", "order", "verdict", "score") if options.get(k)}
+    run_cols = tuple(c for c in columns if c not in VALUE_COLUMNS and c not in fmt.values
+                     and c not in params and c not in mapped)
+    # (item, order-or-"*") -> {run -> row}; "*" = a record holding both orders (or a score)
+    best: dict[tuple[str, str], dict[tuple[str, ...], Row]] = defaultdict(dict)
+    seen: dict[tuple[str, str, tuple[str, ...], int], Row] = {}
+    for row in rows:
+        unit = row.verdicts[0][0] if len(row.verdicts) == 1 else "*"
+        run = tuple(text_of(row.record.get(c)) for c in run_cols)
+        twice = seen.get((row.item, unit, run, row.sample))
+        if twice is not None:
+            what = ("different verdicts" if twice.recorded != row.recorded
+                    else "the same verdict twice")
+            at = "" if unit == "*" else f" order {unit}"
+            lines = (f"lines {twice.line} and {row.line}" if twice.src == row.src
+                     else f"{twice.src}:{twice.line} and {row.src}:{row.line}")
+            raise ReplayFileError(
+                row.src, row.line,
+                f"{lines} record {what} for item {_item(row.item, row.label)}{at} (sample "
+                f"{row.sample}) with {describe_filters(filters)}; a record must appear once "
+                "(number repeated verdicts in a `sample` column)")
+        seen[row.item, unit, run, row.sample] = row
+        prev = best[row.item, unit].get(run)
+        if prev is None or row.sample > prev.sample:
+            best[row.item, unit][run] = row
+
+    verdicts: dict[tuple[str, str], str] = {}
+    origin: dict[tuple[str, str], Row] = {}
+    scores: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    ambiguous: list[tuple[str, dict[tuple[str, ...], Row]]] = []
+    for (item, _unit), runs in best.items():
+        if len(runs) > 1:
+            ambiguous.append((item, runs))
+            continue
+        (row,) = runs.values()
+        for order, v in row.verdicts:
+            other = origin.get((item, order))
+            if other is not None:
+                raise ReplayFileError(row.src, row.line, f"lines {other.line} and {row.line} both "
+                                      f"record item {_item(item, row.label)} order {order}")
+            verdicts[item, order] = v
+            origin[item, order] = row
+        if row.score is not None:
+            scores[item] = row.score
+        if row.label:
+            labels[item] = row.label
+    if ambiguous:
+        item, runs = ambiguous[0]
+        vals = [tuple(text_of(r.record.get(c)) for c in run_cols) for r in runs.values()]
+        varying = [c for i, c in enumerate(run_cols) if len({v[i] for v in vals}) > 1]
+        example = "; ".join(
+            f"{c}=" + "/".join(sorted({v[i] for v in vals}))
+            for i, c in enumerate(run_cols) if c in varying
+        )
+        raise ValueError(
+            f"replay file {file_name} with {describe_filters(filters)}: {len(ambiguous)} item(s) "
+            f"have records from several runs that differ in column(s) {', '.join(varying)} "
+            f"(e.g. item {item!r}: {example}); add a filter such as {varying[0]}=..."
+        )
+    return verdicts, scores, labels
+
+
+def _item(key: str, label: str) -> str:
+    return f"{key!r} ({label})" if label else repr(key)
+
+
+def _check_filters(src: str, columns: tuple[str, ...], filters: dict[str, str],
+                   fmt: Format) -> None:
+    """Every parameter that is no option of the format must be a column."""
     cols = ", ".join(columns)
     for name in filters:
-        if name in OPTIONS or name in columns:
+        if name in columns:
             continue
         close = difflib.get_close_matches(name, columns, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        options = ", ".join(OPTIONS) or "replay has none: every parameter filters a column"
-        raise ReplayFileError(src, None, f"parameter {name!r} is neither an option ({options}) "
-                              f"nor a column of the file (columns: {cols}){hint}")
-    if "item_id" not in columns and not ("subset" in columns and "idx" in columns):
-        raise ReplayFileError(src, None, "no item key column; expected item_id, or subset and "
-                              f"idx (columns: {cols})")
-    wide = all(c in columns for c in WIDE)
-    long = all(c in columns for c in LONG)
-    if not (wide or long or "score" in columns):
-        half = [c for c in (*WIDE, *LONG) if c in columns]
-        has = f" (has {', '.join(half)} without its partner)" if half else ""
-        raise ReplayFileError(
-            src, None, f"no verdict columns{has}; expected {' + '.join(WIDE)} (original output "
-            f"numbering), or {' + '.join(LONG)}, or score (columns: {cols})")
+        elsewhere = [f.name for f in FORMATS.values() if name in f.options]
+        if elsewhere and not close:
+            hint = f"; {name} is an option of format {', '.join(elsewhere)}"
+        options = ", ".join([*OPTIONS, *fmt.options])
+        raise ReplayFileError(src, None, f"parameter {name!r} is neither an option of format "
+                              f"{fmt.name} ({options}) nor a column of the file (columns: "
+                              f"{cols}){hint}")
 
 
-def _no_match(columns: list[str], rows: list[tuple[int, dict[str, str]]],
-              filters: dict[str, str]) -> str:
-    """Why no row passes the filters: a value the column never has (listing those it has),
-    or values that never occur together."""
+def _no_match(tables: list[Table], filters: dict[str, str]) -> str:
+    """Why no record passes the filters: a value the column never has (listing those it
+    has), or values that never occur together."""
+    records = [r for t in tables for _, r in t.records]
     for name, want in filters.items():
-        values = sorted({row.get(name, "") for _, row in rows})
+        values = sorted({text_of(r.get(name)) for r in records})
         if want not in values:
             shown = ", ".join(repr(v) for v in values[:12]) + (", ..." if len(values) > 12 else "")
             close = difflib.get_close_matches(want, values, n=1, cutoff=0.6)
@@ -422,18 +347,86 @@ def _no_match(columns: list[str], rows: list[tuple[int, dict[str, str]]],
     return f"no row matches {describe_filters(filters)} together"
 
 
-def _values(row: dict[str, str]) -> tuple[str, ...]:
-    return tuple(row.get(c, "") for c in (*WIDE, "verdict", "score", "score_1", "score_2"))
+# ---- fastchat: question and answer texts ----------------------------------------------------
+
+def _jsonl_records(src: str, p: Path, fkey: _FileKey) -> tuple[tuple[int, dict[str, Any]], ...]:
+    table = _read(src, p, fkey)[0]
+    return table.records
+
+
+def _fastchat_texts(path: Path, table: Table, options: dict[str, str]
+                    ) -> tuple[dict[str, Any], list[tuple[str, Path, _FileKey]], list[str]]:
+    """FastChat's question.jsonl (question_id -> turns) and model_answer/<model>.jsonl
+    ((question_id, model) -> turns) for the models the judgments name. Defaults: the
+    FastChat layout data/mt_bench/{question.jsonl, model_answer/, model_judgment/FILE}."""
+    base = path.parent.parent
+    files: list[tuple[str, Path, _FileKey]] = []
+    notes: list[str] = []
+    q_src = options.get("questions") or (str(base / "question.jsonl")
+                                         if (base / "question.jsonl").is_file() else None)
+    a_src = options.get("answers") or (str(base / "model_answer")
+                                       if (base / "model_answer").is_dir() else None)
+    questions: dict[str, list[str]] = {}
+    answers: dict[tuple[str, str], list[str]] = {}
+    if q_src is not None:
+        p, k = _stat(q_src)
+        files.append((q_src, p, k))
+        for lineno, rec in _jsonl_records(q_src, p, k):
+            turns = rec.get("turns")
+            if "question_id" not in rec or not isinstance(turns, list) or not all(
+                    isinstance(x, str) for x in turns):
+                raise ReplayFileError(q_src, lineno, "expected a FastChat question: "
+                                      "question_id and turns (a list of texts)")
+            questions[text_of(rec["question_id"]).strip()] = turns
+    if a_src is not None:
+        adir = Path(a_src).expanduser()
+        if not adir.is_dir():
+            raise ReplayFileError(a_src, None, "parameter answers: expected FastChat's "
+                                  "model_answer folder (one <model>.jsonl per model)")
+        models = sorted({text_of(r.get(m)).strip() for _, r in table.records
+                         for m in ("model_1", "model_2")} - {""})
+        missing = []
+        for model in models:
+            f = adir / f"{model}.jsonl"
+            if not f.is_file():
+                missing.append(model)
+                continue
+            p, k = _stat(str(f))
+            files.append((str(f), p, k))
+            for lineno, rec in _jsonl_records(str(f), p, k):
+                choices = rec.get("choices")
+                first = choices[0] if isinstance(choices, list) and choices else None
+                turns = first.get("turns") if isinstance(first, dict) else None
+                if "question_id" not in rec or not isinstance(turns, list) or not all(
+                        isinstance(x, str) for x in turns):
+                    raise ReplayFileError(str(f), lineno, "expected a FastChat answer: "
+                                          "question_id and choices[0].turns (a list of texts)")
+                answers[text_of(rec["question_id"]).strip(), model] = turns
+        if missing:
+            notes.append(f"no answers for model(s) {', '.join(missing)} in {a_src}: their "
+                         "judgments keep ids mtbench:q<question_id>:<model_1>:<model_2>:t<turn>")
+    if q_src is None or a_src is None:
+        need = " and ".join(x for x, v in (("questions=FILE", q_src), ("answers=DIR", a_src))
+                            if v is None)
+        notes.append(f"no answer texts ({need} not given and not found beside the file): "
+                     "judgments are keyed by id mtbench:q<question_id>:<model_1>:<model_2>:"
+                     "t<turn>, which matches only data whose ids follow it")
+    return {"questions": questions, "answers": answers}, files, notes
+
+
+def _score_ids(meta: dict[str, Any]) -> list[str]:
+    return [str(s) for s in (meta.get("score_ids") or ["1", "2", "3", "4", "5"])]
 
 
 @register
 class ReplayProvider(Provider):
-    """Serves recorded verdicts; `model` is the file path, every parameter a column filter."""
+    """Serves recorded verdicts; `model` is the file path; `format=` and the format's own
+    options are options, every other parameter a column filter."""
 
     name: ClassVar[str] = "replay"
-    # Every parameter is a column filter (`judge=GPT-4&strategy=Vanilla`), open-ended, so the
-    # base class checks nothing; load_index refuses a parameter that is neither an option
-    # (OPTIONS: none yet) nor a column of the file, naming the file's columns.
+    # Column filters are open-ended, so the base class checks nothing; load_index refuses a
+    # parameter that is neither an option of the format nor a column of the file, naming the
+    # file's columns.
     known_params: ClassVar[dict[str, str] | None] = None
     uses_meta: ClassVar[bool] = True
     deterministic: ClassVar[bool] = True
@@ -445,9 +438,13 @@ class ReplayProvider(Provider):
             raise ValueError("replay needs a file: replay:PATH?column=value&...")
         self.filters = dict(self.params)
         self.index = load_index(model, self.filters)
+        log.info("replay %s: %s, %d records kept", self.index.path.name, self.index.detected,
+                 self.index.n_rows)
+        for note in self.index.notes:
+            log.warning("replay %s: %s", self.index.path.name, note)
 
     def cache_identity(self) -> dict[str, Any]:
-        # The file's content hash: an edited file is never served from a stale cache.
+        # The files' content hash: an edited file is never served from a stale cache.
         return {
             "provider": self.name,
             "model": str(self.index.path),
@@ -476,18 +473,17 @@ class ReplayProvider(Provider):
         if order not in {"12", "21"}:
             raise FatalProviderError(
                 f"replay: item {item!r} has order={order!r}; expected '12' or '21'")
-        try:
-            text = self.index.verdicts[item, order]
-        except KeyError:
+        text = self.index.find(item, order, meta.get("prompt"), meta.get("shown"))
+        if text is None:
+            how = " (nor by its prompt and response texts)" if self.index.by_text else ""
             raise FatalProviderError(
-                f"no recorded verdict for item {item!r} order {order} {self._where()}"
-            ) from None
+                f"no recorded verdict for item {item!r} order {order}{how} {self._where()}")
         return Response(text=text, probs=None)
 
     @staticmethod
     def _score_text(score: str, meta: dict[str, Any]) -> str:
         """A recorded id is returned as is; a number k becomes the k-th score id."""
-        ids = [str(s) for s in (meta.get("score_ids") or ["1", "2", "3", "4", "5"])]
+        ids = _score_ids(meta)
         if score in ids:
             return score
         try:
@@ -499,4 +495,5 @@ class ReplayProvider(Provider):
         return score
 
 
-__all__ = ["OPTIONS", "ReplayFileError", "ReplayIndex", "ReplayProvider", "load_index"]
+__all__ = ["FORMATS", "LONG", "OPTIONS", "SCALAR_COLUMNS", "WIDE", "ReplayFileError",
+           "ReplayIndex", "ReplayProvider", "formats_help", "load_index", "text_key"]
