@@ -121,7 +121,7 @@ class ReplayIndex:
             v = self.verdicts.get((text_key(prompt, b, a), "21"))
         return v
 
-    def keys(self) -> set[str]:
+    def item_keys(self) -> set[str]:
         return {k for k, _ in self.verdicts} | set(self.scores)
 
 
