@@ -217,3 +217,15 @@ async def test_client_mark_invalid(fake_server, tmp_path):
     no_cache.mark_invalid(r, "x")  # a no-op without a cache
     await client.aclose()
     cache.close()
+
+
+async def test_an_old_cache_entry_with_a_lone_surrogate_is_cleaned_when_read(tmp_path):
+    cache = Cache(tmp_path / "c.sqlite")
+    p = make_provider("sim", "default")
+    r = req("q")
+    cache.put(request_key(p, r), "sim", "default", Response(text="B \udc80", raw={"x": 1}))
+    client = Client(p, cache)
+    out = await client.call(r)
+    assert out.cached and out.text == "B \ufffd" and out.raw["sanitized"]
+    assert client.stats.cached == 1 and client.stats.made == 0
+    cache.close()

@@ -18,6 +18,7 @@ from judgeaudit.llm.base import (
     ProviderError,
     Request,
     Response,
+    has_lone_surrogate,
     request_key,
     sanitize,
 )
@@ -215,6 +216,9 @@ class Client:
                 hit = self.cache.get(key)
                 if hit is not None:
                     self.stats.cached += 1
+                    # Entries from before the text was cleaned here: clean them on the way out.
+                    if len(hit.text) > self.max_response_chars or has_lone_surrogate(hit.text):
+                        hit = self._clean(hit)
                     return hit
             shared = self._inflight.get(key)
             if shared is None:

@@ -194,9 +194,10 @@ def map_sdk_error(
 ) -> ProviderError | None:
     """Classify an openai/anthropic SDK exception (both SDKs share these class names).
 
-    429, 408/409/425, 5xx, timeouts and connection failures are retryable (429 carries its
-    Retry-After); 400/401/403/404/422 and other 4xx are fatal. Each error's `kind` is set
-    (`judgeaudit.llm.base.ERROR_KINDS`). Messages never hold the key (nor a URL password).
+    429, 408/409/425, 5xx, timeouts and connection failures are retryable (with the server's
+    Retry-After when it sent one); 400/401/403/404/422 and other 4xx are fatal. Each error's
+    `kind` is set (`judgeaudit.llm.base.ERROR_KINDS`). Messages never hold the key (nor a URL
+    password).
     Returns None for exceptions that are not the SDK's (let them propagate as bugs).
     """
     secrets = list(secrets)
@@ -219,8 +220,10 @@ def map_sdk_error(
                                  retryable=True, retry_after=ra, kind="rate_limit")
         if status >= 500 or status in _RETRYABLE_STATUS:
             kind = "server" if status >= 500 else "timeout" if status == 408 else "other"
+            resp = getattr(exc, "response", None)  # 503s often say when to come back too
             return ProviderError(f"{provider}: HTTP {status} from {where}: {detail}",
-                                 retryable=True, kind=kind)
+                                 retryable=True, kind=kind,
+                                 retry_after=retry_after_from(getattr(resp, "headers", None)))
         hint = {
             401: f"authentication failed; check ${key_env} or the api_key parameter",
             403: "permission denied for this key/model",
