@@ -112,14 +112,23 @@ class ReplayIndex:
              shown: Sequence[str] | None = None) -> str | None:
         """The recorded verdict for an item shown in `order`: by item id, else (for files
         matched by content) by the prompt and the two texts in the order shown."""
-        v = self.verdicts.get((item_id, order))
-        if v is not None or not self.by_text or prompt is None or not shown or len(shown) != 2:
-            return v
+        at = self.locate(item_id, order, prompt, shown)
+        return None if at is None else self.verdicts[at]
+
+    def locate(self, item_id: str, order: str, prompt: str | None = None,
+               shown: Sequence[str] | None = None) -> tuple[str, str] | None:
+        """The (key, order) of the table that `find` reads, or None."""
+        if (item_id, order) in self.verdicts:
+            return item_id, order
+        if not self.by_text or prompt is None or not shown or len(shown) != 2:
+            return None
         a, b = str(shown[0]), str(shown[1])
-        v = self.verdicts.get((text_key(prompt, a, b), "12"))
-        if v is None:  # recorded with the outputs numbered the other way round
-            v = self.verdicts.get((text_key(prompt, b, a), "21"))
-        return v
+        for at in ((text_key(prompt, a, b), "12"),
+                   # recorded with the outputs numbered the other way round
+                   (text_key(prompt, b, a), "21")):
+            if at in self.verdicts:
+                return at
+        return None
 
     def item_keys(self) -> set[str]:
         return {k for k, _ in self.verdicts} | set(self.scores)
