@@ -11,6 +11,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Label = Literal[0, 1, 2]
 
 
+def valid_text(v: Any) -> Any:
+    """Text that can be stored and sent: a lone surrogate (a JSON escape such as "\\ud800"
+    decodes to one) cannot be encoded as UTF-8 and would crash a cache key, a request or a
+    results file, so it becomes U+FFFD, the Unicode replacement character."""
+    if not isinstance(v, str):
+        return v
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return v
+
+
 class PairwiseItem(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -33,7 +46,12 @@ class PairwiseItem(BaseModel):
     def _text(cls, v: str) -> str:
         if not isinstance(v, str):
             raise ValueError("must be text")
-        return v
+        return valid_text(v)
+
+    @field_validator("id", "reference")
+    @classmethod
+    def _clean(cls, v: str | None) -> str | None:
+        return valid_text(v)
 
     def better(self) -> str | None:
         return {1: self.response_1, 2: self.response_2}.get(self.label or -1)
@@ -53,6 +71,11 @@ class PointwiseItem(BaseModel):
     reference: str | None = None
     quality: float | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", "prompt", "response", "rubric", "reference")
+    @classmethod
+    def _clean(cls, v: str | None) -> str | None:
+        return valid_text(v)
 
 
 Item = PairwiseItem | PointwiseItem
