@@ -5,6 +5,7 @@ recorded verdicts served through `generate()`."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -104,6 +105,21 @@ async def test_pointwise_score_column(tmp_path):
     assert (await p.generate(req("b", task="pointwise", score_ids=letters))).text == "D"
     with pytest.raises(FatalProviderError, match="no recorded score for item 'c'"):
         await p.generate(req("c", task="pointwise"))
+
+
+async def test_text_matched_records_are_served_from_the_texts_shown(tmp_path, caplog):
+    """An alpaca_eval record is found from Request.meta's prompt and shown texts, whatever
+    the item id; the format read is logged."""
+    recs = [{"instruction": "p", "output_1": "r1", "output_2": "r2", "preference": 2}]
+    path = write(tmp_path, "a.json", json.dumps(recs))
+    with caplog.at_level(logging.INFO, logger="judgeaudit.llm"):
+        p = ReplayProvider(str(path), {})
+    assert "format alpaca_eval (detected: fields preference, output_1, output_2)" in caplog.text
+    assert (await p.generate(req("any", "12", prompt="p", shown=["r1", "r2"]))).text == "B"
+    # the same pair shown the other way round was not recorded
+    with pytest.raises(FatalProviderError, match=r"item 'any' order 21 \(nor by its prompt and "
+                                                 r"response texts\) in a.json"):
+        await p.generate(req("any", "21", prompt="p", shown=["r2", "r1"]))
 
 
 # ---- errors ---------------------------------------------------------------------------------
