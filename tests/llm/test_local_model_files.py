@@ -149,7 +149,8 @@ def test_converted_dir_is_reused_only_with_a_matching_marker(fake_preset, tmp_pa
     monkeypatch.setattr(lm, "_convert_gguf", fake_convert)
     d = lm.ensure_converted(src)
     assert json.loads((d / "judgeaudit-source.json").read_text())["identity"] == src.identity
-    assert not calls[0].exists()  # the assembled GGUF is deleted afterwards
+    # the verified GGUF is kept (the llamacpp backend's input), under its preset name
+    assert calls[0] == lm.gguf_path(fake_preset) and calls[0].exists()
     assert lm.ensure_converted(src) == d and len(calls) == 1
     (d / "judgeaudit-source.json").write_text(json.dumps({"identity": "other", "version": 1}))
     assert lm.ensure_converted(src) == d and len(calls) == 2
@@ -172,13 +173,13 @@ def test_decode_parameters_are_validated_and_part_of_the_cache_key():
     from judgeaudit.llm.providers.local import LocalProvider
 
     def ident(model: str, **params: str) -> dict:
-        return LocalProvider(model, params).cache_identity()
+        return LocalProvider(model, {"backend": "transformers", **params}).cache_identity()
 
     base = ident("qwen-0.5b")
     assert base == ident("qwen-0.5b", decode="lookup", lookup_k="10")
     assert base == ident("qwen-0.5b", threads="1", prefix_cache="off")
     assert "decode" not in base  # the default (lookup, k=10, chosen by the benchmark) keeps
-    assert LocalProvider("qwen-0.5b", {}).decode == "lookup"  # the keys made under it
+    assert LocalProvider("qwen-0.5b", {"backend": "transformers"}).decode == "lookup"  # keys
     plain, k5 = ident("qwen-0.5b", decode="plain"), ident("qwen-0.5b", lookup_k="5")
     assert (plain["decode"], k5["decode"]) == ("plain", "lookup:k=5")
     assert len({str(base), str(plain), str(k5)}) == 3
@@ -220,3 +221,173 @@ def test_gen_batch_is_validated_keys_apart_and_raises_concurrency():
     assert (one.default_concurrency, four.default_concurrency) == (1, 4)
     with pytest.raises(ValueError, match="gen_batch='0'"):
         LocalProvider("qwen-0.5b", {"gen_batch": "0"})
+
+
+# ---- the kept GGUF -----------------------------------------------------------------------------
+
+
+def test_ensure_gguf_keeps_the_verified_file_and_trusts_it_until_it_changes(fake_preset,
+                                                                              monkeypatch):
+    src = lm.resolve("fake")
+    path = lm.ensure_gguf(src)
+    assert path == lm.gguf_path(fake_preset) and path.read_bytes() == b"".join(PART_BYTES)
+    marker = json.loads(path.with_name(path.name + ".verified.json").read_text())
+    assert marker["sha256"] == fake_preset.sha256
+    # a second call trusts the marker: no hashing, no assembling
+    hashed: list[Path] = []
+    real_hash = lm._hash_file
+    monkeypatch.setattr(lm, "_hash_file", lambda p: hashed.append(p) or real_hash(p))
+    monkeypatch.setattr(lm, "assemble", lambda *a: pytest.fail("assembled again"))
+    assert lm.ensure_gguf(src) == path and hashed == []
+    # touched but the same bytes: hashed once more, kept, trusted again
+    os.utime(path, ns=(1, 1))
+    assert lm.ensure_gguf(src) == path and hashed == [path]
+    assert lm.ensure_gguf(src) == path and hashed == [path]
+
+
+def test_ensure_gguf_replaces_a_kept_file_that_is_not_the_presets(fake_preset, caplog):
+    src = lm.resolve("fake")
+    path = lm.ensure_gguf(src)
+    data = bytearray(path.read_bytes())
+    data[7] ^= 0xFF
+    path.write_bytes(bytes(data))  # same size, new mtime, wrong bytes
+    assert lm.ensure_gguf(src) == path
+    assert path.read_bytes() == b"".join(PART_BYTES)  # reassembled from the parts
+    assert "is not model 'fake'" in caplog.text
+    with pytest.raises(lm.ModelFilesError, match="is not model 'fake'"):
+        lm.verify_file(Path(str(path) + ".verified.json"), fake_preset)
+    assert sorted(p.name for p in path.parent.iterdir() if not p.name.endswith(".lock")) == [
+        "fake.gguf", "fake.gguf.verified.json"]
+
+
+def test_ensure_gguf_of_a_user_file_is_the_file_and_a_directory_is_refused(tmp_path):
+    g = tmp_path / "mine.gguf"
+    g.write_bytes(b"GGUF")
+    assert lm.ensure_gguf(lm.resolve(str(g))) == g.resolve()
+    d = tmp_path / "hf"
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    with pytest.raises(lm.ModelFilesError, match="not a GGUF file"):
+        lm.ensure_gguf(lm.resolve(str(d)))
+
+
+# ---- the backend choice ------------------------------------------------------------------------
+
+AVX2 = {"avx", "avx2", "fma", "f16c", "bmi2", "sse4_2"}
+
+
+@pytest.fixture
+def no_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGEAUDIT_MODEL_CACHE", str(tmp_path / "models"))
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+
+
+def _flags(monkeypatch, flags: set[str], machine: str = "x86_64", installed: bool = True):
+    monkeypatch.setattr(lm, "cpu_flags", lambda: set(flags))
+    monkeypatch.setattr(lm.platform, "machine", lambda: machine)
+    monkeypatch.setattr(lm, "llamacpp_installed", lambda: installed)
+
+
+def test_auto_backend_follows_the_cpu_flags(no_record, monkeypatch):
+    src = lm.resolve("qwen-1.5b")
+    _flags(monkeypatch, AVX2)
+    assert lm.choose_backend(None, src)[0] == "llamacpp"
+    assert lm.choose_backend("auto", src)[0] == "llamacpp"
+    _flags(monkeypatch, AVX2 | {"avx512f", "avx512_bf16"})
+    backend, why = lm.choose_backend("auto", src)
+    assert backend == "transformers" and "bf16" in why
+    _flags(monkeypatch, AVX2 | {"amx_bf16", "amx_tile"})
+    assert lm.choose_backend("auto", src)[0] == "transformers"
+    # ONEDNN_MAX_CPU_ISA capping torch below bf16 makes a bf16 CPU count as one without
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert lm.choose_backend("auto", src)[0] == "llamacpp"
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    # a CPU the AVX2 wheel cannot run, or no xllamacpp: transformers
+    _flags(monkeypatch, {"sse4_2", "avx"})
+    backend, why = lm.choose_backend("auto", src)
+    assert backend == "transformers" and "cannot run" in why
+    _flags(monkeypatch, AVX2, installed=False)
+    backend, why = lm.choose_backend("auto", src)
+    assert backend == "transformers" and "not installed" in why
+    # ARM: NEON (asimd) suffices
+    _flags(monkeypatch, {"fp", "asimd", "asimddp"}, machine="aarch64")
+    assert lm.choose_backend("auto", src)[0] == "llamacpp"
+
+
+def test_explicit_backend_dtype_and_directories(no_record, monkeypatch, tmp_path):
+    src = lm.resolve("qwen-0.5b")
+    _flags(monkeypatch, AVX2)
+    assert lm.choose_backend("transformers", src) == ("transformers", "requested")
+    assert lm.choose_backend("LlamaCpp", src)[0] == "llamacpp"
+    backend, why = lm.choose_backend("auto", src, ("dtype",))
+    assert backend == "transformers" and "dtype" in why
+    with pytest.raises(ValueError, match="expected auto, transformers, llamacpp"):
+        lm.choose_backend("gpu", src)
+    d = tmp_path / "hf"
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    assert lm.choose_backend("auto", lm.resolve(str(d)))[0] == "transformers"
+    with pytest.raises(ValueError, match="transformers model directory"):
+        lm.choose_backend("llamacpp", lm.resolve(str(d)))
+
+
+def test_auto_skips_llamacpp_for_a_gguf_whose_tokenizer_it_cannot_rebuild(no_record,
+                                                                         monkeypatch, tmp_path):
+    from judgeaudit.llm.gguf_meta import write_gguf
+
+    _flags(monkeypatch, AVX2)
+    ok = write_gguf(tmp_path / "q.gguf", {"tokenizer.ggml.model": "gpt2",
+                                          "tokenizer.ggml.pre": "qwen2",
+                                          "tokenizer.ggml.tokens": ["a"],
+                                          "tokenizer.ggml.merges": ["a a"]})
+    assert lm.choose_backend("auto", lm.resolve(str(ok)))[0] == "llamacpp"
+    other = write_gguf(tmp_path / "l.gguf", {"tokenizer.ggml.model": "llama"})
+    backend, why = lm.choose_backend("auto", lm.resolve(str(other)))
+    assert backend == "transformers" and "'llama'" in why
+
+
+def test_a_recorded_measurement_decides_auto_on_the_same_machine_only(no_record, monkeypatch):
+    src = lm.resolve("qwen-1.5b")
+    _flags(monkeypatch, AVX2)
+    path = lm.record_backend_choice("transformers", {"s_per_verdict": {"transformers": 1.0}})
+    backend, why = lm.choose_backend("auto", src)
+    assert backend == "transformers" and str(path) in why
+    # another CPU (other flags) does not match the record: back to the flag rule
+    _flags(monkeypatch, AVX2 | {"avx512f"})
+    assert lm.choose_backend("auto", src)[0] == "llamacpp"
+    # a record of llamacpp is not followed where xllamacpp is missing
+    _flags(monkeypatch, AVX2, installed=False)
+    lm.record_backend_choice("llamacpp", {})
+    assert lm.choose_backend("auto", src)[0] == "transformers"
+    with pytest.raises(ValueError):
+        lm.record_backend_choice("gpu", {})
+
+
+def test_provider_backend_parameter_and_cache_identity(no_record, monkeypatch):
+    """The backend is in the key: llamacpp keys carry it (and the weights' sha256); a
+    transformers key is the one made before backends existed. Transformers-only settings
+    are refused with backend=llamacpp."""
+    from judgeaudit.llm.providers.local import LocalProvider
+
+    _flags(monkeypatch, AVX2)
+
+    def ident(**params: str) -> dict:
+        return LocalProvider("qwen-1.5b", params).cache_identity()
+
+    sha = lm.PRESETS["qwen-1.5b"].sha256
+    auto, llama, torch_ = ident(), ident(backend="llamacpp"), ident(backend="transformers")
+    assert auto == llama and llama["backend"] == "llamacpp" and llama["weights"] == f"sha256:{sha}"
+    assert "backend" not in torch_ and torch_["weights"] == f"sha256:{sha}"
+    assert torch_ != llama and torch_ == ident(backend="transformers", decode="lookup")
+    assert llama == ident(threads="1", ctx="4096", prefix_cache="off")  # runtime only
+    assert ident(gen_batch="4") != llama
+    assert LocalProvider("qwen-1.5b", {"gen_batch": "4"}).default_concurrency == 4
+    assert LocalProvider("qwen-1.5b", {"backend": "llamacpp", "decode": "plain"}).backend \
+        == "llamacpp"
+    for k, v in (("dtype", "fp32"), ("decode", "lookup"), ("lookup_k", "5")):
+        with pytest.raises(ValueError, match=f"{k}='{v}' is a transformers setting"):
+            LocalProvider("qwen-1.5b", {"backend": "llamacpp", k: v})
+    # with auto, a transformers-only setting means transformers
+    for k, v in (("dtype", "fp32"), ("decode", "assisted"), ("lookup_k", "5")):
+        assert LocalProvider("qwen-1.5b", {k: v}).backend == "transformers"
+    assert LocalProvider("qwen-1.5b", {"decode": "plain"}).backend == "llamacpp"

