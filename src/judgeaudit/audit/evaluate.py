@@ -1,32 +1,76 @@
-"""`evaluate`: a judge on labelled pairwise data — accuracy, position consistency, agreement
-with the labels — each with its n and a 95% interval.
+"""`evaluate`: a judge on labelled data, each number with its n and a 95% interval.
 
-Conventions (they reproduce LLMBar's published statistics exactly):
-- accuracy: per item, the mean over the asked orders of 1[verdict == label]; so a tie between
-  orders counts half and an unparseable or failed verdict counts as wrong. Items with a tie
-  label (0) or no label are left out of accuracy (their count is reported).
+Pairwise data (two responses, a label 1/2 or 0 = tie): accuracy under a named pair rule,
+position consistency, agreement with the labels. Pointwise data (one response, a gold
+score): the rubric judge's scores against the gold ones, as Pearson, Spearman and Kendall
+correlations at item, group and system level, exact agreement and mean absolute error.
+Every results document has a `conventions` section saying which rule and tie handling its
+numbers follow.
+
+Pair rules (`pair_rule`), per item over the orders the judge was asked (both by default; an
+item judged in one order is scored on that order alone):
+- mean (LLMBar's rule, the default; reproduces its published statistics exactly): the mean
+  over the asked orders of 1[verdict == label]; orders that disagree count half, an
+  unparseable or failed order counts as wrong.
+- sum (JudgeBench's rule): each order scores +1 when right, -1 when it names the other
+  response, 0 when it says tie or gives no answer (unparseable or failed); the pair is right
+  when the sum is > 0.
+- both: the pair is right only when every asked order is right.
+Tie labels (`ties`): keep (the default when the data has tie labels; three-way accuracy): a
+tie-labelled pair counts, and an order is right on it when it says tie (under `sum` an order
+naming a winner there scores -1); drop: tie-labelled pairs are left out of accuracy and kappa
+(their count is reported). Unlabelled pairs are always left out of accuracy.
+
+Other pairwise numbers:
 - position_consistency: share of items whose two orders give the same outcome (the same
   winner, or both unparseable); items where a call failed (no answer at all) are left out,
   so a run whose calls failed never reads as consistent. `position_consistency_valid` uses
   only items with both orders valid.
-- warnings: accuracy significantly below chance, or kappa below 0 with an interval that
-  excludes 0, says the labels may be inverted.
+- decisive_accuracy: among orders that named a winner on pairs with a decisive label, the
+  share naming the labelled one (chance = 0.5 whatever the tie rate).
+- warnings: labels may be inverted when decisive_accuracy (or, with no tie labels, accuracy)
+  is significantly below 0.5, or kappa is below 0 with an interval that excludes 0.
 Intervals: Wilson score intervals on item-level credit (conservative when credit is
 fractional); kappa by a bootstrap over items.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import random
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from judgeaudit.data.schema import PairwiseItem
-from judgeaudit.judges.pairwise import PairwiseVerdict
+from judgeaudit.data.schema import PairwiseItem, PointwiseItem
+from judgeaudit.judges.pairwise import OrderVerdict, PairwiseVerdict
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
-from judgeaudit.stats import cohen_kappa, kappa_ci, wilson
+from judgeaudit.stats import cohen_kappa, kappa_ci, mean_ci, wilson
+from judgeaudit.stats.correlation import (
+    correlations,
+    group_correlations,
+    system_correlations,
+)
 
+PAIR_RULES = ("mean", "sum", "both")
+TIE_MODES = ("keep", "drop")
+RULE_TEXT = {
+    "mean": "mean (LLMBar): per pair, the mean over the asked orders of [verdict = label]; "
+            "orders that disagree count half, an unparseable or failed order counts as wrong",
+    "sum": "sum (JudgeBench): each asked order scores +1 when right, -1 when it names the "
+           "other response, 0 when it says tie or gives no answer (unparseable or failed); "
+           "the pair is right when the sum is > 0",
+    "both": "both: the pair is right only when every asked order is right (an unparseable or "
+            "failed order is not right)",
+}
+SINGLE_ORDER_TEXT = "a pair judged in one order is scored on that order alone"
+MISSING = "(missing)"
+
+
+# ---------------------------------------------------------------- shared helpers
 
 def _estimate(successes: float, n: int) -> dict[str, Any]:
     if n == 0:
@@ -35,11 +79,151 @@ def _estimate(successes: float, n: int) -> dict[str, Any]:
     return {"value": successes / n, "ci95": [lo, hi], "n": n}
 
 
+def _finite(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def field_value(item: PairwiseItem | PointwiseItem, name: str) -> Any:
+    """An item field (`label`, `score`, ...) or, failing that, a metadata key; MISSING when
+    the item has neither (or its value is None)."""
+    if name != "metadata" and name in type(item).model_fields:
+        v = getattr(item, name)
+    else:
+        v = item.metadata.get(name)
+    return MISSING if v is None else v
+
+
+def field_key(item: PairwiseItem | PointwiseItem, name: str) -> str:
+    """`field_value` as a category name (lists and objects as compact JSON)."""
+    v = field_value(item, name)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    if isinstance(v, list | tuple | dict):
+        return json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+    return str(v)
+
+
+def check_field(items: Sequence[PairwiseItem | PointwiseItem], name: str, option: str) -> None:
+    """Refuse a field no item has, naming the fields and metadata keys that exist."""
+    if any(field_value(it, name) != MISSING for it in items):
+        return
+    fields = sorted({f for it in items for f in type(it).model_fields
+                     if f != "metadata" and getattr(it, f) is not None})
+    keys = sorted({k for it in items for k in it.metadata})
+    raise ValueError(f"{option} {name}: no item has a field or metadata key {name!r}; item "
+                     f"fields: {', '.join(fields) or 'none'}; metadata keys: "
+                     f"{', '.join(keys) or 'none'}")
+
+
+def select_items(items: Sequence[Any], *, limit: int | None = None, sample: int | None = None,
+                 seed: int = 0) -> tuple[list[Any], dict[str, Any]]:
+    """`limit`: the first N items; `sample`: N items drawn at random without replacement
+    (seeded by `seed`), kept in the data's order. Not both. Returns the items and the
+    `selection` section of the results (what was taken out of how many)."""
+    items = list(items)
+    if limit is not None and sample is not None:
+        raise ValueError("--limit and --sample both choose the items; give one of them")
+    total = len(items)
+    if sample is not None:
+        if sample < 1:
+            raise ValueError(f"--sample: expected an integer >= 1, got {sample}")
+        k = min(sample, total)
+        keep = sorted(random.Random(seed).sample(range(total), k))
+        return ([items[i] for i in keep],
+                {"kind": "sample", "n": k, "requested": sample, "seed": seed, "of": total})
+    if limit is not None:
+        if limit < 1:
+            raise ValueError(f"--limit: expected an integer >= 1, got {limit}")
+        return items[:limit], {"kind": "first", "n": min(limit, total), "requested": limit,
+                               "of": total}
+    return items, {"kind": "all", "n": total, "of": total}
+
+
+# ---------------------------------------------------------------- pairwise rules
+
+def order_right(o: OrderVerdict, label: int) -> bool:
+    """This order's verdict equals the label (for a tie label: the order says tie)."""
+    return o.winner is not None and o.winner == label
+
+
+def order_points(o: OrderVerdict, label: int) -> int:
+    """The sum rule's score of one order: +1 right, -1 wrong, 0 for no answer and for a tie
+    verdict on a decisive label."""
+    if o.winner is None:
+        return 0
+    if o.winner == label:
+        return 1
+    if o.winner == 0 and label != 0:
+        return 0
+    return -1
+
+
+def pair_credit(label: int, orders: Sequence[OrderVerdict], rule: str) -> float:
+    """One pair's credit in [0, 1] under `rule` (see the module docstring)."""
+    if rule not in PAIR_RULES:
+        raise ValueError(f"pair rule must be one of {', '.join(PAIR_RULES)}, got {rule!r}")
+    if not orders:
+        return 0.0
+    if rule == "mean":
+        return float(np.mean([order_right(o, label) for o in orders]))
+    if rule == "sum":
+        return 1.0 if sum(order_points(o, label) for o in orders) > 0 else 0.0
+    return 1.0 if all(order_right(o, label) for o in orders) else 0.0
+
+
+def conventions(pair_rule: str, ties: str, *, ties_default: bool, n_tie_labels: int,
+                n_single_order: int = 0) -> dict[str, Any]:
+    """The `conventions` section of a pairwise results document."""
+    if n_tie_labels == 0:
+        tie_text = "no pair has a tie label (keep and drop agree)"
+    elif ties == "keep":
+        tie_text = (f"ties keep{' (the default: the data has tie labels)' if ties_default else ''}"
+                    f": the {n_tie_labels} tie-labelled pairs count (three-way accuracy); an "
+                    "order is right on them when it says tie"
+                    + (", and one naming a winner scores -1" if pair_rule == "sum" else ""))
+    else:
+        tie_text = (f"ties drop: the {n_tie_labels} tie-labelled pairs are left out of accuracy "
+                    "and kappa")
+    parts = [RULE_TEXT[pair_rule], tie_text, "unlabelled pairs are left out"]
+    if n_single_order:
+        parts.append(f"{SINGLE_ORDER_TEXT} ({n_single_order} such pairs)")
+    return {"pair_rule": pair_rule, "ties": ties, "ties_default": ties_default,
+            "n_tie_labels": n_tie_labels, "description": "; ".join(parts) + "."}
+
+
+def resolve_ties(ties: str | None) -> tuple[str, bool]:
+    """The tie handling to use and whether it is the default: keep (which on data without
+    tie labels is the same as drop)."""
+    if ties is None:
+        return "keep", True
+    if ties not in TIE_MODES:
+        raise ValueError(f"ties must be one of {', '.join(TIE_MODES)}, got {ties!r}")
+    return ties, False
+
+
+def _counted(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict], ties: str
+             ) -> list[tuple[PairwiseItem, PairwiseVerdict]]:
+    ok = (0, 1, 2) if ties == "keep" else (1, 2)
+    return [(it, v) for it, v in zip(items, verdicts, strict=True) if it.label in ok]
+
+
+def _accuracy(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]], rule: str
+              ) -> dict[str, Any]:
+    credit = [pair_credit(it.label, v.orders, rule) for it, v in pairs]  # type: ignore[arg-type]
+    return _estimate(sum(credit), len(credit))
+
+
 def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
-              seed: int = 0, kappa_boot: int = 2000) -> dict[str, Any]:
+              seed: int = 0, kappa_boot: int = 2000, *, pair_rule: str = "mean",
+              ties: str | None = None, by: str | None = None) -> dict[str, Any]:
     """Metrics of one judge's verdicts on items (aligned by position)."""
     if len(items) != len(verdicts):
         raise ValueError("items and verdicts differ in length")
+    if pair_rule not in PAIR_RULES:
+        raise ValueError(f"pair rule must be one of {', '.join(PAIR_RULES)}, got {pair_rule!r}")
+    ties, ties_default = resolve_ties(ties)
     by_order_calls = [o for v in verdicts for o in v.orders]
     n_failed = sum(o.error is not None for o in by_order_calls)
     n_invalid = sum(not o.valid for o in by_order_calls)
@@ -48,11 +232,10 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         for v in verdicts for o in v.orders if not o.valid
     ][:20]
 
-    labelled = [(it, v) for it, v in zip(items, verdicts, strict=True) if it.label in (1, 2)]
-    credit = [float(np.mean([o.winner == it.label for o in v.orders])) for it, v in labelled]
-    valid_both = [(it, v) for it, v in labelled if all(o.valid for o in v.orders)]
-    credit_valid = [float(np.mean([o.winner == it.label for o in v.orders]))
-                    for it, v in valid_both]
+    n_tie_labels = sum(it.label == 0 for it in items)
+    three_way = ties == "keep" and n_tie_labels > 0
+    counted = _counted(items, verdicts, ties)
+    valid_all = [(it, v) for it, v in counted if v.orders and all(o.valid for o in v.orders)]
 
     asked_two = any(len(v.orders) == 2 for v in verdicts)
     two = [v for v in verdicts
@@ -62,17 +245,24 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
     same_valid = sum(v.orders[0].winner == v.orders[1].winner for v in two_valid)
     first_pref = [o for v in verdicts for o in v.orders if o.valid and o.winner != 0]
     first_wins = sum((o.winner == 1) == (o.order == "12") for o in first_pref)
+    decisive = [o.winner == it.label for it, v in zip(items, verdicts, strict=True)
+                if it.label in (1, 2) for o in v.orders if o.winner in (1, 2)]
 
     out: dict[str, Any] = {
         "n": len(items),
-        "n_labelled": len(labelled),
+        "n_labelled": sum(it.label is not None for it in items),
+        "n_tie_labels": n_tie_labels,
+        "n_counted": len(counted),
+        "n_single_order": sum(len(v.orders) == 1 for v in verdicts),
         "n_calls_planned": len(by_order_calls),
         "n_invalid": n_invalid,
         "n_failed_calls": n_failed,
         "invalid_rate": _estimate(n_invalid, len(by_order_calls)),
         "invalid_examples": invalid_examples,
-        "accuracy": _estimate(sum(credit), len(credit)),
-        "accuracy_valid": _estimate(sum(credit_valid), len(credit_valid)),
+        "accuracy": _accuracy(counted, pair_rule),
+        "accuracy_valid": _accuracy(valid_all, pair_rule),
+        "accuracy_by_rule": {r: _accuracy(counted, r) for r in PAIR_RULES},
+        "decisive_accuracy": _estimate(sum(decisive), len(decisive)),
         "position_consistency": _estimate(same, len(two)) if asked_two else None,
         "position_consistency_valid": (_estimate(same_valid, len(two_valid)) if asked_two
                                        else None),
@@ -81,83 +271,310 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         "per_order_accuracy": {
             order: _estimate(sum(hits), len(hits))
             for order in ("12", "21")
-            for hits in [[o.winner == it.label for it, v in labelled for o in v.orders
+            for hits in [[order_right(o, it.label) for it, v in counted for o in v.orders
                           if o.order == order]]
         },
     }
+    out["conventions"] = conventions(pair_rule, ties, ties_default=ties_default,
+                                     n_tie_labels=n_tie_labels,
+                                     n_single_order=out["n_single_order"])
     # Agreement with labels: Cohen's kappa between the consensus verdict (1/2/tie) and the
-    # label, on items where both are known.
+    # label, on items where both are known (tie labels only when they are kept).
+    keep_labels = (0, 1, 2) if ties == "keep" else (1, 2)
     pairs = [(it.label, v.winner) for it, v in zip(items, verdicts, strict=True)
-             if it.label is not None and v.winner is not None]
+             if it.label in keep_labels and v.winner is not None]
     if len(pairs) >= 2:
         arr = np.array(pairs, dtype=float)
         labels = [0, 1, 2]
         k = cohen_kappa(arr[:, 0], arr[:, 1], labels=labels)
         if kappa_boot:
             est = kappa_ci(arr[:, 0], arr[:, 1], labels=labels, n_boot=kappa_boot, seed=seed)
-            ci = list(est.ci95)
+            ci = [_finite(c) for c in est.ci95]
         else:
             ci = [None, None]
-        out["cohen_kappa"] = {"value": float(k), "ci95": ci, "n": len(pairs)}
+        out["cohen_kappa"] = {"value": _finite(k), "ci95": ci, "n": len(pairs)}
     else:
         out["cohen_kappa"] = None
     out["n_valid"] = sum(any(o.valid for o in v.orders) for v in verdicts)
-    out["warnings"] = label_warnings(out["accuracy"], out["cohen_kappa"])
+    out["warnings"] = label_warnings(out["accuracy"], out["cohen_kappa"],
+                                     decisive=out["decisive_accuracy"], three_way=three_way)
+    if by is not None:
+        out["breakdown"] = pairwise_breakdown(items, verdicts, by, pair_rule, ties)
     return out
 
 
-def label_warnings(accuracy: dict[str, Any] | None, kappa: dict[str, Any] | None) -> list[str]:
+def pairwise_breakdown(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
+                       by: str, pair_rule: str, ties: str) -> dict[str, Any]:
+    """Accuracy (under the same rule and tie handling) per value of `by`."""
+    groups: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        groups.setdefault(field_key(it, by), []).append(i)
+    rows = []
+    for key in sorted(groups):
+        idx = groups[key]
+        its = [items[i] for i in idx]
+        vs = [verdicts[i] for i in idx]
+        calls = [o for v in vs for o in v.orders]
+        rows.append({"value": key, "n_items": len(idx),
+                     "accuracy": _accuracy(_counted(its, vs, ties), pair_rule),
+                     "n_invalid": sum(not o.valid for o in calls), "n_calls": len(calls)})
+    return {"by": by, "metric": "accuracy", "rows": rows}
+
+
+def _hi_below(est: dict[str, Any] | None, bound: float) -> bool:
+    if not est or est.get("value") is None:
+        return False
+    hi = (est.get("ci95") or [None, None])[1]
+    return hi is not None and hi < bound
+
+
+def label_warnings(accuracy: dict[str, Any] | None, kappa: dict[str, Any] | None, *,
+                   decisive: dict[str, Any] | None = None, three_way: bool = False
+                   ) -> list[str]:
     """A judge that is reliably *worse* than chance is far likelier to meet inverted labels
-    (a file whose 1 means the second response, A/B swapped) than to be that bad."""
-    below = (accuracy and accuracy.get("value") is not None
-             and (accuracy.get("ci95") or [None, None])[1] is not None
-             and accuracy["ci95"][1] < 0.5)
-    neg = (kappa and kappa.get("value") is not None
-           and (kappa.get("ci95") or [None, None])[1] is not None and kappa["ci95"][1] < 0)
-    if not (below or neg):
-        return []
+    (a file whose 1 means the second response, A/B swapped) than to be that bad.
+
+    Chance for accuracy is 0.5 only on two-way data: with tie labels kept (`three_way`) a
+    good judge that seldom says tie can sit below 0.5, so there the test is on
+    `decisive` (decisive verdicts on decisive labels, chance 0.5 whatever the tie rate)."""
+    below = not three_way and _hi_below(accuracy, 0.5)
+    dec = _hi_below(decisive, 0.5)
+    neg = _hi_below(kappa, 0.0)
     why = []
-    if below:
+    if below and accuracy:
         why.append(f"accuracy {accuracy['value']:.1%} with its 95% interval below 50%")
-    if neg:
+    if dec and decisive and (three_way or not below):
+        why.append(f"decisive verdicts name the labelled response {decisive['value']:.1%} of "
+                   "the time, 95% interval below 50%")
+    if neg and kappa:
         why.append(f"kappa {kappa['value']:+.2f} with its 95% interval below 0")
+    if not why:
+        return []
     return [f"labels may be inverted (A/B or 1/2 swapped?): {' and '.join(why)}"]
 
 
-async def evaluate(bundle: Any, items: Sequence[PairwiseItem], *, on_done=None,
-                   data_spec: str = "", seed: int = 0, kappa_boot: int = 2000,
-                   min_valid: int = DEFAULT_MIN_VALID, max_failed: float = DEFAULT_MAX_FAILED
+# ---------------------------------------------------------------- pointwise
+
+_NUMBER = re.compile(
+    r"^\s*(?:score\s*[:=]?\s*)?\**\s*(\d+(?:\.\d+)?|\.\d+)\s*\**\s*(?:/\s*(\d+))?\s*[.)]?\s*$",
+    re.I)
+
+
+def numeric_ids(score_ids: Sequence[str]) -> bool:
+    return list(score_ids) == [str(k) for k in range(1, len(score_ids) + 1)]
+
+
+def decimal_score(raw: str | None, score_ids: Sequence[str]) -> float | None:
+    """A decimal answer (e.g. "3.5", "Score: 3.5", "3.5/5") within the rubric's range 1..K,
+    for judges that average or give half points; None when the ids are not the numerals
+    1..K, the first line is not one number, or the number is outside 1..K."""
+    if not raw or not raw.strip() or not numeric_ids(score_ids):
+        return None
+    m = _NUMBER.match(raw.strip().splitlines()[0])
+    if not m:
+        return None
+    k = len(score_ids)
+    if m.group(2) is not None and int(m.group(2)) != k:
+        return None
+    v = float(m.group(1))
+    return v if 1.0 <= v <= k else None
+
+
+def judge_score(verdict: Any, score_ids: Sequence[str]) -> tuple[float | None, bool]:
+    """(score, decimal): the judge layer's integer score, else a decimal one in range."""
+    if verdict.score is not None:
+        return float(verdict.score), False
+    if verdict.error is not None:
+        return None, False
+    d = decimal_score(verdict.raw, score_ids)
+    return d, d is not None
+
+
+def _mae(diff: np.ndarray) -> dict[str, Any]:
+    if diff.size == 0:
+        return {"value": None, "ci95": [None, None], "n": 0}
+    lo, hi = mean_ci(diff)
+    return {"value": float(diff.mean()), "ci95": [_finite(lo), _finite(hi)], "n": int(diff.size)}
+
+
+def pointwise_conventions(k: int, decimals: bool) -> dict[str, Any]:
+    dec = (f"decimal answers within 1..{k} (e.g. 3.5) are accepted as given" if decimals
+           else "the score ids are not the numerals 1..K, so only ids are accepted")
+    return {
+        "pair_rule": None, "ties": None, "task": "pointwise",
+        "description": (f"pointwise: the rubric judge's score on 1..{k} against each item's "
+                        f"gold score; {dec}; an unparseable or failed score is counted "
+                        "(n_invalid) and left out of every statistic; items without a gold "
+                        "score are left out (n_unscored); exact agreement = judge score equal "
+                        "to the gold score; MAE = mean |judge - gold| (t interval)."),
+    }
+
+
+def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any], *,
+                        score_ids: Sequence[str] = ("1", "2", "3", "4", "5"), seed: int = 0,
+                        n_boot: int = 2000, group_by: str | None = None,
+                        system_field: str | None = None, by: str | None = None
+                        ) -> dict[str, Any]:
+    """Agreement of the judge's scores (`ScoreVerdict`s aligned with `items`) with the
+    items' gold scores."""
+    if len(items) != len(verdicts):
+        raise ValueError("items and verdicts differ in length")
+    k = len(score_ids)
+    scored = [judge_score(v, score_ids) for v in verdicts]
+    judge = [s for s, _ in scored]
+    n_failed = sum(v.error is not None for v in verdicts)
+    invalid = [v for v, s in zip(verdicts, judge, strict=True) if s is None]
+    ok = [i for i, (it, s) in enumerate(zip(items, judge, strict=True))
+          if s is not None and it.score is not None]
+    x = np.array([judge[i] for i in ok], dtype=float)
+    y = np.array([items[i].score for i in ok], dtype=float)
+    levels: dict[str, Any] = {
+        "item": correlations(x, y, n_boot=n_boot, seed=seed).as_dict(),
+        "group": None, "system": None,
+    }
+    if group_by is not None:
+        keep = [j for j, i in enumerate(ok) if field_value(items[i], group_by) != MISSING]
+        g = group_correlations(x[keep], y[keep], [field_key(items[ok[j]], group_by)
+                                                  for j in keep], n_boot=n_boot, seed=seed)
+        levels["group"] = {**g.as_dict(), "field": group_by,
+                           "n_items_missing_field": len(ok) - len(keep)}
+    if system_field is not None:
+        keep = [j for j, i in enumerate(ok) if field_value(items[i], system_field) != MISSING]
+        sc = system_correlations(x[keep], y[keep], [field_key(items[ok[j]], system_field)
+                                                    for j in keep], n_boot=n_boot, seed=seed)
+        levels["system"] = {**sc.as_dict(), "field": system_field,
+                            "n_items_missing_field": len(ok) - len(keep)}
+    counts: dict[str, int] = {}
+    for s in judge:
+        if s is not None:
+            key = f"{s:g}"
+            counts[key] = counts.get(key, 0) + 1
+    out: dict[str, Any] = {
+        "task": "pointwise",
+        "n": len(items),
+        "n_scored": sum(it.score is not None for it in items),
+        "n_unscored": sum(it.score is None for it in items),
+        "n_calls_planned": len(verdicts),
+        "n_invalid": len(invalid),
+        "n_failed_calls": n_failed,
+        "n_decimal": sum(d for _, d in scored),
+        "invalid_rate": _estimate(len(invalid), len(verdicts)),
+        "invalid_examples": [{"item_id": v.item_id, "raw": (v.raw or "")[:200],
+                              "error": v.error} for v in invalid][:20],
+        "score_range": [1, k],
+        "correlation": levels,
+        "exact_agreement": _estimate(int((x == y).sum()), int(x.size)),
+        "mae": _mae(np.abs(x - y)),
+        "mean_judge_score": _finite(float(x.mean())) if x.size else None,
+        "mean_gold_score": _finite(float(y.mean())) if y.size else None,
+        "score_counts": dict(sorted(counts.items(), key=lambda kv: float(kv[0]))),
+        "n_valid": sum(s is not None for s in judge),
+        "conventions": pointwise_conventions(k, numeric_ids(score_ids)),
+    }
+    item_p = levels["item"]["pearson"]
+    out["warnings"] = []
+    if _hi_below(item_p, 0.0):
+        out["warnings"].append(
+            f"the judge's scores fall as the gold scores rise (Pearson {item_p['value']:+.2f}, "
+            "95% interval below 0): is one of the scales reversed?")
+    if by is not None:
+        groups: dict[str, list[int]] = {}
+        for j, i in enumerate(ok):
+            groups.setdefault(field_key(items[i], by), []).append(j)
+        all_by: dict[str, int] = {}
+        for it in items:
+            key = field_key(it, by)
+            all_by[key] = all_by.get(key, 0) + 1
+        rows = []
+        for key in sorted(all_by):
+            idx = groups.get(key, [])
+            c = correlations(x[idx], y[idx], n_boot=n_boot, seed=seed)
+            rows.append({"value": key, "n_items": all_by[key], **c.as_dict(),
+                         "n_invalid": sum(judge[i] is None for i, it in enumerate(items)
+                                          if field_key(it, by) == key)})
+        out["breakdown"] = {"by": by, "metric": "correlation", "rows": rows}
+    return out
+
+
+def _verdict_doc(v: Any, item: PointwiseItem, score: float | None) -> dict[str, Any]:
+    return {"item_id": v.item_id, "score": score, "gold": item.score,
+            "judge_score_id": v.score, "raw": (v.raw or "")[:500], "error": v.error}
+
+
+# ---------------------------------------------------------------- run
+
+async def evaluate(bundle: Any, items: Sequence[PairwiseItem | PointwiseItem], *,
+                   on_done=None, data_spec: str = "", seed: int = 0, kappa_boot: int = 2000,
+                   min_valid: int = DEFAULT_MIN_VALID, max_failed: float = DEFAULT_MAX_FAILED,
+                   pair_rule: str = "mean", ties: str | None = None, by: str | None = None,
+                   group_by: str | None = None, system_field: str | None = None,
+                   n_boot: int = 2000, selection: dict[str, Any] | None = None
                    ) -> dict[str, Any]:
     """Judge `items` with a `JudgeBundle` and return the results document (not yet written).
-    Its `run` section says whether the run judged enough (`min_valid` items with a valid
-    verdict, at most `max_failed` of calls failed); a failed run's numbers are not results."""
+
+    Pairwise items go to the bundle's pairwise judge (`pair_rule`, `ties`); pointwise items
+    to its rubric judge (`group_by`, `system_field` add the group and system levels). `by`
+    breaks accuracy or correlation down by an item field or metadata key. Its `run` section
+    says whether the run judged enough (`min_valid` items with a valid verdict, at most
+    `max_failed` of calls failed); a failed run's numbers are not results."""
     import time
 
     import judgeaudit
 
     pairwise = [it for it in items if isinstance(it, PairwiseItem)]
-    if len(pairwise) != len(items):
-        raise ValueError(f"evaluate needs pairwise items; {data_spec or 'the data'} has "
-                         f"{len(items) - len(pairwise)} pointwise ones")
+    pointwise = [it for it in items if isinstance(it, PointwiseItem)]
+    if pairwise and pointwise:
+        raise ValueError(f"{data_spec or 'the data'} mixes {len(pairwise)} pairwise and "
+                         f"{len(pointwise)} pointwise items; evaluate one kind at a time")
+    for name, option in ((by, "--by"), (group_by, "--group-by"),
+                         (system_field, "--system-field")):
+        if name is not None:
+            check_field(items, name, option)
     t0 = time.perf_counter()
-    verdicts = await bundle.pairwise.judge(pairwise, on_done=on_done)
-    elapsed = time.perf_counter() - t0
-    stats = bundle.client.stats
-    calls = stats.as_dict()
-    summary = summarize(pairwise, verdicts, seed=seed, kappa_boot=kappa_boot)
+    if pointwise:
+        if pair_rule != "mean" or ties is not None:
+            raise ValueError("--pair-rule and --ties apply to pairwise data; "
+                             f"{data_spec or 'the data'} is pointwise")
+        rubric = bundle.rubric
+        verdicts = await rubric.score(pointwise, on_done=on_done)
+        elapsed = time.perf_counter() - t0
+        calls = bundle.client.stats.as_dict()
+        summary = summarize_pointwise(pointwise, verdicts, score_ids=rubric.score_ids,
+                                      seed=seed, n_boot=n_boot, group_by=group_by,
+                                      system_field=system_field, by=by)
+        scores = [judge_score(v, rubric.score_ids)[0] for v in verdicts]
+        head = {"template": {"name": rubric.template.name, "sha256": rubric.template.sha256},
+                "prompt_hash": rubric.template.sha256}
+        docs = [_verdict_doc(v, it, s)
+                for v, it, s in zip(verdicts, pointwise, scores, strict=True)]
+        what = "items"
+    else:
+        if group_by is not None or system_field is not None:
+            raise ValueError("--group-by and --system-field apply to pointwise data (a gold "
+                             f"score per response); {data_spec or 'the data'} is pairwise")
+        pverdicts = await bundle.pairwise.judge(pairwise, on_done=on_done)
+        elapsed = time.perf_counter() - t0
+        calls = bundle.client.stats.as_dict()
+        summary = summarize(pairwise, pverdicts, seed=seed, kappa_boot=kappa_boot,
+                            pair_rule=pair_rule, ties=ties, by=by)
+        head = {"template": {"name": bundle.pairwise.template.name,
+                             "sha256": bundle.pairwise.template.sha256},
+                "prompt_hash": bundle.pairwise.template.sha256,
+                "both_orders": bundle.pairwise.both_orders, "task": "pairwise"}
+        docs = [v.as_dict() for v in pverdicts]
+        what = "items"
+    n_planned = len(items)
     return {
         "command": "evaluate",
         "version": judgeaudit.__version__,
         "judge": bundle.public_spec,
         "data": data_spec,
-        "template": {"name": bundle.pairwise.template.name,
-                     "sha256": bundle.pairwise.template.sha256},
-        "prompt_hash": bundle.pairwise.template.sha256,
-        "both_orders": bundle.pairwise.both_orders,
+        **head,
+        "selection": selection or {"kind": "all", "n": n_planned, "of": n_planned},
         **summary,
         "calls": calls,
-        "run": assess(n_valid=summary["n_valid"], n_planned=len(pairwise), calls=calls,
-                      min_valid=min_valid, max_failed=max_failed),
+        "run": assess(n_valid=summary["n_valid"], n_planned=n_planned, calls=calls,
+                      min_valid=min_valid, max_failed=max_failed, what=what),
         "seconds": elapsed,
-        "verdicts": [v.as_dict() for v in verdicts],
+        "verdicts": docs,
     }

@@ -25,24 +25,96 @@ def fmt_est(est: dict[str, Any] | None, pct: bool = True) -> tuple[str, str, str
     return (f"{v:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(n))
 
 
-def evaluate_table(res: dict[str, Any]) -> Table:
-    t = Table(title=f"judge {res['judge']} on {res['data']}", title_justify="left")
+def evaluate_table(res: dict[str, Any]) -> Any:
+    """The evaluate results as terminal tables (a rich renderable): the metrics, titled with
+    the conventions they follow, and the --by breakdown when there is one."""
+    from rich.console import Group
+
+    def cells(est: Any, pct: bool) -> tuple[str, str, str]:
+        """fmt_est, but an estimate with a value and no interval (too few units) shows
+        its value and no interval instead of failing."""
+        if isinstance(est, dict) and est.get("value") is not None and None in (
+                est.get("ci95") or [None, None]):
+            v = est["value"]
+            return (f"{100 * v:.1f}%" if pct else f"{v:.3f}", "", str(est.get("n", 0)))
+        return fmt_est(est, pct)
+
+    conv = res.get("conventions") or {}
+    pointwise = res.get("task") == "pointwise"
+    if pointwise:
+        how = "pointwise scores vs gold"
+    elif conv:
+        tie = conv.get("ties")
+        if not conv.get("n_tie_labels"):
+            tie_txt = "no tie labels"
+        else:
+            tie_txt = (f"ties {tie}{' (default)' if conv.get('ties_default') else ''}, "
+                       f"{conv['n_tie_labels']} tie-labelled")
+        how = f"pair rule {conv.get('pair_rule')}, {tie_txt}"
+    else:
+        how = "pair rule mean"
+    t = Table(title=f"judge {res['judge']} on {res['data']} ({how})", title_justify="left")
     t.add_column("metric")
     t.add_column("value", justify="right")
     t.add_column("95% CI", justify="right")
     t.add_column("n", justify="right")
-    rows = [
-        ("accuracy (invalid = wrong)", res.get("accuracy"), True),
-        ("accuracy (valid only)", res.get("accuracy_valid"), True),
-        ("position consistency", res.get("position_consistency"), True),
-        ("first-position rate", res.get("first_position_rate"), True),
-        ("Cohen's kappa vs labels", res.get("cohen_kappa"), False),
-        ("invalid verdicts", res.get("invalid_rate"), True),
-    ]
-    for name, est, pct in rows:
-        if est is not None:
-            t.add_row(name, *fmt_est(est, pct))
-    return t
+    parts: list[Any] = [t]
+    if pointwise:
+        corr = res.get("correlation") or {}
+        for level in ("item", "group", "system"):
+            c = corr.get(level)
+            if not c:
+                continue
+            unit = {"item": "items", "group": f"groups by {c.get('field')}",
+                    "system": f"systems by {c.get('field')}"}[level]
+            for stat, name in (("pearson", "Pearson r"), ("spearman", "Spearman rho"),
+                               ("kendall", "Kendall tau-b")):
+                t.add_row(f"{name}, {level} level ({unit})", *cells(c.get(stat), False))
+        t.add_row("exact agreement", *cells(res.get("exact_agreement"), True))
+        t.add_row("mean absolute error", *cells(res.get("mae"), False))
+        t.add_row("invalid scores", *cells(res.get("invalid_rate"), True))
+        g = corr.get("group")
+        if g:
+            parts.append(f"group level: {g.get('n_groups_used')} of {g.get('n_groups')} groups "
+                         f"used ({g.get('n_groups_too_small')} with one item, "
+                         f"{g.get('n_groups_x_constant')} with one judge score, "
+                         f"{g.get('n_groups_y_constant')} with one gold score)")
+    else:
+        rows = [
+            ("accuracy (invalid = wrong)", res.get("accuracy"), True),
+            ("accuracy (valid only)", res.get("accuracy_valid"), True),
+            ("decisive verdicts naming the label", res.get("decisive_accuracy"), True),
+            ("position consistency", res.get("position_consistency"), True),
+            ("first-position rate", res.get("first_position_rate"), True),
+            ("Cohen's kappa vs labels", res.get("cohen_kappa"), False),
+            ("invalid verdicts", res.get("invalid_rate"), True),
+        ]
+        for name, est, pct in rows:
+            if est is not None:
+                t.add_row(name, *cells(est, pct))
+    if conv.get("description"):
+        parts.append(f"conventions: {conv['description']}")
+    bd = res.get("breakdown")
+    if bd and bd.get("rows"):
+        b = Table(title=f"by {bd.get('by')}", title_justify="left")
+        b.add_column(bd.get("by") or "value")
+        b.add_column("items", justify="right")
+        if bd.get("metric") == "correlation":
+            for col in ("Pearson r [95% CI]", "Spearman rho [95% CI]", "Kendall tau-b [95% CI]",
+                        "n"):
+                b.add_column(col, justify="right")
+            for r in bd["rows"]:
+                b.add_row(str(r.get("value")), str(r.get("n_items")),
+                          *(est_ci(r.get(k)) for k in ("pearson", "spearman", "kendall")),
+                          str(r.get("n", 0)))
+        else:
+            for col in ("accuracy", "95% CI", "n"):
+                b.add_column(col, justify="right")
+            for r in bd["rows"]:
+                b.add_row(str(r.get("value")), str(r.get("n_items")),
+                          *cells(r.get("accuracy"), True))
+        parts.append(b)
+    return Group(*parts) if len(parts) > 1 else t
 
 
 VERDICT_STYLE = {"biased": "bold red", "not_biased": "green", "underpowered": "yellow",

@@ -366,9 +366,11 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
 
 
 _EVAL_ROWS = [
-    ("accuracy", "Accuracy", "per item, mean over both orders of [verdict = label]; "
-     "an invalid verdict counts as wrong"),
+    ("accuracy", "Accuracy", "under the pair rule and tie handling in Conventions; an invalid "
+     "or failed verdict is not right"),
     ("accuracy_valid", "Accuracy (valid only)", "items whose verdicts were all parseable"),
+    ("decisive_accuracy", "Decisive verdicts naming the label",
+     "orders that named a winner on pairs with a decisive label (chance = 0.5)"),
     ("position_consistency", "Position consistency",
      "share of items with the same outcome in both orders"),
     ("position_consistency_valid", "Position consistency (valid only)",
@@ -378,34 +380,130 @@ _EVAL_ROWS = [
     ("cohen_kappa", "Cohen's \u03ba vs labels", "agreement beyond chance; bootstrap interval"),
     ("invalid_rate", "Invalid verdict rate", "unparseable or failed calls among all calls"),
 ]
+_POINT_ROWS = [
+    ("exact_agreement", "Exact agreement", "share of scored items whose judge score equals "
+     "the gold score; Wilson interval"),
+    ("mae", "Mean absolute error", "mean |judge score - gold score|; t interval"),
+    ("invalid_rate", "Invalid score rate", "unparseable or failed calls among all calls"),
+]
+_CORR_STATS = (("pearson", "Pearson r"), ("spearman", "Spearman \u03c1"),
+               ("kendall", "Kendall \u03c4-b"))
+# Results written before the conventions section existed followed this rule.
+_LEGACY_CONVENTIONS = (
+    "Not recorded in this results file (written before evaluate stated its conventions). "
+    "Such files used LLMBar's rule: per pair, the mean over the asked orders of "
+    "[verdict = label], with tie-labelled pairs left out of accuracy.")
+
+
+def _conventions(r: dict[str, Any]) -> dict[str, Any]:
+    c = r.get("conventions")
+    if not isinstance(c, dict):
+        return {"recorded": False, "pair_rule": None, "ties": None,
+                "description": _LEGACY_CONVENTIONS}
+    return {"recorded": True, "pair_rule": _str(c.get("pair_rule")),
+            "ties": _str(c.get("ties")), "description": _str(c.get("description")) or ""}
+
+
+def _correlation_levels(r: dict[str, Any]) -> list[dict[str, Any]]:
+    levels = []
+    for level, label in (("item", "Item level"), ("group", "Group level"),
+                         ("system", "System level")):
+        c = _d(_d(r.get("correlation")).get(level))
+        if not c:
+            continue
+        method = _d(c.get("method"))
+        if level == "item":
+            note = f"one correlation over {fmt_int(c.get('n'))} scored items"
+        elif level == "group":
+            note = (f"within each value of {c.get('field')!s}, averaged over "
+                    f"{fmt_int(c.get('n_groups_used'))} of {fmt_int(c.get('n_groups'))} groups "
+                    f"({fmt_int(c.get('n_groups_too_small'))} with one item, "
+                    f"{fmt_int(c.get('n_groups_x_constant'))} where the judge gave one score, "
+                    f"{fmt_int(c.get('n_groups_y_constant'))} with one gold score left out)")
+        else:
+            note = (f"mean scores of {fmt_int(c.get('n_systems'))} systems "
+                    f"({c.get('field')!s}) correlated across systems")
+        levels.append({
+            "level": level, "label": label, "note": note,
+            "rows": [{"stat": name, "est": _estimate(c.get(key)), "method": _str(method.get(key))}
+                     for key, name in _CORR_STATS],
+        })
+    return levels
+
+
+def _breakdown(r: dict[str, Any]) -> dict[str, Any] | None:
+    b = r.get("breakdown")
+    if not isinstance(b, dict):
+        return None
+    corr = b.get("metric") == "correlation"
+    rows = []
+    for x in _l(b.get("rows")):
+        if not isinstance(x, dict):
+            continue
+        ests = ([_estimate(x.get(k)) for k, _ in _CORR_STATS] if corr
+                else [_estimate(x.get("accuracy"))])
+        rows.append({"value": _str(x.get("value")), "n_items": x.get("n_items"),
+                     "n_invalid": x.get("n_invalid"), "ests": ests})
+    return {"by": _str(b.get("by")), "correlation": corr, "rows": rows,
+            "columns": [name for _, name in _CORR_STATS] if corr else ["Accuracy"]}
 
 
 def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
+    pointwise = r.get("task") == "pointwise"
     rows = []
-    for key, label, help_ in _EVAL_ROWS:
+    for key, label, help_ in (_POINT_ROWS if pointwise else _EVAL_ROWS):
         e = _estimate(r.get(key))
+        if key == "decisive_accuracy" and e is None:
+            continue  # older results
         rows.append({"key": key, "label": label, "help": help_, "est": e})
     for order, e in _d(r.get("per_order_accuracy")).items():
         rows.append({"key": f"per_order_accuracy.{order}", "label": f"Accuracy, order {order}",
                      "help": "only the calls asked in this presentation order",
                      "est": _estimate(e)})
-    pts = [{"label": row["label"], "value": row["est"]["value"], "ci95": row["est"]["ci95"]}
-           for row in rows if row["est"] and _num(row["est"]["value"]) is not None]
-    plot = svg.interval_plot(pts, xlabel="value with 95% interval", reference=None) if pts \
-        else None
+    by_rule = [{"rule": str(k), "est": _estimate(v)}
+               for k, v in _d(r.get("accuracy_by_rule")).items()]
+    levels = _correlation_levels(r) if pointwise else []
+    if pointwise:
+        pts = [{"label": f"{lv['label']}: {row['stat']}", "value": row["est"]["value"],
+                "ci95": row["est"]["ci95"]}
+               for lv in levels for row in lv["rows"]
+               if row["est"] and _num(row["est"]["value"]) is not None]
+        plot = svg.interval_plot(pts, xlabel="correlation with the gold scores (95% CI)",
+                                 reference=0.0, signed=True) if pts else None
+    else:
+        pts = [{"label": row["label"], "value": row["est"]["value"],
+                "ci95": row["est"]["ci95"]}
+               for row in rows if row["est"] and _num(row["est"]["value"]) is not None]
+        plot = svg.interval_plot(pts, xlabel="value with 95% interval", reference=None) \
+            if pts else None
     invalid = [
         {"item_id": x.get("item_id"), "order": x.get("order"), "raw": x.get("raw"),
          "error": x.get("error")}
         for x in _l(r.get("invalid_examples"))[:MAX_INVALID] if isinstance(x, dict)]
+    if pointwise:
+        counts = (("n", "items"), ("n_scored", "items with a gold score"),
+                  ("n_unscored", "items without a gold score"),
+                  ("n_calls_planned", "judge calls planned"), ("n_invalid", "invalid scores"),
+                  ("n_decimal", "decimal scores accepted"), ("n_failed_calls", "failed calls"))
+    else:
+        counts = (("n", "items"), ("n_labelled", "items with a label"),
+                  ("n_tie_labels", "items with a tie label"),
+                  ("n_calls_planned", "judge calls planned"), ("n_invalid", "invalid verdicts"),
+                  ("n_failed_calls", "failed calls"))
+    sel = _d(r.get("selection"))
     return {
         **_common(r),
         "page_title": f"judgeaudit evaluate \u2013 {r.get('judge', '?')}",
+        "pointwise": pointwise,
+        "conventions": _conventions(r),
         "rows": rows,
+        "by_rule": by_rule,
+        "levels": levels,
+        "breakdown": _breakdown(r),
         "plot": plot,
-        "counts": [(label, r.get(k)) for k, label in (
-            ("n", "items"), ("n_labelled", "items with a label"),
-            ("n_calls_planned", "judge calls planned"), ("n_invalid", "invalid verdicts"),
-            ("n_failed_calls", "failed calls"))],
+        "counts": [(label, r.get(k)) for k, label in counts if k in r or k in ("n",)],
+        "selection": {"kind": _str(sel.get("kind")), "n": sel.get("n"), "of": sel.get("of"),
+                      "seed": sel.get("seed")} if sel else None,
         "both_orders": r.get("both_orders"),
         "invalid_examples": invalid,
         "n_invalid_examples": len(_l(r.get("invalid_examples"))),
