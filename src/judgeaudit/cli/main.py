@@ -66,12 +66,51 @@ def _redact_logs() -> None:
     install_log_redaction()
 
 
+def _choice(option: str, choices: tuple[str, ...]):
+    """A typer callback accepting one of `choices` (None passes: the default applies)."""
+
+    def check(v: str | None) -> str | None:
+        if v is not None and v not in choices:
+            raise typer.BadParameter(f"{option}: expected one of {', '.join(choices)}, got {v!r}")
+        return v
+
+    return check
+
+
+PairRuleOpt = Annotated[str | None, typer.Option(
+    "--pair-rule", callback=_choice("--pair-rule", ("mean", "sum", "both")),
+    help="Pairwise accuracy rule: mean (LLMBar, default: per pair the mean over the orders of "
+         "[verdict = label]) | sum (JudgeBench: +1 right, -1 wrong, 0 tie or no answer per "
+         "order; right when the sum > 0) | both (right only when both orders are right).")]
+TiesOpt = Annotated[str | None, typer.Option(
+    "--ties", callback=_choice("--ties", ("keep", "drop")),
+    help="Tie-labelled pairs: keep (default when the data has tie labels: three-way accuracy, "
+         "a tie verdict is right on them) | drop (left out of accuracy and kappa).")]
+FieldOpt = Annotated[str | None, typer.Option(
+    "--by", help="Break accuracy (pairwise) or correlation (pointwise) down by an item field "
+                 "or metadata key, e.g. source, subset, category.")]
+GroupByOpt = Annotated[str | None, typer.Option(
+    "--group-by", help="Pointwise: group-level correlation within each value of this field or "
+                       "metadata key (e.g. the source document), averaged over groups.")]
+SystemOpt = Annotated[str | None, typer.Option(
+    "--system-field", help="Pointwise: system-level correlation of the per-system mean scores "
+                           "(the field or metadata key naming the system, e.g. model_id).")]
+
+
 @app.command()
 def evaluate(
     judge: JudgeOpt = "local",
     data: DataOpt = "builtin:facts",
     limit: Annotated[int | None, typer.Option(help="Use only the first N items (N >= 1).",
                                               callback=positive("--limit"))] = None,
+    sample: Annotated[int | None, typer.Option(
+        help="Use N items drawn at random (seeded by --seed, kept in data order); not with "
+             "--limit.", callback=positive("--sample"))] = None,
+    pair_rule: PairRuleOpt = None,
+    ties: TiesOpt = None,
+    by: FieldOpt = None,
+    group_by: GroupByOpt = None,
+    system_field: SystemOpt = None,
     out: Annotated[Path, typer.Option(help="Output directory for results.json.")] = Path(
         "out/evaluate"),
     concurrency: ConcOpt = None,
@@ -82,31 +121,52 @@ def evaluate(
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
-    """Evaluate a judge on labelled pairwise data: accuracy, position consistency, kappa."""
+    """Evaluate a judge on labelled data. Pairwise (a label per pair): accuracy under a named
+    pair rule, position consistency, kappa. Pointwise (a gold score per response): Pearson,
+    Spearman and Kendall correlations with the gold scores (item, group, system level), exact
+    agreement and mean absolute error."""
+    from judgeaudit.audit.evaluate import check_field, select_items
     from judgeaudit.audit.evaluate import evaluate as run_evaluate
     from judgeaudit.data import PairwiseItem
     from judgeaudit.report import write_results
 
+    if limit is not None and sample is not None:
+        raise fail("--limit and --sample both choose the items; give one of them")
     items = _load_items(data)
-    if limit is not None:
-        items = items[:limit]
+    items, selection = select_items(items, limit=limit, sample=sample, seed=seed)
     if not items:
         raise fail(f"data {data!r} has no items")
-    n_point = sum(not isinstance(it, PairwiseItem) for it in items)
-    if n_point:
-        raise fail(f"data {data!r} holds pointwise items (a response with a gold score), and "
-                   "evaluate judges pairs; for rubric scores use `judgeaudit scoring-bias "
-                   f"--data {data}`")
+    n_pair = sum(isinstance(it, PairwiseItem) for it in items)
+    if n_pair and n_pair != len(items):
+        raise fail(f"data {data!r} mixes {n_pair} pairwise and {len(items) - n_pair} "
+                   "pointwise items; evaluate one kind at a time")
+    pointwise = n_pair == 0
+    if pointwise and (pair_rule is not None or ties is not None):
+        raise fail(f"--pair-rule and --ties apply to pairwise data; {data!r} is pointwise "
+                   "(a gold score per response)")
+    if not pointwise and (group_by is not None or system_field is not None):
+        raise fail(f"--group-by and --system-field apply to pointwise data (a gold score per "
+                   f"response); {data!r} is pairwise")
+    for name, option in ((by, "--by"), (group_by, "--group-by"),
+                         (system_field, "--system-field")):
+        if name is not None:
+            try:
+                check_field(items, name, option)
+            except ValueError as exc:
+                raise fail(str(exc)) from None
     check_out_dir(out)
     store = _open_cache(cache, no_cache)
     bundle = _make_judge(judge, store, concurrency=concurrency, timeout=timeout, seed=seed)
+    n_calls = len(items) if pointwise else bundle.pairwise.n_calls(items)
 
     async def go() -> dict:
         try:
-            with progress_bar("judging", bundle.pairwise.n_calls(items)) as advance:
+            with progress_bar("judging", n_calls) as advance:
                 return await run_evaluate(bundle, items, on_done=advance, data_spec=data,
                                           seed=seed, min_valid=min_valid,
-                                          max_failed=max_failed)
+                                          max_failed=max_failed, pair_rule=pair_rule or "mean",
+                                          ties=ties, by=by, group_by=group_by,
+                                          system_field=system_field, selection=selection)
         finally:
             await bundle.aclose()
 
@@ -116,11 +176,15 @@ def evaluate(
         console.print(f"[bold yellow]warning:[/] {w}")
     console.print(evaluate_table(res))
     c = res["calls"]
+    what = "scores" if pointwise else "verdicts"
     console.print(
         f"calls: {c['made']} made, {c['cached']} from cache, {c['retries']} retries, "
-        f"{c['failed']} failed; {res['n_invalid']} invalid verdicts of "
+        f"{c['failed']} failed; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
+    if selection["kind"] == "sample":
+        console.print(f"items: a random sample of {selection['n']} of {selection['of']} "
+                      f"(seed {selection['seed']})")
     console.print(f"results: {path}")
     exit_if_failed(res)
 
