@@ -162,3 +162,21 @@ def test_system_level_correlates_per_system_means():
     assert c.n == 7 and c.extra["n_systems"] == 7 and c.extra["n_items_used"] == 140
     assert [s["n"] for s in c.extra["systems"]] == [20] * 7
     assert "bootstrap over systems" in c.method["spearman"]
+
+
+def test_large_samples_use_a_percentile_bootstrap(monkeypatch):
+    """BCa's jackknife holds n resamples of n - 1 items; above BCA_MAX_N the interval is a
+    percentile bootstrap, and the method says so."""
+    import judgeaudit.stats.correlation as corr
+
+    monkeypatch.setattr(corr, "BCA_MAX_N", 50)
+    rng = np.random.default_rng(9)
+    x = rng.integers(1, 6, 80).astype(float)
+    y = x + rng.normal(size=80)
+    c = corr.correlations(x, y, n_boot=300, seed=1)
+    assert c.method["spearman"].startswith("percentile bootstrap over items")
+    ref = bootstrap_ci(np.column_stack([x, y]),
+                       lambda d: sps.kendalltau(d[:, 0], d[:, 1]).statistic, n_boot=300,
+                       seed=1, method="percentile")
+    assert c.kendall.ci95 == pytest.approx(ref, abs=1e-12)
+    assert corr.correlations(x[:40], y[:40], n_boot=300).method["kendall"].startswith("BCa")

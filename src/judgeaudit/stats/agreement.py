@@ -102,7 +102,7 @@ def _r(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _correlation(a: np.ndarray, b: np.ndarray, rank: bool, level: float,
-                 method: str, n_boot: int, seed: int) -> Estimate:
+                 method: str, n_boot: int, seed: int, boot: str = "bca") -> Estimate:
     n = int(a.size)
     tr = (lambda v: stats.rankdata(v, axis=-1)) if rank else (lambda v: v)
     value = float(_r(tr(a), tr(b))) if n >= 2 else math.nan
@@ -119,7 +119,8 @@ def _correlation(a: np.ndarray, b: np.ndarray, rank: bool, level: float,
     if method == "bootstrap":
         xy = np.stack([a, b], axis=1)
         lo, hi = bootstrap_ci(xy, lambda d: _r(tr(d[..., 0]), tr(d[..., 1])), n_boot=n_boot,
-                              level=level, seed=seed, method="bca", vectorized=True)
+                              level=level, seed=seed, method=boot,  # type: ignore[arg-type]
+                              vectorized=True)
         return Estimate(value, (lo, hi), n)
     raise ValueError(f"correlation: method must be 'fisher' or 'bootstrap', got {method!r}")
 
@@ -135,12 +136,13 @@ def pearson(x: Any, y: Any, level: float = 0.95,
 
 def spearman(x: Any, y: Any, level: float = 0.95,
              method: Literal["fisher", "bootstrap"] = "fisher", n_boot: int = 2000,
-             seed: int = 0) -> Estimate:
+             seed: int = 0, boot: Literal["bca", "percentile"] = "bca") -> Estimate:
     """Spearman rho (Pearson r of average ranks, so ties are handled) with a Fisher-z
     interval using the 1.06/(n-3) variance of Fieller, Hartley & Pearson (1957), or a BCa
-    bootstrap over items."""
+    bootstrap over items (`boot="percentile"` skips BCa's jackknife, whose memory grows with
+    n squared)."""
     a, b = _xy(x, y)
-    return _correlation(a, b, True, level, method, n_boot, seed)
+    return _correlation(a, b, True, level, method, n_boot, seed, boot)
 
 
 # Kendall's tau-b as quadratic forms in per-pair weights. Items with the same (x, y) are
@@ -208,8 +210,9 @@ def kendall_tau_b(x: Any, y: Any) -> float:
 
 def kendall(x: Any, y: Any, level: float = 0.95,
             method: Literal["bootstrap", "fisher"] = "bootstrap", n_boot: int = 2000,
-            seed: int = 0) -> Estimate:
-    """Kendall's tau-b with a BCa bootstrap interval over items (pairs resampled together),
+            seed: int = 0, boot: Literal["bca", "percentile"] = "bca") -> Estimate:
+    """Kendall's tau-b with a BCa (or `boot="percentile"`) bootstrap interval over items
+    (pairs resampled together),
     or a Fisher-z interval with the 0.437/(n-4) variance of Fieller, Hartley & Pearson
     (1957) (needs n >= 5). A constant side gives nan. The bootstrap costs n_boot times the
     square of the number of distinct (x, y) pairs: `correlations` switches to Fisher z above
@@ -231,7 +234,7 @@ def kendall(x: Any, y: Any, level: float = 0.95,
         return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n)
     if method == "bootstrap":
         lo, hi = bootstrap_ci(codes, lambda c: _tau_b_weighted(px, py, _counts(c, m)),
-                              n_boot=n_boot, level=level, seed=seed, method="bca",
+                              n_boot=n_boot, level=level, seed=seed, method=boot,
                               vectorized=True)
         return Estimate(value, (lo, hi), n)
     raise ValueError(f"kendall: method must be 'bootstrap' or 'fisher', got {method!r}")

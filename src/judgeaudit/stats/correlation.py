@@ -34,6 +34,9 @@ from judgeaudit.stats.intervals import bootstrap_ci
 from judgeaudit.stats.types import Estimate
 
 NAN_CI = (math.nan, math.nan)
+# Above this many units the bootstrap is a percentile one: BCa's jackknife holds n resamples of
+# n - 1 units at once (memory grows with n squared).
+BCA_MAX_N = 3000
 METRICS = ("pearson", "spearman", "kendall")
 
 
@@ -61,13 +64,16 @@ def _constant(v: np.ndarray) -> bool:
 def correlations(x: Any, y: Any, *, unit: str = "items", level: float = 0.95,
                  n_boot: int = 2000, seed: int = 0) -> Correlations:
     """Pearson r (Fisher-z interval), Spearman rho and Kendall's tau-b (BCa bootstrap over
-    the units, resampling (x, y) together) of aligned x and y. Kendall falls back to a
+    the units, resampling (x, y) together; percentile above BCA_MAX_N units) of aligned x and
+    y. Kendall falls back to a
     Fisher-z interval (0.437/(n-4)) above KENDALL_BOOT_MAX_PAIRS distinct (x, y) pairs. A
     constant side gives nan values and no interval; so does n < 2 (Pearson's interval needs
     n >= 4, the bootstrap n >= 3)."""
     a, b = _xy(x, y)
     n = int(a.size)
-    boot = f"BCa bootstrap over {unit} ({n_boot} resamples, seed {seed})"
+    kind = "bca" if n <= BCA_MAX_N else "percentile"
+    boot = (f"{'BCa' if kind == 'bca' else 'percentile'} bootstrap over {unit} ({n_boot} "
+            f"resamples, seed {seed})")
     method = {"pearson": "Fisher z: atanh(r) +- z / sqrt(n - 3)", "spearman": boot,
               "kendall": boot}
     if n < 2 or _constant(a) or _constant(b):
@@ -75,13 +81,15 @@ def correlations(x: Any, y: Any, *, unit: str = "items", level: float = 0.95,
         return Correlations(nan, nan, nan, n, method)
     p = pearson(a, b, level=level)
     if n >= 3:
-        s = spearman(a, b, level=level, method="bootstrap", n_boot=n_boot, seed=seed)
+        s = spearman(a, b, level=level, method="bootstrap", n_boot=n_boot, seed=seed,
+                     boot=kind)  # type: ignore[arg-type]
         if _distinct_pairs(a, b)[0].size > KENDALL_BOOT_MAX_PAIRS:
             method["kendall"] = ("Fisher z with variance 0.437/(n - 4) (more than "
                                  f"{KENDALL_BOOT_MAX_PAIRS} distinct pairs)")
             k = kendall(a, b, level=level, method="fisher")
         else:
-            k = kendall(a, b, level=level, method="bootstrap", n_boot=n_boot, seed=seed)
+            k = kendall(a, b, level=level, method="bootstrap", n_boot=n_boot, seed=seed,
+                        boot=kind)  # type: ignore[arg-type]
     else:
         s = Estimate(spearman(a, b).value, NAN_CI, n)
         k = Estimate(kendall_tau_b(a, b), NAN_CI, n)
