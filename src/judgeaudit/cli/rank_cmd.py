@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 import typer
@@ -28,6 +28,20 @@ from rich.progress import (
 from rich.table import Table
 
 from judgeaudit.cli.progress import RateColumn, console, fail, progress_bar
+from judgeaudit.cli.runner import (
+    MAX_FAILED,
+    MIN_VALID,
+    MaxFailedOpt,
+    MinValidOpt,
+    check_out_dir,
+    exit_if_failed,
+    positive,
+    positive_float,
+    run_async,
+)
+from judgeaudit.data.spec import public_spec
+
+T = TypeVar("T")
 
 ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon] | jsonl:PATH (one "
               '{"id", "prompt", "response", "quality"?, numeric fields...} per line)')
@@ -85,6 +99,36 @@ def parse_seeds(text: str) -> list[int]:
                     f"{text!r}") from None
 
 
+def _positive_number(what: str) -> Callable[[float], float]:
+    """A typer callback refusing numbers <= 0 (a prior standard deviation)."""
+
+    def check(v: float) -> float:
+        if not v > 0:
+            raise typer.BadParameter(f"{what}: expected a number > 0, got {v}")
+        return v
+
+    return check
+
+
+ConcOpt = Annotated[int | None, typer.Option(help="Concurrent judge calls (>= 1).",
+                                              callback=positive("--concurrency"))]
+TauOpt = Annotated[float, typer.Option(help="Prior sd of c and kappa (> 0).",
+                                       callback=_positive_number("--tau"))]
+RefitOpt = Annotated[int, typer.Option(help="Refit after this many comparisons (>= 1).",
+                                       callback=positive("--refit-every"))]
+SamplesOpt = Annotated[int, typer.Option(help="Monte-Carlo draws for top-k membership (>= 1).",
+                                         callback=positive("--samples"))]
+
+
+def _run(make: Callable[[], Awaitable[T]], store: Any) -> T:
+    """The pipeline through the CLI runner (Ctrl-C: exit 130; a fatal call: exit 3); a
+    ValueError from it is bad input (exit 2)."""
+    try:
+        return run_async(make, cache_path=store and str(store.path))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
 def _check_rules(rules: list[str]) -> None:
     from judgeaudit.rank.acquisition import RULES
 
@@ -131,8 +175,9 @@ def rank(
         "replay:PATH?... | sim?length=1&position=0.3"))] = "local",
     items: Annotated[str, typer.Option("--items", help=ITEMS_HELP)] = "builtin:controlled",
     k: Annotated[int | None, typer.Option(help="Size of the top set (default: the pool's, "
-                                               "else 5).")] = None,
-    budget: Annotated[int, typer.Option(help="Judge calls (comparisons) to spend.")] = 120,
+                                               "else 5).", callback=positive("--k"))] = None,
+    budget: Annotated[int, typer.Option(help="Judge calls (comparisons) to spend.",
+                                        callback=positive("--budget"))] = 120,
     rule: Annotated[str, typer.Option(help="Acquisition rule: topk | global | roundrobin | "
                                            "random | entropy | uncertainty_only | "
                                            "outcome_only.")] = "topk",
@@ -147,22 +192,25 @@ def rank(
         "out/rank"),
     seed: int = 0,
     lam: Annotated[str, typer.Option(help=LAM_HELP)] = "auto",
-    tau: Annotated[float, typer.Option(help="Prior sd of c and kappa.")] = 1.0,
+    tau: TauOpt = 1.0,
     hierarchical: Annotated[bool, typer.Option(help="Learn tau by empirical Bayes.")] = False,
-    refit_every: Annotated[int, typer.Option(help="Refit after this many comparisons.")] = 8,
-    samples: Annotated[int, typer.Option(help="Monte-Carlo draws for top-k membership.")] = 1500,
-    concurrency: Annotated[int | None, typer.Option(help="Concurrent judge calls.")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per call.")] = None,
+    refit_every: RefitOpt = 8,
+    samples: SamplesOpt = 1500,
+    concurrency: ConcOpt = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per call (> 0).",
+                                                  callback=positive_float)] = None,
     cache: Annotated[Path | None, typer.Option(
         help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    min_valid: MinValidOpt = MIN_VALID,
+    max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
     """Find the top-k of a pool with a judge under a comparison budget, correcting for the
     judge's covariate and position biases (bias-aware Bayesian Bradley-Terry, top-k-aware
-    active comparisons)."""
+    active comparisons). Exit 3 when the run judged too little (--min-valid comparisons with
+    a valid verdict, at most --max-failed of the calls failed)."""
+    from judgeaudit.cli.main import _make_judge, _open_cache
     from judgeaudit.data.registry import DataError
-    from judgeaudit.judges import make_judge
-    from judgeaudit.llm import Cache, CallFailed
     from judgeaudit.rank.gate import anchor_gate
     from judgeaudit.rank.live import max_budget, planted_biases, rank_live
     from judgeaudit.rank.loop import MODELS
@@ -188,11 +236,9 @@ def rank(
     if not 0 < budget <= max_budget(pool):
         raise fail(f"--budget must be in 1..{max_budget(pool)} (every comparable pair in "
                     f"both orders) for this pool, got {budget}")
-    try:
-        bundle = make_judge(judge, cache=None if no_cache else Cache(cache),
-                            concurrency=concurrency, timeout=timeout, seed=seed)
-    except (ValueError, FileNotFoundError) as exc:
-        raise fail(f"judge {judge!r}: {exc}") from None
+    check_out_dir(out)
+    store = _open_cache(cache, no_cache)
+    bundle = _make_judge(judge, store, concurrency=concurrency, timeout=timeout, seed=seed)
 
     progress = Progress(SpinnerColumn(), TextColumn("[bold]ranking"), BarColumn(),
                         MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
@@ -217,16 +263,12 @@ def rank(
                                        covariates=names, model=model, seed=seed, lam=lam_v,
                                        eb_lam=eb, tau=tau, hierarchical=hierarchical,
                                        refit_every=refit_every, n_samples=samples,
-                                       on_batch=on_batch, on_call=on_call)
+                                       on_batch=on_batch, on_call=on_call,
+                                       min_valid=min_valid, max_failed=max_failed)
             finally:
                 await bundle.aclose()
 
-        try:
-            run = asyncio.run(go())
-        except CallFailed as exc:
-            raise fail(str(exc), 3) from None
-        except ValueError as exc:
-            raise fail(str(exc)) from None
+        run = _run(go, store)
     console.print()
     res = run.result
     fits = {"naive": res.naive, "bias_aware": res.bias_aware}
@@ -258,7 +300,7 @@ def rank(
         "gate": gate_summary(gate) if gate else None,
         "comparisons": [dict(v.as_dict(pool), step=i) for i, v in enumerate(run.verdicts)],
         "n_comparisons": len(run.verdicts), "n_invalid": run.n_invalid, "n_ties": run.n_ties,
-        "calls": bundle.client.stats.as_dict(), "seconds": time.time() - t0,
+        "calls": bundle.client.stats.as_dict(), "run": run.run, "seconds": time.time() - t0,
     }
     if pool.has_quality:
         true = pool.true_topk(k)
@@ -267,8 +309,11 @@ def rank(
         doc["true_topk"] = [pool.items[i].id for i in true]
         doc["true_topk_ambiguous"] = bool(pool.ambiguous_topk(k))
     path = write_results(out / "results.json", doc)
-    _print_rank(doc, k)
+    if (run.run or {}).get("status") != "failed":  # a failed run's ranking is no result
+        _print_rank(doc, k)
+    _print_rank_calls(doc)
     console.print(f"results: {path}")
+    exit_if_failed(doc)
 
 
 def _print_rank(doc: dict, k: int) -> None:
@@ -303,6 +348,9 @@ def _print_rank(doc: dict, k: int) -> None:
     if "recall" in doc:
         console.print("recall@k vs true quality: " + ", ".join(
             f"{m} {v:.2f}" for m, v in doc["recall"].items()))
+
+
+def _print_rank_calls(doc: dict) -> None:
     c = doc["calls"]
     console.print(f"{doc['n_comparisons']} comparisons ({doc['n_invalid']} invalid, "
                   f"{doc['n_ties']} ties); calls: {c['made']} made, {c['cached']} from cache, "
@@ -356,8 +404,8 @@ def rank_eval_cmd(
     items: Annotated[str, typer.Option("--items", help=ITEMS_HELP + "; builtin:controlled "
                                        "without ?seed= draws a new pool per seed.")] =
         "builtin:controlled",
-    k: Annotated[int | None, typer.Option(help="Top-k size (default: the pool's, else 5).")]
-        = None,
+    k: Annotated[int | None, typer.Option(help="Top-k size (default: the pool's, else 5).",
+                                          callback=positive("--k"))] = None,
     budgets: Annotated[str, typer.Option(help="Comma-separated budgets.")] = "60,120,200",
     rules: Annotated[str, typer.Option(help="Comma-separated acquisition rules.")] =
         "topk,global,roundrobin,random",
@@ -367,19 +415,24 @@ def rank_eval_cmd(
     out: Annotated[Path, typer.Option(help="Output directory for results.json.")] = Path(
         "out/rank-eval"),
     lam: Annotated[str, typer.Option(help=LAM_HELP)] = "auto",
-    tau: Annotated[float, typer.Option(help="Prior sd of c and kappa.")] = 1.0,
+    tau: TauOpt = 1.0,
     hierarchical: Annotated[bool, typer.Option(help="Learn tau by empirical Bayes.")] = False,
-    refit_every: int = 8,
-    samples: Annotated[int, typer.Option(help="Monte-Carlo draws for top-k membership.")] = 1500,
-    concurrency: Annotated[int | None, typer.Option(help="Concurrent judge calls.")] = None,
+    refit_every: RefitOpt = 8,
+    samples: SamplesOpt = 1500,
+    concurrency: ConcOpt = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per call (> 0).",
+                                                  callback=positive_float)] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite cache file.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    min_valid: MinValidOpt = MIN_VALID,
+    max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
     """Evaluate acquisition rules x models offline: recall@k against budget over seeds, with
-    paired tests, full-data recall and the judge's estimated biases with intervals."""
+    paired tests, full-data recall and the judge's estimated biases with intervals. Exit 3
+    when building the verdict matrices judged too little (--min-valid valid verdicts, at most
+    --max-failed of the calls failed); the rules are then not evaluated."""
+    from judgeaudit.cli.main import _make_judge, _open_cache
     from judgeaudit.data.registry import DataError
-    from judgeaudit.judges import make_judge
-    from judgeaudit.llm import Cache, CallFailed
     from judgeaudit.rank.evaluate import EvalCase, rank_eval
     from judgeaudit.rank.fitting import fit_model
     from judgeaudit.rank.live import full_matrix, max_budget, ordered_pairs, planted_biases
@@ -388,6 +441,7 @@ def rank_eval_cmd(
     from judgeaudit.rank.pool import load_pool, parse_covariates
     from judgeaudit.rank.summary import covariate_estimates, kappa_estimate
     from judgeaudit.report import write_results
+    from judgeaudit.report.outcome import assess, sum_calls
 
     budget_list = sorted(set(_int_list(budgets, "--budgets")))
     lam_v, eb = _parse_lam(lam)
@@ -414,12 +468,10 @@ def rank_eval_cmd(
     sds = {n: max(ci.sd for p in pools.values() for ci in p.covariates([n])[1]) for n in names}
     dropped = [n for n in names if sds[n] == 0.0]
     kept = [n for n in names if sds[n] > 0.0]
-    store = None if no_cache else Cache(cache)
-    try:
-        bundles = {js: make_judge(js, cache=store, concurrency=concurrency)
-                   for js in dict.fromkeys(j for _, _, j in plan)}
-    except (ValueError, FileNotFoundError) as exc:
-        raise fail(f"oracle {oracle!r}: {exc}") from None
+    check_out_dir(out)
+    store = _open_cache(cache, no_cache)
+    bundles = {js: _make_judge(js, store, concurrency=concurrency, timeout=timeout)
+               for js in dict.fromkeys(j for _, _, j in plan)}
     jobs = list(dict.fromkeys((p, j) for _, p, j in plan))
     n_calls = sum(len(ordered_pairs(pools[p])) for p, _ in jobs)
     console.print(f"{len(jobs)} verdict matri{'x' if len(jobs) == 1 else 'ces'} "
@@ -439,10 +491,26 @@ def rank_eval_cmd(
                 await b.aclose()
         return out_m
 
-    try:
-        matrices = asyncio.run(build())
-    except CallFailed as exc:
-        raise fail(str(exc), 3) from None
+    matrices = _run(build, store)
+    calls = sum_calls([b.client.stats.as_dict() for b in bundles.values()])
+    run = assess(n_valid=sum(m.n_valid for m in matrices.values()),
+                 n_planned=sum(len(m.verdicts) for m in matrices.values()), calls=calls,
+                 min_valid=min_valid, max_failed=max_failed, what="comparisons")
+    doc: dict[str, Any] = {
+        "command": "rank-eval", "schema": "judgeaudit.rank_eval/2",
+        "oracle": (bundles[plan[0][2]].public_spec if len(bundles) == 1
+                   else public_spec(oracle)),
+        "items": items, "k": k, "budgets": budget_list, "rules": rule_list, "seeds": seed_list,
+        "models": list(MODELS), "covariates": kept, "covariates_dropped": dropped,
+        "pool_per_seed": pool_per_seed, "judge_per_seed": judge_per_seed,
+    }
+    if run["status"] == "failed":  # no verdicts to evaluate the rules on
+        doc.update(n_invalid=sum(m.n_invalid for m in matrices.values()), calls=calls, run=run,
+                   seconds=time.time() - t0)
+        path = write_results(out / "results.json", doc)
+        _print_eval_calls(doc)
+        console.print(f"results: {path}")
+        exit_if_failed(doc)
 
     per_matrix = []
     for (p, j), mat in matrices.items():
@@ -476,32 +544,24 @@ def rank_eval_cmd(
 
     total_runs = len(seed_list) * len(MODELS) * len(rule_list)
     with progress_bar("evaluating rules x models x seeds", total_runs) as advance:
-        res = rank_eval({oracle: factory}, budget_list, rule_list, seed_list, lam=lam_v,
-                        tau=tau, hierarchical=hierarchical, n_samples=samples,
+        res = rank_eval({public_spec(oracle): factory}, budget_list, rule_list, seed_list,
+                        lam=lam_v, tau=tau, hierarchical=hierarchical, n_samples=samples,
                         refit_every=refit_every, on_run=advance, eb_lam=eb)
     res.pop("estimates", None)
     c_sum, kappa_sum = _summarise_estimates(per_matrix, kept)
-    calls: dict[str, int] = {}
-    for b in bundles.values():
-        for key, v in b.client.stats.as_dict().items():
-            if isinstance(v, int):
-                calls[key] = calls.get(key, 0) + v
-    doc = {
-        "command": "rank-eval", "schema": "judgeaudit.rank_eval/2",
-        "oracle": bundles[plan[0][2]].public_spec if len(bundles) == 1 else oracle,
-        "items": items, "k": k, "budgets": budget_list, "rules": rule_list, "seeds": seed_list,
-        "models": list(MODELS), "covariates": kept, "covariates_dropped": dropped,
-        "pool_per_seed": pool_per_seed, "judge_per_seed": judge_per_seed,
+    doc.update({
         "config": res["config"],
         "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],
         "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
         "matrices": per_matrix, "cases": res["cases"],
         "n_invalid": sum(m["n_invalid"] for m in per_matrix),
-        "calls": calls, "seconds": time.time() - t0,
-    }
+        "calls": calls, "run": run, "seconds": time.time() - t0,
+    })
     path = write_results(out / "results.json", doc)
     _print_eval(doc)
+    _print_eval_calls(doc)
     console.print(f"results: {path}")
+    exit_if_failed(doc)
 
 
 def _print_eval(doc: dict) -> None:
@@ -527,5 +587,10 @@ def _print_eval(doc: dict) -> None:
                   + (f", coverage {kd['coverage']:.2f}" if "coverage" in kd else ""))
     if doc["covariates_dropped"]:
         console.print(f"left out (constant): {', '.join(doc['covariates_dropped'])}")
-    console.print(f"{doc['n_invalid']} invalid verdicts; calls: {doc['calls'].get('made', 0)} "
-                  f"made, {doc['calls'].get('cached', 0)} from cache; {doc['seconds']:.1f} s")
+
+
+def _print_eval_calls(doc: dict) -> None:
+    c = doc["calls"]
+    console.print(f"{doc['n_invalid']} invalid verdicts; calls: {c.get('made', 0)} made, "
+                  f"{c.get('cached', 0)} from cache, {c.get('failed', 0)} failed; "
+                  f"{doc['seconds']:.1f} s")

@@ -30,6 +30,7 @@ from judgeaudit.judges import JudgeBundle, PairwiseJudge
 from judgeaudit.llm import CallFailed
 from judgeaudit.rank.loop import LoopResult, ProgressHook, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
+from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 
 Y_OF_CHOICE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 
@@ -155,10 +156,17 @@ class LiveRun:
     X: np.ndarray
     covariates: list[CovariateInfo]
     dropped: list[str] = field(default_factory=list)  # constant covariates left out
+    # The run's outcome (`report.outcome.assess`, unit: comparisons with a valid verdict):
+    # a failed run's ranking is no result.
+    run: dict | None = None
 
     @property
     def n_invalid(self) -> int:
         return sum(v.invalid for v in self.verdicts)
+
+    @property
+    def n_valid(self) -> int:
+        return len(self.verdicts) - self.n_invalid
 
     @property
     def n_ties(self) -> int:
@@ -192,8 +200,13 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
                     eb_lam: bool = False, tau: float = 1.0, hierarchical: bool = False,
                     refit_every: int = 8,
                     n_samples: int = 1500, on_batch: ProgressHook | None = None,
-                    on_call: Callable[[Verdict], None] | None = None) -> LiveRun:
-    """Run the active loop against ``bundle``'s judge on ``pool`` (see module docstring)."""
+                    on_call: Callable[[Verdict], None] | None = None,
+                    min_valid: int = DEFAULT_MIN_VALID,
+                    max_failed: float = DEFAULT_MAX_FAILED) -> LiveRun:
+    """Run the active loop against ``bundle``'s judge on ``pool`` (see module docstring).
+    The result's `run` section applies the one outcome rule to the comparisons asked: fewer
+    than `min_valid` with a valid verdict, or more than `max_failed` of the client's calls
+    failed, and the run has failed (its ranking is then no result)."""
     if budget > max_budget(pool):
         raise ValueError(f"budget {budget} exceeds the {max_budget(pool)} distinct ordered "
                          "comparisons of this pool")
@@ -208,7 +221,11 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
             eb_lam=eb_lam)
     finally:
         oracle.stop.set()
-    return LiveRun(result=res, verdicts=oracle.log, X=X, covariates=info, dropped=dropped)
+    out = LiveRun(result=res, verdicts=oracle.log, X=X, covariates=info, dropped=dropped)
+    out.run = assess(n_valid=out.n_valid, n_planned=len(out.verdicts),
+                     calls=bundle.client.stats.as_dict(), min_valid=min_valid,
+                     max_failed=max_failed, what="comparisons")
+    return out
 
 
 # ---- full ordered-pair matrix, for offline evaluation ----------------------------------------
@@ -227,6 +244,10 @@ class VerdictMatrix:
     @property
     def n_invalid(self) -> int:
         return sum(v.invalid for v in self.verdicts)
+
+    @property
+    def n_valid(self) -> int:
+        return len(self.verdicts) - self.n_invalid
 
     @property
     def n_ties(self) -> int:
