@@ -4,7 +4,6 @@ command to a typer app (the main CLI calls it)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +12,17 @@ from rich.table import Table
 
 from judgeaudit.cli.format import est_ci
 from judgeaudit.cli.progress import console, fail, progress_bar
+from judgeaudit.cli.runner import (
+    MAX_FAILED,
+    MIN_VALID,
+    MaxFailedOpt,
+    MinValidOpt,
+    check_out_dir,
+    exit_if_failed,
+    positive,
+    positive_float,
+    run_async,
+)
 
 PERT_HELP = ("Comma-separated templates (baseline always runs): order_desc, order_random, "
              "ids_letters, ids_roman, ref_1..ref_5 (default: all).")
@@ -47,6 +57,12 @@ def expected_table(res: dict[str, Any]) -> Table | None:
     return t
 
 
+def _tolerance(v: int) -> int:
+    if not 0 <= v <= 4:
+        raise typer.BadParameter(f"expected a score distance 0-4, got {v}")
+    return v
+
+
 def scoring_bias(
     judge: Annotated[str, typer.Option("--judge", "-j", help=(
         "Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL | anthropic:MODEL | "
@@ -58,8 +74,9 @@ def scoring_bias(
     ids: Annotated[list[str] | None, typer.Option(
         "--ids", help="Extra score-id scheme NAME=w,x,y,z,t (ids for scores 1..5); "
         "repeatable; runs as ids_NAME.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Use only the first N items.")] = None,
-    repeats: Annotated[int, typer.Option(help=(
+    limit: Annotated[int | None, typer.Option(help="Use only the first N items (N >= 1).",
+                                              callback=positive("--limit"))] = None,
+    repeats: Annotated[int, typer.Option(callback=positive("--repeats"), help=(
         "Baseline scorings per item (>= 2 gives the repeat noise and a held-out repeat for "
         "the mitigation check; use 1 for a deterministic judge such as local)."))] = 3,
     references: Annotated[Path | None, typer.Option(help=(
@@ -73,11 +90,14 @@ def scoring_bias(
     reviewer: Annotated[str | None, typer.Option(
         help="Reviewer SPEC (default: --judge).")] = None,
     ref_limit: Annotated[int | None, typer.Option(
-        help="Generate references for the first N items only.")] = None,
-    ref_attempts: Annotated[int, typer.Option(help="Generation attempts per Ref-k.")] = 3,
+        help="Generate references for the first N items only.",
+        callback=positive("--ref-limit"))] = None,
+    ref_attempts: Annotated[int, typer.Option(help="Generation attempts per Ref-k.",
+                                              callback=positive("--ref-attempts"))] = 3,
     ref_tolerance: Annotated[int, typer.Option(
-        help="Accept when |review score - k| <= this.")] = 0,
-    ref_max_tokens: Annotated[int, typer.Option(help="Generation budget (tokens).")] = 160,
+        help="Accept when |review score - k| <= this (0-4).", callback=_tolerance)] = 0,
+    ref_max_tokens: Annotated[int, typer.Option(help="Generation budget (tokens).",
+                                                callback=positive("--ref-max-tokens"))] = 160,
     ref_review: Annotated[str, typer.Option(help=(
         "score: accept when the reviewer scores the candidate k (+- --ref-tolerance); order: "
         "accept when the reviewer's scores put Ref-k strictly between the other levels (for "
@@ -87,21 +107,25 @@ def scoring_bias(
     out: Annotated[Path, typer.Option(help="Output directory (results.json, report.html).")] = (
         Path("out/scoring-bias")),
     seed: int = 0,
-    concurrency: Annotated[int | None, typer.Option(help="Concurrent judge calls.")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per call.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Concurrent judge calls (>= 1).",
+                                                    callback=positive("--concurrency"))] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per call (> 0).",
+                                                  callback=positive_float)] = None,
     cache: Annotated[Path | None, typer.Option(
         help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    min_valid: MinValidOpt = MIN_VALID,
+    max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
     """Score the same responses under the baseline scoring prompt and perturbed prompts;
     report flip rate, MAD, correlation with gold, score distributions, the reference pull,
     the most accurate template and whether averaging helps. Writes results.json and
-    report.html."""
+    report.html. Exit 3 when the run scored too little (--min-valid scores with a valid value,
+    at most --max-failed of the calls failed)."""
+    from judgeaudit.cli.main import _make_judge, _open_cache
     from judgeaudit.data import DataError, load
     from judgeaudit.data.schema import PointwiseItem
-    from judgeaudit.judges import make_judge
     from judgeaudit.judges.pointwise import RubricJudge
-    from judgeaudit.llm import Cache, CallFailed
     from judgeaudit.report import write_results
     from judgeaudit.report.html import write_report
     from judgeaudit.scoring.perturbations import resolve
@@ -116,8 +140,6 @@ def scoring_bias(
     )
     from judgeaudit.scoring.run import n_calls, run_scoring_bias
 
-    if repeats < 1:
-        raise fail(f"--repeats must be >= 1, got {repeats}")
     if ref_review not in ("score", "order"):
         raise fail(f"--ref-review: expected score or order, got {ref_review!r}")
     try:
@@ -144,19 +166,20 @@ def scoring_bias(
             raise fail(f"--references: {exc}") from None
     elif not generate_references:
         refs = siblings
-    store = None if no_cache else Cache(cache)
+    check_out_dir(out)
+    store = _open_cache(cache, no_cache)
     bundles: dict[str, Any] = {}
 
     def bundle_for(spec: str) -> Any:
         if spec not in bundles:
-            try:
-                bundles[spec] = make_judge(spec, cache=store, concurrency=concurrency,
-                                           timeout=timeout, seed=seed)
-            except (ValueError, FileNotFoundError) as exc:
-                raise fail(f"judge {spec!r}: {exc}") from None
+            bundles[spec] = _make_judge(spec, store, concurrency=concurrency, timeout=timeout,
+                                        seed=seed)
         return bundles[spec]
 
     main = bundle_for(judge)
+    if generate_references:  # every spec checked before any call
+        bundle_for(generator or judge)
+        bundle_for(reviewer or judge)
     try:
         rubric = RubricJudge(main.client, template)
     except ValueError as exc:
@@ -188,21 +211,30 @@ def scoring_bias(
                 return await run_scoring_bias(rubric, items, perts, references=refs,
                                               repeats=repeats, seed=seed,
                                               judge_spec=main.public_spec, data_spec=data,
-                                              on_done=adv)
+                                              on_done=adv, min_valid=min_valid,
+                                              max_failed=max_failed)
         finally:
             for b in bundles.values():
                 await b.aclose()
 
     try:
-        res = asyncio.run(go())
-    except CallFailed as exc:
-        raise fail(str(exc), 3) from None
+        res = run_async(go, cache_path=store and str(store.path))
     except ValueError as exc:
         raise fail(str(exc)) from None
     if ref_info is not None:
         res["references"] = ref_info
     path = write_results(out / "results.json", res)
     report = write_report(path)
+    if (res.get("run") or {}).get("status") != "failed":  # a failed run's numbers: no result
+        _print_results(res)
+    c = res["calls"]
+    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
+                  f"{res['seconds']:.1f} s")
+    console.print(f"results: {path}\nreport: {report}")
+    exit_if_failed(res)
+
+
+def _print_results(res: dict[str, Any]) -> None:
     console.print(results_table(res))
     et = expected_table(res)
     if et is not None:
@@ -215,10 +247,6 @@ def scoring_bias(
     if res.get("reference_pull"):
         console.print(f"reference pull (slope toward the reference's score): "
                       f"{est_ci(res['reference_pull'])}")
-    c = res["calls"]
-    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
-                  f"{res['seconds']:.1f} s")
-    console.print(f"results: {path}\nreport: {report}")
 
 
 def register(app: typer.Typer) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import judgeaudit
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
+from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.scoring import metrics as M
 from judgeaudit.scoring.perturbations import References, ScoringPerturbation
 
@@ -39,6 +40,12 @@ class ScoreTable:
 
     def get(self, name: str, rep: int = 0) -> list[float | None]:
         return self.scores.get(name, {}).get(rep, [None] * len(self.items))
+
+    def n_scored(self) -> tuple[int, int]:
+        """(scores with a valid value, scorings asked) over every template and repeat."""
+        asked = [v for reps in self.verdicts.values() for vs in reps.values() for v in vs
+                 if v is not None]
+        return sum(v.score is not None for v in asked), len(asked)
 
 
 def plan(items: Sequence[PointwiseItem], perts: Sequence[ScoringPerturbation],
@@ -251,9 +258,14 @@ async def run_scoring_bias(
     data_spec: str = "",
     on_done: Callable[[], None] | None = None,
     n_boot: int = M.N_BOOT,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
 ) -> dict[str, Any]:
     """Run every template on every item and return the results document (without
-    schema_version; `judgeaudit.report.write_results` adds it)."""
+    schema_version; `judgeaudit.report.write_results` adds it). Its `run` section applies
+    the one outcome rule to the scorings asked: fewer than `min_valid` scores with a valid
+    value, or more than `max_failed` of the calls failed, and the run has failed (its
+    numbers are then no result)."""
     if not items:
         raise ValueError("scoring-bias needs pointwise items (none given)")
     if not perts or perts[0].name != BASELINE:
@@ -266,9 +278,9 @@ async def run_scoring_bias(
     table = await score_all(judge, items, perts, references=references, repeats=repeats,
                             on_done=on_done)
     after = judge.client.stats.as_dict()
-    calls = {k: (after[k] - before[k]) if isinstance(after[k], int | float) and
-             isinstance(before[k], int | float) else after[k] for k in after}
+    calls = _calls_since(before, after)
     doc = build_results(table, perts, repeats=repeats, seed=seed, judge=judge, n_boot=n_boot)
+    n_valid, n_asked = table.n_scored()
     return {
         "command": "scoring-bias",
         "version": judgeaudit.__version__,
@@ -282,12 +294,29 @@ async def run_scoring_bias(
         "gold": "item score (human where the dataset has it; strong-model scores otherwise)",
         **doc,
         "calls": calls,
+        "run": assess(n_valid=n_valid, n_planned=n_asked, calls=calls, min_valid=min_valid,
+                      max_failed=max_failed, what="scores"),
         "n_calls_planned": len(plan(items, perts, references, repeats)[0]),
         "seconds": time.perf_counter() - t0,
         "started": started,
         "scores": {n: {str(r): v for r, v in table.scores[n].items()} for n in table.scores},
         "item_ids": [it.id for it in items],
     }
+
+
+def _calls_since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """This run's share of a client's call counts (the client may have made other calls
+    before, e.g. generating references): numbers and per-kind error counts subtracted."""
+    out: dict[str, Any] = {}
+    for k, a in after.items():
+        b = before.get(k)
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            out[k] = a - b
+        elif isinstance(a, dict) and isinstance(b, dict):
+            out[k] = {kk: a[kk] - b.get(kk, 0) for kk in a if a[kk] - b.get(kk, 0)}
+        else:
+            out[k] = a
+    return out
 
 
 def n_calls(items: Sequence[PointwiseItem], perts: Sequence[ScoringPerturbation],
