@@ -4,7 +4,6 @@ and correction (HUB-J). `register(app)` adds the commands; the pipelines are
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,6 +14,17 @@ from rich.table import Table
 
 from judgeaudit.cli.format import est_ci
 from judgeaudit.cli.progress import console, fail, growing_bar
+from judgeaudit.cli.runner import (
+    MAX_FAILED,
+    MIN_VALID,
+    MaxFailedOpt,
+    MinValidOpt,
+    check_out_dir,
+    exit_if_failed,
+    open_unit,
+    positive,
+    run_async,
+)
 from judgeaudit.data.spec import split_specs
 
 JudgesOpt = Annotated[str | None, typer.Option("--judges", "-j", help=(
@@ -28,6 +38,24 @@ LlmOpt = Annotated[str, typer.Option(help="SPEC of the model playing the G modul
 OutOpt = Annotated[Path | None, typer.Option(help="Output directory.")]
 CacheOpt = Annotated[Path | None, typer.Option(
     help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")]
+ConcOpt = Annotated[int | None, typer.Option(help="Concurrent calls (>= 1).",
+                                              callback=positive("--concurrency"))]
+
+
+def _share(what: str) -> Callable[[float], float]:
+    """A typer callback for a share or cosine threshold in [0, 1]."""
+
+    def check(v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise typer.BadParameter(f"{what}: expected a number in [0, 1], got {v}")
+        return v
+
+    return check
+
+
+MinAgreementOpt = Annotated[float, typer.Option(
+    callback=_share("--min-agreement"),
+    help="Keep items whose majority label has at least this annotator share (0-1).")]
 
 
 def _p(x: Any) -> str:
@@ -38,25 +66,27 @@ class _Session:
     """Judges, clients and data of one command; closes every client at the end."""
 
     def __init__(self, cache: Path | None, no_cache: bool, concurrency: int | None, seed: int):
-        from judgeaudit.llm import Cache
+        from judgeaudit.cli.main import _open_cache
 
-        self.store = None if no_cache else Cache(cache)
+        self.store = _open_cache(cache, no_cache)
         self.concurrency, self.seed = concurrency, seed
         self.bundles: dict[str, Any] = {}
 
     def bundle(self, spec: str) -> Any:
-        from judgeaudit.judges import make_judge
+        from judgeaudit.cli.main import _make_judge
 
         if spec not in self.bundles:
-            try:
-                self.bundles[spec] = make_judge(spec, cache=self.store,
-                                                concurrency=self.concurrency, seed=self.seed)
-            except (ValueError, FileNotFoundError) as exc:
-                raise fail(f"judge {spec!r}: {exc}") from None
+            self.bundles[spec] = _make_judge(spec, self.store, concurrency=self.concurrency,
+                                             seed=self.seed)
         return self.bundles[spec]
 
+    def clients(self) -> list[Any]:
+        """Every client of the session (their calls count in the run's outcome)."""
+        return [b.client for b in self.bundles.values()]
+
     def run(self, fn: Callable[[], Awaitable[Any]]) -> Any:
-        from judgeaudit.llm import CallFailed
+        """The pipeline through the CLI runner (Ctrl-C: exit 130 with how to resume; a fatal
+        call: exit 3); a ValueError from it is bad input (exit 2)."""
 
         async def go() -> Any:
             try:
@@ -66,9 +96,7 @@ class _Session:
                     await b.aclose()
 
         try:
-            return asyncio.run(go())
-        except CallFailed as exc:
-            raise fail(str(exc), 3) from None
+            return run_async(go, cache_path=self.store and str(self.store.path))
         except ValueError as exc:
             raise fail(str(exc)) from None
 
@@ -90,6 +118,15 @@ def _items(data: str, limit: int | None, min_agreement: float) -> list[Any]:
         raise fail(f"data {data!r}: no item has a decisive human label (1 or 2) given by at "
                     f"least {min_agreement:.0%} of its annotators")
     return kept[:limit] if limit is not None else kept
+
+
+def _check_recorded(recorded: str | None, data: str) -> None:
+    """--recorded refused before any judge is made or called."""
+    if recorded is None:
+        return
+    if recorded != "pandalm":
+        raise fail(f"--recorded {recorded!r}: only 'pandalm' is known")
+    _data_folder(data)
 
 
 def _data_folder(data: str) -> Path:
@@ -158,6 +195,17 @@ def _write(out: Path, res: dict[str, Any]) -> tuple[Path, Path]:
     return path, write_report(path)
 
 
+def _failed(res: dict[str, Any]) -> bool:
+    return (res.get("run") or {}).get("status") == "failed"
+
+
+def _calls_line(res: dict[str, Any], *paths: Path) -> None:
+    c = res["calls"]
+    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed"
+                  + (f"; {res['seconds']:.1f} s" if "seconds" in res else "")
+                  + "".join(f"\n{p.stem}: {p}" for p in paths))
+
+
 def _json_stats_line(stats: dict[str, Any]) -> str:
     parts = []
     for mod, s in stats.items():
@@ -174,44 +222,58 @@ def discover(
     recorded: RecordedOpt = None,
     llm: LlmOpt = "local",
     limit: Annotated[int | None, typer.Option(
-        help="Discovery items (consensus disagreements) to extract features from.")] = 30,
+        help="Discovery items (consensus disagreements) to extract features from.",
+        callback=positive("--limit"))] = 30,
     holdout: Annotated[float, typer.Option(
-        help="Share of the consensus disagreements held out for validation.")] = 0.5,
+        help="Share of the consensus disagreements held out for validation (0 < h < 1).",
+        callback=open_unit)] = 0.5,
     holdout_limit: Annotated[int | None, typer.Option(
-        help="Held-out items to validate on.")] = 30,
-    clusters: Annotated[int, typer.Option(help="M: k-means clusters per round.")] = 4,
-    factors: Annotated[int, typer.Option(help="K: factors to select.")] = 5,
-    iterations: Annotated[int, typer.Option(help="T: rounds.")] = 3,
-    tau: Annotated[float, typer.Option(help="Novelty threshold (cosine).")] = 0.7,
-    rho: Annotated[float, typer.Option(help="Target covered share of features.")] = 0.8,
+        help="Held-out items to validate on.", callback=positive("--holdout-limit"))] = 30,
+    clusters: Annotated[int, typer.Option(help="M: k-means clusters per round.",
+                                          callback=positive("--clusters"))] = 4,
+    factors: Annotated[int, typer.Option(help="K: factors to select.",
+                                         callback=positive("--factors"))] = 5,
+    iterations: Annotated[int, typer.Option(help="T: rounds.",
+                                            callback=positive("--iterations"))] = 3,
+    tau: Annotated[float, typer.Option(help="Novelty threshold (cosine, 0-1).",
+                                       callback=_share("--tau"))] = 0.7,
+    rho: Annotated[float, typer.Option(help="Target covered share of features (0-1).",
+                                       callback=_share("--rho"))] = 0.8,
     rep_fallback: Annotated[bool, typer.Option(help=(
         "When G_construct proposes fewer candidates than asked for (vague ones are dropped), "
         "fill in with the cluster representatives (features)."))] = True,
-    min_agreement: Annotated[float, typer.Option(
-        help="Keep items whose majority label has at least this annotator share.")] = 0.5,
+    min_agreement: MinAgreementOpt = 0.5,
     out: OutOpt = Path("out/discover"),
     seed: int = 0,
-    concurrency: Annotated[int | None, typer.Option(help="Concurrent calls.")] = None,
+    concurrency: ConcOpt = None,
     cache: CacheOpt = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    min_valid: MinValidOpt = MIN_VALID,
+    max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
     """Find the factors behind a judge's disagreements with humans (HUB-J Algorithm 1) and
-    validate them, beside the two baseline factor sets, on held-out disagreements."""
+    validate them, beside the two baseline factor sets, on held-out disagreements. Exit 3
+    when the run got too little (--min-valid valid G-module answers, at most --max-failed of
+    the calls failed)."""
     from judgeaudit.hubj.discover import DiscoverConfig
     from judgeaudit.hubj.embed import MiniLMEmbedder
     from judgeaudit.hubj.run import run_discover
 
     out = out or Path("out/discover")
-    sess = _Session(cache, no_cache, concurrency, seed)
     started = _now()
     items = _items(data, None, min_agreement)
+    _check_recorded(recorded, data)
+    check_out_dir(out)
+    sess = _Session(cache, no_cache, concurrency, seed)
+    g = sess.bundle(llm)
+    for s in split_specs(judges or ""):  # every spec checked before any call
+        sess.bundle(s)
     try:
         embedder = MiniLMEmbedder()
     except RuntimeError as exc:
         raise fail(str(exc)) from None
     cfg = DiscoverConfig(clusters=clusters, max_factors=factors, iterations=iterations,
                          tau=tau, rho=rho, seed=seed, rep_fallback=rep_fallback)
-    g = sess.bundle(llm)
 
     async def go() -> dict[str, Any]:
         winners = await _winners(sess, judges, recorded, data, items, out)
@@ -227,12 +289,22 @@ def discover(
             return await run_discover(items, winners, g.client, embedder, cfg,
                                       holdout=holdout, limit=limit,
                                       holdout_limit=holdout_limit,
-                                      min_agreement=min_agreement, on_stage=stage)
+                                      min_agreement=min_agreement, on_stage=stage,
+                                      judge_clients=sess.clients(), min_valid=min_valid,
+                                      max_failed=max_failed)
 
     res = sess.run(go)
     res.update(llm=g.public_spec, data=data)
     _stamp(res, started)
     path, report = _write(out, res)
+    if not _failed(res):  # a failed run's numbers are no result
+        _print_discover(res)
+    console.print(_json_stats_line(res["json_stats"]))
+    _calls_line(res, path, report)
+    exit_if_failed(res)
+
+
+def _print_discover(res: dict[str, Any]) -> None:
     console.print(_splits_table(res["splits"]))
     t = Table(title="factors found, validated on held-out disagreements "
                     "(Delta = intensity(judge-preferred) - intensity(human-preferred))")
@@ -247,10 +319,6 @@ def discover(
             t.add_row(set_name, row["factor"], str(row["n"]), md, _p(row["p_t"]),
                       _p(row["p_wilcoxon"]), _p(row["max_abs_r_pre_discovered"]))
     console.print(t)
-    console.print(_json_stats_line(res["json_stats"]))
-    c = res["calls"]
-    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
-                  f"{res['seconds']:.1f} s\nresults: {path}\nreport: {report}")
 
 
 # ---- quantify --------------------------------------------------------------------------------
@@ -290,10 +358,13 @@ def quantify(
         help="SPEC of the answer-change checker G_check (default: the generator).")] = None,
     levels: Annotated[str, typer.Option(help="Levels to inject.")] = "1,2,3,4,5",
     pool: Annotated[int, typer.Option(
-        help="Labelled items to judge when looking for agreement items.")] = 60,
-    limit: Annotated[int | None, typer.Option(help="Agreement items to rewrite.")] = 12,
+        help="Labelled items to judge when looking for agreement items.",
+        callback=positive("--pool"))] = 60,
+    limit: Annotated[int | None, typer.Option(help="Agreement items to rewrite.",
+                                              callback=positive("--limit"))] = 12,
     n_cal: Annotated[int | None, typer.Option(
-        help="Calibration items (default: 1/6 of the items, as the paper's 100/600).")] = None,
+        help="Calibration items (default: 1/6 of the items, as the paper's 100/600).",
+        callback=positive("--n-cal"))] = None,
     on_violation: Annotated[str, typer.Option(
         help="drop: discard rewrites the checker says change the answer; flag: keep them.")] = (
         "drop"),
@@ -302,17 +373,22 @@ def quantify(
         "append (the generator writes only sentences to add; for small models, such as the "
         "embedded one, that echo the text when asked to rewrite it)."))] = "rewrite",
     max_words: Annotated[int | None, typer.Option(
-        help="Only agreement items whose rejected response has at most N words.")] = None,
-    min_agreement: Annotated[float, typer.Option(help="Annotator agreement filter.")] = 0.5,
+        help="Only agreement items whose rejected response has at most N words.",
+        callback=positive("--max-words"))] = None,
+    min_agreement: MinAgreementOpt = 0.5,
     out: OutOpt = Path("out/quantify"),
     seed: int = 0,
-    concurrency: Annotated[int | None, typer.Option(help="Concurrent calls.")] = None,
+    concurrency: ConcOpt = None,
     cache: CacheOpt = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    min_valid: MinValidOpt = MIN_VALID,
+    max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
     """How strongly each factor moves each judge (HUB-J Algorithm 2): rewrite the rejected
     response of agreement items at levels 1-5, count flips, pick l* on calibration items and
-    report the susceptibility on test items."""
+    report the susceptibility on test items. Exit 3 when the run judged too little
+    (--min-valid valid judge verdicts on rewrites, at most --max-failed of the calls
+    failed)."""
     from judgeaudit.hubj.run import run_quantify
 
     out = out or Path("out/quantify")
@@ -327,15 +403,16 @@ def quantify(
     if inject not in ("rewrite", "append"):
         raise fail(f"--inject: expected rewrite or append, got {inject!r}")
     fs, crit = _factor_list(factors, factors_from)
-    sess = _Session(cache, no_cache, concurrency, seed)
     started = _now()
     specs = split_specs(judges)
     if not specs:
         raise fail("--judges: give at least one judge SPEC")
+    items = _items(data, pool, min_agreement)
+    check_out_dir(out)
+    sess = _Session(cache, no_cache, concurrency, seed)
     bundles = {sess.bundle(s).public_spec: sess.bundle(s) for s in specs}
     gen = sess.bundle(generator or specs[0])
     chk = sess.bundle(checker) if checker else None
-    items = _items(data, pool, min_agreement)
     missing = [f for f in fs if f.name not in crit]
     n_rw = (limit or len(items)) * len(fs) * len(lv)
 
@@ -355,13 +432,24 @@ def quantify(
                                       checker=chk.client if chk else None, levels=lv,
                                       n_cal=n_cal, seed=seed, on_violation=on_violation,
                                       limit=limit, agreement=agreement, inject=inject,
-                                      max_words=max_words, on_done=bar.advance)
+                                      max_words=max_words, on_done=bar.advance,
+                                      min_agreement=min_agreement, min_valid=min_valid,
+                                      max_failed=max_failed)
 
     res = sess.run(go)
     res.update(data=data, generator=gen.public_spec,
                checker=chk.public_spec if chk else gen.public_spec)
     _stamp(res, started)
     path, report = _write(out, res)
+    if not _failed(res):  # a failed run's numbers are no result
+        _print_quantify(res, lv)
+    if res.get("json_stats"):
+        console.print(_json_stats_line(res["json_stats"]))
+    _calls_line(res, path, report)
+    exit_if_failed(res)
+
+
+def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
     t = Table(title=f"flip rate by level (n={res['n_items']} agreement items; "
                     f"{res['rewrites']['kept']}/{res['rewrites']['total']} rewrites kept)")
     t.add_column("judge")
@@ -376,10 +464,6 @@ def quantify(
                       str(r["l_star"]), est_ci(r["susceptibility"], 2))
     console.print(t)
     console.print(f"answer-change rate (checker): {est_ci(res['answer_change_rate'])}")
-    console.print(_json_stats_line(res["json_stats"]))
-    c = res["calls"]
-    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
-                  f"{res['seconds']:.1f} s\nresults: {path}\nreport: {report}")
 
 
 # ---- mitigate --------------------------------------------------------------------------------
@@ -397,7 +481,8 @@ def mitigate(
     candidate: Annotated[str, typer.Option(help=(
         "Whose win rate: rejected (the human-rejected response: win = disagreement with "
         "humans), response_1 or response_2."))] = "rejected",
-    limit: Annotated[int | None, typer.Option(help="Use the first N labelled items.")] = 60,
+    limit: Annotated[int | None, typer.Option(help="Use the first N labelled items.",
+                                              callback=positive("--limit"))] = 60,
     estimator: Annotated[str, typer.Option(help=(
         "marginal: one-step maximum likelihood with the query effect integrated out "
         "(default; calibrated intervals); two_stage: the paper's Stage I + Stage II with the "
@@ -405,16 +490,20 @@ def mitigate(
     apply_fit: Annotated[Path | None, typer.Option("--apply", help=(
         "results.json of an earlier mitigate run: correct the verdicts of --judges (one "
         "judge) on --data with that fit."))] = None,
-    min_agreement: Annotated[float, typer.Option(help="Annotator agreement filter.")] = 0.5,
+    min_agreement: MinAgreementOpt = 0.5,
     out: OutOpt = Path("out/mitigate"),
     seed: int = 0,
-    concurrency: Annotated[int | None, typer.Option(help="Concurrent calls.")] = None,
+    concurrency: ConcOpt = None,
     cache: CacheOpt = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    min_valid: MinValidOpt = MIN_VALID,
+    max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
     """Bias-controlled win rates (HUB-J Algorithm 3): a two-stage logistic model over judges
     and queries separates each judge's wins due to the factor; the length-controlled win rate
-    (AlpacaEval style) is reported beside it. --apply corrects new verdicts with a saved fit."""
+    (AlpacaEval style) is reported beside it. --apply corrects new verdicts with a saved fit.
+    Exit 3 when the run judged too little (--min-valid valid judge verdicts on queries with
+    factor scores, at most --max-failed of the calls failed)."""
     from judgeaudit.hubj.run import run_apply, run_mitigate
 
     out = out or Path("out/mitigate")
@@ -423,15 +512,26 @@ def mitigate(
     if candidate not in ("rejected", "response_1", "response_2"):
         raise fail(f"--candidate: expected rejected, response_1 or response_2, got "
                     f"{candidate!r}")
-    sess = _Session(cache, no_cache, concurrency, seed)
     started = _now()
     items = _items(data, limit, min_agreement)
-    sc = sess.bundle(scorer)
+    saved: Any = None
     if apply_fit is not None:
         try:
             saved = json.loads(Path(apply_fit).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise fail(f"--apply {apply_fit}: {exc}") from None
+    else:
+        fs, crit = _factor_list(factor, factors_from)
+        if len(fs) != 1:
+            raise fail("--factor: give exactly one factor")
+        f = fs[0]
+    _check_recorded(recorded, data)
+    check_out_dir(out)
+    sess = _Session(cache, no_cache, concurrency, seed)
+    sc = sess.bundle(scorer)
+    for s in split_specs(judges or ""):  # every spec checked before any call
+        sess.bundle(s)
+    if apply_fit is not None:
         names: list[str] = []
 
         async def go_apply() -> dict[str, Any]:
@@ -441,7 +541,9 @@ def mitigate(
                                  "--judges/--recorded")
             (name, w), = winners.items()
             names.append(name)
-            return await run_apply(saved, name, items, w, sc.client)
+            return await run_apply(saved, name, items, w, sc.client,
+                                   judge_clients=sess.clients(), min_valid=min_valid,
+                                   max_failed=max_failed)
 
         res = sess.run(go_apply)
         name = names[0]
@@ -449,15 +551,13 @@ def mitigate(
         _stamp(res, started)
         path = _write_plain(out, res)
         a = res["applied"]
-        console.print(f"{name}: win {est_ci(a['win'])}, bias-controlled {est_ci(a['bc'])}, "
-                      f"bias share {est_ci(a['bias_share'])} (n={a['n']}, "
-                      f"{a['n_new_queries']} new queries)")
-        console.print(f"results: {path}")
+        if not _failed(res):
+            console.print(f"{name}: win {est_ci(a['win'])}, bias-controlled "
+                          f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
+                          f"(n={a['n']}, {a['n_new_queries']} new queries)")
+        _calls_line(res, path)
+        exit_if_failed(res)
         return
-    fs, crit = _factor_list(factor, factors_from)
-    if len(fs) != 1:
-        raise fail("--factor: give exactly one factor")
-    f = fs[0]
 
     async def go() -> dict[str, Any]:
         from judgeaudit.hubj.llmjson import JSONStats
@@ -471,14 +571,24 @@ def mitigate(
             bar.add_total(len(items))
             return await run_mitigate(items, winners, sc.client, f, crit[f.name],
                                       candidate=candidate, estimator=estimator,
-                                      on_done=bar.advance)
+                                      on_done=bar.advance, judge_clients=sess.clients(),
+                                      min_valid=min_valid, max_failed=max_failed)
 
     res = sess.run(go)
     res.update(data=data, scorer=sc.public_spec)
     _stamp(res, started)
     path, report = _write(out, res)
+    if not _failed(res):  # a failed run's numbers are no result
+        _print_mitigate(res, candidate, estimator)
+    console.print(_json_stats_line(res["json_stats"]))
+    _calls_line(res, path, report)
+    exit_if_failed(res)
+
+
+def _print_mitigate(res: dict[str, Any], candidate: str, estimator: str) -> None:
+    f = res["factor"]
     t = Table(title=f"bias-controlled win rate of the {candidate} response, control: "
-                    f"{f.name} (n={res['counts']['queries']} queries, {estimator} fit)")
+                    f"{f['name']} (n={res['counts']['queries']} queries, {estimator} fit)")
     for c in ("judge", "win", "BC (bias-controlled)", "bias share", "LC (length-controlled)",
               "phi +- se", "psi +- se"):
         t.add_column(c, justify="left" if c == "judge" else "right")
@@ -489,10 +599,6 @@ def mitigate(
                   f"{r['phi']['value']:+.2f} +- {r['phi']['se']:.2f}",
                   f"{r['psi']['value']:+.2f} +- {r['psi']['se']:.2f}")
     console.print(t)
-    console.print(_json_stats_line(res["json_stats"]))
-    c = res["calls"]
-    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
-                  f"{res['seconds']:.1f} s\nresults: {path}\nreport: {report}")
 
 
 def _write_plain(out: Path, res: dict[str, Any]) -> Path:

@@ -6,6 +6,12 @@ pipelines are here so that they can be tested and called from Python.
 Judge verdicts enter as winners per judge ({item id: 1, 2, 0 = tie/order-inconsistent,
 None = invalid}), from live judges (`live_winners`, both orders) or recorded ones
 (`recorded_winners`, e.g. PandaLM's GPT-3.5 and PandaLM-7B files through `replay`).
+
+Every document carries a `run` section (`judgeaudit.report.outcome.assess`): a run that got
+fewer than `min_valid` valid units (discover: G-module answers; quantify: judgments of the
+rewrites; mitigate: judge verdicts on queries with factor scores) or saw more than
+`max_failed` of its calls fail has failed, and its numbers are no result. `calls` adds up
+every client the run used (live judges included).
 """
 
 from __future__ import annotations
@@ -40,19 +46,15 @@ from judgeaudit.hubj.splits import (
 from judgeaudit.hubj.validate import criteria_for_factors, validate
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.llm import Client
+from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
 
 Progress = Callable[..., None]
 
 
-def _calls(clients: Sequence[Client]) -> dict[str, int]:
+def _calls(clients: Sequence[Client]) -> dict[str, Any]:
+    """Call counts of every distinct client (a client shared by two roles counts once)."""
     seen: dict[int, Client] = {id(c): c for c in clients}
-    out = {"made": 0, "cached": 0, "failed": 0}
-    for c in seen.values():
-        s = c.stats
-        out["made"] += s.made
-        out["cached"] += s.cached
-        out["failed"] += s.failed
-    return out
+    return sum_calls([c.stats.as_dict() for c in seen.values()])
 
 
 def _stats_doc(stats: Mapping[str, JSONStats]) -> dict[str, Any]:
@@ -107,9 +109,14 @@ async def run_discover(
     holdout_limit: int | None = None,
     min_agreement: float = 0.5,
     on_stage: Callable[[str, int], None] | None = None,
+    judge_clients: Sequence[Client] = (),
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
 ) -> dict[str, Any]:
     """Algorithm 1 on the consensus disagreements of `winners`' judges: features and factors
-    from a discovery split, validation of found and baseline factors on the held-out split."""
+    from a discovery split, validation of found and baseline factors on the held-out split.
+    `judge_clients`: the live judges' clients that gave `winners`, so their calls count in
+    `calls` and in the run's outcome (unit: G-module answers)."""
     t0 = time.perf_counter()
     splits = splits_for(items, winners)
     dis = consensus(splits, "disagree")
@@ -143,6 +150,7 @@ async def run_discover(
         llm, list(all_factors.values()), stats.setdefault("G_crit", JSONStats()))
     validation = await validate(llm, [by_id[i] for i in held], sets, criteria,
                                 stats.setdefault("G_score", JSONStats()))
+    calls = _calls([llm, *judge_clients])
     return {
         "command": "discover",
         "judges": list(winners),
@@ -158,7 +166,10 @@ async def run_discover(
         "validation": validation,
         "json_stats": _stats_doc(stats),
         "prompt_hashes": prompt_hashes(),
-        "calls": _calls([llm]),
+        "calls": calls,
+        "run": assess(n_valid=sum(st.calls - st.failed for st in stats.values()),
+                      n_planned=sum(st.calls for st in stats.values()), calls=calls,
+                      min_valid=min_valid, max_failed=max_failed, what="G-module answers"),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
@@ -210,17 +221,27 @@ async def run_quantify(
     max_words: int | None = None,
     on_done: Progress | None = None,
     on_stage: Callable[[str], None] | None = None,
+    min_agreement: float = 0.5,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
 ) -> dict[str, Any]:
     """Algorithm 2 on the items every judge gets right (by `agreement` winners when given,
     else the judges are asked). `inject`: G_inj mode (rewrite | append); `max_words`: keep
     only items whose rejected response has at most this many words (rewrites of long texts
-    cost the most and are where small generators fail)."""
+    cost the most and are where small generators fail). `min_agreement`: the annotator
+    agreement the caller filtered `items` with (recorded in `splits`).
+
+    Outcome: the unit is a judge's verdict on a rewrite. When no item is an agreement item
+    because the agreement stage itself judged too little (its calls failed, or no verdict was
+    valid), the document says the run failed instead of raising."""
     t0 = time.perf_counter()
     if agreement is None:
         if on_stage:
             on_stage(f"judging {len(items)} items to find agreement items")
         agreement = await live_winners(judges, items)
     splits = splits_for(items, agreement)
+    all_clients = ([gen, *(b.client for b in judges.values())]
+                   + ([checker] if checker else []))
     agree = set(consensus(splits, "agree"))
     agr_items = [it for it in items if it.id in agree]
     n_agree = len(agr_items)
@@ -231,8 +252,21 @@ async def run_quantify(
     if limit is not None:
         agr_items = agr_items[:limit]
     if not agr_items:
-        raise ValueError("quantify: no agreement items (no item where every judge picks the "
-                         "human-preferred response); use more items or other judges")
+        calls = _calls(all_clients)
+        stage = assess(n_valid=sum(w is not None for ws in agreement.values()
+                                   for w in ws.values()),
+                       n_planned=len(items) * len(agreement), calls=calls,
+                       min_valid=min_valid, max_failed=max_failed,
+                       what="judge verdicts on the agreement items")
+        if stage["status"] != "failed":
+            raise ValueError("quantify: no agreement items (no item where every judge picks "
+                             "the human-preferred response); use more items or other judges")
+        return {"command": "quantify", "judges": list(judges),
+                "factors": [f.as_dict() for f in factors], "levels": list(levels),
+                "splits": splits_doc(splits, len(items), min_agreement), "n_items": 0,
+                "n_agreement_items": n_agree, "inject": inject, "per_judge": {},
+                "profile": {}, "json_stats": {}, "calls": calls, "run": stage,
+                "seconds": round(time.perf_counter() - t0, 2)}
     stats: dict[str, JSONStats] = {}
     if on_stage:
         on_stage(f"rewriting {len(agr_items)} items x {len(factors)} factors x "
@@ -242,13 +276,17 @@ async def run_quantify(
                          on_violation=on_violation, on_done=on_done, inject=inject)
     kept = sum(1 for rw in out.rewrites if rw.kept)
     string_flags = sum(1 for rw in out.rewrites if rw.kept and rw.string_ok is False)
+    calls = _calls(all_clients)
+    run = assess(n_valid=sum(y is not None for fl in out.flips.values() for y in fl.values()),
+                 n_planned=len(out.rewrites) * len(judges), calls=calls, min_valid=min_valid,
+                 max_failed=max_failed, what="judge verdicts on rewrites")
     return {
         "command": "quantify",
         "judges": list(judges),
         "factors": [f.as_dict() for f in factors],
         "criteria": {k: {str(lv): t for lv, t in v.items()} for k, v in criteria.items()},
         "levels": list(levels),
-        "splits": splits_doc(splits, len(items), 0.5),
+        "splits": splits_doc(splits, len(items), min_agreement),
         "n_items": len(agr_items),
         "n_agreement_items": n_agree,
         "item_filter": {"max_words_rejected": max_words, "limit": limit},
@@ -266,8 +304,8 @@ async def run_quantify(
         "json_stats": _stats_doc(stats),
         "prompt_hashes": prompt_hashes(["G_inj" if inject == "rewrite" else "G_inj_append",
                                         "G_check"]),
-        "calls": _calls([gen, *(b.client for b in judges.values())]
-                        + ([checker] if checker else [])),
+        "calls": calls,
+        "run": run,
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
@@ -424,30 +462,45 @@ async def run_mitigate(
     candidate: str = "rejected",
     estimator: str = "marginal",
     on_done: Progress | None = None,
+    judge_clients: Sequence[Client] = (),
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
 ) -> dict[str, Any]:
     """Algorithm 3: G_score both responses on the factor, then the fit (`estimator`:
-    "marginal", the default, or the paper's "two_stage"; the other one is reported beside)."""
+    "marginal", the default, or the paper's "two_stage"; the other one is reported beside).
+    `judge_clients`: the live judges' clients that gave `winners` (their calls count). The
+    outcome's unit is a judge verdict on a query with factor scores; a failed run is not
+    fitted."""
     t0 = time.perf_counter()
     stats = {"G_score": JSONStats()}
     scores = await factor_scores(scorer, items, factor, criteria, stats["G_score"], on_done)
     Y, ctl, qids, counts = mitigation_inputs(items, winners, scores, candidate)
-    if len(qids) < 5:
-        raise ValueError(f"mitigate: only {len(qids)} queries with factor scores; need >= 5")
-    fit = run_mitigate_fit(Y, ctl, list(winners), qids, estimator=estimator)
-    per_judge = fit.pop("judges")
-    return {
+    calls = _calls([scorer, *judge_clients])
+    run = assess(n_valid=int(np.isfinite(Y).sum()), n_planned=len(winners) * len(items),
+                 calls=calls, min_valid=min_valid, max_failed=max_failed,
+                 what="judge verdicts on queries with factor scores")
+    doc: dict[str, Any] = {
         "command": "mitigate",
         "judges": list(winners),
-        "per_judge": per_judge,
         "factor": factor.as_dict(),
         "criteria": {str(k): v for k, v in criteria.items()},
         "candidate": candidate,
         "counts": counts,
-        **fit,
+    }
+    if run["status"] != "failed":
+        if len(qids) < 5:
+            raise ValueError(f"mitigate: only {len(qids)} queries with factor scores; "
+                             "need >= 5")
+        fit = run_mitigate_fit(Y, ctl, list(winners), qids, estimator=estimator)
+        doc["per_judge"] = fit.pop("judges")
+        doc.update(fit)
+    return {
+        **doc,
         "scores": {q: list(s) if s else None for q, s in scores.items()},
         "json_stats": _stats_doc(stats),
         "prompt_hashes": prompt_hashes(["G_score"]),
-        "calls": _calls([scorer]),
+        "calls": calls,
+        "run": run,
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
@@ -460,9 +513,13 @@ async def run_apply(
     scorer: Client,
     *,
     on_done: Progress | None = None,
+    judge_clients: Sequence[Client] = (),
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
 ) -> dict[str, Any]:
     """Correct new verdicts of a judge with a saved mitigation fit (same factor, candidate and
-    control as the fit)."""
+    control as the fit). The outcome's unit is a verdict on a query with factor scores; a
+    failed run is not corrected."""
     if saved.get("command") != "mitigate":
         raise ValueError("--apply needs the results.json of a `mitigate` run")
     if judge not in saved.get("per_judge", {}):
@@ -475,12 +532,18 @@ async def run_apply(
     scores = await factor_scores(scorer, items, factor, criteria, stats["G_score"], on_done)
     Y, ctl, qids, counts = mitigation_inputs(items, {judge: winners}, scores,
                                              saved.get("candidate", "rejected"))
-    delta = M.CONTROLS[saved.get("control", "bias")](ctl)
-    res = M.apply({"judges": saved["per_judge"], "gamma": saved.get("gamma", {})}, judge,
-                  Y[0], delta, qids)
+    calls = _calls([scorer, *judge_clients])
+    run = assess(n_valid=int(np.isfinite(Y).sum()), n_planned=len(items), calls=calls,
+                 min_valid=min_valid, max_failed=max_failed,
+                 what="judge verdicts on queries with factor scores")
+    res = None
+    if run["status"] != "failed":
+        delta = M.CONTROLS[saved.get("control", "bias")](ctl)
+        res = M.apply({"judges": saved["per_judge"], "gamma": saved.get("gamma", {})}, judge,
+                      Y[0], delta, qids)
     return {"command": "mitigate-apply", "judges": [judge], "factor": f,
             "control": saved.get("control", "bias"), "counts": counts, "applied": res,
-            "json_stats": _stats_doc(stats), "calls": _calls([scorer])}
+            "json_stats": _stats_doc(stats), "calls": calls, "run": run}
 
 
 __all__ = ["candidate_side", "factor_scores", "live_winners", "mitigation_inputs",
