@@ -41,6 +41,18 @@ def test_parse_score_maps_ids_back_to_1_to_5(text, ids, expected):
     assert parse_score(text, ids) == expected
 
 
-@pytest.mark.parametrize("text", ["", "6", "0", "four", "3 or 4", "3.5", "Score: high"])
+@pytest.mark.parametrize("text", ["", "6", "0", "four", "3 or 4", "5.5", "0.5", "Score: high",
+                                  "3/10", "4.5/10"])
 def test_parse_score_rejects_non_scores(text):
     assert parse_score(text) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [("3.5", 3.5), ("Score: 4.5", 4.5),
+                                                ("2.0", 2), ("1.25/5", 1.25)])
+def test_parse_score_takes_decimals_within_a_numeric_scale(text, expected):
+    assert parse_score(text) == expected
+
+
+def test_decimals_need_numeric_ids():
+    assert parse_score("3.5", ("i", "ii", "iii", "iv", "v")) is None
+    assert parse_score("3.5", ("E", "D", "C", "B", "A")) is None

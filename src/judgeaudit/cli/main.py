@@ -31,9 +31,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-cache_app = typer.Typer(help="Inspect or clear the SQLite cache of model calls.",
-                        no_args_is_help=True)
-app.add_typer(cache_app, name="cache")
 
 JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help=(
     "Judge SPEC: local | local:qwen-0.5b | local:PATH | openai:MODEL?base_url=URL | "
@@ -350,35 +347,6 @@ def report(
     console.print(f"report: {path}")
 
 
-@cache_app.command("stats")
-def cache_stats(cache: CacheOpt = None) -> None:
-    """Entries per provider:model and the file's size."""
-    from judgeaudit.llm import Cache
-
-    s = Cache(cache).stats()
-    console.print(f"{s.path}: {s.entries} entries, {s.bytes / 1e6:.2f} MB")
-    for k, v in s.by_model.items():
-        console.print(f"  {k}: {v}")
-
-
-@cache_app.command("clear")
-def cache_clear(
-    cache: CacheOpt = None,
-    provider: Annotated[str | None, typer.Option(help="Only this provider's entries.")] = None,
-    model: Annotated[str | None, typer.Option(help="Only this model's (with --provider).")] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
-) -> None:
-    """Delete cached calls (all, or one provider's / model's)."""
-    from judgeaudit.llm import Cache
-
-    c = Cache(cache)
-    what = f"{provider}:{model}" if model else (provider or "all")
-    if not yes and sys.stdin.isatty() and not typer.confirm(f"Delete {what} entries in {c.path}?"):
-        raise typer.Exit(1)
-    n = c.clear(provider, model)
-    console.print(f"deleted {n} entries ({what})")
-
-
 @app.command()
 def judges() -> None:
     """List providers, local model presets and prompt templates."""
@@ -398,8 +366,10 @@ def judges() -> None:
 
 def _register_commands() -> None:
     """Commands that live in their own modules (one per capability)."""
-    from judgeaudit.cli import hubj_cmd, rank_cmd, scoring_cmd
+    from judgeaudit.cli import cache_cmd, hubj_cmd, rank_cmd, replay_cmd, scoring_cmd
 
+    cache_cmd.register(app)
+    replay_cmd.register(app)
     rank_cmd.register(app)
     scoring_cmd.register(app)
     hubj_cmd.register(app)

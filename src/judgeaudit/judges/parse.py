@@ -50,25 +50,35 @@ def parse_choice(
 
 
 _SCORE_RE = re.compile(
-    r"^\s*(?:score\s*[:=]?\s*)?\**\s*([A-Za-z0-9]+)\s*\**\s*(?:/\s*5)?\s*[.)]?\s*$", re.I
+    r"^\s*(?:score\s*[:=]?\s*)?\**\s*(\d+\.\d+|[A-Za-z0-9]+)\s*\**\s*(?:/\s*(\d+))?\s*[.)]?\s*$",
+    re.I,
 )
 
 
-def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> int | None:
+def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
     """Map a score answer to 1..len(ids) by its id (ids[k-1] means score k), or None.
 
     The first line must be exactly one id (optionally "Score: 4", "4/5", "**4**"); roman
-    numerals and letter ids compare case-insensitively.
+    numerals and letter ids compare case-insensitively. Where the ids are the numerals 1..K,
+    a decimal within the range ("3.5", from judges that average) is taken as given (a
+    float); a "/N" suffix must name the scale's top, K.
     """
     if not text or not text.strip():
         return None
     m = _SCORE_RE.match(text.strip().splitlines()[0])
     if not m:
         return None
-    token = m.group(1).lower()
+    token, top = m.group(1).lower(), m.group(2)
+    if top is not None and int(top) != len(ids):
+        return None
     for k, sid in enumerate(ids, start=1):
         if token == sid.lower():
             return k
+    numeric = ids == tuple(str(k) for k in range(1, len(ids) + 1))
+    if numeric and "." in token:
+        v = float(token)
+        if 1 <= v <= len(ids):
+            return int(v) if v.is_integer() else v
     return None
 
 

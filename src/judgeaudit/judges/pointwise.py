@@ -65,7 +65,7 @@ class PromptVariant:
 class ScoreVerdict:
     item_id: str
     raw: str
-    score: int | None                 # 1..5, None = invalid
+    score: float | None               # 1..K (decimals where the judge averages), None = invalid
     probs: dict[str, float] | None = None
     error: str | None = None
 

@@ -8,9 +8,16 @@ from judgeaudit.stats.agreement import (
     cohen_kappa,
     fleiss_kappa,
     kappa_ci,
+    kendall,
+    kendall_tau_b,
     pearson,
     percent_agreement,
     spearman,
+)
+from judgeaudit.stats.correlation import (
+    correlations,
+    group_correlations,
+    system_correlations,
 )
 from judgeaudit.stats.intervals import (
     bootstrap_ci,
@@ -36,6 +43,11 @@ from judgeaudit.stats.tests import (
 from judgeaudit.stats.types import Estimate, Interval, Items, Statistic
 
 __all__ = [
+    "correlations",
+    "group_correlations",
+    "kendall",
+    "kendall_tau_b",
+    "system_correlations",
     "Estimate",
     "Interval",
     "Items",
