@@ -36,6 +36,7 @@ def test_quantify_recovers_the_planted_level_and_reruns_from_cache(shared_data, 
     # authority is not planted: no level moves the judge much
     assert max(per["authority"]["by_level"][str(lv)]["value"] for lv in range(1, 6)) < 0.25
     assert r["answer_change_rate"]["value"] == 0.0
+    assert r["run"]["status"] == "ok" and r["run"]["n_valid"] > 0
     assert r["profile"][judge]["verbosity"] == per["verbosity"]["susceptibility"]["value"]
     html = (tmp_path / "report.html").read_text()
     assert "Flip rate by level" in html and "Susceptibility" in html and "<svg" in html
@@ -67,6 +68,7 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
     assert r["counts"]["invalid:recorded:gpt-3.5-turbo"] > 0  # GPT-3.5's "garbage" verdicts
     assert "Bias-controlled win rates" in (out / "report.html").read_text()
     assert r["not_fitted"] == {}
+    assert r["run"]["status"] == "ok" and r["run"]["n_planned"] == 4 * 400
 
     applied = tmp_path / "applied"
     res = runner.invoke(app, ["mitigate", "--judges", biased, "--data", _data(shared_data),
@@ -144,6 +146,7 @@ def test_discover_end_to_end_with_recorded_judges(shared_data, tmp_path, isolate
     assert len(r["discovery_items"]) == 10 and len(r["heldout_items"]) == 12
     assert not set(r["discovery_items"]) & set(r["heldout_items"])
     assert [f["name"] for f in r["discover"]["factors"]] == ["wordiness"]
+    assert r["run"]["status"] == "ok" and r["run"]["calls_failed"] == 0
     assert r["discover"]["covered_share"] == 1.0
     sets = r["validation"]["sets"]
     assert set(sets) == {"found", "pre_discovered", "biasscope"}

@@ -58,6 +58,7 @@ def test_rank_writes_ranking_biases_and_comparisons(app, tmp_path):
     g = doc["gate"]
     assert g["n_trusted"] == 6 and doc["reported_model"] == g["chosen"]
     assert set(doc["recall"]) == {"naive", "bias_aware"} and doc["calls"]["made"] == 30
+    assert doc["run"]["status"] == "ok" and doc["run"]["n_valid"] == 30
     assert "c[length]" in r.output and "kappa" in r.output
 
 
@@ -78,6 +79,7 @@ def test_rank_eval_with_sim_oracle_on_controlled_pools(app, tmp_path):
     assert doc["c"]["length"]["planted"] == 1.0 and 0 <= doc["c"]["length"]["coverage"] <= 1
     assert doc["kappa"]["planted"] == 0.3 and doc["kappa"]["n"] == 3
     assert doc["calls"]["made"] == 3 * 132  # every ordered pair of each pool once
+    assert doc["run"]["status"] == "ok" and doc["run"]["n_planned"] == 3 * 132
     assert doc["ablation"] is None  # needs topk and global
 
 

@@ -41,6 +41,7 @@ def test_sim_run_writes_results_and_report(tmp_path: Path) -> None:
     assert res["perturbations"]["order_desc"]["shift"]["value"] > 0.5
     assert res["perturbations"]["ref_2"]["n_missing"] == 0  # graded: its own level-2 answers
     assert res["calls"]["made"] == 60 * 5
+    assert res["run"]["status"] == "ok" and res["run"]["n_planned"] == 60 * 5
     html = (out / "report.html").read_text()
     assert "ids_grades" in html and "<svg" in html
     assert "recommended template" in r.output and "calls: 300 made" in r.output

@@ -540,7 +540,7 @@ def rank_eval_cmd(
         X = pool.covariates(kept)[0] if kept else None
         return EvalCase(oracle=mat.oracle(), n_items=pool.n_items, k=k,
                         true_topk=pool.true_topk(k), X=X, full=mat.comparisons(),
-                        name=f"{j}@{p}", groups=pool.groups)
+                        name=f"{public_spec(j)}@{p}", groups=pool.groups)
 
     total_runs = len(seed_list) * len(MODELS) * len(rule_list)
     with progress_bar("evaluating rules x models x seeds", total_runs) as advance:
