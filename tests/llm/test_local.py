@@ -1,4 +1,5 @@
-"""The real embedded judge (slow: loads the models once per module; run with -m local_model).
+"""The real embedded judge's transformers backend (slow: loads the models once per module;
+run with -m local_model). The llamacpp backend: test_llamacpp_backend.py.
 
 Easy pairs: a fixed list of plainly right vs plainly wrong answers, written in three batches
 (6, then 7, then 1), each before the model was run on it; none was dropped or edited after
@@ -75,7 +76,7 @@ def _provider(model: str, params: dict[str, str]) -> LocalProvider:
 
 @pytest.fixture(scope="module")
 def judge() -> LocalProvider:
-    return _provider("qwen-1.5b", {})
+    return _provider("qwen-1.5b", {"backend": "transformers"})
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +150,7 @@ async def test_short_generation_is_sensible(judge):
 
 async def test_small_preset_gives_valid_probabilities(small_fp32):
     assert small_fp32.cache_identity()["dtype"] == "fp32"
-    big = LocalProvider("qwen-1.5b", {}).cache_identity()
+    big = LocalProvider("qwen-1.5b", {"backend": "transformers"}).cache_identity()
     assert small_fp32.cache_identity()["weights"] != big["weights"]
     resp = await small_fp32.generate(pair_request(*EASY_PAIRS[0]))
     assert set(resp.probs) == {"A", "B"} and resp.text in {"A", "B"}
