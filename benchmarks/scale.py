@@ -227,11 +227,11 @@ def bench_cli(command: str, sizes: tuple[int, ...], keep: Path | None) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"scale-{command}-") as tmp:
         tdir = keep or Path(tmp)
         tdir.mkdir(parents=True, exist_ok=True)
-        data = tdir / "items.jsonl"
-        write_items(data, max(sizes))
         for n in sizes:
             out = tdir / f"{command}-{n}"
             out.mkdir(exist_ok=True)
+            data = out / "items.jsonl"  # exactly n items: the CLI loads a file whole
+            write_items(data, n)
             cmd = [str(BIN), command, "--judge", JUDGE, "--data", f"jsonl:{data}",
                    "--out", str(out), "--cache", str(out / "c.sqlite")]
             cmd += ["--n", str(n)] if command == "audit" else ["--limit", str(n)]
