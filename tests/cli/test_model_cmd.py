@@ -65,7 +65,7 @@ def test_path_assembles_verifies_and_prints_only_the_path_on_stdout(app, tiny, t
     assert path == tmp_path / "models" / "tiny-q4.gguf"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == tiny.sha256
     assert read_metadata(path)["general.name"] == "tiny"  # a GGUF, whole and in order
-    assert tiny.sha256 in res.stderr
+    assert tiny.sha256 in res.stderr and "backend=auto runs it here with" in res.stderr
     again = runner.invoke(app, ["model", "path", "tiny", "--verify"])
     assert again.exit_code == 0 and again.stdout.strip() == str(path)
     assert "verified now" in again.stderr

@@ -75,6 +75,10 @@ def path_cmd(
     size = path.stat().st_size
     what = "verified now" if verify else "verified"
     _note(f"{preset}: {size:,} bytes" + (f", sha256 {sha} ({what})" if sha else ""))
+    from judgeaudit.llm.local_model import choose_backend, resolve
+
+    backend, why = choose_backend("auto", resolve(preset))
+    _note(f"local?backend=auto runs it here with {backend} ({why})")
 
 
 def _note(msg: str) -> None:
