@@ -15,7 +15,7 @@ ALLOWED = {
     "data": set(), "stats": set(), "llm": set(), "report": set(),
     "judges": {"llm", "data"},
     "perturb": {"llm", "data"},
-    "rank": {"stats", "judges", "data", "llm"},
+    "rank": {"stats", "judges", "data", "llm", "report"},  # report.outcome: the run rule
     "audit": ALL - {"audit"},
     "hubj": ALL - {"hubj"},
     "scoring": ALL - {"scoring"},

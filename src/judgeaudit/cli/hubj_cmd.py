@@ -66,17 +66,17 @@ class _Session:
     """Judges, clients and data of one command; closes every client at the end."""
 
     def __init__(self, cache: Path | None, no_cache: bool, concurrency: int | None, seed: int):
-        from judgeaudit.cli.main import _open_cache
+        from judgeaudit.cli.runner import open_cache
 
-        self.store = _open_cache(cache, no_cache)
+        self.store = open_cache(cache, no_cache)
         self.concurrency, self.seed = concurrency, seed
         self.bundles: dict[str, Any] = {}
 
     def bundle(self, spec: str) -> Any:
-        from judgeaudit.cli.main import _make_judge
+        from judgeaudit.cli.runner import make_judge
 
         if spec not in self.bundles:
-            self.bundles[spec] = _make_judge(spec, self.store, concurrency=self.concurrency,
+            self.bundles[spec] = make_judge(spec, self.store, concurrency=self.concurrency,
                                              seed=self.seed)
         return self.bundles[spec]
 

@@ -18,12 +18,15 @@ from judgeaudit.cli.runner import (
     MinValidOpt,
     check_out_dir,
     exit_if_failed,
+    load_items,
+    make_judge,
+    open_cache,
     open_unit,
     positive,
     positive_float,
     run_async,
 )
-from judgeaudit.data.spec import public_spec, split_specs
+from judgeaudit.data.spec import split_specs
 
 app = typer.Typer(
     name="judgeaudit",
@@ -129,7 +132,7 @@ def evaluate(
 
     if limit is not None and sample is not None:
         raise fail("--limit and --sample both choose the items; give one of them")
-    items = _load_items(data)
+    items = load_items(data)
     items, selection = select_items(items, limit=limit, sample=sample, seed=seed)
     if not items:
         raise fail(f"data {data!r} has no items")
@@ -152,8 +155,8 @@ def evaluate(
             except ValueError as exc:
                 raise fail(str(exc)) from None
     check_out_dir(out)
-    store = _open_cache(cache, no_cache)
-    bundle = _make_judge(judge, store, concurrency=concurrency, timeout=timeout, seed=seed)
+    store = open_cache(cache, no_cache)
+    bundle = make_judge(judge, store, concurrency=concurrency, timeout=timeout, seed=seed)
     n_calls = len(items) if pointwise else bundle.pairwise.n_calls(items)
 
     async def go() -> dict:
@@ -184,37 +187,6 @@ def evaluate(
                       f"(seed {selection['seed']})")
     console.print(f"results: {path}")
     exit_if_failed(res)
-
-
-def _load_items(data: str) -> list:
-    """Items of a data SPEC, or exit 2 with the loader's one-line error."""
-    from judgeaudit.data import DataError, load
-
-    try:
-        return load(data)
-    except (DataError, ValueError, FileNotFoundError, OSError) as exc:
-        msg = str(exc)
-        raise fail(msg if data in msg else f"data {data!r}: {msg}") from None
-
-
-def _open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
-    from judgeaudit.llm import Cache
-
-    if no_cache:
-        return None
-    try:
-        return Cache(cache)
-    except (ValueError, OSError) as exc:  # not a database, a directory, no permission
-        raise fail(f"--cache {cache or 'default'}: {exc}") from None
-
-
-def _make_judge(spec: str, store, **kw):  # -> JudgeBundle
-    from judgeaudit.judges import make_judge
-
-    try:
-        return make_judge(spec, cache=store, **kw)
-    except (ValueError, FileNotFoundError, OSError) as exc:
-        raise fail(f"judge {public_spec(spec)!r}: {exc}") from None
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
@@ -273,7 +245,7 @@ def audit(
             get_probe(name)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    items = _load_items(data)
+    items = load_items(data)
     unknown = must_pass - set(names)
     if unknown:
         raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
@@ -285,10 +257,10 @@ def audit(
     if not items:
         raise fail(f"data {data!r} has no pairwise items with a known better response")
     check_out_dir(out)
-    c = _open_cache(cache, no_cache)
+    c = open_cache(cache, no_cache)
     kw = {"concurrency": concurrency, "timeout": timeout, "seed": seed}
-    bundle = _make_judge(judge, c, **kw)
-    others = [_make_judge(s, c, **kw) for s in split_specs(panel or "")]
+    bundle = make_judge(judge, c, **kw)
+    others = [make_judge(s, c, **kw) for s in split_specs(panel or "")]
 
     async def go() -> dict:
         try:

@@ -209,7 +209,7 @@ def rank(
     judge's covariate and position biases (bias-aware Bayesian Bradley-Terry, top-k-aware
     active comparisons). Exit 3 when the run judged too little (--min-valid comparisons with
     a valid verdict, at most --max-failed of the calls failed)."""
-    from judgeaudit.cli.main import _make_judge, _open_cache
+    from judgeaudit.cli.runner import make_judge, open_cache
     from judgeaudit.data.registry import DataError
     from judgeaudit.rank.gate import anchor_gate
     from judgeaudit.rank.live import max_budget, planted_biases, rank_live
@@ -237,8 +237,8 @@ def rank(
         raise fail(f"--budget must be in 1..{max_budget(pool)} (every comparable pair in "
                     f"both orders) for this pool, got {budget}")
     check_out_dir(out)
-    store = _open_cache(cache, no_cache)
-    bundle = _make_judge(judge, store, concurrency=concurrency, timeout=timeout, seed=seed)
+    store = open_cache(cache, no_cache)
+    bundle = make_judge(judge, store, concurrency=concurrency, timeout=timeout, seed=seed)
 
     progress = Progress(SpinnerColumn(), TextColumn("[bold]ranking"), BarColumn(),
                         MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
@@ -431,7 +431,7 @@ def rank_eval_cmd(
     paired tests, full-data recall and the judge's estimated biases with intervals. Exit 3
     when building the verdict matrices judged too little (--min-valid valid verdicts, at most
     --max-failed of the calls failed); the rules are then not evaluated."""
-    from judgeaudit.cli.main import _make_judge, _open_cache
+    from judgeaudit.cli.runner import make_judge, open_cache
     from judgeaudit.data.registry import DataError
     from judgeaudit.rank.evaluate import EvalCase, rank_eval
     from judgeaudit.rank.fitting import fit_model
@@ -469,8 +469,8 @@ def rank_eval_cmd(
     dropped = [n for n in names if sds[n] == 0.0]
     kept = [n for n in names if sds[n] > 0.0]
     check_out_dir(out)
-    store = _open_cache(cache, no_cache)
-    bundles = {js: _make_judge(js, store, concurrency=concurrency, timeout=timeout)
+    store = open_cache(cache, no_cache)
+    bundles = {js: make_judge(js, store, concurrency=concurrency, timeout=timeout)
                for js in dict.fromkeys(j for _, _, j in plan)}
     jobs = list(dict.fromkeys((p, j) for _, p, j in plan))
     n_calls = sum(len(ordered_pairs(pools[p])) for p, _ in jobs)

@@ -7,7 +7,6 @@ Exit codes are documented in `judgeaudit.report.outcome`."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -17,12 +16,12 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from judgeaudit.cli.progress import console, fail
+from judgeaudit.data.spec import public_spec
 from judgeaudit.report.outcome import (
     DEFAULT_MAX_FAILED,
     DEFAULT_MIN_VALID,
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
-    assess,
 )
 
 T = TypeVar("T")
@@ -90,6 +89,37 @@ def check_out_dir(out: Path) -> Path:
     return out
 
 
+def load_items(data: str) -> list:
+    """Items of a data SPEC, or exit 2 with the loader's one-line error."""
+    from judgeaudit.data import DataError, load
+
+    try:
+        return load(data)
+    except (DataError, ValueError, FileNotFoundError, OSError) as exc:
+        msg = str(exc)
+        raise fail(msg if data in msg else f"data {data!r}: {msg}") from None
+
+
+def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
+    from judgeaudit.llm import Cache
+
+    if no_cache:
+        return None
+    try:
+        return Cache(cache)
+    except (ValueError, OSError) as exc:  # not a database, a directory, no permission
+        raise fail(f"--cache {cache or 'default'}: {exc}") from None
+
+
+def make_judge(spec: str, store, **kw):  # -> JudgeBundle
+    from judgeaudit.judges import make_judge as build
+
+    try:
+        return build(spec, cache=store, **kw)
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        raise fail(f"judge {public_spec(spec)!r}: {exc}") from None
+
+
 def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None) -> T:
     """Run a pipeline. Ctrl-C: every finished call is already committed to the cache, so say
     so, say how to resume, and exit 130. A call that failed fatally (bad key, bad request)
@@ -108,28 +138,8 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
         raise fail(str(exc), EXIT_RUN_FAILED) from None
 
 
-def finish(
-    res: dict[str, Any],
-    *,
-    n_valid: int,
-    n_planned: int,
-    min_valid: int,
-    max_failed: float,
-    what: str = "items",
-) -> dict[str, Any]:
-    """Attach the `run` section (ok / failed, with why) to a results document."""
-    res["run"] = assess(n_valid=n_valid, n_planned=n_planned, calls=res.get("calls") or {},
-                        min_valid=min_valid, max_failed=max_failed, what=what)
-    return res
-
-
 def exit_if_failed(res: Mapping[str, Any]) -> None:
     """A failed run exits 3 whatever the gate says; its one-line reason is printed."""
     run = res.get("run") or {}
     if run.get("status") == "failed":
         raise fail(str(run.get("message")), EXIT_RUN_FAILED)
-
-
-def print_json(summary: Mapping[str, Any]) -> None:
-    """A machine-readable line on stdout (human output stays on stderr)."""
-    typer.echo(json.dumps(summary, ensure_ascii=False, default=str))

@@ -122,7 +122,7 @@ def scoring_bias(
     the most accurate template and whether averaging helps. Writes results.json and
     report.html. Exit 3 when the run scored too little (--min-valid scores with a valid value,
     at most --max-failed of the calls failed)."""
-    from judgeaudit.cli.main import _make_judge, _open_cache
+    from judgeaudit.cli.runner import make_judge, open_cache
     from judgeaudit.data import DataError, load
     from judgeaudit.data.schema import PointwiseItem
     from judgeaudit.judges.pointwise import RubricJudge
@@ -167,12 +167,12 @@ def scoring_bias(
     elif not generate_references:
         refs = siblings
     check_out_dir(out)
-    store = _open_cache(cache, no_cache)
+    store = open_cache(cache, no_cache)
     bundles: dict[str, Any] = {}
 
     def bundle_for(spec: str) -> Any:
         if spec not in bundles:
-            bundles[spec] = _make_judge(spec, store, concurrency=concurrency, timeout=timeout,
+            bundles[spec] = make_judge(spec, store, concurrency=concurrency, timeout=timeout,
                                         seed=seed)
         return bundles[spec]
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from judgeaudit.data.schema import PairwiseItem
-from judgeaudit.judges import JudgeBundle, PairwiseJudge
+from judgeaudit.judges import JudgeBundle
 from judgeaudit.llm import CallFailed
 from judgeaudit.rank.loop import LoopResult, ProgressHook, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
@@ -92,8 +92,7 @@ async def judge_pair(bundle: JudgeBundle, pool: Pool, first: int, second: int) -
         if exc.fatal:
             raise
         out = exc
-    ov = PairwiseJudge.read(order, out, judge.template.labels,  # type: ignore[arg-type]
-                            judge.template.final_pattern)
+    ov = judge.check(request, order, out)  # type: ignore[arg-type]
     y = Y_OF_CHOICE.get(ov.choice, 0.5) if ov.choice is not None else 0.5
     return Verdict(first, second, order, y, ov.choice, ov.raw, ov.p_first, ov.error)
 
