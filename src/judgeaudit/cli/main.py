@@ -26,7 +26,7 @@ from judgeaudit.cli.runner import (
     positive_float,
     run_async,
 )
-from judgeaudit.data.spec import split_specs
+from judgeaudit.spec import split_specs
 
 app = typer.Typer(
     name="judgeaudit",
@@ -50,8 +50,21 @@ TimeoutOpt = Annotated[float | None, typer.Option(
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")]
 
 
+def _version(value: bool) -> None:
+    if value:
+        import judgeaudit
+
+        typer.echo(f"judgeaudit {judgeaudit.__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def _main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v",
+                                          help="Log calls and retries; show tracebacks.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     _redact_logs()
@@ -324,8 +337,22 @@ def judges() -> None:
     """List providers, local model presets and prompt templates."""
     from judgeaudit.judges.templates import builtin_templates, load_template
     from judgeaudit.llm import available
+    from judgeaudit.llm.registry import provider_class
 
     console.print("providers: " + ", ".join(available()))
+    for name in available():
+        try:
+            known = provider_class(name).known_params
+        except (ImportError, ValueError):  # an optional SDK missing
+            continue
+        if known:
+            console.print(f"[bold]{name}[/] parameters:", highlight=False)
+            for key, meaning in known.items():
+                console.print(f"  {key}: {meaning}", highlight=False, markup=False)
+        elif name == "replay":
+            console.print("[bold]replay[/] parameters: format=, item=, order=, verdict=, ... "
+                          "(see docs/bring-your-own-verdicts.md); any other is a column filter",
+                          highlight=False)
     try:
         from judgeaudit.llm.local_model import PRESETS
 

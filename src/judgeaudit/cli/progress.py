@@ -24,7 +24,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from judgeaudit.data.spec import mask_secrets
+from judgeaudit.spec import mask_secrets
 
 # Wide enough for the results tables when output is piped (rich assumes 80 columns then).
 console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS")

@@ -16,13 +16,13 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from judgeaudit.cli.progress import console, fail
-from judgeaudit.data.spec import public_spec
 from judgeaudit.report.outcome import (
     DEFAULT_MAX_FAILED,
     DEFAULT_MIN_VALID,
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
 )
+from judgeaudit.spec import public_spec
 
 T = TypeVar("T")
 log = logging.getLogger("judgeaudit.cli")

@@ -2,7 +2,7 @@
 
 from judgeaudit.data.registry import DataError, available, load, register_loader
 from judgeaudit.data.schema import Item, Label, PairwiseItem, PointwiseItem
-from judgeaudit.data.spec import Spec, parse_spec
+from judgeaudit.spec import Spec, parse_spec
 
 __all__ = [
     "DataError", "Item", "Label", "PairwiseItem", "PointwiseItem", "Spec", "available", "load",

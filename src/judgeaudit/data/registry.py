@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable
 
 from judgeaudit.data.schema import Item
-from judgeaudit.data.spec import Spec, parse_spec
+from judgeaudit.spec import Spec, parse_spec
 
 Loader = Callable[[str, dict[str, str]], list[Item]]
 

@@ -1,100 +1,12 @@
-"""The one SPEC grammar for judges and data: `kind[:name][?key=value&...]`.
+"""The SPEC grammar moved to the neutral module `judgeaudit.spec` (judges use it too); this
+name stays so existing imports keep working."""
 
-`name` may itself contain colons (Windows paths, `local:/x/y.gguf`); only the first colon
-splits. Values are URL-decoded so a base_url can be passed inside a spec.
-"""
-
-from __future__ import annotations
-
-import re
-from dataclasses import dataclass, field
-from urllib.parse import parse_qsl
-
-# Parameter names whose values are secrets wherever they appear (any provider).
-SECRET_NAMES = re.compile(r"(?i)(api_?key|token|secret|password|passwd|auth)")
-# URL userinfo: `scheme://user:PASSWORD@host` (and a bare `scheme://TOKEN@host`).
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s?#]+)@")
-
-
-def mask_url(value: str) -> str:
-    """`http://user:KEY@host/v1` -> `http://user:***@host/v1`; `http://KEY@host` ->
-    `http://***@host`. Values without userinfo are returned unchanged."""
-
-    def sub(m: re.Match[str]) -> str:
-        user, sep, _ = m.group(2).partition(":")
-        return f"{m.group(1)}{user}:***@" if sep else f"{m.group(1)}***@"
-
-    return _USERINFO.sub(sub, value)
-
-
-@dataclass(frozen=True)
-class Spec:
-    kind: str
-    name: str = ""
-    params: dict[str, str] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        s = self.kind + (f":{self.name}" if self.name else "")
-        if self.params:
-            s += "?" + "&".join(f"{k}={v}" for k, v in self.params.items())
-        return s
-
-    def public(self, secret: frozenset[str] = frozenset({"api_key"})) -> str:
-        """The spec as text with secrets masked, safe to log or store: parameters named in
-        `secret` or looking like secrets (`*key*`, `token`, `password`, ...) and the
-        password of any URL userinfo (`base_url=http://user:KEY@host`)."""
-        params = {k: ("***" if k in secret or SECRET_NAMES.search(k) else mask_url(v))
-                  for k, v in self.params.items()}
-        return str(Spec(self.kind, mask_url(self.name), params))
-
-
-_SPEC_START = re.compile(r"^[A-Za-z][\w-]*(?:[:?]|$)")
-
-
-def split_specs(text: str) -> list[str]:
-    """Split a comma-separated list of SPECs, keeping commas inside parameter values
-    (`sim?x=1,2,local` -> `sim?x=1,2` and `local`): a comma starts a new spec only where the
-    next piece begins like one (a word, then ':' or '?' or the end)."""
-    out: list[str] = []
-    for piece in text.split(","):
-        if out and "?" in out[-1] and not _SPEC_START.match(piece.strip()):
-            out[-1] += "," + piece
-        else:
-            out.append(piece)
-    return [s.strip() for s in out if s.strip()]
-
-
-def public_spec(text: str) -> str:
-    """A spec string as it may be shown: parsed and masked (`Spec.public`), or, when it does
-    not parse, with URL userinfo and secret-looking parameter values masked as text."""
-    try:
-        return parse_spec(text).public()
-    except ValueError:
-        return mask_secrets(text)
-
-
-_SECRET_VALUE = re.compile(
-    r"(?i)(\b[\w-]*(?:api_?key|token|secret|password)[\w-]*\s*[=:]\s*['\"]?)[^&\s'\",)]+")
-
-
-def mask_secrets(text: str) -> str:
-    """Mask URL userinfo passwords and `api_key=...`-style values in free text (an error
-    message that quotes a spec or a URL)."""
-    return _SECRET_VALUE.sub(r"\1***", mask_url(text))
-
-
-def parse_spec(text: str) -> Spec:
-    text = text.strip()
-    if not text:
-        raise ValueError("empty spec; expected kind[:name][?key=value&...]")
-    head, _, query = text.partition("?")
-    kind, _, name = head.partition(":")
-    if not kind or not kind.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"bad spec {text!r}: kind must be a word, e.g. 'local' or 'jsonl:PATH'")
-    params: dict[str, str] = {}
-    if query:
-        for k, v in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
-            if not k:
-                raise ValueError(f"bad spec {text!r}: empty parameter name")
-            params[k] = v
-    return Spec(kind.lower(), name, params)
+from judgeaudit.spec import (  # noqa: F401
+    SECRET_NAMES,
+    Spec,
+    mask_secrets,
+    mask_url,
+    parse_spec,
+    public_spec,
+    split_specs,
+)

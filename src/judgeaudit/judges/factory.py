@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judgeaudit.data.spec import Spec, parse_spec
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.pointwise import RubricJudge
 from judgeaudit.llm import Cache, Client, RetryPolicy, make_provider
 from judgeaudit.llm.registry import provider_class
+from judgeaudit.spec import Spec, parse_spec
 
 JUDGE_PARAMS = {"template", "orders", "score_template"}
 # Default model name per provider when the spec gives none.
