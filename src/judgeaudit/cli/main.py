@@ -33,6 +33,8 @@ app = typer.Typer(
     help="Audit LLM judges: find their biases, measure them, correct for them.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Docstrings are hard-wrapped at 100 columns; markdown mode reflows them to the terminal.
+    rich_markup_mode="markdown",
 )
 
 JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help=(
