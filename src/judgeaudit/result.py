@@ -1,0 +1,454 @@
+"""`Result`: the results document of any command as a typed, schema-versioned object.
+
+A results document is plain JSON (`judgeaudit.report.write_results`): its `command`, its
+`run` outcome (`judgeaudit.report.outcome.assess`) and everything else the command measured.
+`Result` keeps exactly that, so `Result.load(path).to_dict()` is the file's content and
+`res.to_json(path)` writes what the CLI writes::
+
+    res = judgeaudit.audit("sim?position=1&seed=0", "builtin:facts", n=30)
+    res.ok, res.reason          # did the run judge enough to be trusted?
+    res.summary()               # a small JSON-able dict
+    res.to_frame()              # pandas: one row per probe (audit) / metric (others)
+    res.report("out/report.html")
+    res.to_json("out/audit")    # out/audit/results.json
+    Result.load("out/audit")    # and back
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgeaudit.report import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    # judgeaudit.stats imports scipy (seconds): loaded when estimates are first asked for
+    from judgeaudit.stats.types import Estimate
+
+Table = Literal["probes", "metrics", "verdicts"]
+# Document keys that hold per-item records, not measurements: not searched for estimates.
+_RECORDS = frozenset({"verdicts", "comparisons", "scores", "invalid_examples", "examples",
+                      "rewrite_examples", "item_ids", "discovery_items", "heldout_items",
+                      "calibration_items", "test_items", "plot", "heatmap"})
+
+
+class RunFailed(Exception):
+    """Raised by `Result.raise_for_status` (and the API with `raise_on_failure=True`) for a run
+    that judged too little to be trusted; `result` holds the whole document."""
+
+    def __init__(self, result: Result):
+        super().__init__(result.reason or "run failed")
+        self.result = result
+
+
+class RunOutcome(BaseModel):
+    """The `run` section of a results document: whether the run judged enough (the one rule
+    of `judgeaudit.report.outcome.assess`). Documents written before the section existed
+    count as ok. Fields the rule adds later are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: Literal["ok", "failed"] = "ok"
+    message: str = ""
+    n_valid: int | None = None
+    n_planned: int | None = None
+    min_valid: int | None = None
+    calls_asked: int | None = None
+    calls_failed: int | None = None
+    failed_share: float | None = None
+    max_failed: float | None = None
+    first_error: str | None = None
+    errors: dict[str, int] = Field(default_factory=dict)
+
+
+def plain(obj: Any) -> Any:
+    """A value as results.json holds it (what `write_results` writes): NaN and infinities
+    become None, numpy scalars and arrays Python numbers and lists, tuples lists, keys text."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if obj is None or isinstance(obj, str | bool | int):
+        return obj
+    if isinstance(obj, Mapping):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [plain(v) for v in obj]
+    if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy arrays and scalars
+        return plain(obj.tolist())
+    if hasattr(obj, "item") and callable(obj.item):
+        return plain(obj.item())
+    return obj
+
+
+def _estimate(d: Mapping[str, Any], n: Any) -> Estimate | None:
+    """A {"value", "ci95": [lo, hi], "n"} dict as an Estimate (None = NaN); `n` from the
+    enclosing dict when the estimate has none (an audit probe's effect)."""
+    from judgeaudit.stats.types import Estimate
+
+    ci = d.get("ci95")
+    n = d.get("n", n)
+    if not isinstance(ci, list | tuple) or len(ci) != 2 or "value" not in d:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int):
+        return None
+    try:
+        vals = [math.nan if x is None else float(x) for x in (d["value"], *ci)]
+    except (TypeError, ValueError):
+        return None
+    return Estimate(vals[0], (vals[1], vals[2]), n)
+
+
+def _walk(obj: Any, path: str, parent_n: Any, out: dict[str, Estimate]) -> None:
+    if isinstance(obj, Mapping):
+        est = _estimate(obj, parent_n)
+        if est is not None:
+            out[path] = est
+            return
+        for k, v in obj.items():
+            if k in _RECORDS:
+                continue
+            _walk(v, f"{path}.{k}" if path else str(k), obj.get("n", parent_n), out)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            key = v.get("value") if isinstance(v, Mapping) and isinstance(
+                v.get("value"), str) else i  # breakdown rows: by their value
+            _walk(v, f"{path}.{key}", parent_n, out)
+
+
+def _est_dict(x: Any) -> dict[str, Any] | None:
+    """An estimate dict trimmed to value, ci95, n (None when absent)."""
+    if not isinstance(x, Mapping) or "value" not in x:
+        return None
+    return {k: x.get(k) for k in ("value", "ci95", "n") if k in x}
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("Result.to_frame needs pandas, an optional dependency: "
+                          "pip install pandas") from None
+    return pandas
+
+
+class Result(BaseModel):
+    """The results document of one command run (`evaluate`, `audit`, `scoring-bias`,
+    `discover`, `quantify`, `mitigate`, ...).
+
+    Attributes:
+        schema_version: the results schema (`judgeaudit.report.SCHEMA_VERSION`).
+        command: the command that wrote it.
+        run: whether the run judged enough to be trusted (`ok`, `reason`).
+        data: the rest of the document as written (the judge and data specs, the numbers,
+            the calls, the per-item verdicts). `res["accuracy"]` reads it too.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    command: str
+    run: RunOutcome = Field(default_factory=RunOutcome)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    # ---- building and reading ----------------------------------------------------------
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any]) -> Result:
+        """A Result from a results document (in memory, as a pipeline returns it, or as
+        read from results.json). A document of another schema version is refused."""
+        if not isinstance(doc, Mapping):
+            raise ValueError(f"a results document is a JSON object, got {type(doc).__name__}")
+        body = plain(doc)
+        version = body.pop("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise ValueError(_version_message(version, body.get("version")))
+        command = body.pop("command", None)
+        if command is None:
+            command = "audit" if "probes" in body else "unknown"
+        run = body.pop("run", None) or {}
+        return cls(schema_version=SCHEMA_VERSION, command=str(command),
+                   run=RunOutcome.model_validate(run), data=body)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Result:
+        """Read a results.json (or the directory holding it) written by any command
+        (`judgeaudit.report.read_results`). A file of another schema version raises
+        ValueError saying to re-run the command with this judgeaudit."""
+        from judgeaudit.report import read_results
+
+        try:
+            doc = read_results(path)
+        except ValueError as exc:
+            if "schema_version" not in str(exc):
+                raise
+            raise ValueError(f"{exc}; {_rerun_hint()}") from None
+        return cls.from_document(doc)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole results document (as results.json holds it, with schema_version). The
+        `run` section is as the document gave it (absent when it had none)."""
+        run = self.run.model_dump(exclude_unset=True)
+        return {"schema_version": self.schema_version, "command": self.command, **self.data,
+                **({"run": run} if run else {})}
+
+    def to_json(self, path: str | os.PathLike[str] | None = None, *,
+                indent: int | None = 2) -> str | Path:
+        """Without `path`: the document as JSON text. With `path`: write it there
+        atomically (`judgeaudit.report.write_results`; a directory gets results.json inside)
+        and return the file's path."""
+        if path is None:
+            return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False,
+                              allow_nan=False)
+        from judgeaudit.report import write_results
+
+        p = Path(path)
+        if p.is_dir() or (not p.suffix and not p.exists()):
+            p = p / "results.json"
+        doc = self.to_dict()
+        doc.pop("schema_version")  # write_results stamps it
+        return write_results(p, doc)
+
+    # ---- the outcome -------------------------------------------------------------------
+
+    @property
+    def ok(self) -> bool:
+        """True unless the run failed (too few valid verdicts or too many failed calls)."""
+        return self.run.status != "failed"
+
+    @property
+    def reason(self) -> str | None:
+        """Why the run failed (one line, e.g. "run failed: 60 of 60 calls failed (first
+        error: ...)"); None for a run that is ok."""
+        return None if self.ok else (self.run.message or "run failed")
+
+    def raise_for_status(self) -> Result:
+        """Raise `RunFailed` when the run failed; return the result otherwise."""
+        if not self.ok:
+            raise RunFailed(self)
+        return self
+
+    # ---- reading the numbers -----------------------------------------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        """`res["accuracy"]`: a key of the document (`command` and `run` included)."""
+        if key in self.data:
+            return self.data[key]
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def keys(self) -> list[str]:
+        """The document's keys (with `res[key]`, `dict(res)` gives the whole document)."""
+        return list(self.to_dict())
+
+    @property
+    def judge(self) -> str | None:
+        """The judge spec (secrets masked), or how many judges a multi-judge run had."""
+        j = self.data.get("judge")
+        return None if j is None else str(j)
+
+    @property
+    def calls(self) -> dict[str, Any]:
+        """Call counts: made, cached, retries, failed, tokens, cost, errors by kind."""
+        return dict(self.data.get("calls") or {})
+
+    def estimates(self) -> dict[str, Estimate]:
+        """Every number with its 95% interval and n in the document, as `Estimate`s keyed by
+        their dotted path ("accuracy", "correlation.item.spearman", "probes.position.effect",
+        "probes.position.rates.first_slot_rate", "perturbations.order_desc.fp", ...).
+        A missing value or bound is NaN. Per-item records (verdicts, examples) are skipped."""
+        out: dict[str, Estimate] = {}
+        _walk(self.data, "", None, out)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """A small JSON-able overview: command, ok, reason, judge, data, version, calls, time,
+        and the command's headline numbers (audit: verdicts by probe and the flags exceeded;
+        evaluate: accuracy / consistency / kappa or the correlations; scoring-bias: the
+        recommended template and the reference pull; quantify: susceptibility profile;
+        mitigate: win and bias-controlled win per judge; discover: the factors found)."""
+        d = self.data
+        c = self.calls
+        out: dict[str, Any] = {
+            "command": self.command, "ok": self.ok, "reason": self.reason,
+            "judge": d.get("judge"), "data": d.get("data"), "version": d.get("version"),
+            "calls": {k: c.get(k) for k in ("made", "cached", "failed") if k in c},
+            "seconds": d.get("seconds"),
+        }
+        cmd = self.command
+        if cmd == "audit":
+            s = d.get("summary") or {}
+            out["n_items"] = d.get("n_items")
+            out["verdicts"] = {name: p.get("verdict")
+                               for name, p in (d.get("probes") or {}).items()}
+            out["biased"] = list(s.get("biased") or [])
+            out["flagged"] = sorted(name for name, p in (d.get("probes") or {}).items()
+                                    if ((p.get("flag") or {}).get("exceeds")))
+        elif cmd == "evaluate":
+            out["n"] = d.get("n")
+            out["n_invalid"] = d.get("n_invalid")
+            if d.get("task") == "pointwise":
+                item = (d.get("correlation") or {}).get("item") or {}
+                for k in ("pearson", "spearman", "kendall"):
+                    out[k] = _est_dict(item.get(k))
+                out["mae"] = _est_dict(d.get("mae"))
+            else:
+                for k in ("accuracy", "position_consistency", "cohen_kappa"):
+                    out[k] = _est_dict(d.get(k))
+            out["warnings"] = list(d.get("warnings") or [])
+        elif cmd == "scoring-bias":
+            out["n_items"] = d.get("n_items")
+            rec = d.get("recommended") or {}
+            out["recommended"] = rec.get("template")
+            out["reference_pull"] = _est_dict(d.get("reference_pull"))
+        elif cmd == "quantify":
+            out["n_items"] = d.get("n_items")
+            out["profile"] = d.get("profile")
+        elif cmd == "mitigate":
+            out["per_judge"] = {j: {"win": _est_dict(r.get("win")), "bc": _est_dict(r.get("bc"))}
+                                for j, r in (d.get("per_judge") or {}).items()}
+        elif cmd == "discover":
+            out["factors"] = [f.get("name") for f in
+                              ((d.get("discover") or {}).get("factors") or [])]
+        return plain(out)
+
+    # ---- tables and the report ---------------------------------------------------------
+
+    def to_frame(self, table: Table | None = None) -> pd.DataFrame:
+        """A pandas DataFrame (pandas is optional: `pip install pandas`).
+
+        Args:
+            table: "probes" (audit only): one row per probe: probe, title, verdict, effect,
+                ci_lo, ci_hi, n, p, q, mde, flag_exceeds, n_invalid. "metrics": one row per
+                number with an interval (`estimates()`): metric (its dotted path), value,
+                ci_lo, ci_hi, n. "verdicts": one row per verdict: evaluate's per-order
+                verdicts (pairwise: item_id, order, winner, choice, p_first, valid, error,
+                raw; pointwise: item_id, score, gold, raw, error) and scoring-bias' scores
+                (template, repeat, item_id, score). Default: "probes" for audit, "metrics"
+                for every other command.
+
+        Returns:
+            The table as a DataFrame.
+        """
+        pd = _pandas()
+        table = table or ("probes" if self.command == "audit" else "metrics")
+        if table == "probes":
+            return pd.DataFrame(self._probe_rows(), columns=[
+                "probe", "title", "verdict", "effect", "ci_lo", "ci_hi", "n", "p", "q", "mde",
+                "flag_exceeds", "n_invalid"])
+        if table == "metrics":
+            rows = [{"metric": k, "value": e.value, "ci_lo": e.ci95[0], "ci_hi": e.ci95[1],
+                     "n": e.n} for k, e in self.estimates().items()]
+            return pd.DataFrame(rows, columns=["metric", "value", "ci_lo", "ci_hi", "n"])
+        if table == "verdicts":
+            return pd.DataFrame(self._verdict_rows())
+        raise ValueError(f"table {table!r}: expected 'probes', 'metrics' or 'verdicts'")
+
+    def _probe_rows(self) -> list[dict[str, Any]]:
+        if self.command != "audit":
+            raise ValueError(f"a {self.command} result has no probes (audit results do); "
+                             "use to_frame('metrics')")
+        rows = []
+        for name, p in (self.data.get("probes") or {}).items():
+            eff = p.get("effect") or {}
+            lo, hi = (eff.get("ci95") or [None, None])[:2]
+            rows.append({"probe": name, "title": p.get("title"), "verdict": p.get("verdict"),
+                         "effect": eff.get("value"), "ci_lo": lo, "ci_hi": hi,
+                         "n": p.get("n"), "p": p.get("p"), "q": p.get("q"),
+                         "mde": p.get("mde"),
+                         "flag_exceeds": (p.get("flag") or {}).get("exceeds"),
+                         "n_invalid": p.get("n_invalid")})
+        return rows
+
+    def _verdict_rows(self) -> list[dict[str, Any]]:
+        d = self.data
+        if self.command == "evaluate":
+            rows: list[dict[str, Any]] = []
+            for v in d.get("verdicts") or []:
+                if "orders" in v:
+                    for o in v["orders"]:
+                        rows.append({"item_id": v.get("item_id"), "order": o.get("order"),
+                                     "winner": o.get("winner"), "choice": o.get("choice"),
+                                     "p_first": o.get("p_first"),
+                                     "valid": o.get("winner") is not None,
+                                     "error": o.get("error"), "raw": o.get("raw")})
+                else:
+                    rows.append({k: v.get(k) for k in ("item_id", "score", "gold", "raw",
+                                                       "error")})
+            return rows
+        if self.command == "scoring-bias":
+            ids = d.get("item_ids") or []
+            return [{"template": name, "repeat": int(rep), "item_id": ids[i] if i < len(ids)
+                     else i, "score": s}
+                    for name, reps in (d.get("scores") or {}).items()
+                    for rep, scores in reps.items() for i, s in enumerate(scores)]
+        raise ValueError(f"a {self.command} result keeps no per-verdict records; use "
+                         "to_frame('metrics')")
+
+    def html(self) -> str:
+        """The HTML report as text (`judgeaudit.report.render_report`)."""
+        from judgeaudit.report import render_report
+
+        return render_report(self.to_dict())
+
+    def report(self, path: str | os.PathLike[str]) -> Path:
+        """Write the HTML report (the page `judgeaudit report` builds; a failed run's says
+        why instead of verdicts) to `path` (a directory gets report.html inside), atomically.
+        Returns the file's path."""
+        p = Path(path)
+        if p.is_dir() or (not p.suffix and not p.exists()):
+            p = p / "report.html"
+        text = self.html()
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return p
+
+    def __repr_args__(self) -> list[tuple[str, Any]]:  # type: ignore[override]
+        """A short repr: the whole document would fill a notebook cell."""
+        args: list[tuple[str, Any]] = [("command", self.command),
+                                       ("status", self.run.status)]
+        if not self.ok:
+            args.append(("reason", self.reason))
+        for k in ("judge", "data"):
+            if self.data.get(k) is not None:
+                args.append((k, self.data[k]))
+        return args
+
+
+def _rerun_hint() -> str:
+    import judgeaudit
+
+    return (f"re-run the command with this judgeaudit (version {judgeaudit.__version__}, "
+            f"schema_version {SCHEMA_VERSION}), or read the file with the judgeaudit version "
+            "that wrote it")
+
+
+def _version_message(version: Any, written_by: Any) -> str:
+    by = f" (written by judgeaudit {written_by})" if written_by else ""
+    return (f"results schema_version {version!r}{by} is not supported: this judgeaudit reads "
+            f"schema_version {SCHEMA_VERSION}; {_rerun_hint()}")
+
+
+__all__ = ["Result", "RunFailed", "RunOutcome", "plain"]

@@ -1,0 +1,223 @@
+"""`judgeaudit.Result`: any command's results document as a typed, schema-versioned object:
+the outcome (`ok`, `reason`), `Estimate`s, tables, the report, JSON in and out."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judgeaudit.report import SCHEMA_VERSION, read_results, write_results
+from judgeaudit.result import Result, RunFailed, RunOutcome, plain
+from judgeaudit.stats.types import Estimate
+
+FIXTURES = Path(__file__).parent / "report" / "fixtures"
+
+
+def est(v, lo, hi, n):
+    return {"value": v, "ci95": [lo, hi], "n": n}
+
+
+def evaluate_doc(**kw) -> dict:
+    doc = {
+        "command": "evaluate", "version": "0.1.0", "judge": "sim?seed=0", "data": "builtin:x",
+        "task": "pairwise", "n": 2, "n_invalid": 1,
+        "accuracy": est(0.5, 0.1, 0.9, 2), "position_consistency": est(1.0, 0.3, 1.0, 2),
+        "cohen_kappa": {"value": None, "ci95": [None, None], "n": 2},
+        "per_order_accuracy": {"12": est(0.5, 0.1, 0.9, 2), "21": est(0.5, 0.1, 0.9, 2)},
+        "breakdown": {"by": "source", "rows": [{"value": "a", "accuracy": est(1, 0.2, 1, 1)}]},
+        "calls": {"made": 3, "cached": 1, "failed": 0},
+        "run": {"status": "ok", "message": "", "n_valid": 2, "n_planned": 2, "errors": {}},
+        "seconds": 0.1,
+        "verdicts": [
+            {"item_id": "a", "winner": 1, "p1": None, "orders": [
+                {"order": "12", "raw": "A", "choice": "A", "winner": 1, "p_first": None,
+                 "error": None},
+                {"order": "21", "raw": "?", "choice": None, "winner": None, "p_first": None,
+                 "error": None}]}],
+    }
+    doc.update(kw)
+    return doc
+
+
+FAILED_RUN = {"status": "failed", "message": "run failed: 4 of 4 calls failed (first error: x)",
+              "n_valid": 0, "n_planned": 2, "calls_failed": 4, "errors": {"connection": 8}}
+
+
+# ---- building ---------------------------------------------------------------------------
+
+def test_from_document_splits_command_run_and_data():
+    r = Result.from_document(evaluate_doc())
+    assert r.schema_version == SCHEMA_VERSION and r.command == "evaluate"
+    assert isinstance(r.run, RunOutcome) and r.run.status == "ok" and r.run.n_valid == 2
+    assert "command" not in r.data and "run" not in r.data and r.data["n"] == 2
+    assert r["accuracy"]["value"] == 0.5 and r["command"] == "evaluate"
+    assert r["run"]["status"] == "ok" and r.get("missing", 7) == 7 and "n" in r
+    assert dict(r) == r.to_dict() and r.judge == "sim?seed=0" and r.calls["made"] == 3
+
+
+def test_values_are_made_plain_json_like_write_results():
+    r = Result.from_document(evaluate_doc(extra={"nan": float("nan"), "np": np.float64(0.25),
+                                                 "arr": np.arange(3), "tup": (1, 2),
+                                                 "inf": float("inf"), 3: "int key"}))
+    assert r.data["extra"] == {"nan": None, "np": 0.25, "arr": [0, 1, 2], "tup": [1, 2],
+                               "inf": None, "3": "int key"}
+    assert plain(np.int64(3)) == 3 and type(plain(np.int64(3))) is int
+    json.dumps(r.to_dict(), allow_nan=False)
+
+
+def test_documents_without_a_run_section_count_as_ok_and_old_audits_are_named():
+    doc = json.loads((FIXTURES / "audit_results.json").read_text())
+    doc.pop("command")
+    r = Result.from_document(doc)
+    assert r.command == "audit" and r.ok and r.reason is None
+
+
+def test_another_schema_version_is_refused_with_how_to_fix_it(tmp_path):
+    with pytest.raises(ValueError, match=r"schema_version 99 .*re-run the command"):
+        Result.from_document({**evaluate_doc(), "schema_version": 99})
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps({**evaluate_doc(), "schema_version": 0}))
+    with pytest.raises(ValueError, match=r"schema_version 0.*re-run the command with this "
+                                         r"judgeaudit \(version"):
+        Result.load(p)
+    with pytest.raises(FileNotFoundError):
+        Result.load(tmp_path / "nothing")
+    p.write_text("[1]")
+    with pytest.raises(ValueError, match="JSON object"):
+        Result.load(p)
+
+
+def test_a_result_is_frozen():
+    r = Result.from_document(evaluate_doc())
+    with pytest.raises(Exception, match="frozen"):
+        r.command = "audit"  # type: ignore[misc]
+
+
+# ---- the outcome ------------------------------------------------------------------------
+
+def test_failed_run_ok_reason_and_raise_for_status():
+    ok = Result.from_document(evaluate_doc())
+    assert ok.ok and ok.reason is None and ok.raise_for_status() is ok
+    bad = Result.from_document(evaluate_doc(run=FAILED_RUN))
+    assert bad.ok is False and bad.reason == FAILED_RUN["message"]
+    assert bad.run.errors == {"connection": 8}
+    with pytest.raises(RunFailed, match="4 of 4 calls failed") as exc:
+        bad.raise_for_status()
+    assert exc.value.result is bad
+    assert "status='failed'" in repr(bad) and "verdicts" not in repr(bad)
+
+
+# ---- numbers ----------------------------------------------------------------------------
+
+def test_estimates_are_typed_and_keyed_by_path():
+    e = Result.from_document(evaluate_doc()).estimates()
+    assert e["accuracy"] == Estimate(0.5, (0.1, 0.9), 2)
+    assert e["per_order_accuracy.21"].n == 2
+    assert e["breakdown.rows.a.accuracy"] == Estimate(1.0, (0.2, 1.0), 1)
+    k = e["cohen_kappa"]
+    assert math.isnan(k.value) and math.isnan(k.ci95[0]) and k.n == 2
+    assert not any(p.startswith("verdicts") for p in e)
+
+
+def test_audit_effects_take_the_probe_n():
+    r = Result.load(FIXTURES / "audit_results.json")
+    e = r.estimates()
+    pos = r["probes"]["position"]
+    assert e["probes.position.effect"].n == pos["n"]
+    assert e["probes.position.effect"].value == pytest.approx(pos["effect"]["value"])
+
+
+def test_summary_is_small_and_json_able():
+    s = Result.from_document(evaluate_doc(run=FAILED_RUN)).summary()
+    assert s["command"] == "evaluate" and s["ok"] is False and s["reason"].startswith("run")
+    assert s["accuracy"] == est(0.5, 0.1, 0.9, 2) and s["calls"] == {"made": 3, "cached": 1,
+                                                                       "failed": 0}
+    assert len(json.dumps(s, allow_nan=False)) < 2000
+    a = Result.load(FIXTURES / "audit_results.json").summary()
+    assert set(a["verdicts"]) == {"position", "verbosity", "authority", "bandwagon",
+                                  "injection", "sentiment"}
+    assert a["biased"] == Result.load(FIXTURES / "audit_results.json")["summary"]["biased"]
+    json.dumps(a, allow_nan=False)
+
+
+# ---- tables -----------------------------------------------------------------------------
+
+def test_to_frame_probes_for_audit_metrics_otherwise():
+    a = Result.load(FIXTURES / "audit_results.json")
+    f = a.to_frame()
+    assert list(f["probe"]) == list(a["probes"])
+    assert f.loc[f.probe == "position", "n"].item() == a["probes"]["position"]["n"]
+    assert {"effect", "ci_lo", "ci_hi", "p", "q", "verdict"} <= set(f.columns)
+    m = Result.from_document(evaluate_doc()).to_frame()
+    assert list(m.columns) == ["metric", "value", "ci_lo", "ci_hi", "n"]
+    row = m.set_index("metric").loc["accuracy"]
+    assert (row.value, row.ci_lo, row.ci_hi, row.n) == (0.5, 0.1, 0.9, 2)
+    with pytest.raises(ValueError, match="no probes"):
+        Result.from_document(evaluate_doc()).to_frame("probes")
+    with pytest.raises(ValueError, match="table"):
+        a.to_frame("nope")  # type: ignore[arg-type]
+
+
+def test_to_frame_verdicts():
+    v = Result.from_document(evaluate_doc()).to_frame("verdicts")
+    assert list(v["order"]) == ["12", "21"] and list(v["valid"]) == [True, False]
+    pw = Result.from_document(evaluate_doc(task="pointwise", verdicts=[
+        {"item_id": "p", "score": 3.5, "gold": 4, "raw": "3.5", "error": None}]))
+    assert pw.to_frame("verdicts").to_dict("records") == [
+        {"item_id": "p", "score": 3.5, "gold": 4, "raw": "3.5", "error": None}]
+    sc = Result.from_document({"command": "scoring-bias", "item_ids": ["i0", "i1"],
+                               "scores": {"baseline": {"0": [1, None], "1": [2, 3]}}})
+    f = sc.to_frame("verdicts")
+    assert f[["template", "repeat", "item_id"]].to_dict("records") == [
+        {"template": "baseline", "repeat": r, "item_id": i} for r in (0, 1) for i in ("i0", "i1")]
+    assert f["score"].isna().tolist() == [False, True, False, False]
+    assert f["score"].dropna().tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="no per-verdict"):
+        Result.load(FIXTURES / "audit_results.json").to_frame("verdicts")
+
+
+def test_to_frame_without_pandas_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        Result.from_document(evaluate_doc()).to_frame()
+
+
+# ---- JSON and the report ----------------------------------------------------------------
+
+def test_to_json_text_and_files_round_trip(tmp_path):
+    r = Result.from_document(evaluate_doc(extra=float("nan")))
+    text = r.to_json()
+    assert isinstance(text, str) and json.loads(text) == r.to_dict()
+    assert json.loads(text)["extra"] is None
+    p = r.to_json(tmp_path / "out")  # a directory: results.json inside
+    assert p == tmp_path / "out" / "results.json"
+    assert read_results(p) == r.to_dict()
+    assert Result.load(tmp_path / "out") == r
+    q = r.to_json(tmp_path / "named.json")
+    assert q == tmp_path / "named.json" and Result.load(q) == r
+
+
+def test_load_reads_what_write_results_wrote(tmp_path):
+    p = write_results(tmp_path / "results.json", evaluate_doc())
+    r = Result.load(p)
+    assert r.to_dict() == json.loads(p.read_text())
+
+
+def test_report_writes_the_html_page(tmp_path):
+    r = Result.load(FIXTURES / "audit_results.json")
+    p = r.report(tmp_path / "rep")
+    assert p == tmp_path / "rep" / "report.html"
+    html = p.read_text()
+    assert html.startswith("<!DOCTYPE html>") or "<html" in html[:200]
+    assert html == r.html()
+    q = Result.load(FIXTURES / "evaluate_results.json").report(tmp_path / "e.html")
+    assert q.is_file()
+    failed = Result.from_document(evaluate_doc(run=FAILED_RUN)).report(tmp_path / "f.html")
+    assert "Run failed" in failed.read_text()
+    with pytest.raises(ValueError, match="no report layout"):
+        Result.from_document({"command": "rank"}).report(tmp_path / "r.html")
