@@ -1,0 +1,224 @@
+"""`Session`: what every command holds around its pipeline (DESIGN.md, "One shape for every
+command"): the cache, the judges it made (one per spec), their call totals, the version and
+prompt-hash stamps, an optional progress callback, and closing it all.
+
+A session lives in one event loop: the judges' clients (HTTP connections, semaphores) belong
+to the loop that first used them. The sync functions of `judgeaudit.api` make a session per
+call; async code may share one between commands run one after another::
+
+    async with Session(cache="calls.sqlite") as s:
+        a = await judgeaudit.aaudit("sim?position=1", "builtin:facts", session=s)
+        e = await judgeaudit.aevaluate("sim?position=1", "builtin:facts", session=s)
+        print(s.calls())        # both commands' calls
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgeaudit.data.spec import public_spec
+from judgeaudit.llm import Cache, RetryPolicy
+
+if TYPE_CHECKING:
+    from judgeaudit.judges import JudgeBundle
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress event: `done` of `total` model calls of `task` have finished (`total` is
+    None while a pipeline cannot know it yet; it grows as stages plan their calls)."""
+
+    task: str
+    done: int
+    total: int | None
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+class Tracker:
+    """Counts one task's calls and reports each change to the session's progress callback.
+    `advance` and `add_total` fit the pipelines' `on_done` and `on_calls` hooks."""
+
+    def __init__(self, task: str, total: int | None, report: ProgressFn | None):
+        self.task, self.total, self.done = task, total, 0
+        self._report = report
+        self._emit()
+
+    def _emit(self) -> None:
+        if self._report is not None:
+            self._report(Progress(self.task, self.done, self.total))
+
+    def advance(self, *_: Any) -> None:
+        self.done += 1
+        self._emit()
+
+    def add_total(self, n: int) -> None:
+        self.total = (self.total or 0) + int(n)
+        self._emit()
+
+
+def _retry_policy(retry: RetryPolicy | int | None) -> RetryPolicy | None:
+    if retry is None or isinstance(retry, RetryPolicy):
+        return retry
+    if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
+        raise ValueError(f"retry: expected a RetryPolicy or a number of retries >= 0, "
+                         f"got {retry!r}")
+    return RetryPolicy(max_retries=retry)
+
+
+class Session:
+    """The cache, judges, call totals, stamps and progress of one or more commands.
+
+    Args:
+        cache: None or True: the default cache file ($JUDGEAUDIT_CACHE or the user cache
+            dir); a path: that SQLite file; a `judgeaudit.llm.Cache`: used as given (not
+            closed by the session); False: no cache (every call is made).
+        concurrency: concurrent calls per judge (default: the provider's).
+        timeout: seconds per call attempt before it counts as a timeout and is retried.
+        retry: a `judgeaudit.llm.RetryPolicy`, or the most retries per call (0: one
+            attempt only); default: the client's policy (6 retries with backoff).
+        seed: seed of the judges (presentation order, simulated judges, jitter).
+        progress: called with a `Progress` after every finished call and whenever a total
+            becomes known. In a running event loop (Jupyter) the sync API runs the command in
+            a worker thread, so the callback is called from that thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        cache: str | os.PathLike[str] | Cache | bool | None = None,
+        concurrency: int | None = None,
+        timeout: float | None = None,
+        retry: RetryPolicy | int | None = None,
+        seed: int = 0,
+        progress: ProgressFn | None = None,
+    ):
+        self.seed = seed
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.retry = _retry_policy(retry)
+        self.progress = progress
+        self._own_cache = False
+        if cache is False:
+            self.cache: Cache | None = None
+        elif isinstance(cache, Cache):
+            self.cache = cache
+        elif cache is None or cache is True:
+            self.cache, self._own_cache = Cache(None), True
+        else:
+            self.cache, self._own_cache = Cache(Path(cache)), True
+        self._bundles: dict[str, JudgeBundle] = {}
+        self._past: list[dict[str, Any]] = []  # call counts of earlier commands
+        self._busy = False
+        self._closed = False
+
+    # ---- judges ----------------------------------------------------------------------------
+
+    def judge(self, spec: str) -> JudgeBundle:
+        """The judge of `spec` (`judgeaudit.judges.make_judge`), made on first use and shared
+        by every later use of the same spec. A spec that cannot be made raises ValueError
+        naming the spec with its secrets masked."""
+        if self._closed:
+            raise RuntimeError("this Session is closed")
+        if spec not in self._bundles:
+            from judgeaudit.judges import make_judge
+
+            try:
+                self._bundles[spec] = make_judge(
+                    spec, cache=self.cache, concurrency=self.concurrency, retry=self.retry,
+                    timeout=self.timeout, seed=self.seed)
+            except (ValueError, FileNotFoundError, OSError) as exc:
+                raise ValueError(f"judge {public_spec(spec)!r}: {exc}") from None
+        return self._bundles[spec]
+
+    @property
+    def judges(self) -> dict[str, JudgeBundle]:
+        """The judges made so far, by the spec they were asked for."""
+        return dict(self._bundles)
+
+    # ---- totals and stamps -----------------------------------------------------------------
+
+    def calls(self) -> dict[str, Any]:
+        """Call counts of every judge this session made, over all its commands
+        (`judgeaudit.report.outcome.sum_calls` of the clients' stats): made, cached, retries,
+        failed, tokens, cost, errors by kind, first error."""
+        from judgeaudit.report.outcome import sum_calls
+
+        return sum_calls([*self._past, *(b.client.stats.as_dict()
+                                         for b in self._bundles.values())])
+
+    def stamps(self) -> dict[str, Any]:
+        """What a result must say it was made with: the package version and, per judge (by
+        its masked spec), the name and sha256 of its pairwise and rubric prompt templates."""
+        import judgeaudit
+
+        return {
+            "version": judgeaudit.__version__,
+            "prompt_hashes": {
+                b.public_spec: {
+                    "pairwise": {"name": b.pairwise.template.name,
+                                 "sha256": b.pairwise.template.sha256},
+                    "rubric": {"name": b.rubric.template.name,
+                               "sha256": b.rubric.template.sha256},
+                } for b in self._bundles.values()},
+        }
+
+    def tracker(self, task: str, total: int | None = None) -> Tracker:
+        """A progress counter for one task, reporting to this session's callback."""
+        return Tracker(task, total, self.progress)
+
+    @contextmanager
+    def command(self) -> Iterator[Session]:
+        """Run one command in this session: the pipelines read their call counts from the
+        judges' clients, so the counts of earlier commands move to the session's totals and
+        each command starts from zero. One command at a time."""
+        from judgeaudit.llm import CallStats
+
+        if self._closed:
+            raise RuntimeError("this Session is closed")
+        if self._busy:
+            raise RuntimeError("a Session runs one command at a time; await the running one "
+                               "first or give each concurrent command its own Session")
+        self._busy = True
+        try:
+            for b in self._bundles.values():
+                st = b.client.stats.as_dict()
+                if any(st.get(k) for k in ("made", "cached", "failed", "retries")):
+                    self._past.append(st)
+                    b.client.stats = CallStats()
+            yield self
+        finally:
+            self._busy = False
+
+    # ---- closing ---------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close every judge's client, then the cache if the session opened it. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for b in self._bundles.values():
+                await b.aclose()
+        finally:
+            if self._own_cache and self.cache is not None:
+                self.cache.close()
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        where = "no cache" if self.cache is None else f"cache {self.cache.path}"
+        specs = ", ".join(b.public_spec for b in self._bundles.values()) or "no judges yet"
+        return f"Session({where}; {specs}{'; closed' if self._closed else ''})"
+
+
+__all__ = ["Progress", "ProgressFn", "Session", "Tracker"]
