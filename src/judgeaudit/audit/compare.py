@@ -1,0 +1,405 @@
+"""Compare two audits of the same items (a new judge prompt, a new model version): for every
+probe in both, the change in effect B - A with a 95% interval and a p-value, q-values across
+the compared probes, and a verdict per probe:
+
+- **improved**: the change is significant (q < alpha and its 95% interval excludes 0) and the
+  bias is smaller in B than in A (|effect B| < |effect A|);
+- **worse**: the change is significant and the bias is not smaller (it grew, or it crossed 0
+  and came out at least as large on the other side);
+- **no change**: the change's 95% interval lies inside the equivalence margin [-m, m]
+  (default m: half the width of the probe's no-bias range, 0.05 for most probes);
+- **underpowered**: neither; the data cannot tell.
+
+Paired or unpaired. When both results files keep a probe's per-item values (`per_item`: the
+item's value of the probe's metric keyed by the original item id, whose mean over the items is
+`effect.value`), items are matched by id and the change is the mean per-item difference over
+the matched items: bootstrap interval over items, sign-flip randomization test of the mean.
+Items judged in only one run are counted and reported. Results files without per-item values
+fall back to an unpaired comparison of the two effects: the change's interval combines the two
+95% intervals as independent normal estimates (se = width / 3.92) with a Wald z test. Two
+audits of the same items have positively correlated errors, so the unpaired interval is wider
+than the paired one would be: it finds fewer changes, never more than it should.
+
+An input whose run failed (`run.status == "failed"`) is never compared: the result carries a
+failed run with that input's message, and no gate passes it."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from judgeaudit.report.outcome import failure_message, run_failed
+from judgeaudit.report.results import read_results
+from judgeaudit.stats import benjamini_hochberg, bootstrap_ci
+
+VERDICTS = ("improved", "worse", "no_change", "underpowered")
+Z95 = 1.959963984540054
+EXACT_MAX = 16  # moved items up to which the sign-flip test enumerates every sign pattern
+N_FLIPS = 20_000  # random sign patterns above that
+N_BOOT = 2000
+DEFAULT_MARGIN = 0.05  # when a probe states no no-bias range
+
+PAIRED_METHOD = (
+    "paired: items matched by id; change = mean over matched items of (value in B - value in "
+    f"A); 95% interval: percentile bootstrap over items ({N_BOOT} resamples); p: two-sided "
+    "sign-flip randomization test of the mean change (exact up to "
+    f"{EXACT_MAX} items that moved, else {N_FLIPS:,} random sign patterns)")
+UNPAIRED_METHOD = (
+    "unpaired: the results files keep no per-item values for this probe, so the two effects "
+    "are compared as independent estimates: change = effect B - effect A, se = sqrt(seA^2 + "
+    "seB^2) with se = (95% interval width) / 3.92, 95% interval change +- 1.96 se, p from the "
+    "Wald z test; the runs judged the same items, whose shared errors this ignores, so the "
+    "interval is wider (more conservative) than a paired one")
+VERDICT_RULES = (
+    "improved: q < alpha (Benjamini-Hochberg across the compared probes) and the change's 95% "
+    "interval excludes 0, and |effect B| < |effect A|; worse: the same test, and the bias did "
+    "not shrink (it grew, or crossed 0 and came out at least as large); no change: the change's "
+    "95% interval lies inside [-margin, margin]; underpowered: neither")
+
+
+class CompareError(ValueError):
+    """Bad input for a comparison (exit 2): no such folder, not an audit result, or two
+    audits of different data."""
+
+
+# ---------------------------------------------------------------- inputs
+
+def load_audit(path: str | Path) -> dict[str, Any]:
+    """An audit's results document from its folder (or results.json), or CompareError."""
+    p = Path(path)
+    if not p.exists():
+        raise CompareError(f"{p}: no such folder or file")
+    try:
+        doc = read_results(p)
+    except (FileNotFoundError, ValueError) as exc:
+        raise CompareError(str(exc)) from None
+    command = doc.get("command", "audit" if "probes" in doc else None)
+    if command != "audit" or not isinstance(doc.get("probes"), dict):
+        raise CompareError(
+            f"{p}: not an audit result (command {command!r}); compare reads the results.json "
+            "that judgeaudit audit writes")
+    return doc
+
+
+def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
+    """Both audits must have judged the same data (the same --data and the same number of
+    items, i.e. the same --n / --full): otherwise their effects describe different items."""
+    da, db = a.get("data"), b.get("data")
+    if da != db:
+        raise CompareError(f"different data: A audited {da!r}, B audited {db!r}; compare "
+                           "audits run with the same --data and --n")
+    na, nb = a.get("n_items"), b.get("n_items")
+    if na != nb:
+        raise CompareError(f"different data: A judged {na} items of {da!r}, B judged {nb}; "
+                           "compare audits run with the same --data and --n")
+
+
+def _run_info(doc: Mapping[str, Any], path: str) -> dict[str, Any]:
+    tpl = doc.get("template") if isinstance(doc.get("template"), dict) else {}
+    run = doc.get("run") if isinstance(doc.get("run"), dict) else {}
+    summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
+    return {
+        "path": path,
+        "judge": doc.get("judge"),
+        **({"judges": doc["judges"]} if isinstance(doc.get("judges"), list) else {}),
+        "data": doc.get("data"),
+        "n_items": doc.get("n_items"),
+        "template": {"name": tpl.get("name"), "sha256": tpl.get("sha256")},
+        "prompt_hashes": doc.get("prompt_hashes") if isinstance(doc.get("prompt_hashes"),
+                                                                 dict) else {},
+        "version": doc.get("version"),
+        "started": doc.get("started"),
+        "alpha": doc.get("alpha"),
+        "status": run.get("status", "ok"),
+        "message": run.get("message", ""),
+        "biased": list(summary.get("biased") or []),
+    }
+
+
+def _finite(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _effect(p: Mapping[str, Any]) -> tuple[float | None, float | None, float | None]:
+    e = p.get("effect") if isinstance(p.get("effect"), dict) else {}
+    ci = e.get("ci95") if isinstance(e.get("ci95"), list | tuple) else [None, None]
+    lo, hi = (ci[0], ci[1]) if len(ci) == 2 else (None, None)
+    return _finite(e.get("value")), _finite(lo), _finite(hi)
+
+
+def per_item_values(p: Mapping[str, Any]) -> tuple[dict[str, float] | None, str]:
+    """A probe's per-item values ({item id: value}, the items that entered its effect), or
+    (None, why not). Values that do not average to the stored effect are not used."""
+    raw = p.get("per_item")
+    if raw is None:
+        return None, "no per-item values in results.json"
+    if not isinstance(raw, dict):
+        return None, "per_item is not an object of item id -> value"
+    vals: dict[str, float] = {}
+    for k, v in raw.items():
+        if v is None:
+            continue  # invalid in this run
+        f = _finite(v)
+        if f is None:
+            return None, f"per_item[{k!r}] is not a finite number"
+        vals[str(k)] = f
+    eff = _effect(p)[0]
+    if vals and eff is not None and abs(float(np.mean(list(vals.values()))) - eff) > 1e-6:
+        return None, "per-item values do not average to the stored effect"
+    return vals, ""
+
+
+def _margin(pa: Mapping[str, Any], pb: Mapping[str, Any]) -> float:
+    """Half the width of the probe's no-bias range (the narrower of the two runs')."""
+    halves = []
+    for p in (pa, pb):
+        nb = p.get("no_bias_range")
+        if isinstance(nb, list | tuple) and len(nb) == 2:
+            lo, hi = _finite(nb[0]), _finite(nb[1])
+            if lo is not None and hi is not None and hi > lo:
+                halves.append((hi - lo) / 2)
+    return min(halves) if halves else DEFAULT_MARGIN
+
+
+# ---------------------------------------------------------------- statistics
+
+def sign_flip_p(d: Sequence[float] | np.ndarray, seed: int = 0) -> float:
+    """Two-sided randomization test that paired differences are symmetric about 0 (A and B
+    exchangeable within each item), on |sum of the differences|. Zero differences carry no
+    information. Exact up to EXACT_MAX non-zero differences, else N_FLIPS random sign patterns
+    with the (1 + hits) / (1 + draws) estimate."""
+    x = np.asarray(d, dtype=float)
+    x = x[x != 0]
+    m = x.size
+    if m == 0:
+        return 1.0
+    t = abs(float(x.sum())) - 1e-9 * max(1.0, float(np.abs(x).sum()))
+    if m <= EXACT_MAX:
+        signs = ((np.arange(2 ** m)[:, None] >> np.arange(m)) & 1) * 2.0 - 1.0
+        return float(np.mean(np.abs(signs @ x) >= t))
+    rng = np.random.default_rng(seed)
+    rows = max(1, 2_000_000 // m)
+    hits = done = 0
+    while done < N_FLIPS:
+        k = min(rows, N_FLIPS - done)
+        signs = rng.integers(0, 2, size=(k, m)) * 2.0 - 1.0
+        hits += int((np.abs(signs @ x) >= t).sum())
+        done += k
+    return (hits + 1) / (N_FLIPS + 1)
+
+
+def paired_change(va: Mapping[str, float], vb: Mapping[str, float],
+                  seed: int = 0) -> dict[str, Any]:
+    """Change B - A over the items valid in both runs, matched by id (A's order)."""
+    ids = [k for k in va if k in vb]
+    out: dict[str, Any] = {"n_matched": len(ids), "n_only_a": len(va) - len(ids),
+                           "n_only_b": sum(k not in va for k in vb)}
+    if not ids:
+        out.update(value=None, ci95=[None, None], p=None, a=None, b=None, n_up=0, n_down=0)
+        return out
+    a = np.array([va[k] for k in ids])
+    b = np.array([vb[k] for k in ids])
+    d = b - a
+    out.update(value=float(d.mean()), a=float(a.mean()), b=float(b.mean()),
+               n_up=int((d > 0).sum()), n_down=int((d < 0).sum()), p=sign_flip_p(d, seed))
+    if len(ids) >= 2:
+        lo, hi = bootstrap_ci(d, lambda x: x.mean(axis=1), n_boot=N_BOOT, seed=seed,
+                              vectorized=True)
+        out["ci95"] = [float(lo), float(hi)]
+    else:
+        out["ci95"] = [None, None]
+    return out
+
+
+def unpaired_change(ea: tuple[float | None, ...], eb: tuple[float | None, ...]
+                    ) -> dict[str, Any]:
+    """Change B - A of two effects given as (value, lo, hi), as independent estimates."""
+    (a, alo, ahi), (b, blo, bhi) = ea, eb
+    out: dict[str, Any] = {"value": None, "ci95": [None, None], "p": None, "a": a, "b": b}
+    if a is None or b is None:
+        return out
+    out["value"] = b - a
+    if None in (alo, ahi, blo, bhi):
+        return out
+    se = math.hypot((ahi - alo) / (2 * Z95), (bhi - blo) / (2 * Z95))  # type: ignore[operator]
+    out["se"] = se
+    if se == 0:
+        out["ci95"] = [b - a, b - a]
+        out["p"] = 1.0 if b == a else 0.0
+        return out
+    out["ci95"] = [b - a - Z95 * se, b - a + Z95 * se]
+    out["p"] = float(special.erfc(abs(b - a) / se / math.sqrt(2)))
+    return out
+
+
+def classify(change: Mapping[str, Any], q: float | None, alpha: float,
+             margin: float) -> tuple[str, str]:
+    """(verdict, one-line reason) from the change, its q-value and the effects it compares
+    (`a`, `b`: the bias in each run, over the matched items when paired)."""
+    v, (lo, hi) = change.get("value"), change.get("ci95") or (None, None)
+    a, b = change.get("a"), change.get("b")
+    if v is None or lo is None or hi is None:
+        why = "no effect in one of the runs" if a is None or b is None else \
+            "too few items for an interval"
+        return "underpowered", f"no interval for the change ({why})"
+    ci = f"[{lo:+.3f}, {hi:+.3f}]"
+    if q is not None and q < alpha and (lo > 0 or hi < 0):
+        head = f"q = {q:.2g} < {alpha:g} and the 95% interval {ci} excludes 0"
+        if abs(b) < abs(a):
+            return "improved", f"{head}; the bias shrank from {a:+.3f} to {b:+.3f}"
+        if a != 0 and b != 0 and (a > 0) != (b > 0):
+            return "worse", (f"{head}; the bias crossed 0 and grew from {a:+.3f} to "
+                             f"{b:+.3f} the other way")
+        return "worse", f"{head}; the bias grew from {a:+.3f} to {b:+.3f}"
+    if -margin <= lo and hi <= margin:
+        return "no_change", (f"the 95% interval {ci} lies inside the equivalence margin "
+                             f"[{-margin:+.3f}, {margin:+.3f}]")
+    qs = "n/a" if q is None else f"{q:.2g}"
+    return "underpowered", (f"q = {qs}, 95% interval {ci}: not a clear change, and not inside "
+                            f"the equivalence margin [{-margin:+.3f}, {margin:+.3f}]")
+
+
+# ---------------------------------------------------------------- the comparison
+
+def _side(p: Mapping[str, Any]) -> dict[str, Any]:
+    v, lo, hi = _effect(p)
+    return {"effect": {"value": v, "ci95": [lo, hi]}, "n": p.get("n"), "p": p.get("p"),
+            "q": p.get("q"), "verdict": p.get("verdict")}
+
+
+def _failed_run(a: Mapping[str, Any], b: Mapping[str, Any], la: str, lb: str
+                ) -> dict[str, Any] | None:
+    msgs, worst = [], None
+    for lab, doc in ((la, a), (lb, b)):
+        if run_failed(doc):
+            msgs.append(f"audit {lab} failed: {failure_message(doc) or 'run failed'}")
+            worst = worst or doc
+    if worst is None:
+        return None
+    run = dict(worst.get("run") or {})
+    run["status"] = "failed"
+    run["message"] = "; ".join(msgs) + " (re-run that audit, then compare again)"
+    return run
+
+
+def compare(
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    *,
+    a_path: str = "A",
+    b_path: str = "B",
+    alpha: float = 0.05,
+    margin: float | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The comparison's results document (command "compare") of two audit results documents
+    of the same data (`check_same_data`). `margin` overrides every probe's equivalence
+    margin. An input whose run failed gives a document whose run failed (no probes
+    compared)."""
+    import judgeaudit
+
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be strictly between 0 and 1, got {alpha}")
+    if margin is not None and not margin >= 0:
+        raise ValueError(f"margin must be >= 0, got {margin}")
+    t0 = time.perf_counter()
+    doc: dict[str, Any] = {
+        "command": "compare",
+        "version": judgeaudit.__version__,
+        "started": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "runs": {"a": _run_info(a, a_path), "b": _run_info(b, b_path)},
+        "data": a.get("data"),
+        "n_items": a.get("n_items"),
+        "alpha": alpha,
+        "margin": margin,
+        "seed": seed,
+        "method": {"paired": PAIRED_METHOD, "unpaired": UNPAIRED_METHOD,
+                   "verdicts": VERDICT_RULES},
+    }
+    pa_all, pb_all = a.get("probes") or {}, b.get("probes") or {}
+    names = [n for n in pa_all if n in pb_all]
+    doc["only_in_a"] = [n for n in pa_all if n not in pb_all]
+    doc["only_in_b"] = [n for n in pb_all if n not in pa_all]
+    failed = _failed_run(a, b, a_path, b_path)
+    if failed is not None:
+        doc.update(run=failed, probes={}, summary={"n_probes": 0, "run_failed": names,
+                                                    **{v: [] for v in VERDICTS},
+                                                    "paired": [], "unpaired": []})
+        doc["seconds"] = time.perf_counter() - t0
+        return doc
+    probes: dict[str, dict[str, Any]] = {}
+    changes = []
+    for name in names:
+        pa, pb = pa_all[name], pb_all[name]
+        pa = pa if isinstance(pa, dict) else {}
+        pb = pb if isinstance(pb, dict) else {}
+        va, why_a = per_item_values(pa)
+        vb, why_b = per_item_values(pb)
+        notes: list[str] = []
+        if va is not None and vb is not None:
+            ch = paired_change(va, vb, seed=seed)
+            pairing = "paired"
+            if ch["n_only_a"] or ch["n_only_b"]:
+                notes.append(f"{ch['n_matched']} items matched by id; {ch['n_only_a']} valid "
+                             f"only in A and {ch['n_only_b']} only in B are left out")
+            if ch["n_matched"] == 0:
+                notes.append("no item has a valid value in both runs")
+        else:
+            ch = unpaired_change(_effect(pa), _effect(pb))
+            pairing = "unpaired"
+            whys = sorted({w for w in (why_a if va is None else "",
+                                       why_b if vb is None else "") if w})
+            notes.append("unpaired comparison (" + "; ".join(whys) + "): the interval ignores "
+                         "the errors both audits share on the same items, so it is usually "
+                         "wider than a paired one; per-item values would allow pairing")
+        changes.append(ch)
+        title = pa.get("title") or pb.get("title") or name
+        probes[name] = {
+            "title": title, "metric": pa.get("metric"), "direction": pa.get("direction"),
+            "no_bias_range": pa.get("no_bias_range"),
+            "a": _side(pa), "b": _side(pb),
+            "pairing": pairing,
+            "change": {"value": ch["value"], "ci95": list(ch["ci95"])},
+            "p": ch["p"],
+            "bias": {"a": ch["a"], "b": ch["b"]},
+            "margin": margin if margin is not None else _margin(pa, pb),
+            "items": {k: ch[k] for k in ("n_matched", "n_only_a", "n_only_b", "n_up",
+                                         "n_down") if k in ch},
+            "notes": notes,
+        }
+        for side, p in (("A", pa), ("B", pb)):
+            if _effect(p)[0] is None:
+                notes.append(f"run {side} has no effect for this probe"
+                             + (f": {'; '.join(map(str, p.get('notes') or []))}"
+                                if p.get("notes") else ""))
+    qs = benjamini_hochberg([c["p"] if c["p"] is not None else float("nan") for c in changes])
+    summary: dict[str, Any] = {"n_probes": len(names), **{v: [] for v in VERDICTS},
+                               "paired": [], "unpaired": []}
+    for name, ch, q in zip(names, changes, qs, strict=True):
+        qv = None if q != q else float(q)
+        p = probes[name]
+        p["q"] = qv
+        p["verdict"], p["reason"] = classify(ch, qv, alpha, p["margin"])
+        summary[p["verdict"]].append(name)
+        summary[p["pairing"]].append(name)
+    doc["summary"] = summary
+    doc["probes"] = probes
+    doc["run"] = {"status": "ok", "message": ""}
+    doc["seconds"] = time.perf_counter() - t0
+    return doc
+
+
+def compare_paths(path_a: str | Path, path_b: str | Path, **kw: Any) -> dict[str, Any]:
+    """Load two audit folders and compare them; CompareError for bad input."""
+    a, b = load_audit(path_a), load_audit(path_b)
+    check_same_data(a, b)
+    return compare(a, b, a_path=str(path_a), b_path=str(path_b), **kw)
