@@ -739,6 +739,105 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
     return ctx
 
 
+def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
+    """compare: two audits of the same items, probe by probe (the change B - A, its interval
+    and q, and a verdict: improved / worse / no change / underpowered)."""
+    # (label, CSS class from the fixed list in base.html, glyph): a file never picks a class
+    looks = {"improved": ("improved", "v-not-biased", "\u25bc"),
+             "worse": ("worse", "v-biased", "\u25b2"),
+             "no_change": ("no change", "v-unknown", "\u25cf"),
+             "underpowered": ("underpowered", "v-underpowered", "\u25c6")}
+
+    def look(v: Any) -> dict[str, str]:
+        lab, cls, glyph = looks.get(v, (f"unknown ({v})", "v-unknown", "?"))
+        return {"label": lab, "cls": cls, "glyph": glyph}
+
+    def side(x: Any) -> dict[str, Any]:
+        x = _d(x)
+        e = _d(x.get("effect"))
+        ci = e.get("ci95")
+        return {"value": e.get("value"), "ci95": ci if isinstance(ci, list) else None,
+                "n": x.get("n"), "verdict": _str(x.get("verdict"))}
+
+    def run_info(x: Any, key: str) -> dict[str, Any]:
+        x = _d(x)
+        tpl = _d(x.get("template"))
+        return {"key": key, "path": _str(x.get("path")), "judge": _str(x.get("judge")),
+                "judges": [str(j) for j in _l(x.get("judges"))],
+                "data": _str(x.get("data")), "n_items": x.get("n_items"),
+                "template": {"name": _str(tpl.get("name")), "sha256": _str(tpl.get("sha256"))},
+                "version": _str(x.get("version")), "started": _str(x.get("started")),
+                "status": _str(x.get("status")), "biased": [str(n) for n in
+                                                            _l(x.get("biased"))]}
+
+    runs = _d(r.get("runs"))
+    used: set[str] = set()
+    probes = []
+    for name, raw in _d(r.get("probes")).items():
+        p = _d(raw)
+        ch = _d(p.get("change"))
+        ci = ch.get("ci95")
+        nb = p.get("no_bias_range")
+        probes.append({
+            "name": str(name), "slug": _slug(str(name), used),
+            "title": _str(p.get("title")) or str(name), "metric": _str(p.get("metric")),
+            "direction": _str(p.get("direction")),
+            "no_bias_range": nb if isinstance(nb, list) and len(nb) == 2 else None,
+            "a": side(p.get("a")), "b": side(p.get("b")),
+            "change": {"value": ch.get("value"), "ci95": ci if isinstance(ci, list) else None},
+            "p": p.get("p"), "q": p.get("q"), "margin": p.get("margin"),
+            "pairing": "paired" if p.get("pairing") == "paired" else "unpaired",
+            "counts": _d(p.get("items")), "bias": _d(p.get("bias")),
+            "verdict": _str(p.get("verdict")), "look": look(p.get("verdict")),
+            "reason": _str(p.get("reason")), "notes": [str(n) for n in _l(p.get("notes"))],
+        })
+    counts = {v: sum(p["verdict"] == v for p in probes) for v in looks}
+    effects_plot = change_plot = None
+    if probes:
+        rows = []
+        for p in probes:
+            for key in ("a", "b"):
+                rows.append({"label": f"{p['name']} {key.upper()}", "value": p[key]["value"],
+                             "ci95": p[key]["ci95"], "no_bias_range": p["no_bias_range"],
+                             "verdict": p[key]["verdict"]})
+        effects_plot = svg.interval_plot(
+            rows, xlabel="effect in audit A and audit B (each probe's own metric; 0 = no "
+            "effect)", signed=True, width=1000, row_height=24)
+        change_plot = svg.interval_plot(
+            [{"label": p["name"], "value": p["change"]["value"], "ci95": p["change"]["ci95"],
+              "verdict": p["look"]["label"]} for p in probes],
+            xlabel="change in effect, B - A (95% interval)", signed=True, width=1000)
+    alpha = _num(r.get("alpha"))
+    ra, rb = run_info(runs.get("a"), "A"), run_info(runs.get("b"), "B")
+    summary = _d(r.get("summary"))
+    method = _d(r.get("method"))
+    return {
+        "command": "compare",
+        "version": r.get("version"),
+        "schema_version": r.get("schema_version", SCHEMA_VERSION),
+        "run": _d(r.get("run")),
+        "page_title": f"judgeaudit compare \u2013 {ra['judge'] or '?'} vs {rb['judge'] or '?'}",
+        "runs": [ra, rb],
+        "data": _str(r.get("data")),
+        "n_items": r.get("n_items"),
+        "alpha": 0.05 if alpha is None else alpha,
+        "margin": r.get("margin"),
+        "seed": r.get("seed"),
+        "started": _str(r.get("started")),
+        "seconds": r.get("seconds"),
+        "probes": probes,
+        "counts": counts,
+        "looks": [(v, look(v)) for v in looks],
+        "only_in_a": [str(n) for n in _l(r.get("only_in_a"))],
+        "only_in_b": [str(n) for n in _l(r.get("only_in_b"))],
+        "n_paired": len(_l(summary.get("paired"))),
+        "n_unpaired": len(_l(summary.get("unpaired"))),
+        "method": {k: _str(method.get(k)) for k in ("paired", "unpaired", "verdicts")},
+        "effects_plot": effects_plot,
+        "change_plot": change_plot,
+    }
+
+
 # ---------------------------------------------------------------- public API
 
 def render_report(results: dict[str, Any]) -> str:
@@ -763,6 +862,8 @@ def render_report(results: dict[str, Any]) -> str:
         ctx, tpl = _scoring_view(results), "scoring.html"
     elif command in ("discover", "quantify", "mitigate"):
         ctx, tpl = _hubj_view(results), "hubj.html"
+    elif command == "compare":
+        ctx, tpl = _compare_view(results), "compare.html"
     else:
         raise ValueError(f"no report layout for command {command!r} (expected 'audit', "
                          "'evaluate', 'scoring-bias', 'discover', 'quantify' or 'mitigate')")
