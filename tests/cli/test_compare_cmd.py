@@ -1,0 +1,207 @@
+"""`judgeaudit compare RUN_A RUN_B`: the table, results.json and report.html it writes, the
+release gate (--fail-on worse: exit 1), bad input (exit 2: no folder, not an audit, different
+data, bad options, --out on an input) and a failed input run (exit 3 with its message)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from judgeaudit.cli import compare_cmd
+from judgeaudit.cli.main import app as main_app
+from judgeaudit.report import read_results, write_results
+
+runner = CliRunner()
+
+
+def _app() -> typer.Typer:
+    """The compare command on its own app (and on the main one once registered there)."""
+    names = {c.name for c in main_app.registered_commands}
+    if "compare" in names:
+        return main_app
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        pass
+
+    compare_cmd.register(app)
+    return app
+
+
+def probe(value, lo, hi, *, title="Position", per_item=None, n=200):
+    doc = {"title": title, "metric": "m", "direction": "d", "no_bias_range": [-0.05, 0.05],
+           "effect": {"value": value, "ci95": [lo, hi]}, "n": n, "p": 0.01, "q": 0.01,
+           "verdict": "biased", "notes": []}
+    if per_item is not None:
+        doc["per_item"] = per_item
+    return doc
+
+
+def audit(probes, *, data="builtin:facts", n_items=200, judge="sim?position=1", status="ok",
+          message=""):
+    return {"command": "audit", "version": "0.1.0", "judge": judge, "data": data,
+            "n_items": n_items, "template": {"name": "pairwise_v1", "sha256": "cd" * 32},
+            "run": {"status": status, "message": message, "n_valid": n_items,
+                    "n_planned": n_items, "calls_failed": 0, "calls_asked": 0},
+            "alpha": 0.05, "summary": {"biased": []}, "probes": probes}
+
+
+BIASED = {"position": probe(0.06, 0.04, 0.08),
+          "verbosity": probe(0.0, -0.02, 0.02, title="Verbosity")}
+FIXED = {"position": probe(0.0, -0.02, 0.02),
+         "verbosity": probe(0.002, -0.018, 0.022, title="Verbosity")}
+
+
+@pytest.fixture
+def runs(tmp_path):
+    def make(name: str, doc: dict) -> str:
+        write_results(tmp_path / name / "results.json", doc)
+        return str(tmp_path / name)
+
+    return make
+
+
+def invoke(*args: str):
+    return runner.invoke(_app(), ["compare", *args])
+
+
+def test_improved_writes_results_report_and_table(runs, tmp_path):
+    a, b = runs("a", audit(BIASED)), runs("b", audit(FIXED, judge="sim?position=0.2"))
+    out = tmp_path / "cmp"
+    r = invoke(a, b, "--out", str(out), "--fail-on", "worse")
+    assert r.exit_code == 0, r.output
+    assert "improved" in r.output and "unpaired" in r.output
+    assert "1 improved, 0 worse, 1 no change, 0 underpowered" in r.output
+    res = read_results(out)
+    assert res["command"] == "compare" and res["summary"]["improved"] == ["position"]
+    assert res["runs"]["a"]["path"] == a and res["runs"]["b"]["judge"] == "sim?position=0.2"
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Judge comparison" in html and "Unpaired comparison" in html
+    # `judgeaudit report` rebuilds it from results.json alone
+    rr = runner.invoke(main_app, ["report", str(out), "--out", str(tmp_path / "again.html")])
+    assert rr.exit_code == 0, rr.output
+    assert (tmp_path / "again.html").read_text(encoding="utf-8") == html
+
+
+def test_worse_trips_the_gate(runs, tmp_path):
+    a, b = runs("a", audit(FIXED)), runs("b", audit(BIASED))
+    out = str(tmp_path / "cmp")
+    assert invoke(a, b, "--out", out).exit_code == 0  # no gate asked
+    r = invoke(a, b, "--out", out, "--fail-on", "worse")
+    assert r.exit_code == 1 and "fail-on: position got worse" in r.output
+    assert read_results(out)["summary"]["worse"] == ["position"]  # written before the gate
+    assert invoke(a, b, "--out", out, "--fail-on", "position").exit_code == 1
+    assert invoke(a, b, "--out", out, "--fail-on", "verbosity").exit_code == 0
+    r = invoke(a, b, "--out", out, "--fail-on", "authority")
+    assert r.exit_code == 2 and "not in both audits" in r.output
+
+
+def test_paired_when_per_item_values_are_kept(runs, tmp_path):
+    ids = [f"builtin:facts:{i}" for i in range(200)]
+    va = {i: (0.5 if k % 5 == 0 else 0.0) for k, i in enumerate(ids)}
+    vb = {i: (0.5 if k % 25 == 0 else 0.0) for k, i in enumerate(ids)}
+
+    def mean(v: dict[str, float]) -> float:
+        return sum(v.values()) / len(v)
+
+    a = runs("a", audit({"position": probe(mean(va), 0.05, 0.15, per_item=va)}))
+    b = runs("b", audit({"position": probe(mean(vb), 0.0, 0.04, per_item=vb)}))
+    r = invoke(a, b, "--out", str(tmp_path / "cmp"))
+    assert r.exit_code == 0, r.output
+    assert "paired, n=200" in r.output and "paired by item id: position" in r.output
+    p = read_results(tmp_path / "cmp")["probes"]["position"]
+    assert p["pairing"] == "paired" and p["verdict"] == "improved"
+    assert p["items"] == {"n_matched": 200, "n_only_a": 0, "n_only_b": 0, "n_up": 0,
+                          "n_down": 32}
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("missing", "no such folder"),
+    ("empty", "no results file"),
+    ("evaluate", "not an audit result"),
+    ("data", "different data"),
+    ("n", "different data"),
+    ("json", "invalid JSON"),
+])
+def test_bad_input_exits_2(runs, tmp_path, case, needle):
+    a = runs("a", audit(BIASED))
+    if case == "missing":
+        b = str(tmp_path / "nowhere")
+    elif case == "empty":
+        (tmp_path / "empty").mkdir()
+        b = str(tmp_path / "empty")
+    elif case == "evaluate":
+        b = runs("ev", {"command": "evaluate", "judge": "sim", "data": "builtin:facts"})
+    elif case == "data":
+        b = runs("b", audit(FIXED, data="builtin:arithmetic"))
+    elif case == "n":
+        b = runs("b", audit(FIXED, n_items=40))
+    else:
+        (tmp_path / "bad").mkdir()
+        (tmp_path / "bad" / "results.json").write_text("{", encoding="utf-8")
+        b = str(tmp_path / "bad")
+    out = tmp_path / "cmp"
+    r = invoke(a, b, "--out", str(out))
+    assert r.exit_code == 2, r.output
+    assert needle in r.output
+    assert not (out / "results.json").exists()
+
+
+def test_bad_options_exit_2(runs, tmp_path):
+    a, b = runs("a", audit(BIASED)), runs("b", audit(FIXED))
+    assert invoke(a, b, "--alpha", "1.5").exit_code == 2
+    assert invoke(a, b, "--margin", "-0.1").exit_code == 2
+    r = invoke(a, b, "--out", a)
+    assert r.exit_code == 2 and "would be overwritten" in r.output
+    assert read_results(a)["command"] == "audit"  # untouched
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    assert invoke(a, b, "--out", str(tmp_path / "file")).exit_code == 2
+
+
+def test_failed_input_run_exits_3(runs, tmp_path):
+    msg = "run failed: 80 of 80 calls failed (first error: HTTP 429)"
+    a = runs("a", audit(BIASED))
+    b = runs("b", audit({"position": probe(None, None, None)}, status="failed", message=msg))
+    out = tmp_path / "cmp"
+    r = invoke(a, b, "--out", str(out), "--fail-on", "worse")
+    assert r.exit_code == 3, r.output
+    assert msg in " ".join(r.output.split())
+    res = read_results(out)
+    assert res["run"]["status"] == "failed" and res["probes"] == {}
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Run failed" in html and "HTTP 429" in html
+
+
+def test_untrusted_text_is_escaped(runs, tmp_path):
+    evil = "<img src=x onerror=alert(1)>[bold]x[/bold]"
+    bad = {"position": probe(0.06, 0.04, 0.08, title=evil)}
+    a = runs("a", audit(bad, judge=evil))
+    b = runs("b", audit({"position": probe(0.0, -0.02, 0.02, title=evil)}, judge=evil))
+    out = tmp_path / "cmp"
+    r = invoke(a, b, "--out", str(out))
+    assert r.exit_code == 0, r.output
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in html and "&lt;img src=x" in html
+    assert "[bold]x[/bold]" in " ".join(r.output.split())  # shown, not read as markup
+
+
+def test_two_real_sim_audits(tmp_path, isolated_cache):
+    """`judgeaudit audit` twice (sim position 1.0, then 0.2; position probe, all 212 items),
+    then compare: the drop is improved; the other way round the gate trips."""
+    outs = {}
+    for name, pos in (("a", "1.0"), ("b", "0.2")):
+        outs[name] = str(tmp_path / name)
+        r = runner.invoke(main_app, ["audit", "--judge", f"sim?position={pos}&seed=0",
+                                     "--data", "builtin:facts", "--probes", "position",
+                                     "--full", "--out", outs[name], "--no-cache"])
+        assert r.exit_code == 0, r.output
+    r = invoke(outs["a"], outs["b"], "--out", str(tmp_path / "ab"), "--fail-on", "worse")
+    assert r.exit_code == 0, r.output
+    res = json.loads((tmp_path / "ab" / "results.json").read_text(encoding="utf-8"))
+    assert res["probes"]["position"]["verdict"] == "improved"
+    r = invoke(outs["b"], outs["a"], "--out", str(tmp_path / "ba"), "--fail-on", "worse")
+    assert r.exit_code == 1, r.output
