@@ -1,0 +1,241 @@
+"""The Python API: the notebook audit in three lines (plain Python and inside a running event
+loop), async twins with the same numbers, failed runs as results (not exceptions), results
+that round-trip, and the same documents as the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeLLMServer
+from typer.testing import CliRunner
+
+import judgeaudit
+from judgeaudit import api
+from judgeaudit.data import load
+
+SIM = "sim?position=1&seed=0"
+# Nothing listens on port 9: every call fails with a connection error at once.
+DEAD = "openai:m?base_url=http://127.0.0.1:9/v1&api_key=sk-DEADKEY&timeout=0.5"
+
+
+@pytest.fixture(autouse=True)
+def _cache(isolated_cache):
+    """Every test's default cache is a fresh file."""
+
+
+def _notebook(out: Path) -> tuple[judgeaudit.Result, dict]:
+    """The three lines of the README (a report path of the test's own)."""
+    res = judgeaudit.audit("sim?position=1&seed=0", "builtin:facts", n=30)
+    res.report(out / "report.html"); summary = res.summary()  # noqa: E702 - as in the README
+    return res, summary
+
+
+def _check_notebook(res: judgeaudit.Result, summary: dict, out: Path) -> None:
+    assert isinstance(res, judgeaudit.Result) and res.command == "audit" and res.ok
+    assert (out / "report.html").read_text().count("<section") >= 1
+    assert summary["ok"] is True and summary["n_items"] == 30
+    assert set(summary["verdicts"]) == {"position", "verbosity", "authority", "bandwagon",
+                                        "beauty", "injection"}
+    json.dumps(summary, allow_nan=False)
+
+
+def test_notebook_audit_in_plain_python(tmp_path):
+    res, summary = _notebook(tmp_path)
+    _check_notebook(res, summary, tmp_path)
+
+
+async def test_notebook_audit_inside_a_running_event_loop(tmp_path):
+    asyncio.get_running_loop()  # as in Jupyter: a loop runs in this thread
+    threads: set[str] = set()
+    res = judgeaudit.audit("sim?position=1&seed=0", "builtin:facts", n=30,
+                           progress=lambda _p: threads.add(threading.current_thread().name))
+    res.report(tmp_path / "report.html")
+    _check_notebook(res, res.summary(), tmp_path)
+    assert threads == {"judgeaudit-run"}  # ran on a fresh loop in a worker thread
+
+
+async def test_async_twin_gives_the_same_numbers():
+    sync = judgeaudit.audit(SIM, "builtin:facts", n=30, cache=False)
+    twin = await judgeaudit.aaudit(SIM, "builtin:facts", n=30, cache=False)
+    assert twin.estimates() == sync.estimates()
+    assert twin.to_frame().equals(sync.to_frame())
+    assert twin["summary"] == sync["summary"]
+    e1 = judgeaudit.evaluate(SIM, "builtin:facts", limit=20, cache=False)
+    e2 = await judgeaudit.aevaluate(SIM, "builtin:facts", limit=20, cache=False)
+    assert e1.estimates() == e2.estimates() and e1["verdicts"] == e2["verdicts"]
+
+
+def test_evaluate_gives_the_document_the_cli_writes(tmp_path):
+    from judgeaudit.cli.main import app
+
+    out = tmp_path / "cli"
+    cli = CliRunner().invoke(app, ["evaluate", "--judge", SIM, "--data", "builtin:facts",
+                                   "--limit", "12", "--no-cache", "--out", str(out)])
+    assert cli.exit_code == 0, cli.output
+    res = judgeaudit.evaluate(SIM, "builtin:facts", limit=12, cache=False)
+    written = judgeaudit.Result.load(out)
+    assert set(res.keys()) == set(written.keys())
+    for key, value in written.to_dict().items():
+        if key != "seconds":
+            assert res[key] == value, key
+
+
+def test_a_run_whose_calls_all_fail_is_a_failed_result(tmp_path):
+    res = judgeaudit.audit(DEAD, "builtin:facts", n=5, retry=0, cache=False)
+    assert res.ok is False and res.run.status == "failed"
+    assert res.reason.startswith("run failed:") and "connection" in res.reason
+    assert res.calls["failed"] > 0 and res.calls["made"] == 0
+    assert res["summary"]["run_failed"]  # no probe verdict is given
+    assert "sk-DEADKEY" not in res.to_json() and "api_key=***" in res.judge
+    assert "Run failed" in res.report(tmp_path / "r.html").read_text()
+    assert res.summary()["ok"] is False
+    with pytest.raises(judgeaudit.RunFailed, match="run failed") as exc:
+        judgeaudit.evaluate(DEAD, "builtin:facts", limit=3, retry=0, cache=False,
+                            raise_on_failure=True)
+    assert exc.value.result.ok is False and exc.value.result.command == "evaluate"
+
+
+def test_a_fatal_call_error_is_a_failed_result_too(tmp_path):
+    with FakeLLMServer(rule=lambda rec, attempt: "401") as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=sk-REVOKED"
+        res = judgeaudit.evaluate(spec, "builtin:facts", limit=4, cache=False)
+        sc = judgeaudit.scoring_bias(spec, "builtin:graded", limit=2, repeats=1,
+                                     perturbations="order_desc", cache=False)
+    for r in (res, sc):
+        assert r.ok is False and "401" in r.reason and r.calls["errors"].get("auth")
+        assert "sk-REVOKED" not in r.to_json()
+    assert res.report(tmp_path / "e.html").is_file()
+
+
+def test_result_load_round_trips(tmp_path):
+    res = judgeaudit.audit(SIM, "builtin:facts", n=10)
+    path = res.to_json(tmp_path / "audit")
+    assert path == tmp_path / "audit" / "results.json"
+    back = judgeaudit.Result.load(tmp_path / "audit")
+    assert back == res and back.to_dict() == res.to_dict()
+    assert back.estimates() == res.estimates()
+    assert back.report(tmp_path / "audit").read_text() == res.html()
+
+
+def test_data_as_a_list_of_items_or_dicts():
+    items = load("builtin:facts?limit=6")
+    a = judgeaudit.evaluate(SIM, items, cache=False)
+    b = judgeaudit.evaluate(SIM, [it.model_dump() for it in items], cache=False)
+    assert a["data"] == b["data"] == "memory:6 items"
+    assert a.estimates() == b.estimates()
+    assert a.estimates() == judgeaudit.evaluate(SIM, "builtin:facts", limit=6,
+                                                cache=False).estimates()
+    with pytest.raises(ValueError, match="duplicate item id"):
+        judgeaudit.evaluate(SIM, [items[0], items[0]])
+
+
+@pytest.mark.parametrize("call, needle", [
+    (lambda: judgeaudit.audit(SIM, probes="position,nosuch"), "unknown probe 'nosuch'"),
+    (lambda: judgeaudit.audit(SIM, "nosuchkind:x"), "unknown data kind"),
+    (lambda: judgeaudit.audit(SIM, "builtin:graded"), "no pairwise items"),
+    (lambda: judgeaudit.audit(SIM, alpha=1.5), "alpha"),
+    (lambda: judgeaudit.evaluate(SIM, limit=2, sample=2), "limit and sample"),
+    (lambda: judgeaudit.evaluate(SIM, limit=0), "limit"),
+    (lambda: judgeaudit.evaluate(SIM, max_failed=2), "max_failed"),
+    (lambda: judgeaudit.evaluate("builtin:facts"), "judge 'builtin:facts'"),
+    (lambda: judgeaudit.scoring_bias(SIM, "builtin:facts"), "no pointwise items"),
+    (lambda: judgeaudit.scoring_bias(SIM, perturbations="nope"), "unknown scoring"),
+    (lambda: judgeaudit.quantify(SIM, "builtin:facts", factors="nope"), "unknown factor"),
+    (lambda: judgeaudit.mitigate(SIM, "builtin:facts", recorded="pandalm"), "pandalm:PATH"),
+])
+def test_bad_input_raises_value_error_before_any_call(call, needle):
+    with pytest.raises(ValueError, match=needle):
+        call()
+
+
+def test_judge_keys_are_masked_in_errors():
+    with pytest.raises(ValueError) as exc:
+        judgeaudit.evaluate("openai:m?base_url=ftp://x&api_key=sk-SHOWN", "builtin:facts",
+                            cache=False)
+    assert "sk-SHOWN" not in str(exc.value)
+
+
+def test_scoring_bias_quantify_and_mitigate_on_simulated_judges(tmp_path):
+    sc = judgeaudit.scoring_bias("sim?seed=0", "builtin:graded", limit=8, repeats=2,
+                                 perturbations=["order_desc", "ref_1", "ref_5"])
+    assert sc.ok and sc.command == "scoring-bias"
+    assert set(sc["perturbations"]) == {"baseline", "order_desc", "ref_1", "ref_5"}
+    assert set(sc.to_frame("verdicts")["template"]) == set(sc["perturbations"])
+    assert sc.report(tmp_path / "s.html").is_file()
+
+    judge = "simhubj?factor_verbosity=0,0.5,3,1,0&seed=3"
+    q = judgeaudit.quantify(judge, "builtin:facts", factors="verbosity", pool=40, limit=10,
+                            levels=(1, 3, 5))
+    assert q.ok and q["judges"] == [judge] and q["levels"] == [1, 3, 5]
+    assert q.summary()["profile"][judge]["verbosity"] is not None
+    assert q.report(tmp_path / "q.html").is_file()
+
+    m = judgeaudit.mitigate(["sim?length=2&seed=1", "sim:unbiased?seed=2"], "builtin:facts",
+                            scorer="simhubj?score_from=length", factor="length", limit=40)
+    assert m.ok and set(m["per_judge"]) == {"sim?length=2&seed=1", "sim:unbiased?seed=2"}
+    assert m.report(tmp_path / "m.html").is_file()
+    applied = judgeaudit.mitigate("sim?length=2&seed=1", "builtin:facts", apply=m,
+                                  scorer="simhubj?score_from=length", limit=40)
+    assert applied.command == "mitigate-apply" and applied["applied"]["n"] == 40
+
+
+def test_discover_with_failing_g_modules_is_a_failed_result():
+    class StubEmbedder:
+        name = "stub"
+
+        def encode(self, texts):
+            import numpy as np
+
+            return np.zeros((len(texts), 4))
+
+    res = judgeaudit.discover("sim?quality=-3&seed=1", "builtin:facts", llm=DEAD,
+                              embedder=StubEmbedder(), limit=3, holdout_limit=2,
+                              iterations=1, retry=0, cache=False)
+    assert res.command == "discover" and res.ok is False and "connection" in res.reason
+    assert res["judges"] == ["sim?quality=-3&seed=1"] and res.run.n_planned > 0
+
+
+def test_every_command_has_an_async_twin_with_the_same_arguments():
+    for name in ("evaluate", "audit", "scoring_bias", "discover", "quantify", "mitigate"):
+        sync, twin = getattr(api, name), getattr(api, "a" + name)
+        assert inspect.iscoroutinefunction(twin) and not inspect.iscoroutinefunction(sync)
+        s, t = inspect.signature(sync), inspect.signature(twin)
+        assert list(t.parameters) == [*s.parameters, "session"], name
+        assert all(t.parameters[p] == s.parameters[p] for p in s.parameters), name
+        assert s.return_annotation == t.return_annotation == "Result"
+        for fn in (sync, twin):
+            assert "Args:" in fn.__doc__ and "Returns:" in fn.__doc__
+        assert getattr(judgeaudit, "a" + name) is twin
+
+
+def test_judgeaudit_audit_is_the_command_and_stays_the_package():
+    judgeaudit.audit(SIM, "builtin:facts", n=5, probes="position", cache=False)
+    import judgeaudit.audit.probes as pkg  # as judgeaudit.audit.probe imports them
+
+    assert pkg.__name__ == "judgeaudit.audit.probes"
+    assert judgeaudit.audit.battery.run_battery  # the package's modules
+    sig = inspect.signature(judgeaudit.audit)
+    assert "probes" in sig.parameters and sig == inspect.signature(api.audit)
+    assert judgeaudit.evaluate is api.evaluate
+
+
+def test_import_judgeaudit_stays_cheap():
+    code = ("import sys, judgeaudit; print(sorted(m for m in ('scipy', 'numpy', 'jinja2', "
+            "'judgeaudit.api') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_package_is_typed():
+    root = Path(judgeaudit.__file__).parent
+    assert (root / "py.typed").is_file()
+    pyproject = (root.parents[1] / "pyproject.toml").read_text()
+    assert '"py.typed"' in pyproject
