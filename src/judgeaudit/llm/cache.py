@@ -4,6 +4,13 @@ run loses nothing it paid for and a re-run makes no call twice.
 Answers a judge could not use (an unparseable label, empty content, a response over the size
 cap) are marked in the `invalid` table with the reason; `forget_invalid` deletes those calls
 so the next run asks them again (`judgeaudit cache forget --invalid`).
+
+Two side tables serve batch work (judgeaudit.llm.plan, judgeaudit.llm.batch): `planned` keeps
+what `judgeaudit ingest` needs to parse an answer to a planned request (provider, model and
+the request's choices, by cache key); `batches` and `batch_requests` keep every batch
+submitted to a provider's batch API and the cache keys in it, so a killed run resumes polling
+instead of submitting again. All tables are created if missing: older cache files keep
+working.
 """
 
 from __future__ import annotations
@@ -32,7 +39,35 @@ CREATE TABLE IF NOT EXISTS invalid (
     reason TEXT,
     created REAL
 );
+CREATE TABLE IF NOT EXISTS planned (
+    key TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    choices TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    info TEXT
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    batch_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    choices TEXT NOT NULL,
+    PRIMARY KEY (batch_id, key)
+);
 """
+
+# Batch states after which nothing more comes back (`Cache.open_batches` leaves them out).
+FINAL_BATCH_STATES = frozenset({"done", "failed", "cancelled", "expired"})
 
 
 class CacheError(ValueError):
@@ -109,6 +144,110 @@ class Cache:
             )
             self._conn.execute("DELETE FROM invalid WHERE key=?", (key,))
             self._conn.commit()
+
+    def put_many(self, rows: list[tuple[str, str, str, Response]]) -> None:
+        """Store several (key, provider, model, response) in one transaction."""
+        if not rows:
+            return
+        now = time.time()
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO calls(key, provider, model, response, created) "
+                "VALUES (?,?,?,?,?)",
+                [(k, p, m, r.to_json(), now) for k, p, m, r in rows])
+            self._conn.executemany("DELETE FROM invalid WHERE key=?", [(r[0],) for r in rows])
+            self._conn.commit()
+
+    def has(self, keys: list[str]) -> set[str]:
+        """Which of `keys` have a cached answer."""
+        out: set[str] = set()
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                out.update(r[0] for r in self._conn.execute(
+                    f"SELECT key FROM calls WHERE key IN ({marks})", chunk))
+        return out
+
+    # ---- planned requests (judgeaudit --plan-only / judgeaudit ingest) ---------------------
+
+    def put_planned(self, rows: list[tuple[str, str, str, str]]) -> None:
+        """Remember (key, provider, model, choices JSON) of planned requests."""
+        now = time.time()
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO planned(key, provider, model, choices, created) "
+                "VALUES (?,?,?,?,?)", [(*r, now) for r in rows])
+            self._conn.commit()
+
+    def planned(self, keys: list[str]) -> dict[str, tuple[str, str, str]]:
+        """key -> (provider, model, choices JSON) for the planned requests among `keys`."""
+        out: dict[str, tuple[str, str, str]] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for k, p, m, c in self._conn.execute(
+                        f"SELECT key, provider, model, choices FROM planned WHERE key IN "
+                        f"({marks})", chunk):
+                    out[k] = (p, m, c)
+        return out
+
+    # ---- provider batches (batch=on) -------------------------------------------------------
+
+    def add_batch(self, batch_id: str, *, provider: str, model: str, identity: str,
+                  params: str, requests: list[tuple[str, str]], status: str = "submitted",
+                  info: str | None = None) -> None:
+        """Record a submitted batch and its (key, choices JSON) requests, in one commit."""
+        now = time.time()
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO batches(batch_id, provider, model, identity, params, "
+                "status, n, created, updated, info) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (batch_id, provider, model, identity, params, status, len(requests), now, now,
+                 info))
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO batch_requests(batch_id, key, choices) VALUES (?,?,?)",
+                [(batch_id, k, c) for k, c in requests])
+            self._conn.commit()
+
+    def set_batch_status(self, batch_id: str, status: str, info: str | None = None) -> None:
+        """Update a batch's status; a final one (FINAL_BATCH_STATES) drops its request list."""
+        with self._lock:
+            self._conn.execute(
+                "UPDATE batches SET status=?, info=COALESCE(?, info), updated=? "
+                "WHERE batch_id=?", (status, info, time.time(), batch_id))
+            if status in FINAL_BATCH_STATES:
+                self._conn.execute("DELETE FROM batch_requests WHERE batch_id=?", (batch_id,))
+            self._conn.commit()
+
+    def open_batches(self, identity: str | None = None) -> list[dict]:
+        """Batches not yet finished (optionally one provider identity's), oldest first, each
+        with its `requests` as (key, choices JSON) pairs."""
+        sql = ("SELECT batch_id, provider, model, identity, params, status, n, created, "
+               "updated, info FROM batches WHERE status NOT IN ({})".format(
+                   ",".join("?" * len(FINAL_BATCH_STATES))))
+        args: list = sorted(FINAL_BATCH_STATES)
+        if identity is not None:
+            sql += " AND identity=?"
+            args.append(identity)
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY created", args).fetchall()
+            out = []
+            for r in rows:
+                reqs = self._conn.execute(
+                    "SELECT key, choices FROM batch_requests WHERE batch_id=?", (r[0],)
+                ).fetchall()
+                out.append(_batch_row(r) | {"requests": [(k, c) for k, c in reqs]})
+        return out
+
+    def batches(self) -> list[dict]:
+        """Every batch recorded, newest first (without request lists)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT batch_id, provider, model, identity, params, status, n, created, "
+                "updated, info FROM batches ORDER BY created DESC").fetchall()
+        return [_batch_row(r) for r in rows]
 
     def mark_invalid(self, key: str, reason: str) -> bool:
         """Mark a cached answer as one a judge could not use; returns False (and marks
@@ -192,3 +331,9 @@ class Cache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _batch_row(r: tuple) -> dict:
+    keys = ("batch_id", "provider", "model", "identity", "params", "status", "n", "created",
+            "updated", "info")
+    return dict(zip(keys, r, strict=True))

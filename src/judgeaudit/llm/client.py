@@ -57,13 +57,16 @@ class CallFailed(Exception):
 @dataclass
 class CallStats:
     """What one client's calls came to. Every call through `Client.call` ends as exactly one
-    of `made`, `cached` or `failed`, so made + cached + failed = calls asked:
+    of `made`, `cached`, `failed` or `planned`, so made + cached + failed + planned = calls
+    asked:
 
     - made: answered by the provider through this call's own attempts (paid for);
     - cached: answered without a provider call of its own: from the cache, or by sharing an
       identical call already in flight that succeeded;
     - failed: no answer: gave up after retries, failed fatally, refused because an earlier
-      call failed fatally, shared an in-flight call that failed, or was cancelled.
+      call failed fatally, shared an in-flight call that failed, or was cancelled;
+    - planned: not sent: the client was planning (`Client.planner`, `--plan-only`) and the
+      request was written to the plan instead (a non-fatal `CallFailed` of kind "planned").
 
     `retries` counts attempts after a retryable error (each reached the provider: setup such
     as an SDK import is not timed); `errors` counts every failed attempt by kind
@@ -75,6 +78,7 @@ class CallStats:
     cached: int = 0
     retries: int = 0
     failed: int = 0
+    planned: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
@@ -103,6 +107,7 @@ class CallStats:
             out.cached += st.cached
             out.retries += st.retries
             out.failed += st.failed
+            out.planned += st.planned
             out.prompt_tokens += st.prompt_tokens
             out.completion_tokens += st.completion_tokens
             if st.cost_usd is not None:
@@ -191,6 +196,12 @@ class Client:
         # Called with each request that got its answer (cached or not): progress bars for
         # pipelines whose number of calls is only known as they go (e.g. HUB-J discover).
         self.observers: list[Callable[[Request], None]] = []
+        # Planning (`judgeaudit --plan-only`): a cache miss is recorded here instead of sent
+        # and fails as a non-fatal CallFailed of kind "planned" (judgeaudit.llm.plan.Planner).
+        self.planner: Any = None
+        # Batch mode (a provider whose `batch_backend()` is not None, e.g. batch=on): cache
+        # misses go to a Batcher (judgeaudit.llm.batch), one per event loop.
+        self._batcher: Any = None
 
     async def call(self, request: Request) -> Response:
         resp = await self._call(request)
@@ -216,6 +227,8 @@ class Client:
                 hit = self.cache.get(key)
                 if hit is not None:
                     self.stats.cached += 1
+                    if self.planner is not None:
+                        self.planner.note_cached(key)
                     # Entries from before the text was cleaned here: clean them on the way out.
                     if len(hit.text) > self.max_response_chars or has_lone_surrogate(hit.text):
                         hit = self._clean(hit)
@@ -237,16 +250,25 @@ class Client:
                 raise
             self.stats.cached += 1
             return resp
+        if self.planner is not None:  # --plan-only: record the request instead of sending it
+            self.planner.add(key, request, self.provider)
+            self.stats.planned += 1
+            raise CallFailed(f"{self.provider.name}: planned, not sent (--plan-only)",
+                             fatal=False, kind="planned")
+        batcher = self._batch()
         fut: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
             try:
-                resp = await self._call_with_retries(request)
+                if batcher is None:
+                    resp = await self._call_with_retries(request)
+                else:
+                    resp = await self._call_batched(batcher, key, request)
             except BaseException:
                 self.stats.failed += 1
                 raise
             self._account(resp)
-            if self.cache is not None:
+            if self.cache is not None and batcher is None:  # the batcher stored it already
                 self.cache.put(key, self.provider.name, self.provider.model, resp)
         except asyncio.CancelledError:
             fut.cancel()  # waiters ask again themselves
@@ -261,6 +283,32 @@ class Client:
         finally:
             if self._inflight.get(key) is fut:
                 del self._inflight[key]
+
+    def _batch(self) -> Any:
+        """This loop's Batcher when the provider runs in batch mode, else None."""
+        make = getattr(self.provider, "batch_backend", None)
+        backend = make() if make is not None else None
+        if backend is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._batcher is None or self._batcher.loop is not loop:
+            from judgeaudit.llm.batch import Batcher
+
+            self._batcher = Batcher(backend, self.provider, cache=self.cache, stats=self.stats,
+                                    clean=self._clean, max_retries=self.retry.max_retries)
+        return self._batcher
+
+    async def _call_batched(self, batcher: Any, key: str, request: Request) -> Response:
+        """A cache miss through the provider's batch API: no semaphore, no per-call timeout
+        (a batch may take hours); retries of expired or failed lines happen in the batcher."""
+        if self._fatal is not None:
+            raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+        try:
+            return await batcher.call(key, request)
+        except CallFailed as exc:
+            if exc.fatal and self._fatal is None:
+                self._fatal = exc
+            raise
 
     async def _attempt(self, request: Request) -> Response:
         """One attempt, inside the concurrency bound; the timeout covers `generate` only."""
@@ -308,31 +356,8 @@ class Client:
             return self._clean(resp)
 
     def _clean(self, resp: Response) -> Response:
-        """The provider's response made safe to cache and write: lone surrogates replaced
-        (noted in raw["sanitized"]), text over the size cap cut (raw["truncated_from"],
-        `invalid` set), a raw payload over the cap dropped (raw["dropped_raw_chars"])."""
-        cap = self.max_response_chars
-        text, fixed_text = sanitize(resp.text if isinstance(resp.text, str) else "")
-        raw, fixed_raw = sanitize(resp.raw) if resp.raw is not None else (None, False)
-        probs, fixed_probs = sanitize(resp.probs) if resp.probs is not None else (None, False)
-        notes: dict[str, Any] = {}
-        if fixed_text or fixed_raw or fixed_probs:
-            notes["sanitized"] = "lone surrogate replaced"
-        invalid = resp.invalid
-        if len(text) > cap:
-            notes["truncated_from"] = len(text)
-            invalid = f"response of {len(text)} chars exceeds the cap of {cap}"
-            text = text[:cap]
-        if raw is not None:
-            size = len(json.dumps(raw, ensure_ascii=False, default=str))
-            if size > cap:
-                raw = {"dropped_raw_chars": size}
-        if not notes and text is resp.text and raw is resp.raw and probs is resp.probs:
-            return resp
-        if notes:
-            raw = {**(raw or {}), **notes}
-        return Response(text=text, probs=probs, usage=resp.usage, cached=resp.cached, raw=raw,
-                        invalid=invalid)
+        """The provider's response made safe to cache and write (`clean_response`)."""
+        return clean_response(resp, self.max_response_chars)
 
     def _account(self, resp: Response) -> None:
         self.stats.made += 1
@@ -372,4 +397,35 @@ class Client:
             raise
 
     async def aclose(self) -> None:
+        batcher, self._batcher = self._batcher, None
+        if batcher is not None:  # stops polling; submitted batches resume on the next run
+            await batcher.aclose()
         await self.provider.aclose()
+
+
+def clean_response(resp: Response, cap: int) -> Response:
+    """A provider's response made safe to cache and write: lone surrogates replaced (noted in
+    raw["sanitized"]), text over the size cap `cap` cut (raw["truncated_from"], `invalid`
+    set), a raw payload over the cap dropped (raw["dropped_raw_chars"]). The client applies
+    it to every answer; `judgeaudit ingest` and batch results go through it too."""
+    text, fixed_text = sanitize(resp.text if isinstance(resp.text, str) else "")
+    raw, fixed_raw = sanitize(resp.raw) if resp.raw is not None else (None, False)
+    probs, fixed_probs = sanitize(resp.probs) if resp.probs is not None else (None, False)
+    notes: dict[str, Any] = {}
+    if fixed_text or fixed_raw or fixed_probs:
+        notes["sanitized"] = "lone surrogate replaced"
+    invalid = resp.invalid
+    if len(text) > cap:
+        notes["truncated_from"] = len(text)
+        invalid = f"response of {len(text)} chars exceeds the cap of {cap}"
+        text = text[:cap]
+    if raw is not None:
+        size = len(json.dumps(raw, ensure_ascii=False, default=str))
+        if size > cap:
+            raw = {"dropped_raw_chars": size}
+    if not notes and text is resp.text and raw is resp.raw and probs is resp.probs:
+        return resp
+    if notes:
+        raw = {**(raw or {}), **notes}
+    return Response(text=text, probs=probs, usage=resp.usage, cached=resp.cached, raw=raw,
+                    invalid=invalid)

@@ -15,6 +15,12 @@ The installed SDK (anthropic 2.x) has no `temperature` argument any more, so the
 temperature is not sent; a `temperature` spec parameter is passed through as an extra body
 field for servers that still take it. SDK retries are off; the client retries (same error
 mapping as the openai provider).
+
+Batch mode: `batch=on` sends cache misses through the Message Batches API instead
+(`client.messages.batches.create` with one `custom_id` = cache key per request, polled with
+`retrieve`, answers read with `results`; see `judgeaudit.llm.batch`); `batch_size` (default
+10,000), `batch_wait` (seconds, default 2) and `poll` (seconds, default 30) as for openai;
+calls are priced at half the listed price unless price_in/price_out say otherwise.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from judgeaudit.llm.base import (
     Usage,
 )
 from judgeaudit.llm.providers.openai import (
+    BATCH_DISCOUNT,
     OPERATIONAL_PARAMS,
     check_base_url,
     choice_line,
@@ -72,6 +79,13 @@ KNOWN_PARAMS: dict[str, str] = {
     "max_connections": "HTTP connection pool size (default 64)",
     "price_in": "USD per million input tokens (default: built-in table, hosted only)",
     "price_out": "USD per million output tokens (default: built-in table, hosted only)",
+    "batch": "on: send calls through the Message Batches API (half price, results within "
+             "24h); off (default off)",
+    "batch_size": "batch mode: most requests per batch (default 10000, at most 100000)",
+    "batch_wait": "batch mode: seconds without a new request before a batch is submitted "
+                  "(default 2)",
+    "poll": "batch mode: seconds between status checks, growing while nothing changes "
+            "(default 30)",
 }
 
 
@@ -98,6 +112,14 @@ class AnthropicProvider(Provider):
         self._prefill_ok = True  # cleared when the model refuses a prefill once
         self._sdk_client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        from judgeaudit.llm.batch import batch_settings
+
+        self.batch = batch_settings(p, self.name, max_size=100_000)
+        if (self.batch is not None and self.price_per_mtok is not None
+                and "price_in" not in p):
+            self.price_per_mtok = (self.price_per_mtok[0] * BATCH_DISCOUNT,
+                                   self.price_per_mtok[1] * BATCH_DISCOUNT)
+        self._batch_backend: Any = None
 
     @property
     def where(self) -> str:
@@ -157,6 +179,29 @@ class AnthropicProvider(Provider):
                 msgs.append({"role": "user", "content": line})
         return system, msgs
 
+    def batch_params(self, request: Request) -> dict[str, Any]:
+        """The Messages API parameters for `request` (a batch request's `params`): what a
+        live call sends, the prefill as a final assistant turn while the model takes one."""
+        use_prefill = bool(request.prefill.strip()) and self._prefill_ok
+        system, msgs = self.build(request, prefill=use_prefill)
+        params: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens,
+                                  "messages": msgs}
+        if system is not None:
+            params["system"] = system
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        return params
+
+    def batch_backend(self) -> Any:
+        """The Message Batches backend when `batch=on` (the client sends cache misses to it)."""
+        if self.batch is None:
+            return None
+        if self._batch_backend is None:
+            from judgeaudit.llm.batch_anthropic import AnthropicBatchBackend
+
+            self._batch_backend = AnthropicBatchBackend(self)
+        return self._batch_backend
+
     async def generate(self, request: Request) -> Response:
         import anthropic
 
@@ -194,23 +239,28 @@ class AnthropicProvider(Provider):
     def parse_body(self, content: bytes) -> Response:
         """A 200 body -> Response; anything that is not a message is a retryable error."""
         try:
-            data = json.loads(content)
-            blocks = data["content"]
-            text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
+            return parse_message(json.loads(content))
         except (ValueError, KeyError, TypeError, AttributeError):
             snippet = content[:80].decode("utf-8", "replace")
             raise ProviderError(f"{self.name}: malformed response from {self.where} "
                                 f"(not a message): {snippet!r}", retryable=True,
                                 kind="malformed") from None
-        usage = data.get("usage") or {}
-        return Response(
-            text=text,
-            probs=None,
-            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
-            raw={"model": data.get("model"), "stop_reason": data.get("stop_reason")},
-        )
 
     async def aclose(self) -> None:
         client, self._sdk_client = self._sdk_client, None
         if client is not None and self._loop is asyncio.get_running_loop():
             await client.close()
+
+
+def parse_message(data: dict[str, Any]) -> Response:
+    """A Messages API message -> Response (text blocks joined, usage); raises KeyError,
+    TypeError or AttributeError when it is not a message."""
+    blocks = data["content"]
+    text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
+    usage = data.get("usage") or {}
+    return Response(
+        text=text,
+        probs=None,
+        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        raw={"model": data.get("model"), "stop_reason": data.get("stop_reason")},
+    )

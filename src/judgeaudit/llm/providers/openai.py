@@ -11,6 +11,18 @@ the prefill as a partial assistant turn, for vLLM/llama.cpp servers that continu
 `price_in`/`price_out` (USD per million prompt/completion tokens). Any other parameter is
 refused (`KNOWN_PARAMS`); `base_url` must be http(s)://host[:port][/path].
 
+Scale-out: `base_url=URL1|URL2|...` spreads calls over several servers of the same model
+(the one with the fewest calls in flight first, at most `per_server` at a time on each); a
+server whose connection is refused or reset twice in a row is left out for `down_for`
+seconds (default 30) and the call goes to another one at once.
+
+Batch mode: `batch=on` sends cache misses through OpenAI's Batch API instead (a JSONL file
+uploaded with purpose "batch", a batch on /v1/chat/completions with a 24h window; see
+`judgeaudit.llm.batch`), `batch_size` requests at most per batch (default 10,000),
+submitted once no request has joined for `batch_wait` seconds (default 2), polled every
+`poll` seconds (default 30, growing while nothing changes); calls are priced at half the
+listed price (the Batch API's discount) unless price_in/price_out say otherwise.
+
 The SDK's own retries are off (`max_retries=0`): the client retries, so that one policy and
 one count of retries hold for every provider. The helpers here (error mapping, Retry-After
 parsing, key redaction) are shared with the anthropic provider.
@@ -19,6 +31,7 @@ parsing, key redaction) are shared with the anthropic provider.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import logging
@@ -45,7 +58,11 @@ log = logging.getLogger("judgeaudit.llm")
 
 # Parameters that change how we talk to the server, not what it answers: kept out of the
 # cache key so raising a timeout or a price does not orphan cached calls.
-OPERATIONAL_PARAMS = frozenset({"timeout", "max_connections", "price_in", "price_out"})
+OPERATIONAL_PARAMS = frozenset({"timeout", "max_connections", "price_in", "price_out",
+                                "batch", "batch_size", "batch_wait", "poll", "per_server",
+                                "down_for"})
+# What the provider's batch API charges, as a share of the listed (sync) price.
+BATCH_DISCOUNT = 0.5
 
 # USD per million tokens (prompt, completion), standard tier as listed by OpenAI in 2025.
 # Matched on the exact model id or the id plus a date suffix; prefer price_in/price_out.
@@ -64,7 +81,8 @@ _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
 # The spec parameters read here (name -> meaning and default); anything else is refused.
 KNOWN_PARAMS: dict[str, str] = {
-    "base_url": "server URL, http(s)://host[:port][/path] (default $OPENAI_BASE_URL or "
+    "base_url": "server URL, http(s)://host[:port][/path], or several separated by '|' "
+                "(spread by fewest calls in flight) (default $OPENAI_BASE_URL or "
                 "api.openai.com)",
     "api_key": "API key (default $OPENAI_API_KEY; 'EMPTY' for a local server)",
     "temperature": "sampling temperature, overrides the request's (default: the request's)",
@@ -75,6 +93,17 @@ KNOWN_PARAMS: dict[str, str] = {
     "max_connections": "HTTP connection pool size (default 64)",
     "price_in": "USD per million prompt tokens (default: built-in table, hosted only)",
     "price_out": "USD per million completion tokens (default: built-in table, hosted only)",
+    "per_server": "with several base_urls: most calls in flight per server (default: no "
+                  "bound but --concurrency)",
+    "down_for": "with several base_urls: seconds a server whose connection failed twice in a "
+                "row is left out (default 30)",
+    "batch": "on: send calls through the Batch API (half price, results within 24h); off "
+             "(default off)",
+    "batch_size": "batch mode: most requests per batch (default 10000, at most 50000)",
+    "batch_wait": "batch mode: seconds without a new request before a batch is submitted "
+                  "(default 2)",
+    "poll": "batch mode: seconds between status checks, growing while nothing changes "
+            "(default 30)",
 }
 
 
@@ -301,6 +330,106 @@ def choice_line(choices: Sequence[str]) -> str:
     return "Answer with only one of: " + ", ".join(choices) + "."
 
 
+def chat_messages(request: Request, prefill_mode: str = "instruct"
+                  ) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Chat messages for an OpenAI-compatible server, plus extra body fields: the prefill as
+    a partial assistant turn (`prefill_mode="assistant"`, with vLLM's continue flags), or,
+    for a request with choices, an answer-format line in the last user turn."""
+    msgs = [{"role": m.role, "content": m.content} for m in request.messages]
+    extra: dict[str, Any] = {}
+    if request.prefill and prefill_mode == "assistant":
+        msgs.append({"role": "assistant", "content": request.prefill})
+        # vLLM continues a final assistant turn only when told to; llama.cpp does anyway.
+        extra = {"continue_final_message": True, "add_generation_prompt": False}
+    elif request.prefill and request.choices:
+        line = choice_line(request.choices)
+        for m in reversed(msgs):
+            if m["role"] == "user":
+                m["content"] = m["content"].rstrip() + "\n\n" + line
+                break
+        else:
+            msgs.append({"role": "user", "content": line})
+    return msgs, extra
+
+
+def chat_body(request: Request, model: str, *, prefill_mode: str = "instruct",
+              temperature: float | None = None, logprobs: bool = True) -> dict[str, Any]:
+    """The chat-completions body for `request` (what the openai provider sends; also the
+    body of every line of a plan file, whatever the provider): model, messages, max_tokens,
+    temperature (`temperature` overrides the request's), and top-20 logprobs when the request
+    has choices and `logprobs` is on."""
+    msgs, extra = chat_messages(request, prefill_mode)
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": msgs,
+        "max_tokens": request.max_tokens,
+        "temperature": temperature if temperature is not None else request.temperature,
+        **extra,
+    }
+    if request.choices and logprobs:
+        body["logprobs"] = True
+        body["top_logprobs"] = 20
+    return body
+
+
+def parse_chat_completion(data: dict[str, Any], choices: Sequence[str]) -> Response:
+    """A chat.completion object -> Response: the text, the probabilities of `choices` from
+    the first token's top_logprobs (when there), usage. Raises KeyError, IndexError,
+    TypeError or AttributeError on a body that is not a chat completion."""
+    choice = data["choices"][0]
+    text = choice["message"].get("content") or ""  # null content (refusal) -> ""
+    probs = None
+    top: list[tuple[str, float]] | None = None
+    logprobs = choice.get("logprobs")
+    if choices and isinstance(logprobs, dict) and logprobs.get("content"):
+        first = logprobs["content"][0]
+        top = [(t["token"], t["logprob"]) for t in first.get("top_logprobs") or []]
+        probs = choice_probs(top, choices, sampled=first.get("token"))
+    usage = data.get("usage") or {}
+    return Response(
+        text=text,
+        probs=probs,
+        usage=Usage(int(usage.get("prompt_tokens") or 0),
+                    int(usage.get("completion_tokens") or 0)),
+        raw={
+            "model": data.get("model"),
+            "finish_reason": choice.get("finish_reason"),
+            # Kept for review: what the model weighed at the first token.
+            "first_token_top": [list(t) for t in top] if top is not None else None,
+        },
+    )
+
+
+def split_base_urls(raw: str | None) -> list[str]:
+    """`base_url` as a list: one URL, or several separated by '|' (each checked)."""
+    if raw is None or not raw.strip():
+        return []
+    urls = [u.strip() for u in raw.split("|")]
+    if any(not u for u in urls):
+        raise ValueError(f"base_url {redact_url(raw)!r}: an empty entry in a '|'-separated "
+                         "list")
+    for u in urls:
+        check_base_url(u)
+    return urls
+
+
+class _Server:
+    """One of several servers behind a `base_url=URL1|URL2` spec."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.inflight = 0
+        self.fails = 0           # connection failures in a row
+        self.down_until = 0.0    # time.monotonic() before which it is left out
+        self.calls = 0           # calls answered (for tests and logs)
+        self.client: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+
+# A server whose connection fails this many times in a row is left out for `down_for`.
+DOWN_AFTER = 2
+
+
 # ---- the provider --------------------------------------------------------------------------
 
 @register
@@ -318,7 +447,8 @@ class OpenAIProvider(Provider):
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model, params)
         p = self.params
-        self.base_url: str | None = check_base_url(p.get("base_url") or None)
+        self.base_urls = split_base_urls(p.get("base_url") or None)
+        self.base_url: str | None = self.base_urls[0] if self.base_urls else None
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
         self.max_connections = int_param(p, "max_connections", self.name, default=64)
@@ -336,10 +466,29 @@ class OpenAIProvider(Provider):
         self._logprobs_ok = True  # cleared when the server rejects logprobs once
         self._sdk_client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Several servers (base_url=URL1|URL2): least in flight first, per_server at most.
+        self.per_server = int_param(p, "per_server", self.name, default=1_000_000)
+        self.down_for = float_param(p, "down_for", self.name, default=30.0)
+        self.servers = [_Server(u) for u in self.base_urls] if len(self.base_urls) > 1 else []
+        self._turn = 0
+        self._freed: asyncio.Event | None = None
+        from judgeaudit.llm.batch import batch_settings
+
+        self.batch = batch_settings(p, self.name, max_size=50_000)
+        if self.batch is not None:
+            if self.servers:
+                raise ValueError(f"{self.name}: batch=on takes one base_url, not a list")
+            if self.price_per_mtok is not None and "price_in" not in p:
+                self.price_per_mtok = (self.price_per_mtok[0] * BATCH_DISCOUNT,
+                                       self.price_per_mtok[1] * BATCH_DISCOUNT)
+        self._batch_backend: Any = None
 
     @property
     def where(self) -> str:
         """The server, fit for messages (a URL password masked)."""
+        if self.servers:
+            return f"{len(self.servers)} servers (" + "|".join(
+                redact_url(s.url) for s in self.servers) + ")"
         return redact_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
 
     def _api_key(self) -> str:
@@ -362,52 +511,117 @@ class OpenAIProvider(Provider):
         """The SDK client, created lazily (a fully cached run needs no key) and once per event
         loop (its connection pool belongs to the loop that opened it)."""
         loop = asyncio.get_running_loop()
+        if self.servers:
+            for srv in self.servers:
+                if srv.client is None or srv.loop is not loop:
+                    srv.client, srv.loop = self._new_sdk_client(srv.url), loop
+                    self._freed = None  # an Event belongs to one loop
+            return self.servers[0].client
         if self._sdk_client is None or self._loop is not loop:
-            import openai
-
-            limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
-                max_connections=self.max_connections,
-                max_keepalive_connections=self.max_connections,
-            )
-            http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
-            self._sdk_client = openai.AsyncOpenAI(
-                api_key=self._api_key(), base_url=self.base_url, timeout=self.timeout,
-                max_retries=0, http_client=http,
-            )
+            self._sdk_client = self._new_sdk_client(self.base_url)
             self._loop = loop
         return self._sdk_client
 
-    def build_messages(self, request: Request) -> tuple[list[dict[str, str]], dict[str, Any]]:
-        """Chat messages for the server, plus extra body fields (assistant-prefill mode)."""
-        msgs = [{"role": m.role, "content": m.content} for m in request.messages]
-        extra: dict[str, Any] = {}
-        if request.prefill and self.prefill_mode == "assistant":
-            msgs.append({"role": "assistant", "content": request.prefill})
-            # vLLM continues a final assistant turn only when told to; llama.cpp does anyway.
-            extra = {"continue_final_message": True, "add_generation_prompt": False}
-        elif request.prefill and request.choices:
-            line = choice_line(request.choices)
-            for m in reversed(msgs):
-                if m["role"] == "user":
-                    m["content"] = m["content"].rstrip() + "\n\n" + line
-                    break
-            else:
-                msgs.append({"role": "user", "content": line})
-        return msgs, extra
-
-    async def generate(self, request: Request) -> Response:
+    def _new_sdk_client(self, base_url: str | None) -> Any:
         import openai
 
-        client = self._client()
-        msgs, extra = self.build_messages(request)
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": msgs,
-            "max_tokens": request.max_tokens,
-            "temperature": (self.temperature if self.temperature is not None
-                            else request.temperature),
-            **extra,
-        }
+        limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
+            max_connections=self.max_connections,
+            max_keepalive_connections=self.max_connections,
+        )
+        http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
+        return openai.AsyncOpenAI(
+            api_key=self._api_key(), base_url=base_url, timeout=self.timeout,
+            max_retries=0, http_client=http,
+        )
+
+    def build_messages(self, request: Request) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """Chat messages for the server, plus extra body fields (assistant-prefill mode)."""
+        return chat_messages(request, self.prefill_mode)
+
+    def request_body(self, request: Request) -> dict[str, Any]:
+        """The body this provider sends for `request` (logprobs as the server allows them):
+        also each line's body in batch mode and in a plan file."""
+        want_lp = bool(request.choices) and self.logprobs_mode == "auto" and self._logprobs_ok
+        return chat_body(request, self.model, prefill_mode=self.prefill_mode,
+                         temperature=self.temperature, logprobs=want_lp)
+
+    def batch_backend(self) -> Any:
+        """The Batch API backend when `batch=on` (the client sends cache misses to it)."""
+        if self.batch is None:
+            return None
+        if self._batch_backend is None:
+            from judgeaudit.llm.batch_openai import OpenAIBatchBackend
+
+            self._batch_backend = OpenAIBatchBackend(self)
+        return self._batch_backend
+
+    async def generate(self, request: Request) -> Response:
+        if self.servers:
+            return await self._generate_spread(request)
+        return await self._generate_on(self._client(), self.where, request)
+
+    async def _generate_spread(self, request: Request) -> Response:
+        """One call on the server with the fewest calls in flight (per_server at most); a
+        connection refused or reset goes to another server at once, and a server failing
+        DOWN_AFTER times in a row is left out for `down_for` seconds."""
+        self._client()
+        tried: set[int] = set()
+        while True:
+            srv = await self._take(tried)
+            try:
+                resp = await self._generate_on(srv.client, redact_url(srv.url), request)
+            except ProviderError as exc:
+                if exc.kind != "connection":
+                    raise
+                srv.fails += 1
+                if srv.fails >= DOWN_AFTER and srv.down_until <= time.monotonic():
+                    srv.down_until = time.monotonic() + (self.down_for or 0.0)
+                    log.warning("%s: %s failed %d times in a row; left out for %gs",
+                                self.name, redact_url(srv.url), srv.fails, self.down_for)
+                tried.add(self.servers.index(srv))
+                if len(tried) >= len(self.servers):
+                    raise
+                continue
+            finally:
+                srv.inflight -= 1
+                if self._freed is not None:
+                    self._freed.set()
+            srv.fails, srv.down_until = 0, 0.0
+            srv.calls += 1
+            return resp
+
+    async def _take(self, tried: set[int]) -> _Server:
+        """The server for the next call (its in-flight count taken): up, not tried for this
+        call, below per_server, fewest in flight (ties in turn). When every server is down,
+        the one back soonest; when all are at per_server, wait for a slot."""
+        while True:
+            now = time.monotonic()
+            free = [i for i, s in enumerate(self.servers)
+                    if i not in tried and s.inflight < self.per_server]
+            up = [i for i in free if self.servers[i].down_until <= now]
+            if not up and free and all(self.servers[i].down_until > now
+                                       for i in range(len(self.servers)) if i not in tried):
+                up = [min(free, key=lambda i: self.servers[i].down_until)]
+            if up:
+                n = len(self.servers)
+                best = min(up, key=lambda i: (self.servers[i].inflight, (i - self._turn) % n))
+                self._turn = (best + 1) % n
+                srv = self.servers[best]
+                srv.inflight += 1
+                return srv
+            if self._freed is None:
+                self._freed = asyncio.Event()
+            self._freed.clear()
+            with contextlib.suppress(TimeoutError):  # a server may have come back up
+                await asyncio.wait_for(self._freed.wait(), timeout=0.5)
+
+    async def _generate_on(self, client: Any, where: str, request: Request) -> Response:
+        import openai
+
+        body = self.request_body(request)
+        body.pop("logprobs", None)
+        body.pop("top_logprobs", None)
         want_lp = bool(request.choices) and self.logprobs_mode == "auto" and self._logprobs_ok
         secrets = [self.params.get("api_key"), os.environ.get(self.key_env)]
         for attempt in (0, 1):
@@ -427,53 +641,39 @@ class OpenAIProvider(Provider):
                     self._logprobs_ok = False
                     want_lp = False
                     continue
-                raise self._mapped(exc, openai, secrets) from None
+                raise self._mapped(exc, openai, secrets, where) from None
             except openai.OpenAIError as exc:
-                raise self._mapped(exc, openai, secrets) from None
-        return self.parse_body(http.content, request)
+                raise self._mapped(exc, openai, secrets, where) from None
+        return self.parse_body(http.content, request, where)
 
-    def _mapped(self, exc: Exception, sdk: Any, secrets: list[str | None]) -> Exception:
-        err = map_sdk_error(exc, sdk, provider=self.name, where=self.where, key_env=self.key_env,
-                            secrets=secrets, timeout=self.timeout or 0.0)
+    def _mapped(self, exc: Exception, sdk: Any, secrets: list[str | None],
+                where: str | None = None) -> Exception:
+        err = map_sdk_error(exc, sdk, provider=self.name, where=where or self.where,
+                            key_env=self.key_env, secrets=secrets, timeout=self.timeout or 0.0)
         return err if err is not None else exc
 
-    def parse_body(self, content: bytes, request: Request) -> Response:
+    def parse_body(self, content: bytes, request: Request, where: str | None = None
+                   ) -> Response:
         """A 200 body -> Response; a body that is not a chat completion is a retryable error
         (proxies answer 200 with HTML; servers under load truncate)."""
         try:
             return self._parse(json.loads(content), request)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             snippet = content[:80].decode("utf-8", "replace")
-            raise ProviderError(f"{self.name}: malformed response from {self.where} "
+            raise ProviderError(f"{self.name}: malformed response from {where or self.where} "
                                 f"(not a chat completion): {snippet!r}", retryable=True,
                                 kind="malformed") from None
 
     @staticmethod
     def _parse(data: dict[str, Any], request: Request) -> Response:
-        choice = data["choices"][0]
-        text = choice["message"].get("content") or ""  # null content (refusal) -> ""
-        probs = None
-        top: list[tuple[str, float]] | None = None
-        logprobs = choice.get("logprobs")
-        if request.choices and isinstance(logprobs, dict) and logprobs.get("content"):
-            first = logprobs["content"][0]
-            top = [(t["token"], t["logprob"]) for t in first.get("top_logprobs") or []]
-            probs = choice_probs(top, request.choices, sampled=first.get("token"))
-        usage = data.get("usage") or {}
-        return Response(
-            text=text,
-            probs=probs,
-            usage=Usage(int(usage.get("prompt_tokens") or 0),
-                        int(usage.get("completion_tokens") or 0)),
-            raw={
-                "model": data.get("model"),
-                "finish_reason": choice.get("finish_reason"),
-                # Kept for review: what the model weighed at the first token.
-                "first_token_top": [list(t) for t in top] if top is not None else None,
-            },
-        )
+        return parse_chat_completion(data, request.choices)
 
     async def aclose(self) -> None:
         client, self._sdk_client = self._sdk_client, None
-        if client is not None and self._loop is asyncio.get_running_loop():
+        loop = asyncio.get_running_loop()
+        if client is not None and self._loop is loop:
             await client.close()
+        for srv in self.servers:
+            c, srv.client = srv.client, None
+            if c is not None and srv.loop is loop:
+                await c.close()

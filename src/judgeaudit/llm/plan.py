@@ -1,0 +1,223 @@
+"""Plan, execute anywhere, ingest (DESIGN.md, "Where the calls run").
+
+A `Planner` on a client (`Client.planner`, set by `judgeaudit --plan-only PLAN.jsonl`) takes
+each cache miss instead of sending it: the request becomes one line of the plan, in the
+OpenAI batch input format, keyed by its cache key::
+
+    {"custom_id": "<cache key>", "method": "POST", "url": "/v1/chat/completions",
+     "body": {"model", "messages", "max_tokens", "temperature", ["logprobs", "top_logprobs"]}}
+
+The body is what the openai provider sends live for the request (its prefill handling and
+logprobs setting); for any other provider the same OpenAI-shaped body (prefill as an
+answer-format line), so `vllm run-batch` or any OpenAI-compatible batch runner can execute
+it. The call fails as a non-fatal `CallFailed` of kind "planned", so the pipeline runs
+through. No secret is in a plan: keys and URLs are not part of a body.
+
+`ingest` reads the executor's output (the OpenAI batch output format, which `vllm run-batch`
+also writes) into the cache under each custom_id, parsing each body exactly as the openai
+provider parses a live reply; the requests' choices (needed for the probabilities read off
+logprobs), provider and model come from the cache's `planned` table, written with the plan.
+Error lines are counted and reported, never cached. The command then runs from the cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judgeaudit.llm.base import Provider, Request
+from judgeaudit.llm.cache import Cache
+
+PLANNED = "planned"
+
+
+def is_planned(exc: BaseException) -> bool:
+    """True for the CallFailed of a request that was planned, not sent (`--plan-only`)."""
+    return getattr(exc, "kind", None) == PLANNED
+
+
+def plan_body(request: Request, provider: Provider) -> dict[str, Any]:
+    """The chat-completions body a plan line carries for `request`: the openai provider's own
+    (`request_body`), else the generic OpenAI-shaped one for the provider's model."""
+    own = getattr(provider, "request_body", None)
+    if own is not None:
+        return own(request)
+    from judgeaudit.llm.providers.openai import chat_body
+
+    temperature = getattr(provider, "temperature", None)
+    return chat_body(request, provider.model,
+                     temperature=temperature if isinstance(temperature, float) else None)
+
+
+class Planner:
+    """Collects the distinct requests a command would send (one per cache key, in the order
+    first asked) and the cache keys it found answered already."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.lines: dict[str, dict[str, Any]] = {}
+        self.meta: dict[str, tuple[str, str, str]] = {}
+        self.cached: set[str] = set()
+        self.caches: list[Cache] = []
+
+    @property
+    def n(self) -> int:
+        return len(self.lines)
+
+    def bind(self, cache: Cache) -> None:
+        """A cache the planned requests' meta is written to (`judgeaudit ingest` reads it)."""
+        if all(c is not cache for c in self.caches):
+            self.caches.append(cache)
+
+    def add(self, key: str, request: Request, provider: Provider) -> None:
+        if key in self.lines:
+            return
+        from judgeaudit.llm.batch_openai import plan_entry
+
+        self.lines[key] = plan_entry(key, plan_body(request, provider))
+        self.meta[key] = (provider.name, provider.model, json.dumps(list(request.choices)))
+
+    def note_cached(self, key: str) -> None:
+        self.cached.add(key)
+
+    def write(self) -> Path:
+        """Write the plan file atomically (a temp file renamed into place) and the planned
+        requests' meta into every bound cache."""
+        rows = [(k, *m) for k, m in self.meta.items()]
+        for cache in self.caches:
+            for i in range(0, len(rows), 5000):
+                cache.put_planned(rows[i:i + 5000])
+        write_jsonl(self.path, self.lines.values())
+        return self.path
+
+
+def write_jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> None:
+    """JSON Lines written atomically: a temp file in the same folder, renamed into place."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for line in lines:
+                f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@dataclass
+class IngestReport:
+    """What `ingest` did: answers stored, error lines by kind (with the first message),
+    lines whose custom_id was not planned with this cache, unreadable lines, and with a plan
+    file, its requests that got no answer."""
+
+    lines: int = 0
+    ingested: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None
+    unknown: int = 0
+    unreadable: int = 0
+    duplicates: int = 0
+    plan_lines: int | None = None
+    unanswered: int | None = None
+    not_in_plan: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def read_plan_keys(path: str | Path) -> list[str]:
+    keys = []
+    with open(path, encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                keys.append(json.loads(raw)["custom_id"])
+            except (ValueError, KeyError, TypeError):
+                raise ValueError(f"{path}:{n}: not a plan line (no custom_id)") from None
+    return keys
+
+
+def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
+           max_response_chars: int | None = None, chunk: int = 5000) -> IngestReport:
+    """Store the answers of an OpenAI-batch-format output file (`vllm run-batch`, a batch
+    API's output and error files, any executor writing that format) in `cache`."""
+    from judgeaudit.llm.batch_openai import read_output_line
+    from judgeaudit.llm.client import clean_response, default_max_response_chars
+    from judgeaudit.llm.providers.openai import parse_chat_completion
+
+    cap = max_response_chars or default_max_response_chars()
+    rep = IngestReport()
+    errors: Counter[str] = Counter()
+    answered: set[str] = set()
+    seen: set[str] = set()
+
+    def flush(batch: list[tuple[str, dict[str, Any]]]) -> None:
+        meta = cache.planned([k for k, _ in batch])
+        rows = []
+        for key, body in batch:
+            m = meta.get(key)
+            if m is None:
+                rep.unknown += 1
+                continue
+            provider, model, choices = m
+            try:
+                resp = parse_chat_completion(body, tuple(json.loads(choices)))
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                errors["malformed"] += 1
+                rep.first_error = rep.first_error or f"{key[:12]}: not a chat completion"
+                continue
+            rows.append((key, provider, model, clean_response(resp, cap)))
+            answered.add(key)
+        cache.put_many(rows)
+        rep.ingested += len(rows)
+
+    pending: list[tuple[str, dict[str, Any]]] = []
+    with open(results, encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            rep.lines += 1
+            try:
+                line = read_output_line(json.loads(raw))
+            except ValueError:
+                rep.unreadable += 1
+                rep.first_error = rep.first_error or f"line {n}: not a batch output line"
+                continue
+            if line.key in seen:
+                rep.duplicates += 1
+                continue
+            seen.add(line.key)
+            if line.body is None:
+                errors[line.kind or "other"] += 1
+                rep.first_error = rep.first_error or f"{line.key[:12]}: {line.message}"
+                continue
+            pending.append((line.key, line.body))
+            if len(pending) >= chunk:
+                flush(pending)
+                pending = []
+    if pending:
+        flush(pending)
+    rep.errors = dict(sorted(errors.items()))
+    if plan is not None:
+        keys = read_plan_keys(plan)
+        planned = set(keys)
+        rep.plan_lines = len(planned)
+        rep.unanswered = len(planned - answered)
+        rep.not_in_plan = len(seen - planned)
+    return rep
+
+
+__all__ = ["PLANNED", "IngestReport", "Planner", "ingest", "is_planned", "plan_body",
+           "read_plan_keys", "write_jsonl"]
