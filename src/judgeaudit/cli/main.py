@@ -66,10 +66,19 @@ def _main(
                                           help="Log calls and retries; show tracebacks.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
+    plan_only: Annotated[Path | None, typer.Option(
+        "--plan-only", metavar="PLAN.jsonl",
+        help="Send no model call: write the requests the command needs (OpenAI batch format, "
+             "custom_id = cache key) to PLAN.jsonl and exit 0. Run them anywhere (vllm "
+             "run-batch, a batch API), `judgeaudit ingest` the output, re-run the command.")
+    ] = None,
 ) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     _redact_logs()
+    from judgeaudit.cli import plan_cmd
+
+    plan_cmd.set_plan_path(plan_only)
 
 
 def _redact_logs() -> None:

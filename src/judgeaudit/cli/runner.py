@@ -112,22 +112,34 @@ def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
 
 
 def make_judge(spec: str, store, **kw):  # -> JudgeBundle
+    from judgeaudit.cli.plan_cmd import active_planner
     from judgeaudit.judges import make_judge as build
 
+    planner = active_planner()
+    if planner is not None and store is None:
+        raise fail("--plan-only needs the cache (the answers are ingested into it): drop "
+                   "--no-cache")
     try:
-        return build(spec, cache=store, **kw)
+        bundle = build(spec, cache=store, **kw)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise fail(f"judge {public_spec(spec)!r}: {exc}") from None
+    if planner is not None:  # --plan-only: cache misses are planned, not sent
+        planner.bind(store)
+        bundle.client.planner = planner
+    return bundle
 
 
 def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None) -> T:
     """Run a pipeline. Ctrl-C: every finished call is already committed to the cache, so say
     so, say how to resume, and exit 130. A call that failed fatally (bad key, bad request)
-    exits 3 with its message."""
+    exits 3 with its message. Under `--plan-only` the plan is written after the pipeline and
+    the command exits 0 here, before any results are written."""
+    from judgeaudit.cli.plan_cmd import active_planner, finish_plan
     from judgeaudit.llm import CallFailed
 
+    planner = active_planner()
     try:
-        return asyncio.run(make())  # type: ignore[arg-type]
+        result = asyncio.run(make())  # type: ignore[arg-type]
     except KeyboardInterrupt:
         where = f" ({cache_path})" if cache_path else ""
         console.print(f"[bold yellow]interrupted:[/] finished calls are in the cache{where}; "
@@ -135,7 +147,17 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
                       "twice)")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except CallFailed as exc:
+        if planner is not None:
+            finish_plan(planner, stopped=exc)
         raise fail(str(exc), EXIT_RUN_FAILED) from None
+    except Exception as exc:
+        # --plan-only: a pipeline may stop early without answers; the plan is what counts.
+        if planner is not None and planner.n:
+            finish_plan(planner, stopped=exc)
+        raise
+    if planner is not None:  # --plan-only: write the plan, not the results; exit 0
+        finish_plan(planner)
+    return result
 
 
 def exit_if_failed(res: Mapping[str, Any]) -> None:

@@ -1,0 +1,274 @@
+"""Where the calls run: `judgeaudit --plan-only PLAN.jsonl COMMAND ...` (any command writes
+the requests it needs instead of sending them), `judgeaudit ingest RESULTS.jsonl` (answers
+from any executor into the cache), `judgeaudit batch status|cancel` (provider batches of
+`batch=on` judges). `register(app)` adds `ingest` and the `batch` group to a typer app.
+
+The `--plan-only` option lives in the main callback, which calls `set_plan_path`;
+`cli.runner.make_judge` gives every client the planner (`active_planner`), and
+`cli.runner.run_async` writes the plan after the pipeline (`finish_plan`) and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from judgeaudit.cli.progress import console, fail
+from judgeaudit.report.outcome import EXIT_RUN_FAILED
+
+_PLANNER: Any = None  # judgeaudit.llm.plan.Planner of this invocation, or None
+
+
+def set_plan_path(path: Path | None) -> None:
+    """Start planning into `path` (None: no planning). Called by the main callback on every
+    invocation, so a planner never outlives its command."""
+    global _PLANNER
+    if path is None:
+        _PLANNER = None
+        return
+    from judgeaudit.llm.plan import Planner
+
+    if path.exists() and path.is_dir():
+        raise fail(f"--plan-only {path}: is a directory (give a file, e.g. {path / 'plan.jsonl'})")
+    _PLANNER = Planner(path)
+
+
+def active_planner() -> Any:
+    return _PLANNER
+
+
+def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
+    """Write the plan, say what to do next, and exit 0 (results are not written)."""
+    try:
+        path = planner.write()
+    except OSError as exc:
+        raise fail(f"--plan-only {planner.path}: cannot write ({exc.strerror or exc})") from None
+    n, m = planner.n, len(planner.cached)
+    if stopped is not None:
+        what = str(stopped).splitlines()[0][:200] if str(stopped) else type(stopped).__name__
+        console.print(f"[dim]the command stopped without answers ({what}); that is expected "
+                      "before the planned requests are answered[/]", highlight=False)
+    if n == 0:
+        console.print(f"nothing to plan: all {m} requests are cached; run the command without "
+                      f"--plan-only (wrote an empty {path})", highlight=False)
+    else:
+        console.print(
+            f"planned {n} requests to {path} ({m} already cached); run them (vllm run-batch, "
+            "a provider's batch API, ...), then `judgeaudit ingest OUTPUT.jsonl` and re-run "
+            "this command", highlight=False)
+        console.print("requests that depend on these answers (a rewrite before its judgement, "
+                      "the next round of an active ranking) are planned stage by stage: re-run "
+                      "with --plan-only after each ingest until it plans 0 requests",
+                      highlight=False)
+    raise typer.Exit(0)
+
+
+# ---- judgeaudit ingest ---------------------------------------------------------------------
+
+def ingest(
+    results: Annotated[Path, typer.Argument(
+        help="Output of the executor: OpenAI batch output format (one line per request, "
+             "custom_id = the plan's), as vllm run-batch and the Batch API write it.")],
+    plan: Annotated[Path | None, typer.Option(
+        help="The plan file: also report planned requests that got no answer.")] = None,
+    cache: Annotated[Path | None, typer.Option(
+        "--cache", help="SQLite cache file the plan was made with (default: $JUDGEAUDIT_CACHE "
+                        "or the user cache dir).")] = None,
+) -> None:
+    """Store the answers to planned requests in the cache; re-run the planned command
+    after it (it then makes no call for them). Error lines are counted, never cached."""
+    from judgeaudit.cli.runner import open_cache
+    from judgeaudit.llm.plan import ingest as run_ingest
+
+    for p, what in ((results, "RESULTS"), (plan, "--plan")):
+        if p is not None and not p.is_file():
+            raise fail(f"{what} {p}: no such file")
+    store = open_cache(cache, False)
+    t0 = time.perf_counter()
+    try:
+        rep = run_ingest(results, store, plan=plan)
+    except (ValueError, OSError) as exc:
+        raise fail(f"ingest {results}: {exc}") from None
+    finally:
+        store.close()
+    dt = time.perf_counter() - t0
+    n_err = sum(rep.errors.values())
+    console.print(f"ingested {rep.ingested} answers of {rep.lines} lines into {store.path} "
+                  f"in {dt:.1f} s", highlight=False)
+    if n_err:
+        kinds = ", ".join(f"{k} {v}" for k, v in rep.errors.items())
+        console.print(f"[bold yellow]{n_err} error lines[/] ({kinds}), not cached; first: "
+                      f"{rep.first_error}", highlight=False)
+    if rep.unknown:
+        console.print(f"[bold yellow]{rep.unknown} answers to requests not planned with this "
+                      "cache[/] (a different --cache?), not stored", highlight=False)
+    if rep.unreadable:
+        console.print(f"[bold yellow]{rep.unreadable} unreadable lines[/]", highlight=False)
+    if rep.duplicates:
+        console.print(f"{rep.duplicates} repeated custom_ids (the first one kept)",
+                      highlight=False)
+    if rep.unanswered:
+        console.print(f"{rep.unanswered} of {rep.plan_lines} planned requests have no answer: "
+                      "the next --plan-only run plans them again", highlight=False)
+    if rep.not_in_plan:
+        console.print(f"{rep.not_in_plan} answers are to requests not in {plan}",
+                      highlight=False)
+    if rep.lines and rep.ingested == 0:
+        raise typer.Exit(EXIT_RUN_FAILED)
+
+
+# ---- judgeaudit batch status|cancel --------------------------------------------------------
+
+batch_app = typer.Typer(help="Provider batches submitted by batch=on judges (OpenAI Batch API, "
+                             "Anthropic Message Batches), as recorded in the cache.",
+                        no_args_is_help=True)
+CacheOpt = Annotated[Path | None, typer.Option(
+    "--cache", help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache dir).")]
+JudgeOpt = Annotated[str | None, typer.Option(
+    "--judge", "-j", help="Reach the batches' API through this judge SPEC (default: the "
+                          "provider, model and parameters recorded with each batch; the key "
+                          "from the environment).")]
+
+
+def _provider_for(row: dict[str, Any], judge: str | None) -> Any:
+    from judgeaudit.llm import make_provider
+    from judgeaudit.spec import parse_spec
+
+    if judge:
+        sp = parse_spec(judge)
+        params = {k: v for k, v in sp.params.items() if k not in ("template", "orders")}
+        return make_provider(sp.kind, sp.name or row["model"], params)
+    return make_provider(row["provider"], row["model"], json.loads(row["params"] or "{}"))
+
+
+async def _each(rows: list[dict[str, Any]], judge: str | None, op: str) -> list[Any]:
+    out: list[Any] = []
+    providers: list[Any] = []
+    try:
+        for row in rows:
+            try:
+                p = _provider_for(row, judge)
+                providers.append(p)
+                backend = p.batch_backend() if hasattr(p, "batch_backend") else None
+                if backend is None:
+                    # Recorded params include batch=on; a --judge without it still works.
+                    p.batch = p.batch or _on()
+                    backend = p.batch_backend()
+                fn = backend.state if op == "status" else backend.cancel
+                out.append(await fn(row["batch_id"]))
+            except Exception as exc:  # one batch's failure must not hide the others
+                out.append(exc)
+    finally:
+        for p in providers:
+            await p.aclose()
+    return out
+
+
+def _on() -> Any:
+    from judgeaudit.llm.batch import BatchSettings
+
+    return BatchSettings()
+
+
+def _fmt_time(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "-"
+
+
+@batch_app.command("status")
+def batch_status(
+    cache: CacheOpt = None,
+    judge: JudgeOpt = None,
+    offline: Annotated[bool, typer.Option(
+        help="Show what the cache recorded only; do not ask the provider.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Also finished batches.")] = False,
+) -> None:
+    """Batches recorded in the cache: open ones (a run resumes them) with their state at the
+    provider, finished ones with --all."""
+    from rich.table import Table
+
+    from judgeaudit.cli.runner import open_cache
+    from judgeaudit.llm.cache import FINAL_BATCH_STATES
+
+    store = open_cache(cache, False)
+    rows = store.batches()
+    store.close()
+    shown = [r for r in rows if all_ or r["status"] not in FINAL_BATCH_STATES]
+    if not shown:
+        what = "batches" if all_ else "open batches (--all shows finished ones)"
+        console.print(f"no {what} in {store.path}", highlight=False)
+        return
+    live: list[Any] = [None] * len(shown)
+    open_rows = [i for i, r in enumerate(shown) if r["status"] not in FINAL_BATCH_STATES]
+    if not offline and open_rows:
+        states = asyncio.run(_each([shown[i] for i in open_rows], judge, "status"))
+        for i, st in zip(open_rows, states, strict=True):
+            live[i] = st
+    table = Table(title=f"batches in {store.path}")
+    for col in ("batch", "judge", "requests", "recorded", "at the provider", "submitted",
+                "updated"):
+        table.add_column(col)
+    for r, st in zip(shown, live, strict=True):
+        if st is None:
+            now = "-" if r["status"] in FINAL_BATCH_STATES else "(not asked)"
+        elif isinstance(st, Exception):
+            now = f"error: {str(st)[:80]}"
+        else:
+            counts = ", ".join(f"{k} {v}" for k, v in st.counts.items() if v)
+            now = st.status + (f" ({counts})" if counts else "")
+        table.add_row(r["batch_id"], f"{r['provider']}:{r['model']}", str(r["n"]), r["status"],
+                      now, _fmt_time(r["created"]), _fmt_time(r["updated"]))
+    console.print(table)
+
+
+@batch_app.command("cancel")
+def batch_cancel(
+    batch_ids: Annotated[list[str] | None, typer.Argument(
+        help="Batch ids to cancel (see `judgeaudit batch status`).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Cancel every open batch.")] = False,
+    cache: CacheOpt = None,
+    judge: JudgeOpt = None,
+) -> None:
+    """Cancel open batches at the provider. Answers finished before the cancel are still
+    ingested by the next run of the command (which asks the rest again in a new batch)."""
+    from judgeaudit.cli.runner import open_cache
+    from judgeaudit.llm.cache import FINAL_BATCH_STATES
+
+    if not batch_ids and not all_:
+        raise fail("name the batch ids to cancel, or give --all")
+    store = open_cache(cache, False)
+    rows = {r["batch_id"]: r for r in store.batches()}
+    store.close()
+    if all_:
+        chosen = [r for r in rows.values() if r["status"] not in FINAL_BATCH_STATES]
+    else:
+        unknown = [b for b in batch_ids or [] if b not in rows]
+        if unknown:
+            raise fail(f"not recorded in {store.path}: {', '.join(unknown)}")
+        chosen = [rows[b] for b in batch_ids or []]
+    if not chosen:
+        console.print("no open batches to cancel", highlight=False)
+        return
+    states = asyncio.run(_each(chosen, judge, "cancel"))
+    failed = 0
+    for r, st in zip(chosen, states, strict=True):
+        if isinstance(st, Exception):
+            failed += 1
+            console.print(f"{r['batch_id']}: [bold red]not cancelled[/]: {str(st)[:200]}",
+                          highlight=False)
+        else:
+            console.print(f"{r['batch_id']}: {st.status}", highlight=False)
+    if failed:
+        raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `ingest` and the `batch` group to `app` (once)."""
+    if any(c.name == "ingest" for c in app.registered_commands):
+        return
+    app.command("ingest")(ingest)
+    app.add_typer(batch_app, name="batch")
