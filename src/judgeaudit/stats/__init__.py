@@ -34,6 +34,12 @@ from judgeaudit.stats.power import (
     required_n_paired_flip,
     required_n_proportion,
 )
+from judgeaudit.stats.sequential import (
+    betting_cs,
+    betting_evalue,
+    ebh,
+    empirical_bernstein_cs,
+)
 from judgeaudit.stats.tests import (
     binomial_test,
     mcnemar_exact,
@@ -55,9 +61,13 @@ __all__ = [
     "Statistic",
     "add_constant",
     "benjamini_hochberg",
+    "betting_cs",
+    "betting_evalue",
     "binomial_test",
     "bootstrap_ci",
     "cohen_kappa",
+    "ebh",
+    "empirical_bernstein_cs",
     "fit_logistic",
     "kappa_ci",
     "mcnemar_exact",
