@@ -262,6 +262,14 @@ def test_check_same_data():
         check_same_data(audit_doc({}), audit_doc({}, n_items=40))
 
 
+def test_per_item_ids_with_nothing_in_common_are_different_data():
+    a = audit_doc({"position": values_doc({"x:1": 0.5, "x:2": 0.0})})
+    b = audit_doc({"position": values_doc({"y:1": 0.5, "y:2": 0.0})})
+    with pytest.raises(CompareError, match="no item id is in both"):
+        check_same_data(a, b)
+    check_same_data(a, audit_doc({"position": probe_doc(0.1, 0.0, 0.2)}))  # nothing to check
+
+
 def test_load_audit_refuses_bad_input(tmp_path):
     with pytest.raises(CompareError, match="no such folder"):
         load_audit(tmp_path / "missing")
@@ -403,3 +411,4 @@ async def test_identical_judges_are_not_flagged():
         for pair in ((a, b), (_without_per_item(a), _without_per_item(b))):
             s = compare(*pair, seed=seed)["summary"]
             assert s["improved"] == [] and s["worse"] == [], (seed, s)
+

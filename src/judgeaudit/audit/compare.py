@@ -99,6 +99,19 @@ def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
     if na != nb:
         raise CompareError(f"different data: A judged {na} items of {da!r}, B judged {nb}; "
                            "compare audits run with the same --data and --n")
+    ids_a, ids_b = _item_ids(a), _item_ids(b)
+    if ids_a and ids_b and not ids_a & ids_b:
+        raise CompareError(f"different data: A and B both name {da!r} but no item id is in "
+                           "both (did the data change between the audits?)")
+
+
+def _item_ids(doc: Mapping[str, Any]) -> set[str]:
+    """Every item id named in a probe's per-item values (empty when none are kept)."""
+    ids: set[str] = set()
+    for p in (doc.get("probes") or {}).values():
+        if isinstance(p, dict) and isinstance(p.get("per_item"), dict):
+            ids.update(str(k) for k in p["per_item"])
+    return ids
 
 
 def _run_info(doc: Mapping[str, Any], path: str) -> dict[str, Any]:

@@ -803,9 +803,9 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
         effects_plot = svg.interval_plot(
             rows, xlabel="effect in audit A and audit B (each probe's own metric; 0 = no "
             "effect)", signed=True, width=1000, row_height=24)
-        change_plot = svg.interval_plot(
-            [{"label": p["name"], "value": p["change"]["value"], "ci95": p["change"]["ci95"],
-              "verdict": p["look"]["label"]} for p in probes],
+        change_plot = svg.interval_plot(  # the verdict in the label: svg colours audit ones
+            [{"label": f"{p['name']}: {p['look']['label']}", "value": p["change"]["value"],
+              "ci95": p["change"]["ci95"]} for p in probes],
             xlabel="change in effect, B - A (95% interval)", signed=True, width=1000)
     alpha = _num(r.get("alpha"))
     ra, rb = run_info(runs.get("a"), "A"), run_info(runs.get("b"), "B")
