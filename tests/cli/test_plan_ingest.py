@@ -1,0 +1,193 @@
+"""Plan, execute elsewhere, ingest, re-run: `judgeaudit --plan-only PLAN.jsonl COMMAND` writes
+the requests instead of sending them, a test-side executor answers each plan line through
+the same loopback OpenAI-compatible server a direct run uses (as `vllm run-batch` would),
+`judgeaudit ingest` stores the answers, and the re-run makes no call and writes the same
+results as the direct run (timings and call counts aside)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fakeserver import FakeLLMServer
+from typer.testing import CliRunner
+
+from judgeaudit.cli import plan_cmd
+from judgeaudit.cli.main import app
+from judgeaudit.llm import Cache
+from tests.cli.test_cli import write_items
+
+plan_cmd.register(app)  # (until the main module registers it; idempotent)
+runner = CliRunner()
+# Parts of a results file that differ between any two runs of the same command.
+VOLATILE = {"seconds", "calls", "started", "finished", "created", "elapsed", "timings",
+            "version", "run", "cache"}
+
+
+@pytest.fixture
+def no_keys(monkeypatch):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def execute(plan: Path, out: Path, base: str, *, fail: set[str] = frozenset()) -> int:
+    """Answer every plan line through the server at `base` (a stand-in for vllm run-batch):
+    OpenAI batch output lines; custom_ids in `fail` get an error line instead."""
+    n = 0
+    with httpx.Client(timeout=30) as http, open(plan) as f, open(out, "w") as w:
+        for i, raw in enumerate(f):
+            line = json.loads(raw)
+            assert set(line) == {"custom_id", "method", "url", "body"}
+            assert line["method"] == "POST" and line["url"] == "/v1/chat/completions"
+            if line["custom_id"] in fail:
+                row: dict[str, Any] = {
+                    "id": f"vllm-{i}", "custom_id": line["custom_id"],
+                    "response": {"status_code": 400, "request_id": f"r{i}", "body": None},
+                    "error": "context length exceeded"}
+            else:
+                r = http.post(base + line["url"], json=line["body"],
+                              headers={"Authorization": "Bearer EMPTY"})
+                row = {"id": f"vllm-{i}", "custom_id": line["custom_id"],
+                       "response": {"status_code": r.status_code, "request_id": f"r{i}",
+                                    "body": r.json()}, "error": None}
+            w.write(json.dumps(row) + "\n")
+            n += 1
+    return n
+
+
+def stable(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return {k: stable(v) for k, v in doc.items() if k not in VOLATILE}
+    if isinstance(doc, list):
+        return [stable(v) for v in doc]
+    return doc
+
+
+def invoke(*args: str, ok: bool = True) -> Any:
+    res = runner.invoke(app, [str(a) for a in args])
+    if ok:
+        assert res.exit_code == 0, res.output
+    return res
+
+
+@pytest.mark.parametrize("command", ["evaluate", "audit"])
+def test_plan_execute_ingest_rerun_matches_a_direct_run(command, tmp_path, monkeypatch,
+                                                        no_keys):
+    data = tmp_path / "items.jsonl"
+    write_items(data, 10)
+    extra = ["--limit", "10"] if command == "evaluate" else ["--n", "10"]
+    with FakeLLMServer() as srv:
+        spec = f"openai:fake-model?base_url={srv.openai_url}&api_key=sk-plan-secret-123"
+        args = [command, "--judge", spec, "--data", f"jsonl:{data}", *extra]
+
+        # A direct run in its own cache.
+        monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "direct.sqlite"))
+        invoke(*args, "--out", tmp_path / "direct")
+        direct = json.loads((tmp_path / "direct" / "results.json").read_text())
+        n_direct = srv.count()
+        assert n_direct > 0
+
+        # The same command planned into a fresh cache: no call, no results.
+        monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "planned.sqlite"))
+        plan = tmp_path / "plan.jsonl"
+        res = invoke("--plan-only", plan, *args, "--out", tmp_path / "planned")
+        assert srv.count() == n_direct
+        assert not (tmp_path / "planned" / "results.json").exists()
+        lines = [json.loads(x) for x in plan.read_text().splitlines()]
+        assert len(lines) == len({x["custom_id"] for x in lines}) == n_direct
+        assert f"planned {len(lines)} requests to {plan} (0 already cached)" in \
+            " ".join(res.output.split())
+        assert "judgeaudit ingest" in res.output
+        assert "sk-plan-secret-123" not in plan.read_text()
+        assert not list(tmp_path.glob(".plan.jsonl.*"))  # the atomic write left no temp file
+        # Every body is exactly what the direct run sent.
+        sent = sorted(json.dumps(r.body, sort_keys=True) for r in srv.snapshot())
+        assert sorted(json.dumps(x["body"], sort_keys=True) for x in lines) == sent
+
+        # Executed elsewhere, ingested, re-run from the cache: no call, same results.
+        output = tmp_path / "output.jsonl"
+        execute(plan, output, srv.url)
+        before = srv.count()
+        res = invoke("ingest", output, "--plan", plan)
+        assert f"ingested {len(lines)} answers of {len(lines)} lines" in res.output
+        assert srv.count() == before
+        res = invoke("--plan-only", tmp_path / "plan2.jsonl", *args, "--out",
+                     tmp_path / "planned")
+        assert "nothing to plan" in res.output
+        assert (tmp_path / "plan2.jsonl").read_text() == ""
+        invoke(*args, "--out", tmp_path / "replayed")
+        assert srv.count() == before
+        replayed = json.loads((tmp_path / "replayed" / "results.json").read_text())
+        assert replayed["calls"]["made"] == 0 and replayed["calls"]["failed"] == 0
+        assert replayed["calls"]["cached"] == direct["calls"]["made"] + direct["calls"][
+            "cached"]
+        assert stable(replayed) == stable(direct)
+
+
+def test_ingest_counts_error_lines_and_never_caches_them(tmp_path, monkeypatch, no_keys):
+    data = tmp_path / "items.jsonl"
+    write_items(data, 4)
+    cache_path = tmp_path / "c.sqlite"
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(cache_path))
+    with FakeLLMServer() as srv:
+        spec = f"openai:fake-model?base_url={srv.openai_url}"
+        args = ["evaluate", "--judge", spec, "--data", f"jsonl:{data}", "--out",
+                tmp_path / "out"]
+        plan = tmp_path / "plan.jsonl"
+        invoke("--plan-only", plan, *args)
+        keys = [json.loads(x)["custom_id"] for x in plan.read_text().splitlines()]
+        assert len(keys) == 8
+        output = tmp_path / "output.jsonl"
+        execute(plan, output, srv.url, fail={keys[0], keys[1]})
+        with open(output, "a") as f:  # and an OpenAI-style expired line, a stranger, junk
+            f.write(json.dumps({"id": "b", "custom_id": keys[2], "response": None,
+                                "error": {"code": "batch_expired", "message": "late"}}) + "\n")
+            f.write(json.dumps({"id": "c", "custom_id": "f" * 64, "response": {
+                "status_code": 200, "body": {"choices": [{"message": {"content": "A"}}]}},
+                "error": None}) + "\n")
+            f.write("not json\n")
+        res = invoke("ingest", output, "--plan", plan)
+        text = " ".join(res.output.split())
+        assert "ingested 6 answers of 11 lines" in text
+        assert "2 error lines (bad_request 2)" in text
+        assert "1 answers to requests not planned with this cache" in text
+        assert "1 unreadable lines" in text
+        assert "2 of 8 planned requests have no answer" in text
+        cache = Cache(cache_path)
+        assert cache.get(keys[0]) is None and cache.get(keys[1]) is None
+        assert cache.get(keys[2]) is not None  # its answer came first; the late line is a repeat
+        assert cache.get("f" * 64) is None
+        cache.close()
+        # The next plan asks only the two unanswered requests again.
+        res = invoke("--plan-only", tmp_path / "plan2.jsonl", *args)
+        again = [json.loads(x)["custom_id"] for x in
+                 (tmp_path / "plan2.jsonl").read_text().splitlines()]
+        assert sorted(again) == sorted(keys[:2])
+        assert "(6 already cached)" in " ".join(res.output.split())
+
+
+def test_plan_only_refuses_no_cache_and_ingest_refuses_a_missing_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    res = invoke("--plan-only", tmp_path / "p.jsonl", "evaluate", "--judge", "sim",
+                 "--no-cache", "--out", tmp_path / "o", ok=False)
+    assert res.exit_code == 2 and "needs the cache" in res.output
+    res = invoke("ingest", tmp_path / "nope.jsonl", ok=False)
+    assert res.exit_code == 2 and "no such file" in res.output
+    # The planner does not outlive its invocation: the next command runs for real.
+    invoke("evaluate", "--judge", "sim", "--limit", "4", "--out", tmp_path / "o")
+    assert (tmp_path / "o" / "results.json").exists()
+
+
+def test_plan_only_on_the_sim_judge_counts_the_default_audit(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    plan = tmp_path / "plan.jsonl"
+    res = invoke("--plan-only", plan, "audit", "--judge", "sim", "--n", "30", "--out",
+                 tmp_path / "o")
+    lines = plan.read_text().splitlines()
+    assert len(lines) > 100 and not (tmp_path / "o" / "results.json").exists()
+    body = json.loads(lines[0])["body"]
+    assert body["model"] == "default" and body["logprobs"] is True
+    assert f"planned {len(lines)} requests" in " ".join(res.output.split())
