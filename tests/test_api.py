@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -239,3 +240,49 @@ def test_the_package_is_typed():
     assert (root / "py.typed").is_file()
     pyproject = (root.parents[1] / "pyproject.toml").read_text()
     assert '"py.typed"' in pyproject
+
+
+async def test_ctrl_c_while_waiting_cancels_the_command_in_the_worker_thread():
+    import _thread
+
+    state: dict[str, object] = {}
+
+    async def slow() -> None:
+        try:
+            state["started"] = True
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            state["cancelled"] = threading.current_thread().name
+            raise
+
+    # As in Jupyter, Ctrl-C raises KeyboardInterrupt in the waiting thread (asyncio's runner
+    # would cancel its own task instead).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            api.run_sync(slow)
+    finally:
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
+    assert state == {"started": True, "cancelled": "judgeaudit-run"}
+
+
+def test_run_sync_returns_values_and_raises_errors_in_both_modes():
+    async def value() -> int:
+        return 42
+
+    async def boom() -> None:
+        raise ValueError("boom")
+
+    assert api.run_sync(value) == 42
+    with pytest.raises(ValueError, match="boom"):
+        api.run_sync(boom)
+
+    async def inside() -> None:
+        assert api.run_sync(value) == 42
+        with pytest.raises(ValueError, match="boom"):
+            api.run_sync(boom)
+
+    asyncio.run(inside())

@@ -64,9 +64,15 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     except RuntimeError:
         return asyncio.run(_as_coroutine(make))
     box: dict[str, Any] = {}
+    done = threading.Event()  # not Thread.join: an interrupted join may return early
+    lock = threading.Lock()
 
     async def main() -> T:
-        box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        with lock:
+            box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
+            stop = box.get("stop", False)
+        if stop:  # interrupted before it started
+            raise asyncio.CancelledError
         return await make()
 
     def work() -> None:
@@ -74,17 +80,21 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
             box["value"] = asyncio.run(main())
         except BaseException as exc:  # handed to the waiting thread
             box["error"] = exc
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=work, name="judgeaudit-run", daemon=True)
-    worker.start()
+    threading.Thread(target=work, name="judgeaudit-run", daemon=True).start()
     try:
-        while worker.is_alive():
-            worker.join(0.1)
+        while not done.wait(0.1):
+            pass
     except KeyboardInterrupt:
-        loop, task = box.get("loop"), box.get("task")
+        with lock:
+            box["stop"] = True
+            loop, task = box.get("loop"), box.get("task")
         if loop is not None and task is not None:
             loop.call_soon_threadsafe(task.cancel)
-        worker.join()
+        while not done.wait(0.1):  # a second Ctrl-C stops waiting
+            pass
         raise
     if "error" in box:
         raise box["error"]
