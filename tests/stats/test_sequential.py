@@ -384,3 +384,17 @@ def test_ebh_controls_fdr_on_betting_evalues():
         power.append((rej & ~null).sum() / (~null).sum())
     assert np.mean(fdp) <= ALPHA
     assert np.mean(power) > 0.5
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_ebh_rejections_persist_when_evalues_are_frozen(seed):
+    """A probe rejected at one round, its e-value frozen there, stays rejected at every
+    later round whatever the other probes' e-values do (K fixed)."""
+    rng = np.random.default_rng(seed)
+    e = np.exp(rng.normal(1.5, 2.0, size=12))
+    frozen = np.zeros(12, dtype=bool)
+    for _ in range(6):
+        rej = ebh(e, ALPHA)
+        assert np.all(rej[frozen])
+        frozen |= rej
+        e = np.where(frozen, e, np.exp(rng.normal(1.5, 2.0, size=12)))

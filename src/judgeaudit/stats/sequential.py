@@ -162,8 +162,11 @@ def betting_cs(x: ArrayLike, lo: float = -1.0, hi: float = 1.0, alpha: float = 0
     non-increasing along time. If every candidate has been rejected (only when the
     guarantee has failed, or the stream's mean drifts), both bounds are NaN from then on.
 
-    Cost: O(n x grid) at worst per stream, much less once the sequence has narrowed
-    (about 10 ms for n = 500 on one core).
+    Width: tighter than `empirical_bernstein_cs` at every n for skewed or low-variance data
+    (a preference shift that is mostly 0), and at small n generally; for +-1 data with
+    P(+1) near 1/2 the two tie by n = 500 (the PrPl bets, capped at trunc/m, are large in
+    the first rounds and those losses persist). Cost: O(n x grid) at worst per stream, much
+    less once the sequence has narrowed (about 10 ms for n = 500 on one core).
     """
     _check_alpha(alpha, "betting_cs")
     _check_hedge_trunc(hedge, trunc, "betting_cs")
@@ -226,8 +229,9 @@ def betting_evalue(x: ArrayLike, lo: float = -1.0, hi: float = 1.0, null: float 
                    alpha: float = 0.05, trunc: float = 0.5,
                    hedge: Hedge = "mean") -> np.ndarray:
     """Two-sided e-process against H0: mean = `null`: the hedged capital K_t(null) of
-    `betting_cs` (same bets, so with the defaults `betting_cs` excludes a grid-point null at
-    time t exactly when max_{s<=t} e_s >= 1/alpha).
+    `betting_cs` (same bets; with the same alpha, trunc and hedge and `null` on the grid,
+    e.g. 0 on [-1, 1], `betting_cs` excludes `null` only once max_{s<=t} e_s >= 1/alpha, and
+    after that `null` is at most an end point of the interval).
 
     e_t = (K+_t + K-_t)/2 with hedge="mean": a nonnegative martingale with e_0 = 1 under H0
     (observations with conditional mean `null`), so e_tau is an e-value at any stopping time
@@ -256,6 +260,14 @@ def ebh(evalues: ArrayLike, alpha: float = 0.05) -> np.ndarray:
     dependence between the e-values. With e = 1/p it is exactly Benjamini-Hochberg's step-up
     rule. NaN e-values (a probe not tested) are not counted in K and never rejected; inf is
     allowed. Returns a boolean mask shaped like `evalues`.
+
+    Adaptive audits: give it each probe's e-process at the current round, frozen at the
+    round where that probe stopped (cleared, rejected or max-n). Stopped e-processes are
+    still e-processes, so at any round (any stopping time) the vector is a vector of
+    e-values and the rejected set has FDR <= alpha; and a probe rejected at an earlier round
+    stays rejected (its frozen e-value keeps clearing a threshold that can only fall), as
+    long as K is the same every round: a probe with no items yet has e = 1, not NaN. Do not
+    pass running maxima: sup_s e_s is not an e-value.
     """
     _check_alpha(alpha, "ebh")
     e = np.asarray(evalues, dtype=float)
