@@ -73,18 +73,29 @@ async def test_async_twin_gives_the_same_numbers():
     assert e1.estimates() == e2.estimates() and e1["verdicts"] == e2["verdicts"]
 
 
-def test_evaluate_gives_the_document_the_cli_writes(tmp_path):
+@pytest.mark.parametrize("argv, call", [
+    (["evaluate", "--judge", SIM, "--data", "builtin:facts", "--limit", "12"],
+     lambda: judgeaudit.evaluate(SIM, "builtin:facts", limit=12, cache=False)),
+    (["audit", "--judge", SIM, "--data", "builtin:facts", "--n", "10", "--probes",
+      "position,verbosity"],
+     lambda: judgeaudit.audit(SIM, "builtin:facts", n=10, probes=["position", "verbosity"],
+                              cache=False)),
+    (["scoring-bias", "--judge", "sim?seed=0", "--data", "builtin:graded", "--limit", "6",
+      "--repeats", "2", "--perturbations", "order_desc,ref_2"],
+     lambda: judgeaudit.scoring_bias("sim?seed=0", "builtin:graded", limit=6, repeats=2,
+                                     perturbations="order_desc,ref_2", cache=False)),
+], ids=["evaluate", "audit", "scoring-bias"])
+def test_the_api_gives_the_document_the_cli_writes(argv, call, tmp_path):
     from judgeaudit.cli.main import app
 
     out = tmp_path / "cli"
-    cli = CliRunner().invoke(app, ["evaluate", "--judge", SIM, "--data", "builtin:facts",
-                                   "--limit", "12", "--no-cache", "--out", str(out)])
+    cli = CliRunner().invoke(app, [*argv, "--no-cache", "--out", str(out)])
     assert cli.exit_code == 0, cli.output
-    res = judgeaudit.evaluate(SIM, "builtin:facts", limit=12, cache=False)
+    res = call()
     written = judgeaudit.Result.load(out)
     assert set(res.keys()) == set(written.keys())
     for key, value in written.to_dict().items():
-        if key != "seconds":
+        if key not in ("seconds", "started"):
             assert res[key] == value, key
 
 
