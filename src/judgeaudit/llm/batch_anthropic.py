@@ -74,8 +74,8 @@ class AnthropicBatchBackend:
         """A model refusing an assistant prefill: ask again with an answer-format line (as a
         live call does)."""
         if (r.kind == "bad_request" and "prefill" in r.message.lower() and request is not None
-                and request.prefill.strip() and self.p._prefill_ok):
-            self.p._prefill_ok = False
+                and request.prefill.strip()):
+            self.p._prefill_ok = False  # the next batch's requests go without it
             return LineResult(r.key, kind=r.kind, retryable=True, message=r.message)
         return r
 

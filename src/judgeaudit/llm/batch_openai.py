@@ -97,8 +97,8 @@ class OpenAIBatchBackend:
     def line_error(self, r: LineResult, request: Request | None) -> LineResult:
         """A server refusing logprobs: ask again without them (as a live call does)."""
         if (r.kind == "bad_request" and "logprob" in r.message.lower() and request is not None
-                and request.choices and self.p._logprobs_ok):
-            self.p._logprobs_ok = False
+                and request.choices and self.p.logprobs_mode == "auto"):
+            self.p._logprobs_ok = False  # the next batch's lines go without them
             return LineResult(r.key, kind=r.kind, retryable=True, message=r.message)
         return r
 
