@@ -73,5 +73,8 @@ def read_results(path: str | Path) -> dict[str, Any]:
                          f"judgeaudit), got a JSON {type(doc).__name__}")
     v = doc.get("schema_version")
     if v != SCHEMA_VERSION:
-        raise ValueError(f"{path}: schema_version {v!r}, this judgeaudit reads {SCHEMA_VERSION}")
+        import judgeaudit
+
+        raise ValueError(f"{path}: schema_version {v!r}, this judgeaudit reads {SCHEMA_VERSION}; "
+                         f"re-run the command with judgeaudit {judgeaudit.__version__}")
     return doc
