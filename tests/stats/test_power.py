@@ -110,3 +110,78 @@ def test_power_inputs_are_checked():
         mde_proportion(100, power=1.5)
     with pytest.raises(ValueError, match="effect"):
         required_n_paired_flip(0.3, 0.2)
+
+
+# ---------------------------------------------------------------- exact sign test, realised data
+
+def test_sign_test_critical_matches_the_binomial_test():
+    from judgeaudit.stats import binomial_test
+    from judgeaudit.stats.power import sign_test_critical
+
+    # p grows with min(up, down): c[K] rejects and c[K] + 1 does not.
+    for alpha in (0.05, 0.2):
+        c = sign_test_critical(60, alpha)
+        for k_total in range(61):
+            if c[k_total] >= 0:
+                assert binomial_test(int(c[k_total]), k_total, 0.5) < alpha, (alpha, k_total)
+            if c[k_total] + 1 <= k_total // 2:
+                assert binomial_test(int(c[k_total]) + 1, k_total, 0.5) >= alpha
+
+
+@pytest.mark.parametrize(("n", "psi", "pi"), [(40, 0.3, 0.8), (120, 0.5, 0.6), (60, 1.0, 0.5)])
+def test_power_sign_test_sums_the_exact_distribution(n, psi, pi):
+    from judgeaudit.stats.power import power_sign_test
+
+    # (up, down, unmoved) ~ Multinomial(n; psi pi, psi (1 - pi), 1 - psi); the sign test's
+    # two-sided p at 1/2 is min(1, 2 P(X <= min(up, down))).
+    total = 0.0
+    for k in range(1, n + 1):
+        pk = sps.binom.pmf(k, n, psi)
+        if pk < 1e-14:
+            continue
+        ups = np.arange(k + 1)
+        p = np.minimum(1.0, 2 * sps.binom.cdf(np.minimum(ups, k - ups), k, 0.5))
+        total += pk * float(sps.binom.pmf(ups, k, pi)[p < 0.05].sum())
+    assert power_sign_test(n, psi, pi) == pytest.approx(total, abs=1e-9)
+
+
+@pytest.mark.parametrize(("n", "psi", "m"), [(60, 0.3, 1.0), (200, 0.5, 0.5), (400, 0.1, 0.7)])
+def test_mde_sign_test_has_the_stated_power_by_simulation(n, psi, m):
+    """Draw paired differences from the effect model at delta = MDE and run the sign test."""
+    from judgeaudit.stats.power import mde_sign_test, sign_test_critical
+
+    d = mde_sign_test(n, psi, m)
+    assert 0 < d <= m
+    psi_eff = max(psi, d / m)
+    pi = 0.5 + d / (2 * psi_eff * m)
+    rng = np.random.default_rng(7)
+    reps = 4000
+    moved = rng.binomial(n, psi_eff, reps)
+    up = rng.binomial(moved, pi)
+    c = sign_test_critical(n)
+    power = float(np.mean(np.minimum(up, moved - up) <= c[moved]))
+    assert power == pytest.approx(0.8, abs=0.025)  # ~3 SE of 4000 draws
+
+
+def test_mde_sign_test_approaches_the_normal_and_connor_values_at_large_n():
+    from judgeaudit.stats.power import mde_from_se, mde_sign_test
+
+    n, psi = 4000, 0.3
+    exact = mde_sign_test(n, psi)
+    assert exact == pytest.approx(mde_paired_flip(n, psi), rel=0.02)
+    assert exact == pytest.approx(mde_from_se(math.sqrt(psi / n)), rel=0.03)
+    assert mde_from_se(0.01) == pytest.approx((Z975 + sps.norm.ppf(0.8)) * 0.01)
+
+
+def test_mde_sign_test_follows_the_realised_spread_not_n_alone():
+    from judgeaudit.stats.power import mde_sign_test
+
+    steady, noisy = mde_sign_test(100, 0.05), mde_sign_test(100, 0.6)
+    assert steady < noisy / 2
+    # A judge that never moved still has a finite MDE: a bias must move items to show.
+    floor = mde_sign_test(100, 0.0)
+    assert 0.05 < floor < 0.12
+    assert math.isnan(mde_sign_test(4, 0.5))  # 4 items cannot reach p < 0.05 at all
+    assert mde_sign_test(100, 0.3, alpha=0.01) > mde_sign_test(100, 0.3)
+    assert mde_sign_test(100, 0.3, magnitude=0.5) == pytest.approx(
+        mde_sign_test(100, 0.3) / 2, rel=1e-6)

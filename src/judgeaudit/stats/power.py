@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 
 def _z_pair(alpha: float, power: float, two_sided: bool) -> tuple[float, float]:
@@ -124,3 +124,97 @@ def required_n_paired_flip(effect: float, discordant_rate: float, alpha: float =
     z_a, z_b = _z_pair(alpha, power, two_sided)
     root = z_a * math.sqrt(psi) + z_b * math.sqrt(psi - effect * effect)
     return max(1, math.ceil((root / effect) ** 2 - 1e-9))
+
+
+# ---------------------------------------------------------------- from the realised data
+
+def mde_from_se(se: float, alpha: float = 0.05, power: float = 0.8,
+                two_sided: bool = True) -> float:
+    """MDE of a test whose estimate is about normal with standard error `se`:
+    (z_{1-alpha/2} + z_power) * se (2.80 * se at the defaults). nan when se is not finite or
+    negative."""
+    z_a, z_b = _z_pair(alpha, power, two_sided)
+    if se is None or not math.isfinite(se) or se < 0:
+        return math.nan
+    return (z_a + z_b) * float(se)
+
+
+def sign_test_critical(k_max: int, alpha: float = 0.05) -> np.ndarray:
+    """c[K] for K = 0..k_max: the exact two-sided sign test on K nonzero paired differences
+    (binomial at 1/2, p = min(1, 2 P(X <= min(up, down)))) rejects at level `alpha` (p <
+    alpha) iff min(up, down) <= c[K]; c[K] = -1 when no split of K rejects."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    ks = np.arange(int(k_max) + 1)
+    c = stats.binom.ppf(alpha / 2.0, ks, 0.5).astype(int) - 1  # largest c: cdf(c) < alpha/2
+    # ppf works in floating point: step to the exact boundary of 2 * cdf(c) < alpha.
+    for _ in range(2):
+        up = (c + 1 <= ks // 2) & (2.0 * stats.binom.cdf(c + 1, ks, 0.5) < alpha)
+        c = np.where(up, c + 1, c)
+        down = (c >= 0) & ~(2.0 * stats.binom.cdf(c, ks, 0.5) < alpha)
+        c = np.where(down, c - 1, c)
+    return np.maximum(c, -1)
+
+
+def power_sign_test(n: int, discordant_rate: float, pi: float, alpha: float = 0.05,
+                    critical: np.ndarray | None = None) -> float:
+    """Exact power of the two-sided sign test on n paired items when each item differs with
+    probability `discordant_rate` (psi) and a differing item goes the tested way with
+    probability `pi`: sum over K ~ Binomial(n, psi) of P(reject | K, up ~ Binomial(K, pi))."""
+    _check_n(n)
+    n = int(n)
+    if not 0.0 <= discordant_rate <= 1.0 or not 0.0 <= pi <= 1.0:
+        raise ValueError(f"power_sign_test: need 0 <= discordant_rate, pi <= 1, got "
+                         f"{discordant_rate!r}, {pi!r}")
+    c = sign_test_critical(n, alpha) if critical is None else critical[: n + 1]
+    ks = np.arange(n + 1)
+    # Binomial(n, psi) pmf from scipy.special ufuncs (much faster than scipy.stats here).
+    logw = (special.gammaln(n + 1) - special.gammaln(ks + 1) - special.gammaln(n - ks + 1)
+            + special.xlogy(ks, discordant_rate) + special.xlog1py(n - ks, -discordant_rate))
+    weight = np.exp(logw)
+    ok = (c >= 0) & (weight > 1e-15)  # K far in the tails adds nothing: skip its sums
+    rej = np.zeros(n + 1)
+    kk, cc = ks[ok], c[ok]
+    # P(up <= c) + P(up >= K - c), up ~ Binomial(K, pi); bdtr/bdtrc need 0 < pi < 1.
+    if pi <= 0.0 or pi >= 1.0:
+        rej[ok] = 1.0
+    else:
+        rej[ok] = special.bdtr(cc, kk, pi) + special.bdtrc(kk - cc - 1, kk, pi)
+    return float(np.clip((weight * rej).sum(), 0.0, 1.0))
+
+
+def mde_sign_test(n: int, discordant_rate: float, magnitude: float = 1.0,
+                  alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest mean paired difference delta = E[d] that the exact two-sided sign test on n
+    items detects with `power` at level `alpha`, at the realised discordance.
+
+    Effect model (McNemar's, conditional on the discordance, as in `mde_paired_flip` but
+    exact): an item's difference d is 0 with probability 1 - psi, +m with probability
+    psi * pi and -m with probability psi * (1 - pi), so delta = psi * m * (2 pi - 1); m =
+    `magnitude` is the mean |d| of the items that moved. An effect of delta needs at least a
+    share delta / m of items to move, so psi = max(discordant_rate, delta / m): a judge that
+    hardly moves still has a finite MDE (a bias would have to move that many items). nan when
+    even every item moving one way (delta = m) is not detected with `power` (n too small)."""
+    _check_n(n)
+    if not 0.0 <= discordant_rate <= 1.0:
+        raise ValueError(f"mde_sign_test: discordant_rate must be in [0, 1], "
+                         f"got {discordant_rate!r}")
+    if not magnitude > 0:
+        raise ValueError(f"mde_sign_test: magnitude must be > 0, got {magnitude!r}")
+    _z_pair(alpha, power, True)
+    crit = sign_test_critical(int(n), alpha)
+    m, psi0 = float(magnitude), float(discordant_rate)
+
+    def f(delta: float) -> float:
+        psi = min(1.0, max(psi0, delta / m))
+        pi = 0.5 if psi == 0 else min(1.0, 0.5 + delta / (2.0 * psi * m))
+        return power_sign_test(n, psi, pi, alpha, critical=crit) - power
+
+    if f(m) < 0:
+        return math.nan
+    grid = np.linspace(0.0, m, 33)
+    vals = np.array([f(g) for g in grid])
+    j = int(np.nonzero(vals >= 0)[0][0])
+    if vals[j] == 0 or j == 0:
+        return float(grid[j])
+    return float(optimize.brentq(f, grid[j - 1], grid[j], xtol=1e-10, rtol=1e-10))
