@@ -77,6 +77,7 @@ DEFAULT_SLOTS = 4
 MIN_CTX = 8192          # tokens of KV cache shared by the slots (unified), at least
 CTX_PER_SLOT = 2048     # ... and this many per slot beyond that
 PROMPT_CACHE_MIB = 256  # host-memory prompt cache (llama.cpp's default of 8 GB would grow RSS)
+SLOT_SIMILARITY = 0.01  # least shared fraction of a prompt for a slot to be picked for reuse
 TOP_N = (20, 1000)      # top log-probabilities fetched for a verdict, widened when a choice
                         # is missing; then the whole vocabulary
 # llama.cpp file types (general.file_type) by number, for display
@@ -182,6 +183,10 @@ def load(model: str, slots: int = 1, threads: int | str | None = None,
         p.cpuparams_batch.n_threads = n_threads
         p.cache_prompt = True
         p.cache_ram_mib = PROMPT_CACHE_MIB
+        # A request goes to the slot whose cached prompt shares the largest fraction of it,
+        # if above this; else to the least recently used slot. llama.cpp's default, 0.1,
+        # missed the shared system prompt (75 tokens) of 1,500-token judge prompts (5%).
+        p.slot_prompt_similarity = SLOT_SIMILARITY
         p.ctx_shift = False          # never drop context silently
         p.verbosity = 0
         try:
