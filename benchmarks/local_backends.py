@@ -1,0 +1,369 @@
+"""The embedded judge's backends side by side: transformers vs llama.cpp on this CPU.
+
+Run by hand, on a quiet machine (the full run takes about an hour on 2 cores):
+    python benchmarks/local_backends.py                       # 5 runs, 8 items per run
+    python benchmarks/local_backends.py --record              # ... and let `auto` follow it
+Smoke test while developing:  python benchmarks/local_backends.py --runs 1 --items 4
+Writes benchmarks/results/local_backends.json (--out to change).
+
+Each configuration runs in its own subprocess, one after the other (one model in memory at a
+time), so its peak RSS (getrusage ru_maxrss) is its own and the llama.cpp one shows whether
+torch was ever imported. Configurations: `llamacpp`, `transformers` (dtype auto: bf16 where
+the CPU has bf16 units, else fp32) and, when that is bf16, `transformers-fp32`, the reference
+for agreement. Per configuration:
+- load: the provider's load from the model cache (the GGUF assembly and the safetensors
+  conversion are done once beforehand, in a `prepare` subprocess, and timed there);
+- verdicts: pairwise_v1 judgments of builtin:facts pairs (~130 prompt tokens) and of the same
+  pairs after ~1,350 tokens of reference notes (~1,500 tokens), each item in both orders one
+  after the other as the judge asks them, with prefix reuse on (the default). Run k uses its
+  own items, so no run finds its prompts already cached; a figure is the median over runs of
+  the run's mean seconds per verdict. New prompt tokens = prompt tokens - tokens reused;
+- generation: greedy answers of up to 64 tokens to open questions (tokens/s over the call);
+- the FLOP bound of each verdict figure: 2 x N x new prompt tokens (N = 1.31e9 non-embedding
+  parameters of the 1.5B, 0.36e9 of the 0.5B) over its seconds, against the CPU's fp32 FMA
+  peak estimated from /proc/cpuinfo (cores x MHz x 32 FLOP/cycle with AVX2, 64 with AVX-512);
+  llama.cpp computes int8 dot products, whose peak is higher, so its fraction can exceed what
+  fp32 would allow.
+Agreement: each configuration's verdicts (P(A) and the chosen label) against the reference's
+on the same requests. The machine: CPU model and the deciding flags, load average before and
+after every phase, llama.cpp's get_system_info(), library versions, threads used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "local_backends.json"
+N_PARAMS = {"qwen-1.5b": 1.31e9, "qwen-0.5b": 0.36e9}  # non-embedding parameters
+LONG_TOKENS = 1500
+GEN_TOKENS = 64
+GEN_PROMPTS = ["Explain in one paragraph how a refrigerator keeps food cold.",
+               "Describe in one paragraph how a bill becomes a law.",
+               "Explain in one paragraph why the sky is blue.",
+               "Describe in one paragraph how vaccines train the immune system.",
+               "Explain in one paragraph how a hash table finds a key.",
+               "Describe in one paragraph how bread rises.",
+               "Explain in one paragraph what causes the seasons.",
+               "Describe in one paragraph how a bicycle stays upright."]
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _load_avg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _params(config: str) -> dict[str, str]:
+    if config == "llamacpp":
+        return {"backend": "llamacpp"}
+    if config == "transformers":
+        return {"backend": "transformers"}
+    if config == "transformers-fp32":
+        return {"backend": "transformers", "dtype": "fp32"}
+    raise SystemExit(f"unknown configuration {config!r}")
+
+
+# ---- requests (built identically in every child) ----------------------------------------------
+
+def short_requests(first: int, n: int) -> list[Any]:
+    from judgeaudit.data import load
+    from judgeaudit.judges.pairwise import PairwiseJudge
+
+    judge = PairwiseJudge(None)  # type: ignore[arg-type]  # builds requests only
+    items = load("builtin:facts")
+    return [judge.request(items[i % len(items)], order)
+            for i in range(first, first + n) for order in ("12", "21")]
+
+
+def long_requests(first: int, n: int, count_tokens: Any) -> list[Any]:
+    """The facts pairs of `short_requests`, asked after reference notes (true statements of
+    other facts items) that bring the prompt to ~LONG_TOKENS tokens."""
+    from dataclasses import replace
+
+    from judgeaudit.data import load
+    from judgeaudit.llm import Message
+
+    items = load("builtin:facts")
+    facts = [it.response_1 if it.label == 1 else it.response_2 for it in items]
+    out = []
+    for base in short_requests(first, n):
+        k = int(base.meta["item_id"].rsplit(":", 1)[1])
+        user = base.messages[1].content
+        notes: list[str] = []
+        j = k + 1
+        while True:
+            head = ("Reference notes (background; the question below is about one fact):\n"
+                    + " ".join(notes) + "\n\n")
+            req = replace(base, messages=(base.messages[0], Message("user", head + user)))
+            if count_tokens(req) >= LONG_TOKENS or len(notes) > 400:
+                break
+            notes.append(facts[j % len(facts)])
+            j += 1
+        out.append(req)
+    return out
+
+
+# ---- one configuration (child process) --------------------------------------------------------
+
+def phase_prepare(model: str, configs: list[str]) -> dict:
+    from judgeaudit.llm import local_model as lm
+
+    t0 = time.monotonic()
+    src = lm.resolve(model)
+    lm.ensure_gguf(src)
+    gguf_s = time.monotonic() - t0
+    conv_s = None
+    if any(c.startswith("transformers") for c in configs):
+        t1 = time.monotonic()
+        lm.ensure_converted(src)
+        conv_s = round(time.monotonic() - t1, 1)
+    return {"gguf_ready_s": round(gguf_s, 1), "conversion_ready_s": conv_s,
+            "peak_rss_mb": round(_rss_mb())}
+
+
+def phase_run(model: str, config: str, runs: int, items: int) -> dict:
+    from judgeaudit.llm import Message, Request
+    from judgeaudit.llm.providers.local import LocalProvider, render_prompt
+
+    la0 = _load_avg()
+    t0 = time.monotonic()
+    p = LocalProvider(model, _params(config))
+    lm = p.loaded()
+    load_s = time.monotonic() - t0
+    rss_load = _rss_mb()
+    loop = asyncio.new_event_loop()
+    tok = lm.tokenizer
+
+    def reused() -> int:
+        if p.backend == "llamacpp":
+            return int(lm.state.get("reused_tokens", 0))
+        pc = lm.state.get("prefix_cache")
+        return int(pc.reused_tokens) if pc is not None else 0
+
+    def verdicts(reqs: list[Any]) -> list[dict]:
+        rows = []
+        for r in reqs:
+            before = reused()
+            t = time.perf_counter()
+            out = loop.run_until_complete(p.generate(r))
+            s = time.perf_counter() - t
+            rows.append({"item": r.meta["item_id"], "order": r.meta["order"], "s": round(s, 4),
+                         "p_a": out.probs["A"], "choice": out.text,
+                         "prompt_tokens": out.usage.prompt_tokens,
+                         "new_tokens": out.usage.prompt_tokens - (reused() - before)})
+        return rows
+
+    def count(req: Any) -> int:
+        return len(tok.encode(render_prompt(lm, req), add_special_tokens=False))
+
+    # warm-up on an item no run uses (first-call kernel set-up, page faults)
+    t = time.perf_counter()
+    loop.run_until_complete(p.generate(short_requests(200, 1)[0]))
+    first_s = time.perf_counter() - t
+    result: dict[str, Any] = {"config": config, "backend": p.backend,
+                              "dtype": getattr(lm, "dtype", None), "load_s": round(load_s, 2),
+                              "rss_after_load_mb": round(rss_load),
+                              "first_verdict_s": round(first_s, 2), "load_avg_before": la0}
+    for kind in ("short", "long"):
+        per_run = []
+        for k in range(runs):
+            first = k * items
+            reqs = (short_requests(first, items) if kind == "short"
+                    else long_requests(first, items, count))
+            la = _load_avg()
+            rows = verdicts(reqs)
+            per_run.append({"load_avg_before": la, "load_avg_after": _load_avg(),
+                            "verdicts": rows})
+            print(f"  {config} {kind} run {k + 1}/{runs}: "
+                  f"{statistics.mean(r['s'] for r in rows):.2f} s/verdict", file=sys.stderr,
+                  flush=True)
+        result[kind] = per_run
+    gens = []
+    for k in range(runs):
+        req = Request(messages=(Message("user", GEN_PROMPTS[k % len(GEN_PROMPTS)]),),
+                      max_tokens=GEN_TOKENS)
+        la = _load_avg()
+        t = time.perf_counter()
+        out = loop.run_until_complete(p.generate(req))
+        s = time.perf_counter() - t
+        gens.append({"s": round(s, 3), "tokens": out.usage.completion_tokens,
+                     "prompt_tokens": out.usage.prompt_tokens,
+                     "tokens_per_s": round(out.usage.completion_tokens / s, 2),
+                     "load_avg_before": la, "text": out.text})
+    result["generation"] = gens
+    result["decode"] = "llama.cpp greedy" if p.backend == "llamacpp" else p.decode_identity()
+    result["threads"] = getattr(lm, "threads", None)
+    if p.backend == "transformers":
+        import torch
+
+        result["threads"] = torch.get_num_threads()
+        result["torch"] = torch.__version__
+    else:
+        from judgeaudit.llm.llamacpp_backend import system_info
+
+        result["llamacpp"] = {**system_info(), "slots": lm.slots, "n_ctx": lm.n_ctx,
+                              "file_type": lm.file_type}
+    result["torch_imported"] = "torch" in sys.modules
+    result["peak_rss_mb"] = round(_rss_mb())
+    result["load_avg_after"] = _load_avg()
+    return result
+
+
+# ---- the parent: summaries ---------------------------------------------------------------------
+
+def _peak_gflops(cpu: dict) -> float | None:
+    mhz = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):
+                mhz = float(line.split(":")[1])
+                break
+    except (OSError, ValueError):
+        return None
+    if not mhz:
+        return None
+    per_cycle = 64 if cpu["flags"].get("avx512f") else 32 if cpu["flags"].get("avx2") else 16
+    return round((cpu["cores"] or 1) * mhz * 1e-3 * per_cycle, 1)
+
+
+def summarize(res: dict, n_params: float, peak: float | None) -> dict:
+    out: dict[str, Any] = {}
+    for kind in ("short", "long"):
+        runs = res[kind]
+        means = [statistics.mean(r["s"] for r in run["verdicts"]) for run in runs]
+        rows = [r for run in runs for r in run["verdicts"]]
+        new = statistics.mean(r["new_tokens"] for r in rows)
+        med = statistics.median(means)
+        flops = 2 * n_params * new
+        out[kind] = {
+            "s_per_verdict_median": round(med, 3), "runs": len(runs),
+            "s_per_verdict_runs": [round(m, 3) for m in means],
+            "prompt_tokens_mean": round(statistics.mean(r["prompt_tokens"] for r in rows), 1),
+            "new_prompt_tokens_mean": round(new, 1),
+            "gflop_per_verdict": round(flops / 1e9, 1),
+            "achieved_gflops": round(flops / med / 1e9, 1),
+            "fraction_of_fp32_peak": round(flops / med / 1e9 / peak, 3) if peak else None,
+        }
+    gen = res["generation"]
+    out["generation_tokens_per_s_median"] = statistics.median(g["tokens_per_s"] for g in gen)
+    for k in ("load_s", "first_verdict_s", "peak_rss_mb", "rss_after_load_mb", "threads",
+              "torch_imported", "dtype"):
+        out[k] = res.get(k)
+    return out
+
+
+def agreement(res: dict, ref: dict) -> dict:
+    pairs = []
+    for kind in ("short", "long"):
+        a = [r for run in res[kind] for r in run["verdicts"]]
+        b = [r for run in ref[kind] for r in run["verdicts"]]
+        pairs += list(zip(a, b, strict=True))
+    same = sum(x["choice"] == y["choice"] for x, y in pairs)
+    diffs = [abs(x["p_a"] - y["p_a"]) for x, y in pairs]
+    return {"verdicts": len(pairs), "same_choice": same,
+            "same_choice_rate": round(same / len(pairs), 4) if pairs else None,
+            "p_a_abs_diff_max": round(max(diffs), 4) if diffs else None,
+            "p_a_abs_diff_mean": round(statistics.mean(diffs), 4) if diffs else None}
+
+
+def _child(args: list[str]) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run([sys.executable, __file__, *args], env=env, stdout=subprocess.PIPE,
+                         text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"phase {args} failed (exit {res.returncode})")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="qwen-1.5b")
+    ap.add_argument("--configs", default="llamacpp,transformers",
+                    help="llamacpp, transformers, transformers-fp32 (the fp32 reference is "
+                         "added when transformers runs in bf16)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per figure (median; >= 5)")
+    ap.add_argument("--items", type=int, default=8, help="facts items per run, both orders")
+    ap.add_argument("--record", action="store_true",
+                    help="record the faster backend in the model cache: `auto` follows it on "
+                         "this machine (needs --runs >= 5)")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--phase", help=argparse.SUPPRESS)
+    ap.add_argument("--config", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.phase == "prepare":
+        print(json.dumps(phase_prepare(a.model, a.configs.split(","))))
+        return
+    if a.phase == "run":
+        print(json.dumps(phase_run(a.model, a.config, a.runs, a.items)))
+        return
+    if a.runs * a.items > 200:
+        raise SystemExit("--runs x --items must stay <= 200 (builtin:facts has 212 items)")
+
+    from judgeaudit.llm import local_model as lm
+
+    configs = a.configs.split(",")
+    if "transformers" in configs and lm.resolve_dtype(None) == "bf16" \
+            and "transformers-fp32" not in configs:
+        configs.append("transformers-fp32")
+    ref_name = "transformers-fp32" if "transformers-fp32" in configs else "transformers"
+    cpu = lm.cpu_summary()
+    peak = _peak_gflops(cpu)
+    auto, why = lm.choose_backend("auto", lm.resolve(a.model))
+    results: dict[str, Any] = {
+        "model": a.model, "runs": a.runs, "items_per_run": a.items,
+        "smoke": a.runs < 5,
+        "machine": {"cpu": cpu, "fp32_peak_gflops_estimate": peak,
+                    "platform": platform.platform(), "python": platform.python_version(),
+                    "load_avg_start": _load_avg()},
+        "auto_choice_here": {"backend": auto, "why": why},
+        "method": __doc__,
+    }
+    print(f"prepare {a.model}", file=sys.stderr, flush=True)
+    results["prepare"] = _child(["--phase", "prepare", "--model", a.model,
+                                 "--configs", ",".join(configs)])
+    raw: dict[str, dict] = {}
+    for c in configs:
+        print(f"run {c}", file=sys.stderr, flush=True)
+        raw[c] = _child(["--phase", "run", "--model", a.model, "--config", c,
+                         "--runs", str(a.runs), "--items", str(a.items)])
+    n_params = N_PARAMS.get(a.model, 1.31e9)
+    results["summary"] = {c: summarize(r, n_params, peak) for c, r in raw.items()}
+    if ref_name in raw:
+        results["agreement_with"] = ref_name
+        results["agreement"] = {c: agreement(r, raw[ref_name]) for c, r in raw.items()
+                                if c != ref_name}
+    backends = {c: s for c, s in results["summary"].items() if c in ("llamacpp", "transformers")}
+    if len(backends) == 2:
+        faster = min(backends, key=lambda c: backends[c]["short"]["s_per_verdict_median"])
+        results["faster_short_verdicts"] = faster
+        if a.record and a.runs >= 5:
+            evidence = {c: {"short_s": s["short"]["s_per_verdict_median"],
+                            "long_s": s["long"]["s_per_verdict_median"],
+                            "peak_rss_mb": s["peak_rss_mb"]} for c, s in backends.items()}
+            results["recorded"] = str(lm.record_backend_choice(faster, evidence))
+    results["machine"]["load_avg_end"] = _load_avg()
+    results["raw"] = raw
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps({k: results[k] for k in ("summary", "agreement", "auto_choice_here")
+                      if k in results}, indent=1))
+    print("wrote", a.out, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
