@@ -214,7 +214,8 @@ def test_generation_is_greedy_at_zero_and_plain_seeded_sampling_above():
     hot = Request(messages=req.messages, max_tokens=5, temperature=0.7, repeat=3)
     generate_text(lm, hot)
     body = lm.server.bodies[-1]
-    assert body["temperature"] == 0.7 and body["seed"] == _seed(hot) != _seed(req)
+    assert body["temperature"] == 0.7 and body["seed"] == _seed(hot) % 0xFFFFFFFF
+    assert body["seed"] != _seed(req) % 0xFFFFFFFF
 
 
 def test_cache_identity_differs_by_backend():

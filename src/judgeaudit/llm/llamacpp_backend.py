@@ -314,7 +314,7 @@ def generate_text(lm: LlamaCppModel, request: Request, reuse: bool = True) -> Re
                             "cache_prompt": reuse, **_PLAIN_SAMPLING}
     if request.temperature > 0:
         body["temperature"] = float(request.temperature)
-        body["seed"] = _seed(request)
+        body["seed"] = _seed(request) % 0xFFFFFFFF  # 0xFFFFFFFF would mean "random"
     else:
         body["temperature"] = 0.0
         body["seed"] = 0
