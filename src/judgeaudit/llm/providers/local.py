@@ -14,9 +14,10 @@ and runs torch: the fast one where the CPU has bf16 units (AVX512-BF16/AMX). `ll
 kernels, through the prebuilt xllamacpp wheel, never loading torch: the fast one on CPUs
 without bf16 units (issue 13: 2.0 vs 3.0 s per verdict, 2 vs 10 GB). `auto` chooses as
 `local_model.choose_backend` says (this machine's recorded measurement, else the CPU flags;
-a transformers-only setting, dtype=, decode= or lookup_k=, means transformers). The backend is part of the cache key, so verdicts of
-different backends are never confused. What follows describes the transformers backend;
-llamacpp_backend.py says how llama.cpp keeps the same contract.
+a transformers-only setting, dtype=, decode= or lookup_k=, means transformers). The backend
+is part of the cache key, so verdicts of different backends are never confused. What follows
+describes the transformers backend; llamacpp_backend.py says how llama.cpp keeps the same
+contract.
 
 Generation (rewrites, references) is greedy at temperature 0 and, by default, uses
 prompt-lookup decoding: candidate continuations are copied from n-gram matches in the prompt
