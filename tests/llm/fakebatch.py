@@ -71,8 +71,8 @@ class FakeBatchServer(FakeLLMServer):
 
     def polls(self) -> int:
         with self.block:
-            return sum(1 for m, p in self.api_log if m == "GET" and p.count("/") == 3
-                       and "/batches/" in p)
+            return sum(1 for m, p in self.api_log if m == "GET" and "/batches/" in p
+                       and not p.endswith("/results"))
 
     # ---- the shared state machine ------------------------------------------------------------
 
