@@ -266,3 +266,27 @@ async def test_batch_cancel_then_rerun_asks_the_rest_in_a_new_batch(tmp_path):
         assert not any(isinstance(o, CallFailed) for o in outs)
         assert (client.stats.cached, client.stats.made) == (5, 5)
         assert srv.batch_count() == 2 and srv.count() == 0
+
+
+def test_an_audit_in_batch_mode_writes_the_results_of_a_sync_audit(tmp_path, monkeypatch):
+    from judgeaudit.cli.main import app
+    from tests.cli.test_cli import write_items
+    from tests.cli.test_plan_ingest import stable
+
+    data = tmp_path / "items.jsonl"
+    write_items(data, 12)
+    docs = {}
+    with FakeBatchServer() as srv:
+        for mode, extra in (("sync", ""), ("batch", "&batch=on&poll=0.02&batch_wait=0.1")):
+            monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / f"{mode}.sqlite"))
+            srv.reset()
+            spec = f"openai:fake?base_url={srv.openai_url}&api_key=k{extra}"
+            res = CliRunner().invoke(app, ["audit", "--judge", spec, "--data", f"jsonl:{data}",
+                                           "--n", "12", "--out", str(tmp_path / mode)])
+            assert res.exit_code == 0, res.output
+            docs[mode] = json.loads((tmp_path / mode / "results.json").read_text())
+            if mode == "batch":
+                assert srv.count() == 0 and srv.batch_count() >= 2  # baseline, then probes
+                assert sum(srv.submitted.values()) == docs["sync"]["calls"]["made"]
+    assert docs["batch"]["calls"]["made"] == docs["sync"]["calls"]["made"]
+    assert stable({**docs["batch"], "judge": None}) == stable({**docs["sync"], "judge": None})
