@@ -409,7 +409,14 @@ def clean_response(resp: Response, cap: int) -> Response:
     set), a raw payload over the cap dropped (raw["dropped_raw_chars"]). The client applies
     it to every answer; `judgeaudit ingest` and batch results go through it too."""
     text, fixed_text = sanitize(resp.text if isinstance(resp.text, str) else "")
-    raw, fixed_raw = sanitize(resp.raw) if resp.raw is not None else (None, False)
+    raw, fixed_raw, raw_json = resp.raw, False, None
+    if raw is not None:
+        # One dump finds a lone surrogate anywhere in it (the walk in `sanitize` is the slow
+        # part of a reply with a top-20 logprob list) and gives the size checked below.
+        raw_json = json.dumps(raw, ensure_ascii=False, default=str)
+        if has_lone_surrogate(raw_json):
+            raw, fixed_raw = sanitize(raw)
+            raw_json = None
     probs, fixed_probs = sanitize(resp.probs) if resp.probs is not None else (None, False)
     notes: dict[str, Any] = {}
     if fixed_text or fixed_raw or fixed_probs:
@@ -420,7 +427,8 @@ def clean_response(resp: Response, cap: int) -> Response:
         invalid = f"response of {len(text)} chars exceeds the cap of {cap}"
         text = text[:cap]
     if raw is not None:
-        size = len(json.dumps(raw, ensure_ascii=False, default=str))
+        size = len(raw_json if raw_json is not None
+                   else json.dumps(raw, ensure_ascii=False, default=str))
         if size > cap:
             raw = {"dropped_raw_chars": size}
     if not notes and text is resp.text and raw is resp.raw and probs is resp.probs:
