@@ -1,38 +1,91 @@
-"""Paired item-level comparisons shared by the probes that compare two judging conditions
-(template variants, reasoning vs not, framed vs plain): mean difference with a bootstrap
-interval, an exact sign test, and the smallest detectable difference."""
+"""Paired item-level comparisons shared by every probe: the effect is the mean of per-item
+paired differences (after - before, changed - plain, first-slot share - 1/2), with a
+bootstrap interval over items, an exact two-sided sign test on the items that moved, and the
+smallest effect that test detects at the realised n and discordance (the MDE)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from judgeaudit.stats import binomial_test, bootstrap_ci, mde_paired_flip
+from judgeaudit.stats import binomial_test, bootstrap_ci
+from judgeaudit.stats.power import mde_from_se, mde_sign_test
+
+POWER = 0.8  # the MDE is the effect detected with this power
 
 
-def _finite(x: float) -> float | None:
+def _finite(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
-def paired_difference(a: Sequence[float | None], b: Sequence[float | None],
-                      seed: int = 0) -> dict[str, Any]:
-    """Effect = mean(b - a) over items valid in both (b = the changed condition)."""
-    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
-    n = len(pairs)
+def sign_test_mde(d: np.ndarray, alpha: float = 0.05, power: float = POWER,
+                  unit: float = 1.0) -> tuple[float | None, dict[str, Any]]:
+    """MDE of the exact sign test on these paired differences, and how it was computed.
+
+    The MDE comes from the realised data, not from n alone: psi = share of items that moved
+    (d != 0) and the sizes of their moves (`unit` when none moved), then `mde_sign_test`: the
+    exact power of the test the probe reports, turned into a mean difference through the
+    movers' sizes. A judge whose verdicts rarely move (a
+    narrow interval) gets a small MDE; a noisy one a large MDE at the same n. Also recorded:
+    the standard error of the mean difference and the normal-approximation MDE
+    (z_{1-alpha/2} + z_power) * SE, which the exact value approaches at large n."""
+    n = int(d.size)
+    moved = d[d != 0]
+    psi = moved.size / n
+    m = float(np.abs(moved).mean()) if moved.size else float(unit)
+    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else None
+    mde = _finite(mde_sign_test(n, psi, m, alpha=alpha, power=power,
+                                moves=moved if moved.size else None))
+    detail = {
+        "method": "exact two-sided sign test",
+        "n": n, "discordance": psi, "mean_change": m, "se": se,
+        "alpha": alpha, "power": power,
+        "normal_approx": _finite(mde_from_se(se, alpha, power)) if se is not None else None,
+    }
+    return mde, detail
+
+
+def paired_stats(d: Sequence[float] | np.ndarray, *, seed: int = 0, alpha: float = 0.05,
+                 unit: float = 1.0, mde: bool = True) -> dict[str, Any]:
+    """Effect = mean(d) with a bootstrap 95% interval, p of the exact two-sided sign test
+    (items that moved up vs down; unmoved items carry no information) and, with `mde`, the
+    MDE of that test at this n and discordance."""
+    arr = np.asarray(d, dtype=float)
+    n = int(arr.size)
     if n == 0:
         return {"effect": None, "ci95": (None, None), "p": None, "mde": None, "n": 0,
-                "n_invalid": len(a)}
-    d = np.array([y - x for x, y in pairs], dtype=float)
-    up, down = int((d > 0).sum()), int((d < 0).sum())
-    lo, hi = bootstrap_ci(d, np.mean, seed=seed)
-    return {
-        "effect": float(d.mean()), "ci95": (float(lo), float(hi)),
+                "se": None, "mde_detail": None, "up": 0, "down": 0}
+    up, down = int((arr > 0).sum()), int((arr < 0).sum())
+    # One item has no interval (the bootstrap needs two): effect shown, verdict underpowered.
+    lo, hi = bootstrap_ci(arr, np.mean, seed=seed) if n > 1 else (None, None)
+    out: dict[str, Any] = {
+        "effect": float(arr.mean()), "ci95": (_finite(lo), _finite(hi)),
         "p": binomial_test(up, up + down, 0.5) if up + down else 1.0,
-        "mde": _finite(mde_paired_flip(n, max((up + down) / n, 1.0 / n))),
-        "n": n, "n_invalid": len(a) - n,
+        "n": n, "up": up, "down": down,
+        "se": float(arr.std(ddof=1) / math.sqrt(n)) if n > 1 else None,
+        "mde": None, "mde_detail": None,
     }
+    if mde:
+        out["mde"], out["mde_detail"] = sign_test_mde(arr, alpha=alpha, unit=unit)
+    return out
+
+
+def paired_difference(a: Sequence[float | None], b: Sequence[float | None],
+                      seed: int = 0, alpha: float = 0.05, unit: float = 1.0) -> dict[str, Any]:
+    """Effect = mean(b - a) over items valid in both (b = the changed condition).
+    `valid` / `invalid` are the positions used / left out (either side None)."""
+    valid = [i for i, (x, y) in enumerate(zip(a, b, strict=True))
+             if x is not None and y is not None]
+    d = np.array([b[i] - a[i] for i in valid], dtype=float)  # type: ignore[operator]
+    out = paired_stats(d, seed=seed, alpha=alpha, unit=unit)
+    out["n_invalid"] = len(a) - len(valid)
+    out["valid"] = valid
+    out["invalid"] = sorted(set(range(len(a))) - set(valid))
+    out["d"] = d.tolist()
+    return out
 
 
 def credit_of(verdict: Any, label: int) -> float | None:
