@@ -183,18 +183,38 @@ def power_sign_test(n: int, discordant_rate: float, pi: float, alpha: float = 0.
     return float(np.clip((weight * rej).sum(), 0.0, 1.0))
 
 
+def _tilt(values: np.ndarray, weights: np.ndarray, theta: float) -> tuple[float, float]:
+    """(pi, mean) of the movers' differences, +-values with weights w/2 each, exponentially
+    tilted by theta: P(+v) ~ w e^{theta v}, P(-v) ~ w e^{-theta v}."""
+    top = float(values.max())
+    up = weights * np.exp(theta * (values - top))  # scaled by e^{-theta top}: no overflow
+    down = weights * np.exp(-theta * (values + top))
+    z = float((up + down).sum())
+    return float(up.sum()) / z, float((values * (up - down)).sum()) / z
+
+
 def mde_sign_test(n: int, discordant_rate: float, magnitude: float = 1.0,
-                  alpha: float = 0.05, power: float = 0.8) -> float:
+                  alpha: float = 0.05, power: float = 0.8,
+                  moves: np.ndarray | list[float] | None = None,
+                  move_weights: np.ndarray | list[float] | None = None) -> float:
     """Smallest mean paired difference delta = E[d] that the exact two-sided sign test on n
     items detects with `power` at level `alpha`, at the realised discordance.
 
-    Effect model (McNemar's, conditional on the discordance, as in `mde_paired_flip` but
-    exact): an item's difference d is 0 with probability 1 - psi, +m with probability
-    psi * pi and -m with probability psi * (1 - pi), so delta = psi * m * (2 pi - 1); m =
-    `magnitude` is the mean |d| of the items that moved. An effect of delta needs at least a
-    share delta / m of items to move, so psi = max(discordant_rate, delta / m): a judge that
-    hardly moves still has a finite MDE (a bias would have to move that many items). nan when
-    even every item moving one way (delta = m) is not detected with `power` (n too small)."""
+    The test sees only the share of items that moved (psi = `discordant_rate`) and the
+    share of those that moved up (pi): `power_sign_test`. Exactly solved first: pi*, the
+    smallest pi reaching `power` with psi held at its realised value (McNemar's conditional
+    design). Then pi* is turned into a mean difference through the movers' sizes: `moves`
+    (the realised nonzero differences, or their distinct sizes with `move_weights`; default
+    one size, `magnitude`), symmetrised (the null)
+    and exponentially tilted until P(up | moved) = pi*, so delta = psi * E_tilt[d | moved].
+    The tilt lets larger moves go up more often than small ones go down, as a bias on a
+    bounded scale does (a verdict pushed toward a side reaches the top credit, not a tie);
+    with one size m it is delta = psi * m * (2 pi* - 1).
+    When even pi = 1 at the realised psi misses `power` (a judge that hardly moves), the
+    smallest psi' >= psi that reaches it with every mover going up is used and delta = psi' *
+    the largest move: a bias would have to move that many items, so a steady judge still
+    has a finite MDE. nan when even every item moving up does not reach `power` (n too
+    small)."""
     _check_n(n)
     if not 0.0 <= discordant_rate <= 1.0:
         raise ValueError(f"mde_sign_test: discordant_rate must be in [0, 1], "
@@ -202,19 +222,37 @@ def mde_sign_test(n: int, discordant_rate: float, magnitude: float = 1.0,
     if not magnitude > 0:
         raise ValueError(f"mde_sign_test: magnitude must be > 0, got {magnitude!r}")
     _z_pair(alpha, power, True)
+    mv = np.abs(np.asarray(moves if moves is not None else [magnitude], dtype=float))
+    wt = (np.ones(mv.size) if move_weights is None or moves is None
+          else np.asarray(move_weights, dtype=float))
+    if wt.shape != mv.shape or np.any(wt < 0):
+        raise ValueError("mde_sign_test: move_weights must be >= 0, one per move")
+    keep = (mv > 0) & (wt > 0)
+    mv, wt = mv[keep], wt[keep]
+    if mv.size == 0:
+        mv, wt = np.array([float(magnitude)]), np.ones(1)
+    values, inv = np.unique(mv, return_inverse=True)
+    weights = np.bincount(inv, weights=wt) / wt.sum()
     crit = sign_test_critical(int(n), alpha)
-    m, psi0 = float(magnitude), float(discordant_rate)
+    psi = float(discordant_rate)
 
-    def f(delta: float) -> float:
-        psi = min(1.0, max(psi0, delta / m))
-        pi = 0.5 if psi == 0 else min(1.0, 0.5 + delta / (2.0 * psi * m))
-        return power_sign_test(n, psi, pi, alpha, critical=crit) - power
+    def pw(psi_: float, pi: float) -> float:
+        return power_sign_test(n, psi_, pi, alpha, critical=crit) - power
 
-    if f(m) < 0:
-        return math.nan
-    grid = np.linspace(0.0, m, 33)
-    vals = np.array([f(g) for g in grid])
-    j = int(np.nonzero(vals >= 0)[0][0])
-    if vals[j] == 0 or j == 0:
-        return float(grid[j])
-    return float(optimize.brentq(f, grid[j - 1], grid[j], xtol=1e-10, rtol=1e-10))
+    top = float(values.max())
+    if psi == 0.0 or pw(psi, 1.0) < 0:
+        if pw(1.0, 1.0) < 0:
+            return math.nan
+        lo = psi
+        psi_ = float(optimize.brentq(lambda x: pw(x, 1.0), lo, 1.0, xtol=1e-12)) \
+            if pw(lo, 1.0) < 0 else lo
+        return psi_ * top
+    pi_star = float(optimize.brentq(lambda x: pw(psi, x), 0.5, 1.0, xtol=1e-12))
+    if values.size == 1:
+        return psi * top * (2.0 * pi_star - 1.0)
+    hi = 1.0
+    while _tilt(values, weights, hi)[0] < pi_star and hi < 1e6:
+        hi *= 2.0
+    theta = float(optimize.brentq(lambda t: _tilt(values, weights, t)[0] - pi_star, 0.0, hi,
+                                  xtol=1e-12))
+    return psi * _tilt(values, weights, theta)[1]
