@@ -5,6 +5,7 @@ unperturbed verdicts between them, and adds q-values and verdicts across the rep
 from __future__ import annotations
 
 import abc
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -30,6 +31,40 @@ class ProbeResult:
     plot: dict[str, Any] | None = None
     examples: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Items left out of the effect, by reason (DROP_REASONS), as item ids; the battery adds
+    # the items the probe could not take at all (no_label, tie_label) and counts them.
+    dropped: dict[str, list[str]] = field(default_factory=dict)
+    # The per-item paired differences whose mean is the effect, as (item id, difference):
+    # the --by breakdown regroups them.
+    units: list[tuple[str, float]] = field(default_factory=list)
+    # How the MDE was computed (test, n, discordance, standard error, alpha, power).
+    mde_detail: dict[str, Any] | None = None
+
+
+# Why an item is left out of a probe's effect (results.json "dropped", per probe and overall).
+DROP_REASONS: dict[str, str] = {
+    "not_pairwise": "not a pairwise item (the audit judges pairs)",
+    "no_label": "no label: the probe needs to know the better response",
+    "tie_label": "tie label: the probe needs a better response (label 1 or 2)",
+    "invalid_verdict": "a verdict it needs was unparseable or its call failed",
+    "tie_verdict": "a tie verdict in one order (no first-slot information)",
+    "single_order": "judged in one order only (position needs both)",
+    "perturbation_not_applicable": "the perturbation failed its answer-preservation check "
+                                   "or could not be applied",
+    "no_own_answer": "the judge wrote no answer of its own",
+}
+
+
+def drop(res: ProbeResult, reason: str, ids: Sequence[str]) -> None:
+    """Record items left out of `res` for `reason` (ids, order kept, no duplicates)."""
+    if not ids:
+        return
+    have = res.dropped.setdefault(reason, [])
+    seen = set(have)
+    for i in ids:
+        if i not in seen:
+            seen.add(i)
+            have.append(i)
 
 
 class AuditContext:
@@ -46,10 +81,12 @@ class AuditContext:
         panel: Sequence[JudgeBundle] = (),
         on_calls: Callable[[int], None] | None = None,
         on_done: Callable[[], None] | None = None,
+        alpha: float = 0.05,
     ):
         self.bundle = bundle
         self.items = list(items)
         self.seed = seed
+        self.alpha = alpha  # the report's level: tests and MDEs use it
         self.panel = list(panel)
         self._on_calls = on_calls  # announce planned calls (grows the progress total)
         self._on_done = on_done
@@ -73,6 +110,13 @@ class AuditContext:
                 self._memo[(it.id, repeat, tag)] = v
         return [self._memo[(it.id, repeat, tag)] for it in items]
 
+    def view(self, items: Sequence[PairwiseItem]) -> AuditContext:
+        """The same audit (judge, memoised verdicts, progress) over other items: each probe
+        gets the items it can use."""
+        other = copy.copy(self)
+        other.items = list(items)
+        return other
+
     def progress(self, n_calls: int) -> Callable[[], None] | None:
         """Announce n planned calls; returns the per-call callback (for non-pairwise judges)."""
         if self._on_calls:
@@ -93,13 +137,17 @@ class Probe(abc.ABC):
     no_bias_range: ClassVar[tuple[float, float]] = (-0.05, 0.05)
     # Part of the default (fast) battery; the rest run with --full.
     default: ClassVar[bool] = True
+    # Needs to know the better response (label 1 or 2). A probe that does not (position:
+    # first-slot rate and order consistency) also runs on unlabelled and tie-labelled pairs.
+    needs_label: ClassVar[bool] = True
 
     @abc.abstractmethod
     async def run(self, ctx: AuditContext) -> ProbeResult: ...
 
     def header(self) -> dict[str, Any]:
         return {"title": self.title, "description": self.description, "metric": self.metric,
-                "direction": self.direction, "no_bias_range": list(self.no_bias_range)}
+                "direction": self.direction, "no_bias_range": list(self.no_bias_range),
+                "needs_label": self.needs_label}
 
 
 _PROBES: dict[str, type[Probe]] = {}

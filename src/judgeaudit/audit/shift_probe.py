@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from judgeaudit.audit.metrics import estimate, same_winner_rate, shift
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.pairwise import PairwiseVerdict
 from judgeaudit.perturb import perturb_items
@@ -61,10 +61,16 @@ class ShiftProbe(Probe):
         before = await ctx.judge(originals)
         after = await ctx.judge([r.item for r in kept])
         targets = [_target_side(r) for r in kept]
-        m = shift(before, after, targets, seed=ctx.seed)
+        m = shift(before, after, targets, seed=ctx.seed, alpha=ctx.alpha)
         res = ProbeResult(effect=m["effect"], ci95=m["ci95"], n=m["n"], p=m["p"],
                           mde=m["mde"], n_invalid=m["n_invalid"],
-                          n_dropped=len(results) - len(kept))
+                          n_dropped=len(results) - len(kept), mde_detail=m["mde_detail"],
+                          units=[(originals[i].id, x)
+                                 for i, x in zip(m["valid"], m["d"], strict=True)])
+        drop(res, "perturbation_not_applicable",
+             [r.original.id if r.original is not None else r.item.id
+              for r in results if not r.preserved])
+        drop(res, "invalid_verdict", [originals[i].id for i in m["invalid"]])
         res.rates["robustness_rate"] = same_winner_rate(before, after)
         res.rates["consistency_rate"] = await consistency_rate(ctx, originals)
         res.rates["target_win_before"] = _win_rate(before, targets)

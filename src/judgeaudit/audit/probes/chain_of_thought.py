@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from judgeaudit.audit.metrics import estimate
 from judgeaudit.audit.paired import credit_of, paired_difference
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.templates import load_template
 
@@ -27,9 +27,13 @@ class ChainOfThoughtProbe(Probe):
         cot = await ctx.judge(ctx.items, judge=pj)
         a = [credit_of(v, it.label) for it, v in zip(ctx.items, base, strict=True)]
         b = [credit_of(v, it.label) for it, v in zip(ctx.items, cot, strict=True)]
-        d = paired_difference(a, b, seed=ctx.seed)
+        d = paired_difference(a, b, seed=ctx.seed, alpha=ctx.alpha)
         res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
-                          n_invalid=sum(not o.valid for v in cot for o in v.orders))
+                          n_invalid=sum(not o.valid for v in cot for o in v.orders),
+                          mde_detail=d["mde_detail"],
+                          units=[(ctx.items[i].id, x)
+                                 for i, x in zip(d["valid"], d["d"], strict=True)])
+        drop(res, "invalid_verdict", [ctx.items[i].id for i in d["invalid"]])
         va, vb = [x for x in a if x is not None], [x for x in b if x is not None]
         res.rates["accuracy_without"] = estimate(sum(va), len(va))
         res.rates["accuracy_with_reasoning"] = estimate(sum(vb), len(vb))

@@ -8,7 +8,7 @@ import numpy as np
 
 from judgeaudit.audit.metrics import estimate
 from judgeaudit.audit.paired import credit_of, paired_difference
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.templates import parse_template
 from judgeaudit.perturb.prompt_format import builtin_template_text, prompt_variants
@@ -50,6 +50,9 @@ class FormatSensitivityProbe(Probe):
         base = await ctx.baseline()
         base_rates = _rates(ctx.items, base)
         rows, best, max_move = [], None, 0.0
+        # The reported p is Bonferroni-adjusted over the variants, so each variant's test
+        # (and its MDE) is at alpha / k.
+        level = ctx.alpha / max(1, len(prompt_variants(text)))
         points = [{"label": "original", **_point(base_rates["accuracy"])}]
         variants = prompt_variants(text)
         for v in variants:
@@ -61,7 +64,8 @@ class FormatSensitivityProbe(Probe):
                                both_orders=ctx.bundle.pairwise.both_orders, seed=ctx.seed)
             verdicts = await ctx.judge(ctx.items, judge=pj)
             r = _rates(ctx.items, verdicts)
-            d = paired_difference(base_rates["accuracy"], r["accuracy"], seed=ctx.seed)
+            d = paired_difference(base_rates["accuracy"], r["accuracy"], seed=ctx.seed,
+                                  alpha=level)
             moves = {k: (None if _mean(r[k]) is None or _mean(base_rates[k]) is None
                          else _mean(r[k]) - _mean(base_rates[k])) for k in r}
             biggest = max((abs(x) for x in moves.values() if x is not None), default=0.0)
@@ -77,7 +81,10 @@ class FormatSensitivityProbe(Probe):
         v, d = best
         res = ProbeResult(effect=d["effect"], ci95=d["ci95"], n=d["n"],
                           p=min(1.0, d["p"] * len(rows)), mde=d["mde"],
-                          n_invalid=d["n_invalid"])
+                          n_invalid=d["n_invalid"], mde_detail=d["mde_detail"],
+                          units=[(ctx.items[i].id, x)
+                                 for i, x in zip(d["valid"], d["d"], strict=True)])
+        drop(res, "invalid_verdict", [ctx.items[i].id for i in d["invalid"]])
         res.notes.append(f"largest accuracy move: variant {v.name!r} ({v.description}); "
                          f"p is Bonferroni-adjusted over {len(rows)} variants")
         for vv, dd, moves in rows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from judgeaudit.audit.metrics import position
 from judgeaudit.audit.panel import consistency_any
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
 
 FLAG_FIRST_RATE = 0.55  # production check: flag a first-slot rate above 55%
 
@@ -17,10 +17,11 @@ class PositionProbe(Probe):
                    "judge picks the same response in both orders.")
     metric = "first-slot preference (share of verdicts for the first-shown response) - 0.5"
     direction = "positive = prefers the response shown first; negative = the second"
+    needs_label = False  # first-slot rate and order consistency need no label
 
     async def run(self, ctx: AuditContext) -> ProbeResult:
         verdicts = await ctx.baseline()
-        m = position(verdicts, seed=ctx.seed)
+        m = position(verdicts, seed=ctx.seed, alpha=ctx.alpha)
         fr = m.get("first_rate")
         flag = None
         if fr and fr["value"] is not None:
@@ -33,8 +34,12 @@ class PositionProbe(Probe):
                    # LLMBar's positional agreement: same outcome in both orders, all items
                    "position_consistency": consistency_any(verdicts),
                    "consistency_decisive": m.get("consistency")} if fr else {},
-            flag=flag, n_invalid=m["n_invalid"],
+            flag=flag, n_invalid=len(m["dropped"]["invalid_verdict"]),
+            mde_detail=m["mde_detail"],
+            units=[(ctx.items[i].id, x) for i, x in zip(m["valid"], m["d"], strict=True)],
         )
+        for reason, idx in m["dropped"].items():
+            drop(res, reason, [ctx.items[i].id for i in idx])
         if m["n"]:
             res.plot = {
                 "kind": "bars", "title": "Per-item outcome over the two orders",

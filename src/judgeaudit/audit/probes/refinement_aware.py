@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from judgeaudit.audit.paired import paired_difference
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.perturb import perturb_pointwise
 from judgeaudit.stats import bootstrap_ci
@@ -29,15 +29,21 @@ class RefinementAwareProbe(Probe):
                                quality=1.0, metadata=dict(it.metadata)) for it in ctx.items]
         framed = perturb_pointwise(items, "refinement", seed=ctx.seed)
         kept = [(it, r.item) for it, r in zip(items, framed, strict=True) if r.preserved]
+        kept_src = [src for src, r in zip(ctx.items, framed, strict=True) if r.preserved]
         batch = [a for a, _ in kept] + [b for _, b in kept]
         scores = await ctx.bundle.rubric.score(batch, on_done=ctx.progress(len(batch)))
         n = len(kept)
         plain = [None if s.score is None else float(s.score) for s in scores[:n]]
         told = [None if s.score is None else float(s.score) for s in scores[n:]]
-        d = paired_difference(plain, told, seed=ctx.seed)
+        d = paired_difference(plain, told, seed=ctx.seed, alpha=ctx.alpha)
         res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
                           n_invalid=sum(s.score is None for s in scores),
-                          n_dropped=len(items) - n)
+                          n_dropped=len(items) - n, mde_detail=d["mde_detail"],
+                          units=[(kept_src[i].id, x)
+                                 for i, x in zip(d["valid"], d["d"], strict=True)])
+        drop(res, "perturbation_not_applicable",
+             [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
+        drop(res, "invalid_verdict", [kept_src[i].id for i in d["invalid"]])
         pairs = np.array([(a, b) for a, b in zip(plain, told, strict=True)
                           if a is not None and b is not None])
         if len(pairs):

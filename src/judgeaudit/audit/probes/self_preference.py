@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from judgeaudit.audit.metrics import estimate
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.audit.paired import paired_stats
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.llm import CallFailed, Message, Request
-from judgeaudit.stats import binomial_test, bootstrap_ci, mde_proportion
+from judgeaudit.stats import bootstrap_ci
 
 FLAG_GAP = 0.10
 NO_GENERATION = {"sim", "replay"}
@@ -49,19 +50,22 @@ class SelfPreferenceProbe(Probe):
                  for it, text in own]
         mine = [_win(v) for v in await ctx.judge(pairs)]
         others = [[_win(v) for v in await ctx.judge(pairs, bundle=b)] for b in ctx.panel]
-        rows = [(m, float(np.mean(o))) for m, *os_ in zip(mine, *others, strict=True)
-                if m is not None and all(x is not None for x in os_)
-                for o in [os_]]
+        ok = [i for i, (m, *os_) in enumerate(zip(mine, *others, strict=True))
+              if m is not None and all(x is not None for x in os_)]
+        rows = [(mine[i], float(np.mean([o[i] for o in others]))) for i in ok]
         res = ProbeResult(None, (None, None), len(rows), None, None,
                           n_dropped=len(ctx.items) - len(own))
+        got = {it.id for it, _ in own}
+        drop(res, "no_own_answer", [it.id for it in ctx.items if it.id not in got])
+        drop(res, "invalid_verdict", [own[i][0].id for i in sorted(set(range(len(own)))
+                                                                   - set(ok))])
         if rows:
             arr = np.array(rows)
             d = arr[:, 0] - arr[:, 1]
-            lo, hi = bootstrap_ci(d, np.mean, seed=ctx.seed)
-            up, down = int((d > 0).sum()), int((d < 0).sum())
-            res.effect, res.ci95 = float(d.mean()), (float(lo), float(hi))
-            res.p = binomial_test(up, up + down) if up + down else 1.0
-            res.mde = mde_proportion(len(rows))
+            st = paired_stats(d, seed=ctx.seed, alpha=ctx.alpha)
+            res.effect, res.ci95, res.p = st["effect"], st["ci95"], st["p"]
+            res.mde, res.mde_detail = st["mde"], st["mde_detail"]
+            res.units = [(own[i][0].id, float(x)) for i, x in zip(ok, d, strict=True)]
             res.rates["own_win_rate_by_judge"] = estimate(arr[:, 0].sum(), len(rows))
             res.rates["own_win_rate_by_panel"] = estimate(arr[:, 1].sum(), len(rows))
             res.flag = {"threshold": FLAG_GAP, "metric": "win-rate gap (judge - panel)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from judgeaudit.audit.metrics import estimate
 from judgeaudit.audit.paired import paired_difference
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, register_probe
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.binary import BinaryJudge
 from judgeaudit.perturb import perturb_pointwise
@@ -42,6 +42,7 @@ class SycophancyPassProbe(Probe):
         wrong = _answers(ctx, better=False)
         framed = [r for r in perturb_pointwise(wrong, "sycophancy", seed=ctx.seed)]
         kept = [(w, r.item) for w, r in zip(wrong, framed, strict=True) if r.preserved]
+        kept_src = [src for src, r in zip(ctx.items, framed, strict=True) if r.preserved]
         right = _answers(ctx, better=True)
         items = [w for w, _ in kept] + [f for _, f in kept] + right
         verdicts = await judge.judge(items, on_done=ctx.progress(len(items)))
@@ -50,10 +51,16 @@ class SycophancyPassProbe(Probe):
         conf = [v.passed for v in verdicts[n:2 * n]]
         ok = [v.passed for v in verdicts[2 * n:]]
         d = paired_difference([None if x is None else float(x) for x in plain],
-                              [None if x is None else float(x) for x in conf], seed=ctx.seed)
+                              [None if x is None else float(x) for x in conf], seed=ctx.seed,
+                              alpha=ctx.alpha)
         res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
                           n_invalid=sum(v.passed is None for v in verdicts),
-                          n_dropped=len(wrong) - n)
+                          n_dropped=len(wrong) - n, mde_detail=d["mde_detail"],
+                          units=[(kept_src[i].id, x)
+                                 for i, x in zip(d["valid"], d["d"], strict=True)])
+        drop(res, "perturbation_not_applicable",
+             [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
+        drop(res, "invalid_verdict", [kept_src[i].id for i in d["invalid"]])
         pass_conf = estimate(sum(1 for x in conf if x), sum(1 for x in conf if x is not None))
         res.rates["pass_rate_wrong_plain"] = estimate(sum(1 for x in plain if x),
                                                       sum(1 for x in plain if x is not None))
