@@ -6,11 +6,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from judgeaudit.audit.evaluate import (
+    check_field,
+    field_key,
+    label_warnings,
+    pair_credit,
+    select_items,
+)
+from judgeaudit.audit.metrics import estimate
+from judgeaudit.audit.paired import POWER, paired_stats
 from judgeaudit.audit.panel import panel_section
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
+from judgeaudit.audit.probe import DROP_REASONS, AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
@@ -31,13 +41,146 @@ def decide(result: ProbeResult, q: float | None, no_bias: tuple[float, float],
     return "underpowered"
 
 
-def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str) -> dict[str, Any]:
+@dataclass
+class ProbePlan:
+    """The items one probe gets (in data order) and those it passed over for want of a
+    label, by reason (item ids)."""
+
+    items: list[PairwiseItem] = field(default_factory=list)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+
+
+DEFAULT_N = 40  # items per probe unless --full
+
+
+def audit_items(items: Sequence[Any], *, n: int | None = None, sample: int | None = None,
+                full: bool = False, seed: int = 0
+                ) -> tuple[list[Any], int | None, dict[str, Any]]:
+    """The audit's choice of items, shared by the CLI and the API: (items, limit, selection).
+    `sample`: N items drawn at random (seeded, kept in data order), each probe using those it
+    can (no limit); otherwise every item with each probe taking the first `n` it can use
+    (default DEFAULT_N; `full`: all unless `n` is given). Not both `n` and `sample`."""
+    if n is not None and sample is not None:
+        raise ValueError("--n and --sample both choose the items; give one of them")
+    chosen, selection = select_items(items, sample=sample, seed=seed)
+    limit = None if sample is not None else (n if full else n or DEFAULT_N)
+    return chosen, limit, selection
+
+
+def plan_items(items: Sequence[Any], probes: Sequence[Probe], *,
+               limit: int | None = None) -> dict[str, ProbePlan]:
+    """Each probe's items: every pair for a probe that needs no label, pairs labelled 1 or 2
+    for one that does (an unlabelled or tie-labelled pair is skipped and counted); with
+    `limit`, the first `limit` such items (the scan stops there, so skips are counted up to
+    the last item taken)."""
+    pairs = [it for it in items if isinstance(it, PairwiseItem)]
+    plans: dict[str, ProbePlan] = {}
+    for probe in probes:
+        plan = ProbePlan()
+        for it in pairs:
+            if limit is not None and len(plan.items) >= limit:
+                break
+            if probe.needs_label and it.label not in (1, 2):
+                plan.skipped.setdefault("no_label" if it.label is None else "tie_label",
+                                        []).append(it.id)
+                continue
+            plan.items.append(it)
+        plans[probe.name] = plan
+    return plans
+
+
+def cannot_run(probe: Probe, plan: ProbePlan, n_pairs: int) -> str:
+    """Why a probe got no item (one sentence)."""
+    if not n_pairs:
+        return "not run: the data has no pairwise items"
+    parts = [f"{len(ids)} {'without a label' if r == 'no_label' else 'tie-labelled'}"
+             for r, ids in plan.skipped.items()]
+    return ("not run: this probe needs pairs with a known better response (label 1 or 2); "
+            f"of the {n_pairs} pairs, " + " and ".join(parts))
+
+
+def check_runnable(items: Sequence[Any], probe_names: Sequence[str], *,
+                   limit: int | None = None) -> dict[str, ProbePlan]:
+    """The plan, or ValueError (one line) when no selected probe can run on these items."""
+    probes = [get_probe(n) for n in probe_names]
+    plans = plan_items(items, probes, limit=limit)
+    if any(p.items for p in plans.values()):
+        return plans
+    n_pairs = sum(isinstance(it, PairwiseItem) for it in items)
+    if not n_pairs:
+        raise ValueError("the audit judges pairwise items; the data has none")
+    n_lab = sum(isinstance(it, PairwiseItem) and it.label in (1, 2) for it in items)
+    raise ValueError(
+        f"no selected probe can run on this data: {', '.join(probe_names)} need pairs with a "
+        f"known better response (label 1 or 2), and {n_lab} of the {n_pairs} pairs have one "
+        "(the position probe needs no label)")
+
+
+def _reason_rank(reason: str) -> int:
+    keys = list(DROP_REASONS)
+    return keys.index(reason) if reason in keys else len(keys)
+
+
+def _counts(dropped: dict[str, Any]) -> dict[str, int]:
+    """{reason: number of items}, reasons in DROP_REASONS order, empty ones left out."""
+    return {r: len(ids) for r, ids in sorted(dropped.items(), key=lambda kv: _reason_rank(kv[0]))
+            if ids}
+
+
+def breakdown(units: Sequence[tuple[str, float]], items: Sequence[PairwiseItem], by: str,
+              seed: int = 0) -> dict[str, Any]:
+    """A probe's effect per value of the item field or metadata key `by`: mean of the
+    per-item differences in that group, its bootstrap 95% interval, n and the sign test's p
+    (no q: these are descriptive, not part of the report's family of tests)."""
+    groups: dict[str, list[float]] = {}
+    n_items: dict[str, int] = {}
+    key_of = {}
+    for it in items:
+        k = field_key(it, by)
+        key_of[it.id] = k
+        n_items[k] = n_items.get(k, 0) + 1
+        groups.setdefault(k, [])
+    for item_id, d in units:
+        k = key_of.get(item_id)
+        if k is not None:
+            groups[k].append(d)
+    rows = []
+    for k in sorted(groups):
+        st = paired_stats(groups[k], seed=seed, mde=False)
+        rows.append({"value": k, "n_items": n_items[k], "n": st["n"],
+                     "effect": {"value": st["effect"], "ci95": list(st["ci95"])},
+                     "p": st["p"]})
+    return {"by": by, "rows": rows}
+
+
+def _baseline_section(items: Sequence[PairwiseItem], base: Sequence[Any]) -> dict[str, Any]:
+    """The unperturbed verdicts against the labels (labels 1 or 2): accuracy (LLMBar's mean
+    over orders; an invalid verdict is wrong) and the share of decisive verdicts naming the
+    labelled response, with the inverted-labels warning of `evaluate`."""
+    lab = [(it, v) for it, v in zip(items, base, strict=True) if it.label in (1, 2)]
+    credit = [pair_credit(it.label, v.orders, "mean") for it, v in lab]  # type: ignore[arg-type]
+    decisive = [o.winner == it.label for it, v in lab for o in v.orders if o.winner in (1, 2)]
+    acc = estimate(sum(credit), len(credit))
+    dec = estimate(sum(decisive), len(decisive))
+    return {"n_labelled": len(lab), "accuracy": acc, "decisive_accuracy": dec,
+            "warnings": label_warnings(acc, None, decisive=dec)}
+
+
+def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
+               plan: ProbePlan) -> dict[str, Any]:
     doc = probe.header()
+    dropped = {**plan.skipped, **r.dropped}
     doc.update(
         effect={"value": r.effect, "ci95": list(r.ci95)}, n=r.n, p=r.p, q=q, mde=r.mde,
-        verdict=verdict, flag=r.flag, rates=r.rates, n_invalid=r.n_invalid,
+        mde_detail=r.mde_detail, verdict=verdict, flag=r.flag, rates=r.rates,
+        n_items=len(plan.items), dropped=_counts(dropped), n_invalid=r.n_invalid,
         n_dropped=r.n_dropped, plot=r.plot, examples=r.examples, notes=list(r.notes),
     )
+    if plan.items and plan.skipped:
+        parts = [f"{len(ids)} {'without a label' if k == 'no_label' else 'tie-labelled'}"
+                 for k, ids in plan.skipped.items()]
+        doc["notes"].append(f"{' and '.join(parts)} pair(s) left out: this probe needs a "
+                            "known better response (label 1 or 2)")
     if verdict == "underpowered" and r.mde is not None:
         doc["notes"].append(
             f"underpowered: with n = {r.n} the smallest detectable effect is about "
@@ -60,49 +203,98 @@ async def run_battery(
     on_done: Callable[[], None] | None = None,
     min_valid: int = DEFAULT_MIN_VALID,
     max_failed: float = DEFAULT_MAX_FAILED,
+    limit: int | None = None,
+    by: str | None = None,
+    selection: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The audit's results document. Its `run` section applies the one outcome rule
-    (`report.outcome.assess`) to the unperturbed verdicts: a run with fewer than `min_valid`
-    validly judged items, or more than `max_failed` of its calls failed, has failed, and
-    every probe's verdict is then `run_failed` (no gate passes it)."""
+    """The audit's results document. Each probe gets the items it can use (`plan_items`:
+    pairs labelled 1 or 2 for probes that need a label, every pair otherwise; the first
+    `limit` of them when given); a probe with none reports n = 0 and says why, and only when
+    no probe can run is the audit refused (ValueError). Items left out are counted by
+    reason, per probe and overall (`dropped`). `by`: each probe's effect per value of that
+    item field or metadata key. `selection`: how the caller chose `items` (--sample).
+
+    Its `run` section applies the one outcome rule (`report.outcome.assess`) to the
+    unperturbed verdicts: a run with fewer than `min_valid` validly judged items, or more
+    than `max_failed` of its calls failed, has failed, and every probe's verdict is then
+    `run_failed` (no gate passes it)."""
     import judgeaudit
 
-    labelled = [it for it in items if isinstance(it, PairwiseItem) and it.label in (1, 2)]
-    if not labelled:
-        raise ValueError("the audit needs pairwise items with a known better response "
-                         "(label 1 or 2)")
     probes = [get_probe(n) for n in probe_names]
-    ctx = AuditContext(bundle, labelled, seed=seed, panel=panel, on_calls=on_calls,
-                       on_done=on_done)
+    plans = check_runnable(items, probe_names, limit=limit)
+    pairs = [it for it in items if isinstance(it, PairwiseItem)]
+    if by is not None:
+        check_field(pairs, by, "--by")
+    # The panel compares judges on every pair (agreement and position need no label).
+    panel_plan = plan_items(pairs, [get_probe("position")], limit=limit)["position"] \
+        if panel else None
+    union = list({it.id: it for p in [*plans.values(), *([panel_plan] if panel_plan else [])]
+                  for it in p.items}.values())
+    order = {it.id: i for i, it in enumerate(pairs)}
+    union.sort(key=lambda it: order[it.id])
+    ctx = AuditContext(bundle, union, seed=seed, panel=panel, on_calls=on_calls,
+                       on_done=on_done, alpha=alpha)
     t0 = time.perf_counter()
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     base = await ctx.baseline()  # shared by every probe
-    results: list[ProbeResult] = list(await asyncio.gather(*(p.run(ctx) for p in probes)))
-    panel_doc = await panel_section(ctx) if panel else None
+
+    async def one(p: Probe) -> ProbeResult:
+        plan = plans[p.name]
+        if not plan.items:
+            return ProbeResult(None, (None, None), 0, None, None,
+                               notes=[cannot_run(p, plan, len(pairs))])
+        return await p.run(ctx.view(plan.items))
+
+    results: list[ProbeResult] = list(await asyncio.gather(*(one(p) for p in probes)))
+    panel_doc = await panel_section(ctx.view(panel_plan.items)) if panel_plan else None
     qs = benjamini_hochberg([r.p if r.p is not None else float("nan") for r in results])
     docs, summary = {}, {"biased": [], "not_biased": [], "underpowered": []}
+    dropped: dict[str, set[str]] = {}
     for p, r, q in zip(probes, results, qs, strict=True):
         qv = None if q != q else float(q)  # NaN -> None
         verdict = decide(r, qv, p.no_bias_range, alpha)
-        docs[p.name] = _probe_doc(p, r, qv, verdict)
+        docs[p.name] = _probe_doc(p, r, qv, verdict, plans[p.name])
+        if by is not None:
+            docs[p.name]["breakdown"] = breakdown(r.units, plans[p.name].items, by, seed=seed)
+        for reason, ids in {**plans[p.name].skipped, **r.dropped}.items():
+            dropped.setdefault(reason, set()).update(ids)
         summary[verdict].append(p.name)
+    if len(pairs) < len(items):
+        dropped["not_pairwise"] = {getattr(it, "id", str(i)) for i, it in enumerate(items)
+                                   if not isinstance(it, PairwiseItem)}
+    baseline = _baseline_section(union, base)
     judges = [bundle.public_spec] + [b.public_spec for b in panel]
     calls = sum_calls([b.client.stats.as_dict() for b in [bundle, *panel]])
     run = assess(n_valid=sum(any(o.valid for o in v.orders) for v in base),
-                 n_planned=len(labelled), calls=calls, min_valid=min_valid,
+                 n_planned=len(union), calls=calls, min_valid=min_valid,
                  max_failed=max_failed)
     if run["status"] == "failed":
         for d in docs.values():
             d["verdict"] = "run_failed"
         summary = {"biased": [], "not_biased": [], "underpowered": [],
                    "run_failed": list(docs)}
+    if limit is not None:
+        sel = {"kind": "first", "n": limit, "per_probe": True, "of": len(pairs)}
+    else:
+        sel = dict(selection) if selection else {"kind": "all", "n": len(items),
+                                                 "of": len(items)}
     return {
         "command": "audit",
         "version": judgeaudit.__version__,
         "judge": bundle.public_spec,
         **({"judges": judges} if panel else {}),
         "data": data_spec,
-        "n_items": len(labelled),
+        "n_items": len(union),
+        "items": {"given": len(items), "pairwise": len(pairs), "used": len(union),
+                  "selection": sel},
+        "dropped": _counts({k: sorted(v) for k, v in dropped.items()}),
+        "drop_reasons": {k: DROP_REASONS[k] for k in DROP_REASONS
+                         if dropped.get(k) or any(k in d["dropped"] for d in docs.values())},
+        "dropped_note": "distinct items left out of at least one probe, by reason (an item "
+                        "can count under several); per probe in probes.*.dropped",
+        "baseline": {k: v for k, v in baseline.items() if k != "warnings"},
+        "warnings": baseline["warnings"],
+        **({"by": by} if by is not None else {}),
         "template": {"name": bundle.pairwise.template.name,
                      "sha256": bundle.pairwise.template.sha256},
         "prompt_hashes": {bundle.pairwise.template.name: bundle.pairwise.template.sha256,
@@ -112,6 +304,9 @@ async def run_battery(
         "seconds": time.perf_counter() - t0,
         "started": started,
         "alpha": alpha,
+        "mde": {"power": POWER, "alpha": alpha,
+                "method": "each probe's own test at the realised n and discordance (exact "
+                          "sign test); see probes.*.mde_detail"},
         "summary": {"n_probes": len(probes), **summary},
         "probes": docs,
         **({"panel": panel_doc} if panel_doc else {}),
