@@ -125,24 +125,46 @@ def _num(x: float | None, fmt: str = "{:.3f}") -> str:
     return "n/a" if x is None else fmt.format(x)
 
 
-def audit_table(res: dict[str, Any]) -> Table:
+def audit_table(res: dict[str, Any]) -> Any:
+    """The audit as terminal tables: one row per probe (effect, n, q, MDE from the probe's
+    own test, verdict, flag, items left out by reason), then the --by breakdown (each
+    probe's effect per category, with n and interval) when there is one."""
+    from rich.console import Group
+
     t = Table(title=f"audit of {res['judge']} on {res['data']}", title_justify="left")
     for col, just in [("probe", "left"), ("effect [95% CI]", "right"), ("n", "right"),
                       ("q", "right"), ("MDE", "right"), ("verdict", "left"),
-                      ("flag", "left")]:
-        t.add_column(col, justify=just, no_wrap=True,  # type: ignore[arg-type]
+                      ("flag", "left"), ("left out", "left")]:
+        t.add_column(col, justify=just, no_wrap=col != "left out",  # type: ignore[arg-type]
                      min_width=12 if col == "probe" else None)
     for name, p in res["probes"].items():
         e = p["effect"]
         lo, hi = e["ci95"]
-        ci = "" if lo is None else f" [{lo:+.2f}, {hi:+.2f}]"
+        ci = "" if lo is None or hi is None else f" [{lo:+.2f}, {hi:+.2f}]"
         flag = p.get("flag") or {}
         ftxt = "" if not flag else (f"{flag['value']:.2f}{'>' if flag['exceeds'] else '<='}"
                                      f"{flag['threshold']:.2f}")
         v = p["verdict"]
+        left = ", ".join(f"{k} {c}" for k, c in (p.get("dropped") or {}).items())
         t.add_row(name, _num(e["value"], "{:+.2f}") + ci, str(p["n"]), _num(p["q"], "{:.1g}"),
-                  _num(p["mde"], "{:.2f}"), f"[{VERDICT_STYLE[v]}]{v}[/]", ftxt)
-    return t
+                  _num(p["mde"], "{:.2f}"), f"[{VERDICT_STYLE.get(v, 'yellow')}]{v}[/]", ftxt,
+                  left)
+    by = res.get("by")
+    rows = [(name, r) for name, p in res["probes"].items()
+            for r in ((p.get("breakdown") or {}).get("rows") or [])]
+    if not by or not rows:
+        return t
+    b = Table(title=f"effect by {by}", title_justify="left")
+    for col, just in [("probe", "left"), (str(by), "left"), ("effect [95% CI]", "right"),
+                      ("n", "right"), ("items", "right"), ("p", "right")]:
+        b.add_column(col, justify=just)  # type: ignore[arg-type]
+    for name, r in rows:
+        e = r.get("effect") or {}
+        lo, hi = e.get("ci95") or [None, None]
+        ci = "" if lo is None or hi is None else f" [{lo:+.2f}, {hi:+.2f}]"
+        b.add_row(name, str(r.get("value")), _num(e.get("value"), "{:+.2f}") + ci,
+                  str(r.get("n", 0)), str(r.get("n_items", "")), _num(r.get("p"), "{:.2g}"))
+    return Group(t, b)
 
 
 def panel_table(panel: dict[str, Any]) -> Table:

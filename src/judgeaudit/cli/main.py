@@ -228,7 +228,14 @@ def audit(
     probes: Annotated[str | None, typer.Option(
         help="Comma-separated probe names (default: the fast default set; see --list).")] = None,
     n: Annotated[int | None, typer.Option("--n", callback=positive("--n"), help=(
-        "Items per probe (default 40; --full: all)."))] = None,
+        "Items per probe: each probe takes the first N pairs it can use (default 40; "
+        "--full: all)."))] = None,
+    sample: Annotated[int | None, typer.Option(
+        help="Audit N pairs drawn at random (seeded by --seed, kept in data order); each "
+             "probe uses those it can. Not with --n.", callback=positive("--sample"))] = None,
+    by: Annotated[str | None, typer.Option(
+        "--by", help="Break each probe's effect down by an item field or metadata key, "
+                     "e.g. source, category.")] = None,
     full: Annotated[bool, typer.Option(help="Every probe, every item.")] = False,
     panel: Annotated[str | None, typer.Option(
         help="Extra judge SPECs (comma-separated) for the judge-panel agreement probe.")] = None,
@@ -249,8 +256,11 @@ def audit(
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
 ) -> None:
-    """Run the bias battery against a judge; write results.json and report.html."""
-    from judgeaudit.audit.battery import run_battery
+    """Run the bias battery against a judge; write results.json and report.html. Probes that
+    need no label (position) use every pair; the others use pairs labelled 1 or 2. Items left
+    out are counted by reason."""
+    from judgeaudit.audit.battery import audit_items, check_runnable, run_battery
+    from judgeaudit.audit.evaluate import check_field
     from judgeaudit.audit.probe import get_probe, probe_names
     from judgeaudit.cli.progress import growing_bar
     from judgeaudit.report import write_results
@@ -269,17 +279,24 @@ def audit(
             get_probe(name)
     except ValueError as exc:
         raise fail(str(exc)) from None
+    if n is not None and sample is not None:
+        raise fail("--n and --sample both choose the items; give one of them")
     items = load_items(data)
     unknown = must_pass - set(names)
     if unknown:
         raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
-    items = [it for it in items if getattr(it, "label", None) in (1, 2)]
-    if not full:
-        items = items[: n or 40]
-    elif n:
-        items = items[:n]
+    items, limit, selection = audit_items(items, n=n, sample=sample, full=full, seed=seed)
     if not items:
-        raise fail(f"data {data!r} has no pairwise items with a known better response")
+        raise fail(f"data {data!r} has no items")
+    try:
+        if by is not None:
+            check_field(items, by, "--by")
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    try:
+        check_runnable(items, names, limit=limit)
+    except ValueError as exc:
+        raise fail(f"data {data!r}: {exc}") from None
     check_out_dir(out)
     c = open_cache(cache, no_cache)
     kw = {"concurrency": concurrency, "timeout": timeout, "seed": seed}
@@ -292,7 +309,8 @@ def audit(
                 return await run_battery(bundle, items, names, seed=seed, alpha=alpha,
                                          panel=others, data_spec=data,
                                          on_calls=bar.add_total, on_done=bar.advance,
-                                         min_valid=min_valid, max_failed=max_failed)
+                                         min_valid=min_valid, max_failed=max_failed,
+                                         limit=limit, by=by, selection=selection)
         finally:
             for b in [bundle, *others]:
                 await b.aclose()
@@ -301,6 +319,8 @@ def audit(
     path = write_results(out / "results.json", res)
     from judgeaudit.cli.format import audit_table, panel_table
 
+    for w in res.get("warnings") or []:
+        console.print(f"[bold yellow]warning:[/] {w}")
     console.print(audit_table(res))
     if res.get("panel"):
         pn = res["panel"]
@@ -309,8 +329,20 @@ def audit(
                       f"(n = {pn['agreement']['n']}); {pn['n_disagreements']} disagreements "
                       "kept in results.json")
     cl = res["calls"]
-    console.print(f"{res['n_items']} items; calls: {cl['made']} made, {cl['cached']} from "
-                  f"cache, {cl['failed']} failed; {res['seconds']:.1f} s")
+    its = res.get("items") or {}
+    sel = its.get("selection") or {}
+    line = f"{res['n_items']} items judged of {its.get('given', res['n_items'])}"
+    if sel.get("kind") == "sample":
+        line += (f" (a random sample of {sel.get('n')} of {sel.get('of')}, seed "
+                 f"{sel.get('seed')})")
+    if limit is not None:
+        line += f"; each probe takes the first {limit} pairs it can use"
+    console.print(line)
+    if res.get("dropped"):
+        console.print("left out (distinct items, by reason): " + ", ".join(
+            f"{k} {v}" for k, v in res["dropped"].items()))
+    console.print(f"calls: {cl['made']} made, {cl['cached']} from cache, {cl['failed']} "
+                  f"failed; {res['seconds']:.1f} s")
     try:
         from judgeaudit.report import write_report
 
