@@ -275,6 +275,10 @@ def _probe(name: str, raw: Any, alpha: float, slug: str) -> dict[str, Any]:
         "rates": rates,
         "n_invalid": p.get("n_invalid"),
         "n_dropped": p.get("n_dropped"),
+        "n_items": p.get("n_items"),
+        "dropped": _drop_counts(p.get("dropped")),
+        "mde_text": _mde_text(p.get("mde_detail")),
+        "breakdown": _probe_breakdown(p.get("breakdown")),
         "plot": plot,
         "plot_error": plot_error,
         "examples": [_example(e) for e in examples_raw[:MAX_EXAMPLES]],
@@ -283,6 +287,44 @@ def _probe(name: str, raw: Any, alpha: float, slug: str) -> dict[str, Any]:
     }
     view["reason"], view["reason_ok"] = _reason(view, alpha)
     return view
+
+
+def _drop_counts(raw: Any) -> list[tuple[str, Any]]:
+    """[(reason, count)] of a `dropped` section, in its order."""
+    return [(str(k), v) for k, v in _d(raw).items()]
+
+
+def _mde_text(raw: Any) -> str | None:
+    """How the MDE was computed, in one line (None when the results do not say)."""
+    d = _d(raw)
+    if not d:
+        return None
+    parts = [str(d.get("method") or "the probe's test")]
+    if d.get("n") is not None:
+        parts.append(f"n = {fmt_int(d.get('n'))}")
+    if _num(d.get("discordance")) is not None:
+        parts.append(f"{100 * _num(d.get('discordance')):.0f}% of items moved "  # type: ignore[operator]
+                     f"(mean change {fmt(d.get('mean_change'))})")
+    if _num(d.get("se")) is not None:
+        parts.append(f"SE {fmt(d.get('se'))}")
+    if _num(d.get("alpha")) is not None and _num(d.get("power")) is not None:
+        parts.append(f"\u03b1 {_num(d.get('alpha')):g}, power {_num(d.get('power')):g}")
+    if _num(d.get("normal_approx")) is not None:
+        parts.append(f"normal approximation 2.8 \u00d7 SE = {fmt(d.get('normal_approx'))}")
+    return "; ".join(parts)
+
+
+def _probe_breakdown(raw: Any) -> list[dict[str, Any]]:
+    rows = []
+    for r in _l(_d(raw).get("rows")):
+        if not isinstance(r, dict):
+            continue
+        e = _d(r.get("effect"))
+        ci = e.get("ci95")
+        rows.append({"value": _str(r.get("value")), "n": r.get("n"), "n_items": r.get("n_items"),
+                     "p": r.get("p"), "effect": {"value": e.get("value"),
+                                                 "ci95": ci if isinstance(ci, list) else None}})
+    return rows
 
 
 def _panel(raw: Any) -> dict[str, Any] | None:
@@ -342,6 +384,8 @@ def _common(r: dict[str, Any]) -> dict[str, Any]:
 def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
     alpha = _num(r.get("alpha"))
     alpha = 0.05 if alpha is None else alpha
+    items, base = _d(r.get("items")), _d(r.get("baseline"))
+    sel = _d(items.get("selection"))
     used: set[str] = set()
     probes = [_probe(str(name), raw, alpha, _slug(str(name), used))
               for name, raw in _d(r.get("probes")).items()]
@@ -362,6 +406,18 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
         "counts": counts,
         "forest": forest,
         "panel": _panel(r.get("panel")),
+        "warnings": [str(w) for w in _l(r.get("warnings"))],
+        "items": {"given": items.get("given"), "pairwise": items.get("pairwise"),
+                  "used": items.get("used")} if items else None,
+        "selection": {"kind": _str(sel.get("kind")), "n": sel.get("n"), "of": sel.get("of"),
+                      "seed": sel.get("seed"), "per_probe": bool(sel.get("per_probe"))}
+        if sel else None,
+        "dropped": _drop_counts(r.get("dropped")),
+        "drop_reasons": {str(k): str(v) for k, v in _d(r.get("drop_reasons")).items()},
+        "baseline": {"accuracy": _estimate(base.get("accuracy")),
+                     "decisive_accuracy": _estimate(base.get("decisive_accuracy"))}
+        if base else None,
+        "by": _str(r.get("by")),
     }
 
 
