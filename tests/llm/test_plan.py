@@ -5,8 +5,12 @@ files from before the side tables."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
+import sys
+import types
+from pathlib import Path
 
 import httpx
 import pytest
@@ -180,3 +184,69 @@ def test_plan_keys_are_the_cache_keys_of_the_same_spec():
     p = make_provider("openai", "m", {"base_url": "http://127.0.0.1:9/v1", "batch": "on"})
     q = make_provider("openai", "m", {"base_url": "http://127.0.0.1:9/v1"})
     assert request_key(p, judge_request(3)) == request_key(q, judge_request(3))
+
+
+# ---- the Ray Data recipe of docs/scale-out.md -------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "scale-out.md"
+
+
+def ray_recipe(ray_module) -> dict:
+    """The recipe's code block, run with `ray_module` as `ray`."""
+    text = DOCS.read_text()
+    block = text.split("<!-- ray-recipe")[1].split("```python\n", 1)[1].split("```", 1)[0]
+    saved = sys.modules.get("ray")
+    sys.modules["ray"] = ray_module
+    try:
+        ns: dict = {}
+        exec(compile(block, str(DOCS), "exec"), ns)  # noqa: S102 - our own documentation
+    finally:
+        if saved is None:
+            sys.modules.pop("ray", None)
+        else:
+            sys.modules["ray"] = saved
+    return ns
+
+
+async def planned(tmp_path, srv, n=12):
+    p = make_provider("openai", "m", {"base_url": srv.openai_url})
+    cache = Cache(tmp_path / "c.sqlite")
+    planner = Planner(tmp_path / "plan.jsonl")
+    planner.bind(cache)
+    client = Client(p, cache)
+    client.planner = planner
+    reqs = [judge_request(i, "AB"[i % 2]) for i in range(n)]
+    await client.map(reqs)
+    planner.write()
+    return p, cache, reqs
+
+
+async def test_the_ray_recipe_answers_plan_lines_in_the_output_format(fake_server, tmp_path):
+    srv = fake_server()
+    p, cache, reqs = await planned(tmp_path, srv)
+    ns = ray_recipe(types.ModuleType("ray"))
+    lines = (tmp_path / "plan.jsonl").read_text().splitlines()
+    out = ns["answer"]({"text": lines}, base_url=srv.openai_url)["line"]
+    (tmp_path / "out.jsonl").write_text("\n".join(out) + "\n")
+    rep = ingest(tmp_path / "out.jsonl", cache, plan=tmp_path / "plan.jsonl")
+    assert (rep.ingested, rep.unanswered, rep.errors) == (12, 0, {})
+    client = Client(p, cache)
+    assert [o.text for o in await client.map(reqs)] == ["AB"[i % 2] for i in range(12)]
+    assert client.stats.cached == 12
+
+
+@pytest.mark.slow
+async def test_the_ray_recipe_runs_as_a_ray_data_job(fake_server, tmp_path):
+    ray = pytest.importorskip("ray")
+    srv = fake_server()
+    p, cache, reqs = await planned(tmp_path, srv, n=40)
+    ns = ray_recipe(ray)
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    try:
+        n = await asyncio.to_thread(ns["run"], str(tmp_path / "plan.jsonl"),
+                                    str(tmp_path / "out.jsonl"), srv.openai_url, 2)
+    finally:
+        ray.shutdown()
+    assert n == 40
+    rep = ingest(tmp_path / "out.jsonl", cache, plan=tmp_path / "plan.jsonl")
+    assert (rep.ingested, rep.unanswered) == (40, 0)
