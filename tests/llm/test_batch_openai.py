@@ -71,10 +71,14 @@ async def test_2000_requests_in_batches_answer_as_live_calls_with_no_live_call(t
 
 
 async def test_an_expired_batch_sends_its_unfinished_requests_again(tmp_path):
+    secret = "sk-batch-canary-0123456789"
     with FakeBatchServer(expire_batches=1) as srv:
-        client = Client(provider(srv, batch="on", **FAST), Cache(tmp_path / "c.sqlite"))
+        client = Client(provider(srv, batch="on", api_key=secret, **FAST),
+                        Cache(tmp_path / "c.sqlite"))
         outs = await client.map(requests(40))
         await client.aclose()
+        blob = b"".join(p.read_bytes() for p in tmp_path.glob("c.sqlite*"))
+        assert secret.encode() not in blob  # batch records keep no key
         assert all(not isinstance(o, CallFailed) for o in outs)
         assert srv.batch_count() == 2
         assert sorted(srv.submitted.values()) == [1] * 20 + [2] * 20  # the expired half again
