@@ -93,6 +93,8 @@ def test_export_copies_the_verified_bytes_to_a_directory_or_a_file(app, tiny, tm
     assert res.stdout.strip() == str(dest)
     assert hashlib.sha256(dest.read_bytes()).hexdigest() == tiny.sha256
     assert "prefill=assistant" in res.stderr and tiny.sha256 in res.stderr
+    kept = tmp_path / "models" / "tiny-q4.gguf"
+    assert kept.stat().st_mode & 0o044 == 0o044  # readable by another server's user
     # exists: refused without --force, overwritten with it
     again = runner.invoke(app, ["model", "export", "tiny", str(out)])
     assert again.exit_code == 2 and "--force" in again.output

