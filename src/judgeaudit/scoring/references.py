@@ -35,6 +35,7 @@ from typing import Any
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import DEFAULT_LEVELS, DEFAULT_RUBRIC, RubricJudge
 from judgeaudit.llm import CallFailed, Client, Message, Request
+from judgeaudit.llm.plan import is_planned
 from judgeaudit.perturb.rewrite import strip_wrapper
 from judgeaudit.scoring.perturbations import builtin
 
@@ -135,6 +136,10 @@ class ReferencePipeline:
                     for it, k in pending]
             outs = await self.generator.map(
                 reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
+            if any(is_planned(o) for o in outs):
+                # --plan-only: these generations are this stage's plan; their review and
+                # any retry depend on the answers, so they belong to a later stage.
+                break
             texts: list[str | None] = []
             for (it, k), out in zip(pending, outs, strict=True):
                 if isinstance(out, CallFailed):
