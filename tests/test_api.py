@@ -151,7 +151,7 @@ def test_data_as_a_list_of_items_or_dicts():
 @pytest.mark.parametrize("call, needle", [
     (lambda: judgeaudit.audit(SIM, probes="position,nosuch"), "unknown probe 'nosuch'"),
     (lambda: judgeaudit.audit(SIM, "nosuchkind:x"), "unknown data kind"),
-    (lambda: judgeaudit.audit(SIM, "builtin:graded"), "no pairwise items"),
+    (lambda: judgeaudit.audit(SIM, "builtin:graded"), "pairwise items; the data has none"),
     (lambda: judgeaudit.audit(SIM, alpha=1.5), "alpha"),
     (lambda: judgeaudit.evaluate(SIM, limit=2, sample=2), "limit and sample"),
     (lambda: judgeaudit.evaluate(SIM, limit=0), "limit"),

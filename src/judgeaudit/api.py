@@ -406,7 +406,7 @@ async def aaudit(
     Returns:
         The audit `Result`.
     """
-    from judgeaudit.audit.battery import run_battery
+    from judgeaudit.audit.battery import audit_items, check_runnable, run_battery
     from judgeaudit.audit.probe import get_probe, probe_names
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
@@ -417,13 +417,10 @@ async def aaudit(
     for name in names:
         get_probe(name)  # an unknown probe raises ValueError naming the known ones
     items, spec = load_data(data)
-    items = [it for it in items if getattr(it, "label", None) in (1, 2)]
-    if not full:
-        items = items[: n or 40]
-    elif n:
-        items = items[:n]
-    if not items:
-        raise ValueError(f"data {spec!r} has no pairwise items with a known better response")
+    # The CLI's own choice of items: each probe takes the first n pairs it can use (the
+    # position probe needs no label), or a seeded sample.
+    items, limit, selection = audit_items(items, n=n, full=full, seed=seed)
+    check_runnable(items, names, limit=limit)
     panel_specs = _specs(panel)
 
     async def body(s: Session) -> dict[str, Any]:
@@ -432,7 +429,8 @@ async def aaudit(
         tr = s.tracker("auditing")
         return await run_battery(bundle, items, names, seed=seed, alpha=alpha, panel=others,
                                  data_spec=spec, on_calls=tr.add_total, on_done=tr.advance,
-                                 min_valid=min_valid, max_failed=max_failed)
+                                 min_valid=min_valid, max_failed=max_failed, limit=limit,
+                                 selection=selection)
 
     return await _execute("audit", body, session=session, opts=opts,
                           raise_on_failure=raise_on_failure, judge=public_spec(judge),

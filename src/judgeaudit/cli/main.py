@@ -408,9 +408,19 @@ def judges() -> None:
 
 def _register_commands() -> None:
     """Commands that live in their own modules (one per capability)."""
-    from judgeaudit.cli import cache_cmd, hubj_cmd, rank_cmd, replay_cmd, scoring_cmd
+    from judgeaudit.cli import (
+        cache_cmd,
+        compare_cmd,
+        hubj_cmd,
+        plan_cmd,
+        rank_cmd,
+        replay_cmd,
+        scoring_cmd,
+    )
 
     cache_cmd.register(app)
+    compare_cmd.register(app)
+    plan_cmd.register(app)
     replay_cmd.register(app)
     rank_cmd.register(app)
     scoring_cmd.register(app)
