@@ -206,6 +206,8 @@ async def run_battery(
     limit: int | None = None,
     by: str | None = None,
     selection: dict[str, Any] | None = None,
+    plans: dict[str, ProbePlan] | None = None,
+    context: AuditContext | None = None,
 ) -> dict[str, Any]:
     """The audit's results document. Each probe gets the items it can use (`plan_items`:
     pairs labelled 1 or 2 for probes that need a label, every pair otherwise; the first
@@ -217,11 +219,16 @@ async def run_battery(
     Its `run` section applies the one outcome rule (`report.outcome.assess`) to the
     unperturbed verdicts: a run with fewer than `min_valid` validly judged items, or more
     than `max_failed` of its calls failed, has failed, and every probe's verdict is then
-    `run_failed` (no gate passes it)."""
+    `run_failed` (no gate passes it).
+
+    `plans` / `context` (the adaptive audit's hook, `audit.adaptive`): each probe's items as
+    chosen by the caller (instead of `plan_items` with `limit`) and an AuditContext whose
+    memoised verdicts are reused, so probes re-run on items already judged cost no call."""
     import judgeaudit
 
     probes = [get_probe(n) for n in probe_names]
-    plans = check_runnable(items, probe_names, limit=limit)
+    if plans is None:
+        plans = check_runnable(items, probe_names, limit=limit)
     pairs = [it for it in items if isinstance(it, PairwiseItem)]
     if by is not None:
         check_field(pairs, by, "--by")
@@ -233,7 +240,7 @@ async def run_battery(
     order = {it.id: i for i, it in enumerate(pairs)}
     union.sort(key=lambda it: order[it.id])
     ctx = AuditContext(bundle, union, seed=seed, panel=panel, on_calls=on_calls,
-                       on_done=on_done, alpha=alpha)
+                       on_done=on_done, alpha=alpha) if context is None else context.view(union)
     t0 = time.perf_counter()
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     base = await ctx.baseline()  # shared by every probe

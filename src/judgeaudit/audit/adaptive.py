@@ -1,0 +1,323 @@
+"""Adaptive audits (`judgeaudit audit --adaptive`): the same verdicts as a fixed-n audit for a
+fraction of the judge calls, with anytime-valid statistics.
+
+Items are drawn in rounds (a seeded order of the pairs; each probe takes the pairs it can
+use, at most `max_n`). Round r gives every open probe the first r * round_size of its items;
+the probes run on those prefixes through one AuditContext, whose memo (and the client cache)
+means an item judged in an earlier round is never judged again, and whose shared baseline
+(the unperturbed verdicts, both orders) serves every probe as in the fixed-n audit.
+
+After each round every open probe's per-item differences (`ProbeResult.units`, whose mean is
+the probe's effect, a preference shift in [-1, 1]; [-0.5, 0.5] for position) feed
+- a betting confidence sequence for the effect (`stats.sequential.betting_cs`, level
+  1 - alpha simultaneously over all rounds), and
+- a betting e-process against "no effect" (`stats.sequential.betting_evalue`).
+A probe stops as
+- biased: e-BH (`stats.sequential.ebh`) over all K probes at the report's alpha rejects it
+  (K fixed; a stopped probe's e-value is frozen, a probe with no data yet has e = 1);
+- not biased: its confidence sequence lies inside the probe's no-bias range;
+- underpowered at max-n (or when its items run out) with its current interval, unless one
+  of the two rules above holds there.
+The run stops when every probe has stopped, or before a round that would exceed `max_calls`
+(estimated from the previous round) / once `max_cost` USD is spent; open probes then stop
+as underpowered ("budget"). A probe that stopped as not biased but is in the final e-BH
+rejection set is reported biased (as `battery.decide`: biased takes precedence), so the
+biased set is exactly e-BH's and has FDR <= alpha.
+
+`AdaptiveRule` is the stopping rule on its own (no I/O): the audit and the simulation in
+benchmarks/adaptive_audit.py call the same code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from judgeaudit.audit.battery import ProbePlan, check_runnable, run_battery
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
+from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.judges.factory import JudgeBundle
+from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
+from judgeaudit.stats.sequential import betting_cs, betting_evalue, ebh
+
+DEFAULT_MAX_N = 500
+DEFAULT_ROUND_SIZE = 20
+
+# Range of a probe's per-item difference: position's is f - 1/2 with f in {0, 1/2, 1}; every
+# other default probe's is a difference of two credits in [0, 1].
+BOUNDS: dict[str, tuple[float, float]] = {"position": (-0.5, 0.5)}
+
+REASONS = {
+    "cleared": "its confidence sequence lies inside the no-bias range",
+    "rejected": "e-BH across the probes rejects 'no effect' at alpha",
+    "max_n": "reached max-n items without either",
+    "exhausted": "ran out of usable items before max-n without either",
+    "budget": "the run's --max-calls / --max-cost budget ran out",
+}
+METHOD = ("anytime-valid: betting confidence sequence (Waudby-Smith & Ramdas 2024, hedged "
+          "capital, predictable plug-in bets) and betting e-process against 'no effect', e-BH "
+          "across probes (Wang & Ramdas 2022) with stopped probes' e-values frozen; valid at "
+          "the data-dependent stopping round")
+
+
+def bounds(name: str) -> tuple[float, float]:
+    return BOUNDS.get(name, (-1.0, 1.0))
+
+
+def sequence(d: Sequence[float] | np.ndarray, lo: float, hi: float,
+             alpha: float) -> tuple[float, float, float]:
+    """(interval low, interval high, e-value) after the observations `d` in time order; no
+    observation: the whole range and e = 1."""
+    x = np.asarray(d, dtype=float)
+    if x.size == 0:
+        return lo, hi, 1.0
+    cl, ch = betting_cs(x, lo, hi, alpha)
+    e = betting_evalue(x, lo, hi, 0.0, alpha=alpha)
+    return float(cl[-1]), float(ch[-1]), float(e[-1])
+
+
+@dataclass
+class ProbeState:
+    """One probe's sequential state."""
+
+    name: str
+    no_bias: tuple[float, float]
+    lo: float = -1.0
+    hi: float = 1.0
+    n: int = 0  # observations (valid per-item differences)
+    items: int = 0  # items given to the probe
+    ci: tuple[float, float] = (-1.0, 1.0)
+    evalue: float = 1.0
+    open: bool = True
+    reason: str | None = None
+    stop_round: int | None = None
+    path: list[dict[str, Any]] = field(default_factory=list)
+
+    def update(self, n: int, items: int, ci: tuple[float, float], evalue: float,
+               rnd: int) -> None:
+        if not self.open:
+            return
+        self.n, self.items, self.evalue = n, items, evalue
+        # NaN bounds (every candidate rejected: only if the guarantee failed) keep the old
+        # interval rather than reporting none.
+        if not (math.isnan(ci[0]) or math.isnan(ci[1])):
+            self.ci = ci
+        self.path.append({"round": rnd, "n": n, "items": items, "ci": list(self.ci),
+                          "evalue": evalue})
+
+    def inside(self) -> bool:
+        return self.no_bias[0] <= self.ci[0] and self.ci[1] <= self.no_bias[1]
+
+
+class AdaptiveRule:
+    """The stopping rule over K probes. Call `step(rnd, done)` after each round's updates:
+    `done[name]` True when that probe has no more items to take (max-n or data)."""
+
+    def __init__(self, states: Sequence[ProbeState], alpha: float):
+        self.states = list(states)
+        self.alpha = alpha
+
+    def rejected(self) -> np.ndarray:
+        return ebh(np.array([s.evalue for s in self.states], dtype=float), self.alpha)
+
+    def step(self, rnd: int, done: dict[str, str | None]) -> None:
+        rej = self.rejected()
+        for s, r in zip(self.states, rej, strict=True):
+            if not s.open:
+                continue
+            reason = ("rejected" if r else "cleared" if s.inside() else done.get(s.name))
+            if reason:
+                s.open, s.reason, s.stop_round = False, reason, rnd
+
+    def stop_all(self, rnd: int, reason: str = "budget") -> None:
+        for s in self.states:
+            if s.open:
+                s.open, s.reason, s.stop_round = False, reason, rnd
+
+    def verdicts(self) -> dict[str, str]:
+        """Final verdicts: biased = the final e-BH rejection set (frozen e-values)."""
+        rej = self.rejected()
+        out = {}
+        for s, r in zip(self.states, rej, strict=True):
+            out[s.name] = ("biased" if r else "not_biased" if s.reason == "cleared"
+                           else "underpowered")
+        return out
+
+    @property
+    def all_stopped(self) -> bool:
+        return not any(s.open for s in self.states)
+
+
+def seeded_order(items: Sequence[Any], seed: int) -> list[Any]:
+    """The pairs in a seeded random order (the order items are drawn in rounds)."""
+    out = [it for it in items if isinstance(it, PairwiseItem)]
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def _cost(bundle: JudgeBundle) -> float:
+    return float(bundle.client.stats.as_dict().get("cost_usd") or 0.0)
+
+
+async def run_adaptive(
+    bundle: JudgeBundle,
+    items: Sequence[PairwiseItem],
+    probe_names: Sequence[str],
+    *,
+    seed: int = 0,
+    alpha: float = 0.05,
+    max_n: int = DEFAULT_MAX_N,
+    round_size: int = DEFAULT_ROUND_SIZE,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
+    data_spec: str = "",
+    on_calls: Callable[[int], None] | None = None,
+    on_done: Callable[[], None] | None = None,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
+    by: str | None = None,
+) -> dict[str, Any]:
+    """The adaptive audit's results document: the fixed-n document (`run_battery`) of the
+    items each probe used when it stopped, with each probe's verdict and interval replaced by
+    the sequential ones and an `adaptive` section per probe and for the run."""
+    if max_n < 1 or round_size < 1:
+        raise ValueError("--max-n and --round-size must be >= 1")
+    t0 = time.perf_counter()
+    probes: list[Probe] = [get_probe(n) for n in probe_names]
+    ordered = seeded_order(items, seed)
+    plans = check_runnable(ordered, probe_names, limit=max_n)
+    pj = bundle.pairwise
+    calls = {"total": 0, "baseline": 0}
+    own = dict.fromkeys(probe_names, 0)
+
+    def counter(key: str | None) -> Callable[[int], None]:
+        def add(k: int) -> None:
+            calls["total"] += k
+            if key is None:
+                calls["baseline"] += k
+            else:
+                own[key] += k
+            if on_calls:
+                on_calls(k)
+        return add
+
+    ctx = AuditContext(bundle, [], seed=seed, on_calls=counter(None), on_done=on_done,
+                       alpha=alpha)
+    states = []
+    for p in probes:
+        lo, hi = bounds(p.name)
+        states.append(ProbeState(p.name, tuple(p.no_bias_range), lo, hi, ci=(lo, hi)))
+    by_name = {s.name: s for s in states}
+    rule = AdaptiveRule(states, alpha)
+    for s in states:  # a probe with no usable item stops at once (e = 1, whole range)
+        if not plans[s.name].items:
+            s.open, s.reason, s.stop_round = False, "exhausted", 0
+    rnd, stopped_by, last_round_calls = 0, "all probes stopped", 0
+    while not rule.all_stopped:
+        if max_calls is not None and calls["total"] + last_round_calls > max_calls:
+            stopped_by = "max_calls"
+            break
+        if max_cost is not None and _cost(bundle) >= max_cost:
+            stopped_by = "max_cost"
+            break
+        rnd += 1
+        before = calls["total"]
+        m = rnd * round_size
+        open_probes = [p for p in probes if by_name[p.name].open]
+        prefixes = {p.name: plans[p.name].items[:m] for p in open_probes}
+        union = list({it.id: it for pre in prefixes.values() for it in pre}.values())
+        await ctx.baseline(union)  # shared by every probe, judged once
+
+        async def one(p: Probe, prefixes: dict = prefixes) -> ProbeResult:
+            v = ctx.view(prefixes[p.name])
+            v._on_calls = counter(p.name)
+            return await p.run(v)
+
+        results = await asyncio.gather(*(one(p) for p in open_probes))
+        done: dict[str, str | None] = {}
+        for p, r in zip(open_probes, results, strict=True):
+            s = by_name[p.name]
+            d = [x for _, x in r.units]
+            lo_, hi_, e = sequence(d, s.lo, s.hi, alpha)
+            s.update(len(d), len(prefixes[p.name]), (lo_, hi_), e, rnd)
+            n_all = len(plans[p.name].items)
+            done[p.name] = (None if m < n_all else "max_n" if n_all >= max_n else "exhausted")
+        rule.step(rnd, done)
+        last_round_calls = calls["total"] - before
+    if not rule.all_stopped:
+        rule.stop_all(rnd, "budget")
+    verdicts = rule.verdicts()
+
+    # The document: the fixed-n battery over the items each probe had when it stopped (all
+    # memoised: no new call), then the sequential verdicts and intervals on top.
+    used = {s.name: ProbePlan(items=plans[s.name].items[:s.items],
+                              skipped=plans[s.name].skipped) for s in states}
+    if not any(p.items for p in used.values()):
+        raise ValueError("the adaptive audit stopped before judging any item "
+                         "(--max-calls / --max-cost too small?)")
+    run_calls = calls["total"]
+    doc = await run_battery(
+        bundle, ordered, probe_names, seed=seed, alpha=alpha, data_spec=data_spec,
+        min_valid=min_valid, max_failed=max_failed, by=by, plans=used, context=ctx,
+        selection={"kind": "adaptive", "n": max_n, "seed": seed, "of": len(ordered)})
+    fixed_base = pj.n_calls(list({it.id: it for p in plans.values()
+                                  for it in p.items}.values()))
+    total_fixed = fixed_base
+    failed = doc["run"]["status"] == "failed"
+    summary: dict[str, list[str]] = {"biased": [], "not_biased": [], "underpowered": []}
+    for s in states:
+        pd = doc["probes"][s.name]
+        n_fixed = len(plans[s.name].items)
+        per_item = own[s.name] / s.items if s.items else 0.0
+        own_fixed = round(per_item * n_fixed)
+        total_fixed += own_fixed
+        spent = own[s.name] + pj.n_calls(used[s.name].items)
+        fixed = own_fixed + pj.n_calls(plans[s.name].items)
+        pd["adaptive"] = {
+            "n": s.n, "items": s.items, "rounds": s.stop_round,
+            "ci": list(s.ci), "evalue": s.evalue, "stop_reason": s.reason,
+            "stop_reason_text": REASONS.get(s.reason or "", ""),
+            "calls": spent, "calls_own": own[s.name],
+            "fixed_n_items": n_fixed, "fixed_n_calls": fixed,
+            "fixed_n_calls_note": "its own calls per item in this run times the fixed-n "
+                                  "audit's items, plus its baseline (both orders per item)",
+            "naive_fixed_n": {"ci95": pd["effect"]["ci95"], "p": pd["p"], "q": pd["q"]},
+            "path": s.path,
+        }
+        pd["effect"]["ci95"] = list(s.ci)
+        pd["effect"]["interval"] = "anytime-valid confidence sequence at level 1 - alpha"
+        pd["p"], pd["q"] = None, None
+        pd["notes"] = [x for x in pd["notes"] if not x.startswith("underpowered:")]
+        verdict = verdicts[s.name]
+        if verdict == "underpowered":
+            pd["notes"].append(
+                f"underpowered: stopped ({REASONS.get(s.reason or '', s.reason)}) after "
+                f"{s.items} items with the interval [{s.ci[0]:.3f}, {s.ci[1]:.3f}], which "
+                f"neither excludes 0 at e-BH's level nor lies inside "
+                f"[{s.no_bias[0]}, {s.no_bias[1]}] (raise --max-n or the budget)")
+        if not failed:
+            pd["verdict"] = verdict
+            summary[verdict].append(s.name)
+    if not failed:
+        doc["summary"] = {"n_probes": len(probes), **summary}
+    doc["adaptive"] = {
+        "max_n": max_n, "round_size": round_size, "max_calls": max_calls,
+        "max_cost": max_cost, "rounds": rnd, "stopped_by": stopped_by,
+        "calls": run_calls, "baseline_calls": calls["baseline"],
+        "fixed_n_calls": total_fixed,
+        "calls_ratio": run_calls / total_fixed if total_fixed else None,
+        "method": METHOD, "alpha": alpha, "order_seed": seed,
+        "reasons": REASONS,
+        "bounds": {s.name: [s.lo, s.hi] for s in states},
+    }
+    doc["mde"]["note"] = ("MDEs are the fixed-n test's at each probe's stopping n; the "
+                          "adaptive verdicts use the e-values and sequences")
+    doc["seconds"] = time.perf_counter() - t0
+    return doc
