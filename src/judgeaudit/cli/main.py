@@ -255,6 +255,20 @@ def audit(
     no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
+    adaptive: Annotated[bool, typer.Option(
+        "--adaptive", help="Draw items in rounds and stop each probe as soon as its "
+        "anytime-valid interval / e-value decides (biased, not biased) or at --max-n.")] = False,
+    max_n: Annotated[int, typer.Option(
+        "--max-n", callback=positive("--max-n"),
+        help="--adaptive: most items per probe (default 500).")] = 500,
+    round_size: Annotated[int, typer.Option(
+        "--round-size", callback=positive("--round-size"),
+        help="--adaptive: items added to each open probe per round (default 20).")] = 20,
+    max_calls: Annotated[int | None, typer.Option(
+        "--max-calls", callback=positive("--max-calls"),
+        help="--adaptive: stop before a round that would exceed this many judge calls.")] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        "--max-cost", help="--adaptive: stop once this many USD are spent.")] = None,
 ) -> None:
     """Run the bias battery against a judge; write results.json and report.html. Probes that
     need no label (position) use every pair; the others use pairs labelled 1 or 2. Items left
@@ -281,6 +295,13 @@ def audit(
         raise fail(str(exc)) from None
     if n is not None and sample is not None:
         raise fail("--n and --sample both choose the items; give one of them")
+    if adaptive and (n is not None or sample is not None or panel):
+        raise fail("--adaptive chooses the items itself (--max-n); not with --n, --sample "
+                   "or --panel")
+    if not adaptive and (max_calls is not None or max_cost is not None):
+        raise fail("--max-calls and --max-cost apply to --adaptive")
+    if max_cost is not None and not max_cost > 0:
+        raise fail(f"--max-cost: expected a positive number of USD, got {max_cost}")
     items = load_items(data)
     unknown = must_pass - set(names)
     if unknown:
@@ -306,6 +327,14 @@ def audit(
     async def go() -> dict:
         try:
             with growing_bar("auditing") as bar:
+                if adaptive:
+                    from judgeaudit.audit.adaptive import run_adaptive
+
+                    return await run_adaptive(
+                        bundle, items, names, seed=seed, alpha=alpha, max_n=max_n,
+                        round_size=round_size, max_calls=max_calls, max_cost=max_cost,
+                        data_spec=data, on_calls=bar.add_total, on_done=bar.advance,
+                        min_valid=min_valid, max_failed=max_failed, by=by)
                 return await run_battery(bundle, items, names, seed=seed, alpha=alpha,
                                          panel=others, data_spec=data,
                                          on_calls=bar.add_total, on_done=bar.advance,
@@ -335,9 +364,14 @@ def audit(
     if sel.get("kind") == "sample":
         line += (f" (a random sample of {sel.get('n')} of {sel.get('of')}, seed "
                  f"{sel.get('seed')})")
-    if limit is not None:
+    if limit is not None and not adaptive:
         line += f"; each probe takes the first {limit} pairs it can use"
     console.print(line)
+    if res.get("adaptive"):
+        ad = res["adaptive"]
+        console.print(f"adaptive: {ad['rounds']} rounds of {ad['round_size']} items, "
+                      f"{ad['calls']} judge calls vs about {ad['fixed_n_calls']} for the "
+                      f"fixed-n audit at max-n {ad['max_n']} ({ad['stopped_by']})")
     if res.get("dropped"):
         console.print("left out (distinct items, by reason): " + ", ".join(
             f"{k} {v}" for k, v in res["dropped"].items()))
