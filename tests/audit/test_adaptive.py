@@ -1,0 +1,92 @@
+"""Adaptive audits (issue 16): early stopping with anytime-valid statistics on the sim judge."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from judgeaudit.audit.adaptive import AdaptiveRule, ProbeState, run_adaptive, sequence
+from judgeaudit.data import load
+from judgeaudit.judges import make_judge
+
+
+def _run(spec: str, probes: list[str], **kw) -> dict:
+    items = load("builtin:facts")
+    return asyncio.run(run_adaptive(make_judge(spec), items, probes, **kw))
+
+
+def test_strong_position_bias_stops_early_as_biased():
+    doc = _run("sim?position=4", ["position"], max_n=200, round_size=20)
+    p = doc["probes"]["position"]
+    a = p["adaptive"]
+    assert p["verdict"] == "biased" and a["stop_reason"] == "rejected"
+    assert a["items"] <= 60
+    assert a["calls"] <= 0.35 * a["fixed_n_calls"]
+    assert doc["adaptive"]["calls"] < doc["adaptive"]["fixed_n_calls"]
+    lo, hi = a["ci"]
+    assert lo > 0 and p["effect"]["ci95"] == [lo, hi]
+    assert a["evalue"] >= 1 / 0.05
+
+
+def test_no_position_bias_is_never_biased_over_seeds():
+    for seed in range(20):
+        doc = _run(f"sim?seed={seed}", ["position"], max_n=60, round_size=20, seed=seed)
+        assert doc["probes"]["position"]["verdict"] in ("not_biased", "underpowered")
+
+
+def test_results_carry_the_adaptive_fields():
+    doc = _run("sim?position=3", ["position", "authority"], max_n=40, round_size=20)
+    ad = doc["adaptive"]
+    for k in ("rounds", "calls", "fixed_n_calls", "max_n", "round_size", "stopped_by",
+              "method"):
+        assert k in ad
+    for p in doc["probes"].values():
+        a = p["adaptive"]
+        for k in ("n", "items", "calls", "ci", "evalue", "stop_reason", "fixed_n_calls",
+                  "path"):
+            assert k in a
+        assert a["path"] and a["path"][-1]["ci"] == a["ci"]
+    assert doc["run"]["status"] == "ok"
+    # the fixed-n battery re-run over the stopped prefixes costs no call
+    assert doc["calls"]["made"] + doc["calls"]["cached"] == ad["calls"]
+
+
+def test_units_grow_as_a_prefix():
+    """A probe's per-item differences on a longer prefix extend those on a shorter one (the
+    sequential stream is well defined)."""
+    from judgeaudit.audit.probe import AuditContext, get_probe
+
+    items = load("builtin:facts")[:40]
+    ctx = AuditContext(make_judge("sim?authority=1"), items)
+    p = get_probe("authority")
+    a = asyncio.run(p.run(ctx.view(items[:20])))
+    b = asyncio.run(p.run(ctx.view(items)))
+    assert b.units[:len(a.units)] == a.units
+
+
+def test_budget_stops_the_run():
+    doc = _run("sim", ["position", "authority"], max_n=200, round_size=20, max_calls=300)
+    assert doc["adaptive"]["stopped_by"] == "max_calls"
+    assert doc["adaptive"]["calls"] <= 300
+    assert all(p["adaptive"]["stop_reason"] in ("budget", "cleared", "rejected")
+               for p in doc["probes"].values())
+
+
+def test_rule_controls_false_rejections_on_null_streams():
+    rng = np.random.default_rng(0)
+    false = 0
+    for _ in range(40):
+        states = [ProbeState(f"p{i}", (-0.05, 0.05)) for i in range(3)]
+        rule = AdaptiveRule(states, 0.05)
+        x = rng.choice([-1.0, 0.0, 1.0], p=[0.1, 0.8, 0.1], size=(3, 200))
+        rnd = 0
+        while not rule.all_stopped:
+            rnd += 1
+            m = min(20 * rnd, 200)
+            for i, s in enumerate(states):
+                lo, hi, e = sequence(x[i, :m], -1, 1, 0.05)
+                s.update(m, m, (lo, hi), e, rnd)
+            rule.step(rnd, {s.name: "max_n" if m >= 200 else None for s in states})
+        false += sum(v == "biased" for v in rule.verdicts().values())
+    assert false <= 2
