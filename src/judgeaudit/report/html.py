@@ -397,8 +397,10 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
             [{"label": p["title"], "value": p["effect"]["value"], "ci95": p["effect"]["ci95"],
               "no_bias_range": p["no_bias_range"], "verdict": p["verdict"]} for p in probes],
             xlabel="effect (each probe's own metric; 0 = no effect)", signed=True, width=1000)
+    adaptive = _adaptive_view(r, probes, alpha)
     return {
         **_common(r),
+        "adaptive": adaptive,
         "page_title": f"judgeaudit audit \u2013 {r.get('judge', '?')}",
         "n_items": r.get("n_items"),
         "alpha": alpha,
@@ -419,6 +421,61 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
         if base else None,
         "by": _str(r.get("by")),
     }
+
+
+def _adaptive_view(r: dict[str, Any], probes: list[dict[str, Any]],
+                   alpha: float) -> dict[str, Any] | None:
+    """The adaptive audit's section (None for a fixed-n audit). Its verdicts follow the
+    sequential rule (e-BH on e-values, the confidence sequence inside the no-bias range), so
+    each probe's stated reason is rewritten from those numbers."""
+    ad = _d(r.get("adaptive"))
+    if not ad:
+        return None
+    raw = _d(r.get("probes"))
+    rows, series = [], []
+    for p in probes:
+        a = _d(_d(raw.get(p["name"])).get("adaptive"))
+        if not a:
+            continue
+        ci = a.get("ci") if isinstance(a.get("ci"), list) else [None, None]
+        e = _num(a.get("evalue"))
+        rows.append({"name": p["name"], "title": p["title"], "slug": p["slug"],
+                     "verdict": p["verdict"], "n": a.get("n"), "items": a.get("items"),
+                     "calls": a.get("calls"), "fixed_n_calls": a.get("fixed_n_calls"),
+                     "ci": ci, "evalue": e, "reason": _str(a.get("stop_reason")),
+                     "rounds": a.get("rounds")})
+        series.append({"label": p["title"], "verdict": p["verdict"],
+                       "points": [{"n": q.get("items"), "lo": (q.get("ci") or [None])[0],
+                                   "hi": (q.get("ci") or [None, None])[1]}
+                                  for q in _l(a.get("path")) if isinstance(q, dict)]})
+        ci_s = fmt_ci(ci)
+        if p["verdict"] == "biased":
+            p["reason"] = (f"e-BH across the probes rejects 'no effect' at \u03b1 = {alpha:g} "
+                           f"(e-value {svg.fmt_num(e)}); anytime-valid interval {ci_s}.")
+            p["reason_ok"] = True
+        elif p["verdict"] == "not_biased":
+            p["reason"] = (f"The anytime-valid interval {ci_s} lies inside the no-bias range "
+                           f"{fmt_ci(p['no_bias_range'])}.")
+        elif p["verdict"] == "underpowered":
+            p["reason"] = (f"Stopped ({_str(a.get('stop_reason'))}) with the anytime-valid "
+                           f"interval {ci_s} and e-value {svg.fmt_num(e)}: neither rejected by "
+                           "e-BH nor inside the no-bias range.")
+            p["reason_ok"] = True
+    plot = None
+    nbs = {tuple(p["no_bias_range"]) for p in probes if p.get("no_bias_range")}
+    try:
+        plot = svg.sequence_plot(
+            series, xlabel="items judged per probe",
+            ylabel="effect (anytime-valid interval)",
+            no_bias_range=list(next(iter(nbs))) if len(nbs) == 1 else None, width=1000)
+    except ValueError:
+        plot = None
+    return {"rounds": ad.get("rounds"), "round_size": ad.get("round_size"),
+            "max_n": ad.get("max_n"), "calls": ad.get("calls"),
+            "fixed_n_calls": ad.get("fixed_n_calls"), "ratio": _num(ad.get("calls_ratio")),
+            "stopped_by": _str(ad.get("stopped_by")), "method": _str(ad.get("method")),
+            "max_calls": ad.get("max_calls"), "max_cost": ad.get("max_cost"),
+            "rows": rows, "plot": plot}
 
 
 _EVAL_ROWS = [

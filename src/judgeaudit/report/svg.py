@@ -323,6 +323,89 @@ def interval_plot(
     return Markup("".join(out))
 
 
+def sequence_plot(
+    series: Sequence[dict[str, Any]],
+    *,
+    title: str = "",
+    xlabel: str = "items judged",
+    ylabel: str = "effect",
+    no_bias_range: Sequence[float] | None = None,
+    width: int = 760,
+    height: int = 320,
+) -> Markup:
+    """Confidence sequences narrowing with n (the adaptive audit): one band per series.
+
+    Series keys: label, points ([{"n": x, "lo": a, "hi": b}, ...] in order of n), optional
+    verdict (colours the band and is written after the label). A dashed line marks 0 and a
+    shaded band the no-bias range when given."""
+    rows = []
+    span: list[float] = [0.0]
+    nmax = 1.0
+    for i, sr in enumerate(series):
+        pts = [(finite(p.get("n")), finite(p.get("lo")), finite(p.get("hi")))
+               for p in sr.get("points") or []]
+        pts = [(n, lo, hi) for n, lo, hi in pts if None not in (n, lo, hi)]
+        if not pts:
+            continue
+        verdict = sr.get("verdict")
+        col = PALETTE[i % len(PALETTE)]  # one colour per probe; verdict in the label
+        rows.append((str(sr.get("label", "")), pts, verdict, col))
+        span += [v for _, lo, hi in pts for v in (lo, hi)]
+        nmax = max(nmax, max(n for n, _, _ in pts))
+    if not rows:
+        raise ValueError("sequence plot needs at least one series with points")
+    nb = None
+    if no_bias_range is not None and len(no_bias_range) == 2:
+        a, b = finite(no_bias_range[0]), finite(no_bias_range[1])
+        nb = (a, b) if a is not None and b is not None else None
+    yt = nice_ticks(min(span), max(span))
+    xt = nice_ticks(0.0, nmax)
+    ml, mr, mt, mb = 60, 190, 30 + (20 if title else 0), 46
+    ph, pw = height - mt - mb, width - ml - mr
+    x = _Scale(0.0, max(xt[-1], nmax), ml, ml + pw)
+    y = _Scale(yt[0], yt[-1], mt + ph, mt)
+    desc = "; ".join(f"{lab}: [{fmt_num(p[-1][1])}, {fmt_num(p[-1][2])}] at n = "
+                     f"{fmt_num(p[-1][0])}" for lab, p, _, _ in rows)
+    out = _open(width, height, title, desc)
+    if title:
+        out.append(_text(8, 18, clip(title, 100), size=14, weight="600", full=title))
+    if nb:
+        lo_, hi_ = sorted(nb)
+        y0, y1 = y(max(lo_, yt[0])), y(min(hi_, yt[-1]))
+        out.append(f'<rect class="nobias" x="{ml}" y="{_c(y1)}" width="{pw}" '
+                   f'height="{_c(max(y0 - y1, 1))}" fill="#d8eedd" stroke="#9fcfaa"/>')
+    for t in yt:
+        out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_c(y(t))}" y2="{_c(y(t))}" '
+                   f'stroke="#eeeeee"/>')
+        out.append(_text(ml - 6, y(t) + 4, fmt_num(t), anchor="end", size=11, fill="#555555"))
+    for t in xt:
+        out.append(_text(x(t), mt + ph + 16, fmt_num(t), anchor="middle", size=11,
+                         fill="#555555"))
+    if yt[0] <= 0 <= yt[-1]:
+        out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_c(y(0))}" y2="{_c(y(0))}" '
+                   f'stroke="#666666" stroke-dasharray="4 3"/>')
+    for k, (label, pts, verdict, col) in enumerate(rows):
+        poly = [f"{_c(x(n))},{_c(y(hi))}" for n, _, hi in pts] + \
+               [f"{_c(x(n))},{_c(y(lo))}" for n, lo, _ in reversed(pts)]
+        out.append(f'<polygon class="cs" points="{" ".join(poly)}" fill="{col}" '
+                   f'fill-opacity="0.15" stroke="{col}" stroke-width="1.5"/>')
+        n, lo, hi = pts[-1]
+        out.append(f'<line x1="{_c(x(n))}" x2="{_c(x(n))}" y1="{_c(y(hi))}" '
+                   f'y2="{_c(y(lo))}" stroke="{col}" stroke-width="3"/>')
+        lab = label + (f" ({VERDICT_LABELS.get(verdict, verdict)})" if verdict else "")
+        ly = mt + 14 + 16 * k
+        out.append(f'<rect x="{ml + pw + 12}" y="{ly - 10}" width="12" height="12" '
+                   f'fill="{col}"/>')
+        out.append(_text(ml + pw + 30, ly, clip(lab, 26), size=11, full=lab))
+    out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}" '
+               f'stroke="#888888"/>')
+    out.append(_text(ml + pw / 2, height - 8, clip(xlabel, 90), anchor="middle", size=11))
+    out.append(_text(14, mt + ph / 2, clip(ylabel, 40), anchor="middle", size=11,
+                     extra=f'transform="rotate(-90 14 {_c(mt + ph / 2)})"'))
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
 def _interval_desc(prepared: list[tuple]) -> str:
     parts = []
     for label, v, lo, hi, _nb, verdict in prepared:

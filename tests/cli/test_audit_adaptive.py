@@ -1,0 +1,40 @@
+"""`judgeaudit audit --adaptive`: options, results, report and the gate."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from judgeaudit.cli.main import app
+
+runner = CliRunner()
+
+
+def test_adaptive_fail_on_biased_exits_1(tmp_path):
+    out = tmp_path / "a"
+    r = runner.invoke(app, ["audit", "--judge", "sim?position=4", "--probes", "position",
+                            "--adaptive", "--max-n", "100", "--out", str(out),
+                            "--fail-on", "biased", "--no-cache"])
+    assert r.exit_code == 1, r.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["probes"]["position"]["verdict"] == "biased"
+    assert doc["adaptive"]["rounds"] >= 1
+    html = (out / "report.html").read_text()
+    assert "Adaptive audit" in html and "<svg" in html
+
+
+def test_adaptive_unbiased_passes(tmp_path):
+    r = runner.invoke(app, ["audit", "--judge", "sim", "--probes", "position", "--adaptive",
+                            "--max-n", "60", "--out", str(tmp_path / "b"), "--fail-on",
+                            "biased", "--no-cache"])
+    assert r.exit_code == 0, r.output
+
+
+def test_adaptive_refuses_n_and_budget_without_adaptive(tmp_path):
+    r = runner.invoke(app, ["audit", "--judge", "sim", "--adaptive", "--n", "10",
+                            "--out", str(tmp_path / "c")])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["audit", "--judge", "sim", "--max-calls", "10",
+                            "--out", str(tmp_path / "d")])
+    assert r.exit_code == 2
