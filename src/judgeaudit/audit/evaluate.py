@@ -381,9 +381,11 @@ def decimal_score(raw: str | None, score_ids: Sequence[str]) -> float | None:
 
 
 def judge_score(verdict: Any, score_ids: Sequence[str]) -> tuple[float | None, bool]:
-    """(score, decimal): the judge layer's integer score, else a decimal one in range."""
+    """(score, decimal): the judge layer's score (it reads half points itself now), else a
+    decimal one in range read from the raw answer (verdicts parsed by an older judge layer)."""
     if verdict.score is not None:
-        return float(verdict.score), False
+        v = float(verdict.score)
+        return v, not v.is_integer()
     if verdict.error is not None:
         return None, False
     d = decimal_score(verdict.raw, score_ids)
