@@ -1,7 +1,8 @@
 """judgeaudit compare: the statistics (sign-flip test, paired and unpaired change, verdict
 rules), reading and checking the two audits, and the planted-change checks on sim judges: a
-drop in position bias (sim position 1.0 -> 0.2, same items) is found as "improved", the
-reverse as "worse", and two identical judges (different seeds) are not flagged.
+drop in position bias (sim position 1.0 -> 0.2, same items) is found as "improved" when
+items are paired, the reverse as "worse", and two identical judges (different seeds) are not
+flagged.
 
 Audit results do not (yet) keep per-item values; `record` and `position_per_item` stand in
 for them on sim audits, computed from the very verdicts the audit made, so that the paired
@@ -386,14 +387,17 @@ def test_position_drop_is_improved_paired(position_drop):
     assert compare(b, a)["probes"]["position"]["verdict"] == "worse"
 
 
-def test_position_drop_is_improved_unpaired(position_drop):
-    """On what audit results keep today (no per-item values): unpaired, and still found at
-    212 items (about 0.6-0.8 power there; see benchmarks/compare_sim.py)."""
+def test_position_drop_unpaired(position_drop):
+    """On what audit results keep today (no per-item values): unpaired. At 212 items it finds
+    the drop in only 42 of 100 seeds (benchmarks/compare_sim.py; the other seeds say
+    underpowered or no change, never worse), so here: right direction, never worse, and a
+    wider interval than the paired comparison of the same audits."""
     a, b = (_without_per_item(d) for d in position_drop)
     res = compare(a, b)
     p = res["probes"]["position"]
     assert p["pairing"] == "unpaired"
-    assert p["verdict"] == "improved", p["reason"]
+    assert p["verdict"] in ("improved", "underpowered"), p["reason"]
+    assert p["change"]["value"] < 0
     assert res["summary"]["worse"] == []
     paired = compare(*position_drop)["probes"]["position"]
     width = p["change"]["ci95"][1] - p["change"]["ci95"][0]
