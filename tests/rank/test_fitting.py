@@ -47,3 +47,71 @@ def test_without_flag_it_is_the_plain_fits_and_naive_works_too():
     assert fit_model("naive", 12, comps, eb_lam=True).lam > 0
     with pytest.raises(ValueError, match="unknown model"):
         fit_model("fancy", 12, comps)
+
+
+def _half_ties(seed: int = 0, n: int = 30, m: int = 120):
+    rng = np.random.default_rng(seed)
+    theta = 2.0 * rng.standard_normal(n)
+    full = SimOracle(theta, seed=seed).full_comparisons()
+    comps = full[rng.choice(len(full), m, replace=False)]
+    comps[rng.random(m) < 0.5, 2] = 0.5  # half the verdicts invalid, counted as ties
+    return comps
+
+
+def _counting(monkeypatch):
+    import judgeaudit.rank.fitting as F
+
+    calls = {"n": 0}
+    once = F._once
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return once(*a, **k)
+
+    monkeypatch.setattr(F, "_once", counted)
+    return calls
+
+
+def _is_fixed_point(fit, ceiling=100.0):
+    from judgeaudit.rank.fitting import em_lam
+
+    step = em_lam(fit)
+    at_ceiling = fit.lam == pytest.approx(ceiling) and step >= fit.lam
+    return abs(np.log(step / fit.lam)) < 2e-3 or at_ceiling
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_eb_lam_reaches_its_fixed_point_in_a_few_fits_when_half_the_verdicts_tie(
+        monkeypatch, seed):
+    # weak data: plain EM steps crawl here (the 50-step cap was hit, lam still moving)
+    calls = _counting(monkeypatch)
+    comps = _half_ties(seed)
+    for model in ("naive", "bias_aware"):
+        calls["n"] = 0
+        fit = fit_model(model, 30, comps, X=np.zeros((30, 0)), eb_lam=True)
+        assert _is_fixed_point(fit) and calls["n"] <= 15
+        # the same fixed point from a far start, and at once from a warm start
+        far = fit_model(model, 30, comps, X=np.zeros((30, 0)), eb_lam=True, lam=0.02)
+        assert far.lam == pytest.approx(fit.lam, rel=5e-3)
+        calls["n"] = 0
+        warm = fit_model(model, 30, comps, X=np.zeros((30, 0)), eb_lam=True, init=fit)
+        assert warm.lam == pytest.approx(fit.lam, rel=5e-3) and calls["n"] <= 4
+
+
+def test_active_loop_with_eb_lam_refits_in_a_few_fits_and_warm_starts_the_final_fits(
+        monkeypatch):
+    from judgeaudit.rank.loop import run_active
+
+    calls = _counting(monkeypatch)
+    rng = np.random.default_rng(3)
+    theta = 2.0 * rng.standard_normal(20)
+    o = SimOracle(theta, seed=3)
+
+    def half_invalid(i, j, first):
+        y = o(i, j, first)
+        return 0.5 if rng.random() < 0.5 else y
+
+    res = run_active(half_invalid, 20, 80, 3, eb_lam=True, n_samples=200, seed=0)
+    n_fits = len(res.refits) + 3  # the prior-only fit, the refits and the two final fits
+    assert calls["n"] <= 8 * n_fits  # was 469 for these 12 (EM steps up to the cap of 50)
+    assert _is_fixed_point(res.naive) and _is_fixed_point(res.bias_aware)

@@ -5,15 +5,25 @@ term (judgeaudit.stats.bradley_terry.fit_map).
 
 Empirical Bayes for lam (`eb_lam=True`): the prior theta ~ N(0, 1/lam) should match how far
 apart the judge puts the items, which is unknown before judging (a judge one logit apart per
-quality step and one five logits apart need very different priors). Alternating the MAP with
-the EM step 1/lam <- mean_i(theta_i^2 + Var theta_i) (Laplace posterior) learns it per pool.
-A prior far too tight squeezes theta and attenuates c and kappa, so their intervals miss the
-truth (sim judge with 3 logits per quality step: coverage of c 0.47, of kappa 0.53 at lam = 1;
-1.00 and 0.90 with EB, same recall). lam is floored at `lam_floor` (theta sd <= 10 logits)
-because verdicts that are perfectly consistent would push it to 0.
+quality step and one five logits apart need very different priors). lam is the fixed point of
+the EM step 1/lam <- mean_i(theta_i^2 + Var theta_i) (Laplace posterior) alternated with the
+MAP, learned per pool. A prior far too tight squeezes theta and attenuates c and kappa, so
+their intervals miss the truth (sim judge with 3 logits per quality step: coverage of c 0.47,
+of kappa 0.53 at lam = 1; 1.00 and 0.90 with EB, same recall). lam is kept within
+[`lam_floor`, `lam_ceiling`] (theta sd between 0.1 and 10 logits): verdicts that are
+perfectly consistent would push it to 0, and verdicts that show no spread at all (many ties,
+or invalid verdicts counted as ties) to infinity.
+
+The fixed point is found by a safeguarded secant iteration on log lam (each iterate is one
+warm-started MAP fit), not by repeating the EM step: EM converges linearly at the rate of the
+missing information, which is slow exactly when the data say little (early in an active run,
+or when half the verdicts are ties), and its small steps then also stop it far from the fixed
+point. Same fixed point, a few fits instead of up to `max_outer`.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -32,22 +42,55 @@ def _once(model: str, n: int, comps: np.ndarray, X: np.ndarray | None, lam: floa
     raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
 
 
+def em_lam(fit: BTFit) -> float:
+    """One EM step for lam from a fit: N / sum_i(theta_i^2 + Var theta_i)."""
+    second = float(np.sum(fit.theta ** 2 + np.clip(np.diag(fit.theta_cov), 0.0, None)))
+    return fit.n_items / second if second > 0 else math.inf
+
+
 def fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None = None,
               lam: float = 1.0, tau: float = 1.0, hierarchical: bool = False,
               init: BTFit | None = None, eb_lam: bool = False, lam_floor: float = 0.01,
-              max_outer: int = 50, rtol: float = 1e-3) -> BTFit:
-    """Fit ``model``; with ``eb_lam`` learn lam by EM, starting from ``init.lam`` when
-    warm-started (else ``lam``)."""
+              lam_ceiling: float = 100.0, max_outer: int = 50, rtol: float = 1e-3) -> BTFit:
+    """Fit ``model``; with ``eb_lam`` learn lam (see the module docstring), starting from
+    ``init.lam`` when warm-started (else ``lam``) and stopping when the next iterate would
+    move lam by at most ``rtol`` (relative) or after ``max_outer`` refits."""
     if not eb_lam:
         return _once(model, n_items, comparisons, X, lam, tau, hierarchical, init)
-    cur = init.lam if isinstance(init, BTFit) else lam
-    fit = _once(model, n_items, comparisons, X, cur, tau, hierarchical, init)
+    lo_b, hi_b = math.log(lam_floor), math.log(lam_ceiling)
+    start = init.lam if isinstance(init, BTFit) else lam
+    u = min(max(math.log(start), lo_b), hi_b)
+    fit = _once(model, n_items, comparisons, X, math.exp(u), tau, hierarchical, init)
+    lo: list[float] | None = None  # [u, r] with r > 0: the fixed point lies above u
+    hi: list[float] | None = None  # [u, r] with r < 0: it lies below
+    prev: tuple[float, float] | None = None
+    last, moved = 0.0, ""
     for _ in range(max_outer):
-        second = float(np.sum(fit.theta ** 2 + np.clip(np.diag(fit.theta_cov), 0.0, None)))
-        new = max(n_items / second, lam_floor)
-        done = abs(new - cur) <= rtol * cur
-        cur = new
-        fit = _once(model, n_items, comparisons, X, cur, tau, hierarchical, fit)
+        t = em_lam(fit)
+        r = (min(max(math.log(t), lo_b), hi_b) if t < math.inf else hi_b) - u  # the EM step
+        if r == 0.0:
+            break
+        side = ""
+        if r > 0 and (lo is None or u > lo[0]):
+            lo, side = [u, r], "lo"
+        elif r < 0 and (hi is None or u < hi[0]):
+            hi, side = [u, r], "hi"
+        if lo is not None and hi is not None:  # bracketed: regula falsi (Illinois)
+            if side and side == moved:  # the same end moved twice: weigh the other down
+                (hi if side == "lo" else lo)[1] *= 0.5
+            moved = side or moved
+            new = lo[0] - lo[1] * (hi[0] - lo[0]) / (hi[1] - lo[1])
+            if not min(lo[0], hi[0]) < new < max(lo[0], hi[0]):
+                new = 0.5 * (lo[0] + hi[0])
+            done = abs(new - u) <= rtol or abs(hi[0] - lo[0]) <= rtol
+        else:  # not yet: a secant step when it points the right way, else step out faster
+            slope = (r - prev[1]) / (u - prev[0]) if prev is not None and u != prev[0] else 0.0
+            grow = max(abs(r), 2.0 * abs(last), 0.05)
+            d = min(max(abs(r / slope), abs(r)), 4.0 * grow) if slope < 0 else grow
+            new = min(max(u + math.copysign(d, r), lo_b), hi_b)
+            done = new == u  # held at the floor or the ceiling
         if done:
             break
+        prev, last, u = (u, r), new - u, new
+        fit = _once(model, n_items, comparisons, X, math.exp(u), tau, hierarchical, fit)
     return fit

@@ -228,6 +228,9 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
 
     comps = np.asarray(rows, dtype=float).reshape(-1, 3)
     result.comparisons = comps
-    result.naive = _fit("naive", n_items, comps, Xd, cfg, warm["naive"])
-    result.bias_aware = _fit("bias_aware", n_items, comps, Xd, cfg, warm["bias_aware"])
+    # warm starts: the last checkpoint's fit, else the driving model's last refit (its theta
+    # and, with eb_lam, its prior scale: the final fits need not learn lam again from 1)
+    result.naive = _fit("naive", n_items, comps, Xd, cfg, warm["naive"] or drive)
+    result.bias_aware = _fit("bias_aware", n_items, comps, Xd, cfg,
+                             warm["bias_aware"] or drive)
     return result
