@@ -2,9 +2,9 @@
 
 For each seed S, two audits (the default probes) of the same builtin:facts?seed=S items (all
 212) are compared, both as audit results keep them today (no per-item values: unpaired) and
-with the per-item values an audit would keep (paired by item id). The per-item values are
-computed here from the very verdicts each audit made (a recorder on the judge), and checked
-to average to the stored effect of every probe; audits that already keep them are used as is.
+with each probe's per-item differences (ProbeResult.units) written as `per_item`, as the
+one-line change to battery._probe_doc would (paired by item id); they are checked to average
+to every stored effect. Audits that already write them are used as is.
 
 - planted drop: sim position 1.0 (A) -> 0.2 (B), same sim seed S (the same random draws, so
   only the planted term moves verdicts). Truth: position effect (sigmoid(3 + k) +
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import platform
@@ -29,14 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judgeaudit.audit.battery import run_battery
+from judgeaudit.audit import battery
 from judgeaudit.audit.compare import compare
-from judgeaudit.audit.metrics import credit
-from judgeaudit.audit.probe import get_probe, probe_names
-from judgeaudit.audit.shift_probe import ShiftProbe, _target_side
+from judgeaudit.audit.probe import probe_names
 from judgeaudit.data import load
 from judgeaudit.judges import make_judge
-from judgeaudit.perturb import perturb_items
 from judgeaudit.stats import wilson
 
 PROBES = probe_names(default_only=True)
@@ -53,57 +51,34 @@ def position_truth(kappa: float, quality: float = 3.0) -> float:
     return (sigmoid(quality + kappa) + sigmoid(kappa - quality)) / 2 - 0.5
 
 
-def record(bundle) -> dict:
-    store: dict = {}
-    judge = bundle.pairwise.judge
+@contextlib.contextmanager
+def keep_per_item():
+    """Audits write each probe's per-item differences as `per_item` ({item id: difference},
+    from ProbeResult.units); a no-op once the battery writes them itself."""
+    make_doc = battery._probe_doc
 
-    async def recording(items, **kw):
-        verdicts = await judge(items, **kw)
-        for it, v in zip(items, verdicts, strict=True):
-            store[(it.id, kw.get("repeat", 0))] = v
-        return verdicts
+    def with_per_item(probe, r, *args, **kw):
+        doc = make_doc(probe, r, *args, **kw)
+        doc.setdefault("per_item", dict(r.units))
+        return doc
 
-    bundle.pairwise.judge = recording
-    return store
-
-
-def per_item(name: str, store: dict, items, seed: int) -> dict[str, float]:
-    """A probe's per-item values from the recorded verdicts, as the probe computes them."""
-    probe = get_probe(name)
-    out: dict[str, float] = {}
-    if name == "position":
-        for it in items:
-            v = store[(it.id, 0)]
-            if len(v.orders) == 2 and all(o.valid and o.winner != 0 for o in v.orders):
-                firsts = [(o.winner == 1) == (o.order == "12") for o in v.orders]
-                out[it.id] = sum(firsts) / 2 - 0.5
-        return out
-    assert isinstance(probe, ShiftProbe), name
-    for r in perturb_items(items, probe.perturbation, target=probe.target, seed=seed,
-                           **probe.options):
-        if not r.preserved:
-            continue
-        t = _target_side(r)
-        b, a = credit(store[(r.original.id, 0)], t), credit(store[(r.item.id, 0)], t)
-        if a is not None and b is not None:
-            out[r.original.id] = a - b
-    return out
+    battery._probe_doc = with_per_item
+    try:
+        yield
+    finally:
+        battery._probe_doc = make_doc
 
 
 async def audit(spec: str, items, seed: int) -> dict[str, Any]:
-    bundle = make_judge(spec)
-    store = record(bundle)
-    res = await run_battery(bundle, items, PROBES, seed=seed,
-                            data_spec=f"builtin:facts?seed={seed}")
+    with keep_per_item():
+        res = await battery.run_battery(make_judge(spec), items, PROBES, seed=seed,
+                                        data_spec=f"builtin:facts?seed={seed}")
     for name, p in res["probes"].items():
-        if "per_item" in p:
-            continue
-        vals = per_item(name, store, items, seed)
+        vals = p["per_item"]
+        assert len(vals) == p["n"], (name, len(vals), p["n"])
         if vals:
             mean = sum(vals.values()) / len(vals)
             assert abs(mean - p["effect"]["value"]) < 1e-9, (name, mean, p["effect"])
-            assert len(vals) == p["n"], (name, len(vals), p["n"])
-        p["per_item"] = vals
     return res
 
 
@@ -218,9 +193,9 @@ def main() -> None:
         "data": "builtin:facts?seed=S (all 212 items), the same items in A and B",
         "probes": PROBES,
         "alpha": 0.05,
-        "note": ("paired: per-item values computed from each audit's own verdicts (audit "
-                 "results do not keep them yet); unpaired: the results as audits write them "
-                 "today"),
+        "note": ("paired: each probe's per-item differences (ProbeResult.units) written as "
+                 "per_item, as the proposed one-line change to battery._probe_doc would; "
+                 "unpaired: the results as audits write them today"),
         "summary": summarise(rows),
         "seeds": [r["seed"] for r in rows],
         "per_seed": rows,

@@ -4,12 +4,13 @@ drop in position bias (sim position 1.0 -> 0.2, same items) is found as "improve
 items are paired, the reverse as "worse", and two identical judges (different seeds) are not
 flagged.
 
-Audit results do not (yet) keep per-item values; `record` and `position_per_item` stand in
-for them on sim audits, computed from the very verdicts the audit made, so that the paired
-path is tested on real verdicts too. Across 100+ seeds see benchmarks/compare_sim.py."""
+Audit results do not (yet) write each probe's per-item differences (`ProbeResult.units`) to
+results.json; `keep_per_item` adds them as the battery would (`per_item`), so that the paired
+path is tested on real audits too. Across 100 seeds see benchmarks/compare_sim.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from itertools import product
@@ -17,6 +18,7 @@ from itertools import product
 import numpy as np
 import pytest
 
+from judgeaudit.audit import battery
 from judgeaudit.audit.battery import run_battery
 from judgeaudit.audit.compare import (
     CompareError,
@@ -166,6 +168,14 @@ def test_per_item_values_are_checked():
     assert per_item_values(probe_doc(0.25, 0, 0.5, per_item={"a": "x"}))[0] is None
     bad_mean, why = per_item_values(probe_doc(0.4, 0, 0.5, per_item={"a": 0.5, "b": 0.0}))
     assert bad_mean is None and "average" in why
+    # the same values as `units`: [[item id, difference], ...]
+    units = probe_doc(0.25, 0, 0.5)
+    units["units"] = [["a", 0.5], ["b", 0.0]]
+    assert per_item_values(units) == ({"a": 0.5, "b": 0.0}, "")
+    units["units"] = [["a", 0.5], ["a", 0.0]]
+    assert "two per-item values" in per_item_values(units)[1]
+    units["units"] = [["a", 0.5, 1]]
+    assert per_item_values(units)[0] is None
 
 
 # ---------------------------------------------------------------- the comparison document
@@ -261,6 +271,12 @@ def test_check_same_data():
         check_same_data(audit_doc({}), audit_doc({}, data="builtin:arithmetic"))
     with pytest.raises(CompareError, match="judged 100 items .* B judged 40"):
         check_same_data(audit_doc({}), audit_doc({}, n_items=40))
+    a, b = audit_doc({}), audit_doc({})
+    a["items"] = {"selection": {"kind": "sample", "n": 100, "seed": 1, "of": 212}}
+    check_same_data(a, b)  # b does not say: nothing to check
+    b["items"] = {"selection": {"kind": "sample", "n": 100, "seed": 2, "of": 212}}
+    with pytest.raises(CompareError, match="seed=1.*seed=2"):
+        check_same_data(a, b)
 
 
 def test_per_item_ids_with_nothing_in_common_are_different_data():
@@ -309,47 +325,30 @@ def test_report_escapes_untrusted_text():
 PROBES = ["position", "verbosity", "authority"]
 
 
-def record(bundle):
-    """Keep every pairwise verdict the audit makes, by (item id, repeat)."""
-    store = {}
-    judge = bundle.pairwise.judge
+@contextlib.contextmanager
+def keep_per_item():
+    """Audits write each probe's per-item differences as `per_item` ({item id: difference},
+    from ProbeResult.units), as the one-line change to battery._probe_doc would; a no-op
+    once the battery writes them itself."""
+    make_doc = battery._probe_doc
 
-    async def recording(items, **kw):
-        verdicts = await judge(items, **kw)
-        for it, v in zip(items, verdicts, strict=True):
-            store[(it.id, kw.get("repeat", 0))] = v
-        return verdicts
+    def with_per_item(probe, r, *args, **kw):
+        doc = make_doc(probe, r, *args, **kw)
+        doc.setdefault("per_item", dict(r.units))
+        return doc
 
-    bundle.pairwise.judge = recording
-    return store
-
-
-def position_per_item(store, items) -> dict[str, float]:
-    """The position probe's per-item values (share of an item's two decisive verdicts that
-    went to the first-shown response, - 0.5), as judgeaudit.audit.metrics.position counts
-    them."""
-    out = {}
-    for it in items:
-        v = store[(it.id, 0)]
-        if len(v.orders) != 2 or not all(o.valid and o.winner != 0 for o in v.orders):
-            continue
-        firsts = [(o.winner == 1) == (o.order == "12") for o in v.orders]
-        out[it.id] = sum(firsts) / 2 - 0.5
-    return out
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(battery, "_probe_doc", with_per_item)
+        yield
 
 
-async def sim_audit(spec: str, items, probes=PROBES, *, seed: int = 0,
-                    per_item: bool = False) -> dict:
-    bundle = make_judge(spec)
-    store = record(bundle)
-    res = await run_battery(bundle, items, probes, seed=seed, data_spec="builtin:facts")
-    if per_item:
-        p = res["probes"]["position"]
-        values = position_per_item(store, items)
-        if "per_item" in p:  # audits keep them now: the stand-in must agree
-            assert p["per_item"] == pytest.approx(values)
-        assert np.mean(list(values.values())) == pytest.approx(p["effect"]["value"])
-        p["per_item"] = values
+async def sim_audit(spec: str, items, probes=PROBES, *, seed: int = 0) -> dict:
+    with keep_per_item():
+        res = await run_battery(make_judge(spec), items, probes, seed=seed,
+                                data_spec="builtin:facts")
+    for p in res["probes"].values():
+        assert len(p["per_item"]) == p["n"]
+        assert np.mean(list(p["per_item"].values())) == pytest.approx(p["effect"]["value"])
     return res
 
 
@@ -361,8 +360,8 @@ def position_drop():
     items = load("builtin:facts")
 
     async def both():
-        return (await sim_audit("sim?position=1.0&seed=0", items, per_item=True),
-                await sim_audit("sim?position=0.2&seed=0", items, per_item=True))
+        return (await sim_audit("sim?position=1.0&seed=0", items),
+                await sim_audit("sim?position=0.2&seed=0", items))
 
     return asyncio.run(both())
 
@@ -409,9 +408,9 @@ async def test_identical_judges_are_not_flagged():
     items = load("builtin:facts")[:80]
     for seed in range(3):
         a = await sim_audit(f"sim?position=0.5&seed={2 * seed}", items, PROBES[:2],
-                            seed=seed, per_item=True)
+                            seed=seed)
         b = await sim_audit(f"sim?position=0.5&seed={2 * seed + 1}", items, PROBES[:2],
-                            seed=seed, per_item=True)
+                            seed=seed)
         for pair in ((a, b), (_without_per_item(a), _without_per_item(b))):
             s = compare(*pair, seed=seed)["summary"]
             assert s["improved"] == [] and s["worse"] == [], (seed, s)

@@ -10,10 +10,11 @@ the compared probes, and a verdict per probe:
   (default m: half the width of the probe's no-bias range, 0.05 for most probes);
 - **underpowered**: neither; the data cannot tell.
 
-Paired or unpaired. When both results files keep a probe's per-item values (`per_item`: the
-item's value of the probe's metric keyed by the original item id, whose mean over the items is
-`effect.value`), items are matched by id and the change is the mean per-item difference over
-the matched items: bootstrap interval over items, sign-flip randomization test of the mean.
+Paired or unpaired. When both results files keep a probe's per-item values (`per_item`:
+{item id: the item's paired difference}, or `units`: [[item id, difference], ...], the
+differences whose mean over the items is `effect.value`; in memory `ProbeResult.units`),
+items are matched by id and the change is the mean per-item difference over the matched
+items: bootstrap interval over items, sign-flip randomization test of the mean.
 Items judged in only one run are counted and reported. Results files without per-item values
 fall back to an unpaired comparison of the two effects: the change's interval combines the two
 95% intervals as independent normal estimates (se = width / 3.92) with a Wald z test. Two
@@ -99,18 +100,32 @@ def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
     if na != nb:
         raise CompareError(f"different data: A judged {na} items of {da!r}, B judged {nb}; "
                            "compare audits run with the same --data and --n")
+    sa, sb = _selection(a), _selection(b)
+    if sa is not None and sb is not None and sa != sb:
+        raise CompareError(f"different data: A used items {sa} of {da!r}, B used {sb}; "
+                           "compare audits run with the same --n / --sample / --seed")
     ids_a, ids_b = _item_ids(a), _item_ids(b)
     if ids_a and ids_b and not ids_a & ids_b:
         raise CompareError(f"different data: A and B both name {da!r} but no item id is in "
                            "both (did the data change between the audits?)")
 
 
+def _selection(doc: Mapping[str, Any]) -> str | None:
+    """How the audit chose its items from the data (`items.selection`), as one line."""
+    items = doc.get("items")
+    sel = items.get("selection") if isinstance(items, dict) else None
+    if not isinstance(sel, dict):
+        return None
+    return ", ".join(f"{k}={sel[k]}" for k in sorted(sel))
+
+
 def _item_ids(doc: Mapping[str, Any]) -> set[str]:
     """Every item id named in a probe's per-item values (empty when none are kept)."""
     ids: set[str] = set()
     for p in (doc.get("probes") or {}).values():
-        if isinstance(p, dict) and isinstance(p.get("per_item"), dict):
-            ids.update(str(k) for k in p["per_item"])
+        if isinstance(p, dict):
+            pairs, _ = _pairs(p)
+            ids.update(str(k) for k, _v in pairs or [])
     return ids
 
 
@@ -149,21 +164,38 @@ def _effect(p: Mapping[str, Any]) -> tuple[float | None, float | None, float | N
     return _finite(e.get("value")), _finite(lo), _finite(hi)
 
 
+def _pairs(p: Mapping[str, Any]) -> tuple[list[tuple[Any, Any]] | None, str]:
+    """(item id, value) pairs from `per_item` ({id: value}) or `units` ([[id, value], ...])."""
+    if p.get("per_item") is not None:
+        raw = p["per_item"]
+        if not isinstance(raw, dict):
+            return None, "per_item is not an object of item id -> value"
+        return list(raw.items()), ""
+    if p.get("units") is not None:
+        raw = p["units"]
+        if not isinstance(raw, list) or not all(isinstance(u, list | tuple) and len(u) == 2
+                                                for u in raw):
+            return None, "units is not a list of [item id, value] pairs"
+        return [(u[0], u[1]) for u in raw], ""
+    return None, "no per-item values in results.json"
+
+
 def per_item_values(p: Mapping[str, Any]) -> tuple[dict[str, float] | None, str]:
     """A probe's per-item values ({item id: value}, the items that entered its effect), or
-    (None, why not). Values that do not average to the stored effect are not used."""
-    raw = p.get("per_item")
-    if raw is None:
-        return None, "no per-item values in results.json"
-    if not isinstance(raw, dict):
-        return None, "per_item is not an object of item id -> value"
+    (None, why not). Values that do not average to the stored effect, or an item id given
+    twice, are not used."""
+    pairs, why = _pairs(p)
+    if pairs is None:
+        return None, why
     vals: dict[str, float] = {}
-    for k, v in raw.items():
+    for k, v in pairs:
         if v is None:
             continue  # invalid in this run
         f = _finite(v)
         if f is None:
-            return None, f"per_item[{k!r}] is not a finite number"
+            return None, f"the per-item value of {k!r} is not a finite number"
+        if str(k) in vals:
+            return None, f"item id {k!r} has two per-item values"
         vals[str(k)] = f
     eff = _effect(p)[0]
     if vals and eff is not None and abs(float(np.mean(list(vals.values()))) - eff) > 1e-6:
