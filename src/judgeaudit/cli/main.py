@@ -255,6 +255,9 @@ def audit(
     no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
+    note: Annotated[str | None, typer.Option(help=(
+        "A note kept in results.json and shown in the report (e.g. how the run was sized)."))
+    ] = None,
     adaptive: Annotated[bool, typer.Option(
         "--adaptive", help="Draw items in rounds and stop each probe as soon as its "
         "anytime-valid interval / e-value decides (biased, not biased) or at --max-n.")] = False,
@@ -345,6 +348,8 @@ def audit(
                 await b.aclose()
 
     res = run_async(go, cache_path=c and str(c.path))
+    if note:
+        res.setdefault("notes", []).append(note)
     path = write_results(out / "results.json", res)
     from judgeaudit.cli.format import audit_table, panel_table
 

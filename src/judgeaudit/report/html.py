@@ -378,6 +378,7 @@ def _common(r: dict[str, Any]) -> dict[str, Any]:
         "seconds": r.get("seconds"),
         "started": r.get("started"),
         "run": _d(r.get("run")),
+        "run_notes": [str(x) for x in _l(r.get("notes"))],
     }
 
 
