@@ -57,6 +57,9 @@ def test_rank_writes_ranking_biases_and_comparisons(app, tmp_path):
     assert len(doc["models"]["naive"]["topk"]) == 3 and "c" not in doc["models"]["naive"]
     g = doc["gate"]
     assert g["n_trusted"] == 6 and doc["reported_model"] == g["chosen"]
+    assert g["decision"] == ("on" if g["enabled"] else "off") and g["reason"]
+    assert set(g["bias"]) == {"length"} and len(g["bias_ci"]) == 2
+    assert f"gate: correction {g['decision'].upper()}" in r.output
     assert set(doc["recall"]) == {"naive", "bias_aware"} and doc["calls"]["made"] == 30
     assert doc["run"]["status"] == "ok" and doc["run"]["n_valid"] == 30
     assert "c[length]" in r.output and "kappa" in r.output

@@ -186,8 +186,10 @@ def rank(
                                             "ranking: bias_aware | naive.")] = "bias_aware",
     trusted: Annotated[Path | None, typer.Option(help=(
         "Trusted labels (JSONL {\"better\": ID, \"worse\": ID} or CSV better,worse): the "
-        "bias correction is used only if it agrees with them at least as well as the naive "
-        "ranking."))] = None,
+        "bias correction is used if it agrees with them clearly better than the naive "
+        "ranking, or, when they cannot tell the two apart, only if a bias term's 95% "
+        "interval excludes 0 and they do not lean towards the naive ranking (results.json "
+        "gate.reason says which)."))] = None,
     out: Annotated[Path, typer.Option(help="Output directory for results.json.")] = Path(
         "out/rank"),
     seed: int = 0,
@@ -272,7 +274,8 @@ def rank(
     console.print()
     res = run.result
     fits = {"naive": res.naive, "bias_aware": res.bias_aware}
-    gate = anchor_gate(res.naive, res.bias_aware, trusted_rows) if trusted_rows is not None \
+    gate = anchor_gate(res.naive, res.bias_aware, trusted_rows,
+                       names=[c.name for c in run.covariates]) if trusted_rows is not None \
         else None
     chosen = ("bias_aware" if gate.enabled else "naive") if gate else model
     final = fits[chosen]
@@ -340,9 +343,8 @@ def _print_rank(doc: dict, k: int) -> None:
         console.print(f"left out (constant over the pool): {', '.join(doc['covariates_dropped'])}")
     if doc.get("gate"):
         g = doc["gate"]
-        console.print(f"gate: correction {'ENABLED' if g['enabled'] else 'disabled'} "
-                      f"(trusted agreement naive {g['agree_naive']:.2f}, bias-aware "
-                      f"{g['agree_bias_aware']:.2f}, n = {g['n_trusted']})")
+        console.print(escape(f"gate: correction {g['decision'].upper()} "
+                             f"({g['n_trusted']} trusted pairs): {g['reason']}"))
     console.print(f"top-{k} naive: {', '.join(doc['models']['naive']['topk'])}")
     console.print(f"top-{k} bias-aware: {', '.join(ba['topk'])}")
     if "recall" in doc:

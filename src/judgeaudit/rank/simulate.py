@@ -123,3 +123,39 @@ def trusted_pairs(theta: np.ndarray, n_pairs: int, seed: int = 0) -> np.ndarray:
     win = np.where(theta[i] > theta[j], i, j)
     lose = np.where(theta[i] > theta[j], j, i)
     return np.column_stack([win, lose, np.ones_like(win)]).astype(float)
+
+
+# ---- the trusted-anchor gate's two length pools (benchmarks/rank_gate.py, tests) --------------
+
+# The controlled pool's design decides whether text length carries quality, the `sim` judge's
+# `length` coefficient whether the judge rewards length beyond it:
+# - legitimate: the classic design (longer answers carry more true statements, corr(quality,
+#   length) ~0.5) judged without any length bias;
+# - spurious: the balanced design (length unrelated to quality, |corr| < 0.12) judged by a
+#   judge that prefers longer answers (length = 2 logits per log-ratio of word counts).
+GATE_POOLS: dict[str, dict[str, float | str]] = {
+    "legitimate": {"design": "classic", "length": 0.0},
+    "spurious": {"design": "balanced", "length": 2.0},
+}
+
+
+def gate_pool_spec(design: str, seed: int, n_items: int = 30, k: int = 5) -> str:
+    """The pool spec of a gate pool (`judgeaudit.rank.pool.load_pool`)."""
+    return f"builtin:controlled?seed={seed}&n={n_items}&k={k}&design={design}"
+
+
+def sim_judge_spec(length: float, seed: int, quality: float = 1.0,
+                   position: float = 0.3) -> str:
+    """The `sim` judge of a gate pool: `quality` logits per net true statement, `length`
+    logits per log-ratio of (1 + words), `position` logits for the first-shown answer."""
+    return f"sim?quality={quality:g}&length={length:g}&position={position:g}&seed={seed}"
+
+
+def sim_judge_oracle(quality: np.ndarray, length_x: np.ndarray, length: float, seed: int,
+                     quality_coef: float = 1.0, position: float = 0.3) -> SimOracle:
+    """The `sim` judge's pairwise model as a seeded verdict matrix (same probabilities,
+    P(first preferred) = sigmoid(quality_coef * (q_a - q_b) + length * (x_a - x_b) +
+    position) with x = log(1 + words), the pool's `length` covariate; its own draws)."""
+    q = np.asarray(quality, dtype=float)
+    return SimOracle(quality_coef * (q - q.mean()), np.asarray(length_x, float).reshape(-1, 1),
+                     c=length, kappa=position, seed=seed)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from judgeaudit.rank.gate import GateDecision
+from judgeaudit.rank.gate import RULE, GateDecision
 from judgeaudit.rank.membership import topk_membership_grouped, topk_set_grouped
 from judgeaudit.rank.pool import CovariateInfo, Pool
 from judgeaudit.stats.bradley_terry import BTFit
@@ -104,8 +104,20 @@ def model_summary(pool: Pool, fit: BTFit, k: int, info: Sequence[CovariateInfo],
 
 
 def gate_summary(decision: GateDecision) -> dict:
-    return {"enabled": decision.enabled, "chosen": "bias_aware" if decision.enabled else "naive",
+    """The gate for results.json: decision and reason, both rankings' agreement with the
+    trusted pairs, their paired difference with its interval, and the bias term's interval
+    (`bias_term` names it; `bias` has every term); `enabled`, `chosen`, `agree_*` and
+    `n_trusted` as before."""
+    b = decision.bias.get(decision.bias_term) if decision.bias_term else None
+    return {"decision": decision.decision, "reason": decision.reason,
+            "basis": decision.basis,
+            "agreement_naive": decision.agreement_naive,
+            "agreement_corrected": decision.agreement_corrected,
+            "difference": decision.difference,
+            "bias_term": decision.bias_term,
+            "bias_ci": [b["lo"], b["hi"]] if b else None,
+            "bias": decision.bias, "level": decision.level,
+            "enabled": decision.enabled,
+            "chosen": "bias_aware" if decision.enabled else "naive",
             "agree_naive": decision.agree_naive, "agree_bias_aware": decision.agree_bias_aware,
-            "n_trusted": decision.n_trusted,
-            "rule": "use the bias-aware ranking iff it agrees with the trusted pairs at least "
-                    "as well as the naive one"}
+            "n_trusted": decision.n_trusted, "rule": RULE}
