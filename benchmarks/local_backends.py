@@ -1,27 +1,31 @@
 """The embedded judge's backends side by side: transformers vs llama.cpp on this CPU.
 
-Run by hand, on a quiet machine (the full run takes about an hour on 2 cores):
+Run by hand, on a quiet machine (the full run takes one to two hours on 2 cores):
     python benchmarks/local_backends.py                       # 5 runs, 8 items per run
     python benchmarks/local_backends.py --record              # ... and let `auto` follow it
 Smoke test while developing:  python benchmarks/local_backends.py --runs 1 --items 4
 Writes benchmarks/results/local_backends.json (--out to change).
 
-Each configuration runs in its own subprocess, one after the other (one model in memory at a
-time), so its peak RSS (getrusage ru_maxrss) is its own and the llama.cpp one shows whether
-torch was ever imported. Configurations: `llamacpp`, `transformers` (dtype auto: bf16 where
-the CPU has bf16 units, else fp32) and, when that is bf16, `transformers-fp32`, the reference
-for agreement. Per configuration:
-- load: the provider's load from the model cache (the GGUF assembly and the safetensors
-  conversion are done once beforehand, in a `prepare` subprocess, and timed there);
+Every run of every configuration is its own subprocess, one after the other (one model in
+memory at a time), so its peak RSS (getrusage ru_maxrss) is its own and the llama.cpp one
+shows whether torch was ever imported; the runs of the configurations are interleaved in
+alternating order (A B, B A, ...), so a change in the machine's other load hits all alike.
+Configurations: `llamacpp`, `transformers` (dtype auto: bf16 where the CPU has bf16 units,
+else fp32) and, when that is bf16, `transformers-fp32`, the reference for agreement. Per
+configuration:
+- load: the provider's load from the model cache, every run (the GGUF assembly and the
+  safetensors conversion are done once beforehand, in a `prepare` subprocess, timed there);
 - verdicts: pairwise_v1 judgments of builtin:facts pairs (~130 prompt tokens) and of the same
   pairs after ~1,350 tokens of reference notes (~1,500 tokens), each item in both orders one
   after the other as the judge asks them, with prefix reuse on (the default). Run k uses its
-  own items, so no run finds its prompts already cached; a figure is the median over runs of
-  the run's mean seconds per verdict. New prompt tokens = prompt tokens - tokens reused;
-- generation: greedy answers of up to 64 tokens to open questions (tokens/s over the call);
+  own items; a figure is the median over runs of the run's mean seconds per verdict. New
+  prompt tokens = prompt tokens - tokens reused;
+- generation: a greedy answer of up to 64 tokens to an open question per run (tokens/s over
+  the call);
 - the FLOP bound of each verdict figure: 2 x N x new prompt tokens (N = 1.31e9 non-embedding
-  parameters of the 1.5B, 0.36e9 of the 0.5B) over its seconds, against the CPU's fp32 FMA
-  peak estimated from /proc/cpuinfo (cores x MHz x 32 FLOP/cycle with AVX2, 64 with AVX-512);
+  parameters of the 1.5B, 0.36e9 of the 0.5B) over its seconds, against the fp32 FMA peak of
+  the cores used (threads x MHz from /proc/cpuinfo x 32 FLOP/cycle with AVX2, 64 with
+  AVX-512);
   llama.cpp computes int8 dot products, whose peak is higher, so its fraction can exceed what
   fp32 would allow.
 Agreement: each configuration's verdicts (P(A) and the chosen label) against the reference's
@@ -135,13 +139,16 @@ def phase_prepare(model: str, configs: list[str]) -> dict:
             "peak_rss_mb": round(_rss_mb())}
 
 
-def phase_run(model: str, config: str, runs: int, items: int) -> dict:
+def phase_run(model: str, config: str, k: int, items: int, threads: str | None) -> dict:
+    """Run k of one configuration, in a fresh process: load, warm up, then the short and the
+    long verdicts of run k's own items and one generation."""
     from judgeaudit.llm import Message, Request
     from judgeaudit.llm.providers.local import LocalProvider, render_prompt
 
     la0 = _load_avg()
     t0 = time.monotonic()
-    p = LocalProvider(model, _params(config))
+    params = _params(config) | ({"threads": threads} if threads else {})
+    p = LocalProvider(model, params)
     lm = p.loaded()
     load_s = time.monotonic() - t0
     rss_load = _rss_mb()
@@ -154,8 +161,8 @@ def phase_run(model: str, config: str, runs: int, items: int) -> dict:
         pc = lm.state.get("prefix_cache")
         return int(pc.reused_tokens) if pc is not None else 0
 
-    def verdicts(reqs: list[Any]) -> list[dict]:
-        rows = []
+    def verdicts(reqs: list[Any]) -> dict:
+        la, rows = _load_avg(), []
         for r in reqs:
             before = reused()
             t = time.perf_counter()
@@ -165,7 +172,7 @@ def phase_run(model: str, config: str, runs: int, items: int) -> dict:
                          "p_a": out.probs["A"], "choice": out.text,
                          "prompt_tokens": out.usage.prompt_tokens,
                          "new_tokens": out.usage.prompt_tokens - (reused() - before)})
-        return rows
+        return {"load_avg_before": la, "load_avg_after": _load_avg(), "verdicts": rows}
 
     def count(req: Any) -> int:
         return len(tok.encode(render_prompt(lm, req), add_special_tokens=False))
@@ -174,39 +181,27 @@ def phase_run(model: str, config: str, runs: int, items: int) -> dict:
     t = time.perf_counter()
     loop.run_until_complete(p.generate(short_requests(200, 1)[0]))
     first_s = time.perf_counter() - t
-    result: dict[str, Any] = {"config": config, "backend": p.backend,
+    result: dict[str, Any] = {"config": config, "run": k, "backend": p.backend,
                               "dtype": getattr(lm, "dtype", None), "load_s": round(load_s, 2),
                               "rss_after_load_mb": round(rss_load),
                               "first_verdict_s": round(first_s, 2), "load_avg_before": la0}
+    result["short"] = verdicts(short_requests(k * items, items))
+    result["long"] = verdicts(long_requests(k * items, items, count))
     for kind in ("short", "long"):
-        per_run = []
-        for k in range(runs):
-            first = k * items
-            reqs = (short_requests(first, items) if kind == "short"
-                    else long_requests(first, items, count))
-            la = _load_avg()
-            rows = verdicts(reqs)
-            per_run.append({"load_avg_before": la, "load_avg_after": _load_avg(),
-                            "verdicts": rows})
-            print(f"  {config} {kind} run {k + 1}/{runs}: "
-                  f"{statistics.mean(r['s'] for r in rows):.2f} s/verdict", file=sys.stderr,
-                  flush=True)
-        result[kind] = per_run
-    gens = []
-    for k in range(runs):
-        req = Request(messages=(Message("user", GEN_PROMPTS[k % len(GEN_PROMPTS)]),),
-                      max_tokens=GEN_TOKENS)
-        la = _load_avg()
-        t = time.perf_counter()
-        out = loop.run_until_complete(p.generate(req))
-        s = time.perf_counter() - t
-        gens.append({"s": round(s, 3), "tokens": out.usage.completion_tokens,
-                     "prompt_tokens": out.usage.prompt_tokens,
-                     "tokens_per_s": round(out.usage.completion_tokens / s, 2),
-                     "load_avg_before": la, "text": out.text})
-    result["generation"] = gens
+        rows = result[kind]["verdicts"]
+        print(f"  {config} run {k + 1} {kind}: {statistics.mean(r['s'] for r in rows):.2f} "
+              "s/verdict", file=sys.stderr, flush=True)
+    req = Request(messages=(Message("user", GEN_PROMPTS[k % len(GEN_PROMPTS)]),),
+                  max_tokens=GEN_TOKENS)
+    la = _load_avg()
+    t = time.perf_counter()
+    out = loop.run_until_complete(p.generate(req))
+    s = time.perf_counter() - t
+    result["generation"] = {"s": round(s, 3), "tokens": out.usage.completion_tokens,
+                            "prompt_tokens": out.usage.prompt_tokens,
+                            "tokens_per_s": round(out.usage.completion_tokens / s, 2),
+                            "load_avg_before": la, "text": out.text}
     result["decode"] = "llama.cpp greedy" if p.backend == "llamacpp" else p.decode_identity()
-    result["threads"] = getattr(lm, "threads", None)
     if p.backend == "transformers":
         import torch
 
@@ -215,6 +210,7 @@ def phase_run(model: str, config: str, runs: int, items: int) -> dict:
     else:
         from judgeaudit.llm.llamacpp_backend import system_info
 
+        result["threads"] = lm.threads
         result["llamacpp"] = {**system_info(), "slots": lm.slots, "n_ctx": lm.n_ctx,
                               "file_type": lm.file_type}
     result["torch_imported"] = "torch" in sys.modules
@@ -225,7 +221,7 @@ def phase_run(model: str, config: str, runs: int, items: int) -> dict:
 
 # ---- the parent: summaries ---------------------------------------------------------------------
 
-def _peak_gflops(cpu: dict) -> float | None:
+def _peak_gflops_per_core(cpu: dict) -> float | None:
     mhz = None
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -237,40 +233,48 @@ def _peak_gflops(cpu: dict) -> float | None:
     if not mhz:
         return None
     per_cycle = 64 if cpu["flags"].get("avx512f") else 32 if cpu["flags"].get("avx2") else 16
-    return round((cpu["cores"] or 1) * mhz * 1e-3 * per_cycle, 1)
+    return round(mhz * 1e-3 * per_cycle, 1)
 
 
-def summarize(res: dict, n_params: float, peak: float | None) -> dict:
-    out: dict[str, Any] = {}
+def summarize(runs: list[dict], n_params: float, core_peak: float | None) -> dict:
+    """Medians over runs of each run's figure (a run = one process: load, verdicts, one
+    generation). The FLOP fraction is of the fp32 peak of the cores the runs computed on
+    (their threads)."""
+    out: dict[str, Any] = {"runs": len(runs)}
+    threads = statistics.median(run["threads"] for run in runs)
+    peak = core_peak * threads if core_peak else None
     for kind in ("short", "long"):
-        runs = res[kind]
-        means = [statistics.mean(r["s"] for r in run["verdicts"]) for run in runs]
-        rows = [r for run in runs for r in run["verdicts"]]
+        means = [statistics.mean(r["s"] for r in run[kind]["verdicts"]) for run in runs]
+        rows = [r for run in runs for r in run[kind]["verdicts"]]
         new = statistics.mean(r["new_tokens"] for r in rows)
         med = statistics.median(means)
         flops = 2 * n_params * new
         out[kind] = {
-            "s_per_verdict_median": round(med, 3), "runs": len(runs),
+            "s_per_verdict_median": round(med, 3),
             "s_per_verdict_runs": [round(m, 3) for m in means],
             "prompt_tokens_mean": round(statistics.mean(r["prompt_tokens"] for r in rows), 1),
             "new_prompt_tokens_mean": round(new, 1),
             "gflop_per_verdict": round(flops / 1e9, 1),
             "achieved_gflops": round(flops / med / 1e9, 1),
-            "fraction_of_fp32_peak": round(flops / med / 1e9 / peak, 3) if peak else None,
+            "fraction_of_fp32_peak_of_threads": (round(flops / med / 1e9 / peak, 3) if peak
+                                                 else None),
         }
-    gen = res["generation"]
-    out["generation_tokens_per_s_median"] = statistics.median(g["tokens_per_s"] for g in gen)
-    for k in ("load_s", "first_verdict_s", "peak_rss_mb", "rss_after_load_mb", "threads",
-              "torch_imported", "dtype"):
-        out[k] = res.get(k)
+    out["generation_tokens_per_s_median"] = statistics.median(
+        run["generation"]["tokens_per_s"] for run in runs)
+    for k in ("load_s", "first_verdict_s", "rss_after_load_mb"):
+        out[f"{k}_median"] = statistics.median(run[k] for run in runs)
+    out["peak_rss_mb_max"] = max(run["peak_rss_mb"] for run in runs)
+    out["threads"] = sorted({run["threads"] for run in runs})
+    out["torch_imported"] = any(run["torch_imported"] for run in runs)
+    out["dtype"] = runs[0]["dtype"]
     return out
 
 
-def agreement(res: dict, ref: dict) -> dict:
+def agreement(runs: list[dict], ref: list[dict]) -> dict:
     pairs = []
     for kind in ("short", "long"):
-        a = [r for run in res[kind] for r in run["verdicts"]]
-        b = [r for run in ref[kind] for r in run["verdicts"]]
+        a = [r for run in runs for r in run[kind]["verdicts"]]
+        b = [r for run in ref for r in run[kind]["verdicts"]]
         pairs += list(zip(a, b, strict=True))
     same = sum(x["choice"] == y["choice"] for x, y in pairs)
     diffs = [abs(x["p_a"] - y["p_a"]) for x, y in pairs]
@@ -298,18 +302,21 @@ def main() -> None:
                          "added when transformers runs in bf16)")
     ap.add_argument("--runs", type=int, default=5, help="runs per figure (median; >= 5)")
     ap.add_argument("--items", type=int, default=8, help="facts items per run, both orders")
+    ap.add_argument("--threads", help="threads for every configuration (default: auto, the "
+                                      "cores not busy when each run loads)")
     ap.add_argument("--record", action="store_true",
                     help="record the faster backend in the model cache: `auto` follows it on "
                          "this machine (needs --runs >= 5)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
+    ap.add_argument("--run", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.phase == "prepare":
         print(json.dumps(phase_prepare(a.model, a.configs.split(","))))
         return
     if a.phase == "run":
-        print(json.dumps(phase_run(a.model, a.config, a.runs, a.items)))
+        print(json.dumps(phase_run(a.model, a.config, a.run, a.items, a.threads)))
         return
     if a.runs * a.items > 200:
         raise SystemExit("--runs x --items must stay <= 200 (builtin:facts has 212 items)")
@@ -322,12 +329,14 @@ def main() -> None:
         configs.append("transformers-fp32")
     ref_name = "transformers-fp32" if "transformers-fp32" in configs else "transformers"
     cpu = lm.cpu_summary()
-    peak = _peak_gflops(cpu)
+    core_peak = _peak_gflops_per_core(cpu)
     auto, why = lm.choose_backend("auto", lm.resolve(a.model))
     results: dict[str, Any] = {
         "model": a.model, "runs": a.runs, "items_per_run": a.items,
         "smoke": a.runs < 5,
-        "machine": {"cpu": cpu, "fp32_peak_gflops_estimate": peak,
+        "machine": {"cpu": cpu, "fp32_peak_gflops_per_core_estimate": core_peak,
+                    "fp32_peak_gflops_estimate": (round(core_peak * (cpu["cores"] or 1), 1)
+                                                  if core_peak else None),
                     "platform": platform.platform(), "python": platform.python_version(),
                     "load_avg_start": _load_avg()},
         "auto_choice_here": {"backend": auto, "why": why},
@@ -336,13 +345,17 @@ def main() -> None:
     print(f"prepare {a.model}", file=sys.stderr, flush=True)
     results["prepare"] = _child(["--phase", "prepare", "--model", a.model,
                                  "--configs", ",".join(configs)])
-    raw: dict[str, dict] = {}
-    for c in configs:
-        print(f"run {c}", file=sys.stderr, flush=True)
-        raw[c] = _child(["--phase", "run", "--model", a.model, "--config", c,
-                         "--runs", str(a.runs), "--items", str(a.items)])
+    raw: dict[str, list[dict]] = {c: [] for c in configs}
+    for k in range(a.runs):
+        # Interleaved, in alternating order, so every configuration sees the same drift in
+        # what else the machine is doing.
+        for c in (configs if k % 2 == 0 else configs[::-1]):
+            print(f"run {k + 1}/{a.runs}: {c}", file=sys.stderr, flush=True)
+            raw[c].append(_child(["--phase", "run", "--model", a.model, "--config", c,
+                                  "--run", str(k), "--items", str(a.items)]
+                                 + (["--threads", a.threads] if a.threads else [])))
     n_params = N_PARAMS.get(a.model, 1.31e9)
-    results["summary"] = {c: summarize(r, n_params, peak) for c, r in raw.items()}
+    results["summary"] = {c: summarize(r, n_params, core_peak) for c, r in raw.items()}
     if ref_name in raw:
         results["agreement_with"] = ref_name
         results["agreement"] = {c: agreement(r, raw[ref_name]) for c, r in raw.items()
@@ -354,7 +367,7 @@ def main() -> None:
         if a.record and a.runs >= 5:
             evidence = {c: {"short_s": s["short"]["s_per_verdict_median"],
                             "long_s": s["long"]["s_per_verdict_median"],
-                            "peak_rss_mb": s["peak_rss_mb"]} for c, s in backends.items()}
+                            "peak_rss_mb": s["peak_rss_mb_max"]} for c, s in backends.items()}
             results["recorded"] = str(lm.record_backend_choice(faster, evidence))
     results["machine"]["load_avg_end"] = _load_avg()
     results["raw"] = raw
