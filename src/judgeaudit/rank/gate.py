@@ -20,8 +20,8 @@ The rule (`RULE`, stated in every result):
 
 Why 3 asks for both: the bias-aware model tells a bias from quality only by assuming item
 quality is unrelated to the covariate. When length really tracks quality, c comes out
-positive with an interval that excludes 0 although the judge has no length bias (most such
-simulated pools, benchmarks/rank_gate.py); only the trusted pairs can tell the two cases
+positive with an interval that excludes 0 although the judge has no length bias (72% of the
+simulated pools of benchmarks/rank_gate.py); only the trusted pairs can tell the two cases
 apart, and there they lean towards the naive ranking even when not decisively.
 """
 
@@ -187,9 +187,9 @@ def anchor_gate(naive: BTFit, bias_aware: BTFit, trusted: np.ndarray,
                       + (f" ({b_txt})" if b else " (the model has no bias term)")
                       + ": keep the simpler naive ranking")
         elif lean_naive:
-            reason = (f"{tie} and lean towards the naive ranking (by more than one standard "
-                      f"error, {_fmt(se)}); {b_txt} excludes 0, but alone that does not tell "
-                      f"a judge bias from a covariate that tracks quality: keep the simpler "
+            reason = (f"{tie} and lean towards the naive ranking (by more than its standard "
+                      f"error, {se:.3f}); {b_txt} excludes 0, but alone that does not tell a "
+                      f"judge bias from a covariate that tracks quality: keep the simpler "
                       f"naive ranking")
         else:
             on, basis = True, "bias_term"
