@@ -451,6 +451,7 @@ def _register_commands() -> None:
         cache_cmd,
         compare_cmd,
         hubj_cmd,
+        model_cmd,
         plan_cmd,
         rank_cmd,
         replay_cmd,
@@ -459,6 +460,7 @@ def _register_commands() -> None:
 
     cache_cmd.register(app)
     compare_cmd.register(app)
+    model_cmd.register(app)
     plan_cmd.register(app)
     replay_cmd.register(app)
     rank_cmd.register(app)
