@@ -175,6 +175,7 @@ def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
         mde_detail=r.mde_detail, verdict=verdict, flag=r.flag, rates=r.rates,
         n_items=len(plan.items), dropped=_counts(dropped), n_invalid=r.n_invalid,
         n_dropped=r.n_dropped, plot=r.plot, examples=r.examples, notes=list(r.notes),
+        per_item={str(k): v for k, v in r.units},  # for `judgeaudit compare` (paired)
     )
     if plan.items and plan.skipped:
         parts = [f"{len(ids)} {'without a label' if k == 'no_label' else 'tie-labelled'}"
@@ -311,6 +312,7 @@ async def run_battery(
         "seconds": time.perf_counter() - t0,
         "started": started,
         "alpha": alpha,
+        "seed": seed,
         "mde": {"power": POWER, "alpha": alpha,
                 "method": "each probe's own test at the realised n and discordance (exact "
                           "sign test); see probes.*.mde_detail"},
