@@ -42,8 +42,8 @@ from judgeaudit.llm.base import (
 from judgeaudit.llm.providers.openai import (
     BATCH_DISCOUNT,
     OPERATIONAL_PARAMS,
+    add_choice_line,
     check_base_url,
-    choice_line,
     float_param,
     int_param,
     map_sdk_error,
@@ -170,13 +170,7 @@ class AnthropicProvider(Provider):
         if text and prefill:
             msgs.append({"role": "assistant", "content": text})
         elif text and request.choices:
-            line = choice_line(request.choices)
-            for m in reversed(msgs):
-                if m["role"] == "user":
-                    m["content"] = m["content"].rstrip() + "\n\n" + line
-                    break
-            else:
-                msgs.append({"role": "user", "content": line})
+            add_choice_line(msgs, request.choices)
         return system, msgs
 
     def batch_params(self, request: Request) -> dict[str, Any]:

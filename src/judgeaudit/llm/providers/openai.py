@@ -342,14 +342,19 @@ def chat_messages(request: Request, prefill_mode: str = "instruct"
         # vLLM continues a final assistant turn only when told to; llama.cpp does anyway.
         extra = {"continue_final_message": True, "add_generation_prompt": False}
     elif request.prefill and request.choices:
-        line = choice_line(request.choices)
-        for m in reversed(msgs):
-            if m["role"] == "user":
-                m["content"] = m["content"].rstrip() + "\n\n" + line
-                break
-        else:
-            msgs.append({"role": "user", "content": line})
+        add_choice_line(msgs, request.choices)
     return msgs, extra
+
+
+def add_choice_line(msgs: list[dict[str, Any]], choices: Sequence[str]) -> None:
+    """For servers that cannot continue an assistant turn: end the last user message with the
+    answer-format line (or add one), so the model answers with a choice label."""
+    line = choice_line(choices)
+    for m in reversed(msgs):
+        if m["role"] == "user":
+            m["content"] = m["content"].rstrip() + "\n\n" + line
+            return
+    msgs.append({"role": "user", "content": line})
 
 
 def chat_body(request: Request, model: str, *, prefill_mode: str = "instruct",
