@@ -226,7 +226,7 @@ async def test_retries_under_a_hanging_server_are_exact(fake_server, monkeypatch
 
     def slow_first_client(self):
         if self._sdk_client is None:
-            time.sleep(0.6)  # blocking, as an import is
+            time.sleep(1.5)  # blocking, as an import is
         return real_client(self)
 
     monkeypatch.setattr(OpenAIProvider, "_client", slow_first_client)
@@ -234,7 +234,7 @@ async def test_retries_under_a_hanging_server_are_exact(fake_server, monkeypatch
     n, r, conc = 8, 2, 4
     for _run in range(3):
         srv.reset()
-        client = Client(openai(srv), concurrency=conc, timeout=0.3,
+        client = Client(openai(srv), concurrency=conc, timeout=1.0,
                         retry=RetryPolicy(max_retries=r, base_delay=0.001, max_delay=0.002))
         outs = await client.map([judge_request(i) for i in range(n)])
         assert all(isinstance(o, CallFailed) and o.kind == "timeout" for o in outs)
