@@ -1,0 +1,111 @@
+"""The incremental adaptive loop (each round judges only the new items of each open probe)
+gives exactly what the earlier loop gave, which re-ran every open probe on its growing prefix
+of items each round: verdicts, stop reasons, n, rounds, intervals, e-values and calls. The
+expected values below were recorded from that earlier implementation (commit 731a585) on
+builtin:facts with these specs; they cover every stop reason (rejected, cleared, max_n,
+exhausted, budget)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from judgeaudit.audit.adaptive import run_adaptive
+from judgeaudit.audit.probe import probe_names
+from judgeaudit.data import load
+from judgeaudit.judges import make_judge
+
+CASES = [
+    ("sim?position=1.5&authority=2&length=0.6&seed=1", None,
+     {"max_n": 100, "round_size": 20, "seed": 1}),
+    ("sim?injection=1&seed=2", ["position", "verbosity", "injection", "bandwagon"],
+     {"max_n": 160, "round_size": 25, "seed": 2, "max_calls": 1500}),
+    ("sim?seed=5", None, {"max_n": 60, "round_size": 20, "seed": 5}),
+    ("sim?seed=7&bandwagon=0.3", ["position", "authority", "bandwagon"],
+     {"max_n": 300, "round_size": 40, "seed": 7}),
+]
+
+EXPECTED = json.loads(
+    '[{"run":{"rounds":5,"calls":2440,"baseline_calls":200,"fixed_n_calls":2600,"stopped_by":"a'
+    'll probes stopped"},"n_items":100,"calls":{"made":2440,"cached":0,"failed":0},"verbosity":'
+    '{"verdict":"underpowered","reason":"max_n","n":100,"items":100,"rounds":5,"ci":[0.025,0.20'
+    '8],"evalue":30.4920117,"calls":800,"calls_own":600,"fixed_n_calls":800,"path":[[1,20,20],['
+    '2,40,40],[3,60,60],[4,80,80],[5,100,100]]},"authority":{"verdict":"biased","reason":"rejec'
+    'ted","n":60,"items":60,"rounds":3,"ci":[0.084,0.373],"evalue":255.787598,"calls":360,"call'
+    's_own":240,"fixed_n_calls":600,"path":[[1,20,20],[2,40,40],[3,60,60]]},"bandwagon":{"verdi'
+    'ct":"underpowered","reason":"max_n","n":100,"items":100,"rounds":5,"ci":[-0.096,0.082],"ev'
+    'alue":0.428344131,"calls":600,"calls_own":400,"fixed_n_calls":600,"path":[[1,20,20],[2,40,'
+    '40],[3,60,60],[4,80,80],[5,100,100]]},"beauty":{"verdict":"underpowered","reason":"max_n",'
+    '"n":100,"items":100,"rounds":5,"ci":[-0.109,0.074],"evalue":0.443300809,"calls":800,"calls'
+    '_own":600,"fixed_n_calls":800,"path":[[1,20,20],[2,40,40],[3,60,60],[4,80,80],[5,100,100]]'
+    '},"injection":{"verdict":"underpowered","reason":"max_n","n":100,"items":100,"rounds":5,"c'
+    'i":[-0.046,0.153],"evalue":2.2235552,"calls":600,"calls_own":400,"fixed_n_calls":600,"path'
+    '":[[1,20,20],[2,40,40],[3,60,60],[4,80,80],[5,100,100]]},"position":{"verdict":"biased","r'
+    'eason":"rejected","n":80,"items":80,"rounds":4,"ci":[0.0425,0.133],"evalue":390.240415,"ca'
+    'lls":160,"calls_own":0,"fixed_n_calls":200,"path":[[1,20,20],[2,40,40],[3,60,60],[4,80,80]'
+    ']}},{"run":{"rounds":3,"calls":1200,"baseline_calls":150,"fixed_n_calls":2560,"stopped_by"'
+    ':"max_calls"},"n_items":75,"calls":{"made":1200,"cached":0,"failed":0},"position":{"verdic'
+    't":"underpowered","reason":"budget","n":75,"items":75,"rounds":3,"ci":[-0.04,0.067],"evalu'
+    'e":0.9375,"calls":150,"calls_own":0,"fixed_n_calls":320,"path":[[1,25,25],[2,50,50],[3,75,'
+    '75]]},"verbosity":{"verdict":"underpowered","reason":"budget","n":75,"items":75,"rounds":3'
+    ',"ci":[-0.093,0.114],"evalue":0.698447227,"calls":600,"calls_own":450,"fixed_n_calls":1280'
+    ',"path":[[1,25,25],[2,50,50],[3,75,75]]},"injection":{"verdict":"underpowered","reason":"b'
+    'udget","n":75,"items":75,"rounds":3,"ci":[-0.021,0.203],"evalue":9.15260116,"calls":450,"c'
+    'alls_own":300,"fixed_n_calls":960,"path":[[1,25,25],[2,50,50],[3,75,75]]},"bandwagon":{"ve'
+    'rdict":"underpowered","reason":"budget","n":75,"items":75,"rounds":3,"ci":[-0.098,0.098],"'
+    'evalue":0.663042068,"calls":450,"calls_own":300,"fixed_n_calls":960,"path":[[1,25,25],[2,5'
+    '0,50],[3,75,75]]}},{"run":{"rounds":3,"calls":1560,"baseline_calls":120,"fixed_n_calls":15'
+    '60,"stopped_by":"all probes stopped"},"n_items":60,"calls":{"made":1560,"cached":0,"failed'
+    '":0},"verbosity":{"verdict":"underpowered","reason":"max_n","n":60,"items":60,"rounds":3,"'
+    'ci":[-0.097,0.157],"evalue":0.998598989,"calls":480,"calls_own":360,"fixed_n_calls":480,"p'
+    'ath":[[1,20,20],[2,40,40],[3,60,60]]},"authority":{"verdict":"underpowered","reason":"max_'
+    'n","n":60,"items":60,"rounds":3,"ci":[-0.147,0.087],"evalue":1.37890625,"calls":360,"calls'
+    '_own":240,"fixed_n_calls":360,"path":[[1,20,20],[2,40,40],[3,60,60]]},"bandwagon":{"verdic'
+    't":"underpowered","reason":"max_n","n":60,"items":60,"rounds":3,"ci":[-0.143,0.097],"evalu'
+    'e":1.04370117,"calls":360,"calls_own":240,"fixed_n_calls":360,"path":[[1,20,20],[2,40,40],'
+    '[3,60,60]]},"beauty":{"verdict":"underpowered","reason":"max_n","n":60,"items":60,"rounds"'
+    ':3,"ci":[-0.136,0.1],"evalue":0.875473022,"calls":480,"calls_own":360,"fixed_n_calls":480,'
+    '"path":[[1,20,20],[2,40,40],[3,60,60]]},"injection":{"verdict":"underpowered","reason":"ma'
+    'x_n","n":60,"items":60,"rounds":3,"ci":[-0.117,0.132],"evalue":0.724196434,"calls":360,"ca'
+    'lls_own":240,"fixed_n_calls":360,"path":[[1,20,20],[2,40,40],[3,60,60]]},"position":{"verd'
+    'ict":"underpowered","reason":"max_n","n":60,"items":60,"rounds":3,"ci":[-0.093,0.035],"eva'
+    'lue":1.3125,"calls":120,"calls_own":0,"fixed_n_calls":120,"path":[[1,20,20],[2,40,40],[3,6'
+    '0,60]]}},{"run":{"rounds":6,"calls":2120,"baseline_calls":424,"fixed_n_calls":2120,"stoppe'
+    'd_by":"all probes stopped"},"n_items":212,"calls":{"made":2120,"cached":0,"failed":0},"pos'
+    'ition":{"verdict":"not_biased","reason":"cleared","n":160,"items":160,"rounds":4,"ci":[-0.'
+    '0195,0.0475],"evalue":0.723762554,"calls":320,"calls_own":0,"fixed_n_calls":424,"path":[[1'
+    ',40,40],[2,80,80],[3,120,120],[4,160,160]]},"authority":{"verdict":"underpowered","reason"'
+    ':"exhausted","n":212,"items":212,"rounds":6,"ci":[-0.058,0.033],"evalue":0.511683927,"call'
+    's":1272,"calls_own":848,"fixed_n_calls":1272,"path":[[1,40,40],[2,80,80],[3,120,120],[4,16'
+    '0,160],[5,200,200],[6,212,212]]},"bandwagon":{"verdict":"underpowered","reason":"exhausted'
+    '","n":212,"items":212,"rounds":6,"ci":[-0.041,0.059],"evalue":0.414330088,"calls":1272,"ca'
+    'lls_own":848,"fixed_n_calls":1272,"path":[[1,40,40],[2,80,80],[3,120,120],[4,160,160],[5,2'
+    '00,200],[6,212,212]]}}]'
+)
+
+
+def key(doc: dict) -> dict:
+    out = {"run": {k: doc["adaptive"][k] for k in ("rounds", "calls", "baseline_calls",
+                                                    "fixed_n_calls", "stopped_by")},
+           "n_items": doc["n_items"],
+           "calls": {k: doc["calls"][k] for k in ("made", "cached", "failed")}}
+    for name, p in doc["probes"].items():
+        a = p["adaptive"]
+        out[name] = {"verdict": p["verdict"], "reason": a["stop_reason"], "n": a["n"],
+                     "items": a["items"], "rounds": a["rounds"],
+                     "ci": [round(x, 9) for x in a["ci"]],
+                     "evalue": float(f"{a['evalue']:.9g}"), "calls": a["calls"],
+                     "calls_own": a["calls_own"], "fixed_n_calls": a["fixed_n_calls"],
+                     "path": [[r["round"], r["n"], r["items"]] for r in a["path"]]}
+    return out
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_same_results_as_the_prefix_loop(case: int):
+    spec, probes, kw = CASES[case]
+    items = load("builtin:facts")
+    doc = asyncio.run(run_adaptive(make_judge(spec), items,
+                                   probes or probe_names(default_only=True), **kw))
+    assert key(doc) == EXPECTED[case]
