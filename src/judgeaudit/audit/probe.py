@@ -168,13 +168,31 @@ def _load_builtin() -> None:
         importlib.import_module(f"{pkg.__name__}.{mod.name}")
 
 
+def _load_plugins() -> None:
+    """Probes of other packages (entry-point group `judgeaudit.probes`), once."""
+    from judgeaudit import plugins
+
+    def add(name: str, cls: object) -> None:
+        plugins.check_named_class(name, cls, Probe, "probe")
+        plugins.check_new("probe", name, cls, _PROBES)
+        _PROBES[name] = cls  # type: ignore[assignment]
+
+    plugins.load_group("probes", add)
+
+
 def probe_names(default_only: bool = False) -> list[str]:
     _load_builtin()
+    _load_plugins()
     return [n for n, c in _PROBES.items() if c.default or not default_only]
 
 
 def get_probe(name: str) -> Probe:
     _load_builtin()
     if name not in _PROBES:
-        raise ValueError(f"unknown probe {name!r}; known: {', '.join(sorted(_PROBES))}")
+        _load_plugins()
+    if name not in _PROBES:
+        from judgeaudit.plugins import unknown_suffix
+
+        raise ValueError(f"unknown probe {name!r}; known: {', '.join(sorted(_PROBES))}"
+                         f"{unknown_suffix('probes', name)}")
     return _PROBES[name]()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from judgeaudit import plugins
 from judgeaudit.data.schema import Item
 from judgeaudit.spec import Spec, parse_spec
 
@@ -49,7 +50,19 @@ def register_loader(kind: str) -> Callable[[Loader], Loader]:
 
 
 def available() -> list[str]:
+    _load_plugins()
     return sorted(set(_LOADERS) | set(_BUILTIN))
+
+
+def _load_plugins() -> None:
+    """Loaders of other packages (entry-point group `judgeaudit.data`), once."""
+
+    def add(kind: str, fn: object) -> None:
+        plugins.check_callable(fn, "data loader fn(name, params) -> list[Item]")
+        plugins.check_new("data", kind, fn, _LOADERS, _BUILTIN)
+        _LOADERS[kind] = fn  # type: ignore[assignment]
+
+    plugins.load_group("data", add)
 
 
 def load(spec: str | Spec) -> list[Item]:
@@ -62,7 +75,10 @@ def load(spec: str | Spec) -> list[Item]:
     if sp.kind not in _LOADERS and sp.kind in _BUILTIN:
         importlib.import_module(_BUILTIN[sp.kind])
     if sp.kind not in _LOADERS:
-        raise ValueError(f"unknown data kind {sp.kind!r}; known: {', '.join(available())}")
+        _load_plugins()
+    if sp.kind not in _LOADERS:
+        raise ValueError(f"unknown data kind {sp.kind!r}; known: {', '.join(available())}"
+                         f"{plugins.unknown_suffix('data', sp.kind)}")
     limit = _limit(str(sp), sp.params.get("limit"))
     items = _LOADERS[sp.kind](sp.name, dict(sp.params))
     if limit is not None:

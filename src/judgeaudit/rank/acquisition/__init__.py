@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from judgeaudit import plugins
 from judgeaudit.rank.acquisition import (
     entropy,
     global_uncertainty,
@@ -26,11 +27,31 @@ RULES: dict[str, Rule] = {
 
 
 def get_rule(name: str) -> Rule:
+    if name not in RULES:
+        _load_plugins()
     try:
         return RULES[name]
     except KeyError:
         raise ValueError(f"unknown acquisition rule {name!r}; expected one of "
-                         f"{', '.join(sorted(RULES))}") from None
+                         f"{', '.join(rule_names())}"
+                         f"{plugins.unknown_suffix('acquisition', name)}") from None
+
+
+def rule_names() -> list[str]:
+    """Every rule's name, plugins' included (`RULES` holds plugins only once loaded)."""
+    _load_plugins()
+    return sorted(RULES)
+
+
+def _load_plugins() -> None:
+    """Rules of other packages (entry-point group `judgeaudit.acquisition`), once."""
+
+    def add(name: str, rule: object) -> None:
+        plugins.check_callable(rule, "acquisition rule score(ctx, a, b) -> np.ndarray")
+        plugins.check_new("acquisition", name, rule, RULES)
+        RULES[name] = rule  # type: ignore[assignment]
+
+    plugins.load_group("acquisition", add)
 
 
 def register(name: str, rule: Rule) -> None:
@@ -40,4 +61,4 @@ def register(name: str, rule: Rule) -> None:
     RULES[name] = rule
 
 
-__all__ = ["RULES", "AcquisitionContext", "Rule", "get_rule", "register"]
+__all__ = ["RULES", "AcquisitionContext", "Rule", "get_rule", "register", "rule_names"]
