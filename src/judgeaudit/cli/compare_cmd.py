@@ -18,7 +18,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from judgeaudit.cli.progress import console, fail
-from judgeaudit.cli.runner import check_out_dir, exit_if_failed, open_unit
+from judgeaudit.cli.runner import (
+    ConfigFileOpt,
+    JsonOpt,
+    check_out_dir,
+    exit_if_failed,
+    open_unit,
+    print_json,
+)
 from judgeaudit.report.outcome import EXIT_GATE
 
 VERDICT_STYLE = {"improved": "bold green", "worse": "bold red", "no_change": "cyan",
@@ -106,6 +113,8 @@ def compare(
         "half the width of each probe's no-bias range (0.05 for most).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the randomization "
                                            "test.")] = 0,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Compare two audits of the same items, probe by probe: the change in each bias (B - A)
     with a 95% interval, and whether it improved, got worse, did not change, or cannot tell.
@@ -154,6 +163,12 @@ def compare(
              f"{len(s['no_change'])} no change, {len(s['underpowered'])} underpowered")
     _say(f"report: {report}")
     _say(f"results: {path}")
+    if json_out:
+        s = res["summary"]
+        print_json(res, n_items=res.get("n_items"),
+                   verdicts={k: p["verdict"] for k, p in res["probes"].items()},
+                   **{k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
+                                        "paired", "unpaired") if k in s})
     exit_if_failed(res)  # before the gate: no gate passes a failed run
     worse = set(res["summary"]["worse"])
     failing = {"never": set(), "worse": worse, "probes": worse & must_not}[mode]

@@ -17,12 +17,15 @@ from judgeaudit.cli.progress import console, fail, growing_bar
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
+    ConfigFileOpt,
+    JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
     check_out_dir,
     exit_if_failed,
     open_unit,
     positive,
+    print_json,
     run_async,
 )
 from judgeaudit.data.spec import split_specs
@@ -250,6 +253,8 @@ def discover(
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Find the factors behind a judge's disagreements with humans (HUB-J Algorithm 1) and
     validate them, beside the two baseline factor sets, on held-out disagreements. Exit 3
@@ -301,6 +306,8 @@ def discover(
         _print_discover(res)
     console.print(_json_stats_line(res["json_stats"]))
     _calls_line(res, path, report)
+    if json_out:
+        print_json(res)
     exit_if_failed(res)
 
 
@@ -383,6 +390,8 @@ def quantify(
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """How strongly each factor moves each judge (HUB-J Algorithm 2): rewrite the rejected
     response of agreement items at levels 1-5, count flips, pick l* on calibration items and
@@ -446,6 +455,8 @@ def quantify(
     if res.get("json_stats"):
         console.print(_json_stats_line(res["json_stats"]))
     _calls_line(res, path, report)
+    if json_out:
+        print_json(res)
     exit_if_failed(res)
 
 
@@ -498,6 +509,8 @@ def mitigate(
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Bias-controlled win rates (HUB-J Algorithm 3): a two-stage logistic model over judges
     and queries separates each judge's wins due to the factor; the length-controlled win rate
@@ -556,6 +569,8 @@ def mitigate(
                           f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
                           f"(n={a['n']}, {a['n_new_queries']} new queries)")
         _calls_line(res, path)
+        if json_out:
+            print_json(res)
         exit_if_failed(res)
         return
 
@@ -582,6 +597,8 @@ def mitigate(
         _print_mitigate(res, candidate, estimator)
     console.print(_json_stats_line(res["json_stats"]))
     _calls_line(res, path, report)
+    if json_out:
+        print_json(res)
     exit_if_failed(res)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -14,9 +14,12 @@ from judgeaudit.cli.progress import console, fail, progress_bar
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
+    ConfigFileOpt,
+    JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
     check_out_dir,
+    config_defaults,
     exit_if_failed,
     load_items,
     make_judge,
@@ -24,13 +27,18 @@ from judgeaudit.cli.runner import (
     open_unit,
     positive,
     positive_float,
+    print_json,
     run_async,
 )
 from judgeaudit.spec import split_specs
 
 app = typer.Typer(
     name="judgeaudit",
-    help="Audit LLM judges: find their biases, measure them, correct for them.",
+    help="Audit LLM judges: find their biases, measure them, correct for them.\n\n"
+         "Every run command also reads its settings from `--config FILE.toml` (keys: the "
+         "option names with underscores; `judgeaudit schema COMMAND` prints them; options "
+         "given on the command line override the file) and prints its result's summary as "
+         "one JSON object on stdout with `--json` (all other output goes to stderr).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     # Docstrings are hard-wrapped at 100 columns; markdown mode reflows them to the terminal.
@@ -144,6 +152,8 @@ def evaluate(
     no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Evaluate a judge on labelled data. Pairwise (a label per pair): accuracy under a named
     pair rule, position consistency, kappa. Pointwise (a gold score per response): Pearson,
@@ -210,6 +220,8 @@ def evaluate(
         console.print(f"items: a random sample of {selection['n']} of {selection['of']} "
                       f"(seed {selection['seed']})")
     console.print(f"results: {path}")
+    if json_out:
+        print_json(res)
     exit_if_failed(res)
 
 
@@ -272,6 +284,8 @@ def audit(
         help="--adaptive: stop before a round that would exceed this many judge calls.")] = None,
     max_cost: Annotated[float | None, typer.Option(
         "--max-cost", help="--adaptive: stop once this many USD are spent.")] = None,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Run the bias battery against a judge; write results.json and report.html. Probes that
     need no label (position) use every pair; the others use pairs labelled 1 or 2. Items left
@@ -389,6 +403,8 @@ def audit(
     except ImportError:
         pass
     console.print(f"results: {path}")
+    if json_out:
+        print_json(res)
     exit_if_failed(res)  # before the gate: no gate passes a failed run
     biased = set(res["summary"]["biased"])
     flagged = {k for k, p in res["probes"].items() if (p.get("flag") or {}).get("exceeds")}
@@ -470,14 +486,61 @@ def _register_commands() -> None:
 
 _register_commands()
 
+_GLOBAL_WITH_VALUE = ("--plan-only",)
+
+
+def config_from_argv(argv: list[str]) -> tuple[list[str], dict[str, Any] | None]:
+    """`--config FILE` for commands that do not declare it themselves (`rank`, `rank-eval`):
+    find the subcommand and its `--config FILE` in `argv`, validate the file against the
+    command's Config model and return argv without the option plus click's
+    `default_map={command: {...}}`, so every flag on the command line overrides the file.
+    Commands with their own `--config` option (and argv without one) pass unchanged."""
+    from judgeaudit.config import CONFIGS
+
+    i, sub = 0, None
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return argv, None
+        if not a.startswith("-"):
+            sub = a
+            break
+        i += 2 if a in _GLOBAL_WITH_VALUE else 1
+    if sub not in CONFIGS:
+        return argv, None
+    command = typer.main.get_command(app).commands.get(sub)  # type: ignore[attr-defined]
+    if command is None or any("--config" in getattr(p, "opts", ()) for p in command.params):
+        return argv, None
+    rest, path = argv[i + 1:], None
+    for j, a in enumerate(rest):
+        if a == "--":
+            break
+        if a == "--config" and j + 1 < len(rest):
+            path, rest = rest[j + 1], rest[:j] + rest[j + 2:]
+            break
+        if a.startswith("--config="):
+            path, rest = a.split("=", 1)[1], rest[:j] + rest[j + 1:]
+            break
+    if path is None:
+        return argv, None
+    return argv[:i + 1] + rest, {sub: config_defaults(command, path)}
+
+
 def main() -> None:
-    """Console entry point. After Ctrl-C (exit 130) the process ends at once instead of
+    """Console entry point. `--config FILE` of `rank` and `rank-eval` is read here (see
+    `config_from_argv`). After Ctrl-C (exit 130) the process ends at once instead of
     waiting for a local model's forward pass in its worker thread to finish: every finished
     call is already committed to the cache."""
     import os
 
     try:
-        app()
+        argv, default_map = config_from_argv(sys.argv[1:])
+        if default_map is None:
+            app()
+        else:
+            app(args=argv, default_map=default_map)
+    except typer.Exit as exc:  # a bad config file, found before the app runs
+        sys.exit(exc.exit_code)
     except SystemExit as exc:
         if exc.code == 130:
             sys.stderr.flush()

@@ -7,6 +7,7 @@ Exit codes are documented in `judgeaudit.report.outcome`."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -158,6 +159,56 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
     if planner is not None:  # --plan-only: write the plan, not the results; exit 0
         finish_plan(planner)
     return result
+
+
+def _apply_config_file(ctx: typer.Context, _param: Any, value: Path | None) -> Path | None:
+    """`--config FILE`: the file's settings become the command's defaults (click's
+    `default_map`), so every flag given on the command line overrides the file. Runs before
+    the other options (eager); a bad file exits 2 naming the file, the key and what was
+    expected."""
+    if value is None or ctx.resilient_parsing:
+        return value
+    ctx.default_map = {**(ctx.default_map or {}), **config_defaults(ctx.command, value)}
+    return value
+
+
+def config_defaults(command: Any, path: Path | str) -> dict[str, Any]:
+    """The `default_map` of a click `command` from a TOML config file: the file validated
+    against the command's Config model, keyed by the command's parameter names (a field is
+    the option's long name with dashes as underscores: `--apply` fills `apply_fit`)."""
+    from judgeaudit.config import ConfigError, load_config_file
+
+    try:
+        values = load_config_file(path, str(command.name))
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    by_field = {field_name(p): p.name for p in command.params}
+    return {by_field.get(k, k): v for k, v in values.items() if k != "config_version"}
+
+
+def field_name(param: Any) -> str:
+    """The Config field of a click parameter: its first long option without the dashes,
+    dashes as underscores (`--fail-on` -> fail_on); an argument's own name."""
+    longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+    return longs[0][2:].replace("-", "_") if longs else str(param.name)
+
+
+ConfigFileOpt = Annotated[Path | None, typer.Option(
+    "--config", metavar="FILE.toml", is_eager=True, callback=_apply_config_file,
+    help="Read the settings from a TOML file (keys: the option names with underscores, see "
+         "`judgeaudit schema COMMAND`); options given here override the file.")]
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print the result's summary as one JSON object on stdout (everything "
+                   "else goes to stderr).")]
+
+
+def print_json(doc: Mapping[str, Any], **extra: Any) -> None:
+    """`--json`: one JSON object on stdout, the result's summary (`Result.summary()`), plus
+    `extra` keys; the human output stays on stderr."""
+    from judgeaudit.result import Result
+
+    summary = Result.from_document(doc).summary()
+    typer.echo(json.dumps({**summary, **extra}, ensure_ascii=False))
 
 
 def exit_if_failed(res: Mapping[str, Any]) -> None:

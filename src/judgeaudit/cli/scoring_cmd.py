@@ -15,12 +15,15 @@ from judgeaudit.cli.progress import console, fail, progress_bar
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
+    ConfigFileOpt,
+    JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
     check_out_dir,
     exit_if_failed,
     positive,
     positive_float,
+    print_json,
     run_async,
 )
 
@@ -116,6 +119,8 @@ def scoring_bias(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Score the same responses under the baseline scoring prompt and perturbed prompts;
     report flip rate, MAD, correlation with gold, score distributions, the reference pull,
@@ -231,6 +236,8 @@ def scoring_bias(
     console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
                   f"{res['seconds']:.1f} s")
     console.print(f"results: {path}\nreport: {report}")
+    if json_out:
+        print_json(res)
     exit_if_failed(res)
 
 

@@ -1,0 +1,474 @@
+"""Typed settings of every command: one pydantic model per command, the one place that states
+each setting's name, type, default, allowed range and meaning.
+
+The field names are the command's CLI option names with dashes as underscores (`--fail-on` ->
+`fail_on`), the defaults and ranges are the CLI's, and the descriptions are the CLI's help
+texts. The CLI builds its option help and defaults from these models, `--config FILE` (TOML)
+is validated against them (`load_config_file`), and `judgeaudit schema KIND` prints their JSON
+Schema. Paths in a config file are read as on the command line (relative to the working
+directory).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
+
+CONFIG_VERSION = 1
+
+PosInt = Annotated[int, Field(ge=1)]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+OpenUnit = Annotated[float, Field(gt=0.0, lt=1.0)]
+PosFloat = Annotated[float, Field(gt=0.0)]
+
+# Help texts shared by several commands.
+JUDGE_HELP = ("Judge SPEC: local | local:qwen-0.5b | local:PATH | openai:MODEL?base_url=URL | "
+              "anthropic:MODEL | replay:PATH?judge=GPT-4&strategy=Vanilla | "
+              "sim?position=0.8&length=1")
+DATA_HELP = ("Data SPEC: builtin:facts | builtin:arithmetic | llmbar:PATH | pandalm:PATH | "
+             "mtbench:PATH | judgebench:PATH | jsonl:PATH | hf:NAME")
+HUBJ_DATA_HELP = ("Pairwise data SPEC with human labels, e.g. "
+                  "pandalm:../shared/data/pandalm_testset")
+HUBJ_DATA = "pandalm:../shared/data/pandalm_testset"
+LIVE_JUDGES_HELP = ("Comma-separated live judge SPECs, asked in both orders (e.g. "
+                    "local,local:qwen-0.5b).")
+RECORDED_HELP = ("Recorded judges shipped with the data: 'pandalm' = GPT-3.5 and PandaLM-7B "
+                 "verdicts of the PandaLM test set (read through replay).")
+MIN_AGREEMENT_HELP = "Keep items whose majority label has at least this annotator share (0-1)."
+CACHE_HELP = "SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache dir)."
+NO_CACHE_HELP = "Do not read or write the cache."
+CONC_HELP = "Concurrent calls per provider (>= 1)."
+TIMEOUT_HELP = "Seconds per call before retrying (> 0)."
+SEED_HELP = "Seed of every random choice (item samples, simulated judges, bootstrap)."
+MIN_VALID_HELP = ("Fewest items with a valid verdict for the run to count; below it the run "
+                  "fails (exit 3).")
+MAX_FAILED_HELP = "Largest share of failed calls (0-1) before the run fails (exit 3)."
+ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon] | jsonl:PATH (one "
+              '{"id", "prompt", "response", "quality"?, numeric fields...} per line)')
+COV_HELP = ("Covariates the judge may be biased on, comma-separated: length (log words), "
+            "markdown, authority, confidence, sentiment, self, injection, words (z-scored "
+            "word count), or a numeric field of the items; 'none' for a plain model. "
+            "Covariates constant over the pool are left out (and reported).")
+LAM_HELP = ("Prior precision of theta (theta ~ N(0, 1/lam)), or 'auto': learned per pool by "
+            "empirical Bayes, so the prior matches how far apart the judge puts the items.")
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:
+    """A field with its default and its help text (the CLI shows the same text)."""
+    return Field(default, description=help, **kw)
+
+
+class CommandConfig(BaseModel):
+    """What every command's settings share: a version, no unknown keys, frozen values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    command: ClassVar[str] = ""
+
+    config_version: Literal[1] = _f(CONFIG_VERSION, "Version of this settings schema (1).")
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The default of field `name` (what the CLI uses when the option is not given)."""
+        return cls.model_fields[name].default
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        """The description of field `name` (the CLI option's help)."""
+        return cls.model_fields[name].description or ""
+
+
+class _RunFields(CommandConfig):
+    """Settings of every command that calls a judge."""
+
+    cache: Path | None = _f(None, CACHE_HELP)
+    no_cache: bool = _f(False, NO_CACHE_HELP)
+    min_valid: PosInt = _f(DEFAULT_MIN_VALID, MIN_VALID_HELP)
+    max_failed: Share = _f(DEFAULT_MAX_FAILED, MAX_FAILED_HELP)
+
+
+class EvaluateConfig(_RunFields):
+    """`judgeaudit evaluate`: a judge's accuracy (pairwise) or correlation (pointwise)."""
+
+    command: ClassVar[str] = "evaluate"
+    judge: str = _f("local", JUDGE_HELP)
+    data: str = _f("builtin:facts", DATA_HELP)
+    limit: PosInt | None = _f(None, "Use only the first N items (N >= 1).")
+    sample: PosInt | None = _f(None, "Use N items drawn at random (seeded by --seed, kept in "
+                                     "data order); not with --limit.")
+    pair_rule: Literal["mean", "sum", "both"] | None = _f(None, (
+        "Pairwise accuracy rule: mean (LLMBar, default: per pair the mean over the orders of "
+        "[verdict = label]) | sum (JudgeBench: +1 right, -1 wrong, 0 tie or no answer per "
+        "order; right when the sum > 0) | both (right only when both orders are right)."))
+    ties: Literal["keep", "drop"] | None = _f(None, (
+        "Tie-labelled pairs: keep (default when the data has tie labels: three-way accuracy, "
+        "a tie verdict is right on them) | drop (left out of accuracy and kappa)."))
+    by: str | None = _f(None, "Break accuracy (pairwise) or correlation (pointwise) down by an "
+                              "item field or metadata key, e.g. source, subset, category.")
+    group_by: str | None = _f(None, (
+        "Pointwise: group-level correlation within each value of this field or metadata key "
+        "(e.g. the source document), averaged over groups."))
+    system_field: str | None = _f(None, (
+        "Pointwise: system-level correlation of the per-system mean scores (the field or "
+        "metadata key naming the system, e.g. model_id)."))
+    out: Path = _f(Path("out/evaluate"), "Output directory for results.json.")
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
+    seed: int = _f(0, SEED_HELP)
+
+
+class AuditConfig(_RunFields):
+    """`judgeaudit audit`: the bias battery against one judge."""
+
+    command: ClassVar[str] = "audit"
+    judge: str = _f("local", JUDGE_HELP)
+    data: str = _f("builtin:facts", DATA_HELP)
+    probes: str | None = _f(None, "Comma-separated probe names (default: the fast default "
+                                  "set; see --list).")
+    n: PosInt | None = _f(None, "Items per probe: each probe takes the first N pairs it can use "
+                                "(default 40; --full: all).")
+    sample: PosInt | None = _f(None, (
+        "Audit N pairs drawn at random (seeded by --seed, kept in data order); each probe uses "
+        "those it can. Not with --n."))
+    by: str | None = _f(None, "Break each probe's effect down by an item field or metadata "
+                              "key, e.g. source, category.")
+    full: bool = _f(False, "Every probe, every item.")
+    panel: str | None = _f(None, "Extra judge SPECs (comma-separated) for the judge-panel "
+                                 "agreement probe.")
+    out: Path = _f(Path("out/audit"), "Output directory (results.json, report.html).")
+    fail_on: str | None = _f(None, (
+        "Exit 1 when: 'biased' (any probe biased), 'flag' (any production threshold "
+        "exceeded), 'any' (either), or a comma-separated list of probe names that must not be "
+        "biased."))
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
+    seed: int = _f(0, SEED_HELP)
+    alpha: OpenUnit = _f(0.05, "False discovery rate for 'biased' (0 < alpha < 1).")
+    note: str | None = _f(None, "A note kept in results.json and shown in the report (e.g. how "
+                                "the run was sized).")
+    adaptive: bool = _f(False, (
+        "Draw items in rounds and stop each probe as soon as its anytime-valid interval / "
+        "e-value decides (biased, not biased) or at --max-n."))
+    max_n: PosInt = _f(500, "--adaptive: most items per probe.")
+    round_size: PosInt = _f(20, "--adaptive: items added to each open probe per round.")
+    max_calls: PosInt | None = _f(None, "--adaptive: stop before a round that would exceed this "
+                                        "many judge calls.")
+    max_cost: PosFloat | None = _f(None, "--adaptive: stop once this many USD are spent (> 0).")
+
+
+class ScoringBiasConfig(_RunFields):
+    """`judgeaudit scoring-bias`: how a rubric judge's scores move with its scoring prompt."""
+
+    command: ClassVar[str] = "scoring-bias"
+    judge: str = _f("local", ("Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL "
+                              "| anthropic:MODEL | sim?order_bias=0.5&ref_pull=0.3"))
+    data: str = _f("builtin:graded", (
+        "Pointwise data SPEC: builtin:graded | prometheus:PATH?set=mt_bench | "
+        "summeval:PATH?aspect=coherence | jsonl:PATH"))
+    perturbations: str | None = _f(None, (
+        "Comma-separated templates (baseline always runs): order_desc, order_random, "
+        "ids_letters, ids_roman, ref_1..ref_5 (default: all)."))
+    ids: list[str] | None = _f(None, (
+        "Extra score-id scheme NAME=w,x,y,z,t (ids for scores 1..5); repeatable; runs as "
+        "ids_NAME."))
+    limit: PosInt | None = _f(None, "Use only the first N items (N >= 1).")
+    repeats: PosInt = _f(3, (
+        "Baseline scorings per item (>= 2 gives the repeat noise and a held-out repeat for the "
+        "mitigation check; use 1 for a deterministic judge such as local)."))
+    references: Path | None = _f(None, (
+        "Ref-k answers: a references.json written by --generate-references, or {item_id: {k: "
+        "text}}. Without it Ref-5 is the dataset's reference and Ref-1..4 are skipped "
+        "(builtin:graded uses its own level-k answers)."))
+    generate_references: bool = _f(False, "Write Ref-1..4 by generation and review first.")
+    generator: str | None = _f(None, "Generator SPEC (default: --judge).")
+    reviewer: str | None = _f(None, "Reviewer SPEC (default: --judge).")
+    ref_limit: PosInt | None = _f(None, "Generate references for the first N items only.")
+    ref_attempts: PosInt = _f(3, "Generation attempts per Ref-k.")
+    ref_tolerance: Annotated[int, Field(ge=0, le=4)] = _f(
+        0, "Accept when |review score - k| <= this (0-4).")
+    ref_max_tokens: PosInt = _f(160, "Generation budget (tokens).")
+    ref_review: Literal["score", "order"] = _f("score", (
+        "score: accept when the reviewer scores the candidate k (+- --ref-tolerance); order: "
+        "accept when the reviewer's scores put Ref-k strictly between the other levels (for "
+        "reviewers that give every text the same score)."))
+    template: str = _f("pointwise_scoring_v1", "Scoring template name or .txt path.")
+    out: Path = _f(Path("out/scoring-bias"), "Output directory (results.json, report.html).")
+    seed: int = _f(0, SEED_HELP)
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
+
+
+class DiscoverConfig(_RunFields):
+    """`judgeaudit discover`: the factors behind a judge's disagreements with humans."""
+
+    command: ClassVar[str] = "discover"
+    data: str = _f(HUBJ_DATA, HUBJ_DATA_HELP)
+    judges: str | None = _f(None, LIVE_JUDGES_HELP)
+    recorded: Literal["pandalm"] | None = _f(None, RECORDED_HELP)
+    llm: str = _f("local", "SPEC of the model playing the G modules.")
+    limit: PosInt | None = _f(30, "Discovery items (consensus disagreements) to extract "
+                                  "features from.")
+    holdout: OpenUnit = _f(0.5, "Share of the consensus disagreements held out for validation "
+                                "(0 < h < 1).")
+    holdout_limit: PosInt | None = _f(30, "Held-out items to validate on.")
+    clusters: PosInt = _f(4, "M: k-means clusters per round.")
+    factors: PosInt = _f(5, "K: factors to select.")
+    iterations: PosInt = _f(3, "T: rounds.")
+    tau: Share = _f(0.7, "Novelty threshold (cosine, 0-1).")
+    rho: Share = _f(0.8, "Target covered share of features (0-1).")
+    rep_fallback: bool = _f(True, (
+        "When G_construct proposes fewer candidates than asked for (vague ones are dropped), "
+        "fill in with the cluster representatives (features)."))
+    min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
+    out: Path = _f(Path("out/discover"), "Output directory (results.json, report.html).")
+    seed: int = _f(0, SEED_HELP)
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+
+
+class QuantifyConfig(_RunFields):
+    """`judgeaudit quantify`: how strongly each factor moves each judge."""
+
+    command: ClassVar[str] = "quantify"
+    judges: str = _f("local", "Comma-separated judge SPECs to quantify (same rewrites for all).")
+    data: str = _f(HUBJ_DATA, HUBJ_DATA_HELP)
+    factors: str = _f("verbosity,authority", (
+        "Comma-separated factor names: shipped ones (verbosity, beauty, authority, bandwagon, "
+        "sentiment, length, complexity, ...) or 'found' with --factors-from."))
+    factors_from: Path | None = _f(None, "results.json of a discover run (its factors and "
+                                         "criteria).")
+    generator: str | None = _f(None, "SPEC of the rewriter G_inj (default: the first judge).")
+    checker: str | None = _f(None, "SPEC of the answer-change checker G_check (default: the "
+                                   "generator).")
+    levels: str = _f("1,2,3,4,5", "Levels to inject (comma-separated, 1-5).")
+    pool: PosInt = _f(60, "Labelled items to judge when looking for agreement items.")
+    limit: PosInt | None = _f(12, "Agreement items to rewrite.")
+    n_cal: PosInt | None = _f(None, "Calibration items (default: 1/6 of the items, as the "
+                                    "paper's 100/600).")
+    on_violation: Literal["drop", "flag"] = _f("drop", (
+        "drop: discard rewrites the checker says change the answer; flag: keep them."))
+    inject: Literal["rewrite", "append"] = _f("rewrite", (
+        "G_inj mode: rewrite (the whole response rewritten at the level, as in the paper) or "
+        "append (the generator writes only sentences to add; for small models, such as the "
+        "embedded one, that echo the text when asked to rewrite it)."))
+    max_words: PosInt | None = _f(None, "Only agreement items whose rejected response has at "
+                                        "most N words.")
+    min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
+    out: Path = _f(Path("out/quantify"), "Output directory (results.json, report.html).")
+    seed: int = _f(0, SEED_HELP)
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+
+
+class MitigateConfig(_RunFields):
+    """`judgeaudit mitigate`: bias-controlled win rates."""
+
+    command: ClassVar[str] = "mitigate"
+    data: str = _f(HUBJ_DATA, HUBJ_DATA_HELP)
+    judges: str | None = _f(None, LIVE_JUDGES_HELP)
+    recorded: Literal["pandalm"] | None = _f(None, RECORDED_HELP)
+    factor: str = _f("verbosity", "The factor to control for (a shipped name, or a found one "
+                                  "with --factors-from).")
+    factors_from: Path | None = _f(None, "results.json of a discover run.")
+    scorer: str = _f("local", "SPEC of the G_score model.")
+    candidate: Literal["rejected", "response_1", "response_2"] = _f("rejected", (
+        "Whose win rate: rejected (the human-rejected response: win = disagreement with "
+        "humans), response_1 or response_2."))
+    limit: PosInt | None = _f(60, "Use the first N labelled items.")
+    estimator: Literal["marginal", "two_stage"] = _f("marginal", (
+        "marginal: one-step maximum likelihood with the query effect integrated out (default; "
+        "calibrated intervals); two_stage: the paper's Stage I + Stage II with the query "
+        "effect plugged in (shown beside either way)."))
+    apply: Path | None = _f(None, (
+        "results.json of an earlier mitigate run: correct the verdicts of --judges (one "
+        "judge) on --data with that fit."))
+    min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
+    out: Path = _f(Path("out/mitigate"), "Output directory (results.json, report.html).")
+    seed: int = _f(0, SEED_HELP)
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+
+
+class RankConfig(_RunFields):
+    """`judgeaudit rank`: the top-k of a pool under a comparison budget (options of
+    `judgeaudit.cli.rank_cmd.rank`)."""
+
+    command: ClassVar[str] = "rank"
+    judge: str = _f("local", ("Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL "
+                              "| anthropic:MODEL | replay:PATH?... | sim?length=1&position=0.3"))
+    items: str = _f("builtin:controlled", ITEMS_HELP)
+    k: PosInt | None = _f(None, "Size of the top set (default: the pool's, else 5).")
+    budget: PosInt = _f(120, "Judge calls (comparisons) to spend.")
+    rule: Literal["topk", "global", "roundrobin", "random", "entropy", "uncertainty_only",
+                  "outcome_only"] = _f("topk", (
+                      "Acquisition rule: topk | global | roundrobin | random | entropy | "
+                      "uncertainty_only | outcome_only."))
+    covariates: str | None = _f(None, COV_HELP)
+    model: Literal["bias_aware", "naive"] = _f("bias_aware", (
+        "Model driving acquisition and the reported ranking: bias_aware | naive."))
+    trusted: Path | None = _f(None, (
+        'Trusted labels (JSONL {"better": ID, "worse": ID} or CSV better,worse): the bias '
+        "correction is used if it agrees with them clearly better than the naive ranking, or, "
+        "when they cannot tell the two apart, only if a bias term's 95% interval excludes 0 "
+        "and they do not lean towards the naive ranking (results.json gate.reason says "
+        "which)."))
+    out: Path = _f(Path("out/rank"), "Output directory for results.json.")
+    seed: int = _f(0, SEED_HELP)
+    lam: str = _f("auto", LAM_HELP)
+    tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
+    hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
+    refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
+    samples: PosInt = _f(1500, "Monte-Carlo draws for top-k membership (>= 1).")
+    concurrency: PosInt | None = _f(None, "Concurrent judge calls (>= 1).")
+    timeout: PosFloat | None = _f(None, "Seconds per call (> 0).")
+
+
+class RankEvalConfig(_RunFields):
+    """`judgeaudit rank-eval`: acquisition rules x models offline, against a verdict matrix
+    (options of `judgeaudit.cli.rank_cmd.rank_eval_cmd`)."""
+
+    command: ClassVar[str] = "rank-eval"
+    oracle: str = _f("sim", (
+        "Judge SPEC used as oracle: its full ordered-pair verdict matrix is built once "
+        "(cached) and replayed for every rule and seed. sim?length=1&position=0.3 plants known "
+        "biases (fresh draws per seed unless the spec sets seed=)."))
+    items: str = _f("builtin:controlled", ITEMS_HELP + "; builtin:controlled without ?seed= "
+                                                       "draws a new pool per seed.")
+    k: PosInt | None = _f(None, "Top-k size (default: the pool's, else 5).")
+    budgets: str = _f("60,120,200", "Comma-separated budgets.")
+    rules: str = _f("topk,global,roundrobin,random", "Comma-separated acquisition rules.")
+    seeds: str = _f("10", "Seeds: a count (30), a range (0-29) or a list (0,4,9).")
+    covariates: str | None = _f(None, COV_HELP)
+    out: Path = _f(Path("out/rank-eval"), "Output directory for results.json.")
+    lam: str = _f("auto", LAM_HELP)
+    tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
+    hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
+    refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
+    samples: PosInt = _f(1500, "Monte-Carlo draws for top-k membership (>= 1).")
+    concurrency: PosInt | None = _f(None, "Concurrent judge calls (>= 1).")
+    timeout: PosFloat | None = _f(None, "Seconds per call (> 0).")
+
+
+class CompareConfig(CommandConfig):
+    """`judgeaudit compare RUN_A RUN_B`: two audits of the same items, probe by probe."""
+
+    command: ClassVar[str] = "compare"
+    run_a: Path = Field(description="Audit A, the baseline: its output folder (or its "
+                                    "results.json).")
+    run_b: Path = Field(description="Audit B, the candidate, of the same items: its folder (or "
+                                    "results.json).")
+    out: Path = _f(Path("out/compare"), "Output directory for the comparison (results.json, "
+                                        "report.html).")
+    fail_on: str | None = _f(None, (
+        "Exit 1 when: 'worse' (any probe got worse), or a comma-separated list of probe names "
+        "that must not get worse."))
+    alpha: OpenUnit = _f(0.05, "False discovery rate for improved/worse across the compared "
+                               "probes (0 < alpha < 1).")
+    margin: Annotated[float, Field(ge=0.0)] | None = _f(None, (
+        "Equivalence margin for 'no change' (every probe); default: half the width of each "
+        "probe's no-bias range (0.05 for most)."))
+    seed: int = _f(0, "Seed of the bootstrap and the randomization test.")
+
+
+CONFIGS: dict[str, type[CommandConfig]] = {
+    c.command: c for c in (EvaluateConfig, AuditConfig, ScoringBiasConfig, DiscoverConfig,
+                           QuantifyConfig, MitigateConfig, RankConfig, RankEvalConfig,
+                           CompareConfig)
+}
+"""The Config model of each command, by command name."""
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used: unreadable, not TOML, an unknown key, a bad value.
+    The message names the file, the key and what was expected."""
+
+
+def config_model(command: str) -> type[CommandConfig]:
+    """The Config model of `command`; ValueError listing the known ones."""
+    try:
+        return CONFIGS[command]
+    except KeyError:
+        raise ValueError(f"no settings model for {command!r}; known: "
+                         f"{', '.join(CONFIGS)}") from None
+
+
+def describe(schema: dict[str, Any]) -> str:
+    """A JSON Schema in words ("an integer >= 1", "one of 'mean', 'sum'"), for messages that
+    say what a setting expects. A null alternative is left out: a config file leaves the key
+    out for the default."""
+    if "anyOf" in schema:
+        parts = [describe(s) for s in schema["anyOf"] if s.get("type") != "null"]
+        return " or ".join(parts)
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema["enum"])
+    if "const" in schema:
+        return repr(schema["const"])
+    kind = schema.get("type")
+    if kind == "array":
+        return f"a list of {describe(schema.get('items') or {}).removeprefix('a ')}s"
+    base = {"integer": "an integer", "number": "a number", "boolean": "true or false",
+            "string": "a path" if schema.get("format") == "path" else "a string"}.get(
+        str(kind), "a value")
+    bounds = [f"{op} {schema[key]}" for key, op in (
+        ("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
+        ("exclusiveMaximum", "<")) if key in schema]
+    return " ".join([base, " and ".join(bounds)]) if bounds else base
+
+
+def check_fields(model: type[CommandConfig], values: dict[str, Any],
+                 where: str = "") -> dict[str, Any]:
+    """Validate some of `model`'s fields (a config file need not give them all): each key
+    must be a field and each value must fit the field's type and range, strictly (a string
+    is not a number, 1 is not true). Returns the validated values; ConfigError names
+    `where`, the key and what was expected."""
+    fields = model.model_fields
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in fields:
+            known = ", ".join(sorted(fields))
+            raise ConfigError(f"{where}unknown key {key!r} for `{model.command}` "
+                              f"(known keys: {known})")
+        info = fields[key]
+        tp: Any = (Annotated[(info.annotation, *info.metadata)] if info.metadata
+                   else info.annotation)
+        adapter: TypeAdapter[Any] = TypeAdapter(tp)
+        try:
+            out[key] = adapter.validate_json(json.dumps(value), strict=True)
+        except (TypeError, ValueError, ValidationError):  # a TOML date is no setting either
+            raise ConfigError(f"{where}key {key!r}: expected {describe(adapter.json_schema())}"
+                              f", got {value!r}") from None
+    return out
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The table of a TOML file; ConfigError naming the file when it cannot be read."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"--config {p}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"--config {p}: is a directory, expected a TOML file") from None
+    except OSError as exc:
+        raise ConfigError(f"--config {p}: cannot read it ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {p}: not valid TOML ({exc})") from None
+
+
+def load_config_file(path: str | Path, command: str) -> dict[str, Any]:
+    """The settings a TOML file gives for `command`, validated against its Config model
+    (key by key: a file may give only some settings). Values are as the model holds them
+    (paths as `Path`). ConfigError names the file, the key and what was expected."""
+    model = config_model(command)
+    return check_fields(model, read_config_file(path), where=f"--config {path}: ")
+
+
+__all__ = [
+    "CONFIGS", "CONFIG_VERSION", "AuditConfig", "CommandConfig", "CompareConfig",
+    "ConfigError", "DiscoverConfig", "EvaluateConfig", "MitigateConfig", "QuantifyConfig",
+    "RankConfig", "RankEvalConfig", "ScoringBiasConfig", "check_fields", "config_model",
+    "load_config_file", "read_config_file",
+]
