@@ -2,10 +2,14 @@
 fraction of the judge calls, with anytime-valid statistics.
 
 Items are drawn in rounds (a seeded order of the pairs; each probe takes the pairs it can
-use, at most `max_n`). Round r gives every open probe the first r * round_size of its items;
-the probes run on those prefixes through one AuditContext, whose memo (and the client cache)
-means an item judged in an earlier round is never judged again, and whose shared baseline
-(the unperturbed verdicts, both orders) serves every probe as in the fixed-n audit.
+use, at most `max_n`). Round r gives every open probe the next round_size of its items (so it
+has the first r * round_size); each open probe runs on its new items only, through one
+AuditContext whose memo keeps every verdict in memory across rounds: the unperturbed
+verdicts (both orders) are judged once and shared by every probe, as in the fixed-n audit,
+and no round repeats an earlier round's work. The new items' per-item differences are
+appended to the probe's stream; a probe's difference on an item depends on that item alone
+(per-item perturbation seeds, per-call verdicts), so the stream equals the differences the
+probe would give on the whole prefix at once.
 
 After each round every open probe's per-item differences (`ProbeResult.units`, whose mean is
 the probe's effect, a preference shift in [-1, 1]; [-0.5, 0.5] for position) feed
@@ -183,10 +187,16 @@ async def run_adaptive(
     min_valid: int = DEFAULT_MIN_VALID,
     max_failed: float = DEFAULT_MAX_FAILED,
     by: str | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """The adaptive audit's results document: the fixed-n document (`run_battery`) of the
     items each probe used when it stopped, with each probe's verdict and interval replaced by
-    the sequential ones and an `adaptive` section per probe and for the run."""
+    the sequential ones and an `adaptive` section per probe and for the run.
+
+    `memo`: the verdict memo to fill (an `AuditContext`'s, keyed by item id, repeat and
+    judge), shared with the caller, who can then run e.g. the fixed-n audit of the same items
+    and judge paying only for the items this run did not judge
+    (benchmarks/adaptive_real.py)."""
     if max_n < 1 or round_size < 1:
         raise ValueError("--max-n and --round-size must be >= 1")
     t0 = time.perf_counter()
@@ -210,6 +220,8 @@ async def run_adaptive(
 
     ctx = AuditContext(bundle, [], seed=seed, on_calls=counter(None), on_done=on_done,
                        alpha=alpha)
+    if memo is not None:
+        ctx._memo = memo
     states = []
     for p in probes:
         lo, hi = bounds(p.name)
@@ -219,6 +231,11 @@ async def run_adaptive(
     for s in states:  # a probe with no usable item stops at once (e = 1, whole range)
         if not plans[s.name].items:
             s.open, s.reason, s.stop_round = False, "exhausted", 0
+    # Each probe's stream of per-item differences so far, in item order: a round runs the
+    # probe on its new items only and appends their differences (a probe's difference on an
+    # item depends on that item alone: per-item perturbation seeds, per-call verdicts).
+    streams: dict[str, list[float]] = {p.name: [] for p in probes}
+    taken = dict.fromkeys(probe_names, 0)  # items given to each probe so far
     rnd, stopped_by, last_round_calls = 0, "all probes stopped", 0
     while not rule.all_stopped:
         if max_calls is not None and calls["total"] + last_round_calls > max_calls:
@@ -231,12 +248,12 @@ async def run_adaptive(
         before = calls["total"]
         m = rnd * round_size
         open_probes = [p for p in probes if by_name[p.name].open]
-        prefixes = {p.name: plans[p.name].items[:m] for p in open_probes}
-        union = list({it.id: it for pre in prefixes.values() for it in pre}.values())
-        await ctx.baseline(union)  # shared by every probe, judged once
+        new = {p.name: plans[p.name].items[taken[p.name]:m] for p in open_probes}
+        union = list({it.id: it for sl in new.values() for it in sl}.values())
+        await ctx.baseline(union)  # shared by every probe, judged once (memoised)
 
-        async def one(p: Probe, prefixes: dict = prefixes) -> ProbeResult:
-            v = ctx.view(prefixes[p.name])
+        async def one(p: Probe, new: dict = new) -> ProbeResult:
+            v = ctx.view(new[p.name])
             v._on_calls = counter(p.name)
             return await p.run(v)
 
@@ -244,9 +261,11 @@ async def run_adaptive(
         done: dict[str, str | None] = {}
         for p, r in zip(open_probes, results, strict=True):
             s = by_name[p.name]
-            d = [x for _, x in r.units]
+            taken[p.name] += len(new[p.name])
+            d = streams[p.name]
+            d.extend(x for _, x in r.units)
             lo_, hi_, e = sequence(d, s.lo, s.hi, alpha)
-            s.update(len(d), len(prefixes[p.name]), (lo_, hi_), e, rnd)
+            s.update(len(d), taken[p.name], (lo_, hi_), e, rnd)
             n_all = len(plans[p.name].items)
             done[p.name] = (None if m < n_all else "max_n" if n_all >= max_n else "exhausted")
         rule.step(rnd, done)
