@@ -1,5 +1,5 @@
-"""report.html: a static page rebuilt from results.json alone (audit, evaluate or
-scoring-bias).
+"""report.html: a static page rebuilt from results.json alone, one layout per command
+(`LAYOUTS`: audit, evaluate, scoring-bias, the HUB-J commands, compare, rank, rank-eval).
 
 Judged text is untrusted, so the Jinja2 environment autoescapes everything; the only markup
 inserted as-is is the SVG that `judgeaudit.report.svg` builds (it escapes its own labels).
@@ -13,6 +13,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -954,8 +955,35 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- public API
 
+def _rank_view(r: dict[str, Any]) -> dict[str, Any]:
+    from judgeaudit.report.rank_html import rank_view  # it imports this module's helpers
+
+    return rank_view(r)
+
+
+def _rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
+    from judgeaudit.report.rank_html import rank_eval_view
+
+    return rank_eval_view(r)
+
+
+# The page of each command's results: (view model builder, template). `render_report`, the
+# `judgeaudit report` command and `Result.report` dispatch on the document's command here.
+LAYOUTS: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], str]] = {
+    "audit": (_audit_view, "audit.html"),
+    "evaluate": (_evaluate_view, "evaluate.html"),
+    "scoring-bias": (_scoring_view, "scoring.html"),
+    "discover": (_hubj_view, "hubj.html"),
+    "quantify": (_hubj_view, "hubj.html"),
+    "mitigate": (_hubj_view, "hubj.html"),
+    "compare": (_compare_view, "compare.html"),
+    "rank": (_rank_view, "rank.html"),
+    "rank-eval": (_rank_eval_view, "rank_eval.html"),
+}
+
+
 def render_report(results: dict[str, Any]) -> str:
-    """The HTML page for a results document (`audit`, `evaluate` or `scoring-bias`).
+    """The HTML page for a results document (any command in `LAYOUTS`).
 
     Accepts what `read_results` returns, or the in-memory dict before `write_results` (no
     schema_version yet); refuses any other schema version with a ValueError."""
@@ -968,19 +996,12 @@ def render_report(results: dict[str, Any]) -> str:
             f"reads schema_version {SCHEMA_VERSION} (re-run the command with this version, or "
             "use the judgeaudit version that wrote the file)")
     command = results.get("command", "audit" if "probes" in results else None)
-    if command == "audit":
-        ctx, tpl = _audit_view(results), "audit.html"
-    elif command == "evaluate":
-        ctx, tpl = _evaluate_view(results), "evaluate.html"
-    elif command == "scoring-bias":
-        ctx, tpl = _scoring_view(results), "scoring.html"
-    elif command in ("discover", "quantify", "mitigate"):
-        ctx, tpl = _hubj_view(results), "hubj.html"
-    elif command == "compare":
-        ctx, tpl = _compare_view(results), "compare.html"
-    else:
-        raise ValueError(f"no report layout for command {command!r} (expected 'audit', "
-                         "'evaluate', 'scoring-bias', 'discover', 'quantify' or 'mitigate')")
+    layout = LAYOUTS.get(str(command))
+    if layout is None:
+        raise ValueError(f"no report layout for command {command!r} (expected one of "
+                         f"{', '.join(repr(c) for c in LAYOUTS)})")
+    view, tpl = layout
+    ctx = view(results)
     return _env().get_template(tpl).render(**ctx)
 
 

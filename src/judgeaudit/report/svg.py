@@ -406,6 +406,112 @@ def sequence_plot(
     return Markup("".join(out))
 
 
+def curve_plot(
+    series: Sequence[dict[str, Any]],
+    *,
+    title: str = "",
+    xlabel: str = "",
+    ylabel: str = "",
+    y_range: Sequence[float] | None = None,
+    references: Sequence[dict[str, Any]] = (),
+    width: int = 760,
+    height: int = 320,
+) -> Markup:
+    """Curves with interval bands (recall against budget per acquisition rule): one line with
+    markers per series and a shaded band between each point's interval bounds.
+
+    Series keys: label, points ([{"x", "y", "lo", "hi"}, ...]; lo/hi optional). `y_range`
+    fixes the y axis (e.g. [0, 1] for a share); `references` are horizontal dashed lines
+    [{"label", "y"}] (e.g. the full-data recall). Each series has its own colour and a
+    legend entry, and its points are listed in the description for screen readers."""
+    rows = []
+    xs: list[float] = []
+    ys: list[float] = []
+    for i, sr in enumerate(series):
+        pts = []
+        for p in sr.get("points") or []:
+            x, y = finite(p.get("x")), finite(p.get("y"))
+            if x is None or y is None:
+                continue
+            lo, hi = finite(p.get("lo")), finite(p.get("hi"))
+            pts.append((x, y, lo, hi))
+        if not pts:
+            continue
+        pts.sort()
+        rows.append((str(sr.get("label", f"series {i + 1}")), pts, PALETTE[i % len(PALETTE)]))
+        xs += [p[0] for p in pts]
+        ys += [v for p in pts for v in p[1:] if v is not None]
+    if not rows:
+        raise ValueError("curve plot needs at least one series with points")
+    refs = [(str(r.get("label", "")), finite(r.get("y"))) for r in references]
+    refs = [(lab, v) for lab, v in refs if v is not None]
+    ys += [v for _, v in refs]
+    if y_range is not None and len(y_range) == 2:
+        yt = nice_ticks(float(y_range[0]), float(y_range[1]))
+    else:
+        yt = nice_ticks(min(ys), max(ys))
+    y0, y1 = min(yt[0], min(ys)), max(yt[-1], max(ys))
+    xt = nice_ticks(min(xs), max(xs)) if max(xs) > min(xs) else [min(xs)]
+    ml, mr, mt, mb = 60, 210, 30 + (20 if title else 0), 46
+    ph, pw = height - mt - mb, width - ml - mr
+    xa, xb = (min(xt[0], min(xs)), max(xt[-1], max(xs))) if len(xt) > 1 else \
+        (xt[0] - 1, xt[0] + 1)
+    x = _Scale(xa, xb, ml, ml + pw)
+    y = _Scale(y0, y1, mt + ph, mt)
+    desc = "; ".join(f"{lab}: " + ", ".join(
+        f"{fmt_num(px)} -> {fmt_num(py)}" + (f" [{fmt_num(lo)}, {fmt_num(hi)}]"
+                                               if lo is not None and hi is not None else "")
+        for px, py, lo, hi in pts) for lab, pts, _ in rows)
+    out = _open(width, height, title, desc)
+    if title:
+        out.append(_text(8, 18, clip(title, 100), size=14, weight="600", full=title))
+    for t in yt:
+        out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_c(y(t))}" y2="{_c(y(t))}" '
+                   f'stroke="#eeeeee"/>')
+        out.append(_text(ml - 6, y(t) + 4, fmt_num(t), anchor="end", size=11, fill="#555555"))
+    for t in xt:
+        out.append(_text(x(t), mt + ph + 16, fmt_num(t), anchor="middle", size=11,
+                         fill="#555555"))
+    for lab, v in refs:
+        out.append(f'<line class="ref" x1="{ml}" x2="{ml + pw}" y1="{_c(y(v))}" '
+                   f'y2="{_c(y(v))}" stroke="#666666" stroke-dasharray="4 3"/>')
+        out.append(_text(ml + pw - 4, y(v) - 4, clip(lab, 40), anchor="end", size=10,
+                         fill="#444444", full=lab))
+    for k, (label, pts, col) in enumerate(rows):
+        band = [(px, lo, hi) for px, _, lo, hi in pts if lo is not None and hi is not None]
+        if len(band) > 1:
+            poly = [f"{_c(x(px))},{_c(y(hi))}" for px, _, hi in band] + \
+                   [f"{_c(x(px))},{_c(y(lo))}" for px, lo, _ in reversed(band)]
+            out.append(f'<polygon class="band" points="{" ".join(poly)}" fill="{col}" '
+                       f'fill-opacity="0.13" stroke="none"/>')
+        for px, lo, hi in band:
+            out.append(f'<line class="ci" x1="{_c(x(px))}" x2="{_c(x(px))}" '
+                       f'y1="{_c(y(hi))}" y2="{_c(y(lo))}" stroke="{col}" stroke-width="1.5"/>')
+        line = " ".join(f"{_c(x(px))},{_c(y(py))}" for px, py, _, _ in pts)
+        out.append(f'<polyline class="curve" points="{line}" fill="none" stroke="{col}" '
+                   f'stroke-width="2"/>')
+        for px, py, lo, hi in pts:
+            tip = f"{label}: {fmt_num(px)} -> {fmt_num(py)}"
+            if lo is not None and hi is not None:
+                tip += f" [{fmt_num(lo)}, {fmt_num(hi)}]"
+            out.append(f'<circle class="point" cx="{_c(x(px))}" cy="{_c(y(py))}" r="3.5" '
+                       f'fill="{col}"><title>{esc(tip)}</title></circle>')
+        ly = mt + 14 + 16 * k
+        out.append(f'<rect x="{ml + pw + 12}" y="{ly - 10}" width="12" height="12" '
+                   f'fill="{col}"/>')
+        out.append(_text(ml + pw + 30, ly, clip(label, 28), size=11, full=label))
+    out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}" '
+               f'stroke="#888888"/>')
+    if xlabel:
+        out.append(_text(ml + pw / 2, height - 8, clip(xlabel, 90), anchor="middle", size=11,
+                         full=xlabel))
+    if ylabel:
+        out.append(_text(14, mt + ph / 2, clip(ylabel, 40), anchor="middle", size=11,
+                         extra=f'transform="rotate(-90 14 {_c(mt + ph / 2)})"', full=ylabel))
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
 def _interval_desc(prepared: list[tuple]) -> str:
     parts = []
     for label, v, lo, hi, _nb, verdict in prepared:

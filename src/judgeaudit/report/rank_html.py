@@ -1,0 +1,242 @@
+"""View models of the `rank` and `rank-eval` report pages (templates rank.html, rank_eval.html),
+built from the results document alone, as every page is (`judgeaudit.report.html`).
+
+Item ids, prompts and raw judge outputs come from the pool and the judge: they are untrusted
+and reach the page only through the autoescaping templates or `svg` (which escapes labels).
+Documents written before these pages existed (`"schema": "judgeaudit.rank/1"`,
+`"judgeaudit.rank_eval/2"`) have the same keys and render the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from judgeaudit.report import svg
+from judgeaudit.report.html import MAX_INVALID, _common, _d, _l, _num, _str
+
+MAX_PLOT_ITEMS = 40  # items in the ranking plot (the table lists all)
+Z95 = 1.959963984540054
+
+
+def _iv(d: Any) -> dict[str, Any] | None:
+    """A {estimate, lo, hi, ...} summary (rank's own interval shape) normalised."""
+    if not isinstance(d, dict) or "estimate" not in d:
+        return None
+    per_sd = _d(d.get("per_sd"))
+    return {"estimate": d.get("estimate"), "lo": d.get("lo"), "hi": d.get("hi"),
+            "se": d.get("se"), "sd": d.get("sd"), "n": d.get("n"),
+            "planted": d.get("planted"), "covered": d.get("covered"),
+            "coverage": d.get("coverage"), "source": _str(d.get("source")),
+            "per_sd": {"estimate": per_sd.get("estimate"), "lo": per_sd.get("lo"),
+                       "hi": per_sd.get("hi")} if per_sd else None}
+
+
+def _bias_rows(c: Any, kappa: Any) -> list[dict[str, Any]]:
+    rows = [{"term": f"c[{name}]", "name": str(name), "kind": "covariate", **iv}
+            for name, raw in _d(c).items() if (iv := _iv(raw)) is not None]
+    k = _iv(kappa)
+    if k is not None:
+        rows.append({"term": "kappa", "name": "position (first shown)", "kind": "position", **k})
+    return rows
+
+
+def _bias_plot(rows: list[dict[str, Any]], xlabel: str) -> Any:
+    pts = [{"label": r["term"], "value": r["estimate"], "ci95": [r["lo"], r["hi"]]}
+           for r in rows if _num(r["estimate"]) is not None]
+    return svg.interval_plot(pts, xlabel=xlabel, reference=0.0, signed=True) if pts else None
+
+
+# ---------------------------------------------------------------- rank
+
+def rank_view(r: dict[str, Any]) -> dict[str, Any]:
+    """rank: the ranking with intervals, P(top-k), the estimated biases with intervals, the
+    gate, both models' top-k, recall when true quality is known, and the comparisons."""
+    cfg = _d(r.get("config"))
+    k = cfg.get("k")
+    groups = (_num(r.get("n_groups")) or 1) > 1
+    ranking = []
+    for x in _l(r.get("ranking")):
+        if not isinstance(x, dict):
+            continue
+        ranking.append({
+            "rank": x.get("rank"), "id": _str(x.get("id")), "theta": x.get("theta"),
+            "lo": x.get("lo"), "hi": x.get("hi"), "p_topk": x.get("p_topk"),
+            "p_pct": max(0.0, min(100.0, 100.0 * (_num(x.get("p_topk")) or 0.0))),
+            "in_topk": bool(x.get("in_topk")), "n_compared": x.get("n_compared"),
+            "wins": x.get("wins"), "quality": x.get("quality"), "group": x.get("group"),
+            "prompt": _str(x.get("prompt")),
+            "covariates": [(str(n), v) for n, v in _d(x.get("covariates")).items()],
+        })
+    cov_names = [n for n, _ in ranking[0]["covariates"]] if ranking else []
+
+    def label(x: dict[str, Any]) -> str:
+        g = f"g{x['group']} " if groups and x["group"] is not None else ""
+        return f"{g}#{x['rank']} {x['id']}"
+
+    shown = ranking[:MAX_PLOT_ITEMS]
+    theta_plot = svg.interval_plot(
+        [{"label": label(x), "value": x["theta"], "ci95": [x["lo"], x["hi"]],
+          "verdict": "top-k" if x["in_topk"] else None} for x in shown],
+        xlabel="theta (posterior mean, 95% interval; log-odds scale)", reference=None,
+        signed=True) if shown else None
+    top = [x for x in ranking if x["in_topk"]]
+    near = ranking[:max(2 * int(_num(k) or 5), 10)]
+    membership_plot = svg.bar_chart(
+        [label(x) for x in near], [{"label": "P(in top-k)", "values": [x["p_topk"]
+                                                                     for x in near]}],
+        ylabel="P(in top-k)", width=max(640, 56 * len(near))) if near else None
+    models = _d(r.get("models"))
+    ba = _d(models.get("bias_aware"))
+    biases = _bias_rows(ba.get("c"), ba.get("kappa"))
+    planted = _d(r.get("planted"))
+    gate = _d(r.get("gate"))
+    diff = _d(gate.get("difference"))
+    comps = [c for c in _l(r.get("comparisons")) if isinstance(c, dict)]
+    invalid = [{"step": c.get("step"), "first_id": _str(c.get("first_id")),
+                "second_id": _str(c.get("second_id")), "raw": _str(c.get("raw")),
+                "error": _str(c.get("error"))} for c in comps if c.get("invalid")]
+    true_topk = [str(i) for i in _l(r.get("true_topk"))]
+    return {
+        **_common(r),
+        "data": r.get("items"),
+        "n_items": r.get("n_items"),
+        "page_title": f"judgeaudit rank \u2013 {r.get('judge', '?')}",
+        "k": k, "config": cfg, "n_groups": r.get("n_groups"), "groups": groups,
+        "pool": [(str(a), b) for a, b in _d(r.get("pool")).items()],
+        "reported_model": _str(r.get("reported_model")),
+        "ranking": ranking, "cov_names": cov_names,
+        "has_quality": any(x["quality"] is not None for x in ranking),
+        "theta_plot": theta_plot, "n_plotted": len(shown),
+        "top": top, "membership_plot": membership_plot,
+        "topk": {m: [str(i) for i in _l(_d(models.get(m)).get("topk"))]
+                 for m in ("naive", "bias_aware") if m in models},
+        "biases": biases,
+        "bias_plot": _bias_plot(biases, "bias-aware model: c per covariate unit, kappa for "
+                                        "the first-shown position (log-odds, 95% interval)"),
+        "covariates": [{"name": _str(c.get("name")), "source": _str(c.get("source")),
+                        "mean": c.get("mean"), "sd": c.get("sd")}
+                       for c in _l(r.get("covariates")) if isinstance(c, dict)],
+        "covariates_dropped": [str(x) for x in _l(r.get("covariates_dropped"))],
+        "planted": planted or None,
+        "omitted": sorted((str(a), b) for a, b in _d(planted.get("omitted")).items()),
+        "gate": {"decision": _str(gate.get("decision")), "reason": _str(gate.get("reason")),
+                 "basis": _str(gate.get("basis")), "n_trusted": gate.get("n_trusted"),
+                 "agreement_naive": _iv_agree(gate.get("agreement_naive")),
+                 "agreement_corrected": _iv_agree(gate.get("agreement_corrected")),
+                 "difference": _iv_agree(diff), "bias_term": _str(gate.get("bias_term")),
+                 "bias_ci": gate.get("bias_ci"), "rule": _str(gate.get("rule"))}
+        if gate else None,
+        "recall": [(str(m), v) for m, v in _d(r.get("recall")).items()],
+        "true_topk": true_topk, "true_topk_ambiguous": bool(r.get("true_topk_ambiguous")),
+        "n_comparisons": r.get("n_comparisons"), "n_invalid": r.get("n_invalid"),
+        "n_ties": r.get("n_ties"),
+        "invalid_examples": invalid[:MAX_INVALID], "n_invalid_examples": len(invalid),
+        "lam_final": [(str(m), v) for m, v in _d(cfg.get("lam_final")).items()],
+    }
+
+
+def _iv_agree(x: Any) -> dict[str, Any] | None:
+    """The gate's agreement figures: an Estimate-like dict or a bare number."""
+    if isinstance(x, dict):
+        ci = x.get("ci95") or [x.get("lo"), x.get("hi")]
+        return {"value": x.get("value", x.get("estimate")),
+                "ci95": ci if isinstance(ci, list) and len(ci) == 2 else None,
+                "n": x.get("n")}
+    if _num(x) is not None:
+        return {"value": x, "ci95": None, "n": None}
+    return None
+
+
+# ---------------------------------------------------------------- rank-eval
+
+def _cell(d: Any) -> dict[str, Any] | None:
+    """A recall summary {mean, se, n} with its normal 95% interval, clipped to [0, 1]."""
+    if not isinstance(d, dict):
+        return None
+    mean, se = _num(d.get("mean")), _num(d.get("se"))
+    lo = hi = None
+    if mean is not None and se is not None and not math.isnan(se):
+        lo, hi = max(0.0, mean - Z95 * se), min(1.0, mean + Z95 * se)
+    return {"mean": mean, "se": se, "n": d.get("n"), "lo": lo, "hi": hi}
+
+
+def _by_budget(cells: Any, budgets: list[str]) -> list[dict[str, Any] | None]:
+    cells = {str(b): v for b, v in _d(cells).items()}
+    return [_cell(cells.get(b)) for b in budgets]
+
+
+def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
+    """rank-eval: recall against budget per acquisition rule (curves with 95% bands, one
+    plot per model), the table behind them, paired tests between rules, the ablation, the
+    judge's estimated biases across matrices and the per-matrix figures."""
+    budgets = [str(b) for b in _l(r.get("budgets"))]
+    recall = _d(r.get("recall"))
+    full = _d(r.get("full_data"))
+    models = []
+    for m, rules in recall.items():
+        rows = [{"rule": str(rule), "cells": _by_budget(cells, budgets)}
+                for rule, cells in _d(rules).items()]
+        fd = _cell(full.get(m))
+        series = [{"label": row["rule"],
+                   "points": [{"x": float(b), "y": c["mean"], "lo": c["lo"], "hi": c["hi"]}
+                              for b, c in zip(budgets, row["cells"], strict=True)
+                              if c is not None and c["mean"] is not None]}
+                  for row in rows]
+        plot = None
+        if any(s["points"] for s in series):
+            plot = svg.curve_plot(
+                series, title=f"{m} model", xlabel="budget (comparisons)",
+                ylabel=f"recall@{r.get('k', 'k')}", y_range=[0.0, 1.0],
+                references=[{"label": f"full data {fd['mean']:.3f}", "y": fd["mean"]}]
+                if fd and fd["mean"] is not None else [])
+        models.append({"model": str(m), "rows": rows, "plot": plot, "full": fd})
+    tests = []
+    for m, by_b in _d(r.get("tests")).items():
+        for b, pairs in _d(by_b).items():
+            for pair, t in _d(pairs).items():
+                t = _d(t)
+                tests.append({"model": str(m), "budget": str(b), "pair": str(pair),
+                              "mean_diff": t.get("mean_diff"), "se": t.get("se"),
+                              "n": t.get("n"), "p_t": t.get("p_t"),
+                              "p_wilcoxon": t.get("p_wilcoxon")})
+    ablation = []
+    for b, a in _d(r.get("ablation")).items():
+        a = _d(a)
+        inter, it = _d(a.get("interaction")), _d(a.get("interaction_test"))
+        ablation.append({"budget": str(b), **{k: a.get(k) for k in (
+            "naive+global", "naive+topk", "bias_aware+global", "bias_aware+topk",
+            "gain_model", "gain_acquisition", "gain_both")},
+            "interaction": inter.get("mean"), "interaction_se": inter.get("se"),
+            "interaction_p": it.get("p_t")})
+    biases = _bias_rows(r.get("c"), r.get("kappa"))
+    matrices = []
+    for x in _l(r.get("matrices")):
+        if not isinstance(x, dict):
+            continue
+        fdm = _d(x.get("full_data"))
+        matrices.append({"items": _str(x.get("items")), "oracle": _str(x.get("oracle")),
+                         "n_comparisons": x.get("n_comparisons"),
+                         "n_invalid": x.get("n_invalid"), "n_ties": x.get("n_ties"),
+                         "naive": fdm.get("naive"), "bias_aware": fdm.get("bias_aware"),
+                         "ambiguous": bool(x.get("true_topk_ambiguous"))})
+    return {
+        **_common(r),
+        "judge": r.get("oracle"), "data": r.get("items"),
+        "page_title": f"judgeaudit rank-eval \u2013 {r.get('oracle', '?')}",
+        "k": r.get("k"), "budgets": budgets,
+        "rules": [str(x) for x in _l(r.get("rules"))],
+        "seeds": [str(x) for x in _l(r.get("seeds"))],
+        "config": _d(r.get("config")),
+        "pool_per_seed": bool(r.get("pool_per_seed")),
+        "judge_per_seed": bool(r.get("judge_per_seed")),
+        "models": models, "tests": tests, "ablation": ablation,
+        "biases": biases,
+        "bias_plot": _bias_plot(biases, "bias-aware fit on each full matrix: mean estimate "
+                                        "and mean 95% interval across matrices (log-odds)"),
+        "covariates_dropped": [str(x) for x in _l(r.get("covariates_dropped"))],
+        "matrices": matrices, "n_invalid": r.get("n_invalid"),
+    }
+
+
+__all__ = ["rank_eval_view", "rank_view"]
