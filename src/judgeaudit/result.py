@@ -141,7 +141,7 @@ def _pandas() -> Any:
 
 class Result(BaseModel):
     """The results document of one command run (`evaluate`, `audit`, `scoring-bias`,
-    `discover`, `quantify`, `mitigate`, ...).
+    `discover`, `quantify`, `mitigate`, `rank`, `rank-eval`, ...).
 
     Attributes:
         schema_version: the results schema (`judgeaudit.report.SCHEMA_VERSION`).
@@ -173,6 +173,7 @@ class Result(BaseModel):
         command = body.pop("command", None)
         if command is None:
             command = "audit" if "probes" in body else "unknown"
+        _check_legacy_schema(body.get("schema"), str(command), body.get("version"))
         run = body.pop("run", None) or {}
         return cls(schema_version=SCHEMA_VERSION, command=str(command),
                    run=RunOutcome.model_validate(run), data=body)
@@ -281,7 +282,9 @@ class Result(BaseModel):
         and the command's headline numbers (audit: verdicts by probe and the flags exceeded;
         evaluate: accuracy / consistency / kappa or the correlations; scoring-bias: the
         recommended template and the reference pull; quantify: susceptibility profile;
-        mitigate: win and bias-controlled win per judge; discover: the factors found)."""
+        mitigate: win and bias-controlled win per judge; discover: the factors found; rank:
+        the top-k, the judge's biases with intervals, the gate and recall; rank-eval: mean
+        recall per model, rule and budget and the judge's biases)."""
         d = self.data
         c = self.calls
         out: dict[str, Any] = {
@@ -325,6 +328,12 @@ class Result(BaseModel):
         elif cmd == "discover":
             out["factors"] = [f.get("name") for f in
                               ((d.get("discover") or {}).get("factors") or [])]
+        elif cmd == "rank":
+            out["data"] = d.get("items")
+            out.update(_rank_summary(d))
+        elif cmd == "rank-eval":
+            out["judge"], out["data"] = d.get("oracle"), d.get("items")
+            out.update(_rank_eval_summary(d))
         return plain(out)
 
     # ---- tables and the report ---------------------------------------------------------
@@ -435,6 +444,66 @@ class Result(BaseModel):
             if self.data.get(k) is not None:
                 args.append((k, self.data[k]))
         return args
+
+
+# Rank documents written before rank results followed the `schema_version`/`command`
+# convention also carried a schema name of their own; these have today's keys and load as
+# they are. Any other rank schema name is refused with the re-run hint.
+LEGACY_RANK_SCHEMAS = {"rank": "judgeaudit.rank/1", "rank-eval": "judgeaudit.rank_eval/2"}
+
+
+def _check_legacy_schema(schema: Any, command: str, written_by: Any) -> None:
+    if schema is None or command not in LEGACY_RANK_SCHEMAS:
+        return
+    if schema != LEGACY_RANK_SCHEMAS[command]:
+        by = f" (written by judgeaudit {written_by})" if written_by else ""
+        raise ValueError(f"{command} results schema {schema!r}{by} is not supported: this "
+                         f"judgeaudit reads {command} results of schema_version "
+                         f"{SCHEMA_VERSION} (and the older {LEGACY_RANK_SCHEMAS[command]!r}); "
+                         f"{_rerun_hint()}")
+
+
+def _iv(d: Any) -> dict[str, Any] | None:
+    """A rank interval {estimate, lo, hi} trimmed (planted and covered when known)."""
+    if not isinstance(d, Mapping) or "estimate" not in d:
+        return None
+    return {k: d.get(k) for k in ("estimate", "lo", "hi", "planted", "covered") if k in d}
+
+
+def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
+    """rank: the reported model, its top-k (best first), the judge's biases with intervals,
+    the gate's decision and recall when true quality is known."""
+    cfg = d.get("config") or {}
+    ba = (d.get("models") or {}).get("bias_aware") or {}
+    gate = d.get("gate") or {}
+    return {
+        "n_items": d.get("n_items"), "k": cfg.get("k"), "budget": cfg.get("budget"),
+        "n_comparisons": d.get("n_comparisons"), "n_invalid": d.get("n_invalid"),
+        "reported_model": d.get("reported_model"),
+        "topk": [r.get("id") for r in d.get("ranking") or [] if r.get("in_topk")],
+        "biases": {**{f"c[{n}]": _iv(v) for n, v in (ba.get("c") or {}).items()},
+                   **({"kappa": _iv(ba.get("kappa"))} if ba.get("kappa") else {})},
+        "gate": gate.get("decision"),
+        "recall": d.get("recall"),
+    }
+
+
+def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:
+    """rank-eval: mean recall per model and rule at each budget, full-data recall and the
+    judge's biases (mean estimate and interval across matrices, coverage when planted)."""
+    return {
+        "k": d.get("k"), "budgets": d.get("budgets"), "rules": d.get("rules"),
+        "n_seeds": len(d.get("seeds") or []),
+        "recall": {m: {r: {str(b): (c or {}).get("mean") for b, c in cells.items()}
+                       for r, cells in rules.items()}
+                   for m, rules in (d.get("recall") or {}).items()},
+        "full_data": {m: (v or {}).get("mean") for m, v in (d.get("full_data") or {}).items()},
+        "biases": {**{f"c[{n}]": {**(_iv(v) or {}), "coverage": v.get("coverage")}
+                      for n, v in (d.get("c") or {}).items()},
+                   **({"kappa": {**(_iv(d["kappa"]) or {}),
+                                 "coverage": d["kappa"].get("coverage")}}
+                      if d.get("kappa") else {})},
+    }
 
 
 def _rerun_hint() -> str:

@@ -121,19 +121,36 @@ class Cancelled(Exception):
     """The ranking was cancelled while the loop thread waited for verdicts."""
 
 
+class PlannedStop(Exception):
+    """`--plan-only`: a stage's requests were planned, not answered, and the next stage's
+    requests depend on those answers (the next round of an active ranking), so the pipeline
+    stops here. The message says the stage reached and what to run next."""
+
+    def __init__(self, message: str, *, stage: str, n_planned: int, round: int | None = None):
+        super().__init__(message)
+        self.stage, self.n_planned, self.round = stage, n_planned, round
+
+
 class BridgeOracle:
     """A batch oracle for ``run_active`` running in a worker thread: each batch is judged on
-    the event loop ``loop`` (concurrently) and waited for; every verdict is kept in ``log``."""
+    the event loop ``loop`` (concurrently) and waited for; every verdict is kept in ``log``.
+
+    Under `--plan-only` (a planner on the client) a round whose requests were planned instead
+    of answered ends the loop with `PlannedStop`: the next round's picks depend on these
+    answers, and picking them from unanswered (tie) verdicts would plan requests a run with
+    the answers never makes."""
 
     def __init__(self, bundle: JudgeBundle, pool: Pool, loop: asyncio.AbstractEventLoop,
                  on_done: Callable[[Verdict], None] | None = None):
         self.bundle, self.pool, self.loop, self.on_done = bundle, pool, loop, on_done
         self.log: list[Verdict] = []
         self.stop = threading.Event()
+        self.rounds = 0
 
     def __call__(self, pairs: list[tuple[int, int]]) -> list[float]:
         if self.stop.is_set():
             raise Cancelled("ranking cancelled")
+        planned_before = self.bundle.client.stats.planned
         fut = asyncio.run_coroutine_threadsafe(
             judge_pairs(self.bundle, self.pool, pairs, self.on_done), self.loop)
         while True:  # wake up now and then: the caller may have been cancelled meanwhile
@@ -144,7 +161,16 @@ class BridgeOracle:
                 if self.stop.is_set():
                     fut.cancel()
                     raise Cancelled("ranking cancelled") from None
+        first = len(self.log) + 1
         self.log.extend(verdicts)
+        self.rounds += 1
+        planned = self.bundle.client.stats.planned - planned_before
+        if planned:
+            r = self.rounds
+            raise PlannedStop(
+                f"ranking round {r} (comparisons {first}-{len(self.log)}): {planned} requests "
+                f"planned; round {r + 1} depends on their answers: ingest them, then re-run",
+                stage="ranking", n_planned=planned, round=r)
         return [v.y for v in verdicts]
 
 

@@ -1,0 +1,254 @@
+"""The `rank` pipeline: inputs checked before any call (`prepare_rank`), the active loop run
+through a `judgeaudit.session.Session` (`run_rank`), and the results document the CLI writes
+and the Python API wraps in a `Result` (`judgeaudit.rank(...)`).
+
+Both callers share this one pipeline so the document has one shape: `command` "rank", the
+`run` outcome (`report.outcome.assess`), and `schema_version` stamped by `write_results`.
+Option names in error messages follow the caller (`--budget` for the CLI, `budget` for
+Python), so each user reads the name they typed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from judgeaudit.rank.acquisition import RULES
+from judgeaudit.rank.fitting import MODELS
+from judgeaudit.rank.live import Verdict, max_budget
+from judgeaudit.rank.loop import ProgressHook
+from judgeaudit.rank.pool import Pool, load_pool, load_trusted, parse_covariates
+from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
+
+if TYPE_CHECKING:
+    from judgeaudit.session import Session
+
+TIES = "a tie or an invalid verdict counts as half a win for each side"
+Covariates = str | Sequence[str] | None
+"""Comma-separated names, a list of names, None (the default set) or "none"."""
+Trusted = str | Path | Sequence[tuple[str, str]] | None
+"""A JSONL/CSV file of trusted (better, worse) pairs, or the pairs of item ids themselves."""
+
+
+def opt(name: str, cli: bool) -> str:
+    """An option's name as the caller typed it: `--refit-every` (CLI) or `refit_every`."""
+    return f"--{name.replace('_', '-')}" if cli else name
+
+
+def parse_lam(value: str | float, *, cli: bool = False) -> tuple[float, bool]:
+    """'auto' -> (1.0 start, empirical Bayes on); a positive number -> (it, EB off)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return 1.0, True
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = -1.0
+    if isinstance(value, bool) or not v > 0:
+        raise ValueError(f"{opt('lam', cli)}: expected 'auto' or a positive number, "
+                         f"got {value!r}")
+    return v, False
+
+
+def check_rules(rules: Sequence[str]) -> None:
+    bad = [r for r in rules if r not in RULES]
+    if bad:
+        raise ValueError(f"unknown rule(s) {', '.join(bad)}; expected one of "
+                         f"{', '.join(RULES)}")
+
+
+def covariate_names(covariates: Covariates) -> list[str]:
+    if covariates is None or isinstance(covariates, str):
+        return parse_covariates(covariates)
+    return parse_covariates(",".join(covariates) or "none")
+
+
+def check_numbers(cli: bool, **values: Any) -> None:
+    """Integers >= 1 and numbers > 0 (the CLI's typer callbacks check the same)."""
+    for name, v in values.items():
+        if name == "tau":
+            if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+                raise ValueError(f"{opt(name, cli)}: expected a number > 0, got {v!r}")
+        elif v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"{opt(name, cli)}: expected an integer >= 1, got {v!r}")
+
+
+def check_share(max_failed: float, cli: bool) -> None:
+    if isinstance(max_failed, bool) or not isinstance(max_failed, int | float) \
+            or not 0.0 <= max_failed <= 1.0:
+        raise ValueError(f"{opt('max_failed', cli)}: expected a share in [0, 1], "
+                         f"got {max_failed!r}")
+
+
+def _trusted_rows(trusted: Trusted, pool: Pool) -> np.ndarray | None:
+    if trusted is None:
+        return None
+    if isinstance(trusted, str | Path):
+        return load_trusted(trusted, pool)
+    index = {it.id: i for i, it in enumerate(pool.items)}
+    rows = []
+    for better, worse in trusted:
+        for v in (better, worse):
+            if str(v) not in index:
+                raise ValueError(f"trusted: {v!r} is not an item id of the pool {pool.source}")
+        if str(better) == str(worse):
+            raise ValueError(f"trusted: better and worse name the same item {better!r}")
+        rows.append((index[str(better)], index[str(worse)], 1.0))
+    if not rows:
+        raise ValueError("trusted: no trusted pairs")
+    return np.array(rows, dtype=float)
+
+
+@dataclass
+class RankInputs:
+    """A checked `rank` request: everything `run_rank` needs besides the judge."""
+
+    items: str
+    pool: Pool
+    covariates: list[str]
+    trusted: np.ndarray | None
+    k: int
+    budget: int
+    rule: str
+    model: str
+    seed: int
+    lam: str | float  # as given ("auto" or a number), recorded in the document
+    lam_start: float
+    eb_lam: bool
+    tau: float
+    hierarchical: bool
+    refit_every: int
+    samples: int
+    min_valid: int
+    max_failed: float
+
+
+def prepare_rank(
+    items: str = "builtin:controlled",
+    *,
+    k: int | None = None,
+    budget: int = 120,
+    rule: str = "topk",
+    covariates: Covariates = None,
+    model: str = "bias_aware",
+    trusted: Trusted = None,
+    seed: int = 0,
+    lam: str | float = "auto",
+    tau: float = 1.0,
+    hierarchical: bool = False,
+    refit_every: int = 8,
+    samples: int = 1500,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
+    cli: bool = False,
+) -> RankInputs:
+    """Check a rank request and load its pool before any call is paid for. Bad input raises
+    ValueError with a one-line message naming the option."""
+    check_numbers(cli, k=k, budget=budget, refit_every=refit_every, samples=samples,
+                  tau=tau, min_valid=min_valid)
+    check_share(max_failed, cli)
+    check_rules([rule])
+    lam_start, eb = parse_lam(lam, cli=cli)
+    if model not in MODELS:
+        raise ValueError(f"{opt('model', cli)}: expected one of {', '.join(MODELS)}, "
+                         f"got {model!r}")
+    pool = load_pool(items)
+    names = covariate_names(covariates)
+    pool.covariates(names)  # unknown names fail here, before any call
+    rows = _trusted_rows(trusted, pool)
+    k = k or pool.k or 5
+    if not 0 < k < pool.n_items:
+        raise ValueError(f"{opt('k', cli)} must be in 1..{pool.n_items - 1} for this pool, "
+                         f"got {k}")
+    if not 0 < budget <= max_budget(pool):
+        raise ValueError(f"{opt('budget', cli)} must be in 1..{max_budget(pool)} (every "
+                         f"comparable pair in both orders) for this pool, got {budget}")
+    return RankInputs(items=items, pool=pool, covariates=names, trusted=rows, k=k,
+                      budget=budget, rule=rule, model=model, seed=seed, lam=lam,
+                      lam_start=lam_start, eb_lam=eb, tau=tau, hierarchical=hierarchical,
+                      refit_every=refit_every, samples=samples, min_valid=min_valid,
+                      max_failed=max_failed)
+
+
+async def run_rank(
+    session: Session,
+    judge: str,
+    inp: RankInputs,
+    *,
+    on_batch: ProgressHook | None = None,
+    on_call: Callable[[Verdict], None] | None = None,
+) -> dict[str, Any]:
+    """Rank `inp.pool` with the judge of `judge` (made by `session`) and build the results
+    document: the reported ranking with intervals and P(top-k), both models' top-k and the
+    judge's estimated biases, the gate, every comparison, calls and the run outcome.
+    `on_batch(done, fit, ctx)` after every judged round, `on_call(verdict)` after every
+    comparison (the session's progress callback hears of each too)."""
+    from judgeaudit.rank.gate import anchor_gate
+    from judgeaudit.rank.live import planted_biases, rank_live
+    from judgeaudit.rank.membership import recall_grouped
+    from judgeaudit.rank.summary import gate_summary, model_summary, ranking
+
+    t0 = time.time()
+    bundle = session.judge(judge)
+    pool, k = inp.pool, inp.k
+    tracker = session.tracker("ranking", inp.budget)
+
+    def call(v: Verdict) -> None:
+        tracker.advance()
+        if on_call is not None:
+            on_call(v)
+
+    run = await rank_live(bundle, pool, k=k, budget=inp.budget, rule=inp.rule,
+                          covariates=inp.covariates, model=inp.model, seed=inp.seed,
+                          lam=inp.lam_start, eb_lam=inp.eb_lam, tau=inp.tau,
+                          hierarchical=inp.hierarchical, refit_every=inp.refit_every,
+                          n_samples=inp.samples, on_batch=on_batch, on_call=call,
+                          min_valid=inp.min_valid, max_failed=inp.max_failed)
+    res = run.result
+    fits = {"naive": res.naive, "bias_aware": res.bias_aware}
+    names = [c.name for c in run.covariates]
+    gate = (anchor_gate(res.naive, res.bias_aware, inp.trusted, names=names)
+            if inp.trusted is not None else None)
+    chosen = ("bias_aware" if gate.enabled else "naive") if gate else inp.model
+    final = fits[chosen]
+    tpl = bundle.pairwise.template
+    planted = planted_biases(bundle, names)
+    doc: dict[str, Any] = {
+        "command": "rank", "version": session.stamps()["version"],
+        "judge": bundle.public_spec, "items": inp.items, "pool": pool.meta,
+        "n_items": pool.n_items, "n_groups": pool.n_groups,
+        "config": {"k": k, "budget": inp.budget, "rule": inp.rule, "model": inp.model,
+                   "seed": inp.seed, "lam": inp.lam,
+                   "lam_final": {m: f.lam for m, f in fits.items()}, "tau": inp.tau,
+                   "hierarchical": inp.hierarchical, "refit_every": inp.refit_every,
+                   "samples": inp.samples, "ties": TIES},
+        "template": {"name": getattr(tpl, "name", None), "sha256": getattr(tpl, "sha256", None)},
+        "covariates": [{"name": c.name, "source": c.source, "mean": c.mean, "sd": c.sd}
+                       for c in run.covariates],
+        "covariates_dropped": run.dropped,
+        "reported_model": chosen,
+        "ranking": ranking(pool, final, k, run.X, run.covariates, res.comparisons,
+                           inp.samples, inp.seed),
+        "models": {m: model_summary(pool, f, k, run.covariates, planted)
+                   for m, f in fits.items()},
+        "planted": planted,
+        "gate": gate_summary(gate) if gate else None,
+        "comparisons": [dict(v.as_dict(pool), step=i) for i, v in enumerate(run.verdicts)],
+        "n_comparisons": len(run.verdicts), "n_invalid": run.n_invalid, "n_ties": run.n_ties,
+        "calls": bundle.client.stats.as_dict(), "run": run.run, "seconds": time.time() - t0,
+    }
+    if pool.has_quality:
+        true = pool.true_topk(k)
+        doc["recall"] = {m: recall_grouped(f.theta, true, k, pool.groups)
+                         for m, f in fits.items()}
+        doc["true_topk"] = [pool.items[i].id for i in true]
+        doc["true_topk_ambiguous"] = bool(pool.ambiguous_topk(k))
+    return doc
+
+
+__all__ = ["TIES", "RankInputs", "check_numbers", "check_rules", "check_share",
+           "covariate_names", "opt", "parse_lam", "prepare_rank", "run_rank"]

@@ -1,0 +1,322 @@
+"""The `rank-eval` pipeline: inputs checked before any call (`prepare_rank_eval`), the full
+ordered-pair verdict matrices built once through a `judgeaudit.session.Session`, and every
+acquisition rule x model x seed replayed against them offline (`judgeaudit.rank.evaluate`)
+into the results document the CLI writes and `judgeaudit.rank_eval(...)` returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from judgeaudit.data.spec import parse_spec, public_spec
+from judgeaudit.rank.fitting import MODELS
+from judgeaudit.rank.live import PlannedStop, VerdictMatrix, max_budget, ordered_pairs
+from judgeaudit.rank.pool import Pool, load_pool
+from judgeaudit.rank.run import (
+    Covariates,
+    check_numbers,
+    check_rules,
+    check_share,
+    covariate_names,
+    opt,
+    parse_lam,
+)
+from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
+
+if TYPE_CHECKING:
+    from judgeaudit.session import Session
+
+Seeds = int | str | Sequence[int]
+"""A count (10: seeds 0-9), text as the CLI takes it ("10", "0-9", "0,4,9") or a list."""
+
+
+def parse_seeds(text: Seeds, *, cli: bool = True) -> list[int]:
+    """'30' -> 0..29; '3-7' -> 3..7; '0,4,9' -> those; an int n -> 0..n-1; a list as given."""
+    name = opt("seeds", cli)
+    if isinstance(text, bool):
+        raise ValueError(f"{name}: expected a count, a range or a list, got {text!r}")
+    if isinstance(text, int):
+        if text < 1:
+            raise ValueError(f"{name}: expected a count >= 1, got {text}")
+        return list(range(text))
+    if not isinstance(text, str):
+        vals = list(text)
+        if not vals or any(isinstance(v, bool) or not isinstance(v, int | np.integer)
+                           for v in vals):
+            raise ValueError(f"{name}: expected a non-empty list of integers, got {text!r}")
+        return [int(v) for v in vals]
+    t = text.strip()
+    try:
+        if "," in t:
+            return [int(x) for x in t.split(",") if x.strip()]
+        if "-" in t[1:]:
+            a, b = t.split("-", 1)
+            lo, hi = int(a), int(b)
+            if hi < lo:
+                raise ValueError
+            return list(range(lo, hi + 1))
+        n = int(t)
+        if n < 1:
+            raise ValueError
+        return list(range(n))
+    except ValueError:
+        raise ValueError(f"{name}: expected a count (30), a range (0-29) or a list (0,4,9), "
+                         f"got {text!r}") from None
+
+
+def int_list(text: str | Sequence[int], what: str) -> list[int]:
+    """'60,120' or [60, 120] -> [60, 120]."""
+    try:
+        vals = ([int(t) for t in text.split(",") if t.strip()] if isinstance(text, str)
+                else [int(t) for t in text])
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: expected comma-separated integers, got {text!r}") from None
+    if not vals:
+        raise ValueError(f"{what}: empty")
+    return vals
+
+
+def _names(x: str | Sequence[str]) -> list[str]:
+    parts = x.split(",") if isinstance(x, str) else list(x)
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def _with_param(spec: str, key: str, value: int) -> str:
+    return spec + ("&" if "?" in spec else "?") + f"{key}={value}"
+
+
+def plan_cases(items: str, oracle: str, seeds: list[int]
+               ) -> tuple[list[tuple[int, str, str]], bool, bool]:
+    """(seed, pool spec, judge spec) per seed: `builtin:controlled` without a seed draws a
+    pool per seed; a `sim` judge without a seed draws fresh verdicts per seed."""
+    isp = None if items.strip().endswith(".jsonl") else parse_spec(items)
+    jsp = parse_spec(oracle)
+    pool_per_seed = bool(isp and isp.kind == "builtin" and "seed" not in isp.params)
+    judge_per_seed = jsp.kind == "sim" and "seed" not in jsp.params
+    plan = [(s, _with_param(items, "seed", s) if pool_per_seed else items,
+             _with_param(oracle, "seed", s) if judge_per_seed else oracle) for s in seeds]
+    return plan, pool_per_seed, judge_per_seed
+
+
+def summarise_estimates(per_matrix: list[dict], names: list[str]) -> tuple[dict, dict]:
+    """Across matrices: mean estimate and mean interval bounds, their sd, and the coverage of
+    planted values where known."""
+    def agg(rows: list[dict]) -> dict:
+        est = np.array([r["estimate"] for r in rows])
+        d = {"estimate": float(est.mean()), "lo": float(np.mean([r["lo"] for r in rows])),
+             "hi": float(np.mean([r["hi"] for r in rows])), "n": len(rows),
+             "sd": float(est.std(ddof=1)) if len(rows) > 1 else None}
+        if rows and all("planted" in r for r in rows):
+            d["planted"] = rows[0]["planted"]
+            d["coverage"] = float(np.mean([r["covered"] for r in rows]))
+        return d
+
+    c = {n: agg([m["c"][n] for m in per_matrix]) for n in names}
+    kappa = agg([m["kappa"] for m in per_matrix])
+    return c, kappa
+
+
+@dataclass
+class RankEvalInputs:
+    """A checked `rank-eval` request: the pools, the oracle spec per seed and the settings."""
+
+    oracle: str
+    items: str
+    k: int
+    budgets: list[int]
+    rules: list[str]
+    seeds: list[int]
+    plan: list[tuple[int, str, str]]  # (seed, pool spec, judge spec)
+    pool_per_seed: bool
+    judge_per_seed: bool
+    pools: dict[str, Pool]
+    covariates: list[str]  # kept: not constant in every pool
+    dropped: list[str]
+    lam_start: float
+    eb_lam: bool
+    tau: float
+    hierarchical: bool
+    refit_every: int
+    samples: int
+    min_valid: int
+    max_failed: float
+
+    @property
+    def judges(self) -> list[str]:
+        """The distinct judge specs, in plan order (one per seed for a seedless sim)."""
+        return list(dict.fromkeys(j for _, _, j in self.plan))
+
+    @property
+    def jobs(self) -> list[tuple[str, str]]:
+        """(pool spec, judge spec) of every verdict matrix to build."""
+        return list(dict.fromkeys((p, j) for _, p, j in self.plan))
+
+    @property
+    def n_calls(self) -> int:
+        return sum(len(ordered_pairs(self.pools[p])) for p, _ in self.jobs)
+
+
+def prepare_rank_eval(
+    oracle: str = "sim",
+    items: str = "builtin:controlled",
+    *,
+    k: int | None = None,
+    budgets: str | Sequence[int] = "60,120,200",
+    rules: str | Sequence[str] = "topk,global,roundrobin,random",
+    seeds: Seeds = "10",
+    covariates: Covariates = None,
+    lam: str | float = "auto",
+    tau: float = 1.0,
+    hierarchical: bool = False,
+    refit_every: int = 8,
+    samples: int = 1500,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
+    cli: bool = False,
+) -> RankEvalInputs:
+    """Check a rank-eval request and load its pools before any call is paid for. Bad input
+    raises ValueError with a one-line message naming the option."""
+    check_numbers(cli, k=k, refit_every=refit_every, samples=samples, tau=tau,
+                  min_valid=min_valid)
+    check_share(max_failed, cli)
+    budget_list = sorted(set(int_list(budgets, opt("budgets", cli))))
+    lam_start, eb = parse_lam(lam, cli=cli)
+    rule_list = _names(rules)
+    check_rules(rule_list)
+    seed_list = parse_seeds(seeds, cli=cli)
+    names = covariate_names(covariates)
+    plan, pool_per_seed, judge_per_seed = plan_cases(items, oracle, seed_list)
+    pools = {spec: load_pool(spec) for spec in dict.fromkeys(p for _, p, _ in plan)}
+    for pool in pools.values():
+        pool.quality  # noqa: B018 - raises a clear error when quality is unknown
+        pool.covariates(names)
+    first_pool = next(iter(pools.values()))
+    k = k or first_pool.k or 5
+    for spec, pool in pools.items():
+        if not 0 < k < pool.n_items:
+            raise ValueError(f"{opt('k', cli)} must be below the pool size ({pool.n_items}) "
+                             f"of {spec}")
+        if budget_list[-1] > max_budget(pool) or budget_list[0] < 1:
+            raise ValueError(f"{opt('budgets', cli)} must be in 1..{max_budget(pool)} for "
+                             f"{spec}")
+    # covariates constant in every pool carry no information: leave them out
+    sds = {n: max(ci.sd for p in pools.values() for ci in p.covariates([n])[1]) for n in names}
+    return RankEvalInputs(
+        oracle=oracle, items=items, k=k, budgets=budget_list, rules=rule_list,
+        seeds=seed_list, plan=plan, pool_per_seed=pool_per_seed,
+        judge_per_seed=judge_per_seed, pools=pools,
+        covariates=[n for n in names if sds[n] > 0.0],
+        dropped=[n for n in names if sds[n] == 0.0], lam_start=lam_start, eb_lam=eb,
+        tau=tau, hierarchical=hierarchical, refit_every=refit_every, samples=samples,
+        min_valid=min_valid, max_failed=max_failed)
+
+
+async def build_matrices(session: Session, inp: RankEvalInputs
+                         ) -> dict[tuple[str, str], VerdictMatrix]:
+    """Judge every comparable ordered pair of every (pool, judge) once (cached). Under
+    `--plan-only` the matrices are this command's one stage: `PlannedStop` once planned."""
+    from judgeaudit.rank.live import full_matrix
+
+    tracker = session.tracker("judging all ordered pairs", inp.n_calls)
+    out: dict[tuple[str, str], VerdictMatrix] = {}
+    for p, j in inp.jobs:
+        out[p, j] = await full_matrix(session.judge(j), inp.pools[p],
+                                      on_done=lambda _v: tracker.advance())
+    planned = sum(session.judge(j).client.stats.planned for j in inp.judges)
+    if planned:
+        raise PlannedStop(f"rank-eval verdict matrices: {planned} requests planned; the rules "
+                          "are evaluated once they are answered: ingest them, then re-run",
+                          stage="matrices", n_planned=planned)
+    return out
+
+
+async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]:
+    """Build the verdict matrices, fit both models on each (the judge's biases with
+    intervals, full-data recall) and evaluate every rule x model x seed; the results
+    document. A run that judged too little (`run.status` failed) is not evaluated."""
+    from judgeaudit.rank.evaluate import EvalCase, rank_eval
+    from judgeaudit.rank.fitting import fit_model
+    from judgeaudit.rank.live import planted_biases
+    from judgeaudit.rank.membership import recall_grouped
+    from judgeaudit.rank.summary import covariate_estimates, kappa_estimate
+    from judgeaudit.report.outcome import assess, sum_calls
+
+    t0 = time.time()
+    bundles = {js: session.judge(js) for js in inp.judges}
+    matrices = await build_matrices(session, inp)
+    calls = sum_calls([b.client.stats.as_dict() for b in bundles.values()])
+    run = assess(n_valid=sum(m.n_valid for m in matrices.values()),
+                 n_planned=sum(len(m.verdicts) for m in matrices.values()), calls=calls,
+                 min_valid=inp.min_valid, max_failed=inp.max_failed, what="comparisons")
+    kept, k = inp.covariates, inp.k
+    doc: dict[str, Any] = {
+        "command": "rank-eval", "version": session.stamps()["version"],
+        "oracle": (bundles[inp.plan[0][2]].public_spec if len(bundles) == 1
+                   else public_spec(inp.oracle)),
+        "items": inp.items, "k": k, "budgets": inp.budgets, "rules": inp.rules,
+        "seeds": inp.seeds, "models": list(MODELS), "covariates": kept,
+        "covariates_dropped": inp.dropped, "pool_per_seed": inp.pool_per_seed,
+        "judge_per_seed": inp.judge_per_seed,
+    }
+    if run["status"] == "failed":  # no verdicts to evaluate the rules on
+        doc.update(n_invalid=sum(m.n_invalid for m in matrices.values()), calls=calls, run=run,
+                   seconds=time.time() - t0)
+        return doc
+
+    per_matrix = []
+    for (p, j), mat in matrices.items():
+        pool = inp.pools[p]
+        X, info = pool.covariates(kept)
+        comps = mat.comparisons()
+        true = pool.true_topk(k)
+        fb = fit_model("bias_aware", pool.n_items, comps, X=X if kept else None,
+                       lam=inp.lam_start, tau=inp.tau, hierarchical=inp.hierarchical,
+                       eb_lam=inp.eb_lam)
+        fn = fit_model("naive", pool.n_items, comps, lam=inp.lam_start, eb_lam=inp.eb_lam)
+        planted = planted_biases(bundles[j], kept)
+        per_matrix.append({
+            "items": p, "oracle": bundles[j].public_spec, "n_comparisons": int(len(comps)),
+            "n_invalid": mat.n_invalid, "n_ties": mat.n_ties,
+            "c": covariate_estimates(fb, info, planted["c"] if planted else None),
+            "kappa": kappa_estimate(fb, planted["kappa"] if planted else None),
+            "full_data": {"naive": recall_grouped(fn.theta, true, k, pool.groups),
+                          "bias_aware": recall_grouped(fb.theta, true, k, pool.groups)},
+            "planted": planted, "true_topk_ambiguous": bool(pool.ambiguous_topk(k)),
+            "lam": {"naive": fn.lam, "bias_aware": fb.lam},
+        })
+    by_seed = {s: (p, j) for s, p, j in inp.plan}
+
+    def factory(seed: int) -> EvalCase:
+        p, j = by_seed[seed]
+        pool, mat = inp.pools[p], matrices[p, j]
+        X = pool.covariates(kept)[0] if kept else None
+        return EvalCase(oracle=mat.oracle(), n_items=pool.n_items, k=k,
+                        true_topk=pool.true_topk(k), X=X, full=mat.comparisons(),
+                        name=f"{public_spec(j)}@{p}", groups=pool.groups)
+
+    tracker = session.tracker("evaluating rules x models x seeds",
+                              len(inp.seeds) * len(MODELS) * len(inp.rules))
+    res = rank_eval({public_spec(inp.oracle): factory}, inp.budgets, inp.rules, inp.seeds,
+                    lam=inp.lam_start, tau=inp.tau, hierarchical=inp.hierarchical,
+                    n_samples=inp.samples, refit_every=inp.refit_every,
+                    on_run=tracker.advance, eb_lam=inp.eb_lam)
+    res.pop("estimates", None)
+    c_sum, kappa_sum = summarise_estimates(per_matrix, kept)
+    doc.update({
+        "config": res["config"],
+        "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],
+        "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
+        "matrices": per_matrix, "cases": res["cases"],
+        "n_invalid": sum(m["n_invalid"] for m in per_matrix),
+        "calls": calls, "run": run, "seconds": time.time() - t0,
+    })
+    return doc
+
+
+__all__ = ["RankEvalInputs", "build_matrices", "int_list", "parse_seeds", "plan_cases",
+           "prepare_rank_eval", "run_rank_eval", "summarise_estimates"]
