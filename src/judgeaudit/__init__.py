@@ -7,20 +7,23 @@ running event loop, e.g. Jupyter) with an async twin::
     res = judgeaudit.audit("sim?position=1&seed=0", "builtin:facts", n=30)
     res.report("out/report.html"); print(res.summary())
 
-Commands: `evaluate`, `audit`, `scoring_bias`, `discover`, `quantify`, `mitigate` and their
-twins `aevaluate`, `aaudit`, `ascoring_bias`, `adiscover`, `aquantify`, `amitigate`
-(`judgeaudit.api`). Types: `Result`, `RunOutcome`, `RunFailed` (`judgeaudit.result`),
-`Session`, `Progress` (`judgeaudit.session`), `Estimate` (`judgeaudit.stats.types`).
+Commands: `evaluate`, `audit`, `scoring_bias`, `discover`, `quantify`, `mitigate`, `rank`,
+`rank_eval` and their twins `aevaluate`, `aaudit`, `ascoring_bias`, `adiscover`, `aquantify`,
+`amitigate`, `arank`, `arank_eval` (`judgeaudit.api`). Types: `Result`, `RunOutcome`,
+`RunFailed` (`judgeaudit.result`), `Session`, `Progress` (`judgeaudit.session`), `Estimate`
+(`judgeaudit.stats.types`).
 
 Names load on first use, so `import judgeaudit` stays cheap. `judgeaudit.audit` is both the
 `judgeaudit.audit` package (the battery, the probes) and the `audit` command: calling the
-package runs `judgeaudit.api.audit`.
+package runs `judgeaudit.api.audit`; likewise `judgeaudit.rank` (the ranking package) runs
+`judgeaudit.api.rank`.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +36,16 @@ if TYPE_CHECKING:
         aevaluate,
         amitigate,
         aquantify,
+        arank,
+        arank_eval,
         ascoring_bias,
         audit,
         discover,
         evaluate,
         mitigate,
         quantify,
+        rank,
+        rank_eval,
         scoring_bias,
     )
     from judgeaudit.result import Result, RunFailed, RunOutcome
@@ -48,7 +55,8 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(("evaluate", "aevaluate", "aaudit", "scoring_bias", "ascoring_bias",
                      "discover", "adiscover", "quantify", "aquantify", "mitigate",
-                     "amitigate"), "judgeaudit.api"),
+                     "amitigate", "arank", "rank_eval", "arank_eval"),
+                    "judgeaudit.api"),
     **dict.fromkeys(("Result", "RunFailed", "RunOutcome"), "judgeaudit.result"),
     **dict.fromkeys(("Session", "Progress"), "judgeaudit.session"),
     "Estimate": "judgeaudit.stats.types",
@@ -56,12 +64,15 @@ _LAZY = {
 
 __all__ = [
     "Estimate", "Progress", "Result", "RunFailed", "RunOutcome", "Session", "__version__",
-    "aaudit", "adiscover", "aevaluate", "amitigate", "aquantify", "ascoring_bias", "audit",
-    "discover", "evaluate", "mitigate", "quantify", "scoring_bias",
+    "aaudit", "adiscover", "aevaluate", "amitigate", "aquantify", "arank", "arank_eval",
+    "ascoring_bias", "audit", "discover", "evaluate", "mitigate", "quantify", "rank",
+    "rank_eval", "scoring_bias",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _COMMAND_PACKAGES:  # the package, made callable when bound (_Judgeaudit)
+        return importlib.import_module(f"{__name__}.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'judgeaudit' has no attribute {name!r}")
@@ -74,27 +85,52 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
+# Packages that are also commands: `judgeaudit.audit` and `judgeaudit.rank` must stay the
+# packages (their submodules are imported as `judgeaudit.rank.run`, and Python binds the
+# package to this name whenever it is imported), so the packages themselves are callable.
+_COMMAND_PACKAGES = ("audit", "rank")
+
+
 class _CommandPackage(types.ModuleType):
-    """A package that is also a command. `judgeaudit.audit` must stay the package (its
-    submodules are imported as `judgeaudit.audit.battery`, and Python binds the package to
-    this name whenever it is imported), so the package itself is made callable."""
+    """A package that is also a command: calling it runs `judgeaudit.api.<its name>`."""
+
+    def _command(self) -> Any:
+        import judgeaudit.api
+
+        return getattr(judgeaudit.api, self.__name__.rpartition(".")[2])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from judgeaudit.api import audit as run
-
-        return run(*args, **kwargs)
+        return self._command()(*args, **kwargs)
 
     @property
     def __signature__(self) -> inspect.Signature:
-        from judgeaudit.api import audit as run
-
-        return inspect.signature(run)
+        return inspect.signature(self._command())
 
 
-def _callable_audit_package() -> None:
-    pkg = importlib.import_module("judgeaudit.audit")  # its __init__ holds only a docstring
+class _Judgeaudit(types.ModuleType):
+    """This package: a command package bound here on import (by Python's import system, via
+    setattr) becomes callable, however it was first imported."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _COMMAND_PACKAGES and isinstance(value, types.ModuleType):
+            _callable(value)
+        super().__setattr__(name, value)
+
+
+def _callable(pkg: types.ModuleType) -> types.ModuleType:
     if not isinstance(pkg, _CommandPackage):
         pkg.__class__ = _CommandPackage
+    return pkg
 
 
-_callable_audit_package()
+def _callable_packages() -> None:
+    sys.modules[__name__].__class__ = _Judgeaudit
+    for name in _COMMAND_PACKAGES:
+        if f"{__name__}.{name}" in sys.modules:
+            _callable(sys.modules[f"{__name__}.{name}"])
+    # the audit package's __init__ holds only a docstring: cheap, so bound now; the rank
+    # package (numpy, scipy) is bound on first use (`__getattr__`) or first import
+    _callable(importlib.import_module("judgeaudit.audit"))
+
+
+_callable_packages()

@@ -2,7 +2,8 @@
 
 Each function calls the same pipeline the CLI calls (`judgeaudit.audit.evaluate.evaluate`,
 `judgeaudit.audit.battery.run_battery`, `judgeaudit.scoring.run.run_scoring_bias`,
-`judgeaudit.hubj.run.run_discover | run_quantify | run_mitigate | run_apply`) and returns the
+`judgeaudit.hubj.run.run_discover | run_quantify | run_mitigate | run_apply`,
+`judgeaudit.rank.run.run_rank`, `judgeaudit.rank.run_eval.run_rank_eval`) and returns the
 same results document, wrapped in a `Result`::
 
     import judgeaudit
@@ -662,6 +663,225 @@ def scoring_bias(
     return run_sync(lambda: ascoring_bias(**kw))
 
 
+# ---- rank --------------------------------------------------------------------------------
+
+async def arank(
+    judge: str,
+    items: str = "builtin:controlled",
+    *,
+    k: int | None = None,
+    budget: int = 120,
+    rule: str = "topk",
+    covariates: str | Sequence[str] | None = None,
+    model: str = "bias_aware",
+    trusted: str | os.PathLike[str] | Sequence[tuple[str, str]] | None = None,
+    seed: int = 0,
+    lam: str | float = "auto",
+    tau: float = 1.0,
+    hierarchical: bool = False,
+    refit_every: int = 8,
+    samples: int = 1500,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
+    cache: CacheArg = None,
+    concurrency: int | None = None,
+    timeout: float | None = None,
+    retry: RetryPolicy | int | None = None,
+    progress: ProgressFn | None = None,
+    raise_on_failure: bool = False,
+    session: Session | None = None,
+) -> Result:
+    """The async twin of `rank` (same arguments).
+
+    Args:
+        session: run in this `Session` (see `aevaluate`).
+
+    Returns:
+        The rank `Result`.
+    """
+    from judgeaudit.rank.run import prepare_rank, run_rank
+
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    inp = prepare_rank(items, k=k, budget=budget, rule=rule, covariates=covariates,
+                       model=model,
+                       trusted=Path(trusted) if isinstance(trusted, os.PathLike) else trusted,
+                       seed=seed, lam=lam, tau=tau, hierarchical=hierarchical,
+                       refit_every=refit_every, samples=samples, min_valid=min_valid,
+                       max_failed=max_failed)
+
+    async def body(s: Session) -> dict[str, Any]:
+        return await run_rank(s, judge, inp)
+
+    return await _execute("rank", body, session=session, opts=opts,
+                          raise_on_failure=raise_on_failure, judge=public_spec(judge),
+                          data=items, n_planned=lambda: inp.budget, min_valid=min_valid,
+                          max_failed=max_failed)
+
+
+def rank(
+    judge: str,
+    items: str = "builtin:controlled",
+    *,
+    k: int | None = None,
+    budget: int = 120,
+    rule: str = "topk",
+    covariates: str | Sequence[str] | None = None,
+    model: str = "bias_aware",
+    trusted: str | os.PathLike[str] | Sequence[tuple[str, str]] | None = None,
+    seed: int = 0,
+    lam: str | float = "auto",
+    tau: float = 1.0,
+    hierarchical: bool = False,
+    refit_every: int = 8,
+    samples: int = 1500,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
+    cache: CacheArg = None,
+    concurrency: int | None = None,
+    timeout: float | None = None,
+    retry: RetryPolicy | int | None = None,
+    progress: ProgressFn | None = None,
+    raise_on_failure: bool = False,
+) -> Result:
+    """Find the top-k of a pool with a judge under a comparison budget (`judgeaudit rank`),
+    correcting for the judge's covariate and position biases: bias-aware Bayesian
+    Bradley-Terry with top-k-aware active comparisons. The result holds the ranking (theta
+    with its 95% interval and P(in top k) per item), both models' top-k, the judge's
+    estimated biases (c per covariate, kappa for the first-shown position) with intervals,
+    the trusted-anchor gate, every comparison and, when the pool knows true quality, recall.
+
+    Args:
+        judge: judge SPEC, e.g. "sim?length=1&position=0.3", "openai:MODEL?base_url=URL".
+        items: pool SPEC: "builtin:controlled[?seed=0&n=30&k=5&topic=moon]" or
+            "jsonl:PATH" (one {"id", "prompt", "response", "quality"?, ...} per line).
+        k: size of the top set (default: the pool's, else 5).
+        budget: comparisons (judge calls) to spend; at most every comparable pair in
+            both orders.
+        rule: acquisition rule: topk, global, roundrobin, random, entropy,
+            uncertainty_only, outcome_only.
+        covariates: names the judge may be biased on ("length,markdown", a list, or "none";
+            default: length and markdown); constant ones are left out and reported.
+        model: model driving acquisition and the reported ranking: bias_aware or naive.
+        trusted: trusted (better, worse) pairs (a JSONL/CSV file, or pairs of item ids) for
+            the gate that decides whether the bias correction is reported.
+        seed: seed of the loop and of the judge.
+        lam: prior precision of theta, or "auto" (empirical Bayes per pool).
+        tau: prior sd of c and kappa.
+        hierarchical: learn tau by empirical Bayes.
+        refit_every: refit after this many comparisons (one round of the active loop).
+        samples: Monte-Carlo draws for top-k membership.
+        min_valid: fewest comparisons with a valid verdict for the run to count.
+        max_failed: largest share of failed calls (0-1) before the run fails.
+        cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
+
+    Returns:
+        The rank `Result` (`res["ranking"]`, `res["models"]["bias_aware"]["c"]`,
+        `res.summary()`, `res.report(path)`).
+    """
+    kw = dict(locals())
+    return run_sync(lambda: arank(**kw))
+
+
+async def arank_eval(
+    oracle: str = "sim",
+    items: str = "builtin:controlled",
+    *,
+    k: int | None = None,
+    budgets: str | Sequence[int] = (60, 120, 200),
+    rules: str | Sequence[str] = ("topk", "global", "roundrobin", "random"),
+    seeds: int | str | Sequence[int] = 10,
+    covariates: str | Sequence[str] | None = None,
+    lam: str | float = "auto",
+    tau: float = 1.0,
+    hierarchical: bool = False,
+    refit_every: int = 8,
+    samples: int = 1500,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
+    cache: CacheArg = None,
+    concurrency: int | None = None,
+    timeout: float | None = None,
+    retry: RetryPolicy | int | None = None,
+    progress: ProgressFn | None = None,
+    raise_on_failure: bool = False,
+    session: Session | None = None,
+) -> Result:
+    """The async twin of `rank_eval` (same arguments).
+
+    Args:
+        session: run in this `Session` (see `aevaluate`).
+
+    Returns:
+        The rank-eval `Result`.
+    """
+    from judgeaudit.rank.run_eval import prepare_rank_eval, run_rank_eval
+
+    opts = _opts(cache, concurrency, timeout, retry, 0, progress)
+    inp = prepare_rank_eval(oracle, items, k=k, budgets=budgets, rules=rules, seeds=seeds,
+                            covariates=covariates, lam=lam, tau=tau,
+                            hierarchical=hierarchical, refit_every=refit_every,
+                            samples=samples, min_valid=min_valid, max_failed=max_failed)
+
+    async def body(s: Session) -> dict[str, Any]:
+        return await run_rank_eval(s, inp)
+
+    return await _execute("rank-eval", body, session=session, opts=opts,
+                          raise_on_failure=raise_on_failure, judge=public_spec(oracle),
+                          data=items, n_planned=lambda: inp.n_calls, min_valid=min_valid,
+                          max_failed=max_failed)
+
+
+def rank_eval(
+    oracle: str = "sim",
+    items: str = "builtin:controlled",
+    *,
+    k: int | None = None,
+    budgets: str | Sequence[int] = (60, 120, 200),
+    rules: str | Sequence[str] = ("topk", "global", "roundrobin", "random"),
+    seeds: int | str | Sequence[int] = 10,
+    covariates: str | Sequence[str] | None = None,
+    lam: str | float = "auto",
+    tau: float = 1.0,
+    hierarchical: bool = False,
+    refit_every: int = 8,
+    samples: int = 1500,
+    min_valid: int = DEFAULT_MIN_VALID,
+    max_failed: float = DEFAULT_MAX_FAILED,
+    cache: CacheArg = None,
+    concurrency: int | None = None,
+    timeout: float | None = None,
+    retry: RetryPolicy | int | None = None,
+    progress: ProgressFn | None = None,
+    raise_on_failure: bool = False,
+) -> Result:
+    """Evaluate acquisition rules x models offline (`judgeaudit rank-eval`): the oracle's
+    full ordered-pair verdict matrix is built once per pool (cached), then every rule and
+    model is replayed against it per seed. The result holds recall@k against budget (mean,
+    se, n per model x rule x budget), paired tests between rules, the model x acquisition
+    ablation, full-data recall and the judge's estimated biases with intervals (and their
+    coverage of planted values for a `sim` oracle).
+
+    Args:
+        oracle: judge SPEC used as oracle; a `sim` spec without seed= draws fresh verdicts
+            per seed.
+        items: pool SPEC with true quality; "builtin:controlled" without seed= draws a new
+            pool per seed.
+        k: top-k size (default: the pool's, else 5).
+        budgets: budgets to report recall at ("60,120" or a list).
+        rules: acquisition rules to compare ("topk,random" or a list).
+        seeds: a count (10: seeds 0-9), "0-9", "0,4,9" or a list of seeds.
+        covariates, lam, tau, hierarchical, refit_every, samples: as in `rank`.
+        min_valid: fewest valid verdicts in the matrices for the run to count.
+        max_failed: largest share of failed calls (0-1) before the run fails.
+        cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
+
+    Returns:
+        The rank-eval `Result` (`res["recall"]`, `res["tests"]`, `res.report(path)`).
+    """
+    kw = dict(locals())
+    return run_sync(lambda: arank_eval(**kw))
+
+
 # ---- HUB-J: shared steps -----------------------------------------------------------------
 
 def _human_items(data: Data, limit: int | None, min_agreement: float) -> tuple[list[Any], str]:
@@ -1188,6 +1408,7 @@ def mitigate(
 
 
 __all__ = [
-    "aaudit", "adiscover", "aevaluate", "amitigate", "aquantify", "ascoring_bias", "audit",
-    "discover", "evaluate", "load_data", "mitigate", "quantify", "run_sync", "scoring_bias",
+    "aaudit", "adiscover", "aevaluate", "amitigate", "aquantify", "arank", "arank_eval",
+    "ascoring_bias", "audit", "discover", "evaluate", "load_data", "mitigate", "quantify",
+    "rank", "rank_eval", "run_sync", "scoring_bias",
 ]
