@@ -1,8 +1,13 @@
 """Adaptive audit acceptance on the sim judge (issue 16): error rates, coverage, agreement with
 the fixed-n audit and judge calls saved, >= 500 seeds per setting.
 
-How (the probes' effect model, not the full battery 500 times: the real loop costs ~30 s a
-run on two cores):
+This is the fast model-based check (the probes' effect model, not the audit itself);
+benchmarks/adaptive_real.py (results/adaptive_real.json) runs the real `audit --adaptive`
+loop (`audit.adaptive.run_adaptive`, sim judge with the coefficients solved here, the real
+fixed-n battery for the agreement) over as many seeds as its time budget allows, and sets
+its figures beside these.
+
+How:
 1. Items: builtin:facts seeds 0, 1, 2 concatenated (ids made distinct: 636 labelled pairs),
    the first 500 usable per probe; each rep draws its own random order (the seeded order of
    the real audit).
@@ -90,6 +95,12 @@ def calls_for(m: dict[str, int]) -> int:
     return total
 
 
+def coefficient(design: Any, effect: float) -> float:
+    """The planted coefficient of a probe's bias giving it `effect` on its items (0 for 0);
+    benchmarks/adaptive_real.py plants the same ones in the real loop."""
+    return 0.0 if effect == 0 else mp.solve_c(design, 1.0, lambda _c, t=effect: t)
+
+
 def fixed_n(d: np.ndarray, names: list[str]) -> list[str]:
     """Fixed-n verdicts of one rep: d (K, n)."""
     ps, cis = [], []
@@ -115,7 +126,7 @@ def run_setting(name: str, planted: dict[str, float], designs: dict[str, Any], r
     streams, mus, coefs, truths = {}, {}, {}, {}
     for p in names:
         des = designs[p]
-        c = 0.0 if planted[p] == 0 else mp.solve_c(des, 1.0, lambda _c, t=planted[p]: t)
+        c = coefficient(des, planted[p])
         coefs[p] = c
         vals, probs = des.d_dist(c, 1.0)
         mu = probs @ vals  # per-item expected difference
