@@ -158,7 +158,10 @@ def evaluate(
     """Evaluate a judge on labelled data. Pairwise (a label per pair): accuracy under a named
     pair rule, position consistency, kappa. Pointwise (a gold score per response): Pearson,
     Spearman and Kendall correlations with the gold scores (item, group, system level), exact
-    agreement and mean absolute error."""
+    agreement and mean absolute error.
+
+    Example: judgeaudit evaluate --judge 'sim?position=0.5&seed=0' --data builtin:facts
+    --limit 40 --out out/evaluate"""
     from judgeaudit.audit.evaluate import check_field, select_items
     from judgeaudit.audit.evaluate import evaluate as run_evaluate
     from judgeaudit.data import PairwiseItem
@@ -289,7 +292,10 @@ def audit(
 ) -> None:
     """Run the bias battery against a judge; write results.json and report.html. Probes that
     need no label (position) use every pair; the others use pairs labelled 1 or 2. Items left
-    out are counted by reason."""
+    out are counted by reason.
+
+    Example: judgeaudit audit --judge 'sim:biased?seed=0' --data builtin:facts --n 30 --out
+    out/audit"""
     from judgeaudit.audit.battery import audit_items, check_runnable, run_battery
     from judgeaudit.audit.evaluate import check_field
     from judgeaudit.audit.probe import get_probe, probe_names
@@ -420,7 +426,9 @@ def report(
     results: Annotated[Path, typer.Argument(help="A results directory or results.json.")],
     out: Annotated[Path | None, typer.Option(help="Where to write the HTML.")] = None,
 ) -> None:
-    """Rebuild report.html from results.json alone."""
+    """Rebuild report.html from results.json alone.
+
+    Example: judgeaudit report out/audit"""
     from judgeaudit.report import write_report
 
     try:
@@ -432,7 +440,9 @@ def report(
 
 @app.command()
 def judges() -> None:
-    """List providers, local model presets and prompt templates."""
+    """List providers, local model presets and prompt templates.
+
+    Example: judgeaudit judges"""
     from judgeaudit.judges.templates import builtin_templates, load_template
     from judgeaudit.llm import available
     from judgeaudit.llm.registry import provider_class
@@ -471,6 +481,7 @@ def _register_commands() -> None:
         plan_cmd,
         rank_cmd,
         replay_cmd,
+        schema_cmd,
         scoring_cmd,
     )
 
@@ -482,6 +493,27 @@ def _register_commands() -> None:
     rank_cmd.register(app)
     scoring_cmd.register(app)
     hubj_cmd.register(app)
+    schema_cmd.register(app)
+    _add_examples()
+
+
+# Examples for commands whose module does not give one in its docstring (shown as the help's
+# epilog; tests/cli/test_help_examples.py runs every example).
+EXAMPLES = {
+    "rank": "judgeaudit rank --judge 'sim?length=1&position=0.3' --items "
+            "'builtin:controlled?n=16&k=4' --budget 60 --samples 300 --out out/rank",
+    "rank-eval": "judgeaudit rank-eval --oracle 'sim?length=1&position=0.3' --items "
+                 "'builtin:controlled?n=12&k=3' --rules topk,random --seeds 2 --budgets 20,40 "
+                 "--samples 200 --out out/rank-eval",
+}
+
+
+def _add_examples() -> None:
+    """Give `EXAMPLES` to the registered commands whose help has no example yet."""
+    for info in app.registered_commands:
+        example = EXAMPLES.get(info.name or "")
+        if example and "Example" not in (info.callback.__doc__ or "") and not info.epilog:
+            info.epilog = f"Example: {example}"
 
 
 _register_commands()

@@ -1,0 +1,200 @@
+"""`--config FILE.toml`, `--json` and `judgeaudit schema` end to end with the sim judge: a
+checked-in audit config re-runs the audit, flags override the file, a bad file is a clear
+exit 2, and `--json` prints exactly one JSON object on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from judgeaudit.cli.main import app, config_from_argv
+from judgeaudit.config import AuditConfig
+
+runner = CliRunner()
+
+AUDIT_TOML = """\
+# an audit checked into a repo: re-run it with `judgeaudit audit --config audit.toml`
+config_version = 1
+judge = "sim:biased?seed=0"
+data = "builtin:facts"
+probes = "position,verbosity"
+n = 20
+seed = 3
+out = "{out}"
+no_cache = true
+"""
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _invoke(args: list[str]):
+    """As the console entry point runs: `config_from_argv` first (rank, rank-eval)."""
+    argv, default_map = config_from_argv(args)
+    return runner.invoke(app, argv, default_map=default_map)
+
+
+def test_audit_config_file_runs_and_flags_override_it(tmp_path):
+    out = tmp_path / "from-file"
+    cfg = _write(tmp_path / "audit.toml", AUDIT_TOML.format(out=out.as_posix()))
+    res = _invoke(["audit", "--config", str(cfg), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["judge"].startswith("sim:biased") and set(doc["probes"]) == {"position",
+                                                                             "verbosity"}
+    summary = json.loads(res.stdout)  # exactly one JSON object on stdout
+    assert summary["command"] == "audit" and summary["n_items"] == doc["n_items"]
+
+    other = tmp_path / "override"
+    res = _invoke(["audit", "--probes", "position", "--config", str(cfg), "--out", str(other),
+                   "--n", "12"])  # flags before or after --config: the flag wins
+    assert res.exit_code == 0, res.output
+    doc2 = json.loads((other / "results.json").read_text())
+    assert set(doc2["probes"]) == {"position"}
+    assert doc2["n_items"] == 12 and doc["n_items"] == 20
+    assert doc2["judge"] == doc["judge"]  # the rest still from the file
+
+
+@pytest.mark.parametrize(("text", "needles"), [
+    ("nn = 3\n", ["unknown key 'nn'", "audit", "known keys"]),
+    ("n = 0\n", ["key 'n'", "expected an integer >= 1", "got 0"]),
+    ("n = \"30\"\n", ["key 'n'", "expected an integer >= 1", "got '30'"]),
+    ("full = 1\n", ["key 'full'", "expected true or false"]),
+    ("alpha = 1.5\n", ["key 'alpha'", "< 1.0"]),
+    ("config_version = 2\n", ["key 'config_version'", "expected 1"]),
+    ("n = [\n", ["not valid TOML"]),
+])
+def test_a_bad_config_file_is_a_clear_usage_error(tmp_path, text, needles):
+    cfg = _write(tmp_path / "bad.toml", text)
+    res = _invoke(["audit", "--config", str(cfg), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    msg = " ".join(res.output.split())
+    assert str(cfg) in msg or "bad.toml" in msg
+    for needle in needles:
+        assert needle in msg
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_missing_config_file(tmp_path):
+    res = _invoke(["evaluate", "--config", str(tmp_path / "nope.toml")])
+    assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_rank_config_is_read_by_the_entry_point(tmp_path):
+    """rank and rank-eval declare no --config; the entry point's pre-scan reads it and the
+    command-line flags still win."""
+    cfg = _write(tmp_path / "rank.toml",
+                 'judge = "sim?seed=1"\nitems = "builtin:controlled?n=8&k=2"\nbudget = 30\n'
+                 'samples = 100\nno_cache = true\n')
+    argv, dm = config_from_argv(["-v", "rank", "--config", str(cfg), "--budget", "10"])
+    assert argv == ["-v", "rank", "--budget", "10"]
+    assert dm == {"rank": {"judge": "sim?seed=1", "items": "builtin:controlled?n=8&k=2",
+                           "budget": 30, "samples": 100, "no_cache": True}}
+    out = tmp_path / "r"
+    res = _invoke(["rank", "--config", str(cfg), "--budget", "10", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["budget"] == 10 and doc["config"]["samples"] == 100
+
+    bad = _write(tmp_path / "bad.toml", "budget = 0\n")
+    with pytest.raises(Exception) as exc:  # typer.Exit(2), after the message
+        config_from_argv(["rank", "--config", str(bad)])
+    assert getattr(exc.value, "exit_code", None) == 2
+
+
+def test_pre_scan_leaves_other_argv_alone():
+    for argv in (["audit", "--config", "x.toml"], ["cache", "stats"], ["--version"],
+                 ["rank", "--budget", "3"], ["rank", "--", "--config", "x"]):
+        assert config_from_argv(argv) == (argv, None)
+
+
+def test_entry_point_subprocess_config_and_json(tmp_path):
+    """The installed entry point: --config and --json, stdout is one JSON object."""
+    out = tmp_path / "sub"
+    cfg = _write(tmp_path / "audit.toml", AUDIT_TOML.format(out=out.as_posix()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "judgeaudit.cli.main", "audit", "--config", str(cfg),
+         "--probes", "position", "--json"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["command"] == "audit" and list(summary["verdicts"]) == ["position"]
+    assert "results:" in proc.stderr  # the human output stays on stderr
+
+
+def test_json_for_evaluate_scoring_bias_and_compare(tmp_path, isolated_cache):
+    res = runner.invoke(app, ["evaluate", "--judge", "sim?seed=0", "--limit", "10", "--out",
+                              str(tmp_path / "e"), "--json"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    assert s["command"] == "evaluate" and s["ok"] and s["accuracy"]["n"] == 10
+
+    res = runner.invoke(app, ["scoring-bias", "--judge", "sim?order_bias=0.5", "--limit", "5",
+                              "--perturbations", "order_desc", "--repeats", "2", "--out",
+                              str(tmp_path / "s"), "--json"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    assert s["command"] == "scoring-bias" and s["n_items"] == 5
+
+    for name in ("a", "b"):
+        r = runner.invoke(app, ["audit", "--judge", "sim:biased?seed=0", "--probes",
+                                "position", "--n", "15", "--out", str(tmp_path / name)])
+        assert r.exit_code == 0, r.output
+    res = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out",
+                              str(tmp_path / "c"), "--json"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    assert s["command"] == "compare" and set(s["verdicts"]) == {"position"}
+    assert s["verdicts"]["position"] in ("no_change", "underpowered")
+
+
+def test_json_for_a_failed_run_still_prints_the_summary(tmp_path, isolated_cache):
+    res = runner.invoke(app, ["evaluate", "--judge", "sim?seed=0", "--limit", "5",
+                              "--min-valid", "50", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 3, res.output
+    s = json.loads(res.stdout)
+    assert s["ok"] is False and s["reason"]
+
+
+def test_compare_reads_its_run_arguments_from_a_config(tmp_path):
+    for name in ("a", "b"):
+        r = runner.invoke(app, ["audit", "--judge", "sim?seed=0", "--probes", "position",
+                                "--n", "10", "--no-cache", "--out", str(tmp_path / name)])
+        assert r.exit_code == 0, r.output
+    cfg = _write(tmp_path / "cmp.toml", f'run_a = "{(tmp_path / "a").as_posix()}"\n'
+                                        f'run_b = "{(tmp_path / "b").as_posix()}"\n'
+                                        f'out = "{(tmp_path / "c").as_posix()}"\n')
+    res = runner.invoke(app, ["compare", "--config", str(cfg)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "c" / "results.json").exists()
+
+
+def test_schema_command_prints_and_writes_schemas(tmp_path):
+    res = runner.invoke(app, ["schema", "audit"])
+    assert res.exit_code == 0, res.output
+    schema = json.loads(res.stdout)
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == set(AuditConfig.model_fields)
+    assert schema["properties"]["n"]["anyOf"][0]["minimum"] == 1
+
+    res = runner.invoke(app, ["schema", "audit", "--result"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["properties"]["command"]["const"] == (
+        "audit")
+
+    res = runner.invoke(app, ["schema", "--out", str(tmp_path / "s")])
+    assert res.exit_code == 0, res.output
+    names = sorted(p.name for p in (tmp_path / "s").iterdir())
+    assert "config-rank-eval.schema.json" in names and "result.schema.json" in names
+    assert len(names) == 10
+
+    res = runner.invoke(app, ["schema", "nope"])
+    assert res.exit_code == 2 and "known: evaluate" in " ".join(res.output.split())
