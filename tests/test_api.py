@@ -215,7 +215,8 @@ def test_discover_with_failing_g_modules_is_a_failed_result():
 
 
 def test_every_command_has_an_async_twin_with_the_same_arguments():
-    for name in ("evaluate", "audit", "scoring_bias", "discover", "quantify", "mitigate"):
+    for name in ("evaluate", "audit", "scoring_bias", "discover", "quantify", "mitigate",
+                 "rank", "rank_eval"):
         sync, twin = getattr(api, name), getattr(api, "a" + name)
         assert inspect.iscoroutinefunction(twin) and not inspect.iscoroutinefunction(sync)
         s, t = inspect.signature(sync), inspect.signature(twin)
@@ -297,3 +298,90 @@ def test_run_sync_returns_values_and_raises_errors_in_both_modes():
             api.run_sync(boom)
 
     asyncio.run(inside())
+
+
+# ---- rank and rank-eval ------------------------------------------------------------------
+
+RANK_JUDGE = "sim?quality=1&length=1&position=0.3"
+POOL = "builtin:controlled?seed=1&n=10&k=3"
+
+
+@pytest.mark.parametrize("argv, call", [
+    (["rank", "--judge", RANK_JUDGE, "--items", POOL, "--budget", "16", "--samples", "200"],
+     lambda: judgeaudit.rank(RANK_JUDGE, POOL, budget=16, samples=200, cache=False)),
+    (["rank-eval", "--oracle", RANK_JUDGE, "--items", "builtin:controlled?n=8&k=2",
+      "--budgets", "6,12", "--rules", "topk,random", "--seeds", "2", "--samples", "100"],
+     lambda: judgeaudit.rank_eval(RANK_JUDGE, "builtin:controlled?n=8&k=2", budgets=[6, 12],
+                                  rules=["topk", "random"], seeds=2, samples=100,
+                                  cache=False)),
+], ids=["rank", "rank-eval"])
+def test_rank_api_gives_the_document_the_cli_writes(argv, call, tmp_path):
+    test_the_api_gives_the_document_the_cli_writes(argv, call, tmp_path)
+
+
+async def test_rank_inside_a_running_event_loop(tmp_path):
+    asyncio.get_running_loop()  # as in Jupyter
+    threads: set[str] = set()
+    res = judgeaudit.rank(RANK_JUDGE, POOL, budget=12, samples=100,
+                          progress=lambda _p: threads.add(threading.current_thread().name))
+    assert threads == {"judgeaudit-run"}
+    assert isinstance(res, judgeaudit.Result) and res.command == "rank" and res.ok
+    assert len(res["ranking"]) == 10 and res["n_comparisons"] == 12
+    summary = res.summary()
+    json.dumps(summary, allow_nan=False)
+    assert summary["data"] == POOL and len(summary["topk"]) == 3
+    assert set(summary["biases"]) == {"c[length]", "kappa"}
+    assert summary["biases"]["c[length]"]["planted"] == 1.0
+    assert "Estimated judge biases" in res.report(tmp_path / "r.html").read_text()
+    twin = await judgeaudit.arank(RANK_JUDGE, POOL, budget=12, samples=100, cache=False)
+    assert twin["ranking"] == res["ranking"] and twin["models"] == res["models"]
+
+
+def test_rank_of_a_dead_judge_is_a_failed_result(tmp_path):
+    res = judgeaudit.rank(DEAD, POOL, budget=4, samples=50, lam=1, retry=0, cache=False)
+    assert res.ok is False and "0 of 4 comparisons" in res.reason
+    assert "sk-DEADKEY" not in res.to_json()
+    assert "Run failed" in res.report(tmp_path / "r.html").read_text()
+
+
+def test_rank_trusted_pairs_as_ids():
+    from judgeaudit.rank.pool import load_pool
+
+    pool = load_pool(POOL)
+    q = pool.quality
+    pairs = [(pool.ids[i], pool.ids[j]) for i in range(10) for j in range(10) if q[i] > q[j]]
+    res = judgeaudit.rank(RANK_JUDGE, POOL, budget=12, samples=100, trusted=pairs[:5],
+                          cache=False)
+    assert res["gate"]["n_trusted"] == 5 and res["reported_model"] == res["gate"]["chosen"]
+
+
+@pytest.mark.parametrize("call, needle", [
+    (lambda: judgeaudit.rank(SIM, POOL, budget=10_000), "budget must be in 1..90"),
+    (lambda: judgeaudit.rank(SIM, POOL, rule="best"), "unknown rule"),
+    (lambda: judgeaudit.rank(SIM, POOL, lam=-1), "lam: expected 'auto'"),
+    (lambda: judgeaudit.rank(SIM, POOL, k=10), "k must be in 1..9"),
+    (lambda: judgeaudit.rank(SIM, POOL, samples=0), "samples: expected an integer"),
+    (lambda: judgeaudit.rank(SIM, POOL, trusted=[("nope", "x")]), "not an item id"),
+    (lambda: judgeaudit.rank("nosuch:x", POOL, budget=4), "judge 'nosuch:x'"),
+    (lambda: judgeaudit.rank_eval(SIM, POOL, seeds="x"), "seeds: expected a count"),
+    (lambda: judgeaudit.rank_eval(SIM, POOL, budgets="10,a"), "budgets: expected comma"),
+])
+def test_rank_bad_input_raises_value_error(call, needle):
+    with pytest.raises(ValueError, match=needle):
+        call()
+
+
+def test_judgeaudit_rank_is_the_command_and_stays_the_package():
+    import judgeaudit.rank.run as run
+
+    assert run.__name__ == "judgeaudit.rank.run" and judgeaudit.rank.live.rank_live
+    assert callable(judgeaudit.rank)
+    assert inspect.signature(judgeaudit.rank) == inspect.signature(api.rank)
+    assert judgeaudit.arank is api.arank and judgeaudit.rank_eval is api.rank_eval
+    # callable however the package was first imported (here: a submodule before judgeaudit)
+    code = ("import judgeaudit.rank.pool, judgeaudit, inspect; "
+            "print(callable(judgeaudit.rank), 'budget' in inspect.signature(judgeaudit.rank)"
+            ".parameters)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["True", "True"]

@@ -190,3 +190,31 @@ def test_a_label_cannot_break_out_of_an_attribute():
     root = parse(out)
     assert all(not k.startswith("on") for el in root.iter() for k in el.attrib)
     assert root.get("aria-label") == 't" onload="y'
+
+
+def test_curve_plot_draws_a_line_and_band_per_series_on_one_scale():
+    series = [
+        {"label": "topk", "points": [{"x": 10, "y": 0.5, "lo": 0.3, "hi": 0.7},
+                                     {"x": 20, "y": 0.8, "lo": 0.6, "hi": 1.0}]},
+        {"label": HOSTILE, "points": [{"x": 20, "y": 0.6}, {"x": 10, "y": None},
+                                      {"x": 10, "y": 0.4, "lo": 0.2, "hi": 0.6}]},
+        {"label": "empty", "points": []},
+    ]
+    m = svg.curve_plot(series, title=HOSTILE, xlabel="budget", ylabel="recall",
+                       y_range=[0, 1], references=[{"label": "full data", "y": 0.9}])
+    assert isinstance(m, Markup)
+    root = parse(m)
+    assert "<script>" not in str(m) and HOSTILE in all_text(root)
+    lines = root.findall(f"{NS}polyline")
+    assert len(lines) == 2  # the empty series draws nothing
+    pts = [[tuple(map(float, p.split(","))) for p in ln.get("points").split()] for ln in lines]
+    assert [len(p) for p in pts] == [2, 2]
+    assert pts[1][0][0] < pts[1][1][0]  # points sorted by x
+    assert pts[0][0][1] > pts[0][1][1]  # a higher recall is drawn higher (smaller y)
+    assert len(root.findall(f"{NS}polygon")) == 1  # one band: only topk has two intervals
+    ci = root.findall(f"{NS}line[@class='ci']")
+    assert len(ci) == 3
+    ref = root.find(f"{NS}line[@class='ref']")
+    assert ref is not None and float(ref.get("y1")) < pts[0][0][1]
+    with pytest.raises(ValueError, match="at least one series"):
+        svg.curve_plot([{"label": "x", "points": [{"x": 1, "y": None}]}])

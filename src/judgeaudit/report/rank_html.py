@@ -215,7 +215,7 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(x, dict):
             continue
         fdm = _d(x.get("full_data"))
-        matrices.append({"items": _str(x.get("items")), "oracle": _str(x.get("oracle")),
+        matrices.append({"pool": _str(x.get("items")), "oracle": _str(x.get("oracle")),
                          "n_comparisons": x.get("n_comparisons"),
                          "n_invalid": x.get("n_invalid"), "n_ties": x.get("n_ties"),
                          "naive": fdm.get("naive"), "bias_aware": fdm.get("bias_aware"),

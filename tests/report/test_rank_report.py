@@ -1,0 +1,139 @@
+"""Report pages of `rank` and `rank-eval`, rendered from real runs with the sim judge: the
+ranking with intervals, P(top-k), the estimated biases with intervals, recall-vs-budget
+curves per rule; judged text (item ids, prompts, raw outputs) escaped; old rank documents
+still render; `judgeaudit report` builds them."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from typer.testing import CliRunner
+
+import judgeaudit
+from judgeaudit.report import render_report, write_results
+from judgeaudit.result import Result
+
+PAYLOAD = "<script>alert('x')</script>"
+JUDGE = "sim?quality=1&length=1&position=0.3&seed=4"
+
+
+@pytest.fixture(scope="module")
+def hostile_pool(tmp_path_factory) -> str:
+    """A pool whose ids and prompt carry markup: it must reach the page as text."""
+    path = tmp_path_factory.mktemp("pool") / "pool.jsonl"
+    rows = [{"id": f"{PAYLOAD}{i}", "prompt": "Which? <img src=x onerror=alert(1)>",
+             "response": "word " * (3 + 2 * i) + ("**bold**" if i % 2 else ""),
+             "quality": float(i)} for i in range(7)]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    return f"jsonl:{path}"
+
+
+@pytest.fixture(scope="module")
+def rank_doc(hostile_pool) -> dict:
+    res = judgeaudit.rank(JUDGE, hostile_pool, k=2, budget=20, samples=200, cache=False)
+    assert res.ok
+    return res.to_dict()
+
+
+@pytest.fixture(scope="module")
+def eval_doc() -> dict:
+    res = judgeaudit.rank_eval("sim?quality=1&length=1&position=0.3",
+                               "builtin:controlled?n=7&k=2", budgets=[6, 12, 18],
+                               rules=["topk", "random"], seeds=2, samples=100, cache=False)
+    assert res.ok
+    return res.to_dict()
+
+
+def _svgs(html: str) -> list[ET.Element]:
+    return [ET.fromstring(s) for s in re.findall(r"<svg.*?</svg>", html, re.S)]
+
+
+def test_rank_page_shows_ranking_topk_and_biases_with_intervals(rank_doc):
+    html = render_report(rank_doc)
+    for heading in ("Ranking", "Top-2 and membership probabilities", "Estimated judge biases",
+                    "Comparisons", "Settings"):
+        assert f">{heading}</h2>" in html, heading
+    # every item in the table with its interval and P(top-k); the top set starred
+    rows = re.findall(r"<tr( class=\"in-topk\")?>\s*<td class=\"num\">(\d+)", html)
+    assert len(rows) == 7 and sum(bool(r[0]) for r in rows) == 2
+    first = rank_doc["ranking"][0]
+    assert f"{first['theta']:+.2f}" in html and f"[{first['lo']:+.2f}, {first['hi']:+.2f}]" in html
+    # biases: c[length] and kappa with intervals and the planted values
+    c = rank_doc["models"]["bias_aware"]["c"]["length"]
+    assert "<code>c[length]</code>" in html and "<code>kappa</code>" in html
+    assert f"[{c['lo']:+.3f}, {c['hi']:+.3f}]" in html and ">+1.000</td>" in html
+    # three plots (theta, P(top-k), biases), well-formed SVG
+    svgs = _svgs(html)
+    assert len(svgs) == 3
+    assert "recall@2" in html.lower() or "Recall@2" in html
+    assert ">20</div>" in html  # comparisons card
+    assert "Model calls" in html and "20 made" in " ".join(html.split())
+
+
+def test_rank_page_escapes_judged_text(rank_doc):
+    doc = copy.deepcopy(rank_doc)
+    doc["comparisons"][0].update(invalid=True, choice=None, raw=PAYLOAD + " <b>A</b>",
+                                 error="unparseable <i>x</i>")
+    doc["n_invalid"] = 1
+    html = render_report(doc)
+    assert "<script>" not in html and "<img src=x" not in html and "<b>A</b>" not in html
+    assert "&lt;script&gt;alert(" in html  # the ids, shown as text
+    assert "Invalid verdicts" in html and "unparseable &lt;i&gt;x&lt;/i&gt;" in html
+    for svg in _svgs(html):  # labels escaped inside the plots too
+        assert all("script" not in el.tag for el in svg.iter())
+
+
+def test_rank_eval_page_shows_recall_curves_with_intervals_per_rule(eval_doc):
+    html = render_report(eval_doc)
+    assert ">Recall against budget</h2>" in html and ">Paired tests between rules</h2>" in html
+    svgs = _svgs(html)
+    curves = [s for s in svgs if s.find(".//{http://www.w3.org/2000/svg}polyline") is not None]
+    assert len(curves) == 2  # one plot per model
+    for svg in curves:
+        polylines = svg.findall(".//{http://www.w3.org/2000/svg}polyline")
+        assert len(polylines) == 2  # one curve per rule, 3 budgets each
+        assert all(len(p.get("points").split()) == 3 for p in polylines)
+        assert svg.findall(".//{http://www.w3.org/2000/svg}polygon")  # interval bands
+    assert "<code>topk vs random</code>" in html
+    cell = eval_doc["recall"]["bias_aware"]["topk"]["18"]
+    assert f"{cell['mean']:.3f}" in html
+    assert "<code>c[length]</code>" in html and "Coverage" in html
+    assert "builtin:controlled?n=7&amp;k=2&amp;seed=0" in html  # the matrices, escaped
+
+
+def test_old_rank_documents_load_and_render_the_same_way(rank_doc, eval_doc, tmp_path):
+    for doc, schema in ((rank_doc, "judgeaudit.rank/1"), (eval_doc, "judgeaudit.rank_eval/2")):
+        old = {k: v for k, v in doc.items() if k != "version"}
+        old["schema"] = schema
+        write_results(tmp_path / "old" / "results.json", {
+            k: v for k, v in old.items() if k != "schema_version"})
+        res = Result.load(tmp_path / "old")
+        assert res.command == doc["command"] and res.ok and res["schema"] == schema
+        assert "Estimated judge biases" in res.html()
+        bad = {**old, "schema": schema.replace("/", "/9")}
+        with pytest.raises(ValueError, match="re-run the command with this judgeaudit"):
+            Result.from_document(bad)
+
+
+def test_judgeaudit_report_builds_rank_pages(rank_doc, eval_doc, tmp_path):
+    from judgeaudit.cli.main import app
+
+    for name, doc in (("rank", rank_doc), ("rank-eval", eval_doc)):
+        write_results(tmp_path / name / "results.json",
+                      {k: v for k, v in doc.items() if k != "schema_version"})
+        res = CliRunner().invoke(app, ["report", str(tmp_path / name)])
+        assert res.exit_code == 0, res.output
+        html = (tmp_path / name / "report.html").read_text()
+        assert html == Result.load(tmp_path / name).html()
+
+
+def test_a_failed_rank_page_says_why(rank_doc):
+    doc = {**rank_doc, "run": {**rank_doc["run"], "status": "failed",
+                               "message": "run failed: 20 of 20 calls failed"}}
+    html = render_report(doc)
+    assert "Run failed" in html and "20 of 20 calls failed" in html
+    assert ">Ranking</h2>" not in html
