@@ -45,7 +45,9 @@ def _what(provider: str | None, model: str | None) -> str:
 
 @cache_app.command("stats")
 def cache_stats(cache: CacheOpt = None) -> None:
-    """Entries per provider:model, answers marked invalid, and the file's size."""
+    """Entries per provider:model, answers marked invalid, and the file's size.
+
+    Example: judgeaudit cache stats"""
     c = _open(cache)
     try:
         s = c.stats()
@@ -65,7 +67,9 @@ def cache_clear(
     model: ModelOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
 ) -> None:
-    """Delete cached calls (all, or one provider's / model's)."""
+    """Delete cached calls (all, or one provider's / model's).
+
+    Example: judgeaudit cache clear --provider sim --yes"""
     what = _what(provider, model)
     c = _open(cache)
     try:
@@ -87,7 +91,9 @@ def cache_forget(
     provider: ProviderOpt = None,
     model: ModelOpt = None,
 ) -> None:
-    """Forget cached answers so the next run asks them again (today: --invalid ones)."""
+    """Forget cached answers so the next run asks them again (today: --invalid ones).
+
+    Example: judgeaudit cache forget --invalid"""
     if not invalid:
         raise fail("say what to forget: --invalid (the answers judges could not use)")
     what = _what(provider, model)

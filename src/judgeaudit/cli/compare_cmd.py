@@ -119,7 +119,10 @@ def compare(
     """Compare two audits of the same items, probe by probe: the change in each bias (B - A)
     with a 95% interval, and whether it improved, got worse, did not change, or cannot tell.
     Items are paired by id when the results keep per-item values, else the two effects are
-    compared unpaired (said in the output). --fail-on worse makes it a release gate."""
+    compared unpaired (said in the output). --fail-on worse makes it a release gate.
+
+    Example (audits of the same items before and after a change): judgeaudit compare out/audit
+    out/audit-new --fail-on worse --out out/compare"""
     from judgeaudit.audit.compare import CompareError, check_same_data, load_audit
     from judgeaudit.audit.compare import compare as run_compare
     from judgeaudit.report import write_report, write_results

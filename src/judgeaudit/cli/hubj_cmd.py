@@ -259,7 +259,10 @@ def discover(
     """Find the factors behind a judge's disagreements with humans (HUB-J Algorithm 1) and
     validate them, beside the two baseline factor sets, on held-out disagreements. Exit 3
     when the run got too little (--min-valid valid G-module answers, at most --max-failed of
-    the calls failed)."""
+    the calls failed).
+
+    Example: judgeaudit discover --recorded pandalm --data
+    pandalm:../shared/data/pandalm_testset --llm local --limit 10 --out out/discover"""
     from judgeaudit.hubj.discover import DiscoverConfig
     from judgeaudit.hubj.embed import MiniLMEmbedder
     from judgeaudit.hubj.run import run_discover
@@ -397,7 +400,11 @@ def quantify(
     response of agreement items at levels 1-5, count flips, pick l* on calibration items and
     report the susceptibility on test items. Exit 3 when the run judged too little
     (--min-valid valid judge verdicts on rewrites, at most --max-failed of the calls
-    failed)."""
+    failed).
+
+    Example: judgeaudit quantify --judges 'simhubj?factor_verbosity=0,0.5,3,1,0&seed=3'
+    --data pandalm:../shared/data/pandalm_testset --factors verbosity --pool 60 --limit 12
+    --out out/quantify"""
     from judgeaudit.hubj.run import run_quantify
 
     out = out or Path("out/quantify")
@@ -516,7 +523,11 @@ def mitigate(
     and queries separates each judge's wins due to the factor; the length-controlled win rate
     (AlpacaEval style) is reported beside it. --apply corrects new verdicts with a saved fit.
     Exit 3 when the run judged too little (--min-valid valid judge verdicts on queries with
-    factor scores, at most --max-failed of the calls failed)."""
+    factor scores, at most --max-failed of the calls failed).
+
+    Example: judgeaudit mitigate --judges 'sim?length=2&seed=1' --data
+    pandalm:../shared/data/pandalm_testset --scorer 'simhubj?score_from=length' --factor
+    length --limit 200 --out out/mitigate"""
     from judgeaudit.hubj.run import run_apply, run_mitigate
 
     out = out or Path("out/mitigate")

@@ -483,6 +483,7 @@ def _register_commands() -> None:
         replay_cmd,
         schema_cmd,
         scoring_cmd,
+        selfcheck_cmd,
     )
 
     cache_cmd.register(app)
@@ -494,6 +495,7 @@ def _register_commands() -> None:
     scoring_cmd.register(app)
     hubj_cmd.register(app)
     schema_cmd.register(app)
+    selfcheck_cmd.register(app)
     _add_examples()
 
 

@@ -68,7 +68,9 @@ def path_cmd(
 ) -> None:
     """Print the path of the verified GGUF (assembling it from the installed parts first if
     needed), e.g. `llama-server -m "$(judgeaudit model path)"`. The path is the only line
-    on stdout; its sha256 and size go to stderr."""
+    on stdout; its sha256 and size go to stderr.
+
+    Example: judgeaudit model path qwen-1.5b"""
     path, sha = _gguf(preset, verify)
     typer.echo(str(path))
     size = path.stat().st_size
@@ -93,7 +95,9 @@ def export_cmd(
     force: Annotated[bool, typer.Option("--force", help="Overwrite DEST if it exists.")] = False,
 ) -> None:
     """Copy the verified GGUF to DEST, checking its sha256 on the copied bytes, so llama.cpp,
-    Ollama or vLLM can serve the embedded judge's exact weights (docs/local-judge.md)."""
+    Ollama or vLLM can serve the embedded judge's exact weights (docs/local-judge.md).
+
+    Example: judgeaudit model export qwen-1.5b models/"""
     if not 1 <= len(targets) <= 2:
         raise fail("expected [PRESET] DEST (one or two arguments)")
     preset, dest_arg = (targets if len(targets) == 2 else ["qwen-1.5b", targets[0]])

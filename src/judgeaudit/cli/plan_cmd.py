@@ -81,7 +81,10 @@ def ingest(
                         "or the user cache dir).")] = None,
 ) -> None:
     """Store the answers to planned requests in the cache; re-run the planned command
-    after it (it then makes no call for them). Error lines are counted, never cached."""
+    after it (it then makes no call for them). Error lines are counted, never cached.
+
+    Example (after `judgeaudit --plan-only plan.jsonl audit ...` and running plan.jsonl with
+    vllm run-batch): judgeaudit ingest batch_output.jsonl --plan plan.jsonl"""
     from judgeaudit.cli.runner import open_cache
     from judgeaudit.llm.plan import ingest as run_ingest
 
@@ -188,7 +191,9 @@ def batch_status(
     all_: Annotated[bool, typer.Option("--all", help="Also finished batches.")] = False,
 ) -> None:
     """Batches recorded in the cache: open ones (a run resumes them) with their state at the
-    provider, finished ones with --all."""
+    provider, finished ones with --all.
+
+    Example: judgeaudit batch status --offline --all"""
     from rich.table import Table
 
     from judgeaudit.cli.runner import open_cache
@@ -234,7 +239,9 @@ def batch_cancel(
     judge: JudgeOpt = None,
 ) -> None:
     """Cancel open batches at the provider. Answers finished before the cancel are still
-    ingested by the next run of the command (which asks the rest again in a new batch)."""
+    ingested by the next run of the command (which asks the rest again in a new batch).
+
+    Example: judgeaudit batch cancel --all"""
     from judgeaudit.cli.runner import open_cache
     from judgeaudit.llm.cache import FINAL_BATCH_STATES
 

@@ -122,7 +122,9 @@ def replay_check(
         "long | wide | nested | two_files | alpaca_eval | fastchat | columns (default: "
         "detected from the file)."))] = None,
 ) -> None:
-    """Check that a file of recorded verdicts reads and joins the data before evaluating."""
+    """Check that a file of recorded verdicts reads and joins the data before evaluating.
+
+    Example: judgeaudit replay-check verdicts.jsonl judge=GPT-4 --data jsonl:items.jsonl"""
     from judgeaudit.data import DataError, load
     from judgeaudit.llm.providers.replay import load_index
 

@@ -81,7 +81,7 @@ def schema(
     give, with their types, ranges, defaults and meaning. Editors and CI can validate a
     checked-in config with it.
 
-    Example: judgeaudit schema audit > audit.schema.json"""
+    Example: judgeaudit schema audit"""
     from judgeaudit.config import CONFIGS
 
     if out is not None:

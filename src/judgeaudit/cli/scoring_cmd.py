@@ -126,7 +126,10 @@ def scoring_bias(
     report flip rate, MAD, correlation with gold, score distributions, the reference pull,
     the most accurate template and whether averaging helps. Writes results.json and
     report.html. Exit 3 when the run scored too little (--min-valid scores with a valid value,
-    at most --max-failed of the calls failed)."""
+    at most --max-failed of the calls failed).
+
+    Example: judgeaudit scoring-bias --judge 'sim?order_bias=0.5&ref_pull=0.3' --data
+    builtin:graded --limit 10 --out out/scoring-bias"""
     from judgeaudit.cli.runner import make_judge, open_cache
     from judgeaudit.data import DataError, load
     from judgeaudit.data.schema import PointwiseItem
