@@ -84,7 +84,8 @@ KNOWN_PARAMS: dict[str, str] = {
     "base_url": "server URL, http(s)://host[:port][/path], or several separated by '|' "
                 "(spread by fewest calls in flight) (default $OPENAI_BASE_URL or "
                 "api.openai.com)",
-    "api_key": "API key (default $OPENAI_API_KEY; 'EMPTY' for a local server)",
+    "api_key": "API key (default $OPENAI_API_KEY; not needed when base_url or "
+               "$OPENAI_BASE_URL names a server: it is then sent as 'EMPTY')",
     "temperature": "sampling temperature, overrides the request's (default: the request's)",
     "logprobs": "auto: ask for top-20 next-token logprobs when choosing; off (default auto)",
     "prefill": "instruct: answer-format line; assistant: partial assistant turn "

@@ -84,6 +84,33 @@ log = logging.getLogger("judgeaudit.llm")
 # meaning. Each format adds its own (FORMATS[name].options).
 OPTIONS: dict[str, str] = {"format": "the file's format: " + ", ".join(FORMATS)}
 
+# What `judgeaudit judges` lists for replay: every option with the formats that read it, its
+# meaning and default (tests/llm/test_provider_params.py keeps it in step with OPTIONS and the
+# formats' options). Not a whitelist: any other parameter is a column filter.
+PARAM_HELP: dict[str, str] = {
+    "format": f"{OPTIONS['format']} (default: detected from the file's columns)",
+    "item": "the item key field (default item_id, or subset + idx; nested also id; "
+            "alpaca_eval and fastchat match by texts, question and models)",
+    "verdict": "columns, two_files: the verdict column (default: a column named verdict)",
+    "verdict_map": "columns, two_files: FROM:TO,... mapping verdict values to A/B "
+                   "(presented), 1/2 (original), 0/tie; *:TO for every other value (default: "
+                   "none, values read as in long)",
+    "order": "columns: the order column, or 12 / 21 for every record (no default: needed with "
+             "verdicts); alpaca_eval: a field holding 12 / 21 (default: every record order 12)",
+    "order_map": "columns: FROM:TO,... mapping order values to 12 / 21 (default: none)",
+    "score": "columns: the pointwise score column (default: none)",
+    "second": "two_files: the file of order 21, the path given being order 12 (default: none; "
+              "or a {order} placeholder in the path)",
+    "order_names": "two_files: the two texts {order} stands for (default 12,21)",
+    "soft": "alpaca_eval: round: read a weighted annotator's preference as the nearer of 1 and "
+            "2 (default: off)",
+    "answers": "fastchat: FastChat's model_answer folder (default ../model_answer beside the "
+               "judgment folder)",
+    "questions": "fastchat: FastChat's question.jsonl (default ../question.jsonl)",
+    "COLUMN": "any other parameter: keep only the records whose COLUMN equals the value "
+              "(default: every record)",
+}
+
 
 @dataclass
 class ReplayIndex:
@@ -437,6 +464,8 @@ class ReplayProvider(Provider):
     # parameter that is neither an option of the format nor a column of the file, naming the
     # file's columns.
     known_params: ClassVar[dict[str, str] | None] = None
+    # The options, for `judgeaudit judges` (known_params cannot list them: it is a whitelist).
+    param_help: ClassVar[dict[str, str]] = PARAM_HELP
     uses_meta: ClassVar[bool] = True
     deterministic: ClassVar[bool] = True
     default_concurrency: ClassVar[int] = 64
@@ -504,5 +533,6 @@ class ReplayProvider(Provider):
         return score
 
 
-__all__ = ["FORMATS", "LONG", "OPTIONS", "SCALAR_COLUMNS", "WIDE", "ReplayFileError",
-           "ReplayIndex", "ReplayProvider", "formats_help", "load_index", "text_key"]
+__all__ = ["FORMATS", "LONG", "OPTIONS", "PARAM_HELP", "SCALAR_COLUMNS", "WIDE",
+           "ReplayFileError", "ReplayIndex", "ReplayProvider", "formats_help", "load_index",
+           "text_key"]
