@@ -173,6 +173,8 @@ def test_probe_loader_and_rule_are_found_by_name(sites):
         assert "mydata" in available() and "builtin" in available()
         assert get_rule("myrule")(None, np.arange(3), np.arange(3)).tolist() == [0, 0, 0]
         assert "myrule" in rule_names() and "topk" in rule_names()
+        from judgeaudit.rank.acquisition import RULES
+        assert "myrule" in RULES  # membership, as the rank commands check a rule
         try:
             get_rule("nope")
         except ValueError as exc:
@@ -226,3 +228,12 @@ def test_a_broken_plugin_is_named_and_the_built_ins_keep_working(sites, tmp_path
     r = _run(_cli("evaluate", "--judge", "sim", "--data", "builtin:facts?limit=4",
                   "--no-cache", "--out", str(tmp_path / "s")), sites["broken"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_rank_commands_accept_a_plugin_rule_by_membership(sites):
+    """`name in RULES` (how the rank commands check --rule) loads the plugins on a miss."""
+    code = ("from judgeaudit.rank.acquisition import RULES;"
+            "assert 'myrule' in RULES and RULES['myrule'].__module__ == 'ja_test_plugin';"
+            "assert 'nope' not in RULES; print(sorted(RULES))")
+    r = _run(["-c", code], sites["good"], cwd=sites["tmp"])
+    assert r.returncode == 0 and "myrule" in r.stdout, r.stderr

@@ -15,7 +15,25 @@ from judgeaudit.rank.acquisition import (
 )
 from judgeaudit.rank.acquisition.base import AcquisitionContext, Rule
 
-RULES: dict[str, Rule] = {
+
+class _Rules(dict[str, Rule]):
+    """The rule table. A name it does not hold first loads the rules of other packages
+    (entry-point group `judgeaudit.acquisition`, once), so `name in RULES` and `RULES[name]`
+    (used as they are by the rank commands) see plugin rules too."""
+
+    def __contains__(self, name: object) -> bool:
+        if not super().__contains__(name):
+            _load_plugins()
+        return super().__contains__(name)
+
+    def __missing__(self, name: str) -> Rule:
+        _load_plugins()
+        if super().__contains__(name):
+            return super().__getitem__(name)
+        raise KeyError(name)
+
+
+RULES: dict[str, Rule] = _Rules({
     "topk": topk.score,
     "global": global_uncertainty.score,
     "roundrobin": roundrobin.score,
@@ -23,12 +41,10 @@ RULES: dict[str, Rule] = {
     "entropy": entropy.score,
     "uncertainty_only": uncertainty_only.score,
     "outcome_only": outcome_only.score,
-}
+})
 
 
 def get_rule(name: str) -> Rule:
-    if name not in RULES:
-        _load_plugins()
     try:
         return RULES[name]
     except KeyError:
