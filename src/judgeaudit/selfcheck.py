@@ -152,10 +152,10 @@ def run_audit(sc: AuditScenario) -> list[Check]:
 def audit_scenarios(strength: float = 1.5, quality: float = 1.5) -> list[AuditScenario]:
     """One planted scenario per default (built-in) probe, and one judge with nothing
     planted. A default probe with no known planting is a failing scenario of its own."""
-    from judgeaudit.audit.probe import _PROBES, probe_names
+    from judgeaudit.audit.probe import get_probe, probe_names
 
-    names = [n for n in probe_names(default_only=True)
-             if _PROBES[n].__module__.startswith("judgeaudit.")]  # plugins are not ours
+    names = [n for n in probe_names(default_only=True)  # plugins' probes are not ours
+             if type(get_probe(n)).__module__.startswith("judgeaudit.")]
     base = f"sim?quality={quality:g}&seed={SEED}"
     out = [AuditScenario(f"audit: {p} planted",
                          f"sim?quality={quality:g}&{PLANT[p]}={strength:g}&seed={SEED}"
