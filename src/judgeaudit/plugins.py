@@ -12,6 +12,10 @@ A plugin package declares, in its pyproject.toml::
     [project.entry-points."judgeaudit.acquisition"]
     myrule = "mypkg.rule:score"               # fn(ctx, a, b) -> np.ndarray
 
+A provider or probe class's `name` must equal its entry point's name (results and caches
+record it); a probe with `default = True` joins the default battery. A plugin never replaces
+a built-in of the same name.
+
 Each registry asks for its group lazily, once per process: on the first lookup of a name it
 does not know and when it lists its names (so built-in runs never import a plugin). The
 entry point's name is the name the object is registered under. A plugin that fails to import
