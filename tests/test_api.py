@@ -333,6 +333,8 @@ async def test_rank_inside_a_running_event_loop(tmp_path):
     assert set(summary["biases"]) == {"c[length]", "kappa"}
     assert summary["biases"]["c[length]"]["planted"] == 1.0
     assert "Estimated judge biases" in res.report(tmp_path / "r.html").read_text()
+    frame = res.to_frame("verdicts")
+    assert len(frame) == 12 and frame["valid"].all() and set(frame["y"]) <= {0.0, 0.5, 1.0}
     twin = await judgeaudit.arank(RANK_JUDGE, POOL, budget=12, samples=100, cache=False)
     assert twin["ranking"] == res["ranking"] and twin["models"] == res["models"]
 

@@ -347,9 +347,10 @@ class Result(BaseModel):
                 number with an interval (`estimates()`): metric (its dotted path), value,
                 ci_lo, ci_hi, n. "verdicts": one row per verdict: evaluate's per-order
                 verdicts (pairwise: item_id, order, winner, choice, p_first, valid, error,
-                raw; pointwise: item_id, score, gold, raw, error) and scoring-bias' scores
-                (template, repeat, item_id, score). Default: "probes" for audit, "metrics"
-                for every other command.
+                raw; pointwise: item_id, score, gold, raw, error), scoring-bias' scores
+                (template, repeat, item_id, score) and rank's comparisons (step, first_id,
+                second_id, order, y, choice, p_first, valid, error, raw). Default:
+                "probes" for audit, "metrics" for every other command.
 
         Returns:
             The table as a DataFrame.
@@ -406,6 +407,12 @@ class Result(BaseModel):
                      else i, "score": s}
                     for name, reps in (d.get("scores") or {}).items()
                     for rep, scores in reps.items() for i, s in enumerate(scores)]
+        if self.command == "rank":
+            return [{"step": c.get("step"), "first_id": c.get("first_id"),
+                     "second_id": c.get("second_id"), "order": c.get("order"), "y": c.get("y"),
+                     "choice": c.get("choice"), "p_first": c.get("p_first"),
+                     "valid": not c.get("invalid"), "error": c.get("error"), "raw": c.get("raw")}
+                    for c in d.get("comparisons") or []]
         raise ValueError(f"a {self.command} result keeps no per-verdict records; use "
                          "to_frame('metrics')")
 
