@@ -23,36 +23,66 @@ the prior (theta independent of X); both are stated in the posterior covariance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from typing import Literal
 
 import numpy as np
-from scipy import linalg, optimize, special, stats
+from scipy import optimize, special, stats
+
+from judgeaudit.stats.bt_posterior import N_PROBES, PairGraph, SparsePosterior, _spd_inverse
+from judgeaudit.stats.threads import limit_blas_threads
 
 Comparisons = np.ndarray  # (n, 3) rows (i, j, y), i shown first, y in {1, 0, 0.5}
 Covariates = np.ndarray  # (N, M)
 
 _LBFGS_OPTIONS = {"maxiter": 5000, "gtol": 1e-8, "ftol": 1e-14, "maxcor": 20}
+# fit_map(posterior="auto") inverts the Hessian densely up to this many parameters: exact and
+# fast there (N = 3,000: ~1 s, 70 MB); beyond it the sparse posterior (bt_posterior).
+DENSE_MAX = 3000
 
 
-@dataclass(frozen=True)
 class BTFit:
-    """A MAP fit with its Laplace posterior. ``cov`` is over ``[theta, c, kappa?]``."""
+    """A MAP fit with its Laplace posterior over ``[theta, c, kappa?]``.
 
-    theta: np.ndarray
-    c: np.ndarray
-    kappa: float
-    cov: np.ndarray
-    loglik: float
-    converged: bool
-    lam: float = 1.0
-    tau: float = 1.0
-    position: bool = True
-    n_iter: int = 0
-    message: str = field(default="", compare=False)
+    Small fits carry the dense covariance ``cov``. Large ones (see ``fit_map(posterior=)``)
+    carry a ``SparsePosterior`` instead and build ``cov`` only when it is asked for (it is
+    (N + nb)^2 floats); ``theta_var``, ``c_se``, ``kappa_se`` and ``var_diff(a, b)`` never need
+    it.
+    """
+
+    def __init__(self, theta: np.ndarray, c: np.ndarray, kappa: float,
+                 cov: np.ndarray | None = None, loglik: float = 0.0, converged: bool = True,
+                 lam: float = 1.0, tau: float = 1.0, position: bool = True, n_iter: int = 0,
+                 message: str = "", posterior: SparsePosterior | None = None) -> None:
+        if cov is None and posterior is None:
+            raise ValueError("BTFit needs cov or posterior")
+        self.theta, self.c, self.kappa = theta, c, kappa
+        self._cov, self.posterior = cov, posterior
+        self.loglik, self.converged = loglik, converged
+        self.lam, self.tau, self.position = lam, tau, position
+        self.n_iter, self.message = n_iter, message
+
+    def __repr__(self) -> str:
+        kind = "dense" if self._cov is not None else "sparse"
+        return (f"BTFit(n_items={self.n_items}, c={self.c!r}, kappa={self.kappa:.4g}, "
+                f"loglik={self.loglik:.6g}, converged={self.converged}, lam={self.lam:.4g}, "
+                f"tau={self.tau:.4g}, posterior={kind})")
 
     @property
     def n_items(self) -> int:
         return int(self.theta.shape[0])
+
+    @property
+    def is_dense(self) -> bool:
+        """True when the dense covariance is held (computed at fit time or since asked for)."""
+        return self._cov is not None
+
+    @property
+    def cov(self) -> np.ndarray:
+        """The full covariance; built on first use for a sparse fit (O(N^2) memory)."""
+        if self._cov is None:
+            self._cov = self.posterior.dense_cov()  # type: ignore[union-attr]
+        return self._cov
 
     @property
     def params(self) -> np.ndarray:
@@ -66,15 +96,31 @@ class BTFit:
         return self.cov[:n, :n]
 
     @property
+    def b_cov(self) -> np.ndarray:
+        """Covariance of ``[c, kappa?]`` (exact on both paths)."""
+        n = self.n_items
+        if self._cov is not None:
+            return self._cov[n:, n:]
+        return self.posterior.b_cov  # type: ignore[union-attr]
+
+    @property
+    def theta_var(self) -> np.ndarray:
+        """Posterior variances of theta: exact when dense, else diag(A^-1) is a Hutchinson
+        estimate (``posterior.theta_var_se``) and the covariate/position part exact."""
+        if self._cov is not None:
+            return np.diag(self._cov)[: self.n_items].copy()
+        return self.posterior.theta_var  # type: ignore[union-attr]
+
+    @property
     def c_se(self) -> np.ndarray:
-        n, m = self.n_items, self.c.shape[0]
-        return np.sqrt(np.diag(self.cov)[n : n + m])
+        m = self.c.shape[0]
+        return np.sqrt(np.diag(self.b_cov)[:m])
 
     @property
     def kappa_se(self) -> float:
         if not self.position:
             return 0.0
-        return float(np.sqrt(self.cov[-1, -1]))
+        return float(np.sqrt(self.b_cov[-1, -1]))
 
     def c_interval(self, level: float = 0.95) -> np.ndarray:
         """(M, 2) equal-tailed Laplace intervals for c."""
@@ -86,11 +132,19 @@ class BTFit:
         z = float(stats.norm.ppf(0.5 + level / 2))
         return (self.kappa - z * self.kappa_se, self.kappa + z * self.kappa_se)
 
-    def var_diff(self) -> np.ndarray:
-        """(N, N) posterior Var(theta_i - theta_j)."""
-        s = self.theta_cov
-        d = np.diag(s)
-        return d[:, None] + d[None, :] - 2.0 * s
+    def var_diff(self, a: np.ndarray | None = None, b: np.ndarray | None = None) -> np.ndarray:
+        """Posterior Var(theta_a - theta_b): (N, N) for all pairs without arguments, else one
+        value per pair (a[t], b[t]) (exact; a sparse fit solves for just these pairs)."""
+        if a is None or b is None:
+            s = self.theta_cov
+            d = np.diag(s)
+            return d[:, None] + d[None, :] - 2.0 * s
+        a = np.asarray(a, dtype=np.intp)
+        b = np.asarray(b, dtype=np.intp)
+        if self._cov is not None:
+            d = np.diag(self._cov)
+            return np.maximum(d[a] + d[b] - 2.0 * self._cov[a, b], 0.0)
+        return self.posterior.pair_var(a, b)  # type: ignore[union-attr]
 
 
 def as_comparisons(data: object, n_items: int | None = None) -> Comparisons:
@@ -178,10 +232,13 @@ def _split(comparisons: Comparisons, Xa: np.ndarray):
     return i, j, comparisons[:, 2], Xa[i] - Xa[j]
 
 
-def _nlp(params, i, j, y, dX, n, m, position, prec):
+def _nlp(params, i, j, y, dX, n, m, position, prec, keep=None):
     eta = _eta(params, i, j, dX, n, m, position)
     f = float(np.sum(np.logaddexp(0.0, eta) - y * eta)) + 0.5 * float(prec @ (params * params))
-    r = special.expit(eta) - y
+    p = special.expit(eta)
+    if keep is not None:  # the Hessian at the same point needs p again
+        keep[:] = [params.copy(), p]
+    r = p - y
     g = prec * params
     g[:n] += np.bincount(i, r, n) - np.bincount(j, r, n)
     if m:
@@ -194,42 +251,144 @@ def _nlp(params, i, j, y, dX, n, m, position, prec):
 def hessian(params: np.ndarray, n_items: int, comparisons: Comparisons,
             X: Covariates | None = None, position: bool = True, lam: float = 1.0,
             tau: float = 1.0) -> np.ndarray:
-    """Hessian of the negative log posterior: sum pi(1-pi) z z^T + prior precision.
+    """Hessian of the negative log posterior: sum pi(1-pi) z z^T + prior precision (dense).
 
     It does not depend on y, so ties change it only through the MAP point.
     """
     Xa, m, _ = _layout(n_items, X, position)
-    i, j, _, dX = _split(comparisons, Xa)
-    prec = _prior_precision(n_items, m, position, lam, tau)
-    return _hess(params, i, j, dX, n_items, m, position, prec)
+    prob = _Problem(n_items, as_comparisons(comparisons, n_items), Xa, m, position)
+    return prob.dense_hessian(np.asarray(params, dtype=float), lam, tau)
 
 
-def _hess(params, i, j, dX, n, m, position, prec):
-    p = special.expit(_eta(params, i, j, dX, n, m, position))
-    w = p * (1.0 - p)
-    P = prec.shape[0]
-    H = np.zeros((P, P))
-    deg = np.bincount(i, w, n) + np.bincount(j, w, n)
-    off = np.bincount(i * n + j, w, n * n).reshape(n, n)
-    H[:n, :n] = np.diag(deg) - off - off.T
-    for a in range(m):
-        wd = w * dX[:, a]
-        col = np.bincount(i, wd, n) - np.bincount(j, wd, n)
-        H[:n, n + a] = col
-        H[n + a, :n] = col
-    if m:
-        H[n : n + m, n : n + m] = dX.T @ (w[:, None] * dX)
-    if position:
-        col = np.bincount(i, w, n) - np.bincount(j, w, n)
-        H[:n, -1] = col
-        H[-1, :n] = col
+class _Problem:
+    """One comparison set, split once: the arrays the objective needs and (built on first
+    use) the pair graph that gives the Hessian's sparse pattern."""
+
+    def __init__(self, n: int, comparisons: Comparisons, Xa: np.ndarray, m: int,
+                 position: bool, newton: bool = False) -> None:
+        self.n, self.m, self.position, self.newton = n, m, position, newton
+        self.nb = m + (1 if position else 0)
+        self.i, self.j, self.y, self.dX = _split(comparisons, Xa)
+        self._graph: PairGraph | None = None
+        self._last: list = []  # [params, expit(eta)] of the last objective evaluation
+
+    @property
+    def graph(self) -> PairGraph:
+        if self._graph is None:
+            self._graph = PairGraph(self.n, self.i, self.j)
+        return self._graph
+
+    def prec(self, lam: float, tau: float) -> np.ndarray:
+        return _prior_precision(self.n, self.m, self.position, lam, tau)
+
+    def nlp(self, params: np.ndarray, prec: np.ndarray) -> tuple[float, np.ndarray]:
+        return _nlp(params, self.i, self.j, self.y, self.dX, self.n, self.m, self.position, prec,
+                    self._last)
+
+    def blocks(self, z: np.ndarray, lam: float, tau: float
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Hessian at z in bordered form: per-pair weights, theta degrees, B (N, nb), C."""
+        n, m, i, j, dX = self.n, self.m, self.i, self.j, self.dX
+        if self._last and np.array_equal(self._last[0], z):
+            p = self._last[1]
+        else:
+            p = special.expit(_eta(z, i, j, dX, n, m, self.position))
+        w = p * (1.0 - p)
+        wp = np.bincount(self.graph.inv, w, self.graph.n_pairs)
+        wi, wj = np.bincount(i, w, n), np.bincount(j, w, n)
+        deg = wi + wj
+        cols = [np.bincount(i, w * dX[:, a], n) - np.bincount(j, w * dX[:, a], n)
+                for a in range(m)]
+        if self.position:
+            cols.append(wi - wj)
+        B = np.column_stack(cols) if cols else np.zeros((n, 0))
+        C = np.zeros((self.nb, self.nb))
         if m:
-            ck = dX.T @ w
-            H[n : n + m, -1] = ck
-            H[-1, n : n + m] = ck
-        H[-1, -1] = w.sum()
-    H[np.diag_indices(P)] += prec
-    return H
+            C[:m, :m] = dX.T @ (w[:, None] * dX)
+        if self.position:
+            if m:
+                ck = dX.T @ w
+                C[:m, -1] = ck
+                C[-1, :m] = ck
+            C[-1, -1] = w.sum()
+        C[np.diag_indices(self.nb)] += tau**-2
+        return wp, deg, B, C
+
+    def dense_hessian(self, z: np.ndarray, lam: float, tau: float) -> np.ndarray:
+        _prior_precision(self.n, self.m, self.position, lam, tau)  # validates lam, tau
+        n = self.n
+        wp, deg, B, C = self.blocks(z, lam, tau)
+        H = np.zeros((n + self.nb, n + self.nb))
+        g = self.graph
+        H[g.u, g.v] = -wp
+        H[g.v, g.u] = -wp
+        H[np.arange(n), np.arange(n)] = deg + lam
+        H[:n, n:] = B
+        H[n:, :n] = B.T
+        H[n:, n:] = C
+        return H
+
+    def sparse_posterior(self, z: np.ndarray, lam: float, tau: float,
+                         n_probes: int = N_PROBES, **kw: float) -> SparsePosterior:
+        _prior_precision(self.n, self.m, self.position, lam, tau)
+        wp, deg, B, C = self.blocks(z, lam, tau)
+        return SparsePosterior(self.graph, wp, deg, lam, B, C, n_probes=n_probes, **kw)
+
+    def b_cov(self, z: np.ndarray, lam: float, tau: float) -> np.ndarray:
+        """Cov of [c, kappa?] at z (Schur complement; no theta variances needed)."""
+        return self.sparse_posterior(z, lam, tau, n_probes=0).b_cov
+
+    def fit(self, lam: float, tau: float, x0: np.ndarray) -> tuple[np.ndarray, bool, int, str]:
+        """MAP from x0: L-BFGS, or Newton with sparse solves for large problems."""
+        prec = self.prec(lam, tau)
+        if self.newton:
+            return self._newton(lam, tau, prec, x0)
+        res = optimize.minimize(self.nlp, x0, args=(prec,), jac=True, method="L-BFGS-B",
+                                options=_LBFGS_OPTIONS)
+        z = res.x
+        # L-BFGS-B may stop on "ABNORMAL" line searches at an optimum already reached;
+        # judge convergence by the gradient itself.
+        gnorm = float(np.max(np.abs(self.nlp(z, prec)[1]), initial=0.0))
+        ok = bool(res.success or gnorm < 1e-5)
+        return z, ok, int(res.nit), str(res.message)
+
+    def _newton(self, lam: float, tau: float, prec: np.ndarray, x0: np.ndarray,
+                gtol: float = 1e-8, maxiter: int = 100) -> tuple[np.ndarray, bool, int, str]:
+        """Damped Newton, each step one sparse Schur solve (bt_posterior): a few O(nnz)
+        iterations where L-BFGS needs hundreds of gradient passes over all comparisons."""
+        z = x0.astype(float).copy()
+        f, g = self.nlp(z, prec)
+        gmax = float(np.max(np.abs(g), initial=0.0))
+        it = 0
+        for it in range(1, maxiter + 1):  # noqa: B007
+            if gmax <= gtol:
+                it -= 1
+                break
+            rtol = min(1e-2, max(1e-10, 1e-3 * gmax))
+            post = self.sparse_posterior(z, lam, tau, n_probes=0, rtol=rtol)
+            d = -post.solve(g[:, None])[:, 0]
+            gd = float(g @ d)
+            if not gd < 0:  # not a descent direction (solver trouble): steepest descent
+                d, gd = -g, -float(g @ g)
+            step = 1.0
+            while True:
+                zn = z + step * d
+                fn, gn = self.nlp(zn, prec)
+                gnmax = float(np.max(np.abs(gn), initial=0.0))
+                # at the optimum f stops moving in floating point: a full step that shrinks
+                # the gradient is accepted even then
+                if fn <= f + 1e-4 * step * gd or (step == 1.0 and gnmax < 0.5 * gmax):
+                    break
+                step *= 0.5
+                if step < 1e-12:
+                    return z, gmax < 1e-5, it, "Newton: line search failed"
+            z, f, g, gmax = zn, fn, gn, gnmax
+        ok = gmax <= max(gtol, 1e-5)
+        return z, ok, it, f"Newton: max|grad| = {gmax:.2e} after {it} iterations"
+
+    def loglik(self, z: np.ndarray) -> float:
+        eta = _eta(z, self.i, self.j, self.dX, self.n, self.m, self.position)
+        return float(np.sum(self.y * eta - np.logaddexp(0.0, eta)))
 
 
 def _init_vector(init: object, P: int, n: int) -> np.ndarray:
@@ -246,69 +405,119 @@ def _init_vector(init: object, P: int, n: int) -> np.ndarray:
     return out
 
 
-def _fit_once(n, comparisons, Xa, m, position, lam, tau, x0):
-    i, j, y, dX = _split(comparisons, Xa)
-    prec = _prior_precision(n, m, position, lam, tau)
-    res = optimize.minimize(_nlp, x0, args=(i, j, y, dX, n, m, position, prec), jac=True,
-                            method="L-BFGS-B", options=_LBFGS_OPTIONS)
-    z = res.x
-    H = _hess(z, i, j, dX, n, m, position, prec)
-    cov = linalg.cho_solve(linalg.cho_factor(H), np.eye(H.shape[0]))
-    cov = 0.5 * (cov + cov.T)
-    eta = _eta(z, i, j, dX, n, m, position)
-    loglik = float(np.sum(y * eta - np.logaddexp(0.0, eta)))
-    # L-BFGS-B may stop on "ABNORMAL" line searches at an optimum already reached;
-    # judge convergence by the gradient itself.
-    gnorm = float(np.max(np.abs(_nlp(z, i, j, y, dX, n, m, position, prec)[1]), initial=0.0))
-    ok = bool(res.success or gnorm < 1e-5)
-    return z, cov, loglik, ok, int(res.nit), str(res.message)
+def _eb_tau(prob: _Problem, lam: float, tau: float, z: np.ndarray, max_outer: int,
+            tau_floor: float) -> tuple[float, np.ndarray, bool, int, str, int]:
+    """Empirical-Bayes tau: the fixed point of the EM map
+    g(tau) = sqrt((|b(tau)|^2 + tr Cov b(tau)) / nb) (b = [c, kappa] at the MAP for tau).
+
+    Each evaluation is a warm MAP plus the Schur complement (O(nnz) solves, no dense
+    inverse). The iteration is safeguarded secant on r(u) = log max(g(e^u), floor) - u, not
+    plain EM: EM converges linearly at the rate of the missing information, slowly exactly
+    when the data say little. It stops by the old rule (the next EM step would move tau by
+    less than 1e-4 relative), takes that step, and refits there.
+    Returns (tau, z, ok, nit, message, n_evaluations).
+    """
+    n, nb = prob.n, prob.nb
+    ok, nit, msg, evals = True, 0, "", 0
+    floor_u = math.log(tau_floor)
+
+    def r_at(u: float, z: np.ndarray) -> float:
+        Sb = prob.b_cov(z, lam, math.exp(u))
+        t2 = float(np.sum(z[n:] ** 2) + np.trace(Sb)) / nb
+        return math.log(max(math.sqrt(t2), tau_floor)) - u
+
+    u = math.log(tau)
+    r = r_at(u, z)
+    lo: tuple[float, float] | None = None  # r > 0: the fixed point lies above
+    hi: tuple[float, float] | None = None
+    prev: tuple[float, float] | None = None
+    for _ in range(max_outer):
+        t_now, t_em = math.exp(u), math.exp(u + r)
+        if abs(t_em - t_now) < 1e-4 * max(t_now, 1e-3):
+            u = u + r
+            z, ok2, nit2, msg = prob.fit(lam, t_em, z)
+            ok, nit, evals = ok and ok2, nit + nit2, evals + 1
+            break
+        if r > 0 and (lo is None or u > lo[0]):
+            lo = (u, r)
+        elif r < 0 and (hi is None or u < hi[0]):
+            hi = (u, r)
+        new = u + r  # the EM step
+        if prev is not None and u != prev[0]:
+            slope = (r - prev[1]) / (u - prev[0])
+            if slope < 0:
+                new = u - r / slope
+        if lo is not None and hi is not None and not min(lo[0], hi[0]) < new < max(lo[0], hi[0]):
+            new = 0.5 * (lo[0] + hi[0])
+        step_cap = 4.0 * max(abs(r), 0.05)
+        new = max(min(new, u + step_cap), u - step_cap, floor_u)
+        prev, u = (u, r), new
+        z, ok2, nit2, msg = prob.fit(lam, math.exp(u), z)
+        ok, nit, evals = ok and ok2, nit + nit2, evals + 1
+        r = r_at(u, z)
+    return math.exp(u), z, ok, nit, msg, evals
 
 
 def fit_map(n_items: int, comparisons: Comparisons, X: Covariates | None = None,
             position: bool = True, lam: float = 1.0, tau: float = 1.0,
             init: BTFit | np.ndarray | None = None, hierarchical: bool = False,
-            max_outer: int = 100, tau_floor: float = 1e-3) -> BTFit:
+            max_outer: int = 100, tau_floor: float = 1e-3,
+            posterior: Literal["auto", "dense", "sparse"] = "auto") -> BTFit:
     """MAP of the bias-aware model (L-BFGS, analytic gradient) with its Laplace posterior.
 
     Ties (y = 0.5) count as half a win for each side. ``init`` warm-starts from a previous
     fit or parameter vector (a theta-only vector is padded with zeros). ``hierarchical``
-    learns tau by empirical Bayes, alternating the MAP with
+    learns tau by empirical Bayes: the fixed point of the EM step
     tau^2 <- (sum c^2 + kappa^2 + sum Var c + Var kappa) / (M + 1)
-    (an EM step under the Laplace approximation; floored at ``tau_floor``).
+    under the Laplace approximation (floored at ``tau_floor``; see ``_eb_tau``).
+
+    ``posterior``: "dense" inverts the full Hessian (exact everything, O(N^2) memory,
+    O(N^3) time); "sparse" keeps the bordered sparse Hessian (see
+    judgeaudit.stats.bt_posterior: c, kappa and pair variances exact, theta variances with a
+    small Monte-Carlo error) and builds ``cov`` only on request; "auto" is dense up to
+    ``DENSE_MAX`` parameters.
     """
     comparisons = as_comparisons(comparisons, n_items)
     Xa, m, P = _layout(n_items, X, position)
+    with limit_blas_threads(P):  # small dense algebra: extra BLAS threads only contend
+        return _fit_map(n_items, comparisons, Xa, m, P, position, lam, tau, init, hierarchical,
+                        max_outer, tau_floor, posterior)
+
+
+def _fit_map(n_items: int, comparisons: Comparisons, Xa: np.ndarray, m: int, P: int,
+             position: bool, lam: float, tau: float, init: BTFit | np.ndarray | None,
+             hierarchical: bool, max_outer: int, tau_floor: float, posterior: str) -> BTFit:
+    if posterior not in ("auto", "dense", "sparse"):
+        raise ValueError(f"posterior must be 'auto', 'dense' or 'sparse', got {posterior!r}")
+    _prior_precision(n_items, m, position, lam, tau)
     x0 = _init_vector(init, P, n_items)
     if hierarchical and isinstance(init, BTFit) and init.c.shape[0] == m:
         tau = init.tau
-    z, cov, ll, ok, nit, msg = _fit_once(n_items, comparisons, Xa, m, position, lam, tau, x0)
-    nb = m + (1 if position else 0)
-    if hierarchical and nb:
-        for _ in range(max_outer):
-            b = slice(n_items, P)
-            t2 = float(np.sum(z[b] ** 2) + np.sum(np.diag(cov)[b])) / nb
-            new_tau = max(np.sqrt(t2), tau_floor)
-            done = abs(new_tau - tau) < 1e-4 * max(tau, 1e-3)
-            tau = new_tau
-            z, cov, ll, ok2, nit2, msg = _fit_once(n_items, comparisons, Xa, m, position, lam,
-                                                   tau, z)
-            ok, nit = ok and ok2, nit + nit2
-            if done:
-                break
+    dense = posterior == "dense" or (posterior == "auto" and P <= DENSE_MAX)
+    prob = _Problem(n_items, comparisons, Xa, m, position, newton=not dense)
+    z, ok, nit, msg = prob.fit(lam, tau, x0)
+    if hierarchical and prob.nb:
+        tau, z, ok2, nit2, msg2, _ = _eb_tau(prob, lam, tau, z, max_outer, tau_floor)
+        ok, nit, msg = ok and ok2, nit + nit2, msg2 or msg
+    cov = _spd_inverse(prob.dense_hessian(z, lam, tau)) if dense else None
+    post = None if dense else prob.sparse_posterior(z, lam, tau)
     return BTFit(theta=z[:n_items].copy(), c=z[n_items : n_items + m].copy(),
-                 kappa=float(z[-1]) if position else 0.0, cov=cov, loglik=ll, converged=ok,
-                 lam=lam, tau=float(tau), position=position, n_iter=nit, message=msg)
+                 kappa=float(z[-1]) if position else 0.0, cov=cov, loglik=prob.loglik(z),
+                 converged=ok, lam=lam, tau=float(tau), position=position, n_iter=nit,
+                 message=msg, posterior=post)
 
 
 def fit_naive(n_items: int, comparisons: Comparisons, lam: float = 1e-6,
-              init: BTFit | np.ndarray | None = None) -> BTFit:
+              init: BTFit | np.ndarray | None = None,
+              posterior: Literal["auto", "dense", "sparse"] = "auto") -> BTFit:
     """Plain Bradley-Terry: no covariates, no position term; ridge ``lam`` (tiny by default,
     only for identifiability) on theta. Ties count as half wins.
 
     Same objective as ``choix.opt_pairwise(..., alpha=lam / 2)`` (choix penalises
     alpha * sum theta^2, i.e. a prior of precision 2 * alpha).
     """
-    return fit_map(n_items, comparisons, X=None, position=False, lam=lam, init=init)
+    return fit_map(n_items, comparisons, X=None, position=False, lam=lam, init=init,
+                   posterior=posterior)
 
 
 def win_probability(fit: BTFit, i: np.ndarray, j: np.ndarray, X: Covariates | None = None,
