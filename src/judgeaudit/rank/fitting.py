@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from judgeaudit.stats.bradley_terry import BTFit, fit_map, fit_naive
+from judgeaudit.stats.threads import limit_blas_threads
 
 MODELS: tuple[str, ...] = ("naive", "bias_aware")
 
@@ -43,8 +44,9 @@ def _once(model: str, n: int, comps: np.ndarray, X: np.ndarray | None, lam: floa
 
 
 def em_lam(fit: BTFit) -> float:
-    """One EM step for lam from a fit: N / sum_i(theta_i^2 + Var theta_i)."""
-    second = float(np.sum(fit.theta ** 2 + np.clip(np.diag(fit.theta_cov), 0.0, None)))
+    """One EM step for lam from a fit: N / sum_i(theta_i^2 + Var theta_i) (``theta_var``: no
+    dense covariance needed for a large, sparse fit)."""
+    second = float(np.sum(fit.theta ** 2 + np.clip(fit.theta_var, 0.0, None)))
     return fit.n_items / second if second > 0 else math.inf
 
 
@@ -55,6 +57,14 @@ def fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray |
     """Fit ``model``; with ``eb_lam`` learn lam (see the module docstring), starting from
     ``init.lam`` when warm-started (else ``lam``) and stopping when the next iterate would
     move lam by at most ``rtol`` (relative) or after ``max_outer`` refits."""
+    with limit_blas_threads(n_items):  # small dense algebra: extra threads only contend
+        return _fit_model(model, n_items, comparisons, X, lam, tau, hierarchical, init, eb_lam,
+                          lam_floor, lam_ceiling, max_outer, rtol)
+
+
+def _fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None,
+               lam: float, tau: float, hierarchical: bool, init: BTFit | None, eb_lam: bool,
+               lam_floor: float, lam_ceiling: float, max_outer: int, rtol: float) -> BTFit:
     if not eb_lam:
         return _once(model, n_items, comparisons, X, lam, tau, hierarchical, init)
     lo_b, hi_b = math.log(lam_floor), math.log(lam_ceiling)

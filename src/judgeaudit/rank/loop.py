@@ -26,6 +26,7 @@ from scipy import special
 from judgeaudit.rank.acquisition import AcquisitionContext, get_rule
 from judgeaudit.rank.fitting import MODELS, fit_model
 from judgeaudit.stats.bradley_terry import BTFit
+from judgeaudit.stats.threads import limit_blas_threads
 
 Oracle = Callable[[int, int, int], float]
 BatchOracle = Callable[[list[tuple[int, int]]], Sequence[float]]  # [(first, second)] -> ys
@@ -140,97 +141,98 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
     ``eb_lam`` learns the prior precision of theta by empirical Bayes at every fit
     (judgeaudit.rank.fitting).
     """
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
-    if budget < 0 or n_items < 2:
-        raise ValueError(f"need budget >= 0 and n_items >= 2, got {budget}, {n_items}")
-    if refit_every < 1:
-        raise ValueError(f"refit_every must be >= 1, got {refit_every}")
-    if (oracle is None) == (batch_oracle is None):
-        raise ValueError("pass exactly one of oracle and batch_oracle")
-    if batch_oracle is None:
-        one = oracle
+    with limit_blas_threads(n_items):  # small dense algebra: extra threads only contend
+        if model not in MODELS:
+            raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
+        if budget < 0 or n_items < 2:
+            raise ValueError(f"need budget >= 0 and n_items >= 2, got {budget}, {n_items}")
+        if refit_every < 1:
+            raise ValueError(f"refit_every must be >= 1, got {refit_every}")
+        if (oracle is None) == (batch_oracle is None):
+            raise ValueError("pass exactly one of oracle and batch_oracle")
+        if batch_oracle is None:
+            one = oracle
 
-        def batch_oracle(pairs: list[tuple[int, int]]) -> list[float]:
-            return [one(f, s, f) for f, s in pairs]  # type: ignore[misc]
+            def batch_oracle(pairs: list[tuple[int, int]]) -> list[float]:
+                return [one(f, s, f) for f, s in pairs]  # type: ignore[misc]
 
-    score = get_rule(rule)
-    cfg = LoopConfig(k=k, budget=budget, rule=rule, model=model, lam=lam, tau=tau,
-                     hierarchical=hierarchical, refit_every=refit_every, n_samples=n_samples,
-                     seed=seed, checkpoints=tuple(sorted(set(checkpoints))), eb_lam=eb_lam)
-    Xd = None if X is None else np.asarray(X, float).reshape(n_items, -1)
-    g = None if groups is None else np.asarray(groups)
-    rng = np.random.default_rng(seed)
-    A, Bq = _candidate_pairs(n_items, g)
-    pair_count = np.zeros(A.shape[0], dtype=int)
-    last_first = np.full(A.shape[0], -1)
-    item_counts = np.zeros(n_items)
-    rows: list[tuple[int, int, float]] = []
-    pending: list[dict] = []
-    result = LoopResult(comparisons=np.zeros((0, 3)), naive=None, bias_aware=None,  # type: ignore[arg-type]
-                        config=cfg)
-    drive = _fit(model, n_items, np.zeros((0, 3)), Xd, cfg, None)
-    ctx = _context(drive, Xd, cfg, item_counts, rng, g)
-    warm: dict[str, BTFit | None] = {"naive": None, "bias_aware": None}
+        score = get_rule(rule)
+        cfg = LoopConfig(k=k, budget=budget, rule=rule, model=model, lam=lam, tau=tau,
+                         hierarchical=hierarchical, refit_every=refit_every, n_samples=n_samples,
+                         seed=seed, checkpoints=tuple(sorted(set(checkpoints))), eb_lam=eb_lam)
+        Xd = None if X is None else np.asarray(X, float).reshape(n_items, -1)
+        g = None if groups is None else np.asarray(groups)
+        rng = np.random.default_rng(seed)
+        A, Bq = _candidate_pairs(n_items, g)
+        pair_count = np.zeros(A.shape[0], dtype=int)
+        last_first = np.full(A.shape[0], -1)
+        item_counts = np.zeros(n_items)
+        rows: list[tuple[int, int, float]] = []
+        pending: list[dict] = []
+        result = LoopResult(comparisons=np.zeros((0, 3)), naive=None, bias_aware=None,  # type: ignore[arg-type]
+                            config=cfg)
+        drive = _fit(model, n_items, np.zeros((0, 3)), Xd, cfg, None)
+        ctx = _context(drive, Xd, cfg, item_counts, rng, g)
+        warm: dict[str, BTFit | None] = {"naive": None, "bias_aware": None}
 
-    def flush() -> None:
-        if not pending:
-            return
-        ys = list(batch_oracle([(st["first"], st["second"]) for st in pending]))
-        if len(ys) != len(pending):
-            raise ValueError(f"batch oracle returned {len(ys)} verdicts for {len(pending)} "
-                             "pairs")
-        for st, y in zip(pending, ys, strict=True):
-            y = float(y)
-            if y not in (0.0, 0.5, 1.0):
-                raise ValueError(f"oracle returned {y!r} for pair ({st['first']}, "
-                                 f"{st['second']}); expected 1 (first preferred), 0 (second "
-                                 "preferred) or 0.5 (tie)")
-            st["y"] = y
-            rows.append((st["first"], st["second"], y))
-            result.steps.append(st)
-        pending.clear()
-        if on_batch is not None:
-            on_batch(len(rows), drive, ctx)
+        def flush() -> None:
+            if not pending:
+                return
+            ys = list(batch_oracle([(st["first"], st["second"]) for st in pending]))
+            if len(ys) != len(pending):
+                raise ValueError(f"batch oracle returned {len(ys)} verdicts for {len(pending)} "
+                                 "pairs")
+            for st, y in zip(pending, ys, strict=True):
+                y = float(y)
+                if y not in (0.0, 0.5, 1.0):
+                    raise ValueError(f"oracle returned {y!r} for pair ({st['first']}, "
+                                     f"{st['second']}); expected 1 (first preferred), 0 (second "
+                                     "preferred) or 0.5 (tie)")
+                st["y"] = y
+                rows.append((st["first"], st["second"], y))
+                result.steps.append(st)
+            pending.clear()
+            if on_batch is not None:
+                on_batch(len(rows), drive, ctx)
 
-    for step in range(budget):
-        if step and step % refit_every == 0:
-            flush()
-            drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive)
-            ctx = _context(drive, Xd, cfg, item_counts, rng, g)
-            result.refits.append({"step": step, "theta": drive.theta.copy(),
-                                  "converged": drive.converged})
-        cand = np.nonzero(pair_count == pair_count.min())[0]
-        s = np.asarray(score(ctx, A[cand], Bq[cand]), dtype=float)
-        best = float(np.max(s))
-        ties = cand[s >= best - 1e-12 * max(abs(best), 1e-300)]
-        t = int(ties[rng.integers(ties.shape[0])])
-        a, b = int(A[t]), int(Bq[t])
-        if last_first[t] < 0:
-            first = a if rng.random() < 0.5 else b
-        else:
-            first = b if last_first[t] == a else a
-        second = b if first == a else a
-        pending.append({"step": step, "first": first, "second": second, "y": None,
-                        "score": best, "n_candidates": int(cand.shape[0])})
-        pair_count[t] += 1
-        last_first[t] = first
-        item_counts[a] += 1
-        item_counts[b] += 1
-        _rank_one_update(ctx, drive, Xd, first, second)
-        if (step + 1) in cfg.checkpoints:
-            flush()
-            comps = np.asarray(rows)
-            fits = {m: _fit(m, n_items, comps, Xd, cfg, warm[m]) for m in MODELS}
-            warm.update(fits)
-            result.checkpoints[step + 1] = fits
-    flush()
+        for step in range(budget):
+            if step and step % refit_every == 0:
+                flush()
+                drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive)
+                ctx = _context(drive, Xd, cfg, item_counts, rng, g)
+                result.refits.append({"step": step, "theta": drive.theta.copy(),
+                                      "converged": drive.converged})
+            cand = np.nonzero(pair_count == pair_count.min())[0]
+            s = np.asarray(score(ctx, A[cand], Bq[cand]), dtype=float)
+            best = float(np.max(s))
+            ties = cand[s >= best - 1e-12 * max(abs(best), 1e-300)]
+            t = int(ties[rng.integers(ties.shape[0])])
+            a, b = int(A[t]), int(Bq[t])
+            if last_first[t] < 0:
+                first = a if rng.random() < 0.5 else b
+            else:
+                first = b if last_first[t] == a else a
+            second = b if first == a else a
+            pending.append({"step": step, "first": first, "second": second, "y": None,
+                            "score": best, "n_candidates": int(cand.shape[0])})
+            pair_count[t] += 1
+            last_first[t] = first
+            item_counts[a] += 1
+            item_counts[b] += 1
+            _rank_one_update(ctx, drive, Xd, first, second)
+            if (step + 1) in cfg.checkpoints:
+                flush()
+                comps = np.asarray(rows)
+                fits = {m: _fit(m, n_items, comps, Xd, cfg, warm[m]) for m in MODELS}
+                warm.update(fits)
+                result.checkpoints[step + 1] = fits
+        flush()
 
-    comps = np.asarray(rows, dtype=float).reshape(-1, 3)
-    result.comparisons = comps
-    # warm starts: the last checkpoint's fit, else the driving model's last refit (its theta
-    # and, with eb_lam, its prior scale: the final fits need not learn lam again from 1)
-    result.naive = _fit("naive", n_items, comps, Xd, cfg, warm["naive"] or drive)
-    result.bias_aware = _fit("bias_aware", n_items, comps, Xd, cfg,
-                             warm["bias_aware"] or drive)
-    return result
+        comps = np.asarray(rows, dtype=float).reshape(-1, 3)
+        result.comparisons = comps
+        # warm starts: the last checkpoint's fit, else the driving model's last refit (its theta
+        # and, with eb_lam, its prior scale: the final fits need not learn lam again from 1)
+        result.naive = _fit("naive", n_items, comps, Xd, cfg, warm["naive"] or drive)
+        result.bias_aware = _fit("bias_aware", n_items, comps, Xd, cfg,
+                                 warm["bias_aware"] or drive)
+        return result

@@ -9,4 +9,13 @@ from judgeaudit.rank.acquisition.base import AcquisitionContext
 
 
 def score(ctx: AcquisitionContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return ctx.outcome_variance(a, b) * ctx.var_diff(a, b) * ctx.entropy(a, b)
+    h = ctx.entropy(a, b)
+    live = np.nonzero(h > 0.0)[0]
+    if live.shape[0] == h.shape[0]:
+        return ctx.outcome_variance(a, b) * ctx.var_diff(a, b) * h
+    # pairs of two settled items score exactly 0 (both other factors are finite): skip them,
+    # the same products elementwise for the rest (the candidate list is O(N^2) long)
+    out = np.zeros(h.shape[0])
+    aa, bb = a[live], b[live]
+    out[live] = ctx.outcome_variance(aa, bb) * ctx.var_diff(aa, bb) * h[live]
+    return out
