@@ -28,20 +28,18 @@ from judgeaudit.cli.runner import (
     print_json,
     run_async,
 )
+from judgeaudit.config import DiscoverConfig as DiscoverSettings
 from judgeaudit.data.spec import split_specs
 
-JudgesOpt = Annotated[str | None, typer.Option("--judges", "-j", help=(
-    "Comma-separated live judge SPECs, asked in both orders (e.g. local,local:qwen-0.5b)."))]
-RecordedOpt = Annotated[str | None, typer.Option(help=(
-    "Recorded judges shipped with the data: 'pandalm' = GPT-3.5 and PandaLM-7B verdicts of "
-    "the PandaLM test set (read through replay)."))]
-DataOpt = Annotated[str, typer.Option("--data", "-d", help=(
-    "Pairwise data SPEC with human labels, e.g. pandalm:../shared/data/pandalm_testset"))]
-LlmOpt = Annotated[str, typer.Option(help="SPEC of the model playing the G modules.")]
-OutOpt = Annotated[Path | None, typer.Option(help="Output directory.")]
-CacheOpt = Annotated[Path | None, typer.Option(
-    help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")]
-ConcOpt = Annotated[int | None, typer.Option(help="Concurrent calls (>= 1).",
+# Option help texts are the Config fields' descriptions (judgeaudit.config): one place.
+D = DiscoverSettings
+JudgesOpt = Annotated[str | None, typer.Option("--judges", "-j", help=D.help("judges"))]
+RecordedOpt = Annotated[str | None, typer.Option(help=D.help("recorded"))]
+DataOpt = Annotated[str, typer.Option("--data", "-d", help=D.help("data"))]
+LlmOpt = Annotated[str, typer.Option(help=D.help("llm"))]
+OutOpt = Annotated[Path | None, typer.Option(help=D.help("out"))]
+CacheOpt = Annotated[Path | None, typer.Option(help=D.help("cache"))]
+ConcOpt = Annotated[int | None, typer.Option(help=D.help("concurrency"),
                                               callback=positive("--concurrency"))]
 
 
@@ -57,8 +55,7 @@ def _share(what: str) -> Callable[[float], float]:
 
 
 MinAgreementOpt = Annotated[float, typer.Option(
-    callback=_share("--min-agreement"),
-    help="Keep items whose majority label has at least this annotator share (0-1).")]
+    callback=_share("--min-agreement"), help=D.help("min_agreement"))]
 
 
 def _p(x: Any) -> str:

@@ -30,6 +30,7 @@ from judgeaudit.cli.runner import (
     print_json,
     run_async,
 )
+from judgeaudit.config import AuditConfig, EvaluateConfig
 from judgeaudit.spec import split_specs
 
 app = typer.Typer(
@@ -45,19 +46,18 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
-JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help=(
-    "Judge SPEC: local | local:qwen-0.5b | local:PATH | openai:MODEL?base_url=URL | "
-    "anthropic:MODEL | replay:PATH?judge=GPT-4&strategy=Vanilla | sim?position=0.8&length=1"))]
-DataOpt = Annotated[str, typer.Option("--data", "-d", help=(
-    "Data SPEC: builtin:facts | builtin:arithmetic | llmbar:PATH | pandalm:PATH | "
-    "mtbench:PATH | judgebench:PATH | jsonl:PATH | hf:NAME"))]
-CacheOpt = Annotated[Path | None, typer.Option(
-    "--cache", help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache dir).")]
-ConcOpt = Annotated[int | None, typer.Option(help="Concurrent calls (per provider).",
+# Option help texts are the Config fields' descriptions (judgeaudit.config): one place.
+E, A = EvaluateConfig, AuditConfig
+_ED, _AD = EvaluateConfig(), AuditConfig()  # the defaults
+JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help=E.help("judge"))]
+DataOpt = Annotated[str, typer.Option("--data", "-d", help=E.help("data"))]
+CacheOpt = Annotated[Path | None, typer.Option("--cache", help=E.help("cache"))]
+ConcOpt = Annotated[int | None, typer.Option(help=E.help("concurrency"),
                                               callback=positive("--concurrency"))]
-TimeoutOpt = Annotated[float | None, typer.Option(
-    help="Seconds per call before retrying (> 0).", callback=positive_float)]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")]
+TimeoutOpt = Annotated[float | None, typer.Option(help=E.help("timeout"),
+                                                  callback=positive_float)]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help=E.help("no_cache"))]
+SeedOpt = Annotated[int, typer.Option(help=E.help("seed"))]
 
 
 def _version(value: bool) -> None:
@@ -111,43 +111,33 @@ def _choice(option: str, choices: tuple[str, ...]):
 
 PairRuleOpt = Annotated[str | None, typer.Option(
     "--pair-rule", callback=_choice("--pair-rule", ("mean", "sum", "both")),
-    help="Pairwise accuracy rule: mean (LLMBar, default: per pair the mean over the orders of "
-         "[verdict = label]) | sum (JudgeBench: +1 right, -1 wrong, 0 tie or no answer per "
-         "order; right when the sum > 0) | both (right only when both orders are right).")]
+    help=E.help("pair_rule"))]
 TiesOpt = Annotated[str | None, typer.Option(
     "--ties", callback=_choice("--ties", ("keep", "drop")),
-    help="Tie-labelled pairs: keep (default when the data has tie labels: three-way accuracy, "
-         "a tie verdict is right on them) | drop (left out of accuracy and kappa).")]
-FieldOpt = Annotated[str | None, typer.Option(
-    "--by", help="Break accuracy (pairwise) or correlation (pointwise) down by an item field "
-                 "or metadata key, e.g. source, subset, category.")]
-GroupByOpt = Annotated[str | None, typer.Option(
-    "--group-by", help="Pointwise: group-level correlation within each value of this field or "
-                       "metadata key (e.g. the source document), averaged over groups.")]
-SystemOpt = Annotated[str | None, typer.Option(
-    "--system-field", help="Pointwise: system-level correlation of the per-system mean scores "
-                           "(the field or metadata key naming the system, e.g. model_id).")]
+    help=E.help("ties"))]
+FieldOpt = Annotated[str | None, typer.Option("--by", help=E.help("by"))]
+GroupByOpt = Annotated[str | None, typer.Option("--group-by", help=E.help("group_by"))]
+SystemOpt = Annotated[str | None, typer.Option("--system-field",
+                                              help=E.help("system_field"))]
 
 
 @app.command()
 def evaluate(
-    judge: JudgeOpt = "local",
-    data: DataOpt = "builtin:facts",
-    limit: Annotated[int | None, typer.Option(help="Use only the first N items (N >= 1).",
+    judge: JudgeOpt = _ED.judge,
+    data: DataOpt = _ED.data,
+    limit: Annotated[int | None, typer.Option(help=E.help("limit"),
                                               callback=positive("--limit"))] = None,
-    sample: Annotated[int | None, typer.Option(
-        help="Use N items drawn at random (seeded by --seed, kept in data order); not with "
-             "--limit.", callback=positive("--sample"))] = None,
+    sample: Annotated[int | None, typer.Option(help=E.help("sample"),
+                                               callback=positive("--sample"))] = None,
     pair_rule: PairRuleOpt = None,
     ties: TiesOpt = None,
     by: FieldOpt = None,
     group_by: GroupByOpt = None,
     system_field: SystemOpt = None,
-    out: Annotated[Path, typer.Option(help="Output directory for results.json.")] = Path(
-        "out/evaluate"),
+    out: Annotated[Path, typer.Option(help=E.help("out"))] = _ED.out,
     concurrency: ConcOpt = None,
     timeout: TimeoutOpt = None,
-    seed: int = 0,
+    seed: SeedOpt = 0,
     cache: CacheOpt = None,
     no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
@@ -238,55 +228,39 @@ def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
 
 @app.command()
 def audit(
-    judge: JudgeOpt = "local",
-    data: DataOpt = "builtin:facts",
-    probes: Annotated[str | None, typer.Option(
-        help="Comma-separated probe names (default: the fast default set; see --list).")] = None,
-    n: Annotated[int | None, typer.Option("--n", callback=positive("--n"), help=(
-        "Items per probe: each probe takes the first N pairs it can use (default 40; "
-        "--full: all)."))] = None,
-    sample: Annotated[int | None, typer.Option(
-        help="Audit N pairs drawn at random (seeded by --seed, kept in data order); each "
-             "probe uses those it can. Not with --n.", callback=positive("--sample"))] = None,
-    by: Annotated[str | None, typer.Option(
-        "--by", help="Break each probe's effect down by an item field or metadata key, "
-                     "e.g. source, category.")] = None,
-    full: Annotated[bool, typer.Option(help="Every probe, every item.")] = False,
-    panel: Annotated[str | None, typer.Option(
-        help="Extra judge SPECs (comma-separated) for the judge-panel agreement probe.")] = None,
-    out: Annotated[Path, typer.Option(help="Output directory (results.json, report.html).")] = Path(
-        "out/audit"),
-    fail_on: Annotated[str | None, typer.Option(
-        "--fail-on", help="Exit 1 when: 'biased' (any probe biased), 'flag' (any production "
-        "threshold exceeded), 'any' (either), or a comma-separated list of probe names that "
-        "must not be biased.")] = None,
+    judge: JudgeOpt = _AD.judge,
+    data: DataOpt = _AD.data,
+    probes: Annotated[str | None, typer.Option(help=A.help("probes"))] = None,
+    n: Annotated[int | None, typer.Option("--n", callback=positive("--n"),
+                                          help=A.help("n"))] = None,
+    sample: Annotated[int | None, typer.Option(help=A.help("sample"),
+                                               callback=positive("--sample"))] = None,
+    by: Annotated[str | None, typer.Option("--by", help=A.help("by"))] = None,
+    full: Annotated[bool, typer.Option(help=A.help("full"))] = False,
+    panel: Annotated[str | None, typer.Option(help=A.help("panel"))] = None,
+    out: Annotated[Path, typer.Option(help=A.help("out"))] = _AD.out,
+    fail_on: Annotated[str | None, typer.Option("--fail-on", help=A.help("fail_on"))] = None,
     list_probes: Annotated[bool, typer.Option("--list", help="List probes and exit.")] = False,
     concurrency: ConcOpt = None,
     timeout: TimeoutOpt = None,
-    seed: int = 0,
-    alpha: Annotated[float, typer.Option(
-        callback=open_unit, help="False discovery rate for 'biased' (0 < alpha < 1).")] = 0.05,
+    seed: SeedOpt = 0,
+    alpha: Annotated[float, typer.Option(callback=open_unit, help=A.help("alpha"))] = (
+        _AD.alpha),
     cache: CacheOpt = None,
     no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
-    note: Annotated[str | None, typer.Option(help=(
-        "A note kept in results.json and shown in the report (e.g. how the run was sized)."))
-    ] = None,
-    adaptive: Annotated[bool, typer.Option(
-        "--adaptive", help="Draw items in rounds and stop each probe as soon as its "
-        "anytime-valid interval / e-value decides (biased, not biased) or at --max-n.")] = False,
-    max_n: Annotated[int, typer.Option(
-        "--max-n", callback=positive("--max-n"),
-        help="--adaptive: most items per probe (default 500).")] = 500,
+    note: Annotated[str | None, typer.Option(help=A.help("note"))] = None,
+    adaptive: Annotated[bool, typer.Option("--adaptive", help=A.help("adaptive"))] = False,
+    max_n: Annotated[int, typer.Option("--max-n", callback=positive("--max-n"),
+                                       help=A.help("max_n"))] = _AD.max_n,
     round_size: Annotated[int, typer.Option(
-        "--round-size", callback=positive("--round-size"),
-        help="--adaptive: items added to each open probe per round (default 20).")] = 20,
+        "--round-size", callback=positive("--round-size"), help=A.help("round_size"))] = (
+        _AD.round_size),
     max_calls: Annotated[int | None, typer.Option(
-        "--max-calls", callback=positive("--max-calls"),
-        help="--adaptive: stop before a round that would exceed this many judge calls.")] = None,
-    max_cost: Annotated[float | None, typer.Option(
-        "--max-cost", help="--adaptive: stop once this many USD are spent.")] = None,
+        "--max-calls", callback=positive("--max-calls"), help=A.help("max_calls"))] = None,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", help=A.help("max_cost"))
+                        ] = None,
     config: ConfigFileOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

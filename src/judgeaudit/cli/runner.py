@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from judgeaudit.cli.progress import console, fail
+from judgeaudit.config import EvaluateConfig
 from judgeaudit.report.outcome import (
     DEFAULT_MAX_FAILED,
     DEFAULT_MIN_VALID,
@@ -42,12 +43,9 @@ def _max_failed(v: float) -> float:
 
 
 MinValidOpt = Annotated[int, typer.Option(
-    "--min-valid", callback=_min_valid,
-    help="Fewest items with a valid verdict for the run to count; below it the run fails "
-         "(exit 3).")]
+    "--min-valid", callback=_min_valid, help=EvaluateConfig.help("min_valid"))]
 MaxFailedOpt = Annotated[float, typer.Option(
-    "--max-failed", callback=_max_failed,
-    help="Largest share of failed calls (0-1) before the run fails (exit 3).")]
+    "--max-failed", callback=_max_failed, help=EvaluateConfig.help("max_failed"))]
 MIN_VALID = DEFAULT_MIN_VALID
 MAX_FAILED = DEFAULT_MAX_FAILED
 
