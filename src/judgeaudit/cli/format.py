@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 
 def est_ci(e: Any, digits: int = 3) -> str:
@@ -93,7 +94,8 @@ def evaluate_table(res: dict[str, Any]) -> Any:
             if est is not None:
                 t.add_row(name, *cells(est, pct))
     if conv.get("description"):
-        parts.append(f"conventions: {conv['description']}")
+        # plain text: the description's "[verdict = label]" is not console markup
+        parts.append(Text(f"conventions: {conv['description']}"))
     bd = res.get("breakdown")
     if bd and bd.get("rows"):
         b = Table(title=f"by {bd.get('by')}", title_justify="left")

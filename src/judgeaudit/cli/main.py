@@ -424,17 +424,15 @@ def judges() -> None:
     console.print("providers: " + ", ".join(available()))
     for name in available():
         try:
-            known = provider_class(name).known_params
+            cls = provider_class(name)
         except (ImportError, ValueError):  # an optional SDK missing
             continue
+        # replay's options are open-ended (any other key filters a column): param_help
+        known = cls.known_params or getattr(cls, "param_help", None)
         if known:
             console.print(f"[bold]{name}[/] parameters:", highlight=False)
             for key, meaning in known.items():
                 console.print(f"  {key}: {meaning}", highlight=False, markup=False)
-        elif name == "replay":
-            console.print("[bold]replay[/] parameters: format=, item=, order=, verdict=, ... "
-                          "(see docs/bring-your-own-verdicts.md); any other is a column filter",
-                          highlight=False)
     try:
         from judgeaudit.llm.local_model import PRESETS
 
