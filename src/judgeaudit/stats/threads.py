@@ -62,10 +62,10 @@ def limit_blas_threads(n_params: int | None = None, limit: int | None = None) ->
 
 
 def limit_process_blas_threads(limit: int = 1) -> None:
-    """Process-wide: BLAS libraries loaded now and later use ``limit`` threads (for a CLI
-    entry point whose commands only do small dense algebra)."""
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(limit))
+    """Process-wide: the OpenBLAS libraries loaded now (numpy's, scipy's) and later use
+    ``limit`` threads. OpenMP and MKL are left alone: a local PyTorch judge in the same
+    process wants its own threads."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(limit))
     ctl = _get_controller()
     if ctl:
         ctl.limit(limits=limit, user_api="blas")
