@@ -86,6 +86,8 @@ class Session:
         progress: called with a `Progress` after every finished call and whenever a total
             becomes known. In a running event loop (Jupyter) the sync API runs the command in
             a worker thread, so the callback is called from that thread.
+        planner: a `judgeaudit.llm.plan.Planner` (the CLI's --plan-only): every judge's cache
+            misses are planned instead of sent.
     """
 
     def __init__(
@@ -97,8 +99,10 @@ class Session:
         retry: RetryPolicy | int | None = None,
         seed: int = 0,
         progress: ProgressFn | None = None,
+        planner: Any = None,
     ):
         self.seed = seed
+        self.planner = planner
         self.concurrency = concurrency
         self.timeout = timeout
         self.retry = _retry_policy(retry)
@@ -129,11 +133,15 @@ class Session:
             from judgeaudit.judges import make_judge
 
             try:
-                self._bundles[spec] = make_judge(
+                bundle = make_judge(
                     spec, cache=self.cache, concurrency=self.concurrency, retry=self.retry,
                     timeout=self.timeout, seed=self.seed)
             except (ValueError, FileNotFoundError, OSError) as exc:
                 raise ValueError(f"judge {public_spec(spec)!r}: {exc}") from None
+            if self.planner is not None:  # cache misses are planned, not sent
+                self.planner.bind(self.cache)
+                bundle.client.planner = self.planner
+            self._bundles[spec] = bundle
         return self._bundles[spec]
 
     @property
