@@ -63,6 +63,15 @@ GEN_PROMPTS = ["Explain in one paragraph how a refrigerator keeps food cold.",
                "Describe in one paragraph how a bicycle stays upright."]
 
 
+# The other CPU kind, emulated on a CPU with AVX-512/AMX: torch's own kernels, oneDNN and MKL
+# are held to AVX2 by their ISA settings, so the fp32 path runs the code an AVX2-only CPU runs
+# (same cores and clock). The xllamacpp wheel is built for AVX2 only (get_system_info lists no
+# AVX-512), so its figure is already the AVX2 kernels' on either kind.
+EMULATED_AVX2 = "transformers-fp32-avx2"
+AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+            "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
@@ -76,7 +85,7 @@ def _params(config: str) -> dict[str, str]:
         return {"backend": "llamacpp"}
     if config == "transformers":
         return {"backend": "transformers"}
-    if config == "transformers-fp32":
+    if config in ("transformers-fp32", EMULATED_AVX2):
         return {"backend": "transformers", "dtype": "fp32"}
     raise SystemExit(f"unknown configuration {config!r}")
 
@@ -206,6 +215,8 @@ def phase_run(model: str, config: str, k: int, items: int, threads: str | None) 
         import torch
 
         result["threads"] = torch.get_num_threads()
+        result["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+        result["isa_env"] = {k: os.environ[k] for k in AVX2_ENV if k in os.environ}
         result["torch"] = torch.__version__
     else:
         from judgeaudit.llm.llamacpp_backend import system_info
@@ -270,6 +281,22 @@ def summarize(runs: list[dict], n_params: float, core_peak: float | None) -> dic
     return out
 
 
+def speedups(summary: dict) -> dict:
+    """Each configuration's median s/verdict over the fp32 reference's of the same CPU kind:
+    `transformers-fp32` here (or `transformers` when that already is fp32), and the emulated
+    AVX2 kind's `transformers-fp32-avx2` for llama.cpp (whose kernels are AVX2 on both)."""
+    ref = next((c for c in ("transformers-fp32", EMULATED_AVX2) if c in summary),
+               "transformers")
+    out: dict[str, Any] = {}
+    for c, s in summary.items():
+        for r in {ref, EMULATED_AVX2} & set(summary):
+            if c != r and not (c.startswith("transformers") and r.startswith("transformers-")):
+                out[f"{c} vs {r}"] = {k: round(summary[r][k]["s_per_verdict_median"]
+                                               / s[k]["s_per_verdict_median"], 2)
+                                      for k in ("short", "long")}
+    return out
+
+
 def agreement(runs: list[dict], ref: list[dict]) -> dict:
     pairs = []
     for kind in ("short", "long"):
@@ -284,8 +311,29 @@ def agreement(runs: list[dict], ref: list[dict]) -> dict:
             "p_a_abs_diff_mean": round(statistics.mean(diffs), 4) if diffs else None}
 
 
-def _child(args: list[str]) -> dict:
-    env = dict(os.environ)
+def write_merged(out: Path, kind: str, results: dict) -> None:
+    """One file for both CPU kinds: `by_cpu_kind[kind]` is this run; the other kind's run
+    (taken on another machine) is kept as it was. A file of the older one-run layout is
+    filed under its own CPU kind."""
+    merged: dict[str, Any] = {"about": "benchmarks/local_backends.py, one run per CPU kind "
+                                       "(bf16: AVX-512-BF16/AMX units; avx2: AVX2 only); "
+                                       "see each run's method and machine",
+                              "by_cpu_kind": {}}
+    if out.exists():
+        old = json.loads(out.read_text(encoding="utf-8"))
+        if "by_cpu_kind" in old:
+            merged["by_cpu_kind"] = old["by_cpu_kind"]
+        elif "summary" in old:
+            f = old["machine"]["cpu"]["flags"]
+            merged["by_cpu_kind"]["bf16" if f.get("avx512_bf16") or f.get("amx_bf16")
+                                  else "avx2"] = old
+    merged["by_cpu_kind"][kind] = results
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+
+
+def _child(args: list[str], config: str | None = None) -> dict:
+    env = dict(os.environ) | (AVX2_ENV if config == EMULATED_AVX2 else {})
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
     res = subprocess.run([sys.executable, __file__, *args], env=env, stdout=subprocess.PIPE,
                          text=True)
@@ -298,8 +346,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="qwen-1.5b")
     ap.add_argument("--configs", default="llamacpp,transformers",
-                    help="llamacpp, transformers, transformers-fp32 (the fp32 reference is "
-                         "added when transformers runs in bf16)")
+                    help="llamacpp, transformers, transformers-fp32, transformers-fp32-avx2 "
+                         "(both fp32 ones are added when transformers runs in bf16 and neither "
+                         "is named)")
     ap.add_argument("--runs", type=int, default=5, help="runs per figure (median; >= 5)")
     ap.add_argument("--items", type=int, default=8, help="facts items per run, both orders")
     ap.add_argument("--threads", help="threads for every configuration (default: auto, the "
@@ -325,9 +374,11 @@ def main() -> None:
 
     configs = a.configs.split(",")
     if "transformers" in configs and lm.resolve_dtype(None) == "bf16" \
-            and "transformers-fp32" not in configs:
-        configs.append("transformers-fp32")
-    ref_name = "transformers-fp32" if "transformers-fp32" in configs else "transformers"
+            and not {"transformers-fp32", EMULATED_AVX2} & set(configs):
+        # the fp32 reference, and the AVX2-only kind emulated (see EMULATED_AVX2)
+        configs += ["transformers-fp32", EMULATED_AVX2]
+    ref_name = next((c for c in ("transformers-fp32", EMULATED_AVX2) if c in configs),
+                    "transformers")
     cpu = lm.cpu_summary()
     core_peak = _peak_gflops_per_core(cpu)
     auto, why = lm.choose_backend("auto", lm.resolve(a.model))
@@ -353,9 +404,13 @@ def main() -> None:
             print(f"run {k + 1}/{a.runs}: {c}", file=sys.stderr, flush=True)
             raw[c].append(_child(["--phase", "run", "--model", a.model, "--config", c,
                                   "--run", str(k), "--items", str(a.items)]
-                                 + (["--threads", a.threads] if a.threads else [])))
+                                 + (["--threads", a.threads] if a.threads else []),
+                                 config=c))
     n_params = N_PARAMS.get(a.model, 1.31e9)
-    results["summary"] = {c: summarize(r, n_params, core_peak) for c, r in raw.items()}
+    avx2_peak = (core_peak / 2 if core_peak and cpu["flags"].get("avx512f") else core_peak)
+    results["summary"] = {c: summarize(r, n_params, avx2_peak if c == EMULATED_AVX2 else core_peak)
+                          for c, r in raw.items()}
+    results["speedup_over_fp32"] = speedups(results["summary"])
     if ref_name in raw:
         results["agreement_with"] = ref_name
         results["agreement"] = {c: agreement(r, raw[ref_name]) for c, r in raw.items()
@@ -371,9 +426,12 @@ def main() -> None:
             results["recorded"] = str(lm.record_backend_choice(faster, evidence))
     results["machine"]["load_avg_end"] = _load_avg()
     results["raw"] = raw
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps({k: results[k] for k in ("summary", "agreement", "auto_choice_here")
+    kind = ("bf16" if cpu["flags"].get("avx512_bf16") or cpu["flags"].get("amx_bf16")
+            else "avx2" if cpu["flags"].get("avx2") else "other")
+    results["cpu_kind"] = kind
+    write_merged(a.out, kind, results)
+    print(json.dumps({k: results[k] for k in ("summary", "agreement", "speedup_over_fp32",
+                                              "auto_choice_here")
                       if k in results}, indent=1))
     print("wrote", a.out, file=sys.stderr)
 
