@@ -32,12 +32,17 @@ How:
    verdicts and statistics of a standalone fixed-n audit of those items with that seed, and
    only the items the adaptive run did not judge cost calls. Its calls are counted exactly
    (every call of the union = the fixed-n audit's calls). On the other runs the fixed-n
-   calls are the audit's own estimate (`adaptive.fixed_n_calls`).
+   calls are the audit's own estimate (`adaptive.fixed_n_calls`). A setting's
+   `calls_ratio` is the mean adaptive calls over all its runs over the mean real fixed-n
+   calls over its fixed-n runs (`calls_ratio_vs_estimate`: over the audit's estimates).
+   Agreement counts the probes where the fixed-n audit decides (biased or not biased).
 5. Runs go round-robin over the settings (seed 0 of each, then seed 1, ...) until the time
    budget is spent, so every setting gets the same seeds.
 
-    nice -n 19 python benchmarks/adaptive_real.py --budget 2400   # results/adaptive_real.json
-    python benchmarks/adaptive_real.py --summarize ROWS.jsonl      # figures from saved rows
+    nice -n 19 python benchmarks/adaptive_real.py --budget 2400 --fixed-every 4 --rows R.jsonl
+    nice -n 19 python benchmarks/adaptive_real.py --start-seed 89 --max-seeds 100 --rows R.jsonl
+    python benchmarks/adaptive_real.py --summarize R.jsonl --fixed-every 4
+                                              # results/adaptive_real.json from saved rows
 """
 
 from __future__ import annotations
@@ -309,6 +314,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget", type=float, default=2400.0, help="wall seconds for the runs")
     ap.add_argument("--max-seeds", type=int, default=500, help="seeds per setting at most")
+    ap.add_argument("--start-seed", type=int, default=0,
+                    help="first seed (to continue a --rows file)")
     ap.add_argument("--fixed-every", type=int, default=1,
                     help="the fixed-n audit on every k-th seed (seed %% k == 0)")
     ap.add_argument("--settings", default=",".join(SETTINGS))
@@ -324,12 +331,15 @@ def main() -> None:
     names = args.settings.split(",")
     if args.summarize:
         rows = [json.loads(x) for x in Path(args.summarize).read_text().splitlines() if x]
+        last = max(r["seed"] for r in rows)
+        rows = [r for r in rows if sum(q["seed"] == r["seed"] for q in rows) == len(names)
+                or r["seed"] < last]  # an unfinished last seed is left out
     else:
         pool = aa.items_500()
         rows = []
         sink = open(args.rows, "a") if args.rows else None  # noqa: SIM115
         t_start = time.perf_counter()
-        seed = 0
+        seed = args.start_seed
         while seed < args.max_seeds and time.perf_counter() - t_start < args.budget:
             for name in names:
                 row = asyncio.run(one_run(pool, name, coefs[name], seed,
@@ -352,7 +362,8 @@ def main() -> None:
     doc = {"benchmark": "adaptive_real", "alpha": ALPHA, "max_n": MAX_N, "round_size": ROUND,
            "probes": PROBES, "coefficients": coefs,
            "seeds_per_setting": {k: v["runs"] for k, v in res["settings"].items()},
-           "fixed_every": args.fixed_every, "budget_seconds": args.budget,
+           "fixed_every": args.fixed_every,
+           "budget_seconds": None if args.summarize else args.budget,
            "method": __doc__, **res, "seconds": time.perf_counter() - t0,
            "python": platform.python_version(), "machine": platform.machine()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -109,3 +109,43 @@ def test_same_results_as_the_prefix_loop(case: int):
     doc = asyncio.run(run_adaptive(make_judge(spec), items,
                                    probes or probe_names(default_only=True), **kw))
     assert key(doc) == EXPECTED[case]
+
+
+def test_shared_memo_gives_the_standalone_fixed_n_audit():
+    """benchmarks/adaptive_real.py's fixed-n comparison: the fixed-n battery run after the
+    adaptive audit on its verdict memo equals a standalone fixed-n audit of the same items,
+    and pays only for the items the adaptive run did not judge. (A standalone battery can
+    pay more: concurrent shift probes that ask for the same consistency repeats before
+    either is memoised both pay for them.)"""
+    from judgeaudit.audit.adaptive import seeded_order
+    from judgeaudit.audit.battery import check_runnable, run_battery
+    from judgeaudit.audit.probe import AuditContext
+
+    spec, probes, seed = "sim?authority=3&position=2&seed=3", ["position", "authority", "beauty"], 3
+    items = load("builtin:facts")
+    ordered = seeded_order(items, seed)
+
+    async def shared() -> tuple[dict, dict, int, int]:
+        bundle = make_judge(spec)
+        memo: dict = {}
+        doc = await run_adaptive(bundle, items, probes, seed=seed, max_n=100, memo=memo)
+        made = bundle.client.stats.as_dict()["made"]
+        ctx = AuditContext(bundle, [], seed=seed)
+        ctx._memo = memo
+        fixed = await run_battery(bundle, ordered, probes, seed=seed, context=ctx,
+                                  plans=check_runnable(ordered, probes, limit=100))
+        return doc, fixed, made, bundle.client.stats.as_dict()["made"]
+
+    async def alone() -> tuple[dict, int]:
+        bundle = make_judge(spec)
+        fixed = await run_battery(bundle, ordered, probes, seed=seed,
+                                  plans=check_runnable(ordered, probes, limit=100))
+        return fixed, bundle.client.stats.as_dict()["made"]
+
+    doc, fixed, made_adaptive, made_union = asyncio.run(shared())
+    ref, made_ref = asyncio.run(alone())
+    assert made_adaptive == doc["adaptive"]["calls"] < made_union <= made_ref
+    for p in probes:
+        a, b = fixed["probes"][p], ref["probes"][p]
+        for k in ("verdict", "effect", "n", "p", "q", "per_item"):
+            assert a[k] == b[k], (p, k)
