@@ -1,10 +1,9 @@
 """The Python API: every command as a function returning a `Result`, sync and async.
 
-Each function calls the same pipeline the CLI calls (`judgeaudit.audit.evaluate.evaluate`,
-`judgeaudit.audit.battery.run_battery`, `judgeaudit.scoring.run.run_scoring_bias`,
-`judgeaudit.hubj.run.run_discover | run_quantify | run_mitigate | run_apply`,
-`judgeaudit.rank.run.run_rank`, `judgeaudit.rank.run_eval.run_rank_eval`) and returns the
-same results document, wrapped in a `Result`::
+Each function builds the command's settings (`judgeaudit.config`) and runs the code the CLI
+runs (`judgeaudit.commands.prepare_<command>`, then its body in a `Session`; rank and
+rank-eval: `judgeaudit.rank.run.run_rank`, `judgeaudit.rank.run_eval.run_rank_eval`), and
+returns the same results document, wrapped in a `Result`::
 
     import judgeaudit
     res = judgeaudit.audit("sim?position=1&seed=0", "builtin:facts", n=30)
@@ -26,12 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from judgeaudit.commands import Run, load_data
 from judgeaudit.data.spec import public_spec, split_specs
 from judgeaudit.llm import Cache, RetryPolicy
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
@@ -108,41 +107,6 @@ async def _as_coroutine(make: Callable[[], Awaitable[T]]) -> T:
 
 # ---- input -------------------------------------------------------------------------------
 
-def _as_item(x: Any) -> Any:
-    from judgeaudit.data.schema import PairwiseItem, PointwiseItem
-
-    if isinstance(x, PairwiseItem | PointwiseItem):
-        return x
-    if isinstance(x, Mapping):
-        cls = PairwiseItem if "response_1" in x else PointwiseItem
-        return cls.model_validate(dict(x))
-    raise ValueError(f"data: expected PairwiseItem, PointwiseItem or dict items, got "
-                     f"{type(x).__name__}")
-
-
-def load_data(data: Data) -> tuple[list[Any], str]:
-    """Items of a data SPEC or a list, and the name the results give the data (the spec, or
-    "memory:N items")."""
-    if isinstance(data, str):
-        from judgeaudit.data import DataError, load
-
-        try:
-            return list(load(data)), data
-        except (DataError, ValueError, FileNotFoundError, OSError) as exc:
-            msg = str(exc)
-            raise ValueError(msg if data in msg else f"data {data!r}: {msg}") from None
-    if isinstance(data, bytes | Mapping) or not isinstance(data, Sequence | list | tuple):
-        raise ValueError(f"data: expected a data SPEC or a list of items, got "
-                         f"{type(data).__name__}")
-    items = [_as_item(x) for x in data]
-    seen: set[str] = set()
-    for it in items:
-        if it.id in seen:
-            raise ValueError(f"data: duplicate item id {it.id!r}; ids must be unique")
-        seen.add(it.id)
-    return items, f"memory:{len(items)} items"
-
-
 def _specs(x: Specs) -> list[str]:
     if x is None:
         return []
@@ -175,38 +139,14 @@ def _outcome_opts(min_valid: int, max_failed: float) -> None:
     _share("max_failed", max_failed)
 
 
-def _read_doc(x: str | os.PathLike[str] | Result | Mapping[str, Any], what: str
-              ) -> dict[str, Any]:
-    """A results document given as a path, a Result or a dict."""
-    if isinstance(x, Result):
-        return x.to_dict()
-    if isinstance(x, Mapping):
-        return dict(x)
-    try:
-        return Result.load(x).to_dict()
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{what} {x}: {exc}") from None
-
-
 # ---- one command in a session ------------------------------------------------------------
 
-async def _execute(
-    command: str,
-    body: Callable[[Session], Awaitable[dict[str, Any]]],
-    *,
-    session: Session | None,
-    opts: dict[str, Any],
-    raise_on_failure: bool,
-    judge: str,
-    data: str,
-    n_planned: Callable[[], int],
-    min_valid: int,
-    max_failed: float,
-) -> Result:
-    """Run `body` in `session` (or in a session of its own, made from `opts` and closed at
-    the end) and wrap its document. A call that failed fatally (a revoked key, a bad
-    request) aborts the pipeline without a document: the result is then a failed run whose
-    reason quotes the error."""
+async def _execute(run: Run, *, session: Session | None, opts: dict[str, Any],
+                   raise_on_failure: bool) -> Result:
+    """Run a prepared command in `session` (or in a session of its own, made from `opts` and
+    closed at the end) and wrap its document. A call that failed fatally (a revoked key, a
+    bad request) aborts the pipeline without a document: the result is then a failed run
+    whose reason quotes the error."""
     from judgeaudit.llm import CallFailed
 
     if session is not None:
@@ -220,11 +160,9 @@ async def _execute(
     try:
         with sess.command():
             try:
-                doc = await body(sess)
+                doc = await run.body(sess)
             except CallFailed as exc:
-                doc = _fatal_document(command, sess, exc, judge=judge, data=data,
-                                      n_planned=n_planned(), min_valid=min_valid,
-                                      max_failed=max_failed)
+                doc = _fatal_document(run, sess, exc)
     finally:
         if session is None:
             await sess.aclose()
@@ -234,18 +172,17 @@ async def _execute(
     return res
 
 
-def _fatal_document(command: str, sess: Session, exc: Exception, *, judge: str, data: str,
-                    n_planned: int, min_valid: int, max_failed: float) -> dict[str, Any]:
+def _fatal_document(run: Run, sess: Session, exc: Exception) -> dict[str, Any]:
     import judgeaudit
     from judgeaudit.report.outcome import assess
 
     calls = sess.calls()
     if not calls.get("first_error"):
         calls["first_error"] = str(exc)
-    run = assess(n_valid=0, n_planned=n_planned, calls=calls, min_valid=min_valid,
-                 max_failed=max_failed)
-    return {"command": command, "version": judgeaudit.__version__, "judge": judge,
-            "data": data, "calls": calls, "run": run, "error": str(exc)}
+    outcome = assess(n_valid=0, n_planned=run.n_planned(), calls=calls,
+                     min_valid=run.min_valid, max_failed=run.max_failed)
+    return {"command": run.command, "version": judgeaudit.__version__, "judge": run.judge,
+            "data": run.data, "calls": calls, "run": outcome, "error": str(exc)}
 
 
 def _opts(cache: Any, concurrency: int | None, timeout: float | None, retry: Any,
@@ -291,36 +228,19 @@ async def aevaluate(
     Returns:
         The evaluate `Result`.
     """
-    from judgeaudit.audit.evaluate import evaluate as run_evaluate
-    from judgeaudit.audit.evaluate import select_items
-    from judgeaudit.data.schema import PairwiseItem
+    from judgeaudit.commands import prepare_evaluate
+    from judgeaudit.config import EvaluateConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
     _outcome_opts(min_valid, max_failed)
     _at_least("limit", limit)
     _at_least("sample", sample)
-    if limit is not None and sample is not None:
-        raise ValueError("limit and sample both choose the items; give one of them")
-    items, spec = load_data(data)
-    items, selection = select_items(items, limit=limit, sample=sample, seed=seed)
-    if not items:
-        raise ValueError(f"data {spec!r} has no items")
-    pointwise = not any(isinstance(it, PairwiseItem) for it in items)
-
-    async def body(s: Session) -> dict[str, Any]:
-        bundle = s.judge(judge)
-        n_calls = len(items) if pointwise else bundle.pairwise.n_calls(items)
-        tr = s.tracker("judging", n_calls)
-        return await run_evaluate(bundle, items, on_done=tr.advance, data_spec=spec,
-                                  seed=seed, min_valid=min_valid, max_failed=max_failed,
-                                  pair_rule=pair_rule or "mean", ties=ties, by=by,
-                                  group_by=group_by, system_field=system_field,
-                                  selection=selection)
-
-    return await _execute("evaluate", body, session=session, opts=opts,
-                          raise_on_failure=raise_on_failure, judge=public_spec(judge),
-                          data=spec, n_planned=lambda: len(items), min_valid=min_valid,
-                          max_failed=max_failed)
+    cfg = EvaluateConfig.model_construct(
+        judge=judge, data=data if isinstance(data, str) else "", limit=limit, sample=sample,
+        seed=seed, pair_rule=pair_rule, ties=ties, by=by, group_by=group_by,
+        system_field=system_field, min_valid=min_valid, max_failed=max_failed)
+    return await _execute(prepare_evaluate(cfg, data=data), session=session, opts=opts,
+                          raise_on_failure=raise_on_failure)
 
 
 def evaluate(
@@ -407,36 +327,19 @@ async def aaudit(
     Returns:
         The audit `Result`.
     """
-    from judgeaudit.audit.battery import audit_items, check_runnable, run_battery
-    from judgeaudit.audit.probe import get_probe, probe_names
+    from judgeaudit.commands import prepare_audit
+    from judgeaudit.config import AuditConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
     _outcome_opts(min_valid, max_failed)
     _at_least("n", n)
     _share("alpha", alpha, open_=True)
-    names = _names(probes) or probe_names(default_only=not full)
-    for name in names:
-        get_probe(name)  # an unknown probe raises ValueError naming the known ones
-    items, spec = load_data(data)
-    # The CLI's own choice of items: each probe takes the first n pairs it can use (the
-    # position probe needs no label), or a seeded sample.
-    items, limit, selection = audit_items(items, n=n, full=full, seed=seed)
-    check_runnable(items, names, limit=limit)
-    panel_specs = _specs(panel)
-
-    async def body(s: Session) -> dict[str, Any]:
-        bundle = s.judge(judge)
-        others = [s.judge(p) for p in panel_specs]
-        tr = s.tracker("auditing")
-        return await run_battery(bundle, items, names, seed=seed, alpha=alpha, panel=others,
-                                 data_spec=spec, on_calls=tr.add_total, on_done=tr.advance,
-                                 min_valid=min_valid, max_failed=max_failed, limit=limit,
-                                 selection=selection)
-
-    return await _execute("audit", body, session=session, opts=opts,
-                          raise_on_failure=raise_on_failure, judge=public_spec(judge),
-                          data=spec, n_planned=lambda: len(items), min_valid=min_valid,
-                          max_failed=max_failed)
+    cfg = AuditConfig.model_construct(
+        judge=judge, data=data if isinstance(data, str) else "",
+        probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,
+        min_valid=min_valid, max_failed=max_failed)
+    run = prepare_audit(cfg, data=data, panel=_specs(panel))
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
 def audit(
@@ -524,19 +427,8 @@ async def ascoring_bias(
     Returns:
         The scoring-bias `Result`.
     """
-    from judgeaudit.data.schema import PointwiseItem
-    from judgeaudit.judges.pointwise import RubricJudge
-    from judgeaudit.scoring.perturbations import resolve
-    from judgeaudit.scoring.references import (
-        ReferencePipeline,
-        as_references,
-        question_key,
-        read_references,
-        sibling_references,
-        summarize,
-        write_references,
-    )
-    from judgeaudit.scoring.run import n_calls, run_scoring_bias
+    from judgeaudit.commands import prepare_scoring_bias
+    from judgeaudit.config import ScoringBiasConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
     _outcome_opts(min_valid, max_failed)
@@ -545,61 +437,19 @@ async def ascoring_bias(
         _at_least(name, v)
     if not 0 <= ref_tolerance <= 4:
         raise ValueError(f"ref_tolerance: expected a score distance 0-4, got {ref_tolerance}")
-    if ref_review not in ("score", "order"):
-        raise ValueError(f"ref_review: expected 'score' or 'order', got {ref_review!r}")
-    perts = resolve(_names(perturbations), seed=seed, id_maps=list(ids))
-    loaded, spec = load_data(data)
-    items = [it for it in loaded if isinstance(it, PointwiseItem)]
-    if not items:
-        raise ValueError(f"data {spec!r} has no pointwise items (scoring-bias scores single "
-                         "responses; pairwise data does not apply)")
-    siblings = sibling_references(items)  # from every item, before the limit
-    if limit is not None:
-        items = items[:limit]
-    refs: dict[str, dict[int, str]] = {}
-    if isinstance(references, Mapping):
-        refs = {str(i): {int(k): str(t) for k, t in by_k.items()}
-                for i, by_k in references.items()}
-    elif references is not None:
-        refs = read_references(references)
-    elif not generate_references:
-        refs = siblings
-
-    async def body(s: Session) -> dict[str, Any]:
-        nonlocal refs
-        main = s.judge(judge)
-        gen_b = s.judge(generator or judge) if generate_references else None
-        rev_b = s.judge(reviewer or judge) if generate_references else None
-        rubric = RubricJudge(main.client, template)
-        ref_info: dict[str, Any] | None = None
-        if gen_b is not None and rev_b is not None:
-            pipe = ReferencePipeline(gen_b.client, rev_b.client, max_attempts=ref_attempts,
-                                     tolerance=ref_tolerance, max_tokens=ref_max_tokens,
-                                     review=ref_review)
-            subset = items[:ref_limit] if ref_limit else items
-            n_q = len({question_key(it) for it in subset})
-            tr = s.tracker("references", 2 * 4 * n_q * ref_attempts)
-            results = await pipe.run(subset, on_done=tr.advance)
-            info = {"generator": gen_b.public_spec, "reviewer": rev_b.public_spec,
-                    "max_attempts": ref_attempts, "tolerance": ref_tolerance,
-                    "review": ref_review, "max_tokens": ref_max_tokens, "data": spec}
-            refs = {**refs, **as_references(results)}
-            ref_info = {**info, "summary": summarize(results)}
-            if references_out is not None:
-                ref_info["file"] = str(write_references(references_out, results, info))
-        tr = s.tracker("scoring", n_calls(items, perts, refs, repeats))
-        res = await run_scoring_bias(rubric, items, perts, references=refs, repeats=repeats,
-                                     seed=seed, judge_spec=main.public_spec, data_spec=spec,
-                                     on_done=tr.advance, min_valid=min_valid,
-                                     max_failed=max_failed)
-        if ref_info is not None:
-            res["references"] = ref_info
-        return res
-
-    return await _execute("scoring-bias", body, session=session, opts=opts,
-                          raise_on_failure=raise_on_failure, judge=public_spec(judge),
-                          data=spec, n_planned=lambda: n_calls(items, perts, refs, repeats),
-                          min_valid=min_valid, max_failed=max_failed)
+    by_file = references is not None and not isinstance(references, Mapping)
+    cfg = ScoringBiasConfig.model_construct(
+        judge=judge, data=data if isinstance(data, str) else "",
+        perturbations=",".join(_names(perturbations) or []) or None, ids=list(ids),
+        limit=limit, repeats=repeats, references=references if by_file else None,
+        generate_references=generate_references, generator=generator, reviewer=reviewer,
+        ref_limit=ref_limit, ref_attempts=ref_attempts, ref_tolerance=ref_tolerance,
+        ref_max_tokens=ref_max_tokens, ref_review=ref_review, template=template, seed=seed,
+        min_valid=min_valid, max_failed=max_failed)
+    run = prepare_scoring_bias(
+        cfg, data=data, references=None if by_file else references,  # type: ignore[arg-type]
+        references_out=references_out)
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
 def scoring_bias(
@@ -709,13 +559,9 @@ async def arank(
                        refit_every=refit_every, samples=samples, min_valid=min_valid,
                        max_failed=max_failed)
 
-    async def body(s: Session) -> dict[str, Any]:
-        return await run_rank(s, judge, inp)
-
-    return await _execute("rank", body, session=session, opts=opts,
-                          raise_on_failure=raise_on_failure, judge=public_spec(judge),
-                          data=items, n_planned=lambda: inp.budget, min_valid=min_valid,
-                          max_failed=max_failed)
+    run = Run("rank", public_spec(judge), items, lambda s: run_rank(s, judge, inp),
+              lambda: inp.budget, min_valid, max_failed)
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
 def rank(
@@ -822,13 +668,9 @@ async def arank_eval(
                             hierarchical=hierarchical, refit_every=refit_every,
                             samples=samples, min_valid=min_valid, max_failed=max_failed)
 
-    async def body(s: Session) -> dict[str, Any]:
-        return await run_rank_eval(s, inp)
-
-    return await _execute("rank-eval", body, session=session, opts=opts,
-                          raise_on_failure=raise_on_failure, judge=public_spec(oracle),
-                          data=items, n_planned=lambda: inp.n_calls, min_valid=min_valid,
-                          max_failed=max_failed)
+    run = Run("rank-eval", public_spec(oracle), items, lambda s: run_rank_eval(s, inp),
+              lambda: inp.n_calls, min_valid, max_failed)
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
 def rank_eval(
@@ -882,88 +724,6 @@ def rank_eval(
     return run_sync(lambda: arank_eval(**kw))
 
 
-# ---- HUB-J: shared steps -----------------------------------------------------------------
-
-def _human_items(data: Data, limit: int | None, min_agreement: float) -> tuple[list[Any], str]:
-    from judgeaudit.data.schema import PairwiseItem
-    from judgeaudit.hubj.splits import human_filter
-
-    _share("min_agreement", min_agreement)
-    loaded, spec = load_data(data)
-    items = [it for it in loaded if isinstance(it, PairwiseItem)]
-    if not items:
-        raise ValueError(f"data {spec!r} has no pairwise items")
-    kept = human_filter(items, min_agreement)
-    if not kept:
-        raise ValueError(f"data {spec!r}: no item has a decisive human label (1 or 2) given "
-                         f"by at least {min_agreement:.0%} of its annotators")
-    return (kept[:limit] if limit is not None else kept), spec
-
-
-def _recorded_folder(recorded: str | None, data: Data) -> Path | None:
-    """The folder of the recorded verdicts (`recorded="pandalm"` needs data pandalm:PATH)."""
-    if recorded is None:
-        return None
-    if recorded != "pandalm":
-        raise ValueError(f"recorded {recorded!r}: only 'pandalm' is known")
-    from judgeaudit.data.spec import parse_spec
-
-    sp = parse_spec(data) if isinstance(data, str) else None
-    if sp is None or sp.kind != "pandalm" or not sp.name:
-        raise ValueError("recorded='pandalm' needs data='pandalm:PATH' (the folder with the "
-                         "recorded verdict files)")
-    return Path(sp.name)
-
-
-async def _winners(s: Session, specs: Sequence[str], recorded: str | None,
-                   folder: Path | None, items: Sequence[Any]) -> dict[str, dict[str, Any]]:
-    """Winners of every judge: recorded ones first (no calls), then live ones."""
-    from judgeaudit.hubj.run import live_winners, recorded_winners
-
-    winners: dict[str, dict[str, Any]] = {}
-    if recorded and folder is not None:
-        with tempfile.TemporaryDirectory(prefix="judgeaudit-recorded-") as tmp:
-            winners.update(recorded_winners(recorded, folder, [it.id for it in items], tmp))
-    if specs:
-        bundles = {s.judge(x).public_spec: s.judge(x) for x in specs}
-        tr = s.tracker("judging", 2 * len(items) * len(bundles))
-        winners.update(await live_winners(bundles, items, on_done=tr.advance))
-    if not winners:
-        raise ValueError("give judges=SPEC[,SPEC] and/or recorded='pandalm'")
-    return winners
-
-
-def _stamp(res: dict[str, Any]) -> None:
-    """What the CLI stamps on HUB-J documents: version, start time, the judge(s)."""
-    import judgeaudit
-
-    judges = [str(j) for j in res.get("judges", [])]
-    res.setdefault("version", judgeaudit.__version__)
-    res.setdefault("judge", judges[0] if len(judges) == 1 else f"{len(judges)} judges")
-
-
-def _now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _factors(names: str | Sequence[str],
-             factors_from: str | os.PathLike[str] | Result | Mapping[str, Any] | None
-             ) -> tuple[list[Any], dict[str, dict[int, str]]]:
-    from judgeaudit.hubj.run import resolve_factors
-
-    discovered = None
-    if factors_from is not None:
-        discovered = _read_doc(factors_from, "factors_from")
-        if discovered.get("command") != "discover":
-            raise ValueError("factors_from: not the results of `discover`")
-    listed = _names(names) or []
-    if listed == ["found"] and discovered is not None:
-        listed = [f["name"] for f in discovered["discover"]["factors"]]
-    return resolve_factors(listed, discovered)
-
-
 # ---- discover ----------------------------------------------------------------------------
 
 async def adiscover(
@@ -1002,8 +762,8 @@ async def adiscover(
     Returns:
         The discover `Result`.
     """
-    from judgeaudit.hubj.discover import DiscoverConfig
-    from judgeaudit.hubj.run import run_discover
+    from judgeaudit.commands import prepare_discover
+    from judgeaudit.config import DiscoverConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
     _outcome_opts(min_valid, max_failed)
@@ -1013,49 +773,14 @@ async def adiscover(
     _share("holdout", holdout, open_=True)
     _share("tau", tau)
     _share("rho", rho)
-    started = _now()
-    items, spec = _human_items(data, None, min_agreement)
-    folder = _recorded_folder(recorded, data)
-    specs = _specs(judges)
-    cfg = DiscoverConfig(clusters=clusters, max_factors=factors, iterations=iterations,
-                         tau=tau, rho=rho, seed=seed, rep_fallback=rep_fallback)
-
-    async def body(s: Session) -> dict[str, Any]:
-        g = s.judge(llm)
-        for x in specs:  # every spec checked before any call
-            s.judge(x)
-        emb = embedder
-        if emb is None:
-            from judgeaudit.hubj.embed import MiniLMEmbedder
-
-            emb = MiniLMEmbedder()
-        winners = await _winners(s, specs, recorded, folder, items)
-        tr = s.tracker("discover (G-module calls)")
-
-        def observe(_req: Any) -> None:
-            tr.advance()
-
-        def stage(_msg: str, planned: int) -> None:
-            tr.add_total(planned)
-
-        g.client.observers.append(observe)
-        try:
-            res = await run_discover(items, winners, g.client, emb, cfg, holdout=holdout,
-                                     limit=limit, holdout_limit=holdout_limit,
-                                     min_agreement=min_agreement, on_stage=stage,
-                                     judge_clients=[b.client for b in s.judges.values()],
-                                     min_valid=min_valid, max_failed=max_failed)
-        finally:
-            g.client.observers.remove(observe)
-        res.update(llm=g.public_spec, data=spec)
-        res.setdefault("started", started)
-        _stamp(res)
-        return res
-
-    return await _execute("discover", body, session=session, opts=opts,
-                          raise_on_failure=raise_on_failure, judge=public_spec(llm),
-                          data=spec, n_planned=lambda: 0, min_valid=min_valid,
-                          max_failed=max_failed)
+    _share("min_agreement", min_agreement)
+    cfg = DiscoverConfig.model_construct(
+        data=data if isinstance(data, str) else "", recorded=recorded, llm=llm, limit=limit,
+        holdout=holdout, holdout_limit=holdout_limit, clusters=clusters, factors=factors,
+        iterations=iterations, tau=tau, rho=rho, rep_fallback=rep_fallback,
+        min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
+    run = prepare_discover(cfg, data=data, judges=_specs(judges), embedder=embedder)
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
 def discover(
@@ -1151,58 +876,23 @@ async def aquantify(
     Returns:
         The quantify `Result`.
     """
-    from judgeaudit.hubj.llmjson import JSONStats
-    from judgeaudit.hubj.run import live_winners, run_quantify
-    from judgeaudit.hubj.validate import criteria_for_factors
+    from judgeaudit.commands import prepare_quantify
+    from judgeaudit.config import QuantifyConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
     _outcome_opts(min_valid, max_failed)
     for name, v in (("pool", pool), ("limit", limit), ("n_cal", n_cal),
                     ("max_words", max_words)):
         _at_least(name, v)
-    lv = [int(x) for x in levels]
-    if not lv or any(not 1 <= x <= 5 for x in lv):
-        raise ValueError(f"levels {list(levels)!r}: expected numbers 1-5")
-    if on_violation not in ("drop", "flag"):
-        raise ValueError(f"on_violation: expected 'drop' or 'flag', got {on_violation!r}")
-    if inject not in ("rewrite", "append"):
-        raise ValueError(f"inject: expected 'rewrite' or 'append', got {inject!r}")
-    fs, crit = _factors(factors, factors_from)
-    started = _now()
-    specs = _specs(judges)
-    if not specs:
-        raise ValueError("judges: give at least one judge SPEC")
-    items, spec = _human_items(data, pool, min_agreement)
-    missing = [f for f in fs if f.name not in crit]
-    n_rw = (limit or len(items)) * len(fs) * len(lv)
-
-    async def body(s: Session) -> dict[str, Any]:
-        bundles = {s.judge(x).public_spec: s.judge(x) for x in specs}
-        gen = s.judge(generator or specs[0])
-        chk = s.judge(checker) if checker else None
-        if missing:
-            got, _src = await criteria_for_factors(gen.client, missing, JSONStats())
-            crit.update(got)
-        tr = s.tracker("quantify",
-                       2 * len(items) * len(bundles) + n_rw * (2 + 2 * len(bundles)))
-        agreement = await live_winners(bundles, items, on_done=tr.advance)
-        res = await run_quantify(bundles, gen.client, items, fs, crit,
-                                 checker=chk.client if chk else None, levels=lv, n_cal=n_cal,
-                                 seed=seed, on_violation=on_violation, limit=limit,
-                                 agreement=agreement, inject=inject, max_words=max_words,
-                                 on_done=tr.advance, min_agreement=min_agreement,
-                                 min_valid=min_valid, max_failed=max_failed)
-        res.update(data=spec, generator=gen.public_spec,
-                   checker=chk.public_spec if chk else gen.public_spec)
-        res.setdefault("started", started)
-        _stamp(res)
-        return res
-
-    return await _execute("quantify", body, session=session, opts=opts,
-                          raise_on_failure=raise_on_failure,
-                          judge=", ".join(public_spec(x) for x in specs), data=spec,
-                          n_planned=lambda: n_rw * len(specs), min_valid=min_valid,
-                          max_failed=max_failed)
+    _share("min_agreement", min_agreement)
+    cfg = QuantifyConfig.model_construct(
+        data=data if isinstance(data, str) else "", factors=",".join(_names(factors) or []),
+        generator=generator, checker=checker, levels=",".join(str(x) for x in levels),
+        pool=pool, limit=limit, n_cal=n_cal, on_violation=on_violation, inject=inject,
+        max_words=max_words, min_agreement=min_agreement, seed=seed, min_valid=min_valid,
+        max_failed=max_failed)
+    run = prepare_quantify(cfg, data=data, judges=_specs(judges), factors_from=factors_from)
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
 def quantify(
@@ -1296,61 +986,20 @@ async def amitigate(
     Returns:
         The mitigate (or mitigate-apply) `Result`.
     """
-    from judgeaudit.hubj.llmjson import JSONStats
-    from judgeaudit.hubj.run import run_apply, run_mitigate
-    from judgeaudit.hubj.validate import criteria_for_factors
+    from judgeaudit.commands import prepare_mitigate
+    from judgeaudit.config import MitigateConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
     _outcome_opts(min_valid, max_failed)
     _at_least("limit", limit)
-    if estimator not in ("marginal", "two_stage"):
-        raise ValueError(f"estimator: expected 'marginal' or 'two_stage', got {estimator!r}")
-    if candidate not in ("rejected", "response_1", "response_2"):
-        raise ValueError(f"candidate: expected 'rejected', 'response_1' or 'response_2', got "
-                         f"{candidate!r}")
-    started = _now()
-    items, spec = _human_items(data, limit, min_agreement)
-    saved = _read_doc(apply, "apply") if apply is not None else None
-    fs, crit = ([], {}) if saved is not None else _factors(factor, factors_from)
-    if saved is None and len(fs) != 1:
-        raise ValueError("factor: give exactly one factor")
-    folder = _recorded_folder(recorded, data)
-    specs = _specs(judges)
-
-    async def body(s: Session) -> dict[str, Any]:
-        sc = s.judge(scorer)
-        for x in specs:  # every spec checked before any call
-            s.judge(x)
-        winners = await _winners(s, specs, recorded, folder, items)
-        clients = [b.client for b in s.judges.values()]
-        if saved is not None:
-            if len(winners) != 1:
-                raise ValueError("apply corrects one judge: give exactly one of judges / "
-                                 "recorded")
-            (name, w), = winners.items()
-            res = await run_apply(saved, name, items, w, sc.client, judge_clients=clients,
-                                  min_valid=min_valid, max_failed=max_failed)
-            res.update(data=spec, scorer=sc.public_spec)
-        else:
-            f = fs[0]
-            if f.name not in crit:
-                got, _src = await criteria_for_factors(sc.client, [f], JSONStats())
-                crit.update(got)
-            tr = s.tracker("G_score", len(items))
-            res = await run_mitigate(items, winners, sc.client, f, crit[f.name],
-                                     candidate=candidate, estimator=estimator,
-                                     on_done=tr.advance, judge_clients=clients,
-                                     min_valid=min_valid, max_failed=max_failed)
-            res.update(data=spec, scorer=sc.public_spec)
-        res.setdefault("started", started)
-        _stamp(res)
-        return res
-
-    return await _execute("mitigate" if saved is None else "mitigate-apply", body,
-                          session=session, opts=opts, raise_on_failure=raise_on_failure,
-                          judge=", ".join(public_spec(x) for x in specs) or str(recorded),
-                          data=spec, n_planned=lambda: len(items) * max(1, len(specs)),
-                          min_valid=min_valid, max_failed=max_failed)
+    _share("min_agreement", min_agreement)
+    cfg = MitigateConfig.model_construct(
+        data=data if isinstance(data, str) else "", recorded=recorded, factor=factor,
+        scorer=scorer, candidate=candidate, limit=limit, estimator=estimator,
+        min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
+    run = prepare_mitigate(cfg, data=data, judges=_specs(judges), factors_from=factors_from,
+                           apply=apply)
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
 def mitigate(

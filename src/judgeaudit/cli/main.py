@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from judgeaudit.cli.format import evaluate_table, fmt_est
-from judgeaudit.cli.progress import console, fail, progress_bar
+from judgeaudit.cli.progress import console, fail
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
@@ -18,20 +18,17 @@ from judgeaudit.cli.runner import (
     JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
-    check_out_dir,
+    checked,
     config_defaults,
     exit_if_failed,
-    load_items,
-    make_judge,
-    open_cache,
     open_unit,
     positive,
     positive_float,
     print_json,
-    run_async,
+    run_command,
+    settings,
 )
 from judgeaudit.config import AuditConfig, EvaluateConfig
-from judgeaudit.spec import split_specs
 
 app = typer.Typer(
     name="judgeaudit",
@@ -152,52 +149,13 @@ def evaluate(
 
     Example: judgeaudit evaluate --judge 'sim?position=0.5&seed=0' --data builtin:facts
     --limit 40 --out out/evaluate"""
-    from judgeaudit.audit.evaluate import check_field, select_items
-    from judgeaudit.audit.evaluate import evaluate as run_evaluate
-    from judgeaudit.data import PairwiseItem
+    from judgeaudit.commands import prepare_evaluate
     from judgeaudit.report import write_results
 
-    if limit is not None and sample is not None:
-        raise fail("--limit and --sample both choose the items; give one of them")
-    items = load_items(data)
-    items, selection = select_items(items, limit=limit, sample=sample, seed=seed)
-    if not items:
-        raise fail(f"data {data!r} has no items")
-    n_pair = sum(isinstance(it, PairwiseItem) for it in items)
-    if n_pair and n_pair != len(items):
-        raise fail(f"data {data!r} mixes {n_pair} pairwise and {len(items) - n_pair} "
-                   "pointwise items; evaluate one kind at a time")
-    pointwise = n_pair == 0
-    if pointwise and (pair_rule is not None or ties is not None):
-        raise fail(f"--pair-rule and --ties apply to pairwise data; {data!r} is pointwise "
-                   "(a gold score per response)")
-    if not pointwise and (group_by is not None or system_field is not None):
-        raise fail(f"--group-by and --system-field apply to pointwise data (a gold score per "
-                   f"response); {data!r} is pairwise")
-    for name, option in ((by, "--by"), (group_by, "--group-by"),
-                         (system_field, "--system-field")):
-        if name is not None:
-            try:
-                check_field(items, name, option)
-            except ValueError as exc:
-                raise fail(str(exc)) from None
-    check_out_dir(out)
-    store = open_cache(cache, no_cache)
-    bundle = make_judge(judge, store, concurrency=concurrency, timeout=timeout, seed=seed)
-    n_calls = len(items) if pointwise else bundle.pairwise.n_calls(items)
-
-    async def go() -> dict:
-        try:
-            with progress_bar("judging", n_calls) as advance:
-                return await run_evaluate(bundle, items, on_done=advance, data_spec=data,
-                                          seed=seed, min_valid=min_valid,
-                                          max_failed=max_failed, pair_rule=pair_rule or "mean",
-                                          ties=ties, by=by, group_by=group_by,
-                                          system_field=system_field, selection=selection)
-        finally:
-            await bundle.aclose()
-
-    res = run_async(go, cache_path=store and str(store.path))
+    cfg = settings(EvaluateConfig, locals())
+    run = checked(lambda: prepare_evaluate(cfg, cli=True))
+    res = run_command(cfg, run)
+    pointwise, selection = run.info["pointwise"], run.info["selection"]
     path = write_results(out / "results.json", res)
     for w in res.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {w}")
@@ -270,10 +228,8 @@ def audit(
 
     Example: judgeaudit audit --judge 'sim:biased?seed=0' --data builtin:facts --n 30 --out
     out/audit"""
-    from judgeaudit.audit.battery import audit_items, check_runnable, run_battery
-    from judgeaudit.audit.evaluate import check_field
     from judgeaudit.audit.probe import get_probe, probe_names
-    from judgeaudit.cli.progress import growing_bar
+    from judgeaudit.commands import prepare_audit
     from judgeaudit.report import write_results
 
     if list_probes:
@@ -283,67 +239,13 @@ def audit(
             console.print(f"[bold]{name}[/] ({tag}): {p.description}")
         raise typer.Exit(0)
     mode, must_pass = _parse_fail_on(fail_on)
-    names = ([p.strip() for p in probes.split(",") if p.strip()] if probes
-             else probe_names(default_only=not full))
-    try:
-        for name in names:
-            get_probe(name)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    if n is not None and sample is not None:
-        raise fail("--n and --sample both choose the items; give one of them")
-    if adaptive and (n is not None or sample is not None or panel):
-        raise fail("--adaptive chooses the items itself (--max-n); not with --n, --sample "
-                   "or --panel")
-    if not adaptive and (max_calls is not None or max_cost is not None):
-        raise fail("--max-calls and --max-cost apply to --adaptive")
-    if max_cost is not None and not max_cost > 0:
-        raise fail(f"--max-cost: expected a positive number of USD, got {max_cost}")
-    items = load_items(data)
-    unknown = must_pass - set(names)
+    cfg = settings(AuditConfig, locals())
+    run = checked(lambda: prepare_audit(cfg, cli=True))
+    unknown = must_pass - set(run.info["names"])
     if unknown:
         raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
-    items, limit, selection = audit_items(items, n=n, sample=sample, full=full, seed=seed)
-    if not items:
-        raise fail(f"data {data!r} has no items")
-    try:
-        if by is not None:
-            check_field(items, by, "--by")
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    try:
-        check_runnable(items, names, limit=limit)
-    except ValueError as exc:
-        raise fail(f"data {data!r}: {exc}") from None
-    check_out_dir(out)
-    c = open_cache(cache, no_cache)
-    kw = {"concurrency": concurrency, "timeout": timeout, "seed": seed}
-    bundle = make_judge(judge, c, **kw)
-    others = [make_judge(s, c, **kw) for s in split_specs(panel or "")]
-
-    async def go() -> dict:
-        try:
-            with growing_bar("auditing") as bar:
-                if adaptive:
-                    from judgeaudit.audit.adaptive import run_adaptive
-
-                    return await run_adaptive(
-                        bundle, items, names, seed=seed, alpha=alpha, max_n=max_n,
-                        round_size=round_size, max_calls=max_calls, max_cost=max_cost,
-                        data_spec=data, on_calls=bar.add_total, on_done=bar.advance,
-                        min_valid=min_valid, max_failed=max_failed, by=by)
-                return await run_battery(bundle, items, names, seed=seed, alpha=alpha,
-                                         panel=others, data_spec=data,
-                                         on_calls=bar.add_total, on_done=bar.advance,
-                                         min_valid=min_valid, max_failed=max_failed,
-                                         limit=limit, by=by, selection=selection)
-        finally:
-            for b in [bundle, *others]:
-                await b.aclose()
-
-    res = run_async(go, cache_path=c and str(c.path))
-    if note:
-        res.setdefault("notes", []).append(note)
+    res = run_command(cfg, run)
+    limit = run.info["limit"]
     path = write_results(out / "results.json", res)
     from judgeaudit.cli.format import audit_table, panel_table
 

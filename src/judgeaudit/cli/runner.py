@@ -1,6 +1,8 @@
-"""What every command does around its pipeline: check the output place before paying for a
-run, run the async pipeline with Ctrl-C handled (finished calls are cached; exit 130 with how
-to resume), and finish with one outcome rule (exit 3 when a run judged too little).
+"""What every command does around its pipeline: build its Config from the options
+(`settings`), check the output place before paying for a run, run the prepared command
+(`judgeaudit.commands`, shared with the Python API) in a Session with progress bars and
+Ctrl-C handled (finished calls are cached; exit 130 with how to resume) (`run_command`), and
+finish with one outcome rule (exit 3 when a run judged too little).
 
 Exit codes are documented in `judgeaudit.report.outcome`."""
 
@@ -10,23 +12,27 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from judgeaudit.cli.progress import console, fail
-from judgeaudit.config import EvaluateConfig
+from judgeaudit.cli.progress import console, fail, growing_bar
+from judgeaudit.config import CommandConfig, EvaluateConfig
 from judgeaudit.report.outcome import (
     DEFAULT_MAX_FAILED,
     DEFAULT_MIN_VALID,
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
 )
-from judgeaudit.spec import public_spec
+
+if TYPE_CHECKING:
+    from judgeaudit.session import Progress
 
 T = TypeVar("T")
+C = TypeVar("C", bound=CommandConfig)
 log = logging.getLogger("judgeaudit.cli")
 
 
@@ -88,17 +94,6 @@ def check_out_dir(out: Path) -> Path:
     return out
 
 
-def load_items(data: str) -> list:
-    """Items of a data SPEC, or exit 2 with the loader's one-line error."""
-    from judgeaudit.data import DataError, load
-
-    try:
-        return load(data)
-    except (DataError, ValueError, FileNotFoundError, OSError) as exc:
-        msg = str(exc)
-        raise fail(msg if data in msg else f"data {data!r}: {msg}") from None
-
-
 def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
     from judgeaudit.llm import Cache
 
@@ -110,22 +105,73 @@ def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
         raise fail(f"--cache {cache or 'default'}: {exc}") from None
 
 
-def make_judge(spec: str, store, **kw):  # -> JudgeBundle
-    from judgeaudit.cli.plan_cmd import active_planner
-    from judgeaudit.judges import make_judge as build
+def settings(model: type[C], values: Mapping[str, Any], **renamed: Any) -> C:
+    """The command's Config from its parsed options (`values`: the command's locals; other
+    names are left out; `renamed`: fields whose option has another parameter name). The
+    values were checked already: by the options' callbacks, `--config`'s validation and the
+    command's `prepare_*`, which names the options in its messages."""
+    given = {k: v for k, v in values.items() if k in model.model_fields}
+    return model.model_construct(**{**given, **renamed})
 
+
+@contextmanager
+def session_bars() -> Iterator[Callable[[Progress], None]]:
+    """A session progress callback drawing one bar per task (`growing_bar`), each closed
+    when the next task starts; a bar's total grows as the pipeline plans its calls."""
+    with ExitStack() as stack:
+        st: dict[str, Any] = {"task": None, "bar": None, "done": 0, "total": 0}
+
+        def on_progress(ev: Progress) -> None:
+            if ev.task != st["task"]:
+                stack.close()
+                st.update(task=ev.task, bar=stack.enter_context(growing_bar(ev.task)), done=0,
+                          total=0)
+            if (ev.total or 0) > st["total"]:
+                st["bar"].add_total(ev.total - st["total"])
+                st["total"] = ev.total
+            if ev.done > st["done"]:
+                st["bar"].advance(ev.done - st["done"])
+                st["done"] = ev.done
+
+        yield on_progress
+
+
+def checked(make: Callable[[], T]) -> T:
+    """Bad input found by a command's checks (ValueError) exits 2 with its message."""
+    try:
+        return make()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
+def run_command(cfg: Any, run: Any) -> dict[str, Any]:
+    """A prepared command (`judgeaudit.commands.Run`) run the CLI's way: the output folder
+    checked, a Session on the CLI's cache with progress bars (under --plan-only its judges
+    plan), the body through `run_async` (Ctrl-C: exit 130; a fatal call: exit 3; a
+    ValueError: bad input, exit 2), the judges closed. Returns the results document."""
+    from judgeaudit.cli.plan_cmd import active_planner
+    from judgeaudit.session import Session
+
+    check_out_dir(cfg.out)
     planner = active_planner()
-    if planner is not None and store is None:
+    if planner is not None and cfg.no_cache:
         raise fail("--plan-only needs the cache (the answers are ingested into it): drop "
                    "--no-cache")
-    try:
-        bundle = build(spec, cache=store, **kw)
-    except (ValueError, FileNotFoundError, OSError) as exc:
-        raise fail(f"judge {public_spec(spec)!r}: {exc}") from None
-    if planner is not None:  # --plan-only: cache misses are planned, not sent
-        planner.bind(store)
-        bundle.client.planner = planner
-    return bundle
+    store = open_cache(cfg.cache, cfg.no_cache)
+    with session_bars() as bars:
+        sess = Session(cache=store if store is not None else False,
+                       concurrency=getattr(cfg, "concurrency", None),
+                       timeout=getattr(cfg, "timeout", None), seed=cfg.seed, progress=bars,
+                       planner=planner)
+
+        async def go() -> dict[str, Any]:
+            try:
+                with sess.command():
+                    return await run.body(sess)
+            finally:
+                await sess.aclose()
+
+        return checked(lambda: run_async(go, cache_path=store and str(store.path)))
 
 
 def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None) -> T:

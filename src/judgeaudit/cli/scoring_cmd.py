@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from judgeaudit.cli.format import est_ci
-from judgeaudit.cli.progress import console, fail, progress_bar
+from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
@@ -19,17 +19,18 @@ from judgeaudit.cli.runner import (
     JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
-    check_out_dir,
+    checked,
     exit_if_failed,
     positive,
     positive_float,
     print_json,
-    run_async,
+    run_command,
+    settings,
 )
+from judgeaudit.config import ScoringBiasConfig
 
-PERT_HELP = ("Comma-separated templates (baseline always runs): order_desc, order_random, "
-             "ids_letters, ids_roman, ref_1..ref_5 (default: all).")
-
+# Option help texts and defaults are the Config fields' (judgeaudit.config): one place.
+S, _SD = ScoringBiasConfig, ScoringBiasConfig()
 
 def results_table(res: dict[str, Any]) -> Table:
     t = Table(title=f"scoring-bias: {res.get('judge')} on {res.get('data')}")
@@ -67,56 +68,39 @@ def _tolerance(v: int) -> int:
 
 
 def scoring_bias(
-    judge: Annotated[str, typer.Option("--judge", "-j", help=(
-        "Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL | anthropic:MODEL | "
-        "sim?order_bias=0.5&ref_pull=0.3"))] = "local",
-    data: Annotated[str, typer.Option("--data", "-d", help=(
-        "Pointwise data SPEC: builtin:graded | prometheus:PATH?set=mt_bench | "
-        "summeval:PATH?aspect=coherence | jsonl:PATH"))] = "builtin:graded",
-    perturbations: Annotated[str | None, typer.Option(help=PERT_HELP)] = None,
-    ids: Annotated[list[str] | None, typer.Option(
-        "--ids", help="Extra score-id scheme NAME=w,x,y,z,t (ids for scores 1..5); "
-        "repeatable; runs as ids_NAME.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Use only the first N items (N >= 1).",
+    judge: Annotated[str, typer.Option("--judge", "-j", help=S.help("judge"))] = _SD.judge,
+    data: Annotated[str, typer.Option("--data", "-d", help=S.help("data"))] = _SD.data,
+    perturbations: Annotated[str | None, typer.Option(help=S.help("perturbations"))] = None,
+    ids: Annotated[list[str] | None, typer.Option("--ids", help=S.help("ids"))] = None,
+    limit: Annotated[int | None, typer.Option(help=S.help("limit"),
                                               callback=positive("--limit"))] = None,
-    repeats: Annotated[int, typer.Option(callback=positive("--repeats"), help=(
-        "Baseline scorings per item (>= 2 gives the repeat noise and a held-out repeat for "
-        "the mitigation check; use 1 for a deterministic judge such as local)."))] = 3,
-    references: Annotated[Path | None, typer.Option(help=(
-        "Ref-k answers: a references.json written by --generate-references, or "
-        "{item_id: {k: text}}. Without it Ref-5 is the dataset's reference and Ref-1..4 "
-        "are skipped (builtin:graded uses its own level-k answers)."))] = None,
+    repeats: Annotated[int, typer.Option(callback=positive("--repeats"),
+                                         help=S.help("repeats"))] = _SD.repeats,
+    references: Annotated[Path | None, typer.Option(help=S.help("references"))] = None,
     generate_references: Annotated[bool, typer.Option(
-        "--generate-references", help="Write Ref-1..4 by generation and review first.")] = False,
-    generator: Annotated[str | None, typer.Option(
-        help="Generator SPEC (default: --judge).")] = None,
-    reviewer: Annotated[str | None, typer.Option(
-        help="Reviewer SPEC (default: --judge).")] = None,
-    ref_limit: Annotated[int | None, typer.Option(
-        help="Generate references for the first N items only.",
-        callback=positive("--ref-limit"))] = None,
-    ref_attempts: Annotated[int, typer.Option(help="Generation attempts per Ref-k.",
-                                              callback=positive("--ref-attempts"))] = 3,
-    ref_tolerance: Annotated[int, typer.Option(
-        help="Accept when |review score - k| <= this (0-4).", callback=_tolerance)] = 0,
-    ref_max_tokens: Annotated[int, typer.Option(help="Generation budget (tokens).",
-                                                callback=positive("--ref-max-tokens"))] = 160,
-    ref_review: Annotated[str, typer.Option(help=(
-        "score: accept when the reviewer scores the candidate k (+- --ref-tolerance); order: "
-        "accept when the reviewer's scores put Ref-k strictly between the other levels (for "
-        "reviewers that give every text the same score)."))] = "score",
-    template: Annotated[str, typer.Option(help="Scoring template name or .txt path.")] = (
-        "pointwise_scoring_v1"),
-    out: Annotated[Path, typer.Option(help="Output directory (results.json, report.html).")] = (
-        Path("out/scoring-bias")),
-    seed: int = 0,
-    concurrency: Annotated[int | None, typer.Option(help="Concurrent judge calls (>= 1).",
+        "--generate-references", help=S.help("generate_references"))] = False,
+    generator: Annotated[str | None, typer.Option(help=S.help("generator"))] = None,
+    reviewer: Annotated[str | None, typer.Option(help=S.help("reviewer"))] = None,
+    ref_limit: Annotated[int | None, typer.Option(help=S.help("ref_limit"),
+                                                  callback=positive("--ref-limit"))] = None,
+    ref_attempts: Annotated[int, typer.Option(help=S.help("ref_attempts"),
+                                              callback=positive("--ref-attempts"))] = (
+        _SD.ref_attempts),
+    ref_tolerance: Annotated[int, typer.Option(help=S.help("ref_tolerance"),
+                                               callback=_tolerance)] = _SD.ref_tolerance,
+    ref_max_tokens: Annotated[int, typer.Option(help=S.help("ref_max_tokens"),
+                                                callback=positive("--ref-max-tokens"))] = (
+        _SD.ref_max_tokens),
+    ref_review: Annotated[str, typer.Option(help=S.help("ref_review"))] = _SD.ref_review,
+    template: Annotated[str, typer.Option(help=S.help("template"))] = _SD.template,
+    out: Annotated[Path, typer.Option(help=S.help("out"))] = _SD.out,
+    seed: Annotated[int, typer.Option(help=S.help("seed"))] = 0,
+    concurrency: Annotated[int | None, typer.Option(help=S.help("concurrency"),
                                                     callback=positive("--concurrency"))] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per call (> 0).",
+    timeout: Annotated[float | None, typer.Option(help=S.help("timeout"),
                                                   callback=positive_float)] = None,
-    cache: Annotated[Path | None, typer.Option(
-        help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    cache: Annotated[Path | None, typer.Option(help=S.help("cache"))] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=S.help("no_cache"))] = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
     config: ConfigFileOpt = None,
@@ -130,107 +114,13 @@ def scoring_bias(
 
     Example: judgeaudit scoring-bias --judge 'sim?order_bias=0.5&ref_pull=0.3' --data
     builtin:graded --limit 10 --out out/scoring-bias"""
-    from judgeaudit.cli.runner import make_judge, open_cache
-    from judgeaudit.data import DataError, load
-    from judgeaudit.data.schema import PointwiseItem
-    from judgeaudit.judges.pointwise import RubricJudge
+    from judgeaudit.commands import prepare_scoring_bias
     from judgeaudit.report import write_results
     from judgeaudit.report.html import write_report
-    from judgeaudit.scoring.perturbations import resolve
-    from judgeaudit.scoring.references import (
-        ReferencePipeline,
-        as_references,
-        question_key,
-        read_references,
-        sibling_references,
-        summarize,
-        write_references,
-    )
-    from judgeaudit.scoring.run import n_calls, run_scoring_bias
 
-    if ref_review not in ("score", "order"):
-        raise fail(f"--ref-review: expected score or order, got {ref_review!r}")
-    try:
-        perts = resolve(perturbations.split(",") if perturbations else None, seed=seed,
-                        id_maps=ids or ())
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    try:
-        loaded = load(data)
-    except (DataError, ValueError, FileNotFoundError) as exc:
-        raise fail(f"data {data!r}: {exc}") from None
-    items = [it for it in loaded if isinstance(it, PointwiseItem)]
-    siblings = sibling_references(items)  # from every item, before --limit
-    if not items:
-        raise fail(f"data {data!r} has no pointwise items (scoring-bias scores single "
-                    "responses; pairwise data does not apply)")
-    if limit is not None:
-        items = items[:limit]
-    refs: dict[str, dict[int, str]] = {}
-    if references is not None:
-        try:
-            refs = read_references(references)
-        except (OSError, ValueError) as exc:
-            raise fail(f"--references: {exc}") from None
-    elif not generate_references:
-        refs = siblings
-    check_out_dir(out)
-    store = open_cache(cache, no_cache)
-    bundles: dict[str, Any] = {}
-
-    def bundle_for(spec: str) -> Any:
-        if spec not in bundles:
-            bundles[spec] = make_judge(spec, store, concurrency=concurrency, timeout=timeout,
-                                        seed=seed)
-        return bundles[spec]
-
-    main = bundle_for(judge)
-    if generate_references:  # every spec checked before any call
-        bundle_for(generator or judge)
-        bundle_for(reviewer or judge)
-    try:
-        rubric = RubricJudge(main.client, template)
-    except ValueError as exc:
-        raise fail(f"--template: {exc}") from None
-    ref_info: dict[str, Any] | None = None
-
-    async def go() -> dict[str, Any]:
-        nonlocal refs, ref_info
-        try:
-            if generate_references:
-                gen_b, rev_b = bundle_for(generator or judge), bundle_for(reviewer or judge)
-                pipe = ReferencePipeline(gen_b.client, rev_b.client, max_attempts=ref_attempts,
-                                         tolerance=ref_tolerance, max_tokens=ref_max_tokens,
-                                         review=ref_review)
-                subset = items[:ref_limit] if ref_limit else items
-                n_q = len({question_key(it) for it in subset})  # one set per question
-                with progress_bar("references", 2 * 4 * n_q * ref_attempts) as adv:
-                    results = await pipe.run(subset, on_done=adv)
-                info = {"generator": gen_b.public_spec, "reviewer": rev_b.public_spec,
-                        "max_attempts": ref_attempts, "tolerance": ref_tolerance,
-                        "review": ref_review,
-                        "max_tokens": ref_max_tokens, "data": data}
-                write_references(out / "references.json", results, info)
-                refs = {**refs, **as_references(results)}
-                ref_info = {**info, "summary": summarize(results),
-                            "file": str(out / "references.json")}
-            total = n_calls(items, perts, refs, repeats)
-            with progress_bar("scoring", total) as adv:
-                return await run_scoring_bias(rubric, items, perts, references=refs,
-                                              repeats=repeats, seed=seed,
-                                              judge_spec=main.public_spec, data_spec=data,
-                                              on_done=adv, min_valid=min_valid,
-                                              max_failed=max_failed)
-        finally:
-            for b in bundles.values():
-                await b.aclose()
-
-    try:
-        res = run_async(go, cache_path=store and str(store.path))
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    if ref_info is not None:
-        res["references"] = ref_info
+    cfg = settings(ScoringBiasConfig, locals())
+    res = run_command(cfg, checked(lambda: prepare_scoring_bias(
+        cfg, references_out=out / "references.json", cli=True)))
     path = write_results(out / "results.json", res)
     report = write_report(path)
     if (res.get("run") or {}).get("status") != "failed":  # a failed run's numbers: no result

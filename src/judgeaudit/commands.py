@@ -1,0 +1,609 @@
+"""Every command once: `prepare_<command>(config) -> Run`, then `await run.body(session)`.
+
+`prepare_*` takes the command's settings (`judgeaudit.config`), loads and checks the input
+and raises ValueError for bad input before any call; the returned `Run`'s `body` makes the
+judges in a `judgeaudit.session.Session`, runs the pipeline and returns the results
+document. The CLI (`judgeaudit.cli`) and the Python API (`judgeaudit.api`) both call these,
+so a command's logic exists in one place; they differ only in what they wrap around it (the
+CLI: output folder, progress bars, exit codes; the API: a `Result`). `cli=True` names options
+the CLI's way in messages (`--limit`), otherwise the API's (`limit`).
+
+Inputs the settings cannot hold (a list of items, references or a discover result as
+objects, an embedder) are keyword arguments of `prepare_*`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgeaudit.data.spec import public_spec, split_specs
+from judgeaudit.session import Session
+
+if TYPE_CHECKING:
+    from judgeaudit.config import (
+        AuditConfig,
+        DiscoverConfig,
+        EvaluateConfig,
+        MitigateConfig,
+        QuantifyConfig,
+        ScoringBiasConfig,
+    )
+    from judgeaudit.hubj.embed import Embedder
+
+Data = str | Sequence[Any]
+Doc = str | os.PathLike[str] | Mapping[str, Any]
+
+
+@dataclass
+class Run:
+    """A prepared command: `body(session)` runs it and returns the results document.
+    `judge`, `data` and `n_planned()` describe it for a run that fails without a document
+    (a fatal call); `info` holds what the CLI shows beside the document."""
+
+    command: str
+    judge: str
+    data: str
+    body: Callable[[Session], Awaitable[dict[str, Any]]]
+    n_planned: Callable[[], int]
+    min_valid: int
+    max_failed: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def opt(name: str, cli: bool) -> str:
+    """An option's name in a message: `--name-x` for the CLI, `name_x` for the API."""
+    return f"--{name.replace('_', '-')}" if cli else name
+
+
+# ---- input -------------------------------------------------------------------------------
+
+def _as_item(x: Any) -> Any:
+    from judgeaudit.data.schema import PairwiseItem, PointwiseItem
+
+    if isinstance(x, PairwiseItem | PointwiseItem):
+        return x
+    if isinstance(x, Mapping):
+        cls = PairwiseItem if "response_1" in x else PointwiseItem
+        return cls.model_validate(dict(x))
+    raise ValueError(f"data: expected PairwiseItem, PointwiseItem or dict items, got "
+                     f"{type(x).__name__}")
+
+
+def load_data(data: Data) -> tuple[list[Any], str]:
+    """Items of a data SPEC or a list, and the name the results give the data (the spec, or
+    "memory:N items")."""
+    if isinstance(data, str):
+        from judgeaudit.data import DataError, load
+
+        try:
+            return list(load(data)), data
+        except (DataError, ValueError, FileNotFoundError, OSError) as exc:
+            msg = str(exc)
+            raise ValueError(msg if data in msg else f"data {data!r}: {msg}") from None
+    if isinstance(data, bytes | Mapping) or not isinstance(data, Sequence | list | tuple):
+        raise ValueError(f"data: expected a data SPEC or a list of items, got "
+                         f"{type(data).__name__}")
+    items = [_as_item(x) for x in data]
+    seen: set[str] = set()
+    for it in items:
+        if it.id in seen:
+            raise ValueError(f"data: duplicate item id {it.id!r}; ids must be unique")
+        seen.add(it.id)
+    return items, f"memory:{len(items)} items"
+
+
+def _read_doc(x: Doc, what: str) -> dict[str, Any]:
+    """A results document given as a dict (or `Result`) or a path: a path the CLI gives is
+    read as plain JSON; one the API gives is loaded as a `Result` (schema checked)."""
+    from judgeaudit.result import Result
+
+    if isinstance(x, Result):
+        return x.to_dict()
+    if isinstance(x, Mapping):
+        return dict(x)
+    if what.startswith("--"):
+        try:
+            return json.loads(Path(x).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{what} {x}: {exc}") from None
+    try:
+        return Result.load(x).to_dict()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{what} {x}: {exc}") from None
+
+
+# ---- evaluate ----------------------------------------------------------------------------
+
+def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
+                     cli: bool = False) -> Run:
+    """`judgeaudit evaluate`: the items chosen and checked; `data` replaces `cfg.data`
+    (e.g. a list of items)."""
+    from judgeaudit.audit.evaluate import check_field, select_items
+    from judgeaudit.audit.evaluate import evaluate as run_evaluate
+    from judgeaudit.data.schema import PairwiseItem
+
+    if cfg.limit is not None and cfg.sample is not None:
+        raise ValueError(f"{opt('limit', cli)} and {opt('sample', cli)} both choose the items; "
+                         "give one of them")
+    loaded, spec = load_data(cfg.data if data is None else data)
+    items, selection = select_items(loaded, limit=cfg.limit, sample=cfg.sample, seed=cfg.seed)
+    if not items:
+        raise ValueError(f"data {spec!r} has no items")
+    n_pair = sum(isinstance(it, PairwiseItem) for it in items)
+    if n_pair and n_pair != len(items):
+        raise ValueError(f"data {spec!r} mixes {n_pair} pairwise and {len(items) - n_pair} "
+                         "pointwise items; evaluate one kind at a time")
+    pointwise = n_pair == 0
+    if pointwise and (cfg.pair_rule is not None or cfg.ties is not None):
+        raise ValueError(f"{opt('pair_rule', cli)} and {opt('ties', cli)} apply to pairwise "
+                         f"data; {spec!r} is pointwise (a gold score per response)")
+    if not pointwise and (cfg.group_by is not None or cfg.system_field is not None):
+        raise ValueError(f"{opt('group_by', cli)} and {opt('system_field', cli)} apply to "
+                         f"pointwise data (a gold score per response); {spec!r} is pairwise")
+    for name in ("by", "group_by", "system_field"):
+        if getattr(cfg, name) is not None:
+            check_field(items, getattr(cfg, name), opt(name, cli))
+
+    async def body(s: Session) -> dict[str, Any]:
+        bundle = s.judge(cfg.judge)
+        tr = s.tracker("judging", len(items) if pointwise else bundle.pairwise.n_calls(items))
+        return await run_evaluate(bundle, items, on_done=tr.advance, data_spec=spec,
+                                  seed=cfg.seed, min_valid=cfg.min_valid,
+                                  max_failed=cfg.max_failed, pair_rule=cfg.pair_rule or "mean",
+                                  ties=cfg.ties, by=cfg.by, group_by=cfg.group_by,
+                                  system_field=cfg.system_field, selection=selection)
+
+    return Run("evaluate", public_spec(cfg.judge), spec, body, lambda: len(items),
+               cfg.min_valid, cfg.max_failed,
+               info={"pointwise": pointwise, "selection": selection})
+
+
+# ---- audit -------------------------------------------------------------------------------
+
+def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
+                  panel: Sequence[str] | None = None, cli: bool = False) -> Run:
+    """`judgeaudit audit`: probes and items chosen and checked (each probe takes the first n
+    pairs it can use, or a seeded sample); `data` replaces `cfg.data`, `panel` (a list of
+    SPECs) `cfg.panel`."""
+    from judgeaudit.audit.battery import audit_items, check_runnable, run_battery
+    from judgeaudit.audit.evaluate import check_field
+    from judgeaudit.audit.probe import get_probe, probe_names
+
+    names = ([p.strip() for p in cfg.probes.split(",") if p.strip()] if cfg.probes
+             else probe_names(default_only=not cfg.full))
+    for name in names:
+        get_probe(name)  # an unknown probe raises ValueError naming the known ones
+    panel_specs = list(panel) if panel is not None else split_specs(cfg.panel or "")
+    if cfg.n is not None and cfg.sample is not None:
+        raise ValueError(f"{opt('n', cli)} and {opt('sample', cli)} both choose the items; "
+                         "give one of them")
+    if cfg.adaptive and (cfg.n is not None or cfg.sample is not None or panel_specs):
+        raise ValueError("--adaptive chooses the items itself (--max-n); not with --n, "
+                         "--sample or --panel")
+    if not cfg.adaptive and (cfg.max_calls is not None or cfg.max_cost is not None):
+        raise ValueError("--max-calls and --max-cost apply to --adaptive")
+    if cfg.max_cost is not None and not cfg.max_cost > 0:
+        raise ValueError(f"--max-cost: expected a positive number of USD, got {cfg.max_cost}")
+    loaded, spec = load_data(cfg.data if data is None else data)
+    items, limit, selection = audit_items(loaded, n=cfg.n, sample=cfg.sample, full=cfg.full,
+                                          seed=cfg.seed)
+    if not items:
+        raise ValueError(f"data {spec!r} has no items")
+    if cfg.by is not None:
+        check_field(items, cfg.by, opt("by", cli))
+    try:
+        check_runnable(items, names, limit=limit)
+    except ValueError as exc:
+        raise ValueError(f"data {spec!r}: {exc}") from None
+
+    async def body(s: Session) -> dict[str, Any]:
+        bundle = s.judge(cfg.judge)
+        others = [s.judge(p) for p in panel_specs]
+        tr = s.tracker("auditing")
+        if cfg.adaptive:
+            from judgeaudit.audit.adaptive import run_adaptive
+
+            res = await run_adaptive(
+                bundle, items, names, seed=cfg.seed, alpha=cfg.alpha, max_n=cfg.max_n,
+                round_size=cfg.round_size, max_calls=cfg.max_calls, max_cost=cfg.max_cost,
+                data_spec=spec, on_calls=tr.add_total, on_done=tr.advance,
+                min_valid=cfg.min_valid, max_failed=cfg.max_failed, by=cfg.by)
+        else:
+            res = await run_battery(bundle, items, names, seed=cfg.seed, alpha=cfg.alpha,
+                                    panel=others, data_spec=spec, on_calls=tr.add_total,
+                                    on_done=tr.advance, min_valid=cfg.min_valid,
+                                    max_failed=cfg.max_failed, limit=limit, by=cfg.by,
+                                    selection=selection)
+        if cfg.note:
+            res.setdefault("notes", []).append(cfg.note)
+        return res
+
+    return Run("audit", public_spec(cfg.judge), spec, body, lambda: len(items), cfg.min_valid,
+               cfg.max_failed, info={"names": names, "limit": limit})
+
+
+# ---- scoring-bias ------------------------------------------------------------------------
+
+def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
+                         references: Mapping[str, Mapping[int, str]] | None = None,
+                         references_out: str | os.PathLike[str] | None = None,
+                         cli: bool = False) -> Run:
+    """`judgeaudit scoring-bias`: perturbations, items and Ref-k answers (`cfg.references`
+    read, or `references` as {item_id: {k: text}}, or the data's own); with
+    `cfg.generate_references` the generated ones are written to `references_out`."""
+    from judgeaudit.data.schema import PointwiseItem
+    from judgeaudit.judges.pointwise import RubricJudge
+    from judgeaudit.scoring.perturbations import resolve
+    from judgeaudit.scoring.references import (
+        ReferencePipeline,
+        as_references,
+        question_key,
+        read_references,
+        sibling_references,
+        summarize,
+        write_references,
+    )
+    from judgeaudit.scoring.run import n_calls, run_scoring_bias
+
+    if cfg.ref_review not in ("score", "order"):
+        raise ValueError(f"{opt('ref_review', cli)}: expected score or order, got "
+                         f"{cfg.ref_review!r}")
+    names = [p.strip() for p in (cfg.perturbations or "").split(",") if p.strip()]
+    perts = resolve(names or None, seed=cfg.seed, id_maps=cfg.ids or ())
+    loaded, spec = load_data(cfg.data if data is None else data)
+    items = [it for it in loaded if isinstance(it, PointwiseItem)]
+    if not items:
+        raise ValueError(f"data {spec!r} has no pointwise items (scoring-bias scores single "
+                         "responses; pairwise data does not apply)")
+    siblings = sibling_references(items)  # from every item, before the limit
+    if cfg.limit is not None:
+        items = items[:cfg.limit]
+    refs: dict[str, dict[int, str]] = {}
+    if references is not None:
+        refs = {str(i): {int(k): str(t) for k, t in by_k.items()}
+                for i, by_k in references.items()}
+    elif cfg.references is not None:
+        try:
+            refs = read_references(cfg.references)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{opt('references', cli)}: {exc}") from None
+    elif not cfg.generate_references:
+        refs = siblings
+    gen_spec, rev_spec = cfg.generator or cfg.judge, cfg.reviewer or cfg.judge
+
+    async def body(s: Session) -> dict[str, Any]:
+        nonlocal refs
+        main = s.judge(cfg.judge)
+        if cfg.generate_references:  # every spec checked before any call
+            s.judge(gen_spec)
+            s.judge(rev_spec)
+        try:
+            rubric = RubricJudge(main.client, cfg.template)
+        except ValueError as exc:
+            raise ValueError(f"{opt('template', cli)}: {exc}") from None
+        ref_info: dict[str, Any] | None = None
+        if cfg.generate_references:
+            gen_b, rev_b = s.judge(gen_spec), s.judge(rev_spec)
+            pipe = ReferencePipeline(gen_b.client, rev_b.client, max_attempts=cfg.ref_attempts,
+                                     tolerance=cfg.ref_tolerance,
+                                     max_tokens=cfg.ref_max_tokens, review=cfg.ref_review)
+            subset = items[:cfg.ref_limit] if cfg.ref_limit else items
+            n_q = len({question_key(it) for it in subset})  # one set per question
+            tr = s.tracker("references", 2 * 4 * n_q * cfg.ref_attempts)
+            results = await pipe.run(subset, on_done=tr.advance)
+            info = {"generator": gen_b.public_spec, "reviewer": rev_b.public_spec,
+                    "max_attempts": cfg.ref_attempts, "tolerance": cfg.ref_tolerance,
+                    "review": cfg.ref_review, "max_tokens": cfg.ref_max_tokens, "data": spec}
+            refs = {**refs, **as_references(results)}
+            ref_info = {**info, "summary": summarize(results)}
+            if references_out is not None:
+                ref_info["file"] = str(write_references(references_out, results, info))
+        tr = s.tracker("scoring", n_calls(items, perts, refs, cfg.repeats))
+        res = await run_scoring_bias(rubric, items, perts, references=refs,
+                                     repeats=cfg.repeats, seed=cfg.seed,
+                                     judge_spec=main.public_spec, data_spec=spec,
+                                     on_done=tr.advance, min_valid=cfg.min_valid,
+                                     max_failed=cfg.max_failed)
+        if ref_info is not None:
+            res["references"] = ref_info
+        return res
+
+    return Run("scoring-bias", public_spec(cfg.judge), spec, body,
+               lambda: n_calls(items, perts, refs, cfg.repeats), cfg.min_valid, cfg.max_failed)
+
+
+# ---- HUB-J: shared steps -----------------------------------------------------------------
+
+def _human_items(data: Data, limit: int | None, min_agreement: float) -> tuple[list[Any], str]:
+    """Pairwise items with a decisive human label given by at least `min_agreement` of
+    their annotators (the first `limit`)."""
+    from judgeaudit.data.schema import PairwiseItem
+    from judgeaudit.hubj.splits import human_filter
+
+    loaded, spec = load_data(data)
+    items = [it for it in loaded if isinstance(it, PairwiseItem)]
+    if not items:
+        raise ValueError(f"data {spec!r} has no pairwise items")
+    kept = human_filter(items, min_agreement)
+    if not kept:
+        raise ValueError(f"data {spec!r}: no item has a decisive human label (1 or 2) given "
+                         f"by at least {min_agreement:.0%} of its annotators")
+    return (kept[:limit] if limit is not None else kept), spec
+
+
+def _recorded_folder(recorded: str | None, data: Data, cli: bool) -> Path | None:
+    """The folder of the recorded verdicts (recorded 'pandalm' needs data pandalm:PATH)."""
+    if recorded is None:
+        return None
+    if recorded != "pandalm":
+        raise ValueError(f"{opt('recorded', cli)} {recorded!r}: only 'pandalm' is known")
+    from judgeaudit.data.spec import parse_spec
+
+    sp = parse_spec(data) if isinstance(data, str) else None
+    if sp is None or sp.kind != "pandalm" or not sp.name:
+        raise ValueError(("--recorded pandalm needs --data pandalm:PATH" if cli else
+                          "recorded='pandalm' needs data='pandalm:PATH'")
+                         + " (the folder with the recorded verdict files)")
+    return Path(sp.name)
+
+
+async def _winners(s: Session, specs: Sequence[str], recorded: str | None,
+                   folder: Path | None, items: Sequence[Any], workdir: Path | None,
+                   cli: bool) -> dict[str, dict[str, Any]]:
+    """Winners of every judge: recorded ones first (no calls; their files converted in
+    `workdir`, default a temporary folder), then live ones."""
+    from judgeaudit.hubj.run import live_winners, recorded_winners
+
+    winners: dict[str, dict[str, Any]] = {}
+    if recorded and folder is not None:
+        ids = [it.id for it in items]
+        if workdir is not None:
+            winners.update(recorded_winners(recorded, folder, ids, workdir))
+        else:
+            with tempfile.TemporaryDirectory(prefix="judgeaudit-recorded-") as tmp:
+                winners.update(recorded_winners(recorded, folder, ids, tmp))
+    if specs:
+        bundles = {s.judge(x).public_spec: s.judge(x) for x in specs}
+        tr = s.tracker("judging", 2 * len(items) * len(bundles))
+        winners.update(await live_winners(bundles, items, on_done=tr.advance))
+    if not winners:
+        raise ValueError("give --judges SPEC[,SPEC] and/or --recorded pandalm" if cli else
+                         "give judges=SPEC[,SPEC] and/or recorded='pandalm'")
+    return winners
+
+
+def _stamp(res: dict[str, Any], started: str) -> dict[str, Any]:
+    """Run facts every HUB-J document carries: version, start time, the judge(s)."""
+    import judgeaudit
+
+    judges = [str(j) for j in res.get("judges", [])]
+    res.setdefault("version", judgeaudit.__version__)
+    res.setdefault("started", started)
+    res.setdefault("judge", judges[0] if len(judges) == 1 else f"{len(judges)} judges")
+    return res
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _factors(names: str, factors_from: Doc | None, cli: bool
+             ) -> tuple[list[Any], dict[str, dict[int, str]]]:
+    """The factors named (shipped ones, or 'found' ones of a discover result) and the
+    criteria known for them."""
+    from judgeaudit.hubj.run import resolve_factors
+
+    discovered = None
+    if factors_from is not None:
+        what = opt("factors_from", cli)
+        discovered = _read_doc(factors_from, what)
+        if discovered.get("command") != "discover":
+            raise ValueError(f"{what} {factors_from}: not the results.json of `discover`"
+                             if cli else f"{what}: not the results of `discover`")
+        if names.strip() == "found":
+            names = ",".join(f["name"] for f in discovered["discover"]["factors"])
+    try:
+        return resolve_factors([n.strip() for n in names.split(",") if n.strip()], discovered)
+    except ValueError as exc:
+        raise ValueError(f"--factors: {exc}" if cli else str(exc)) from None
+
+
+# ---- discover ----------------------------------------------------------------------------
+
+def prepare_discover(cfg: DiscoverConfig, *, data: Data | None = None,
+                     judges: Sequence[str] | None = None, embedder: Embedder | None = None,
+                     on_stage: Callable[[str], None] | None = None,
+                     recorded_dir: Path | None = None, cli: bool = False) -> Run:
+    """`judgeaudit discover` (HUB-J Algorithm 1). `judges` (a list of SPECs) replaces
+    `cfg.judges`; `embedder`: default MiniLM; `on_stage(message)` hears each stage start;
+    `recorded_dir`: where recorded verdicts are converted (default: a temporary folder)."""
+    from judgeaudit.hubj.discover import DiscoverConfig as Algorithm1
+    from judgeaudit.hubj.run import run_discover
+
+    started = _now()
+    items, spec = _human_items(cfg.data if data is None else data, None, cfg.min_agreement)
+    folder = _recorded_folder(cfg.recorded, cfg.data if data is None else data, cli)
+    specs = list(judges) if judges is not None else split_specs(cfg.judges or "")
+    alg = Algorithm1(clusters=cfg.clusters, max_factors=cfg.factors, iterations=cfg.iterations,
+                     tau=cfg.tau, rho=cfg.rho, seed=cfg.seed, rep_fallback=cfg.rep_fallback)
+
+    async def body(s: Session) -> dict[str, Any]:
+        g = s.judge(cfg.llm)
+        for x in specs:  # every spec checked before any call
+            s.judge(x)
+        emb = embedder
+        if emb is None:
+            from judgeaudit.hubj.embed import MiniLMEmbedder
+
+            try:
+                emb = MiniLMEmbedder()
+            except RuntimeError as exc:  # the `hubj` extra is missing
+                if cli:
+                    raise ValueError(str(exc)) from None
+                raise
+        winners = await _winners(s, specs, cfg.recorded, folder, items, recorded_dir, cli)
+        # The number of G-module calls is known only stage by stage: the total grows with
+        # each stage's planned calls and the count advances on every answered call.
+        tr = s.tracker("discover (G-module calls)")
+
+        def observe(_req: Any) -> None:
+            tr.advance()
+
+        def stage(msg: str, planned: int) -> None:
+            tr.add_total(planned)
+            if on_stage is not None:
+                on_stage(msg)
+
+        g.client.observers.append(observe)
+        try:
+            res = await run_discover(items, winners, g.client, emb, alg, holdout=cfg.holdout,
+                                     limit=cfg.limit, holdout_limit=cfg.holdout_limit,
+                                     min_agreement=cfg.min_agreement, on_stage=stage,
+                                     judge_clients=[b.client for b in s.judges.values()],
+                                     min_valid=cfg.min_valid, max_failed=cfg.max_failed)
+        finally:
+            g.client.observers.remove(observe)
+        res.update(llm=g.public_spec, data=spec)
+        return _stamp(res, started)
+
+    return Run("discover", public_spec(cfg.llm), spec, body, lambda: 0, cfg.min_valid,
+               cfg.max_failed)
+
+
+# ---- quantify ----------------------------------------------------------------------------
+
+def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
+                     judges: Sequence[str] | None = None,
+                     factors_from: Doc | None = None, cli: bool = False) -> Run:
+    """`judgeaudit quantify` (HUB-J Algorithm 2). `judges` (a list of SPECs) replaces
+    `cfg.judges`; `factors_from` (a discover result) `cfg.factors_from`."""
+    from judgeaudit.hubj.llmjson import JSONStats
+    from judgeaudit.hubj.run import live_winners, run_quantify
+    from judgeaudit.hubj.validate import criteria_for_factors
+
+    try:
+        lv = [int(x) for x in cfg.levels.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{opt('levels', cli)} {cfg.levels!r}: expected comma-separated "
+                         "numbers 1-5") from None
+    if not lv or any(not 1 <= x <= 5 for x in lv):
+        raise ValueError(f"{opt('levels', cli)} {cfg.levels!r}: expected numbers 1-5")
+    if cfg.on_violation not in ("drop", "flag"):
+        raise ValueError(f"{opt('on_violation', cli)}: expected drop or flag, got "
+                         f"{cfg.on_violation!r}")
+    if cfg.inject not in ("rewrite", "append"):
+        raise ValueError(f"{opt('inject', cli)}: expected rewrite or append, got "
+                         f"{cfg.inject!r}")
+    fs, crit = _factors(cfg.factors, cfg.factors_from if factors_from is None
+                        else factors_from, cli)
+    started = _now()
+    specs = list(judges) if judges is not None else split_specs(cfg.judges)
+    if not specs:
+        raise ValueError(f"{opt('judges', cli)}: give at least one judge SPEC")
+    items, spec = _human_items(cfg.data if data is None else data, cfg.pool,
+                               cfg.min_agreement)
+    missing = [f for f in fs if f.name not in crit]
+    n_rw = (cfg.limit or len(items)) * len(fs) * len(lv)
+
+    async def body(s: Session) -> dict[str, Any]:
+        bundles = {s.judge(x).public_spec: s.judge(x) for x in specs}
+        gen = s.judge(cfg.generator or specs[0])
+        chk = s.judge(cfg.checker) if cfg.checker else None
+        if missing:
+            got, _src = await criteria_for_factors(gen.client, missing, JSONStats())
+            crit.update(got)
+        tr = s.tracker("quantify",
+                       2 * len(items) * len(bundles) + n_rw * (2 + 2 * len(bundles)))
+        agreement = await live_winners(bundles, items, on_done=tr.advance)
+        res = await run_quantify(bundles, gen.client, items, fs, crit,
+                                 checker=chk.client if chk else None, levels=lv,
+                                 n_cal=cfg.n_cal, seed=cfg.seed,
+                                 on_violation=cfg.on_violation, limit=cfg.limit,
+                                 agreement=agreement, inject=cfg.inject,
+                                 max_words=cfg.max_words, on_done=tr.advance,
+                                 min_agreement=cfg.min_agreement, min_valid=cfg.min_valid,
+                                 max_failed=cfg.max_failed)
+        res.update(data=spec, generator=gen.public_spec,
+                   checker=chk.public_spec if chk else gen.public_spec)
+        return _stamp(res, started)
+
+    return Run("quantify", ", ".join(public_spec(x) for x in specs), spec, body,
+               lambda: n_rw * len(specs), cfg.min_valid, cfg.max_failed, info={"levels": lv})
+
+
+# ---- mitigate ----------------------------------------------------------------------------
+
+def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
+                     judges: Sequence[str] | None = None, factors_from: Doc | None = None,
+                     apply: Doc | None = None, recorded_dir: Path | None = None,
+                     cli: bool = False) -> Run:
+    """`judgeaudit mitigate` (HUB-J Algorithm 3), or with `cfg.apply` / `apply` (an earlier
+    mitigate result) the correction of one judge's new verdicts ("mitigate-apply").
+    `judges`, `factors_from` replace the settings' values; `recorded_dir` as in
+    `prepare_discover`."""
+    from judgeaudit.hubj.llmjson import JSONStats
+    from judgeaudit.hubj.run import run_apply, run_mitigate
+    from judgeaudit.hubj.validate import criteria_for_factors
+
+    if cfg.estimator not in ("marginal", "two_stage"):
+        raise ValueError(f"{opt('estimator', cli)}: expected marginal or two_stage, got "
+                         f"{cfg.estimator!r}")
+    if cfg.candidate not in ("rejected", "response_1", "response_2"):
+        raise ValueError(f"{opt('candidate', cli)}: expected rejected, response_1 or "
+                         f"response_2, got {cfg.candidate!r}")
+    started = _now()
+    the_data = cfg.data if data is None else data
+    items, spec = _human_items(the_data, cfg.limit, cfg.min_agreement)
+    fit = cfg.apply if apply is None else apply
+    saved = _read_doc(fit, opt("apply", cli)) if fit is not None else None
+    fs, crit = ([], {}) if saved is not None else _factors(
+        cfg.factor, cfg.factors_from if factors_from is None else factors_from, cli)
+    if saved is None and len(fs) != 1:
+        raise ValueError(f"{opt('factor', cli)}: give exactly one factor")
+    folder = _recorded_folder(cfg.recorded, the_data, cli)
+    specs = list(judges) if judges is not None else split_specs(cfg.judges or "")
+    info: dict[str, Any] = {"apply": saved is not None}
+
+    async def body(s: Session) -> dict[str, Any]:
+        sc = s.judge(cfg.scorer)
+        for x in specs:  # every spec checked before any call
+            s.judge(x)
+        winners = await _winners(s, specs, cfg.recorded, folder, items, recorded_dir, cli)
+        clients = [b.client for b in s.judges.values()]
+        if saved is not None:
+            if len(winners) != 1:
+                raise ValueError("--apply corrects one judge: give exactly one of "
+                                 "--judges/--recorded" if cli else "apply corrects one judge: "
+                                 "give exactly one of judges / recorded")
+            (info["name"], w), = winners.items()
+            res = await run_apply(saved, info["name"], items, w, sc.client,
+                                  judge_clients=clients, min_valid=cfg.min_valid,
+                                  max_failed=cfg.max_failed)
+            res.update(data=spec, scorer=sc.public_spec)
+            if isinstance(fit, str | os.PathLike):
+                res["fit"] = str(fit)
+        else:
+            f = fs[0]
+            if f.name not in crit:
+                got, _src = await criteria_for_factors(sc.client, [f], JSONStats())
+                crit.update(got)
+            tr = s.tracker("G_score", len(items))
+            res = await run_mitigate(items, winners, sc.client, f, crit[f.name],
+                                     candidate=cfg.candidate, estimator=cfg.estimator,
+                                     on_done=tr.advance, judge_clients=clients,
+                                     min_valid=cfg.min_valid, max_failed=cfg.max_failed)
+            res.update(data=spec, scorer=sc.public_spec)
+        return _stamp(res, started)
+
+    return Run("mitigate" if saved is None else "mitigate-apply",
+               ", ".join(public_spec(x) for x in specs) or str(cfg.recorded), spec, body,
+               lambda: len(items) * max(1, len(specs)), cfg.min_valid, cfg.max_failed,
+               info=info)
