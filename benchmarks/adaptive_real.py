@@ -30,9 +30,16 @@ How:
    each probe's first 500 usable items, sharing the adaptive run's verdict memo
    (`run_adaptive(memo=...)`): the sim is deterministic per call, so these are exactly the
    verdicts and statistics of a standalone fixed-n audit of those items with that seed, and
-   only the items the adaptive run did not judge cost calls. Its calls are counted exactly
-   (every call of the union = the fixed-n audit's calls). On the other runs the fixed-n
-   calls are the audit's own estimate (`adaptive.fixed_n_calls`). A setting's
+   only the items the adaptive run did not judge cost calls. Its calls (`fixed_calls`) are
+   all the calls of the run, adaptive then fixed-n: the union of the two audits' calls,
+   which is the fixed-n audit's set of calls. Both counts include consistency repeats paid
+   twice when concurrent shift probes ask for the same repeat before either is memoised
+   (`AuditContext.judge`; the adaptive loop keeps that behaviour unchanged); a standalone
+   fixed-n audit races the same way on all 500 items and so usually pays more (on a small
+   run, tests/audit/test_adaptive_incremental.py: 1,080 calls here, 1,200 standalone).
+   On the other runs the fixed-n calls are the audit's own estimate
+   (`adaptive.fixed_n_calls`: each probe's own calls per item in the run times 500, plus
+   the baseline). A setting's
    `calls_ratio` is the mean adaptive calls over all its runs over the mean real fixed-n
    calls over its fixed-n runs (`calls_ratio_vs_estimate`: over the audit's estimates).
    Agreement counts the probes where the fixed-n audit decides (biased or not biased).
