@@ -30,3 +30,33 @@ def isolated_cache(tmp_path, monkeypatch) -> Path:
     p = tmp_path / "cache.sqlite"
     monkeypatch.setenv("JUDGEAUDIT_CACHE", str(p))
     return p
+
+
+def _release_local_models() -> None:
+    """Forget the embedded models loaded so far and hand the freed memory back to the OS
+    (glibc keeps freed heap pages otherwise: the next module's model would add to them)."""
+    import gc
+    import sys
+
+    local_model = sys.modules.get("judgeaudit.llm.local_model")
+    if local_model is None:
+        return
+    local_model.unload_all()
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _unload_local_models():
+    """Each test module starts without the embedded models of the modules before it, so the
+    suite holds one module's models at a time (peak RSS: one model, not the sum). Released
+    on entry too: the previous module's last test still holds its fixtures while this
+    fixture's teardown runs."""
+    _release_local_models()
+    yield
+    _release_local_models()

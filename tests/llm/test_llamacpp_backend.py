@@ -256,17 +256,25 @@ def llama() -> Any:
 
 
 @pytest.mark.local_model
-async def test_ab_probabilities_sum_to_one_and_agree_with_transformers(llama):
+async def test_ab_probabilities_sum_to_one_and_agree_with_transformers(request):
     """Both orders of easy builtin:facts pairs: valid probabilities, the right answer, and
-    the transformers backend's choice (P(A) within 0.06 of it; it runs fp32 or bf16 on
-    dequantized weights, llama.cpp on the quantized ones with 8-bit activations)."""
+    the transformers backend's choice (P(A) within 0.06 of it; it runs bf16 on dequantized
+    weights, llama.cpp on the quantized ones with 8-bit activations). The transformers
+    model is unloaded before the llama.cpp one loads: one model in memory at a time."""
     pytest.importorskip("torch")
+    import gc
+
+    from judgeaudit.llm import local_model
     from judgeaudit.llm.providers.local import LocalProvider
 
     reqs = _pair_requests(FACTS)
-    ours = [await llama.generate(r) for r in reqs]
-    torch_judge = LocalProvider("qwen-1.5b", {"backend": "transformers"})
+    torch_judge = LocalProvider("qwen-1.5b", {"backend": "transformers", "dtype": "bf16"})
     theirs = [await torch_judge.generate(r) for r in reqs]
+    del torch_judge
+    local_model.unload_all()
+    gc.collect()
+    llama = request.getfixturevalue("llama")
+    ours = [await llama.generate(r) for r in reqs]
     for r, a, b in zip(reqs, ours, theirs, strict=True):
         assert set(a.probs) == {"A", "B"} and sum(a.probs.values()) == pytest.approx(1, abs=1e-9)
         assert a.text == max(a.probs, key=a.probs.get) == b.text

@@ -12,8 +12,6 @@ a judge whose A/B labels were mixed up (which would get ~2/14).
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from judgeaudit.judges.templates import load_template
@@ -76,12 +74,10 @@ def _provider(model: str, params: dict[str, str]) -> LocalProvider:
 
 @pytest.fixture(scope="module")
 def judge() -> LocalProvider:
-    return _provider("qwen-1.5b", {"backend": "transformers"})
-
-
-@pytest.fixture(scope="module")
-def small_fp32() -> LocalProvider:
-    return _provider("qwen-0.5b", {"dtype": "fp32"})
+    # bf16 on every CPU: in fp32 the 1.5B needs ~7 GB (on CPUs without bf16 units torch
+    # computes bf16 by conversion: slower, half the memory); the 0.5B fp32 tests are in
+    # test_local_small.py, so the two models are never loaded together.
+    return _provider("qwen-1.5b", {"backend": "transformers", "dtype": "bf16"})
 
 
 async def test_easy_pairs_judged_correctly_in_both_orders(judge):
@@ -123,15 +119,12 @@ def _reuse_vs_full(provider: LocalProvider) -> tuple[float, int]:
     return worst, lm.state["prefix_cache"].reused_tokens
 
 
-def test_prefix_reuse_gives_the_same_probabilities(judge, small_fp32):
-    # fp32: the split computation is the same arithmetic up to summation order.
-    worst, reused = _reuse_vs_full(small_fp32)
-    assert reused >= 60  # at least the shared system prompt (~75 tokens) was reused
-    assert worst < 1e-4
+def test_prefix_reuse_gives_the_same_probabilities_in_bf16(judge):
     # bf16 (the default): matmuls of other shapes round differently; measured up to 0.012,
-    # the same size as the bf16-vs-fp32 difference of the full pass.
+    # the same size as the bf16-vs-fp32 difference of the full pass. (fp32, where the split
+    # computation is the same arithmetic up to summation order: test_local_small.py.)
     worst, reused = _reuse_vs_full(judge)
-    assert reused >= 60
+    assert reused >= 60  # at least the shared system prompt (~75 tokens) was reused
     assert worst < 0.03
 
 
@@ -146,69 +139,3 @@ async def test_short_generation_is_sensible(judge):
     # sampling is seeded from the request: the same request gives the same text
     hot = Request(messages=req.messages, max_tokens=8, temperature=0.9)
     assert (await judge.generate(hot)).text == (await judge.generate(hot)).text
-
-
-async def test_small_preset_gives_valid_probabilities(small_fp32):
-    assert small_fp32.cache_identity()["dtype"] == "fp32"
-    big = LocalProvider("qwen-1.5b", {"backend": "transformers"}).cache_identity()
-    assert small_fp32.cache_identity()["weights"] != big["weights"]
-    resp = await small_fp32.generate(pair_request(*EASY_PAIRS[0]))
-    assert set(resp.probs) == {"A", "B"} and resp.text in {"A", "B"}
-    assert 0.0 < resp.probs["A"] < 1.0
-    assert sum(resp.probs.values()) == pytest.approx(1.0, abs=1e-9)
-    score = Request(
-        messages=(Message("user", "Rate the answer 'Paris' to 'What is the capital of France?' "
-                                  "from 1 to 5."),),
-        prefill="Score:", choices=("1", "2", "3", "4", "5"),
-    )
-    s = await small_fp32.generate(score)
-    assert set(s.probs) == {"1", "2", "3", "4", "5"}
-    assert sum(s.probs.values()) == pytest.approx(1.0, abs=1e-9)
-
-
-async def test_prompt_lookup_decoding_gives_the_plain_greedy_text(small_fp32):
-    """decode=lookup (the default) copies candidates from the prompt and keeps them only where
-    they equal the model's greedy choice: a copy-heavy rewrite comes out as with plain
-    decoding (fp32, so no bf16 rounding ties)."""
-    from judgeaudit.llm.providers.local import generate_text
-
-    text = ("The Eiffel Tower is in Paris. It was finished in 1889 for the World's Fair and is "
-            "about 330 metres tall.")
-    req = Request(messages=(Message("user", "Repeat this text exactly, then add one sentence "
-                                            f"about its colour:\n{text}"),), max_tokens=60)
-    lm = small_fp32.loaded()
-    plain = generate_text(lm, req, decode="plain")
-    fast = generate_text(lm, req, decode="lookup", lookup_k=10)
-    assert fast.text == plain.text
-    assert fast.usage.completion_tokens == plain.usage.completion_tokens > 10
-
-
-async def test_batched_generation_gives_the_single_request_texts(small_fp32):
-    """gen_batch: greedy requests in flight together are decoded as one padded batch; in
-    fp32 each text is the one the request gets alone."""
-    from judgeaudit.llm.providers.local import generate_batch, generate_text
-
-    reqs = [Request(messages=(Message("user", q),), max_tokens=n) for q, n in (
-        ("Write one sentence about the sea.", 24), ("Say hello in French.", 8),
-        ("Name two prime numbers.", 16))]
-    lm = small_fp32.loaded()
-    alone = [generate_text(lm, r, decode="plain") for r in reqs]
-    together = generate_batch(lm, reqs)
-    assert [r.text for r in together] == [r.text for r in alone]
-    assert [r.usage.completion_tokens for r in together] == [
-        r.usage.completion_tokens for r in alone]
-    # through the provider: concurrent calls are batched and each gets its own answer
-    p = LocalProvider("qwen-0.5b", {"dtype": "fp32", "gen_batch": "3", "decode": "plain"})
-    client = Client(p)
-    assert client.concurrency == 3
-    outs = await asyncio.gather(*(client.call(r) for r in reqs))
-    assert [o.text for o in outs] == [r.text for r in alone]
-    # sampled requests are batched too; a row's draw depends on its own seed only
-    hot = [Request(messages=(Message("user", "Write one sentence about the sea."),),
-                   max_tokens=16, temperature=1.0, repeat=k) for k in (1, 2)]
-    solo = generate_batch(lm, hot[:1])[0].text
-    mixed = generate_batch(lm, [reqs[1], hot[0], hot[1]])
-    assert mixed[1].text == solo
-    assert mixed[0].text == alone[1].text  # the greedy row beside them is unchanged
-    assert mixed[2].text != solo  # another repeat, another draw
-
