@@ -8,6 +8,11 @@
 # first, and the audit takes as many items per probe as fit in DEMO_BUDGET seconds (default
 # 420, so the whole demo stays within about 10 minutes), between 12 and 30. The chosen size
 # and why are printed up front and kept in the report (its Notes).
+#
+# The judge runs on llama.cpp (the quantized GGUF as integers, ~2.2 GB peak) on every CPU, so
+# the demo fits in 3 GB of memory anywhere. On a CPU with bf16 units (AVX512-BF16/AMX) the
+# transformers backend is several times faster but peaks near 4 GB: DEMO_JUDGE='local' (the
+# provider's own choice) or 'local?backend=transformers' runs the demo on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -16,9 +21,10 @@ PY=${PYTHON:-python3}
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[local]'
 BUDGET=${DEMO_BUDGET:-420}
+JUDGE=${DEMO_JUDGE:-local?backend=llamacpp}
 # Accuracy, position consistency and kappa of the judge on 12 pairs (24 verdicts, cached, so
 # the audit below reuses them); its timing sizes the audit.
-judgeaudit evaluate --judge local --data builtin:facts --limit 12 --out out/evaluate
+judgeaudit evaluate --judge "$JUDGE" --data builtin:facts --limit 12 --out out/evaluate
 SIZING=$(python - "$BUDGET" <<'EOF'
 import json, sys
 budget = float(sys.argv[1])
@@ -29,12 +35,12 @@ per = r["seconds"] / made if made else 0.0   # 0 made: every verdict came from t
 # the 2 baseline calls per item are shared; the first 12 items' baselines are cached.
 n = 30 if per == 0 else int(budget / (12.5 * per))
 n = max(12, min(30, n))
-msg = (f"demo: the embedded judge takes {per:.2f} s per verdict here; auditing {n} items per "
-       f"probe to finish in about {budget / 60:.0f} minutes (DEMO_BUDGET={budget:g} s)")
+msg = (f"demo: the embedded judge ({r['judge']}) takes {per:.2f} s per verdict here; "
+       f"auditing {n} items per probe to finish in about {budget / 60:.0f} minutes (DEMO_BUDGET={budget:g} s)")
 print(msg, file=sys.stderr)
 print(f"{n}\t{msg}")
 EOF
 )
 N=${SIZING%%$'\t'*}
 NOTE=${SIZING#*$'\t'}
-judgeaudit audit --judge local --data builtin:facts --n "$N" --out out/audit --note "$NOTE" "$@"
+judgeaudit audit --judge "$JUDGE" --data builtin:facts --n "$N" --out out/audit --note "$NOTE" "$@"
