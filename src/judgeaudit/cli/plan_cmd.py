@@ -4,7 +4,8 @@ from any executor into the cache), `judgeaudit batch status|cancel` (provider ba
 `batch=on` judges). `register(app)` adds `ingest` and the `batch` group to a typer app.
 
 The `--plan-only` option lives in the main callback, which calls `set_plan_path`;
-`cli.runner.make_judge` gives every client the planner (`active_planner`), and
+the command's `Session` (`cli.runner.run_command`) gives every judge it makes the planner
+(`active_planner`), and
 `cli.runner.run_async` writes the plan after the pipeline (`finish_plan`) and exits 0.
 """
 
