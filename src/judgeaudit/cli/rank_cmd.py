@@ -44,6 +44,7 @@ from judgeaudit.cli.runner import (
     positive_float,
     run_async,
 )
+from judgeaudit.config import COV_HELP, ITEMS_HELP, LAM_HELP
 from judgeaudit.rank.run_eval import parse_seeds
 
 if TYPE_CHECKING:
@@ -52,14 +53,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon] | jsonl:PATH (one "
-              '{"id", "prompt", "response", "quality"?, numeric fields...} per line)')
-COV_HELP = ("Covariates the judge may be biased on, comma-separated: length (log words), "
-            "markdown, authority, confidence, sentiment, self, injection, words (z-scored "
-            "word count), or a numeric field of the items; 'none' for a plain model. "
-            "Covariates constant over the pool are left out (and reported).")
-LAM_HELP = ("Prior precision of theta (theta ~ N(0, 1/lam)), or 'auto': learned per pool by "
-            "empirical Bayes, so the prior matches how far apart the judge puts the items.")
 
 
 def _positive_number(what: str) -> Callable[[float], float]:
