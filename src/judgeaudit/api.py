@@ -1,9 +1,8 @@
 """The Python API: every command as a function returning a `Result`, sync and async.
 
 Each function builds the command's settings (`judgeaudit.config`) and runs the code the CLI
-runs (`judgeaudit.commands.prepare_<command>`, then its body in a `Session`; rank and
-rank-eval: `judgeaudit.rank.run.run_rank`, `judgeaudit.rank.run_eval.run_rank_eval`), and
-returns the same results document, wrapped in a `Result`::
+runs (`judgeaudit.commands.prepare_<command>`, then its body in a `Session`) and returns
+the same results document, wrapped in a `Result`::
 
     import judgeaudit
     res = judgeaudit.audit("sim?position=1&seed=0", "builtin:facts", n=30)
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from judgeaudit.commands import Run, load_data
-from judgeaudit.data.spec import public_spec, split_specs
+from judgeaudit.data.spec import split_specs
 from judgeaudit.llm import Cache, RetryPolicy
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 from judgeaudit.result import Result
@@ -549,19 +548,17 @@ async def arank(
     Returns:
         The rank `Result`.
     """
-    from judgeaudit.rank.run import prepare_rank, run_rank
+    from judgeaudit.commands import prepare_rank
+    from judgeaudit.config import RankConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    inp = prepare_rank(items, k=k, budget=budget, rule=rule, covariates=covariates,
-                       model=model,
-                       trusted=Path(trusted) if isinstance(trusted, os.PathLike) else trusted,
-                       seed=seed, lam=lam, tau=tau, hierarchical=hierarchical,
-                       refit_every=refit_every, samples=samples, min_valid=min_valid,
-                       max_failed=max_failed)
-
-    run = Run("rank", public_spec(judge), items, lambda s: run_rank(s, judge, inp),
-              lambda: inp.budget, min_valid, max_failed)
-    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
+    cfg = RankConfig.model_construct(
+        judge=judge, items=items, k=k, budget=budget, rule=rule, covariates=covariates,
+        model=model, trusted=Path(trusted) if isinstance(trusted, os.PathLike) else trusted,
+        seed=seed, lam=lam, tau=tau, hierarchical=hierarchical, refit_every=refit_every,
+        samples=samples, min_valid=min_valid, max_failed=max_failed)
+    return await _execute(prepare_rank(cfg), session=session, opts=opts,
+                          raise_on_failure=raise_on_failure)
 
 
 def rank(
@@ -660,17 +657,16 @@ async def arank_eval(
     Returns:
         The rank-eval `Result`.
     """
-    from judgeaudit.rank.run_eval import prepare_rank_eval, run_rank_eval
+    from judgeaudit.commands import prepare_rank_eval
+    from judgeaudit.config import RankEvalConfig
 
     opts = _opts(cache, concurrency, timeout, retry, 0, progress)
-    inp = prepare_rank_eval(oracle, items, k=k, budgets=budgets, rules=rules, seeds=seeds,
-                            covariates=covariates, lam=lam, tau=tau,
-                            hierarchical=hierarchical, refit_every=refit_every,
-                            samples=samples, min_valid=min_valid, max_failed=max_failed)
-
-    run = Run("rank-eval", public_spec(oracle), items, lambda s: run_rank_eval(s, inp),
-              lambda: inp.n_calls, min_valid, max_failed)
-    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
+    cfg = RankEvalConfig.model_construct(
+        oracle=oracle, items=items, k=k, budgets=budgets, rules=rules, seeds=seeds,
+        covariates=covariates, lam=lam, tau=tau, hierarchical=hierarchical,
+        refit_every=refit_every, samples=samples, min_valid=min_valid, max_failed=max_failed)
+    return await _execute(prepare_rank_eval(cfg), session=session, opts=opts,
+                          raise_on_failure=raise_on_failure)
 
 
 def rank_eval(

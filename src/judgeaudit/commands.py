@@ -9,7 +9,9 @@ CLI: output folder, progress bars, exit codes; the API: a `Result`). `cli=True` 
 the CLI's way in messages (`--limit`), otherwise the API's (`limit`).
 
 Inputs the settings cannot hold (a list of items, references or a discover result as
-objects, an embedder) are keyword arguments of `prepare_*`.
+objects, an embedder) are keyword arguments of `prepare_*`; rank and rank-eval take the Python
+forms their checks accept (a list of covariates, trusted pairs, a number for lam) in the
+settings themselves, as the API builds them with `model_construct`.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ if TYPE_CHECKING:
         EvaluateConfig,
         MitigateConfig,
         QuantifyConfig,
+        RankConfig,
+        RankEvalConfig,
         ScoringBiasConfig,
     )
     from judgeaudit.hubj.embed import Embedder
+    from judgeaudit.rank.live import Verdict
+    from judgeaudit.rank.loop import ProgressHook
 
 Data = str | Sequence[Any]
 Doc = str | os.PathLike[str] | Mapping[str, Any]
@@ -607,3 +613,49 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
                ", ".join(public_spec(x) for x in specs) or str(cfg.recorded), spec, body,
                lambda: len(items) * max(1, len(specs)), cfg.min_valid, cfg.max_failed,
                info=info)
+
+
+# ---- rank --------------------------------------------------------------------------------
+
+def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
+                 on_call: Callable[[Verdict], None] | None = None, cli: bool = False) -> Run:
+    """`judgeaudit rank`: the pool loaded and the request checked
+    (`judgeaudit.rank.run.prepare_rank`; `run.info["inputs"]`); the body runs the active
+    loop (`run_rank`), calling `on_batch(done, fit, ctx)` after every judged round and
+    `on_call(verdict)` after every comparison."""
+    from judgeaudit.rank.run import prepare_rank as check
+    from judgeaudit.rank.run import run_rank
+
+    inp = check(cfg.items, k=cfg.k, budget=cfg.budget, rule=cfg.rule,
+                covariates=cfg.covariates, model=cfg.model, trusted=cfg.trusted,
+                seed=cfg.seed, lam=cfg.lam, tau=cfg.tau, hierarchical=cfg.hierarchical,
+                refit_every=cfg.refit_every, samples=cfg.samples, min_valid=cfg.min_valid,
+                max_failed=cfg.max_failed, cli=cli)
+
+    async def body(s: Session) -> dict[str, Any]:
+        return await run_rank(s, cfg.judge, inp, on_batch=on_batch, on_call=on_call)
+
+    return Run("rank", public_spec(cfg.judge), cfg.items, body, lambda: inp.budget,
+               cfg.min_valid, cfg.max_failed, info={"inputs": inp})
+
+
+# ---- rank-eval ---------------------------------------------------------------------------
+
+def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> Run:
+    """`judgeaudit rank-eval`: the pools loaded and the request checked
+    (`judgeaudit.rank.run_eval.prepare_rank_eval`; `run.info["inputs"]`); the body builds
+    the verdict matrices and evaluates the rules (`run_rank_eval`)."""
+    from judgeaudit.rank.run_eval import prepare_rank_eval as check
+    from judgeaudit.rank.run_eval import run_rank_eval
+
+    inp = check(cfg.oracle, cfg.items, k=cfg.k, budgets=cfg.budgets, rules=cfg.rules,
+                seeds=cfg.seeds, covariates=cfg.covariates, lam=cfg.lam, tau=cfg.tau,
+                hierarchical=cfg.hierarchical, refit_every=cfg.refit_every,
+                samples=cfg.samples, min_valid=cfg.min_valid, max_failed=cfg.max_failed,
+                cli=cli)
+
+    async def body(s: Session) -> dict[str, Any]:
+        return await run_rank_eval(s, inp)
+
+    return Run("rank-eval", public_spec(cfg.oracle), cfg.items, body, lambda: inp.n_calls,
+               cfg.min_valid, cfg.max_failed, info={"inputs": inp})

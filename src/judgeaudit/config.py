@@ -292,8 +292,7 @@ class MitigateConfig(_RunFields):
 
 
 class RankConfig(_RunFields):
-    """`judgeaudit rank`: the top-k of a pool under a comparison budget (options of
-    `judgeaudit.cli.rank_cmd.rank`)."""
+    """`judgeaudit rank`: the top-k of a pool under a comparison budget."""
 
     command: ClassVar[str] = "rank"
     judge: str = _f("local", ("Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL "
@@ -314,7 +313,7 @@ class RankConfig(_RunFields):
         "when they cannot tell the two apart, only if a bias term's 95% interval excludes 0 "
         "and they do not lean towards the naive ranking (results.json gate.reason says "
         "which)."))
-    out: Path = _f(Path("out/rank"), "Output directory for results.json.")
+    out: Path = _f(Path("out/rank"), "Output directory (results.json, report.html).")
     seed: int = _f(0, SEED_HELP)
     lam: str = _f("auto", LAM_HELP)
     tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
@@ -326,8 +325,8 @@ class RankConfig(_RunFields):
 
 
 class RankEvalConfig(_RunFields):
-    """`judgeaudit rank-eval`: acquisition rules x models offline, against a verdict matrix
-    (options of `judgeaudit.cli.rank_cmd.rank_eval_cmd`)."""
+    """`judgeaudit rank-eval`: acquisition rules x models offline, against a verdict
+    matrix."""
 
     command: ClassVar[str] = "rank-eval"
     oracle: str = _f("sim", (
@@ -341,7 +340,7 @@ class RankEvalConfig(_RunFields):
     rules: str = _f("topk,global,roundrobin,random", "Comma-separated acquisition rules.")
     seeds: str = _f("10", "Seeds: a count (30), a range (0-29) or a list (0,4,9).")
     covariates: str | None = _f(None, COV_HELP)
-    out: Path = _f(Path("out/rank-eval"), "Output directory for results.json.")
+    out: Path = _f(Path("out/rank-eval"), "Output directory (results.json, report.html).")
     lam: str = _f("auto", LAM_HELP)
     tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")

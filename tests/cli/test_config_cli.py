@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judgeaudit.cli.main import app, config_from_argv
+from judgeaudit.cli.main import app
 from judgeaudit.config import AuditConfig
 
 runner = CliRunner()
@@ -37,9 +37,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 def _invoke(args: list[str]):
-    """As the console entry point runs: `config_from_argv` first (rank, rank-eval)."""
-    argv, default_map = config_from_argv(args)
-    return runner.invoke(app, argv, default_map=default_map)
+    return runner.invoke(app, args)
 
 
 def test_audit_config_file_runs_and_flags_override_it(tmp_path):
@@ -88,32 +86,37 @@ def test_missing_config_file(tmp_path):
     assert res.exit_code == 2 and "no such file" in res.output
 
 
-def test_rank_config_is_read_by_the_entry_point(tmp_path):
-    """rank and rank-eval declare no --config; the entry point's pre-scan reads it and the
-    command-line flags still win."""
+def test_rank_and_rank_eval_read_a_config_and_flags_override_it(tmp_path):
+    """rank and rank-eval take `--config` the way every other command does: the file's
+    settings are the defaults and the command-line flags win."""
     cfg = _write(tmp_path / "rank.toml",
                  'judge = "sim?seed=1"\nitems = "builtin:controlled?n=8&k=2"\nbudget = 30\n'
                  'samples = 100\nno_cache = true\n')
-    argv, dm = config_from_argv(["-v", "rank", "--config", str(cfg), "--budget", "10"])
-    assert argv == ["-v", "rank", "--budget", "10"]
-    assert dm == {"rank": {"judge": "sim?seed=1", "items": "builtin:controlled?n=8&k=2",
-                           "budget": 30, "samples": 100, "no_cache": True}}
     out = tmp_path / "r"
     res = _invoke(["rank", "--config", str(cfg), "--budget", "10", "--out", str(out)])
     assert res.exit_code == 0, res.output
     doc = json.loads((out / "results.json").read_text())
     assert doc["config"]["budget"] == 10 and doc["config"]["samples"] == 100
+    assert doc["judge"] == "sim?seed=1" and doc["n_items"] == 8
+
+    ecfg = _write(tmp_path / "rank-eval.toml",
+                  'oracle = "sim?seed=2"\nitems = "builtin:controlled?n=6&k=2"\n'
+                  'budgets = "6,12"\nrules = "topk,random"\nseeds = "2"\nsamples = 50\n'
+                  'no_cache = true\n')
+    out = tmp_path / "e"
+    res = _invoke(["rank-eval", "--config", str(ecfg), "--rules", "random", "--out", str(out),
+                   "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["rules"] == ["random"] and doc["budgets"] == [6, 12] and doc["seeds"] == [0, 1]
+    assert json.loads(res.stdout)["command"] == "rank-eval"
 
     bad = _write(tmp_path / "bad.toml", "budget = 0\n")
-    with pytest.raises(Exception) as exc:  # typer.Exit(2), after the message
-        config_from_argv(["rank", "--config", str(bad)])
-    assert getattr(exc.value, "exit_code", None) == 2
-
-
-def test_pre_scan_leaves_other_argv_alone():
-    for argv in (["audit", "--config", "x.toml"], ["cache", "stats"], ["--version"],
-                 ["rank", "--budget", "3"], ["rank", "--", "--config", "x"]):
-        assert config_from_argv(argv) == (argv, None)
+    res = _invoke(["rank", "--config", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    msg = " ".join(res.output.split())
+    assert "key 'budget'" in msg and "expected an integer >= 1" in msg
+    assert not (tmp_path / "o").exists()
 
 
 def test_entry_point_subprocess_config_and_json(tmp_path):

@@ -13,7 +13,7 @@ import typer
 import typer.rich_utils
 from typer.testing import CliRunner
 
-from judgeaudit.cli.main import app, config_from_argv
+from judgeaudit.cli.main import app
 
 runner = CliRunner()
 EXAMPLE = re.compile(r"Example(?: \([^)]*\))?: (judgeaudit .+)")
@@ -98,9 +98,7 @@ def _run_example(name: str, shared: str | None):
     line = example(name)
     if shared is not None:
         line = line.replace("../shared/data", shared)
-    args = shlex.split(line)[1:]
-    argv, default_map = config_from_argv(args)
-    return runner.invoke(app, argv, default_map=default_map)
+    return runner.invoke(app, shlex.split(line)[1:])
 
 
 RUNNABLE = [n for n in COMMANDS if n not in SKIP]

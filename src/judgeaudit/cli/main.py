@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -19,7 +19,6 @@ from judgeaudit.cli.runner import (
     MaxFailedOpt,
     MinValidOpt,
     checked,
-    config_defaults,
     exit_if_failed,
     open_unit,
     positive,
@@ -394,61 +393,15 @@ def _add_examples() -> None:
 
 _register_commands()
 
-_GLOBAL_WITH_VALUE = ("--plan-only",)
-
-
-def config_from_argv(argv: list[str]) -> tuple[list[str], dict[str, Any] | None]:
-    """`--config FILE` for commands that do not declare it themselves (`rank`, `rank-eval`):
-    find the subcommand and its `--config FILE` in `argv`, validate the file against the
-    command's Config model and return argv without the option plus click's
-    `default_map={command: {...}}`, so every flag on the command line overrides the file.
-    Commands with their own `--config` option (and argv without one) pass unchanged."""
-    from judgeaudit.config import CONFIGS
-
-    i, sub = 0, None
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            return argv, None
-        if not a.startswith("-"):
-            sub = a
-            break
-        i += 2 if a in _GLOBAL_WITH_VALUE else 1
-    if sub not in CONFIGS:
-        return argv, None
-    command = typer.main.get_command(app).commands.get(sub)  # type: ignore[attr-defined]
-    if command is None or any("--config" in getattr(p, "opts", ()) for p in command.params):
-        return argv, None
-    rest, path = argv[i + 1:], None
-    for j, a in enumerate(rest):
-        if a == "--":
-            break
-        if a == "--config" and j + 1 < len(rest):
-            path, rest = rest[j + 1], rest[:j] + rest[j + 2:]
-            break
-        if a.startswith("--config="):
-            path, rest = a.split("=", 1)[1], rest[:j] + rest[j + 1:]
-            break
-    if path is None:
-        return argv, None
-    return argv[:i + 1] + rest, {sub: config_defaults(command, path)}
-
 
 def main() -> None:
-    """Console entry point. `--config FILE` of `rank` and `rank-eval` is read here (see
-    `config_from_argv`). After Ctrl-C (exit 130) the process ends at once instead of
+    """Console entry point. After Ctrl-C (exit 130) the process ends at once instead of
     waiting for a local model's forward pass in its worker thread to finish: every finished
     call is already committed to the cache."""
     import os
 
     try:
-        argv, default_map = config_from_argv(sys.argv[1:])
-        if default_map is None:
-            app()
-        else:
-            app(args=argv, default_map=default_map)
-    except typer.Exit as exc:  # a bad config file, found before the app runs
-        sys.exit(exc.exit_code)
+        app()
     except SystemExit as exc:
         if exc.code == 130:
             sys.stderr.flush()

@@ -1,20 +1,20 @@
 """`judgeaudit rank` (live bias-aware top-k ranking with any judge) and `judgeaudit rank-eval`
 (offline evaluation of acquisition rules and models against a full verdict matrix).
 
-Each command parses its options, checks them (`judgeaudit.rank.run.prepare_rank`,
-`judgeaudit.rank.run_eval.prepare_rank_eval`), runs the pipeline the Python API runs
-(`run_rank`, `run_rank_eval`) in a `judgeaudit.session.Session`, writes results.json and
-report.html, prints the outcome and maps it to the exit code. `register(app)` adds both
-commands to a typer app (the main CLI calls it).
+Each command builds its Config (`judgeaudit.config.RankConfig`, `RankEvalConfig`) from its
+options and `--config FILE.toml`, prepares the run the Python API runs
+(`judgeaudit.commands.prepare_rank`, `prepare_rank_eval`), runs it the CLI's way
+(`judgeaudit.cli.runner.run_command`), writes results.json and report.html, prints the
+outcome and maps it to the exit code. `register(app)` adds both commands to a typer app (the
+main CLI calls it).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
@@ -32,27 +32,32 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from judgeaudit.cli.progress import RateColumn, console, fail, growing_bar
+from judgeaudit.cli.progress import RateColumn, console
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
+    ConfigFileOpt,
+    JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
-    check_out_dir,
+    checked,
     exit_if_failed,
     positive,
     positive_float,
-    run_async,
+    print_json,
+    run_command,
+    settings,
+    write_outputs,
 )
-from judgeaudit.config import COV_HELP, ITEMS_HELP, LAM_HELP
+from judgeaudit.config import RankConfig, RankEvalConfig
 from judgeaudit.rank.run_eval import parse_seeds
 
 if TYPE_CHECKING:
     from judgeaudit.session import Progress as ProgressEvent
-    from judgeaudit.session import Session
 
-T = TypeVar("T")
-
+# Option help texts and defaults are the Config fields' (judgeaudit.config): one place.
+R, RE = RankConfig, RankEvalConfig
+_RD, _RED = R(), RE()  # the defaults
 
 
 def _positive_number(what: str) -> Callable[[float], float]:
@@ -66,89 +71,19 @@ def _positive_number(what: str) -> Callable[[float], float]:
     return check
 
 
-ConcOpt = Annotated[int | None, typer.Option(help="Concurrent judge calls (>= 1).",
+ConcOpt = Annotated[int | None, typer.Option(help=R.help("concurrency"),
                                               callback=positive("--concurrency"))]
-TauOpt = Annotated[float, typer.Option(help="Prior sd of c and kappa (> 0).",
-                                       callback=_positive_number("--tau"))]
-RefitOpt = Annotated[int, typer.Option(help="Refit after this many comparisons (>= 1).",
+TauOpt = Annotated[float, typer.Option(help=R.help("tau"), callback=_positive_number("--tau"))]
+HierOpt = Annotated[bool, typer.Option(help=R.help("hierarchical"))]
+RefitOpt = Annotated[int, typer.Option(help=R.help("refit_every"),
                                        callback=positive("--refit-every"))]
-SamplesOpt = Annotated[int, typer.Option(help="Monte-Carlo draws for top-k membership (>= 1).",
-                                         callback=positive("--samples"))]
-TimeoutOpt = Annotated[float | None, typer.Option(help="Seconds per call (> 0).",
+SamplesOpt = Annotated[int, typer.Option(help=R.help("samples"), callback=positive("--samples"))]
+TimeoutOpt = Annotated[float | None, typer.Option(help=R.help("timeout"),
                                                   callback=positive_float)]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")]
-JsonOpt = Annotated[bool, typer.Option(
-    "--json", help="Print the result's summary as one JSON object on stdout (everything else "
-                   "goes to stderr).")]
-
-
-# ---- shared steps ----------------------------------------------------------------------------
-
-def _checked(make: Callable[[], T]) -> T:
-    """Bad input from a pipeline's checks (ValueError) exits 2 with its message."""
-    try:
-        return make()
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-
-
-def _session(cache: Path | None, no_cache: bool, specs: list[str], *, seed: int = 0,
-             concurrency: int | None = None, timeout: float | None = None,
-             progress: Callable[[ProgressEvent], None] | None = None) -> Session:
-    """A Session on the CLI's cache with the judges of `specs` made up front (a spec that
-    cannot be made exits 2 before any call); under `--plan-only` their clients plan."""
-    from judgeaudit.cli.plan_cmd import active_planner
-    from judgeaudit.cli.runner import open_cache
-    from judgeaudit.session import Session
-
-    planner = active_planner()
-    if planner is not None and no_cache:
-        raise fail("--plan-only needs the cache (the answers are ingested into it): drop "
-                   "--no-cache")
-    store = open_cache(cache, no_cache)
-    sess = Session(cache=store if store is not None else False, concurrency=concurrency,
-                   timeout=timeout, seed=seed, progress=progress)
-    for spec in specs:
-        bundle = _checked(lambda spec=spec: sess.judge(spec))
-        if planner is not None:  # --plan-only: cache misses are planned, not sent
-            planner.bind(store)
-            bundle.client.planner = planner
-    return sess
-
-
-def _run(sess: Session, body: Callable[[Session], Awaitable[T]]) -> T:
-    """`body(sess)` through the CLI runner (Ctrl-C: exit 130; a fatal call: exit 3; under
-    --plan-only the plan is written and the command exits 0), closing the session's judges;
-    a ValueError from it is bad input (exit 2)."""
-
-    async def go() -> T:
-        try:
-            with sess.command():
-                return await body(sess)
-        finally:
-            await sess.aclose()
-
-    cache = sess.cache
-    try:
-        return run_async(go, cache_path=cache and str(cache.path))
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-
-
-def _finish(doc: dict[str, Any], out: Path, as_json: bool,
-            show: Callable[[dict[str, Any]], None]) -> None:
-    """Write results.json and report.html, print the outcome (`show`), the summary as JSON
-    on stdout with --json, and exit 3 for a failed run."""
-    from judgeaudit.report import write_report, write_results
-    from judgeaudit.result import Result
-
-    path = write_results(out / "results.json", doc)
-    show(doc)
-    console.print(f"results: {path}")
-    console.print(f"report: {write_report(path)}")
-    if as_json:
-        typer.echo(json.dumps(Result.from_document(doc).summary()))
-    exit_if_failed(doc)
+LamOpt = Annotated[str, typer.Option(help=R.help("lam"))]
+CovOpt = Annotated[str | None, typer.Option(help=R.help("covariates"))]
+CacheOpt = Annotated[Path | None, typer.Option(help=R.help("cache"))]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help=R.help("no_cache"))]
 
 
 def _fmt_iv(d: dict) -> str:
@@ -183,79 +118,91 @@ def _topk_table(pool: Any, fit: Any, k: int, membership: np.ndarray, done: int, 
     return t
 
 
+class _RankingView:
+    """What `rank` shows while it runs: a bar over the comparison budget and, after every
+    judged round, the current top-k (a rich Live on stderr), from the first progress event
+    (the judge is made by then) to the end of the run."""
+
+    def __init__(self) -> None:
+        self.inp: Any = None  # the checked request (`RankInputs`), set once prepared
+        self.invalid = 0
+        self.live: Live | None = None
+        self.bar = Progress(SpinnerColumn(), TextColumn("[bold]ranking"), BarColumn(),
+                            MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
+                            TextColumn("eta"), TimeRemainingColumn(), console=console)
+        self.task: Any = None
+
+    def on_call(self, v: Any) -> None:
+        self.invalid += int(v.invalid)
+        if self.task is not None:
+            self.bar.advance(self.task)
+
+    def on_batch(self, done: int, fit: Any, ctx: Any) -> None:
+        if self.live is not None:
+            self.live.update(Group(self.bar, _topk_table(
+                self.inp.pool, fit, self.inp.k, ctx.membership, done, self.inp.budget,
+                self.invalid)))
+
+    @contextmanager
+    def show(self) -> Iterator[Callable[[ProgressEvent], None]]:
+        with ExitStack() as stack:
+
+            def on_progress(ev: ProgressEvent) -> None:
+                if self.live is None:
+                    self.task = self.bar.add_task("ranking", total=ev.total)
+                    self.live = stack.enter_context(Live(
+                        self.bar, console=console, refresh_per_second=8, transient=False))
+
+            yield on_progress
+
+
 def rank(
-    judge: Annotated[str, typer.Option("--judge", "-j", help=(
-        "Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL | anthropic:MODEL | "
-        "replay:PATH?... | sim?length=1&position=0.3"))] = "local",
-    items: Annotated[str, typer.Option("--items", help=ITEMS_HELP)] = "builtin:controlled",
-    k: Annotated[int | None, typer.Option(help="Size of the top set (default: the pool's, "
-                                               "else 5).", callback=positive("--k"))] = None,
-    budget: Annotated[int, typer.Option(help="Judge calls (comparisons) to spend.",
-                                        callback=positive("--budget"))] = 120,
-    rule: Annotated[str, typer.Option(help="Acquisition rule: topk | global | roundrobin | "
-                                           "random | entropy | uncertainty_only | "
-                                           "outcome_only.")] = "topk",
-    covariates: Annotated[str | None, typer.Option(help=COV_HELP)] = None,
-    model: Annotated[str, typer.Option(help="Model driving acquisition and the reported "
-                                            "ranking: bias_aware | naive.")] = "bias_aware",
-    trusted: Annotated[Path | None, typer.Option(help=(
-        "Trusted labels (JSONL {\"better\": ID, \"worse\": ID} or CSV better,worse): the "
-        "bias correction is used if it agrees with them clearly better than the naive "
-        "ranking, or, when they cannot tell the two apart, only if a bias term's 95% "
-        "interval excludes 0 and they do not lean towards the naive ranking (results.json "
-        "gate.reason says which)."))] = None,
-    out: Annotated[Path, typer.Option(help="Output directory (results.json, report.html).")] = \
-        Path("out/rank"),
-    seed: int = 0,
-    lam: Annotated[str, typer.Option(help=LAM_HELP)] = "auto",
-    tau: TauOpt = 1.0,
-    hierarchical: Annotated[bool, typer.Option(help="Learn tau by empirical Bayes.")] = False,
-    refit_every: RefitOpt = 8,
-    samples: SamplesOpt = 1500,
+    judge: Annotated[str, typer.Option("--judge", "-j", help=R.help("judge"))] = _RD.judge,
+    items: Annotated[str, typer.Option("--items", help=R.help("items"))] = _RD.items,
+    k: Annotated[int | None, typer.Option(help=R.help("k"), callback=positive("--k"))] = None,
+    budget: Annotated[int, typer.Option(help=R.help("budget"),
+                                        callback=positive("--budget"))] = _RD.budget,
+    rule: Annotated[str, typer.Option(help=R.help("rule"))] = _RD.rule,
+    covariates: CovOpt = None,
+    model: Annotated[str, typer.Option(help=R.help("model"))] = _RD.model,
+    trusted: Annotated[Path | None, typer.Option(help=R.help("trusted"))] = None,
+    out: Annotated[Path, typer.Option(help=R.help("out"))] = _RD.out,
+    seed: Annotated[int, typer.Option(help=R.help("seed"))] = 0,
+    lam: LamOpt = _RD.lam,
+    tau: TauOpt = _RD.tau,
+    hierarchical: HierOpt = False,
+    refit_every: RefitOpt = _RD.refit_every,
+    samples: SamplesOpt = _RD.samples,
     concurrency: ConcOpt = None,
     timeout: TimeoutOpt = None,
-    cache: Annotated[Path | None, typer.Option(
-        help="SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache).")] = None,
+    cache: CacheOpt = None,
     no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
-    as_json: JsonOpt = False,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Find the top-k of a pool with a judge under a comparison budget, correcting for the
     judge's covariate and position biases (bias-aware Bayesian Bradley-Terry, top-k-aware
     active comparisons). Exit 3 when the run judged too little (--min-valid comparisons with
     a valid verdict, at most --max-failed of the calls failed). With --plan-only each round
     of comparisons is planned in turn: ingest its answers and re-run for the next round."""
-    from judgeaudit.rank.run import prepare_rank, run_rank
+    from judgeaudit.commands import prepare_rank
 
-    inp = _checked(lambda: prepare_rank(
-        items, k=k, budget=budget, rule=rule, covariates=covariates, model=model,
-        trusted=trusted, seed=seed, lam=lam, tau=tau, hierarchical=hierarchical,
-        refit_every=refit_every, samples=samples, min_valid=min_valid,
-        max_failed=max_failed, cli=True))
-    check_out_dir(out)
-    sess = _session(cache, no_cache, [judge], seed=seed, concurrency=concurrency,
-                    timeout=timeout)
-    progress = Progress(SpinnerColumn(), TextColumn("[bold]ranking"), BarColumn(),
-                        MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
-                        TextColumn("eta"), TimeRemainingColumn(), console=console)
-    task = progress.add_task("ranking", total=inp.budget)
-    state = {"invalid": 0}
-
-    def on_call(v: Any) -> None:
-        state["invalid"] += int(v.invalid)
-        progress.advance(task)
-
-    with Live(progress, console=console, refresh_per_second=8, transient=False) as live:
-
-        def on_batch(done: int, fit: Any, ctx: Any) -> None:
-            live.update(Group(progress, _topk_table(inp.pool, fit, inp.k, ctx.membership,
-                                                    done, inp.budget, state["invalid"])))
-
-        doc = _run(sess, lambda s: run_rank(s, judge, inp, on_batch=on_batch,
-                                            on_call=on_call))
+    cfg = settings(RankConfig, locals())
+    view = _RankingView()
+    run = checked(lambda: prepare_rank(cfg, on_batch=view.on_batch, on_call=view.on_call,
+                                       cli=True))
+    view.inp = run.info["inputs"]
+    doc = run_command(cfg, run, show=view.show)
     console.print()
-    _finish(doc, out, as_json, _print_rank)
+    path, report = write_outputs(out, doc)
+    _print_rank(doc)
+    console.print(f"results: {path}")
+    console.print(f"report: {report}")
+    if json_out:
+        print_json(doc)
+    exit_if_failed(doc)
 
 
 def _print_rank(doc: dict) -> None:
@@ -302,79 +249,53 @@ def _print_ranking(doc: dict, k: int) -> None:
 
 # ---- rank-eval -----------------------------------------------------------------------------
 
-@contextmanager
-def _stage_bars() -> Iterator[Callable[[ProgressEvent], None]]:
-    """A session progress callback drawing one bar per task, each closed when the next task
-    starts (the verdict matrices, then the offline evaluation)."""
-    with ExitStack() as stack:
-        state: dict[str, Any] = {"task": None, "bar": None, "done": 0}
-
-        def on_progress(ev: ProgressEvent) -> None:
-            if ev.task != state["task"]:
-                stack.close()
-                bar = stack.enter_context(growing_bar(ev.task))
-                bar.add_total(ev.total or 0)
-                state.update(task=ev.task, bar=bar, done=0)
-            if ev.done > state["done"]:
-                state["bar"].advance(ev.done - state["done"])
-                state["done"] = ev.done
-
-        yield on_progress
-
-
 def rank_eval_cmd(
-    oracle: Annotated[str, typer.Option("--oracle", "-j", help=(
-        "Judge SPEC used as oracle: its full ordered-pair verdict matrix is built once "
-        "(cached) and replayed for every rule and seed. sim?length=1&position=0.3 plants "
-        "known biases (fresh draws per seed unless the spec sets seed=)."))] = "sim",
-    items: Annotated[str, typer.Option("--items", help=ITEMS_HELP + "; builtin:controlled "
-                                       "without ?seed= draws a new pool per seed.")] =
-        "builtin:controlled",
-    k: Annotated[int | None, typer.Option(help="Top-k size (default: the pool's, else 5).",
-                                          callback=positive("--k"))] = None,
-    budgets: Annotated[str, typer.Option(help="Comma-separated budgets.")] = "60,120,200",
-    rules: Annotated[str, typer.Option(help="Comma-separated acquisition rules.")] =
-        "topk,global,roundrobin,random",
-    seeds: Annotated[str, typer.Option(help="Seeds: a count (30), a range (0-29) or a list "
-                                            "(0,4,9).")] = "10",
-    covariates: Annotated[str | None, typer.Option(help=COV_HELP)] = None,
-    out: Annotated[Path, typer.Option(help="Output directory (results.json, report.html).")] = \
-        Path("out/rank-eval"),
-    lam: Annotated[str, typer.Option(help=LAM_HELP)] = "auto",
-    tau: TauOpt = 1.0,
-    hierarchical: Annotated[bool, typer.Option(help="Learn tau by empirical Bayes.")] = False,
-    refit_every: RefitOpt = 8,
-    samples: SamplesOpt = 1500,
+    oracle: Annotated[str, typer.Option("--oracle", "-j", help=RE.help("oracle"))] = (
+        _RED.oracle),
+    items: Annotated[str, typer.Option("--items", help=RE.help("items"))] = _RED.items,
+    k: Annotated[int | None, typer.Option(help=RE.help("k"), callback=positive("--k"))] = None,
+    budgets: Annotated[str, typer.Option(help=RE.help("budgets"))] = _RED.budgets,
+    rules: Annotated[str, typer.Option(help=RE.help("rules"))] = _RED.rules,
+    seeds: Annotated[str, typer.Option(help=RE.help("seeds"))] = _RED.seeds,
+    covariates: CovOpt = None,
+    out: Annotated[Path, typer.Option(help=RE.help("out"))] = _RED.out,
+    lam: LamOpt = _RED.lam,
+    tau: TauOpt = _RED.tau,
+    hierarchical: HierOpt = False,
+    refit_every: RefitOpt = _RED.refit_every,
+    samples: SamplesOpt = _RED.samples,
     concurrency: ConcOpt = None,
     timeout: TimeoutOpt = None,
-    cache: Annotated[Path | None, typer.Option(help="SQLite cache file.")] = None,
+    cache: CacheOpt = None,
     no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
-    as_json: JsonOpt = False,
+    config: ConfigFileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Evaluate acquisition rules x models offline: recall@k against budget over seeds, with
     paired tests, full-data recall and the judge's estimated biases with intervals. Exit 3
     when building the verdict matrices judged too little (--min-valid valid verdicts, at most
     --max-failed of the calls failed); the rules are then not evaluated."""
+    from judgeaudit.commands import prepare_rank_eval
     from judgeaudit.rank.fitting import MODELS
-    from judgeaudit.rank.run_eval import prepare_rank_eval, run_rank_eval
 
-    inp = _checked(lambda: prepare_rank_eval(
-        oracle, items, k=k, budgets=budgets, rules=rules, seeds=seeds, covariates=covariates,
-        lam=lam, tau=tau, hierarchical=hierarchical, refit_every=refit_every,
-        samples=samples, min_valid=min_valid, max_failed=max_failed, cli=True))
-    check_out_dir(out)
-    with _stage_bars() as bars:
-        sess = _session(cache, no_cache, inp.judges, concurrency=concurrency, timeout=timeout,
-                        progress=bars)
-        n_jobs = len(inp.jobs)
-        console.print(f"{n_jobs} verdict matri{'x' if n_jobs == 1 else 'ces'} "
-                      f"({inp.n_calls} judge calls, cached); {len(inp.seeds)} seeds x "
-                      f"{len(MODELS)} models x {len(inp.rules)} rules up to "
-                      f"B = {inp.budgets[-1]}")
-        doc = _run(sess, lambda s: run_rank_eval(s, inp))
-    _finish(doc, out, as_json, _print_eval)
+    cfg = settings(RankEvalConfig, locals())
+    run = checked(lambda: prepare_rank_eval(cfg, cli=True))
+    inp = run.info["inputs"]
+    n_jobs = len(inp.jobs)
+    console.print(f"{n_jobs} verdict matri{'x' if n_jobs == 1 else 'ces'} "
+                  f"({inp.n_calls} judge calls, cached); {len(inp.seeds)} seeds x "
+                  f"{len(MODELS)} models x {len(inp.rules)} rules up to "
+                  f"B = {inp.budgets[-1]}")
+    doc = run_command(cfg, run)
+    path, report = write_outputs(out, doc)
+    _print_eval(doc)
+    console.print(f"results: {path}")
+    console.print(f"report: {report}")
+    if json_out:
+        print_json(doc)
+    exit_if_failed(doc)
 
 
 def _print_eval(doc: dict) -> None:

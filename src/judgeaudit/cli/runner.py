@@ -13,7 +13,7 @@ import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -144,11 +144,14 @@ def checked(make: Callable[[], T]) -> T:
         raise fail(str(exc)) from None
 
 
-def run_command(cfg: Any, run: Any) -> dict[str, Any]:
+def run_command(cfg: Any, run: Any,
+                show: Callable[[], AbstractContextManager[Callable[[Progress], None]]] = (
+                    session_bars)) -> dict[str, Any]:
     """A prepared command (`judgeaudit.commands.Run`) run the CLI's way: the output folder
-    checked, a Session on the CLI's cache with progress bars (under --plan-only its judges
-    plan), the body through `run_async` (Ctrl-C: exit 130; a fatal call: exit 3; a
-    ValueError: bad input, exit 2), the judges closed. Returns the results document."""
+    checked, a Session on the CLI's cache with progress bars (`show`: a context yielding the
+    session's progress callback; default `session_bars`; under --plan-only its judges plan),
+    the body through `run_async` (Ctrl-C: exit 130; a fatal call: exit 3; a ValueError: bad
+    input, exit 2), the judges closed. Returns the results document."""
     from judgeaudit.cli.plan_cmd import active_planner
     from judgeaudit.session import Session
 
@@ -158,10 +161,11 @@ def run_command(cfg: Any, run: Any) -> dict[str, Any]:
         raise fail("--plan-only needs the cache (the answers are ingested into it): drop "
                    "--no-cache")
     store = open_cache(cfg.cache, cfg.no_cache)
-    with session_bars() as bars:
+    with show() as bars:
         sess = Session(cache=store if store is not None else False,
                        concurrency=getattr(cfg, "concurrency", None),
-                       timeout=getattr(cfg, "timeout", None), seed=cfg.seed, progress=bars,
+                       timeout=getattr(cfg, "timeout", None), seed=getattr(cfg, "seed", 0),
+                       progress=bars,
                        planner=planner)
 
         async def go() -> dict[str, Any]:
@@ -244,6 +248,14 @@ ConfigFileOpt = Annotated[Path | None, typer.Option(
 JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print the result's summary as one JSON object on stdout (everything "
                    "else goes to stderr).")]
+
+
+def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path]:
+    """Write `out`/results.json and the report.html built from it; their paths."""
+    from judgeaudit.report import write_report, write_results
+
+    path = write_results(out / "results.json", res)
+    return path, write_report(path)
 
 
 def print_json(doc: Mapping[str, Any], **extra: Any) -> None:
