@@ -167,11 +167,7 @@ def compare(
     _say(f"report: {report}")
     _say(f"results: {path}")
     if json_out:
-        s = res["summary"]
-        print_json(res, n_items=res.get("n_items"),
-                   verdicts={k: p["verdict"] for k, p in res["probes"].items()},
-                   **{k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
-                                        "paired", "unpaired") if k in s})
+        print_json(res)
     exit_if_failed(res)  # before the gate: no gate passes a failed run
     worse = set(res["summary"]["worse"])
     failing = {"never": set(), "worse": worse, "probes": worse & must_not}[mode]

@@ -300,17 +300,22 @@ def audit(
 def report(
     results: Annotated[Path, typer.Argument(help="A results directory or results.json.")],
     out: Annotated[Path | None, typer.Option(help="Where to write the HTML.")] = None,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Rebuild report.html from results.json alone.
+    """Rebuild report.html from results.json alone. With --json the summary of that result
+    is printed on stdout, as the command that wrote it prints it with --json.
 
     Example: judgeaudit report out/audit"""
-    from judgeaudit.report import write_report
+    from judgeaudit.report import read_results, write_report
 
     try:
         path = write_report(results, out)
+        doc = read_results(results) if json_out else None
     except (ValueError, FileNotFoundError) as exc:
         raise fail(str(exc)) from None
     console.print(f"report: {path}")
+    if doc is not None:
+        print_json(doc)
 
 
 @app.command()

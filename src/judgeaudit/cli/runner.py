@@ -258,13 +258,26 @@ def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path]:
     return path, write_report(path)
 
 
-def print_json(doc: Mapping[str, Any], **extra: Any) -> None:
-    """`--json`: one JSON object on stdout, the result's summary (`Result.summary()`), plus
-    `extra` keys; the human output stays on stderr."""
+def json_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What `--json` prints for a results document: the result's summary
+    (`Result.summary()`); a comparison adds the probes' verdicts, the number of items and
+    the improved / worse / no-change / underpowered / paired / unpaired lists."""
     from judgeaudit.result import Result
 
     summary = Result.from_document(doc).summary()
-    typer.echo(json.dumps({**summary, **extra}, ensure_ascii=False))
+    if summary["command"] == "compare":
+        s = doc.get("summary") or {}
+        summary.update(n_items=doc.get("n_items"),
+                       verdicts={k: p["verdict"] for k, p in (doc.get("probes") or {}).items()},
+                       **{k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
+                                            "paired", "unpaired") if k in s})
+    return summary
+
+
+def print_json(doc: Mapping[str, Any]) -> None:
+    """`--json`: one JSON object on stdout, `json_summary(doc)`; the human output stays on
+    stderr."""
+    typer.echo(json.dumps(json_summary(doc), ensure_ascii=False))
 
 
 def exit_if_failed(res: Mapping[str, Any]) -> None:
