@@ -34,12 +34,12 @@ MODELS: tuple[str, ...] = ("naive", "bias_aware")
 
 
 def _once(model: str, n: int, comps: np.ndarray, X: np.ndarray | None, lam: float,
-          tau: float, hierarchical: bool, init: BTFit | None) -> BTFit:
+          tau: float, hierarchical: bool, init: BTFit | None, **kw: str) -> BTFit:
     if model == "naive":
-        return fit_naive(n, comps, lam=lam, init=init)
+        return fit_naive(n, comps, lam=lam, init=init, **kw)
     if model == "bias_aware":
         return fit_map(n, comps, X=X, position=True, lam=lam, tau=tau, init=init,
-                       hierarchical=hierarchical)
+                       hierarchical=hierarchical, **kw)
     raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
 
 
@@ -53,24 +53,29 @@ def em_lam(fit: BTFit) -> float:
 def fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None = None,
               lam: float = 1.0, tau: float = 1.0, hierarchical: bool = False,
               init: BTFit | None = None, eb_lam: bool = False, lam_floor: float = 0.01,
-              lam_ceiling: float = 100.0, max_outer: int = 50, rtol: float = 1e-3) -> BTFit:
+              lam_ceiling: float = 100.0, max_outer: int = 50, rtol: float = 1e-3,
+              posterior: str = "auto", method: str = "auto") -> BTFit:
     """Fit ``model``; with ``eb_lam`` learn lam (see the module docstring), starting from
     ``init.lam`` when warm-started (else ``lam``) and stopping when the next iterate would
-    move lam by at most ``rtol`` (relative) or after ``max_outer`` refits."""
+    move lam by at most ``rtol`` (relative) or after ``max_outer`` refits. ``posterior`` and
+    ``method`` go to ``fit_map`` (the active loop: "lazy" and "newton")."""
+    kw = {"posterior": posterior, "method": method}
     with limit_blas_threads(n_items):  # small dense algebra: extra threads only contend
         return _fit_model(model, n_items, comparisons, X, lam, tau, hierarchical, init, eb_lam,
-                          lam_floor, lam_ceiling, max_outer, rtol)
+                          lam_floor, lam_ceiling, max_outer, rtol, kw)
 
 
 def _fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None,
                lam: float, tau: float, hierarchical: bool, init: BTFit | None, eb_lam: bool,
-               lam_floor: float, lam_ceiling: float, max_outer: int, rtol: float) -> BTFit:
+               lam_floor: float, lam_ceiling: float, max_outer: int, rtol: float,
+               kw: dict | None = None) -> BTFit:
+    kw = kw or {}
     if not eb_lam:
-        return _once(model, n_items, comparisons, X, lam, tau, hierarchical, init)
+        return _once(model, n_items, comparisons, X, lam, tau, hierarchical, init, **kw)
     lo_b, hi_b = math.log(lam_floor), math.log(lam_ceiling)
     start = init.lam if isinstance(init, BTFit) else lam
     u = min(max(math.log(start), lo_b), hi_b)
-    fit = _once(model, n_items, comparisons, X, math.exp(u), tau, hierarchical, init)
+    fit = _once(model, n_items, comparisons, X, math.exp(u), tau, hierarchical, init, **kw)
     lo: list[float] | None = None  # [u, r] with r > 0: the fixed point lies above u
     hi: list[float] | None = None  # [u, r] with r < 0: it lies below
     prev: tuple[float, float] | None = None
@@ -102,5 +107,5 @@ def _fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray 
         if done:
             break
         prev, last, u = (u, r), new - u, new
-        fit = _once(model, n_items, comparisons, X, math.exp(u), tau, hierarchical, fit)
+        fit = _once(model, n_items, comparisons, X, math.exp(u), tau, hierarchical, fit, **kw)
     return fit

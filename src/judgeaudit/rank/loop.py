@@ -25,7 +25,8 @@ from scipy import special
 
 from judgeaudit.rank.acquisition import AcquisitionContext, get_rule
 from judgeaudit.rank.fitting import MODELS, fit_model
-from judgeaudit.stats.bradley_terry import BTFit
+from judgeaudit.stats.bradley_terry import DENSE_MAX, BTFit
+from judgeaudit.stats.bt_posterior import dense_inverse_factor
 from judgeaudit.stats.threads import limit_blas_threads
 
 Oracle = Callable[[int, int, int], float]
@@ -65,19 +66,41 @@ class LoopResult:
 
 
 def _fit(model: str, n: int, comps: np.ndarray, X: np.ndarray | None, cfg: LoopConfig,
-         init: BTFit | None) -> BTFit:
+         init: BTFit | None, driving: bool = False) -> BTFit:
+    """A fit of ``model``. ``driving``: the refit that drives acquisition, warm-started:
+    Newton from the previous MAP, posterior left to ``_context`` (lazy)."""
+    kw = {"posterior": "lazy", "method": "newton"} if driving and init is not None else {}
     return fit_model(model, n, comps, X, lam=cfg.lam, tau=cfg.tau,
-                     hierarchical=cfg.hierarchical, init=init, eb_lam=cfg.eb_lam)
+                     hierarchical=cfg.hierarchical, init=init, eb_lam=cfg.eb_lam, **kw)
+
+
+def _acquisition_posterior(fit: BTFit) -> tuple[np.ndarray, np.ndarray | None]:
+    """(cov, factor) for the acquisition context. A lazy fit of dense size is inverted once
+    (float32 when well conditioned, bt_posterior.dense_inverse_factor) and its factor M
+    serves the membership draws; otherwise the fit's own covariance (a copy: the loop
+    updates it in place)."""
+    nb = fit.c.shape[0] + (1 if fit.position else 0)
+    if fit.is_dense or fit.n_items + nb > DENSE_MAX:
+        return fit.cov.copy(), None
+    try:
+        H = fit.dense_hessian()
+    except ValueError:  # not made by fit_map
+        return fit.cov.copy(), None
+    floor = min(fit.lam, fit.tau ** -2) if nb else fit.lam
+    M, cov = dense_inverse_factor(H, min_eig=floor)
+    return cov, M
 
 
 def _context(fit: BTFit, X: np.ndarray | None, cfg: LoopConfig, counts: np.ndarray,
              rng: np.random.Generator, groups: np.ndarray | None = None) -> AcquisitionContext:
     n = fit.n_items
     shift = (np.asarray(X, float).reshape(n, -1) @ fit.c) if fit.c.shape[0] else np.zeros(n)
-    return AcquisitionContext(theta=fit.theta, cov=fit.cov.copy(), k=cfg.k, shift=shift,
+    cov, factor = _acquisition_posterior(fit)
+    return AcquisitionContext(theta=fit.theta, cov=cov, k=cfg.k, shift=shift,
                               kappa=fit.kappa, item_counts=counts, rng=rng,
                               n_samples=cfg.n_samples,
-                              membership_seed=int(rng.integers(2**31)), groups=groups)
+                              membership_seed=int(rng.integers(2**31)), groups=groups,
+                              factor=factor)
 
 
 def _rank_one_update(ctx: AcquisitionContext, fit: BTFit, X: np.ndarray | None, first: int,
@@ -198,7 +221,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
         for step in range(budget):
             if step and step % refit_every == 0:
                 flush()
-                drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive)
+                drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive, driving=True)
                 ctx = _context(drive, Xd, cfg, item_counts, rng, g)
                 result.refits.append({"step": step, "theta": drive.theta.copy(),
                                       "converged": drive.converged})

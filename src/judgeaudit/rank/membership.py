@@ -62,6 +62,59 @@ def _draws32(theta: np.ndarray, cov: np.ndarray, n_samples: int,
     return out
 
 
+def precision_draws(theta: np.ndarray, M: np.ndarray, n_samples: int = 1500,
+                    seed: int | np.random.Generator | None = 0,
+                    antithetic: bool = False) -> np.ndarray:
+    """(S, N) draws of theta from the factor M = L^-1 of the posterior precision
+    (judgeaudit.stats.bt_posterior.dense_inverse_factor; H = L L^T over N + nb parameters):
+    x = M^T z has covariance H^-1, its first N entries are theta's. Same distribution as
+    ``sample_theta`` with the covariance, without forming a factor of it; in the dtype of M
+    (float32 when the inverse was computed in float32)."""
+    theta = np.asarray(theta, dtype=float)
+    n, P = theta.shape[0], M.shape[0]
+    rng = np.random.default_rng(seed)
+    half = (n_samples + 1) // 2 if antithetic else n_samples
+    z = rng.standard_normal((half, P), dtype=M.dtype)
+    if z.size:
+        trmm = blas.get_blas_funcs("trmm", (M,))
+        # rows of z times M = (M^T z^T)^T: z^T is Fortran-ordered, no copy
+        z = trmm(1.0, M, z.T, side=0, lower=1, trans_a=1, overwrite_b=1).T
+    th = theta.astype(M.dtype)[None, :]
+    if antithetic:  # theta + e and theta - e: the second half reuses the first's normals
+        out = np.empty((n_samples, n), dtype=M.dtype)
+        np.add(th, z[:, :n], out=out[:half])
+        np.subtract(th, z[: n_samples - half, :n], out=out[half:])
+        return out
+    out = z[:, :n]
+    out += th
+    return out
+
+
+def membership_from_draws(draws: np.ndarray, k: int, groups: np.ndarray | None = None
+                          ) -> np.ndarray:
+    """P(i in (its group's) top k) as the fraction of the rows of ``draws`` (S, N) that put
+    it there (k per group by ``group_k``)."""
+    S, n = draws.shape
+    if groups is None:
+        if not 0 < k <= n:
+            raise ValueError(f"k must be in 1..{n}, got {k}")
+        if k == n:
+            return np.ones(n)
+        top = np.argpartition(draws, n - k, axis=1)[:, n - k :]  # the k largest per row
+        return np.bincount(top.ravel(), minlength=n) / float(S)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    p = np.zeros(n)
+    for idx in group_index(groups, n):
+        kg = group_k(k, idx.shape[0])
+        if kg == 0:
+            continue
+        m = idx.shape[0]
+        top = np.argpartition(draws[:, idx], m - kg, axis=1)[:, m - kg :]
+        p[idx] = np.bincount(top.ravel(), minlength=m) / float(S)
+    return p
+
+
 def topk_membership(theta: np.ndarray, cov: np.ndarray, k: int, n_samples: int = 1500,
                     seed: int | np.random.Generator | None = 0) -> np.ndarray:
     """P(i in top k) for every item, seeded Monte-Carlo with ``n_samples`` draws."""

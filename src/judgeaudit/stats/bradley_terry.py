@@ -24,6 +24,7 @@ the prior (theta independent of X); both are stated in the posterior covariance.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -47,23 +48,48 @@ class BTFit:
     Small fits carry the dense covariance ``cov``. Large ones (see ``fit_map(posterior=)``)
     carry a ``SparsePosterior`` instead and build ``cov`` only when it is asked for (it is
     (N + nb)^2 floats); ``theta_var``, ``c_se``, ``kappa_se`` and ``var_diff(a, b)`` never need
-    it.
+    it. A lazy fit (``posterior="lazy"``) computes either on first use; ``dense_hessian()``
+    gives the Hessian at the MAP when the fit was made by ``fit_map``.
     """
 
     def __init__(self, theta: np.ndarray, c: np.ndarray, kappa: float,
                  cov: np.ndarray | None = None, loglik: float = 0.0, converged: bool = True,
                  lam: float = 1.0, tau: float = 1.0, position: bool = True, n_iter: int = 0,
-                 message: str = "", posterior: SparsePosterior | None = None) -> None:
-        if cov is None and posterior is None:
+                 message: str = "", posterior: SparsePosterior | None = None,
+                 lazy: Callable[[], tuple[np.ndarray | None, SparsePosterior | None]] | None
+                 = None, hessian: Callable[[], np.ndarray] | None = None) -> None:
+        if cov is None and posterior is None and lazy is None:
             raise ValueError("BTFit needs cov or posterior")
         self.theta, self.c, self.kappa = theta, c, kappa
-        self._cov, self.posterior = cov, posterior
+        self._cov, self._posterior, self._lazy, self._hessian = cov, posterior, lazy, hessian
         self.loglik, self.converged = loglik, converged
         self.lam, self.tau, self.position = lam, tau, position
         self.n_iter, self.message = n_iter, message
 
+    def _ensure(self) -> None:
+        if self._cov is None and self._posterior is None and self._lazy is not None:
+            self._cov, self._posterior = self._lazy()
+            self._lazy = None
+
+    @property
+    def posterior(self) -> SparsePosterior | None:
+        """The sparse posterior (None for a dense fit)."""
+        self._ensure()
+        return self._posterior
+
+    @posterior.setter
+    def posterior(self, value: SparsePosterior | None) -> None:
+        self._posterior = value
+
+    def dense_hessian(self) -> np.ndarray:
+        """The Hessian of the negative log posterior at the MAP, (N + nb)^2 (dense)."""
+        if self._hessian is None:
+            raise ValueError("dense_hessian: this fit was not made by fit_map")
+        return self._hessian()
+
     def __repr__(self) -> str:
-        kind = "dense" if self._cov is not None else "sparse"
+        kind = ("lazy" if self._cov is None and self._posterior is None
+                else "dense" if self._cov is not None else "sparse")
         return (f"BTFit(n_items={self.n_items}, c={self.c!r}, kappa={self.kappa:.4g}, "
                 f"loglik={self.loglik:.6g}, converged={self.converged}, lam={self.lam:.4g}, "
                 f"tau={self.tau:.4g}, posterior={kind})")
@@ -80,6 +106,7 @@ class BTFit:
     @property
     def cov(self) -> np.ndarray:
         """The full covariance; built on first use for a sparse fit (O(N^2) memory)."""
+        self._ensure()
         if self._cov is None:
             self._cov = self.posterior.dense_cov()  # type: ignore[union-attr]
         return self._cov
@@ -99,6 +126,7 @@ class BTFit:
     def b_cov(self) -> np.ndarray:
         """Covariance of ``[c, kappa?]`` (exact on both paths)."""
         n = self.n_items
+        self._ensure()
         if self._cov is not None:
             return self._cov[n:, n:]
         return self.posterior.b_cov  # type: ignore[union-attr]
@@ -107,6 +135,7 @@ class BTFit:
     def theta_var(self) -> np.ndarray:
         """Posterior variances of theta: exact when dense, else diag(A^-1) is a Hutchinson
         estimate (``posterior.theta_var_se``) and the covariate/position part exact."""
+        self._ensure()
         if self._cov is not None:
             return np.diag(self._cov)[: self.n_items].copy()
         return self.posterior.theta_var  # type: ignore[union-attr]
@@ -141,6 +170,7 @@ class BTFit:
             return d[:, None] + d[None, :] - 2.0 * s
         a = np.asarray(a, dtype=np.intp)
         b = np.asarray(b, dtype=np.intp)
+        self._ensure()
         if self._cov is not None:
             d = np.diag(self._cov)
             return np.maximum(d[a] + d[b] - 2.0 * self._cov[a, b], 0.0)
@@ -355,7 +385,9 @@ class _Problem:
     def _newton(self, lam: float, tau: float, prec: np.ndarray, x0: np.ndarray,
                 gtol: float = 1e-8, maxiter: int = 100) -> tuple[np.ndarray, bool, int, str]:
         """Damped Newton, each step one sparse Schur solve (bt_posterior): a few O(nnz)
-        iterations where L-BFGS needs hundreds of gradient passes over all comparisons."""
+        iterations where L-BFGS needs hundreds of gradient passes over all comparisons.
+
+        The Newton direction and A^-1 B (the Schur complement) are one block CG run."""
         z = x0.astype(float).copy()
         f, g = self.nlp(z, prec)
         gmax = float(np.max(np.abs(g), initial=0.0))
@@ -365,8 +397,8 @@ class _Problem:
                 it -= 1
                 break
             rtol = min(1e-2, max(1e-10, 1e-3 * gmax))
-            post = self.sparse_posterior(z, lam, tau, n_probes=0, rtol=rtol)
-            d = -post.solve(g[:, None])[:, 0]
+            post = self.sparse_posterior(z, lam, tau, n_probes=0, rtol=rtol, rhs=g)
+            d = -post.rhs_solution
             gd = float(g @ d)
             if not gd < 0:  # not a descent direction (solver trouble): steepest descent
                 d, gd = -g, -float(g @ g)
@@ -462,7 +494,8 @@ def fit_map(n_items: int, comparisons: Comparisons, X: Covariates | None = None,
             position: bool = True, lam: float = 1.0, tau: float = 1.0,
             init: BTFit | np.ndarray | None = None, hierarchical: bool = False,
             max_outer: int = 100, tau_floor: float = 1e-3,
-            posterior: Literal["auto", "dense", "sparse"] = "auto") -> BTFit:
+            posterior: Literal["auto", "dense", "sparse", "lazy"] = "auto",
+            method: Literal["auto", "lbfgs", "newton"] = "auto") -> BTFit:
     """MAP of the bias-aware model (L-BFGS, analytic gradient) with its Laplace posterior.
 
     Ties (y = 0.5) count as half a win for each side. ``init`` warm-starts from a previous
@@ -475,41 +508,62 @@ def fit_map(n_items: int, comparisons: Comparisons, X: Covariates | None = None,
     O(N^3) time); "sparse" keeps the bordered sparse Hessian (see
     judgeaudit.stats.bt_posterior: c, kappa and pair variances exact, theta variances with a
     small Monte-Carlo error) and builds ``cov`` only on request; "auto" is dense up to
-    ``DENSE_MAX`` parameters.
+    ``DENSE_MAX`` parameters; "lazy" is "auto" computed on first use (the active loop needs
+    only the Hessian, ``BTFit.dense_hessian``).
+
+    ``method``: "lbfgs" (L-BFGS), "newton" (damped Newton with sparse Schur solves: a few
+    iterations from a warm start) or "auto" (Newton with the sparse posterior, else L-BFGS).
+    Both stop at max |gradient| <= ~1e-8.
     """
     comparisons = as_comparisons(comparisons, n_items)
     Xa, m, P = _layout(n_items, X, position)
     with limit_blas_threads(P):  # small dense algebra: extra BLAS threads only contend
         return _fit_map(n_items, comparisons, Xa, m, P, position, lam, tau, init, hierarchical,
-                        max_outer, tau_floor, posterior)
+                        max_outer, tau_floor, posterior, method)
 
 
 def _fit_map(n_items: int, comparisons: Comparisons, Xa: np.ndarray, m: int, P: int,
              position: bool, lam: float, tau: float, init: BTFit | np.ndarray | None,
-             hierarchical: bool, max_outer: int, tau_floor: float, posterior: str) -> BTFit:
-    if posterior not in ("auto", "dense", "sparse"):
-        raise ValueError(f"posterior must be 'auto', 'dense' or 'sparse', got {posterior!r}")
+             hierarchical: bool, max_outer: int, tau_floor: float, posterior: str,
+             method: str = "auto") -> BTFit:
+    if posterior not in ("auto", "dense", "sparse", "lazy"):
+        raise ValueError("posterior must be 'auto', 'dense', 'sparse' or 'lazy', "
+                         f"got {posterior!r}")
+    if method not in ("auto", "lbfgs", "newton"):
+        raise ValueError(f"method must be 'auto', 'lbfgs' or 'newton', got {method!r}")
     _prior_precision(n_items, m, position, lam, tau)
     x0 = _init_vector(init, P, n_items)
     if hierarchical and isinstance(init, BTFit) and init.c.shape[0] == m:
         tau = init.tau
-    dense = posterior == "dense" or (posterior == "auto" and P <= DENSE_MAX)
-    prob = _Problem(n_items, comparisons, Xa, m, position, newton=not dense)
+    dense = posterior == "dense" or (posterior in ("auto", "lazy") and P <= DENSE_MAX)
+    newton = method == "newton" or (method == "auto" and not dense)
+    prob = _Problem(n_items, comparisons, Xa, m, position, newton=newton)
     z, ok, nit, msg = prob.fit(lam, tau, x0)
     if hierarchical and prob.nb:
         tau, z, ok2, nit2, msg2, _ = _eb_tau(prob, lam, tau, z, max_outer, tau_floor)
         ok, nit, msg = ok and ok2, nit + nit2, msg2 or msg
-    cov = _spd_inverse(prob.dense_hessian(z, lam, tau)) if dense else None
-    post = None if dense else prob.sparse_posterior(z, lam, tau)
+
+    def make_posterior() -> tuple[np.ndarray | None, SparsePosterior | None]:
+        if dense:
+            return _spd_inverse(prob.dense_hessian(z, lam, tau)), None
+        return None, prob.sparse_posterior(z, lam, tau)
+
+    cov, post, lazy = None, None, None
+    if posterior == "lazy":
+        lazy = make_posterior
+    else:
+        cov, post = make_posterior()
     return BTFit(theta=z[:n_items].copy(), c=z[n_items : n_items + m].copy(),
                  kappa=float(z[-1]) if position else 0.0, cov=cov, loglik=prob.loglik(z),
                  converged=ok, lam=lam, tau=float(tau), position=position, n_iter=nit,
-                 message=msg, posterior=post)
+                 message=msg, posterior=post, lazy=lazy,
+                 hessian=lambda: prob.dense_hessian(z, lam, tau))
 
 
 def fit_naive(n_items: int, comparisons: Comparisons, lam: float = 1e-6,
               init: BTFit | np.ndarray | None = None,
-              posterior: Literal["auto", "dense", "sparse"] = "auto") -> BTFit:
+              posterior: Literal["auto", "dense", "sparse", "lazy"] = "auto",
+              method: Literal["auto", "lbfgs", "newton"] = "auto") -> BTFit:
     """Plain Bradley-Terry: no covariates, no position term; ridge ``lam`` (tiny by default,
     only for identifiability) on theta. Ties count as half wins.
 
@@ -517,7 +571,7 @@ def fit_naive(n_items: int, comparisons: Comparisons, lam: float = 1e-6,
     alpha * sum theta^2, i.e. a prior of precision 2 * alpha).
     """
     return fit_map(n_items, comparisons, X=None, position=False, lam=lam, init=init,
-                   posterior=posterior)
+                   posterior=posterior, method=method)
 
 
 def win_probability(fit: BTFit, i: np.ndarray, j: np.ndarray, X: Covariates | None = None,

@@ -97,7 +97,7 @@ class SparsePosterior:
 
     def __init__(self, graph: PairGraph, wp: np.ndarray, deg: np.ndarray, lam: float,
                  B: np.ndarray, C: np.ndarray, n_probes: int = N_PROBES, seed: int = 0,
-                 rtol: float = _CG_RTOL) -> None:
+                 rtol: float = _CG_RTOL, rhs: np.ndarray | None = None) -> None:
         self.graph, self.lam, self.rtol = graph, float(lam), float(rtol)
         self.n, self.nb = graph.n, int(C.shape[0])
         self.wp = wp
@@ -107,13 +107,22 @@ class SparsePosterior:
         self.n_probes, self.seed = int(n_probes), int(seed)
         self.cg_iters = 0
         self.cg_converged = True
-        if self.nb:
+        # ``rhs`` (N + nb,): H^-1 rhs is solved together with A^-1 B (one block CG run) and
+        # kept as ``rhs_solution`` (a Newton step)
+        At = None
+        if rhs is not None:
+            Y = self.solve_A(np.column_stack([B, rhs[: self.n]]))
+            self.X, At = Y[:, : self.nb], Y[:, self.nb]
+        elif self.nb:
             self.X = self.solve_A(B)
+        else:
+            self.X = np.zeros((self.n, 0))
+        if self.nb:
             S = C - B.T @ self.X
             self.b_cov = _spd_inverse(0.5 * (S + S.T))
         else:
-            self.X = np.zeros((self.n, 0))
             self.b_cov = np.zeros((0, 0))
+        self.rhs_solution = None if At is None else self._schur(At, rhs[self.n :][:, None])[:, 0]
         self._theta_var: np.ndarray | None = None
         self.theta_var_se: np.ndarray | None = None
 
@@ -171,9 +180,12 @@ class SparsePosterior:
     # ------------------------------------------------------------------ posterior quantities
     def solve(self, R: np.ndarray) -> np.ndarray:
         """H^-1 R for R of shape (N + nb, K) by the block (Schur) inverse."""
-        n = self.n
-        Rt, Rb = R[:n], R[n:]
-        At = self.solve_A(Rt)
+        return self._schur(self.solve_A(R[: self.n]), R[self.n :])
+
+    def _schur(self, At: np.ndarray, Rb: np.ndarray) -> np.ndarray:
+        """H^-1 [Rt; Rb] from At = A^-1 Rt."""
+        if At.ndim == 1:
+            At = At[:, None]
         if not self.nb:
             return At
         xb = self.b_cov @ (Rb - self.B.T @ At)
@@ -272,3 +284,51 @@ def _spd_inverse(H: np.ndarray) -> np.ndarray:
     inv += inv.T
     inv[np.diag_indices_from(inv)] = d
     return inv
+
+
+# float32 is used for the dense inverse when the Gershgorin bound on the condition number is
+# at most this: measured relative error of the pair variances ~4e-7 at N = 1,000 (bound
+# ~1e3), far below the Monte-Carlo error of anything the acquisition does with them
+_SINGLE_MAX_COND = 1e4
+
+
+def dense_inverse_factor(H: np.ndarray, min_eig: float | None = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """``(M, cov)`` for a symmetric positive definite H: M = L^-1 (lower triangular, L the
+    Cholesky factor, so cov = M^T M = H^-1 and x = M^T z is a draw of N(0, H^-1)) and the
+    full symmetric inverse in float64.
+
+    ``min_eig``: a lower bound on the smallest eigenvalue of H (for a Bradley-Terry Hessian
+    the smallest prior precision: the likelihood part is positive semi-definite). When the
+    condition number it bounds (with Gershgorin's bound on the largest eigenvalue) is at most
+    ``_SINGLE_MAX_COND`` the factorisations run in float32 (half the time; M stays float32,
+    cov is cast to float64); otherwise, without ``min_eig`` or when the float32 Cholesky
+    fails, in float64.
+    """
+    single = False
+    Hd = H
+    if min_eig is not None and min_eig > 0 and H.size:
+        Hd = H.astype(np.float32)
+        lmax = float(np.max(np.add.reduce(np.abs(Hd), axis=1, dtype=np.float64)))
+        single = lmax <= _SINGLE_MAX_COND * min_eig
+    dt = np.float32 if single else np.float64
+    potrf, trtri, lauum = lapack.get_lapack_funcs(("potrf", "trtri", "lauum"),
+                                                  (np.empty(0, dtype=dt),))
+    L, info = potrf(Hd if single else H.astype(dt), lower=1, clean=1, overwrite_a=1)
+    if info != 0:
+        if single:
+            return dense_inverse_factor(H, None)
+        raise np.linalg.LinAlgError(f"Hessian not positive definite (potrf info={info})")
+    M, info = trtri(L, lower=1, overwrite_c=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"triangular inverse failed (trtri info={info})")
+    # M^T M in the lower triangle; the upper one stays the zeros of M (potrf clean=1, and
+    # trtri and lauum touch only the lower triangle)
+    S, info = lauum(M, lower=1, overwrite_c=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"lauum failed (info={info})")
+    # S is Fortran-ordered (LAPACK): S.T is the C-ordered upper triangle
+    cov = S.T.astype(np.float64)
+    cov += S
+    cov[np.diag_indices_from(cov)] -= np.diag(S)
+    return M, cov

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from judgeaudit.rank.membership import binary_entropy, topk_membership_grouped
+from judgeaudit.rank.membership import (
+    binary_entropy,
+    membership_from_draws,
+    precision_draws,
+    topk_membership_grouped,
+)
 
 Rule = Callable[["AcquisitionContext", np.ndarray, np.ndarray], np.ndarray]
 
@@ -26,7 +31,11 @@ class AcquisitionContext:
     in place between refits); ``shift`` is X @ c (the judge's covariate bias per item);
     ``groups`` (optional) assigns items to prompts, each with its own top-k.
     Membership probabilities are computed lazily, so rules that do not use them do not pay
-    for the Monte-Carlo.
+    for the Monte-Carlo. ``factor`` (optional, set by the active loop) is M = L^-1 of the
+    posterior precision H = L L^T (judgeaudit.stats.bt_posterior.dense_inverse_factor): the
+    membership draws are then taken as M^T z (the same Gaussian as from ``cov``, without
+    factoring it again); it describes the posterior the context was made with (before any
+    in-place update of ``cov``).
     """
 
     theta: np.ndarray
@@ -39,7 +48,10 @@ class AcquisitionContext:
     n_samples: int = 1500
     membership_seed: int = 0
     groups: np.ndarray | None = None  # item -> prompt group; top-k is per group
+    factor: np.ndarray | None = None
     _membership: np.ndarray | None = None
+    _item_entropy: np.ndarray | None = None
+    _location: np.ndarray | None = None
 
     @property
     def n_items(self) -> int:
@@ -49,24 +61,52 @@ class AcquisitionContext:
     def membership(self) -> np.ndarray:
         if self._membership is None:
             n = self.n_items
-            self._membership = topk_membership_grouped(self.theta, self.cov[:n, :n], self.k,
-                                                       self.groups, self.n_samples,
-                                                       self.membership_seed)
+            if self.factor is not None:
+                draws = precision_draws(self.theta, self.factor, self.n_samples,
+                                        self.membership_seed, antithetic=True)
+                self._membership = membership_from_draws(draws, self.k, self.groups)
+            else:
+                self._membership = topk_membership_grouped(self.theta, self.cov[:n, :n],
+                                                           self.k, self.groups,
+                                                           self.n_samples,
+                                                           self.membership_seed)
         return self._membership
+
+    @property
+    def item_entropy(self) -> np.ndarray:
+        """H(membership) per item (nats)."""
+        if self._item_entropy is None:
+            self._item_entropy = binary_entropy(self.membership)
+        return self._item_entropy
 
     def var_diff(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Posterior Var(theta_a - theta_b)."""
-        d = np.diag(self.cov)
-        return np.maximum(d[a] + d[b] - 2.0 * self.cov[a, b], 0.0)
+        cov = self.cov
+        d = np.diag(cov)
+        if cov.flags.c_contiguous:  # cov[a, b] through the flat index: one gather
+            off = np.take(cov.reshape(-1), np.asarray(a, np.intp) * cov.shape[1] + b)
+        else:
+            off = cov[a, b]
+        off *= -2.0
+        off += d[a]
+        off += d[b]
+        return np.maximum(off, 0.0, out=off)
 
     def outcome_variance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """p_ab (1 - p_ab) of the judge's verdict, averaged over the two presentation orders
         (the order is drawn at random after the pair is chosen)."""
-        d = self.theta[a] - self.theta[b] + self.shift[a] - self.shift[b]
+        if self._location is None:
+            self._location = np.asarray(self.theta, float) + np.asarray(self.shift, float)
+        t = self._location
+        d = t[a] - t[b]
         p1 = special.expit(d + self.kappa)
-        p2 = special.expit(d - self.kappa)
-        return 0.5 * (p1 * (1 - p1) + p2 * (1 - p2))
+        p1 *= 1.0 - p1
+        p2 = special.expit(d - self.kappa, out=d)
+        p2 *= 1.0 - p2
+        p1 += p2
+        p1 *= 0.5
+        return p1
 
     def entropy(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        h = binary_entropy(self.membership)
+        h = self.item_entropy
         return h[a] + h[b]

@@ -12,7 +12,10 @@ def score(ctx: AcquisitionContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     h = ctx.entropy(a, b)
     live = np.nonzero(h > 0.0)[0]
     if live.shape[0] == h.shape[0]:
-        return ctx.outcome_variance(a, b) * ctx.var_diff(a, b) * h
+        out = ctx.outcome_variance(a, b)
+        out *= ctx.var_diff(a, b)
+        out *= h
+        return out
     # pairs of two settled items score exactly 0 (both other factors are finite): skip them,
     # the same products elementwise for the rest (the candidate list is O(N^2) long)
     out = np.zeros(h.shape[0])
