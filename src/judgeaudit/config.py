@@ -320,8 +320,8 @@ class RankConfig(_RunFields):
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
     refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
     samples: PosInt = _f(1500, "Monte-Carlo draws for top-k membership (>= 1).")
-    concurrency: PosInt | None = _f(None, "Concurrent judge calls (>= 1).")
-    timeout: PosFloat | None = _f(None, "Seconds per call (> 0).")
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
 
 
 class RankEvalConfig(_RunFields):
@@ -346,8 +346,8 @@ class RankEvalConfig(_RunFields):
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
     refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
     samples: PosInt = _f(1500, "Monte-Carlo draws for top-k membership (>= 1).")
-    concurrency: PosInt | None = _f(None, "Concurrent judge calls (>= 1).")
-    timeout: PosFloat | None = _f(None, "Seconds per call (> 0).")
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
 
 
 class CompareConfig(CommandConfig):

@@ -22,9 +22,9 @@ from judgeaudit.cli.runner import (
     ConfigFileOpt,
     JsonOpt,
     check_out_dir,
-    exit_if_failed,
+    finish,
     open_unit,
-    print_json,
+    write_outputs,
 )
 from judgeaudit.report.outcome import EXIT_GATE
 
@@ -125,7 +125,6 @@ def compare(
     out/audit-new --fail-on worse --out out/compare"""
     from judgeaudit.audit.compare import CompareError, check_same_data, load_audit
     from judgeaudit.audit.compare import compare as run_compare
-    from judgeaudit.report import write_report, write_results
 
     mode, must_not = _parse_fail_on(fail_on)
     try:
@@ -145,8 +144,7 @@ def compare(
     check_out_dir(out)
     res = run_compare(a, b, a_path=str(run_a), b_path=str(run_b), alpha=alpha, margin=margin,
                       seed=seed)
-    path = write_results(out / "results.json", res)
-    report = write_report(path)
+    path, report = write_outputs(out, res)
     if res["run"]["status"] == "ok":
         if res["probes"]:
             console.print(compare_table(res))
@@ -166,9 +164,7 @@ def compare(
              f"{len(s['no_change'])} no change, {len(s['underpowered'])} underpowered")
     _say(f"report: {report}")
     _say(f"results: {path}")
-    if json_out:
-        print_json(res)
-    exit_if_failed(res)  # before the gate: no gate passes a failed run
+    finish(res, json_out)  # before the gate: no gate passes a failed run
     worse = set(res["summary"]["worse"])
     failing = {"never": set(), "worse": worse, "probes": worse & must_not}[mode]
     if failing:

@@ -16,17 +16,22 @@ from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
+    CacheOpt,
+    ConcOpt,
     ConfigFileOpt,
     JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
+    NoCacheOpt,
+    SeedOpt,
     checked,
-    exit_if_failed,
+    failed,
+    finish,
     open_unit,
     positive,
-    print_json,
     run_command,
     settings,
+    write_outputs,
 )
 from judgeaudit.config import DiscoverConfig as DiscoverSettings
 from judgeaudit.config import MitigateConfig, QuantifyConfig
@@ -39,9 +44,6 @@ RecordedOpt = Annotated[str | None, typer.Option(help=D.help("recorded"))]
 DataOpt = Annotated[str, typer.Option("--data", "-d", help=D.help("data"))]
 LlmOpt = Annotated[str, typer.Option(help=D.help("llm"))]
 OutOpt = Annotated[Path | None, typer.Option(help=D.help("out"))]
-CacheOpt = Annotated[Path | None, typer.Option(help=D.help("cache"))]
-ConcOpt = Annotated[int | None, typer.Option(help=D.help("concurrency"),
-                                              callback=positive("--concurrency"))]
 
 
 def _share(what: str) -> Callable[[float], float]:
@@ -73,18 +75,6 @@ def _splits_table(doc: dict[str, Any]) -> Table:
     t.add_row("consensus (all judges)", str(doc["consensus_agree"]),
               str(doc["consensus_disagree"]), "", "", "")
     return t
-
-
-def _write(out: Path, res: dict[str, Any]) -> tuple[Path, Path]:
-    from judgeaudit.report import write_results
-    from judgeaudit.report.html import write_report
-
-    path = write_results(out / "results.json", res)
-    return path, write_report(path)
-
-
-def _failed(res: dict[str, Any]) -> bool:
-    return (res.get("run") or {}).get("status") == "failed"
 
 
 def _calls_line(res: dict[str, Any], *paths: Path) -> None:
@@ -127,10 +117,10 @@ def discover(
     rep_fallback: Annotated[bool, typer.Option(help=D.help("rep_fallback"))] = True,
     min_agreement: MinAgreementOpt = 0.5,
     out: OutOpt = Path("out/discover"),
-    seed: int = 0,
+    seed: SeedOpt = 0,
     concurrency: ConcOpt = None,
     cache: CacheOpt = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
     config: ConfigFileOpt = None,
@@ -149,14 +139,12 @@ def discover(
     res = run_command(cfg, checked(lambda: prepare_discover(
         cfg, on_stage=lambda msg: console.print(f"[bold]discover:[/] {msg}"),
         recorded_dir=cfg.out / "recorded", cli=True)))
-    path, report = _write(cfg.out, res)
-    if not _failed(res):  # a failed run's numbers are no result
+    path, report = write_outputs(cfg.out, res)
+    if not failed(res):  # a failed run's numbers are no result
         _print_discover(res)
     console.print(_json_stats_line(res["json_stats"]))
     _calls_line(res, path, report)
-    if json_out:
-        print_json(res)
-    exit_if_failed(res)
+    finish(res, json_out)
 
 
 def _print_discover(res: dict[str, Any]) -> None:
@@ -200,10 +188,10 @@ def quantify(
                                                   callback=positive("--max-words"))] = None,
     min_agreement: MinAgreementOpt = 0.5,
     out: OutOpt = Path("out/quantify"),
-    seed: int = 0,
+    seed: SeedOpt = 0,
     concurrency: ConcOpt = None,
     cache: CacheOpt = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
     config: ConfigFileOpt = None,
@@ -223,15 +211,13 @@ def quantify(
     cfg = settings(QuantifyConfig, locals(), out=out or Path("out/quantify"))
     run = checked(lambda: prepare_quantify(cfg, cli=True))
     res = run_command(cfg, run)
-    path, report = _write(cfg.out, res)
-    if not _failed(res):  # a failed run's numbers are no result
+    path, report = write_outputs(cfg.out, res)
+    if not failed(res):  # a failed run's numbers are no result
         _print_quantify(res, run.info["levels"])
     if res.get("json_stats"):
         console.print(_json_stats_line(res["json_stats"]))
     _calls_line(res, path, report)
-    if json_out:
-        print_json(res)
-    exit_if_failed(res)
+    finish(res, json_out)
 
 
 def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
@@ -267,10 +253,10 @@ def mitigate(
     apply_fit: Annotated[Path | None, typer.Option("--apply", help=M.help("apply"))] = None,
     min_agreement: MinAgreementOpt = 0.5,
     out: OutOpt = Path("out/mitigate"),
-    seed: int = 0,
+    seed: SeedOpt = 0,
     concurrency: ConcOpt = None,
     cache: CacheOpt = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
     config: ConfigFileOpt = None,
@@ -295,20 +281,18 @@ def mitigate(
 
         path = write_results(cfg.out / "results.json", res)
         a = res["applied"]
-        if not _failed(res):
+        if not failed(res):
             console.print(f"{run.info['name']}: win {est_ci(a['win'])}, bias-controlled "
                           f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
                           f"(n={a['n']}, {a['n_new_queries']} new queries)")
         _calls_line(res, path)
     else:
-        path, report = _write(cfg.out, res)
-        if not _failed(res):  # a failed run's numbers are no result
+        path, report = write_outputs(cfg.out, res)
+        if not failed(res):  # a failed run's numbers are no result
             _print_mitigate(res, cfg.candidate, cfg.estimator)
         console.print(_json_stats_line(res["json_stats"]))
         _calls_line(res, path, report)
-    if json_out:
-        print_json(res)
-    exit_if_failed(res)
+    finish(res, json_out)
 
 
 def _print_mitigate(res: dict[str, Any], candidate: str, estimator: str) -> None:

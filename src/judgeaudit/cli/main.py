@@ -14,18 +14,23 @@ from judgeaudit.cli.progress import console, fail
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
+    CacheOpt,
+    ConcOpt,
     ConfigFileOpt,
     JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
+    NoCacheOpt,
+    SeedOpt,
+    TimeoutOpt,
     checked,
-    exit_if_failed,
+    finish,
     open_unit,
     positive,
-    positive_float,
     print_json,
     run_command,
     settings,
+    write_outputs,
 )
 from judgeaudit.config import AuditConfig, EvaluateConfig
 
@@ -47,13 +52,6 @@ E, A = EvaluateConfig, AuditConfig
 _ED, _AD = EvaluateConfig(), AuditConfig()  # the defaults
 JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help=E.help("judge"))]
 DataOpt = Annotated[str, typer.Option("--data", "-d", help=E.help("data"))]
-CacheOpt = Annotated[Path | None, typer.Option("--cache", help=E.help("cache"))]
-ConcOpt = Annotated[int | None, typer.Option(help=E.help("concurrency"),
-                                              callback=positive("--concurrency"))]
-TimeoutOpt = Annotated[float | None, typer.Option(help=E.help("timeout"),
-                                                  callback=positive_float)]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help=E.help("no_cache"))]
-SeedOpt = Annotated[int, typer.Option(help=E.help("seed"))]
 
 
 def _version(value: bool) -> None:
@@ -170,9 +168,7 @@ def evaluate(
         console.print(f"items: a random sample of {selection['n']} of {selection['of']} "
                       f"(seed {selection['seed']})")
     console.print(f"results: {path}")
-    if json_out:
-        print_json(res)
-    exit_if_failed(res)
+    finish(res, json_out)
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
@@ -229,7 +225,6 @@ def audit(
     out/audit"""
     from judgeaudit.audit.probe import get_probe, probe_names
     from judgeaudit.commands import prepare_audit
-    from judgeaudit.report import write_results
 
     if list_probes:
         for name in probe_names():
@@ -245,7 +240,7 @@ def audit(
         raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
     res = run_command(cfg, run)
     limit = run.info["limit"]
-    path = write_results(out / "results.json", res)
+    path, report = write_outputs(out, res)
     from judgeaudit.cli.format import audit_table, panel_table
 
     for w in res.get("warnings") or []:
@@ -277,16 +272,9 @@ def audit(
             f"{k} {v}" for k, v in res["dropped"].items()))
     console.print(f"calls: {cl['made']} made, {cl['cached']} from cache, {cl['failed']} "
                   f"failed; {res['seconds']:.1f} s")
-    try:
-        from judgeaudit.report import write_report
-
-        console.print(f"report: {write_report(path)}")
-    except ImportError:
-        pass
+    console.print(f"report: {report}")
     console.print(f"results: {path}")
-    if json_out:
-        print_json(res)
-    exit_if_failed(res)  # before the gate: no gate passes a failed run
+    finish(res, json_out)  # before the gate: no gate passes a failed run
     biased = set(res["summary"]["biased"])
     flagged = {k for k, p in res["probes"].items() if (p.get("flag") or {}).get("exceeds")}
     failing = {"never": set(), "biased": biased, "flag": flagged, "any": biased | flagged,

@@ -36,15 +36,19 @@ from judgeaudit.cli.progress import RateColumn, console
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
+    CacheOpt,
+    ConcOpt,
     ConfigFileOpt,
     JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
+    NoCacheOpt,
+    SeedOpt,
+    TimeoutOpt,
     checked,
-    exit_if_failed,
+    failed,
+    finish,
     positive,
-    positive_float,
-    print_json,
     run_command,
     settings,
     write_outputs,
@@ -71,19 +75,13 @@ def _positive_number(what: str) -> Callable[[float], float]:
     return check
 
 
-ConcOpt = Annotated[int | None, typer.Option(help=R.help("concurrency"),
-                                              callback=positive("--concurrency"))]
 TauOpt = Annotated[float, typer.Option(help=R.help("tau"), callback=_positive_number("--tau"))]
 HierOpt = Annotated[bool, typer.Option(help=R.help("hierarchical"))]
 RefitOpt = Annotated[int, typer.Option(help=R.help("refit_every"),
                                        callback=positive("--refit-every"))]
 SamplesOpt = Annotated[int, typer.Option(help=R.help("samples"), callback=positive("--samples"))]
-TimeoutOpt = Annotated[float | None, typer.Option(help=R.help("timeout"),
-                                                  callback=positive_float)]
 LamOpt = Annotated[str, typer.Option(help=R.help("lam"))]
 CovOpt = Annotated[str | None, typer.Option(help=R.help("covariates"))]
-CacheOpt = Annotated[Path | None, typer.Option(help=R.help("cache"))]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help=R.help("no_cache"))]
 
 
 def _fmt_iv(d: dict) -> str:
@@ -167,7 +165,7 @@ def rank(
     model: Annotated[str, typer.Option(help=R.help("model"))] = _RD.model,
     trusted: Annotated[Path | None, typer.Option(help=R.help("trusted"))] = None,
     out: Annotated[Path, typer.Option(help=R.help("out"))] = _RD.out,
-    seed: Annotated[int, typer.Option(help=R.help("seed"))] = 0,
+    seed: SeedOpt = 0,
     lam: LamOpt = _RD.lam,
     tau: TauOpt = _RD.tau,
     hierarchical: HierOpt = False,
@@ -200,13 +198,11 @@ def rank(
     _print_rank(doc)
     console.print(f"results: {path}")
     console.print(f"report: {report}")
-    if json_out:
-        print_json(doc)
-    exit_if_failed(doc)
+    finish(doc, json_out)
 
 
 def _print_rank(doc: dict) -> None:
-    if (doc.get("run") or {}).get("status") != "failed":  # a failed run's ranking is no result
+    if not failed(doc):  # a failed run's ranking is no result
         _print_ranking(doc, int(doc["config"]["k"]))
     c = doc["calls"]
     console.print(f"{doc['n_comparisons']} comparisons ({doc['n_invalid']} invalid, "
@@ -293,9 +289,7 @@ def rank_eval_cmd(
     _print_eval(doc)
     console.print(f"results: {path}")
     console.print(f"report: {report}")
-    if json_out:
-        print_json(doc)
-    exit_if_failed(doc)
+    finish(doc, json_out)
 
 
 def _print_eval(doc: dict) -> None:

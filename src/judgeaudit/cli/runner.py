@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from judgeaudit.cli.progress import console, fail, growing_bar
-from judgeaudit.config import CommandConfig, EvaluateConfig
+from judgeaudit.config import (
+    CACHE_HELP,
+    CONC_HELP,
+    NO_CACHE_HELP,
+    SEED_HELP,
+    TIMEOUT_HELP,
+    CommandConfig,
+    EvaluateConfig,
+)
 from judgeaudit.report.outcome import (
     DEFAULT_MAX_FAILED,
     DEFAULT_MIN_VALID,
@@ -71,6 +79,14 @@ def positive_float(v: float | None) -> float | None:
     if v is not None and not v > 0:
         raise typer.BadParameter(f"expected a number of seconds > 0, got {v}")
     return v
+
+
+# Options every command that calls a judge has (help: `judgeaudit.config`).
+CacheOpt = Annotated[Path | None, typer.Option("--cache", help=CACHE_HELP)]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)]
+ConcOpt = Annotated[int | None, typer.Option(help=CONC_HELP, callback=positive("--concurrency"))]
+TimeoutOpt = Annotated[float | None, typer.Option(help=TIMEOUT_HELP, callback=positive_float)]
+SeedOpt = Annotated[int, typer.Option(help=SEED_HELP)]
 
 
 def open_unit(v: float) -> float:
@@ -280,8 +296,20 @@ def print_json(doc: Mapping[str, Any]) -> None:
     typer.echo(json.dumps(json_summary(doc), ensure_ascii=False))
 
 
+def finish(res: Mapping[str, Any], json_out: bool) -> None:
+    """How every run command ends: the summary on stdout with --json (`print_json`), then
+    exit 3 for a failed run (`exit_if_failed`)."""
+    if json_out:
+        print_json(res)
+    exit_if_failed(res)
+
+
+def failed(res: Mapping[str, Any]) -> bool:
+    """Whether the run judged too little (its numbers are no result)."""
+    return (res.get("run") or {}).get("status") == "failed"
+
+
 def exit_if_failed(res: Mapping[str, Any]) -> None:
     """A failed run exits 3 whatever the gate says; its one-line reason is printed."""
-    run = res.get("run") or {}
-    if run.get("status") == "failed":
-        raise fail(str(run.get("message")), EXIT_RUN_FAILED)
+    if failed(res):
+        raise fail(str(res["run"].get("message")), EXIT_RUN_FAILED)

@@ -15,17 +15,22 @@ from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
     MAX_FAILED,
     MIN_VALID,
+    CacheOpt,
+    ConcOpt,
     ConfigFileOpt,
     JsonOpt,
     MaxFailedOpt,
     MinValidOpt,
+    NoCacheOpt,
+    SeedOpt,
+    TimeoutOpt,
     checked,
-    exit_if_failed,
+    failed,
+    finish,
     positive,
-    positive_float,
-    print_json,
     run_command,
     settings,
+    write_outputs,
 )
 from judgeaudit.config import ScoringBiasConfig
 
@@ -94,13 +99,11 @@ def scoring_bias(
     ref_review: Annotated[str, typer.Option(help=S.help("ref_review"))] = _SD.ref_review,
     template: Annotated[str, typer.Option(help=S.help("template"))] = _SD.template,
     out: Annotated[Path, typer.Option(help=S.help("out"))] = _SD.out,
-    seed: Annotated[int, typer.Option(help=S.help("seed"))] = 0,
-    concurrency: Annotated[int | None, typer.Option(help=S.help("concurrency"),
-                                                    callback=positive("--concurrency"))] = None,
-    timeout: Annotated[float | None, typer.Option(help=S.help("timeout"),
-                                                  callback=positive_float)] = None,
-    cache: Annotated[Path | None, typer.Option(help=S.help("cache"))] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help=S.help("no_cache"))] = False,
+    seed: SeedOpt = 0,
+    concurrency: ConcOpt = None,
+    timeout: TimeoutOpt = None,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
     min_valid: MinValidOpt = MIN_VALID,
     max_failed: MaxFailedOpt = MAX_FAILED,
     config: ConfigFileOpt = None,
@@ -115,23 +118,17 @@ def scoring_bias(
     Example: judgeaudit scoring-bias --judge 'sim?order_bias=0.5&ref_pull=0.3' --data
     builtin:graded --limit 10 --out out/scoring-bias"""
     from judgeaudit.commands import prepare_scoring_bias
-    from judgeaudit.report import write_results
-    from judgeaudit.report.html import write_report
-
     cfg = settings(ScoringBiasConfig, locals())
     res = run_command(cfg, checked(lambda: prepare_scoring_bias(
         cfg, references_out=out / "references.json", cli=True)))
-    path = write_results(out / "results.json", res)
-    report = write_report(path)
-    if (res.get("run") or {}).get("status") != "failed":  # a failed run's numbers: no result
+    path, report = write_outputs(out, res)
+    if not failed(res):  # a failed run's numbers are no result
         _print_results(res)
     c = res["calls"]
     console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
                   f"{res['seconds']:.1f} s")
     console.print(f"results: {path}\nreport: {report}")
-    if json_out:
-        print_json(res)
-    exit_if_failed(res)
+    finish(res, json_out)
 
 
 def _print_results(res: dict[str, Any]) -> None:
