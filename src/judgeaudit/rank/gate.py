@@ -70,8 +70,7 @@ def pair_probabilities(fit: BTFit, trusted: np.ndarray) -> np.ndarray:
     has the larger theta: Phi(d / sd(d)), d = theta_better - theta_worse (Laplace)."""
     better, worse = _strict(trusted)
     d = fit.theta[better] - fit.theta[worse]
-    cov = fit.theta_cov
-    var = cov[better, better] + cov[worse, worse] - 2.0 * cov[better, worse]
+    var = fit.var_diff(better, worse)  # exact on a dense and a sparse posterior alike
     sd = np.sqrt(np.clip(var, 0.0, None))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(sd > 0, d / np.where(sd > 0, sd, 1.0), np.sign(d) * np.inf)

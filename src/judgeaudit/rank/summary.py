@@ -10,7 +10,11 @@ import numpy as np
 from scipy import stats
 
 from judgeaudit.rank.gate import RULE, GateDecision
-from judgeaudit.rank.membership import topk_membership_grouped, topk_set_grouped
+from judgeaudit.rank.membership import (
+    topk_membership_grouped,
+    topk_membership_screened,
+    topk_set_grouped,
+)
 from judgeaudit.rank.pool import CovariateInfo, Pool
 from judgeaudit.stats.bradley_terry import BTFit
 
@@ -51,15 +55,33 @@ def kappa_estimate(fit: BTFit, planted: float | None = None) -> dict:
     return d
 
 
+def membership(fit: BTFit, k: int, groups: np.ndarray | None, n_samples: int = 1500,
+               seed: int = 0) -> np.ndarray:
+    """P(i in its group's top k) under the fit's Laplace posterior. A dense fit draws from its
+    covariance; a sparse one (above judgeaudit.stats.bradley_terry.DENSE_MAX: no N x N
+    covariance) from the covariance of the items that can be in a top k, solved for just
+    those (``topk_membership_screened``; screened on the estimated sd inflated by four
+    standard errors of its estimate)."""
+    post = fit.posterior
+    if post is None:
+        return topk_membership_grouped(fit.theta, fit.theta_cov, k, groups, n_samples, seed)
+    var = np.clip(fit.theta_var, 0.0, None)
+    if post.theta_var_se is not None:
+        var = var + 4.0 * np.nan_to_num(post.theta_var_se)
+    return topk_membership_screened(fit.theta, np.sqrt(var), k, groups, fit.theta_cov_block,
+                                    n_samples, seed)
+
+
 def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[CovariateInfo],
             comparisons: np.ndarray, n_samples: int = 1500, seed: int = 0) -> list[dict]:
     """Items by posterior mean theta (best first; within each prompt group when there are
     several), each with its 95% interval, P(in top k), the covariates and its record."""
     groups = pool.groups
     theta = fit.theta
-    se = np.sqrt(np.clip(np.diag(fit.theta_cov), 0.0, None))
+    var = np.clip(fit.theta_var, 0.0, None)
+    se = np.sqrt(var)
     z = _z()
-    p = topk_membership_grouped(theta, fit.theta_cov, k, groups, n_samples, seed)
+    p = membership(fit, k, groups, n_samples, seed)
     top = set(topk_set_grouped(theta, k, groups).tolist())
     comps = np.asarray(comparisons, dtype=float).reshape(-1, 3)
     n_cmp = np.zeros(pool.n_items, dtype=int)

@@ -122,6 +122,15 @@ class BTFit:
         n = self.n_items
         return self.cov[:n, :n]
 
+    def theta_cov_block(self, idx: np.ndarray) -> np.ndarray:
+        """Cov(theta_idx) for the items ``idx`` (exact on both paths; a sparse fit solves for
+        just these columns)."""
+        idx = np.asarray(idx, dtype=np.intp).ravel()
+        self._ensure()
+        if self._cov is not None:
+            return self._cov[np.ix_(idx, idx)]
+        return self.posterior.theta_cov_block(idx)  # type: ignore[union-attr]
+
     @property
     def b_cov(self) -> np.ndarray:
         """Covariance of ``[c, kappa?]`` (exact on both paths)."""

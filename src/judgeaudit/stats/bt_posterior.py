@@ -210,6 +210,22 @@ class SparsePosterior:
             out[s : s + chunk] = v
         return np.maximum(out, 0.0)
 
+    def theta_cov_block(self, idx: np.ndarray, chunk: int = 256) -> np.ndarray:
+        """Cov(theta_idx) (|idx| x |idx|, exact to CG tolerance): one solve per item."""
+        idx = np.asarray(idx, dtype=np.intp).ravel()
+        out = np.empty((idx.shape[0], idx.shape[0]))
+        P = self.n + self.nb
+        for s in range(0, idx.shape[0], chunk):
+            cols = idx[s : s + chunk]
+            E = np.zeros((P, cols.shape[0]))
+            E[cols, np.arange(cols.shape[0])] = 1.0
+            save, self.rtol = self.rtol, min(self.rtol * 1e4, _PAIR_RTOL)
+            try:
+                out[:, s : s + chunk] = self.solve(E)[idx]
+            finally:
+                self.rtol = save
+        return 0.5 * (out + out.T)
+
     @property
     def theta_var(self) -> np.ndarray:
         """diag Cov(theta): border term exact, diag(A^-1) estimated (see ``theta_var_se``)."""
