@@ -31,9 +31,11 @@ peak RSS, data generation included), ``--reps`` times; medians are reported.
   the posterior sd at the same point (dense inverse at the sparse MAP), which separates the
   Monte-Carlo error of the sparse theta variances from the two optimisers' stopping points.
 - ``step``: one acquisition round of the active loop: the warm refit of the driving model
-  after 8 new comparisons (with or without the empirical-Bayes tau update), the acquisition
-  context (top-k membership, 1,500 draws) and the top-k score of every unasked pair, with
-  3N comparisons so far (as benchmarks/bench_rank.py). Wall and CPU time, median of
+  after 8 new comparisons (with or without the empirical-Bayes tau update; Newton from the
+  previous MAP, posterior left lazy, as run_active does), the acquisition context (one
+  inverse of the Hessian, float32 when well conditioned, and top-k membership from 1,500
+  draws taken from its factor in antithetic pairs) and the top-k score of every unasked
+  pair, with 3N comparisons so far (as benchmarks/bench_rank.py). Wall and CPU time, median of
   ``--step-reps``; BLAS threads limited by judgeaudit.stats.threads (the loop does this
   itself) or left at the library default ("default_threads"); "old" is the refit through
   the OLD_COMMIT fit code.
@@ -237,7 +239,7 @@ def child_step(spec: dict) -> dict:
             # the old code warm-starts tau from its own BTFit class only: pass it explicitly
             return old.fit_map(n, more, X=pool.X, init=prev.params, tau=prev.tau,
                                hierarchical=hier)
-        return _fit("bias_aware", n, more, pool.X, cfg, prev)
+        return _fit("bias_aware", n, more, pool.X, cfg, prev, driving=True)  # as run_active
 
     def one(clock) -> tuple[float, float, float]:
         t0 = clock()

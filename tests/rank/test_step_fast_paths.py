@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import special
 
 from judgeaudit.rank.acquisition import get_rule
 from judgeaudit.rank.acquisition.base import AcquisitionContext
@@ -161,8 +162,10 @@ def test_loop_context_matches_the_exact_dense_context(n):
     exact._membership = ctx.membership  # the same membership: compare the rest exactly
     a, b = np.triu_indices(n, 1)
     assert np.max(np.abs(ctx.var_diff(a, b) / exact.var_diff(a, b) - 1.0)) < 1e-5
-    np.testing.assert_allclose(ctx.outcome_variance(a, b), exact.outcome_variance(a, b),
-                               rtol=1e-12, atol=1e-15)
+    d = fit.theta[a] - fit.theta[b] + (X[a] - X[b]) @ fit.c
+    p1, p2 = special.expit(d + fit.kappa), special.expit(d - fit.kappa)
+    np.testing.assert_allclose(ctx.outcome_variance(a, b),
+                               0.5 * (p1 * (1 - p1) + p2 * (1 - p2)), rtol=1e-9, atol=1e-15)
     for rule in ("topk", "global", "uncertainty_only"):
         s, se = get_rule(rule)(ctx, a, b), get_rule(rule)(exact, a, b)
         np.testing.assert_allclose(s, se, rtol=1e-5, atol=1e-12)

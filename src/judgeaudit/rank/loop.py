@@ -80,12 +80,10 @@ def _acquisition_posterior(fit: BTFit) -> tuple[np.ndarray, np.ndarray | None]:
     serves the membership draws; otherwise the fit's own covariance (a copy: the loop
     updates it in place)."""
     nb = fit.c.shape[0] + (1 if fit.position else 0)
-    if fit.is_dense or fit.n_items + nb > DENSE_MAX:
+    if (getattr(fit, "_hessian", None) is None or fit.is_dense
+            or fit.n_items + nb > DENSE_MAX):  # not lazy, made elsewhere, or too large
         return fit.cov.copy(), None
-    try:
-        H = fit.dense_hessian()
-    except ValueError:  # not made by fit_map
-        return fit.cov.copy(), None
+    H = fit.dense_hessian()
     floor = min(fit.lam, fit.tau ** -2) if nb else fit.lam
     M, cov = dense_inverse_factor(H, min_eig=floor)
     return cov, M
@@ -120,7 +118,8 @@ def _rank_one_update(ctx: AcquisitionContext, fit: BTFit, X: np.ndarray | None, 
         z[-1] = 1.0
     p = special.expit(eta)
     w = p * (1.0 - p)
-    u = ctx.cov @ z
+    nz = np.nonzero(z)[0]  # two items and the bias terms: cov @ z from those columns
+    u = z[nz] @ ctx.cov[nz]  # (rows: cov is symmetric)
     ctx.cov -= np.outer(u, u) * (w / (1.0 + w * float(z @ u)))
 
 

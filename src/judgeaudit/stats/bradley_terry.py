@@ -30,7 +30,13 @@ from typing import Literal
 import numpy as np
 from scipy import optimize, special, stats
 
-from judgeaudit.stats.bt_posterior import N_PROBES, PairGraph, SparsePosterior, _spd_inverse
+from judgeaudit.stats.bt_posterior import (
+    _CG_RTOL,
+    N_PROBES,
+    PairGraph,
+    SparsePosterior,
+    _spd_inverse,
+)
 from judgeaudit.stats.threads import limit_blas_threads
 
 Comparisons = np.ndarray  # (n, 3) rows (i, j, y), i shown first, y in {1, 0, 0.5}
@@ -373,9 +379,10 @@ class _Problem:
         wp, deg, B, C = self.blocks(z, lam, tau)
         return SparsePosterior(self.graph, wp, deg, lam, B, C, n_probes=n_probes, **kw)
 
-    def b_cov(self, z: np.ndarray, lam: float, tau: float) -> np.ndarray:
+    def b_cov(self, z: np.ndarray, lam: float, tau: float, rtol: float = _CG_RTOL
+              ) -> np.ndarray:
         """Cov of [c, kappa?] at z (Schur complement; no theta variances needed)."""
-        return self.sparse_posterior(z, lam, tau, n_probes=0).b_cov
+        return self.sparse_posterior(z, lam, tau, n_probes=0, rtol=rtol).b_cov
 
     def fit(self, lam: float, tau: float, x0: np.ndarray) -> tuple[np.ndarray, bool, int, str]:
         """MAP from x0: L-BFGS, or Newton with sparse solves for large problems."""
@@ -463,7 +470,9 @@ def _eb_tau(prob: _Problem, lam: float, tau: float, z: np.ndarray, max_outer: in
     floor_u = math.log(tau_floor)
 
     def r_at(u: float, z: np.ndarray) -> float:
-        Sb = prob.b_cov(z, lam, math.exp(u))
+        # Cov(b) is a Schur complement: its error is quadratic in the CG residual, so 1e-6
+        # gives it to ~1e-12, far below the 1e-4 stopping rule on tau
+        Sb = prob.b_cov(z, lam, math.exp(u), rtol=1e-6)
         t2 = float(np.sum(z[n:] ** 2) + np.trace(Sb)) / nb
         return math.log(max(math.sqrt(t2), tau_floor)) - u
 
