@@ -184,3 +184,19 @@ def test_var_diff_reads_a_fortran_ordered_cov_too():
     expected = np.maximum(np.diag(cov)[a] + np.diag(cov)[b] - 2 * cov[a, b], 0.0)
     np.testing.assert_allclose(ctx_c.var_diff(a, b), expected, rtol=1e-13)
     np.testing.assert_allclose(ctx_f.var_diff(a, b), expected, rtol=1e-13)
+
+
+def test_cg_from_a_starting_guess_reaches_the_same_solution():
+    from judgeaudit.stats.bradley_terry import _layout, _Problem
+
+    C, X = _data(300, 1500, seed=7)
+    fit = fit_map(300, C, X)
+    Xa, m, _ = _layout(300, X, True)
+    prob = _Problem(300, C, Xa, m, True)
+    cold = prob.sparse_posterior(fit.params, 1.0, 1.0, n_probes=0)
+    guess = cold.X * (1.0 + 1e-3 * np.random.default_rng(0).normal(size=cold.X.shape))
+    prob._X = guess
+    warm = prob.sparse_posterior(fit.params, 1.0, 1.0, n_probes=0)
+    np.testing.assert_allclose(warm.X, cold.X, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(warm.b_cov, fit.b_cov, rtol=1e-10)
+    assert warm.cg_iters < cold.cg_iters

@@ -97,7 +97,8 @@ class SparsePosterior:
 
     def __init__(self, graph: PairGraph, wp: np.ndarray, deg: np.ndarray, lam: float,
                  B: np.ndarray, C: np.ndarray, n_probes: int = N_PROBES, seed: int = 0,
-                 rtol: float = _CG_RTOL, rhs: np.ndarray | None = None) -> None:
+                 rtol: float = _CG_RTOL, rhs: np.ndarray | None = None,
+                 X0: np.ndarray | None = None) -> None:
         self.graph, self.lam, self.rtol = graph, float(lam), float(rtol)
         self.n, self.nb = graph.n, int(C.shape[0])
         self.wp = wp
@@ -108,13 +109,17 @@ class SparsePosterior:
         self.cg_iters = 0
         self.cg_converged = True
         # ``rhs`` (N + nb,): H^-1 rhs is solved together with A^-1 B (one block CG run) and
-        # kept as ``rhs_solution`` (a Newton step)
+        # kept as ``rhs_solution`` (a Newton step). ``X0``: a starting guess for A^-1 B (that
+        # of a nearby posterior: CG then starts from its residual)
         At = None
+        if X0 is not None and X0.shape != B.shape:
+            X0 = None
         if rhs is not None:
-            Y = self.solve_A(np.column_stack([B, rhs[: self.n]]))
+            Y0 = None if X0 is None else np.column_stack([X0, np.zeros(self.n)])
+            Y = self.solve_A(np.column_stack([B, rhs[: self.n]]), X0=Y0)
             self.X, At = Y[:, : self.nb], Y[:, self.nb]
         elif self.nb:
-            self.X = self.solve_A(B)
+            self.X = self.solve_A(B, X0=X0)
         else:
             self.X = np.zeros((self.n, 0))
         if self.nb:
@@ -132,15 +137,19 @@ class SparsePosterior:
         coef = g.comp_sum(R) / (self.lam * g.comp_size[:, None])
         return coef if g.n_comp == 1 else coef[g.labels]
 
-    def solve_A(self, R: np.ndarray, rtol: float | None = None) -> np.ndarray:
-        """A^-1 R (R of shape (N,) or (N, K)), exact to CG tolerance."""
+    def solve_A(self, R: np.ndarray, rtol: float | None = None,
+                X0: np.ndarray | None = None) -> np.ndarray:
+        """A^-1 R (R of shape (N,) or (N, K)), exact to CG tolerance (relative to R);
+        ``X0`` (N, K): a starting guess."""
         one = R.ndim == 1
         R2 = R[:, None] if one else R
-        out = self._deflated_part(R2) + self._pcg(self.graph.project(R2), rtol)
+        out = self._deflated_part(R2) + self._pcg(self.graph.project(R2), rtol, X0)
         return out[:, 0] if one else out
 
-    def _pcg(self, R: np.ndarray, rtol: float | None = None) -> np.ndarray:
-        """Deflated block Jacobi-PCG on the component-mean-free part (columns independent)."""
+    def _pcg(self, R: np.ndarray, rtol: float | None = None,
+             X0: np.ndarray | None = None) -> np.ndarray:
+        """Deflated block Jacobi-PCG on the component-mean-free part (columns independent),
+        from ``X0`` (projected) when given; the tolerance is relative to R either way."""
         g, A = self.graph, self.A
         dinv = 1.0 / self.dp[:, None]
         X = np.zeros_like(R)
@@ -150,11 +159,17 @@ class SparsePosterior:
         active = bnorm > 0
         if not active.any():
             return X
-        Rk = R.copy()
+        tol = (rtol or self.rtol) * np.where(active, bnorm, 1.0)
+        if X0 is not None:
+            X = g.project(np.array(X0, dtype=float).reshape(R.shape))
+            Rk = R - g.project(np.asarray(A @ X))
+            if np.all(np.linalg.norm(Rk, axis=0) <= tol):
+                return g.project(X)
+        else:
+            Rk = R.copy()
         Z = dinv * Rk
         Pd = Z.copy()
         rz = np.einsum("ij,ij->j", Rk, Z)
-        tol = (rtol or self.rtol) * np.where(active, bnorm, 1.0)
         it = 0
         for it in range(1, _CG_MAXITER + 1):  # noqa: B007
             Q = g.project(np.asarray(A @ Pd))
