@@ -200,3 +200,19 @@ def test_cg_from_a_starting_guess_reaches_the_same_solution():
     np.testing.assert_allclose(warm.X, cold.X, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(warm.b_cov, fit.b_cov, rtol=1e-10)
     assert warm.cg_iters < cold.cg_iters
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.0])
+def test_topk_score_is_the_product_whether_few_or_most_pairs_are_live(scale):
+    rng = np.random.default_rng(2)
+    n = 60
+    A = rng.normal(size=(n, n))
+    cov = np.linalg.inv(A @ A.T / n * 20 + np.eye(n))
+    ctx = AcquisitionContext(theta=rng.normal(size=n) * scale, cov=cov, k=5,
+                             shift=rng.normal(size=n) * 0.1, kappa=0.2, n_samples=400)
+    a, b = np.triu_indices(n, 1)
+    h = ctx.entropy(a, b)
+    frac = np.mean(h > 0)
+    assert (frac > 0.5) == (scale == 1.0) and 0 < frac < 1
+    full = ctx.outcome_variance(a, b) * ctx.var_diff(a, b) * h
+    np.testing.assert_array_equal(get_rule("topk")(ctx, a, b), full)

@@ -10,14 +10,17 @@ from judgeaudit.rank.acquisition.base import AcquisitionContext
 
 def score(ctx: AcquisitionContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     h = ctx.entropy(a, b)
-    live = np.nonzero(h > 0.0)[0]
-    if live.shape[0] == h.shape[0]:
+    is_live = h > 0.0
+    # mostly live: the full products are cheaper than gathering the live pairs (a settled
+    # pair's product is exactly 0 either way)
+    if 2 * np.count_nonzero(is_live) >= h.shape[0]:
         out = ctx.outcome_variance(a, b)
         out *= ctx.var_diff(a, b)
         out *= h
         return out
     # pairs of two settled items score exactly 0 (both other factors are finite): skip them,
     # the same products elementwise for the rest (the candidate list is O(N^2) long)
+    live = np.nonzero(is_live)[0]
     out = np.zeros(h.shape[0])
     aa, bb = a[live], b[live]
     out[live] = ctx.outcome_variance(aa, bb) * ctx.var_diff(aa, bb) * h[live]
