@@ -216,3 +216,15 @@ def test_topk_score_is_the_product_whether_few_or_most_pairs_are_live(scale):
     assert (frac > 0.5) == (scale == 1.0) and 0 < frac < 1
     full = ctx.outcome_variance(a, b) * ctx.var_diff(a, b) * h
     np.testing.assert_array_equal(get_rule("topk")(ctx, a, b), full)
+
+
+def test_hessian_bound_and_float32_hessian():
+    C, X, cfg, prev = _state(200)
+    fit = _fit("bias_aware", 200, C, X, cfg, prev, driving=True)
+    H = fit.dense_hessian()
+    gersh = float(np.max(np.abs(H).sum(axis=1)))
+    assert fit.hessian_max_eig_bound() == pytest.approx(gersh, rel=1e-12)
+    assert fit.hessian_max_eig_bound() >= np.linalg.eigvalsh(H)[-1]
+    np.testing.assert_array_equal(fit.dense_hessian(np.float32), H.astype(np.float32))
+    ctx = _context(fit, X, cfg, np.zeros(200), np.random.default_rng(1))
+    assert ctx.factor.dtype == np.float32  # well conditioned: the float32 path

@@ -26,7 +26,7 @@ from scipy import special
 from judgeaudit.rank.acquisition import AcquisitionContext, get_rule
 from judgeaudit.rank.fitting import MODELS, fit_model
 from judgeaudit.stats.bradley_terry import DENSE_MAX, BTFit
-from judgeaudit.stats.bt_posterior import dense_inverse_factor
+from judgeaudit.stats.bt_posterior import dense_inverse_factor, single_precision_ok
 from judgeaudit.stats.threads import limit_blas_threads
 
 Oracle = Callable[[int, int, int], float]
@@ -83,9 +83,14 @@ def _acquisition_posterior(fit: BTFit) -> tuple[np.ndarray, np.ndarray | None]:
     if (getattr(fit, "_hessian", None) is None or fit.is_dense
             or fit.n_items + nb > DENSE_MAX):  # not lazy, made elsewhere, or too large
         return fit.cov.copy(), None
-    H = fit.dense_hessian()
     floor = min(fit.lam, fit.tau ** -2) if nb else fit.lam
-    M, cov = dense_inverse_factor(H, min_eig=floor)
+    if single_precision_ok(fit.hessian_max_eig_bound(), floor):
+        try:  # built in float32 directly (no float64 matrix to cast)
+            M, cov = dense_inverse_factor(fit.dense_hessian(np.float32))
+            return cov, M
+        except np.linalg.LinAlgError:
+            pass
+    M, cov = dense_inverse_factor(fit.dense_hessian())
     return cov, M
 
 

@@ -63,7 +63,8 @@ class BTFit:
                  lam: float = 1.0, tau: float = 1.0, position: bool = True, n_iter: int = 0,
                  message: str = "", posterior: SparsePosterior | None = None,
                  lazy: Callable[[], tuple[np.ndarray | None, SparsePosterior | None]] | None
-                 = None, hessian: Callable[[], np.ndarray] | None = None) -> None:
+                 = None, hessian: Callable[[type | None], np.ndarray | float] | None = None
+                 ) -> None:
         if cov is None and posterior is None and lazy is None:
             raise ValueError("BTFit needs cov or posterior")
         self.theta, self.c, self.kappa = theta, c, kappa
@@ -87,11 +88,18 @@ class BTFit:
     def posterior(self, value: SparsePosterior | None) -> None:
         self._posterior = value
 
-    def dense_hessian(self) -> np.ndarray:
-        """The Hessian of the negative log posterior at the MAP, (N + nb)^2 (dense)."""
+    def dense_hessian(self, dtype: type = np.float64) -> np.ndarray:
+        """The Hessian of the negative log posterior at the MAP, (N + nb)^2 (dense), built in
+        ``dtype``."""
         if self._hessian is None:
             raise ValueError("dense_hessian: this fit was not made by fit_map")
-        return self._hessian()
+        return self._hessian(dtype)
+
+    def hessian_max_eig_bound(self) -> float:
+        """Gershgorin's bound on the Hessian's largest eigenvalue (O(N), no dense matrix)."""
+        if self._hessian is None:
+            raise ValueError("hessian_max_eig_bound: this fit was not made by fit_map")
+        return self._hessian(None)
 
     def __repr__(self) -> str:
         kind = ("lazy" if self._cov is None and self._posterior is None
@@ -360,11 +368,21 @@ class _Problem:
         C[np.diag_indices(self.nb)] += tau**-2
         return wp, deg, B, C
 
-    def dense_hessian(self, z: np.ndarray, lam: float, tau: float) -> np.ndarray:
+    def max_eig_bound(self, z: np.ndarray, lam: float, tau: float) -> float:
+        """Gershgorin's bound on the largest eigenvalue of the Hessian at z: a theta row's
+        absolute sum is 2 deg_i + lam + |B_i|_1 (its off-diagonal weights sum to deg_i), a
+        border row's |B_:b|_1 + |C_b|_1."""
+        _, deg, B, C = self.blocks(z, lam, tau)
+        rows = 2.0 * deg + lam + np.abs(B).sum(axis=1)
+        border = np.abs(B).sum(axis=0) + np.abs(C).sum(axis=1)
+        return float(max(np.max(rows, initial=0.0), np.max(border, initial=0.0)))
+
+    def dense_hessian(self, z: np.ndarray, lam: float, tau: float,
+                      dtype: type = np.float64) -> np.ndarray:
         _prior_precision(self.n, self.m, self.position, lam, tau)  # validates lam, tau
         n = self.n
         wp, deg, B, C = self.blocks(z, lam, tau)
-        H = np.zeros((n + self.nb, n + self.nb))
+        H = np.zeros((n + self.nb, n + self.nb), dtype=dtype)
         g = self.graph
         H[g.u, g.v] = -wp
         H[g.v, g.u] = -wp
@@ -592,7 +610,8 @@ def _fit_map(n_items: int, comparisons: Comparisons, Xa: np.ndarray, m: int, P: 
                  kappa=float(z[-1]) if position else 0.0, cov=cov, loglik=prob.loglik(z),
                  converged=ok, lam=lam, tau=float(tau), position=position, n_iter=nit,
                  message=msg, posterior=post, lazy=lazy,
-                 hessian=lambda: prob.dense_hessian(z, lam, tau))
+                 hessian=lambda dtype: (prob.max_eig_bound(z, lam, tau) if dtype is None
+                                        else prob.dense_hessian(z, lam, tau, dtype)))
 
 
 def fit_naive(n_items: int, comparisons: Comparisons, lam: float = 1e-6,

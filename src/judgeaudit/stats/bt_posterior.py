@@ -323,31 +323,39 @@ def _spd_inverse(H: np.ndarray) -> np.ndarray:
 _SINGLE_MAX_COND = 1e4
 
 
+def single_precision_ok(max_eig: float, min_eig: float | None) -> bool:
+    """Whether the dense inverse may run in float32: the condition number bounded by
+    ``max_eig / min_eig`` is at most ``_SINGLE_MAX_COND``. For a Bradley-Terry Hessian
+    ``min_eig`` is the smallest prior precision (the likelihood part is positive
+    semi-definite) and ``max_eig`` Gershgorin's bound."""
+    return min_eig is not None and min_eig > 0 and max_eig <= _SINGLE_MAX_COND * min_eig
+
+
 def dense_inverse_factor(H: np.ndarray, min_eig: float | None = None
                          ) -> tuple[np.ndarray, np.ndarray]:
     """``(M, cov)`` for a symmetric positive definite H: M = L^-1 (lower triangular, L the
     Cholesky factor, so cov = M^T M = H^-1 and x = M^T z is a draw of N(0, H^-1)) and the
     full symmetric inverse in float64.
 
-    ``min_eig``: a lower bound on the smallest eigenvalue of H (for a Bradley-Terry Hessian
-    the smallest prior precision: the likelihood part is positive semi-definite). When the
-    condition number it bounds (with Gershgorin's bound on the largest eigenvalue) is at most
-    ``_SINGLE_MAX_COND`` the factorisations run in float32 (half the time; M stays float32,
-    cov is cast to float64); otherwise, without ``min_eig`` or when the float32 Cholesky
-    fails, in float64.
+    A float32 H is factorised in float32 (the caller checked ``single_precision_ok``; half
+    the time; M stays float32, cov is cast to float64). A float64 H is too when ``min_eig``
+    (a lower bound on its smallest eigenvalue) and Gershgorin's bound on the largest pass
+    ``single_precision_ok``. Otherwise, and when the float32 Cholesky fails, float64.
     """
-    single = False
+    single = H.dtype == np.float32
     Hd = H
-    if min_eig is not None and min_eig > 0 and H.size:
+    if not single and min_eig is not None and H.size:
         Hd = H.astype(np.float32)
         lmax = float(np.max(np.add.reduce(np.abs(Hd), axis=1, dtype=np.float64)))
-        single = lmax <= _SINGLE_MAX_COND * min_eig
+        single = single_precision_ok(lmax, min_eig)
     dt = np.float32 if single else np.float64
     potrf, trtri, lauum = lapack.get_lapack_funcs(("potrf", "trtri", "lauum"),
                                                   (np.empty(0, dtype=dt),))
     L, info = potrf(Hd if single else H.astype(dt), lower=1, clean=1, overwrite_a=1)
     if info != 0:
         if single:
+            if H.dtype == np.float32:
+                raise np.linalg.LinAlgError("float32 Cholesky failed: pass H in float64")
             return dense_inverse_factor(H, None)
         raise np.linalg.LinAlgError(f"Hessian not positive definite (potrf info={info})")
     M, info = trtri(L, lower=1, overwrite_c=1)
