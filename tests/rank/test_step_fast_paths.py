@@ -228,3 +228,13 @@ def test_hessian_bound_and_float32_hessian():
     np.testing.assert_array_equal(fit.dense_hessian(np.float32), H.astype(np.float32))
     ctx = _context(fit, X, cfg, np.zeros(200), np.random.default_rng(1))
     assert ctx.factor.dtype == np.float32  # well conditioned: the float32 path
+
+
+def test_a_lazy_fit_pickles_with_its_posterior():
+    import pickle
+
+    C, X = _data(40, 300)
+    lazy = fit_map(40, C, X, posterior="lazy")
+    eager = fit_map(40, C, X)
+    back = pickle.loads(pickle.dumps(lazy))
+    np.testing.assert_allclose(back.cov, eager.cov, rtol=1e-12, atol=1e-15)

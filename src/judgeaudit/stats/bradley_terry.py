@@ -73,6 +73,14 @@ class BTFit:
         self.lam, self.tau, self.position = lam, tau, position
         self.n_iter, self.message = n_iter, message
 
+    def __getstate__(self) -> dict:
+        """Pickles without the closures over the fit's problem (a lazy posterior is computed
+        first; ``dense_hessian`` is then unavailable)."""
+        self._ensure()
+        state = self.__dict__.copy()
+        state["_lazy"] = state["_hessian"] = None
+        return state
+
     def _ensure(self) -> None:
         if self._cov is None and self._posterior is None and self._lazy is not None:
             self._cov, self._posterior = self._lazy()
