@@ -33,16 +33,16 @@ def test_intervals_cover_planted_phi_bias_share_and_bc_in_most_seeds():
 def test_an_unbiased_judge_has_no_bias_share_and_bc_equals_its_win_rate():
     p = M.simulate(600, [0.0, 0.4], [0.0, 1.5], seed=3)
     f = _fit(p).per_judge["j0"]
-    lo, hi = f.bias_share["ci95"]
+    lo, hi = f.bias_share.ci95
     assert lo <= 0.0 <= hi
-    assert abs(f.bc["value"] - f.win["value"]) < 0.03
+    assert abs(f.bc.value - f.win.value) < 0.03
 
 
 def test_a_biased_judge_is_corrected_toward_its_unbiased_win_rate():
     p = M.simulate(800, [0.0], [2.0], seed=5)
     f = _fit(p).per_judge["j0"]
     assert f.phi > 1.0
-    assert abs(f.bc["value"] - p.bc(0)) < 0.05
+    assert abs(f.bc.value - p.bc(0)) < 0.05
 
 
 def test_stage_two_matches_statsmodels_on_the_same_design():

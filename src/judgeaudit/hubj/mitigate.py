@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from scipy import special
 
 from judgeaudit.stats import fit_logistic, rate
+from judgeaudit.stats.types import Estimate
 
 # Weakly informative N(0, PRIOR_SD^2) prior on theta, phi and psi in both stages: with a few
 # dozen queries a judge's verdicts are often separated by the control (e.g. it never picks
@@ -42,6 +43,20 @@ from judgeaudit.stats import fit_logistic, rate
 # singular. At sd 5 the prior moves well-identified fits by far less than their standard
 # errors (checked by the truth-recovery tests) and keeps separated ones finite.
 PRIOR_SD = 5.0
+Z95 = 1.959964
+
+
+def win_rate(y: np.ndarray) -> Estimate:
+    """A judge's win rate over valid verdicts (ties count half) with its Wilson interval."""
+    return replace(rate(float(y.sum()), int(y.size)), method="wilson")
+
+
+def _normal(value: float, se: float, n: int, method: str, clip: bool = False) -> Estimate:
+    """value +- Z95 * se (clipped to [0, 1] for a rate) as an Estimate carrying its se."""
+    lo, hi = value - Z95 * se, value + Z95 * se
+    if clip:
+        lo, hi = max(0.0, lo), min(1.0, hi)
+    return Estimate(float(value), (float(lo), float(hi)), n, se=float(se), method=method)
 
 
 @dataclass
@@ -187,9 +202,9 @@ class JudgeFit:
     phi: float
     psi: float
     cov: np.ndarray             # 3x3 over (theta, phi, psi)
-    win: dict[str, Any]
-    bc: dict[str, Any]
-    bias_share: dict[str, Any]
+    win: Estimate
+    bc: Estimate
+    bias_share: Estimate
     n: int
     converged: bool
     extra: dict[str, Any] = field(default_factory=dict)
@@ -197,11 +212,10 @@ class JudgeFit:
     def as_dict(self) -> dict[str, Any]:
         se = np.sqrt(np.clip(np.diag(self.cov), 0, None))
         return {
-            "win": self.win, "bc": self.bc, "bias_share": self.bias_share, "n": self.n,
+            "win": self.win.as_dict(), "bc": self.bc.as_dict(),
+            "bias_share": self.bias_share.as_dict(), "n": self.n,
             "theta": {"value": self.theta, "se": float(se[0])},
-            "phi": {"value": self.phi, "se": float(se[1]),
-                    "ci95": [self.phi - 1.959964 * float(se[1]),
-                             self.phi + 1.959964 * float(se[1])]},
+            "phi": _normal(self.phi, float(se[1]), self.n, "wald").as_dict(),
             "psi": {"value": self.psi, "se": float(se[2])},
             "converged": self.converged, **self.extra,
         }
@@ -224,7 +238,6 @@ def stage_two(y: np.ndarray, delta: np.ndarray, gamma: np.ndarray) -> JudgeFit:
     theta, phi, psi = beta
     p_full = _p(theta + phi * d + psi * g)
     p_bc = _p(theta + psi * g)
-    win_e = rate(float(y.sum()), n)
     bc = float(p_bc.mean())
     w_full, w_bc = p_full * (1 - p_full), p_bc * (1 - p_bc)
     grad_bc = np.array([w_bc.mean(), 0.0, (w_bc * g).mean()])
@@ -232,14 +245,11 @@ def stage_two(y: np.ndarray, delta: np.ndarray, gamma: np.ndarray) -> JudgeFit:
     se_bc = math.sqrt(max(float(grad_bc @ cov @ grad_bc), 0.0))
     se_share = math.sqrt(max(float(grad_share @ cov @ grad_share), 0.0))
     share = float(p_full.mean()) - bc
-    z = 1.959964
     return JudgeFit(
         float(theta), float(phi), float(psi), cov,
-        win=win_e.as_dict(),
-        bc={"value": bc, "ci95": [max(0.0, bc - z * se_bc), min(1.0, bc + z * se_bc)],
-            "se": se_bc, "n": n},
-        bias_share={"value": share, "ci95": [share - z * se_share, share + z * se_share],
-                    "se": se_share, "n": n},
+        win=win_rate(y),
+        bc=_normal(bc, se_bc, n, "delta", clip=True),
+        bias_share=_normal(share, se_share, n, "delta"),
         n=n, converged=fit.converged,
     )
 
@@ -379,7 +389,6 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
     gamma = post @ z
     gamma_se = np.sqrt(np.clip(post @ z**2 - gamma**2, 0, None))
     per: dict[str, JudgeFit] = {}
-    zq = 1.959964
     for j, name in enumerate(judges):
         ix = [j, J + j, 2 * J + j]
         ok = mask[j]
@@ -407,12 +416,9 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
         yv = Y[j][ok]
         per[name] = JudgeFit(
             float(th), float(ph), float(ps), cov[np.ix_(ix, ix)],
-            win=rate(float(yv.sum()), n).as_dict(),
-            bc={"value": float(v[0]), "ci95": [max(0.0, v[0] - zq * se[0]),
-                                               min(1.0, v[0] + zq * se[0])],
-                "se": float(se[0]), "n": n},
-            bias_share={"value": float(v[1]), "ci95": [v[1] - zq * se[1], v[1] + zq * se[1]],
-                        "se": float(se[1]), "n": n},
+            win=win_rate(yv),
+            bc=_normal(float(v[0]), float(se[0]), n, "delta", clip=True),
+            bias_share=_normal(float(v[1]), float(se[1]), n, "delta"),
             n=n, converged=bool(res.success),
             extra={"estimator": "marginal", "gamma_from": "posterior of z (all judges)"})
     s1 = StageOne(gamma, gamma_se, p[:J].copy(), p[J:2 * J].copy(), 1.0, bool(res.success))
@@ -445,13 +451,13 @@ def apply(saved: Mapping[str, Any], judge: str, y: Sequence[float], delta: Seque
     se_bc = abs(float(w_bc.mean())) * se
     share = float(p_full.mean()) - bc
     se_share = abs(float((p_full * (1 - p_full)).mean() - w_bc.mean())) * se
-    z = 1.959964
+    n = int(yv.size)
     return {
-        "judge": judge, "n": int(yv.size),
+        "judge": judge, "n": n,
         "n_new_queries": int(sum(1 for q in query_ids if q not in gam_map)),
-        "win": rate(float(yv.sum()), int(yv.size)).as_dict(),
-        "bc": {"value": bc, "ci95": [bc - z * se_bc, bc + z * se_bc], "se": se_bc},
-        "bias_share": {"value": share, "ci95": [share - z * se_share, share + z * se_share]},
+        "win": win_rate(yv).as_dict(),
+        "bc": _normal(bc, se_bc, n, "delta").as_dict(),
+        "bias_share": _normal(share, se_share, n, "delta").as_dict(),
         "theta": {"value": theta, "se": se}, "phi": phi, "psi": psi,
         "note": "phi, psi and gamma fixed from the fit; the interval covers theta' only",
     }

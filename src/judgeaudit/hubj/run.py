@@ -404,6 +404,12 @@ def _constant(y: np.ndarray) -> bool:
     return v.size == 0 or bool(np.all(v == v[0]) and v[0] in (0.0, 1.0))
 
 
+def _brief(f: M.JudgeFit) -> dict[str, Any]:
+    """What a secondary fit (other estimator or control) reports per judge."""
+    d = f.as_dict()
+    return {k: d[k] for k in ("bc", "bias_share", "phi")}
+
+
 def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
                      query_ids: Sequence[str], control: str = "bias",
                      also: Sequence[str] = ("length",), estimator: str = "marginal"
@@ -412,14 +418,12 @@ def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
     (e.g. the AlpacaEval length-controlled win rate) reported beside it. A judge whose
     verdicts all go one way has no finite logistic fit: it is reported with its win rate only
     (`not_fitted`), and the others are fitted without it."""
-    from judgeaudit.stats import rate
-
     const = [j for j, name in enumerate(judges) if _constant(Y[j])]
     fit_idx = [j for j in range(len(judges)) if j not in const]
     not_fitted = {}
     for j in const:
         v = Y[j][np.isfinite(Y[j])]
-        not_fitted[judges[j]] = {"win": rate(float(v.sum()), int(v.size)).as_dict(),
+        not_fitted[judges[j]] = {"win": M.win_rate(v).as_dict(),
                                  "reason": "every verdict goes the same way: no finite fit"}
     if not fit_idx:
         raise ValueError("mitigate: every judge's verdicts go the same way on these queries "
@@ -433,7 +437,7 @@ def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
         alt = next(e for e in M.ESTIMATORS if e != estimator)
         other_est = M.fit(Yf, delta, names, query_ids, control=control, estimator=alt)
         doc["other_estimator"] = {"estimator": alt, "judges": {
-            j: {"bc": f.bc, "bias_share": f.bias_share, "phi": f.as_dict()["phi"]}
+            j: _brief(f)
             for j, f in other_est.per_judge.items()}}
         doc["other_controls"] = {}
         for name in also:
@@ -442,7 +446,7 @@ def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
             other = M.fit(Yf, M.CONTROLS[name](ctl), names, query_ids, control=name,
                           estimator=estimator)
             doc["other_controls"][name] = {
-                j: {"bc": f.bc, "bias_share": f.bias_share, "phi": f.as_dict()["phi"]}
+                j: _brief(f)
                 for j, f in other.per_judge.items()}
     except np.linalg.LinAlgError as exc:
         raise ValueError(f"mitigate: the logistic fit is singular ({exc}); the verdicts are "

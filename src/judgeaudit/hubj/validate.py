@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from judgeaudit.hubj.llmjson import JSONStats
 from judgeaudit.hubj.prompts import Factor, default_criteria
 from judgeaudit.llm import Client
 from judgeaudit.stats import mean_ci, one_sample_t, pearson, wilcoxon_signed_rank
+from judgeaudit.stats.types import Estimate
 
 
 async def criteria_for_factors(client: Client | None, factors: Sequence[Factor],
@@ -83,31 +85,35 @@ def deltas(pairs: Sequence[tuple[int, int] | None]) -> np.ndarray:
 
 
 def delta_stats(d: np.ndarray) -> dict[str, Any]:
+    """Mean Delta as an estimate (t interval; also under its old name "mean_delta") with the
+    t-test, the Wilcoxon p-value and the share of positive Deltas."""
     x = d[np.isfinite(d)]
     n = int(x.size)
     if n == 0:
-        return {"n": 0, "mean_delta": None, "ci95": [None, None], "t": None, "p_t": None,
-                "p_wilcoxon": None, "share_positive": None}
+        e = Estimate(math.nan, (math.nan, math.nan), 0, method="t").as_dict()
+        return {**e, "mean_delta": None, "t": None, "p_t": None, "p_wilcoxon": None,
+                "share_positive": None}
     t, p = one_sample_t(x)
-    lo, hi = mean_ci(x)
-    return {"n": n, "mean_delta": float(x.mean()), "ci95": [lo, hi], "t": t, "p_t": p,
+    e = Estimate(float(x.mean()), mean_ci(x), n, method="t").as_dict()
+    return {**e, "mean_delta": e["value"], "t": t, "p_t": p,
             "p_wilcoxon": wilcoxon_signed_rank(x), "share_positive": float((x > 0).mean())}
 
 
 def correlations(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]
                  ) -> dict[str, dict[str, dict[str, Any]]]:
     """Pearson r (Fisher interval) of per-item Delta for every (a, b) pair, on the items
-    where both are present."""
+    where both are present: an estimate, its value also under "r"."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for na, da in a.items():
         row = {}
         for nb, db in b.items():
             ok = np.isfinite(da) & np.isfinite(db)
             if ok.sum() < 3 or np.ptp(da[ok]) == 0 or np.ptp(db[ok]) == 0:
-                row[nb] = {"r": None, "ci95": [None, None], "n": int(ok.sum())}
-                continue
-            e = pearson(da[ok], db[ok])
-            row[nb] = {"r": e.value, "ci95": list(e.ci95), "n": e.n}
+                e = Estimate(math.nan, (math.nan, math.nan), int(ok.sum()))
+            else:
+                e = replace(pearson(da[ok], db[ok]), method="fisher-z")
+            est = e.as_dict()
+            row[nb] = {**est, "r": est["value"]}
         out[na] = row
     return out
 
