@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ N_BOOT = 2000
 
 
 def _est(value: float, ci: tuple[float, float], n: int) -> dict[str, Any]:
-    return Estimate(value, ci, n).as_dict()
+    """A percentile-bootstrap estimate (every caller's interval is bootstrap_ci's default)."""
+    return Estimate(value, ci, n, method="bootstrap-percentile").as_dict()
 
 
 def _none(n: int = 0) -> dict[str, Any]:
@@ -44,7 +46,7 @@ def flip_rate(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str,
     x, y = _pairs(a, b)
     if x.size == 0:
         return _none()
-    return rate(int((x != y).sum()), int(x.size)).as_dict()
+    return replace(rate(int((x != y).sum()), int(x.size)), method="wilson").as_dict()
 
 
 def _mean_boot(d: np.ndarray, seed: int, n_boot: int = N_BOOT) -> dict[str, Any]:
