@@ -80,3 +80,14 @@ def test_hubj_pages_render_and_escape_model_text(doc, needles):
     assert "<script>alert" not in html and 'onerror="alert' not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "G-module answers" in html and "Failed answers of" in html
+
+
+def test_an_estimate_names_its_interval_method_when_the_file_has_one():
+    old = render_report(mitigate_doc())  # written before estimates named their interval
+    assert 'title="interval:' not in old
+    doc = mitigate_doc()
+    doc["per_judge"]["j1"]["bc"] = {**_est(0.25), "se": 0.05, "method": "delta"}
+    doc["per_judge"]["j1"]["win"] = {**_est(0.3), "method": EVIL}
+    html = render_report(doc)
+    assert 'title="interval: delta"' in html
+    assert "<script>alert" not in html and 'onerror="alert' not in html

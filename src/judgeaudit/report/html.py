@@ -141,12 +141,13 @@ def _str(x: Any) -> str | None:
 
 
 def _estimate(x: Any) -> dict[str, Any] | None:
-    """An Estimate {value, ci95, n} normalized, or None."""
+    """An Estimate {value, ci95, n, method} normalized (method None in files written before
+    estimates named their interval), or None."""
     if not isinstance(x, dict):
         return None
     ci = x.get("ci95")
     return {"value": x.get("value"), "ci95": ci if isinstance(ci, list) else None,
-            "n": x.get("n")}
+            "n": x.get("n"), "method": _str(x.get("method"))}
 
 
 def _slug(name: str, used: set[str]) -> str:
