@@ -238,3 +238,20 @@ def test_a_lazy_fit_pickles_with_its_posterior():
     eager = fit_map(40, C, X)
     back = pickle.loads(pickle.dumps(lazy))
     np.testing.assert_allclose(back.cov, eager.cov, rtol=1e-12, atol=1e-15)
+
+
+def test_topk_score_in_blocks_equals_one_pass(monkeypatch):
+    from judgeaudit.rank.acquisition import topk
+
+    rng = np.random.default_rng(5)
+    n = 120
+    A = rng.normal(size=(n, n))
+    cov = np.linalg.inv(A @ A.T / n * 20 + np.eye(n))
+    ctx = AcquisitionContext(theta=rng.normal(size=n) * 2, cov=cov, k=6,
+                             shift=rng.normal(size=n) * 0.1, kappa=0.2, n_samples=400)
+    a, b = np.triu_indices(n, 1)
+    whole = topk.score(ctx, a, b)
+    monkeypatch.setattr(topk, "_BLOCK", 500)
+    np.testing.assert_array_equal(topk.score(ctx, a, b), whole)
+    full = ctx.outcome_variance(a, b) * ctx.var_diff(a, b) * ctx.entropy(a, b)
+    np.testing.assert_array_equal(whole, full)

@@ -7,8 +7,22 @@ import numpy as np
 
 from judgeaudit.rank.acquisition.base import AcquisitionContext
 
+# pairs scored per block: the temporaries of a block stay in cache (N = 1,000, all 500k
+# pairs: 13 ms instead of 17, the same numbers)
+_BLOCK = 32768
+
 
 def score(ctx: AcquisitionContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    m = a.shape[0]
+    if m <= 2 * _BLOCK:
+        return _score(ctx, a, b)
+    out = np.empty(m)
+    for s in range(0, m, _BLOCK):
+        out[s : s + _BLOCK] = _score(ctx, a[s : s + _BLOCK], b[s : s + _BLOCK])
+    return out
+
+
+def _score(ctx: AcquisitionContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     h = ctx.entropy(a, b)
     is_live = h > 0.0
     # mostly live: the full products are cheaper than gathering the live pairs (a settled
