@@ -84,6 +84,8 @@ class PairGraph:
 
     def project(self, V: np.ndarray) -> np.ndarray:
         """V minus its mean within each component (orthogonal to every 1_c)."""
+        if self.n_comp == 1:
+            return V - V.mean(axis=0)
         means = self.comp_sum(V) / self.comp_size[:, None]
         return V - (means if self.n_comp == 1 else means[self.labels])
 
@@ -304,6 +306,10 @@ def _spd_inverse(H: np.ndarray) -> np.ndarray:
     """Inverse of a symmetric positive definite matrix by Cholesky (potrf + potri)."""
     if H.shape[0] == 0:
         return H.copy()
+    if H.shape[0] <= 8:  # the covariate/position block: LAPACK's call overhead dominates
+        np.linalg.cholesky(H)  # raises LinAlgError when not positive definite
+        inv = np.linalg.inv(H)
+        return 0.5 * (inv + inv.T)
     L, info = lapack.dpotrf(H, lower=1, clean=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"Hessian not positive definite (potrf info={info})")
