@@ -68,7 +68,10 @@ def membership(fit: BTFit, k: int, groups: np.ndarray | None, n_samples: int = 1
     var = np.clip(fit.theta_var, 0.0, None)
     if post.theta_var_se is not None:
         var = var + 4.0 * np.nan_to_num(post.theta_var_se)
-    return topk_membership_screened(fit.theta, np.sqrt(var), k, groups, fit.theta_cov_block,
+    # the block feeds Monte-Carlo draws: a CG residual of 1e-5 leaves its entries far more
+    # accurate than the draws (~1/sqrt(n_samples)) and takes ~40% fewer iterations than 1e-7
+    return topk_membership_screened(fit.theta, np.sqrt(var), k, groups,
+                                    lambda idx: fit.theta_cov_block(idx, rtol=1e-5),
                                     n_samples, seed)
 
 

@@ -144,14 +144,14 @@ class BTFit:
         n = self.n_items
         return self.cov[:n, :n]
 
-    def theta_cov_block(self, idx: np.ndarray) -> np.ndarray:
-        """Cov(theta_idx) for the items ``idx`` (exact on both paths; a sparse fit solves for
-        just these columns)."""
+    def theta_cov_block(self, idx: np.ndarray, rtol: float = 1e-7) -> np.ndarray:
+        """Cov(theta_idx) for the items ``idx`` (exact on a dense fit; a sparse one solves for
+        just these columns, to CG residual ``rtol``)."""
         idx = np.asarray(idx, dtype=np.intp).ravel()
         self._ensure()
         if self._cov is not None:
             return self._cov[np.ix_(idx, idx)]
-        return self.posterior.theta_cov_block(idx)  # type: ignore[union-attr]
+        return self.posterior.theta_cov_block(idx, rtol=rtol)  # type: ignore[union-attr]
 
     @property
     def b_cov(self) -> np.ndarray:

@@ -227,8 +227,10 @@ class SparsePosterior:
             out[s : s + chunk] = v
         return np.maximum(out, 0.0)
 
-    def theta_cov_block(self, idx: np.ndarray, chunk: int = 256) -> np.ndarray:
-        """Cov(theta_idx) (|idx| x |idx|, exact to CG tolerance): one solve per item."""
+    def theta_cov_block(self, idx: np.ndarray, chunk: int = 256, rtol: float = _PAIR_RTOL
+                        ) -> np.ndarray:
+        """Cov(theta_idx) (|idx| x |idx|, exact to CG tolerance ``rtol``): one solve per
+        item."""
         idx = np.asarray(idx, dtype=np.intp).ravel()
         out = np.empty((idx.shape[0], idx.shape[0]))
         P = self.n + self.nb
@@ -236,7 +238,7 @@ class SparsePosterior:
             cols = idx[s : s + chunk]
             E = np.zeros((P, cols.shape[0]))
             E[cols, np.arange(cols.shape[0])] = 1.0
-            save, self.rtol = self.rtol, min(self.rtol * 1e4, _PAIR_RTOL)
+            save, self.rtol = self.rtol, rtol
             try:
                 out[:, s : s + chunk] = self.solve(E)[idx]
             finally:
