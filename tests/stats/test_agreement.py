@@ -9,6 +9,7 @@ from judgeaudit.stats import (
     bootstrap_ci,
     cohen_kappa,
     kappa_ci,
+    kendall,
     pearson,
     percent_agreement,
     spearman,
@@ -138,3 +139,22 @@ def test_correlation_degenerate_inputs():
         spearman([1.0, np.nan, 2.0], [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="method"):
         pearson([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 5.0], method="exact")
+
+
+def test_estimates_name_their_interval_method():
+    """Each Estimate says what computed its interval, so callers need not wrap it."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=40)
+    y = x + rng.normal(size=40)
+    a, b = rng.integers(0, 3, 40), rng.integers(0, 3, 40)
+    assert kappa_ci(a, b, n_boot=100).method == "bootstrap-percentile"
+    assert kappa_ci(a, b, n_boot=100, method="bca").method == "bootstrap-bca"
+    assert percent_agreement(a, b).method == "wilson"
+    assert pearson(x, y).method == "fisher-z"
+    assert pearson(x[:3], y[:3]).method == "fisher-z"  # too few for an interval: nan, named
+    assert spearman(x, y, method="bootstrap", n_boot=100).method == "bootstrap-bca"
+    assert spearman(x, y, method="bootstrap", n_boot=100,
+                    boot="percentile").method == "bootstrap-percentile"
+    assert kendall(x, y, n_boot=100).method == "bootstrap-bca"
+    assert kendall(x, y, method="fisher").method == "fisher-z"
+    assert pearson(x, y).as_dict()["method"] == "fisher-z"

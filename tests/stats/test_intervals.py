@@ -52,13 +52,23 @@ def test_wilson_rejects_impossible_counts(k, n):
 
 def test_rate_is_value_with_wilson_interval_and_n():
     est = rate(7, 20)
-    assert est == Estimate(0.35, wilson(7, 20), 20)
-    assert est.as_dict() == {"value": 0.35, "ci95": list(wilson(7, 20)), "n": 20}
+    assert est == Estimate(0.35, wilson(7, 20), 20, method="wilson")
+    assert est.as_dict() == {"value": 0.35, "ci95": list(wilson(7, 20)), "n": 20,
+                             "method": "wilson"}
 
 
 def test_rate_of_nothing_serialises_without_nan():
     d = rate(0, 0).as_dict()
-    assert d == {"value": None, "ci95": [0.0, 1.0], "n": 0}
+    assert d == {"value": None, "ci95": [0.0, 1.0], "n": 0, "method": "wilson"}
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_paired_bootstrap_diff_names_its_interval(method):
+    a = np.random.default_rng(1).normal(size=30)
+    b = a + np.random.default_rng(2).normal(0.3, 0.5, size=30)
+    est = paired_bootstrap_diff(b, a, np.mean, n_boot=200, method=method)
+    assert est.method == f"bootstrap-{method}"
+    assert est.as_dict()["method"] == f"bootstrap-{method}"
 
 
 def test_mean_ci_matches_scipy_t_interval():

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,7 +48,7 @@ Z95 = 1.959964
 
 def win_rate(y: np.ndarray) -> Estimate:
     """A judge's win rate over valid verdicts (ties count half) with its Wilson interval."""
-    return replace(rate(float(y.sum()), int(y.size)), method="wilson")
+    return rate(float(y.sum()), int(y.size))
 
 
 def _normal(value: float, se: float, n: int, method: str, clip: bool = False) -> Estimate:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from judgeaudit.data.schema import PairwiseItem
@@ -142,7 +142,7 @@ def _fr(flips: Mapping[Key, float | None], ids: set[str], factor: str, level: in
           and y is not None]
     n_invalid = sum(1 for (i, f, lv), y in flips.items() if f == factor and lv == level
                     and i in ids and y is None)
-    e = replace(rate(sum(ys), len(ys)), method="wilson")
+    e = rate(sum(ys), len(ys))
     return {**e.as_dict(), "n_invalid": n_invalid}
 
 
@@ -176,7 +176,7 @@ class QuantifyOutcome:
     def answer_change(self) -> dict[str, Any]:
         checked = [rw for rw in self.rewrites if rw.same_answer is not None]
         changed = sum(1 for rw in checked if rw.same_answer is False)
-        return replace(rate(changed, len(checked)), method="wilson").as_dict()
+        return rate(changed, len(checked)).as_dict()
 
     def profile(self) -> dict[str, dict[str, float | None]]:
         return {j: {f: (r["susceptibility"] or {}).get("value") for f, r in fs.items()}

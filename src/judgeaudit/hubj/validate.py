@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -111,7 +110,7 @@ def correlations(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]
             if ok.sum() < 3 or np.ptp(da[ok]) == 0 or np.ptp(db[ok]) == 0:
                 e = Estimate(math.nan, (math.nan, math.nan), int(ok.sum()))
             else:
-                e = replace(pearson(da[ok], db[ok]), method="fisher-z")
+                e = pearson(da[ok], db[ok])
             est = e.as_dict()
             row[nb] = {**est, "r": est["value"]}
         out[na] = row

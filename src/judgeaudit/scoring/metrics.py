@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,8 @@ def _est(value: float, ci: tuple[float, float], n: int) -> dict[str, Any]:
 
 
 def _none(n: int = 0) -> dict[str, Any]:
-    return {"value": None, "ci95": [None, None], "n": n}
+    """No estimate (too few items, or undefined): value and interval null, no method."""
+    return Estimate(math.nan, (math.nan, math.nan), n).as_dict()
 
 
 def _pairs(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +46,7 @@ def flip_rate(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str,
     x, y = _pairs(a, b)
     if x.size == 0:
         return _none()
-    return replace(rate(int((x != y).sum()), int(x.size)), method="wilson").as_dict()
+    return rate(int((x != y).sum()), int(x.size)).as_dict()
 
 
 def _mean_boot(d: np.ndarray, seed: int, n_boot: int = N_BOOT) -> dict[str, Any]:

@@ -58,14 +58,15 @@ def cohen_kappa(a: Any, b: Any, labels: Labels | None = None) -> float:
 def kappa_ci(a: Any, b: Any, labels: Labels | None = None, n_boot: int = 2000,
              level: float = 0.95, seed: int = 0,
              method: Literal["percentile", "bca"] = "percentile") -> Estimate:
-    """Cohen's kappa with a bootstrap interval over items (pairs resampled together)."""
+    """Cohen's kappa with a bootstrap interval over items (pairs resampled together); the
+    Estimate's method is "bootstrap-percentile" or "bootstrap-bca"."""
     ca, cb, k = _codes(a, b, labels)
     codes = np.stack([ca, cb], axis=1)
     value = float(_kappa_codes(ca, cb, k)) if ca.size else math.nan
     lo, hi = bootstrap_ci(codes, lambda x: _kappa_codes(x[..., 0], x[..., 1], k),
                           n_boot=n_boot, level=level, seed=seed, method=method,
                           vectorized=True)
-    return Estimate(value, (lo, hi), int(ca.size))
+    return Estimate(value, (lo, hi), int(ca.size), method=f"bootstrap-{method}")
 
 
 def percent_agreement(a: Any, b: Any, level: float = 0.95) -> Estimate:
@@ -77,7 +78,7 @@ def percent_agreement(a: Any, b: Any, level: float = 0.95) -> Estimate:
     n = int(xa.size)
     same = int((xa == xb).sum())
     lo, hi = wilson(same, n, level)
-    return Estimate(same / n if n else math.nan, (lo, hi), n)
+    return Estimate(same / n if n else math.nan, (lo, hi), n, method="wilson")
 
 
 # --- correlation -----------------------------------------------------------------------------
@@ -103,6 +104,8 @@ def _r(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _correlation(a: np.ndarray, b: np.ndarray, rank: bool, level: float,
                  method: str, n_boot: int, seed: int, boot: str = "bca") -> Estimate:
+    """The Estimate's method names the interval: "fisher-z" (also when n is too small for
+    one, the interval is then nan) or "bootstrap-bca" / "bootstrap-percentile"."""
     n = int(a.size)
     tr = (lambda v: stats.rankdata(v, axis=-1)) if rank else (lambda v: v)
     value = float(_r(tr(a), tr(b))) if n >= 2 else math.nan
@@ -110,18 +113,19 @@ def _correlation(a: np.ndarray, b: np.ndarray, rank: bool, level: float,
         # Fisher z: atanh(r) ~ N(atanh(rho), se^2); se = 1/sqrt(n-3) for Pearson,
         # sqrt(1.06/(n-3)) for Spearman (Fieller, Hartley & Pearson 1957).
         if n < 4 or not math.isfinite(value):
-            return Estimate(value, (math.nan, math.nan), n)
+            return Estimate(value, (math.nan, math.nan), n, method="fisher-z")
         se = math.sqrt((1.06 if rank else 1.0) / (n - 3))
         z = _z(level)
         with np.errstate(divide="ignore"):
             zr = float(np.arctanh(value))
-        return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n)
+        return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n,
+                        method="fisher-z")
     if method == "bootstrap":
         xy = np.stack([a, b], axis=1)
         lo, hi = bootstrap_ci(xy, lambda d: _r(tr(d[..., 0]), tr(d[..., 1])), n_boot=n_boot,
                               level=level, seed=seed, method=boot,  # type: ignore[arg-type]
                               vectorized=True)
-        return Estimate(value, (lo, hi), n)
+        return Estimate(value, (lo, hi), n, method=f"bootstrap-{boot}")
     raise ValueError(f"correlation: method must be 'fisher' or 'bootstrap', got {method!r}")
 
 
@@ -216,7 +220,8 @@ def kendall(x: Any, y: Any, level: float = 0.95,
     or a Fisher-z interval with the 0.437/(n-4) variance of Fieller, Hartley & Pearson
     (1957) (needs n >= 5). A constant side gives nan. The bootstrap costs n_boot times the
     square of the number of distinct (x, y) pairs: `correlations` switches to Fisher z above
-    KENDALL_BOOT_MAX_PAIRS of them."""
+    KENDALL_BOOT_MAX_PAIRS of them. The Estimate's method: "fisher-z", "bootstrap-bca" or
+    "bootstrap-percentile"."""
     a, b = _xy(x, y)
     n = int(a.size)
     if n < 2:
@@ -226,17 +231,18 @@ def kendall(x: Any, y: Any, level: float = 0.95,
     value = float(_tau_b_weighted(px, py, _counts(codes, m))[0])
     if method == "fisher":
         if n < 5 or not math.isfinite(value):
-            return Estimate(value, (math.nan, math.nan), n)
+            return Estimate(value, (math.nan, math.nan), n, method="fisher-z")
         se = math.sqrt(0.437 / (n - 4))
         z = _z(level)
         with np.errstate(divide="ignore"):
             zr = float(np.arctanh(value))
-        return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n)
+        return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n,
+                        method="fisher-z")
     if method == "bootstrap":
         lo, hi = bootstrap_ci(codes, lambda c: _tau_b_weighted(px, py, _counts(c, m)),
                               n_boot=n_boot, level=level, seed=seed, method=boot,
                               vectorized=True)
-        return Estimate(value, (lo, hi), n)
+        return Estimate(value, (lo, hi), n, method=f"bootstrap-{boot}")
     raise ValueError(f"kendall: method must be 'bootstrap' or 'fisher', got {method!r}")
 
 

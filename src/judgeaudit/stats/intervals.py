@@ -56,10 +56,11 @@ def wilson(successes: Any, n: Any, level: float = 0.95) -> Any:
 
 
 def rate(successes: float, n: int, level: float = 0.95) -> Estimate:
-    """successes / n with its Wilson interval. n = 0 -> value nan, interval (0, 1)."""
+    """successes / n with its Wilson interval (method "wilson"). n = 0 -> value nan,
+    interval (0, 1)."""
     lo, hi = wilson(successes, n, level)
     value = float(successes) / n if n else math.nan
-    return Estimate(value, (lo, hi), int(n))
+    return Estimate(value, (lo, hi), int(n), method="wilson")
 
 
 def mean_ci(x: Any, level: float = 0.95) -> Interval:
@@ -237,7 +238,8 @@ def paired_bootstrap_diff(
     For "metric on perturbed (a) minus metric on baseline (b)" where a[i] and b[i] are the
     same item: resampling the pair keeps the within-item correlation, which is what makes a
     paired design more precise than two independent samples. `vectorized` as in
-    `bootstrap_ci` (the statistic sees each of a and b batched, items on axis 1).
+    `bootstrap_ci` (the statistic sees each of a and b batched, items on axis 1). The
+    Estimate's method is "bootstrap-percentile" or "bootstrap-bca".
     """
     _z(level)
     ia, n = _as_items(a)
@@ -262,4 +264,4 @@ def paired_bootstrap_diff(
     w = _width(ia) + _width(ib)
     boot = _replicates(stat_idx, n, n_boot, rng, vectorized, w)
     ci = _interval(value, boot, level, method, lambda: _jackknife(stat_idx, n, vectorized, w))
-    return Estimate(value, ci, n)
+    return Estimate(value, ci, n, method=f"bootstrap-{method}")
