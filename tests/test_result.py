@@ -221,3 +221,17 @@ def test_report_writes_the_html_page(tmp_path):
     assert "Run failed" in failed.read_text()
     with pytest.raises(ValueError, match="no report layout"):
         Result.from_document({"command": "mitigate-apply"}).report(tmp_path / "r.html")
+
+
+def test_estimates_keep_se_and_method_and_read_old_files():
+    doc = evaluate_doc()
+    doc["accuracy"] = {"value": 0.6, "ci95": [0.4, 0.8], "n": 20, "method": "wilson"}
+    doc["decisive_accuracy"] = {"value": 0.6, "ci95": [0.5, 0.7], "n": 20, "se": 0.05,
+                                "method": "wald"}
+    e = Result.from_document(doc).estimates()
+    assert e["accuracy"] == Estimate(0.6, (0.4, 0.8), 20, method="wilson")
+    assert e["decisive_accuracy"] == Estimate(0.6, (0.5, 0.7), 20, se=0.05, method="wald")
+    assert e["accuracy"].as_dict() == doc["accuracy"]
+    # a file without them (or with junk in them) reads as before
+    doc["accuracy"] = {"value": 0.6, "ci95": [0.4, 0.8], "n": 20, "se": "x", "method": 3}
+    assert Result.from_document(doc).estimates()["accuracy"] == Estimate(0.6, (0.4, 0.8), 20)

@@ -89,7 +89,8 @@ def plain(obj: Any) -> Any:
 
 
 def _estimate(d: Mapping[str, Any], n: Any) -> Estimate | None:
-    """A {"value", "ci95": [lo, hi], "n"} dict as an Estimate (None = NaN); `n` from the
+    """A {"value", "ci95": [lo, hi], "n"} dict as an Estimate (None = NaN) via
+    `Estimate.from_dict`, so "se" and "method" are kept when the file has them; `n` from the
     enclosing dict when the estimate has none (an audit probe's effect)."""
     from judgeaudit.stats.types import Estimate
 
@@ -99,11 +100,16 @@ def _estimate(d: Mapping[str, Any], n: Any) -> Estimate | None:
         return None
     if isinstance(n, bool) or not isinstance(n, int):
         return None
+    se, method = d.get("se"), d.get("method")
+    clean: dict[str, Any] = {"value": d["value"], "ci95": list(ci), "n": n}
+    if isinstance(se, int | float) and not isinstance(se, bool):
+        clean["se"] = se
+    if isinstance(method, str):
+        clean["method"] = method
     try:
-        vals = [math.nan if x is None else float(x) for x in (d["value"], *ci)]
+        return Estimate.from_dict(clean)
     except (TypeError, ValueError):
         return None
-    return Estimate(vals[0], (vals[1], vals[2]), n)
 
 
 def _walk(obj: Any, path: str, parent_n: Any, out: dict[str, Estimate]) -> None:

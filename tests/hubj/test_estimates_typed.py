@@ -56,8 +56,9 @@ def test_an_old_saved_fit_without_method_still_applies_and_reads():
     assert 0.0 < out["bc"]["value"] < 1.0
     est = Result.from_document({"command": "mitigate", "per_judge": {"a": OLD_FIT}}
                                ).estimates()
-    assert est["per_judge.a.bc"] == Estimate(OLD_FIT["bc"]["value"],
-                                             tuple(OLD_FIT["bc"]["ci95"]), 120)
+    assert est["per_judge.a.bc"] == Estimate(OLD_FIT["bc"]["value"],  # se kept, no method
+                                             tuple(OLD_FIT["bc"]["ci95"]), 120,
+                                             se=OLD_FIT["bc"]["se"])
     assert est["per_judge.a.phi"].n == 120  # n from the enclosing fit, as before
 
 
