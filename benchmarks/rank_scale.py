@@ -39,6 +39,10 @@ peak RSS, data generation included), ``--reps`` times; medians are reported.
   ``--step-reps``; BLAS threads limited by judgeaudit.stats.threads (the loop does this
   itself) or left at the library default ("default_threads"); "old" is the refit through
   the OLD_COMMIT fit code.
+- ``summary``: the results summary's top-k membership (judgeaudit.rank.summary.membership)
+  from a sparse fit at N = 5k / 500k and 10k / 1M: no N x N covariance; items a 6-sd
+  screen keeps are drawn jointly from their covariance (solved for by CG). Time and peak
+  RSS (the fit's included), how many items the screen kept.
 """
 
 from __future__ import annotations
@@ -274,8 +278,31 @@ def child_step(spec: dict) -> dict:
     return out
 
 
+def child_summary(spec: dict) -> dict:
+    """The results summary's top-k membership from a sparse fit (no N x N covariance): the
+    6-sd screen, the kept items' covariance by CG, 1,500 joint draws of them."""
+    from judgeaudit.rank.membership import screen_topk
+    from judgeaudit.rank.summary import membership
+    from judgeaudit.stats.bradley_terry import fit_map
+    n, m, k = spec["n"], spec["m"], spec.get("k", 10)
+    C, X, _ = simulate(n, m, seed=spec.get("seed", 0))
+    f = fit_map(n, C, X)
+    rss_fit = _rss_mb()
+    var = f.theta_var
+    kept = int(screen_topk(f.theta, np.sqrt(var + 4.0 * f.posterior.theta_var_se), k,
+                           None).sum())
+    t0, c0 = time.perf_counter(), time.process_time()
+    p = membership(f, k, None, 1500, 0)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"n": n, "m": m, "k": k, "posterior": "dense" if f.is_dense else "sparse",
+            "membership_wall_s": wall, "membership_cpu_s": cpu, "rss_mb": _rss_mb(),
+            "rss_mb_after_fit": rss_fit, "n_kept_by_screen": kept,
+            "n_with_p_positive": int((p > 0).sum()), "sum_p": float(p.sum()),
+            "dense_cov_built": bool(f.is_dense)}
+
+
 CHILDREN = {"fit": child_fit, "old_dense": child_fit, "choix": child_choix,
-            "agreement": child_agreement, "step": child_step}
+            "agreement": child_agreement, "step": child_step, "summary": child_summary}
 
 
 # --------------------------------------------------------------------------- parent
@@ -344,7 +371,7 @@ def repeated(spec: dict, reps: int) -> dict:
     return summary
 
 
-PARTS = ("agreement", "step", "fit", "choix", "old10k")
+PARTS = ("agreement", "step", "fit", "choix", "old10k", "summary")
 
 
 def main() -> None:
@@ -390,6 +417,10 @@ def main() -> None:
                 reps = 1 if "threads" in spec else args.reps
                 res["fit"].append(repeated(spec, reps))
                 save()
+        elif part == "summary":
+            res["summary"] = [run_child({"kind": "summary", "n": n, "m": 100 * n})
+                              for n in (5000, 10_000)]
+            print(json.dumps(res["summary"], indent=1), flush=True)
         elif part == "old10k":
             res["fit_old_10k"] = repeated({"kind": "old_dense", "n": 10_000, "m": 1_000_000}, 1)
         elif part == "choix":
