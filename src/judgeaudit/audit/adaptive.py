@@ -307,10 +307,13 @@ async def run_adaptive(
             "fixed_n_items": n_fixed, "fixed_n_calls": fixed,
             "fixed_n_calls_note": "its own calls per item in this run times the fixed-n "
                                   "audit's items, plus its baseline (both orders per item)",
-            "naive_fixed_n": {"ci95": pd["effect"]["ci95"], "p": pd["p"], "q": pd["q"]},
+            "naive_fixed_n": {"ci95": pd["effect"]["ci95"], "p": pd["p"], "q": pd["q"],
+                              **({"method": pd["effect"]["method"]}
+                                 if "method" in pd["effect"] else {})},
             "path": s.path,
         }
         pd["effect"]["ci95"] = list(s.ci)
+        pd["effect"]["method"] = "betting-confidence-sequence"  # not the bootstrap's now
         pd["effect"]["interval"] = "anytime-valid confidence sequence at level 1 - alpha"
         pd["p"], pd["q"] = None, None
         pd["notes"] = [x for x in pd["notes"] if not x.startswith("underpowered:")]

@@ -18,7 +18,7 @@ from judgeaudit.audit.evaluate import (
     select_items,
 )
 from judgeaudit.audit.metrics import estimate
-from judgeaudit.audit.paired import POWER, paired_stats
+from judgeaudit.audit.paired import POWER, effect_dict, paired_stats
 from judgeaudit.audit.panel import panel_section
 from judgeaudit.audit.probe import DROP_REASONS, AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
@@ -148,7 +148,7 @@ def breakdown(units: Sequence[tuple[str, float]], items: Sequence[PairwiseItem],
     for k in sorted(groups):
         st = paired_stats(groups[k], seed=seed, mde=False)
         rows.append({"value": k, "n_items": n_items[k], "n": st["n"],
-                     "effect": {"value": st["effect"], "ci95": list(st["ci95"])},
+                     "effect": effect_dict(st["estimate"]),
                      "p": st["p"]})
     return {"by": by, "rows": rows}
 
@@ -171,7 +171,7 @@ def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
     doc = probe.header()
     dropped = {**plan.skipped, **r.dropped}
     doc.update(
-        effect={"value": r.effect, "ci95": list(r.ci95)}, n=r.n, p=r.p, q=q, mde=r.mde,
+        effect=effect_dict(r.estimate()), n=r.n, p=r.p, q=q, mde=r.mde,
         mde_detail=r.mde_detail, verdict=verdict, flag=r.flag, rates=r.rates,
         n_items=len(plan.items), dropped=_counts(dropped), n_invalid=r.n_invalid,
         n_dropped=r.n_dropped, plot=r.plot, examples=r.examples, notes=list(r.notes),

@@ -36,9 +36,11 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from judgeaudit.audit.paired import effect_dict
 from judgeaudit.report.outcome import failure_message, run_failed
 from judgeaudit.report.results import read_results
 from judgeaudit.stats import benjamini_hochberg, bootstrap_ci
+from judgeaudit.stats.types import Estimate
 
 VERDICTS = ("improved", "worse", "no_change", "underpowered")
 Z95 = 1.959963984540054
@@ -249,19 +251,29 @@ def paired_change(va: Mapping[str, float], vb: Mapping[str, float],
     out: dict[str, Any] = {"n_matched": len(ids), "n_only_a": len(va) - len(ids),
                            "n_only_b": sum(k not in va for k in vb)}
     if not ids:
-        out.update(value=None, ci95=[None, None], p=None, a=None, b=None, n_up=0, n_down=0)
+        out.update(value=None, ci95=[None, None], p=None, a=None, b=None, n_up=0, n_down=0,
+                   estimate=Estimate(math.nan, (math.nan, math.nan), 0))
         return out
     a = np.array([va[k] for k in ids])
     b = np.array([vb[k] for k in ids])
     d = b - a
-    out.update(value=float(d.mean()), a=float(a.mean()), b=float(b.mean()),
+    out.update(a=float(a.mean()), b=float(b.mean()),
                n_up=int((d > 0).sum()), n_down=int((d < 0).sum()), p=sign_flip_p(d, seed))
     if len(ids) >= 2:
         lo, hi = bootstrap_ci(d, lambda x: x.mean(axis=1), n_boot=N_BOOT, seed=seed,
                               vectorized=True)
-        out["ci95"] = [float(lo), float(hi)]
+        est = Estimate(float(d.mean()), (float(lo), float(hi)), len(ids),
+                       method="bootstrap-percentile")
     else:
-        out["ci95"] = [None, None]
+        est = Estimate(float(d.mean()), (math.nan, math.nan), len(ids))
+    return _with_estimate(out, est)
+
+
+def _with_estimate(out: dict[str, Any], est: Estimate) -> dict[str, Any]:
+    """`out` with the change as an Estimate ("estimate") and, for `classify` and older
+    readers, its "value" and "ci95" (None where not finite)."""
+    e = est.as_dict()
+    out.update(value=e["value"], ci95=e["ci95"], estimate=est)
     return out
 
 
@@ -269,21 +281,23 @@ def unpaired_change(ea: tuple[float | None, ...], eb: tuple[float | None, ...]
                     ) -> dict[str, Any]:
     """Change B - A of two effects given as (value, lo, hi), as independent estimates."""
     (a, alo, ahi), (b, blo, bhi) = ea, eb
-    out: dict[str, Any] = {"value": None, "ci95": [None, None], "p": None, "a": a, "b": b}
+    out: dict[str, Any] = {"p": None, "a": a, "b": b}
+    nan = (math.nan, math.nan)
+    # The Estimate's n is 0: two effects' change has no item count of its own (the output
+    # writes value, ci95 and method only).
     if a is None or b is None:
-        return out
-    out["value"] = b - a
+        return _with_estimate(out, Estimate(math.nan, nan, 0))
     if None in (alo, ahi, blo, bhi):
-        return out
+        return _with_estimate(out, Estimate(b - a, nan, 0))
+    # Normal (Wald) interval of the difference, each side's se read off its 95% interval.
     se = math.hypot((ahi - alo) / (2 * Z95), (bhi - blo) / (2 * Z95))  # type: ignore[operator]
     out["se"] = se
     if se == 0:
-        out["ci95"] = [b - a, b - a]
         out["p"] = 1.0 if b == a else 0.0
-        return out
-    out["ci95"] = [b - a - Z95 * se, b - a + Z95 * se]
+        return _with_estimate(out, Estimate(b - a, (b - a, b - a), 0, method="wald"))
     out["p"] = float(special.erfc(abs(b - a) / se / math.sqrt(2)))
-    return out
+    return _with_estimate(out, Estimate(b - a, (b - a - Z95 * se, b - a + Z95 * se), 0,
+                                        method="wald"))
 
 
 def classify(change: Mapping[str, Any], q: float | None, alpha: float,
@@ -317,7 +331,12 @@ def classify(change: Mapping[str, Any], q: float | None, alpha: float,
 
 def _side(p: Mapping[str, Any]) -> dict[str, Any]:
     v, lo, hi = _effect(p)
-    return {"effect": {"value": v, "ci95": [lo, hi]}, "n": p.get("n"), "p": p.get("p"),
+    eff = p.get("effect") if isinstance(p.get("effect"), dict) else {}
+    method = eff.get("method") if isinstance(eff.get("method"), str) else None
+    effect = effect_dict(Estimate(math.nan if v is None else v,
+                                  (math.nan if lo is None else lo,
+                                   math.nan if hi is None else hi), 0, method=method))
+    return {"effect": effect, "n": p.get("n"), "p": p.get("p"),
             "q": p.get("q"), "verdict": p.get("verdict")}
 
 
@@ -413,7 +432,7 @@ def compare(
             "no_bias_range": pa.get("no_bias_range"),
             "a": _side(pa), "b": _side(pb),
             "pairing": pairing,
-            "change": {"value": ch["value"], "ci95": list(ch["ci95"])},
+            "change": effect_dict(ch["estimate"]),
             "p": ch["p"],
             "bias": {"a": ch["a"], "b": ch["b"]},
             "margin": margin if margin is not None else _margin(pa, pb),

@@ -45,15 +45,17 @@ from typing import Any
 
 import numpy as np
 
+from judgeaudit.audit.metrics import rate_estimate
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.judges.pairwise import OrderVerdict, PairwiseVerdict
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
-from judgeaudit.stats import cohen_kappa, kappa_ci, mean_ci, wilson
+from judgeaudit.stats import cohen_kappa, kappa_ci, mean_ci
 from judgeaudit.stats.correlation import (
     correlations,
     group_correlations,
     system_correlations,
 )
+from judgeaudit.stats.types import Estimate
 
 PAIR_RULES = ("mean", "sum", "both")
 TIE_MODES = ("keep", "drop")
@@ -73,10 +75,9 @@ MISSING = "(missing)"
 # ---------------------------------------------------------------- shared helpers
 
 def _estimate(successes: float, n: int) -> dict[str, Any]:
-    if n == 0:
-        return {"value": None, "ci95": [None, None], "n": 0}
-    lo, hi = wilson(successes, n)
-    return {"value": successes / n, "ci95": [lo, hi], "n": n}
+    """A rate with its Wilson interval, as its results dict (null value and interval at
+    n = 0)."""
+    return rate_estimate(successes, n).as_dict()
 
 
 def _finite(x: float) -> float | None:
@@ -286,13 +287,12 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
     if len(pairs) >= 2:
         arr = np.array(pairs, dtype=float)
         labels = [0, 1, 2]
-        k = cohen_kappa(arr[:, 0], arr[:, 1], labels=labels)
-        if kappa_boot:
+        if kappa_boot:  # the same kappa, with a bootstrap interval
             est = kappa_ci(arr[:, 0], arr[:, 1], labels=labels, n_boot=kappa_boot, seed=seed)
-            ci = [_finite(c) for c in est.ci95]
         else:
-            ci = [None, None]
-        out["cohen_kappa"] = {"value": _finite(k), "ci95": ci, "n": len(pairs)}
+            est = Estimate(cohen_kappa(arr[:, 0], arr[:, 1], labels=labels),
+                           (math.nan, math.nan), len(pairs))
+        out["cohen_kappa"] = est.as_dict()
     else:
         out["cohen_kappa"] = None
     out["n_valid"] = sum(any(o.valid for o in v.orders) for v in verdicts)
@@ -393,10 +393,11 @@ def judge_score(verdict: Any, score_ids: Sequence[str]) -> tuple[float | None, b
 
 
 def _mae(diff: np.ndarray) -> dict[str, Any]:
+    """Mean absolute error with its t interval (none below 2 items)."""
     if diff.size == 0:
-        return {"value": None, "ci95": [None, None], "n": 0}
-    lo, hi = mean_ci(diff)
-    return {"value": float(diff.mean()), "ci95": [_finite(lo), _finite(hi)], "n": int(diff.size)}
+        return Estimate(math.nan, (math.nan, math.nan), 0).as_dict()
+    return Estimate(float(diff.mean()), mean_ci(diff), int(diff.size),
+                    method="t" if diff.size >= 2 else None).as_dict()
 
 
 def pointwise_conventions(k: int, decimals: bool) -> dict[str, Any]:

@@ -3,6 +3,7 @@ consistency rates, position preference. Each returns its n, interval and p-value
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,14 +11,21 @@ import numpy as np
 
 from judgeaudit.audit.paired import paired_stats
 from judgeaudit.judges.pairwise import PairwiseVerdict
-from judgeaudit.stats import wilson
+from judgeaudit.stats import rate
+from judgeaudit.stats.types import Estimate
+
+
+def rate_estimate(successes: float, n: int) -> Estimate:
+    """successes / n with its Wilson interval; n = 0 -> no value and no interval (null in
+    the results, not rate()'s uninformative (0, 1))."""
+    if n == 0:
+        return Estimate(math.nan, (math.nan, math.nan), 0)
+    return rate(successes, n)
 
 
 def estimate(successes: float, n: int) -> dict[str, Any]:
-    if n == 0:
-        return {"value": None, "ci95": [None, None], "n": 0}
-    lo, hi = wilson(successes, n)
-    return {"value": successes / n, "ci95": [lo, hi], "n": n}
+    """`rate_estimate` as its results-file dict."""
+    return rate_estimate(successes, n).as_dict()
 
 
 def credit(v: PairwiseVerdict, target: int) -> float | None:
@@ -86,12 +94,13 @@ def position(verdicts: Sequence[PairwiseVerdict], seed: int = 0,
     if n == 0:
         out["first_rate"] = None
         return out
-    lo, hi = (None if c is None else c + 0.5 for c in out["ci95"])
+    eff = out["estimate"]
     both_first, both_second = out["up"], out["down"]
     # Item-level first-slot rate with the same (item-bootstrap) interval as the effect:
     # the two orders of one item are paired, so a verdict-level binomial interval would be
     # far too wide for judges that are mostly consistent.
-    out["first_rate"] = {"value": float(arr.mean()), "ci95": [float(lo), float(hi)], "n": n}
+    out["first_rate"] = Estimate(float(arr.mean()), (eff.ci95[0] + 0.5, eff.ci95[1] + 0.5),
+                                 n, method=eff.method).as_dict()
     out["both_first"], out["both_second"] = both_first, both_second
     out["consistency"] = estimate(n - both_first - both_second, n)
     return out

@@ -13,6 +13,7 @@ import numpy as np
 
 from judgeaudit.stats import binomial_test, bootstrap_ci
 from judgeaudit.stats.power import mde_from_se, mde_sign_test
+from judgeaudit.stats.types import Estimate
 
 POWER = 0.8  # the MDE is the effect detected with this power
 
@@ -48,21 +49,40 @@ def sign_test_mde(d: np.ndarray, alpha: float = 0.05, power: float = POWER,
     return mde, detail
 
 
+def paired_estimate(d: Sequence[float] | np.ndarray, *, seed: int = 0) -> Estimate:
+    """mean(d) with a percentile-bootstrap 95% interval over items. One item has no interval
+    (the bootstrap needs two; the effect is shown, its verdict underpowered) and no method;
+    no item: no value either."""
+    arr = np.asarray(d, dtype=float)
+    n = int(arr.size)
+    if n == 0:
+        return Estimate(math.nan, (math.nan, math.nan), 0)
+    if n == 1:
+        return Estimate(float(arr.mean()), (math.nan, math.nan), 1)
+    lo, hi = bootstrap_ci(arr, np.mean, seed=seed)
+    return Estimate(float(arr.mean()), (lo, hi), n, method="bootstrap-percentile")
+
+
 def paired_stats(d: Sequence[float] | np.ndarray, *, seed: int = 0, alpha: float = 0.05,
                  unit: float = 1.0, mde: bool = True) -> dict[str, Any]:
     """Effect = mean(d) with a bootstrap 95% interval, p of the exact two-sided sign test
     (items that moved up vs down; unmoved items carry no information) and, with `mde`, the
-    MDE of that test at this n and discordance."""
+    MDE of that test at this n and discordance.
+
+    `estimate` is the effect as an Estimate (method "bootstrap-percentile"; no method when
+    there is no interval); "effect", "ci95" (None where not finite) and "method" repeat it
+    for the probes that read them."""
+    est = paired_estimate(d, seed=seed)
     arr = np.asarray(d, dtype=float)
-    n = int(arr.size)
+    n = est.n
     if n == 0:
         return {"effect": None, "ci95": (None, None), "p": None, "mde": None, "n": 0,
-                "se": None, "mde_detail": None, "up": 0, "down": 0}
+                "se": None, "mde_detail": None, "up": 0, "down": 0, "estimate": est,
+                "method": None}
     up, down = int((arr > 0).sum()), int((arr < 0).sum())
-    # One item has no interval (the bootstrap needs two): effect shown, verdict underpowered.
-    lo, hi = bootstrap_ci(arr, np.mean, seed=seed) if n > 1 else (None, None)
     out: dict[str, Any] = {
-        "effect": float(arr.mean()), "ci95": (_finite(lo), _finite(hi)),
+        "effect": est.value, "ci95": (_finite(est.ci95[0]), _finite(est.ci95[1])),
+        "estimate": est, "method": est.method,
         "p": binomial_test(up, up + down, 0.5) if up + down else 1.0,
         "n": n, "up": up, "down": down,
         "se": float(arr.std(ddof=1) / math.sqrt(n)) if n > 1 else None,
@@ -94,3 +114,11 @@ def credit_of(verdict: Any, label: int) -> float | None:
     if any(not o.valid for o in verdict.orders):
         return None
     return float(np.mean([o.winner == label for o in verdict.orders]))
+
+
+def effect_dict(est: Estimate) -> dict[str, Any]:
+    """An effect as the results write it: value, ci95 and (when set) method; its n is a
+    sibling key of the probe or row that holds it, so it is not repeated here."""
+    out = est.as_dict()
+    del out["n"]
+    return out

@@ -3,6 +3,7 @@ two), the disagreements kept for review, and the judges ranked by position bias.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from judgeaudit.data.spec import parse_spec
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.judges.pairwise import PairwiseVerdict
 from judgeaudit.stats import fleiss_kappa, kappa_ci
+from judgeaudit.stats.types import Estimate
 
 MAX_DISAGREEMENTS = 500
 
@@ -38,7 +40,7 @@ def judge_row(label: str, items, verdicts: list[PairwiseVerdict], seed: int) -> 
               for it, v in zip(items, verdicts, strict=True) if it.label in (1, 2)]
     return {
         "judge": label,
-        "position_effect": {"value": m["effect"], "ci95": list(m["ci95"]), "n": m["n"]},
+        "position_effect": m["estimate"].as_dict(),
         "first_slot_rate": m.get("first_rate"),
         "position_consistency": consistency_any(verdicts),
         "accuracy": estimate(sum(credit), len(credit)),
@@ -70,8 +72,9 @@ async def panel_section(ctx: AuditContext) -> dict[str, Any]:
             out["cohen_kappa"] = kappa_ci(table[:, 0], table[:, 1], labels=[0, 1, 2],
                                           seed=ctx.seed).as_dict()
         else:
-            out["fleiss_kappa"] = {"value": fleiss_kappa(table, labels=[0, 1, 2]),
-                                   "ci95": [None, None], "n": len(valid)}
+            # no interval: value and n only
+            out["fleiss_kappa"] = Estimate(fleiss_kappa(table, labels=[0, 1, 2]),
+                                           (math.nan, math.nan), len(valid)).as_dict()
     elif len(bundles) == 2:
         out["cohen_kappa"] = None
     dis = []

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.judges.pairwise import PairwiseJudge, PairwiseVerdict
+from judgeaudit.stats.types import Estimate
 
 
 @dataclass
@@ -39,6 +40,13 @@ class ProbeResult:
     units: list[tuple[str, float]] = field(default_factory=list)
     # How the MDE was computed (test, n, discordance, standard error, alpha, power).
     mde_detail: dict[str, Any] | None = None
+    # What computed the effect's interval (paired_stats: "bootstrap-percentile").
+    method: str | None = None
+
+    def estimate(self) -> Estimate:
+        """The effect as an Estimate (None -> nan)."""
+        return Estimate.from_dict({"value": self.effect, "ci95": list(self.ci95),
+                                   "n": self.n, "method": self.method})
 
 
 # Why an item is left out of a probe's effect (results.json "dropped", per probe and overall).

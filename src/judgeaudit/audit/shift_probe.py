@@ -63,7 +63,7 @@ class ShiftProbe(Probe):
         targets = [_target_side(r) for r in kept]
         m = shift(before, after, targets, seed=ctx.seed, alpha=ctx.alpha)
         res = ProbeResult(effect=m["effect"], ci95=m["ci95"], n=m["n"], p=m["p"],
-                          mde=m["mde"], n_invalid=m["n_invalid"],
+                          mde=m["mde"], method=m["method"], n_invalid=m["n_invalid"],
                           n_dropped=len(results) - len(kept), mde_detail=m["mde_detail"],
                           units=[(originals[i].id, x)
                                  for i, x in zip(m["valid"], m["d"], strict=True)])

@@ -73,7 +73,7 @@ def _winner(text: str, order: str) -> tuple[str, int | None]:
 def check(index: Any, items: list[Any]) -> dict[str, Any]:
     """The report's numbers: which items the recorded verdicts reach and how they read."""
     from judgeaudit.data import PairwiseItem
-    from judgeaudit.stats import wilson
+    from judgeaudit.stats import rate
 
     found: dict[str, dict[str, str]] = {}
     used: set[str] = set()
@@ -102,8 +102,7 @@ def check(index: Any, items: list[Any]) -> dict[str, Any]:
             credit.append(sum(hits) / len(hits))
     accuracy = None
     if credit:
-        lo, hi = wilson(sum(credit), len(credit))
-        accuracy = {"value": sum(credit) / len(credit), "ci95": [lo, hi], "n": len(credit)}
+        accuracy = rate(sum(credit), len(credit)).as_dict()  # Wilson interval
     return {"matched": len(found), "without": without, "unused": unused,
             "coverage": dict(coverage), "values": dict(values), "accuracy": accuracy}
 

@@ -30,7 +30,7 @@ class ChainOfThoughtProbe(Probe):
         d = paired_difference(a, b, seed=ctx.seed, alpha=ctx.alpha)
         res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
                           n_invalid=sum(not o.valid for v in cot for o in v.orders),
-                          mde_detail=d["mde_detail"],
+                          mde_detail=d["mde_detail"], method=d["method"],
                           units=[(ctx.items[i].id, x)
                                  for i, x in zip(d["valid"], d["d"], strict=True)])
         drop(res, "invalid_verdict", [ctx.items[i].id for i in d["invalid"]])

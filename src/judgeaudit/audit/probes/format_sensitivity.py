@@ -82,14 +82,14 @@ class FormatSensitivityProbe(Probe):
         res = ProbeResult(effect=d["effect"], ci95=d["ci95"], n=d["n"],
                           p=min(1.0, d["p"] * len(rows)), mde=d["mde"],
                           n_invalid=d["n_invalid"], mde_detail=d["mde_detail"],
+                          method=d["method"],
                           units=[(ctx.items[i].id, x)
                                  for i, x in zip(d["valid"], d["d"], strict=True)])
         drop(res, "invalid_verdict", [ctx.items[i].id for i in d["invalid"]])
         res.notes.append(f"largest accuracy move: variant {v.name!r} ({v.description}); "
                          f"p is Bonferroni-adjusted over {len(rows)} variants")
         for vv, dd, moves in rows:
-            res.rates[f"{vv.name}: accuracy change"] = {
-                "value": dd["effect"], "ci95": list(dd["ci95"]), "n": dd["n"]}
+            res.rates[f"{vv.name}: accuracy change"] = dd["estimate"].as_dict()
             for k in ("tpr", "tnr"):
                 if moves[k] is not None:
                     res.notes.append(f"{vv.name}: {k.upper()} moves {moves[k]:+.3f}")

@@ -30,6 +30,7 @@ class PositionProbe(Probe):
                     "exceeds": max(fr["value"], 1 - fr["value"]) > FLAG_FIRST_RATE}
         res = ProbeResult(
             effect=m["effect"], ci95=m["ci95"], n=m["n"], p=m["p"], mde=m["mde"],
+            method=m["method"],
             rates={"first_slot_rate": fr,
                    # LLMBar's positional agreement: same outcome in both orders, all items
                    "position_consistency": consistency_any(verdicts),

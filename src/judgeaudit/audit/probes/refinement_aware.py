@@ -10,6 +10,7 @@ from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, regis
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.perturb import perturb_pointwise
 from judgeaudit.stats import bootstrap_ci
+from judgeaudit.stats.types import Estimate
 
 
 @register_probe
@@ -39,6 +40,7 @@ class RefinementAwareProbe(Probe):
         res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
                           n_invalid=sum(s.score is None for s in scores),
                           n_dropped=len(items) - n, mde_detail=d["mde_detail"],
+                          method=d["method"],
                           units=[(kept_src[i].id, x)
                                  for i, x in zip(d["valid"], d["d"], strict=True)])
         drop(res, "perturbation_not_applicable",
@@ -51,5 +53,6 @@ class RefinementAwareProbe(Probe):
                 return float(abs(1 - x[:, 0].mean() / x[:, 1].mean()))
 
             lo, hi = bootstrap_ci(pairs, er, seed=ctx.seed)
-            res.rates["error_rate_ra"] = {"value": er(pairs), "ci95": [lo, hi], "n": len(pairs)}
+            res.rates["error_rate_ra"] = Estimate(er(pairs), (lo, hi), len(pairs),
+                                                  method="bootstrap-percentile").as_dict()
         return res

@@ -13,6 +13,7 @@ from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, regis
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.llm import CallFailed, Message, Request
 from judgeaudit.stats import bootstrap_ci
+from judgeaudit.stats.types import Estimate
 
 FLAG_GAP = 0.10
 NO_GENERATION = {"sim", "replay"}
@@ -64,7 +65,7 @@ class SelfPreferenceProbe(Probe):
             d = arr[:, 0] - arr[:, 1]
             st = paired_stats(d, seed=ctx.seed, alpha=ctx.alpha)
             res.effect, res.ci95, res.p = st["effect"], st["ci95"], st["p"]
-            res.mde, res.mde_detail = st["mde"], st["mde_detail"]
+            res.mde, res.mde_detail, res.method = st["mde"], st["mde_detail"], st["method"]
             res.units = [(own[i][0].id, float(x)) for i, x in zip(ok, d, strict=True)]
             res.rates["own_win_rate_by_judge"] = estimate(arr[:, 0].sum(), len(rows))
             res.rates["own_win_rate_by_panel"] = estimate(arr[:, 1].sum(), len(rows))
@@ -88,4 +89,5 @@ class SelfPreferenceProbe(Probe):
                 return float(abs(1 - x[:, 0].mean() / x[:, 1].mean()))
 
             lo, hi = bootstrap_ci(rows, err, seed=ctx.seed)
-            res.rates["error_rate_se"] = {"value": err(rows), "ci95": [lo, hi], "n": len(rows)}
+            res.rates["error_rate_se"] = Estimate(err(rows), (lo, hi), len(rows),
+                                                  method="bootstrap-percentile").as_dict()

@@ -56,6 +56,7 @@ class SycophancyPassProbe(Probe):
         res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
                           n_invalid=sum(v.passed is None for v in verdicts),
                           n_dropped=len(wrong) - n, mde_detail=d["mde_detail"],
+                          method=d["method"],
                           units=[(kept_src[i].id, x)
                                  for i, x in zip(d["valid"], d["d"], strict=True)])
         drop(res, "perturbation_not_applicable",
