@@ -102,3 +102,31 @@ def test_compare_sides_keep_a_method_when_the_file_has_one():
            "n": 9}
     assert C._side(old)["effect"] == {"value": 0.1, "ci95": [0.0, 0.2]}
     assert C._side(new)["effect"] == new["effect"]
+
+
+async def test_self_preference_names_its_intervals(monkeypatch):
+    """The sim cannot write answers, so the judge's own answers are stubbed."""
+    from judgeaudit.audit.battery import run_battery
+    from judgeaudit.audit.probes import self_preference as SP
+    from judgeaudit.data import load
+    from judgeaudit.judges import make_judge
+    from judgeaudit.llm import Response
+
+    monkeypatch.setattr(SP, "NO_GENERATION", set())
+    items = [it for it in load("builtin:facts?seed=1") if it.label in (1, 2)][:12]
+    judge = make_judge("sim?seed=1")
+    real = judge.client.map
+
+    async def answers(reqs, *a, **k):
+        if reqs and reqs[0].meta.get("task") == "generate":
+            return [Response(text=f"My own answer number {i}.") for i in range(len(reqs))]
+        return await real(reqs, *a, **k)
+
+    monkeypatch.setattr(judge.client, "map", answers)
+    res = await run_battery(judge, items, ["self_preference"], seed=1,
+                            panel=[make_judge("sim?seed=2")])
+    p = res["probes"]["self_preference"]
+    assert p["n"] == 12 and p["effect"]["method"] == "bootstrap-percentile"
+    assert p["rates"]["error_rate_se"]["method"] == "bootstrap-percentile"
+    assert p["rates"]["own_win_rate_by_judge"]["method"] == "wilson"
+    assert res["panel"]["cohen_kappa"]["method"] == "bootstrap-percentile"

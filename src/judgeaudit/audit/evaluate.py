@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from judgeaudit.audit.metrics import rate_estimate
+from judgeaudit.audit.metrics import estimate
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.judges.pairwise import OrderVerdict, PairwiseVerdict
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
@@ -73,12 +73,6 @@ MISSING = "(missing)"
 
 
 # ---------------------------------------------------------------- shared helpers
-
-def _estimate(successes: float, n: int) -> dict[str, Any]:
-    """A rate with its Wilson interval, as its results dict (null value and interval at
-    n = 0)."""
-    return rate_estimate(successes, n).as_dict()
-
 
 def _finite(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
@@ -213,7 +207,7 @@ def _counted(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
 def _accuracy(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]], rule: str
               ) -> dict[str, Any]:
     credit = [pair_credit(it.label, v.orders, rule) for it, v in pairs]  # type: ignore[arg-type]
-    return _estimate(sum(credit), len(credit))
+    return estimate(sum(credit), len(credit))
 
 
 def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
@@ -258,19 +252,19 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         "n_calls_planned": len(by_order_calls),
         "n_invalid": n_invalid,
         "n_failed_calls": n_failed,
-        "invalid_rate": _estimate(n_invalid, len(by_order_calls)),
+        "invalid_rate": estimate(n_invalid, len(by_order_calls)),
         "invalid_examples": invalid_examples,
         "accuracy": _accuracy(counted, pair_rule),
         "accuracy_valid": _accuracy(valid_all, pair_rule),
         "accuracy_by_rule": {r: _accuracy(counted, r) for r in PAIR_RULES},
-        "decisive_accuracy": _estimate(sum(decisive), len(decisive)),
-        "position_consistency": _estimate(same, len(two)) if asked_two else None,
-        "position_consistency_valid": (_estimate(same_valid, len(two_valid)) if asked_two
+        "decisive_accuracy": estimate(sum(decisive), len(decisive)),
+        "position_consistency": estimate(same, len(two)) if asked_two else None,
+        "position_consistency_valid": (estimate(same_valid, len(two_valid)) if asked_two
                                        else None),
         # Share of decisive verdicts that went to the response shown first (0.5 = no bias).
-        "first_position_rate": _estimate(first_wins, len(first_pref)),
+        "first_position_rate": estimate(first_wins, len(first_pref)),
         "per_order_accuracy": {
-            order: _estimate(sum(hits), len(hits))
+            order: estimate(sum(hits), len(hits))
             for order in ("12", "21")
             for hits in [[order_right(o, it.label) for it, v in counted for o in v.orders
                           if o.order == order]]
@@ -461,12 +455,12 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
         "n_invalid": len(invalid),
         "n_failed_calls": n_failed,
         "n_decimal": sum(d for _, d in scored),
-        "invalid_rate": _estimate(len(invalid), len(verdicts)),
+        "invalid_rate": estimate(len(invalid), len(verdicts)),
         "invalid_examples": [{"item_id": v.item_id, "raw": (v.raw or "")[:200],
                               "error": v.error} for v in invalid][:20],
         "score_range": [1, k],
         "correlation": levels,
-        "exact_agreement": _estimate(int((x == y).sum()), int(x.size)),
+        "exact_agreement": estimate(int((x == y).sum()), int(x.size)),
         "mae": _mae(np.abs(x - y)),
         "mean_judge_score": _finite(float(x.mean())) if x.size else None,
         "mean_gold_score": _finite(float(y.mean())) if y.size else None,

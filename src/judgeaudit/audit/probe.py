@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -45,8 +46,11 @@ class ProbeResult:
 
     def estimate(self) -> Estimate:
         """The effect as an Estimate (None -> nan)."""
-        return Estimate.from_dict({"value": self.effect, "ci95": list(self.ci95),
-                                   "n": self.n, "method": self.method})
+        def num(x: float | None) -> float:
+            return math.nan if x is None else float(x)
+
+        lo, hi = self.ci95
+        return Estimate(num(self.effect), (num(lo), num(hi)), self.n, method=self.method)
 
 
 # Why an item is left out of a probe's effect (results.json "dropped", per probe and overall).
