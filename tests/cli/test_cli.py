@@ -98,7 +98,7 @@ def test_evaluate_sim_and_cache_stats(tmp_path, isolated_cache):
                 "judge", "data", "prompt_hash", "version"):
         assert key in doc, key
     assert doc["n"] == 30 and doc["calls"]["made"] == 60
-    assert set(doc["accuracy"]) == {"value", "ci95", "n"}
+    assert set(doc["accuracy"]) == {"value", "ci95", "n", "method"}
     stats = runner.invoke(app, ["cache", "stats"])
     assert "60 entries" in stats.output and "sim:default" in stats.output
     cleared = runner.invoke(app, ["cache", "clear", "--provider", "sim", "--yes"])
