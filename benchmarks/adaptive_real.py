@@ -50,12 +50,15 @@ How:
     nice -n 19 python benchmarks/adaptive_real.py --start-seed 89 --max-seeds 100 --rows R.jsonl
     python benchmarks/adaptive_real.py --summarize R.jsonl --fixed-every 4
                                               # results/adaptive_real.json from saved rows
+    python benchmarks/adaptive_real.py --summarize results/adaptive_real_rows.jsonl.gz \
+        --fixed-every 4 --settings zero,small,large --out /tmp/check.json   # the saved 500 seeds
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import platform
 import sys
@@ -337,7 +340,10 @@ def main() -> None:
     coefs = coefficients()
     names = args.settings.split(",")
     if args.summarize:
-        rows = [json.loads(x) for x in Path(args.summarize).read_text().splitlines() if x]
+        src = Path(args.summarize)
+        raw = src.read_bytes()
+        text = (gzip.decompress(raw) if src.suffix == ".gz" else raw).decode()
+        rows = [json.loads(x) for x in text.splitlines() if x]
         last = max(r["seed"] for r in rows)
         rows = [r for r in rows if sum(q["seed"] == r["seed"] for q in rows) == len(names)
                 or r["seed"] < last]  # an unfinished last seed is left out
