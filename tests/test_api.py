@@ -387,3 +387,22 @@ def test_judgeaudit_rank_is_the_command_and_stays_the_package():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["True", "True"]
+
+
+def test_adaptive_audit_is_the_cli_adaptive_audit(tmp_path):
+    from judgeaudit.cli.main import app
+
+    judge = "sim?position=4&seed=0"
+    res = judgeaudit.audit(judge, probes="position", adaptive=True, max_n=100, cache=False)
+    r = CliRunner().invoke(app, ["audit", "--judge", judge, "--probes", "position",
+                                 "--adaptive", "--max-n", "100", "--out", str(tmp_path / "a"),
+                                 "--no-cache"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert res["probes"]["position"]["verdict"] == "biased"
+    assert res["probes"]["position"]["adaptive"] == doc["probes"]["position"]["adaptive"]
+    assert res["adaptive"]["rounds"] == doc["adaptive"]["rounds"] >= 1
+    with pytest.raises(ValueError, match="adaptive"):
+        judgeaudit.audit(judge, n=10, adaptive=True)
+    with pytest.raises(ValueError, match="max_n"):
+        judgeaudit.audit(judge, adaptive=True, max_n=0)

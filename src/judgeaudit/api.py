@@ -308,6 +308,11 @@ async def aaudit(
     panel: Specs = (),
     alpha: float = 0.05,
     seed: int = 0,
+    adaptive: bool = False,
+    max_n: int = 500,
+    round_size: int = 20,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
     min_valid: int = DEFAULT_MIN_VALID,
     max_failed: float = DEFAULT_MAX_FAILED,
     cache: CacheArg = None,
@@ -332,11 +337,14 @@ async def aaudit(
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
     _outcome_opts(min_valid, max_failed)
     _at_least("n", n)
+    for name, v in (("max_n", max_n), ("round_size", round_size), ("max_calls", max_calls)):
+        _at_least(name, v)
     _share("alpha", alpha, open_=True)
     cfg = AuditConfig.model_construct(
         judge=judge, data=data if isinstance(data, str) else "",
         probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,
-        min_valid=min_valid, max_failed=max_failed)
+        adaptive=adaptive, max_n=max_n, round_size=round_size, max_calls=max_calls,
+        max_cost=max_cost, min_valid=min_valid, max_failed=max_failed)
     run = prepare_audit(cfg, data=data, panel=_specs(panel))
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
@@ -351,6 +359,11 @@ def audit(
     panel: Specs = (),
     alpha: float = 0.05,
     seed: int = 0,
+    adaptive: bool = False,
+    max_n: int = 500,
+    round_size: int = 20,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
     min_valid: int = DEFAULT_MIN_VALID,
     max_failed: float = DEFAULT_MAX_FAILED,
     cache: CacheArg = None,
@@ -374,7 +387,14 @@ def audit(
         full: every probe, every item.
         panel: extra judge SPECs for the judge-panel agreement probe.
         alpha: false discovery rate for "biased" (0 < alpha < 1).
-        seed: seed of the judges and the probes.
+        seed: seed of the judges and the probes (and of the adaptive item order).
+        adaptive: draw items in rounds and stop each probe once its anytime-valid
+            confidence sequence and e-value decide (`audit --adaptive`); not with `n` or
+            `panel`.
+        max_n: adaptive: most items per probe (a probe still open then is underpowered).
+        round_size: adaptive: items added to each open probe per round.
+        max_calls: adaptive: stop before a round that would exceed this many judge calls.
+        max_cost: adaptive: stop once this many USD are spent (> 0).
         min_valid: fewest items with a valid unperturbed verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
         cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
