@@ -228,6 +228,15 @@ def test_every_command_has_an_async_twin_with_the_same_arguments():
         assert getattr(judgeaudit, "a" + name) is twin
 
 
+def test_the_sync_form_refuses_a_session_and_points_to_the_async_twin():
+    # a session's clients belong to the loop that made them; the sync form runs its own
+    sess = judgeaudit.Session(cache=False)
+    with pytest.raises(TypeError, match=r"audit\(\) takes no session.*aaudit"):
+        judgeaudit.audit(SIM, "builtin:facts", n=5, probes="position", session=sess)
+    assert sess.calls() == {}  # nothing was run
+    assert api.audit.__name__ == "audit" and api.audit.__doc__ == api.aaudit.__doc__
+
+
 def test_judgeaudit_audit_is_the_command_and_stays_the_package():
     judgeaudit.audit(SIM, "builtin:facts", n=5, probes="position", cache=False)
     import judgeaudit.audit.probes as pkg  # as judgeaudit.audit.probe imports them

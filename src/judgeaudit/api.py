@@ -23,11 +23,13 @@ before any call is made.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from judgeaudit.commands import Run, load_data
 from judgeaudit.data.spec import split_specs
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from judgeaudit.hubj.embed import Embedder
 
 T = TypeVar("T")
+P = ParamSpec("P")
 Data = str | Sequence[Any]
 """A data SPEC (`builtin:facts`, `llmbar:PATH?subset=...`, `jsonl:PATH`, ...) or a list of
 items (`PairwiseItem` / `PointwiseItem`, or dicts with their fields)."""
@@ -102,6 +105,28 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
 
 async def _as_coroutine(make: Callable[[], Awaitable[T]]) -> T:
     return await make()
+
+
+def _sync_twin(afn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
+    """The sync form of the command coroutine ``afn`` (``aaudit`` -> ``audit``): the same
+    arguments and docstring, run through `run_sync`. Written once here rather than as a second
+    copy of every signature. It takes no ``session``: a session's clients belong to the event
+    loop that made them, and the sync form runs on a loop of its own."""
+    name = afn.__name__.removeprefix("a")
+    sig = inspect.signature(afn)
+
+    @functools.wraps(afn)
+    def fn(*args: P.args, **kwargs: P.kwargs) -> T:
+        if "session" in kwargs:
+            raise TypeError(f"{name}() takes no session: await {afn.__name__}(..., "
+                            "session=...) from async code")
+        return run_sync(lambda: afn(*args, **kwargs))
+
+    fn.__name__ = fn.__qualname__ = name
+    del fn.__wrapped__  # inspect.signature reads __signature__, not the coroutine's
+    fn.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in sig.parameters.values() if p.name != "session"])
+    return fn
 
 
 # ---- input -------------------------------------------------------------------------------
@@ -217,52 +242,6 @@ async def aevaluate(
     raise_on_failure: bool = False,
     session: Session | None = None,
 ) -> Result:
-    """The async twin of `evaluate` (same arguments).
-
-    Args:
-        session: run in this `Session` (its cache and judge settings apply; give cache,
-            concurrency, timeout, retry and progress to it instead). Default: a session of
-            the command's own, closed when it ends.
-
-    Returns:
-        The evaluate `Result`.
-    """
-    from judgeaudit.commands import prepare_evaluate
-    from judgeaudit.config import EvaluateConfig
-
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    _at_least("limit", limit)
-    _at_least("sample", sample)
-    cfg = EvaluateConfig.model_construct(
-        judge=judge, data=data if isinstance(data, str) else "", limit=limit, sample=sample,
-        seed=seed, pair_rule=pair_rule, ties=ties, by=by, group_by=group_by,
-        system_field=system_field, min_valid=min_valid, max_failed=max_failed)
-    return await _execute(prepare_evaluate(cfg, data=data), session=session, opts=opts,
-                          raise_on_failure=raise_on_failure)
-
-
-def evaluate(
-    judge: str,
-    data: Data = "builtin:facts",
-    *,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    pair_rule: str | None = None,
-    ties: str | None = None,
-    by: str | None = None,
-    group_by: str | None = None,
-    system_field: str | None = None,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cache: CacheArg = None,
-    concurrency: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | int | None = None,
-    progress: ProgressFn | None = None,
-    raise_on_failure: bool = False,
-) -> Result:
     """Evaluate a judge on labelled data (`judgeaudit evaluate`). Pairwise data: accuracy
     under a named pair rule, position consistency, Cohen's kappa. Pointwise data (a gold
     score per response): Pearson, Spearman and Kendall correlations (item, group, system
@@ -288,12 +267,29 @@ def evaluate(
         progress: called with a `judgeaudit.Progress` after every finished call.
         raise_on_failure: raise `judgeaudit.RunFailed` when the run failed instead of
             returning a Result with `ok` False.
+        session: (the `a` form only) run in this `Session`: its cache and judge settings
+            apply (give cache, concurrency, timeout, retry and progress to it
+            instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
         The evaluate `Result` (`res["accuracy"]`, `res.summary()`, `res.to_frame()`).
     """
-    kw = dict(locals())
-    return run_sync(lambda: aevaluate(**kw))
+    from judgeaudit.commands import prepare_evaluate
+    from judgeaudit.config import EvaluateConfig
+
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    _outcome_opts(min_valid, max_failed)
+    _at_least("limit", limit)
+    _at_least("sample", sample)
+    cfg = EvaluateConfig.model_construct(
+        judge=judge, data=data if isinstance(data, str) else "", limit=limit, sample=sample,
+        seed=seed, pair_rule=pair_rule, ties=ties, by=by, group_by=group_by,
+        system_field=system_field, min_valid=min_valid, max_failed=max_failed)
+    return await _execute(prepare_evaluate(cfg, data=data), session=session, opts=opts,
+                          raise_on_failure=raise_on_failure)
+
+
+evaluate = _sync_twin(aevaluate)
 
 
 # ---- audit -------------------------------------------------------------------------------
@@ -323,56 +319,6 @@ async def aaudit(
     raise_on_failure: bool = False,
     session: Session | None = None,
 ) -> Result:
-    """The async twin of `audit` (same arguments).
-
-    Args:
-        session: run in this `Session` (see `aevaluate`).
-
-    Returns:
-        The audit `Result`.
-    """
-    from judgeaudit.commands import prepare_audit
-    from judgeaudit.config import AuditConfig
-
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    _at_least("n", n)
-    for name, v in (("max_n", max_n), ("round_size", round_size), ("max_calls", max_calls)):
-        _at_least(name, v)
-    _share("alpha", alpha, open_=True)
-    cfg = AuditConfig.model_construct(
-        judge=judge, data=data if isinstance(data, str) else "",
-        probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,
-        adaptive=adaptive, max_n=max_n, round_size=round_size, max_calls=max_calls,
-        max_cost=max_cost, min_valid=min_valid, max_failed=max_failed)
-    run = prepare_audit(cfg, data=data, panel=_specs(panel))
-    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
-
-
-def audit(
-    judge: str,
-    data: Data = "builtin:facts",
-    *,
-    probes: str | Sequence[str] | None = None,
-    n: int | None = None,
-    full: bool = False,
-    panel: Specs = (),
-    alpha: float = 0.05,
-    seed: int = 0,
-    adaptive: bool = False,
-    max_n: int = 500,
-    round_size: int = 20,
-    max_calls: int | None = None,
-    max_cost: float | None = None,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cache: CacheArg = None,
-    concurrency: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | int | None = None,
-    progress: ProgressFn | None = None,
-    raise_on_failure: bool = False,
-) -> Result:
     """Run the bias battery against a judge (`judgeaudit audit`): per probe the effect with
     its 95% interval, n, p, the Benjamini-Hochberg q across the report, the smallest
     detectable effect, a verdict (biased / not_biased / underpowered) and the production
@@ -398,12 +344,32 @@ def audit(
         min_valid: fewest items with a valid unperturbed verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
         cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
+        session: (the `a` form only) run in this `Session`: its cache and judge settings
+            apply (give cache, concurrency, timeout, retry and progress to it
+            instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
         The audit `Result` (`res.to_frame()`: one row per probe).
     """
-    kw = dict(locals())
-    return run_sync(lambda: aaudit(**kw))
+    from judgeaudit.commands import prepare_audit
+    from judgeaudit.config import AuditConfig
+
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    _outcome_opts(min_valid, max_failed)
+    _at_least("n", n)
+    for name, v in (("max_n", max_n), ("round_size", round_size), ("max_calls", max_calls)):
+        _at_least(name, v)
+    _share("alpha", alpha, open_=True)
+    cfg = AuditConfig.model_construct(
+        judge=judge, data=data if isinstance(data, str) else "",
+        probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,
+        adaptive=adaptive, max_n=max_n, round_size=round_size, max_calls=max_calls,
+        max_cost=max_cost, min_valid=min_valid, max_failed=max_failed)
+    run = prepare_audit(cfg, data=data, panel=_specs(panel))
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
+
+
+audit = _sync_twin(aaudit)
 
 
 # ---- scoring-bias ------------------------------------------------------------------------
@@ -438,10 +404,33 @@ async def ascoring_bias(
     raise_on_failure: bool = False,
     session: Session | None = None,
 ) -> Result:
-    """The async twin of `scoring_bias` (same arguments).
+    """How a rubric judge's 1-5 scores move when its scoring prompt changes
+    (`judgeaudit scoring-bias`): rubric order, score ids, a reference answer labelled with a
+    score. Flip rate, MAD, shift, correlation with gold, the reference pull, the most
+    accurate template and whether averaging helps.
 
     Args:
-        session: run in this `Session` (see `aevaluate`).
+        judge: judge SPEC.
+        data: pointwise data SPEC or a list of pointwise items.
+        perturbations: template names (baseline always runs): order_desc, order_random,
+            ids_letters, ids_roman, ref_1..ref_5 (default: all).
+        ids: extra score-id schemes "NAME=w,x,y,z,t" (run as ids_NAME).
+        limit: use only the first N items.
+        repeats: baseline scorings per item (>= 2 gives the repeat noise).
+        references: Ref-k answers: a references.json path or {item_id: {k: text}}; default:
+            the data's own (builtin:graded's level-k answers, else Ref-5 = the reference).
+        generate_references: write Ref-1..4 by generation and review first.
+        generator, reviewer: SPECs of the generating and reviewing models (default: judge).
+        ref_limit, ref_attempts, ref_tolerance, ref_max_tokens, ref_review: as the CLI's
+            --ref-* options.
+        references_out: where to write the generated references.json (default: not kept
+            on disk; the summary is in the result).
+        template: scoring template name or .txt path.
+        seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
+        raise_on_failure: as in `evaluate` (the outcome's unit is a score).
+        session: (the `a` form only) run in this `Session`: its cache and judge settings
+            apply (give cache, concurrency, timeout, retry and progress to it
+            instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
         The scoring-bias `Result`.
@@ -471,65 +460,7 @@ async def ascoring_bias(
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
-def scoring_bias(
-    judge: str,
-    data: Data = "builtin:graded",
-    *,
-    perturbations: str | Sequence[str] | None = None,
-    ids: Sequence[str] = (),
-    limit: int | None = None,
-    repeats: int = 3,
-    references: str | os.PathLike[str] | Mapping[str, Mapping[int, str]] | None = None,
-    generate_references: bool = False,
-    generator: str | None = None,
-    reviewer: str | None = None,
-    ref_limit: int | None = None,
-    ref_attempts: int = 3,
-    ref_tolerance: int = 0,
-    ref_max_tokens: int = 160,
-    ref_review: str = "score",
-    references_out: str | os.PathLike[str] | None = None,
-    template: str = "pointwise_scoring_v1",
-    seed: int = 0,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cache: CacheArg = None,
-    concurrency: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | int | None = None,
-    progress: ProgressFn | None = None,
-    raise_on_failure: bool = False,
-) -> Result:
-    """How a rubric judge's 1-5 scores move when its scoring prompt changes
-    (`judgeaudit scoring-bias`): rubric order, score ids, a reference answer labelled with a
-    score. Flip rate, MAD, shift, correlation with gold, the reference pull, the most
-    accurate template and whether averaging helps.
-
-    Args:
-        judge: judge SPEC.
-        data: pointwise data SPEC or a list of pointwise items.
-        perturbations: template names (baseline always runs): order_desc, order_random,
-            ids_letters, ids_roman, ref_1..ref_5 (default: all).
-        ids: extra score-id schemes "NAME=w,x,y,z,t" (run as ids_NAME).
-        limit: use only the first N items.
-        repeats: baseline scorings per item (>= 2 gives the repeat noise).
-        references: Ref-k answers: a references.json path or {item_id: {k: text}}; default:
-            the data's own (builtin:graded's level-k answers, else Ref-5 = the reference).
-        generate_references: write Ref-1..4 by generation and review first.
-        generator, reviewer: SPECs of the generating and reviewing models (default: judge).
-        ref_limit, ref_attempts, ref_tolerance, ref_max_tokens, ref_review: as the CLI's
-            --ref-* options.
-        references_out: where to write the generated references.json (default: not kept
-            on disk; the summary is in the result).
-        template: scoring template name or .txt path.
-        seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
-        raise_on_failure: as in `evaluate` (the outcome's unit is a score).
-
-    Returns:
-        The scoring-bias `Result`.
-    """
-    kw = dict(locals())
-    return run_sync(lambda: ascoring_bias(**kw))
+scoring_bias = _sync_twin(ascoring_bias)
 
 
 # ---- rank --------------------------------------------------------------------------------
@@ -559,52 +490,6 @@ async def arank(
     progress: ProgressFn | None = None,
     raise_on_failure: bool = False,
     session: Session | None = None,
-) -> Result:
-    """The async twin of `rank` (same arguments).
-
-    Args:
-        session: run in this `Session` (see `aevaluate`).
-
-    Returns:
-        The rank `Result`.
-    """
-    from judgeaudit.commands import prepare_rank
-    from judgeaudit.config import RankConfig
-
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    cfg = RankConfig.model_construct(
-        judge=judge, items=items, k=k, budget=budget, rule=rule, covariates=covariates,
-        model=model, trusted=Path(trusted) if isinstance(trusted, os.PathLike) else trusted,
-        seed=seed, lam=lam, tau=tau, hierarchical=hierarchical, refit_every=refit_every,
-        samples=samples, min_valid=min_valid, max_failed=max_failed)
-    return await _execute(prepare_rank(cfg), session=session, opts=opts,
-                          raise_on_failure=raise_on_failure)
-
-
-def rank(
-    judge: str,
-    items: str = "builtin:controlled",
-    *,
-    k: int | None = None,
-    budget: int = 120,
-    rule: str = "topk",
-    covariates: str | Sequence[str] | None = None,
-    model: str = "bias_aware",
-    trusted: str | os.PathLike[str] | Sequence[tuple[str, str]] | None = None,
-    seed: int = 0,
-    lam: str | float = "auto",
-    tau: float = 1.0,
-    hierarchical: bool = False,
-    refit_every: int = 8,
-    samples: int = 1500,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cache: CacheArg = None,
-    concurrency: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | int | None = None,
-    progress: ProgressFn | None = None,
-    raise_on_failure: bool = False,
 ) -> Result:
     """Find the top-k of a pool with a judge under a comparison budget (`judgeaudit rank`),
     correcting for the judge's covariate and position biases: bias-aware Bayesian
@@ -636,13 +521,28 @@ def rank(
         min_valid: fewest comparisons with a valid verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
         cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
+        session: (the `a` form only) run in this `Session`: its cache and judge settings
+            apply (give cache, concurrency, timeout, retry and progress to it
+            instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
         The rank `Result` (`res["ranking"]`, `res["models"]["bias_aware"]["c"]`,
         `res.summary()`, `res.report(path)`).
     """
-    kw = dict(locals())
-    return run_sync(lambda: arank(**kw))
+    from judgeaudit.commands import prepare_rank
+    from judgeaudit.config import RankConfig
+
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    cfg = RankConfig.model_construct(
+        judge=judge, items=items, k=k, budget=budget, rule=rule, covariates=covariates,
+        model=model, trusted=Path(trusted) if isinstance(trusted, os.PathLike) else trusted,
+        seed=seed, lam=lam, tau=tau, hierarchical=hierarchical, refit_every=refit_every,
+        samples=samples, min_valid=min_valid, max_failed=max_failed)
+    return await _execute(prepare_rank(cfg), session=session, opts=opts,
+                          raise_on_failure=raise_on_failure)
+
+
+rank = _sync_twin(arank)
 
 
 async def arank_eval(
@@ -669,49 +569,6 @@ async def arank_eval(
     raise_on_failure: bool = False,
     session: Session | None = None,
 ) -> Result:
-    """The async twin of `rank_eval` (same arguments).
-
-    Args:
-        session: run in this `Session` (see `aevaluate`).
-
-    Returns:
-        The rank-eval `Result`.
-    """
-    from judgeaudit.commands import prepare_rank_eval
-    from judgeaudit.config import RankEvalConfig
-
-    opts = _opts(cache, concurrency, timeout, retry, 0, progress)
-    cfg = RankEvalConfig.model_construct(
-        oracle=oracle, items=items, k=k, budgets=budgets, rules=rules, seeds=seeds,
-        covariates=covariates, lam=lam, tau=tau, hierarchical=hierarchical,
-        refit_every=refit_every, samples=samples, min_valid=min_valid, max_failed=max_failed)
-    return await _execute(prepare_rank_eval(cfg), session=session, opts=opts,
-                          raise_on_failure=raise_on_failure)
-
-
-def rank_eval(
-    oracle: str = "sim",
-    items: str = "builtin:controlled",
-    *,
-    k: int | None = None,
-    budgets: str | Sequence[int] = (60, 120, 200),
-    rules: str | Sequence[str] = ("topk", "global", "roundrobin", "random"),
-    seeds: int | str | Sequence[int] = 10,
-    covariates: str | Sequence[str] | None = None,
-    lam: str | float = "auto",
-    tau: float = 1.0,
-    hierarchical: bool = False,
-    refit_every: int = 8,
-    samples: int = 1500,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cache: CacheArg = None,
-    concurrency: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | int | None = None,
-    progress: ProgressFn | None = None,
-    raise_on_failure: bool = False,
-) -> Result:
     """Evaluate acquisition rules x models offline (`judgeaudit rank-eval`): the oracle's
     full ordered-pair verdict matrix is built once per pool (cached), then every rule and
     model is replayed against it per seed. The result holds recall@k against budget (mean,
@@ -732,12 +589,26 @@ def rank_eval(
         min_valid: fewest valid verdicts in the matrices for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
         cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
+        session: (the `a` form only) run in this `Session`: its cache and judge settings
+            apply (give cache, concurrency, timeout, retry and progress to it
+            instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
         The rank-eval `Result` (`res["recall"]`, `res["tests"]`, `res.report(path)`).
     """
-    kw = dict(locals())
-    return run_sync(lambda: arank_eval(**kw))
+    from judgeaudit.commands import prepare_rank_eval
+    from judgeaudit.config import RankEvalConfig
+
+    opts = _opts(cache, concurrency, timeout, retry, 0, progress)
+    cfg = RankEvalConfig.model_construct(
+        oracle=oracle, items=items, k=k, budgets=budgets, rules=rules, seeds=seeds,
+        covariates=covariates, lam=lam, tau=tau, hierarchical=hierarchical,
+        refit_every=refit_every, samples=samples, min_valid=min_valid, max_failed=max_failed)
+    return await _execute(prepare_rank_eval(cfg), session=session, opts=opts,
+                          raise_on_failure=raise_on_failure)
+
+
+rank_eval = _sync_twin(arank_eval)
 
 
 # ---- discover ----------------------------------------------------------------------------
@@ -770,10 +641,30 @@ async def adiscover(
     raise_on_failure: bool = False,
     session: Session | None = None,
 ) -> Result:
-    """The async twin of `discover` (same arguments).
+    """Find the factors behind judges' disagreements with humans (`judgeaudit discover`,
+    HUB-J Algorithm 1) and validate them, beside two baseline factor sets, on held-out
+    disagreements.
 
     Args:
-        session: run in this `Session` (see `aevaluate`).
+        judges: live judge SPECs whose consensus disagreements are mined (with or instead
+            of `recorded`).
+        data: pairwise data with human labels (SPEC or items).
+        recorded: "pandalm": the recorded GPT-3.5 and PandaLM-7B verdicts shipped with
+            `data="pandalm:PATH"`.
+        llm: SPEC of the model playing the G modules.
+        limit: discovery items (consensus disagreements) to extract features from.
+        holdout: share of the disagreements held out for validation (0 < h < 1).
+        holdout_limit: held-out items to validate on.
+        clusters, factors, iterations, tau, rho, rep_fallback: M, K, T, the novelty
+            threshold, the target covered share, representatives as fallback candidates.
+        min_agreement: keep items whose majority label has this annotator share.
+        embedder: sentence embedder (`encode(texts) -> array`, `name`); default MiniLM
+            (the `hubj` extra).
+        seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
+        raise_on_failure: as in `evaluate` (the outcome's unit is a G-module answer).
+        session: (the `a` form only) run in this `Session`: its cache and judge settings
+            apply (give cache, concurrency, timeout, retry and progress to it
+            instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
         The discover `Result`.
@@ -799,60 +690,7 @@ async def adiscover(
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
-def discover(
-    judges: Specs = None,
-    data: Data = "pandalm:../shared/data/pandalm_testset",
-    *,
-    recorded: str | None = None,
-    llm: str = "local",
-    limit: int | None = 30,
-    holdout: float = 0.5,
-    holdout_limit: int | None = 30,
-    clusters: int = 4,
-    factors: int = 5,
-    iterations: int = 3,
-    tau: float = 0.7,
-    rho: float = 0.8,
-    rep_fallback: bool = True,
-    min_agreement: float = 0.5,
-    embedder: Embedder | None = None,
-    seed: int = 0,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cache: CacheArg = None,
-    concurrency: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | int | None = None,
-    progress: ProgressFn | None = None,
-    raise_on_failure: bool = False,
-) -> Result:
-    """Find the factors behind judges' disagreements with humans (`judgeaudit discover`,
-    HUB-J Algorithm 1) and validate them, beside two baseline factor sets, on held-out
-    disagreements.
-
-    Args:
-        judges: live judge SPECs whose consensus disagreements are mined (with or instead
-            of `recorded`).
-        data: pairwise data with human labels (SPEC or items).
-        recorded: "pandalm": the recorded GPT-3.5 and PandaLM-7B verdicts shipped with
-            `data="pandalm:PATH"`.
-        llm: SPEC of the model playing the G modules.
-        limit: discovery items (consensus disagreements) to extract features from.
-        holdout: share of the disagreements held out for validation (0 < h < 1).
-        holdout_limit: held-out items to validate on.
-        clusters, factors, iterations, tau, rho, rep_fallback: M, K, T, the novelty
-            threshold, the target covered share, representatives as fallback candidates.
-        min_agreement: keep items whose majority label has this annotator share.
-        embedder: sentence embedder (`encode(texts) -> array`, `name`); default MiniLM
-            (the `hubj` extra).
-        seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
-        raise_on_failure: as in `evaluate` (the outcome's unit is a G-module answer).
-
-    Returns:
-        The discover `Result`.
-    """
-    kw = dict(locals())
-    return run_sync(lambda: adiscover(**kw))
+discover = _sync_twin(adiscover)
 
 
 # ---- quantify ----------------------------------------------------------------------------
@@ -884,59 +722,6 @@ async def aquantify(
     raise_on_failure: bool = False,
     session: Session | None = None,
 ) -> Result:
-    """The async twin of `quantify` (same arguments).
-
-    Args:
-        session: run in this `Session` (see `aevaluate`).
-
-    Returns:
-        The quantify `Result`.
-    """
-    from judgeaudit.commands import prepare_quantify
-    from judgeaudit.config import QuantifyConfig
-
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    for name, v in (("pool", pool), ("limit", limit), ("n_cal", n_cal),
-                    ("max_words", max_words)):
-        _at_least(name, v)
-    _share("min_agreement", min_agreement)
-    cfg = QuantifyConfig.model_construct(
-        data=data if isinstance(data, str) else "", factors=",".join(_names(factors) or []),
-        generator=generator, checker=checker, levels=",".join(str(x) for x in levels),
-        pool=pool, limit=limit, n_cal=n_cal, on_violation=on_violation, inject=inject,
-        max_words=max_words, min_agreement=min_agreement, seed=seed, min_valid=min_valid,
-        max_failed=max_failed)
-    run = prepare_quantify(cfg, data=data, judges=_specs(judges), factors_from=factors_from)
-    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
-
-
-def quantify(
-    judges: Specs = "local",
-    data: Data = "pandalm:../shared/data/pandalm_testset",
-    *,
-    factors: str | Sequence[str] = "verbosity,authority",
-    factors_from: str | os.PathLike[str] | Result | Mapping[str, Any] | None = None,
-    generator: str | None = None,
-    checker: str | None = None,
-    levels: Sequence[int] = (1, 2, 3, 4, 5),
-    pool: int = 60,
-    limit: int | None = 12,
-    n_cal: int | None = None,
-    on_violation: str = "drop",
-    inject: str = "rewrite",
-    max_words: int | None = None,
-    min_agreement: float = 0.5,
-    seed: int = 0,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cache: CacheArg = None,
-    concurrency: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | int | None = None,
-    progress: ProgressFn | None = None,
-    raise_on_failure: bool = False,
-) -> Result:
     """How strongly each factor moves each judge (`judgeaudit quantify`, HUB-J Algorithm 2):
     rewrite the rejected response of agreement items at levels 1-5, count flips, pick l* on
     calibration items and report the susceptibility on test items.
@@ -960,12 +745,33 @@ def quantify(
         min_agreement: keep items whose majority label has this annotator share.
         seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
         raise_on_failure: as in `evaluate` (the outcome's unit is a verdict on a rewrite).
+        session: (the `a` form only) run in this `Session`: its cache and judge settings
+            apply (give cache, concurrency, timeout, retry and progress to it
+            instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
         The quantify `Result`.
     """
-    kw = dict(locals())
-    return run_sync(lambda: aquantify(**kw))
+    from judgeaudit.commands import prepare_quantify
+    from judgeaudit.config import QuantifyConfig
+
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    _outcome_opts(min_valid, max_failed)
+    for name, v in (("pool", pool), ("limit", limit), ("n_cal", n_cal),
+                    ("max_words", max_words)):
+        _at_least(name, v)
+    _share("min_agreement", min_agreement)
+    cfg = QuantifyConfig.model_construct(
+        data=data if isinstance(data, str) else "", factors=",".join(_names(factors) or []),
+        generator=generator, checker=checker, levels=",".join(str(x) for x in levels),
+        pool=pool, limit=limit, n_cal=n_cal, on_violation=on_violation, inject=inject,
+        max_words=max_words, min_agreement=min_agreement, seed=seed, min_valid=min_valid,
+        max_failed=max_failed)
+    run = prepare_quantify(cfg, data=data, judges=_specs(judges), factors_from=factors_from)
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
+
+
+quantify = _sync_twin(aquantify)
 
 
 # ---- mitigate ----------------------------------------------------------------------------
@@ -994,53 +800,6 @@ async def amitigate(
     raise_on_failure: bool = False,
     session: Session | None = None,
 ) -> Result:
-    """The async twin of `mitigate` (same arguments).
-
-    Args:
-        session: run in this `Session` (see `aevaluate`).
-
-    Returns:
-        The mitigate (or mitigate-apply) `Result`.
-    """
-    from judgeaudit.commands import prepare_mitigate
-    from judgeaudit.config import MitigateConfig
-
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    _at_least("limit", limit)
-    _share("min_agreement", min_agreement)
-    cfg = MitigateConfig.model_construct(
-        data=data if isinstance(data, str) else "", recorded=recorded, factor=factor,
-        scorer=scorer, candidate=candidate, limit=limit, estimator=estimator,
-        min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
-    run = prepare_mitigate(cfg, data=data, judges=_specs(judges), factors_from=factors_from,
-                           apply=apply)
-    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
-
-
-def mitigate(
-    judges: Specs = None,
-    data: Data = "pandalm:../shared/data/pandalm_testset",
-    *,
-    recorded: str | None = None,
-    factor: str = "verbosity",
-    factors_from: str | os.PathLike[str] | Result | Mapping[str, Any] | None = None,
-    scorer: str = "local",
-    candidate: str = "rejected",
-    limit: int | None = 60,
-    estimator: str = "marginal",
-    apply: str | os.PathLike[str] | Result | Mapping[str, Any] | None = None,
-    min_agreement: float = 0.5,
-    seed: int = 0,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cache: CacheArg = None,
-    concurrency: int | None = None,
-    timeout: float | None = None,
-    retry: RetryPolicy | int | None = None,
-    progress: ProgressFn | None = None,
-    raise_on_failure: bool = False,
-) -> Result:
     """Bias-controlled win rates (`judgeaudit mitigate`, HUB-J Algorithm 3): a two-stage
     logistic model over judges and queries separates each judge's wins due to the factor;
     the length-controlled win rate is reported beside it. With `apply`, correct new verdicts
@@ -1064,12 +823,30 @@ def mitigate(
         seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
         raise_on_failure: as in `evaluate` (the outcome's unit is a judge verdict on a
             query with factor scores).
+        session: (the `a` form only) run in this `Session`: its cache and judge settings
+            apply (give cache, concurrency, timeout, retry and progress to it
+            instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
         The mitigate `Result`.
     """
-    kw = dict(locals())
-    return run_sync(lambda: amitigate(**kw))
+    from judgeaudit.commands import prepare_mitigate
+    from judgeaudit.config import MitigateConfig
+
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    _outcome_opts(min_valid, max_failed)
+    _at_least("limit", limit)
+    _share("min_agreement", min_agreement)
+    cfg = MitigateConfig.model_construct(
+        data=data if isinstance(data, str) else "", recorded=recorded, factor=factor,
+        scorer=scorer, candidate=candidate, limit=limit, estimator=estimator,
+        min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
+    run = prepare_mitigate(cfg, data=data, judges=_specs(judges), factors_from=factors_from,
+                           apply=apply)
+    return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
+
+
+mitigate = _sync_twin(amitigate)
 
 
 __all__ = [
