@@ -172,3 +172,21 @@ def test_bad_name_and_params() -> None:
         load("builtin:facts?seed=x")
     with pytest.raises(DataError, match="unknown parameter"):
         load("builtin:facts?sed=1")
+
+
+def test_seeds_concatenates_the_set_under_each_seed_with_distinct_ids() -> None:
+    one, two = load("builtin:facts?seed=1"), load("builtin:facts?seed=2")
+    both = load("builtin:facts?seeds=1-2")
+    assert len(both) == len(one) + len(two) == 2 * len(FACTS)
+    assert len({it.id for it in both}) == len(both)
+    assert [it.id for it in both[: len(one)]] == [f"{it.id}@1" for it in one]
+    # the items themselves are those of each seed
+    assert [(it.prompt, it.response_1, it.response_2, it.label) for it in both[len(one):]] == [
+        (it.prompt, it.response_1, it.response_2, it.label) for it in two]
+    assert [it.id for it in load("builtin:arithmetic?seeds=2,0")][0].endswith("@2")
+    assert len(load("builtin:facts?seeds=0-2&limit=300")) == 300
+    for bad in ("2-1", "a", "1,1", "-1", "0-100"):
+        with pytest.raises(DataError, match="parameter 'seeds'"):
+            load(f"builtin:facts?seeds={bad}")
+    with pytest.raises(DataError, match="seed or seeds, not both"):
+        load("builtin:facts?seed=1&seeds=0-1")
