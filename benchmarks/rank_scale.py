@@ -38,7 +38,9 @@ peak RSS, data generation included), ``--reps`` times; medians are reported.
   pair, with 3N comparisons so far (as benchmarks/bench_rank.py). Wall and CPU time, median of
   ``--step-reps``; BLAS threads limited by judgeaudit.stats.threads (the loop does this
   itself) or left at the library default ("default_threads"); "old" is the refit through
-  the OLD_COMMIT fit code.
+  the OLD_COMMIT fit code. "carried" (N = 1,000): the round of a carried context
+  (judgeaudit.rank.loop: the previous context's covariance and draws around the new MAP, no
+  inverse); ``step_cycle`` gives the loop's mean round with an exact context every 8 refits.
 - ``summary``: the results summary's top-k membership (judgeaudit.rank.summary.membership)
   from a sparse fit at N = 5k / 500k and 10k / 1M: no N x N covariance; items a 6-sd
   screen keeps are drawn jointly from their covariance (solved for by CG). Time and peak
@@ -214,7 +216,8 @@ def child_agreement(spec: dict) -> dict:
 def child_step(spec: dict) -> dict:
     import judgeaudit.stats.threads as threads
     from judgeaudit.rank.acquisition import get_rule
-    from judgeaudit.rank.loop import LoopConfig, _context, _fit
+    from judgeaudit.rank.loop import CARRY_MIN, LoopConfig, _carried_context, _context, _fit
+    from judgeaudit.rank.membership import precision_noise
     from judgeaudit.rank.simulate import SimOracle, random_pool
 
     n, hier = spec["n"], spec["hierarchical"]
@@ -237,6 +240,14 @@ def child_step(spec: dict) -> dict:
     cand = np.nonzero(~asked)[0]
     score = get_rule("topk")
     old = old_bt() if spec.get("old") else None
+    carried = bool(spec.get("carried"))
+    base = None
+    if carried:  # the exact context of the previous round, with its draws (as run_active)
+        if n + 2 < CARRY_MIN:
+            raise SystemExit(f"carried contexts start at {CARRY_MIN} parameters")
+        base = _context(_fit("bias_aware", n, comps, pool.X, cfg, prev, driving=True), pool.X,
+                        cfg, np.zeros(n), np.random.default_rng(1))
+        base.noise = precision_noise(base.factor, cfg.n_samples, 1, antithetic=True)
 
     def refit():
         if old is not None:
@@ -249,7 +260,10 @@ def child_step(spec: dict) -> dict:
         t0 = clock()
         f = refit()
         t1 = clock()
-        ctx = _context(f, pool.X, cfg, np.zeros(n), np.random.default_rng(1))
+        if base is not None:
+            ctx = _carried_context(base, f, pool.X, cfg, np.zeros(n), np.random.default_rng(1))
+        else:
+            ctx = _context(f, pool.X, cfg, np.zeros(n), np.random.default_rng(1))
         _ = ctx.membership
         t2 = clock()
         s = score(ctx, A[cand], B[cand])
@@ -268,6 +282,7 @@ def child_step(spec: dict) -> dict:
 
     out = {"n": n, "n_comparisons": m + 8, "n_candidates": int(cand.shape[0]),
            "eb_tau": hier, "threads": spec.get("threads", "limited"),
+           "context": "carried" if carried else "exact",
            "fit_code": "old" if old is not None else "current", "reps": reps,
            "blas_threads_in_step": [x.get("num_threads") for x in blas]}
     for name, rows in (("wall", wall), ("cpu", cpu)):
@@ -436,14 +451,39 @@ def main() -> None:
                             {"hierarchical": True, "threads": "default"},
                             {"hierarchical": False, "old": True},
                             {"hierarchical": True, "old": True}]
+                if n >= 1000:
+                    variants[2:2] = [{"hierarchical": False, "carried": True},
+                                     {"hierarchical": True, "carried": True}]
                 for v in variants:
                     r = run_child({"kind": "step", "n": n, "reps": args.step_reps, **v})
                     res["step"].append(r)
                     print(f"  N={n} {v}: cpu {r.get('cpu_ms', r)}", flush=True)
                     save()
+            res["step_cycle"] = cycle(res["step"])
+            print(json.dumps(res["step_cycle"], indent=1), flush=True)
         info["loadavg_end"] = list(os.getloadavg())
         save()
     print(f"wrote {out}")
+
+
+def cycle(steps: list[dict], exact_every: int = 8) -> list[dict]:
+    """The active loop's rounds at N = 1,000 as run_active runs them (judgeaudit.rank.loop:
+    an exact context every ``exact_every`` refits, carried ones between): each kind's round
+    and the mean over a cycle, from the exact and carried rows of the same run."""
+    out = []
+    for hier in (False, True):
+        rows = {r["context"]: r for r in steps if r["n"] == 1000 and r["eb_tau"] == hier
+                and r["fit_code"] == "current" and r["threads"] == "limited"}
+        if set(rows) != {"exact", "carried"}:
+            continue
+        d = {"n": 1000, "eb_tau": hier, "exact_every": exact_every}
+        for clock in ("wall", "cpu"):
+            ex, ca = rows["exact"][f"{clock}_ms"]["round"], rows["carried"][f"{clock}_ms"]["round"]
+            d[f"{clock}_ms"] = {"exact_round": ex, "carried_round": ca,
+                                "mean_round": (ex + (exact_every - 1) * ca) / exact_every,
+                                "median_round": ca}
+        out.append(d)
+    return out
 
 
 FITS = [

@@ -255,3 +255,91 @@ def test_topk_score_in_blocks_equals_one_pass(monkeypatch):
     np.testing.assert_array_equal(topk.score(ctx, a, b), whole)
     full = ctx.outcome_variance(a, b) * ctx.var_diff(a, b) * ctx.entropy(a, b)
     np.testing.assert_array_equal(whole, full)
+
+
+def test_matheron_updates_keep_the_draws_those_of_the_updated_covariance():
+    # draws of the context's posterior, then comparisons added by the loop's rank-one update:
+    # the draws' covariance follows the Sherman-Morrison covariance (the carried context)
+    from judgeaudit.rank.loop import _rank_one_update
+    from judgeaudit.rank.membership import precision_noise
+
+    n = 40
+    C, X = _data(n, 200, seed=7)
+    fit = fit_map(n, C, X)
+    M, cov = dense_inverse_factor(fit.dense_hessian(), min_eig=1.0)
+    S = 40_000
+    ctx = AcquisitionContext(theta=fit.theta, cov=cov.copy(), k=5, shift=np.zeros(n),
+                             kappa=fit.kappa,
+                             noise=precision_noise(M.astype(np.float64), S, 1, antithetic=True))
+    rng = np.random.default_rng(2)
+    for i, j in [(0, 1), (0, 2), (3, 4), (5, 0), (0, 1), (7, 8), (9, 3), (1, 2)]:
+        _rank_one_update(ctx, fit, X, i, j, rng)
+    assert np.max(np.abs(np.diag(ctx.cov) - np.diag(cov))) > 0.05  # the updates moved it
+    emp = np.cov(ctx.noise.T)
+    target = ctx.cov
+    sd = np.sqrt((np.outer(np.diag(target), np.diag(target)) + target ** 2) / S)
+    assert np.max(np.abs(emp - target) / sd) < 5.5
+    assert np.max(np.abs(emp - cov) / sd) > 10.0  # and no longer those of the old one
+
+
+def _loop(n, exact_every, seed=0, budget=96):
+    from judgeaudit.rank.loop import run_active
+    from judgeaudit.rank.simulate import SimOracle, random_pool
+
+    pool = random_pool(n, 10, seed=n)
+    o = SimOracle(pool.theta, pool.X, c=1.0, kappa=0.3, seed=seed)
+    return run_active(o, n, budget, pool.k, X=pool.X, seed=seed, hierarchical=True,
+                      exact_every=exact_every)
+
+
+def test_large_pools_carry_contexts_between_exact_ones_and_stay_reproducible():
+    from judgeaudit.rank.loop import CARRY_MIN
+
+    n = CARRY_MIN
+    res = _loop(n, exact_every=4)
+    kinds = [r["context"] for r in res.refits]
+    assert kinds[:8] == ["exact", "carried", "carried", "carried"] * 2
+    again = _loop(n, exact_every=4)
+    assert np.array_equal(res.comparisons, again.comparisons)
+    exact = _loop(n, exact_every=1)
+    assert {r["context"] for r in exact.refits} == {"exact"}
+    # small pools: an exact context at every refit, whatever exact_every says
+    small = _loop(60, exact_every=8, budget=40)
+    assert {r["context"] for r in small.refits} == {"exact"}
+    with pytest.raises(ValueError, match="exact_every"):
+        _loop(60, exact_every=0)
+
+
+def test_a_carried_context_is_close_to_the_exact_one_it_stands_for():
+    # the loop's state after carried rounds against the exact context at the same fit
+    from judgeaudit.rank.loop import CARRY_MIN, _carried_context, _rank_one_update
+    from judgeaudit.rank.membership import precision_noise
+
+    n = CARRY_MIN
+    C, X, cfg, prev = _state(n)
+    ctx = _context(prev, X, cfg, np.zeros(n), np.random.default_rng(0))
+    fit = prev
+    rng = np.random.default_rng(1)
+    extra, _ = _data(n, 64, seed=99)
+    if ctx.factor is None:  # the first fit is not lazy: make the draws from its covariance
+        ctx.noise = np.random.default_rng(3).multivariate_normal(
+            np.zeros(ctx.cov.shape[0]), ctx.cov, size=cfg.n_samples).astype(np.float32)
+    else:
+        ctx.noise = precision_noise(ctx.factor, cfg.n_samples, 3, antithetic=True)
+    comps = C[:-8]
+    for r in range(8):  # eight rounds of 8 comparisons, each followed by a warm refit
+        batch = extra[8 * r : 8 * r + 8]
+        for a, b, _y in batch:
+            _rank_one_update(ctx, fit, X, int(a), int(b), rng)
+        comps = np.vstack([comps, batch])
+        fit = _fit("bias_aware", n, comps, X, cfg, fit, driving=True)
+        ctx = _carried_context(ctx, fit, X, cfg, np.zeros(n), np.random.default_rng(r))
+    exact = _context(fit, X, cfg, np.zeros(n), np.random.default_rng(0))
+    A, B = np.triu_indices(n, 1)
+    rel = np.abs(ctx.var_diff(A, B) / exact.var_diff(A, B) - 1.0)
+    assert np.median(rel) < 0.01 and rel.max() < 0.2
+    # membership from the carried draws against the exact context's (Monte-Carlo apart)
+    p, q = ctx.membership, exact.membership
+    tol = 5.0 * np.sqrt(2.0 * 0.25 / cfg.n_samples) + 0.02
+    assert np.max(np.abs(p - q)) < tol
+    assert p.sum() == pytest.approx(10.0)

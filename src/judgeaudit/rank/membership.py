@@ -64,16 +64,15 @@ def _draws32(theta: np.ndarray, cov: np.ndarray, n_samples: int,
     return out
 
 
-def precision_draws(theta: np.ndarray, M: np.ndarray, n_samples: int = 1500,
+def precision_noise(M: np.ndarray, n_samples: int = 1500,
                     seed: int | np.random.Generator | None = 0,
                     antithetic: bool = False) -> np.ndarray:
-    """(S, N) draws of theta from the factor M = L^-1 of the posterior precision
-    (judgeaudit.stats.bt_posterior.dense_inverse_factor; H = L L^T over N + nb parameters):
-    x = M^T z has covariance H^-1, its first N entries are theta's. Same distribution as
-    ``sample_theta`` with the covariance, without forming a factor of it; in the dtype of M
-    (float32 when the inverse was computed in float32)."""
-    theta = np.asarray(theta, dtype=float)
-    n, P = theta.shape[0], M.shape[0]
+    """(S, P) zero-mean draws of every parameter from the factor M = L^-1 of the posterior
+    precision (judgeaudit.stats.bt_posterior.dense_inverse_factor; H = L L^T over P = N + nb
+    parameters): x = M^T z has covariance H^-1. In the dtype of M (float32 when the inverse
+    was computed in float32). ``antithetic``: the second half of the rows is minus the first
+    (they reuse its normals)."""
+    P = M.shape[0]
     rng = np.random.default_rng(seed)
     half = (n_samples + 1) // 2 if antithetic else n_samples
     z = rng.standard_normal((half, P), dtype=M.dtype)
@@ -81,14 +80,27 @@ def precision_draws(theta: np.ndarray, M: np.ndarray, n_samples: int = 1500,
         trmm = blas.get_blas_funcs("trmm", (M,))
         # rows of z times M = (M^T z^T)^T: z^T is Fortran-ordered, no copy
         z = trmm(1.0, M, z.T, side=0, lower=1, trans_a=1, overwrite_b=1).T
-    th = theta.astype(M.dtype)[None, :]
-    if antithetic:  # theta + e and theta - e: the second half reuses the first's normals
-        out = np.empty((n_samples, n), dtype=M.dtype)
-        np.add(th, z[:, :n], out=out[:half])
-        np.subtract(th, z[: n_samples - half, :n], out=out[half:])
-        return out
-    out = z[:, :n]
-    out += th
+    if not antithetic:
+        return z
+    out = np.empty((n_samples, P), dtype=M.dtype)
+    out[:half] = z
+    np.negative(z[: n_samples - half], out=out[half:])
+    return out
+
+
+def precision_draws(theta: np.ndarray, M: np.ndarray, n_samples: int = 1500,
+                    seed: int | np.random.Generator | None = 0,
+                    antithetic: bool = False) -> np.ndarray:
+    """(S, N) draws of theta: ``theta`` plus the first N columns of ``precision_noise``. Same
+    distribution as ``sample_theta`` with the covariance, without forming a factor of it."""
+    theta = np.asarray(theta, dtype=float)
+    return shifted_draws(theta, precision_noise(M, n_samples, seed, antithetic))
+
+
+def shifted_draws(theta: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """theta + the first N columns of zero-mean draws ``noise`` (S, P >= N), in its dtype."""
+    n = np.asarray(theta).shape[0]
+    out = noise[:, :n] + np.asarray(theta, dtype=noise.dtype)[None, :]
     return out
 
 

@@ -16,7 +16,8 @@ import numpy as np
 from judgeaudit.rank.membership import (
     binary_entropy,
     membership_from_draws,
-    precision_draws,
+    precision_noise,
+    shifted_draws,
     topk_membership_grouped,
 )
 
@@ -35,7 +36,10 @@ class AcquisitionContext:
     posterior precision H = L L^T (judgeaudit.stats.bt_posterior.dense_inverse_factor): the
     membership draws are then taken as M^T z (the same Gaussian as from ``cov``, without
     factoring it again); it describes the posterior the context was made with (before any
-    in-place update of ``cov``).
+    in-place update of ``cov``). ``noise`` (S, P): zero-mean draws of every parameter from
+    that posterior, made from ``factor`` on first use or handed over by the loop from the
+    previous context (judgeaudit.rank.loop: a carried context), which keeps them current
+    with ``cov`` as comparisons are added; the membership draws are ``theta + noise``.
     """
 
     theta: np.ndarray
@@ -49,6 +53,7 @@ class AcquisitionContext:
     membership_seed: int = 0
     groups: np.ndarray | None = None  # item -> prompt group; top-k is per group
     factor: np.ndarray | None = None
+    noise: np.ndarray | None = None
     _membership: np.ndarray | None = None
     _item_entropy: np.ndarray | None = None
     _location: np.ndarray | None = None
@@ -61,10 +66,12 @@ class AcquisitionContext:
     def membership(self) -> np.ndarray:
         if self._membership is None:
             n = self.n_items
-            if self.factor is not None:
-                draws = precision_draws(self.theta, self.factor, self.n_samples,
-                                        self.membership_seed, antithetic=True)
-                self._membership = membership_from_draws(draws, self.k, self.groups)
+            if self.noise is None and self.factor is not None:
+                self.noise = precision_noise(self.factor, self.n_samples,
+                                             self.membership_seed, antithetic=True)
+            if self.noise is not None:
+                self._membership = membership_from_draws(shifted_draws(self.theta, self.noise),
+                                                         self.k, self.groups)
             else:
                 self._membership = topk_membership_grouped(self.theta, self.cov[:n, :n],
                                                            self.k, self.groups,
