@@ -216,7 +216,7 @@ def child_agreement(spec: dict) -> dict:
 def child_step(spec: dict) -> dict:
     import judgeaudit.stats.threads as threads
     from judgeaudit.rank.acquisition import get_rule
-    from judgeaudit.rank.loop import CARRY_MIN, LoopConfig, _carried_context, _context, _fit
+    from judgeaudit.rank.loop import CARRY_MIN, LoopConfig, _context, _fit
     from judgeaudit.rank.membership import precision_noise
     from judgeaudit.rank.simulate import SimOracle, random_pool
 
@@ -261,7 +261,7 @@ def child_step(spec: dict) -> dict:
         f = refit()
         t1 = clock()
         if base is not None:
-            ctx = _carried_context(base, f, pool.X, cfg, np.zeros(n), np.random.default_rng(1))
+            ctx = _context(f, pool.X, cfg, np.zeros(n), np.random.default_rng(1), carry=base)
         else:
             ctx = _context(f, pool.X, cfg, np.zeros(n), np.random.default_rng(1))
         _ = ctx.membership

@@ -312,7 +312,7 @@ def test_large_pools_carry_contexts_between_exact_ones_and_stay_reproducible():
 
 def test_a_carried_context_is_close_to_the_exact_one_it_stands_for():
     # the loop's state after carried rounds against the exact context at the same fit
-    from judgeaudit.rank.loop import CARRY_MIN, _carried_context, _rank_one_update
+    from judgeaudit.rank.loop import CARRY_MIN, _rank_one_update
     from judgeaudit.rank.membership import precision_noise
 
     n = CARRY_MIN
@@ -333,7 +333,7 @@ def test_a_carried_context_is_close_to_the_exact_one_it_stands_for():
             _rank_one_update(ctx, fit, X, int(a), int(b), rng)
         comps = np.vstack([comps, batch])
         fit = _fit("bias_aware", n, comps, X, cfg, fit, driving=True)
-        ctx = _carried_context(ctx, fit, X, cfg, np.zeros(n), np.random.default_rng(r))
+        ctx = _context(fit, X, cfg, np.zeros(n), np.random.default_rng(r), carry=ctx)
     exact = _context(fit, X, cfg, np.zeros(n), np.random.default_rng(0))
     A, B = np.triu_indices(n, 1)
     rel = np.abs(ctx.var_diff(A, B) / exact.var_diff(A, B) - 1.0)

@@ -120,29 +120,22 @@ def _acquisition_posterior(fit: BTFit) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _context(fit: BTFit, X: np.ndarray | None, cfg: LoopConfig, counts: np.ndarray,
-             rng: np.random.Generator, groups: np.ndarray | None = None) -> AcquisitionContext:
+             rng: np.random.Generator, groups: np.ndarray | None = None,
+             carry: AcquisitionContext | None = None) -> AcquisitionContext:
+    """The acquisition context of ``fit``: exact (a new inverse, ``_acquisition_posterior``),
+    or carried from ``carry`` (its covariance and draws, kept current by
+    ``_rank_one_update``, around this fit's MAP, biases and position term)."""
     n = fit.n_items
     shift = (np.asarray(X, float).reshape(n, -1) @ fit.c) if fit.c.shape[0] else np.zeros(n)
-    cov, factor = _acquisition_posterior(fit)
+    if carry is not None:
+        cov, factor, noise = carry.cov, None, carry.noise
+    else:
+        (cov, factor), noise = _acquisition_posterior(fit), None
     return AcquisitionContext(theta=fit.theta, cov=cov, k=cfg.k, shift=shift,
                               kappa=fit.kappa, item_counts=counts, rng=rng,
                               n_samples=cfg.n_samples,
                               membership_seed=int(rng.integers(2**31)), groups=groups,
-                              factor=factor)
-
-
-def _carried_context(prev: AcquisitionContext, fit: BTFit, X: np.ndarray | None,
-                     cfg: LoopConfig, counts: np.ndarray, rng: np.random.Generator,
-                     groups: np.ndarray | None = None) -> AcquisitionContext:
-    """The refit's context without a new inverse: ``prev``'s covariance and draws (kept
-    current by ``_rank_one_update``) around the new fit's MAP, biases and position term."""
-    n = fit.n_items
-    shift = (np.asarray(X, float).reshape(n, -1) @ fit.c) if fit.c.shape[0] else np.zeros(n)
-    return AcquisitionContext(theta=fit.theta, cov=prev.cov, k=cfg.k, shift=shift,
-                              kappa=fit.kappa, item_counts=counts, rng=rng,
-                              n_samples=cfg.n_samples,
-                              membership_seed=int(rng.integers(2**31)), groups=groups,
-                              noise=prev.noise)
+                              factor=factor, noise=noise)
 
 
 def _can_carry(ctx: AcquisitionContext, fit: BTFit, cfg: LoopConfig, age: int) -> bool:
@@ -295,7 +288,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                 drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive, driving=True)
                 carried = _can_carry(ctx, drive, cfg, age)
                 if carried:
-                    ctx = _carried_context(ctx, drive, Xd, cfg, item_counts, rng, g)
+                    ctx = _context(drive, Xd, cfg, item_counts, rng, g, carry=ctx)
                     age += 1
                 else:
                     ctx = _context(drive, Xd, cfg, item_counts, rng, g)
