@@ -54,7 +54,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -275,13 +274,9 @@ def phase_agree(config: str, n: int, model: str, ct2_dir: str) -> dict:
 # ---- parent -----------------------------------------------------------------------------------
 
 def _child(args: list[str], config: str) -> dict:
-    env = dict(os.environ) | AVX2_ENV | CONFIG_ENV[config]
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([sys.executable, __file__, *args], env=env, stdout=subprocess.PIPE,
-                         text=True)
-    if res.returncode != 0:
-        raise SystemExit(f"phase {args} failed (exit {res.returncode})")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    from local_backends import run_phase
+
+    return run_phase(__file__, args, AVX2_ENV | CONFIG_ENV[config])
 
 
 def _summary(runs: list[dict]) -> dict:

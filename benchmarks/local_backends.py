@@ -332,14 +332,20 @@ def write_merged(out: Path, kind: str, results: dict) -> None:
     out.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
 
 
-def _child(args: list[str], config: str | None = None) -> dict:
-    env = dict(os.environ) | (AVX2_ENV if config == EMULATED_AVX2 else {})
+def run_phase(script: str, args: list[str], extra_env: dict[str, str]) -> dict:
+    """Run ``script`` with ``args`` in a fresh process (its own memory peak, its own CPU-kind
+    environment ``extra_env``) and return the JSON of its last output line."""
+    env = dict(os.environ) | extra_env
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([sys.executable, __file__, *args], env=env, stdout=subprocess.PIPE,
+    res = subprocess.run([sys.executable, script, *args], env=env, stdout=subprocess.PIPE,
                          text=True)
     if res.returncode != 0:
         raise SystemExit(f"phase {args} failed (exit {res.returncode})")
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _child(args: list[str], config: str | None = None) -> dict:
+    return run_phase(__file__, args, AVX2_ENV if config == EMULATED_AVX2 else {})
 
 
 def main() -> None:
