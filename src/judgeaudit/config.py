@@ -69,6 +69,9 @@ class CommandConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     command: ClassVar[str] = ""
+    # Fields the command checks itself, with a message that says more than the type would
+    # (the CLI's option then leaves the value to the command).
+    checked_by_command: ClassVar[frozenset[str]] = frozenset()
 
     config_version: Literal[1] = _f(CONFIG_VERSION, "Version of this settings schema (1).")
 
@@ -83,7 +86,7 @@ class CommandConfig(BaseModel):
         return cls.model_fields[name].description or ""
 
 
-class _RunFields(CommandConfig):
+class RunFields(CommandConfig):
     """Settings of every command that calls a judge."""
 
     cache: Path | None = _f(None, CACHE_HELP)
@@ -92,7 +95,7 @@ class _RunFields(CommandConfig):
     max_failed: Share = _f(DEFAULT_MAX_FAILED, MAX_FAILED_HELP)
 
 
-class EvaluateConfig(_RunFields):
+class EvaluateConfig(RunFields):
     """`judgeaudit evaluate`: a judge's accuracy (pairwise) or correlation (pointwise)."""
 
     command: ClassVar[str] = "evaluate"
@@ -122,7 +125,7 @@ class EvaluateConfig(_RunFields):
     seed: int = _f(0, SEED_HELP)
 
 
-class AuditConfig(_RunFields):
+class AuditConfig(RunFields):
     """`judgeaudit audit`: the bias battery against one judge."""
 
     command: ClassVar[str] = "audit"
@@ -161,7 +164,7 @@ class AuditConfig(_RunFields):
     max_cost: PosFloat | None = _f(None, "--adaptive: stop once this many USD are spent (> 0).")
 
 
-class ScoringBiasConfig(_RunFields):
+class ScoringBiasConfig(RunFields):
     """`judgeaudit scoring-bias`: how a rubric judge's scores move with its scoring prompt."""
 
     command: ClassVar[str] = "scoring-bias"
@@ -203,7 +206,7 @@ class ScoringBiasConfig(_RunFields):
     timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
 
 
-class DiscoverConfig(_RunFields):
+class DiscoverConfig(RunFields):
     """`judgeaudit discover`: the factors behind a judge's disagreements with humans."""
 
     command: ClassVar[str] = "discover"
@@ -230,7 +233,7 @@ class DiscoverConfig(_RunFields):
     concurrency: PosInt | None = _f(None, CONC_HELP)
 
 
-class QuantifyConfig(_RunFields):
+class QuantifyConfig(RunFields):
     """`judgeaudit quantify`: how strongly each factor moves each judge."""
 
     command: ClassVar[str] = "quantify"
@@ -263,7 +266,7 @@ class QuantifyConfig(_RunFields):
     concurrency: PosInt | None = _f(None, CONC_HELP)
 
 
-class MitigateConfig(_RunFields):
+class MitigateConfig(RunFields):
     """`judgeaudit mitigate`: bias-controlled win rates."""
 
     command: ClassVar[str] = "mitigate"
@@ -291,10 +294,11 @@ class MitigateConfig(_RunFields):
     concurrency: PosInt | None = _f(None, CONC_HELP)
 
 
-class RankConfig(_RunFields):
+class RankConfig(RunFields):
     """`judgeaudit rank`: the top-k of a pool under a comparison budget."""
 
     command: ClassVar[str] = "rank"
+    checked_by_command: ClassVar[frozenset[str]] = frozenset({"rule"})  # "unknown rule(s) x"
     judge: str = _f("local", ("Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL "
                               "| anthropic:MODEL | replay:PATH?... | sim?length=1&position=0.3"))
     items: str = _f("builtin:controlled", ITEMS_HELP)
@@ -324,7 +328,7 @@ class RankConfig(_RunFields):
     timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
 
 
-class RankEvalConfig(_RunFields):
+class RankEvalConfig(RunFields):
     """`judgeaudit rank-eval`: acquisition rules x models offline, against a verdict
     matrix."""
 
@@ -401,7 +405,7 @@ def describe(schema: dict[str, Any]) -> str:
         parts = [describe(s) for s in schema["anyOf"] if s.get("type") != "null"]
         return " or ".join(parts)
     if "enum" in schema:
-        return "one of " + ", ".join(repr(v) for v in schema["enum"])
+        return "one of " + ", ".join(str(v) for v in schema["enum"])
     if "const" in schema:
         return repr(schema["const"])
     kind = schema.get("type")

@@ -11,21 +11,15 @@ failed (its message is printed; the comparison's results and report say so)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from judgeaudit.cli.progress import console, fail
-from judgeaudit.cli.runner import (
-    ConfigFileOpt,
-    JsonOpt,
-    check_out_dir,
-    finish,
-    open_unit,
-    write_outputs,
-)
+from judgeaudit.cli.runner import check_out_dir, config_command, finish, write_outputs
+from judgeaudit.config import CompareConfig
 from judgeaudit.report.outcome import EXIT_GATE
 
 VERDICT_STYLE = {"improved": "bold green", "worse": "bold red", "no_change": "cyan",
@@ -80,12 +74,6 @@ def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
     return "probes", names
 
 
-def _margin(v: float | None) -> float | None:
-    if v is not None and not v >= 0:
-        raise typer.BadParameter(f"expected a margin >= 0, got {v}")
-    return v
-
-
 def _same_place(out: Path, run: Path) -> bool:
     folder = run if run.is_dir() else run.parent
     try:
@@ -94,28 +82,8 @@ def _same_place(out: Path, run: Path) -> bool:
         return False
 
 
-def compare(
-    run_a: Annotated[Path, typer.Argument(
-        help="Audit A, the baseline: its output folder (or its results.json).")],
-    run_b: Annotated[Path, typer.Argument(
-        help="Audit B, the candidate, of the same items: its folder (or results.json).")],
-    out: Annotated[Path, typer.Option(
-        help="Output directory for the comparison (results.json, report.html).")] = Path(
-        "out/compare"),
-    fail_on: Annotated[str | None, typer.Option(
-        "--fail-on", help="Exit 1 when: 'worse' (any probe got worse), or a comma-separated "
-        "list of probe names that must not get worse.")] = None,
-    alpha: Annotated[float, typer.Option(
-        callback=open_unit, help="False discovery rate for improved/worse across the "
-        "compared probes (0 < alpha < 1).")] = 0.05,
-    margin: Annotated[float | None, typer.Option(
-        callback=_margin, help="Equivalence margin for 'no change' (every probe); default: "
-        "half the width of each probe's no-bias range (0.05 for most).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the randomization "
-                                           "test.")] = 0,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(CompareConfig)
+def compare(cfg: CompareConfig, json_out: bool) -> None:
     """Compare two audits of the same items, probe by probe: the change in each bias (B - A)
     with a 95% interval, and whether it improved, got worse, did not change, or cannot tell.
     Items are paired by id when the results keep per-item values, else the two effects are
@@ -126,7 +94,8 @@ def compare(
     from judgeaudit.audit.compare import CompareError, check_same_data, load_audit
     from judgeaudit.audit.compare import compare as run_compare
 
-    mode, must_not = _parse_fail_on(fail_on)
+    run_a, run_b, out = cfg.run_a, cfg.run_b, cfg.out
+    mode, must_not = _parse_fail_on(cfg.fail_on)
     try:
         a, b = load_audit(run_a), load_audit(run_b)
         check_same_data(a, b)
@@ -142,8 +111,8 @@ def compare(
             raise fail(f"--out {out}: that is audit {run}'s folder; its results.json would be "
                        "overwritten (choose another --out)")
     check_out_dir(out)
-    res = run_compare(a, b, a_path=str(run_a), b_path=str(run_b), alpha=alpha, margin=margin,
-                      seed=seed)
+    res = run_compare(a, b, a_path=str(run_a), b_path=str(run_b), alpha=cfg.alpha,
+                      margin=cfg.margin, seed=cfg.seed)
     path, report = write_outputs(out, res)
     if res["run"]["status"] == "ok":
         if res["probes"]:

@@ -4,9 +4,8 @@ and correction (HUB-J). `register(app)` adds the commands; the pipelines are
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -14,51 +13,14 @@ from rich.table import Table
 from judgeaudit.cli.format import est_ci
 from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
-    MAX_FAILED,
-    MIN_VALID,
-    CacheOpt,
-    ConcOpt,
-    ConfigFileOpt,
-    JsonOpt,
-    MaxFailedOpt,
-    MinValidOpt,
-    NoCacheOpt,
-    SeedOpt,
     checked,
+    config_command,
     failed,
     finish,
-    open_unit,
-    positive,
     run_command,
-    settings,
     write_outputs,
 )
-from judgeaudit.config import DiscoverConfig as DiscoverSettings
-from judgeaudit.config import MitigateConfig, QuantifyConfig
-
-# Option help texts and defaults are the Config fields' (judgeaudit.config): one place.
-D, Q, M = DiscoverSettings, QuantifyConfig, MitigateConfig
-_DD, _QD, _MD = D(), Q(), M()  # the defaults
-JudgesOpt = Annotated[str | None, typer.Option("--judges", "-j", help=D.help("judges"))]
-RecordedOpt = Annotated[str | None, typer.Option(help=D.help("recorded"))]
-DataOpt = Annotated[str, typer.Option("--data", "-d", help=D.help("data"))]
-LlmOpt = Annotated[str, typer.Option(help=D.help("llm"))]
-OutOpt = Annotated[Path | None, typer.Option(help=D.help("out"))]
-
-
-def _share(what: str) -> Callable[[float], float]:
-    """A typer callback for a share or cosine threshold in [0, 1]."""
-
-    def check(v: float) -> float:
-        if not 0.0 <= v <= 1.0:
-            raise typer.BadParameter(f"{what}: expected a number in [0, 1], got {v}")
-        return v
-
-    return check
-
-
-MinAgreementOpt = Annotated[float, typer.Option(
-    callback=_share("--min-agreement"), help=D.help("min_agreement"))]
+from judgeaudit.config import DiscoverConfig, MitigateConfig, QuantifyConfig
 
 
 def _p(x: Any) -> str:
@@ -94,38 +56,8 @@ def _json_stats_line(stats: dict[str, Any]) -> str:
 
 # ---- discover --------------------------------------------------------------------------------
 
-def discover(
-    data: DataOpt = _DD.data,
-    judges: JudgesOpt = None,
-    recorded: RecordedOpt = None,
-    llm: LlmOpt = _DD.llm,
-    limit: Annotated[int | None, typer.Option(help=D.help("limit"),
-                                              callback=positive("--limit"))] = _DD.limit,
-    holdout: Annotated[float, typer.Option(help=D.help("holdout"), callback=open_unit)] = (
-        _DD.holdout),
-    holdout_limit: Annotated[int | None, typer.Option(
-        help=D.help("holdout_limit"), callback=positive("--holdout-limit"))] = (
-        _DD.holdout_limit),
-    clusters: Annotated[int, typer.Option(help=D.help("clusters"),
-                                          callback=positive("--clusters"))] = 4,
-    factors: Annotated[int, typer.Option(help=D.help("factors"),
-                                         callback=positive("--factors"))] = 5,
-    iterations: Annotated[int, typer.Option(help=D.help("iterations"),
-                                            callback=positive("--iterations"))] = 3,
-    tau: Annotated[float, typer.Option(help=D.help("tau"), callback=_share("--tau"))] = 0.7,
-    rho: Annotated[float, typer.Option(help=D.help("rho"), callback=_share("--rho"))] = 0.8,
-    rep_fallback: Annotated[bool, typer.Option(help=D.help("rep_fallback"))] = True,
-    min_agreement: MinAgreementOpt = 0.5,
-    out: OutOpt = Path("out/discover"),
-    seed: SeedOpt = 0,
-    concurrency: ConcOpt = None,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    min_valid: MinValidOpt = MIN_VALID,
-    max_failed: MaxFailedOpt = MAX_FAILED,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(DiscoverConfig)
+def discover(cfg: DiscoverConfig, json_out: bool) -> None:
     """Find the factors behind a judge's disagreements with humans (HUB-J Algorithm 1) and
     validate them, beside the two baseline factor sets, on held-out disagreements. Exit 3
     when the run got too little (--min-valid valid G-module answers, at most --max-failed of
@@ -135,7 +67,6 @@ def discover(
     pandalm:../shared/data/pandalm_testset --llm local --limit 10 --out out/discover"""
     from judgeaudit.commands import prepare_discover
 
-    cfg = settings(DiscoverSettings, locals(), out=out or Path("out/discover"))
     res = run_command(cfg, checked(lambda: prepare_discover(
         cfg, on_stage=lambda msg: console.print(f"[bold]discover:[/] {msg}"),
         recorded_dir=cfg.out / "recorded", cli=True)))
@@ -166,37 +97,8 @@ def _print_discover(res: dict[str, Any]) -> None:
 
 # ---- quantify --------------------------------------------------------------------------------
 
-def quantify(
-    judges: Annotated[str, typer.Option("--judges", "-j", help=Q.help("judges"))] = (
-        _QD.judges),
-    data: DataOpt = _QD.data,
-    factors: Annotated[str, typer.Option(help=Q.help("factors"))] = _QD.factors,
-    factors_from: Annotated[Path | None, typer.Option(help=Q.help("factors_from"))] = None,
-    generator: Annotated[str | None, typer.Option(help=Q.help("generator"))] = None,
-    checker: Annotated[str | None, typer.Option(help=Q.help("checker"))] = None,
-    levels: Annotated[str, typer.Option(help=Q.help("levels"))] = _QD.levels,
-    pool: Annotated[int, typer.Option(help=Q.help("pool"), callback=positive("--pool"))] = (
-        _QD.pool),
-    limit: Annotated[int | None, typer.Option(help=Q.help("limit"),
-                                              callback=positive("--limit"))] = _QD.limit,
-    n_cal: Annotated[int | None, typer.Option(help=Q.help("n_cal"),
-                                              callback=positive("--n-cal"))] = None,
-    on_violation: Annotated[str, typer.Option(help=Q.help("on_violation"))] = (
-        _QD.on_violation),
-    inject: Annotated[str, typer.Option(help=Q.help("inject"))] = _QD.inject,
-    max_words: Annotated[int | None, typer.Option(help=Q.help("max_words"),
-                                                  callback=positive("--max-words"))] = None,
-    min_agreement: MinAgreementOpt = 0.5,
-    out: OutOpt = Path("out/quantify"),
-    seed: SeedOpt = 0,
-    concurrency: ConcOpt = None,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    min_valid: MinValidOpt = MIN_VALID,
-    max_failed: MaxFailedOpt = MAX_FAILED,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(QuantifyConfig)
+def quantify(cfg: QuantifyConfig, json_out: bool) -> None:
     """How strongly each factor moves each judge (HUB-J Algorithm 2): rewrite the rejected
     response of agreement items at levels 1-5, count flips, pick l* on calibration items and
     report the susceptibility on test items. Exit 3 when the run judged too little
@@ -208,7 +110,6 @@ def quantify(
     --out out/quantify"""
     from judgeaudit.commands import prepare_quantify
 
-    cfg = settings(QuantifyConfig, locals(), out=out or Path("out/quantify"))
     run = checked(lambda: prepare_quantify(cfg, cli=True))
     res = run_command(cfg, run)
     path, report = write_outputs(cfg.out, res)
@@ -239,29 +140,8 @@ def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
 
 # ---- mitigate --------------------------------------------------------------------------------
 
-def mitigate(
-    data: DataOpt = _MD.data,
-    judges: JudgesOpt = None,
-    recorded: RecordedOpt = None,
-    factor: Annotated[str, typer.Option(help=M.help("factor"))] = _MD.factor,
-    factors_from: Annotated[Path | None, typer.Option(help=M.help("factors_from"))] = None,
-    scorer: Annotated[str, typer.Option(help=M.help("scorer"))] = _MD.scorer,
-    candidate: Annotated[str, typer.Option(help=M.help("candidate"))] = _MD.candidate,
-    limit: Annotated[int | None, typer.Option(help=M.help("limit"),
-                                              callback=positive("--limit"))] = _MD.limit,
-    estimator: Annotated[str, typer.Option(help=M.help("estimator"))] = _MD.estimator,
-    apply_fit: Annotated[Path | None, typer.Option("--apply", help=M.help("apply"))] = None,
-    min_agreement: MinAgreementOpt = 0.5,
-    out: OutOpt = Path("out/mitigate"),
-    seed: SeedOpt = 0,
-    concurrency: ConcOpt = None,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    min_valid: MinValidOpt = MIN_VALID,
-    max_failed: MaxFailedOpt = MAX_FAILED,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(MitigateConfig)
+def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
     """Bias-controlled win rates (HUB-J Algorithm 3): a two-stage logistic model over judges
     and queries separates each judge's wins due to the factor; the length-controlled win rate
     (AlpacaEval style) is reported beside it. --apply corrects new verdicts with a saved fit.
@@ -273,7 +153,6 @@ def mitigate(
     length --limit 200 --out out/mitigate"""
     from judgeaudit.commands import prepare_mitigate
 
-    cfg = settings(MitigateConfig, locals(), out=out or Path("out/mitigate"), apply=apply_fit)
     run = checked(lambda: prepare_mitigate(cfg, recorded_dir=cfg.out / "recorded", cli=True))
     res = run_command(cfg, run)
     if run.info["apply"]:  # mitigate-apply has no HTML report

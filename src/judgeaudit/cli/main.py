@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 from pathlib import Path
@@ -12,24 +13,12 @@ import typer
 from judgeaudit.cli.format import evaluate_table, fmt_est
 from judgeaudit.cli.progress import console, fail
 from judgeaudit.cli.runner import (
-    MAX_FAILED,
-    MIN_VALID,
-    CacheOpt,
-    ConcOpt,
-    ConfigFileOpt,
     JsonOpt,
-    MaxFailedOpt,
-    MinValidOpt,
-    NoCacheOpt,
-    SeedOpt,
-    TimeoutOpt,
     checked,
+    config_command,
     finish,
-    open_unit,
-    positive,
     print_json,
     run_command,
-    settings,
     write_outputs,
 )
 from judgeaudit.config import AuditConfig, EvaluateConfig
@@ -46,12 +35,6 @@ app = typer.Typer(
     # Docstrings are hard-wrapped at 100 columns; markdown mode reflows them to the terminal.
     rich_markup_mode="markdown",
 )
-
-# Option help texts are the Config fields' descriptions (judgeaudit.config): one place.
-E, A = EvaluateConfig, AuditConfig
-_ED, _AD = EvaluateConfig(), AuditConfig()  # the defaults
-JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help=E.help("judge"))]
-DataOpt = Annotated[str, typer.Option("--data", "-d", help=E.help("data"))]
 
 
 def _version(value: bool) -> None:
@@ -92,53 +75,9 @@ def _redact_logs() -> None:
     install_log_redaction()
 
 
-def _choice(option: str, choices: tuple[str, ...]):
-    """A typer callback accepting one of `choices` (None passes: the default applies)."""
-
-    def check(v: str | None) -> str | None:
-        if v is not None and v not in choices:
-            raise typer.BadParameter(f"{option}: expected one of {', '.join(choices)}, got {v!r}")
-        return v
-
-    return check
-
-
-PairRuleOpt = Annotated[str | None, typer.Option(
-    "--pair-rule", callback=_choice("--pair-rule", ("mean", "sum", "both")),
-    help=E.help("pair_rule"))]
-TiesOpt = Annotated[str | None, typer.Option(
-    "--ties", callback=_choice("--ties", ("keep", "drop")),
-    help=E.help("ties"))]
-FieldOpt = Annotated[str | None, typer.Option("--by", help=E.help("by"))]
-GroupByOpt = Annotated[str | None, typer.Option("--group-by", help=E.help("group_by"))]
-SystemOpt = Annotated[str | None, typer.Option("--system-field",
-                                              help=E.help("system_field"))]
-
-
 @app.command()
-def evaluate(
-    judge: JudgeOpt = _ED.judge,
-    data: DataOpt = _ED.data,
-    limit: Annotated[int | None, typer.Option(help=E.help("limit"),
-                                              callback=positive("--limit"))] = None,
-    sample: Annotated[int | None, typer.Option(help=E.help("sample"),
-                                               callback=positive("--sample"))] = None,
-    pair_rule: PairRuleOpt = None,
-    ties: TiesOpt = None,
-    by: FieldOpt = None,
-    group_by: GroupByOpt = None,
-    system_field: SystemOpt = None,
-    out: Annotated[Path, typer.Option(help=E.help("out"))] = _ED.out,
-    concurrency: ConcOpt = None,
-    timeout: TimeoutOpt = None,
-    seed: SeedOpt = 0,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    min_valid: MinValidOpt = MIN_VALID,
-    max_failed: MaxFailedOpt = MAX_FAILED,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(EvaluateConfig)
+def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     """Evaluate a judge on labelled data. Pairwise (a label per pair): accuracy under a named
     pair rule, position consistency, kappa. Pointwise (a gold score per response): Pearson,
     Spearman and Kendall correlations with the gold scores (item, group, system level), exact
@@ -149,11 +88,10 @@ def evaluate(
     from judgeaudit.commands import prepare_evaluate
     from judgeaudit.report import write_results
 
-    cfg = settings(EvaluateConfig, locals())
     run = checked(lambda: prepare_evaluate(cfg, cli=True))
     res = run_command(cfg, run)
     pointwise, selection = run.info["pointwise"], run.info["selection"]
-    path = write_results(out / "results.json", res)
+    path = write_results(cfg.out / "results.json", res)
     for w in res.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {w}")
     console.print(evaluate_table(res))
@@ -180,43 +118,10 @@ def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
 
 
 @app.command()
-def audit(
-    judge: JudgeOpt = _AD.judge,
-    data: DataOpt = _AD.data,
-    probes: Annotated[str | None, typer.Option(help=A.help("probes"))] = None,
-    n: Annotated[int | None, typer.Option("--n", callback=positive("--n"),
-                                          help=A.help("n"))] = None,
-    sample: Annotated[int | None, typer.Option(help=A.help("sample"),
-                                               callback=positive("--sample"))] = None,
-    by: Annotated[str | None, typer.Option("--by", help=A.help("by"))] = None,
-    full: Annotated[bool, typer.Option(help=A.help("full"))] = False,
-    panel: Annotated[str | None, typer.Option(help=A.help("panel"))] = None,
-    out: Annotated[Path, typer.Option(help=A.help("out"))] = _AD.out,
-    fail_on: Annotated[str | None, typer.Option("--fail-on", help=A.help("fail_on"))] = None,
-    list_probes: Annotated[bool, typer.Option("--list", help="List probes and exit.")] = False,
-    concurrency: ConcOpt = None,
-    timeout: TimeoutOpt = None,
-    seed: SeedOpt = 0,
-    alpha: Annotated[float, typer.Option(callback=open_unit, help=A.help("alpha"))] = (
-        _AD.alpha),
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    min_valid: MinValidOpt = MIN_VALID,
-    max_failed: MaxFailedOpt = MAX_FAILED,
-    note: Annotated[str | None, typer.Option(help=A.help("note"))] = None,
-    adaptive: Annotated[bool, typer.Option("--adaptive", help=A.help("adaptive"))] = False,
-    max_n: Annotated[int, typer.Option("--max-n", callback=positive("--max-n"),
-                                       help=A.help("max_n"))] = _AD.max_n,
-    round_size: Annotated[int, typer.Option(
-        "--round-size", callback=positive("--round-size"), help=A.help("round_size"))] = (
-        _AD.round_size),
-    max_calls: Annotated[int | None, typer.Option(
-        "--max-calls", callback=positive("--max-calls"), help=A.help("max_calls"))] = None,
-    max_cost: Annotated[float | None, typer.Option("--max-cost", help=A.help("max_cost"))
-                        ] = None,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(AuditConfig, inspect.Parameter(
+    "list_probes", inspect.Parameter.KEYWORD_ONLY, default=False,
+    annotation=Annotated[bool, typer.Option("--list", help="List probes and exit.")]))
+def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     """Run the bias battery against a judge; write results.json and report.html. Probes that
     need no label (position) use every pair; the others use pairs labelled 1 or 2. Items left
     out are counted by reason.
@@ -232,15 +137,14 @@ def audit(
             tag = "default" if p.default else "--full"
             console.print(f"[bold]{name}[/] ({tag}): {p.description}")
         raise typer.Exit(0)
-    mode, must_pass = _parse_fail_on(fail_on)
-    cfg = settings(AuditConfig, locals())
+    mode, must_pass = _parse_fail_on(cfg.fail_on)
     run = checked(lambda: prepare_audit(cfg, cli=True))
     unknown = must_pass - set(run.info["names"])
     if unknown:
         raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
     res = run_command(cfg, run)
     limit = run.info["limit"]
-    path, report = write_outputs(out, res)
+    path, report = write_outputs(cfg.out, res)
     from judgeaudit.cli.format import audit_table, panel_table
 
     for w in res.get("warnings") or []:
@@ -259,7 +163,7 @@ def audit(
     if sel.get("kind") == "sample":
         line += (f" (a random sample of {sel.get('n')} of {sel.get('of')}, seed "
                  f"{sel.get('seed')})")
-    if limit is not None and not adaptive:
+    if limit is not None and not cfg.adaptive:
         line += f"; each probe takes the first {limit} pairs it can use"
     console.print(line)
     if res.get("adaptive"):

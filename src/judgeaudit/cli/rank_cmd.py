@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import typer
@@ -34,23 +33,11 @@ from rich.table import Table
 
 from judgeaudit.cli.progress import RateColumn, console
 from judgeaudit.cli.runner import (
-    MAX_FAILED,
-    MIN_VALID,
-    CacheOpt,
-    ConcOpt,
-    ConfigFileOpt,
-    JsonOpt,
-    MaxFailedOpt,
-    MinValidOpt,
-    NoCacheOpt,
-    SeedOpt,
-    TimeoutOpt,
     checked,
+    config_command,
     failed,
     finish,
-    positive,
     run_command,
-    settings,
     write_outputs,
 )
 from judgeaudit.config import RankConfig, RankEvalConfig
@@ -58,31 +45,6 @@ from judgeaudit.rank.run_eval import parse_seeds
 
 if TYPE_CHECKING:
     from judgeaudit.session import Progress as ProgressEvent
-
-# Option help texts and defaults are the Config fields' (judgeaudit.config): one place.
-R, RE = RankConfig, RankEvalConfig
-_RD, _RED = R(), RE()  # the defaults
-
-
-def _positive_number(what: str) -> Callable[[float], float]:
-    """A typer callback refusing numbers <= 0 (a prior standard deviation)."""
-
-    def check(v: float) -> float:
-        if not v > 0:
-            raise typer.BadParameter(f"{what}: expected a number > 0, got {v}")
-        return v
-
-    return check
-
-
-TauOpt = Annotated[float, typer.Option(help=R.help("tau"), callback=_positive_number("--tau"))]
-HierOpt = Annotated[bool, typer.Option(help=R.help("hierarchical"))]
-RefitOpt = Annotated[int, typer.Option(help=R.help("refit_every"),
-                                       callback=positive("--refit-every"))]
-SamplesOpt = Annotated[int, typer.Option(help=R.help("samples"), callback=positive("--samples"))]
-LamOpt = Annotated[str, typer.Option(help=R.help("lam"))]
-CovOpt = Annotated[str | None, typer.Option(help=R.help("covariates"))]
-
 
 def _fmt_iv(d: dict) -> str:
     s = f"{d['estimate']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
@@ -154,32 +116,8 @@ class _RankingView:
             yield on_progress
 
 
-def rank(
-    judge: Annotated[str, typer.Option("--judge", "-j", help=R.help("judge"))] = _RD.judge,
-    items: Annotated[str, typer.Option("--items", help=R.help("items"))] = _RD.items,
-    k: Annotated[int | None, typer.Option(help=R.help("k"), callback=positive("--k"))] = None,
-    budget: Annotated[int, typer.Option(help=R.help("budget"),
-                                        callback=positive("--budget"))] = _RD.budget,
-    rule: Annotated[str, typer.Option(help=R.help("rule"))] = _RD.rule,
-    covariates: CovOpt = None,
-    model: Annotated[str, typer.Option(help=R.help("model"))] = _RD.model,
-    trusted: Annotated[Path | None, typer.Option(help=R.help("trusted"))] = None,
-    out: Annotated[Path, typer.Option(help=R.help("out"))] = _RD.out,
-    seed: SeedOpt = 0,
-    lam: LamOpt = _RD.lam,
-    tau: TauOpt = _RD.tau,
-    hierarchical: HierOpt = False,
-    refit_every: RefitOpt = _RD.refit_every,
-    samples: SamplesOpt = _RD.samples,
-    concurrency: ConcOpt = None,
-    timeout: TimeoutOpt = None,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    min_valid: MinValidOpt = MIN_VALID,
-    max_failed: MaxFailedOpt = MAX_FAILED,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(RankConfig)
+def rank(cfg: RankConfig, json_out: bool) -> None:
     """Find the top-k of a pool with a judge under a comparison budget, correcting for the
     judge's covariate and position biases (bias-aware Bayesian Bradley-Terry, top-k-aware
     active comparisons). Exit 3 when the run judged too little (--min-valid comparisons with
@@ -187,14 +125,13 @@ def rank(
     of comparisons is planned in turn: ingest its answers and re-run for the next round."""
     from judgeaudit.commands import prepare_rank
 
-    cfg = settings(RankConfig, locals())
     view = _RankingView()
     run = checked(lambda: prepare_rank(cfg, on_batch=view.on_batch, on_call=view.on_call,
                                        cli=True))
     view.inp = run.info["inputs"]
     doc = run_command(cfg, run, show=view.show)
     console.print()
-    path, report = write_outputs(out, doc)
+    path, report = write_outputs(cfg.out, doc)
     _print_rank(doc)
     console.print(f"results: {path}")
     console.print(f"report: {report}")
@@ -245,30 +182,8 @@ def _print_ranking(doc: dict, k: int) -> None:
 
 # ---- rank-eval -----------------------------------------------------------------------------
 
-def rank_eval_cmd(
-    oracle: Annotated[str, typer.Option("--oracle", "-j", help=RE.help("oracle"))] = (
-        _RED.oracle),
-    items: Annotated[str, typer.Option("--items", help=RE.help("items"))] = _RED.items,
-    k: Annotated[int | None, typer.Option(help=RE.help("k"), callback=positive("--k"))] = None,
-    budgets: Annotated[str, typer.Option(help=RE.help("budgets"))] = _RED.budgets,
-    rules: Annotated[str, typer.Option(help=RE.help("rules"))] = _RED.rules,
-    seeds: Annotated[str, typer.Option(help=RE.help("seeds"))] = _RED.seeds,
-    covariates: CovOpt = None,
-    out: Annotated[Path, typer.Option(help=RE.help("out"))] = _RED.out,
-    lam: LamOpt = _RED.lam,
-    tau: TauOpt = _RED.tau,
-    hierarchical: HierOpt = False,
-    refit_every: RefitOpt = _RED.refit_every,
-    samples: SamplesOpt = _RED.samples,
-    concurrency: ConcOpt = None,
-    timeout: TimeoutOpt = None,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    min_valid: MinValidOpt = MIN_VALID,
-    max_failed: MaxFailedOpt = MAX_FAILED,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(RankEvalConfig)
+def rank_eval_cmd(cfg: RankEvalConfig, json_out: bool) -> None:
     """Evaluate acquisition rules x models offline: recall@k against budget over seeds, with
     paired tests, full-data recall and the judge's estimated biases with intervals. Exit 3
     when building the verdict matrices judged too little (--min-valid valid verdicts, at most
@@ -276,7 +191,6 @@ def rank_eval_cmd(
     from judgeaudit.commands import prepare_rank_eval
     from judgeaudit.rank.fitting import MODELS
 
-    cfg = settings(RankEvalConfig, locals())
     run = checked(lambda: prepare_rank_eval(cfg, cli=True))
     inp = run.info["inputs"]
     n_jobs = len(inp.jobs)
@@ -285,7 +199,7 @@ def rank_eval_cmd(
                   f"{len(MODELS)} models x {len(inp.rules)} rules up to "
                   f"B = {inp.budgets[-1]}")
     doc = run_command(cfg, run)
-    path, report = write_outputs(out, doc)
+    path, report = write_outputs(cfg.out, doc)
     _print_eval(doc)
     console.print(f"results: {path}")
     console.print(f"report: {report}")

@@ -1,5 +1,5 @@
-"""What every command does around its pipeline: build its Config from the options
-(`settings`), check the output place before paying for a run, run the prepared command
+"""What every command does around its pipeline: its options made from its Config model
+(`config_command`), check the output place before paying for a run, run the prepared command
 (`judgeaudit.commands`, shared with the Python API) in a Session with progress bars and
 Ctrl-C handled (finished calls are cached; exit 130 with how to resume) (`run_command`), and
 finish with one outcome rule (exit 3 when a run judged too little).
@@ -9,32 +9,24 @@ Exit codes are documented in `judgeaudit.report.outcome`."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import json
 import logging
+import operator
 import os
+import types
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import typer
+from pydantic import TypeAdapter, ValidationError
 
 from judgeaudit.cli.progress import console, fail, growing_bar
-from judgeaudit.config import (
-    CACHE_HELP,
-    CONC_HELP,
-    NO_CACHE_HELP,
-    SEED_HELP,
-    TIMEOUT_HELP,
-    CommandConfig,
-    EvaluateConfig,
-)
-from judgeaudit.report.outcome import (
-    DEFAULT_MAX_FAILED,
-    DEFAULT_MIN_VALID,
-    EXIT_INTERRUPTED,
-    EXIT_RUN_FAILED,
-)
+from judgeaudit.config import CommandConfig, RunFields, describe
+from judgeaudit.report.outcome import EXIT_INTERRUPTED, EXIT_RUN_FAILED
 
 if TYPE_CHECKING:
     from judgeaudit.session import Progress
@@ -42,57 +34,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 C = TypeVar("C", bound=CommandConfig)
 log = logging.getLogger("judgeaudit.cli")
-
-
-def _min_valid(v: int) -> int:
-    if v < 1:
-        raise typer.BadParameter(f"expected an integer >= 1, got {v}")
-    return v
-
-
-def _max_failed(v: float) -> float:
-    if not 0.0 <= v <= 1.0:
-        raise typer.BadParameter(f"expected a share in [0, 1], got {v}")
-    return v
-
-
-MinValidOpt = Annotated[int, typer.Option(
-    "--min-valid", callback=_min_valid, help=EvaluateConfig.help("min_valid"))]
-MaxFailedOpt = Annotated[float, typer.Option(
-    "--max-failed", callback=_max_failed, help=EvaluateConfig.help("max_failed"))]
-MIN_VALID = DEFAULT_MIN_VALID
-MAX_FAILED = DEFAULT_MAX_FAILED
-
-
-def positive(what: str) -> Callable[[Any], Any]:
-    """A typer callback refusing values < 1 (None passes: the option's default applies)."""
-
-    def check(v: Any) -> Any:
-        if v is not None and v < 1:
-            raise typer.BadParameter(f"{what}: expected an integer >= 1, got {v}")
-        return v
-
-    return check
-
-
-def positive_float(v: float | None) -> float | None:
-    if v is not None and not v > 0:
-        raise typer.BadParameter(f"expected a number of seconds > 0, got {v}")
-    return v
-
-
-# Options every command that calls a judge has (help: `judgeaudit.config`).
-CacheOpt = Annotated[Path | None, typer.Option("--cache", help=CACHE_HELP)]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)]
-ConcOpt = Annotated[int | None, typer.Option(help=CONC_HELP, callback=positive("--concurrency"))]
-TimeoutOpt = Annotated[float | None, typer.Option(help=TIMEOUT_HELP, callback=positive_float)]
-SeedOpt = Annotated[int, typer.Option(help=SEED_HELP)]
-
-
-def open_unit(v: float) -> float:
-    if not 0.0 < v < 1.0:
-        raise typer.BadParameter(f"expected a level strictly between 0 and 1, got {v}")
-    return v
 
 
 def check_out_dir(out: Path) -> Path:
@@ -119,15 +60,6 @@ def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
         return Cache(cache)
     except (ValueError, OSError) as exc:  # not a database, a directory, no permission
         raise fail(f"--cache {cache or 'default'}: {exc}") from None
-
-
-def settings(model: type[C], values: Mapping[str, Any], **renamed: Any) -> C:
-    """The command's Config from its parsed options (`values`: the command's locals; other
-    names are left out; `renamed`: fields whose option has another parameter name). The
-    values were checked already: by the options' callbacks, `--config`'s validation and the
-    command's `prepare_*`, which names the options in its messages."""
-    given = {k: v for k, v in values.items() if k in model.model_fields}
-    return model.model_construct(**{**given, **renamed})
 
 
 @contextmanager
@@ -264,6 +196,96 @@ ConfigFileOpt = Annotated[Path | None, typer.Option(
 JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print the result's summary as one JSON object on stdout (everything "
                    "else goes to stderr).")]
+
+# Short forms of the options that name the judge and the data, in every command that has them.
+_SHORT = {"judge": "-j", "judges": "-j", "oracle": "-j", "data": "-d"}
+
+
+def _cli_type(tp: Any) -> Any:
+    """The type typer parses for a field: ranges (Annotated) and choices (Literal) are
+    checked by the option's callback, so `PosInt | None` is `int | None`, a Literal `str`."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _cli_type(get_args(tp)[0])
+    if origin is Literal:
+        return str
+    if origin in (Union, types.UnionType):
+        return functools.reduce(operator.or_, (_cli_type(a) for a in get_args(tp)))
+    return tp
+
+
+def _field_check(opt: str, info: Any) -> Callable[[Any], Any]:
+    """A typer callback holding an option's value to its field's type and range (None passes:
+    the default applies): `--limit: expected an integer >= 1, got 0`, exit 2."""
+    adapter: TypeAdapter[Any] = TypeAdapter(
+        Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation)
+
+    def check(v: Any) -> Any:
+        if v is not None:
+            try:
+                adapter.validate_python(v)
+            except ValidationError:
+                raise typer.BadParameter(f"{opt}: expected {describe(adapter.json_schema())}, "
+                                         f"got {v}") from None
+        return v
+
+    return check
+
+
+def config_parameters(model: type[CommandConfig]) -> list[inspect.Parameter]:
+    """A command's options, one per field of its Config model (the command's own fields
+    first): `--name-with-dashes`, the field's default and description; a bool is a
+    `--x/--no-x` flag (`no_cache` the flag `--no-cache`); a field without a default is an
+    argument."""
+    own = [n for n in model.model_fields if n not in RunFields.model_fields]
+    shared = [n for n in RunFields.model_fields if n in model.model_fields]
+    params = []
+    for name in [*own, *shared]:
+        info = model.model_fields[name]
+        if name == "config_version":
+            continue
+        opt = "--" + name.replace("_", "-")
+        tp, default = _cli_type(info.annotation), info.default
+        if info.is_required():
+            spec: Any = typer.Argument(help=info.description, show_default=False)
+            default = inspect.Parameter.empty
+        elif tp is bool:
+            spec = typer.Option(opt if name.startswith("no_") else f"{opt}/--no-{opt[2:]}",
+                                help=info.description)
+        else:
+            check = None if name in model.checked_by_command else _field_check(opt, info)
+            spec = typer.Option(opt, *([_SHORT[name]] if name in _SHORT else []),
+                                help=info.description, callback=check)
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=Annotated[tp, spec]))
+    return params
+
+
+def config_command(model: type[C], *extra: inspect.Parameter
+                   ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Make `body(cfg, json_out, **extra)` a typer command whose options are the fields of
+    `model` (`config_parameters`, so each option is stated once, in judgeaudit.config), then
+    `extra` (options that are no setting, e.g. audit's `--list`), `--config FILE.toml` and
+    `--json`. The command builds the Config from the parsed options and calls `body`."""
+
+    def wrap(body: Callable[..., None]) -> Callable[..., None]:
+        tail = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
+                for n, a, d in (("config", ConfigFileOpt, None), ("json_out", JsonOpt, False))]
+        params = [*config_parameters(model), *extra, *tail]
+
+        def command(**values: Any) -> None:
+            json_out = values.pop("json_out")
+            values.pop("config")
+            given = {p.name: values.pop(p.name) for p in extra}
+            body(model.model_construct(**values), json_out=json_out, **given)
+
+        command.__name__, command.__qualname__ = body.__name__, body.__qualname__
+        command.__doc__, command.__module__ = body.__doc__, body.__module__
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return wrap
 
 
 def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path]:

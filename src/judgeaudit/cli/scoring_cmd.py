@@ -4,8 +4,7 @@ command to a typer app (the main CLI calls it)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -13,29 +12,15 @@ from rich.table import Table
 from judgeaudit.cli.format import est_ci
 from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
-    MAX_FAILED,
-    MIN_VALID,
-    CacheOpt,
-    ConcOpt,
-    ConfigFileOpt,
-    JsonOpt,
-    MaxFailedOpt,
-    MinValidOpt,
-    NoCacheOpt,
-    SeedOpt,
-    TimeoutOpt,
     checked,
+    config_command,
     failed,
     finish,
-    positive,
     run_command,
-    settings,
     write_outputs,
 )
 from judgeaudit.config import ScoringBiasConfig
 
-# Option help texts and defaults are the Config fields' (judgeaudit.config): one place.
-S, _SD = ScoringBiasConfig, ScoringBiasConfig()
 
 def results_table(res: dict[str, Any]) -> Table:
     t = Table(title=f"scoring-bias: {res.get('judge')} on {res.get('data')}")
@@ -66,49 +51,8 @@ def expected_table(res: dict[str, Any]) -> Table | None:
     return t
 
 
-def _tolerance(v: int) -> int:
-    if not 0 <= v <= 4:
-        raise typer.BadParameter(f"expected a score distance 0-4, got {v}")
-    return v
-
-
-def scoring_bias(
-    judge: Annotated[str, typer.Option("--judge", "-j", help=S.help("judge"))] = _SD.judge,
-    data: Annotated[str, typer.Option("--data", "-d", help=S.help("data"))] = _SD.data,
-    perturbations: Annotated[str | None, typer.Option(help=S.help("perturbations"))] = None,
-    ids: Annotated[list[str] | None, typer.Option("--ids", help=S.help("ids"))] = None,
-    limit: Annotated[int | None, typer.Option(help=S.help("limit"),
-                                              callback=positive("--limit"))] = None,
-    repeats: Annotated[int, typer.Option(callback=positive("--repeats"),
-                                         help=S.help("repeats"))] = _SD.repeats,
-    references: Annotated[Path | None, typer.Option(help=S.help("references"))] = None,
-    generate_references: Annotated[bool, typer.Option(
-        "--generate-references", help=S.help("generate_references"))] = False,
-    generator: Annotated[str | None, typer.Option(help=S.help("generator"))] = None,
-    reviewer: Annotated[str | None, typer.Option(help=S.help("reviewer"))] = None,
-    ref_limit: Annotated[int | None, typer.Option(help=S.help("ref_limit"),
-                                                  callback=positive("--ref-limit"))] = None,
-    ref_attempts: Annotated[int, typer.Option(help=S.help("ref_attempts"),
-                                              callback=positive("--ref-attempts"))] = (
-        _SD.ref_attempts),
-    ref_tolerance: Annotated[int, typer.Option(help=S.help("ref_tolerance"),
-                                               callback=_tolerance)] = _SD.ref_tolerance,
-    ref_max_tokens: Annotated[int, typer.Option(help=S.help("ref_max_tokens"),
-                                                callback=positive("--ref-max-tokens"))] = (
-        _SD.ref_max_tokens),
-    ref_review: Annotated[str, typer.Option(help=S.help("ref_review"))] = _SD.ref_review,
-    template: Annotated[str, typer.Option(help=S.help("template"))] = _SD.template,
-    out: Annotated[Path, typer.Option(help=S.help("out"))] = _SD.out,
-    seed: SeedOpt = 0,
-    concurrency: ConcOpt = None,
-    timeout: TimeoutOpt = None,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    min_valid: MinValidOpt = MIN_VALID,
-    max_failed: MaxFailedOpt = MAX_FAILED,
-    config: ConfigFileOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@config_command(ScoringBiasConfig)
+def scoring_bias(cfg: ScoringBiasConfig, json_out: bool) -> None:
     """Score the same responses under the baseline scoring prompt and perturbed prompts;
     report flip rate, MAD, correlation with gold, score distributions, the reference pull,
     the most accurate template and whether averaging helps. Writes results.json and
@@ -118,10 +62,9 @@ def scoring_bias(
     Example: judgeaudit scoring-bias --judge 'sim?order_bias=0.5&ref_pull=0.3' --data
     builtin:graded --limit 10 --out out/scoring-bias"""
     from judgeaudit.commands import prepare_scoring_bias
-    cfg = settings(ScoringBiasConfig, locals())
     res = run_command(cfg, checked(lambda: prepare_scoring_bias(
-        cfg, references_out=out / "references.json", cli=True)))
-    path, report = write_outputs(out, res)
+        cfg, references_out=cfg.out / "references.json", cli=True)))
+    path, report = write_outputs(cfg.out, res)
     if not failed(res):  # a failed run's numbers are no result
         _print_results(res)
     c = res["calls"]
