@@ -161,6 +161,13 @@ def test_data_as_a_list_of_items_or_dicts():
     (lambda: judgeaudit.scoring_bias(SIM, perturbations="nope"), "unknown scoring"),
     (lambda: judgeaudit.quantify(SIM, "builtin:facts", factors="nope"), "unknown factor"),
     (lambda: judgeaudit.mitigate(SIM, "builtin:facts", recorded="pandalm"), "pandalm:PATH"),
+    # arguments are held to their Config field (type, range, choices) as the CLI's options are
+    (lambda: judgeaudit.quantify(SIM, "builtin:facts", inject="paste"),
+     "inject: expected one of rewrite, append, got 'paste'"),
+    (lambda: judgeaudit.evaluate(SIM, limit=True), "limit: expected an integer >= 1"),
+    (lambda: judgeaudit.scoring_bias(SIM, ref_tolerance=5),
+     "ref_tolerance: expected an integer >= 0 and <= 4"),
+    (lambda: judgeaudit.rank(SIM, model="fancy"), "model: expected one of bias_aware, naive"),
 ])
 def test_bad_input_raises_value_error_before_any_call(call, needle):
     with pytest.raises(ValueError, match=needle):

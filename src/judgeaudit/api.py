@@ -39,9 +39,11 @@ from judgeaudit.result import Result
 from judgeaudit.session import ProgressFn, Session
 
 if TYPE_CHECKING:
+    from judgeaudit.config import CommandConfig
     from judgeaudit.hubj.embed import Embedder
 
 T = TypeVar("T")
+C = TypeVar("C", bound="CommandConfig")
 P = ParamSpec("P")
 Data = str | Sequence[Any]
 """A data SPEC (`builtin:facts`, `llmbar:PATH?subset=...`, `jsonl:PATH`, ...) or a list of
@@ -146,21 +148,19 @@ def _names(x: str | Sequence[str] | None) -> list[str] | None:
     return [p.strip() for p in parts if p and p.strip()]
 
 
-def _at_least(name: str, v: int | None, lo: int = 1) -> None:
-    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
-        raise ValueError(f"{name}: expected an integer >= {lo}, got {v!r}")
+def _config(cls: type[C], loose: Mapping[str, Any] | None = None, /, **values: Any) -> C:
+    """The command's Config from the function's arguments: each of `values` held to its
+    field's type, range and choices (`config.field_error`, the check the CLI's options and
+    config files get), ValueError naming the argument before any call; `loose`: arguments
+    the API takes in more forms than the field (a list of items, of pairs, of names) and the
+    command checks itself."""
+    from judgeaudit.config import field_error
 
-
-def _share(name: str, v: float, *, open_: bool = False) -> None:
-    ok = 0.0 < v < 1.0 if open_ else 0.0 <= v <= 1.0
-    if not ok:
-        rng = "strictly between 0 and 1" if open_ else "in [0, 1]"
-        raise ValueError(f"{name}: expected a number {rng}, got {v!r}")
-
-
-def _outcome_opts(min_valid: int, max_failed: float) -> None:
-    _at_least("min_valid", min_valid)
-    _share("max_failed", max_failed)
+    for name, v in values.items():
+        wanted = None if v is None else field_error(cls, name, v)
+        if wanted is not None:
+            raise ValueError(f"{name}: expected {wanted}, got {v!r}")
+    return cls.model_construct(**values, **(loose or {}))
 
 
 # ---- one command in a session ------------------------------------------------------------
@@ -211,9 +211,9 @@ def _fatal_document(run: Run, sess: Session, exc: Exception) -> dict[str, Any]:
 
 def _opts(cache: Any, concurrency: int | None, timeout: float | None, retry: Any,
           seed: int, progress: ProgressFn | None) -> dict[str, Any]:
-    _at_least("concurrency", concurrency)
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
+    from judgeaudit.config import EvaluateConfig
+
+    _config(EvaluateConfig, concurrency=concurrency, timeout=timeout)
     return {"cache": cache, "concurrency": concurrency, "timeout": timeout, "retry": retry,
             "seed": seed, "progress": progress}
 
@@ -278,13 +278,11 @@ async def aevaluate(
     from judgeaudit.config import EvaluateConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    _at_least("limit", limit)
-    _at_least("sample", sample)
-    cfg = EvaluateConfig.model_construct(
-        judge=judge, data=data if isinstance(data, str) else "", limit=limit, sample=sample,
-        seed=seed, pair_rule=pair_rule, ties=ties, by=by, group_by=group_by,
-        system_field=system_field, min_valid=min_valid, max_failed=max_failed)
+    cfg = _config(
+        EvaluateConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
+        limit=limit, sample=sample, seed=seed, pair_rule=pair_rule, ties=ties, by=by,
+        group_by=group_by, system_field=system_field, min_valid=min_valid,
+        max_failed=max_failed)
     return await _execute(prepare_evaluate(cfg, data=data), session=session, opts=opts,
                           raise_on_failure=raise_on_failure)
 
@@ -355,13 +353,8 @@ async def aaudit(
     from judgeaudit.config import AuditConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    _at_least("n", n)
-    for name, v in (("max_n", max_n), ("round_size", round_size), ("max_calls", max_calls)):
-        _at_least(name, v)
-    _share("alpha", alpha, open_=True)
-    cfg = AuditConfig.model_construct(
-        judge=judge, data=data if isinstance(data, str) else "",
+    cfg = _config(
+        AuditConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
         probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,
         adaptive=adaptive, max_n=max_n, round_size=round_size, max_calls=max_calls,
         max_cost=max_cost, min_valid=min_valid, max_failed=max_failed)
@@ -439,17 +432,12 @@ async def ascoring_bias(
     from judgeaudit.config import ScoringBiasConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    for name, v in (("limit", limit), ("repeats", repeats), ("ref_limit", ref_limit),
-                    ("ref_attempts", ref_attempts), ("ref_max_tokens", ref_max_tokens)):
-        _at_least(name, v)
-    if not 0 <= ref_tolerance <= 4:
-        raise ValueError(f"ref_tolerance: expected a score distance 0-4, got {ref_tolerance}")
     by_file = references is not None and not isinstance(references, Mapping)
-    cfg = ScoringBiasConfig.model_construct(
-        judge=judge, data=data if isinstance(data, str) else "",
-        perturbations=",".join(_names(perturbations) or []) or None, ids=list(ids),
-        limit=limit, repeats=repeats, references=references if by_file else None,
+    cfg = _config(
+        ScoringBiasConfig, {"data": data if isinstance(data, str) else "",
+                            "references": references if by_file else None},
+        judge=judge, perturbations=",".join(_names(perturbations) or []) or None,
+        ids=list(ids), limit=limit, repeats=repeats,
         generate_references=generate_references, generator=generator, reviewer=reviewer,
         ref_limit=ref_limit, ref_attempts=ref_attempts, ref_tolerance=ref_tolerance,
         ref_max_tokens=ref_max_tokens, ref_review=ref_review, template=template, seed=seed,
@@ -533,11 +521,12 @@ async def arank(
     from judgeaudit.config import RankConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    cfg = RankConfig.model_construct(
-        judge=judge, items=items, k=k, budget=budget, rule=rule, covariates=covariates,
-        model=model, trusted=Path(trusted) if isinstance(trusted, os.PathLike) else trusted,
-        seed=seed, lam=lam, tau=tau, hierarchical=hierarchical, refit_every=refit_every,
-        samples=samples, min_valid=min_valid, max_failed=max_failed)
+    cfg = _config(
+        RankConfig, {"rule": rule, "covariates": covariates, "lam": lam, "trusted": (
+            Path(trusted) if isinstance(trusted, os.PathLike) else trusted)},
+        judge=judge, items=items, k=k, budget=budget, model=model, seed=seed, tau=tau,
+        hierarchical=hierarchical, refit_every=refit_every, samples=samples,
+        min_valid=min_valid, max_failed=max_failed)
     return await _execute(prepare_rank(cfg), session=session, opts=opts,
                           raise_on_failure=raise_on_failure)
 
@@ -600,9 +589,10 @@ async def arank_eval(
     from judgeaudit.config import RankEvalConfig
 
     opts = _opts(cache, concurrency, timeout, retry, 0, progress)
-    cfg = RankEvalConfig.model_construct(
-        oracle=oracle, items=items, k=k, budgets=budgets, rules=rules, seeds=seeds,
-        covariates=covariates, lam=lam, tau=tau, hierarchical=hierarchical,
+    cfg = _config(
+        RankEvalConfig, {"budgets": budgets, "rules": rules, "seeds": seeds,
+                         "covariates": covariates, "lam": lam},
+        oracle=oracle, items=items, k=k, tau=tau, hierarchical=hierarchical,
         refit_every=refit_every, samples=samples, min_valid=min_valid, max_failed=max_failed)
     return await _execute(prepare_rank_eval(cfg), session=session, opts=opts,
                           raise_on_failure=raise_on_failure)
@@ -673,16 +663,9 @@ async def adiscover(
     from judgeaudit.config import DiscoverConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    for name, v in (("limit", limit), ("holdout_limit", holdout_limit),
-                    ("clusters", clusters), ("factors", factors), ("iterations", iterations)):
-        _at_least(name, v)
-    _share("holdout", holdout, open_=True)
-    _share("tau", tau)
-    _share("rho", rho)
-    _share("min_agreement", min_agreement)
-    cfg = DiscoverConfig.model_construct(
-        data=data if isinstance(data, str) else "", recorded=recorded, llm=llm, limit=limit,
+    cfg = _config(
+        DiscoverConfig, {"data": data if isinstance(data, str) else ""}, recorded=recorded,
+        llm=llm, limit=limit,
         holdout=holdout, holdout_limit=holdout_limit, clusters=clusters, factors=factors,
         iterations=iterations, tau=tau, rho=rho, rep_fallback=rep_fallback,
         min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
@@ -756,13 +739,9 @@ async def aquantify(
     from judgeaudit.config import QuantifyConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    for name, v in (("pool", pool), ("limit", limit), ("n_cal", n_cal),
-                    ("max_words", max_words)):
-        _at_least(name, v)
-    _share("min_agreement", min_agreement)
-    cfg = QuantifyConfig.model_construct(
-        data=data if isinstance(data, str) else "", factors=",".join(_names(factors) or []),
+    cfg = _config(
+        QuantifyConfig, {"data": data if isinstance(data, str) else ""},
+        factors=",".join(_names(factors) or []),
         generator=generator, checker=checker, levels=",".join(str(x) for x in levels),
         pool=pool, limit=limit, n_cal=n_cal, on_violation=on_violation, inject=inject,
         max_words=max_words, min_agreement=min_agreement, seed=seed, min_valid=min_valid,
@@ -834,11 +813,9 @@ async def amitigate(
     from judgeaudit.config import MitigateConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
-    _outcome_opts(min_valid, max_failed)
-    _at_least("limit", limit)
-    _share("min_agreement", min_agreement)
-    cfg = MitigateConfig.model_construct(
-        data=data if isinstance(data, str) else "", recorded=recorded, factor=factor,
+    cfg = _config(
+        MitigateConfig, {"data": data if isinstance(data, str) else ""}, recorded=recorded,
+        factor=factor,
         scorer=scorer, candidate=candidate, limit=limit, estimator=estimator,
         min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
     run = prepare_mitigate(cfg, data=data, judges=_specs(judges), factors_from=factors_from,

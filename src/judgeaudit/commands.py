@@ -257,9 +257,6 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
     )
     from judgeaudit.scoring.run import n_calls, run_scoring_bias
 
-    if cfg.ref_review not in ("score", "order"):
-        raise ValueError(f"{opt('ref_review', cli)}: expected score or order, got "
-                         f"{cfg.ref_review!r}")
     names = [p.strip() for p in (cfg.perturbations or "").split(",") if p.strip()]
     perts = resolve(names or None, seed=cfg.seed, id_maps=cfg.ids or ())
     loaded, spec = load_data(cfg.data if data is None else data)
@@ -502,12 +499,6 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
                          "numbers 1-5") from None
     if not lv or any(not 1 <= x <= 5 for x in lv):
         raise ValueError(f"{opt('levels', cli)} {cfg.levels!r}: expected numbers 1-5")
-    if cfg.on_violation not in ("drop", "flag"):
-        raise ValueError(f"{opt('on_violation', cli)}: expected drop or flag, got "
-                         f"{cfg.on_violation!r}")
-    if cfg.inject not in ("rewrite", "append"):
-        raise ValueError(f"{opt('inject', cli)}: expected rewrite or append, got "
-                         f"{cfg.inject!r}")
     fs, crit = _factors(cfg.factors, cfg.factors_from if factors_from is None
                         else factors_from, cli)
     started = _now()
@@ -559,12 +550,6 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     from judgeaudit.hubj.run import run_apply, run_mitigate
     from judgeaudit.hubj.validate import criteria_for_factors
 
-    if cfg.estimator not in ("marginal", "two_stage"):
-        raise ValueError(f"{opt('estimator', cli)}: expected marginal or two_stage, got "
-                         f"{cfg.estimator!r}")
-    if cfg.candidate not in ("rejected", "response_1", "response_2"):
-        raise ValueError(f"{opt('candidate', cli)}: expected rejected, response_1 or "
-                         f"response_2, got {cfg.candidate!r}")
     started = _now()
     the_data = cfg.data if data is None else data
     items, spec = _human_items(the_data, cfg.limit, cfg.min_agreement)

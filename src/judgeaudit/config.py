@@ -420,12 +420,30 @@ def describe(schema: dict[str, Any]) -> str:
     return " ".join([base, " and ".join(bounds)]) if bounds else base
 
 
+def field_error(model: type[CommandConfig], name: str, value: Any, *,
+                strict: bool = True) -> str | None:
+    """None when `value` fits field `name` of `model` (its type, range and choices); else what
+    the field expects, in words ("an integer >= 1"). Strict: a string is not a number and 1 is
+    not true (a config file, the Python API); not strict: values a CLI parser produced."""
+    info = model.model_fields[name]
+    tp: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    adapter: TypeAdapter[Any] = TypeAdapter(tp)
+    try:
+        if strict:
+            adapter.validate_json(json.dumps(value), strict=True)
+        else:
+            adapter.validate_python(value)
+    except (TypeError, ValueError, ValidationError):  # a TOML date is no setting either
+        return describe(adapter.json_schema())
+    return None
+
+
 def check_fields(model: type[CommandConfig], values: dict[str, Any],
                  where: str = "") -> dict[str, Any]:
     """Validate some of `model`'s fields (a config file need not give them all): each key
-    must be a field and each value must fit the field's type and range, strictly (a string
-    is not a number, 1 is not true). Returns the validated values; ConfigError names
-    `where`, the key and what was expected."""
+    must be a field and each value must fit the field's type and range, strictly
+    (`field_error`). Returns the values as the model holds them (paths as `Path`);
+    ConfigError names `where`, the key and what was expected."""
     fields = model.model_fields
     out: dict[str, Any] = {}
     for key, value in values.items():
@@ -433,15 +451,10 @@ def check_fields(model: type[CommandConfig], values: dict[str, Any],
             known = ", ".join(sorted(fields))
             raise ConfigError(f"{where}unknown key {key!r} for `{model.command}` "
                               f"(known keys: {known})")
-        info = fields[key]
-        tp: Any = (Annotated[(info.annotation, *info.metadata)] if info.metadata
-                   else info.annotation)
-        adapter: TypeAdapter[Any] = TypeAdapter(tp)
-        try:
-            out[key] = adapter.validate_json(json.dumps(value), strict=True)
-        except (TypeError, ValueError, ValidationError):  # a TOML date is no setting either
-            raise ConfigError(f"{where}key {key!r}: expected {describe(adapter.json_schema())}"
-                              f", got {value!r}") from None
+        wanted = field_error(model, key, value)
+        if wanted is not None:
+            raise ConfigError(f"{where}key {key!r}: expected {wanted}, got {value!r}")
+        out[key] = TypeAdapter(fields[key].annotation).validate_python(value)
     return out
 
 
@@ -473,5 +486,6 @@ __all__ = [
     "CONFIGS", "CONFIG_VERSION", "AuditConfig", "CommandConfig", "CompareConfig",
     "ConfigError", "DiscoverConfig", "EvaluateConfig", "MitigateConfig", "QuantifyConfig",
     "RankConfig", "RankEvalConfig", "ScoringBiasConfig", "check_fields", "config_model",
+    "field_error",
     "load_config_file", "read_config_file",
 ]

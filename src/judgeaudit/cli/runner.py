@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import typer
-from pydantic import TypeAdapter, ValidationError
 
 from judgeaudit.cli.progress import console, fail, growing_bar
-from judgeaudit.config import CommandConfig, RunFields, describe
+from judgeaudit.config import CommandConfig, RunFields, field_error
 from judgeaudit.report.outcome import EXIT_INTERRUPTED, EXIT_RUN_FAILED
 
 if TYPE_CHECKING:
@@ -214,19 +213,15 @@ def _cli_type(tp: Any) -> Any:
     return tp
 
 
-def _field_check(opt: str, info: Any) -> Callable[[Any], Any]:
-    """A typer callback holding an option's value to its field's type and range (None passes:
-    the default applies): `--limit: expected an integer >= 1, got 0`, exit 2."""
-    adapter: TypeAdapter[Any] = TypeAdapter(
-        Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation)
+def _field_check(model: type[CommandConfig], name: str) -> Callable[[Any], Any]:
+    """A typer callback holding an option's value to its field's type, range and choices
+    (None passes: the default applies): `--limit: expected an integer >= 1, got 0`, exit 2."""
+    opt = "--" + name.replace("_", "-")
 
     def check(v: Any) -> Any:
-        if v is not None:
-            try:
-                adapter.validate_python(v)
-            except ValidationError:
-                raise typer.BadParameter(f"{opt}: expected {describe(adapter.json_schema())}, "
-                                         f"got {v}") from None
+        wanted = None if v is None else field_error(model, name, v, strict=False)
+        if wanted is not None:
+            raise typer.BadParameter(f"{opt}: expected {wanted}, got {v}")
         return v
 
     return check
@@ -253,7 +248,7 @@ def config_parameters(model: type[CommandConfig]) -> list[inspect.Parameter]:
             spec = typer.Option(opt if name.startswith("no_") else f"{opt}/--no-{opt[2:]}",
                                 help=info.description)
         else:
-            check = None if name in model.checked_by_command else _field_check(opt, info)
+            check = None if name in model.checked_by_command else _field_check(model, name)
             spec = typer.Option(opt, *([_SHORT[name]] if name in _SHORT else []),
                                 help=info.description, callback=check)
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
