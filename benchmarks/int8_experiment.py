@@ -1,30 +1,50 @@
-"""Issue 13, point 4: can CTranslate2 int8 be the embedded judge's >= 2x backend on an
-AVX2-only CPU? A measured experiment, not a backend.
+"""Issue 13, point 4: can an integer backend be the embedded judge's >= 2x backend on an
+AVX2-only CPU? A measured experiment, not a backend: CTranslate2 int8 and ik_llama.cpp (a
+llama.cpp fork with its own CPU matrix kernels) against the transformers fp32 path, with
+llama.cpp itself (the llamacpp backend) beside them.
 
-How it was taken (run by hand: `python benchmarks/ct2_experiment.py`; 55 min on 2 shared cores):
-- Model: the cached qwen-1.5b conversion (the bf16 safetensors directory local_model builds
-  from the Q4_K_M GGUF), converted once with ctranslate2's TransformersConverter,
+How it was taken (run by hand, e.g. `python benchmarks/int8_experiment.py --configs
+fp32,llamacpp,ik --out benchmarks/results/ik_experiment.json`; the CTranslate2 run,
+`--configs fp32,ct2-mkl,ct2-dnnl`, took 55 min on 2 shared cores and wrote
+benchmarks/results/ct2_experiment.json):
+- Model: for ct2, the cached qwen-1.5b conversion (the bf16 safetensors directory local_model
+  builds from the Q4_K_M GGUF), converted once with ctranslate2's TransformersConverter,
   quantization int8 (per-row weight scales), into --ct2-dir (default /work/runs/ct2_15b).
   ctranslate2's CPU int8 compute type is int8_float32 (int8 GEMMs with per-token activation
   scales, u8s8 -> int32; everything else fp32): asking for "int8" selects it (CT2_VERBOSE=1
-  reports "Selected compute type: int8_float32"), so the two are one configuration.
+  reports "Selected compute type: int8_float32"), so the two are one configuration. For ik
+  and llamacpp: the verified Q4_K_M GGUF itself. ik loads it with repack_tensors (its
+  run-time repacking into the row-interleaved Q4_K_R4 layout of its AVX2 kernels), flash
+  attention on, n_batch 2048, n_ubatch 512: the fastest of the settings screened by hand
+  (Q4_K_M without repacking, Q8_0 repacked, Q8_K_R8 and Q4_0_R8 requantized with its
+  llama-quantize, n_ubatch 256/512/1024, flash attention off were 3-25% slower on long
+  prompts). ik_llama.cpp comes from the prebuilt `ik-llama-cpp-python` wheel (0.1.5,
+  manylinux x86_64, built for AVX2: its system info reads "AVX2 = 1 | AVX512 = 0 | FMA = 1
+  | F16C = 1"), driven through its ctypes API (llama_decode on token ids; not a judgeaudit
+  dependency: `pip install ik-llama-cpp-python` to re-run).
 - The AVX2-only CPU is emulated on an AVX-512/AMX Xeon, every configuration in its own
   subprocess with ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
   MKL_ENABLE_INSTRUCTIONS=AVX2 CT2_FORCE_CPU_ISA=AVX2 (ctranslate2 then reports
-  "Selected ISA: AVX2"), 2 threads (torch threads; ctranslate2 intra_threads=2,
-  inter_threads=1).
+  "Selected ISA: AVX2"; both llama.cpp wheels are AVX2 builds whatever the CPU), 2 threads
+  (torch threads; ctranslate2 intra_threads=2, inter_threads=1; llama.cpp threads=2).
 - Configurations: `fp32`: the transformers fp32 path exactly as benchmarks/local_backends.py
-  runs it (LocalProvider backend=transformers dtype=fp32, prefix reuse on); `ct2-mkl`:
-  ctranslate2 int8 with its default GEMM backend on an Intel CPU (MKL s8u8s32 GEMM);
-  `ct2-dnnl`: the same with CT2_USE_MKL=0 (oneDNN s8 GEMM), the backend ctranslate2 picks on
-  non-Intel CPUs such as the AMD EPYC AVX2 development machine.
+  runs it (LocalProvider backend=transformers dtype=fp32, prefix reuse on); `llamacpp`: the
+  llamacpp backend (LocalProvider backend=llamacpp, prefix reuse on); `ik`: ik_llama.cpp,
+  one sequence whose KV cache keeps the previous prompt, so a request runs only the tokens
+  after the prefix it shares with the one before (the system prompt for every item, the
+  instruction, and for long pairs the notes and question, for an item's second order: what
+  fp32's prefix cache reuses in this sequence of requests); `ct2-mkl`: ctranslate2 int8 with
+  its default GEMM backend on an Intel CPU (MKL s8u8s32 GEMM); `ct2-dnnl`: the same with
+  CT2_USE_MKL=0 (oneDNN s8 GEMM), the backend ctranslate2 picks on non-Intel CPUs such as the
+  AMD EPYC AVX2 development machine.
 - Requests: pairwise_v1 prompts of builtin:facts pairs built by local_backends.short_requests
   / long_requests (both orders, one after the other; long = the same pairs after ~1,350
-  tokens of reference notes, ~1,500 tokens). ctranslate2 receives the transformers
-  tokenizer's token ids (as token strings) of render_prompt(...) + the choices' common
-  tokens, exactly the fp32 path's ids; P(A) = softmax over the two choice tokens' next-token
-  logits (generate_batch max_length=1, include_prompt_in_result=False,
-  return_logits_vocab=True: the prompt is forwarded at once, logits of one position only).
+  tokens of reference notes, ~1,500 tokens). ctranslate2 and ik receive the transformers
+  tokenizer's token ids of render_prompt(...) + the choices' common tokens, exactly the fp32
+  path's ids; P(A) = softmax over the two choice tokens' next-token logits (ct2:
+  generate_batch max_length=1, include_prompt_in_result=False, return_logits_vocab=True: the
+  prompt is forwarded at once, logits of one position only; ik: the logits of the last
+  position of llama_decode).
 - Prefix reuse: fp32 keeps the KV caches of recent requests and runs only the tokens after the
   longest shared prefix (the system prompt for every item, the instruction and, for long
   pairs, the notes too for an item's second order). ctranslate2 reuses only a `static_prompt`
@@ -45,7 +65,7 @@ How it was taken (run by hand: `python benchmarks/ct2_experiment.py`; 55 min on 
 - Agreement: one more process per configuration judges --agree-items facts pairs (both
   orders; items 100..) and the chosen side and |dP(A)| are compared with fp32's on the same
   requests; the timed runs' verdicts are compared too.
-Writes benchmarks/results/ct2_experiment.json.
+Writes --out (default benchmarks/results/int8_experiment.json).
 """
 
 from __future__ import annotations
@@ -60,12 +80,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "ct2_experiment.json"
+OUT = ROOT / "benchmarks" / "results" / "int8_experiment.json"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "CT2_FORCE_CPU_ISA": "AVX2"}
-CONFIG_ENV = {"fp32": {}, "ct2-mkl": {"CT2_USE_MKL": "1"}, "ct2-dnnl": {"CT2_USE_MKL": "0"}}
+CONFIG_ENV = {"fp32": {}, "llamacpp": {}, "ik": {}, "ct2-mkl": {"CT2_USE_MKL": "1"},
+              "ct2-dnnl": {"CT2_USE_MKL": "0"}}
 THREADS = 2
 
 
@@ -81,19 +102,26 @@ def _flags() -> dict[str, bool]:
 
 # ---- a judge per configuration ----------------------------------------------------------------
 
-class Fp32Judge:
-    def __init__(self, model: str):
+class ProviderJudge:
+    """A `local` provider configuration as judgeaudit runs it (fp32: transformers in fp32;
+    llamacpp: the llamacpp backend), each with its own prefix reuse."""
+
+    PARAMS = {"fp32": {"backend": "transformers", "dtype": "fp32"},
+              "llamacpp": {"backend": "llamacpp"}}
+
+    def __init__(self, model: str, config: str):
         import asyncio
 
         from judgeaudit.llm.providers.local import LocalProvider
 
         self.loop = asyncio.new_event_loop()
-        self.p = LocalProvider(model, {"backend": "transformers", "dtype": "fp32",
-                                       "threads": str(THREADS)})
+        self.p = LocalProvider(model, self.PARAMS[config] | {"threads": str(THREADS)})
         self.lm = self.p.loaded()
         self.tokenizer = self.lm.tokenizer
 
     def reused(self) -> int:
+        if self.p.backend == "llamacpp":
+            return int(self.lm.state.get("reused_tokens", 0))
         pc = self.lm.state.get("prefix_cache")
         return int(pc.reused_tokens) if pc is not None else 0
 
@@ -102,10 +130,104 @@ class Fp32Judge:
         return out.probs["A"], out.text, out.usage.prompt_tokens
 
     def info(self) -> dict:
+        if self.p.backend == "llamacpp":
+            from judgeaudit.llm.llamacpp_backend import system_info
+
+            return system_info()
         import torch
 
         return {"torch": torch.__version__, "threads": torch.get_num_threads(),
                 "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
+def _ids(judge: Any, req: Any) -> tuple[list[int], list[int]]:
+    """The fp32 path's token ids of a request (prompt + the choices' common tokens) and the
+    choices' token ids, from the transformers tokenizer in `judge.tokenizer`."""
+    from judgeaudit.llm.providers.local import _choice_token_ids, render_prompt
+
+    prompt = render_prompt(judge, req)  # type: ignore[arg-type]  # needs .tokenizer only
+    common, cids, _ = _choice_token_ids(judge.tokenizer, prompt, req.choices)
+    return judge.tokenizer.encode(prompt, add_special_tokens=False) + common, cids
+
+
+def _p_a(logits: Any, cids: list[int]) -> float:
+    import math
+
+    lg = [float(logits[c]) for c in cids]
+    m = max(lg)
+    ex = [math.exp(x - m) for x in lg]
+    return ex[0] / sum(ex)
+
+
+class IkJudge:
+    """ik_llama.cpp on the Q4_K_M GGUF through its ctypes API: one sequence whose KV cache
+    holds the previous prompt; a request drops the cache after the prefix it shares with that
+    prompt and decodes the rest (at least its last token), P(A) from the last logits."""
+
+    N_BATCH = 2048
+
+    def __init__(self, model: str):
+        import ctypes
+
+        from ik_llama_cpp import _ctypes_api as C
+        from transformers import AutoTokenizer
+
+        from judgeaudit.llm import local_model as lm
+
+        self.C, src = C, lm.resolve(model)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(lm.ensure_converted(src)))
+        C._lib.llama_kv_cache_seq_rm.argtypes = [ctypes.c_void_p, ctypes.c_int32,
+                                                 ctypes.c_int32, ctypes.c_int32]
+        C._lib.llama_kv_cache_seq_rm.restype = ctypes.c_bool
+        C._lib.llama_print_system_info.restype = ctypes.c_char_p
+        C.llama_backend_init()
+        mp = C.llama_model_default_params()
+        mp.repack_tensors, mp.use_mmap = True, True
+        self.model = C.llama_model_load_from_file(str(lm.ensure_gguf(src)).encode(), mp)
+        cp = C.llama_context_default_params()
+        cp.n_ctx, cp.n_batch, cp.n_ubatch = 4096, self.N_BATCH, 512
+        cp.n_threads = cp.n_threads_batch = THREADS
+        cp.flash_attn = True
+        self.ctx = C.llama_init_from_model(self.model, cp)
+        self.batch = C.llama_batch_init(self.N_BATCH, 0, 1)
+        self.n_vocab = C.llama_vocab_n_tokens(C.llama_model_get_vocab(self.model))
+        self.cur: list[int] = []
+        self._reused = 0
+
+    def reused(self) -> int:
+        return self._reused
+
+    def _decode(self, ids: list[int], start: int) -> Any:
+        b, C = self.batch, self.C
+        for lo in range(0, len(ids), self.N_BATCH):
+            chunk = ids[lo:lo + self.N_BATCH]
+            b.n_tokens = len(chunk)
+            for i, t in enumerate(chunk):
+                b.token[i], b.pos[i], b.n_seq_id[i] = t, start + lo + i, 1
+                b.seq_id[i][0] = 0
+                b.logits[i] = int(lo + i == len(ids) - 1)
+            if C.llama_decode(self.ctx, b) != 0:
+                raise RuntimeError("llama_decode failed")
+        return C.llama_get_logits_ith(self.ctx, len(ids) - 1 - lo)
+
+    def __call__(self, req: Any) -> tuple[float, str, int]:
+        ids, cids = _ids(self, req)
+        n = 0
+        while n < min(len(ids) - 1, len(self.cur)) and ids[n] == self.cur[n]:
+            n += 1
+        self.C._lib.llama_kv_cache_seq_rm(self.ctx, 0, n, -1)
+        logits = self._decode(ids[n:], n)
+        self.cur, self._reused = ids, self._reused + n
+        pa = _p_a(logits, cids)
+        return pa, ("A" if pa >= 1 - pa else "B"), len(ids)
+
+    def info(self) -> dict:
+        from importlib.metadata import version
+
+        return {"ik-llama-cpp-python": version("ik-llama-cpp-python"),
+                "system_info": self.C._lib.llama_print_system_info().decode().strip(),
+                "repack_tensors": True, "flash_attn": True, "n_batch": self.N_BATCH,
+                "n_ubatch": 512, "threads": THREADS}
 
 
 PAIR_MIN = 256  # a pair's shared prefix is cached when it extends the template this much
@@ -138,11 +260,7 @@ class Ct2Judge:
         return self._reused
 
     def ids(self, req: Any) -> tuple[list[int], list[int]]:
-        from judgeaudit.llm.providers.local import _choice_token_ids, render_prompt
-
-        prompt = render_prompt(self, req)  # type: ignore[arg-type]  # needs .tokenizer only
-        common, cids, _ = _choice_token_ids(self.tokenizer, prompt, req.choices)
-        return self.tokenizer.encode(prompt, add_special_tokens=False) + common, cids
+        return _ids(self, req)
 
     def set_template(self, req: Any) -> None:
         """The token prefix every judge prompt shares: the prompt up to the user's text."""
@@ -173,8 +291,6 @@ class Ct2Judge:
             self._static = []
 
     def __call__(self, req: Any) -> tuple[float, str, int]:
-        import math
-
         import numpy as np
 
         ids, cids = self.ids(req)
@@ -188,11 +304,7 @@ class Ct2Judge:
         if static and key in self.cached:
             self._reused += len(static)
         self.cached[key] = len(static)
-        v = np.asarray(res[0].logits[0], dtype=np.float64).reshape(-1)
-        lg = [float(v[c]) for c in cids]
-        m = max(lg)
-        ex = [math.exp(x - m) for x in lg]
-        pa = ex[0] / sum(ex)
+        pa = _p_a(np.asarray(res[0].logits[0], dtype=np.float64).reshape(-1), cids)
         return pa, ("A" if pa >= 1 - pa else "B"), len(ids)
 
     def info(self) -> dict:
@@ -204,8 +316,10 @@ class Ct2Judge:
 
 
 def make_judge(config: str, model: str, ct2_dir: str) -> Any:
-    if config == "fp32":
-        return Fp32Judge(model)
+    if config in ProviderJudge.PARAMS:
+        return ProviderJudge(model, config)
+    if config == "ik":
+        return IkJudge(model)
     return Ct2Judge(model, ct2_dir)
 
 
@@ -348,8 +462,9 @@ def main() -> None:
 
     configs = a.configs.split(",")
     result: dict[str, Any] = {
-        "about": "issue 13 point 4: ctranslate2 int8 vs the transformers fp32 path on an "
-                 "emulated AVX2-only CPU (see method)",
+        "about": "issue 13 point 4: integer backends (" + ", ".join(
+            c for c in configs if c != "fp32") + ") vs the transformers fp32 path on an "
+            "emulated AVX2-only CPU (see method)",
         "method": __doc__, "model": a.model, "ct2_dir": a.ct2_dir,
         "runs": a.runs, "short_pairs_per_run": a.items, "long_pairs_per_run": a.long_items,
         "machine": {"cpu": lm.cpu_summary(), "load_avg_start": _load_avg(),
