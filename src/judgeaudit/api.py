@@ -148,18 +148,25 @@ def _names(x: str | Sequence[str] | None) -> list[str] | None:
     return [p.strip() for p in parts if p and p.strip()]
 
 
-def _config(cls: type[C], loose: Mapping[str, Any] | None = None, /, **values: Any) -> C:
-    """The command's Config from the function's arguments: each of `values` held to its
-    field's type, range and choices (`config.field_error`, the check the CLI's options and
-    config files get), ValueError naming the argument before any call; `loose`: arguments
-    the API takes in more forms than the field (a list of items, of pairs, of names) and the
-    command checks itself."""
+def _check(cls: type[CommandConfig], /, **values: Any) -> None:
+    """Hold each argument to its field in `cls` (type, range, choices: `config.field_error`,
+    the check the CLI's options and config files get); ValueError naming the argument, before
+    any call. Fields the command checks itself (`cls.checked_by_command`) are left to it."""
     from judgeaudit.config import field_error
 
     for name, v in values.items():
-        wanted = None if v is None else field_error(cls, name, v)
+        if v is None or name in cls.checked_by_command:
+            continue
+        wanted = field_error(cls, name, v)
         if wanted is not None:
             raise ValueError(f"{name}: expected {wanted}, got {v!r}")
+
+
+def _config(cls: type[C], loose: Mapping[str, Any] | None = None, /, **values: Any) -> C:
+    """The command's Config from the function's arguments, `values` checked (`_check`);
+    `loose`: arguments the API takes in more forms than the field (a list of items, of
+    pairs, of names), which the command checks itself."""
+    _check(cls, **values)
     return cls.model_construct(**values, **(loose or {}))
 
 
@@ -213,7 +220,7 @@ def _opts(cache: Any, concurrency: int | None, timeout: float | None, retry: Any
           seed: int, progress: ProgressFn | None) -> dict[str, Any]:
     from judgeaudit.config import EvaluateConfig
 
-    _config(EvaluateConfig, concurrency=concurrency, timeout=timeout)
+    _check(EvaluateConfig, concurrency=concurrency, timeout=timeout)
     return {"cache": cache, "concurrency": concurrency, "timeout": timeout, "retry": retry,
             "seed": seed, "progress": progress}
 
@@ -522,9 +529,9 @@ async def arank(
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress)
     cfg = _config(
-        RankConfig, {"rule": rule, "covariates": covariates, "lam": lam, "trusted": (
+        RankConfig, {"covariates": covariates, "lam": lam, "trusted": (
             Path(trusted) if isinstance(trusted, os.PathLike) else trusted)},
-        judge=judge, items=items, k=k, budget=budget, model=model, seed=seed, tau=tau,
+        judge=judge, items=items, k=k, budget=budget, rule=rule, model=model, seed=seed, tau=tau,
         hierarchical=hierarchical, refit_every=refit_every, samples=samples,
         min_valid=min_valid, max_failed=max_failed)
     return await _execute(prepare_rank(cfg), session=session, opts=opts,
