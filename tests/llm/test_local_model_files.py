@@ -282,10 +282,11 @@ def no_record(tmp_path, monkeypatch):
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
 
 
-def _flags(monkeypatch, flags: set[str], machine: str = "x86_64", installed: bool = True):
+def _flags(monkeypatch, flags: set[str], machine: str = "x86_64",
+           installed: tuple[str, ...] = ("llamacpp",)):
     monkeypatch.setattr(lm, "cpu_flags", lambda: set(flags))
     monkeypatch.setattr(lm.platform, "machine", lambda: machine)
-    monkeypatch.setattr(lm, "llamacpp_installed", lambda: installed)
+    monkeypatch.setattr(lm, "installed", lambda backend: backend in installed)
 
 
 def test_auto_backend_follows_the_cpu_flags(no_record, monkeypatch):
@@ -306,11 +307,18 @@ def test_auto_backend_follows_the_cpu_flags(no_record, monkeypatch):
     _flags(monkeypatch, {"sse4_2", "avx"})
     backend, why = lm.choose_backend("auto", src)
     assert backend == "transformers" and "cannot run" in why
-    _flags(monkeypatch, AVX2, installed=False)
+    _flags(monkeypatch, AVX2, installed=())
     backend, why = lm.choose_backend("auto", src)
     assert backend == "transformers" and "not installed" in why
-    # ARM: NEON (asimd) suffices
-    _flags(monkeypatch, {"fp", "asimd", "asimddp"}, machine="aarch64")
+    # ik before llamacpp on x86_64 where both are installed (measured faster there)
+    _flags(monkeypatch, AVX2, installed=("ik", "llamacpp"))
+    backend, why = lm.choose_backend("auto", src)
+    assert backend == "ik" and "ik_llama.cpp" in why
+    _flags(monkeypatch, AVX2 | {"amx_bf16"}, installed=("ik", "llamacpp"))
+    assert lm.choose_backend("auto", src)[0] == "transformers"
+    # ARM: NEON (asimd) suffices, and only llamacpp is taken there (ik unmeasured on ARM)
+    _flags(monkeypatch, {"fp", "asimd", "asimddp"}, machine="aarch64",
+           installed=("ik", "llamacpp"))
     assert lm.choose_backend("auto", src)[0] == "llamacpp"
 
 
@@ -321,14 +329,16 @@ def test_explicit_backend_dtype_and_directories(no_record, monkeypatch, tmp_path
     assert lm.choose_backend("LlamaCpp", src)[0] == "llamacpp"
     backend, why = lm.choose_backend("auto", src, ("dtype",))
     assert backend == "transformers" and "dtype" in why
-    with pytest.raises(ValueError, match="expected auto, transformers, llamacpp"):
+    assert lm.choose_backend("ik", src) == ("ik", "requested")
+    with pytest.raises(ValueError, match="expected auto, transformers, ik, llamacpp"):
         lm.choose_backend("gpu", src)
     d = tmp_path / "hf"
     d.mkdir()
     (d / "config.json").write_text("{}")
     assert lm.choose_backend("auto", lm.resolve(str(d)))[0] == "transformers"
-    with pytest.raises(ValueError, match="transformers model directory"):
-        lm.choose_backend("llamacpp", lm.resolve(str(d)))
+    for backend in ("llamacpp", "ik"):
+        with pytest.raises(ValueError, match="transformers model directory"):
+            lm.choose_backend(backend, lm.resolve(str(d)))
 
 
 def test_auto_skips_llamacpp_for_a_gguf_whose_tokenizer_it_cannot_rebuild(no_record,
@@ -356,9 +366,12 @@ def test_a_recorded_measurement_decides_auto_on_the_same_machine_only(no_record,
     _flags(monkeypatch, AVX2 | {"avx512f"})
     assert lm.choose_backend("auto", src)[0] == "llamacpp"
     # a record of llamacpp is not followed where xllamacpp is missing
-    _flags(monkeypatch, AVX2, installed=False)
+    _flags(monkeypatch, AVX2, installed=())
     lm.record_backend_choice("llamacpp", {})
     assert lm.choose_backend("auto", src)[0] == "transformers"
+    # a record of llamacpp is followed where ik is installed too (the measurement wins)
+    _flags(monkeypatch, AVX2, installed=("ik", "llamacpp"))
+    assert lm.choose_backend("auto", src)[0] == "llamacpp"
     with pytest.raises(ValueError):
         lm.record_backend_choice("gpu", {})
 
@@ -384,10 +397,15 @@ def test_provider_backend_parameter_and_cache_identity(no_record, monkeypatch):
     assert LocalProvider("qwen-1.5b", {"gen_batch": "4"}).default_concurrency == 4
     assert LocalProvider("qwen-1.5b", {"backend": "llamacpp", "decode": "plain"}).backend \
         == "llamacpp"
-    for k, v in (("dtype", "fp32"), ("decode", "lookup"), ("lookup_k", "5")):
-        with pytest.raises(ValueError, match=f"{k}='{v}' is a transformers setting"):
-            LocalProvider("qwen-1.5b", {"backend": "llamacpp", k: v})
+    for backend in ("llamacpp", "ik"):
+        for k, v in (("dtype", "fp32"), ("decode", "lookup"), ("lookup_k", "5")):
+            with pytest.raises(ValueError, match=f"{k}='{v}' is a transformers setting"):
+                LocalProvider("qwen-1.5b", {"backend": backend, k: v})
+    ik = ident(backend="ik")
+    assert ik["backend"] == "ik" and ik["weights"] == llama["weights"] and ik != llama
+    _flags(monkeypatch, AVX2, installed=("ik", "llamacpp"))
+    assert ident() == ik  # auto took ik: its key is an explicit ik's
     # with auto, a transformers-only setting means transformers
     for k, v in (("dtype", "fp32"), ("decode", "assisted"), ("lookup_k", "5")):
         assert LocalProvider("qwen-1.5b", {k: v}).backend == "transformers"
-    assert LocalProvider("qwen-1.5b", {"decode": "plain"}).backend == "llamacpp"
+    assert LocalProvider("qwen-1.5b", {"decode": "plain"}).backend == "ik"

