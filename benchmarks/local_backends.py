@@ -1,4 +1,4 @@
-"""The embedded judge's backends side by side: transformers vs llama.cpp on this CPU.
+"""The embedded judge's backends side by side: transformers, ik_llama.cpp and llama.cpp on this CPU.
 
 Run by hand, on a quiet machine (the full run takes one to two hours on 2 cores):
     python benchmarks/local_backends.py                       # 5 runs, 8 items per run
@@ -10,9 +10,10 @@ Every run of every configuration is its own subprocess, one after the other (one
 memory at a time), so its peak RSS (getrusage ru_maxrss) is its own and the llama.cpp one
 shows whether torch was ever imported; the runs of the configurations are interleaved in
 alternating order (A B, B A, ...), so a change in the machine's other load hits all alike.
-Configurations: `llamacpp`, `transformers` (dtype auto: bf16 where the CPU has bf16 units,
-else fp32) and, when that is bf16, `transformers-fp32`, the reference for agreement. Per
-configuration:
+Configurations: `ik` and `llamacpp` (the integer backends), `transformers` (dtype auto: bf16
+where the CPU has bf16 units, else fp32) and, when that is bf16, `transformers-fp32`, the
+reference for agreement, and `transformers-fp32-avx2`, the AVX2-only kind emulated (below).
+Per configuration:
 - load: the provider's load from the model cache, every run (the GGUF assembly and the
   safetensors conversion are done once beforehand, in a `prepare` subprocess, timed there);
 - verdicts: pairwise_v1 judgments of builtin:facts pairs (~130 prompt tokens) and of the same
@@ -26,11 +27,13 @@ configuration:
   parameters of the 1.5B, 0.36e9 of the 0.5B) over its seconds, against the fp32 FMA peak of
   the cores used (threads x MHz from /proc/cpuinfo x 32 FLOP/cycle with AVX2, 64 with
   AVX-512);
-  llama.cpp computes int8 dot products, whose peak is higher, so its fraction can exceed what
-  fp32 would allow.
+  ik_llama.cpp and llama.cpp compute int8 dot products, whose peak is higher, so their fraction
+  can exceed what fp32 would allow.
 Agreement: each configuration's verdicts (P(A) and the chosen label) against the reference's
-on the same requests. The machine: CPU model and the deciding flags, load average before and
-after every phase, llama.cpp's get_system_info(), library versions, threads used.
+on the same requests, with the requests where the choice differs listed. The machine: CPU
+model and the deciding flags, load average before and after every phase, the integer
+libraries' system info, library versions, threads used; `auto`'s choice here and with the
+AVX2-only kind emulated.
 """
 
 from __future__ import annotations
@@ -80,9 +83,12 @@ def _load_avg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+INTEGER = ("ik", "llamacpp")
+
+
 def _params(config: str) -> dict[str, str]:
-    if config == "llamacpp":
-        return {"backend": "llamacpp"}
+    if config in INTEGER:
+        return {"backend": config}
     if config == "transformers":
         return {"backend": "transformers"}
     if config in ("transformers-fp32", EMULATED_AVX2):
@@ -165,7 +171,7 @@ def phase_run(model: str, config: str, k: int, items: int, threads: str | None) 
     tok = lm.tokenizer
 
     def reused() -> int:
-        if p.backend == "llamacpp":
+        if p.backend in INTEGER:
             return int(lm.state.get("reused_tokens", 0))
         pc = lm.state.get("prefix_cache")
         return int(pc.reused_tokens) if pc is not None else 0
@@ -210,7 +216,7 @@ def phase_run(model: str, config: str, k: int, items: int, threads: str | None) 
                             "prompt_tokens": out.usage.prompt_tokens,
                             "tokens_per_s": round(out.usage.completion_tokens / s, 2),
                             "load_avg_before": la, "text": out.text}
-    result["decode"] = "llama.cpp greedy" if p.backend == "llamacpp" else p.decode_identity()
+    result["decode"] = f"{p.backend} greedy" if p.backend in INTEGER else p.decode_identity()
     if p.backend == "transformers":
         import torch
 
@@ -219,11 +225,12 @@ def phase_run(model: str, config: str, k: int, items: int, threads: str | None) 
         result["isa_env"] = {k: os.environ[k] for k in AVX2_ENV if k in os.environ}
         result["torch"] = torch.__version__
     else:
-        from judgeaudit.llm.llamacpp_backend import system_info
+        import importlib
 
+        info = importlib.import_module(f"judgeaudit.llm.{p.backend}_backend").system_info()
         result["threads"] = lm.threads
-        result["llamacpp"] = {**system_info(), "slots": lm.slots, "n_ctx": lm.n_ctx,
-                              "file_type": lm.file_type}
+        result[p.backend] = {**info, "slots": lm.slots, "n_ctx": lm.n_ctx,
+                             "file_type": lm.file_type}
     result["torch_imported"] = "torch" in sys.modules
     result["peak_rss_mb"] = round(_rss_mb())
     result["load_avg_after"] = _load_avg()
@@ -305,7 +312,10 @@ def agreement(runs: list[dict], ref: list[dict]) -> dict:
         pairs += list(zip(a, b, strict=True))
     same = sum(x["choice"] == y["choice"] for x, y in pairs)
     diffs = [abs(x["p_a"] - y["p_a"]) for x, y in pairs]
-    return {"verdicts": len(pairs), "same_choice": same,
+    differ = [{"item": x["item"], "order": x["order"], "p_a": round(x["p_a"], 4),
+               "reference_p_a": round(y["p_a"], 4)}
+              for x, y in pairs if x["choice"] != y["choice"]]
+    return {"verdicts": len(pairs), "same_choice": same, "differ": differ,
             "same_choice_rate": round(same / len(pairs), 4) if pairs else None,
             "p_a_abs_diff_max": round(max(diffs), 4) if diffs else None,
             "p_a_abs_diff_mean": round(statistics.mean(diffs), 4) if diffs else None}
@@ -351,8 +361,8 @@ def _child(args: list[str], config: str | None = None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="qwen-1.5b")
-    ap.add_argument("--configs", default="llamacpp,transformers",
-                    help="llamacpp, transformers, transformers-fp32, transformers-fp32-avx2 "
+    ap.add_argument("--configs", default="ik,llamacpp,transformers",
+                    help="ik, llamacpp, transformers, transformers-fp32, transformers-fp32-avx2 "
                          "(both fp32 ones are added when transformers runs in bf16 and neither "
                          "is named)")
     ap.add_argument("--runs", type=int, default=5, help="runs per figure (median; >= 5)")
@@ -367,6 +377,13 @@ def main() -> None:
     ap.add_argument("--config", help=argparse.SUPPRESS)
     ap.add_argument("--run", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.phase == "auto":  # what `auto` picks in this process's CPU-kind environment
+        from judgeaudit.llm import local_model as lm
+
+        b, why = lm.choose_backend("auto", lm.resolve(a.model))
+        print(json.dumps({"backend": b, "why": why, "env": {k: os.environ.get(k)
+                                                            for k in AVX2_ENV}}))
+        return
     if a.phase == "prepare":
         print(json.dumps(phase_prepare(a.model, a.configs.split(","))))
         return
@@ -397,6 +414,8 @@ def main() -> None:
                     "platform": platform.platform(), "python": platform.python_version(),
                     "load_avg_start": _load_avg()},
         "auto_choice_here": {"backend": auto, "why": why},
+        "auto_choice_avx2_emulated": run_phase(__file__, ["--phase", "auto", "--model", a.model],
+                                               AVX2_ENV),
         "method": __doc__,
     }
     print(f"prepare {a.model}", file=sys.stderr, flush=True)
@@ -421,8 +440,9 @@ def main() -> None:
         results["agreement_with"] = ref_name
         results["agreement"] = {c: agreement(r, raw[ref_name]) for c, r in raw.items()
                                 if c != ref_name}
-    backends = {c: s for c, s in results["summary"].items() if c in ("llamacpp", "transformers")}
-    if len(backends) == 2:
+    backends = {c: s for c, s in results["summary"].items()
+                if c in (*INTEGER, "transformers")}
+    if len(backends) >= 2:
         faster = min(backends, key=lambda c: backends[c]["short"]["s_per_verdict_median"])
         results["faster_short_verdicts"] = faster
         if a.record and a.runs >= 5:

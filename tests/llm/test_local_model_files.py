@@ -374,6 +374,14 @@ def test_a_recorded_measurement_decides_auto_on_the_same_machine_only(no_record,
     assert lm.choose_backend("auto", src)[0] == "llamacpp"
     with pytest.raises(ValueError):
         lm.record_backend_choice("gpu", {})
+    # a bf16 CPU's record is not followed with torch capped below bf16 (the AVX2-only kind
+    # emulated): that is another machine for the choice
+    _flags(monkeypatch, AVX2 | {"amx_bf16"}, installed=("ik",))
+    lm.record_backend_choice("transformers", {})
+    assert "measured" in lm.choose_backend("auto", src)[1]
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert lm.choose_backend("auto", src) == (
+        "ik", "no bf16 units: ik_llama.cpp runs the quantized weights as integers")
 
 
 def test_provider_backend_parameter_and_cache_identity(no_record, monkeypatch):

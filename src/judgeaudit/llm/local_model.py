@@ -742,7 +742,11 @@ def machine_signature() -> str:
     """Identifies this machine's CPU for a recorded measurement: model name, core count and
     the deciding flags (a copied cache directory on another CPU does not match)."""
     c = cpu_summary()
-    blob = json.dumps([c["model"], c["machine"], c["cores"], c["flags"]], sort_keys=True)
+    # A bf16 CPU with torch capped below its bf16 units (the AVX2-only kind emulated,
+    # ONEDNN_MAX_CPU_ISA) is another machine for the choice.
+    capped = (c["flags"]["avx512_bf16"] or c["flags"]["amx_bf16"]) and not cpu_has_bf16()
+    blob = json.dumps([c["model"], c["machine"], c["cores"], c["flags"]]
+                      + (["bf16-capped"] if capped else []), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
