@@ -9,9 +9,10 @@
 # 420, so the whole demo stays within about 10 minutes), between 12 and 30. The chosen size
 # and why are printed up front and kept in the report (its Notes).
 #
-# The judge runs on llama.cpp (the quantized GGUF as integers, ~2.2 GB peak) on every CPU, so
-# the demo fits in 3 GB of memory anywhere. On a CPU with bf16 units (AVX512-BF16/AMX) the
-# transformers backend is several times faster but peaks near 4 GB: DEMO_JUDGE='local' (the
+# The judge runs on an integer backend (the quantized GGUF as integers, under 2.5 GB peak) on
+# every CPU, so the demo fits in 3 GB of memory anywhere: ik_llama.cpp where its wheel installs
+# (Linux x86_64; the fastest there), else llama.cpp. On a CPU with bf16 units (AVX512-BF16/AMX)
+# the transformers backend is faster still but peaks near 4 GB: DEMO_JUDGE='local' (the
 # provider's own choice) or 'local?backend=transformers' runs the demo on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,10 @@ PY=${PYTHON:-python3}
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[local]'
 BUDGET=${DEMO_BUDGET:-420}
-JUDGE=${DEMO_JUDGE:-local?backend=llamacpp}
+INTEGER=$(python -c 'from judgeaudit.llm import local_model as m
+print(next((b for b in m.integer_backends() if m.llamacpp_cpu_ok() and m.installed(b)),
+           "transformers"))')
+JUDGE=${DEMO_JUDGE:-local?backend=$INTEGER}
 # Accuracy, position consistency and kappa of the judge on 12 pairs (24 verdicts, cached, so
 # the audit below reuses them); its timing sizes the audit.
 judgeaudit evaluate --judge "$JUDGE" --data builtin:facts --limit 12 --out out/evaluate

@@ -63,16 +63,13 @@ from judgeaudit.llm.local_model import (
 
 log = logging.getLogger("judgeaudit.llm.local")
 
-MIN_CTX = 8192          # KV cells shared by the slots, at least
-CTX_PER_SLOT = 2048     # ... and this many per slot beyond that
-N_BATCH = 2048          # tokens one llama_decode call takes (over all sequences)
+N_BATCH = 2048          # tokens one llama_decode call takes (over all sequences); the context
+                        # is llamacpp_backend._ctx: 8192 tokens, or 2048 per slot beyond 4
 N_UBATCH = 512          # tokens per matrix pass inside it: the fastest of 256/512/1024 here
 # Flash attention: 3-25% faster on long prompts (ik_experiment.json), but the wheel's kernel
 # aborts the process (GGML_ASSERT(S > 0) in iqk_fa_templates.h) when a second sequence has
 # cells in the KV cache, so it is on only for a single slot, the default (gen_batch=1).
 FLASH_ATTN = True
-FILE_TYPES = {2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K_M", 17: "Q5_K_M", 18: "Q6_K",
-              1: "F16", 0: "F32", 32: "BF16"}
 
 
 def _api() -> Any:
@@ -358,7 +355,7 @@ def load(model: str, slots: int = 1, threads: int | str | None = None,
          ctx: int | str | None = None) -> IkModel:
     """The model for a preset name or .gguf path, loaded at most once per process (the first
     load fixes its slots, threads and context; more requests than slots wait their turn)."""
-    from judgeaudit.llm.llamacpp_backend import _ctx
+    from judgeaudit.llm.llamacpp_backend import FILE_TYPES, _ctx
 
     global _BACKEND_READY
     source = resolve(model)

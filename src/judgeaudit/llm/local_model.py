@@ -698,6 +698,9 @@ def unload_all() -> None:
 
 BACKENDS = ("transformers", "ik", "llamacpp")
 GGUF_BACKENDS = ("ik", "llamacpp")  # run the GGUF's quantized weights as integers
+# Each integer backend's Python package, its PyPI name, and the library named in messages.
+_INTEGER_PACKAGES = {"ik": ("ik_llama_cpp", "ik-llama-cpp-python", "ik_llama.cpp"),
+                     "llamacpp": ("xllamacpp", "xllamacpp", "llama.cpp")}
 BACKEND_CHOICE_FILE = "backend-choice.json"  # in the model cache: this machine's measurement
 # Issue 13, on the 2-core AMD EPYC development machine (AVX2, no bf16 units), Qwen2.5-Coder-1.5B
 # Q4_K_M: llama.cpp 2.0 s vs transformers fp32 3.0 s per verdict, 2 GB vs 10 GB peak memory,
@@ -725,8 +728,7 @@ def llamacpp_cpu_ok(flags: set[str] | None = None, machine: str | None = None) -
 def installed(backend: str) -> bool:
     """The integer backend's package (ik_llama_cpp, xllamacpp) is importable, checked
     without importing it."""
-    return importlib.util.find_spec({"ik": "ik_llama_cpp", "llamacpp": "xllamacpp"}[backend]) \
-        is not None
+    return importlib.util.find_spec(_INTEGER_PACKAGES[backend][0]) is not None
 
 
 def integer_backends(machine: str | None = None) -> tuple[str, ...]:
@@ -820,8 +822,7 @@ def choose_backend(requested: str | None, source: ModelSource,
     if not cpu_ok:
         return "transformers", "the CPU cannot run the prebuilt integer backends' wheels"
     if not usable:
-        pkgs = " or ".join({"ik": "ik-llama-cpp-python", "llamacpp": "xllamacpp"}[b]
-                           for b in integer_backends())
+        pkgs = " or ".join(_INTEGER_PACKAGES[b][1] for b in integer_backends())
         return "transformers", f"{pkgs} is not installed (pip install 'judgeaudit[local]')"
     if source.kind == "gguf":
         from judgeaudit.llm.gguf_meta import GGUFError, read_metadata
@@ -833,5 +834,5 @@ def choose_backend(requested: str | None, source: ModelSource,
             why = str(exc)
         if why is not None:
             return "transformers", f"the integer backends cannot tokenize this GGUF: {why}"
-    name = {"ik": "ik_llama.cpp", "llamacpp": "llama.cpp"}[usable[0]]
-    return usable[0], f"no bf16 units: {name} runs the quantized weights as integers"
+    return usable[0], (f"no bf16 units: {_INTEGER_PACKAGES[usable[0]][2]} runs the quantized "
+                       "weights as integers")
