@@ -23,6 +23,22 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 N = 30
 
 
+class _SlowsDown(FakeLLMServer):
+    """Answers the first calls in 0.25 s, the rest in 5 s until `fast` is set: the child
+    cannot finish before the SIGINT, however late a loaded machine lets the test send it
+    (a CI run once saw all 60 calls answered before the signal went out)."""
+
+    fast = False
+
+    @property
+    def latency(self) -> float:
+        return 0.25 if self.fast or self.count() < 10 else 5.0
+
+    @latency.setter
+    def latency(self, _value: float) -> None:
+        pass
+
+
 def _cached(cache: Path) -> int:
     if not cache.exists():
         return 0
@@ -37,7 +53,7 @@ def test_sigint_stops_keeps_finished_verdicts_and_resumes(tmp_path):
     cache = tmp_path / "cache.sqlite"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     env["PYTHONPATH"] = str(SRC)
-    with FakeLLMServer(latency=0.25, logprobs=False) as srv:
+    with _SlowsDown(logprobs=False) as srv:
         args = [sys.executable, "-m", "judgeaudit.cli.main", "evaluate", "--judge",
                 f"openai:m?base_url={srv.openai_url}&api_key=k", "--data", f"jsonl:{data}",
                 "--cache", str(cache), "--concurrency", "2"]
@@ -58,6 +74,7 @@ def test_sigint_stops_keeps_finished_verdicts_and_resumes(tmp_path):
         finished = _cached(cache)
         assert 0 < finished < 2 * N
         asked_before = srv.count()
+        srv.fast = True
 
         rerun = subprocess.run([*args, "--out", str(tmp_path / "b")], env=env,
                                capture_output=True, text=True, timeout=120)
