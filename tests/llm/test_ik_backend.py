@@ -47,6 +47,7 @@ class FakeLib:
         self.eog = eog
         self.decoded: list[list[tuple[int, int]]] = []  # per call: (seq, token)
         self.fail_next = 0
+        self.on_decode: Any = None  # called before each decode (a test's hook)
         self.out: dict[int, Any] = {}
         self._lib = self
 
@@ -63,6 +64,8 @@ class FakeLib:
         return True
 
     def llama_decode(self, _ctx: Any, b: _Batch) -> int:
+        if self.on_decode:
+            self.on_decode()
         if self.fail_next:
             self.fail_next -= 1
             return 1 if self.fail_next >= 0 else -1
@@ -217,6 +220,24 @@ def test_a_full_kv_cache_frees_idle_slots_and_then_says_how_to_raise_it():
         eng.close()
     with pytest.raises(FatalProviderError, match="unloaded"):
         eng.submit(_job([1], choice_ids=[1, 2]))
+
+
+def test_a_cancelled_request_leaves_its_slot_and_the_others_finish(lib):
+    eng = _engine(lib, 2)
+    try:
+        with eng.cond:
+            keep = eng.submit(_job([1, 2, 3], max_tokens=8))
+            drop = eng.submit(_job([4, 5, 6], max_tokens=30))
+        lib.on_decode = lambda: len(lib.decoded) == 3 and drop.cancel()
+        toks, _ = keep.result(5)
+        assert len(toks) == 8 and drop.cancelled()
+        lib.on_decode = None
+        # once dropped, the other request was decoded alone
+        assert [len(d) for d in lib.decoded] == [6, 2, 2, 2] + [1] * 4  # 8 tokens: 8 calls
+        assert eng.submit(_job([7, 8], max_tokens=2)).result(5)[1] == "length"
+        assert not any(s.busy for s in eng.slots) and not eng.active
+    finally:
+        eng.close()
 
 
 def _fake_model(lib: FakeLib, slots: int = 1, n_ctx: int = 48) -> Any:

@@ -38,12 +38,14 @@ The contract of the local provider holds:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,8 +136,9 @@ class _Slot:
 @dataclass
 class _Job:
     ids: list[int]
-    future: Future
+    future: Future  # the caller's; cancelling it drops the job at the next step
     reuse: bool
+    make: Callable[[Any], Any] = lambda raw: raw  # raw result (logits, tokens) -> the answer
     choice_ids: list[int] | None = None       # a verdict; else a generation
     max_tokens: int = 0
     temperature: float = 0.0
@@ -276,12 +279,23 @@ class _Engine:
             ptr = self.api.llama_get_logits_ith(self.ctx, i)
             logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
             if job.choice_ids is not None:
-                job.future.set_result(np.array(logits[job.choice_ids], dtype=np.float64))
-                self._release(job)
+                self._finish(job, np.array(logits[job.choice_ids], dtype=np.float64))
             elif self._next_token(job, logits):
-                job.future.set_result((job.out, job.finish))
+                self._finish(job, (job.out, job.finish))
+        for job in self.active:
+            if job.future.cancelled():  # the caller gave up: free its slot
                 self._release(job)
         self.active = [j for j in self.active if j.slot is not None]
+
+    def _finish(self, job: _Job, raw: Any) -> None:
+        self._release(job)
+        try:
+            answer = job.make(raw)
+        except Exception as exc:  # a bad answer fails this job only
+            _fail(job, exc)
+            return
+        with contextlib.suppress(InvalidStateError):  # cancelled meanwhile
+            job.future.set_result(answer)
 
     def _next_token(self, job: _Job, logits: Any) -> bool:
         """Pick the next token of a generation; True when it is finished."""
@@ -314,7 +328,7 @@ def _common(a: list[int], b: list[int]) -> int:
 
 
 def _fail(job: _Job, err: BaseException) -> None:
-    if not job.future.done():
+    with contextlib.suppress(InvalidStateError):  # already answered or cancelled
         job.future.set_exception(err)
 
 
@@ -456,14 +470,8 @@ def submit_choices(lm: IkModel, request: Request, reuse: bool = True) -> Future:
     common, cids, notes = _choice_token_ids(tok, prompt, request.choices)
     ids = tok.encode(prompt, add_special_tokens=False) + common
     _check_length(lm, ids, 1)
-    job = _Job(ids=ids, future=Future(), reuse=reuse, choice_ids=cids)
-    out: Future = Future()
 
-    def done(f: Future) -> None:
-        if f.exception() is not None:
-            out.set_exception(f.exception())  # type: ignore[arg-type]
-            return
-        logits = f.result()
+    def make(logits: Any) -> Response:
         p = np.exp(logits - logits.max())
         p /= p.sum()
         probs = {c: float(x) for c, x in zip(request.choices, p, strict=True)}
@@ -472,11 +480,11 @@ def submit_choices(lm: IkModel, request: Request, reuse: bool = True) -> Future:
         if notes:
             raw["notes"] = notes
         lm.state["reused_tokens"] = lm.state.get("reused_tokens", 0) + job.reused
-        out.set_result(Response(text=max(request.choices, key=lambda c: probs[c]),
-                                probs=probs, usage=Usage(prompt_tokens=len(ids)), raw=raw))
+        return Response(text=max(request.choices, key=lambda c: probs[c]), probs=probs,
+                        usage=Usage(prompt_tokens=len(ids)), raw=raw)
 
-    lm.engine.submit(job).add_done_callback(done)
-    return out
+    job = _Job(ids=ids, future=Future(), reuse=reuse, make=make, choice_ids=cids)
+    return lm.engine.submit(job)
 
 
 def submit_generation(lm: IkModel, request: Request, reuse: bool = True) -> Future:
@@ -487,23 +495,18 @@ def submit_generation(lm: IkModel, request: Request, reuse: bool = True) -> Futu
     tok = lm.tokenizer
     ids = tok.encode(render_prompt(lm, request), add_special_tokens=False)  # type: ignore[arg-type]
     _check_length(lm, ids, request.max_tokens)
-    job = _Job(ids=ids, future=Future(), reuse=reuse, max_tokens=max(1, request.max_tokens),
-               temperature=float(request.temperature), seed=_seed(request))
-    out: Future = Future()
 
-    def done(f: Future) -> None:
-        if f.exception() is not None:
-            out.set_exception(f.exception())  # type: ignore[arg-type]
-            return
-        toks, finish = f.result()
+    def make(raw: tuple[list[int], str]) -> Response:
+        toks, finish = raw
         lm.state["reused_tokens"] = lm.state.get("reused_tokens", 0) + job.reused
-        out.set_result(Response(text=tok.decode(toks),
-                                usage=Usage(prompt_tokens=len(ids),
-                                            completion_tokens=len(toks)),
-                                raw={"finish_reason": finish, "backend": "ik"}))
+        return Response(text=tok.decode(toks),
+                        usage=Usage(prompt_tokens=len(ids), completion_tokens=len(toks)),
+                        raw={"finish_reason": finish, "backend": "ik"})
 
-    lm.engine.submit(job).add_done_callback(done)
-    return out
+    job = _Job(ids=ids, future=Future(), reuse=reuse, make=make,
+               max_tokens=max(1, request.max_tokens), temperature=float(request.temperature),
+               seed=_seed(request))
+    return lm.engine.submit(job)
 
 
 def score_choices(lm: IkModel, request: Request, reuse: bool = True) -> Response:
