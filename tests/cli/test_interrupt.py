@@ -25,8 +25,7 @@ N = 30
 
 class _SlowsDown(FakeLLMServer):
     """Answers the first calls in 0.25 s, the rest in 5 s until `fast` is set: the child
-    cannot finish before the SIGINT, however late a loaded machine lets the test send it
-    (a CI run once saw all 60 calls answered before the signal went out)."""
+    cannot finish before the SIGINT, however late a loaded machine lets the test send it."""
 
     fast = False
 
@@ -37,6 +36,14 @@ class _SlowsDown(FakeLLMServer):
     @latency.setter
     def latency(self, _value: float) -> None:
         pass
+
+
+def _sigint_as_at_a_terminal() -> None:
+    """In the child, before Python starts: SIGINT's default action. A test run started as a
+    background job inherits SIGINT ignored (POSIX shells do that to background jobs), the
+    child would inherit it too, and Python then installs no KeyboardInterrupt handler: the
+    run goes on to the end, as it should for a job nobody can Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _cached(cache: Path) -> int:
@@ -58,7 +65,8 @@ def test_sigint_stops_keeps_finished_verdicts_and_resumes(tmp_path):
                 f"openai:m?base_url={srv.openai_url}&api_key=k", "--data", f"jsonl:{data}",
                 "--cache", str(cache), "--concurrency", "2"]
         child = subprocess.Popen([*args, "--out", str(tmp_path / "a")], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=_sigint_as_at_a_terminal)
         deadline = time.monotonic() + 60
         while srv.count() < 8 and time.monotonic() < deadline:
             time.sleep(0.05)
