@@ -53,20 +53,25 @@ from typing import Any
 import numpy as np
 
 from judgeaudit.llm.base import FatalProviderError, Request, Response, Usage
+from judgeaudit.llm.gguf_backend import (
+    already_loaded,
+    check_length,
+    context_size,
+    file_type,
+    open_gguf,
+)
 from judgeaudit.llm.local_model import (
     INSTALL_HINT,
     ModelFilesError,
     ModelSource,
     choose_threads,
-    ensure_gguf,
     llamacpp_cpu_ok,
     resolve,
 )
 
 log = logging.getLogger("judgeaudit.llm.local")
 
-N_BATCH = 2048          # tokens one llama_decode call takes (over all sequences); the context
-                        # is llamacpp_backend._ctx: 8192 tokens, or 2048 per slot beyond 4
+N_BATCH = 2048          # tokens one llama_decode call takes (over all sequences)
 N_UBATCH = 512          # tokens per matrix pass inside it: the fastest of 256/512/1024 here
 # Flash attention: 3-25% faster on long prompts (ik_experiment.json), but the wheel's kernel
 # aborts the process (GGML_ASSERT(S > 0) in iqk_fa_templates.h) when a second sequence has
@@ -369,35 +374,21 @@ def load(model: str, slots: int = 1, threads: int | str | None = None,
          ctx: int | str | None = None) -> IkModel:
     """The model for a preset name or .gguf path, loaded at most once per process (the first
     load fixes its slots, threads and context; more requests than slots wait their turn)."""
-    from judgeaudit.llm.llamacpp_backend import FILE_TYPES, _ctx
-
     global _BACKEND_READY
     source = resolve(model)
     with _LOAD_LOCK:
-        lm = _LOADED.get(source.identity)
+        lm = already_loaded(_LOADED, source, slots, "ik_llama.cpp")
         if lm is not None:
-            if slots > lm.slots:
-                log.warning("ik_llama.cpp model %s was loaded with %d slots; %d requested "
-                            "(requests beyond %d wait for a free slot)", source.name,
-                            lm.slots, slots, lm.slots)
             return lm
         api = _api()
-        from judgeaudit.llm.gguf_meta import GGUFError, read_metadata
-        from judgeaudit.llm.gguf_tokenizer import GGUFTokenizer, UnsupportedTokenizer
-
         t0 = time.monotonic()
-        gguf = ensure_gguf(source)
-        try:
-            meta = read_metadata(gguf)
-            tok = GGUFTokenizer(meta)
-        except (GGUFError, UnsupportedTokenizer) as exc:
-            raise ModelFilesError(f"backend=ik cannot use {gguf}: {exc}") from None
+        gguf, meta, tok = open_gguf(source, "ik")
         if not _BACKEND_READY:
             api._lib.llama_log_set(_log_line, None)
             api.llama_backend_init()
             _BACKEND_READY = True
         n_slots = max(1, int(slots))
-        n_ctx = _ctx(ctx, n_slots)
+        n_ctx = context_size(ctx, n_slots)
         n_threads = choose_threads(threads)
         mp = api.llama_model_default_params()
         mp.repack_tensors, mp.use_mmap = True, True  # its interleaved AVX2 layout, at load
@@ -425,7 +416,7 @@ def load(model: str, slots: int = 1, threads: int | str | None = None,
             n_ctx_train=int(api._lib.llama_n_ctx_train(model_p)), threads=n_threads,
             load_seconds=time.monotonic() - t0,
             system_info=api._lib.llama_print_system_info().decode().strip(),
-            file_type=FILE_TYPES.get(meta.get("general.file_type", -1), "?"),
+            file_type=file_type(meta),
             handles=(model_p, ctx_p))
         _LOADED[source.identity] = lm
         log.info("ik_llama.cpp loaded %s (%s, %d slots, ctx %d, %d threads) in %.1fs; %s",
@@ -449,18 +440,6 @@ def unload_all() -> None:
 # Calls (each blocks until the engine has answered; run them off the event loop)
 
 
-def _check_length(lm: IkModel, ids: list[int], extra: int = 0) -> None:
-    if lm.n_ctx_train and len(ids) + extra > lm.n_ctx_train:
-        raise FatalProviderError(
-            f"prompt of {len(ids)} tokens (+{extra} to generate) exceeds the model's context "
-            f"of {lm.n_ctx_train} tokens")
-    if len(ids) + extra > lm.n_ctx:
-        raise FatalProviderError(
-            f"prompt of {len(ids)} tokens (+{extra} to generate) exceeds the ik_llama.cpp "
-            f"context of {lm.n_ctx} tokens; raise it with local?ctx=N (the model allows "
-            f"{lm.n_ctx_train or 'more'})")
-
-
 def submit_choices(lm: IkModel, request: Request, reuse: bool = True) -> Future:
     """Queue a verdict; the future gives its Response."""
     from judgeaudit.llm.providers.local import _choice_token_ids, render_prompt
@@ -469,7 +448,7 @@ def submit_choices(lm: IkModel, request: Request, reuse: bool = True) -> Future:
     prompt = render_prompt(lm, request)  # type: ignore[arg-type]
     common, cids, notes = _choice_token_ids(tok, prompt, request.choices)
     ids = tok.encode(prompt, add_special_tokens=False) + common
-    _check_length(lm, ids, 1)
+    check_length(lm, ids, 1, "ik_llama.cpp")
 
     def make(logits: Any) -> Response:
         p = np.exp(logits - logits.max())
@@ -494,7 +473,7 @@ def submit_generation(lm: IkModel, request: Request, reuse: bool = True) -> Futu
 
     tok = lm.tokenizer
     ids = tok.encode(render_prompt(lm, request), add_special_tokens=False)  # type: ignore[arg-type]
-    _check_length(lm, ids, request.max_tokens)
+    check_length(lm, ids, request.max_tokens, "ik_llama.cpp")
 
     def make(raw: tuple[list[int], str]) -> Response:
         toks, finish = raw

@@ -61,12 +61,18 @@ from pathlib import Path
 from typing import Any
 
 from judgeaudit.llm.base import FatalProviderError, ProviderError, Request, Response, Usage
+from judgeaudit.llm.gguf_backend import (
+    already_loaded,
+    check_length,
+    context_size,
+    file_type,
+    open_gguf,
+)
 from judgeaudit.llm.local_model import (
     INSTALL_HINT,
     ModelFilesError,
     ModelSource,
     choose_threads,
-    ensure_gguf,
     llamacpp_cpu_ok,
     resolve,
 )
@@ -74,16 +80,10 @@ from judgeaudit.llm.local_model import (
 log = logging.getLogger("judgeaudit.llm.local")
 
 DEFAULT_SLOTS = 4
-MIN_CTX = 8192          # tokens of KV cache shared by the slots (unified), at least
-CTX_PER_SLOT = 2048     # ... and this many per slot beyond that
 PROMPT_CACHE_MIB = 256  # host-memory prompt cache (llama.cpp's default of 8 GB would grow RSS)
 SLOT_SIMILARITY = 0.01  # least shared fraction of a prompt for a slot to be picked for reuse
 TOP_N = (20, 1000)      # top log-probabilities fetched for a verdict, widened when a choice
                         # is missing; then the whole vocabulary
-# llama.cpp file types (general.file_type) by number, for display
-FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
-              10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S",
-              15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 32: "BF16"}
 # The sampler settings that make llama.cpp's chain plain temperature sampling.
 _PLAIN_SAMPLING = {"samplers": ["temperature"], "top_k": 0, "top_p": 1.0, "min_p": 0.0,
                    "typical_p": 1.0, "repeat_penalty": 1.0, "repeat_last_n": 0,
@@ -151,28 +151,16 @@ def load(model: str, slots: int = 1, threads: int | str | None = None,
     for slots queues in llama.cpp instead)."""
     source = resolve(model)
     with _LOAD_LOCK:
-        lm = _LOADED.get(source.identity)
+        lm = already_loaded(_LOADED, source, slots, "llama.cpp")
         if lm is not None:
-            if slots > lm.slots:
-                log.warning("llama.cpp model %s was started with %d slots; %d requested "
-                            "(requests beyond %d wait for a free slot)", source.name,
-                            lm.slots, slots, lm.slots)
             return lm
         x = _xllamacpp()
-        from judgeaudit.llm.gguf_meta import GGUFError, read_metadata
-        from judgeaudit.llm.gguf_tokenizer import GGUFTokenizer, UnsupportedTokenizer
-
         t0 = time.monotonic()
-        gguf = ensure_gguf(source)
-        try:
-            meta = read_metadata(gguf)
-            tok = GGUFTokenizer(meta)
-        except (GGUFError, UnsupportedTokenizer) as exc:
-            raise ModelFilesError(f"backend=llamacpp cannot use {gguf}: {exc}") from None
+        gguf, meta, tok = open_gguf(source, "llamacpp")
         arch = meta.get("general.architecture", "")
         n_train = int(meta.get(f"{arch}.context_length", 0) or 0)
         n_slots = max(DEFAULT_SLOTS, int(slots))
-        n_ctx = _ctx(ctx, n_slots)
+        n_ctx = context_size(ctx, n_slots)
         n_threads = choose_threads(threads)
         p = x.CommonParams()
         p.model.path = str(gguf)
@@ -198,7 +186,7 @@ def load(model: str, slots: int = 1, threads: int | str | None = None,
             source=source, gguf=gguf, server=server, tokenizer=tok, slots=n_slots, n_ctx=n_ctx,
             n_ctx_train=n_train, threads=n_threads, load_seconds=time.monotonic() - t0,
             system_info=info,
-            file_type=FILE_TYPES.get(meta.get("general.file_type", -1), "?"),
+            file_type=file_type(meta),
             executor=ThreadPoolExecutor(max_workers=n_slots,
                                         thread_name_prefix="judgeaudit-llamacpp"),
         )
@@ -206,18 +194,6 @@ def load(model: str, slots: int = 1, threads: int | str | None = None,
         log.info("llama.cpp loaded %s (%s, %d slots, ctx %d, %d threads) in %.1fs; %s",
                  source.name, lm.file_type, n_slots, n_ctx, n_threads, lm.load_seconds, info)
         return lm
-
-
-def _ctx(ctx: int | str | None, slots: int) -> int:
-    if ctx in (None, "", "auto"):
-        return max(MIN_CTX, CTX_PER_SLOT * slots)
-    try:
-        n = int(ctx)
-    except ValueError:
-        raise ValueError(f"local model ctx={ctx!r}: expected a whole number of tokens") from None
-    if n < 256:
-        raise ValueError(f"local model ctx={ctx!r}: at least 256 tokens")
-    return n
 
 
 def unload_all() -> None:
@@ -247,18 +223,6 @@ def _call(lm: LlamaCppModel, body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _check_length(lm: LlamaCppModel, ids: list[int], extra: int = 0) -> None:
-    if lm.n_ctx_train and len(ids) + extra > lm.n_ctx_train:
-        raise FatalProviderError(
-            f"prompt of {len(ids)} tokens (+{extra} to generate) exceeds the model's context "
-            f"of {lm.n_ctx_train} tokens")
-    if len(ids) + extra > lm.n_ctx:
-        raise FatalProviderError(
-            f"prompt of {len(ids)} tokens (+{extra} to generate) exceeds the llama.cpp context "
-            f"of {lm.n_ctx} tokens; raise it with local?ctx=N (the model allows "
-            f"{lm.n_ctx_train or 'more'})")
-
-
 def _top_logprobs(out: dict[str, Any]) -> dict[int, float]:
     content = out["choices"][0]["logprobs"]["content"]
     return {int(e["id"]): float(e["logprob"]) for e in content[0]["top_logprobs"]}
@@ -272,7 +236,7 @@ def score_choices(lm: LlamaCppModel, request: Request, reuse: bool = True) -> Re
     prompt = render_prompt(lm, request)  # type: ignore[arg-type]
     common, cids, notes = _choice_token_ids(tok, prompt, request.choices)
     ids = tok.encode(prompt, add_special_tokens=False) + common
-    _check_length(lm, ids, 1)
+    check_length(lm, ids, 1, "llama.cpp")
     top: dict[int, float] = {}
     cached = 0
     for n in (*TOP_N, tok.vocab_size):
@@ -309,7 +273,7 @@ def generate_text(lm: LlamaCppModel, request: Request, reuse: bool = True) -> Re
 
     tok = lm.tokenizer
     ids = tok.encode(render_prompt(lm, request), add_special_tokens=False)  # type: ignore[arg-type]
-    _check_length(lm, ids, request.max_tokens)
+    check_length(lm, ids, request.max_tokens, "llama.cpp")
     body: dict[str, Any] = {"prompt": ids, "n_predict": request.max_tokens,
                             "cache_prompt": reuse, **_PLAIN_SAMPLING}
     if request.temperature > 0:
