@@ -1,7 +1,8 @@
 """Issue 13, point 4: can an integer backend be the embedded judge's >= 2x backend on an
-AVX2-only CPU? A measured experiment, not a backend: CTranslate2 int8 and ik_llama.cpp (a
-llama.cpp fork with its own CPU matrix kernels) against the transformers fp32 path, with
-llama.cpp itself (the llamacpp backend) beside them.
+AVX2-only CPU? A measured experiment: CTranslate2 int8 and ik_llama.cpp (a llama.cpp fork
+with its own CPU matrix kernels) against the transformers fp32 path, with llama.cpp itself
+(the llamacpp backend) beside them. ik_llama.cpp has since become the `ik` backend
+(llm/ik_backend.py), measured beside the others by benchmarks/local_backends.py.
 
 How it was taken (run by hand, e.g. `python benchmarks/int8_experiment.py --configs
 fp32,llamacpp,ik --out benchmarks/results/ik_experiment.json`; the CTranslate2 run,
@@ -20,8 +21,8 @@ benchmarks/results/ct2_experiment.json):
   llama-quantize, n_ubatch 256/512/1024, flash attention off were 3-25% slower on long
   prompts). ik_llama.cpp comes from the prebuilt `ik-llama-cpp-python` wheel (0.1.5,
   manylinux x86_64, built for AVX2: its system info reads "AVX2 = 1 | AVX512 = 0 | FMA = 1
-  | F16C = 1"), driven through its ctypes API (llama_decode on token ids; not a judgeaudit
-  dependency: `pip install ik-llama-cpp-python` to re-run).
+  | F16C = 1"), driven here through its ctypes API directly (llama_decode on token ids, one
+  sequence) to screen its settings.
 - The AVX2-only CPU is emulated on an AVX-512/AMX Xeon, every configuration in its own
   subprocess with ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
   MKL_ENABLE_INSTRUCTIONS=AVX2 CT2_FORCE_CPU_ISA=AVX2 (ctranslate2 then reports
