@@ -23,7 +23,12 @@ import pytest
 from judgeaudit.llm import Message, Request
 from judgeaudit.llm.base import FatalProviderError
 from judgeaudit.llm.gguf_tokenizer import GGUFTokenizer
-from tests.llm.test_llamacpp_backend import _pair_requests, tiny_meta
+from tests.llm.test_llamacpp_backend import (
+    _pair_requests,
+    integer_judge,
+    tiny_meta,
+    transformers_verdicts,
+)
 
 N_VOCAB = 300
 
@@ -285,16 +290,7 @@ def test_choice_probabilities_are_the_softmax_over_the_choice_logits(lib):
 
 @pytest.fixture(scope="module")
 def ik() -> Any:
-    pytest.importorskip("ik_llama_cpp")
-    from judgeaudit.llm.local_model import ModelFilesError
-    from judgeaudit.llm.providers.local import LocalProvider
-
-    p = LocalProvider("qwen-1.5b", {"backend": "ik"})
-    try:
-        p.loaded()
-    except ModelFilesError as exc:
-        pytest.skip(f"ik_llama.cpp model not available: {exc}")
-    return p
+    return integer_judge("ik_llama_cpp", "ik")
 
 
 @pytest.mark.local_model
@@ -302,18 +298,8 @@ async def test_ab_probabilities_agree_with_transformers(request):
     """Both orders of easy builtin:facts pairs: the right answer, the transformers backend's
     choice, P(A) within 0.06 of it (bf16 on dequantized weights vs integer kernels on the
     quantized ones). One model in memory at a time."""
-    pytest.importorskip("torch")
-    import gc
-
-    from judgeaudit.llm import local_model
-    from judgeaudit.llm.providers.local import LocalProvider
-
     reqs = _pair_requests(2)
-    torch_judge = LocalProvider("qwen-1.5b", {"backend": "transformers", "dtype": "bf16"})
-    theirs = [await torch_judge.generate(r) for r in reqs]
-    del torch_judge
-    local_model.unload_all()
-    gc.collect()
+    theirs = await transformers_verdicts(reqs)
     ik = request.getfixturevalue("ik")
     ours = [await ik.generate(r) for r in reqs]
     for r, a, b in zip(reqs, ours, theirs, strict=True):

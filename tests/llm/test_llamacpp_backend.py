@@ -241,18 +241,40 @@ def _pair_requests(n: int) -> list[Request]:
             for order in ("12", "21")]
 
 
-@pytest.fixture(scope="module")
-def llama() -> Any:
-    pytest.importorskip("xllamacpp")
+def integer_judge(package: str, backend: str) -> Any:
+    """The 1.5B judge on an integer backend, loaded, or a skip saying why it cannot be."""
+    pytest.importorskip(package)
     from judgeaudit.llm.local_model import ModelFilesError
     from judgeaudit.llm.providers.local import LocalProvider
 
-    p = LocalProvider("qwen-1.5b", {"backend": "llamacpp"})
+    p = LocalProvider("qwen-1.5b", {"backend": backend})
     try:
         p.loaded()
     except ModelFilesError as exc:
-        pytest.skip(f"llama.cpp model not available: {exc}")
+        pytest.skip(f"{backend} model not available: {exc}")
     return p
+
+
+async def transformers_verdicts(reqs: list[Request]) -> list[Any]:
+    """The transformers backend's bf16 verdicts on `reqs`, its model unloaded afterwards:
+    one model in memory at a time."""
+    pytest.importorskip("torch")
+    import gc
+
+    from judgeaudit.llm import local_model
+    from judgeaudit.llm.providers.local import LocalProvider
+
+    torch_judge = LocalProvider("qwen-1.5b", {"backend": "transformers", "dtype": "bf16"})
+    out = [await torch_judge.generate(r) for r in reqs]
+    del torch_judge
+    local_model.unload_all()
+    gc.collect()
+    return out
+
+
+@pytest.fixture(scope="module")
+def llama() -> Any:
+    return integer_judge("xllamacpp", "llamacpp")
 
 
 @pytest.mark.local_model
@@ -261,18 +283,8 @@ async def test_ab_probabilities_sum_to_one_and_agree_with_transformers(request):
     the transformers backend's choice (P(A) within 0.06 of it; it runs bf16 on dequantized
     weights, llama.cpp on the quantized ones with 8-bit activations). The transformers
     model is unloaded before the llama.cpp one loads: one model in memory at a time."""
-    pytest.importorskip("torch")
-    import gc
-
-    from judgeaudit.llm import local_model
-    from judgeaudit.llm.providers.local import LocalProvider
-
     reqs = _pair_requests(FACTS)
-    torch_judge = LocalProvider("qwen-1.5b", {"backend": "transformers", "dtype": "bf16"})
-    theirs = [await torch_judge.generate(r) for r in reqs]
-    del torch_judge
-    local_model.unload_all()
-    gc.collect()
+    theirs = await transformers_verdicts(reqs)
     llama = request.getfixturevalue("llama")
     ours = [await llama.generate(r) for r in reqs]
     for r, a, b in zip(reqs, ours, theirs, strict=True):

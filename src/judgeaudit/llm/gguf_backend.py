@@ -8,6 +8,7 @@ only the library that multiplies differs.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,29 @@ CTX_PER_SLOT = 2048     # ... and this many per slot beyond that
 FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
               10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S",
               15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 32: "BF16"}
+
+
+@dataclass(kw_only=True)
+class GGUFModel:
+    """A GGUF loaded by an integer backend, shared by every provider using these weights:
+    what both backends know of it (each adds its own handles)."""
+
+    source: ModelSource
+    gguf: Path
+    tokenizer: Any
+    slots: int
+    n_ctx: int
+    n_ctx_train: int
+    threads: int
+    load_seconds: float
+    system_info: str
+    file_type: str
+    backend: str
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dtype(self) -> str:
+        return f"gguf:{self.file_type}"
 
 
 def open_gguf(source: ModelSource, backend: str) -> tuple[Path, dict[str, Any], Any]:
@@ -55,7 +79,7 @@ def context_size(ctx: int | str | None, slots: int) -> int:
     return n
 
 
-def check_length(lm: Any, ids: list[int], extra: int, library: str) -> None:
+def check_length(lm: GGUFModel, ids: list[int], extra: int, library: str) -> None:
     """Refuse a prompt (+ the tokens to generate) longer than the model's or the loaded
     context (`lm.n_ctx_train`, `lm.n_ctx`), naming the setting that raises the latter."""
     if lm.n_ctx_train and len(ids) + extra > lm.n_ctx_train:

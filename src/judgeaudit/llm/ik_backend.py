@@ -47,13 +47,13 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from judgeaudit.llm.base import FatalProviderError, Request, Response, Usage
 from judgeaudit.llm.gguf_backend import (
+    GGUFModel,
     already_loaded,
     check_length,
     context_size,
@@ -63,7 +63,6 @@ from judgeaudit.llm.gguf_backend import (
 from judgeaudit.llm.local_model import (
     INSTALL_HINT,
     ModelFilesError,
-    ModelSource,
     choose_threads,
     llamacpp_cpu_ok,
     resolve,
@@ -341,28 +340,13 @@ def _fail(job: _Job, err: BaseException) -> None:
 # Loading
 
 
-@dataclass
-class IkModel:
-    """One GGUF loaded by ik_llama.cpp, shared by every provider using these weights."""
+@dataclass(kw_only=True)
+class IkModel(GGUFModel):
+    """The GGUF loaded by ik_llama.cpp: its engine and the C handles unload_all frees."""
 
-    source: ModelSource
-    gguf: Path
-    tokenizer: Any
     engine: _Engine
-    slots: int
-    n_ctx: int
-    n_ctx_train: int
-    threads: int
-    load_seconds: float
-    system_info: str
-    file_type: str
-    handles: tuple[Any, Any]  # (model, context) pointers, freed by unload_all
+    handles: tuple[Any, Any]  # (model, context) pointers
     backend: str = "ik"
-    state: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def dtype(self) -> str:
-        return f"gguf:{self.file_type}"
 
 
 _LOADED: dict[str, IkModel] = {}

@@ -56,12 +56,12 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from judgeaudit.llm.base import FatalProviderError, ProviderError, Request, Response, Usage
 from judgeaudit.llm.gguf_backend import (
+    GGUFModel,
     already_loaded,
     check_length,
     context_size,
@@ -71,7 +71,6 @@ from judgeaudit.llm.gguf_backend import (
 from judgeaudit.llm.local_model import (
     INSTALL_HINT,
     ModelFilesError,
-    ModelSource,
     choose_threads,
     llamacpp_cpu_ok,
     resolve,
@@ -115,29 +114,14 @@ def system_info() -> dict[str, Any]:
             "build": dict(getattr(x, "BUILD_INFO", {}) or {})}
 
 
-@dataclass
-class LlamaCppModel:
-    """One GGUF served by an in-process llama.cpp server, shared by every provider using
-    these weights: its tokenizer, the server and the thread pool its calls block on."""
+@dataclass(kw_only=True)
+class LlamaCppModel(GGUFModel):
+    """The GGUF served by an in-process llama.cpp server: the server and the thread pool
+    its calls block on."""
 
-    source: ModelSource
-    gguf: Path
     server: Any
-    tokenizer: Any
-    slots: int
-    n_ctx: int
-    n_ctx_train: int
-    threads: int
-    load_seconds: float
-    system_info: str
-    file_type: str
     executor: ThreadPoolExecutor
     backend: str = "llamacpp"
-    state: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def dtype(self) -> str:
-        return f"gguf:{self.file_type}"
 
 
 _LOADED: dict[str, LlamaCppModel] = {}
