@@ -17,9 +17,7 @@ A results document is plain JSON (`judgeaudit.report.write_results`): its `comma
 from __future__ import annotations
 
 import json
-import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgeaudit.report import SCHEMA_VERSION
+from judgeaudit.report.results import plain, write_atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,24 +67,6 @@ class RunOutcome(BaseModel):
     max_failed: float | None = None
     first_error: str | None = None
     errors: dict[str, int] = Field(default_factory=dict)
-
-
-def plain(obj: Any) -> Any:
-    """A value as results.json holds it (what `write_results` writes): NaN and infinities
-    become None, numpy scalars and arrays Python numbers and lists, tuples lists, keys text."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if obj is None or isinstance(obj, str | bool | int):
-        return obj
-    if isinstance(obj, Mapping):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [plain(v) for v in obj]
-    if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy arrays and scalars
-        return plain(obj.tolist())
-    if hasattr(obj, "item") and callable(obj.item):
-        return plain(obj.item())
-    return obj
 
 
 def _estimate(d: Mapping[str, Any], n: Any) -> Estimate | None:
@@ -435,16 +416,7 @@ class Result(BaseModel):
         p = Path(path)
         if p.is_dir() or (not p.suffix and not p.exists()):
             p = p / "report.html"
-        text = self.html()
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(p, self.html())
         return p
 
     def __repr_args__(self) -> list[tuple[str, Any]]:  # type: ignore[override]

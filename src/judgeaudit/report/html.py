@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from judgeaudit.report import svg
-from judgeaudit.report.results import SCHEMA_VERSION, read_results
+from judgeaudit.report.results import SCHEMA_VERSION, read_results, write_atomic
 
 MAX_EXAMPLES = 3  # before/after examples shown per probe
 MAX_DISAGREEMENTS = 50  # panel disagreements listed (all stay in results.json)
@@ -1019,15 +1017,7 @@ def write_report(results_dir_or_file: str | Path, out_path: str | Path | None = 
         msg = str(exc)
         raise ValueError(msg if str(results_file) in msg else f"{results_file}: {msg}") from None
     out = Path(out_path) if out_path is not None else results_file.parent / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(html)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(out, html)
     return out
 
 

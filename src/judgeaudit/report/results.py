@@ -7,6 +7,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,35 +23,46 @@ def _text(s: str) -> str:
     return s
 
 
-def _clean(obj: Any) -> Any:
-    """NaN/inf are not JSON: write them as null; text that is not valid Unicode gets U+FFFD."""
+def plain(obj: Any) -> Any:
+    """A value as results.json holds it: NaN and infinities become None, numpy scalars and
+    arrays Python numbers and lists, tuples lists, keys text, and text that is not valid
+    Unicode gets U+FFFD."""
     if isinstance(obj, str):
         return _text(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {_text(str(k)): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if obj is None or isinstance(obj, bool | int):
+        return obj
+    if isinstance(obj, Mapping):
+        return {_text(str(k)): plain(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return _clean(obj.item())
+        return [plain(v) for v in obj]
+    if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy arrays and scalars
+        return plain(obj.tolist())
+    if hasattr(obj, "item") and callable(obj.item):
+        return plain(obj.item())
     return obj
 
 
-def write_results(path: str | Path, results: dict[str, Any]) -> Path:
-    path = Path(path)
+def write_atomic(path: Path, text: str) -> Path:
+    """Write `text` to `path` through a temporary file beside it, so a crash never leaves
+    half a file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"schema_version": SCHEMA_VERSION, **_clean(results)}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2, ensure_ascii=False, allow_nan=False)
-            f.write("\n")
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)  # never leave half a file behind
+        Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
+    doc = {"schema_version": SCHEMA_VERSION, **plain(results)}
+    return write_atomic(Path(path), json.dumps(doc, indent=2, ensure_ascii=False,
+                                               allow_nan=False) + "\n")
 
 
 def read_results(path: str | Path) -> dict[str, Any]:
