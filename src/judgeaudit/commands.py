@@ -611,16 +611,12 @@ def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
     from judgeaudit.rank.run import prepare_rank as check
     from judgeaudit.rank.run import run_rank
 
-    inp = check(cfg.items, k=cfg.k, budget=cfg.budget, rule=cfg.rule,
-                covariates=cfg.covariates, model=cfg.model, trusted=cfg.trusted,
-                seed=cfg.seed, lam=cfg.lam, tau=cfg.tau, hierarchical=cfg.hierarchical,
-                refit_every=cfg.refit_every, samples=cfg.samples, min_valid=cfg.min_valid,
-                max_failed=cfg.max_failed, cli=cli)
+    inp = check(cfg, cli=cli)
 
     async def body(s: Session) -> dict[str, Any]:
-        return await run_rank(s, cfg.judge, inp, on_batch=on_batch, on_call=on_call)
+        return await run_rank(s, inp, on_batch=on_batch, on_call=on_call)
 
-    return Run("rank", public_spec(cfg.judge), cfg.items, body, lambda: inp.budget,
+    return Run("rank", public_spec(cfg.judge), cfg.items, body, lambda: cfg.budget,
                cfg.min_valid, cfg.max_failed, info={"inputs": inp})
 
 
@@ -633,11 +629,7 @@ def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> Run:
     from judgeaudit.rank.run_eval import prepare_rank_eval as check
     from judgeaudit.rank.run_eval import run_rank_eval
 
-    inp = check(cfg.oracle, cfg.items, k=cfg.k, budgets=cfg.budgets, rules=cfg.rules,
-                seeds=cfg.seeds, covariates=cfg.covariates, lam=cfg.lam, tau=cfg.tau,
-                hierarchical=cfg.hierarchical, refit_every=cfg.refit_every,
-                samples=cfg.samples, min_valid=cfg.min_valid, max_failed=cfg.max_failed,
-                cli=cli)
+    inp = check(cfg, cli=cli)
 
     async def body(s: Session) -> dict[str, Any]:
         return await run_rank_eval(s, inp)

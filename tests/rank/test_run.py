@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import judgeaudit
+from judgeaudit.config import RankConfig, RankEvalConfig
 from judgeaudit.judges import make_judge
 from judgeaudit.llm import Cache
 from judgeaudit.llm.plan import Planner
@@ -22,19 +23,38 @@ POOL = "builtin:controlled?seed=2&n=8&k=3"
 @pytest.mark.parametrize("cli, name", [(True, "--budget"), (False, "budget")])
 def test_messages_name_the_option_as_the_caller_typed_it(cli, name):
     with pytest.raises(ValueError, match=f"^{name} must be in 1..56"):
-        prepare_rank(POOL, budget=57, cli=cli)
-    with pytest.raises(ValueError, match="refit.every: expected an integer >= 1"):
-        prepare_rank(POOL, refit_every=0, cli=cli)
+        prepare_rank(RankConfig.model_construct(items=POOL, budget=57), cli=cli)
+
+
+def test_ranges_are_the_configs_in_the_api_and_the_cli():
+    """Types and ranges are checked once, from RankConfig / RankEvalConfig: by the API's
+    arguments and the CLI's options alike, before any call."""
+    from typer.testing import CliRunner
+
+    from judgeaudit.cli.main import app
+
+    for call, needle in [
+        (lambda: judgeaudit.rank("sim", POOL, refit_every=0, cache=False),
+         "^refit_every: expected an integer >= 1"),
+        (lambda: judgeaudit.rank("sim", POOL, max_failed=2, cache=False),
+         "^max_failed: expected a number >= 0.0 and <= 1.0"),
+        (lambda: judgeaudit.rank_eval("sim", POOL, tau=0, cache=False),
+         "^tau: expected a number > 0"),
+    ]:
+        with pytest.raises(ValueError, match=needle):
+            call()
+    out = CliRunner().invoke(app, ["rank", "--items", POOL, "--refit-every", "0", "--no-cache"])
+    assert out.exit_code == 2 and "--refit-every: expected an integer >= 1" in out.output
 
 
 def test_prepare_checks_before_any_call():
-    inp = prepare_rank(POOL, budget=12, covariates=["length"], lam=2)
+    inp = prepare_rank(RankConfig.model_construct(items=POOL, budget=12, covariates=["length"],
+                                                   lam=2))
     assert inp.k == 3 and inp.covariates == ["length"] and (inp.lam_start, inp.eb_lam) == (2, False)
     with pytest.raises(ValueError, match="unknown covariate"):
-        prepare_rank(POOL, covariates="lenght")
-    with pytest.raises(ValueError, match="max_failed: expected a share"):
-        prepare_rank(POOL, max_failed=2)
-    ev = prepare_rank_eval("sim", "builtin:controlled?n=6&k=2", budgets="8,4", seeds=[3, 1])
+        prepare_rank(RankConfig.model_construct(items=POOL, covariates="lenght"))
+    ev = prepare_rank_eval(RankEvalConfig.model_construct(
+        oracle="sim", items="builtin:controlled?n=6&k=2", budgets="8,4", seeds=[3, 1]))
     assert ev.budgets == [4, 8] and ev.seeds == [3, 1] and len(ev.jobs) == 2
     assert ev.n_calls == 2 * 30 and ev.judges == ["sim?seed=3", "sim?seed=1"]
     assert parse_seeds(3) == [0, 1, 2] and parse_seeds("2-4") == [2, 3, 4]

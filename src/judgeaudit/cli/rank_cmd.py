@@ -100,7 +100,7 @@ class _RankingView:
     def on_batch(self, done: int, fit: Any, ctx: Any) -> None:
         if self.live is not None:
             self.live.update(Group(self.bar, _topk_table(
-                self.inp.pool, fit, self.inp.k, ctx.membership, done, self.inp.budget,
+                self.inp.pool, fit, self.inp.k, ctx.membership, done, self.inp.cfg.budget,
                 self.invalid)))
 
     @contextmanager

@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from judgeaudit.rank.acquisition import RULES
-from judgeaudit.rank.fitting import MODELS
 from judgeaudit.rank.live import Verdict, max_budget
 from judgeaudit.rank.loop import ProgressHook
 from judgeaudit.rank.pool import Pool, load_pool, load_trusted, parse_covariates
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 
 if TYPE_CHECKING:
+    from judgeaudit.config import RankConfig
     from judgeaudit.session import Session
 
 TIES = "a tie or an invalid verdict counts as half a win for each side"
@@ -67,23 +66,6 @@ def covariate_names(covariates: Covariates) -> list[str]:
     return parse_covariates(",".join(covariates) or "none")
 
 
-def check_numbers(cli: bool, **values: Any) -> None:
-    """Integers >= 1 and numbers > 0 (the CLI's typer callbacks check the same)."""
-    for name, v in values.items():
-        if name == "tau":
-            if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
-                raise ValueError(f"{opt(name, cli)}: expected a number > 0, got {v!r}")
-        elif v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise ValueError(f"{opt(name, cli)}: expected an integer >= 1, got {v!r}")
-
-
-def check_share(max_failed: float, cli: bool) -> None:
-    if isinstance(max_failed, bool) or not isinstance(max_failed, int | float) \
-            or not 0.0 <= max_failed <= 1.0:
-        raise ValueError(f"{opt('max_failed', cli)}: expected a share in [0, 1], "
-                         f"got {max_failed!r}")
-
-
 def _trusted_rows(trusted: Trusted, pool: Pool) -> np.ndarray | None:
     if trusted is None:
         return None
@@ -105,84 +87,48 @@ def _trusted_rows(trusted: Trusted, pool: Pool) -> np.ndarray | None:
 
 @dataclass
 class RankInputs:
-    """A checked `rank` request: everything `run_rank` needs besides the judge."""
+    """A checked `rank` request: its settings (`cfg`) and what was derived from them, all
+    `run_rank` needs besides the judge."""
 
-    items: str
+    cfg: RankConfig
     pool: Pool
     covariates: list[str]
     trusted: np.ndarray | None
     k: int
-    budget: int
-    rule: str
-    model: str
-    seed: int
-    lam: str | float  # as given ("auto" or a number), recorded in the document
     lam_start: float
     eb_lam: bool
-    tau: float
-    hierarchical: bool
-    refit_every: int
-    samples: int
-    min_valid: int
-    max_failed: float
 
 
-def prepare_rank(
-    items: str = "builtin:controlled",
-    *,
-    k: int | None = None,
-    budget: int = 120,
-    rule: str = "topk",
-    covariates: Covariates = None,
-    model: str = "bias_aware",
-    trusted: Trusted = None,
-    seed: int = 0,
-    lam: str | float = "auto",
-    tau: float = 1.0,
-    hierarchical: bool = False,
-    refit_every: int = 8,
-    samples: int = 1500,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cli: bool = False,
-) -> RankInputs:
+def prepare_rank(cfg: RankConfig, *, cli: bool = False) -> RankInputs:
     """Check a rank request and load its pool before any call is paid for. Bad input raises
-    ValueError with a one-line message naming the option."""
-    check_numbers(cli, k=k, budget=budget, refit_every=refit_every, samples=samples,
-                  tau=tau, min_valid=min_valid)
-    check_share(max_failed, cli)
-    check_rules([rule])
-    lam_start, eb = parse_lam(lam, cli=cli)
-    if model not in MODELS:
-        raise ValueError(f"{opt('model', cli)}: expected one of {', '.join(MODELS)}, "
-                         f"got {model!r}")
-    pool = load_pool(items)
-    names = covariate_names(covariates)
+    ValueError with a one-line message naming the option. Types and ranges are the Config's
+    (checked by the CLI's options and the API): this checks what depends on the pool and
+    the forms the Config cannot hold (covariates, trusted pairs and lam as Python values)."""
+    check_rules([cfg.rule])
+    lam_start, eb = parse_lam(cfg.lam, cli=cli)
+    pool = load_pool(cfg.items)
+    names = covariate_names(cfg.covariates)
     pool.covariates(names)  # unknown names fail here, before any call
-    rows = _trusted_rows(trusted, pool)
-    k = k or pool.k or 5
+    rows = _trusted_rows(cfg.trusted, pool)
+    k = cfg.k or pool.k or 5
     if not 0 < k < pool.n_items:
         raise ValueError(f"{opt('k', cli)} must be in 1..{pool.n_items - 1} for this pool, "
                          f"got {k}")
-    if not 0 < budget <= max_budget(pool):
+    if not 0 < cfg.budget <= max_budget(pool):
         raise ValueError(f"{opt('budget', cli)} must be in 1..{max_budget(pool)} (every "
-                         f"comparable pair in both orders) for this pool, got {budget}")
-    return RankInputs(items=items, pool=pool, covariates=names, trusted=rows, k=k,
-                      budget=budget, rule=rule, model=model, seed=seed, lam=lam,
-                      lam_start=lam_start, eb_lam=eb, tau=tau, hierarchical=hierarchical,
-                      refit_every=refit_every, samples=samples, min_valid=min_valid,
-                      max_failed=max_failed)
+                         f"comparable pair in both orders) for this pool, got {cfg.budget}")
+    return RankInputs(cfg=cfg, pool=pool, covariates=names, trusted=rows, k=k,
+                      lam_start=lam_start, eb_lam=eb)
 
 
 async def run_rank(
     session: Session,
-    judge: str,
     inp: RankInputs,
     *,
     on_batch: ProgressHook | None = None,
     on_call: Callable[[Verdict], None] | None = None,
 ) -> dict[str, Any]:
-    """Rank `inp.pool` with the judge of `judge` (made by `session`) and build the results
+    """Rank `inp.pool` with the judge of `inp.cfg.judge` (made by `session`) and build the results
     document: the reported ranking with intervals and P(top-k), both models' top-k and the
     judge's estimated biases, the gate, every comparison, calls and the run outcome.
     `on_batch(done, fit, ctx)` after every judged round, `on_call(verdict)` after every
@@ -193,46 +139,47 @@ async def run_rank(
     from judgeaudit.rank.summary import gate_summary, model_summary, ranking
 
     t0 = time.time()
-    bundle = session.judge(judge)
+    c = inp.cfg
+    bundle = session.judge(c.judge)
     pool, k = inp.pool, inp.k
-    tracker = session.tracker("ranking", inp.budget)
+    tracker = session.tracker("ranking", c.budget)
 
     def call(v: Verdict) -> None:
         tracker.advance()
         if on_call is not None:
             on_call(v)
 
-    run = await rank_live(bundle, pool, k=k, budget=inp.budget, rule=inp.rule,
-                          covariates=inp.covariates, model=inp.model, seed=inp.seed,
-                          lam=inp.lam_start, eb_lam=inp.eb_lam, tau=inp.tau,
-                          hierarchical=inp.hierarchical, refit_every=inp.refit_every,
-                          n_samples=inp.samples, on_batch=on_batch, on_call=call,
-                          min_valid=inp.min_valid, max_failed=inp.max_failed)
+    run = await rank_live(bundle, pool, k=k, budget=c.budget, rule=c.rule,
+                          covariates=inp.covariates, model=c.model, seed=c.seed,
+                          lam=inp.lam_start, eb_lam=inp.eb_lam, tau=c.tau,
+                          hierarchical=c.hierarchical, refit_every=c.refit_every,
+                          n_samples=c.samples, on_batch=on_batch, on_call=call,
+                          min_valid=c.min_valid, max_failed=c.max_failed)
     res = run.result
     fits = {"naive": res.naive, "bias_aware": res.bias_aware}
     names = [c.name for c in run.covariates]
     gate = (anchor_gate(res.naive, res.bias_aware, inp.trusted, names=names)
             if inp.trusted is not None else None)
-    chosen = ("bias_aware" if gate.enabled else "naive") if gate else inp.model
+    chosen = ("bias_aware" if gate.enabled else "naive") if gate else c.model
     final = fits[chosen]
     tpl = bundle.pairwise.template
     planted = planted_biases(bundle, names)
     doc: dict[str, Any] = {
         "command": "rank", "version": session.stamps()["version"],
-        "judge": bundle.public_spec, "items": inp.items, "pool": pool.meta,
+        "judge": bundle.public_spec, "items": c.items, "pool": pool.meta,
         "n_items": pool.n_items, "n_groups": pool.n_groups,
-        "config": {"k": k, "budget": inp.budget, "rule": inp.rule, "model": inp.model,
-                   "seed": inp.seed, "lam": inp.lam,
-                   "lam_final": {m: f.lam for m, f in fits.items()}, "tau": inp.tau,
-                   "hierarchical": inp.hierarchical, "refit_every": inp.refit_every,
-                   "samples": inp.samples, "ties": TIES},
+        "config": {"k": k, "budget": c.budget, "rule": c.rule, "model": c.model,
+                   "seed": c.seed, "lam": c.lam,
+                   "lam_final": {m: f.lam for m, f in fits.items()}, "tau": c.tau,
+                   "hierarchical": c.hierarchical, "refit_every": c.refit_every,
+                   "samples": c.samples, "ties": TIES},
         "template": {"name": getattr(tpl, "name", None), "sha256": getattr(tpl, "sha256", None)},
         "covariates": [{"name": c.name, "source": c.source, "mean": c.mean, "sd": c.sd}
                        for c in run.covariates],
         "covariates_dropped": run.dropped,
         "reported_model": chosen,
         "ranking": ranking(pool, final, k, run.X, run.covariates, res.comparisons,
-                           inp.samples, inp.seed),
+                           c.samples, c.seed),
         "models": {m: model_summary(pool, f, k, run.covariates, planted)
                    for m, f in fits.items()},
         "planted": planted,
@@ -250,5 +197,5 @@ async def run_rank(
     return doc
 
 
-__all__ = ["TIES", "RankInputs", "check_numbers", "check_rules", "check_share",
-           "covariate_names", "opt", "parse_lam", "prepare_rank", "run_rank"]
+__all__ = ["TIES", "RankInputs", "check_rules", "covariate_names", "opt", "parse_lam",
+           "prepare_rank", "run_rank"]

@@ -18,17 +18,14 @@ from judgeaudit.rank.fitting import MODELS
 from judgeaudit.rank.live import PlannedStop, VerdictMatrix, max_budget, ordered_pairs
 from judgeaudit.rank.pool import Pool, load_pool
 from judgeaudit.rank.run import (
-    Covariates,
-    check_numbers,
     check_rules,
-    check_share,
     covariate_names,
     opt,
     parse_lam,
 )
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 
 if TYPE_CHECKING:
+    from judgeaudit.config import RankEvalConfig
     from judgeaudit.session import Session
 
 Seeds = int | str | Sequence[int]
@@ -123,10 +120,10 @@ def summarise_estimates(per_matrix: list[dict], names: list[str]) -> tuple[dict,
 
 @dataclass
 class RankEvalInputs:
-    """A checked `rank-eval` request: the pools, the oracle spec per seed and the settings."""
+    """A checked `rank-eval` request: its settings (`cfg`), the pools, the oracle spec per
+    seed and the lists parsed from the settings."""
 
-    oracle: str
-    items: str
+    cfg: RankEvalConfig
     k: int
     budgets: list[int]
     rules: list[str]
@@ -139,12 +136,6 @@ class RankEvalInputs:
     dropped: list[str]
     lam_start: float
     eb_lam: bool
-    tau: float
-    hierarchical: bool
-    refit_every: int
-    samples: int
-    min_valid: int
-    max_failed: float
 
     @property
     def judges(self) -> list[str]:
@@ -161,42 +152,24 @@ class RankEvalInputs:
         return sum(len(ordered_pairs(self.pools[p])) for p, _ in self.jobs)
 
 
-def prepare_rank_eval(
-    oracle: str = "sim",
-    items: str = "builtin:controlled",
-    *,
-    k: int | None = None,
-    budgets: str | Sequence[int] = "60,120,200",
-    rules: str | Sequence[str] = "topk,global,roundrobin,random",
-    seeds: Seeds = "10",
-    covariates: Covariates = None,
-    lam: str | float = "auto",
-    tau: float = 1.0,
-    hierarchical: bool = False,
-    refit_every: int = 8,
-    samples: int = 1500,
-    min_valid: int = DEFAULT_MIN_VALID,
-    max_failed: float = DEFAULT_MAX_FAILED,
-    cli: bool = False,
-) -> RankEvalInputs:
+def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> RankEvalInputs:
     """Check a rank-eval request and load its pools before any call is paid for. Bad input
-    raises ValueError with a one-line message naming the option."""
-    check_numbers(cli, k=k, refit_every=refit_every, samples=samples, tau=tau,
-                  min_valid=min_valid)
-    check_share(max_failed, cli)
-    budget_list = sorted(set(int_list(budgets, opt("budgets", cli))))
-    lam_start, eb = parse_lam(lam, cli=cli)
-    rule_list = _names(rules)
+    raises ValueError with a one-line message naming the option. Types and ranges are the
+    Config's (checked by the CLI's options and the API): this checks what depends on the
+    pools and the lists the settings give as text or as Python values."""
+    budget_list = sorted(set(int_list(cfg.budgets, opt("budgets", cli))))
+    lam_start, eb = parse_lam(cfg.lam, cli=cli)
+    rule_list = _names(cfg.rules)
     check_rules(rule_list)
-    seed_list = parse_seeds(seeds, cli=cli)
-    names = covariate_names(covariates)
-    plan, pool_per_seed, judge_per_seed = plan_cases(items, oracle, seed_list)
+    seed_list = parse_seeds(cfg.seeds, cli=cli)
+    names = covariate_names(cfg.covariates)
+    plan, pool_per_seed, judge_per_seed = plan_cases(cfg.items, cfg.oracle, seed_list)
     pools = {spec: load_pool(spec) for spec in dict.fromkeys(p for _, p, _ in plan)}
     for pool in pools.values():
         pool.quality  # noqa: B018 - raises a clear error when quality is unknown
         pool.covariates(names)
     first_pool = next(iter(pools.values()))
-    k = k or first_pool.k or 5
+    k = cfg.k or first_pool.k or 5
     for spec, pool in pools.items():
         if not 0 < k < pool.n_items:
             raise ValueError(f"{opt('k', cli)} must be below the pool size ({pool.n_items}) "
@@ -207,13 +180,10 @@ def prepare_rank_eval(
     # covariates constant in every pool carry no information: leave them out
     sds = {n: max(ci.sd for p in pools.values() for ci in p.covariates([n])[1]) for n in names}
     return RankEvalInputs(
-        oracle=oracle, items=items, k=k, budgets=budget_list, rules=rule_list,
-        seeds=seed_list, plan=plan, pool_per_seed=pool_per_seed,
-        judge_per_seed=judge_per_seed, pools=pools,
+        cfg=cfg, k=k, budgets=budget_list, rules=rule_list, seeds=seed_list, plan=plan,
+        pool_per_seed=pool_per_seed, judge_per_seed=judge_per_seed, pools=pools,
         covariates=[n for n in names if sds[n] > 0.0],
-        dropped=[n for n in names if sds[n] == 0.0], lam_start=lam_start, eb_lam=eb,
-        tau=tau, hierarchical=hierarchical, refit_every=refit_every, samples=samples,
-        min_valid=min_valid, max_failed=max_failed)
+        dropped=[n for n in names if sds[n] == 0.0], lam_start=lam_start, eb_lam=eb)
 
 
 async def build_matrices(session: Session, inp: RankEvalInputs
@@ -252,13 +222,13 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     calls = sum_calls([b.client.stats.as_dict() for b in bundles.values()])
     run = assess(n_valid=sum(m.n_valid for m in matrices.values()),
                  n_planned=sum(len(m.verdicts) for m in matrices.values()), calls=calls,
-                 min_valid=inp.min_valid, max_failed=inp.max_failed, what="comparisons")
+                 min_valid=inp.cfg.min_valid, max_failed=inp.cfg.max_failed, what="comparisons")
     kept, k = inp.covariates, inp.k
     doc: dict[str, Any] = {
         "command": "rank-eval", "version": session.stamps()["version"],
         "oracle": (bundles[inp.plan[0][2]].public_spec if len(bundles) == 1
-                   else public_spec(inp.oracle)),
-        "items": inp.items, "k": k, "budgets": inp.budgets, "rules": inp.rules,
+                   else public_spec(inp.cfg.oracle)),
+        "items": inp.cfg.items, "k": k, "budgets": inp.budgets, "rules": inp.rules,
         "seeds": inp.seeds, "models": list(MODELS), "covariates": kept,
         "covariates_dropped": inp.dropped, "pool_per_seed": inp.pool_per_seed,
         "judge_per_seed": inp.judge_per_seed,
@@ -275,7 +245,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         comps = mat.comparisons()
         true = pool.true_topk(k)
         fb = fit_model("bias_aware", pool.n_items, comps, X=X if kept else None,
-                       lam=inp.lam_start, tau=inp.tau, hierarchical=inp.hierarchical,
+                       lam=inp.lam_start, tau=inp.cfg.tau, hierarchical=inp.cfg.hierarchical,
                        eb_lam=inp.eb_lam)
         fn = fit_model("naive", pool.n_items, comps, lam=inp.lam_start, eb_lam=inp.eb_lam)
         planted = planted_biases(bundles[j], kept)
@@ -301,9 +271,10 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
 
     tracker = session.tracker("evaluating rules x models x seeds",
                               len(inp.seeds) * len(MODELS) * len(inp.rules))
-    res = rank_eval({public_spec(inp.oracle): factory}, inp.budgets, inp.rules, inp.seeds,
-                    lam=inp.lam_start, tau=inp.tau, hierarchical=inp.hierarchical,
-                    n_samples=inp.samples, refit_every=inp.refit_every,
+    c = inp.cfg
+    res = rank_eval({public_spec(c.oracle): factory}, inp.budgets, inp.rules, inp.seeds,
+                    lam=inp.lam_start, tau=c.tau, hierarchical=c.hierarchical,
+                    n_samples=c.samples, refit_every=c.refit_every,
                     on_run=tracker.advance, eb_lam=inp.eb_lam)
     res.pop("estimates", None)
     c_sum, kappa_sum = summarise_estimates(per_matrix, kept)
