@@ -271,7 +271,8 @@ class Result(BaseModel):
         recommended template and the reference pull; quantify: susceptibility profile;
         mitigate: win and bias-controlled win per judge; discover: the factors found; rank:
         the top-k, the judge's biases with intervals, the gate and recall; rank-eval: mean
-        recall per model, rule and budget and the judge's biases)."""
+        recall per model, rule and budget and the judge's biases; compare: the verdicts by
+        probe and the improved / worse / no-change / underpowered lists)."""
         d = self.data
         c = self.calls
         out: dict[str, Any] = {
@@ -321,6 +322,12 @@ class Result(BaseModel):
         elif cmd == "rank-eval":
             out["judge"], out["data"] = d.get("oracle"), d.get("items")
             out.update(_rank_eval_summary(d))
+        elif cmd == "compare":
+            s = d.get("summary") or {}
+            out["n_items"] = d.get("n_items")
+            out["verdicts"] = {k: p.get("verdict") for k, p in (d.get("probes") or {}).items()}
+            out.update({k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
+                                          "paired", "unpaired") if k in s})
         return plain(out)
 
     # ---- tables and the report ---------------------------------------------------------

@@ -15,12 +15,12 @@ from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
     checked,
     config_command,
-    failed,
     finish,
     run_command,
     write_outputs,
 )
 from judgeaudit.config import DiscoverConfig, MitigateConfig, QuantifyConfig
+from judgeaudit.report.outcome import run_failed
 
 
 def _p(x: Any) -> str:
@@ -71,7 +71,7 @@ def discover(cfg: DiscoverConfig, json_out: bool) -> None:
         cfg, on_stage=lambda msg: console.print(f"[bold]discover:[/] {msg}"),
         recorded_dir=cfg.out / "recorded", cli=True)))
     path, report = write_outputs(cfg.out, res)
-    if not failed(res):  # a failed run's numbers are no result
+    if not run_failed(res):  # a failed run's numbers are no result
         _print_discover(res)
     console.print(_json_stats_line(res["json_stats"]))
     _calls_line(res, path, report)
@@ -113,7 +113,7 @@ def quantify(cfg: QuantifyConfig, json_out: bool) -> None:
     run = checked(lambda: prepare_quantify(cfg, cli=True))
     res = run_command(cfg, run)
     path, report = write_outputs(cfg.out, res)
-    if not failed(res):  # a failed run's numbers are no result
+    if not run_failed(res):  # a failed run's numbers are no result
         _print_quantify(res, run.info["levels"])
     if res.get("json_stats"):
         console.print(_json_stats_line(res["json_stats"]))
@@ -160,14 +160,14 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
 
         path = write_results(cfg.out / "results.json", res)
         a = res["applied"]
-        if not failed(res):
+        if not run_failed(res):
             console.print(f"{run.info['name']}: win {est_ci(a['win'])}, bias-controlled "
                           f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
                           f"(n={a['n']}, {a['n_new_queries']} new queries)")
         _calls_line(res, path)
     else:
         path, report = write_outputs(cfg.out, res)
-        if not failed(res):  # a failed run's numbers are no result
+        if not run_failed(res):  # a failed run's numbers are no result
             _print_mitigate(res, cfg.candidate, cfg.estimator)
         console.print(_json_stats_line(res["json_stats"]))
         _calls_line(res, path, report)

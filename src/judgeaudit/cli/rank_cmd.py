@@ -35,13 +35,13 @@ from judgeaudit.cli.progress import RateColumn, console
 from judgeaudit.cli.runner import (
     checked,
     config_command,
-    failed,
     finish,
     run_command,
     write_outputs,
 )
 from judgeaudit.config import RankConfig, RankEvalConfig
 from judgeaudit.rank.run_eval import parse_seeds
+from judgeaudit.report.outcome import run_failed
 
 if TYPE_CHECKING:
     from judgeaudit.session import Progress as ProgressEvent
@@ -139,7 +139,7 @@ def rank(cfg: RankConfig, json_out: bool) -> None:
 
 
 def _print_rank(doc: dict) -> None:
-    if not failed(doc):  # a failed run's ranking is no result
+    if not run_failed(doc):  # a failed run's ranking is no result
         _print_ranking(doc, int(doc["config"]["k"]))
     c = doc["calls"]
     console.print(f"{doc['n_comparisons']} comparisons ({doc['n_invalid']} invalid, "

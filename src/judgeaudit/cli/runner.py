@@ -25,7 +25,12 @@ import typer
 
 from judgeaudit.cli.progress import console, fail, growing_bar
 from judgeaudit.config import CommandConfig, RunFields, field_error
-from judgeaudit.report.outcome import EXIT_INTERRUPTED, EXIT_RUN_FAILED
+from judgeaudit.report.outcome import (
+    EXIT_INTERRUPTED,
+    EXIT_RUN_FAILED,
+    failure_message,
+    run_failed,
+)
 
 if TYPE_CHECKING:
     from judgeaudit.session import Progress
@@ -291,42 +296,18 @@ def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path]:
     return path, write_report(path)
 
 
-def json_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """What `--json` prints for a results document: the result's summary
-    (`Result.summary()`); a comparison adds the probes' verdicts, the number of items and
-    the improved / worse / no-change / underpowered / paired / unpaired lists."""
+def print_json(doc: Mapping[str, Any]) -> None:
+    """`--json`: the result's summary (`Result.summary()`) as one JSON object on stdout; the
+    human output stays on stderr."""
     from judgeaudit.result import Result
 
-    summary = Result.from_document(doc).summary()
-    if summary["command"] == "compare":
-        s = doc.get("summary") or {}
-        summary.update(n_items=doc.get("n_items"),
-                       verdicts={k: p["verdict"] for k, p in (doc.get("probes") or {}).items()},
-                       **{k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
-                                            "paired", "unpaired") if k in s})
-    return summary
-
-
-def print_json(doc: Mapping[str, Any]) -> None:
-    """`--json`: one JSON object on stdout, `json_summary(doc)`; the human output stays on
-    stderr."""
-    typer.echo(json.dumps(json_summary(doc), ensure_ascii=False))
+    typer.echo(json.dumps(Result.from_document(doc).summary(), ensure_ascii=False))
 
 
 def finish(res: Mapping[str, Any], json_out: bool) -> None:
-    """How every run command ends: the summary on stdout with --json (`print_json`), then
-    exit 3 for a failed run (`exit_if_failed`)."""
+    """How every run command ends: the summary on stdout with --json (`print_json`), then a
+    failed run exits 3 whatever a gate would say, with its one-line reason."""
     if json_out:
         print_json(res)
-    exit_if_failed(res)
-
-
-def failed(res: Mapping[str, Any]) -> bool:
-    """Whether the run judged too little (its numbers are no result)."""
-    return (res.get("run") or {}).get("status") == "failed"
-
-
-def exit_if_failed(res: Mapping[str, Any]) -> None:
-    """A failed run exits 3 whatever the gate says; its one-line reason is printed."""
-    if failed(res):
-        raise fail(str(res["run"].get("message")), EXIT_RUN_FAILED)
+    if run_failed(res):
+        raise fail(failure_message(res), EXIT_RUN_FAILED)

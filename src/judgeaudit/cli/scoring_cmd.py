@@ -14,12 +14,12 @@ from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
     checked,
     config_command,
-    failed,
     finish,
     run_command,
     write_outputs,
 )
 from judgeaudit.config import ScoringBiasConfig
+from judgeaudit.report.outcome import run_failed
 
 
 def results_table(res: dict[str, Any]) -> Table:
@@ -65,7 +65,7 @@ def scoring_bias(cfg: ScoringBiasConfig, json_out: bool) -> None:
     res = run_command(cfg, checked(lambda: prepare_scoring_bias(
         cfg, references_out=cfg.out / "references.json", cli=True)))
     path, report = write_outputs(cfg.out, res)
-    if not failed(res):  # a failed run's numbers are no result
+    if not run_failed(res):  # a failed run's numbers are no result
         _print_results(res)
     c = res["calls"]
     console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
