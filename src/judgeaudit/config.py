@@ -93,6 +93,8 @@ class RunFields(CommandConfig):
     no_cache: bool = _f(False, NO_CACHE_HELP)
     min_valid: PosInt = _f(DEFAULT_MIN_VALID, MIN_VALID_HELP)
     max_failed: Share = _f(DEFAULT_MAX_FAILED, MAX_FAILED_HELP)
+    concurrency: PosInt | None = _f(None, CONC_HELP)
+    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
 
 
 class EvaluateConfig(RunFields):
@@ -120,8 +122,6 @@ class EvaluateConfig(RunFields):
         "Pointwise: system-level correlation of the per-system mean scores (the field or "
         "metadata key naming the system, e.g. model_id)."))
     out: Path = _f(Path("out/evaluate"), "Output directory for results.json.")
-    concurrency: PosInt | None = _f(None, CONC_HELP)
-    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
     seed: int = _f(0, SEED_HELP)
 
 
@@ -148,8 +148,6 @@ class AuditConfig(RunFields):
         "Exit 1 when: 'biased' (any probe biased), 'flag' (any production threshold "
         "exceeded), 'any' (either), or a comma-separated list of probe names that must not be "
         "biased."))
-    concurrency: PosInt | None = _f(None, CONC_HELP)
-    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
     seed: int = _f(0, SEED_HELP)
     alpha: OpenUnit = _f(0.05, "False discovery rate for 'biased' (0 < alpha < 1).")
     note: str | None = _f(None, "A note kept in results.json and shown in the report (e.g. how "
@@ -202,8 +200,6 @@ class ScoringBiasConfig(RunFields):
     template: str = _f("pointwise_scoring_v1", "Scoring template name or .txt path.")
     out: Path = _f(Path("out/scoring-bias"), "Output directory (results.json, report.html).")
     seed: int = _f(0, SEED_HELP)
-    concurrency: PosInt | None = _f(None, CONC_HELP)
-    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
 
 
 class DiscoverConfig(RunFields):
@@ -230,7 +226,6 @@ class DiscoverConfig(RunFields):
     min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
     out: Path = _f(Path("out/discover"), "Output directory (results.json, report.html).")
     seed: int = _f(0, SEED_HELP)
-    concurrency: PosInt | None = _f(None, CONC_HELP)
 
 
 class QuantifyConfig(RunFields):
@@ -263,7 +258,6 @@ class QuantifyConfig(RunFields):
     min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
     out: Path = _f(Path("out/quantify"), "Output directory (results.json, report.html).")
     seed: int = _f(0, SEED_HELP)
-    concurrency: PosInt | None = _f(None, CONC_HELP)
 
 
 class MitigateConfig(RunFields):
@@ -291,7 +285,6 @@ class MitigateConfig(RunFields):
     min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
     out: Path = _f(Path("out/mitigate"), "Output directory (results.json, report.html).")
     seed: int = _f(0, SEED_HELP)
-    concurrency: PosInt | None = _f(None, CONC_HELP)
 
 
 class RankConfig(RunFields):
@@ -324,8 +317,6 @@ class RankConfig(RunFields):
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
     refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
     samples: PosInt = _f(1500, "Monte-Carlo draws for top-k membership (>= 1).")
-    concurrency: PosInt | None = _f(None, CONC_HELP)
-    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
 
 
 class RankEvalConfig(RunFields):
@@ -350,8 +341,6 @@ class RankEvalConfig(RunFields):
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
     refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
     samples: PosInt = _f(1500, "Monte-Carlo draws for top-k membership (>= 1).")
-    concurrency: PosInt | None = _f(None, CONC_HELP)
-    timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
 
 
 class CompareConfig(CommandConfig):
