@@ -68,10 +68,8 @@ def _main(
 
 def _redact_logs() -> None:
     """Keys never reach the log: the HTTP libraries log request URLs under -v."""
-    try:
-        from judgeaudit.llm.redact import install_log_redaction
-    except ImportError:  # pragma: no cover - older llm layer
-        return
+    from judgeaudit.llm.redact import install_log_redaction
+
     install_log_redaction()
 
 
@@ -243,49 +241,11 @@ def judges() -> None:
 
 def _register_commands() -> None:
     """Commands that live in their own modules (one per capability)."""
-    from judgeaudit.cli import (
-        cache_cmd,
-        compare_cmd,
-        hubj_cmd,
-        model_cmd,
-        plan_cmd,
-        rank_cmd,
-        replay_cmd,
-        schema_cmd,
-        scoring_cmd,
-        selfcheck_cmd,
-    )
+    import importlib
 
-    cache_cmd.register(app)
-    compare_cmd.register(app)
-    model_cmd.register(app)
-    plan_cmd.register(app)
-    replay_cmd.register(app)
-    rank_cmd.register(app)
-    scoring_cmd.register(app)
-    hubj_cmd.register(app)
-    schema_cmd.register(app)
-    selfcheck_cmd.register(app)
-    _add_examples()
-
-
-# Examples for commands whose module does not give one in its docstring (shown as the help's
-# epilog; tests/cli/test_help_examples.py runs every example).
-EXAMPLES = {
-    "rank": "judgeaudit rank --judge 'sim?length=1&position=0.3' --items "
-            "'builtin:controlled?n=16&k=4' --budget 60 --samples 300 --out out/rank",
-    "rank-eval": "judgeaudit rank-eval --oracle 'sim?length=1&position=0.3' --items "
-                 "'builtin:controlled?n=12&k=3' --rules topk,random --seeds 2 --budgets 20,40 "
-                 "--samples 200 --out out/rank-eval",
-}
-
-
-def _add_examples() -> None:
-    """Give `EXAMPLES` to the registered commands whose help has no example yet."""
-    for info in app.registered_commands:
-        example = EXAMPLES.get(info.name or "")
-        if example and "Example" not in (info.callback.__doc__ or "") and not info.epilog:
-            info.epilog = f"Example: {example}"
+    for name in ("cache", "compare", "model", "plan", "replay", "rank", "scoring", "hubj",
+                 "schema", "selfcheck"):
+        importlib.import_module(f"judgeaudit.cli.{name}_cmd").register(app)
 
 
 _register_commands()
