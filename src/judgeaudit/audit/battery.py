@@ -23,22 +23,20 @@ from judgeaudit.audit.panel import panel_section
 from judgeaudit.audit.probe import DROP_REASONS, AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
+from judgeaudit.report.outcome import (
+    DEFAULT_MAX_FAILED,
+    DEFAULT_MIN_VALID,
+    assess,
+    probe_verdict,
+    sum_calls,
+)
 from judgeaudit.stats import benjamini_hochberg
 
 
 def decide(result: ProbeResult, q: float | None, no_bias: tuple[float, float],
            alpha: float) -> str:
-    """biased: q < alpha (and the interval excludes 0); not_biased: the 95% interval lies
-    inside the no-bias range; otherwise underpowered (the data cannot tell)."""
-    lo, hi = result.ci95
-    if result.effect is None or lo is None or hi is None:
-        return "underpowered"
-    if q is not None and q < alpha and (lo > 0 or hi < 0):
-        return "biased"
-    if no_bias[0] <= lo and hi <= no_bias[1]:
-        return "not_biased"
-    return "underpowered"
+    """A probe's verdict by the one rule (`report.outcome.probe_verdict`)."""
+    return probe_verdict(result.effect, result.ci95, q, no_bias, alpha)
 
 
 @dataclass

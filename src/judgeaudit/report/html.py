@@ -18,6 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from judgeaudit.report import svg
+from judgeaudit.report.outcome import probe_verdict
 from judgeaudit.report.results import SCHEMA_VERSION, read_results, write_atomic
 
 MAX_EXAMPLES = 3  # before/after examples shown per probe
@@ -216,29 +217,26 @@ def _example(ex: dict[str, Any]) -> dict[str, Any]:
 def _reason(p: dict[str, Any], alpha: float) -> tuple[str, bool]:
     """Why the stored verdict follows from the stored numbers, and whether it does.
 
-    Rules (judgeaudit.audit.battery.decide): biased if q < alpha and the 95% interval
-    excludes 0; not biased if the interval lies inside the no-bias range; else underpowered."""
+    The rule is `report.outcome.probe_verdict`, the one the audit decided by."""
     v, q = p["verdict"], _num(p["q"])
     ci = p["effect"]["ci95"] or [None, None]
     lo, hi = (_num(ci[0]), _num(ci[1])) if len(ci) == 2 else (None, None)
     nb = p["no_bias_range"]
-    nb_lo, nb_hi = (_num(nb[0]), _num(nb[1])) if nb and len(nb) == 2 else (None, None)
     ci_s = fmt_ci(ci)
     nb_s = fmt_ci(nb) if nb else "(none given)"
-    sig = q is not None and q < alpha and lo is not None and hi is not None and (lo > 0 or hi < 0)
-    inside = (None not in (lo, hi, nb_lo, nb_hi)) and nb_lo <= lo and hi <= nb_hi  # type: ignore[operator]
+    follows = probe_verdict(_num(p["effect"]["value"]), (lo, hi), q,
+                            [_num(x) for x in nb or []], alpha) == v
     if v == "biased":
         return (f"q = {fmt_p(q)} < \u03b1 = {alpha:g} and the 95% interval {ci_s} excludes 0.",
-                sig)
+                follows)
     if v == "not_biased":
-        return (f"The 95% interval {ci_s} lies inside the no-bias range {nb_s}.",
-                inside and not sig)
+        return (f"The 95% interval {ci_s} lies inside the no-bias range {nb_s}.", follows)
     if v == "underpowered":
         parts = []
         parts.append(f"q = {fmt_p(q)} is not below \u03b1 = {alpha:g}" if q is None or
                      q >= alpha else "the interval includes 0")
         parts.append(f"the 95% interval {ci_s} is not inside the no-bias range {nb_s}")
-        return ("Neither biased nor cleared: " + "; ".join(parts) + ".", not sig and not inside)
+        return ("Neither biased nor cleared: " + "; ".join(parts) + ".", follows)
     return ("This verdict is not one of biased / not biased / underpowered.", False)
 
 

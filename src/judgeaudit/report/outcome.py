@@ -13,7 +13,7 @@ Exit codes (every command):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 EXIT_OK = 0
@@ -111,3 +111,20 @@ def run_failed(doc: Mapping[str, Any]) -> bool:
 
 def failure_message(doc: Mapping[str, Any]) -> str:
     return str((doc.get("run") or {}).get("message") or "")
+
+
+def probe_verdict(effect: float | None, ci95: Sequence[float | None], q: float | None,
+                  no_bias: Sequence[float | None] | None, alpha: float) -> str:
+    """The audit's one verdict rule, used to decide (`audit.battery`) and to explain and
+    check a stored verdict (the report): biased when q < alpha and the 95% interval excludes
+    0; not_biased when the interval lies inside the no-bias range; otherwise underpowered
+    (the data cannot tell). A missing number shows neither."""
+    lo, hi = ci95 if len(ci95) == 2 else (None, None)
+    if effect is None or lo is None or hi is None:
+        return "underpowered"
+    if q is not None and q < alpha and (lo > 0 or hi < 0):
+        return "biased"
+    nb_lo, nb_hi = no_bias if no_bias and len(no_bias) == 2 else (None, None)
+    if nb_lo is not None and nb_hi is not None and nb_lo <= lo and hi <= nb_hi:
+        return "not_biased"
+    return "underpowered"
