@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from judgeaudit.cli.format import est_ci
+from judgeaudit.cli.format import calls_text, est_ci
 from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
     checked,
@@ -40,10 +40,7 @@ def _splits_table(doc: dict[str, Any]) -> Table:
 
 
 def _calls_line(res: dict[str, Any], *paths: Path) -> None:
-    c = res["calls"]
-    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed"
-                  + (f"; {res['seconds']:.1f} s" if "seconds" in res else "")
-                  + "".join(f"\n{p.stem}: {p}" for p in paths))
+    console.print(calls_text(res) + "".join(f"\n{p.stem}: {p}" for p in paths))
 
 
 def _json_stats_line(stats: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from judgeaudit.cli.format import evaluate_table, fmt_est
+from judgeaudit.cli.format import calls_text, evaluate_table, fmt_est
 from judgeaudit.cli.progress import console, fail
 from judgeaudit.cli.runner import (
     JsonOpt,
@@ -154,7 +154,6 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         console.print(f"panel agreement {fmt_est(pn['agreement'])[0]} "
                       f"(n = {pn['agreement']['n']}); {pn['n_disagreements']} disagreements "
                       "kept in results.json")
-    cl = res["calls"]
     its = res.get("items") or {}
     sel = its.get("selection") or {}
     line = f"{res['n_items']} items judged of {its.get('given', res['n_items'])}"
@@ -172,8 +171,7 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     if res.get("dropped"):
         console.print("left out (distinct items, by reason): " + ", ".join(
             f"{k} {v}" for k, v in res["dropped"].items()))
-    console.print(f"calls: {cl['made']} made, {cl['cached']} from cache, {cl['failed']} "
-                  f"failed; {res['seconds']:.1f} s")
+    console.print(calls_text(res))
     console.print(f"report: {report}")
     console.print(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run

@@ -31,6 +31,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from judgeaudit.cli.format import calls_text
 from judgeaudit.cli.progress import RateColumn, console
 from judgeaudit.cli.runner import (
     checked,
@@ -144,10 +145,8 @@ def rank(cfg: RankConfig, json_out: bool) -> None:
 def _print_rank(doc: dict) -> None:
     if not run_failed(doc):  # a failed run's ranking is no result
         _print_ranking(doc, int(doc["config"]["k"]))
-    c = doc["calls"]
     console.print(f"{doc['n_comparisons']} comparisons ({doc['n_invalid']} invalid, "
-                  f"{doc['n_ties']} ties); calls: {c['made']} made, {c['cached']} from cache, "
-                  f"{c['failed']} failed; {doc['seconds']:.1f} s")
+                  f"{doc['n_ties']} ties); {calls_text(doc)}")
 
 
 def _print_ranking(doc: dict, k: int) -> None:
@@ -216,10 +215,7 @@ def rank_eval_cmd(cfg: RankEvalConfig, json_out: bool) -> None:
 def _print_eval(doc: dict) -> None:
     if "recall" in doc:
         _print_recall(doc)
-    c = doc["calls"]
-    console.print(f"{doc['n_invalid']} invalid verdicts; calls: {c.get('made', 0)} made, "
-                  f"{c.get('cached', 0)} from cache, {c.get('failed', 0)} failed; "
-                  f"{doc['seconds']:.1f} s")
+    console.print(f"{doc['n_invalid']} invalid verdicts; {calls_text(doc)}")
 
 
 def _print_recall(doc: dict) -> None:

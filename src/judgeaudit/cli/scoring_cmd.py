@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from judgeaudit.cli.format import est_ci
+from judgeaudit.cli.format import calls_text, est_ci
 from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import (
     checked,
@@ -67,10 +67,7 @@ def scoring_bias(cfg: ScoringBiasConfig, json_out: bool) -> None:
     path, report = write_outputs(cfg.out, res)
     if not run_failed(res):  # a failed run's numbers are no result
         _print_results(res)
-    c = res["calls"]
-    console.print(f"calls: {c['made']} made, {c['cached']} from cache, {c['failed']} failed; "
-                  f"{res['seconds']:.1f} s")
-    console.print(f"results: {path}\nreport: {report}")
+    console.print(f"{calls_text(res)}\nresults: {path}\nreport: {report}")
     finish(res, json_out)
 
 
