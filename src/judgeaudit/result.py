@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgeaudit.files import write_atomic
 from judgeaudit.report import SCHEMA_VERSION
-from judgeaudit.report.results import plain, write_atomic
+from judgeaudit.report.results import plain
 
 if TYPE_CHECKING:
     import pandas as pd

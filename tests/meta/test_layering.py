@@ -50,3 +50,9 @@ def test_package_imports_only_what_it_depends_on(package):
             if dep in ALL | {"cli"} and dep not in allowed:
                 bad.append(f"{f.relative_to(SRC)} imports judgeaudit.{dep}")
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("module", ["spec", "files"])
+def test_neutral_modules_import_nothing_of_ours(module):
+    """spec.py and files.py serve every package, so they import none."""
+    assert _imports(SRC / f"{module}.py") == set()

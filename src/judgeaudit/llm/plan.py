@@ -22,16 +22,14 @@ Error lines are counted and reported, never cached. The command then runs from t
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judgeaudit.files import atomic_file
 from judgeaudit.llm.base import Provider, Request
 from judgeaudit.llm.cache import Cache
 
@@ -99,20 +97,10 @@ class Planner:
 
 
 def write_jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> None:
-    """JSON Lines written atomically: a temp file in the same folder, renamed into place."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for line in lines:
-                f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """JSON Lines written whole or not at all (`judgeaudit.files.atomic_file`)."""
+    with atomic_file(path) as f:
+        for line in lines:
+            f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 @dataclass

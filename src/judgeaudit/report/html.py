@@ -17,9 +17,10 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from judgeaudit.files import write_atomic
 from judgeaudit.report import svg
 from judgeaudit.report.outcome import probe_verdict
-from judgeaudit.report.results import SCHEMA_VERSION, read_results, write_atomic
+from judgeaudit.report.results import SCHEMA_VERSION, read_results
 
 MAX_EXAMPLES = 3  # before/after examples shown per probe
 MAX_DISAGREEMENTS = 50  # panel disagreements listed (all stay in results.json)

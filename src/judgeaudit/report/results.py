@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from judgeaudit.files import write_atomic
 
 SCHEMA_VERSION = 1
 
@@ -42,21 +42,6 @@ def plain(obj: Any) -> Any:
     if hasattr(obj, "item") and callable(obj.item):
         return plain(obj.item())
     return obj
-
-
-def write_atomic(path: Path, text: str) -> Path:
-    """Write `text` to `path` through a temporary file beside it, so a crash never leaves
-    half a file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
