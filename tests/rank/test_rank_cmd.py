@@ -61,6 +61,9 @@ def test_rank_writes_ranking_biases_and_comparisons(app, tmp_path):
     assert set(g["bias"]) == {"length"} and len(g["bias_ci"]) == 2
     assert f"gate: correction {g['decision'].upper()}" in r.output
     assert set(doc["recall"]) == {"naive", "bias_aware"} and doc["calls"]["made"] == 30
+    out = " ".join(r.output.split())
+    for m, v in doc["recall"].items():  # each recall with its n
+        assert f"{m} {v:.2f} ({round(v * 3)} of 3 true top items)" in out, m
     assert doc["run"]["status"] == "ok" and doc["run"]["n_valid"] == 30
     assert "c[length]" in r.output and "kappa" in r.output
 

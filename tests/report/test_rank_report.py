@@ -70,6 +70,10 @@ def test_rank_page_shows_ranking_topk_and_biases_with_intervals(rank_doc):
     svgs = _svgs(html)
     assert len(svgs) == 3
     assert "recall@2" in html.lower() or "Recall@2" in html
+    # each recall with its n: how many of the 2 true top items the ranking found
+    for m, v in rank_doc["recall"].items():
+        assert f"{v:.2f}</strong> <span class=\"muted\">({round(v * 2)} of 2 true top " \
+            "items)" in html, m
     assert ">20</div>" in html  # comparisons card
     assert "Model calls" in html and "20 made" in " ".join(html.split())
 

@@ -178,8 +178,10 @@ def _print_ranking(doc: dict, k: int) -> None:
     console.print(escape(f"top-{k} naive: {', '.join(doc['models']['naive']['topk'])}"))
     console.print(escape(f"top-{k} bias-aware: {', '.join(ba['topk'])}"))
     if "recall" in doc:
+        n_true = len(doc.get("true_topk") or [])
         console.print("recall@k vs true quality: " + ", ".join(
-            f"{m} {v:.2f}" for m, v in doc["recall"].items()))
+            f"{m} {v:.2f} ({round(v * n_true)} of {n_true} true top items)"
+            for m, v in doc["recall"].items()))
 
 
 # ---- rank-eval -----------------------------------------------------------------------------

@@ -127,7 +127,8 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
                  "difference": _iv_agree(diff), "bias_term": _str(gate.get("bias_term")),
                  "bias_ci": gate.get("bias_ci"), "rule": _str(gate.get("rule"))}
         if gate else None,
-        "recall": [(str(m), v) for m, v in _d(r.get("recall")).items()],
+        "recall": [(str(m), v, _hits(v, len(true_topk)))
+                   for m, v in _d(r.get("recall")).items()],
         "true_topk": true_topk, "true_topk_ambiguous": bool(r.get("true_topk_ambiguous")),
         "n_comparisons": r.get("n_comparisons"), "n_invalid": r.get("n_invalid"),
         "n_ties": r.get("n_ties"),
@@ -164,6 +165,14 @@ def _cell(d: Any) -> dict[str, Any] | None:
 def _by_budget(cells: Any, budgets: list[str]) -> list[dict[str, Any] | None]:
     cells = {str(b): v for b, v in _d(cells).items()}
     return [_cell(cells.get(b)) for b in budgets]
+
+
+def _hits(recall: Any, n_true: int) -> str | None:
+    """"4 of 5": the true top items a ranking found (its recall's n), when the recall is a
+    number of this pool (grouped pools count every group's top items)."""
+    if not isinstance(recall, int | float) or isinstance(recall, bool) or not n_true:
+        return None
+    return f"{round(recall * n_true)} of {n_true}"
 
 
 def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
