@@ -5,7 +5,8 @@ Before (734752f, the last commit before issue 14): cli/ and report/results.py, w
 command's run loop, options, pipeline glue and writer lived. Now: cli/ without the commands
 that are new capabilities (compare, selfcheck, schema; plan_cmd is issue 15's), plus where
 that plumbing went (commands, session, config, result, rank/run, rank/run_eval,
-report/results, and files, the atomic writer report/results held before). The rest of src/ is counted too, for context.
+report/results, and files, the atomic writer report/results held before). The rest of src/
+is counted too, for context.
 
     python benchmarks/loc.py            # writes benchmarks/results/loc.json
 """
