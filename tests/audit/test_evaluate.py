@@ -258,6 +258,25 @@ def test_two_way_inverted_labels_still_warn():
     assert "accuracy 0.0% with its 95% interval below 50%" in res["warnings"][0]
 
 
+def test_failed_or_unreadable_verdicts_are_not_read_as_inverted_labels():
+    """Accuracy counts a verdict that failed (or could not be read) as wrong: a run whose
+    every call failed, or a judge answering garbage on most items, sits far below 0.5 with
+    nothing inverted. Only the decisive verdicts can say the labels are swapped."""
+    items, _ = _three_way(inverted=False, n_tie=0, n_dec=30)
+    failed = [PairwiseVerdict(it.id, [OrderVerdict(o, "", None, None, error="connection")
+                                      for o in ("12", "21")]) for it in items]
+    res = summarize(items, failed, kappa_boot=0)
+    assert res["accuracy"]["value"] == 0.0 and res["accuracy"]["ci95"][1] < 0.5
+    assert res["warnings"] == []
+    # 24 of 30 unreadable, the other 6 right: accuracy 0.2, interval below 0.5, no warning
+    _, right = _three_way(inverted=False, n_tie=0, n_dec=30)
+    garbage = [PairwiseVerdict(v.item_id, [OrderVerdict(o, "???", None, None)
+                                           for o in ("12", "21")]) for v in right[:24]]
+    res = summarize(items, garbage + right[24:], kappa_boot=0)
+    assert res["accuracy"]["ci95"][1] < 0.5 and res["decisive_accuracy"]["value"] == 1.0
+    assert res["warnings"] == []
+
+
 def test_breakdown_by_a_metadata_key_and_by_an_item_field():
     items, verdicts = _pair_case()
     items = [it.model_copy(update={"metadata": {"cat": "x" if it.id < "h" else "y"}})

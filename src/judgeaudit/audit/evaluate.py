@@ -28,8 +28,9 @@ Other pairwise numbers:
   only items with both orders valid.
 - decisive_accuracy: among orders that named a winner on pairs with a decisive label, the
   share naming the labelled one (chance = 0.5 whatever the tie rate).
-- warnings: labels may be inverted when decisive_accuracy (or, with no tie labels, accuracy)
-  is significantly below 0.5, or kappa is below 0 with an interval that excludes 0.
+- warnings: labels may be inverted when decisive_accuracy is significantly below 0.5 (with
+  no tie labels the message names accuracy when it is below too; verdicts that failed or
+  could not be read are no evidence), or kappa is below 0 with an interval that excludes 0.
 Intervals: Wilson score intervals on item-level credit (conservative when credit is
 fractional); kappa by a bootstrap over items.
 """
@@ -330,9 +331,12 @@ def label_warnings(accuracy: dict[str, Any] | None, kappa: dict[str, Any] | None
 
     Chance for accuracy is 0.5 only on two-way data: with tie labels kept (`three_way`) a
     good judge that seldom says tie can sit below 0.5, so there the test is on
-    `decisive` (decisive verdicts on decisive labels, chance 0.5 whatever the tie rate)."""
-    below = not three_way and _hi_below(accuracy, 0.5)
+    `decisive` (decisive verdicts on decisive labels, chance 0.5 whatever the tie rate).
+    Accuracy counts an invalid or failed verdict (and a tie verdict) as wrong, so a judge that
+    answered little sits below 0.5 without any inverted label: accuracy is named only when
+    the decisive verdicts are below 0.5 too."""
     dec = _hi_below(decisive, 0.5)
+    below = not three_way and dec and _hi_below(accuracy, 0.5)
     neg = _hi_below(kappa, 0.0)
     why = []
     if below and accuracy:
