@@ -11,9 +11,10 @@ from rich.text import Text
 def calls_text(res: dict[str, Any]) -> str:
     """The calls line every run command prints: made, from cache, failed, and the time."""
     c = res.get("calls") or {}
-    return (f"calls: {c.get('made', 0)} made, {c.get('cached', 0)} from cache, "
-            f"{c.get('failed', 0)} failed" + (f"; {res['seconds']:.1f} s" if "seconds" in res
-                                              else ""))
+    failed = f"{c.get('failed', 0)} failed" + (f" ({c['not_sent']} not sent)"
+                                               if c.get("not_sent") else "")
+    return (f"calls: {c.get('made', 0)} made, {c.get('cached', 0)} from cache, {failed}"
+            + (f"; {res['seconds']:.1f} s" if "seconds" in res else ""))
 
 
 def est_ci(e: Any, digits: int = 3) -> str:

@@ -97,7 +97,7 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     what = "scores" if pointwise else "verdicts"
     console.print(
         f"calls: {c['made']} made, {c['cached']} from cache, {c['retries']} retries, "
-        f"{c['failed']} failed; {res['n_invalid']} invalid {what} of "
+        f"{c['failed']} failed{_not_sent(c)}; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
     if selection["kind"] == "sample":
@@ -105,6 +105,10 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
                       f"(seed {selection['seed']})")
     console.print(f"results: {path}")
     finish(res, json_out)
+
+
+def _not_sent(calls: dict) -> str:
+    return f" ({calls['not_sent']} not sent)" if calls.get("not_sent") else ""
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:

@@ -4,6 +4,7 @@ bounded concurrency, in-flight de-duplication, and call/token/cost accounting.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -64,7 +65,9 @@ class CallStats:
     - cached: answered without a provider call of its own: from the cache, or by sharing an
       identical call already in flight that succeeded;
     - failed: no answer: gave up after retries, failed fatally, refused because an earlier
-      call failed fatally, shared an in-flight call that failed, or was cancelled;
+      call failed fatally, not sent because the server was unreachable or had stopped
+      answering (`not_sent`, see `RetryPolicy.stop_after`), shared an in-flight call that
+      failed, or was cancelled;
     - planned: not sent: the client was planning (`Client.planner`, `--plan-only`) and the
       request was written to the plan instead (a non-fatal `CallFailed` of kind "planned").
 
@@ -72,12 +75,14 @@ class CallStats:
     as an SDK import is not timed); `errors` counts every failed attempt by kind
     (`ERROR_KINDS`: rate_limit, server, timeout, connection, malformed, auth, bad_request,
     other) and `first_error` keeps the first one's message (redacted, at most 300 chars).
+    `not_sent` counts the failed calls that were never sent (counted in `failed` too).
     """
 
     made: int = 0
     cached: int = 0
     retries: int = 0
     failed: int = 0
+    not_sent: int = 0
     planned: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -107,6 +112,7 @@ class CallStats:
             out.cached += st.cached
             out.retries += st.retries
             out.failed += st.failed
+            out.not_sent += st.not_sent
             out.planned += st.planned
             out.prompt_tokens += st.prompt_tokens
             out.completion_tokens += st.completion_tokens
@@ -121,11 +127,21 @@ class CallStats:
 
 @dataclass
 class RetryPolicy:
+    """How a client retries a failed attempt, and when it stops sending at all.
+
+    `stop_after`: a server that cannot be reached, or has stopped answering, is not asked
+    for the rest of the run; the remaining calls fail at once (`CallStats.not_sent`) instead
+    of each waiting out its retries (minutes for a run of hundreds of calls against a wrong
+    port). The client stops when a call gives up on a connection or timeout error before the
+    server has answered anything, or when `stop_after` calls in a row give up with no call
+    answered between them. None: max(8, 2 x concurrency); 0: never stop."""
+
     max_retries: int = 6
     base_delay: float = 0.5
     max_delay: float = 30.0
     # Longest Retry-After we honour; a server asking for more is capped here.
     max_retry_after: float = 120.0
+    stop_after: int | None = None
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
         if retry_after is not None:
@@ -193,6 +209,13 @@ class Client:
         self._inflight: dict[str, asyncio.Future[Response]] = {}
         # After a fatal error (bad key, bad request) no further call reaches the provider.
         self._fatal: CallFailed | None = None
+        # The breaker (`RetryPolicy.stop_after`): has the server answered anything (an answer
+        # or an HTTP error), calls given up in a row since the last answer, and why calls
+        # are no longer sent (None: they are).
+        self._reached = False
+        self._given_up = 0
+        self._stopped: CallFailed | None = None
+        self._stop_event: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         # Called with each request that got its answer (cached or not): progress bars for
         # pipelines whose number of calls is only known as they go (e.g. HUB-J discover).
         self.observers: list[Callable[[Request], None]] = []
@@ -310,11 +333,18 @@ class Client:
                 self._fatal = exc
             raise
 
-    async def _attempt(self, request: Request) -> Response:
-        """One attempt, inside the concurrency bound; the timeout covers `generate` only."""
+    async def _attempt(self, request: Request, attempt: int = 0) -> Response:
+        """One attempt, inside the concurrency bound; the timeout covers `generate` only.
+        None is made once the breaker has stopped the client (`RetryPolicy.stop_after`)."""
         async with self._sem:
             if self._fatal is not None:
                 raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+            if self._stopped is not None:
+                if attempt == 0:
+                    self.stats.not_sent += 1
+                raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
+            if attempt:
+                self.stats.retries += 1  # counted as it is sent: a stopped retry is none
             await self.provider.prepare()
             if self.timeout is None:
                 return await self.provider.generate(request)
@@ -333,27 +363,64 @@ class Client:
         attempt = 0
         while True:
             try:
-                resp = await self._attempt(request)
+                resp = await self._attempt(request, attempt)
             except (ProviderError, _Timeout, TimeoutError, ConnectionError) as exc:
                 kind, retryable, retry_after = classify(exc)
                 msg = redact(str(exc) or type(exc).__name__)
                 self.stats.record_error(kind, msg)
+                if kind not in ("connection", "timeout"):
+                    self._reached = True  # an HTTP answer, if not the one we wanted
                 if not retryable:
                     self._fatal = CallFailed(f"{self.provider.name}: {msg}", fatal=True,
                                              kind=kind)
                     raise CallFailed(str(self._fatal), fatal=True, kind=kind) from exc
                 if attempt >= self.retry.max_retries:
+                    self._give_up(kind, msg)
                     raise CallFailed(
                         f"{self.provider.name}: gave up after {attempt + 1} attempts: {msg}",
                         fatal=False, kind=kind,
                     ) from exc
                 wait = self.retry.delay(attempt, retry_after, self._rng)
                 log.info("retrying %s in %.2fs after: %s", self.provider.name, wait, msg)
-                self.stats.retries += 1
                 attempt += 1
-                await asyncio.sleep(wait)
+                await self._backoff(wait)
                 continue
+            self._reached, self._given_up = True, 0
             return self._clean(resp)
+
+    async def _backoff(self, seconds: float) -> None:
+        """Wait before a retry; cut short when the breaker stops the client meanwhile."""
+        loop = asyncio.get_running_loop()
+        if self._stop_event is None or self._stop_event[0] is not loop:
+            self._stop_event = (loop, asyncio.Event())
+        event = self._stop_event[1]
+        if self._stopped is not None:
+            event.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)
+
+    def _give_up(self, kind: str, msg: str) -> None:
+        """A call gave up after its retries: trip the breaker (`RetryPolicy.stop_after`) when
+        the server was never reached or has stopped answering."""
+        self._given_up += 1
+        limit = self.retry.stop_after
+        if limit is None:
+            limit = max(8, 2 * self.concurrency)
+        if limit == 0 or self._stopped is not None:
+            return
+        if not self._reached and kind in ("connection", "timeout"):
+            why = "the server could not be reached"
+        elif self._given_up >= limit:
+            why = f"the server stopped answering ({self._given_up} calls in a row gave up)"
+        else:
+            return
+        self._stopped = CallFailed(
+            f"{self.provider.name}: not sent: {why}; last error: {msg}", fatal=False, kind=kind)
+        if self._stop_event is not None:
+            self._stop_event[1].set()  # calls waiting to retry stop waiting
+        log.warning("%s: %s; the remaining calls fail without being sent (last error: %s). "
+                    "Run again when the server answers: finished calls are cached.",
+                    self.provider.name, why, msg)
 
     def _clean(self, resp: Response) -> Response:
         """The provider's response made safe to cache and write (`clean_response`)."""

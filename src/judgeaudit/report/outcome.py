@@ -40,8 +40,8 @@ def assess(
     Args:
         n_valid: units (items, comparisons, scores) with a usable verdict.
         n_planned: units the run set out to judge.
-        calls: the client's call counts (`made`, `cached`, `failed`, optional `first_error`
-            and `errors` by kind).
+        calls: the client's call counts (`made`, `cached`, `failed`, optional `first_error`,
+            `errors` by kind and `not_sent`, the failed calls never sent).
         min_valid: fewest usable units for the run to count (default 1).
         max_failed: largest share of failed calls among the calls asked (default 0.2).
         what: the unit's name in the message.
@@ -68,6 +68,11 @@ def assess(
             message += f" (first error: {first})"
         elif failed:
             message += f" ({failed} calls failed)"
+        not_sent = int(calls.get("not_sent") or 0)
+        if not_sent:
+            message += (f"; {not_sent} of them not sent: the server could not be reached or "
+                        "stopped answering (run again when it answers: finished calls are "
+                        "cached)")
     return {
         "status": "failed" if reasons else "ok",
         "message": message,

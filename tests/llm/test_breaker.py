@@ -1,0 +1,159 @@
+"""The client's breaker (`RetryPolicy.stop_after`): a server that cannot be reached, or has
+stopped answering, is not asked again for the rest of the run. The remaining calls fail at
+once as `not_sent` instead of each waiting out its retries, which for a run of hundreds of
+calls against a wrong port took minutes. Scattered failures between answers never stop a
+client.
+
+Real servers on loopback (tests/llm/fakeserver.py); "unreachable" is a port nobody listens
+on, and a server whose every reply is a dropped connection."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+
+import pytest
+from fakeserver import judge_request
+
+from judgeaudit.llm import CallFailed, Client, RetryPolicy, make_provider
+
+pytestmark = pytest.mark.usefixtures("no_key_env")
+FAST = {"base_delay": 0.005, "max_delay": 0.02}
+
+
+def provider(url: str):
+    return make_provider("openai", "fake", {"base_url": url, "api_key": "k"})
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def requests(n: int, start: int = 0):
+    return [judge_request(i, "AB"[i % 2]) for i in range(start, start + n)]
+
+
+def items_sent(srv, since: int = 0) -> set[str]:
+    """The items (by their `question item N` line) the server was asked about."""
+    return {re.search(r"question item (\d+)", r.prompt_text).group(1)
+            for r in srv.snapshot()[since:]}
+
+
+async def test_unreachable_server_stops_after_the_first_call_gives_up(fake_server):
+    srv = fake_server(rule=lambda rec, attempt: "drop")  # accepts, then closes: no answer
+    client = Client(provider(srv.openai_url), concurrency=4,
+                    retry=RetryPolicy(max_retries=2, **FAST))
+    outs = await client.map(requests(50))
+    assert all(isinstance(o, CallFailed) and o.kind == "connection" for o in outs)
+    assert any("could not be reached" in str(o) for o in outs)
+    s = client.stats
+    assert s.failed == 50 and s.made == 0 and s.not_sent == 50 - len(items_sent(srv))
+    assert s.errors == {"connection": srv.count()}  # every attempt counted
+    assert srv.count() == len(items_sent(srv)) + s.retries  # a stopped retry is no retry
+    # What comes after (the next stage of a pipeline) is not sent, and says why.
+    before, not_sent = srv.count(), s.not_sent
+    outs = await client.map(requests(200, start=100))
+    assert all(isinstance(o, CallFailed) and "not sent: the server could not be reached"
+               in str(o) for o in outs)
+    assert srv.count() == before and client.stats.not_sent == not_sent + 200
+    assert client.stats.failed == 250
+    await client.aclose()
+
+
+async def test_nothing_listening_is_unreachable_too():
+    client = Client(provider(f"http://127.0.0.1:{closed_port()}/v1"), concurrency=4,
+                    retry=RetryPolicy(max_retries=1, **FAST))
+    outs = await client.map(requests(10))
+    assert all(isinstance(o, CallFailed) for o in outs)
+    with pytest.raises(CallFailed, match="could not be reached"):
+        await client.call(judge_request(99))
+    assert client.stats.not_sent >= 1
+    await client.aclose()
+
+
+async def test_calls_waiting_to_retry_stop_waiting_when_the_client_stops(fake_server):
+    """Item 0's connection is dropped every time; item 1 is told to come back in 60 s
+    (429, Retry-After: 60). When item 0 gives up the client stops, and item 1 stops waiting
+    at once instead of a minute later."""
+
+    def rule(rec, attempt):
+        return "drop" if "question item 0\n" in rec.prompt_text else "429"
+
+    srv = fake_server(rule=rule, retry_after="60")
+    client = Client(provider(srv.openai_url), concurrency=2,
+                    retry=RetryPolicy(max_retries=1, stop_after=1, **FAST))
+    outs = await asyncio.wait_for(client.map(requests(2)), timeout=30)
+    assert all(isinstance(o, CallFailed) for o in outs)
+    assert "not sent" in str(outs[1])
+    await client.aclose()
+
+
+async def test_a_server_that_stops_answering_stops_the_client_after_stop_after_calls(
+        fake_server):
+    down = {"on": False}
+    srv = fake_server(rule=lambda rec, attempt: "500" if down["on"] else None)
+    client = Client(provider(srv.openai_url), concurrency=2,
+                    retry=RetryPolicy(max_retries=1, stop_after=5, **FAST))
+    outs = await client.map(requests(20))
+    assert not any(isinstance(o, CallFailed) for o in outs) and client.stats.made == 20
+    mark = srv.count()
+    down["on"] = True
+    outs = await client.map(requests(100, start=100))
+    assert all(isinstance(o, CallFailed) for o in outs)
+    sent = items_sent(srv, since=mark)
+    # The server had answered, and a 500 is no sign of a wrong address: it took 5 calls in
+    # a row giving up before the client stopped.
+    assert len(sent) >= 5 and client.stats.not_sent == 100 - len(sent)
+    assert any("stopped answering (5 calls in a row gave up)" in str(o) for o in outs)
+    before = srv.count()
+    with pytest.raises(CallFailed, match="not sent: the server stopped answering"):
+        await client.call(judge_request(999))
+    assert srv.count() == before
+    await client.aclose()
+
+
+async def test_scattered_failures_between_answers_never_stop_the_client(fake_server):
+    bad = {"3", "4", "10", "20", "21"}
+
+    def rule(rec, attempt):
+        m = re.search(r"question item (\d+)", rec.prompt_text)
+        return "500" if m and m.group(1) in bad else None
+
+    srv = fake_server(rule=rule)
+    client = Client(provider(srv.openai_url), concurrency=1,
+                    retry=RetryPolicy(max_retries=0, stop_after=3, **FAST))
+    outs = await client.map(requests(30))
+    failed = {str(i) for i, o in enumerate(outs) if isinstance(o, CallFailed)}
+    assert failed == bad
+    assert client.stats.not_sent == 0 and client.stats.made == 25
+    assert items_sent(srv) == {str(i) for i in range(30)}
+    await client.aclose()
+
+
+async def test_stop_after_0_keeps_asking(fake_server):
+    srv = fake_server(rule=lambda rec, attempt: "drop")
+    client = Client(provider(srv.openai_url), concurrency=2,
+                    retry=RetryPolicy(max_retries=1, stop_after=0, **FAST))
+    outs = await client.map(requests(12))
+    assert all(isinstance(o, CallFailed) for o in outs)
+    assert client.stats.not_sent == 0 and srv.count() == 24  # every call, every attempt
+    await client.aclose()
+
+
+def test_the_run_outcome_says_how_many_calls_were_not_sent(tmp_path):
+    """Through the Python API: an audit against a port nobody listens on fails (nothing
+    judged) after its first stage; its reason says how many calls were not sent and that a
+    re-run resumes."""
+    import judgeaudit
+
+    res = judgeaudit.audit(f"openai:m?base_url=http://127.0.0.1:{closed_port()}/v1&api_key=k",
+                           "builtin:facts", probes="position,verbosity", n=10, cache=False,
+                           retry=RetryPolicy(max_retries=1, **FAST))
+    assert not res.ok
+    calls = res.calls
+    assert calls["made"] == 0 and 0 < calls["not_sent"] < calls["failed"]
+    assert f"{calls['not_sent']} of them not sent" in res.reason
+    assert "finished calls are cached" in res.reason
