@@ -157,3 +157,5 @@ def test_the_run_outcome_says_how_many_calls_were_not_sent(tmp_path):
     assert calls["made"] == 0 and 0 < calls["not_sent"] < calls["failed"]
     assert f"{calls['not_sent']} of them not sent" in res.reason
     assert "finished calls are cached" in res.reason
+    page = res.html()
+    assert f"{calls['not_sent']} not sent: the server could not be reached" in page
