@@ -29,6 +29,9 @@ request in arrival order, so a test knows exactly how many attempts fail), then 
 - "huge": 200 whose content is `huge_chars` characters (default 5 MB), ignoring max_tokens
 - "surrogate": 200 whose content holds the JSON escape "\\ud800" (a lone surrogate)
 - "null_content": 200 whose message content is null (OpenAI) / a text block with null text
+- "too_long": 400 saying the prompt is over the model's context (`too_long_message`; by
+  default vLLM's / OpenAI's words, Anthropic's on /v1/messages)
+- "413": Request Entity Too Large, an HTML page (as a proxy in front of a server sends it)
 
 `reject_logprobs` answers 400 to OpenAI requests asking for logprobs, `reject_prefill` 400 to
 Anthropic requests ending in an assistant turn (as models without those features do).
@@ -63,7 +66,7 @@ from typing import Any
 GOOD = "<<GOOD>>"
 FAULTS = frozenset({"429", "500", "503", "hang", "drop", "non_json", "no_choices", "401", "400",
                     "403", "404", "422", "408", "truncated", "huge", "surrogate",
-                    "null_content"})
+                    "null_content", "too_long", "413"})
 
 
 @dataclass
@@ -170,6 +173,7 @@ class FakeLLMServer:
         reject_logprobs: bool = False,
         reject_prefill: bool = False,
         api_keys: Iterable[str] | None = None,
+        too_long_message: str | None = None,
         seed: int = 0,
         port: int = 0,
     ):
@@ -190,6 +194,7 @@ class FakeLLMServer:
         self.reject_logprobs = reject_logprobs
         self.reject_prefill = reject_prefill
         self.api_keys = set(api_keys) if api_keys is not None else None
+        self.too_long_message = too_long_message
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -463,6 +468,19 @@ class _Handler(BaseHTTPRequestHandler):
                                      "404": "The model does not exist",
                                      "422": "Unprocessable request",
                                      "408": "Request timed out"}[fault], anthropic)
+            return
+        if fault == "too_long":
+            rec.status = 400
+            self._error(400, fake.too_long_message or (
+                "prompt is too long: 210000 tokens > 200000 maximum" if anthropic else
+                "This model's maximum context length is 4096 tokens. However, you requested "
+                "5120 tokens (5112 in the messages, 8 in the completion). Please reduce the "
+                "length of the messages or completion."), anthropic)
+            return
+        if fault == "413":
+            rec.status = 413
+            self._send(413, b"<html><body><h1>413 Request Entity Too Large</h1></body></html>",
+                       ctype="text/html")
             return
         if not anthropic and fake.reject_logprobs and body.get("logprobs"):
             rec.status = 400

@@ -7,6 +7,7 @@ from judgeaudit.llm.base import (
     Provider,
     ProviderError,
     Request,
+    RequestRejected,
     Response,
     Usage,
 )
@@ -24,6 +25,6 @@ from judgeaudit.llm.registry import available, make_provider, register
 __all__ = [
     "ERROR_KINDS", "MAX_RESPONSE_CHARS", "Cache", "CacheError", "CallFailed", "CallStats",
     "Client", "FatalProviderError", "Message", "Provider", "ProviderError", "Request",
-    "Response", "RetryPolicy", "Usage", "available", "install_log_redaction", "make_provider",
-    "redact", "register",
+    "RequestRejected", "Response", "RetryPolicy", "Usage", "available",
+    "install_log_redaction", "make_provider", "redact", "register",
 ]

@@ -27,6 +27,7 @@ ERROR_KINDS: tuple[str, ...] = (
     "malformed",    # a 200 whose body is not the expected JSON (HTML, truncated, no choices)
     "auth",         # HTTP 401/403, no API key
     "bad_request",  # HTTP 400/404/422 and other 4xx
+    "too_long",     # HTTP 400/413/422 saying this prompt is over the model's context
     "other",        # anything else (HTTP 409/425, provider-specific failures)
 )
 
@@ -126,6 +127,14 @@ class FatalProviderError(ProviderError):
     """Authentication, bad request, missing record: retrying cannot help."""
 
     def __init__(self, message: str, *, kind: str = "other"):
+        super().__init__(message, retryable=False, kind=kind)
+
+
+class RequestRejected(ProviderError):
+    """The server refused this one request (a prompt over the model's context): retrying it
+    cannot help, but other requests can still succeed, so only this call fails."""
+
+    def __init__(self, message: str, *, kind: str = "too_long"):
         super().__init__(message, retryable=False, kind=kind)
 
 
@@ -261,6 +270,7 @@ def sanitize(value: Any) -> tuple[Any, bool]:
 
 __all__ = [
     "ERROR_KINDS", "FatalProviderError", "Message", "Provider", "ProviderError", "Request",
+    "RequestRejected",
     "Response", "Usage", "check_params", "describe_params", "request_key",
     "replace_lone_surrogates", "sanitize",
 ]

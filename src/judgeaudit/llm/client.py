@@ -18,6 +18,7 @@ from judgeaudit.llm.base import (
     Provider,
     ProviderError,
     Request,
+    RequestRejected,
     Response,
     has_lone_surrogate,
     request_key,
@@ -177,7 +178,9 @@ class Client:
     malformed bodies are retried with backoff (Retry-After honoured up to
     `RetryPolicy.max_retry_after`); a non-retryable error (auth, bad request, a provider's
     FatalProviderError) fails the call at once, and no later call of this client reaches the
-    provider. Responses are cleaned at this boundary (lone surrogates replaced) and capped at
+    provider; a request the server refuses on its own (`RequestRejected`: a prompt over the
+    model's context) fails that call only, at once. Responses are cleaned at this boundary
+    (lone surrogates replaced) and capped at
     `max_response_chars` (see `MAX_RESPONSE_CHARS`) before they are cached."""
 
     def __init__(
@@ -370,6 +373,8 @@ class Client:
                 self.stats.record_error(kind, msg)
                 if kind not in ("connection", "timeout"):
                     self._reached = True  # an HTTP answer, if not the one we wanted
+                if isinstance(exc, RequestRejected):  # this request only (too long)
+                    raise CallFailed(msg, fatal=False, kind=kind) from exc
                 if not retryable:
                     self._fatal = CallFailed(f"{self.provider.name}: {msg}", fatal=True,
                                              kind=kind)

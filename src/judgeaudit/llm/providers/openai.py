@@ -37,6 +37,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
@@ -47,6 +48,7 @@ from judgeaudit.llm.base import (
     Provider,
     ProviderError,
     Request,
+    RequestRejected,
     Response,
     Usage,
 )
@@ -202,6 +204,15 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     return redact_text(text)
 
 
+# How servers say a prompt is over the model's context, in a 400/422: OpenAI and vLLM
+# ("This model's maximum context length is 4096 tokens"), llama.cpp ("the request exceeds the
+# available context size", exceed_context_size_error), Anthropic ("prompt is too long: N
+# tokens > M maximum"), TGI ("`inputs` tokens + `max_new_tokens` must be <= 4096").
+_TOO_LONG = re.compile(
+    r"context[ _](length|size|window)|prompt is too long|input is too long|too many tokens|"
+    r"exceed_context_size|tokens \+ `?max_new_tokens`? must be <=", re.IGNORECASE)
+
+
 def server_message(exc: Any) -> str:
     """The server's own error message from an SDK status error, else the exception text."""
     body = getattr(exc, "body", None)
@@ -225,7 +236,9 @@ def map_sdk_error(
     """Classify an openai/anthropic SDK exception (both SDKs share these class names).
 
     429, 408/409/425, 5xx, timeouts and connection failures are retryable (with the server's
-    Retry-After when it sent one); 400/401/403/404/422 and other 4xx are fatal. Each error's
+    Retry-After when it sent one); a 413, or a 400/422 saying the prompt is over the model's
+    context (`_TOO_LONG`), fails that request only (`RequestRejected`); 400/401/403/404/422
+    and other 4xx are fatal. Each error's
     `kind` is set (`judgeaudit.llm.base.ERROR_KINDS`). Messages never hold the key (nor a URL
     password).
     Returns None for exceptions that are not the SDK's (let them propagate as bugs).
@@ -254,6 +267,9 @@ def map_sdk_error(
             return ProviderError(f"{provider}: HTTP {status} from {where}: {detail}",
                                  retryable=True, kind=kind,
                                  retry_after=retry_after_from(getattr(resp, "headers", None)))
+        if status == 413 or (status in (400, 422) and _TOO_LONG.search(server_message(exc))):
+            return RequestRejected(f"{provider}: HTTP {status} from {where}: the prompt is too "
+                                   f"long for the model: {detail}")
         hint = {
             401: f"authentication failed; check ${key_env} or the api_key parameter",
             403: "permission denied for this key/model",
