@@ -22,3 +22,18 @@ def test_audit_outputs_follow_the_umask(tmp_path, isolated_cache):
     assert r.exit_code == 0, r.output
     for name in ("results.json", "report.html"):
         assert stat.S_IMODE((tmp_path / "out" / name).stat().st_mode) == 0o644, name
+
+
+def test_a_default_cache_that_cannot_be_made_says_how_to_go_on(tmp_path, monkeypatch):
+    """A container whose HOME is read-only: the default cache cannot be created. The run
+    stops before any call (exit 2) and says which options get it going."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(blocker / "calls.sqlite"))
+    args = ["evaluate", "--judge", "sim?seed=0", "--data", "builtin:facts", "--limit", "4",
+            "--out", str(tmp_path / "out")]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2
+    assert "--cache default" in r.output and "--no-cache" in r.output
+    assert "--cache PATH" in r.output
+    assert CliRunner().invoke(app, [*args, "--no-cache"]).exit_code == 0

@@ -63,7 +63,9 @@ def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
     try:
         return Cache(cache)
     except (ValueError, OSError) as exc:  # not a database, a directory, no permission
-        raise fail(f"--cache {cache or 'default'}: {exc}") from None
+        hint = "" if cache else ("; give another place with --cache PATH or $JUDGEAUDIT_CACHE, "
+                                 "or run without one: --no-cache")
+        raise fail(f"--cache {cache or 'default'}: {exc}{hint}") from None
 
 
 @contextmanager
