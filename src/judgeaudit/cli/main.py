@@ -22,6 +22,7 @@ from judgeaudit.cli.runner import (
     write_outputs,
 )
 from judgeaudit.config import AuditConfig, EvaluateConfig
+from judgeaudit.report.outcome import EXIT_TERMINATED
 
 app = typer.Typer(
     name="judgeaudit",
@@ -253,12 +254,27 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM (a CI job cancelled, a container stopped, `kill`): say so and how to resume,
+    then end at once with exit 143 (128 + 15). Nothing is lost: every finished call is
+    already committed to the cache (as after a kill -9, tests/llm/test_resume.py)."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.write("terminated (SIGTERM): finished calls are in the cache; run the same "
+                     "command again to resume (no finished call is made twice)\n")
+    sys.stderr.flush()
+    os._exit(EXIT_TERMINATED)
+
+
 def main() -> None:
     """Console entry point. After Ctrl-C (exit 130) the process ends at once instead of
     waiting for a local model's forward pass in its worker thread to finish: every finished
-    call is already committed to the cache."""
+    call is already committed to the cache. SIGTERM ends it the same way (`_on_sigterm`)."""
     import os
+    import signal
 
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         app()
     except SystemExit as exc:

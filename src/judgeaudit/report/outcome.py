@@ -8,7 +8,7 @@ to exit code 3 and the report shows the reason instead of verdicts.
 Exit codes (every command):
     0 ok, 1 gate tripped (`--fail-on`), 2 usage or input error, 3 run failed (too few
     valid verdicts or too many failed calls), 130 interrupted (Ctrl-C; finished calls are
-    in the cache and a re-run resumes).
+    in the cache and a re-run resumes), 143 terminated (SIGTERM; the same).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ EXIT_GATE = 1
 EXIT_USAGE = 2
 EXIT_RUN_FAILED = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 DEFAULT_MIN_VALID = 1
 DEFAULT_MAX_FAILED = 0.2
