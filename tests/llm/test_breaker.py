@@ -74,6 +74,21 @@ async def test_nothing_listening_is_unreachable_too():
     await client.aclose()
 
 
+async def test_a_server_that_never_answers_in_time_stops_the_client_and_says_so(fake_server):
+    """Accepted connections but no answer within the client's timeout, not once: the client
+    stops and says a slow server needs a longer timeout."""
+    srv = fake_server(rule=lambda rec, attempt: "hang", hang_seconds=5)
+    client = Client(provider(srv.openai_url), concurrency=2, timeout=0.2,
+                    retry=RetryPolicy(max_retries=1, **FAST))
+    outs = await client.map(requests(6))
+    assert all(isinstance(o, CallFailed) and o.kind == "timeout" for o in outs)
+    before = srv.count()
+    with pytest.raises(CallFailed, match="never answered in time .*--timeout"):
+        await client.call(judge_request(99))
+    assert srv.count() == before
+    await client.aclose()
+
+
 async def test_calls_waiting_to_retry_stop_waiting_when_the_client_stops(fake_server):
     """Item 0's connection is dropped every time; item 1 is told to come back in 60 s
     (429, Retry-After: 60). When item 0 gives up the client stops, and item 1 stops waiting
@@ -158,4 +173,4 @@ def test_the_run_outcome_says_how_many_calls_were_not_sent(tmp_path):
     assert f"{calls['not_sent']} of them not sent" in res.reason
     assert "finished calls are cached" in res.reason
     page = res.html()
-    assert f"{calls['not_sent']} not sent: the server could not be reached" in page
+    assert f"{calls['not_sent']} not sent: the server could not be reached, never" in page

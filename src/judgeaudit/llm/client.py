@@ -413,8 +413,11 @@ class Client:
             limit = max(8, 2 * self.concurrency)
         if limit == 0 or self._stopped is not None:
             return
-        if not self._reached and kind in ("connection", "timeout"):
+        if not self._reached and kind == "connection":
             why = "the server could not be reached"
+        elif not self._reached and kind == "timeout":
+            why = ("the server never answered in time (a slow server needs a longer timeout: "
+                   "--timeout, or timeout=SECONDS in the judge spec)")
         elif self._given_up >= limit:
             why = f"the server stopped answering ({self._given_up} calls in a row gave up)"
         else:

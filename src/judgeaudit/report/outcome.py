@@ -71,9 +71,9 @@ def assess(
             message += f" ({failed} calls failed)"
         not_sent = int(calls.get("not_sent") or 0)
         if not_sent:
-            message += (f"; {not_sent} of them not sent: the server could not be reached or "
-                        "stopped answering (run again when it answers: finished calls are "
-                        "cached)")
+            message += (f"; {not_sent} of them not sent: the server could not be reached, "
+                        "never answered in time or stopped answering (run again when it "
+                        "answers: finished calls are cached)")
     return {
         "status": "failed" if reasons else "ok",
         "message": message,
