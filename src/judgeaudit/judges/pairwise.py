@@ -12,7 +12,7 @@ from typing import Literal
 
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.data.slots import render_order
-from judgeaudit.judges.parse import RAW_KEEP, mark_if_invalid, parse_choice
+from judgeaudit.judges.parse import RAW_KEEP, mark_if_invalid, parse_choice, strip_reasoning
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -148,7 +148,7 @@ class PairwiseJudge:
             choice: str | None = "A" if pa >= out.probs[second] else "B"
             return OrderVerdict(order, out.text, choice, to_canonical(choice, order), pa)
         if final_pattern:
-            found = re.findall(final_pattern, out.text, flags=re.MULTILINE)
+            found = re.findall(final_pattern, strip_reasoning(out.text), flags=re.MULTILINE)
             label = found[-1] if found else None
         else:
             label = parse_choice(out.text, (first, second), allow_tie=True)

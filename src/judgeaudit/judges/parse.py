@@ -11,6 +11,24 @@ from judgeaudit.llm import CallFailed, Client, Request, Response
 RAW_KEEP = 2000
 
 _STRIP = re.compile(r"[\s*_`\"'\[\]().:,!]+")
+# Reasoning models (DeepSeek-R1, Qwen3, ... served without a reasoning parser) write their
+# thinking into the answer before the verdict: "<think> ... </think>\n\nA". Some chat
+# templates open the block in the prompt, so only its close appears in the answer.
+_THINK_OPEN = re.compile(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
+
+
+def strip_reasoning(text: str) -> str:
+    """The answer after a reasoning model's closed thinking block (the whole text when it has
+    none). A block never closed is left as it is: no verdict can be read from it."""
+    closes = list(_THINK_CLOSE.finditer(text or ""))
+    return text[closes[-1].end():] if closes else text
+
+
+def reasoning_cut_off(text: str) -> bool:
+    """True for an answer that opens a thinking block and never closes it: the model ran out
+    of tokens while thinking, before any verdict."""
+    return bool(_THINK_OPEN.match(text or "")) and not _THINK_CLOSE.search(text or "")
 _TIE_WORDS = {"tie", "draw", "equal", "same"}  # "both"/"neither" stay invalid
 
 
@@ -20,8 +38,10 @@ def parse_choice(
     """Return the single choice `text` names, "tie" (if allowed), or None.
 
     Accepts e.g. "A", " A.", "**B**", "[[A]]", "Response A", "Output (b)", "A is better",
-    "B\\nExplanation: ...". Rejects "C", "A or B", "Both", "A and B", prose that names both.
+    "B\\nExplanation: ...", and any of these after a reasoning model's closed thinking block
+    (`strip_reasoning`). Rejects "C", "A or B", "Both", "A and B", prose that names both.
     """
+    text = strip_reasoning(text)
     if not text or not text.strip():
         return None
     first_line = text.strip().splitlines()[0]
@@ -61,8 +81,10 @@ def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> 
     The first line must be exactly one id (optionally "Score: 4", "4/5", "**4**"); roman
     numerals and letter ids compare case-insensitively. Where the ids are the numerals 1..K,
     a decimal within the range ("3.5", from judges that average) is taken as given (a
-    float); a "/N" suffix must name the scale's top, K.
+    float); a "/N" suffix must name the scale's top, K. A reasoning model's closed thinking
+    block before the score is skipped (`strip_reasoning`).
     """
+    text = strip_reasoning(text)
     if not text or not text.strip():
         return None
     m = _SCORE_RE.match(text.strip().splitlines()[0])
@@ -92,6 +114,9 @@ def invalid_reason(out: Response, valid: bool) -> str | None:
     text = (out.text or "").strip()
     if not text:
         return "empty answer"
+    if reasoning_cut_off(text):
+        return (f"reasoning cut off before a verdict: {text[:80]!r} (a reasoning model ran out "
+                "of tokens while thinking: turn its thinking off on the server)")
     return f"unparseable answer: {text[:80]!r}"
 
 
