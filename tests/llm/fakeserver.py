@@ -35,6 +35,10 @@ request in arrival order, so a test knows exactly how many attempts fail), then 
 
 `reject_logprobs` answers 400 to OpenAI requests asking for logprobs, `reject_prefill` 400 to
 Anthropic requests ending in an assistant turn (as models without those features do).
+`reasoning=True` answers as OpenAI's reasoning models (o-series, gpt-5) do: 400 to a request
+with `max_tokens` (they take `max_completion_tokens`) or a temperature other than 1, and
+`think_tokens` tokens spent thinking before the answer: a budget that leaves none gives an
+empty answer with finish_reason "length".
 
 Answers: by default "A" if the text shown as Response A contains `GOOD` (the marker), "B" if
 Response B does, else A/B from a hash of the prompt. `answer=` may be a fixed string or a
@@ -174,6 +178,8 @@ class FakeLLMServer:
         reject_prefill: bool = False,
         api_keys: Iterable[str] | None = None,
         too_long_message: str | None = None,
+        reasoning: bool = False,
+        think_tokens: int = 100,
         seed: int = 0,
         port: int = 0,
     ):
@@ -195,6 +201,8 @@ class FakeLLMServer:
         self.reject_prefill = reject_prefill
         self.api_keys = set(api_keys) if api_keys is not None else None
         self.too_long_message = too_long_message
+        self.reasoning = reasoning
+        self.think_tokens = think_tokens
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -486,6 +494,22 @@ class _Handler(BaseHTTPRequestHandler):
             rec.status = 400
             self._error(400, "logprobs is not supported by this model", anthropic)
             return
+        if not anthropic and fake.reasoning:
+            refused = ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                       "Use 'max_completion_tokens' instead." if "max_tokens" in body else
+                       "Unsupported value: 'temperature' does not support "
+                       f"{body.get('temperature')} with this model. Only the default (1) "
+                       "value is supported." if body.get("temperature", 1) != 1 else None)
+            if refused:
+                rec.status = 400
+                self._error(400, refused, anthropic)
+                return
+            if int(body.get("max_completion_tokens") or 0) <= fake.think_tokens:
+                rec.status = 200
+                payload = fake.openai_body(body, "")
+                payload["choices"][0]["finish_reason"] = "length"
+                self._send(200, json.dumps(payload).encode())
+                return
         msgs = body.get("messages") or []
         if (anthropic and fake.reject_prefill and msgs
                 and msgs[-1].get("role") == "assistant"):

@@ -7,9 +7,16 @@ local server when neither is set), `temperature` (overrides the request's), `log
 `prefill` ("instruct": most chat servers cannot continue an assistant turn, so the user
 message gets an answer-format line and the model's text comes back as-is; "assistant": send
 the prefill as a partial assistant turn, for vLLM/llama.cpp servers that continue it),
-`timeout` (seconds, default 60), `max_connections` (HTTP pool size, default 64),
+`max_tokens` (overrides the request's: room for a reasoning model to think),
+`reasoning_effort` (sent as is), `timeout` (seconds, default 60), `max_connections` (HTTP
+pool size, default 64),
 `price_in`/`price_out` (USD per million prompt/completion tokens). Any other parameter is
 refused (`KNOWN_PARAMS`); `base_url` must be http(s)://host[:port][/path].
+
+Models that refuse a parameter: a 400 that names logprobs (sent without them), asks for
+`max_completion_tokens` instead of `max_tokens` (OpenAI's o-series and gpt-5), or refuses any
+temperature but the default (sent without one) is answered by sending the request again
+without it, once per provider, with a warning.
 
 Scale-out: `base_url=URL1|URL2|...` spreads calls over several servers of the same model
 (the one with the fewest calls in flight first, at most `per_server` at a time on each); a
@@ -89,6 +96,11 @@ KNOWN_PARAMS: dict[str, str] = {
     "api_key": "API key (default $OPENAI_API_KEY; not needed when base_url or "
                "$OPENAI_BASE_URL names a server: it is then sent as 'EMPTY')",
     "temperature": "sampling temperature, overrides the request's (default: the request's)",
+    "max_tokens": "most tokens the model may write, overrides the request's (8 for a verdict); "
+                  "a reasoning model (o-series, gpt-5, a thinking Qwen) spends tokens thinking "
+                  "first: give it room, e.g. 2000 (default: the request's)",
+    "reasoning_effort": "sent as is to a reasoning model, e.g. minimal, low, medium, high "
+                        "(default: not sent)",
     "logprobs": "auto: ask for top-20 next-token logprobs when choosing; off (default auto)",
     "prefill": "instruct: answer-format line; assistant: partial assistant turn "
                "(default instruct)",
@@ -408,11 +420,19 @@ def parse_chat_completion(data: dict[str, Any], choices: Sequence[str]) -> Respo
         top = [(t["token"], t["logprob"]) for t in first.get("top_logprobs") or []]
         probs = choice_probs(top, choices, sampled=first.get("token"))
     usage = data.get("usage") or {}
+    written = int(usage.get("completion_tokens") or 0)
+    invalid = None
+    if not text.strip() and choice.get("finish_reason") == "length":
+        # A reasoning model that spent the whole budget thinking: say so where the verdict
+        # is shown, not a bare empty answer.
+        invalid = (f"no answer within the token limit ({written} tokens written, finish_reason "
+                   "length): a reasoning model spends them thinking first; give it room with "
+                   "max_tokens=2000 in the judge spec")
     return Response(
         text=text,
         probs=probs,
-        usage=Usage(int(usage.get("prompt_tokens") or 0),
-                    int(usage.get("completion_tokens") or 0)),
+        usage=Usage(int(usage.get("prompt_tokens") or 0), written),
+        invalid=invalid,
         raw={
             "model": data.get("model"),
             "finish_reason": choice.get("finish_reason"),
@@ -473,6 +493,12 @@ class OpenAIProvider(Provider):
         self.base_url: str | None = self.base_urls[0] if self.base_urls else None
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
+        self.max_tokens = (int_param(p, "max_tokens", self.name, default=1)
+                           if "max_tokens" in p else None)
+        self.reasoning_effort = p.get("reasoning_effort") or None
+        # Set once the server refuses them (see the module docstring).
+        self._token_field = "max_tokens"
+        self._temperature_ok = True
         self.max_connections = int_param(p, "max_connections", self.name, default=64)
         self.logprobs_mode = p.get("logprobs", "auto")
         if self.logprobs_mode not in ("auto", "off"):
@@ -565,8 +591,36 @@ class OpenAIProvider(Provider):
         """The body this provider sends for `request` (logprobs as the server allows them):
         also each line's body in batch mode and in a plan file."""
         want_lp = bool(request.choices) and self.logprobs_mode == "auto" and self._logprobs_ok
-        return chat_body(request, self.model, prefill_mode=self.prefill_mode,
+        body = chat_body(request, self.model, prefill_mode=self.prefill_mode,
                          temperature=self.temperature, logprobs=want_lp)
+        limit = body.pop("max_tokens")
+        body[self._token_field] = self.max_tokens or limit
+        if not self._temperature_ok:
+            body.pop("temperature", None)
+        if self.reasoning_effort:
+            body["reasoning_effort"] = self.reasoning_effort
+        return body
+
+    def _adapt(self, message: str, sent: dict[str, Any]) -> bool:
+        """After a 400 refusing a parameter of the `sent` body (`message`, lower case):
+        switch max_tokens to max_completion_tokens, or drop the temperature, for this and
+        every later request (warned once). False: nothing to change, the 400 stands. Calls
+        in flight when the first refusal came are refused too and just send again."""
+        change = None
+        if "max_completion_tokens" in message and "max_tokens" in sent:
+            if self._token_field == "max_tokens":
+                change = "max_tokens; sending max_completion_tokens instead"
+            self._token_field = "max_completion_tokens"
+        elif ("temperature" in message and "temperature" in sent
+              and ("unsupported" in message or "not support" in message)):
+            if self._temperature_ok:
+                change = "this temperature; sending none (the model's default)"
+            self._temperature_ok = False
+        else:
+            return False
+        if change is not None:
+            log.warning("%s at %s rejects %s", self.model, self.where, change)
+        return True
 
     def batch_backend(self) -> Any:
         """The Batch API backend when `batch=on` (the client sends cache misses to it)."""
@@ -641,12 +695,12 @@ class OpenAIProvider(Provider):
     async def _generate_on(self, client: Any, where: str, request: Request) -> Response:
         import openai
 
-        body = self.request_body(request)
-        body.pop("logprobs", None)
-        body.pop("top_logprobs", None)
         want_lp = bool(request.choices) and self.logprobs_mode == "auto" and self._logprobs_ok
         secrets = [self.params.get("api_key"), os.environ.get(self.key_env)]
-        for attempt in (0, 1):
+        for attempt in range(4):  # at most one change each: logprobs, token field, temperature
+            body = self.request_body(request)
+            body.pop("logprobs", None)
+            body.pop("top_logprobs", None)
             lp = {"logprobs": True, "top_logprobs": 20} if want_lp else {}
             try:
                 # The SDK's documented raw `post` (auth, base_url, timeouts, status errors as
@@ -657,11 +711,15 @@ class OpenAIProvider(Provider):
                                          body={**body, **lp})
                 break
             except openai.BadRequestError as exc:
-                if want_lp and attempt == 0 and "logprob" in server_message(exc).lower():
-                    log.warning("%s at %s rejects logprobs; continuing without them",
-                                self.model, self.where)
+                message = server_message(exc).lower()
+                if want_lp and "logprob" in message:
+                    if self._logprobs_ok:
+                        log.warning("%s at %s rejects logprobs; continuing without them",
+                                    self.model, self.where)
                     self._logprobs_ok = False
                     want_lp = False
+                    continue
+                if attempt < 3 and self._adapt(message, body):
                     continue
                 raise self._mapped(exc, openai, secrets, where) from None
             except openai.OpenAIError as exc:

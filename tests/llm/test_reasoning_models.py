@@ -1,0 +1,104 @@
+"""OpenAI's reasoning models (o-series, gpt-5) as judges.
+
+They refuse `max_tokens` (asking for `max_completion_tokens`), any temperature but 1 and
+logprobs, each with a 400 that used to end the run at its first call, whatever the user
+set. The provider now sends the request again without what was refused, once each, and
+remembers it. They also spend tokens thinking before they answer: an 8-token verdict budget
+gives an empty answer cut at the limit, now marked as such with what to do (`max_tokens=`
+in the judge spec), and `reasoning_effort=` is passed through.
+
+A real loopback server that answers as these models do (tests/llm/fakeserver.py,
+`reasoning=True`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from fakeserver import FakeLLMServer, judge_request
+from typer.testing import CliRunner
+
+from judgeaudit.cli.main import app
+from judgeaudit.llm import Client, make_provider
+from judgeaudit.llm.base import request_key
+
+pytestmark = pytest.mark.usefixtures("no_key_env")
+
+
+def provider(srv, **params: str):
+    return make_provider("openai", "gpt-5-mini", {"base_url": srv.openai_url, "api_key": "k",
+                                                  **params})
+
+
+async def test_refused_parameters_are_dropped_once_and_remembered(fake_server, caplog):
+    srv = fake_server(reasoning=True, reject_logprobs=True)
+    client = Client(provider(srv, max_tokens="200"))
+    with caplog.at_level(logging.WARNING, logger="judgeaudit.llm"):
+        first = await client.call(judge_request(0, "A"))
+    assert first.text == "A" and first.invalid is None
+    bodies = [r.body for r in srv.snapshot()]
+    assert len(bodies) == 4  # logprobs, then max_tokens, then temperature refused
+    sent = bodies[-1]
+    assert "max_tokens" not in sent and sent["max_completion_tokens"] == 200
+    assert "temperature" not in sent and "logprobs" not in sent
+    said = caplog.text
+    assert "rejects logprobs" in said and "max_completion_tokens instead" in said
+    assert "sending none (the model's default)" in said
+    # every later call goes in one request
+    outs = await client.map([judge_request(i, "AB"[i % 2]) for i in range(1, 9)])
+    assert [o.text for o in outs] == ["AB"[i % 2] for i in range(1, 9)]
+    assert srv.count() == 4 + 8
+    assert client.stats.made == 9 and client.stats.failed == 0
+    await client.aclose()
+
+
+async def test_a_verdict_budget_spent_thinking_is_marked_with_what_to_do(fake_server):
+    srv = fake_server(reasoning=True, think_tokens=100)
+    client = Client(provider(srv))  # the request's 8 tokens: all spent thinking
+    out = await client.call(judge_request(0, "A"))
+    assert out.text == "" and out.invalid is not None
+    assert "no answer within the token limit" in out.invalid
+    assert "max_tokens=2000" in out.invalid
+    await client.aclose()
+
+
+async def test_max_tokens_and_reasoning_effort_are_sent_and_keyed(fake_server):
+    srv = fake_server(reasoning=True)
+    p = provider(srv, max_tokens="300", reasoning_effort="low")
+    client = Client(p)
+    out = await client.call(judge_request(0, "B"))
+    assert out.text == "B"
+    body = srv.snapshot()[-1].body
+    assert body["max_completion_tokens"] == 300 and body["reasoning_effort"] == "low"
+    # they change what comes back, so they are part of the cache key
+    req = judge_request(0, "B")
+    assert request_key(p, req) != request_key(provider(srv), req)
+    assert request_key(p, req) != request_key(provider(srv, max_tokens="300"), req)
+    await client.aclose()
+    with pytest.raises(ValueError, match="max_tokens='0'"):
+        provider(srv, max_tokens="0")
+
+
+def test_evaluate_with_a_reasoning_judge_through_the_cli(tmp_path, isolated_cache):
+    """Without room to think every verdict is empty and the run fails (exit 3), saying why
+    in results.json; with max_tokens it runs."""
+    data = tmp_path / "items.jsonl"
+    with open(data, "w") as f:
+        for i in range(6):
+            f.write(json.dumps({"id": f"r{i}", "prompt": f"question item {i}",
+                                "response_1": f"answer {i} <<GOOD>>",
+                                "response_2": f"answer {i}", "label": 1}) + "\n")
+    with FakeLLMServer(reasoning=True, reject_logprobs=True) as srv:
+        spec = f"openai:gpt-5-mini?base_url={srv.openai_url}&api_key=k"
+        args = ["evaluate", "--data", f"jsonl:{data}"]
+        bad = CliRunner().invoke(app, [*args, "--judge", spec, "--out", str(tmp_path / "a")])
+        good = CliRunner().invoke(app, [*args, "--judge", spec + "&max_tokens=500",
+                                        "--out", str(tmp_path / "b")])
+    assert bad.exit_code == 3, bad.output
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert all("no answer within the token limit" in (x["error"] or "")
+               for x in doc["invalid_examples"])
+    assert good.exit_code == 0, good.output
+    doc = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert doc["accuracy"]["value"] == 1.0 and doc["n_invalid"] == 0
