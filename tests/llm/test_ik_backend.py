@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from judgeaudit.llm import Message, Request
-from judgeaudit.llm.base import FatalProviderError
+from judgeaudit.llm.base import FatalProviderError, RequestRejected
 from judgeaudit.llm.gguf_tokenizer import GGUFTokenizer
 from tests.llm.test_llamacpp_backend import (
     _pair_requests,
@@ -275,10 +275,12 @@ def test_choice_probabilities_are_the_softmax_over_the_choice_logits(lib):
         assert out.text == max(out.probs, key=out.probs.get) and out.raw["backend"] == "ik"
         score_choices(lm, req)
         assert lm.state["reused_tokens"] == len(ids) - 1
-        with pytest.raises(FatalProviderError, match="model's context of 64 tokens"):
+        # too long: this request fails alone (RequestRejected), the run goes on
+        with pytest.raises(RequestRejected, match="model's context of 64 tokens"):
             generate_text(lm, Request(messages=(Message("user", "x" * 80),), max_tokens=4))
-        with pytest.raises(FatalProviderError, match=r"local\?ctx=N"):
+        with pytest.raises(RequestRejected, match=r"local\?ctx=N") as ei:
             generate_text(lm, Request(messages=(Message("user", "x" * 30),), max_tokens=8))
+        assert ei.value.kind == "too_long" and not ei.value.retryable
         gen = generate_text(lm, Request(messages=(Message("user", "hi"),), max_tokens=3))
         assert gen.usage.completion_tokens == 3 and gen.raw["finish_reason"] == "length"
     finally:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from judgeaudit.llm import Message, Request
-from judgeaudit.llm.base import FatalProviderError, ProviderError
+from judgeaudit.llm.base import FatalProviderError, ProviderError, RequestRejected
 from judgeaudit.llm.gguf_meta import GGUFError, read_metadata, write_gguf
 from judgeaudit.llm.gguf_tokenizer import GGUFTokenizer, UnsupportedTokenizer
 
@@ -193,11 +193,13 @@ def test_errors_and_context_limits():
     assert ei.value.retryable
     lm.server.error = None
     long = Request(messages=(Message("user", "x" * 80),), max_tokens=4)
-    with pytest.raises(FatalProviderError, match="model's context of 64 tokens"):
+    # too long: this request fails alone (RequestRejected), the run goes on
+    with pytest.raises(RequestRejected, match="model's context of 64 tokens"):
         generate_text(lm, long)
     mid = Request(messages=(Message("user", "x" * 30),), max_tokens=8)
-    with pytest.raises(FatalProviderError, match="local\\?ctx=N"):
+    with pytest.raises(RequestRejected, match="local\\?ctx=N") as ei:
         generate_text(lm, mid)
+    assert ei.value.kind == "too_long" and not ei.value.retryable
 
 
 def test_generation_is_greedy_at_zero_and_plain_seeded_sampling_above():

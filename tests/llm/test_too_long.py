@@ -7,7 +7,9 @@ or a data set with a few huge responses, used to stop at the first such item wit
 and no results. Now the call fails at once (no retry), is counted under `too_long`, the
 item is left out like any failed verdict, and the run's outcome rule decides.
 
-Real servers on loopback (tests/llm/fakeserver.py) answering with each server's own words.
+Real servers on loopback (tests/llm/fakeserver.py) answering with each server's own words;
+the embedded judge's own length check (its backends' tests check the error itself) in a
+batch of generations.
 """
 
 from __future__ import annotations
@@ -108,3 +110,32 @@ def test_evaluate_with_one_item_too_long_finishes_and_counts_it(tmp_path, isolat
     assert doc["run"]["status"] == "ok" and doc["n"] == 10
     row = next(v for v in doc["verdicts"] if v["item_id"] == "t:4")
     assert all("too long for the model" in (o["error"] or "") for o in row["orders"])
+
+
+async def test_a_batch_of_local_generations_with_one_prompt_too_long(monkeypatch):
+    """The embedded judge decodes generations in batches (gen_batch): a prompt over the
+    model's context fails alone and the rest of its batch is answered one by one. The
+    model is replaced by stand-ins for `generate_batch` / `generate_text` here (loading it
+    is for the local_model tests); the batching and the settling are the provider's own."""
+    import asyncio
+
+    from judgeaudit.llm import Message, Request, RequestRejected, Response
+    from judgeaudit.llm.providers import local
+
+    def fake_batch(lm, reqs):
+        if any("LONG" in r.messages[-1].content for r in reqs):
+            raise RequestRejected("prompt of 9000 tokens (+8 to generate) exceeds the model's "
+                                  "context of 4096 tokens")
+        return [Response(text="ok " + r.messages[-1].content) for r in reqs]
+
+    monkeypatch.setattr(local, "generate_batch", fake_batch)
+    monkeypatch.setattr(local, "generate_text", lambda lm, r, *a: fake_batch(lm, [r])[0])
+    p = make_provider("local", "qwen-0.5b", {"gen_batch": "4"})
+    p._lm = object()  # loaded: the stand-ins never look at it
+    texts = ["one", "LONG two", "three", "four"]
+    outs = await asyncio.gather(*(p.generate(Request(messages=(Message("user", t),),
+                                                     temperature=0.5, max_tokens=8))
+                                  for t in texts), return_exceptions=True)
+    assert [o.text for o in outs if isinstance(o, Response)] == ["ok one", "ok three",
+                                                                 "ok four"]
+    assert isinstance(outs[1], RequestRejected) and outs[1].kind == "too_long"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgeaudit.llm.base import FatalProviderError
+from judgeaudit.llm.base import RequestRejected
 from judgeaudit.llm.local_model import ModelFilesError, ModelSource, ensure_gguf
 
 log = logging.getLogger("judgeaudit.llm.local")
@@ -81,13 +81,14 @@ def context_size(ctx: int | str | None, slots: int) -> int:
 
 def check_length(lm: GGUFModel, ids: list[int], extra: int, library: str) -> None:
     """Refuse a prompt (+ the tokens to generate) longer than the model's or the loaded
-    context (`lm.n_ctx_train`, `lm.n_ctx`), naming the setting that raises the latter."""
+    context (`lm.n_ctx_train`, `lm.n_ctx`), naming the setting that raises the latter. Only
+    this request fails (`RequestRejected`): the run's other prompts may fit."""
     if lm.n_ctx_train and len(ids) + extra > lm.n_ctx_train:
-        raise FatalProviderError(
+        raise RequestRejected(
             f"prompt of {len(ids)} tokens (+{extra} to generate) exceeds the model's context "
             f"of {lm.n_ctx_train} tokens")
     if len(ids) + extra > lm.n_ctx:
-        raise FatalProviderError(
+        raise RequestRejected(
             f"prompt of {len(ids)} tokens (+{extra} to generate) exceeds the {library} context "
             f"of {lm.n_ctx} tokens; raise it with local?ctx=N (the model allows "
             f"{lm.n_ctx_train or 'more'})")

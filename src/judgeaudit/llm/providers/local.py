@@ -68,7 +68,9 @@ from typing import Any, ClassVar
 from judgeaudit.llm.base import (
     FatalProviderError,
     Provider,
+    ProviderError,
     Request,
+    RequestRejected,
     Response,
     Usage,
 )
@@ -287,10 +289,19 @@ def _seed(request: Request) -> int:
     return int(hashlib.sha256(blob.encode()).hexdigest()[:8], 16)
 
 
+def _as_provider_error(exc: Exception, model: str) -> ProviderError:
+    """A generation's exception as the client sees it: ours as they are, anything else a
+    FatalProviderError naming the model."""
+    if isinstance(exc, ProviderError):
+        return exc
+    return FatalProviderError(f"local model {model}: {type(exc).__name__}: {exc}")
+
+
 def _check_length(lm: LoadedModel, ids: list[int], extra: int = 0) -> None:
+    """Refuse (this request only) a prompt longer than the model's context."""
     limit = getattr(lm.model.config, "max_position_embeddings", None)
     if limit and len(ids) + extra > limit:
-        raise FatalProviderError(
+        raise RequestRejected(
             f"prompt of {len(ids)} tokens (+{extra} to generate) exceeds the model's context "
             f"of {limit} tokens"
         )
@@ -605,9 +616,18 @@ class LocalProvider(Provider):
                     outs = [generate_text(lm, reqs[0], self.decode, self.lookup_k, self._draft)]
                 else:
                     outs = generate_batch(lm, reqs)
+            except RequestRejected:  # a prompt too long: the others of the batch go alone
+                for r, f in batch:
+                    try:
+                        one = generate_batch(lm, [r])[0]
+                    except Exception as exc:
+                        loop.call_soon_threadsafe(_settle, f, None, _as_provider_error(
+                            exc, self.model))
+                    else:
+                        loop.call_soon_threadsafe(_settle, f, one, None)
+                continue
             except Exception as exc:  # every waiter must hear of it, whatever it is
-                err = exc if isinstance(exc, FatalProviderError) else FatalProviderError(
-                    f"local model {self.model}: {type(exc).__name__}: {exc}")
+                err = _as_provider_error(exc, self.model)
                 for _, f in batch:
                     loop.call_soon_threadsafe(_settle, f, None, err)
                 continue
