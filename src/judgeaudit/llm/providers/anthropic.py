@@ -103,7 +103,8 @@ class AnthropicProvider(Provider):
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model, params)
         p = self.params
-        self.base_url: str | None = check_base_url(p.get("base_url") or None)
+        self.base_url: str | None = check_base_url(p.get("base_url") or None,
+                                                   ("/v1/messages", "/messages"))
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
         self.max_connections = int_param(p, "max_connections", self.name, default=64)

@@ -87,6 +87,8 @@ OPENAI_PRICES: dict[str, tuple[float, float]] = {
 }
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+NOT_FOUND = ("not found; check the model name and base_url (vLLM, llama.cpp and most "
+             "OpenAI-compatible servers answer under /v1: http://HOST:PORT/v1)")
 
 # The spec parameters read here (name -> meaning and default); anything else is refused.
 KNOWN_PARAMS: dict[str, str] = {
@@ -122,10 +124,13 @@ KNOWN_PARAMS: dict[str, str] = {
 }
 
 
-def check_base_url(url: str | None) -> str | None:
+def check_base_url(url: str | None, endpoints: Sequence[str] = ("/chat/completions",
+                                                                 "/completions")) -> str | None:
     """`url` unchanged when it is http(s)://host[:port][/path], else a ValueError (caught at
     construction, not at the first call: "localhost:8000" would otherwise fail later as an
-    unsupported protocol, "http//x" as a relative path)."""
+    unsupported protocol, "http//x" as a relative path). A URL ending in one of the
+    `endpoints` the client appends itself is refused with the base to give instead (pasted
+    whole, every call would go to .../chat/completions/chat/completions, a 404 each)."""
     if url is None:
         return None
     bad = ValueError(f"base_url {redact_url(url)!r}: expected http(s)://host[:port][/path]")
@@ -140,7 +145,15 @@ def check_base_url(url: str | None) -> str | None:
         raise bad
     if any(c.isspace() for c in url.strip()):
         raise bad
+    path = parts.path.rstrip("/")
+    for endpoint in endpoints:
+        if path.lower().endswith(endpoint):
+            base = urllib.parse.urlunsplit(parts._replace(path=path[:-len(endpoint)],
+                                                          query="", fragment=""))
+            raise ValueError(f"base_url {redact_url(url)!r} names the endpoint itself; give the "
+                             f"part before {endpoint}: {redact_url(base)!r}")
     return url
+
 
 
 # ---- pure helpers (unit-tested) ------------------------------------------------------------
@@ -244,6 +257,7 @@ def map_sdk_error(
     key_env: str,
     secrets: Iterable[str | None],
     timeout: float,
+    not_found: str = "not found; check the model name and base_url",
 ) -> ProviderError | None:
     """Classify an openai/anthropic SDK exception (both SDKs share these class names).
 
@@ -285,7 +299,7 @@ def map_sdk_error(
         hint = {
             401: f"authentication failed; check ${key_env} or the api_key parameter",
             403: "permission denied for this key/model",
-            404: "not found; check the model name and base_url",
+            404: not_found,
             400: "bad request",
             422: "request rejected as unprocessable",
         }.get(status, "request rejected")
@@ -729,7 +743,8 @@ class OpenAIProvider(Provider):
     def _mapped(self, exc: Exception, sdk: Any, secrets: list[str | None],
                 where: str | None = None) -> Exception:
         err = map_sdk_error(exc, sdk, provider=self.name, where=where or self.where,
-                            key_env=self.key_env, secrets=secrets, timeout=self.timeout or 0.0)
+                            key_env=self.key_env, secrets=secrets, timeout=self.timeout or 0.0,
+                            not_found=NOT_FOUND)
         return err if err is not None else exc
 
     def parse_body(self, content: bytes, request: Request, where: str | None = None
