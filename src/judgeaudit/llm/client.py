@@ -179,9 +179,10 @@ class Client:
     `RetryPolicy.max_retry_after`); a non-retryable error (auth, bad request, a provider's
     FatalProviderError) fails the call at once, and no later call of this client reaches the
     provider; a request the server refuses on its own (`RequestRejected`: a prompt over the
-    model's context) fails that call only, at once. Responses are cleaned at this boundary
-    (lone surrogates replaced) and capped at
-    `max_response_chars` (see `MAX_RESPONSE_CHARS`) before they are cached."""
+    model's context) fails that call only, at once. A server that cannot be reached or stops
+    answering is not asked again (`RetryPolicy.stop_after`). Responses are cleaned at this
+    boundary (lone surrogates replaced) and capped at `max_response_chars` (see
+    `MAX_RESPONSE_CHARS`) before they are cached."""
 
     def __init__(
         self,

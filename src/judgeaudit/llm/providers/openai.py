@@ -9,9 +9,9 @@ message gets an answer-format line and the model's text comes back as-is; "assis
 the prefill as a partial assistant turn, for vLLM/llama.cpp servers that continue it),
 `max_tokens` (overrides the request's: room for a reasoning model to think),
 `reasoning_effort` (sent as is), `timeout` (seconds, default 60), `max_connections` (HTTP
-pool size, default 64),
-`price_in`/`price_out` (USD per million prompt/completion tokens). Any other parameter is
-refused (`KNOWN_PARAMS`); `base_url` must be http(s)://host[:port][/path].
+pool size, default 64), `price_in`/`price_out` (USD per million prompt/completion tokens).
+Any other parameter is refused (`KNOWN_PARAMS`); `base_url` must be
+http(s)://host[:port][/path], without the endpoint (`/chat/completions`) on it.
 
 Models that refuse a parameter: a 400 that names logprobs (sent without them), asks for
 `max_completion_tokens` instead of `max_tokens` (OpenAI's o-series and gpt-5), or refuses any
@@ -155,7 +155,6 @@ def check_base_url(url: str | None, endpoints: Sequence[str] = ("/chat/completio
     return url
 
 
-
 # ---- pure helpers (unit-tested) ------------------------------------------------------------
 
 def choice_probs(
@@ -264,9 +263,8 @@ def map_sdk_error(
     429, 408/409/425, 5xx, timeouts and connection failures are retryable (with the server's
     Retry-After when it sent one); a 413, or a 400/422 saying the prompt is over the model's
     context (`_TOO_LONG`), fails that request only (`RequestRejected`); 400/401/403/404/422
-    and other 4xx are fatal. Each error's
-    `kind` is set (`judgeaudit.llm.base.ERROR_KINDS`). Messages never hold the key (nor a URL
-    password).
+    and other 4xx are fatal. Each error's `kind` is set (`judgeaudit.llm.base.ERROR_KINDS`).
+    Messages never hold the key (nor a URL password).
     Returns None for exceptions that are not the SDK's (let them propagate as bugs).
     """
     secrets = list(secrets)
