@@ -75,7 +75,7 @@ class CallStats:
     `retries` counts attempts after a retryable error (each reached the provider: setup such
     as an SDK import is not timed); `errors` counts every failed attempt by kind
     (`ERROR_KINDS`: rate_limit, server, timeout, connection, malformed, auth, bad_request,
-    other) and `first_error` keeps the first one's message (redacted, at most 300 chars).
+    too_long, other) and `first_error` keeps the first one's message (redacted, at most 300 chars).
     `not_sent` counts the failed calls that were never sent (counted in `failed` too).
     """
 
