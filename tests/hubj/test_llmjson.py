@@ -100,3 +100,14 @@ async def test_a_server_that_answers_the_whole_object_is_read_too(monkeypatch):
         got = await call_json(client, _req(3), _score, stats, close="}")
         await client.aclose()
     assert got == 5 and stats.failed == 0
+
+
+async def test_a_reasoning_models_thinking_is_not_read_as_its_answer():
+    """A reasoning model thinks aloud before the object, drafts included: the object after
+    its thinking is the answer (the first {...} in the text was a draft, score 2)."""
+    got, st = await _call(['<think>Maybe {"score": 2}? No, it has no errors.</think>\n'
+                           '{"score": 5}'], i=4)
+    assert got == 5 and st.failed == 0
+    # only the close of the block (the chat template opened it in the prompt)
+    got, st = await _call(['a draft: {"score": 1}\n</think>\n\n3}'], i=5)
+    assert got == 3 and st.failed == 0

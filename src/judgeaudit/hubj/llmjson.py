@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from judgeaudit.judges.parse import strip_reasoning
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
 Validator = Callable[[dict[str, Any]], Any]
@@ -204,9 +205,12 @@ def _read(text: str, resp: Response, prefill: str, validate: Validator
     assistant turn (an OpenAI-compatible server in "instruct" mode) answers with the whole
     object instead, so the answer alone is tried next. The first reading that validates wins;
     if none does, the first one's error is raised."""
+    answer = strip_reasoning(resp.text)  # a reasoning model's thinking is no answer
+    if answer is not resp.text and not resp.probs:
+        text = prefill + answer
     readings = [text]
-    if prefill and not resp.probs and resp.text.lstrip().startswith("{"):
-        readings.append(resp.text)
+    if prefill and not resp.probs and answer.lstrip().startswith("{"):
+        readings.append(answer)
     first: Exception | None = None
     for t in readings:
         try:
