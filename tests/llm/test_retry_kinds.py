@@ -184,8 +184,12 @@ async def test_waiters_on_a_shared_call_that_failed_count_as_failed(fake_server)
     """Always 429: duplicates sharing an in-flight call that failed are failed calls, not
     cache hits (this run printed "0 made, 80 from cache, 180 failed")."""
     srv = fake_server(rule=lambda rec, attempt: "429", retry_after="0")
+    # stop_after=0: every call takes all its attempts, so the counts are exact (with the
+    # breaker on, the 16th call in a row to give up would stop the others' retries; its own
+    # tests are in test_breaker.py)
     client = Client(openai(srv), concurrency=8,
-                    retry=RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.002))
+                    retry=RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.002,
+                                      stop_after=0))
     distinct, dup = 20, 4
     reqs = [judge_request(i) for i in range(distinct) for _ in range(dup)]
     outs = await client.map(reqs)
