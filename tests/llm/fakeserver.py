@@ -153,6 +153,16 @@ def judge_request(i: int, good: str = "A", *, choices: tuple[str, ...] = ("A", "
     )
 
 
+def write_pairs(path: Any, n: int) -> None:
+    """A JSONL data file of `n` pairwise items whose first response carries the GOOD marker
+    (label 1), prompts "question item N" (as `judge_request` writes them)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"t:{i}", "prompt": f"question item {i}",
+                                "response_1": f"answer {i} {GOOD}",
+                                "response_2": f"answer {i}", "label": 1}) + "\n")
+
+
 def _ntokens(text: str) -> int:
     return len(text.split())
 

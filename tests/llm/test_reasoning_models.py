@@ -16,7 +16,7 @@ import json
 import logging
 
 import pytest
-from fakeserver import FakeLLMServer, judge_request
+from fakeserver import FakeLLMServer, judge_request, write_pairs
 from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
@@ -84,11 +84,7 @@ def test_evaluate_with_a_reasoning_judge_through_the_cli(tmp_path, isolated_cach
     """Without room to think every verdict is empty and the run fails (exit 3), saying why
     in results.json; with max_tokens it runs."""
     data = tmp_path / "items.jsonl"
-    with open(data, "w") as f:
-        for i in range(6):
-            f.write(json.dumps({"id": f"r{i}", "prompt": f"question item {i}",
-                                "response_1": f"answer {i} <<GOOD>>",
-                                "response_2": f"answer {i}", "label": 1}) + "\n")
+    write_pairs(data, 6)
     with FakeLLMServer(reasoning=True, reject_logprobs=True) as srv:
         spec = f"openai:gpt-5-mini?base_url={srv.openai_url}&api_key=k"
         args = ["evaluate", "--data", f"jsonl:{data}"]

@@ -18,7 +18,7 @@ import json
 import re
 
 import pytest
-from fakeserver import FakeLLMServer, judge_request
+from fakeserver import FakeLLMServer, judge_request, write_pairs
 from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
@@ -95,11 +95,7 @@ def test_evaluate_with_one_item_too_long_finishes_and_counts_it(tmp_path, isolat
     """1 item of 10 too long: 2 of 20 calls fail (10%, under --max-failed 0.2): exit 0, the
     item counted as failed, the kind in results.json. Before, exit 3 and no results."""
     data = tmp_path / "items.jsonl"
-    with open(data, "w") as f:
-        for i in range(10):
-            f.write(json.dumps({"id": f"t:{i}", "prompt": f"question item {i}",
-                                "response_1": f"answer {i} <<GOOD>>",
-                                "response_2": f"answer {i}", "label": 1}) + "\n")
+    write_pairs(data, 10)
     with FakeLLMServer(rule=too_long_for({"4"})) as srv:
         spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
         res = CliRunner().invoke(app, ["evaluate", "--judge", spec, "--data", f"jsonl:{data}",
