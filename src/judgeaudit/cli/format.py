@@ -11,10 +11,14 @@ from rich.text import Text
 def calls_text(res: dict[str, Any]) -> str:
     """The calls line every run command prints: made, from cache, failed, and the time."""
     c = res.get("calls") or {}
-    failed = f"{c.get('failed', 0)} failed" + (f" ({c['not_sent']} not sent)"
-                                               if c.get("not_sent") else "")
-    return (f"calls: {c.get('made', 0)} made, {c.get('cached', 0)} from cache, {failed}"
-            + (f"; {res['seconds']:.1f} s" if "seconds" in res else ""))
+    return (f"calls: {c.get('made', 0)} made, {c.get('cached', 0)} from cache, "
+            f"{failed_text(c)}" + (f"; {res['seconds']:.1f} s" if "seconds" in res else ""))
+
+
+def failed_text(calls: dict[str, Any]) -> str:
+    """'N failed', with how many of them were never sent (the client's breaker)."""
+    not_sent = calls.get("not_sent")
+    return f"{calls.get('failed', 0)} failed" + (f" ({not_sent} not sent)" if not_sent else "")
 
 
 def est_ci(e: Any, digits: int = 3) -> str:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from judgeaudit.cli.format import calls_text, evaluate_table, fmt_est
+from judgeaudit.cli.format import calls_text, evaluate_table, failed_text, fmt_est
 from judgeaudit.cli.progress import console, fail
 from judgeaudit.cli.runner import (
     JsonOpt,
@@ -98,7 +98,7 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     what = "scores" if pointwise else "verdicts"
     console.print(
         f"calls: {c['made']} made, {c['cached']} from cache, {c['retries']} retries, "
-        f"{c['failed']} failed{_not_sent(c)}; {res['n_invalid']} invalid {what} of "
+        f"{failed_text(c)}; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
     if selection["kind"] == "sample":
@@ -106,10 +106,6 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
                       f"(seed {selection['seed']})")
     console.print(f"results: {path}")
     finish(res, json_out)
-
-
-def _not_sent(calls: dict) -> str:
-    return f" ({calls['not_sent']} not sent)" if calls.get("not_sent") else ""
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
