@@ -614,12 +614,17 @@ class OpenAIProvider(Provider):
         return body
 
     def _adapt(self, message: str, sent: dict[str, Any]) -> bool:
-        """After a 400 refusing a parameter of the `sent` body (`message`, lower case):
-        switch max_tokens to max_completion_tokens, or drop the temperature, for this and
-        every later request (warned once). False: nothing to change, the 400 stands. Calls
-        in flight when the first refusal came are refused too and just send again."""
+        """After a 400 refusing a parameter of the `sent` body (`message`, lower case): drop
+        the logprobs, switch max_tokens to max_completion_tokens, or drop the temperature,
+        for this and every later request (warned once). False: nothing to change, the 400
+        stands. Calls in flight when the first refusal came are refused too and just send
+        again."""
         change = None
-        if "max_completion_tokens" in message and "max_tokens" in sent:
+        if "logprob" in message and "logprobs" in sent:
+            if self._logprobs_ok:
+                change = "logprobs; continuing without them"
+            self._logprobs_ok = False
+        elif "max_completion_tokens" in message and "max_tokens" in sent:
             if self._token_field == "max_tokens":
                 change = "max_tokens; sending max_completion_tokens instead"
             self._token_field = "max_completion_tokens"
@@ -707,31 +712,19 @@ class OpenAIProvider(Provider):
     async def _generate_on(self, client: Any, where: str, request: Request) -> Response:
         import openai
 
-        want_lp = bool(request.choices) and self.logprobs_mode == "auto" and self._logprobs_ok
         secrets = [self.params.get("api_key"), os.environ.get(self.key_env)]
         for attempt in range(4):  # at most one change each: logprobs, token field, temperature
-            body = self.request_body(request)
-            body.pop("logprobs", None)
-            body.pop("top_logprobs", None)
-            lp = {"logprobs": True, "top_logprobs": 20} if want_lp else {}
+            body = self.request_body(request)  # as the server allows it so far
             try:
                 # The SDK's documented raw `post` (auth, base_url, timeouts, status errors as
                 # for `chat.completions.create`) without its per-call walk of the params'
                 # TypedDicts, which cost ~1 ms of CPU per call: the harness's bottleneck at
                 # concurrency >= 32 (benchmarks/bench_harness.py).
                 http = await client.post("/chat/completions", cast_to=_http_response_cls(),
-                                         body={**body, **lp})
+                                         body=body)
                 break
             except openai.BadRequestError as exc:
-                message = server_message(exc).lower()
-                if want_lp and "logprob" in message:
-                    if self._logprobs_ok:
-                        log.warning("%s at %s rejects logprobs; continuing without them",
-                                    self.model, self.where)
-                    self._logprobs_ok = False
-                    want_lp = False
-                    continue
-                if attempt < 3 and self._adapt(message, body):
+                if attempt < 3 and self._adapt(server_message(exc).lower(), body):
                     continue
                 raise self._mapped(exc, openai, secrets, where) from None
             except openai.OpenAIError as exc:
