@@ -32,6 +32,13 @@ request in arrival order, so a test knows exactly how many attempts fail), then 
 - "too_long": 400 saying the prompt is over the model's context (`too_long_message`; by
   default vLLM's / OpenAI's words, Anthropic's on /v1/messages)
 - "413": Request Entity Too Large, an HTML page (as a proxy in front of a server sends it)
+- "content_filter": 400 from a content filter refusing the prompt (Azure OpenAI's body, code
+  content_filter); "invalid_prompt": the same in OpenAI's words (code invalid_prompt)
+- "refusal": 200 whose answer is a refusal (OpenAI: content null, `message.refusal` set;
+  Anthropic: stop_reason "refusal", no content); "filtered": 200 with finish_reason
+  "content_filter" and null content (Azure withholding the answer)
+- "quota": the account is out of credit (OpenAI: 429 insufficient_quota; Anthropic: 400
+  "credit balance is too low")
 
 `reject_logprobs` answers 400 to OpenAI requests asking for logprobs, `reject_prefill` 400 to
 Anthropic requests ending in an assistant turn (as models without those features do).
@@ -70,7 +77,8 @@ from typing import Any
 GOOD = "<<GOOD>>"
 FAULTS = frozenset({"429", "500", "503", "hang", "drop", "non_json", "no_choices", "401", "400",
                     "403", "404", "422", "408", "truncated", "huge", "surrogate",
-                    "null_content", "too_long", "413"})
+                    "null_content", "too_long", "413", "content_filter", "invalid_prompt",
+                    "refusal", "filtered", "quota"})
 
 
 @dataclass
@@ -428,6 +436,31 @@ class _Handler(BaseHTTPRequestHandler):
             body = {"error": {"message": message, "type": "fake_error", "code": status}}
         self._send(status, json.dumps(body).encode(), headers=headers)
 
+    def _refuse(self, fault: str, anthropic: bool) -> int:
+        """Send the refusal of the "content_filter", "invalid_prompt" or "quota" fault, in the
+        body the real service sends; its status."""
+        if fault == "quota":
+            if anthropic:
+                self._error(400, "Your credit balance is too low to access the Anthropic API. "
+                            "Please go to Plans & Billing to upgrade or purchase credits.", True)
+                return 400
+            err = {"message": "You exceeded your current quota, please check your plan and "
+                   "billing details.", "type": "insufficient_quota", "param": None,
+                   "code": "insufficient_quota"}
+            status = 429
+        elif fault == "content_filter":
+            err = {"message": "The response was filtered due to the prompt triggering Azure "
+                   "OpenAI's content management policy. Please modify your prompt and retry.",
+                   "type": None, "param": "prompt", "code": "content_filter", "status": 400}
+            status = 400
+        else:
+            err = {"message": "Invalid prompt: your prompt was flagged as potentially "
+                   "violating our usage policy. Please try again with a different prompt.",
+                   "type": "invalid_request_error", "param": None, "code": "invalid_prompt"}
+            status = 400
+        self._send(status, json.dumps({"error": err}).encode())
+        return status
+
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         fake = self.server.fake
         n = int(self.headers.get("Content-Length") or 0)
@@ -500,6 +533,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(413, b"<html><body><h1>413 Request Entity Too Large</h1></body></html>",
                        ctype="text/html")
             return
+        if fault in ("content_filter", "invalid_prompt", "quota"):
+            rec.status = self._refuse(fault, anthropic)
+            return
         if not anthropic and fake.reject_logprobs and body.get("logprobs"):
             rec.status = 400
             self._error(400, "logprobs is not supported by this model", anthropic)
@@ -541,6 +577,15 @@ class _Handler(BaseHTTPRequestHandler):
             answer = "A \ud800 broken"  # json.dumps writes it as the escape "\ud800"
         rec.answer = answer
         payload = fake.anthropic_body(body, answer) if anthropic else fake.openai_body(body, answer)
+        if fault == "refusal" and anthropic:
+            payload.update(content=[], stop_reason="refusal")
+        elif fault in ("refusal", "filtered"):
+            choice = payload["choices"][0]
+            choice["message"]["content"], choice["logprobs"] = None, None
+            if fault == "refusal":
+                choice["message"]["refusal"] = "I'm sorry, I can't help with that."
+            else:
+                choice["finish_reason"] = "content_filter"
         if fault == "null_content":
             if anthropic:
                 payload["content"] = [{"type": "text", "text": None}]

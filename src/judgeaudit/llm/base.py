@@ -25,9 +25,10 @@ ERROR_KINDS: tuple[str, ...] = (
     "timeout",      # no answer in time (client or HTTP timeout, HTTP 408)
     "connection",   # refused, reset or dropped connection
     "malformed",    # a 200 whose body is not the expected JSON (HTML, truncated, no choices)
-    "auth",         # HTTP 401/403, no API key
+    "auth",         # HTTP 401/403, no API key, an account out of credit
     "bad_request",  # HTTP 400/404/422 and other 4xx
     "too_long",     # HTTP 400/413/422 saying this prompt is over the model's context
+    "refused",      # HTTP 400/422 from a content filter refusing this prompt
     "other",        # anything else (HTTP 409/425, provider-specific failures)
 )
 
@@ -110,6 +111,25 @@ class Response:
         )
 
 
+def unusable_answer(text: str, stop: str | None, written: int, *, field: str = "finish_reason",
+                    refusal: str | None = None) -> str | None:
+    """Why an answer the server sent (HTTP 200) holds no verdict, in words the user can act
+    on; None when it may hold one. `stop` is why generation stopped (`field` names it as the
+    API does: finish_reason, stop_reason), `refusal` the refusal text OpenAI sends apart."""
+    if refusal:
+        return f"the model refused to answer: {refusal[:200]}"
+    if stop in ("content_filter", "refusal"):
+        return (f"the answer was withheld ({field} {stop}): the model or the server's content "
+                "filter refused this prompt")
+    if not text.strip() and stop in ("length", "max_tokens"):
+        # A reasoning model that spent the whole budget thinking: say so where the verdict
+        # is shown, not a bare empty answer.
+        return (f"no answer within the token limit ({written} tokens written, {field} {stop}): "
+                "a reasoning model spends them thinking first; give it room with "
+                "max_tokens=2000 in the judge spec")
+    return None
+
+
 class ProviderError(Exception):
     """A failure the client should classify: `retryable` errors are retried with backoff,
     others fail the call at once (and stop the client: see `Client`). `kind` is one of
@@ -131,11 +151,60 @@ class FatalProviderError(ProviderError):
 
 
 class RequestRejected(ProviderError):
-    """The server refused this one request (a prompt over the model's context): retrying it
-    cannot help, but other requests can still succeed, so only this call fails."""
+    """The server refused this one request (a prompt over the model's context, or one its
+    content filter blocks): retrying it cannot help, but other requests can still succeed,
+    so only this call fails."""
 
     def __init__(self, message: str, *, kind: str = "too_long"):
         super().__init__(message, retryable=False, kind=kind)
+
+
+# How servers say a prompt is over the model's context, in a 400/422: OpenAI and vLLM
+# ("This model's maximum context length is 4096 tokens"), llama.cpp ("the request exceeds the
+# available context size", exceed_context_size_error), Anthropic ("prompt is too long: N
+# tokens > M maximum"), TGI ("`inputs` tokens + `max_new_tokens` must be <= 4096").
+_TOO_LONG = re.compile(
+    r"context[ _](length|size|window)|prompt is too long|input is too long|too many tokens|"
+    r"exceed_context_size|tokens \+ `?max_new_tokens`? must be <=", re.IGNORECASE)
+# How they say a content filter refused the prompt: Azure OpenAI (code content_filter, "the
+# prompt triggering Azure OpenAI's content management policy"), OpenAI (code invalid_prompt,
+# "flagged as potentially violating our usage policy").
+_REFUSED = re.compile(r"content_filter|content management policy|violating our usage policy",
+                      re.IGNORECASE)
+# How they say the account is out of credit (OpenAI sends it as a 429 that waiting cannot
+# cure: insufficient_quota; Anthropic as a 400).
+_NO_CREDIT = re.compile(r"insufficient_quota|exceeded your current quota|"
+                        r"credit balance is too low", re.IGNORECASE)
+
+
+def http_error_kind(status: int, message: str = "") -> tuple[str, bool]:
+    """(kind, retryable) of an HTTP error answer, by its status and the server's message
+    (with its error code, when it sent one). 429, 408/409/425 and 5xx are worth retrying,
+    except a 429 saying the account is out of credit ("auth", as a 402); a 413, or a
+    400/422 whose message says the prompt is over the model's context, is "too_long", and
+    one from a content filter "refused": both concern that request alone
+    (`PER_REQUEST_KINDS`)."""
+    if status == 402 or (status in (400, 429) and _NO_CREDIT.search(message)):
+        return "auth", False
+    if status == 429:
+        return "rate_limit", True
+    if status >= 500:
+        return "server", True
+    if status == 408:
+        return "timeout", True
+    if status in (409, 425):
+        return "other", True
+    if status == 413 or (status in (400, 422) and _TOO_LONG.search(message)):
+        return "too_long", False
+    if status in (400, 422) and _REFUSED.search(message):
+        return "refused", False
+    if status in (401, 403):
+        return "auth", False
+    return "bad_request", False
+
+
+# Kinds of refusal that concern one request only: other requests can still succeed.
+PER_REQUEST_KINDS = frozenset({"too_long", "refused"})
 
 
 class Provider(abc.ABC):
@@ -269,8 +338,8 @@ def sanitize(value: Any) -> tuple[Any, bool]:
 
 
 __all__ = [
-    "ERROR_KINDS", "FatalProviderError", "Message", "Provider", "ProviderError", "Request",
-    "RequestRejected",
+    "ERROR_KINDS", "PER_REQUEST_KINDS", "FatalProviderError", "Message", "Provider",
+    "ProviderError", "Request", "RequestRejected", "http_error_kind", "unusable_answer",
     "Response", "Usage", "check_params", "describe_params", "request_key",
     "replace_lone_surrogates", "sanitize",
 ]

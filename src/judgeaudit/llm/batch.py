@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from judgeaudit.llm.base import Provider, ProviderError, Request, Response
+from judgeaudit.llm.base import Provider, ProviderError, Request, Response, http_error_kind
 from judgeaudit.llm.cache import Cache
 from judgeaudit.llm.redact import redact
 
@@ -476,19 +476,8 @@ def _missing(batch_id: str, key: str, st: BatchState) -> LineResult:
 
 def http_line_error(key: str, status: int, message: str) -> LineResult:
     """A batch line answered with an HTTP error status: retryable as a live call would be
-    (408/409/425/429, 5xx), else refused."""
-    if status == 429:
-        kind, retry = "rate_limit", True
-    elif status >= 500:
-        kind, retry = "server", True
-    elif status == 408:
-        kind, retry = "timeout", True
-    elif status in (409, 425):
-        kind, retry = "other", True
-    elif status in (401, 403):
-        kind, retry = "auth", False
-    else:
-        kind, retry = "bad_request", False
+    (`http_error_kind`: 429, 5xx, ...), else refused (only that line fails)."""
+    kind, retry = http_error_kind(status, message)
     return LineResult(key, kind=kind, retryable=retry,
                       message=f"HTTP {status} in batch: {message}"[:300])
 

@@ -75,7 +75,8 @@ class CallStats:
     `retries` counts attempts after a retryable error (each reached the provider: setup such
     as an SDK import is not timed); `errors` counts every failed attempt by kind
     (`ERROR_KINDS`: rate_limit, server, timeout, connection, malformed, auth, bad_request,
-    too_long, other) and `first_error` keeps the first one's message (redacted, at most 300 chars).
+    too_long, refused, other) and `first_error` keeps the first one's message (redacted, at
+    most 300 chars).
     `not_sent` counts the failed calls that were never sent (counted in `failed` too).
     """
 
@@ -179,10 +180,10 @@ class Client:
     `RetryPolicy.max_retry_after`); a non-retryable error (auth, bad request, a provider's
     FatalProviderError) fails the call at once, and no later call of this client reaches the
     provider; a request the server refuses on its own (`RequestRejected`: a prompt over the
-    model's context) fails that call only, at once. A server that cannot be reached or stops
-    answering is not asked again (`RetryPolicy.stop_after`). Responses are cleaned at this
-    boundary (lone surrogates replaced) and capped at `max_response_chars` (see
-    `MAX_RESPONSE_CHARS`) before they are cached."""
+    model's context or one its content filter blocks) fails that call only, at once. A server
+    that cannot be reached or stops answering is not asked again (`RetryPolicy.stop_after`).
+    Responses are cleaned at this boundary (lone surrogates replaced) and capped at
+    `max_response_chars` (see `MAX_RESPONSE_CHARS`) before they are cached."""
 
     def __init__(
         self,
@@ -374,7 +375,7 @@ class Client:
                 self.stats.record_error(kind, msg)
                 if kind not in ("connection", "timeout"):
                     self._reached = True  # an HTTP answer, if not the one we wanted
-                if isinstance(exc, RequestRejected):  # this request only (too long)
+                if isinstance(exc, RequestRejected):  # this request only (too long, refused)
                     raise CallFailed(msg, fatal=False, kind=kind) from exc
                 if not retryable:
                     self._fatal = CallFailed(f"{self.provider.name}: {msg}", fatal=True,

@@ -38,12 +38,14 @@ from judgeaudit.llm.base import (
     Request,
     Response,
     Usage,
+    unusable_answer,
 )
 from judgeaudit.llm.providers.openai import (
     BATCH_DISCOUNT,
     OPERATIONAL_PARAMS,
     add_choice_line,
     check_base_url,
+    clean_key,
     float_param,
     int_param,
     map_sdk_error,
@@ -130,12 +132,13 @@ class AnthropicProvider(Provider):
 
     def _api_key(self) -> str:
         key = self.params.get("api_key") or os.environ.get(self.key_env)
-        if not key:
+        if not key or not key.strip():
             raise FatalProviderError(
                 f"{self.name}: no API key: set ${self.key_env} or pass api_key=... in the "
                 f"judge spec", kind="auth"
             )
-        return key
+        source = "api_key=" if self.params.get("api_key") else f"${self.key_env}"
+        return clean_key(key, self.name, source)
 
     async def prepare(self) -> None:
         """SDK import and client for this loop, before the timed call (see openai)."""
@@ -253,9 +256,11 @@ def parse_message(data: dict[str, Any]) -> Response:
     blocks = data["content"]
     text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
     usage = data.get("usage") or {}
+    written = int(usage.get("output_tokens") or 0)
     return Response(
         text=text,
         probs=None,
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        usage=Usage(int(usage.get("input_tokens") or 0), written),
         raw={"model": data.get("model"), "stop_reason": data.get("stop_reason")},
+        invalid=unusable_answer(text, data.get("stop_reason"), written, field="stop_reason"),
     )

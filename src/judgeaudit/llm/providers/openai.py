@@ -44,13 +44,13 @@ import json
 import logging
 import math
 import os
-import re
 import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from judgeaudit.llm.base import (
+    PER_REQUEST_KINDS,
     FatalProviderError,
     Provider,
     ProviderError,
@@ -58,6 +58,8 @@ from judgeaudit.llm.base import (
     RequestRejected,
     Response,
     Usage,
+    http_error_kind,
+    unusable_answer,
 )
 from judgeaudit.llm.redact import redact as redact_text
 from judgeaudit.llm.redact import redact_url
@@ -86,7 +88,6 @@ OPENAI_PRICES: dict[str, tuple[float, float]] = {
     "gpt-5-nano": (0.05, 0.40),
 }
 
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 NOT_FOUND = ("not found; check the model name and base_url (vLLM, llama.cpp and most "
              "OpenAI-compatible servers answer under /v1: http://HOST:PORT/v1)")
 
@@ -223,18 +224,26 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     """Remove every secret (and anything shaped like an API key, a URL password, a key in a
     query string or an auth header: `judgeaudit.llm.redact`) from a message."""
     for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "***")
+        for v in (s, s.strip()) if s else ():  # the key as given and as sent (`clean_key`)
+            if len(v) >= 4:
+                text = text.replace(v, "***")
     return redact_text(text)
 
 
-# How servers say a prompt is over the model's context, in a 400/422: OpenAI and vLLM
-# ("This model's maximum context length is 4096 tokens"), llama.cpp ("the request exceeds the
-# available context size", exceed_context_size_error), Anthropic ("prompt is too long: N
-# tokens > M maximum"), TGI ("`inputs` tokens + `max_new_tokens` must be <= 4096").
-_TOO_LONG = re.compile(
-    r"context[ _](length|size|window)|prompt is too long|input is too long|too many tokens|"
-    r"exceed_context_size|tokens \+ `?max_new_tokens`? must be <=", re.IGNORECASE)
+def clean_key(key: str, provider: str, source: str) -> str:
+    """An API key as it can go in a header: the whitespace around it dropped (a newline from
+    a key file, a Kubernetes secret or a CRLF .env file, which HTTP libraries refuse as a
+    header value and which looked like a server that could not be reached). A space or a
+    character that is not printable ASCII inside the key is refused, without echoing it."""
+    key = key.strip()
+    bad = next((i for i, c in enumerate(key) if not (c.isascii() and c.isprintable())
+                or c.isspace()), None)
+    if bad is not None:
+        raise FatalProviderError(
+            f"{provider}: the API key from {source} has a space, a line break or a "
+            f"character that is not printable ASCII at position {bad + 1} of {len(key)}; "
+            "set it again as the bare key", kind="auth")
+    return key
 
 
 def server_message(exc: Any) -> str:
@@ -245,6 +254,16 @@ def server_message(exc: Any) -> str:
         if isinstance(err, dict) and isinstance(err.get("message"), str):
             return err["message"]
     return str(getattr(exc, "message", None) or exc)
+
+
+def server_code(exc: Any) -> str:
+    """The error's code and type as the server sent them (OpenAI: `insufficient_quota`,
+    Azure: `content_filter`), space-separated; "" when it sent none."""
+    body = getattr(exc, "body", None)
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return ""
+    return " ".join(str(err[k]) for k in ("code", "type") if isinstance(err.get(k), str))
 
 
 def map_sdk_error(
@@ -260,10 +279,10 @@ def map_sdk_error(
 ) -> ProviderError | None:
     """Classify an openai/anthropic SDK exception (both SDKs share these class names).
 
-    429, 408/409/425, 5xx, timeouts and connection failures are retryable (with the server's
-    Retry-After when it sent one); a 413, or a 400/422 saying the prompt is over the model's
-    context (`_TOO_LONG`), fails that request only (`RequestRejected`); 400/401/403/404/422
-    and other 4xx are fatal. Each error's `kind` is set (`judgeaudit.llm.base.ERROR_KINDS`).
+    Timeouts, connection failures and what `http_error_kind` calls retryable (429, 5xx, ...)
+    are retried (with the server's Retry-After when it sent one); a prompt over the model's
+    context or refused by a content filter fails that request only (`RequestRejected`); any
+    other 4xx is fatal. Each error's `kind` is set (`judgeaudit.llm.base.ERROR_KINDS`).
     Messages never hold the key (nor a URL password).
     Returns None for exceptions that are not the SDK's (let them propagate as bugs).
     """
@@ -280,20 +299,18 @@ def map_sdk_error(
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         detail = redact_url(redact(server_message(exc), secrets))[:300]
-        if status == 429:
+        kind, retryable = http_error_kind(status, f"{server_code(exc)} {server_message(exc)}")
+        if retryable:  # 503s often say when to come back too
             resp = getattr(exc, "response", None)
-            ra = retry_after_from(getattr(resp, "headers", None))
-            return ProviderError(f"{provider}: rate limited by {where} (HTTP 429): {detail}",
-                                 retryable=True, retry_after=ra, kind="rate_limit")
-        if status >= 500 or status in _RETRYABLE_STATUS:
-            kind = "server" if status >= 500 else "timeout" if status == 408 else "other"
-            resp = getattr(exc, "response", None)  # 503s often say when to come back too
-            return ProviderError(f"{provider}: HTTP {status} from {where}: {detail}",
-                                 retryable=True, kind=kind,
+            what = f"rate limited by {where} (HTTP 429)" if kind == "rate_limit" else (
+                f"HTTP {status} from {where}")
+            return ProviderError(f"{provider}: {what}: {detail}", retryable=True, kind=kind,
                                  retry_after=retry_after_from(getattr(resp, "headers", None)))
-        if status == 413 or (status in (400, 422) and _TOO_LONG.search(server_message(exc))):
-            return RequestRejected(f"{provider}: HTTP {status} from {where}: the prompt is too "
-                                   f"long for the model: {detail}")
+        if kind in PER_REQUEST_KINDS:
+            why = {"too_long": "the prompt is too long for the model",
+                   "refused": "the server's content filter refused this prompt"}[kind]
+            return RequestRejected(f"{provider}: HTTP {status} from {where}: {why}: {detail}",
+                                   kind=kind)
         hint = {
             401: f"authentication failed; check ${key_env} or the api_key parameter",
             403: "permission denied for this key/model",
@@ -301,8 +318,10 @@ def map_sdk_error(
             400: "bad request",
             422: "request rejected as unprocessable",
         }.get(status, "request rejected")
+        if kind == "auth" and status not in (401, 403):
+            hint = "the account is out of credit; check the plan and billing of this key"
         return FatalProviderError(f"{provider}: HTTP {status} from {where}: {hint}: {detail}",
-                                  kind="auth" if status in (401, 403) else "bad_request")
+                                  kind=kind)
     if isinstance(exc, sdk.APIResponseValidationError):
         return ProviderError(f"{provider}: malformed response from {where}", retryable=True,
                              kind="malformed")
@@ -433,18 +452,13 @@ def parse_chat_completion(data: dict[str, Any], choices: Sequence[str]) -> Respo
         probs = choice_probs(top, choices, sampled=first.get("token"))
     usage = data.get("usage") or {}
     written = int(usage.get("completion_tokens") or 0)
-    invalid = None
-    if not text.strip() and choice.get("finish_reason") == "length":
-        # A reasoning model that spent the whole budget thinking: say so where the verdict
-        # is shown, not a bare empty answer.
-        invalid = (f"no answer within the token limit ({written} tokens written, finish_reason "
-                   "length): a reasoning model spends them thinking first; give it room with "
-                   "max_tokens=2000 in the judge spec")
+    refusal = choice["message"].get("refusal")
     return Response(
         text=text,
         probs=probs,
         usage=Usage(int(usage.get("prompt_tokens") or 0), written),
-        invalid=invalid,
+        invalid=unusable_answer(text, choice.get("finish_reason"), written,
+                                refusal=refusal if isinstance(refusal, str) else None),
         raw={
             "model": data.get("model"),
             "finish_reason": choice.get("finish_reason"),
@@ -553,8 +567,9 @@ class OpenAIProvider(Provider):
 
     def _api_key(self) -> str:
         key = self.params.get("api_key") or os.environ.get(self.key_env)
-        if key:
-            return key
+        if key and key.strip():
+            source = "api_key=" if self.params.get("api_key") else f"${self.key_env}"
+            return clean_key(key, self.name, source)
         if self.base_url or os.environ.get("OPENAI_BASE_URL"):
             return "EMPTY"  # local servers (vLLM, llama.cpp) accept any key
         raise FatalProviderError(
