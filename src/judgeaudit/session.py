@@ -186,7 +186,8 @@ class Session:
     def command(self) -> Iterator[Session]:
         """Run one command in this session: the pipelines read their call counts from the
         judges' clients, so the counts of earlier commands move to the session's totals and
-        each command starts from zero. One command at a time."""
+        each command starts from zero, and a server an earlier command stopped asking (it
+        could not be reached) is asked again. One command at a time."""
         from judgeaudit.llm import CallStats
 
         if self._closed:
@@ -197,6 +198,7 @@ class Session:
         self._busy = True
         try:
             for b in self._bundles.values():
+                b.client.reset_breaker()
                 st = b.client.stats.as_dict()
                 if any(st.get(k) for k in ("made", "cached", "failed", "retries")):
                     self._past.append(st)

@@ -174,3 +174,36 @@ def test_the_run_outcome_says_how_many_calls_were_not_sent(tmp_path):
     assert "finished calls are cached" in res.reason
     page = res.html()
     assert f"{calls['not_sent']} not sent: the server could not be reached, never" in page
+
+
+def test_an_adaptive_audit_sends_no_further_round_once_the_server_stops():
+    """An adaptive audit against a port nobody listens on ends after its first round (its
+    calls fail at once); before, it went through every round up to max-n (10 here)."""
+    import judgeaudit
+
+    res = judgeaudit.audit(f"openai:m?base_url=http://127.0.0.1:{closed_port()}/v1&api_key=k",
+                           "builtin:facts", probes="position", adaptive=True, max_n=200,
+                           round_size=20, cache=False, retry=RetryPolicy(max_retries=1, **FAST))
+    assert not res.ok
+    ad = res["adaptive"]
+    assert (ad["rounds"], ad["stopped_by"]) == (1, "server not answering")
+    assert res["probes"]["position"]["adaptive"]["stop_reason"] == "not_sent"
+
+
+async def test_a_session_asks_a_server_again_in_its_next_command(fake_server, tmp_path):
+    """A notebook's Session: the server was down for one command (the breaker stopped it);
+    once it is back, the next command of the same Session is sent and succeeds."""
+    import judgeaudit
+    from judgeaudit.session import Session
+
+    down = {"on": True}
+    srv = fake_server(rule=lambda rec, attempt: "drop" if down["on"] else None)
+    spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+    async with Session(cache=False, retry=RetryPolicy(max_retries=1, **FAST)) as s:
+        first = await judgeaudit.aevaluate(spec, "builtin:facts", limit=10, session=s)
+        assert not first.ok
+        assert "could not be reached" in (s.judges[spec].client.stopped or "")
+        down["on"] = False
+        second = await judgeaudit.aevaluate(spec, "builtin:facts", limit=10, session=s)
+    assert second.ok, second.reason
+    assert second.calls["made"] == 20 and second.calls["failed"] == 0

@@ -24,9 +24,11 @@ A probe stops as
   of the two rules above holds there.
 The run stops when every probe has stopped, or before a round that would exceed `max_calls`
 (estimated from the previous round) / once `max_cost` USD is spent; open probes then stop
-as underpowered ("budget"). A probe that stopped as not biased but is in the final e-BH
-rejection set is reported biased (as `battery.decide`: biased takes precedence), so the
-biased set is exactly e-BH's and has FDR <= alpha.
+as underpowered ("budget"). It stops too once the judge's client stopped sending (its
+server could not be reached or stopped answering: `RetryPolicy.stop_after`): "not_sent".
+A probe that stopped as not biased but is in the final e-BH rejection set is reported
+biased (as `battery.decide`: biased takes precedence), so the biased set is exactly e-BH's
+and has FDR <= alpha.
 
 `AdaptiveRule` is the stopping rule on its own (no I/O): the audit and the simulation in
 benchmarks/adaptive_audit.py call the same code.
@@ -64,6 +66,7 @@ REASONS = {
     "max_n": "reached max-n items without either",
     "exhausted": "ran out of usable items before max-n without either",
     "budget": "the run's --max-calls / --max-cost budget ran out",
+    "not_sent": "the judge's server stopped answering, so no further round was sent",
 }
 METHOD = ("anytime-valid: betting confidence sequence (Waudby-Smith & Ramdas 2024, hedged "
           "capital, predictable plug-in bets) and betting e-process against 'no effect', e-BH "
@@ -244,6 +247,9 @@ async def run_adaptive(
         if max_cost is not None and _cost(bundle) >= max_cost:
             stopped_by = "max_cost"
             break
+        if bundle.client.stopped:  # the server is not answering: no round would be sent
+            stopped_by = "server not answering"
+            break
         rnd += 1
         before = calls["total"]
         m = rnd * round_size
@@ -271,7 +277,7 @@ async def run_adaptive(
         rule.step(rnd, done)
         last_round_calls = calls["total"] - before
     if not rule.all_stopped:
-        rule.stop_all(rnd, "budget")
+        rule.stop_all(rnd, "not_sent" if stopped_by == "server not answering" else "budget")
     verdicts = rule.verdicts()
 
     # The document: the fixed-n battery over the items each probe had when it stopped (all

@@ -231,6 +231,18 @@ class Client:
         # misses go to a Batcher (judgeaudit.llm.batch), one per event loop.
         self._batcher: Any = None
 
+    @property
+    def stopped(self) -> str | None:
+        """Why this client no longer sends calls (the breaker tripped:
+        `RetryPolicy.stop_after`), or None while it does."""
+        return None if self._stopped is None else str(self._stopped)
+
+    def reset_breaker(self) -> None:
+        """Give the server a fresh start (a new command of a `Session`: it may be back up).
+        A fatal error (a bad key, a bad request) is not reset: it would fail again."""
+        self._reached, self._given_up, self._stopped = False, 0, None
+        self._stop_event = None
+
     async def call(self, request: Request) -> Response:
         resp = await self._call(request)
         for obs in self.observers:
