@@ -152,7 +152,7 @@ def test_ingest_counts_error_lines_and_never_caches_them(tmp_path, monkeypatch, 
         res = invoke("ingest", output, "--plan", plan)
         text = " ".join(res.output.split())
         assert "ingested 6 answers of 11 lines" in text
-        assert "2 error lines (bad_request 2)" in text
+        assert "2 error lines (too_long 2)" in text  # "context length exceeded"
         assert "1 answers to requests not planned with this cache" in text
         assert "1 unreadable lines" in text
         assert "2 of 8 planned requests have no answer" in text
