@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -569,6 +570,45 @@ def test_limit_must_be_a_positive_integer(value: str) -> None:
     with pytest.raises(DataError, match=r"parameter 'limit': expected an integer >= 1, got"):
         load(f"builtin:facts?limit={value}")
     assert len(load("builtin:facts?limit=3")) == 3
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ("items.jsonl", "give jsonl:items.jsonl (our fields) or hf:items.jsonl"),
+    ("./sub/items.jsonl", "give jsonl:./sub/items.jsonl"),
+    ("table.csv", "give hf:table.csv (a table with prompt"),
+    ("table.parquet", "give hf:table.parquet"),
+])
+def test_a_bare_path_as_data_spec_names_the_spec_to_give(given: str, says: str) -> None:
+    """`--data items.jsonl` said "bad spec: kind must be a word"; it now says which spec."""
+    with pytest.raises(ValueError, match=re.escape(f"{given!r} is a file path, not a data "
+                                                    f"SPEC: {says}")):
+        load(given)
+
+
+def test_a_directory_as_data_spec_lists_the_kinds(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"is a directory, not a data SPEC: give KIND:.*"
+                                         r"known: .*llmbar"):
+        load(str(tmp_path))
+    with pytest.raises(ValueError, match="unknown data kind 'nope'"):  # not a path: as before
+        load("nope")
+
+
+def test_a_json_array_in_a_jsonl_file_says_so(tmp_path: Path) -> None:
+    f = tmp_path / "items.jsonl"
+    f.write_text(json.dumps([{"id": "a", "prompt": "p", "response_1": "x",
+                              "response_2": "y", "label": 1}]))
+    with pytest.raises(DataError, match=r"items.jsonl:1: expected a JSON object, got list "
+                                        r"\(the file is one JSON array"):
+        load(f"jsonl:{f}")
+
+
+def test_other_column_names_in_jsonl_point_to_hf(tmp_path: Path) -> None:
+    f = tmp_path / "arena.jsonl"
+    row = {"id": "a", "prompt": "p", "response_a": "x", "response_b": "y", "winner": "model_a"}
+    f.write_text(json.dumps(row) + "\n")
+    with pytest.raises(DataError, match=r"are read by hf:"):
+        load(f"jsonl:{f}")
+    assert load(f"hf:{f}")[0].label == 1  # and hf reads it
 
 
 def test_builtin_bad_name_and_seed() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 
 from judgeaudit import plugins
 from judgeaudit.data.schema import Item
@@ -71,14 +72,18 @@ def load(spec: str | Spec) -> list[Item]:
     Common parameters, applied after loading: `limit=N` (first N items), `seed` used by
     loaders that shuffle.
     """
-    sp = parse_spec(spec) if isinstance(spec, str) else spec
+    try:
+        sp = parse_spec(spec) if isinstance(spec, str) else spec
+    except ValueError as exc:
+        raise ValueError(_path_hint(str(spec)) or str(exc)) from None
     if sp.kind not in _LOADERS and sp.kind in _BUILTIN:
         importlib.import_module(_BUILTIN[sp.kind])
     if sp.kind not in _LOADERS:
         _load_plugins()
     if sp.kind not in _LOADERS:
-        raise ValueError(f"unknown data kind {sp.kind!r}; known: {', '.join(available())}"
-                         f"{plugins.unknown_suffix('data', sp.kind)}")
+        raise ValueError(_path_hint(str(spec)) or (
+            f"unknown data kind {sp.kind!r}; known: {', '.join(available())}"
+            f"{plugins.unknown_suffix('data', sp.kind)}"))
     limit = _limit(str(sp), sp.params.get("limit"))
     items = _LOADERS[sp.kind](sp.name, dict(sp.params))
     if limit is not None:
@@ -90,6 +95,24 @@ def load(spec: str | Spec) -> list[Item]:
                             f"and {n} of {len(items)}); ids must be unique")
         first[it.id] = n
     return items
+
+
+def _path_hint(text: str) -> str | None:
+    """What to give instead when a data SPEC is a bare path (`--data items.jsonl`); None when
+    it does not look like one."""
+    bare = text.strip()
+    path, suffix = Path(bare), Path(bare).suffix.lower()
+    if suffix == ".jsonl":
+        return (f"{text!r} is a file path, not a data SPEC: give jsonl:{bare} (our fields) or "
+                f"hf:{bare} (other column names: response_a/response_b, chosen/rejected, ...)")
+    if suffix in (".csv", ".json", ".parquet"):
+        return (f"{text!r} is a file path, not a data SPEC: give hf:{bare} (a table with "
+                "prompt, response_1/response_2 or response_a/response_b or chosen/rejected, "
+                "and label columns)")
+    if path.is_dir():
+        return (f"{text!r} is a directory, not a data SPEC: give KIND:{bare} with the kind of "
+                f"data it holds; known: {', '.join(available())}")
+    return None
 
 
 def _limit(source: str, raw: str | None) -> int | None:

@@ -261,7 +261,10 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
             continue
         obj = _loads(line, src, lineno)
         if not isinstance(obj, dict):
-            raise DataError(src, lineno, f"expected a JSON object, got {type(obj).__name__}")
+            whole = (" (the file is one JSON array: JSON Lines holds one object per line)"
+                     if isinstance(obj, list) and obj and isinstance(obj[0], dict) else "")
+            raise DataError(src, lineno,
+                            f"expected a JSON object, got {type(obj).__name__}{whole}")
         out.append((lineno, obj))
     return out
 

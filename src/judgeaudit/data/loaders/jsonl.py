@@ -78,7 +78,9 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
         k = _kind_of(obj)
         if k is None:
             raise DataError(source, lineno, "cannot tell the item kind: expected fields "
-                            "'response_1' and 'response_2' (pairwise) or 'response' (pointwise)")
+                            "'response_1' and 'response_2' (pairwise) or 'response' (pointwise)"
+                            f"; other column names (response_a/response_b, chosen/rejected, "
+                            f"winner) are read by hf:{path}")
         if kind is None:
             kind, first_line = k, lineno
         elif k != kind:
