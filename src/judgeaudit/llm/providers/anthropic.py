@@ -50,6 +50,7 @@ from judgeaudit.llm.providers.openai import (
     int_param,
     map_sdk_error,
     price_for,
+    sdk_http_client,
     server_message,
 )
 from judgeaudit.llm.redact import redact_url
@@ -150,11 +151,10 @@ class AnthropicProvider(Provider):
         if self._sdk_client is None or self._loop is not loop:
             import anthropic
 
-            limits = type(anthropic.DEFAULT_CONNECTION_LIMITS)(
-                max_connections=self.max_connections,
-                max_keepalive_connections=self.max_connections,
-            )
-            http = anthropic.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
+            where = (self.base_url or os.environ.get("ANTHROPIC_BASE_URL")
+                     or "https://api.anthropic.com")
+            http = sdk_http_client(anthropic, where, max_connections=self.max_connections,
+                                   timeout=self.timeout, provider=self.name)
             self._sdk_client = anthropic.AsyncAnthropic(
                 api_key=self._api_key(), base_url=self.base_url, timeout=self.timeout,
                 max_retries=0, http_client=http,

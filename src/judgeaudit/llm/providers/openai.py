@@ -46,6 +46,7 @@ import math
 import os
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -123,6 +124,38 @@ KNOWN_PARAMS: dict[str, str] = {
     "poll": "batch mode: seconds between status checks, growing while nothing changes "
             "(default 30)",
 }
+
+
+def is_loopback(url: str) -> bool:
+    """Whether `url` names this machine (localhost, 127.0.0.0/8, ::1)."""
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.endswith(".localhost") or host.startswith("127.")
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment sends `url` through ($HTTPS_PROXY, $HTTP_PROXY or $ALL_PROXY,
+    unless $NO_PROXY names its host), its password masked; None when there is none."""
+    parts = urllib.parse.urlsplit(url if "://" in url else f"https://{url}")
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme.lower()) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+        return None
+    return redact_url(proxy)
+
+
+def sdk_http_client(sdk: Any, url: str, *, max_connections: int, timeout: float | None,
+                    provider: str) -> Any:
+    """The httpx client an SDK (openai, anthropic) is given: its connection limits; a server
+    on this machine is reached directly, never through a proxy from the environment (which
+    cannot reach this machine's loopback: a running local server looked unreachable)."""
+    limits = type(sdk.DEFAULT_CONNECTION_LIMITS)(
+        max_connections=max_connections, max_keepalive_connections=max_connections)
+    direct = {"trust_env": False} if is_loopback(url) else {}
+    try:
+        return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=timeout, **direct)
+    except ImportError as exc:  # a SOCKS proxy in $ALL_PROXY without httpx's socks extra
+        raise FatalProviderError(f"{provider}: the proxy {env_proxy(url) or ''} from the "
+                                 f"environment cannot be used: {exc}") from None
 
 
 def check_base_url(url: str | None, endpoints: Sequence[str] = ("/chat/completions",
@@ -294,8 +327,11 @@ def map_sdk_error(
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc
         msg = redact_url(redact(f"{type(cause).__name__}: {cause}", secrets))
-        return ProviderError(f"{provider}: connection to {where} failed ({msg})", retryable=True,
-                             kind="connection")
+        proxy = env_proxy(where)
+        via = (f"; it went through the proxy {proxy} from the environment: add the host to "
+               "$NO_PROXY to reach it directly" if proxy else "")
+        return ProviderError(f"{provider}: connection to {where} failed ({msg}){via}",
+                             retryable=True, kind="connection")
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         detail = redact_url(redact(server_message(exc), secrets))[:300]
@@ -600,11 +636,9 @@ class OpenAIProvider(Provider):
     def _new_sdk_client(self, base_url: str | None) -> Any:
         import openai
 
-        limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
-            max_connections=self.max_connections,
-            max_keepalive_connections=self.max_connections,
-        )
-        http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
+        where = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com"
+        http = sdk_http_client(openai, where, max_connections=self.max_connections,
+                               timeout=self.timeout, provider=self.name)
         return openai.AsyncOpenAI(
             api_key=self._api_key(), base_url=base_url, timeout=self.timeout,
             max_retries=0, http_client=http,
