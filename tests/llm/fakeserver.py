@@ -42,6 +42,9 @@ request in arrival order, so a test knows exactly how many attempts fail), then 
 
 `reject_logprobs` answers 400 to OpenAI requests asking for logprobs, `reject_prefill` 400 to
 Anthropic requests ending in an assistant turn (as models without those features do).
+`models=[...]` serves only those model names, as vLLM does: another name gets its 404 "The
+model `x` does not exist.", and GET /v1/models lists them. `redirect_to=URL` answers every
+POST with a 301 to URL + the path (a plain-HTTP port redirecting to HTTPS).
 `reasoning=True` answers as OpenAI's reasoning models (o-series, gpt-5) do: 400 to a request
 with `max_tokens` (they take `max_completion_tokens`) or a temperature other than 1, and
 `think_tokens` tokens spent thinking before the answer: a budget that leaves none gives an
@@ -198,6 +201,8 @@ class FakeLLMServer:
         too_long_message: str | None = None,
         reasoning: bool = False,
         think_tokens: int = 100,
+        models: Iterable[str] | None = None,
+        redirect_to: str | None = None,
         seed: int = 0,
         port: int = 0,
     ):
@@ -221,6 +226,8 @@ class FakeLLMServer:
         self.too_long_message = too_long_message
         self.reasoning = reasoning
         self.think_tokens = think_tokens
+        self.models = list(models) if models is not None else None
+        self.redirect_to = redirect_to
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -461,6 +468,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps({"error": err}).encode())
         return status
 
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        fake = self.server.fake
+        if self.path.split("?")[0] == "/v1/models" and fake.models is not None:
+            data = [{"id": m, "object": "model", "owned_by": "vllm"} for m in fake.models]
+            self._send(200, json.dumps({"object": "list", "data": data}).encode())
+        else:
+            self._send(404, b'{"error": {"message": "no such route"}}')
+
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         fake = self.server.fake
         n = int(self.headers.get("Content-Length") or 0)
@@ -473,8 +488,18 @@ class _Handler(BaseHTTPRequestHandler):
         rec = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body, raw,
                        time.monotonic())
         anthropic = path.endswith("/messages")
+        if fake.redirect_to:
+            self._send(301, b"<html>301 Moved Permanently</html>", ctype="text/html",
+                       headers={"Location": fake.redirect_to + self.path})
+            return
         if path not in ("/v1/chat/completions", "/chat/completions", "/v1/messages"):
             self._send(404, b'{"error": {"message": "no such route"}}')
+            return
+        if not anthropic and fake.models is not None and (body or {}).get("model") not in (
+                fake.models):
+            self._send(404, json.dumps({"object": "error", "type": "NotFoundError", "code": 404,
+                                        "message": f"The model `{(body or {}).get('model')}` "
+                                                   "does not exist."}).encode())
             return
         fault = fake._begin(rec)
         try:

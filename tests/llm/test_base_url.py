@@ -1,7 +1,10 @@
 """A base_url pasted with the endpoint on it (".../v1/chat/completions") sent every call to
 .../chat/completions/chat/completions, a 404 each, and the first one ended the run. It is
 refused when the judge is made, with the base to give; a 404 from an OpenAI-compatible
-server says where such servers answer."""
+server says where such servers answer. A model name the server does not serve is named with
+the names it does serve; a redirect (a plain-HTTP port sending to HTTPS) is reported with the
+base_url to give, not followed (followed, the POST became a GET whose 404 read as a wrong
+model name)."""
 
 from __future__ import annotations
 
@@ -41,4 +44,37 @@ async def test_a_404_says_where_openai_compatible_servers_answer(fake_server):
     with pytest.raises(CallFailed, match=r"answer under /v1: http://HOST:PORT/v1") as err:
         await client.call(judge_request(0))
     assert err.value.fatal and err.value.kind == "bad_request"
+    await client.aclose()
+    assert str(err.value).startswith("openai: HTTP 404")  # named once, not "openai: openai:"
+
+
+@pytest.mark.parametrize("model", ["qwen2.5-7b", "Qwen2.5-7B-Instruct"])
+async def test_a_model_the_server_does_not_serve_is_named_with_those_it_does(fake_server,
+                                                                             model):
+    srv = fake_server(models=["Qwen/Qwen2.5-7B-Instruct", "other"])
+    client = Client(make_provider("openai", model, {"base_url": srv.openai_url,
+                                                    "api_key": "k"}))
+    with pytest.raises(CallFailed) as err:
+        await client.call(judge_request(0))
+    assert err.value.fatal and err.value.kind == "bad_request"
+    assert (f"does not serve model {model!r}; it serves 'Qwen/Qwen2.5-7B-Instruct', 'other': "
+            "give one as MODEL, e.g. openai:Qwen/Qwen2.5-7B-Instruct") in str(err.value)
+    await client.aclose()
+    ok = Client(make_provider("openai", "other", {"base_url": srv.openai_url, "api_key": "k"}))
+    assert (await ok.call(judge_request(0))).text
+    await ok.aclose()
+
+
+@pytest.mark.parametrize(("provider", "base"), [("openai", "/v1"), ("anthropic", "")])
+async def test_a_redirect_is_reported_with_the_base_url_to_give(fake_server, provider, base):
+    target = fake_server()
+    srv = fake_server(redirect_to=target.url)
+    url = srv.openai_url if provider == "openai" else srv.anthropic_url
+    client = Client(make_provider(provider, "m", {"base_url": url, "api_key": "k"}))
+    with pytest.raises(CallFailed) as err:
+        await client.call(judge_request(0))
+    assert err.value.fatal and err.value.kind == "bad_request"
+    assert f"the server redirects to {target.url}" in str(err.value)
+    assert str(err.value).endswith(f"give base_url={target.url}{base}")
+    assert target.count() == 0  # not followed
     await client.aclose()

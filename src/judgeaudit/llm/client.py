@@ -390,8 +390,9 @@ class Client:
                 if isinstance(exc, RequestRejected):  # this request only (too long, refused)
                     raise CallFailed(msg, fatal=False, kind=kind) from exc
                 if not retryable:
-                    self._fatal = CallFailed(f"{self.provider.name}: {msg}", fatal=True,
-                                             kind=kind)
+                    own = msg.startswith(f"{self.provider.name}:")  # named already
+                    self._fatal = CallFailed(msg if own else f"{self.provider.name}: {msg}",
+                                             fatal=True, kind=kind)
                     raise CallFailed(str(self._fatal), fatal=True, kind=kind) from exc
                 if attempt >= self.retry.max_retries:
                     self._give_up(kind, msg)

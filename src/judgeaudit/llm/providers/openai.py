@@ -44,6 +44,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 import urllib.parse
 import urllib.request
@@ -147,12 +148,15 @@ def sdk_http_client(sdk: Any, url: str, *, max_connections: int, timeout: float 
                     provider: str) -> Any:
     """The httpx client an SDK (openai, anthropic) is given: its connection limits; a server
     on this machine is reached directly, never through a proxy from the environment (which
-    cannot reach this machine's loopback: a running local server looked unreachable)."""
+    cannot reach this machine's loopback: a running local server looked unreachable); a
+    redirect is not followed but reported (`map_sdk_error`): followed, a POST became a GET
+    whose 404 read as a wrong model name."""
     limits = type(sdk.DEFAULT_CONNECTION_LIMITS)(
         max_connections=max_connections, max_keepalive_connections=max_connections)
     direct = {"trust_env": False} if is_loopback(url) else {}
     try:
-        return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=timeout, **direct)
+        return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=timeout,
+                                           follow_redirects=False, **direct)
     except ImportError as exc:  # a SOCKS proxy in $ALL_PROXY without httpx's socks extra
         raise FatalProviderError(f"{provider}: the proxy {env_proxy(url) or ''} from the "
                                  f"environment cannot be used: {exc}") from None
@@ -347,6 +351,14 @@ def map_sdk_error(
                    "refused": "the server's content filter refused this prompt"}[kind]
             return RequestRejected(f"{provider}: HTTP {status} from {where}: {why}: {detail}",
                                    kind=kind)
+        if 300 <= status < 400:
+            resp = getattr(exc, "response", None)
+            to = redact_url(str(getattr(resp, "headers", {}).get("location") or ""))
+            base = re.sub(r"/(chat/completions|completions|v1/messages|messages)/?$", "", to)
+            fix = f": give base_url={base}" if base else ""
+            return FatalProviderError(f"{provider}: HTTP {status} from {where}: the server "
+                                      f"redirects to {to or 'another address'}{fix}",
+                                      kind="bad_request")
         hint = {
             401: f"authentication failed; check ${key_env} or the api_key parameter",
             403: "permission denied for this key/model",
@@ -776,9 +788,33 @@ class OpenAIProvider(Provider):
                 if attempt < 3 and self._adapt(server_message(exc).lower(), body):
                     continue
                 raise self._mapped(exc, openai, secrets, where) from None
+            except openai.NotFoundError as exc:
+                raise await self._not_found(client, exc, secrets, where) from None
             except openai.OpenAIError as exc:
                 raise self._mapped(exc, openai, secrets, where) from None
         return self.parse_body(http.content, request, where)
+
+    async def _not_found(self, client: Any, exc: Exception, secrets: list[str | None],
+                         where: str) -> Exception:
+        """A 404, naming the models the server serves when it lists them and this one is not
+        among them (vLLM answers a model name it does not serve with 404: one of the listed
+        names is what to give). Without a list it is the plain 404 (`NOT_FOUND`)."""
+        import openai
+
+        err = self._mapped(exc, openai, secrets, where)
+        try:
+            async with asyncio.timeout(5):
+                listed = await client.get("/models", cast_to=_http_response_cls())
+            names = [str(m["id"]) for m in json.loads(listed.content)["data"]]
+        except (openai.OpenAIError, ValueError, KeyError, TypeError, TimeoutError):
+            return err
+        if not names or self.model in names:
+            return err
+        more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+        return FatalProviderError(
+            f"{self.name}: HTTP 404 from {where}: the server does not serve model "
+            f"{self.model!r}; it serves {', '.join(repr(n) for n in names[:8])}{more}: give "
+            f"one as MODEL, e.g. openai:{names[0]}?base_url=...", kind="bad_request")
 
     def _mapped(self, exc: Exception, sdk: Any, secrets: list[str | None],
                 where: str | None = None) -> Exception:
