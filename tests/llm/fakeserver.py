@@ -37,6 +37,8 @@ request in arrival order, so a test knows exactly how many attempts fail), then 
 - "refusal": 200 whose answer is a refusal (OpenAI: content null, `message.refusal` set;
   Anthropic: stop_reason "refusal", no content); "filtered": 200 with finish_reason
   "content_filter" and null content (Azure withholding the answer)
+- "content_parts": 200 whose content is a list of parts, a thinking part (which names the
+  other response) then the answer as a text part (Mistral's reasoning models)
 - "quota": the account is out of credit (OpenAI: 429 insufficient_quota; Anthropic: 400
   "credit balance is too low")
 
@@ -81,7 +83,7 @@ GOOD = "<<GOOD>>"
 FAULTS = frozenset({"429", "500", "503", "hang", "drop", "non_json", "no_choices", "401", "400",
                     "403", "404", "422", "408", "truncated", "huge", "surrogate",
                     "null_content", "too_long", "413", "content_filter", "invalid_prompt",
-                    "refusal", "filtered", "quota"})
+                    "refusal", "filtered", "quota", "content_parts"})
 
 
 @dataclass
@@ -602,6 +604,11 @@ class _Handler(BaseHTTPRequestHandler):
             answer = "A \ud800 broken"  # json.dumps writes it as the escape "\ud800"
         rec.answer = answer
         payload = fake.anthropic_body(body, answer) if anthropic else fake.openai_body(body, answer)
+        if fault == "content_parts" and not anthropic:
+            other = "B" if answer.strip().startswith("A") else "A"
+            payload["choices"][0]["message"]["content"] = [
+                {"type": "thinking", "thinking": [{"type": "text", "text": f"Maybe {other}."}]},
+                {"type": "text", "text": answer}]
         if fault == "refusal" and anthropic:
             payload.update(content=[], stop_reason="refusal")
         elif fault in ("refusal", "filtered"):

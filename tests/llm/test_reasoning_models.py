@@ -98,3 +98,17 @@ def test_evaluate_with_a_reasoning_judge_through_the_cli(tmp_path, isolated_cach
     assert good.exit_code == 0, good.output
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
     assert doc["accuracy"]["value"] == 1.0 and doc["n_invalid"] == 0
+
+
+async def test_content_as_a_list_of_parts_is_read_from_its_text_parts(fake_server):
+    """Mistral's reasoning models answer with content as parts: thinking, then text. That
+    was "malformed" (retried, then failed); the verdict is now the text part, never the
+    thinking part (which names the other response here)."""
+    srv = fake_server(faults=["content_parts"] * 2, logprobs=False)
+    client = Client(make_provider("openai", "magistral", {"base_url": srv.openai_url,
+                                                          "api_key": "k"}))
+    for i, good in enumerate("AB"):
+        out = await client.call(judge_request(i, good))
+        assert out.text == good and out.invalid is None
+    assert client.stats.retries == 0 and client.stats.failed == 0
+    await client.aclose()

@@ -485,12 +485,24 @@ def chat_body(request: Request, model: str, *, prefill_mode: str = "instruct",
     return body
 
 
+def message_text(content: Any) -> str:
+    """A message's content as text: a string as it is, null (a refusal) as "", a list of
+    parts (Mistral's reasoning models: thinking parts, then text parts) as its text parts
+    joined; anything else is not a chat completion (TypeError)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content
+                       if isinstance(p, dict) and p.get("type", "text") == "text")
+    raise TypeError(f"message content of type {type(content).__name__}")
+
+
 def parse_chat_completion(data: dict[str, Any], choices: Sequence[str]) -> Response:
     """A chat.completion object -> Response: the text, the probabilities of `choices` from
     the first token's top_logprobs (when there), usage. Raises KeyError, IndexError,
     TypeError or AttributeError on a body that is not a chat completion."""
     choice = data["choices"][0]
-    text = choice["message"].get("content") or ""  # null content (refusal) -> ""
+    text = message_text(choice["message"].get("content"))
     probs = None
     top: list[tuple[str, float]] | None = None
     logprobs = choice.get("logprobs")
