@@ -12,7 +12,20 @@ def calls_text(res: dict[str, Any]) -> str:
     """The calls line every run command prints: made, from cache, failed, and the time."""
     c = res.get("calls") or {}
     return (f"calls: {c.get('made', 0)} made, {c.get('cached', 0)} from cache, "
-            f"{failed_text(c)}" + (f"; {res['seconds']:.1f} s" if "seconds" in res else ""))
+            f"{failed_text(c)}{usage_text(c)}"
+            + (f"; {res['seconds']:.1f} s" if "seconds" in res else ""))
+
+
+def usage_text(calls: dict[str, Any]) -> str:
+    """'; N prompt + M completion tokens, $X' for the calls made in this run (what it cost),
+    '' when none were counted (cache hits, the embedded judge without a count). The price is
+    the provider's list price where it is known (`Provider.price_per_mtok`)."""
+    p, c = calls.get("prompt_tokens") or 0, calls.get("completion_tokens") or 0
+    if not (p or c):
+        return ""
+    cost = calls.get("cost_usd")
+    return f"; {p:,} prompt + {c:,} completion tokens" + (
+        f", ${cost:.4f} at list prices" if cost is not None else "")
 
 
 def failed_text(calls: dict[str, Any]) -> str:

@@ -10,7 +10,13 @@ from typing import Annotated
 
 import typer
 
-from judgeaudit.cli.format import calls_text, evaluate_table, failed_text, fmt_est
+from judgeaudit.cli.format import (
+    calls_text,
+    evaluate_table,
+    failed_text,
+    fmt_est,
+    usage_text,
+)
 from judgeaudit.cli.progress import console, fail
 from judgeaudit.cli.runner import (
     JsonOpt,
@@ -98,7 +104,7 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     what = "scores" if pointwise else "verdicts"
     console.print(
         f"calls: {c['made']} made, {c['cached']} from cache, {c['retries']} retries, "
-        f"{failed_text(c)}; {res['n_invalid']} invalid {what} of "
+        f"{failed_text(c)}{usage_text(c)}; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
     if selection["kind"] == "sample":
