@@ -193,7 +193,7 @@ async def _execute(run: Run, *, session: Session | None, opts: dict[str, Any],
             try:
                 doc = await run.body(sess)
             except CallFailed as exc:
-                doc = _fatal_document(run, sess, exc)
+                doc = run.failed_document(sess, exc)
     finally:
         if session is None:
             await sess.aclose()
@@ -201,19 +201,6 @@ async def _execute(run: Run, *, session: Session | None, opts: dict[str, Any],
     if raise_on_failure:
         res.raise_for_status()
     return res
-
-
-def _fatal_document(run: Run, sess: Session, exc: Exception) -> dict[str, Any]:
-    import judgeaudit
-    from judgeaudit.report.outcome import assess
-
-    calls = sess.calls()
-    if not calls.get("first_error"):
-        calls["first_error"] = str(exc)
-    outcome = assess(n_valid=0, n_planned=run.n_planned(), calls=calls,
-                     min_valid=run.min_valid, max_failed=run.max_failed)
-    return {"command": run.command, "version": judgeaudit.__version__, "judge": run.judge,
-            "data": run.data, "calls": calls, "run": outcome, "error": str(exc)}
 
 
 def _opts(cache: Any, concurrency: int | None, timeout: float | None, retry: Any,

@@ -61,6 +61,22 @@ class Run:
     max_failed: float
     info: dict[str, Any] = field(default_factory=dict)
 
+    def failed_document(self, sess: Session, exc: Exception) -> dict[str, Any]:
+        """The results document of this command when a call failed fatally (a revoked key,
+        a bad request, answers that cannot be used) and the pipeline ended without one: a
+        failed run whose reason quotes the error, with the session's call counts."""
+        import judgeaudit
+        from judgeaudit.report.outcome import assess
+
+        calls = sess.calls()
+        if not calls.get("first_error"):
+            calls["first_error"] = str(exc)
+        outcome = assess(n_valid=0, n_planned=self.n_planned(), calls=calls,
+                         min_valid=self.min_valid, max_failed=self.max_failed)
+        return {"command": self.command, "version": judgeaudit.__version__,
+                "judge": self.judge, "data": self.data, "calls": calls, "run": outcome,
+                "error": str(exc)}
+
 
 def opt(name: str, cli: bool) -> str:
     """An option's name in a message: `--name-x` for the CLI, `name_x` for the API."""

@@ -255,3 +255,26 @@ def test_quantify_min_agreement_reaches_the_results(shared_data, tmp_path):
     doc = _results(tmp_path)
     assert doc["splits"]["min_annotator_agreement"] == 0.7
     assert doc["run"]["status"] == "ok" and doc["run"]["n_valid"] > 0
+
+
+@pytest.mark.parametrize("command", ["audit", "evaluate"])
+def test_a_fatal_call_leaves_this_runs_failure_in_the_folder_not_a_stale_result(tmp_path,
+                                                                              command):
+    """A run that a fatal call ends (here a revoked key: 401) exits 3 and wrote nothing, so a
+    results.json from an earlier good run into the same --out stayed there, for a script or
+    a dashboard to read as this run's. Its results.json (and report.html) now say it failed."""
+    out = tmp_path / "out"
+    args = [command, "--data", "builtin:facts", "--out", str(out)]
+    args += ["--n", "10"] if command == "audit" else ["--limit", "10"]
+    with FakeLLMServer() as srv:
+        good = runner.invoke(app, [*args, "--judge", spec_of(srv)])
+    assert good.exit_code == 0, good.output
+    assert json.loads((out / "results.json").read_text())["run"]["status"] == "ok"
+    with FakeLLMServer(api_keys={"the-right-key"}) as srv:
+        bad = runner.invoke(app, [*args, "--judge", spec_of(srv), "--no-cache"])
+    assert bad.exit_code == 3, bad.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["run"]["status"] == "failed" and "authentication failed" in doc["error"]
+    assert doc["command"] == command and doc["calls"]["made"] == 0
+    if command == "audit":
+        assert "authentication failed" in (out / "report.html").read_text()

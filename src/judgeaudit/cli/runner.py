@@ -123,13 +123,31 @@ def run_command(cfg: Any, run: Any,
                        planner=planner)
 
         async def go() -> dict[str, Any]:
+            from judgeaudit.llm import CallFailed
+
             try:
                 with sess.command():
-                    return await run.body(sess)
+                    try:
+                        return await run.body(sess)
+                    except CallFailed as exc:
+                        if planner is None:  # the folder says this run failed, and why
+                            write_failed(cfg.out, run.failed_document(sess, exc))
+                        raise
             finally:
                 await sess.aclose()
 
         return checked(lambda: run_async(go, cache_path=store and str(store.path)))
+
+
+def write_failed(out: Path, doc: dict[str, Any]) -> None:
+    """Write the document of a run a fatal call ended into its folder, so results.json (and
+    report.html, when the folder had one) are this run's failure, not an earlier run's
+    results that a script would read as this run's."""
+    from judgeaudit.report import write_report, write_results
+
+    write_results(out / "results.json", doc)
+    if (out / "report.html").exists():
+        write_report(out)
 
 
 def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None) -> T:
