@@ -112,3 +112,33 @@ async def test_content_as_a_list_of_parts_is_read_from_its_text_parts(fake_serve
         assert out.text == good and out.invalid is None
     assert client.stats.retries == 0 and client.stats.failed == 0
     await client.aclose()
+
+
+def test_a_run_whose_answers_are_all_spent_thinking_stops_early(tmp_path, isolated_cache):
+    """40 pairs (80 calls) to a reasoning model without room to answer: every answer is
+    paid for and empty. The client stops after its first 16 (max(8, 2 x concurrency 8))
+    instead of making all 80; the run fails saying why and what to give."""
+    data = tmp_path / "items.jsonl"
+    write_pairs(data, 40)
+    with FakeLLMServer(reasoning=True) as srv:
+        spec = f"openai:gpt-5-mini?base_url={srv.openai_url}&api_key=k"
+        res = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge", spec,
+                                       "--out", str(tmp_path / "a")])
+        answered = srv.served()
+    assert res.exit_code == 3, res.output
+    assert 16 <= answered <= 16 + 8  # the 16, and at most those already in flight
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    reason = doc["run"]["message"]
+    assert "the first 16 answers could not be used as verdicts" in reason
+    assert "max_tokens=2000" in reason
+
+
+async def test_one_usable_answer_ends_the_watch(fake_server):
+    """A usable answer first: later unusable ones (a few items refused) never stop it."""
+    srv = fake_server(rule=lambda rec, attempt: None if "item 0\n" in rec.prompt_text
+                      else "refusal", logprobs=False)
+    client = Client(provider(srv), concurrency=1)
+    outs = [await client.call(judge_request(i)) for i in range(30)]
+    assert outs[0].invalid is None and all(o.invalid for o in outs[1:])
+    assert srv.count() == 30
+    await client.aclose()

@@ -136,7 +136,10 @@ class RetryPolicy:
     of each waiting out its retries (minutes for a run of hundreds of calls against a wrong
     port). The client stops when a call gives up on a connection or timeout error before the
     server has answered anything, or when `stop_after` calls in a row give up with no call
-    answered between them. None: max(8, 2 x concurrency); 0: never stop."""
+    answered between them. It stops too when its first `stop_after` answers are all
+    unusable (`Response.invalid`: a reasoning model that spends the whole token budget
+    thinking, a refusal, an answer over the size cap): every later call would be paid for
+    and wasted the same way. None: max(8, 2 x concurrency); 0: never stop."""
 
     max_retries: int = 6
     base_delay: float = 0.5
@@ -220,6 +223,8 @@ class Client:
         self._reached = False
         self._given_up = 0
         self._stopped: CallFailed | None = None
+        # Answers made so far that could not be used, while none could (`_note_unusable`).
+        self._unusable: int | None = 0
         self._stop_event: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         # Called with each request that got its answer (cached or not): progress bars for
         # pipelines whose number of calls is only known as they go (e.g. HUB-J discover).
@@ -310,6 +315,7 @@ class Client:
             self._account(resp)
             if self.cache is not None and batcher is None:  # the batcher stored it already
                 self.cache.put(key, self.provider.name, self.provider.model, resp)
+            self._note_unusable(resp)
         except asyncio.CancelledError:
             fut.cancel()  # waiters ask again themselves
             raise
@@ -423,9 +429,7 @@ class Client:
         """A call gave up after its retries: trip the breaker (`RetryPolicy.stop_after`) when
         the server was never reached or has stopped answering."""
         self._given_up += 1
-        limit = self.retry.stop_after
-        if limit is None:
-            limit = max(8, 2 * self.concurrency)
+        limit = self._limit()
         if limit == 0 or self._stopped is not None:
             return
         if not self._reached and kind == "connection":
@@ -444,6 +448,29 @@ class Client:
         log.warning("%s: %s; the remaining calls fail without being sent (last error: %s). "
                     "Run again when the server answers: finished calls are cached.",
                     self.provider.name, why, msg)
+
+    def _limit(self) -> int:
+        """The breaker's count (`RetryPolicy.stop_after`; 0: never stop)."""
+        limit = self.retry.stop_after
+        return max(8, 2 * self.concurrency) if limit is None else limit
+
+    def _note_unusable(self, resp: Response) -> None:
+        """After an answer was made: when the first `stop_after` answers were all unusable
+        (`Response.invalid`), send no more calls (fatal: the same request would come back
+        the same). One usable answer ends the watch for good."""
+        if self._unusable is None:
+            return
+        if resp.invalid is None:
+            self._unusable = None
+            return
+        self._unusable += 1
+        limit = self._limit()
+        if limit and self._unusable >= limit and self._fatal is None:
+            self._fatal = CallFailed(
+                f"{self.provider.name}: the first {self._unusable} answers could not be used "
+                f"as verdicts, so no more calls were sent: {resp.invalid}", fatal=True,
+                kind="other")
+            log.warning("%s", self._fatal)
 
     def _clean(self, resp: Response) -> Response:
         """The provider's response made safe to cache and write (`clean_response`)."""
