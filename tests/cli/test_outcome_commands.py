@@ -271,8 +271,10 @@ def test_a_fatal_call_leaves_this_runs_failure_in_the_folder_not_a_stale_result(
     assert good.exit_code == 0, good.output
     assert json.loads((out / "results.json").read_text())["run"]["status"] == "ok"
     with FakeLLMServer(api_keys={"the-right-key"}) as srv:
-        bad = runner.invoke(app, [*args, "--judge", spec_of(srv), "--no-cache"])
+        bad = runner.invoke(app, [*args, "--judge", spec_of(srv), "--no-cache", "--json"])
     assert bad.exit_code == 3, bad.output
+    summary = json.loads(bad.stdout)  # --json: the failure's summary, as any failed run's
+    assert summary["ok"] is False and bad.stdout.count("\n") == 1
     doc = json.loads((out / "results.json").read_text())
     assert doc["run"]["status"] == "failed" and "authentication failed" in doc["error"]
     assert doc["command"] == command and doc["calls"]["made"] == 0

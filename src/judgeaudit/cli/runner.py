@@ -18,6 +18,7 @@ import os
 import types
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -139,15 +140,22 @@ def run_command(cfg: Any, run: Any,
         return checked(lambda: run_async(go, cache_path=store and str(store.path)))
 
 
+# Whether the running command was given --json (set by `config_command`).
+JSON_REQUESTED: ContextVar[bool] = ContextVar("json_requested", default=False)
+
+
 def write_failed(out: Path, doc: dict[str, Any]) -> None:
     """Write the document of a run a fatal call ended into its folder, so results.json (and
     report.html, when the folder had one) are this run's failure, not an earlier run's
-    results that a script would read as this run's."""
+    results that a script would read as this run's; with --json its summary goes to stdout
+    as for any other failed run."""
     from judgeaudit.report import write_report, write_results
 
     write_results(out / "results.json", doc)
     if (out / "report.html").exists():
         write_report(out)
+    if JSON_REQUESTED.get():
+        print_json(doc)
 
 
 def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None) -> T:
@@ -297,7 +305,11 @@ def config_command(model: type[C], *extra: inspect.Parameter
             json_out = values.pop("json_out")
             values.pop("config")
             given = {p.name: values.pop(p.name) for p in extra}
-            body(model.model_construct(**values), json_out=json_out, **given)
+            token = JSON_REQUESTED.set(json_out)  # for a run a fatal call ends (write_failed)
+            try:
+                body(model.model_construct(**values), json_out=json_out, **given)
+            finally:
+                JSON_REQUESTED.reset(token)
 
         command.__name__, command.__qualname__ = body.__name__, body.__qualname__
         command.__doc__, command.__module__ = body.__doc__, body.__module__
