@@ -167,3 +167,16 @@ def test_http_error_kinds_are_the_same_live_and_in_a_batch(status, message, kind
     assert http_error_kind(status, message) == (kind, retryable)
     line = http_line_error("k", status, message)
     assert (line.kind, line.retryable) == (kind, retryable)
+
+
+@pytest.mark.parametrize(("message", "kind"), [
+    ("prompt is too long: 210000 tokens > 200000 maximum", "too_long"),
+    ("Prefill is not supported for this model", "bad_request"),
+    ("Your credit balance is too low to access the Anthropic API.", "auth"),
+])
+def test_an_anthropic_batch_line_rejected_as_invalid_is_classified_as_live(message, kind):
+    from judgeaudit.llm.batch_anthropic import read_result
+
+    line = read_result({"custom_id": "k", "result": {"type": "errored", "error": {
+        "type": "error", "error": {"type": "invalid_request_error", "message": message}}}})
+    assert (line.kind, line.retryable) == (kind, False)

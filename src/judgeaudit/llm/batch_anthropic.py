@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgeaudit.llm.base import Request, Response
+from judgeaudit.llm.base import Request, Response, http_error_kind
 from judgeaudit.llm.batch import CANCELLED, DONE, BatchState, LineResult
 
 # The API takes batches up to 256 MB; stay clear of it.
@@ -48,6 +48,8 @@ def read_result(d: dict[str, Any]) -> LineResult:
         etype = err.get("type") if isinstance(err, dict) else None
         msg = err.get("message") if isinstance(err, dict) else str(err)
         k, retry = _ERROR_TYPES.get(etype or "", ("other", False))
+        if etype == "invalid_request_error":  # too long, refused: as a live call's 400
+            k, retry = http_error_kind(400, str(msg))
         return LineResult(key, kind=k, retryable=retry,
                           message=f"{etype or 'error'} in batch: {msg}"[:300])
     return LineResult(key, kind="malformed", retryable=True,
