@@ -103,7 +103,7 @@ def test_env_proxy_follows_no_proxy(env):
     ("http://localhost:8000/v1", True), ("http://127.0.0.1:8000", True),
     ("http://127.1.2.3/v1", True), ("http://[::1]:8000/v1", True),
     ("http://gpu1:8000/v1", False), ("https://api.openai.com", False),
-    ("http://localhost.evil.com/v1", False),
+    ("http://localhost.evil.com/v1", False), ("http://127.evil.com/v1", False),
 ])
 def test_is_loopback(url, local):
     assert is_loopback(url) is local

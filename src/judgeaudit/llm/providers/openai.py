@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import ipaddress
 import json
 import logging
 import math
@@ -130,7 +131,10 @@ KNOWN_PARAMS: dict[str, str] = {
 def is_loopback(url: str) -> bool:
     """Whether `url` names this machine (localhost, 127.0.0.0/8, ::1)."""
     host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    return host in ("localhost", "::1") or host.endswith(".localhost") or host.startswith("127.")
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name
+        return host == "localhost" or host.endswith(".localhost")
 
 
 def env_proxy(url: str) -> str | None:
