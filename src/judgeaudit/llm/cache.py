@@ -15,11 +15,15 @@ working.
 
 from __future__ import annotations
 
+import logging
+import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -84,6 +88,12 @@ def default_cache_path() -> Path:
     return Path(platformdirs.user_cache_dir("judgeaudit")) / "calls.sqlite"
 
 
+log = logging.getLogger("judgeaudit.llm")
+
+# What SQLite says when the disk, not the statement, refuses a write.
+_DISK_REFUSED = re.compile(r"full|read-?only|disk I/O|unable to open|locked", re.IGNORECASE)
+
+
 @dataclass
 class CacheStats:
     path: str
@@ -100,6 +110,8 @@ class Cache:
         self.path = Path(path) if path is not None else default_cache_path()
         self._lock = threading.Lock()
         self._conn = self._open()
+        # Why answers are no longer stored (the disk refused a write), or None (`_write`).
+        self.write_error: str | None = None
 
     def _open(self) -> sqlite3.Connection:
         """Open (creating if needed) the database, or raise CacheError saying why not."""
@@ -134,29 +146,52 @@ class Cache:
             row = self._conn.execute("SELECT response FROM calls WHERE key=?", (key,)).fetchone()
         return Response.from_json(row[0]) if row else None
 
+    def _write(self, statements: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run `statements` as one transaction under the lock; their result. When the disk
+        refuses the write (full, read-only, an I/O error, locked past the timeout) it is
+        rolled back and the cache stops storing answers, warned once, with `write_error`
+        saying why: a run goes on with the answers it paid for (a re-run asks the unstored
+        ones again) instead of ending in a traceback. Returns None once it has stopped."""
+        with self._lock:
+            if self.write_error is not None:
+                return None
+            try:
+                out = statements(self._conn)
+                self._conn.commit()
+                return out
+            except sqlite3.OperationalError as exc:
+                self._conn.rollback()
+                if not _DISK_REFUSED.search(str(exc)):
+                    raise
+                self.write_error = f"cache {self.path}: cannot be written: {exc}"
+        log.warning("%s; the run goes on without storing answers (a re-run asks them again); "
+                    "free space or give another --cache", self.write_error)
+        return None
+
     def put(self, key: str, provider: str, model: str, response: Response) -> None:
         """Store (or replace) a call's response; a new answer clears an invalid mark."""
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO calls(key, provider, model, response, created) "
-                "VALUES (?,?,?,?,?)",
-                (key, provider, model, response.to_json(), time.time()),
-            )
-            self._conn.execute("DELETE FROM invalid WHERE key=?", (key,))
-            self._conn.commit()
+
+        def put(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT OR REPLACE INTO calls(key, provider, model, response, created) "
+                         "VALUES (?,?,?,?,?)",
+                         (key, provider, model, response.to_json(), time.time()))
+            conn.execute("DELETE FROM invalid WHERE key=?", (key,))
+
+        self._write(put)
 
     def put_many(self, rows: list[tuple[str, str, str, Response]]) -> None:
         """Store several (key, provider, model, response) in one transaction."""
         if not rows:
             return
         now = time.time()
-        with self._lock:
-            self._conn.executemany(
+
+        def put(conn: sqlite3.Connection) -> None:
+            conn.executemany(
                 "INSERT OR REPLACE INTO calls(key, provider, model, response, created) "
-                "VALUES (?,?,?,?,?)",
-                [(k, p, m, r.to_json(), now) for k, p, m, r in rows])
-            self._conn.executemany("DELETE FROM invalid WHERE key=?", [(r[0],) for r in rows])
-            self._conn.commit()
+                "VALUES (?,?,?,?,?)", [(k, p, m, r.to_json(), now) for k, p, m, r in rows])
+            conn.executemany("DELETE FROM invalid WHERE key=?", [(r[0],) for r in rows])
+
+        self._write(put)
 
     def has(self, keys: list[str]) -> set[str]:
         """Which of `keys` have a cached answer."""
@@ -174,11 +209,11 @@ class Cache:
     def put_planned(self, rows: list[tuple[str, str, str, str]]) -> None:
         """Remember (key, provider, model, choices JSON) of planned requests."""
         now = time.time()
-        with self._lock:
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO planned(key, provider, model, choices, created) "
-                "VALUES (?,?,?,?,?)", [(*r, now) for r in rows])
-            self._conn.commit()
+        self._write(lambda conn: conn.executemany(
+            "INSERT OR REPLACE INTO planned(key, provider, model, choices, created) "
+            "VALUES (?,?,?,?,?)", [(*r, now) for r in rows]))
+        if self.write_error is not None:  # ingest needs them: no plan without them
+            raise CacheError(self.write_error)
 
     def planned(self, keys: list[str]) -> dict[str, tuple[str, str, str]]:
         """key -> (provider, model, choices JSON) for the planned requests among `keys`."""
@@ -252,14 +287,11 @@ class Cache:
     def mark_invalid(self, key: str, reason: str) -> bool:
         """Mark a cached answer as one a judge could not use; returns False (and marks
         nothing) when no call with this key is cached."""
-        with self._lock:
-            cur = self._conn.execute(
-                "INSERT OR REPLACE INTO invalid(key, reason, created) "
-                "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM calls WHERE key=?)",
-                (key, reason[:500], time.time(), key),
-            )
-            self._conn.commit()
-        return cur.rowcount > 0
+        cur = self._write(lambda conn: conn.execute(
+            "INSERT OR REPLACE INTO invalid(key, reason, created) "
+            "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM calls WHERE key=?)",
+            (key, reason[:500], time.time(), key)))
+        return cur is not None and cur.rowcount > 0
 
     def invalid_reason(self, key: str) -> str | None:
         with self._lock:

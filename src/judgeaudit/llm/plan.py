@@ -31,7 +31,7 @@ from typing import Any
 
 from judgeaudit.files import atomic_file
 from judgeaudit.llm.base import Provider, Request
-from judgeaudit.llm.cache import Cache
+from judgeaudit.llm.cache import Cache, CacheError
 
 PLANNED = "planned"
 
@@ -169,6 +169,8 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
             rows.append((key, provider, model, clean_response(resp, cap)))
             answered.add(key)
         cache.put_many(rows)
+        if cache.write_error is not None:  # the cache is this command's output
+            raise CacheError(f"{cache.write_error}; {rep.ingested} answers were stored before")
         rep.ingested += len(rows)
 
     pending: list[tuple[str, dict[str, Any]]] = []
