@@ -32,7 +32,8 @@ def new_file_mode() -> int:
 def atomic_file(path: str | os.PathLike[str], *, binary: bool = False) -> Iterator[IO]:
     """Open a temporary file beside `path` for writing (text as UTF-8, or `binary`). On a
     clean exit it gets the umask's mode and replaces `path` in one rename; on an error it
-    is deleted and `path` is left as it was."""
+    is deleted and `path` is left as it was (a failed write raises an OSError naming
+    `path`)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -41,6 +42,12 @@ def atomic_file(path: str | os.PathLike[str], *, binary: bool = False) -> Iterat
             yield f
         os.chmod(tmp, new_file_mode())
         os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if exc.filename is None:  # a failed write (no space left) names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+        raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -6,7 +6,7 @@ import inspect
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -28,7 +28,7 @@ from judgeaudit.cli.runner import (
     write_outputs,
 )
 from judgeaudit.config import AuditConfig, EvaluateConfig
-from judgeaudit.report.outcome import EXIT_TERMINATED
+from judgeaudit.report.outcome import EXIT_RUN_FAILED, EXIT_TERMINATED
 
 app = typer.Typer(
     name="judgeaudit",
@@ -285,6 +285,28 @@ def main() -> None:
             sys.stdout.flush()
             os._exit(130)
         raise
+    except Exception as exc:
+        _crashed(exc)
+
+
+def _crashed(exc: Exception) -> NoReturn:
+    """An error no command expected (a full disk, a bug) ends with exit 3, the run failed,
+    never with Python's own exit 1, which is a tripped `--fail-on` gate: a release gate must
+    not read a crash as "the judge is biased". An OSError (no space left, a file too large,
+    no permission) is said in one line; anything else is a bug and keeps its traceback."""
+    import traceback
+
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        sys.stderr.write(f"error: {exc.strerror or exc}{where} (the run failed: exit 3; "
+                         "finished calls are in the cache)\n")
+    else:
+        traceback.print_exc()
+        sys.stderr.write(f"error: unexpected {type(exc).__name__}: a bug in judgeaudit; "
+                         "please report it with the traceback above (the run failed: exit "
+                         "3)\n")
+    sys.stderr.flush()
+    sys.exit(EXIT_RUN_FAILED)
 
 
 if __name__ == "__main__":

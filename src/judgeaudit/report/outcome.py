@@ -8,7 +8,8 @@ to exit code 3 and the report shows the reason instead of verdicts.
 Exit codes (every command):
     0 ok, 1 gate tripped (`--fail-on`), 2 usage or input error, 3 run failed (too few
     valid verdicts or too many failed calls), 130 interrupted (Ctrl-C; finished calls are
-    in the cache and a re-run resumes), 143 terminated (SIGTERM; the same).
+    in the cache and a re-run resumes), 143 terminated (SIGTERM; the same). An error no
+    command expected (a full disk, a bug) exits 3 too, never 1 (`judgeaudit.cli.main`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,56 @@
+"""A disk that refuses writes, through the real command in a real process.
+
+The kernel refuses them: RLIMIT_FSIZE caps the size of any file the process writes (with
+SIGXFSZ ignored, a write past it fails with EFBIG, "File too large", as a full disk fails
+with ENOSPC), so no mount and no stand-in is needed.
+
+- Writing results.json failed with a traceback and exit 1, the exit code of a tripped
+  `--fail-on` gate: a release gate read a full disk as "the judge is biased". Now exit 3
+  (the run failed) and one line naming the file.
+- The cache failing mid-run ended the run the same way; now the run goes on with the
+  answers it paid for, warns once, and writes its results (tests/llm/test_cache_full.py
+  has the cache's side).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+resource = pytest.importorskip("resource", reason="RLIMIT_FSIZE needs a POSIX system")
+
+
+def run_capped(limit: int, *args: str, cwd) -> subprocess.CompletedProcess:
+    def cap() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run([sys.executable, "-m", "judgeaudit.cli.main", *args], cwd=cwd, env=env,
+                          preexec_fn=cap, capture_output=True, text=True, timeout=300)
+
+
+EVALUATE = ["evaluate", "--judge", "sim", "--data", "builtin:facts", "--out", "out"]
+
+
+def test_results_that_cannot_be_written_fail_the_run_with_exit_3(tmp_path):
+    res = run_capped(20_000, *EVALUATE, "--no-cache", cwd=tmp_path)  # results: ~100 KB
+    assert res.returncode == 3, res.stderr
+    assert "error: File too large: out/results.json (the run failed: exit 3" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "out" / "results.json").exists()  # nothing half-written
+    assert not list((tmp_path / "out").glob(".results.json.*"))
+
+
+def test_a_cache_that_cannot_be_written_mid_run_still_gives_the_results(tmp_path):
+    res = run_capped(150_000, *EVALUATE, "--cache", "c.sqlite", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "cache c.sqlite: cannot be written" in res.stderr
+    assert res.stderr.count("cannot be written") == 1  # warned once
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert doc["run"]["status"] == "ok" and doc["calls"]["made"] == 424
