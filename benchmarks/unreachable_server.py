@@ -2,15 +2,23 @@
 an OpenAI-compatible judge on a port nobody listens on (builtin:facts, the default probes,
 --n 30: 780 calls), run with the code of two source trees side by side, alternating, so the
 breaker (`RetryPolicy.stop_after`) can be compared with the code before it. Default retry
-policy (6 retries, 0.5 s doubling, jitter); exit 3 expected from both.
+policy (6 retries, 0.5 s doubling, jitter) and timeout (60 s); exit 3 expected from both.
 
-    git worktree add /tmp/before <rev-before-the-breaker>
+`--target closed` (default): the port refuses connections (nothing listens).
+`--target dropping`: connection requests go unanswered, as behind a firewall that drops
+them (a listening socket with a full backlog), to compare the connect cap
+(`CONNECT_TIMEOUT`) with waiting out the whole call timeout on every attempt.
+
+    git worktree add /tmp/before <rev-before>
     python benchmarks/unreachable_server.py --before /tmp/before/src --runs 3
+    python benchmarks/unreachable_server.py --before /tmp/before/src --runs 1 \
+        --target dropping --out benchmarks/results/dropping.json
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -32,6 +40,27 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def dropping_port():
+    """A port whose connection requests go unanswered: a backlog of 0, filled by connections
+    never accepted (as tests/llm/test_breaker.py does)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    fill = []
+    for _ in range(3):
+        c = socket.socket()
+        c.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            c.connect(srv.getsockname())
+        fill.append(c)
+    try:
+        yield srv.getsockname()[1]
+    finally:
+        for c in [*fill, srv]:
+            c.close()
+
+
 def cpu() -> dict:
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
@@ -42,10 +71,10 @@ def cpu() -> dict:
             "cores": os.cpu_count(), "load": list(os.getloadavg())}
 
 
-def one(src: Path, out: Path) -> dict:
-    """One audit run with the package from `src` first on the path: wall seconds, exit code
-    and the calls line of results.json."""
-    spec = f"openai:fake?base_url=http://127.0.0.1:{closed_port()}/v1&api_key=k"
+def one(src: Path, out: Path, port: int) -> dict:
+    """One audit run with the package from `src` first on the path, its judge on `port`:
+    wall seconds, exit code and the calls line of results.json."""
+    spec = f"openai:fake?base_url=http://127.0.0.1:{port}/v1&api_key=k"
     code = "import sys; from judgeaudit.cli.main import main; sys.exit(main())"
     env = {**os.environ, "PYTHONPATH": str(src)}
     t = time.perf_counter()
@@ -63,6 +92,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", type=Path, required=True, help="src/ of the code before")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--target", choices=("closed", "dropping"), default="closed")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/unreachable.json")
     a = ap.parse_args()
     trees = {"before": a.before, "now": ROOT / "src"}
@@ -71,11 +101,14 @@ def main() -> None:
         for i in range(a.runs):
             order = list(trees) if i % 2 == 0 else list(reversed(trees))
             for name in order:
-                r = one(trees[name], Path(tmp) / f"{name}{i}")
+                with (dropping_port() if a.target == "dropping"
+                      else contextlib.nullcontext(closed_port())) as port:
+                    r = one(trees[name], Path(tmp) / f"{name}{i}", port)
                 runs[name].append(r)
                 print(name, r, flush=True)
     med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
-    res = {"what": "audit --n 30 (780 calls) against a closed port, default retry policy",
+    port = "a closed port" if a.target == "closed" else "a port that drops connection requests"
+    res = {"what": f"audit --n 30 (780 calls) against {port}, default retry policy",
            "cpu": cpu(), "before_src": str(a.before), "runs": runs,
            "median_seconds": med, "ratio_before_over_now": round(med["before"] / med["now"], 2)}
     a.out.write_text(json.dumps(res, indent=2) + "\n")

@@ -10,6 +10,7 @@ on, and a server whose every reply is a dropped connection."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import socket
 
@@ -207,3 +208,48 @@ async def test_a_session_asks_a_server_again_in_its_next_command(fake_server, tm
         second = await judgeaudit.aevaluate(spec, "builtin:facts", limit=10, session=s)
     assert second.ok, second.reason
     assert second.calls["made"] == 20 and second.calls["failed"] == 0
+
+
+@contextlib.contextmanager
+def dropping_port():
+    """A port whose connection requests go unanswered, as behind a firewall that drops
+    them: a listening socket with a backlog of 0, filled by connections never accepted."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    fill = []
+    for _ in range(3):
+        c = socket.socket()
+        c.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            c.connect(srv.getsockname())
+        fill.append(c)
+    try:
+        yield srv.getsockname()[1]
+    finally:
+        for c in [*fill, srv]:
+            c.close()
+
+
+async def test_a_host_that_drops_connection_requests_is_unreachable_within_the_connect_cap(
+        monkeypatch):
+    """Connecting is capped apart from the call's timeout (CONNECT_TIMEOUT, 10 s; 0.3 s
+    here): with timeout=30 each attempt waited 30 s before, so the first call gave up after
+    minutes; now it fails as a connection error and the client stops as unreachable."""
+    import time
+
+    from judgeaudit.llm.providers import openai as openai_module
+
+    monkeypatch.setattr(openai_module, "CONNECT_TIMEOUT", 0.3)
+    with dropping_port() as port:
+        p = make_provider("openai", "m", {"base_url": f"http://127.0.0.1:{port}/v1",
+                                          "api_key": "k", "timeout": "30"})
+        client = Client(p, retry=RetryPolicy(max_retries=1, **FAST))
+        t0 = time.monotonic()
+        with pytest.raises(CallFailed) as err:
+            await client.call(judge_request(0))
+        assert time.monotonic() - t0 < 5
+        assert err.value.kind == "connection"
+        assert "no answer to connecting within 0.3s" in str(err.value)
+        assert "could not be reached" in (client.stopped or "")
+        await client.aclose()

@@ -47,6 +47,7 @@ from judgeaudit.llm.providers.openai import (
     check_base_url,
     clean_key,
     float_param,
+    http_timeout,
     int_param,
     map_sdk_error,
     price_for,
@@ -156,7 +157,8 @@ class AnthropicProvider(Provider):
             http = sdk_http_client(anthropic, where, max_connections=self.max_connections,
                                    timeout=self.timeout, provider=self.name)
             self._sdk_client = anthropic.AsyncAnthropic(
-                api_key=self._api_key(), base_url=self.base_url, timeout=self.timeout,
+                api_key=self._api_key(), base_url=self.base_url,
+                timeout=http_timeout(anthropic, self.timeout),
                 max_retries=0, http_client=http,
             )
             self._loop = loop

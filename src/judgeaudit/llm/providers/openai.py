@@ -148,6 +148,21 @@ def env_proxy(url: str) -> str | None:
     return redact_url(proxy)
 
 
+# Seconds to wait for a connection to open: a live server accepts in milliseconds, so this
+# long without an answer is a host that drops the request (a firewall, a wrong address),
+# which otherwise waited out the whole call timeout on every attempt.
+CONNECT_TIMEOUT = 10.0
+
+
+def http_timeout(sdk: Any, timeout: float | None) -> Any:
+    """The timeout an SDK (openai, anthropic: each has its `Timeout`) is given for
+    `timeout` seconds a call: the same, but at most `CONNECT_TIMEOUT` to open the
+    connection."""
+    if timeout is None:
+        return None
+    return sdk.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
+
+
 def sdk_http_client(sdk: Any, url: str, *, max_connections: int, timeout: float | None,
                     provider: str) -> Any:
     """The httpx client an SDK (openai, anthropic) is given: its connection limits; a server
@@ -159,7 +174,7 @@ def sdk_http_client(sdk: Any, url: str, *, max_connections: int, timeout: float 
         max_connections=max_connections, max_keepalive_connections=max_connections)
     direct = {"trust_env": False} if is_loopback(url) else {}
     try:
-        return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=timeout,
+        return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=http_timeout(sdk, timeout),
                                            follow_redirects=False, **direct)
     except ImportError as exc:  # a SOCKS proxy in $ALL_PROXY without httpx's socks extra
         raise FatalProviderError(f"{provider}: the proxy {env_proxy(url) or ''} from the "
@@ -330,6 +345,12 @@ def map_sdk_error(
     secrets = list(secrets)
     where = redact_url(where)
     if isinstance(exc, sdk.APITimeoutError):
+        # The HTTP library's ConnectTimeout (by name: the SDKs ship httpx or its fork)
+        if any(c.__name__ == "ConnectTimeout" for c in type(exc.__cause__).__mro__):
+            return ProviderError(
+                f"{provider}: connection to {where} failed (no answer to connecting within "
+                f"{min(timeout, CONNECT_TIMEOUT):g}s: a wrong host or port, or a firewall "
+                "dropping it)", retryable=True, kind="connection")
         return ProviderError(f"{provider}: no response from {where} within {timeout:g}s",
                              retryable=True, kind="timeout")
     if isinstance(exc, sdk.APIConnectionError):
@@ -668,7 +689,7 @@ class OpenAIProvider(Provider):
         http = sdk_http_client(openai, where, max_connections=self.max_connections,
                                timeout=self.timeout, provider=self.name)
         return openai.AsyncOpenAI(
-            api_key=self._api_key(), base_url=base_url, timeout=self.timeout,
+            api_key=self._api_key(), base_url=base_url, timeout=http_timeout(openai, self.timeout),
             max_retries=0, http_client=http,
         )
 
