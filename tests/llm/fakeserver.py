@@ -47,6 +47,8 @@ Anthropic requests ending in an assistant turn (as models without those features
 `models=[...]` serves only those model names, as vLLM does: another name gets its 404 "The
 model `x` does not exist.", and GET /v1/models lists them. `redirect_to=URL` answers every
 POST with a 301 to URL + the path (a plain-HTTP port redirecting to HTTPS).
+`tls=(certfile, keyfile)` serves HTTPS with that certificate (a self-signed one: the
+client must be told to trust it).
 `reasoning=True` answers as OpenAI's reasoning models (o-series, gpt-5) do: 400 to a request
 with `max_tokens` (they take `max_completion_tokens`) or a temperature other than 1, and
 `think_tokens` tokens spent thinking before the answer: a budget that leaves none gives an
@@ -205,6 +207,7 @@ class FakeLLMServer:
         think_tokens: int = 100,
         models: Iterable[str] | None = None,
         redirect_to: str | None = None,
+        tls: tuple[str, str] | None = None,
         seed: int = 0,
         port: int = 0,
     ):
@@ -239,6 +242,14 @@ class FakeLLMServer:
         self._attempts: dict[str, int] = {}
         self._httpd = _Server(("127.0.0.1", port), _Handler)
         self._httpd.fake = self
+        self.scheme = "http"
+        if tls is not None:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self._httpd.socket = ctx.wrap_socket(self._httpd.socket, server_side=True)
+            self.scheme = "https"
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -248,7 +259,7 @@ class FakeLLMServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     @property
     def openai_url(self) -> str:
@@ -406,8 +417,9 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client closing or resetting a keep-alive connection (timeouts, cancelled calls,
-        # client shutdown) is normal here; anything else is a bug worth the traceback.
-        if isinstance(sys.exc_info()[1], ConnectionError):
+        # client shutdown) is normal here, as is one refusing our certificate (TLS); anything
+        # else is a bug worth the traceback.
+        if isinstance(sys.exc_info()[1], ConnectionError | OSError):
             return
         super().handle_error(request, client_address)
 

@@ -107,3 +107,47 @@ def test_env_proxy_follows_no_proxy(env):
 ])
 def test_is_loopback(url, local):
     assert is_loopback(url) is local
+
+
+@pytest.fixture
+def self_signed(tmp_path):
+    """A self-signed certificate for 127.0.0.1 and localhost (the openssl command line)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make a certificate with")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return str(cert), str(key)
+
+
+async def test_an_untrusted_certificate_is_refused_at_once_naming_the_fix(env, fake_server,
+                                                                          self_signed):
+    """A server with a self-signed (or private-CA) certificate failed as a connection error,
+    retried, then 'could not be reached'; retrying cannot make it trusted."""
+    srv = fake_server(tls=self_signed)
+    c = client("openai", srv.openai_url)
+    with pytest.raises(CallFailed) as err:
+        await c.call(judge_request(0))
+    await c.aclose()
+    assert err.value.fatal and c.stats.retries == 0
+    assert "is not trusted (self-signed certificate)" in str(err.value)
+    assert "SSL_CERT_FILE=/path/to/ca.pem" in str(err.value)
+
+
+@pytest.mark.parametrize("proxy", [False, True])
+async def test_ssl_cert_file_makes_a_local_https_server_trusted(env, fake_server, self_signed,
+                                                                proxy):
+    """The fix the message names works, also with a proxy set: reaching this machine
+    directly drops only the proxy, not the rest of the environment."""
+    env.setenv("SSL_CERT_FILE", self_signed[0])
+    if proxy:
+        env.setenv("HTTPS_PROXY", f"http://127.0.0.1:{closed_port()}")
+    srv = fake_server(tls=self_signed)
+    c = client("openai", srv.openai_url.replace("127.0.0.1", "localhost"))
+    assert (await c.call(judge_request(0))).text
+    await c.aclose()

@@ -170,13 +170,19 @@ def sdk_http_client(sdk: Any, url: str, *, max_connections: int, timeout: float 
     cannot reach this machine's loopback: a running local server looked unreachable); a
     redirect is not followed but reported (`map_sdk_error`): followed, a POST became a GET
     whose 404 read as a wrong model name."""
-    limits = type(sdk.DEFAULT_CONNECTION_LIMITS)(
-        max_connections=max_connections, max_keepalive_connections=max_connections)
-    direct = {"trust_env": False} if is_loopback(url) else {}
+    kw = {"limits": type(sdk.DEFAULT_CONNECTION_LIMITS)(
+              max_connections=max_connections, max_keepalive_connections=max_connections),
+          "timeout": http_timeout(sdk, timeout), "follow_redirects": False}
+    host = urllib.parse.urlsplit(url).hostname or ""
+    local = is_loopback(url)
+    # No proxy for this host (a mount of None); the rest of the environment ($SSL_CERT_FILE
+    # for a local HTTPS server with its own CA) still applies.
+    direct = {"mounts": {f"all://[{host}]" if ":" in host else f"all://{host}": None}}
     try:
-        return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=http_timeout(sdk, timeout),
-                                           follow_redirects=False, **direct)
+        return sdk.DefaultAsyncHttpxClient(**kw, **(direct if local else {}))
     except ImportError as exc:  # a SOCKS proxy in $ALL_PROXY without httpx's socks extra
+        if local:  # never used for this host: leave the environment out altogether
+            return sdk.DefaultAsyncHttpxClient(**kw, trust_env=False)
         raise FatalProviderError(f"{provider}: the proxy {env_proxy(url) or ''} from the "
                                  f"environment cannot be used: {exc}") from None
 
@@ -356,6 +362,11 @@ def map_sdk_error(
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc
         msg = redact_url(redact(f"{type(cause).__name__}: {cause}", secrets))
+        if "CERTIFICATE_VERIFY_FAILED" in msg:  # retrying cannot make it trusted
+            why = msg.split("certificate verify failed:")[-1].split("(_ssl")[0].strip()
+            return FatalProviderError(
+                f"{provider}: the TLS certificate of {where} is not trusted ({why}): give the "
+                "CA that signed it with SSL_CERT_FILE=/path/to/ca.pem", kind="connection")
         proxy = env_proxy(where)
         via = (f"; it went through the proxy {proxy} from the environment: add the host to "
                "$NO_PROXY to reach it directly" if proxy else "")
