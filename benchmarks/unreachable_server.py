@@ -71,10 +71,11 @@ def cpu() -> dict:
             "cores": os.cpu_count(), "load": list(os.getloadavg())}
 
 
-def one(src: Path, out: Path, port: int) -> dict:
+def one(src: Path, out: Path, port: int, timeout: float | None = None) -> dict:
     """One audit run with the package from `src` first on the path, its judge on `port`:
     wall seconds, exit code and the calls line of results.json."""
-    spec = f"openai:fake?base_url=http://127.0.0.1:{port}/v1&api_key=k"
+    spec = f"openai:fake?base_url=http://127.0.0.1:{port}/v1&api_key=k" + (
+        f"&timeout={timeout:g}" if timeout else "")
     code = "import sys; from judgeaudit.cli.main import main; sys.exit(main())"
     env = {**os.environ, "PYTHONPATH": str(src)}
     t = time.perf_counter()
@@ -93,6 +94,8 @@ def main() -> None:
     ap.add_argument("--before", type=Path, required=True, help="src/ of the code before")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--target", choices=("closed", "dropping"), default="closed")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="the judge's timeout=SECONDS (default: the provider's, 60 s)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/unreachable.json")
     a = ap.parse_args()
     trees = {"before": a.before, "now": ROOT / "src"}
@@ -103,12 +106,13 @@ def main() -> None:
             for name in order:
                 with (dropping_port() if a.target == "dropping"
                       else contextlib.nullcontext(closed_port())) as port:
-                    r = one(trees[name], Path(tmp) / f"{name}{i}", port)
+                    r = one(trees[name], Path(tmp) / f"{name}{i}", port, a.timeout)
                 runs[name].append(r)
                 print(name, r, flush=True)
     med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
     port = "a closed port" if a.target == "closed" else "a port that drops connection requests"
-    res = {"what": f"audit --n 30 (780 calls) against {port}, default retry policy",
+    tmo = f"timeout={a.timeout:g} s" if a.timeout else "the default timeout"
+    res = {"what": f"audit --n 30 (780 calls) against {port}, default retry policy, {tmo}",
            "cpu": cpu(), "before_src": str(a.before), "runs": runs,
            "median_seconds": med, "ratio_before_over_now": round(med["before"] / med["now"], 2)}
     a.out.write_text(json.dumps(res, indent=2) + "\n")

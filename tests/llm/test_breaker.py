@@ -253,3 +253,27 @@ async def test_a_host_that_drops_connection_requests_is_unreachable_within_the_c
         assert "no answer to connecting within 0.3s" in str(err.value)
         assert "could not be reached" in (client.stopped or "")
         await client.aclose()
+
+
+async def test_many_calls_to_a_host_that_never_answers_stop_after_one_retry_window(
+        monkeypatch):
+    """50 calls, 8 at a time, to a host that drops connection requests (each attempt waits
+    out the connect cap, 0.3 s here). The calls share the 8 slots, so the first to use up its
+    own 7 attempts came after hundreds of attempts of the others (minutes at the real caps).
+    Now the client stops once its attempts have failed, with nothing answered, for one
+    call's retry window: two waves of attempts here, the other calls not sent."""
+    from judgeaudit.llm.providers import openai as openai_module
+
+    monkeypatch.setattr(openai_module, "CONNECT_TIMEOUT", 0.3)
+    with dropping_port() as port:
+        p = make_provider("openai", "m", {"base_url": f"http://127.0.0.1:{port}/v1",
+                                          "api_key": "k"})
+        client = Client(p, concurrency=8, retry=RetryPolicy(max_retries=6, **FAST))
+        outs = await client.map(requests(50))
+        await client.aclose()
+    assert all(isinstance(o, CallFailed) for o in outs)
+    s = client.stats
+    attempts = sum(s.errors.values())
+    assert attempts <= 4 * 8, s.errors  # a wave or two more at most, never 7 per call
+    assert s.not_sent >= 50 - attempts and s.not_sent > 0
+    assert "could not be reached" in (client.stopped or "")

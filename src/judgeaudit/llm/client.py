@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import random
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -134,12 +135,15 @@ class RetryPolicy:
     `stop_after`: a server that cannot be reached, or has stopped answering, is not asked
     for the rest of the run; the remaining calls fail at once (`CallStats.not_sent`) instead
     of each waiting out its retries (minutes for a run of hundreds of calls against a wrong
-    port). The client stops when a call gives up on a connection or timeout error before the
-    server has answered anything, or when `stop_after` calls in a row give up with no call
-    answered between them. It stops too when its first `stop_after` answers are all
-    unusable (`Response.invalid`: a reasoning model that spends the whole token budget
-    thinking, a refusal, an answer over the size cap): every later call would be paid for
-    and wasted the same way. None: max(8, 2 x concurrency); 0: never stop."""
+    port). The client stops when, before the server has answered anything, its attempts have
+    failed on connection errors or timeouts for as long as one call's retries wait
+    (`window`: a wrong port in about 30 s, a host dropping connections in about 40 s, where
+    waiting for one call of many to use up its own retries took minutes), or when
+    `stop_after` calls in a row give up with no call answered between them. It stops too
+    when its first `stop_after` answers are all unusable (`Response.invalid`: a reasoning
+    model that spends the whole token budget thinking, a refusal, an answer over the size
+    cap): every later call would be paid for and wasted the same way. None: max(8, 2 x
+    concurrency); 0: never stop."""
 
     max_retries: int = 6
     base_delay: float = 0.5
@@ -147,6 +151,10 @@ class RetryPolicy:
     # Longest Retry-After we honour; a server asking for more is capped here.
     max_retry_after: float = 120.0
     stop_after: int | None = None
+
+    def window(self) -> float:
+        """Seconds one call's retries wait in all, without jitter (about 31 s by default)."""
+        return sum(min(self.max_delay, self.base_delay * 2**k) for k in range(self.max_retries))
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
         if retry_after is not None:
@@ -223,6 +231,7 @@ class Client:
         self._reached = False
         self._given_up = 0
         self._stopped: CallFailed | None = None
+        self._first_failure: float | None = None  # of an attempt, while nothing answered
         # Answers made so far that could not be used, while none could (`_note_unusable`).
         self._unusable: int | None = 0
         self._stop_event: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
@@ -246,7 +255,7 @@ class Client:
         """Give the server a fresh start (a new command of a `Session`: it may be back up).
         A fatal error (a bad key, a bad request) is not reset: it would fail again."""
         self._reached, self._given_up, self._stopped = False, 0, None
-        self._stop_event = None
+        self._first_failure = self._stop_event = None
 
     async def call(self, request: Request) -> Response:
         resp = await self._call(request)
@@ -393,6 +402,7 @@ class Client:
                 self.stats.record_error(kind, msg)
                 if kind not in ("connection", "timeout"):
                     self._reached = True  # an HTTP answer, if not the one we wanted
+                self._note_unreached(kind, msg)
                 if isinstance(exc, RequestRejected):  # this request only (too long, refused)
                     raise CallFailed(msg, fatal=False, kind=kind) from exc
                 if not retryable:
@@ -425,22 +435,48 @@ class Client:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), seconds)
 
+    def _unreached(self, kind: str) -> str | None:
+        """Why the server is taken for absent after a failure of `kind`, or None: it has
+        answered something, or the failure is of another kind."""
+        if self._reached:
+            return None
+        if kind == "connection":
+            return "the server could not be reached"
+        if kind == "timeout":
+            return ("the server never answered in time (a slow server needs a longer timeout: "
+                    "--timeout, or timeout=SECONDS in the judge spec)")
+        return None
+
+    def _note_unreached(self, kind: str, msg: str) -> None:
+        """A failed attempt: while the server has answered nothing, trip the breaker once the
+        attempts have failed for as long as one call's retries wait (`RetryPolicy.window`).
+        Counting one call's attempts instead took minutes when each attempt waits out a
+        timeout: the calls share the concurrency slots, so the first to use up its retries
+        came after dozens of other calls' attempts."""
+        why = self._unreached(kind)
+        if why is None or self._stopped is not None or self._limit() == 0:
+            return
+        now = time.monotonic()
+        if self._first_failure is None:
+            self._first_failure = now
+        elif now - self._first_failure >= self.retry.window():
+            self._trip(why, kind, msg)
+
     def _give_up(self, kind: str, msg: str) -> None:
         """A call gave up after its retries: trip the breaker (`RetryPolicy.stop_after`) when
         the server was never reached or has stopped answering."""
         self._given_up += 1
-        limit = self._limit()
-        if limit == 0 or self._stopped is not None:
+        if self._limit() == 0 or self._stopped is not None:
             return
-        if not self._reached and kind == "connection":
-            why = "the server could not be reached"
-        elif not self._reached and kind == "timeout":
-            why = ("the server never answered in time (a slow server needs a longer timeout: "
-                   "--timeout, or timeout=SECONDS in the judge spec)")
-        elif self._given_up >= limit:
+        why = self._unreached(kind)
+        if why is None and self._given_up >= self._limit():
             why = f"the server stopped answering ({self._given_up} calls in a row gave up)"
-        else:
-            return
+        if why is not None:
+            self._trip(why, kind, msg)
+
+    def _trip(self, why: str, kind: str, msg: str) -> None:
+        """Stop sending: the remaining calls fail at once (as `kind`, with `msg`, the last
+        error), those waiting to retry stop waiting."""
         self._stopped = CallFailed(
             f"{self.provider.name}: not sent: {why}; last error: {msg}", fatal=False, kind=kind)
         if self._stop_event is not None:
