@@ -31,6 +31,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests/llm"))
+from fakeserver import dropping_port  # noqa: E402
+
 FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
@@ -38,27 +41,6 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def dropping_port():
-    """A port whose connection requests go unanswered: a backlog of 0, filled by connections
-    never accepted (as tests/llm/test_breaker.py does)."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(0)
-    fill = []
-    for _ in range(3):
-        c = socket.socket()
-        c.setblocking(False)
-        with contextlib.suppress(BlockingIOError):
-            c.connect(srv.getsockname())
-        fill.append(c)
-    try:
-        yield srv.getsockname()[1]
-    finally:
-        for c in [*fill, srv]:
-            c.close()
 
 
 def cpu() -> dict:

@@ -178,6 +178,28 @@ def write_pairs(path: Any, n: int) -> None:
                                 "response_2": f"answer {i}", "label": 1}) + "\n")
 
 
+@contextlib.contextmanager
+def dropping_port() -> Any:
+    """A loopback port whose connection requests go unanswered, as behind a firewall that
+    drops them: a listening socket with a backlog of 0, filled by connections never
+    accepted. Yields the port."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    fill = []
+    for _ in range(3):
+        c = socket.socket()
+        c.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            c.connect(srv.getsockname())
+        fill.append(c)
+    try:
+        yield srv.getsockname()[1]
+    finally:
+        for c in [*fill, srv]:
+            c.close()
+
+
 def _ntokens(text: str) -> int:
     return len(text.split())
 

@@ -10,12 +10,11 @@ on, and a server whose every reply is a dropped connection."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import socket
 
 import pytest
-from fakeserver import judge_request
+from fakeserver import dropping_port, judge_request
 
 from judgeaudit.llm import CallFailed, Client, RetryPolicy, make_provider
 
@@ -208,27 +207,6 @@ async def test_a_session_asks_a_server_again_in_its_next_command(fake_server, tm
         second = await judgeaudit.aevaluate(spec, "builtin:facts", limit=10, session=s)
     assert second.ok, second.reason
     assert second.calls["made"] == 20 and second.calls["failed"] == 0
-
-
-@contextlib.contextmanager
-def dropping_port():
-    """A port whose connection requests go unanswered, as behind a firewall that drops
-    them: a listening socket with a backlog of 0, filled by connections never accepted."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(0)
-    fill = []
-    for _ in range(3):
-        c = socket.socket()
-        c.setblocking(False)
-        with contextlib.suppress(BlockingIOError):
-            c.connect(srv.getsockname())
-        fill.append(c)
-    try:
-        yield srv.getsockname()[1]
-    finally:
-        for c in [*fill, srv]:
-            c.close()
 
 
 async def test_a_host_that_drops_connection_requests_is_unreachable_within_the_connect_cap(
