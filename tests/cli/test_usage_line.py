@@ -16,6 +16,8 @@ def test_usage_text_shows_tokens_and_the_cost_when_known():
              "completion_tokens": 67, "cost_usd": 0.0123456}
     assert usage_text(calls) == "; 12,345 prompt + 67 completion tokens, $0.0123 at list prices"
     assert usage_text({**calls, "cost_usd": None}) == "; 12,345 prompt + 67 completion tokens"
+    # the embedded judge: tokens counted, nothing paid
+    assert usage_text({**calls, "cost_usd": 0.0}) == "; 12,345 prompt + 67 completion tokens"
     assert usage_text({"made": 0, "cached": 5, "prompt_tokens": 0}) == ""  # all from cache
     line = calls_text({"calls": calls, "seconds": 2.0})
     assert line == ("calls: 3 made, 1 from cache, 0 failed; 12,345 prompt + 67 completion "

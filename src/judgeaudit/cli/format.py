@@ -18,14 +18,15 @@ def calls_text(res: dict[str, Any]) -> str:
 
 def usage_text(calls: dict[str, Any]) -> str:
     """'; N prompt + M completion tokens, $X' for the calls made in this run (what it cost),
-    '' when none were counted (cache hits, the embedded judge without a count). The price is
-    the provider's list price where it is known (`Provider.price_per_mtok`)."""
+    '' when none were counted (cache hits). The price is the provider's list price where it
+    is known (`Provider.price_per_mtok`); a judge that costs nothing (the embedded one) shows
+    no price."""
     p, c = calls.get("prompt_tokens") or 0, calls.get("completion_tokens") or 0
     if not (p or c):
         return ""
     cost = calls.get("cost_usd")
     return f"; {p:,} prompt + {c:,} completion tokens" + (
-        f", ${cost:.4f} at list prices" if cost is not None else "")
+        f", ${cost:.4f} at list prices" if cost else "")
 
 
 def failed_text(calls: dict[str, Any]) -> str:
