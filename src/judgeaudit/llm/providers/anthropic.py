@@ -44,8 +44,8 @@ from judgeaudit.llm.providers.openai import (
     BATCH_DISCOUNT,
     OPERATIONAL_PARAMS,
     add_choice_line,
+    api_key,
     check_base_url,
-    clean_key,
     float_param,
     http_timeout,
     int_param,
@@ -133,14 +133,13 @@ class AnthropicProvider(Provider):
                           or "api.anthropic.com")
 
     def _api_key(self) -> str:
-        key = self.params.get("api_key") or os.environ.get(self.key_env)
-        if not key or not key.strip():
+        key = api_key(self.params, self.key_env, self.name)
+        if key is None:
             raise FatalProviderError(
                 f"{self.name}: no API key: set ${self.key_env} or pass api_key=... in the "
                 f"judge spec", kind="auth"
             )
-        source = "api_key=" if self.params.get("api_key") else f"${self.key_env}"
-        return clean_key(key, self.name, source)
+        return key
 
     async def prepare(self) -> None:
         """SDK import and client for this loop, before the timed call (see openai)."""

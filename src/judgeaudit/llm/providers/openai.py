@@ -45,7 +45,6 @@ import json
 import logging
 import math
 import os
-import re
 import time
 import urllib.parse
 import urllib.request
@@ -208,14 +207,28 @@ def check_base_url(url: str | None, endpoints: Sequence[str] = ("/chat/completio
         raise bad
     if any(c.isspace() for c in url.strip()):
         raise bad
+    named = split_endpoint(url, endpoints)
+    if named is not None:
+        raise ValueError(f"base_url {redact_url(url)!r} names the endpoint itself; give the "
+                         f"part before {named[1]}: {redact_url(named[0])!r}")
+    return url
+
+
+# What the SDKs append to a base_url: openai's, then anthropic's (its base has no /v1).
+ENDPOINTS = ("/chat/completions", "/completions", "/v1/messages", "/messages")
+
+
+def split_endpoint(url: str, endpoints: Sequence[str] = ENDPOINTS) -> tuple[str, str] | None:
+    """(base, endpoint) when `url`'s path ends in one of `endpoints` (the first that fits),
+    else None: the base_url a user should give for a URL that names the endpoint."""
+    parts = urllib.parse.urlsplit(url.strip())
     path = parts.path.rstrip("/")
     for endpoint in endpoints:
         if path.lower().endswith(endpoint):
             base = urllib.parse.urlunsplit(parts._replace(path=path[:-len(endpoint)],
                                                           query="", fragment=""))
-            raise ValueError(f"base_url {redact_url(url)!r} names the endpoint itself; give the "
-                             f"part before {endpoint}: {redact_url(base)!r}")
-    return url
+            return base, endpoint
+    return None
 
 
 # ---- pure helpers (unit-tested) ------------------------------------------------------------
@@ -286,21 +299,26 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     """Remove every secret (and anything shaped like an API key, a URL password, a key in a
     query string or an auth header: `judgeaudit.llm.redact`) from a message."""
     for s in secrets:
-        for v in (s, s.strip()) if s else ():  # the key as given and as sent (`clean_key`)
+        for v in (s, s.strip()) if s else ():  # the key as given and as sent (`api_key`)
             if len(v) >= 4:
                 text = text.replace(v, "***")
     return redact_text(text)
 
 
-def clean_key(key: str, provider: str, source: str) -> str:
-    """An API key as it can go in a header: the whitespace around it dropped (a newline from
-    a key file, a Kubernetes secret or a CRLF .env file, which HTTP libraries refuse as a
-    header value and which looked like a server that could not be reached). A space or a
-    character that is not printable ASCII inside the key is refused, without echoing it."""
-    key = key.strip()
+def api_key(params: dict[str, str], key_env: str, provider: str) -> str | None:
+    """The API key (the `api_key` parameter, else `$key_env`) as it can go in a header, or
+    None when there is none: the whitespace around it dropped (a newline from a key file, a
+    Kubernetes secret or a CRLF .env file, which HTTP libraries refuse as a header value and
+    which looked like a server that could not be reached). A space or a character that is
+    not printable ASCII inside the key is refused, without echoing it."""
+    given = params.get("api_key")
+    key = (given or os.environ.get(key_env) or "").strip()
+    if not key:
+        return None
     bad = next((i for i, c in enumerate(key) if not (c.isascii() and c.isprintable())
                 or c.isspace()), None)
     if bad is not None:
+        source = "api_key=" if given else f"${key_env}"
         raise FatalProviderError(
             f"{provider}: the API key from {source} has a space, a line break or a "
             f"character that is not printable ASCII at position {bad + 1} of {len(key)}; "
@@ -390,8 +408,8 @@ def map_sdk_error(
         if 300 <= status < 400:
             resp = getattr(exc, "response", None)
             to = redact_url(str(getattr(resp, "headers", {}).get("location") or ""))
-            base = re.sub(r"/(chat/completions|completions|v1/messages|messages)/?$", "", to)
-            fix = f": give base_url={base}" if base else ""
+            named = split_endpoint(to) if to else None
+            fix = f": give base_url={named[0] if named else to}" if to else ""
             return FatalProviderError(f"{provider}: HTTP {status} from {where}: the server "
                                       f"redirects to {to or 'another address'}{fix}",
                                       kind="bad_request")
@@ -662,10 +680,9 @@ class OpenAIProvider(Provider):
         return redact_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
 
     def _api_key(self) -> str:
-        key = self.params.get("api_key") or os.environ.get(self.key_env)
-        if key and key.strip():
-            source = "api_key=" if self.params.get("api_key") else f"${self.key_env}"
-            return clean_key(key, self.name, source)
+        key = api_key(self.params, self.key_env, self.name)
+        if key is not None:
+            return key
         if self.base_url or os.environ.get("OPENAI_BASE_URL"):
             return "EMPTY"  # local servers (vLLM, llama.cpp) accept any key
         raise FatalProviderError(
