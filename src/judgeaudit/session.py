@@ -83,7 +83,7 @@ class Session:
         retry: a `judgeaudit.llm.RetryPolicy`, or the most retries per call (0: one
             attempt only); default: the client's policy (6 retries with backoff). A judge
             whose server could not be reached or stopped answering is not asked again in
-            this session (`RetryPolicy.stop_after`): use a new session once it answers.
+            that command (`RetryPolicy.stop_after`); the session's next command asks again.
         seed: seed of the judges (presentation order, simulated judges, jitter).
         progress: called with a `Progress` after every finished call and whenever a total
             becomes known. In a running event loop (Jupyter) the sync API runs the command in

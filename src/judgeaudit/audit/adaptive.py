@@ -277,7 +277,7 @@ async def run_adaptive(
         rule.step(rnd, done)
         last_round_calls = calls["total"] - before
     if not rule.all_stopped:
-        rule.stop_all(rnd, "not_sent" if stopped_by == "server not answering" else "budget")
+        rule.stop_all(rnd, "not_sent" if bundle.client.stopped else "budget")
     verdicts = rule.verdicts()
 
     # The document: the fixed-n battery over the items each probe had when it stopped (all
