@@ -204,12 +204,12 @@ async def _execute(run: Run, *, session: Session | None, opts: dict[str, Any],
 
 
 def _opts(cache: Any, concurrency: int | None, timeout: float | None, retry: Any,
-          seed: int, progress: ProgressFn | None) -> dict[str, Any]:
+          seed: int, progress: ProgressFn | None, max_cost: float | None) -> dict[str, Any]:
     from judgeaudit.config import EvaluateConfig
 
-    _check(EvaluateConfig, concurrency=concurrency, timeout=timeout)
+    _check(EvaluateConfig, concurrency=concurrency, timeout=timeout, max_cost=max_cost)
     return {"cache": cache, "concurrency": concurrency, "timeout": timeout, "retry": retry,
-            "seed": seed, "progress": progress}
+            "seed": seed, "progress": progress, "max_cost": max_cost}
 
 
 # ---- evaluate ----------------------------------------------------------------------------
@@ -231,6 +231,7 @@ async def aevaluate(
     cache: CacheArg = None,
     concurrency: int | None = None,
     timeout: float | None = None,
+    max_cost: float | None = None,
     retry: RetryPolicy | int | None = None,
     progress: ProgressFn | None = None,
     raise_on_failure: bool = False,
@@ -257,12 +258,15 @@ async def aevaluate(
         cache: None: the default cache file; a path; a `judgeaudit.llm.Cache`; False: none.
         concurrency: concurrent calls per judge.
         timeout: seconds per call attempt.
+        max_cost: spend cap in USD at list prices: once this command's calls have cost this
+            much, the rest are not sent (`judgeaudit.llm.SpendCap`). A judge whose price is
+            not known needs price_in and price_out in its spec.
         retry: a `judgeaudit.llm.RetryPolicy` or the most retries per call.
         progress: called with a `judgeaudit.Progress` after every finished call.
         raise_on_failure: raise `judgeaudit.RunFailed` when the run failed instead of
             returning a Result with `ok` False.
         session: (the `a` form only) run in this `Session`: its cache and judge settings
-            apply (give cache, concurrency, timeout, retry and progress to it
+            apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
@@ -271,7 +275,7 @@ async def aevaluate(
     from judgeaudit.commands import prepare_evaluate
     from judgeaudit.config import EvaluateConfig
 
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         EvaluateConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
         limit=limit, sample=sample, seed=seed, pair_rule=pair_rule, ties=ties, by=by,
@@ -332,12 +336,14 @@ async def aaudit(
         max_n: adaptive: most items per probe (a probe still open then is underpowered).
         round_size: adaptive: items added to each open probe per round.
         max_calls: adaptive: stop before a round that would exceed this many judge calls.
-        max_cost: adaptive: stop once this many USD are spent (> 0).
+        max_cost: spend cap in USD, as in `evaluate`; adaptive: no round starts once it is
+            spent.
         min_valid: fewest items with a valid unperturbed verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
-        cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
+        cache, concurrency, timeout, max_cost, retry, progress, raise_on_failure: as in
+            `evaluate`.
         session: (the `a` form only) run in this `Session`: its cache and judge settings
-            apply (give cache, concurrency, timeout, retry and progress to it
+            apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
@@ -346,7 +352,9 @@ async def aaudit(
     from judgeaudit.commands import prepare_audit
     from judgeaudit.config import AuditConfig
 
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    # adaptive: the rounds keep to max_cost themselves (a round is not cut half-way)
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress,
+                 None if adaptive else max_cost)
     cfg = _config(
         AuditConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
         probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,
@@ -386,6 +394,7 @@ async def ascoring_bias(
     cache: CacheArg = None,
     concurrency: int | None = None,
     timeout: float | None = None,
+    max_cost: float | None = None,
     retry: RetryPolicy | int | None = None,
     progress: ProgressFn | None = None,
     raise_on_failure: bool = False,
@@ -413,10 +422,10 @@ async def ascoring_bias(
         references_out: where to write the generated references.json (default: not kept
             on disk; the summary is in the result).
         template: scoring template name or .txt path.
-        seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
+        seed, min_valid, max_failed, cache, concurrency, timeout, max_cost, retry, progress,
         raise_on_failure: as in `evaluate` (the outcome's unit is a score).
         session: (the `a` form only) run in this `Session`: its cache and judge settings
-            apply (give cache, concurrency, timeout, retry and progress to it
+            apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
@@ -425,7 +434,7 @@ async def ascoring_bias(
     from judgeaudit.commands import prepare_scoring_bias
     from judgeaudit.config import ScoringBiasConfig
 
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     by_file = references is not None and not isinstance(references, Mapping)
     cfg = _config(
         ScoringBiasConfig, {"data": data if isinstance(data, str) else "",
@@ -468,6 +477,7 @@ async def arank(
     cache: CacheArg = None,
     concurrency: int | None = None,
     timeout: float | None = None,
+    max_cost: float | None = None,
     retry: RetryPolicy | int | None = None,
     progress: ProgressFn | None = None,
     raise_on_failure: bool = False,
@@ -502,9 +512,10 @@ async def arank(
         samples: Monte-Carlo draws for top-k membership.
         min_valid: fewest comparisons with a valid verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
-        cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
+        cache, concurrency, timeout, max_cost, retry, progress, raise_on_failure: as in
+            `evaluate`.
         session: (the `a` form only) run in this `Session`: its cache and judge settings
-            apply (give cache, concurrency, timeout, retry and progress to it
+            apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
@@ -514,7 +525,7 @@ async def arank(
     from judgeaudit.commands import prepare_rank
     from judgeaudit.config import RankConfig
 
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         RankConfig, {"covariates": covariates, "lam": lam, "trusted": (
             Path(trusted) if isinstance(trusted, os.PathLike) else trusted)},
@@ -547,6 +558,7 @@ async def arank_eval(
     cache: CacheArg = None,
     concurrency: int | None = None,
     timeout: float | None = None,
+    max_cost: float | None = None,
     retry: RetryPolicy | int | None = None,
     progress: ProgressFn | None = None,
     raise_on_failure: bool = False,
@@ -571,9 +583,10 @@ async def arank_eval(
         covariates, lam, tau, hierarchical, refit_every, samples: as in `rank`.
         min_valid: fewest valid verdicts in the matrices for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
-        cache, concurrency, timeout, retry, progress, raise_on_failure: as in `evaluate`.
+        cache, concurrency, timeout, max_cost, retry, progress, raise_on_failure: as in
+            `evaluate`.
         session: (the `a` form only) run in this `Session`: its cache and judge settings
-            apply (give cache, concurrency, timeout, retry and progress to it
+            apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
@@ -582,7 +595,7 @@ async def arank_eval(
     from judgeaudit.commands import prepare_rank_eval
     from judgeaudit.config import RankEvalConfig
 
-    opts = _opts(cache, concurrency, timeout, retry, 0, progress)
+    opts = _opts(cache, concurrency, timeout, retry, 0, progress, max_cost)
     cfg = _config(
         RankEvalConfig, {"budgets": budgets, "rules": rules, "seeds": seeds,
                          "covariates": covariates, "lam": lam},
@@ -620,6 +633,7 @@ async def adiscover(
     cache: CacheArg = None,
     concurrency: int | None = None,
     timeout: float | None = None,
+    max_cost: float | None = None,
     retry: RetryPolicy | int | None = None,
     progress: ProgressFn | None = None,
     raise_on_failure: bool = False,
@@ -644,10 +658,10 @@ async def adiscover(
         min_agreement: keep items whose majority label has this annotator share.
         embedder: sentence embedder (`encode(texts) -> array`, `name`); default MiniLM
             (the `hubj` extra).
-        seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
+        seed, min_valid, max_failed, cache, concurrency, timeout, max_cost, retry, progress,
         raise_on_failure: as in `evaluate` (the outcome's unit is a G-module answer).
         session: (the `a` form only) run in this `Session`: its cache and judge settings
-            apply (give cache, concurrency, timeout, retry and progress to it
+            apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
@@ -656,7 +670,7 @@ async def adiscover(
     from judgeaudit.commands import prepare_discover
     from judgeaudit.config import DiscoverConfig
 
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         DiscoverConfig, {"data": data if isinstance(data, str) else ""}, recorded=recorded,
         llm=llm, limit=limit,
@@ -694,6 +708,7 @@ async def aquantify(
     cache: CacheArg = None,
     concurrency: int | None = None,
     timeout: float | None = None,
+    max_cost: float | None = None,
     retry: RetryPolicy | int | None = None,
     progress: ProgressFn | None = None,
     raise_on_failure: bool = False,
@@ -720,10 +735,10 @@ async def aquantify(
             add; for small generators).
         max_words: only items whose rejected response has at most this many words.
         min_agreement: keep items whose majority label has this annotator share.
-        seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
+        seed, min_valid, max_failed, cache, concurrency, timeout, max_cost, retry, progress,
         raise_on_failure: as in `evaluate` (the outcome's unit is a verdict on a rewrite).
         session: (the `a` form only) run in this `Session`: its cache and judge settings
-            apply (give cache, concurrency, timeout, retry and progress to it
+            apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
@@ -732,7 +747,7 @@ async def aquantify(
     from judgeaudit.commands import prepare_quantify
     from judgeaudit.config import QuantifyConfig
 
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         QuantifyConfig, {"data": data if isinstance(data, str) else ""},
         factors=",".join(_names(factors) or []),
@@ -768,6 +783,7 @@ async def amitigate(
     cache: CacheArg = None,
     concurrency: int | None = None,
     timeout: float | None = None,
+    max_cost: float | None = None,
     retry: RetryPolicy | int | None = None,
     progress: ProgressFn | None = None,
     raise_on_failure: bool = False,
@@ -793,11 +809,11 @@ async def amitigate(
             verdicts with (the result's command is then "mitigate-apply", which has no HTML
             report).
         min_agreement: keep items whose majority label has this annotator share.
-        seed, min_valid, max_failed, cache, concurrency, timeout, retry, progress,
+        seed, min_valid, max_failed, cache, concurrency, timeout, max_cost, retry, progress,
         raise_on_failure: as in `evaluate` (the outcome's unit is a judge verdict on a
             query with factor scores).
         session: (the `a` form only) run in this `Session`: its cache and judge settings
-            apply (give cache, concurrency, timeout, retry and progress to it
+            apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
     Returns:
@@ -806,7 +822,7 @@ async def amitigate(
     from judgeaudit.commands import prepare_mitigate
     from judgeaudit.config import MitigateConfig
 
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress)
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         MitigateConfig, {"data": data if isinstance(data, str) else ""}, recorded=recorded,
         factor=factor,

@@ -208,10 +208,8 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
     if cfg.adaptive and (cfg.n is not None or cfg.sample is not None or panel_specs):
         raise ValueError("--adaptive chooses the items itself (--max-n); not with --n, "
                          "--sample or --panel")
-    if not cfg.adaptive and (cfg.max_calls is not None or cfg.max_cost is not None):
-        raise ValueError("--max-calls and --max-cost apply to --adaptive")
-    if cfg.max_cost is not None and not cfg.max_cost > 0:
-        raise ValueError(f"--max-cost: expected a positive number of USD, got {cfg.max_cost}")
+    if not cfg.adaptive and cfg.max_calls is not None:
+        raise ValueError("--max-calls applies to --adaptive")
     loaded, spec = load_data(cfg.data if data is None else data)
     items, limit, selection = audit_items(loaded, n=cfg.n, sample=cfg.sample, full=cfg.full,
                                           seed=cfg.seed)

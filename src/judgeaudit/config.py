@@ -45,6 +45,10 @@ CACHE_HELP = "SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache di
 NO_CACHE_HELP = "Do not read or write the cache."
 CONC_HELP = "Concurrent calls per provider (>= 1)."
 TIMEOUT_HELP = "Seconds per call before retrying (> 0)."
+MAX_COST_HELP = ("Spend cap in USD at list prices (> 0): once the run's calls have cost this "
+                 "much no more are sent (calls under way finish); the rest count as failed, "
+                 "not sent. A judge whose price is not known needs price_in and price_out in "
+                 "its spec. With audit --adaptive: no round starts once it is spent.")
 SEED_HELP = "Seed of every random choice (item samples, simulated judges, bootstrap)."
 MIN_VALID_HELP = ("Fewest items with a valid verdict for the run to count; below it the run "
                   "fails (exit 3).")
@@ -95,6 +99,7 @@ class RunFields(CommandConfig):
     max_failed: Share = _f(DEFAULT_MAX_FAILED, MAX_FAILED_HELP)
     concurrency: PosInt | None = _f(None, CONC_HELP)
     timeout: PosFloat | None = _f(None, TIMEOUT_HELP)
+    max_cost: PosFloat | None = _f(None, MAX_COST_HELP)
 
 
 class EvaluateConfig(RunFields):
@@ -159,7 +164,6 @@ class AuditConfig(RunFields):
     round_size: PosInt = _f(20, "--adaptive: items added to each open probe per round.")
     max_calls: PosInt | None = _f(None, "--adaptive: stop before a round that would exceed this "
                                         "many judge calls.")
-    max_cost: PosFloat | None = _f(None, "--adaptive: stop once this many USD are spent (> 0).")
 
 
 class ScoringBiasConfig(RunFields):

@@ -90,6 +90,11 @@ class Session:
             a worker thread, so the callback is called from that thread.
         planner: a `judgeaudit.llm.plan.Planner` (the CLI's --plan-only): every judge's cache
             misses are planned instead of sent.
+        max_cost: a spend cap per command in USD at list prices (`judgeaudit.llm.SpendCap`):
+            once the command's calls have cost this much, the rest are not sent (calls under
+            way finish). A judge that may bill at a price not known here (a hosted model
+            missing from the price table, a remote server) needs price_in and price_out in
+            its spec.
     """
 
     def __init__(
@@ -102,7 +107,11 @@ class Session:
         seed: int = 0,
         progress: ProgressFn | None = None,
         planner: Any = None,
+        max_cost: float | None = None,
     ):
+        from judgeaudit.llm import SpendCap
+
+        self.spend_cap = None if max_cost is None else SpendCap(max_cost)
         self.seed = seed
         self.planner = planner
         self.concurrency = concurrency
@@ -140,11 +149,24 @@ class Session:
                     timeout=self.timeout, seed=self.seed)
             except (ValueError, FileNotFoundError, OSError) as exc:
                 raise ValueError(f"judge {public_spec(spec)!r}: {exc}") from None
+            if self.spend_cap is not None:
+                self._cap(bundle)
             if self.planner is not None:  # cache misses are planned, not sent
                 self.planner.bind(self.cache)
                 bundle.client.planner = self.planner
             self._bundles[spec] = bundle
         return self._bundles[spec]
+
+    def _cap(self, bundle: JudgeBundle) -> None:
+        """Put `bundle`'s calls under the spend cap; ValueError when their cost is unknown."""
+        provider = bundle.client.provider
+        if provider.billed and provider.price_per_mtok is None:
+            raise ValueError(
+                f"judge {bundle.public_spec!r}: max_cost cannot cap what its calls cost: the "
+                f"price of {provider.model!r} is not known here; give it in the spec as "
+                "price_in=USD&price_out=USD (per million prompt / completion tokens; 0 for a "
+                "free server)")
+        bundle.client.spend_cap = self.spend_cap
 
     @property
     def judges(self) -> dict[str, JudgeBundle]:
@@ -186,8 +208,8 @@ class Session:
     def command(self) -> Iterator[Session]:
         """Run one command in this session: the pipelines read their call counts from the
         judges' clients, so the counts of earlier commands move to the session's totals and
-        each command starts from zero, and a server an earlier command stopped asking (it
-        could not be reached) is asked again. One command at a time."""
+        each command starts from zero (its spend cap too), and a server an earlier command
+        stopped asking (it could not be reached) is asked again. One command at a time."""
         from judgeaudit.llm import CallStats
 
         if self._closed:
@@ -196,6 +218,8 @@ class Session:
             raise RuntimeError("a Session runs one command at a time; await the running one "
                                "first or give each concurrent command its own Session")
         self._busy = True
+        if self.spend_cap is not None:
+            self.spend_cap.spent = 0.0
         try:
             for b in self._bundles.values():
                 b.client.reset_breaker()

@@ -18,6 +18,7 @@ from judgeaudit.llm.client import (
     CallStats,
     Client,
     RetryPolicy,
+    SpendCap,
 )
 from judgeaudit.llm.redact import install_log_redaction, redact
 from judgeaudit.llm.registry import available, make_provider, register
@@ -25,6 +26,6 @@ from judgeaudit.llm.registry import available, make_provider, register
 __all__ = [
     "ERROR_KINDS", "MAX_RESPONSE_CHARS", "Cache", "CacheError", "CallFailed", "CallStats",
     "Client", "FatalProviderError", "Message", "Provider", "ProviderError", "Request",
-    "RequestRejected", "Response", "RetryPolicy", "Usage", "available",
+    "RequestRejected", "Response", "RetryPolicy", "SpendCap", "Usage", "available",
     "install_log_redaction", "make_provider", "redact", "register",
 ]

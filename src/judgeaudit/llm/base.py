@@ -229,6 +229,9 @@ class Provider(abc.ABC):
     default_concurrency: ClassVar[int] = 8
     # Price per million tokens (prompt, completion), where known, for cost accounting.
     price_per_mtok: ClassVar[tuple[float, float] | None] = None
+    # Calls may cost money (a hosted API, a server not on this machine): a spend cap
+    # (`--max-cost`) then needs `price_per_mtok`.
+    billed: ClassVar[bool] = False
     # The spec parameters this provider reads: name -> one line with its meaning and default.
     # When set, any other parameter is refused at construction (a typo such as `timout`
     # would otherwise be ignored silently); None accepts anything (the provider checks).

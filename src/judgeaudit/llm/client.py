@@ -78,7 +78,8 @@ class CallStats:
     (`ERROR_KINDS`: rate_limit, server, timeout, connection, malformed, auth, bad_request,
     too_long, refused, other) and `first_error` keeps the first one's message (redacted, at
     most 300 chars).
-    `not_sent` counts the failed calls that were never sent (counted in `failed` too).
+    `not_sent` counts the failed calls that were never sent (counted in `failed` too);
+    `not_sent_why` says why when the spend cap stopped them (`SpendCap`).
     """
 
     made: int = 0
@@ -92,6 +93,7 @@ class CallStats:
     cost_usd: float | None = None
     errors: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
+    not_sent_why: str | None = None
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -125,6 +127,8 @@ class CallStats:
                 out.errors[k] = out.errors.get(k, 0) + v
             if out.first_error is None:
                 out.first_error = st.first_error
+            if out.not_sent_why is None:
+                out.not_sent_why = st.not_sent_why
         return out
 
 
@@ -161,6 +165,28 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_retry_after)
         backoff = min(self.max_delay, self.base_delay * (2**attempt))
         return backoff * rng.uniform(0.5, 1.5)  # jitter: spread retries of many callers
+
+
+class SpendCap:
+    """A limit in USD on what one command's calls may cost at list prices, shared by its
+    judges' clients (`Session(max_cost=...)`, `--max-cost`): once the calls made have cost
+    `limit`, no more are sent and the rest fail as not sent. Calls under way finish, so the
+    spend can pass the limit by what up to `concurrency` calls cost."""
+
+    def __init__(self, limit: float):
+        if isinstance(limit, bool) or not (isinstance(limit, int | float) and limit > 0):
+            raise ValueError(f"max_cost: expected a positive number of USD, got {limit!r}")
+        self.limit = float(limit)
+        self.spent = 0.0
+
+    @property
+    def reached(self) -> bool:
+        return self.spent >= self.limit
+
+    def why(self) -> str:
+        return (f"the spend cap is reached (${self.spent:.4f} spent of max_cost "
+                f"${self.limit:g}; run again with a higher max_cost: finished calls are "
+                "cached)")
 
 
 def default_max_response_chars() -> int:
@@ -234,6 +260,8 @@ class Client:
         self._first_failure: float | None = None  # of an attempt, while nothing answered
         # Answers made so far that could not be used, while none could (`_note_unusable`).
         self._unusable: int | None = 0
+        # What this command may spend (`SpendCap`), shared with the other judges' clients.
+        self.spend_cap: SpendCap | None = None
         self._stop_event: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         # Called with each request that got its answer (cached or not): progress bars for
         # pipelines whose number of calls is only known as they go (e.g. HUB-J discover).
@@ -358,6 +386,10 @@ class Client:
         (a batch may take hours); retries of expired or failed lines happen in the batcher."""
         if self._fatal is not None:
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+        self._check_spend()
+        if self._stopped is not None:
+            self.stats.not_sent += 1
+            raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
         try:
             return await batcher.call(key, request)
         except CallFailed as exc:
@@ -371,6 +403,7 @@ class Client:
         async with self._sem:
             if self._fatal is not None:
                 raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+            self._check_spend()
             if self._stopped is not None:
                 if attempt == 0:
                     self.stats.not_sent += 1
@@ -477,13 +510,28 @@ class Client:
     def _trip(self, why: str, kind: str, msg: str) -> None:
         """Stop sending: the remaining calls fail at once (as `kind`, with `msg`, the last
         error), those waiting to retry stop waiting."""
-        self._stopped = CallFailed(
-            f"{self.provider.name}: not sent: {why}; last error: {msg}", fatal=False, kind=kind)
-        if self._stop_event is not None:
-            self._stop_event[1].set()  # calls waiting to retry stop waiting
+        self._stop(f"{why}; last error: {msg}", kind)
         log.warning("%s: %s; the remaining calls fail without being sent (last error: %s). "
                     "Run again when the server answers: finished calls are cached.",
                     self.provider.name, why, msg)
+
+    def _stop(self, why: str, kind: str) -> None:
+        """No more calls are sent: they fail at once as `kind`, saying `why`; those waiting
+        to retry stop waiting."""
+        self._stopped = CallFailed(f"{self.provider.name}: not sent: {why}", fatal=False,
+                                   kind=kind)
+        if self._stop_event is not None:
+            self._stop_event[1].set()
+
+    def _check_spend(self) -> None:
+        """Stop sending once the command's spend cap is reached (`SpendCap`)."""
+        cap = self.spend_cap
+        if cap is None or self._stopped is not None or not cap.reached:
+            return
+        self._stop(cap.why(), "spend_cap")
+        self.stats.not_sent_why = cap.why()
+        log.warning("%s: %s; the remaining calls fail without being sent.",
+                    self.provider.name, cap.why())
 
     def _limit(self) -> int:
         """The breaker's count (`RetryPolicy.stop_after`; 0: never stop)."""
@@ -518,8 +566,11 @@ class Client:
         self.stats.completion_tokens += resp.usage.completion_tokens
         price = self.provider.price_per_mtok
         if price is not None:
-            cost = (resp.usage.prompt_tokens * price[0] + resp.usage.completion_tokens * price[1])
-            self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost / 1e6
+            cost = (resp.usage.prompt_tokens * price[0]
+                    + resp.usage.completion_tokens * price[1]) / 1e6
+            self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost
+            if self.spend_cap is not None:
+                self.spend_cap.spent += cost
 
     async def map(
         self,

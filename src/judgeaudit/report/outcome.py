@@ -43,7 +43,8 @@ def assess(
         n_valid: units (items, comparisons, scores) with a usable verdict.
         n_planned: units the run set out to judge.
         calls: the client's call counts (`made`, `cached`, `failed`, optional `first_error`,
-            `errors` by kind and `not_sent`, the failed calls never sent).
+            `errors` by kind, `not_sent`, the failed calls never sent, and `not_sent_why`
+            when the spend cap stopped them).
         min_valid: fewest usable units for the run to count (default 1).
         max_failed: largest share of failed calls among the calls asked (default 0.2).
         what: the unit's name in the message.
@@ -66,15 +67,16 @@ def assess(
     message = ""
     if reasons:
         message = "run failed: " + "; ".join(reasons)
+        not_sent = int(calls.get("not_sent") or 0)
         if failed and first:
             message += f" (first error: {first})"
-        elif failed:
+        elif failed and not not_sent:
             message += f" ({failed} calls failed)"
-        not_sent = int(calls.get("not_sent") or 0)
+        why = calls.get("not_sent_why") or (
+            "the server could not be reached, never answered in time or stopped answering "
+            "(run again when it answers: finished calls are cached)")
         if not_sent:
-            message += (f"; {not_sent} of them not sent: the server could not be reached, "
-                        "never answered in time or stopped answering (run again when it "
-                        "answers: finished calls are cached)")
+            message += f"; {not_sent} of them not sent: {why}"
     return {
         "status": "failed" if reasons else "ok",
         "message": message,

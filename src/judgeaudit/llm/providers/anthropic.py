@@ -45,6 +45,7 @@ from judgeaudit.llm.providers.openai import (
     OPERATIONAL_PARAMS,
     add_choice_line,
     api_key,
+    billed,
     check_base_url,
     float_param,
     http_timeout,
@@ -114,6 +115,7 @@ class AnthropicProvider(Provider):
         self.max_connections = int_param(p, "max_connections", self.name, default=64)
         hosted = self.base_url is None and not os.environ.get("ANTHROPIC_BASE_URL")
         self.price_per_mtok = price_for(model, p, ANTHROPIC_PRICES, self.name, hosted)
+        self.billed = billed([self.base_url] if self.base_url else [], "ANTHROPIC_BASE_URL")
         self._prefill_ok = True  # cleared when the model refuses a prefill once
         self._sdk_client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None

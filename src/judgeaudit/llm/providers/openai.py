@@ -136,6 +136,13 @@ def is_loopback(url: str) -> bool:
         return host == "localhost" or host.endswith(".localhost")
 
 
+def billed(urls: Sequence[str], env_var: str) -> bool:
+    """Whether calls may cost money: to `urls`, else to the server in $`env_var`, else to the
+    provider's hosted API. Any server but this machine's own may bill."""
+    urls = list(urls) or [u for u in [os.environ.get(env_var)] if u]
+    return not urls or not all(is_loopback(u) for u in urls)
+
+
 def env_proxy(url: str) -> str | None:
     """The proxy the environment sends `url` through ($HTTPS_PROXY, $HTTP_PROXY or $ALL_PROXY,
     unless $NO_PROXY names its host), its password masked; None when there is none."""
@@ -651,6 +658,7 @@ class OpenAIProvider(Provider):
         hosted = self.base_url is None and not os.environ.get("OPENAI_BASE_URL")
         # Instance attribute shadows the class default the client reads for cost accounting.
         self.price_per_mtok = price_for(model, p, OPENAI_PRICES, self.name, hosted)
+        self.billed = billed(self.base_urls, "OPENAI_BASE_URL")
         self._logprobs_ok = True  # cleared when the server rejects logprobs once
         self._sdk_client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -1,0 +1,126 @@
+"""`--max-cost USD` on every command that calls a judge (and `max_cost=` in the Python API and
+config files): once the run's calls have cost that much at list prices, no more are sent, and
+the run says so. Before, only an adaptive audit could be capped; a paying user could only
+estimate with --plan-only and hope. A real OpenAI-shaped server on loopback whose answers
+carry token counts; the price is given in the judge spec."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from fakeserver import FakeLLMServer, write_pairs
+from typer.testing import CliRunner
+
+import judgeaudit
+from judgeaudit.cli.main import app
+from judgeaudit.session import Session
+
+runner = CliRunner()
+# 100 USD per million prompt tokens: a judge call of ~43 words costs about $0.0043.
+PRICE = "price_in=100&price_out=0"
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch, isolated_cache):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def spec_of(srv) -> str:
+    return f"openai:m?base_url={srv.openai_url}&api_key=k&{PRICE}"
+
+
+def results(out) -> dict:
+    return json.loads((out / "results.json").read_text())
+
+
+def test_evaluate_stops_sending_at_the_cap_and_fails_saying_why(tmp_path):
+    write_pairs(tmp_path / "pairs.jsonl", 30)  # 60 calls, about $0.26 uncapped
+    out = tmp_path / "ev"
+    with FakeLLMServer() as srv:
+        res = runner.invoke(app, ["evaluate", "--judge", spec_of(srv), "--data",
+                                  f"jsonl:{tmp_path / 'pairs.jsonl'}", "--max-cost", "0.05",
+                                  "--concurrency", "2", "--out", str(out)])
+        sent = srv.count()
+    assert res.exit_code == 3, res.output
+    doc = results(out)
+    calls = doc["calls"]
+    per_call = calls["cost_usd"] / calls["made"]
+    # sent until the cap was met, plus at most the one other call under way
+    assert sent == calls["made"] and 0.05 / per_call <= sent <= 0.05 / per_call + 2
+    assert calls["not_sent"] == 60 - sent and calls["failed"] == 60 - sent
+    assert "not sent: the spend cap is reached" in doc["run"]["message"]
+    assert "max_cost $0.05" in doc["run"]["message"]
+    text = " ".join(res.output.split())
+    assert "the spend cap is reached" in text and f"({60 - sent} not sent)" in text
+
+
+def test_a_cap_the_run_stays_under_changes_nothing(tmp_path):
+    write_pairs(tmp_path / "pairs.jsonl", 5)
+    with FakeLLMServer() as srv:
+        args = ["evaluate", "--judge", spec_of(srv), "--data",
+                f"jsonl:{tmp_path / 'pairs.jsonl'}"]
+        capped = runner.invoke(app, [*args, "--max-cost", "10", "--out", str(tmp_path / "a"),
+                                     "--no-cache"])
+        free = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--no-cache"])
+        assert srv.count() == 20
+    assert capped.exit_code == 0 and free.exit_code == 0
+    a, b = results(tmp_path / "a"), results(tmp_path / "b")
+    assert a["calls"]["not_sent"] == 0 and a["accuracy"] == b["accuracy"]
+
+
+def test_a_judge_whose_price_is_unknown_is_refused_before_any_call(tmp_path):
+    remote = "openai:m?base_url=http://10.255.255.1:8000/v1&api_key=k"  # may bill; price?
+    res = runner.invoke(app, ["evaluate", "--judge", remote, "--max-cost", "1",
+                              "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert "max_cost cannot cap what its calls cost" in text
+    assert "price_in=USD&price_out=USD" in text
+
+
+def test_rank_reads_the_cap_from_its_config_file(tmp_path):
+    cfg = tmp_path / "rank.toml"
+    with FakeLLMServer() as srv:
+        cfg.write_text(f'judge = "{spec_of(srv)}"\nitems = "builtin:controlled?seed=1&n=12&k=3"'
+                       f'\nbudget = 60\nmax_cost = 0.02\nout = "{tmp_path / "rank"}"\n')
+        res = runner.invoke(app, ["rank", "--config", str(cfg)])
+        sent = srv.count()
+    calls = results(tmp_path / "rank")["calls"]
+    per_call = calls["cost_usd"] / calls["made"]
+    assert sent == calls["made"] and sent <= 0.02 / per_call + 8  # 8: the default concurrency
+    assert calls["not_sent"] > 0, res.output
+
+
+def test_an_adaptive_audit_keeps_to_the_cap_between_rounds(tmp_path):
+    """An adaptive audit's rounds keep to the cap themselves: a round is never cut half-way,
+    so no call fails and the run stops by max_cost."""
+    write_pairs(tmp_path / "pairs.jsonl", 30)
+    out = tmp_path / "ad"
+    with FakeLLMServer() as srv:
+        res = runner.invoke(app, ["audit", "--adaptive", "--judge", spec_of(srv), "--data",
+                                  f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes",
+                                  "position,verbosity", "--round-size", "5", "--max-cost",
+                                  "0.2", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = results(out)
+    assert doc["adaptive"]["stopped_by"] == "max_cost"
+    assert doc["calls"]["not_sent"] == 0 and doc["calls"]["failed"] == 0
+
+
+def test_the_python_api_takes_the_cap(tmp_path):
+    write_pairs(tmp_path / "pairs.jsonl", 30)
+    with FakeLLMServer() as srv:
+        res = judgeaudit.evaluate(spec_of(srv), f"jsonl:{tmp_path / 'pairs.jsonl'}",
+                                  max_cost=0.05, cache=False, concurrency=1)
+        assert not res.ok and "spend cap is reached" in res.reason
+        assert srv.count() == res.calls["made"] < 60
+        with pytest.raises(ValueError, match="max_cost: expected"):
+            judgeaudit.evaluate(spec_of(srv), "builtin:facts", max_cost=-1)
+        sess = Session(cache=False)
+        with pytest.raises(ValueError, match="max_cost: set these on the Session"):
+            asyncio.run(judgeaudit.aevaluate(spec_of(srv), "builtin:facts", max_cost=1,
+                                             session=sess))
+        assert srv.count() == res.calls["made"]  # the refused runs sent nothing

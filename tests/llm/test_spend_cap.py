@@ -1,0 +1,143 @@
+"""The spend cap (`SpendCap`, `Session(max_cost=...)`, `--max-cost`): once a command's calls
+have cost the cap at list prices, no more are sent. Priced calls to a real server on
+loopback (its answers carry token counts, as OpenAI's do); the price is given in the spec."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fakeserver import judge_request
+
+from judgeaudit.llm import CallFailed, Client, SpendCap, make_provider
+from judgeaudit.report.outcome import assess
+from judgeaudit.session import Session
+
+pytestmark = pytest.mark.usefixtures("no_key_env")
+
+
+def priced(url: str, price_in: float = 1.0):
+    return make_provider("openai", "fake", {"base_url": url, "api_key": "k",
+                                            "price_in": str(price_in), "price_out": "0"})
+
+
+def requests(n: int, start: int = 0):
+    return [judge_request(i, "AB"[i % 2]) for i in range(start, start + n)]
+
+
+async def one_call_cost(url: str) -> float:
+    """What one request of `requests` costs (they all have the same number of words)."""
+    c = Client(priced(url))
+    await c.call(judge_request(999_999))
+    await c.aclose()
+    assert c.stats.cost_usd and c.stats.cost_usd > 0
+    return c.stats.cost_usd
+
+
+async def test_no_call_is_sent_once_the_cap_is_reached(fake_server):
+    srv = fake_server()
+    cost = await one_call_cost(srv.openai_url)
+    srv.reset()
+    client = Client(priced(srv.openai_url), concurrency=1)
+    client.spend_cap = SpendCap(3.5 * cost)
+    outs = await client.map(requests(20))
+    # One at a time: the 4th call takes the spend past 3.5 calls' cost, the 5th is not sent.
+    assert srv.count() == 4 and client.stats.made == 4
+    assert client.stats.not_sent == 16 and client.stats.failed == 16
+    assert all(not isinstance(o, CallFailed) for o in outs[:4])
+    rest = outs[4:]
+    assert all(isinstance(o, CallFailed) and o.kind == "spend_cap" and not o.fatal
+               for o in rest)
+    assert "spend cap is reached" in str(rest[0]) and "max_cost" in str(rest[0])
+    assert client.spend_cap.spent == pytest.approx(4 * cost)
+    await client.aclose()
+
+
+async def test_calls_under_way_finish_so_the_overshoot_is_bounded_by_concurrency(fake_server):
+    srv = fake_server(latency=0.05)
+    cost = await one_call_cost(srv.openai_url)
+    srv.reset()
+    client = Client(priced(srv.openai_url), concurrency=4)
+    client.spend_cap = SpendCap(5 * cost)
+    await client.map(requests(40))
+    # The cap is met after 5 calls; at most the 3 others in flight then finish.
+    assert 5 <= srv.count() <= 5 + 3
+    assert client.stats.made + client.stats.not_sent == 40
+    await client.aclose()
+
+
+async def test_the_cap_is_shared_by_a_judge_and_its_panel(fake_server):
+    srv = fake_server()
+    cost = await one_call_cost(srv.openai_url)
+    srv.reset()
+    async with Session(cache=False, max_cost=6 * cost, concurrency=1) as s:
+        with s.command():
+            a = s.judge(f"openai:a?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0")
+            b = s.judge(f"openai:b?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0")
+            await a.client.map(requests(4))
+            await b.client.map(requests(4, start=10))
+    assert srv.count() == 6  # 4 by the judge, 2 by the panel judge, then the cap
+    assert a.client.stats.made == 4 and b.client.stats.not_sent == 2
+
+
+async def test_each_command_of_a_session_starts_with_the_whole_cap(fake_server):
+    srv = fake_server()
+    cost = await one_call_cost(srv.openai_url)
+    srv.reset()
+    spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0"
+    async with Session(cache=False, max_cost=2 * cost, concurrency=1) as s:
+        for start in (0, 100):
+            with s.command():
+                j = s.judge(spec)
+                await j.client.map(requests(5, start=start))
+                assert j.client.stats.made == 2 and j.client.stats.not_sent == 3
+    assert srv.count() == 4
+
+
+async def test_a_cached_answer_costs_nothing(fake_server, tmp_path):
+    srv = fake_server()
+    cost = await one_call_cost(srv.openai_url)
+    srv.reset()
+    spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0"
+    async with Session(cache=tmp_path / "c.sqlite", max_cost=3 * cost,
+                       concurrency=1) as s:
+        with s.command():
+            await s.judge(spec).client.map(requests(3))
+        with s.command():  # the same 3 from the cache, then 3 new ones up to the cap
+            j = s.judge(spec)
+            await j.client.map(requests(6))
+            assert j.client.stats.cached == 3 and j.client.stats.made == 3
+    assert srv.count() == 6
+
+
+def test_a_judge_that_may_bill_at_an_unknown_price_is_refused_before_any_call():
+    s = Session(cache=False, max_cost=1.0)
+    for spec in ("openai:gpt-9?api_key=k",  # hosted, not in the price table
+                 "openai:m?base_url=http://10.0.0.7:8000/v1&api_key=k"):  # a remote server
+        with pytest.raises(ValueError, match="price_in=USD&price_out=USD") as err:
+            s.judge(spec)
+        assert "max_cost cannot cap" in str(err.value)
+    # A price in the spec, the built-in table, this machine's own server, a free judge: fine.
+    for spec in ("openai:gpt-9?api_key=k&price_in=1&price_out=2",
+                 "openai:gpt-4o-mini?api_key=k",
+                 "openai:m?base_url=http://127.0.0.1:9/v1",
+                 "sim?position=1"):
+        assert s.judge(spec).client.spend_cap is s.spend_cap
+    asyncio.run(s.aclose())
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), True, "5"])
+def test_the_cap_must_be_a_positive_number(bad):
+    with pytest.raises(ValueError, match="max_cost: expected a positive number of USD"):
+        SpendCap(bad)
+
+
+def test_the_outcome_says_the_calls_were_not_sent_because_of_the_cap():
+    cap = SpendCap(0.5)
+    cap.spent = 0.51
+    out = assess(n_valid=3, n_planned=10, calls={
+        "made": 3, "cached": 0, "failed": 7, "not_sent": 7, "not_sent_why": cap.why()})
+    assert out["status"] == "failed"
+    assert "7 of them not sent: the spend cap is reached ($0.5100 spent of max_cost $0.5" \
+        in out["message"]
+    assert "could not be reached" not in out["message"]
