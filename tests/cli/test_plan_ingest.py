@@ -191,3 +191,34 @@ def test_plan_only_on_the_sim_judge_counts_the_default_audit(tmp_path, monkeypat
     body = json.loads(lines[0])["body"]
     assert body["model"] == "default" and body["logprobs"] is True
     assert f"planned {len(lines)} requests" in " ".join(res.output.split())
+
+
+def test_plan_only_says_what_the_planned_requests_would_use_and_cost(tmp_path, monkeypatch,
+                                                                      no_keys):
+    """A paying user plans first to see the bill: the plan's prompt tokens (characters / 4,
+    `benchmarks/results/plan_estimate.json`: 13-19% above the Qwen2.5 tokenizer's count),
+    its completion tokens at most (each request's max_tokens), and their cost at the
+    judge's list price; a judge that may bill at an unknown price is named."""
+    from judgeaudit.llm.plan import CHARS_PER_TOKEN
+
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    plan = tmp_path / "plan.jsonl"
+    judge = "openai:m?base_url=https://api.example.com/v1&api_key=k&price_in=2&price_out=8"
+    res = invoke("--plan-only", plan, "audit", "--judge", judge, "--n", "10", "--out",
+                 tmp_path / "o")
+    bodies = [json.loads(x)["body"] for x in plan.read_text().splitlines()]
+    chars = sum(len(m["content"]) for b in bodies for m in b["messages"])
+    completion = sum(b["max_tokens"] for b in bodies)
+    cost = (chars / CHARS_PER_TOKEN * 2 + completion * 8) / 1e6
+    text = " ".join(res.output.split())
+    assert (f"about {round(chars / CHARS_PER_TOKEN):,} prompt tokens (characters / 4) and at "
+            f"most {completion:,} completion tokens; about ${cost:.4f} at list prices") in text
+    unpriced = invoke("--plan-only", tmp_path / "p2.jsonl", "audit", "--judge",
+                      "openai:m?base_url=https://api.example.com/v1&api_key=k", "--n", "10",
+                      "--out", tmp_path / "o2")
+    text = " ".join(unpriced.output.split())
+    assert "the price of openai:m is not known" in text and "at list prices" not in text
+    free = invoke("--plan-only", tmp_path / "p3.jsonl", "audit", "--judge", "sim", "--n",
+                  "10", "--out", tmp_path / "o3")
+    text = " ".join(free.output.split())
+    assert "completion tokens" in text and "list prices" not in text and "price" not in text

@@ -62,6 +62,7 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
             f"planned {n} requests to {path} ({m} already cached); run them (vllm run-batch, "
             "a provider's batch API, ...), then `judgeaudit ingest OUTPUT.jsonl` and re-run "
             "this command", highlight=False)
+        console.print(f"the planned requests: {planner.estimate()}", highlight=False)
         console.print("requests that depend on these answers (a rewrite before its judgement, "
                       "the next round of an active ranking) are planned stage by stage: re-run "
                       "with --plan-only after each ingest until it plans 0 requests",

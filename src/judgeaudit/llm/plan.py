@@ -34,6 +34,10 @@ from judgeaudit.llm.base import Provider, Request
 from judgeaudit.llm.cache import Cache, CacheError
 
 PLANNED = "planned"
+# Characters per token in the plan's estimate of its prompt tokens: about 4 for English text
+# under the GPT and Qwen tokenizers. A rule of thumb, not a count: code and other languages
+# take more tokens per character.
+CHARS_PER_TOKEN = 4
 
 
 def is_planned(exc: BaseException) -> bool:
@@ -64,6 +68,11 @@ class Planner:
         self.meta: dict[str, tuple[str, str, str]] = {}
         self.cached: set[str] = set()
         self.caches: list[Cache] = []
+        # What the planned requests would use and cost (`estimate`).
+        self.prompt_chars = 0
+        self.max_completion = 0
+        self.cost_usd = 0.0
+        self.unpriced: set[str] = set()  # models that may bill at a price not known here
 
     @property
     def n(self) -> int:
@@ -79,8 +88,33 @@ class Planner:
             return
         from judgeaudit.llm.batch_openai import plan_entry
 
-        self.lines[key] = plan_entry(key, plan_body(request, provider))
+        body = plan_body(request, provider)
+        self.lines[key] = plan_entry(key, body)
         self.meta[key] = (provider.name, provider.model, json.dumps(list(request.choices)))
+        chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+        out = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        self.prompt_chars += chars
+        self.max_completion += out
+        price = provider.price_per_mtok
+        if price is not None:
+            self.cost_usd += (chars / CHARS_PER_TOKEN * price[0] + out * price[1]) / 1e6
+        elif provider.billed:
+            self.unpriced.add(f"{provider.name}:{provider.model}")
+
+    def estimate(self) -> str:
+        """What the planned requests would use, and cost at list prices where known: prompt
+        tokens estimated from their characters (`CHARS_PER_TOKEN`), completion tokens at
+        most each request's max_tokens, so the cost is an estimate with its completions at
+        their ceiling."""
+        text = (f"about {round(self.prompt_chars / CHARS_PER_TOKEN):,} prompt tokens "
+                f"(characters / {CHARS_PER_TOKEN}) and at most {self.max_completion:,} "
+                "completion tokens")
+        if self.cost_usd > 0:
+            text += f"; about ${self.cost_usd:.4f} at list prices (completions at max_tokens)"
+        if self.unpriced:
+            text += (f"; the price of {', '.join(sorted(self.unpriced))} is not known (give "
+                     "price_in and price_out in the judge spec)")
+        return text
 
     def note_cached(self, key: str) -> None:
         self.cached.add(key)
