@@ -27,3 +27,37 @@ def test_progress_bar_falls_back_to_plain_lines_off_a_terminal(capsys) -> None:
         for _ in range(3):
             adv()
     assert "judging: 3/3" in capsys.readouterr().err
+
+
+def test_a_failed_run_ends_with_its_error_not_with_a_progress_line(tmp_path, monkeypatch):
+    """The bar's last line was printed after the error (the bar closed on the way out), so
+    the last line of a failed run's log was "auditing: 0/10 ...", not why it failed. Each
+    bar now finishes before an error, an interruption or a plan summary is printed."""
+    import sys
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "llm"))
+    from fakeserver import FakeLLMServer
+
+    from judgeaudit.cli.main import app
+
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLMServer(api_keys={"right"}) as srv:  # the key given is refused: fatal
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=wrong"
+        res = CliRunner().invoke(app, ["audit", "--judge", spec, "--n", "5", "--out",
+                                       str(tmp_path / "o")])
+        planned = CliRunner().invoke(app, ["--plan-only", str(tmp_path / "p.jsonl"), "audit",
+                                           "--judge", spec, "--n", "5", "--out",
+                                           str(tmp_path / "p")])
+    assert res.exit_code == 3
+    lines = res.output.strip().splitlines()
+    bar = [i for i, ln in enumerate(lines) if ln.startswith("auditing: ")]
+    error = [i for i, ln in enumerate(lines) if ln.startswith("error: ")]
+    assert bar and error and max(bar) < min(error), res.output
+    assert planned.exit_code == 0
+    lines = planned.output.strip().splitlines()
+    assert lines[0].startswith("auditing: ") and lines[1].startswith("planned ")
+    assert not any(ln.startswith("auditing: ") for ln in lines[1:]), planned.output

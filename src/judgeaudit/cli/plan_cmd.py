@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from judgeaudit.cli.progress import console, fail
+from judgeaudit.cli.progress import close_bars, console, fail
 from judgeaudit.report.outcome import EXIT_RUN_FAILED
 
 _PLANNER: Any = None  # judgeaudit.llm.plan.Planner of this invocation, or None
@@ -50,6 +50,7 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
     except OSError as exc:
         raise fail(f"--plan-only {planner.path}: cannot write ({exc.strerror or exc})") from None
     n, m = planner.n, len(planner.cached)
+    close_bars()
     if stopped is not None:
         what = str(stopped).splitlines()[0][:200] if str(stopped) else type(stopped).__name__
         console.print(f"[dim]the command stopped without answers ({what}); that is expected "

@@ -31,10 +31,22 @@ console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.g
                   else 140)
 
 
+# What finishes each progress bar on screen, newest last (`close_bars`).
+_OPEN_BARS: list[Callable[[], None]] = []
+
+
+def close_bars() -> None:
+    """Finish the progress bars on screen (each prints its last line now), so that what is
+    printed next comes after them: a failed run's error must be its last line, not a bar's."""
+    while _OPEN_BARS:
+        _OPEN_BARS.pop()()
+
+
 def fail(msg: str, code: int = 2) -> typer.Exit:
-    """Print a CLI error on the console and return the exit to raise (code 2: bad input).
-    Secrets in the message (URL userinfo, `api_key=...`) are masked: errors often quote a
-    spec."""
+    """Print a CLI error on the console, after any progress bar, and return the exit to
+    raise (code 2: bad input). Secrets in the message (URL userinfo, `api_key=...`) are
+    masked: errors often quote a spec."""
+    close_bars()
     console.print(f"[bold red]error:[/] {escape(mask_secrets(msg))}")
     return typer.Exit(code)
 
@@ -106,14 +118,32 @@ def growing_bar(description: str) -> Iterator[GrowingBar | PlainBar]:
     """A rich bar on a terminal; plain lines (`PlainBar`) anywhere else."""
     if not console.is_terminal:
         bar = PlainBar(description, 0)
-        try:
-            yield bar
-        finally:
-            bar.close()
-        return
-    with Progress(
-        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-        MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
-        TimeRemainingColumn(), console=console, transient=False,
-    ) as prog:
-        yield GrowingBar(prog, prog.add_task(description, total=0))
+        finish = _once(bar.close)
+    else:
+        prog = Progress(
+            SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+            MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
+            TimeRemainingColumn(), console=console, transient=False)
+        prog.start()
+        bar, finish = GrowingBar(prog, prog.add_task(description, total=0)), _once(prog.stop)
+    _OPEN_BARS.append(finish)
+    try:
+        yield bar
+    finally:
+        if finish in _OPEN_BARS:
+            _OPEN_BARS.remove(finish)
+        finish()
+
+
+def _once(fn: Callable[[], None]) -> Callable[[], None]:
+    """`fn`, made to run at most once (a bar is finished early by `close_bars`, or at the
+    end of its block)."""
+    done = False
+
+    def run() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            fn()
+
+    return run

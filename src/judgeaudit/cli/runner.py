@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_a
 
 import typer
 
-from judgeaudit.cli.progress import console, fail, growing_bar
+from judgeaudit.cli.progress import close_bars, console, fail, growing_bar
 from judgeaudit.config import CommandConfig, RunFields, field_error
 from judgeaudit.report.outcome import (
     EXIT_INTERRUPTED,
@@ -176,6 +176,7 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
         result = asyncio.run(make())  # type: ignore[arg-type]
     except KeyboardInterrupt:
         where = f" ({cache_path})" if cache_path else ""
+        close_bars()
         console.print(f"[bold yellow]interrupted:[/] finished calls are in the cache{where}; "
                       "run the same command again to resume (no finished call is made "
                       "twice)")
