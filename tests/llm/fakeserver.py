@@ -47,6 +47,8 @@ Anthropic requests ending in an assistant turn (as models without those features
 `models=[...]` serves only those model names, as vLLM does: another name gets its 404 "The
 model `x` does not exist.", and GET /v1/models lists them. `redirect_to=URL` answers every
 POST with a 301 to URL + the path (a plain-HTTP port redirecting to HTTPS).
+`loading_for=SECONDS` answers every request 503 "Loading model" for that long after the
+start, as llama.cpp's server does while it loads the weights; `gets` counts GET requests.
 `tls=(certfile, keyfile)` serves HTTPS with that certificate (a self-signed one: the
 client must be told to trust it).
 `reasoning=True` answers as OpenAI's reasoning models (o-series, gpt-5) do: 400 to a request
@@ -230,6 +232,7 @@ class FakeLLMServer:
         models: Iterable[str] | None = None,
         redirect_to: str | None = None,
         tls: tuple[str, str] | None = None,
+        loading_for: float = 0.0,
         seed: int = 0,
         port: int = 0,
     ):
@@ -255,6 +258,9 @@ class FakeLLMServer:
         self.think_tokens = think_tokens
         self.models = list(models) if models is not None else None
         self.redirect_to = redirect_to
+        self.loading_for = loading_for
+        self._ready_at = 0.0  # set by start()
+        self.gets = 0  # GET requests (readiness checks, model lists)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -294,6 +300,7 @@ class FakeLLMServer:
         return self.url
 
     def start(self) -> FakeLLMServer:
+        self._ready_at = time.monotonic() + self.loading_for
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -504,8 +511,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps({"error": err}).encode())
         return status
 
+    def _loading(self, fake: FakeLLMServer) -> bool:
+        """Within `loading_for` s of the start: 503 "Loading model", as llama.cpp's server
+        answers every request while it loads the weights."""
+        if time.monotonic() >= fake._ready_at:
+            return False
+        self._send(503, json.dumps({"error": {"code": 503, "message": "Loading model",
+                                              "type": "unavailable_error"}}).encode())
+        return True
+
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         fake = self.server.fake
+        with fake._lock:
+            fake.gets += 1
+        if self._loading(fake):
+            return
         if self.path.split("?")[0] == "/v1/models" and fake.models is not None:
             data = [{"id": m, "object": "model", "owned_by": "vllm"} for m in fake.models]
             self._send(200, json.dumps({"object": "list", "data": data}).encode())
@@ -524,6 +544,8 @@ class _Handler(BaseHTTPRequestHandler):
         rec = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body, raw,
                        time.monotonic())
         anthropic = path.endswith("/messages")
+        if self._loading(fake):
+            return
         if fake.redirect_to:
             self._send(301, b"<html>301 Moved Permanently</html>", ctype="text/html",
                        headers={"Location": fake.redirect_to + self.path})

@@ -73,7 +73,7 @@ log = logging.getLogger("judgeaudit.llm")
 # cache key so raising a timeout or a price does not orphan cached calls.
 OPERATIONAL_PARAMS = frozenset({"timeout", "max_connections", "price_in", "price_out",
                                 "batch", "batch_size", "batch_wait", "poll", "per_server",
-                                "down_for"})
+                                "down_for", "wait"})
 # What the provider's batch API charges, as a share of the listed (sync) price.
 BATCH_DISCOUNT = 0.5
 
@@ -89,6 +89,9 @@ OPENAI_PRICES: dict[str, tuple[float, float]] = {
     "gpt-5-mini": (0.25, 2.00),
     "gpt-5-nano": (0.05, 0.40),
 }
+
+# Seconds between readiness checks of a server that is still starting (the `wait` parameter).
+READY_POLL = 2.0
 
 NOT_FOUND = ("not found; check the model name and base_url (vLLM, llama.cpp and most "
              "OpenAI-compatible servers answer under /v1: http://HOST:PORT/v1)")
@@ -117,6 +120,9 @@ KNOWN_PARAMS: dict[str, str] = {
                   "bound but --concurrency)",
     "down_for": "with several base_urls: seconds a server whose connection failed twice in a "
                 "row is left out (default 30)",
+    "wait": "seconds to wait for a server that is still starting (loading its model: it "
+            "refuses connections or answers 503) before the first call; GET /models is asked "
+            f"every {READY_POLL:g} s until it answers (default 0: no wait)",
     "batch": "on: send calls through the Batch API (half price, results within 24h); off "
              "(default off)",
     "batch_size": "batch mode: most requests per batch (default 10000, at most 50000)",
@@ -665,6 +671,10 @@ class OpenAIProvider(Provider):
         # Several servers (base_url=URL1|URL2): least in flight first, per_server at most.
         self.per_server = int_param(p, "per_server", self.name, default=1_000_000)
         self.down_for = float_param(p, "down_for", self.name, default=30.0)
+        self.wait = float_param(p, "wait", self.name, default=0.0)
+        if not (math.isfinite(self.wait) and self.wait >= 0):
+            raise ValueError(f"{self.name} parameter wait={p['wait']!r}: expected seconds >= 0")
+        self._ready: asyncio.Task[None] | None = None  # the wait for the server, once
         self.servers = [_Server(u) for u in self.base_urls] if len(self.base_urls) > 1 else []
         self._turn = 0
         self._freed: asyncio.Event | None = None
@@ -700,8 +710,58 @@ class OpenAIProvider(Provider):
 
     async def prepare(self) -> None:
         """Import the SDK and build its client for this loop before the timed call (the
-        first import takes about a second: timed, it made every first attempt time out)."""
+        first import takes about a second: timed, it made every first attempt time out);
+        with `wait`, wait for the server to come up (`_await_ready`), once."""
         self._client()
+        if self.wait <= 0:
+            return
+        ready = self._ready
+        if ready is not None and ready.done() and not ready.cancelled() and (
+                ready.exception() is None):
+            return  # it came up (an earlier command's wait counts too)
+        loop = asyncio.get_running_loop()
+        if ready is None or ready.done() or ready.get_loop() is not loop:
+            ready = self._ready = loop.create_task(self._await_ready())
+        await asyncio.shield(ready)
+
+    async def _await_ready(self) -> None:
+        """Ask GET /models every `READY_POLL` s until the server answers (any status below
+        500: a 401 or 404 is a server that is up), for at most `wait` s. Until then a
+        refused connection, a timeout or a 5xx (llama.cpp's 503 "Loading model") means it is
+        still starting; any other error (an untrusted certificate) is raised at once."""
+        import openai
+
+        secrets = [self.params.get("api_key"), os.environ.get(self.key_env)]
+        targets = ([(s.client, redact_url(s.url)) for s in self.servers] if self.servers
+                   else [(self._client(), self.where)])
+        deadline = time.monotonic() + self.wait
+        last, said = "", False
+        while True:
+            for client, where in targets:
+                try:
+                    async with asyncio.timeout(min(10.0, max(1.0, self.wait))):
+                        await client.get("/models", cast_to=_http_response_cls())
+                    return
+                except openai.APIStatusError as exc:
+                    if exc.status_code < 500:
+                        return
+                    last = f"HTTP {exc.status_code} from {where}: {server_message(exc)}"
+                except (openai.APIConnectionError, TimeoutError) as exc:
+                    err = self._mapped(exc, openai, secrets, where)
+                    if isinstance(err, ProviderError) and not err.retryable:
+                        raise err from None
+                    last = str(err).removeprefix(f"{self.name}: ")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FatalProviderError(
+                    f"{self.name}: the server did not come up within wait={self.wait:g} s "
+                    f"(last: {last}); wait longer (wait=SECONDS in the judge spec) or check "
+                    "that it is starting", kind="connection")
+            if not said:
+                said = True
+                log.warning("%s: waiting up to %g s for %s to come up (%s)", self.name,
+                            self.wait, self.where, last)
+            await asyncio.sleep(min(READY_POLL, left))
 
     def _client(self) -> Any:
         """The SDK client, created lazily (a fully cached run needs no key) and once per event
@@ -894,7 +954,16 @@ class OpenAIProvider(Provider):
         err = map_sdk_error(exc, sdk, provider=self.name, where=where or self.where,
                             key_env=self.key_env, secrets=secrets, timeout=self.timeout or 0.0,
                             not_found=NOT_FOUND)
-        return err if err is not None else exc
+        if err is None:
+            return exc
+        text = str(err)
+        starting = (err.kind == "server" and "loading" in text.lower()) or (
+            err.kind == "connection" and "ConnectError" in text)
+        if starting and err.retryable and not self.wait:  # a server still starting?
+            err = ProviderError(f"{text}; if the server is still starting (loading its model), "
+                                "let the judge wait for it: wait=SECONDS in its spec",
+                                retryable=True, kind=err.kind, retry_after=err.retry_after)
+        return err
 
     def parse_body(self, content: bytes, request: Request, where: str | None = None
                    ) -> Response:
