@@ -33,7 +33,21 @@ def test_a_list_of_servers_is_checked_each():
         make_provider("openai", "m", {"base_url": "http://a:1/v1|http://b:2/v1/chat/completions"})
 
 
-@pytest.mark.parametrize("url", ["http://gpu1:8000/v1", "http://gpu1:8000", "http://h/openai/v1"])
+@pytest.mark.parametrize(("url", "azure"), [
+    ("https://res.openai.azure.com/openai/deployments/gpt4o?api-version=2024-06-01", True),
+    ("http://gpu1:8000/v1?x=1", False),
+    ("http://gpu1:8000/v1#frag", False),
+])
+def test_a_base_url_with_a_query_string_is_refused(url, azure):
+    """The SDK adds the endpoint to the URL's path, so a query (Azure's ?api-version=...)
+    ended inside the path: a 404 on every call, reported as a wrong model name."""
+    with pytest.raises(ValueError, match="has a query string") as err:
+        make_provider("openai", "m", {"base_url": url, "api_key": "k"})
+    assert ("https://RESOURCE.openai.azure.com/openai/v1" in str(err.value)) is azure
+
+
+@pytest.mark.parametrize("url", ["http://gpu1:8000/v1", "http://gpu1:8000", "http://h/openai/v1",
+                                 "https://res.openai.azure.com/openai/v1"])
 def test_ordinary_base_urls_pass(url):
     make_provider("openai", "m", {"base_url": url})
 

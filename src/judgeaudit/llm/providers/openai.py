@@ -224,6 +224,14 @@ def check_base_url(url: str | None, endpoints: Sequence[str] = ("/chat/completio
     if named is not None:
         raise ValueError(f"base_url {redact_url(url)!r} names the endpoint itself; give the "
                          f"part before {named[1]}: {redact_url(named[0])!r}")
+    if parts.query or parts.fragment:
+        azure = ("api-version" in parts.query.lower()
+                 or parts.hostname.lower().endswith(".azure.com"))
+        hint = (": Azure OpenAI's v1 API needs none, give "
+                "https://RESOURCE.openai.azure.com/openai/v1" if azure else "")
+        raise ValueError(f"base_url {redact_url(url)!r} has a query string; the client adds the "
+                         "endpoint to the URL's path, so the query would end up inside the "
+                         f"path (a 404 on every call): give the URL without it{hint}")
     return url
 
 
