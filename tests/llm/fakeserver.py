@@ -39,6 +39,9 @@ request in arrival order, so a test knows exactly how many attempts fail), then 
   "content_filter" and null content (Azure withholding the answer)
 - "content_parts": 200 whose content is a list of parts, a thinking part (which names the
   other response) then the answer as a text part (Mistral's reasoning models)
+- "error_200_502", "error_200_402", "error_200_400": 200 whose body is an error object
+  naming that status (OpenRouter's way when the model's provider fails): an upstream error,
+  no credits left, a prompt over the context
 - "quota": the account is out of credit (OpenAI: 429 insufficient_quota; Anthropic: 400
   "credit balance is too low")
 
@@ -87,7 +90,8 @@ GOOD = "<<GOOD>>"
 FAULTS = frozenset({"429", "500", "503", "hang", "drop", "non_json", "no_choices", "401", "400",
                     "403", "404", "422", "408", "truncated", "huge", "surrogate",
                     "null_content", "too_long", "413", "content_filter", "invalid_prompt",
-                    "refusal", "filtered", "quota", "content_parts"})
+                    "refusal", "filtered", "quota", "content_parts", "error_200_502",
+                    "error_200_402", "error_200_400"})
 
 
 @dataclass
@@ -648,6 +652,15 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "non_json":
             rec.status = 200
             self._send(200, b"<html>502 Bad Gateway</html>", ctype="text/html")
+            return
+        if fault is not None and fault.startswith("error_200_"):
+            rec.status = 200  # OpenRouter: the model's provider failed; the HTTP status is 200
+            code = int(fault.rsplit("_", 1)[1])
+            message = {502: "Upstream provider returned an error",
+                       402: "Insufficient credits. Add more using https://example.com/credits",
+                       400: "This endpoint's maximum context length is 4096 tokens. However, "
+                            "you requested about 9000 tokens."}[code]
+            self._send(200, json.dumps({"error": {"message": message, "code": code}}).encode())
             return
         if fault == "no_choices":
             rec.status = 200

@@ -180,3 +180,35 @@ def test_an_anthropic_batch_line_rejected_as_invalid_is_classified_as_live(messa
     line = read_result({"custom_id": "k", "result": {"type": "errored", "error": {
         "type": "error", "error": {"type": "invalid_request_error", "message": message}}}})
     assert (line.kind, line.retryable) == (kind, False)
+
+
+# ---- a 200 whose body is an error object (OpenRouter) -----------------------------------------
+
+async def test_a_200_carrying_an_error_is_classified_by_the_status_it_names(fake_server):
+    """OpenRouter answers 200 with {"error": {"message", "code"}} when the model's provider
+    fails. It read as "malformed (not a chat completion)" and was retried whatever it said:
+    now an upstream error is retried, no credits is fatal, a prompt over the context fails
+    that call only, each with the server's words."""
+    srv = fake_server(faults=["error_200_502"])
+    client = Client(openai(srv), retry=RetryPolicy(max_retries=2, base_delay=0.01))
+    resp = await client.call(judge_request(1))
+    assert resp.text and client.stats.errors == {"server": 1}
+    assert "answered 200 with an error (code 502): Upstream provider returned an error" in (
+        client.stats.first_error)
+    await client.aclose()
+
+    srv = fake_server(faults=["error_200_402"])
+    client = Client(openai(srv))
+    with pytest.raises(CallFailed) as err:
+        await client.call(judge_request(1))
+    assert err.value.fatal and err.value.kind == "auth" and "Insufficient credits" in str(err.value)
+    assert srv.count() == 1  # not retried
+    await client.aclose()
+
+    srv = fake_server(faults=["error_200_400"])
+    client = Client(openai(srv))
+    with pytest.raises(CallFailed) as err:
+        await client.call(judge_request(1))
+    assert not err.value.fatal and err.value.kind == "too_long"
+    assert (await client.call(judge_request(2))).text  # the next call goes on
+    await client.aclose()

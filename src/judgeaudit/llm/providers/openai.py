@@ -199,6 +199,20 @@ def sdk_http_client(sdk: Any, url: str, *, max_connections: int, timeout: float 
                                  f"environment cannot be used: {exc}") from None
 
 
+def error_in_body(data: Any) -> tuple[int | None, str] | None:
+    """(the HTTP status it names, its message) when a 200's body is an error object instead
+    of an answer (`{"error": {"message", "code"}}` or `{"error": "..."}`), else None."""
+    err = data.get("error") if isinstance(data, dict) and "choices" not in data else None
+    if isinstance(err, str) and err:
+        return None, redact_text(err)
+    if not isinstance(err, dict):
+        return None
+    code = err.get("code")
+    status = code if isinstance(code, int) and 400 <= code < 600 else None
+    message = err.get("message") or err.get("type") or json.dumps(err)[:300]
+    return status, redact_text(str(message))
+
+
 def check_base_url(url: str | None, endpoints: Sequence[str] = ("/chat/completions",
                                                                  "/completions")) -> str | None:
     """`url` unchanged when it is http(s)://host[:port][/path], else a ValueError (caught at
@@ -976,14 +990,33 @@ class OpenAIProvider(Provider):
     def parse_body(self, content: bytes, request: Request, where: str | None = None
                    ) -> Response:
         """A 200 body -> Response; a body that is not a chat completion is a retryable error
-        (proxies answer 200 with HTML; servers under load truncate)."""
+        (proxies answer 200 with HTML; servers under load truncate), an error object in it
+        the error it names (`error_in_body`)."""
+        data: Any = None
         try:
-            return self._parse(json.loads(content), request)
+            data = json.loads(content)
+            return self._parse(data, request)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            error = error_in_body(data)
+            if error is not None:
+                raise self._body_error(*error, where or self.where) from None
             snippet = content[:80].decode("utf-8", "replace")
             raise ProviderError(f"{self.name}: malformed response from {where or self.where} "
                                 f"(not a chat completion): {snippet!r}", retryable=True,
                                 kind="malformed") from None
+
+    def _body_error(self, status: int | None, message: str, where: str) -> ProviderError:
+        """A 200 whose body is an error object (OpenRouter's errors from the model's
+        provider): classified by the HTTP status it names, as that answer would be (no
+        status: a server error, retried)."""
+        kind, retryable = http_error_kind(status or 500, message)
+        code = f" (code {status})" if status else ""
+        text = f"{self.name}: {where} answered 200 with an error{code}: {message[:300]}"
+        if kind in PER_REQUEST_KINDS:
+            return RequestRejected(text, kind=kind)
+        if retryable:
+            return ProviderError(text, retryable=True, kind=kind)
+        return FatalProviderError(text, kind=kind)
 
     @staticmethod
     def _parse(data: dict[str, Any], request: Request) -> Response:
