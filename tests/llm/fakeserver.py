@@ -16,7 +16,8 @@ Faults are taken from, in order of precedence: `rule(request, attempt)` (per req
 request in arrival order, so a test knows exactly how many attempts fail), then `fault_rate`
 (seeded random draw among `rate_faults`). A fault is one of:
 
-- "429": rate limited, with `Retry-After: <retry_after>` (seconds, or an HTTP-date string)
+- "429": rate limited, with `Retry-After: <retry_after>` (seconds, or an HTTP-date string;
+  "" sends none) and the message `rate_limit_message`
 - "500", "503": server error
 - "hang": sleep `hang_seconds` before answering (longer than the client's timeout)
 - "drop": close the connection without any response
@@ -222,6 +223,7 @@ class FakeLLMServer:
         rate_faults: Iterable[str] = ("429", "500", "503", "drop", "non_json"),
         rule: Callable[[Recorded, int], str | None] | None = None,
         retry_after: str = "1",
+        rate_limit_message: str = "Rate limit reached, slow down",
         hang_seconds: float = 30.0,
         huge_chars: int = 5_000_000,
         answer: str | Callable[[str], str] | None = None,
@@ -249,6 +251,7 @@ class FakeLLMServer:
         self.rate_faults = list(rate_faults)
         self.rule = rule
         self.retry_after = retry_after
+        self.rate_limit_message = rate_limit_message
         self.hang_seconds = hang_seconds
         self.huge_chars = huge_chars
         self.answer = answer
@@ -593,8 +596,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault == "429":
             rec.status = 429
-            self._error(429, "Rate limit reached, slow down", anthropic,
-                        {"Retry-After": fake.retry_after})
+            self._error(429, fake.rate_limit_message, anthropic,
+                        {"Retry-After": fake.retry_after} if fake.retry_after else {})
             return
         if fault in ("500", "503"):
             rec.status = int(fault)

@@ -79,7 +79,8 @@ class CallStats:
     too_long, refused, other) and `first_error` keeps the first one's message (redacted, at
     most 300 chars).
     `not_sent` counts the failed calls that were never sent (counted in `failed` too);
-    `not_sent_why` says why when the spend cap stopped them (`SpendCap`).
+    `not_sent_why` says why when the spend cap (`SpendCap`) or a server asking to wait for
+    hours (`RetryPolicy.longest_wait`) stopped them.
     """
 
     made: int = 0
@@ -147,7 +148,9 @@ class RetryPolicy:
     when its first `stop_after` answers are all unusable (`Response.invalid`: a reasoning
     model that spends the whole token budget thinking, a refusal, an answer over the size
     cap): every later call would be paid for and wasted the same way. None: max(8, 2 x
-    concurrency); 0: never stop."""
+    concurrency); 0: never stop. A server asking to wait longer than `longest_wait` (a
+    Retry-After, or a 429 message "try again in 6h0m0s": a daily quota) stops the client
+    too, unless `stop_after` is 0."""
 
     max_retries: int = 6
     base_delay: float = 0.5
@@ -155,6 +158,9 @@ class RetryPolicy:
     # Longest Retry-After we honour; a server asking for more is capped here.
     max_retry_after: float = 120.0
     stop_after: int | None = None
+    # A server asking to wait longer than this (a daily or hourly quota) is not asked again in
+    # this run (unless stop_after is 0): waiting hours in a running process helps nobody.
+    longest_wait: float = 600.0
 
     def window(self) -> float:
         """Seconds one call's retries wait in all, without jitter (about 31 s by default)."""
@@ -438,6 +444,8 @@ class Client:
                 self._note_unreached(kind, msg)
                 if isinstance(exc, RequestRejected):  # this request only (too long, refused)
                     raise CallFailed(msg, fatal=False, kind=kind) from exc
+                if retryable and self._too_long_a_wait(retry_after, kind):
+                    raise CallFailed(msg, fatal=False, kind=kind) from exc
                 if not retryable:
                     own = msg.startswith(f"{self.provider.name}:")  # named already
                     self._fatal = CallFailed(msg if own else f"{self.provider.name}: {msg}",
@@ -522,6 +530,22 @@ class Client:
                                    kind=kind)
         if self._stop_event is not None:
             self._stop_event[1].set()
+
+    def _too_long_a_wait(self, wait: float | None, kind: str) -> bool:
+        """Whether the server asks to wait longer than `RetryPolicy.longest_wait` (a quota
+        that resets in hours): then no more calls are sent in this run, instead of every
+        call waiting `max_retry_after` per retry to hear the same."""
+        if wait is None or wait <= self.retry.longest_wait or self._limit() == 0:
+            return False
+        if self._stopped is None:
+            hours = f"{wait / 3600:.1f} h" if wait >= 3600 else f"{wait / 60:.0f} min"
+            why = (f"the server asks to wait {hours} before the next call (a daily or hourly "
+                   "quota?); run again then: finished calls are cached")
+            self._stop(why, kind)
+            self.stats.not_sent_why = why
+            log.warning("%s: %s; the remaining calls fail without being sent.",
+                        self.provider.name, why)
+        return True
 
     def _check_spend(self) -> None:
         """Stop sending once the command's spend cap is reached (`SpendCap`)."""

@@ -45,6 +45,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 import urllib.parse
 import urllib.request
@@ -317,6 +318,28 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+_UNITS = r"(?:milliseconds?|ms|hours?|h|minutes?|m|seconds?|s)(?![a-z])"
+_WAIT_IN_TEXT = re.compile(
+    rf"(?:try again|retry)(?: after| in)?\s+((?:\d+(?:\.\d+)?\s*{_UNITS}\s*)+)", re.I)
+_WAIT_PART = re.compile(rf"(\d+(?:\.\d+)?)\s*({_UNITS})", re.I)
+
+
+def retry_after_in_text(message: str) -> float | None:
+    """Seconds to wait that a rate-limit message states, when no header does: OpenAI's
+    "Please try again in 1m9.696s" / "in 579ms", Azure's "retry after 20 seconds", Gemini's
+    "Please retry in 39.5s". None when the message names no wait."""
+    m = _WAIT_IN_TEXT.search(message)
+    if m is None:
+        return None
+    total = 0.0
+    for num, unit in _WAIT_PART.findall(m.group(1)):
+        u = unit.lower()
+        scale = 0.001 if u in ("ms", "millisecond", "milliseconds") else {
+            "h": 3600.0, "m": 60.0, "s": 1.0}[u[0]]
+        total += float(num) * scale
+    return total
+
+
 def retry_after_from(headers: Any) -> float | None:
     """Retry-After from response headers; OpenAI's millisecond variant wins if present."""
     if headers is None:
@@ -433,8 +456,11 @@ def map_sdk_error(
             resp = getattr(exc, "response", None)
             what = f"rate limited by {where} (HTTP 429)" if kind == "rate_limit" else (
                 f"HTTP {status} from {where}")
+            wait = retry_after_from(getattr(resp, "headers", None))
+            if wait is None and kind == "rate_limit":
+                wait = retry_after_in_text(server_message(exc))
             return ProviderError(f"{provider}: {what}: {detail}", retryable=True, kind=kind,
-                                 retry_after=retry_after_from(getattr(resp, "headers", None)))
+                                 retry_after=wait)
         if kind in PER_REQUEST_KINDS:
             why = {"too_long": "the prompt is too long for the model",
                    "refused": "the server's content filter refused this prompt"}[kind]
