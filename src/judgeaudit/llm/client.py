@@ -191,8 +191,8 @@ class SpendCap:
 
     def why(self) -> str:
         return (f"the spend cap is reached (${self.spent:.4f} spent of max_cost "
-                f"${self.limit:g}; run again with a higher max_cost: finished calls are "
-                "cached)")
+                f"${self.limit:g} when sending stopped; calls under way finished; run again "
+                "with a higher max_cost: finished calls are cached)")
 
 
 def default_max_response_chars() -> int:
