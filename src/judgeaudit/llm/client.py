@@ -225,6 +225,8 @@ class Client:
     provider; a request the server refuses on its own (`RequestRejected`: a prompt over the
     model's context or one its content filter blocks) fails that call only, at once. A server
     that cannot be reached or stops answering is not asked again (`RetryPolicy.stop_after`).
+    Calls that time out while the server answers others halve the calls sent at a time
+    (`sending_at_most`, `_note_timeout`); answers in a row win them back one by one.
     Responses are cleaned at this boundary (lone surrogates replaced) and capped at
     `max_response_chars` (see `MAX_RESPONSE_CHARS`) before they are cached."""
 
@@ -249,6 +251,12 @@ class Client:
         self.cache = cache
         self.concurrency = concurrency or provider.default_concurrency
         self._sem = asyncio.Semaphore(self.concurrency)
+        # Slots given up after calls timed out on a server that answers others
+        # (`_note_timeout`): owed permits are kept as in-flight calls return them.
+        self.sending_at_most = self.concurrency
+        self._slots_owed = 0
+        self._narrowed_at = -math.inf
+        self._answered_since = 0  # answers since the last change of `sending_at_most`
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
         self.max_response_chars = max_response_chars or default_max_response_chars()
@@ -406,29 +414,66 @@ class Client:
     async def _attempt(self, request: Request, attempt: int = 0) -> Response:
         """One attempt, inside the concurrency bound; the timeout covers `generate` only.
         None is made once the breaker has stopped the client (`RetryPolicy.stop_after`)."""
-        async with self._sem:
-            if self._fatal is not None:
-                raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
-            self._check_spend()
-            if self._stopped is not None:
-                if attempt == 0:
-                    self.stats.not_sent += 1
-                raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
-            if attempt:
-                self.stats.retries += 1  # counted as it is sent: a stopped retry is none
-            await self.provider.prepare()
-            if self.timeout is None:
+        await self._slot()
+        started = time.monotonic()
+        try:
+            return await self._send(request, attempt)
+        except (ProviderError, _Timeout, TimeoutError) as exc:
+            if classify(exc)[0] == "timeout":
+                self._note_timeout(started)
+            raise
+        finally:
+            self._sem.release()
+
+    async def _slot(self) -> None:
+        """One of the concurrency slots; a permit owed by a narrowing (`_note_timeout`) is
+        kept instead, so fewer calls are in flight from then on."""
+        await self._sem.acquire()
+        while self._slots_owed > 0:
+            self._slots_owed -= 1
+            await self._sem.acquire()
+
+    async def _send(self, request: Request, attempt: int) -> Response:
+        if self._fatal is not None:
+            raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+        self._check_spend()
+        if self._stopped is not None:
+            if attempt == 0:
+                self.stats.not_sent += 1
+            raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
+        if attempt:
+            self.stats.retries += 1  # counted as it is sent: a stopped retry is none
+        await self.provider.prepare()
+        if self.timeout is None:
+            return await self.provider.generate(request)
+        cm = asyncio.timeout(self.timeout)
+        try:
+            async with cm:
                 return await self.provider.generate(request)
-            cm = asyncio.timeout(self.timeout)
-            try:
-                async with cm:
-                    return await self.provider.generate(request)
-            except (Exception, asyncio.CancelledError) as exc:
-                if cm.expired() and not isinstance(exc, asyncio.CancelledError):
-                    raise _Timeout(
-                        f"{self.provider.name}: no response within {self.timeout:g}s "
-                        "(client timeout)") from exc
-                raise
+        except (Exception, asyncio.CancelledError) as exc:
+            if cm.expired() and not isinstance(exc, asyncio.CancelledError):
+                raise _Timeout(
+                    f"{self.provider.name}: no response within {self.timeout:g}s "
+                    "(client timeout)") from exc
+            raise
+
+    def _note_timeout(self, started: float) -> None:
+        """An attempt sent at `started` timed out. When the server answers other calls, it is
+        queueing them (a compute-bound server with fewer slots than calls in flight, e.g. a
+        llama.cpp server on a CPU): every queued call then waits out the timeout, is sent
+        again and queues again, until the breaker reads the server as stopped. So send half
+        as many at a time (at least 1), once per round of attempts: only an attempt sent
+        after the last narrowing narrows again."""
+        if not self._reached or self.sending_at_most <= 1 or started < self._narrowed_at:
+            return
+        was = self.sending_at_most
+        self.sending_at_most = max(1, was // 2)
+        self._slots_owed += was - self.sending_at_most
+        self._narrowed_at = time.monotonic()
+        self._answered_since = 0
+        log.warning("%s: calls time out while the server answers others, so it is queueing "
+                    "them; sending at most %d at a time from now on (was %d)",
+                    self.provider.name, self.sending_at_most, was)
 
     async def _call_with_retries(self, request: Request) -> Response:
         attempt = 0
@@ -463,6 +508,7 @@ class Client:
                 await self._backoff(wait)
                 continue
             self._reached, self._given_up = True, 0
+            self._widen()
             return self._clean(resp)
 
     async def _backoff(self, seconds: float) -> None:
@@ -530,6 +576,22 @@ class Client:
                                    kind=kind)
         if self._stop_event is not None:
             self._stop_event[1].set()
+
+    def _widen(self) -> None:
+        """After a narrowing, one more call at a time per 4 x `sending_at_most` answers in a
+        row (up to `concurrency`): a server that was slow for a while (another job on its
+        GPU) gets its slots back."""
+        if self.sending_at_most >= self.concurrency:
+            return
+        self._answered_since += 1
+        if self._answered_since < 4 * self.sending_at_most:
+            return
+        self._answered_since = 0
+        self.sending_at_most += 1
+        if self._slots_owed > 0:
+            self._slots_owed -= 1
+        else:
+            self._sem.release()  # one of the permits kept back
 
     def _too_long_a_wait(self, wait: float | None, kind: str) -> bool:
         """Whether the server asks to wait longer than `RetryPolicy.longest_wait` (a quota
