@@ -2,9 +2,10 @@
 GPU replica) queues them; the queued ones waited out the timeout, were sent again and queued
 again, until the breaker read a working server as "stopped answering" (before this change,
 48 calls at concurrency 8 to a server taking 0.5 s per answer with a 1.6 s timeout: 45 of
-them failed and 291 requests reached the server, `benchmarks/queueing_server.py`). The client now halves the calls it
-sends at a time when calls time out while others are answered, and wins slots back as
-answers come in a row. A real loopback server that answers one request at a time."""
+them failed and 291 requests reached the server, `benchmarks/queueing_server.py`). The
+client now halves the calls it sends at a time when calls time out while others are
+answered, and wins slots back as answers come in a row. A real loopback server that answers
+one request at a time."""
 
 from __future__ import annotations
 
