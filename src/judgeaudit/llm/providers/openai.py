@@ -1007,7 +1007,7 @@ class OpenAIProvider(Provider):
         text = str(err)
         starting = (err.kind == "server" and "loading" in text.lower()) or (
             err.kind == "connection" and "ConnectError" in text)
-        if starting and err.retryable and not self.wait:  # a server still starting?
+        if starting and err.retryable and self.base_urls and not self.wait:  # still starting?
             err = ProviderError(f"{text}; if the server is still starting (loading its model), "
                                 "let the judge wait for it: wait=SECONDS in its spec",
                                 retryable=True, kind=err.kind, retry_after=err.retry_after)
