@@ -51,6 +51,8 @@ Anthropic requests ending in an assistant turn (as models without those features
 `models=[...]` serves only those model names, as vLLM does: another name gets its 404 "The
 model `x` does not exist.", and GET /v1/models lists them. `redirect_to=URL` answers every
 POST with a 301 to URL + the path (a plain-HTTP port redirecting to HTTPS).
+`echo_prefill=True` answers a request ending in an assistant turn with that turn and its
+continuation ("The better response is Response" + " A."), as llama.cpp's server does.
 `loading_for=SECONDS` answers every request 503 "Loading model" for that long after the
 start, as llama.cpp's server does while it loads the weights; `gets` counts GET requests.
 `tls=(certfile, keyfile)` serves HTTPS with that certificate (a self-signed one: the
@@ -239,6 +241,7 @@ class FakeLLMServer:
         redirect_to: str | None = None,
         tls: tuple[str, str] | None = None,
         loading_for: float = 0.0,
+        echo_prefill: bool = False,
         seed: int = 0,
         port: int = 0,
     ):
@@ -266,6 +269,7 @@ class FakeLLMServer:
         self.models = list(models) if models is not None else None
         self.redirect_to = redirect_to
         self.loading_for = loading_for
+        self.echo_prefill = echo_prefill
         self._ready_at = 0.0  # set by start()
         self.gets = 0  # GET requests (readiness checks, model lists)
         self._rng = random.Random(seed)
@@ -386,6 +390,9 @@ class FakeLLMServer:
 
     def openai_body(self, body: dict[str, Any], answer: str) -> dict[str, Any]:
         prompt = prompt_text(body)
+        msgs = body.get("messages") or []
+        if self.echo_prefill and msgs and msgs[-1].get("role") == "assistant":
+            answer = f"{msgs[-1].get('content', '')} {answer}."  # llama.cpp's server does
         n_prompt, n_answer = _ntokens(prompt), max(1, _ntokens(answer))
         out: dict[str, Any] = {
             "id": "chatcmpl-fake",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fakeserver import GOOD, judge_request, sent_key
 
+from judgeaudit.judges.parse import parse_choice
 from judgeaudit.llm import (
     CallFailed,
     Client,
@@ -133,6 +134,23 @@ async def test_assistant_prefill_mode_sends_a_partial_assistant_turn(fake_server
     assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
     assert "Answer with a single letter." not in body["messages"][1]["content"]
     await p.aclose()
+
+
+async def test_a_server_returning_the_prefill_with_its_answer_has_it_cut_off(fake_server):
+    """llama.cpp's server answers a request ending in an assistant turn with that turn and
+    its continuation ("The better response is Response A."). Read as the answer, it named
+    no choice: against a real llama.cpp server with prefill=assistant and logprobs=off,
+    every verdict was invalid (tests/llm/test_llamacpp_http.py, on the real server)."""
+    srv = fake_server(echo_prefill=True)
+    p = provider(srv, prefill="assistant", logprobs="off")
+    for good in ("A", "B"):
+        out = await p.generate(judge_request(5, good))
+        assert out.text.strip() == f"{good}."
+        assert parse_choice(out.text) == good
+    plain = provider(srv, logprobs="off")  # instruct mode sends no assistant turn: untouched
+    assert (await plain.generate(judge_request(6, "A"))).text == "A"
+    await p.aclose()
+    await plain.aclose()
 
 
 async def test_temperature_param_overrides_the_request(fake_server):

@@ -612,12 +612,18 @@ def message_text(content: Any) -> str:
     raise TypeError(f"message content of type {type(content).__name__}")
 
 
-def parse_chat_completion(data: dict[str, Any], choices: Sequence[str]) -> Response:
+def parse_chat_completion(data: dict[str, Any], choices: Sequence[str],
+                          prefill: str = "") -> Response:
     """A chat.completion object -> Response: the text, the probabilities of `choices` from
-    the first token's top_logprobs (when there), usage. Raises KeyError, IndexError,
-    TypeError or AttributeError on a body that is not a chat completion."""
+    the first token's top_logprobs (when there), usage. `prefill`: the assistant turn the
+    request ended with; a server that returns it with its continuation (llama.cpp's does)
+    has it cut off, so the text is the continuation, as from every other server. Raises
+    KeyError, IndexError, TypeError or AttributeError on a body that is not a chat
+    completion."""
     choice = data["choices"][0]
     text = message_text(choice["message"].get("content"))
+    if prefill and text.lstrip().startswith(prefill.strip()):
+        text = text.lstrip()[len(prefill.strip()):]
     probs = None
     top: list[tuple[str, float]] | None = None
     logprobs = choice.get("logprobs")
@@ -1044,9 +1050,9 @@ class OpenAIProvider(Provider):
             return ProviderError(text, retryable=True, kind=kind)
         return FatalProviderError(text, kind=kind)
 
-    @staticmethod
-    def _parse(data: dict[str, Any], request: Request) -> Response:
-        return parse_chat_completion(data, request.choices)
+    def _parse(self, data: dict[str, Any], request: Request) -> Response:
+        sent = request.prefill if self.prefill_mode == "assistant" else ""
+        return parse_chat_completion(data, request.choices, sent or "")
 
     async def aclose(self) -> None:
         client, self._sdk_client = self._sdk_client, None
