@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -86,6 +85,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    from judgeaudit.llm.local_model import cpu_summary
+
     trees = {"before": args.before, "now": str(ROOT / "src")}
     rows: dict[str, list[dict]] = {k: [] for k in trees}
     for r in range(args.runs):
@@ -93,18 +94,10 @@ def main() -> None:
         for name, src in order:
             rows[name].append(one(src, args))
             print(r, name, rows[name][-1], flush=True)
-    flags: set[str] = set()
-    if Path("/proc/cpuinfo").exists():
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
     doc = {"setting": {k: getattr(args, k) for k in ("items", "concurrency", "timeout",
                                                      "threads", "runs")},
            "server": "llama.cpp HTTP server (xllamacpp), 1 slot, qwen-0.5b, loopback",
-           "runs": rows, "cpu": platform.processor() or platform.machine(),
-           "cpu_flags": {f: f in flags for f in ("avx2", "avx512f", "avx512_bf16",
-                                                 "amx_bf16")}}
+           "runs": rows, "cpu": cpu_summary()}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -65,6 +64,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=0.5, help="per answer, one at a time")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    from judgeaudit.llm.local_model import cpu_summary
+
     trees = {"before": args.before, "now": str(ROOT / "src")}
     rows: dict[str, list[dict]] = {k: [] for k in trees}
     for r in range(args.runs):
@@ -73,18 +74,10 @@ def main() -> None:
             print(r, name, rows[name][-1], flush=True)
     summary = {name: {k: statistics.median(x[k] for x in runs) for k in runs[0]}
                for name, runs in rows.items()}
-    flags = set()
-    if Path("/proc/cpuinfo").exists():
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
     doc = {"setting": {k: getattr(args, k) for k in ("calls", "concurrency", "timeout",
                                                      "seconds", "runs")},
            "ideal_wall_s": args.calls * args.seconds,
-           "median": summary, "runs": rows, "cpu": platform.processor(),
-           "cpu_flags": {f: f in flags for f in ("avx2", "avx512f", "avx512_bf16",
-                                                 "amx_bf16")}}
+           "median": summary, "runs": rows, "cpu": cpu_summary()}
     print(json.dumps(doc["median"], indent=1))
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
