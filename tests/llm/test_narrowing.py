@@ -48,6 +48,7 @@ async def test_calls_timing_out_behind_a_queue_narrow_the_client_and_all_get_ans
     assert client.sending_at_most < 8
     assert client._sem._value == client.sending_at_most + client._slots_owed
     assert "sending at most 4 at a time from now on (was 8)" in caplog.text
+    assert client.stats.narrowed_to is not None and client.stats.narrowed_to < 8
     await client.aclose()
 
 
@@ -75,3 +76,17 @@ async def test_a_server_that_never_answered_is_not_narrowed_but_given_up(fake_se
     assert client.sending_at_most == 4  # nothing answered: not a queue, an absent server
     assert client.stopped and "never answered in time" in client.stopped
     await client.aclose()
+
+
+def test_the_narrowing_is_recorded_in_the_calls_the_run_writes():
+    from judgeaudit.cli.format import calls_text
+    from judgeaudit.llm import CallStats
+    from judgeaudit.report.outcome import sum_calls
+
+    judge, panel = CallStats(made=10, narrowed_to=2), CallStats(made=5, narrowed_to=4)
+    assert judge.merge([panel, CallStats(made=1)]).narrowed_to == 2
+    summed = sum_calls([judge.as_dict(), panel.as_dict(), CallStats(made=1).as_dict()])
+    assert summed["narrowed_to"] == 2 and summed["made"] == 16  # the fewest, not a sum
+    line = calls_text({"calls": summed})
+    assert "at most 2 at a time after timeouts in the server's queue" in line
+    assert "at a time" not in calls_text({"calls": CallStats(made=3).as_dict()})

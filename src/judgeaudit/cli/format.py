@@ -11,8 +11,11 @@ from rich.text import Text
 def calls_text(res: dict[str, Any]) -> str:
     """The calls line every run command prints: made, from cache, failed, and the time."""
     c = res.get("calls") or {}
+    narrowed = c.get("narrowed_to")
     return (f"calls: {c.get('made', 0)} made, {c.get('cached', 0)} from cache, "
             f"{failed_text(c)}{usage_text(c)}"
+            + (f"; at most {narrowed} at a time after timeouts in the server's queue"
+               if narrowed else "")
             + (f"; {res['seconds']:.1f} s" if "seconds" in res else ""))
 
 

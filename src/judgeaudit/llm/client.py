@@ -80,7 +80,9 @@ class CallStats:
     most 300 chars).
     `not_sent` counts the failed calls that were never sent (counted in `failed` too);
     `not_sent_why` says why when the spend cap (`SpendCap`) or a server asking to wait for
-    hours (`RetryPolicy.longest_wait`) stopped them.
+    hours (`RetryPolicy.longest_wait`) stopped them; `narrowed_to` is the fewest calls sent at
+    a time after calls timed out in the server's queue (`Client._note_timeout`), None when
+    the client never narrowed.
     """
 
     made: int = 0
@@ -95,6 +97,7 @@ class CallStats:
     errors: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
     not_sent_why: str | None = None
+    narrowed_to: int | None = None
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -130,6 +133,8 @@ class CallStats:
                 out.first_error = st.first_error
             if out.not_sent_why is None:
                 out.not_sent_why = st.not_sent_why
+            if st.narrowed_to is not None:
+                out.narrowed_to = min(st.narrowed_to, out.narrowed_to or st.narrowed_to)
         return out
 
 
@@ -471,6 +476,8 @@ class Client:
         self._slots_owed += was - self.sending_at_most
         self._narrowed_at = time.monotonic()
         self._answered_since = 0
+        self.stats.narrowed_to = min(self.sending_at_most,
+                                     self.stats.narrowed_to or self.sending_at_most)
         log.warning("%s: calls time out while the server answers others, so it is queueing "
                     "them; sending at most %d at a time from now on (was %d)",
                     self.provider.name, self.sending_at_most, was)

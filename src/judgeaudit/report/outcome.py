@@ -93,13 +93,16 @@ def assess(
 
 
 def sum_calls(calls: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Call counts of several clients (a judge and its panel) added up: numbers summed,
-    per-kind error counts merged, the first error kept, cost None when nobody priced."""
+    """Call counts of several clients (a judge and its panel) added up: numbers summed
+    (`narrowed_to`, the fewest calls a client sent at a time, the smallest), per-kind error
+    counts merged, the first error kept, cost None when nobody priced."""
     out: dict[str, Any] = {}
     for c in calls:
         for k, v in c.items():
             if isinstance(v, bool) or v is None:
                 out.setdefault(k, v)
+            elif k == "narrowed_to":
+                out[k] = min(v, out.get(k) or v)
             elif isinstance(v, int | float):
                 out[k] = (out.get(k) or 0) + v
             elif isinstance(v, Mapping):
