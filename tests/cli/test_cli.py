@@ -127,3 +127,19 @@ def test_bad_jsonl_line_names_file_line_and_field(tmp_path, isolated_cache):
                               "--out", str(tmp_path)])
     assert res.exit_code == 2
     assert "bad.jsonl:2" in res.output and "label" in res.output
+
+
+def test_fail_on_a_probe_not_run_names_the_probes_run_and_the_closest(tmp_path, isolated_cache):
+    """A misspelt release gate ("positon") is refused before any call, with the probe it
+    probably meant; it only said "names probe(s) not run: positon"."""
+    res = runner.invoke(app, ["audit", "--judge", "sim", "--fail-on", "positon", "--out",
+                              str(tmp_path / "a")])
+    assert res.exit_code == 2
+    text = " ".join(res.output.split())
+    assert "--fail-on names probe(s) not run: positon; did you mean position?" in text
+    assert not (tmp_path / "a" / "results.json").exists()
+    res = runner.invoke(app, ["audit", "--judge", "sim", "--probes", "verbosity", "--fail-on",
+                              "position", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2
+    text = " ".join(res.output.split())
+    assert "not run: position (run: verbosity)" in text

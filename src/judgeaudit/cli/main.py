@@ -146,7 +146,14 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     run = checked(lambda: prepare_audit(cfg, cli=True))
     unknown = must_pass - set(run.info["names"])
     if unknown:
-        raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}")
+        import difflib
+
+        known = probe_names()
+        close = [m for u in sorted(unknown) if u not in known
+                 for m in difflib.get_close_matches(u, known, n=1, cutoff=0.6)]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}{hint} "
+                   f"(run: {', '.join(run.info['names'])})")
     res = run_command(cfg, run)
     limit = run.info["limit"]
     path, report = write_outputs(cfg.out, res)
