@@ -500,14 +500,16 @@ class _Handler(BaseHTTPRequestHandler):
             body = {"error": {"message": message, "type": "fake_error", "code": status}}
         self._send(status, json.dumps(body).encode(), headers=headers)
 
-    def _refuse(self, fault: str, anthropic: bool) -> int:
+    def _refuse(self, fault: str, anthropic: bool, rec: Recorded) -> None:
         """Send the refusal of the "content_filter", "invalid_prompt" or "quota" fault, in the
-        body the real service sends; its status."""
+        body the real service sends. Its status is recorded before it is sent: a test may
+        read it as soon as the client has the answer."""
         if fault == "quota":
             if anthropic:
+                rec.status = 400
                 self._error(400, "Your credit balance is too low to access the Anthropic API. "
                             "Please go to Plans & Billing to upgrade or purchase credits.", True)
-                return 400
+                return
             err = {"message": "You exceeded your current quota, please check your plan and "
                    "billing details.", "type": "insufficient_quota", "param": None,
                    "code": "insufficient_quota"}
@@ -522,8 +524,8 @@ class _Handler(BaseHTTPRequestHandler):
                    "violating our usage policy. Please try again with a different prompt.",
                    "type": "invalid_request_error", "param": None, "code": "invalid_prompt"}
             status = 400
+        rec.status = status
         self._send(status, json.dumps({"error": err}).encode())
-        return status
 
     def _loading(self, fake: FakeLLMServer) -> bool:
         """Within `loading_for` s of the start: 503 "Loading model", as llama.cpp's server
@@ -631,7 +633,7 @@ class _Handler(BaseHTTPRequestHandler):
                        ctype="text/html")
             return
         if fault in ("content_filter", "invalid_prompt", "quota"):
-            rec.status = self._refuse(fault, anthropic)
+            self._refuse(fault, anthropic, rec)
             return
         if not anthropic and fake.reject_logprobs and body.get("logprobs"):
             rec.status = 400
