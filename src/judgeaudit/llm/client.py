@@ -610,10 +610,7 @@ class Client:
             hours = f"{wait / 3600:.1f} h" if wait >= 3600 else f"{wait / 60:.0f} min"
             why = (f"the server asks to wait {hours} before the next call (a daily or hourly "
                    "quota?); run again then: finished calls are cached")
-            self._stop(why, kind)
-            self.stats.not_sent_why = why
-            log.warning("%s: %s; the remaining calls fail without being sent.",
-                        self.provider.name, why)
+            self._stop_for_run(why, kind)
         return True
 
     def _check_spend(self) -> None:
@@ -621,10 +618,16 @@ class Client:
         cap = self.spend_cap
         if cap is None or self._stopped is not None or not cap.reached:
             return
-        self._stop(cap.why(), "spend_cap")
-        self.stats.not_sent_why = cap.why()
+        self._stop_for_run(cap.why(), "spend_cap")
+
+    def _stop_for_run(self, why: str, kind: str) -> None:
+        """Stop sending for a reason of the run, not of the server's health (the spend cap, a
+        quota that resets in hours): the calls stats say why (`not_sent_why`) and so does the
+        log, once."""
+        self._stop(why, kind)
+        self.stats.not_sent_why = why
         log.warning("%s: %s; the remaining calls fail without being sent.",
-                    self.provider.name, cap.why())
+                    self.provider.name, why)
 
     def _limit(self) -> int:
         """The breaker's count (`RetryPolicy.stop_after`; 0: never stop)."""
