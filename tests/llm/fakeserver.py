@@ -242,6 +242,7 @@ class FakeLLMServer:
         tls: tuple[str, str] | None = None,
         loading_for: float = 0.0,
         echo_prefill: bool = False,
+        usage: bool = True,
         seed: int = 0,
         port: int = 0,
     ):
@@ -270,6 +271,7 @@ class FakeLLMServer:
         self.redirect_to = redirect_to
         self.loading_for = loading_for
         self.echo_prefill = echo_prefill
+        self.usage = usage  # False: answers carry no token counts (some proxies omit them)
         self._ready_at = 0.0  # set by start()
         self.gets = 0  # GET requests (readiness checks, model lists)
         self._rng = random.Random(seed)
@@ -411,6 +413,8 @@ class FakeLLMServer:
                 "total_tokens": n_prompt + n_answer,
             },
         }
+        if not self.usage:
+            del out["usage"]
         if self.logprobs and body.get("logprobs"):
             out["choices"][0]["logprobs"] = {"content": self._logprob_content(body, answer)}
         return out

@@ -9,7 +9,9 @@ import asyncio
 import pytest
 from fakeserver import judge_request
 
+from judgeaudit.cli.format import usage_text
 from judgeaudit.llm import CallFailed, Client, SpendCap, make_provider
+from judgeaudit.llm.base import CHARS_PER_TOKEN
 from judgeaudit.report.outcome import assess
 from judgeaudit.session import Session
 
@@ -141,3 +143,31 @@ def test_the_outcome_says_the_calls_were_not_sent_because_of_the_cap():
     assert "7 of them not sent: the spend cap is reached ($0.5100 spent of max_cost $0.5" \
         in out["message"]
     assert "could not be reached" not in out["message"]
+
+
+async def test_a_server_that_sends_no_usage_is_still_stopped_by_the_cap(fake_server):
+    # Some OpenAI-compatible proxies omit `usage`: counted as free, their calls would never
+    # reach the cap. Their tokens are estimated from characters instead, and flagged.
+    srv = fake_server(usage=False)
+    req = judge_request(0)
+    chars = sum(len(m.content) for m in req.messages) + len(req.prefill)
+    one = -(-chars // CHARS_PER_TOKEN) / 1e6  # price_in 1 USD/Mtok, price_out 0
+    client = Client(priced(srv.openai_url), concurrency=1)
+    client.spend_cap = SpendCap(2.5 * one)
+    await client.map(requests(10))
+    assert srv.count() == 3 and client.stats.made == 3 and client.stats.not_sent == 7
+    assert client.stats.usage_estimated == 3
+    assert client.stats.prompt_tokens == pytest.approx(3 * one * 1e6, rel=0.05)
+    assert client.stats.cost_usd == pytest.approx(3 * one, rel=0.05)
+    line = usage_text(client.stats.as_dict())
+    assert "3 of the calls' tokens estimated from characters" in line
+    await client.aclose()
+
+
+async def test_counted_usage_is_never_replaced_by_an_estimate(fake_server):
+    srv = fake_server()
+    client = Client(priced(srv.openai_url))
+    await client.map(requests(3))
+    assert client.stats.usage_estimated == 0
+    assert "estimated" not in usage_text(client.stats.as_dict())
+    await client.aclose()

@@ -28,8 +28,11 @@ def usage_text(calls: dict[str, Any]) -> str:
     if not (p or c):
         return ""
     cost = calls.get("cost_usd")
+    guessed = calls.get("usage_estimated")
     return f"; {p:,} prompt + {c:,} completion tokens" + (
-        f", ${cost:.4f} at list prices" if cost else "")
+        f", ${cost:.4f} at list prices" if cost else "") + (
+        f" ({guessed} of the calls' tokens estimated from characters: the server sent no "
+        "usage)" if guessed else "")
 
 
 def failed_text(calls: dict[str, Any]) -> str:

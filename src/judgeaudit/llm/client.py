@@ -21,6 +21,7 @@ from judgeaudit.llm.base import (
     Request,
     RequestRejected,
     Response,
+    estimated_usage,
     has_lone_surrogate,
     request_key,
     sanitize,
@@ -82,7 +83,9 @@ class CallStats:
     `not_sent_why` says why when the spend cap (`SpendCap`) or a server asking to wait for
     hours (`RetryPolicy.longest_wait`) stopped them; `narrowed_to` is the fewest calls sent at
     a time after calls timed out in the server's queue (`Client._note_timeout`), None when
-    the client never narrowed.
+    the client never narrowed. `usage_estimated` counts the priced calls whose server sent no
+    token counts: their tokens (and so the cost and the spend cap) are estimated from
+    characters (`estimated_usage`), not counted.
     """
 
     made: int = 0
@@ -94,6 +97,7 @@ class CallStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    usage_estimated: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
     not_sent_why: str | None = None
@@ -125,6 +129,7 @@ class CallStats:
             out.planned += st.planned
             out.prompt_tokens += st.prompt_tokens
             out.completion_tokens += st.completion_tokens
+            out.usage_estimated += st.usage_estimated
             if st.cost_usd is not None:
                 out.cost_usd = (out.cost_usd or 0.0) + st.cost_usd
             for k, v in st.errors.items():
@@ -368,7 +373,7 @@ class Client:
             except BaseException:
                 self.stats.failed += 1
                 raise
-            self._account(resp)
+            self._account(resp, request)
             if self.cache is not None and batcher is None:  # the batcher stored it already
                 self.cache.put(key, self.provider.name, self.provider.model, resp)
             self._note_unusable(resp)
@@ -656,14 +661,21 @@ class Client:
         """The provider's response made safe to cache and write (`clean_response`)."""
         return clean_response(resp, self.max_response_chars)
 
-    def _account(self, resp: Response) -> None:
+    def _account(self, resp: Response, request: Request) -> None:
+        """Count a call made: its tokens and, at a known price, its cost (on the spend cap
+        too). A priced call whose server sent no token counts (some OpenAI-compatible proxies
+        omit `usage`) is counted at its characters' estimate, never as free, so such a server
+        cannot run past `--max-cost`."""
         self.stats.made += 1
-        self.stats.prompt_tokens += resp.usage.prompt_tokens
-        self.stats.completion_tokens += resp.usage.completion_tokens
         price = self.provider.price_per_mtok
+        usage = resp.usage
+        if price is not None and not (usage.prompt_tokens or usage.completion_tokens):
+            usage = estimated_usage(request, resp.text)
+            self.stats.usage_estimated += 1
+        self.stats.prompt_tokens += usage.prompt_tokens
+        self.stats.completion_tokens += usage.completion_tokens
         if price is not None:
-            cost = (resp.usage.prompt_tokens * price[0]
-                    + resp.usage.completion_tokens * price[1]) / 1e6
+            cost = (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1e6
             self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost
             if self.spend_cap is not None:
                 self.spend_cap.spent += cost

@@ -30,14 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from judgeaudit.files import atomic_file
-from judgeaudit.llm.base import Provider, Request
+from judgeaudit.llm.base import CHARS_PER_TOKEN, Provider, Request
 from judgeaudit.llm.cache import Cache, CacheError
 
 PLANNED = "planned"
-# Characters per token in the plan's estimate of its prompt tokens: about 4 for English text
-# under the GPT and Qwen tokenizers. A rule of thumb, not a count: code and other languages
-# take more tokens per character.
-CHARS_PER_TOKEN = 4
 
 
 def is_planned(exc: BaseException) -> bool:
