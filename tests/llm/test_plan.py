@@ -95,6 +95,32 @@ async def test_ingest_parses_an_answer_exactly_as_a_live_reply(fake_server, tmp_
         await c.aclose()
 
 
+async def test_ingest_cuts_a_prefill_the_executing_server_repeats(fake_server, tmp_path):
+    """llama.cpp's server answers an assistant prefill with the prefill and its continuation;
+    ingest cuts it off as a live call does, so text-only verdicts stay valid."""
+    srv = fake_server(echo_prefill=True, logprobs=False)
+    p = make_provider("openai", "m", {"base_url": srv.openai_url, "prefill": "assistant",
+                                      "logprobs": "off"})
+    reqs = [judge_request(i, "AB"[i % 2]) for i in range(4)]
+    live = Client(p, Cache(tmp_path / "live.sqlite"))
+    want = [r.text for r in await live.map(reqs)]
+    assert [w.strip() for w in want] == ["A.", "B.", "A.", "B."]
+    cache = Cache(tmp_path / "c.sqlite")
+    planner = Planner(tmp_path / "plan.jsonl")
+    planner.bind(cache)
+    client = Client(p, cache)
+    client.planner = planner
+    await client.map(reqs)
+    planner.write()
+    execute(tmp_path / "plan.jsonl", tmp_path / "out.jsonl", srv.url)
+    assert "The better response is Response A." in (tmp_path / "out.jsonl").read_text()
+    assert ingest(tmp_path / "out.jsonl", cache).ingested == 4
+    again = Client(p, cache)
+    assert [r.text for r in await again.map(reqs)] == want and again.stats.made == 0
+    for c in (live, client, again):
+        await c.aclose()
+
+
 async def test_other_providers_plan_an_openai_shaped_body(tmp_path):
     cache = Cache(tmp_path / "c.sqlite")
     for kind, model in (("anthropic", "claude-x"), ("sim", "default")):

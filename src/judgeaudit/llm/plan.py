@@ -54,6 +54,25 @@ def plan_body(request: Request, provider: Provider) -> dict[str, Any]:
                      temperature=temperature if isinstance(temperature, float) else None)
 
 
+def parse_info(request: Request, body: dict[str, Any]) -> str:
+    """What `ingest` needs to parse the answer to a planned request, as the JSON the cache's
+    `planned` table keeps: the choices, and the assistant turn the body ends with when the
+    prefill was sent as one (llama.cpp's server repeats it before its continuation)."""
+    msgs = body.get("messages") or []
+    if request.prefill and msgs and msgs[-1].get("role") == "assistant":
+        return json.dumps({"choices": list(request.choices), "prefill": msgs[-1]["content"]})
+    return json.dumps(list(request.choices))
+
+
+def read_parse_info(info: str) -> tuple[tuple[str, ...], str]:
+    """(choices, prefill sent as an assistant turn) from `parse_info`'s JSON; caches planned
+    before the prefill was kept hold a bare list of choices."""
+    data = json.loads(info)
+    if isinstance(data, dict):
+        return tuple(data["choices"]), str(data.get("prefill") or "")
+    return tuple(data), ""
+
+
 class Planner:
     """Collects the distinct requests a command would send (one per cache key, in the order
     first asked) and the cache keys it found answered already."""
@@ -86,7 +105,7 @@ class Planner:
 
         body = plan_body(request, provider)
         self.lines[key] = plan_entry(key, body)
-        self.meta[key] = (provider.name, provider.model, json.dumps(list(request.choices)))
+        self.meta[key] = (provider.name, provider.model, parse_info(request, body))
         chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
         out = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         self.prompt_chars += chars
@@ -189,9 +208,10 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
             if m is None:
                 rep.unknown += 1
                 continue
-            provider, model, choices = m
+            provider, model, info = m
             try:
-                resp = parse_chat_completion(body, tuple(json.loads(choices)))
+                choices, prefill = read_parse_info(info)
+                resp = parse_chat_completion(body, choices, prefill)
             except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                 errors["malformed"] += 1
                 rep.first_error = rep.first_error or f"{key[:12]}: not a chat completion"
