@@ -178,6 +178,21 @@ def test_merge_sums_counts_and_kinds_and_keeps_the_first_error():
     json.dumps(a.merge([b]).as_dict())
 
 
+def test_merge_adds_every_count_a_stats_field_holds():
+    """Every int field is a count to add (a new one cannot be forgotten by `merge`), except
+    `narrowed_to`, the fewest calls any client sent at a time; `not_sent_why` is the first."""
+    from dataclasses import fields
+
+    counts = [f.name for f in fields(CallStats) if f.type in ("int", int)]
+    assert {"made", "not_sent", "planned", "usage_estimated"} <= set(counts)
+    a = CallStats(**{n: 1 for n in counts}, narrowed_to=4, not_sent_why="cap")
+    b = CallStats(**{n: 2 for n in counts}, narrowed_to=2, not_sent_why="quota")
+    total = a.merge([b, CallStats()])
+    assert all(getattr(total, n) == 3 for n in counts)
+    assert total.narrowed_to == 2 and total.not_sent_why == "cap"
+    assert CallStats.merge([CallStats(), a]).not_sent_why == "cap"
+
+
 # ---- 3. counts that add up ------------------------------------------------------------------
 
 async def test_waiters_on_a_shared_call_that_failed_count_as_failed(fake_server):

@@ -12,7 +12,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from judgeaudit.llm.base import (
@@ -121,25 +121,19 @@ class CallStats:
         items = [self, *others] if isinstance(self, CallStats) else [*self, *others]
         out = CallStats()
         for st in items:
-            out.made += st.made
-            out.cached += st.cached
-            out.retries += st.retries
-            out.failed += st.failed
-            out.not_sent += st.not_sent
-            out.planned += st.planned
-            out.prompt_tokens += st.prompt_tokens
-            out.completion_tokens += st.completion_tokens
-            out.usage_estimated += st.usage_estimated
-            if st.cost_usd is not None:
-                out.cost_usd = (out.cost_usd or 0.0) + st.cost_usd
-            for k, v in st.errors.items():
-                out.errors[k] = out.errors.get(k, 0) + v
-            if out.first_error is None:
-                out.first_error = st.first_error
-            if out.not_sent_why is None:
-                out.not_sent_why = st.not_sent_why
-            if st.narrowed_to is not None:
-                out.narrowed_to = min(st.narrowed_to, out.narrowed_to or st.narrowed_to)
+            for f in fields(CallStats):
+                mine, theirs = getattr(out, f.name), getattr(st, f.name)
+                if theirs is None:
+                    continue
+                if f.name == "narrowed_to":  # the fewest at a time
+                    setattr(out, f.name, min(theirs, mine or theirs))
+                elif isinstance(theirs, dict):
+                    for k, v in theirs.items():
+                        mine[k] = mine.get(k, 0) + v
+                elif isinstance(theirs, str):  # the first one met
+                    setattr(out, f.name, mine if mine is not None else theirs)
+                else:  # counts, tokens, cost (None until a client priced its calls)
+                    setattr(out, f.name, (mine or 0) + theirs)
         return out
 
 
