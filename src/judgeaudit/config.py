@@ -45,10 +45,12 @@ CACHE_HELP = "SQLite cache file (default: $JUDGEAUDIT_CACHE or the user cache di
 NO_CACHE_HELP = "Do not read or write the cache."
 CONC_HELP = "Concurrent calls per provider (>= 1)."
 TIMEOUT_HELP = "Seconds per call before retrying (> 0)."
-MAX_COST_HELP = ("Spend cap in USD at list prices (> 0): once the run's calls have cost this "
-                 "much no more are sent (calls under way finish); the rest count as failed, "
-                 "not sent. A judge whose price is not known needs price_in and price_out in "
-                 "its spec. With audit --adaptive: no round starts once it is spent.")
+MAX_COST_HELP = ("Spend cap in USD at list prices (> 0): no call is sent that could take the "
+                 "run's spend past it (a call counts at its prompt's characters / 4 and its "
+                 "max_tokens until it is answered); then no more are sent and the rest count "
+                 "as failed, not sent. A judge whose price is not known needs price_in and "
+                 "price_out in its spec. With audit --adaptive: no round starts once it is "
+                 "spent.")
 SEED_HELP = "Seed of every random choice (item samples, simulated judges, bootstrap)."
 MIN_VALID_HELP = ("Fewest items with a valid verdict for the run to count; below it the run "
                   "fails (exit 3).")

@@ -219,7 +219,7 @@ class Session:
                                "first or give each concurrent command its own Session")
         self._busy = True
         if self.spend_cap is not None:
-            self.spend_cap.spent = 0.0
+            self.spend_cap.reset()
         try:
             for b in self._bundles.values():
                 b.client.reset_breaker()

@@ -1,5 +1,5 @@
 """`--max-cost USD` on every command that calls a judge (and `max_cost=` in the Python API and
-config files): once the run's calls have cost that much at list prices, no more are sent, and
+config files): no call is sent that could take the run's spend at list prices past it, and
 the run says so. Before, only an adaptive audit could be capped; a paying user could only
 estimate with --plan-only and hope. A real OpenAI-shaped server on loopback whose answers
 carry token counts; the price is given in the judge spec."""
@@ -48,8 +48,10 @@ def test_evaluate_stops_sending_at_the_cap_and_fails_saying_why(tmp_path):
     doc = results(out)
     calls = doc["calls"]
     per_call = calls["cost_usd"] / calls["made"]
-    # sent until the cap was met, plus at most the one other call under way
-    assert sent == calls["made"] and 0.05 / per_call <= sent <= 0.05 / per_call + 2
+    # Sent while the calls under way could not take the spend past the cap: under it, and
+    # short of it by less than what 3 calls hold (2 under way and the one refused; each holds
+    # its prompt at characters / 4, under 2 x what the fake server counts).
+    assert sent == calls["made"] and calls["cost_usd"] <= 0.05 < calls["cost_usd"] + 6 * per_call
     assert calls["not_sent"] == 60 - sent and calls["failed"] == 60 - sent
     assert "not sent: the spend cap is reached" in doc["run"]["message"]
     assert "max_cost $0.05" in doc["run"]["message"]
@@ -85,12 +87,11 @@ def test_rank_reads_the_cap_from_its_config_file(tmp_path):
     cfg = tmp_path / "rank.toml"
     with FakeLLMServer() as srv:
         cfg.write_text(f'judge = "{spec_of(srv)}"\nitems = "builtin:controlled?seed=1&n=12&k=3"'
-                       f'\nbudget = 60\nmax_cost = 0.02\nout = "{tmp_path / "rank"}"\n')
+                       f'\nbudget = 60\nmax_cost = 0.3\nout = "{tmp_path / "rank"}"\n')
         res = runner.invoke(app, ["rank", "--config", str(cfg)])
         sent = srv.count()
     calls = results(tmp_path / "rank")["calls"]
-    per_call = calls["cost_usd"] / calls["made"]
-    assert sent == calls["made"] and sent <= 0.02 / per_call + 8  # 8: the default concurrency
+    assert sent == calls["made"] > 0 and calls["cost_usd"] <= 0.3
     assert calls["not_sent"] > 0, res.output
 
 

@@ -70,6 +70,26 @@ async def test_2000_requests_in_batches_answer_as_live_calls_with_no_live_call(t
         await again.aclose()
 
 
+async def test_a_batch_submits_only_the_lines_the_spend_cap_can_pay_for(tmp_path):
+    """Each batched call holds its ceiling on the cap before it is submitted (before, the
+    calls were all submitted at once, before any had cost anything: the cap did nothing)."""
+    from judgeaudit.llm import SpendCap
+    from judgeaudit.llm.plan import body_ceiling, plan_body
+
+    with FakeBatchServer() as srv:
+        p = provider(srv, batch="on", price_in="1", price_out="0", **FAST)
+        ceiling = body_ceiling(plan_body(judge_request(10), p), p.price_per_mtok)[2]
+        client = Client(p, Cache(tmp_path / "c.sqlite"))
+        client.spend_cap = SpendCap(10.5 * ceiling)
+        outs = await client.map(requests(40))
+        await client.aclose()
+        sent = sum(srv.submitted.values())
+        assert sent == client.stats.made == 10 and srv.count() == 0
+        assert client.stats.not_sent == 30
+        assert all(o.kind == "spend_cap" for o in outs if isinstance(o, CallFailed))
+        assert client.stats.cost_usd <= client.spend_cap.limit
+
+
 async def test_an_expired_batch_sends_its_unfinished_requests_again(tmp_path):
     secret = "sk-batch-canary-0123456789"
     with FakeBatchServer(expire_batches=1) as srv:

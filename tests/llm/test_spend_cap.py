@@ -12,6 +12,7 @@ from fakeserver import judge_request
 from judgeaudit.cli.format import usage_text
 from judgeaudit.llm import CallFailed, Client, SpendCap, make_provider
 from judgeaudit.llm.base import CHARS_PER_TOKEN
+from judgeaudit.llm.plan import body_ceiling, plan_body
 from judgeaudit.report.outcome import assess
 from judgeaudit.session import Session
 
@@ -36,14 +37,27 @@ async def one_call_cost(url: str) -> float:
     return c.stats.cost_usd
 
 
-async def test_no_call_is_sent_once_the_cap_is_reached(fake_server):
+def ceiling_of(url: str) -> float:
+    """What one request of `requests` holds on the cap while under way: its prompt at
+    characters / 4 (the fake server counts words, so this is above what it costs)."""
+    p = priced(url)
+    return body_ceiling(plan_body(judge_request(999_999), p), p.price_per_mtok)[2]
+
+
+def cap_for(calls: int, cost: float, ceiling: float) -> float:
+    """A cap that lets exactly `calls` calls through one at a time: after calls - 1 of them
+    the next one's ceiling still fits, after `calls` it does not."""
+    return (calls - 1) * cost + ceiling + cost / 2
+
+
+async def test_a_call_that_could_pass_the_cap_is_not_sent(fake_server):
     srv = fake_server()
-    cost = await one_call_cost(srv.openai_url)
+    cost, ceiling = await one_call_cost(srv.openai_url), ceiling_of(srv.openai_url)
+    assert cost < ceiling < 2 * cost
     srv.reset()
     client = Client(priced(srv.openai_url), concurrency=1)
-    client.spend_cap = SpendCap(3.5 * cost)
+    client.spend_cap = SpendCap(cap_for(4, cost, ceiling))
     outs = await client.map(requests(20))
-    # One at a time: the 4th call takes the spend past 3.5 calls' cost, the 5th is not sent.
     assert srv.count() == 4 and client.stats.made == 4
     assert client.stats.not_sent == 16 and client.stats.failed == 16
     assert all(not isinstance(o, CallFailed) for o in outs[:4])
@@ -51,28 +65,47 @@ async def test_no_call_is_sent_once_the_cap_is_reached(fake_server):
     assert all(isinstance(o, CallFailed) and o.kind == "spend_cap" and not o.fatal
                for o in rest)
     assert "spend cap is reached" in str(rest[0]) and "max_cost" in str(rest[0])
+    assert "the next call could cost up to" in str(rest[0])
     assert client.spend_cap.spent == pytest.approx(4 * cost)
+    assert client.spend_cap.spent <= client.spend_cap.limit
+    assert client.spend_cap.held == 0
     await client.aclose()
 
 
-async def test_calls_under_way_finish_so_the_overshoot_is_bounded_by_concurrency(fake_server):
+async def test_calls_under_way_hold_their_ceiling_so_the_spend_stays_under_the_cap(
+        fake_server):
+    # Before, calls under way were not counted until they finished: at concurrency 4 the
+    # spend passed the cap by up to 3 calls.
     srv = fake_server(latency=0.05)
-    cost = await one_call_cost(srv.openai_url)
+    cost, ceiling = await one_call_cost(srv.openai_url), ceiling_of(srv.openai_url)
     srv.reset()
+    limit = 5 * cost
     client = Client(priced(srv.openai_url), concurrency=4)
-    client.spend_cap = SpendCap(5 * cost)
+    client.spend_cap = SpendCap(limit)
     await client.map(requests(40))
-    # The cap is met after 5 calls; at most the 3 others in flight then finish.
-    assert 5 <= srv.count() <= 5 + 3
+    assert client.stats.cost_usd <= limit and client.spend_cap.spent <= limit
+    # Sending stopped only when the calls under way could have taken the spend to the cap.
+    assert srv.count() == client.stats.made >= limit / ceiling - 1
     assert client.stats.made + client.stats.not_sent == 40
+    assert client.spend_cap.held == 0
+    await client.aclose()
+
+
+async def test_a_first_call_over_the_cap_is_never_sent(fake_server):
+    srv = fake_server()
+    client = Client(priced(srv.openai_url))
+    client.spend_cap = SpendCap(ceiling_of(srv.openai_url) / 2)
+    outs = await client.map(requests(3))
+    assert srv.count() == 0 and all(o.kind == "spend_cap" for o in outs)
+    assert "$0.0000 spent" in str(outs[0]) and "could cost up to" in str(outs[0])
     await client.aclose()
 
 
 async def test_the_cap_is_shared_by_a_judge_and_its_panel(fake_server):
     srv = fake_server()
-    cost = await one_call_cost(srv.openai_url)
+    cost, ceiling = await one_call_cost(srv.openai_url), ceiling_of(srv.openai_url)
     srv.reset()
-    async with Session(cache=False, max_cost=6 * cost, concurrency=1) as s:
+    async with Session(cache=False, max_cost=cap_for(6, cost, ceiling), concurrency=1) as s:
         with s.command():
             a = s.judge(f"openai:a?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0")
             b = s.judge(f"openai:b?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0")
@@ -84,10 +117,10 @@ async def test_the_cap_is_shared_by_a_judge_and_its_panel(fake_server):
 
 async def test_each_command_of_a_session_starts_with_the_whole_cap(fake_server):
     srv = fake_server()
-    cost = await one_call_cost(srv.openai_url)
+    cost, ceiling = await one_call_cost(srv.openai_url), ceiling_of(srv.openai_url)
     srv.reset()
     spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0"
-    async with Session(cache=False, max_cost=2 * cost, concurrency=1) as s:
+    async with Session(cache=False, max_cost=cap_for(2, cost, ceiling), concurrency=1) as s:
         for start in (0, 100):
             with s.command():
                 j = s.judge(spec)
@@ -98,10 +131,10 @@ async def test_each_command_of_a_session_starts_with_the_whole_cap(fake_server):
 
 async def test_a_cached_answer_costs_nothing(fake_server, tmp_path):
     srv = fake_server()
-    cost = await one_call_cost(srv.openai_url)
+    cost, ceiling = await one_call_cost(srv.openai_url), ceiling_of(srv.openai_url)
     srv.reset()
     spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0"
-    async with Session(cache=tmp_path / "c.sqlite", max_cost=3 * cost,
+    async with Session(cache=tmp_path / "c.sqlite", max_cost=cap_for(3, cost, ceiling),
                        concurrency=1) as s:
         with s.command():
             await s.judge(spec).client.map(requests(3))
@@ -153,9 +186,10 @@ async def test_a_server_that_sends_no_usage_is_still_stopped_by_the_cap(fake_ser
     chars = sum(len(m.content) for m in req.messages) + len(req.prefill)
     one = -(-chars // CHARS_PER_TOKEN) / 1e6  # price_in 1 USD/Mtok, price_out 0
     client = Client(priced(srv.openai_url), concurrency=1)
-    client.spend_cap = SpendCap(2.5 * one)
+    client.spend_cap = SpendCap(cap_for(3, one, one))
     await client.map(requests(10))
     assert srv.count() == 3 and client.stats.made == 3 and client.stats.not_sent == 7
+    assert client.spend_cap.spent <= client.spend_cap.limit
     assert client.stats.usage_estimated == 3
     assert client.stats.prompt_tokens == pytest.approx(3 * one * 1e6, rel=0.05)
     assert client.stats.cost_usd == pytest.approx(3 * one, rel=0.05)

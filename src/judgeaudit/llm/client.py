@@ -179,24 +179,42 @@ class RetryPolicy:
 
 class SpendCap:
     """A limit in USD on what one command's calls may cost at list prices, shared by its
-    judges' clients (`Session(max_cost=...)`, `--max-cost`): once the calls made have cost
-    `limit`, no more are sent and the rest fail as not sent. Calls under way finish, so the
-    spend can pass the limit by what up to `concurrency` calls cost."""
+    judges' clients (`Session(max_cost=...)`, `--max-cost`). Each call holds its ceiling
+    while it is under way (`hold`: the prompt at characters / 4, the completion at its
+    max_tokens) and is not sent when that could take the spend past `limit`; then no more
+    calls are sent and the rest fail as not sent. So the spend stays under the limit, unless
+    a prompt has more tokens than characters / 4 (code, other languages). The same holds for
+    a batch: only the lines that fit are submitted."""
 
     def __init__(self, limit: float):
         if isinstance(limit, bool) or not (isinstance(limit, int | float) and limit > 0):
             raise ValueError(f"max_cost: expected a positive number of USD, got {limit!r}")
         self.limit = float(limit)
         self.spent = 0.0
+        self.held = 0.0  # the ceilings of the calls under way
+        self.refused: float | None = None  # the ceiling of the first call that did not fit
 
-    @property
-    def reached(self) -> bool:
-        return self.spent >= self.limit
+    def reset(self) -> None:
+        self.spent, self.held, self.refused = 0.0, 0.0, None
+
+    def hold(self, ceiling: float) -> bool:
+        """Reserve a call's ceiling, or False when it could take the spend past the limit."""
+        if self.spent + self.held + ceiling > self.limit:
+            self.refused = ceiling if self.refused is None else self.refused
+            return False
+        self.held += ceiling
+        return True
+
+    def release(self, ceiling: float) -> None:
+        self.held = max(0.0, self.held - ceiling)
 
     def why(self) -> str:
-        return (f"the spend cap is reached (${self.spent:.4f} spent of max_cost "
-                f"${self.limit:g} when sending stopped; calls under way finished; run again "
-                "with a higher max_cost: finished calls are cached)")
+        nxt = "" if self.refused is None else (
+            f"; the next call could cost up to ${self.refused:.4f}")
+        under_way = f", ${self.held:.4f} held by calls under way" if self.held > 1e-12 else ""
+        return (f"the spend cap is reached (${self.spent:.4f} spent{under_way} of max_cost "
+                f"${self.limit:g} when sending stopped{nxt}; run again with a higher "
+                "max_cost: finished calls are cached)")
 
 
 def default_max_response_chars() -> int:
@@ -404,7 +422,7 @@ class Client:
         (a batch may take hours); retries of expired or failed lines happen in the batcher."""
         if self._fatal is not None:
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
-        self._check_spend()
+        held = self._hold(request)
         if self._stopped is not None:
             self.stats.not_sent += 1
             raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
@@ -414,6 +432,8 @@ class Client:
             if exc.fatal and self._fatal is None:
                 self._fatal = exc
             raise
+        finally:  # the caller counts the cost (`_account`) before anything else runs
+            self._release(held)
 
     async def _attempt(self, request: Request, attempt: int = 0) -> Response:
         """One attempt, inside the concurrency bound; the timeout covers `generate` only.
@@ -440,26 +460,33 @@ class Client:
     async def _send(self, request: Request, attempt: int) -> Response:
         if self._fatal is not None:
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
-        self._check_spend()
+        held = self._hold(request)
         if self._stopped is not None:
             if attempt == 0:
                 self.stats.not_sent += 1
             raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
         if attempt:
             self.stats.retries += 1  # counted as it is sent: a stopped retry is none
-        await self.provider.prepare()
-        if self.timeout is None:
-            return await self.provider.generate(request)
-        cm = asyncio.timeout(self.timeout)
         try:
-            async with cm:
+            await self.provider.prepare()
+            if self.timeout is None:
                 return await self.provider.generate(request)
-        except (Exception, asyncio.CancelledError) as exc:
-            if cm.expired() and not isinstance(exc, asyncio.CancelledError):
-                raise _Timeout(
-                    f"{self.provider.name}: no response within {self.timeout:g}s "
-                    "(client timeout)") from exc
-            raise
+            cm = asyncio.timeout(self.timeout)
+            try:
+                async with cm:
+                    return await self.provider.generate(request)
+            except (Exception, asyncio.CancelledError) as exc:
+                if cm.expired() and not isinstance(exc, asyncio.CancelledError):
+                    raise _Timeout(
+                        f"{self.provider.name}: no response within {self.timeout:g}s "
+                        "(client timeout)") from exc
+                raise
+        finally:  # the caller counts the cost (`_account`) before anything else runs
+            self._release(held)
+
+    def _release(self, held: float) -> None:
+        if held and self.spend_cap is not None:
+            self.spend_cap.release(held)
 
     def _note_timeout(self, started: float) -> None:
         """An attempt sent at `started` timed out. When the server answers other calls, it is
@@ -612,12 +639,21 @@ class Client:
             self._stop_for_run(why, kind)
         return True
 
-    def _check_spend(self) -> None:
-        """Stop sending once the command's spend cap is reached (`SpendCap`)."""
+    def _hold(self, request: Request) -> float:
+        """Hold the call's ceiling on the command's spend cap (`SpendCap.hold`) before it is
+        sent, and return it (0.0 with no cap, or once the client has stopped); when it could
+        take the spend past the cap, stop sending for the run instead."""
         cap = self.spend_cap
-        if cap is None or self._stopped is not None or not cap.reached:
-            return
+        price = self.provider.price_per_mtok
+        if cap is None or price is None or self._stopped is not None:
+            return 0.0
+        from judgeaudit.llm.plan import body_ceiling, plan_body
+
+        ceiling = body_ceiling(plan_body(request, self.provider), price)[2] or 0.0
+        if cap.hold(ceiling):
+            return ceiling
         self._stop_for_run(cap.why(), "spend_cap")
+        return 0.0
 
     def _stop_for_run(self, why: str, kind: str) -> None:
         """Stop sending for a reason of the run, not of the server's health (the spend cap, a

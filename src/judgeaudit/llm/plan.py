@@ -54,6 +54,18 @@ def plan_body(request: Request, provider: Provider) -> dict[str, Any]:
                      temperature=temperature if isinstance(temperature, float) else None)
 
 
+def body_ceiling(body: dict[str, Any], price: tuple[float, float] | None
+                 ) -> tuple[int, int, float | None]:
+    """(prompt characters, most completion tokens, cost at `price` with the prompt at
+    characters / `CHARS_PER_TOKEN` and the completion at its max_tokens) of a chat body: what
+    a plan estimates, and what a call holds on the spend cap while it is under way."""
+    chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+    out = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+    cost = (None if price is None
+            else (chars / CHARS_PER_TOKEN * price[0] + out * price[1]) / 1e6)
+    return chars, out, cost
+
+
 def parse_info(request: Request, body: dict[str, Any]) -> str:
     """What `ingest` needs to parse the answer to a planned request, as the JSON the cache's
     `planned` table keeps: the choices, and the assistant turn the body ends with when the
@@ -106,13 +118,11 @@ class Planner:
         body = plan_body(request, provider)
         self.lines[key] = plan_entry(key, body)
         self.meta[key] = (provider.name, provider.model, parse_info(request, body))
-        chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
-        out = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        chars, out, cost = body_ceiling(body, provider.price_per_mtok)
         self.prompt_chars += chars
         self.max_completion += out
-        price = provider.price_per_mtok
-        if price is not None:
-            self.cost_usd += (chars / CHARS_PER_TOKEN * price[0] + out * price[1]) / 1e6
+        if cost is not None:
+            self.cost_usd += cost
         elif provider.billed:
             self.unpriced.add(f"{provider.name}:{provider.model}")
 
