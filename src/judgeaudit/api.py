@@ -336,8 +336,8 @@ async def aaudit(
         max_n: adaptive: most items per probe (a probe still open then is underpowered).
         round_size: adaptive: items added to each open probe per round.
         max_calls: adaptive: stop before a round that would exceed this many judge calls.
-        max_cost: spend cap in USD, as in `evaluate`; adaptive: no round starts once it is
-            spent.
+        max_cost: spend cap in USD, as in `evaluate`; adaptive: stop before a round that
+            would pass it (by the previous round's cost).
         min_valid: fewest items with a valid unperturbed verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
         cache, concurrency, timeout, max_cost, retry, progress, raise_on_failure: as in

@@ -97,18 +97,22 @@ def test_rank_reads_the_cap_from_its_config_file(tmp_path):
 
 def test_an_adaptive_audit_keeps_to_the_cap_between_rounds(tmp_path):
     """An adaptive audit's rounds keep to the cap themselves: a round is never cut half-way,
-    so no call fails and the run stops by max_cost."""
+    so no call fails, the run stops by max_cost and the spend stays under it."""
     write_pairs(tmp_path / "pairs.jsonl", 30)
     out = tmp_path / "ad"
     with FakeLLMServer() as srv:
         res = runner.invoke(app, ["audit", "--adaptive", "--judge", spec_of(srv), "--data",
                                   f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes",
                                   "position,verbosity", "--round-size", "5", "--max-cost",
-                                  "0.2", "--out", str(out)])
+                                  "1.2", "--out", str(out)])
     assert res.exit_code == 0, res.output
     doc = results(out)
     assert doc["adaptive"]["stopped_by"] == "max_cost"
     assert doc["calls"]["not_sent"] == 0 and doc["calls"]["failed"] == 0
+    # No round started that would pass the cap by the previous round's cost (before, rounds
+    # ran until the cap was spent, so the last one passed it).
+    assert doc["adaptive"]["rounds"] >= 2  # a round costs about $0.44 here
+    assert doc["calls"]["cost_usd"] <= 1.2
 
 
 def test_the_python_api_takes_the_cap(tmp_path):

@@ -23,7 +23,7 @@ A probe stops as
 - underpowered at max-n (or when its items run out) with its current interval, unless one
   of the two rules above holds there.
 The run stops when every probe has stopped, or before a round that would exceed `max_calls`
-(estimated from the previous round) / once `max_cost` USD is spent; open probes then stop
+or `max_cost` USD (each estimated from the previous round); open probes then stop
 as underpowered ("budget"). It stops too once the judge's client stopped sending (its
 server could not be reached or stopped answering: `RetryPolicy.stop_after`): "not_sent".
 A probe that stopped as not biased but is in the final e-BH rejection set is reported
@@ -239,19 +239,19 @@ async def run_adaptive(
     # item depends on that item alone: per-item perturbation seeds, per-call verdicts).
     streams: dict[str, list[float]] = {p.name: [] for p in probes}
     taken = dict.fromkeys(probe_names, 0)  # items given to each probe so far
-    rnd, stopped_by, last_round_calls = 0, "all probes stopped", 0
+    rnd, stopped_by, last_round_calls, last_round_cost = 0, "all probes stopped", 0, 0.0
     while not rule.all_stopped:
         if max_calls is not None and calls["total"] + last_round_calls > max_calls:
             stopped_by = "max_calls"
             break
-        if max_cost is not None and _cost(bundle) >= max_cost:
+        if max_cost is not None and _cost(bundle) + last_round_cost > max_cost:
             stopped_by = "max_cost"
             break
         if bundle.client.stopped:  # the server is not answering: no round would be sent
             stopped_by = "server not answering"
             break
         rnd += 1
-        before = calls["total"]
+        before, cost_before = calls["total"], _cost(bundle)
         m = rnd * round_size
         open_probes = [p for p in probes if by_name[p.name].open]
         new = {p.name: plans[p.name].items[taken[p.name]:m] for p in open_probes}
@@ -275,7 +275,7 @@ async def run_adaptive(
             n_all = len(plans[p.name].items)
             done[p.name] = (None if m < n_all else "max_n" if n_all >= max_n else "exhausted")
         rule.step(rnd, done)
-        last_round_calls = calls["total"] - before
+        last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
     if not rule.all_stopped:
         rule.stop_all(rnd, "not_sent" if bundle.client.stopped else "budget")
     verdicts = rule.verdicts()
