@@ -51,6 +51,10 @@ Anthropic requests ending in an assistant turn (as models without those features
 `models=[...]` serves only those model names, as vLLM does: another name gets its 404 "The
 model `x` does not exist.", and GET /v1/models lists them. `redirect_to=URL` answers every
 POST with a 301 to URL + the path (a plain-HTTP port redirecting to HTTPS).
+`tgi=True` sends errors as text-generation-inference does: `{"error": "...", "error_type":
+...}`, a request it refuses as 422 (not 400).
+`max_top_logprobs=N` answers a request asking for more top logprobs with the 422 that
+text-generation-inference sends (its `--max-top-n-tokens`, 5 unless set).
 `echo_prefill=True` answers a request ending in an assistant turn with that turn and its
 continuation ("The better response is Response" + " A."), as llama.cpp's server does.
 `loading_for=SECONDS` answers every request 503 "Loading model" for that long after the
@@ -243,6 +247,8 @@ class FakeLLMServer:
         loading_for: float = 0.0,
         echo_prefill: bool = False,
         usage: bool = True,
+        max_top_logprobs: int | None = None,
+        tgi: bool = False,
         seed: int = 0,
         port: int = 0,
     ):
@@ -272,6 +278,8 @@ class FakeLLMServer:
         self.loading_for = loading_for
         self.echo_prefill = echo_prefill
         self.usage = usage  # False: answers carry no token counts (some proxies omit them)
+        self.max_top_logprobs = max_top_logprobs
+        self.tgi = tgi
         self._ready_at = 0.0  # set by start()
         self.gets = 0  # GET requests (readiness checks, model lists)
         self._rng = random.Random(seed)
@@ -500,6 +508,9 @@ class _Handler(BaseHTTPRequestHandler):
             kind = {401: "authentication_error", 429: "rate_limit_error", 400:
                     "invalid_request_error"}.get(status, "api_error")
             body = {"type": "error", "error": {"type": kind, "message": message}}
+        elif self.server.fake.tgi:  # its errors: a string, and 422 for a request it refuses
+            body = {"error": message, "error_type": "validation" if status == 400 else "fake"}
+            status = 422 if status == 400 else status
         else:
             body = {"error": {"message": message, "type": "fake_error", "code": status}}
         self._send(status, json.dumps(body).encode(), headers=headers)
@@ -638,6 +649,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault in ("content_filter", "invalid_prompt", "quota"):
             self._refuse(fault, anthropic, rec)
+            return
+        top_n = int(body.get("top_logprobs") or 0)
+        if not anthropic and fake.max_top_logprobs is not None and top_n > fake.max_top_logprobs:
+            rec.status = 422  # text-generation-inference's own body (its --max-top-n-tokens)
+            self._send(422, json.dumps({
+                "error": "Input validation error: `top_n_tokens` must be >= 0 and <= "
+                         f"{fake.max_top_logprobs}. Given: {top_n}",
+                "error_type": "validation"}).encode())
             return
         if not anthropic and fake.reject_logprobs and body.get("logprobs"):
             rec.status = 400

@@ -26,6 +26,7 @@ from judgeaudit.llm.providers.openai import (
     choice_probs,
     parse_retry_after,
     redact,
+    top_logprobs_limit,
 )
 
 pytestmark = pytest.mark.usefixtures("no_key_env")
@@ -194,6 +195,34 @@ async def test_server_rejecting_logprobs_is_retried_once_without_and_remembered(
     await p.generate(judge_request(10, "B"))
     assert srv.count() == 3 and "logprobs" not in srv.requests[2].body  # remembered
     await p.aclose()
+
+
+async def test_a_server_allowing_fewer_top_logprobs_is_asked_for_what_it_allows(fake_server):
+    """text-generation-inference allows 5 top logprobs unless told otherwise and answers 422
+    to 20: every call failed as a bad request. Now the provider asks for the 5 it allows
+    (and remembers), and the verdict keeps its probabilities."""
+    srv = fake_server(max_top_logprobs=5, confidence=0.7)
+    p = provider(srv)
+    out = await p.generate(judge_request(11, "A"))
+    assert [r.status for r in srv.requests] == [422, 200]
+    assert srv.requests[1].body["top_logprobs"] == 5
+    assert out.probs == pytest.approx({"A": 0.7 / 0.94, "B": 0.24 / 0.94})
+    await p.generate(judge_request(12, "B"))
+    assert srv.count() == 3 and srv.requests[2].body["top_logprobs"] == 5  # remembered
+    await p.aclose()
+
+
+@pytest.mark.parametrize(("message", "limit"), [
+    ("Input validation error: `top_n_tokens` must be >= 0 and <= 5. Given: 20", 5),
+    ("Requested sample logprobs of 20, which is greater than max allowed: 8 "
+     "(parameter=logprobs, value=20)", 8),  # vLLM started with --max-logprobs 8
+    ("top_logprobs must be less than or equal to 10", 10),
+    ("logprobs is not supported by this model", None),
+    ("`top_n_tokens` != 0 is not allowed for this endpoint", None),
+    ("max_tokens must be <= 4096", None),
+])
+def test_the_limit_a_refusal_of_top_logprobs_names(message, limit):
+    assert top_logprobs_limit(message.lower()) == limit
 
 
 async def test_logprobs_off_never_asks(fake_server):

@@ -62,7 +62,7 @@ def anthropic(srv):
     (openai, "tgi", "too_long"), (openai, None, "413"), (anthropic, "anthropic", "too_long"),
 ])
 async def test_a_prompt_too_long_fails_that_call_only(fake_server, make, server, fault):
-    srv = fake_server(rule=too_long_for(LONG, fault),
+    srv = fake_server(rule=too_long_for(LONG, fault), tgi=server == "tgi",
                       too_long_message=MESSAGES.get(server) if server else None)
     client = Client(make(srv), concurrency=2, retry=RetryPolicy(max_retries=3,
                                                                base_delay=0.001))

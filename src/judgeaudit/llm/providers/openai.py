@@ -384,6 +384,27 @@ def api_key(params: dict[str, str], key_env: str, provider: str) -> str | None:
     return key
 
 
+# Top logprobs asked per token: OpenAI's and vLLM's most. A server allowing fewer (text-
+# generation-inference: 5 unless --max-top-n-tokens) is asked for what it allows
+# (`top_logprobs_limit`); the two labels of a verdict are nearly always among the top 5.
+TOP_LOGPROBS = 20
+_TOP_LIMIT = re.compile(
+    r"(?:<=?|at most|less than or equal to|max(?:imum)?(?: allowed)?(?: value)?(?: is)?"
+    r"(?: of)?:?)\s*(\d+)")
+
+
+def top_logprobs_limit(message: str) -> int | None:
+    """The most top logprobs a server allows, from its refusal of more (lower case):
+    text-generation-inference's "`top_n_tokens` must be >= 0 and <= 5. Given: 20", vLLM's
+    "requested sample logprobs of 20, which is greater than max allowed: 5", "top_logprobs
+    must be less than or equal to 5". None when the message names no limit."""
+    if not any(w in message for w in ("top_logprobs", "top_n_tokens", "top logprobs",
+                                      "sample logprobs")):
+        return None
+    found = [int(n) for n in _TOP_LIMIT.findall(message)]
+    return min(found) if found else None
+
+
 def server_message(exc: Any) -> str:
     """The server's own error message from an SDK status error, else the exception text."""
     body = getattr(exc, "body", None)
@@ -391,6 +412,10 @@ def server_message(exc: Any) -> str:
         err = body.get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str):
             return err["message"]
+        if isinstance(err, str) and err:
+            return err
+    if isinstance(body, str) and body:  # text-generation-inference's {"error": "..."}
+        return body
     return str(getattr(exc, "message", None) or exc)
 
 
@@ -581,11 +606,12 @@ def add_choice_line(msgs: list[dict[str, Any]], choices: Sequence[str]) -> None:
 
 
 def chat_body(request: Request, model: str, *, prefill_mode: str = "instruct",
-              temperature: float | None = None, logprobs: bool = True) -> dict[str, Any]:
+              temperature: float | None = None, logprobs: bool = True,
+              top_logprobs: int = TOP_LOGPROBS) -> dict[str, Any]:
     """The chat-completions body for `request` (what the openai provider sends; also the
     body of every line of a plan file, whatever the provider): model, messages, max_tokens,
-    temperature (`temperature` overrides the request's), and top-20 logprobs when the request
-    has choices and `logprobs` is on."""
+    temperature (`temperature` overrides the request's), and the top logprobs when the
+    request has choices and `logprobs` is on."""
     msgs, extra = chat_messages(request, prefill_mode)
     body: dict[str, Any] = {
         "model": model,
@@ -596,7 +622,7 @@ def chat_body(request: Request, model: str, *, prefill_mode: str = "instruct",
     }
     if request.choices and logprobs:
         body["logprobs"] = True
-        body["top_logprobs"] = 20
+        body["top_logprobs"] = top_logprobs
     return body
 
 
@@ -720,6 +746,7 @@ class OpenAIProvider(Provider):
         self.price_per_mtok = price_for(model, p, OPENAI_PRICES, self.name, hosted)
         self.billed = billed(self.base_urls, "OPENAI_BASE_URL")
         self._logprobs_ok = True  # cleared when the server rejects logprobs once
+        self._top_logprobs = TOP_LOGPROBS  # lowered to what the server allows
         self._sdk_client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # Several servers (base_url=URL1|URL2): least in flight first, per_server at most.
@@ -852,7 +879,8 @@ class OpenAIProvider(Provider):
         also each line's body in batch mode and in a plan file."""
         want_lp = bool(request.choices) and self.logprobs_mode == "auto" and self._logprobs_ok
         body = chat_body(request, self.model, prefill_mode=self.prefill_mode,
-                         temperature=self.temperature, logprobs=want_lp)
+                         temperature=self.temperature, logprobs=want_lp,
+                         top_logprobs=self._top_logprobs)
         limit = body.pop("max_tokens")
         body[self._token_field] = self.max_tokens or limit
         if not self._temperature_ok:
@@ -868,7 +896,12 @@ class OpenAIProvider(Provider):
         stands. Calls in flight when the first refusal came are refused too and just send
         again."""
         change = None
-        if "logprob" in message and "logprobs" in sent:
+        limit = top_logprobs_limit(message) if "logprobs" in sent else None
+        if limit is not None and 0 < limit < sent.get("top_logprobs", 0):
+            if limit < self._top_logprobs:
+                change = f"top_logprobs={sent['top_logprobs']}; asking for the top {limit}"
+                self._top_logprobs = limit
+        elif ("logprob" in message or "top_n_tokens" in message) and "logprobs" in sent:
             if self._logprobs_ok:
                 change = "logprobs; continuing without them"
             self._logprobs_ok = False
@@ -961,7 +994,8 @@ class OpenAIProvider(Provider):
         import openai
 
         secrets = [self.params.get("api_key"), os.environ.get(self.key_env)]
-        for attempt in range(4):  # at most one change each: logprobs, token field, temperature
+        for attempt in range(5):  # one change each: top logprobs, logprobs, token field,
+            # temperature
             body = self.request_body(request)  # as the server allows it so far
             try:
                 # The SDK's documented raw `post` (auth, base_url, timeouts, status errors as
@@ -971,8 +1005,8 @@ class OpenAIProvider(Provider):
                 http = await client.post("/chat/completions", cast_to=_http_response_cls(),
                                          body=body)
                 break
-            except openai.BadRequestError as exc:
-                if attempt < 3 and self._adapt(server_message(exc).lower(), body):
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if attempt < 4 and self._adapt(server_message(exc).lower(), body):
                     continue
                 raise self._mapped(exc, openai, secrets, where) from None
             except openai.NotFoundError as exc:
