@@ -53,6 +53,8 @@ model `x` does not exist.", and GET /v1/models lists them. `redirect_to=URL` ans
 POST with a 301 to URL + the path (a plain-HTTP port redirecting to HTTPS).
 `tgi=True` sends errors as text-generation-inference does: `{"error": "...", "error_type":
 ...}`, a request it refuses as 422 (not 400).
+`positive_temperature=True` refuses temperature 0 ("`temperature` must be strictly
+positive", as text-generation-inference before 2.0.1 did).
 `max_top_logprobs=N` answers a request asking for more top logprobs with the 422 that
 text-generation-inference sends (its `--max-top-n-tokens`, 5 unless set).
 `echo_prefill=True` answers a request ending in an assistant turn with that turn and its
@@ -249,6 +251,7 @@ class FakeLLMServer:
         usage: bool = True,
         max_top_logprobs: int | None = None,
         tgi: bool = False,
+        positive_temperature: bool = False,
         seed: int = 0,
         port: int = 0,
     ):
@@ -280,6 +283,7 @@ class FakeLLMServer:
         self.usage = usage  # False: answers carry no token counts (some proxies omit them)
         self.max_top_logprobs = max_top_logprobs
         self.tgi = tgi
+        self.positive_temperature = positive_temperature
         self._ready_at = 0.0  # set by start()
         self.gets = 0  # GET requests (readiness checks, model lists)
         self._rng = random.Random(seed)
@@ -657,6 +661,10 @@ class _Handler(BaseHTTPRequestHandler):
                 "error": "Input validation error: `top_n_tokens` must be >= 0 and <= "
                          f"{fake.max_top_logprobs}. Given: {top_n}",
                 "error_type": "validation"}).encode())
+            return
+        if not anthropic and fake.positive_temperature and body.get("temperature", 1) <= 0:
+            rec.status = 422 if fake.tgi else 400
+            self._error(400, "`temperature` must be strictly positive", anthropic)
             return
         if not anthropic and fake.reject_logprobs and body.get("logprobs"):
             rec.status = 400

@@ -22,6 +22,7 @@ from judgeaudit.llm import (
 )
 from judgeaudit.llm.base import request_key
 from judgeaudit.llm.providers.openai import (
+    NEARLY_GREEDY,
     OpenAIProvider,
     choice_probs,
     parse_retry_after,
@@ -209,6 +210,22 @@ async def test_a_server_allowing_fewer_top_logprobs_is_asked_for_what_it_allows(
     assert out.probs == pytest.approx({"A": 0.7 / 0.94, "B": 0.24 / 0.94})
     await p.generate(judge_request(12, "B"))
     assert srv.count() == 3 and srv.requests[2].body["top_logprobs"] == 5  # remembered
+    await p.aclose()
+
+
+async def test_a_server_refusing_temperature_0_gets_a_nearly_greedy_one(fake_server, caplog):
+    """text-generation-inference before 2.0.1 refused temperature 0 ("must be strictly
+    positive"): the 422 failed every call. Dropping the temperature would sample at the
+    server's default of 1, so 0 is sent as NEARLY_GREEDY instead, once warned."""
+    srv = fake_server(positive_temperature=True, tgi=True)
+    p = provider(srv)
+    out = await p.generate(judge_request(13, "A"))
+    assert out.text == "A"
+    assert [r.status for r in srv.requests] == [422, 200]
+    assert srv.requests[1].body["temperature"] == NEARLY_GREEDY
+    await p.generate(judge_request(14, "B"))
+    assert srv.count() == 3 and srv.requests[2].body["temperature"] == NEARLY_GREEDY
+    assert caplog.text.count("rejects temperature 0") == 1
     await p.aclose()
 
 

@@ -13,10 +13,11 @@ pool size, default 64), `price_in`/`price_out` (USD per million prompt/completio
 Any other parameter is refused (`KNOWN_PARAMS`); `base_url` must be
 http(s)://host[:port][/path], without the endpoint (`/chat/completions`) on it.
 
-Models that refuse a parameter: a 400 that names logprobs (sent without them), asks for
-`max_completion_tokens` instead of `max_tokens` (OpenAI's o-series and gpt-5), or refuses any
-temperature but the default (sent without one) is answered by sending the request again
-without it, once per provider, with a warning.
+Models that refuse a parameter: a 400 or 422 that names logprobs (sent without them) or the
+most top logprobs allowed (text-generation-inference: 5; asked for that many), asks for
+`max_completion_tokens` instead of `max_tokens` (OpenAI's o-series and gpt-5), refuses
+temperature 0 (`NEARLY_GREEDY` sent instead) or any temperature but the default (sent without
+one) is answered by sending the request again without it, once per provider, with a warning.
 
 Scale-out: `base_url=URL1|URL2|...` spreads calls over several servers of the same model
 (the one with the fewest calls in flight first, at most `per_server` at a time on each); a
@@ -393,6 +394,14 @@ _TOP_LIMIT = re.compile(
     r"(?: of)?:?)\s*(\d+)")
 
 
+# The temperature sent for 0 to a server that refuses 0 ("`temperature` must be strictly
+# positive": text-generation-inference before 2.0.1; "(0, +inf)"): as good as greedy for a
+# one-token verdict, where dropping the temperature would sample at the server's default 1.
+NEARLY_GREEDY = 1e-3
+_POSITIVE_ONLY = re.compile(r"strictly positive|must be (?:> ?0|greater than 0|positive)|"
+                            r"\(0(?:\.0)?, ?\+?inf")
+
+
 def top_logprobs_limit(message: str) -> int | None:
     """The most top logprobs a server allows, from its refusal of more (lower case):
     text-generation-inference's "`top_n_tokens` must be >= 0 and <= 5. Given: 20", vLLM's
@@ -732,6 +741,7 @@ class OpenAIProvider(Provider):
         # Set once the server refuses them (see the module docstring).
         self._token_field = "max_tokens"
         self._temperature_ok = True
+        self._zero_temperature_ok = True  # cleared by a server that wants it > 0
         self.max_connections = int_param(p, "max_connections", self.name, default=64)
         self.logprobs_mode = p.get("logprobs", "auto")
         if self.logprobs_mode not in ("auto", "off"):
@@ -885,6 +895,8 @@ class OpenAIProvider(Provider):
         body[self._token_field] = self.max_tokens or limit
         if not self._temperature_ok:
             body.pop("temperature", None)
+        elif body.get("temperature") == 0 and not self._zero_temperature_ok:
+            body["temperature"] = NEARLY_GREEDY
         if self.reasoning_effort:
             body["reasoning_effort"] = self.reasoning_effort
         return body
@@ -909,6 +921,12 @@ class OpenAIProvider(Provider):
             if self._token_field == "max_tokens":
                 change = "max_tokens; sending max_completion_tokens instead"
             self._token_field = "max_completion_tokens"
+        elif ("temperature" in message and sent.get("temperature") == 0
+              and _POSITIVE_ONLY.search(message)):
+            if self._zero_temperature_ok:
+                change = (f"temperature 0; sending {NEARLY_GREEDY:g} instead (nearly greedy; "
+                          "give temperature= in the spec to choose)")
+            self._zero_temperature_ok = False
         elif ("temperature" in message and "temperature" in sent
               and ("unsupported" in message or "not support" in message)):
             if self._temperature_ok:
@@ -994,8 +1012,8 @@ class OpenAIProvider(Provider):
         import openai
 
         secrets = [self.params.get("api_key"), os.environ.get(self.key_env)]
-        for attempt in range(5):  # one change each: top logprobs, logprobs, token field,
-            # temperature
+        for attempt in range(6):  # one change each: top logprobs, logprobs, token field,
+            # temperature (twice: 0 refused, then any)
             body = self.request_body(request)  # as the server allows it so far
             try:
                 # The SDK's documented raw `post` (auth, base_url, timeouts, status errors as
@@ -1006,7 +1024,7 @@ class OpenAIProvider(Provider):
                                          body=body)
                 break
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                if attempt < 4 and self._adapt(server_message(exc).lower(), body):
+                if attempt < 5 and self._adapt(server_message(exc).lower(), body):
                     continue
                 raise self._mapped(exc, openai, secrets, where) from None
             except openai.NotFoundError as exc:
