@@ -53,6 +53,8 @@ model `x` does not exist.", and GET /v1/models lists them. `redirect_to=URL` ans
 POST with a 301 to URL + the path (a plain-HTTP port redirecting to HTTPS).
 `tgi=True` sends errors as text-generation-inference does: `{"error": "...", "error_type":
 ...}`, a request it refuses as 422 (not 400).
+`forbid_params={...}` answers a request carrying any of those fields with the 422 Mistral's
+API sends for fields it does not take ("extra_forbidden", "Extra inputs are not permitted").
 `positive_temperature=True` refuses temperature 0 ("`temperature` must be strictly
 positive", as text-generation-inference before 2.0.1 did).
 `max_top_logprobs=N` answers a request asking for more top logprobs with the 422 that
@@ -252,6 +254,7 @@ class FakeLLMServer:
         max_top_logprobs: int | None = None,
         tgi: bool = False,
         positive_temperature: bool = False,
+        forbid_params: Iterable[str] = (),
         seed: int = 0,
         port: int = 0,
     ):
@@ -284,6 +287,7 @@ class FakeLLMServer:
         self.max_top_logprobs = max_top_logprobs
         self.tgi = tgi
         self.positive_temperature = positive_temperature
+        self.forbid_params = set(forbid_params)
         self._ready_at = 0.0  # set by start()
         self.gets = 0  # GET requests (readiness checks, model lists)
         self._rng = random.Random(seed)
@@ -661,6 +665,14 @@ class _Handler(BaseHTTPRequestHandler):
                 "error": "Input validation error: `top_n_tokens` must be >= 0 and <= "
                          f"{fake.max_top_logprobs}. Given: {top_n}",
                 "error_type": "validation"}).encode())
+            return
+        extra = sorted(fake.forbid_params & set(body)) if not anthropic else []
+        if extra:
+            rec.status = 422  # Mistral's API: pydantic's extra_forbidden, per field
+            self._send(422, json.dumps({"object": "error", "message": {"detail": [
+                {"type": "extra_forbidden", "loc": ["body", k], "msg": "Extra inputs are not "
+                 "permitted", "input": body[k]} for k in extra]},
+                "type": "invalid_request_error", "param": None, "code": None}).encode())
             return
         if not anthropic and fake.positive_temperature and body.get("temperature", 1) <= 0:
             rec.status = 422 if fake.tgi else 400

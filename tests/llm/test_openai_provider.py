@@ -229,6 +229,18 @@ async def test_a_server_refusing_temperature_0_gets_a_nearly_greedy_one(fake_ser
     await p.aclose()
 
 
+async def test_a_server_forbidding_the_logprobs_fields_is_asked_without_them(fake_server):
+    """Mistral's API refuses fields it does not take with a 422 whose message is a list of
+    pydantic errors (not a string); before, a 422 was never adapted: every call failed."""
+    srv = fake_server(forbid_params={"logprobs", "top_logprobs"})
+    p = provider(srv)
+    out = await p.generate(judge_request(15, "A"))
+    assert out.text == "A" and out.probs is None
+    assert [r.status for r in srv.requests] == [422, 200]
+    assert "logprobs" not in srv.requests[1].body
+    await p.aclose()
+
+
 @pytest.mark.parametrize(("message", "limit"), [
     ("Input validation error: `top_n_tokens` must be >= 0 and <= 5. Given: 20", 5),
     ("Requested sample logprobs of 20, which is greater than max allowed: 8 "

@@ -421,6 +421,8 @@ def server_message(exc: Any) -> str:
         err = body.get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str):
             return err["message"]
+        if isinstance(err, dict) and err.get("message"):  # Mistral: pydantic's error list
+            return json.dumps(err["message"])[:2000]
         if isinstance(err, str) and err:
             return err
     if isinstance(body, str) and body:  # text-generation-inference's {"error": "..."}
