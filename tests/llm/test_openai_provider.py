@@ -245,7 +245,9 @@ async def test_a_server_forbidding_the_logprobs_fields_is_asked_without_them(fak
     ("Input validation error: `top_n_tokens` must be >= 0 and <= 5. Given: 20", 5),
     ("Requested sample logprobs of 20, which is greater than max allowed: 8 "
      "(parameter=logprobs, value=20)", 8),  # vLLM started with --max-logprobs 8
+    ("Invalid value for 'top_logprobs': must be less than or equal to 5.", 5),  # Azure
     ("top_logprobs must be less than or equal to 10", 10),
+    ("Logprobs is not enabled for models/gemini-2.5-pro", None),  # Gemini: none at all
     ("logprobs is not supported by this model", None),
     ("`top_n_tokens` != 0 is not allowed for this endpoint", None),
     ("max_tokens must be <= 4096", None),
