@@ -125,6 +125,9 @@ class FakeBatchServer(FakeLLMServer):
             if fault is None and b["kind"] == "openai" and self.reject_logprobs \
                     and body.get("logprobs"):
                 fault = "logprobs"
+            if (fault is None and b["kind"] == "openai" and self.max_top_logprobs is not None
+                    and int(body.get("top_logprobs") or 0) > self.max_top_logprobs):
+                fault = "top_logprobs"
             if fault is not None:
                 b["err"].append((cid, fault, body))
                 continue
@@ -181,9 +184,12 @@ class FakeBatchServer(FakeLLMServer):
                 err.append({"id": rid, "custom_id": cid, "response": None,
                             "error": {"code": code, "message": f"request {fault}"}})
             else:
-                status = {"400": 400, "429": 429, "500": 500, "logprobs": 400}[fault]
-                msg = ("logprobs is not supported by this model" if fault == "logprobs"
-                       else f"fake line error {fault}")
+                status = {"400": 400, "429": 429, "500": 500, "logprobs": 400,
+                          "top_logprobs": 400}[fault]
+                msg = {"logprobs": "logprobs is not supported by this model",
+                       "top_logprobs": "Invalid value for 'top_logprobs': must be less than or "
+                                       f"equal to {self.max_top_logprobs}.",  # Azure's words
+                       }.get(fault, f"fake line error {fault}")
                 err.append({"id": rid, "custom_id": cid,
                             "response": {"status_code": status, "request_id": "req_x",
                                          "body": {"error": {"message": msg,

@@ -161,6 +161,20 @@ async def test_a_server_refusing_logprobs_in_batch_is_asked_without_them(tmp_pat
         assert srv.batch_count() == 2 and client.stats.retries == 6
 
 
+async def test_a_server_allowing_fewer_top_logprobs_in_batch_is_asked_for_what_it_allows(
+        tmp_path):
+    """Each line refused for asking 20 top logprobs (Azure: at most 5) is asked again in the
+    next batch with 5, as a live call is, and keeps its probabilities (before, logprobs were
+    dropped for good)."""
+    with FakeBatchServer(max_top_logprobs=5) as srv:
+        client = Client(provider(srv, batch="on", **FAST), Cache(tmp_path / "c.sqlite"))
+        outs = await client.map(requests(6))
+        await client.aclose()
+        assert not any(isinstance(o, CallFailed) for o in outs)
+        assert all(o.probs is not None for o in outs)
+        assert srv.batch_count() == 2 and client.stats.retries == 6
+
+
 def test_batch_price_is_half_the_listed_price_and_parameters_are_checked():
     sync = make_provider("openai", "gpt-4o-mini", {})
     batch = make_provider("openai", "gpt-4o-mini", {"batch": "on"})

@@ -78,6 +78,11 @@ def read_output_line(d: Any) -> LineResult:
     return LineResult(key, body=body)
 
 
+# The body fields the provider changes after a refusal names one (`OpenAIProvider._adapt`).
+ADAPTED_FIELDS = ("logprobs", "top_logprobs", "max_tokens", "max_completion_tokens",
+                  "temperature")
+
+
 class OpenAIBatchBackend:
     """The Batch API behind one `openai` provider (its SDK client, key and error mapping)."""
 
@@ -85,9 +90,14 @@ class OpenAIBatchBackend:
 
     def __init__(self, provider: Any):
         self.p = provider
+        # Per line, the parameters a refusal may name (`line_error`) as they were sent: by the
+        # time a line's error comes back, later lines may go out without them.
+        self._sent: dict[str, dict[str, Any]] = {}
 
     def entry(self, key: str, request: Request) -> dict[str, Any]:
-        return plan_entry(key, self.p.request_body(request))
+        body = self.p.request_body(request)
+        self._sent[key] = {k: body[k] for k in ADAPTED_FIELDS if k in body}
+        return plan_entry(key, body)
 
     def parse(self, body: dict[str, Any], choices: tuple[str, ...]) -> Response:
         from judgeaudit.llm.providers.openai import parse_chat_completion
@@ -95,10 +105,13 @@ class OpenAIBatchBackend:
         return parse_chat_completion(body, choices)
 
     def line_error(self, r: LineResult, request: Request | None) -> LineResult:
-        """A server refusing logprobs: ask again without them (as a live call does)."""
-        if (r.kind == "bad_request" and "logprob" in r.message.lower() and request is not None
-                and request.choices and self.p.logprobs_mode == "auto"):
-            self.p._logprobs_ok = False  # the next batch's lines go without them
+        """A line refused for a parameter the provider can change (logprobs, or fewer of
+        them; the token field; the temperature): ask again in the next batch with the change,
+        as a live call does (`OpenAIProvider._adapt`)."""
+        sent = self._sent.pop(r.key, None)
+        if request is None or r.kind != "bad_request":
+            return r
+        if self.p._adapt(r.message.lower(), sent or self.p.request_body(request)):
             return LineResult(r.key, kind=r.kind, retryable=True, message=r.message)
         return r
 
