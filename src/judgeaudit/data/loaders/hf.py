@@ -1,5 +1,6 @@
 """`hf:NAME` — tabular preference data: a Hugging Face hub dataset, or a local
-.jsonl/.json/.csv/.parquet file read with the same column mapping.
+.jsonl/.json/.csv/.tsv/.parquet file read with the same column mapping (CSV: comma, semicolon
+or tab separated, `judgeaudit.csvtext`).
 
 A local file needs no `datasets` package (json and csv from the standard library; parquet
 needs pyarrow). A hub name (`hf:org/dataset?split=test&config=x`) imports `datasets` lazily.
@@ -22,15 +23,14 @@ The hub path is not exercised by the tests (no network here).
 
 from __future__ import annotations
 
-import csv
 import importlib
-import io
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from judgeaudit.csvtext import CsvProblem, read_csv
 from judgeaudit.data.loaders._common import (
     UniqueIds,
     balanced_swaps,
@@ -45,7 +45,7 @@ from judgeaudit.data.loaders._common import (
 from judgeaudit.data.registry import DataError, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
 
-LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
 DEFAULTS: dict[str, tuple[str, ...]] = {
     "prompt": ("prompt", "question", "instruction", "input", "query"),
     "response_1": ("response_1", "response_a", "response_A", "output_1", "answer1", "answer_1"),
@@ -114,7 +114,7 @@ def _read_local(path: Path, split: str | None) -> Rows:
                 raise DataError(src, where, f"expected an object, got {type(row).__name__}")
             out.append((where, row))
         return out
-    if suf == ".csv":
+    if suf in (".csv", ".tsv"):
         return _read_csv(path)
     if suf == ".parquet":
         try:
@@ -132,35 +132,12 @@ def _read_local(path: Path, split: str | None) -> Rows:
 
 
 def _read_csv(path: Path) -> Rows:
-    """CSV rows keyed by the header, each with the line it starts on; a row with more or
-    fewer fields than the header, or a header naming a column twice, is an error."""
-    src = str(path)
-    reader = csv.reader(io.StringIO(read_text(path), newline=""), strict=True)
-    header: list[str] | None = None
-    out: Rows = []
-    end = 0
+    """CSV rows keyed by the header, each with the line it starts on (`csvtext.read_csv`:
+    comma, semicolon or tab separated, every row checked against the header)."""
     try:
-        for row in reader:
-            start, end = end + 1, reader.line_num
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue  # a blank line
-            if header is None:
-                header = row
-                dup = sorted({c for c in header if header.count(c) > 1})
-                if dup:
-                    raise DataError(src, start, f"column(s) {', '.join(map(repr, dup))} appear "
-                                    "more than once in the header")
-                continue
-            if len(row) != len(header):
-                raise DataError(src, start, f"expected {len(header)} fields (the header's), "
-                                f"got {len(row)}")
-            out.append((start, dict(zip(header, row, strict=True))))
-    except csv.Error as e:  # strict: an unclosed quote must not swallow the rows after it
-        raise DataError(src, end + 1, "malformed CSV in the record starting on this "
-                        f"line: {e}") from None
-    if header is None:
-        raise DataError(src, None, "empty file; expected a CSV header line")
-    return out
+        return read_csv(read_text(path))[1]
+    except CsvProblem as e:
+        raise DataError(str(path), e.line, e.problem) from None
 
 
 def _read_hub(name: str, params: dict[str, str]) -> Rows:

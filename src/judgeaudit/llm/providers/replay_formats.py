@@ -15,14 +15,14 @@ second) under order "12": the provider finds those from the texts a request show
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from judgeaudit.csvtext import CsvProblem, read_csv
 
 WIDE = ("winner_original_order", "winner_swapped_order")
 LONG = ("order", "verdict")
@@ -110,7 +110,10 @@ def read_table(src: str, path: Path, data: bytes) -> Table:
                     "csv": "a CSV header line"}[kind]
         raise ReplayFileError(src, None, f"empty file; expected {expected}")
     if kind == "csv":
-        columns, rows = _read_csv(src, text)
+        try:
+            columns, rows = read_csv(text)
+        except CsvProblem as e:
+            raise ReplayFileError(src, e.line, e.problem) from None
     elif kind == "jsonl":
         columns, rows = _read_jsonl(src, text)
     else:
@@ -209,38 +212,6 @@ def _element_lines(text: str, n: int) -> list[int]:
     except (ValueError, RecursionError):  # best effort: the document itself parsed
         lines += [lines[-1] if lines else 1] * (n - len(lines))
     return lines
-
-
-def _read_csv(src: str, text: str) -> tuple[list[str], list[tuple[int, Record]]]:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header: list[str] | None = None
-    rows: list[tuple[int, Record]] = []
-    end = 0
-    try:
-        for cells in reader:
-            start, end = end + 1, reader.line_num
-            if not cells or (len(cells) == 1 and not cells[0].strip()):
-                continue  # a blank line
-            if header is None:
-                header = cells
-                twice = sorted({c for c in header if header.count(c) > 1})
-                if twice:
-                    raise ReplayFileError(src, start, f"column(s) {', '.join(map(repr, twice))} "
-                                          "appear more than once in the header")
-                continue
-            if len(cells) != len(header):
-                more = "more" if len(cells) > len(header) else "fewer"
-                raise ReplayFileError(src, start, f"{len(cells)} fields, {more} than the "
-                                      f"header's {len(header)} ({', '.join(header)})")
-            rows.append((start, dict(zip(header, cells, strict=True))))
-    except csv.Error as exc:  # strict: an unclosed quote must not swallow the rows after it
-        raise ReplayFileError(src, end + 1, "malformed CSV in the record starting on this "
-                              f"line: {exc}") from None
-    if header is None:
-        raise ReplayFileError(src, None, "empty file; expected a CSV header line")
-    if not rows:
-        raise ReplayFileError(src, None, "no rows after the header line")
-    return header, rows
 
 
 def kind_of(v: Any) -> str:
