@@ -301,19 +301,20 @@ def load_pool(spec: str) -> Pool:
 def load_trusted(path: str | Path, pool: Pool) -> np.ndarray:
     """Trusted labels for the gate: JSON Lines `{"better": ID, "worse": ID}` or a CSV with
     columns better,worse. Returns rows (better index, worse index, 1)."""
-    import csv
+    from judgeaudit.csvtext import CsvProblem, read_csv
 
     p = Path(path).expanduser()
     if not p.exists():
         raise DataError(str(p), None, "no such file")
     index = {it.id: i for i, it in enumerate(pool.items)}
     rows: list[tuple[int, dict[str, Any]]]
-    if p.suffix.lower() == ".csv":
-        text = p.read_text(encoding="utf-8-sig")
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames or not {"better", "worse"} <= set(reader.fieldnames):
+    if p.suffix.lower() in (".csv", ".tsv"):
+        try:
+            header, rows = read_csv(p.read_text(encoding="utf-8-sig"))
+        except CsvProblem as e:
+            raise DataError(str(p), e.line, e.problem) from None
+        if not {"better", "worse"} <= set(header):
             raise DataError(str(p), 1, "expected a header with columns better,worse")
-        rows = [(reader.line_num, dict(r)) for r in reader]
     else:
         rows = read_jsonl(p)
     out = []
