@@ -33,6 +33,20 @@ def execute(plan_path, out_path, url):
                                 "error": None}) + "\n")
 
 
+async def plan_and_execute(p, reqs, srv, tmp_path) -> tuple[Cache, Client]:
+    """Plan `reqs` into plan.jsonl (their meta in c.sqlite), and answer the plan into
+    out.jsonl from `srv`, as an executor would. Returns the cache and the planning client."""
+    cache = Cache(tmp_path / "c.sqlite")
+    planner = Planner(tmp_path / "plan.jsonl")
+    planner.bind(cache)
+    client = Client(p, cache)
+    client.planner = planner
+    await client.map(reqs)
+    planner.write()
+    execute(tmp_path / "plan.jsonl", tmp_path / "out.jsonl", srv.url)
+    return cache, client
+
+
 async def test_planned_calls_are_lines_not_failures_and_bodies_match_live_calls(
         fake_server, tmp_path):
     srv = fake_server()
@@ -74,14 +88,7 @@ async def test_ingest_parses_an_answer_exactly_as_a_live_reply(fake_server, tmp_
     reqs = [judge_request(i, "AB"[i % 2]) for i in range(6)]
     live = Client(p, Cache(tmp_path / "live.sqlite"))
     want = await live.map(reqs)
-    cache = Cache(tmp_path / "c.sqlite")
-    planner = Planner(tmp_path / "plan.jsonl")
-    planner.bind(cache)
-    client = Client(p, cache)
-    client.planner = planner
-    await client.map(reqs)
-    planner.write()
-    execute(tmp_path / "plan.jsonl", tmp_path / "out.jsonl", srv.url)
+    cache, client = await plan_and_execute(p, reqs, srv, tmp_path)
     rep = ingest(tmp_path / "out.jsonl", cache, plan=tmp_path / "plan.jsonl")
     assert (rep.ingested, rep.unanswered, rep.not_in_plan, rep.errors) == (6, 0, 0, {})
     again = Client(p, cache)
@@ -105,14 +112,7 @@ async def test_ingest_cuts_a_prefill_the_executing_server_repeats(fake_server, t
     live = Client(p, Cache(tmp_path / "live.sqlite"))
     want = [r.text for r in await live.map(reqs)]
     assert [w.strip() for w in want] == ["A.", "B.", "A.", "B."]
-    cache = Cache(tmp_path / "c.sqlite")
-    planner = Planner(tmp_path / "plan.jsonl")
-    planner.bind(cache)
-    client = Client(p, cache)
-    client.planner = planner
-    await client.map(reqs)
-    planner.write()
-    execute(tmp_path / "plan.jsonl", tmp_path / "out.jsonl", srv.url)
+    cache, client = await plan_and_execute(p, reqs, srv, tmp_path)
     assert "The better response is Response A." in (tmp_path / "out.jsonl").read_text()
     assert ingest(tmp_path / "out.jsonl", cache).ingested == 4
     again = Client(p, cache)
