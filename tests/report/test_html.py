@@ -306,6 +306,25 @@ def test_evaluate_page(tmp_path):
     assert "&lt;script&gt;" in html and not re.search(r"<\s*(script|img)\b", html, re.I)
 
 
+def test_the_header_says_why_calls_were_not_sent_and_what_was_estimated():
+    """A run the spend cap stopped said its calls were not sent because "the server could not
+    be reached"; the reason the run recorded is shown instead, with the narrowing and the
+    calls whose tokens were estimated."""
+    doc = copy.deepcopy(load("evaluate_results.json"))
+    why = "the spend cap is reached ($0.0500 spent of max_cost $0.05 when sending stopped)"
+    doc["calls"].update(failed=7, not_sent=7, not_sent_why=why, narrowed_to=2,
+                        prompt_tokens=900, completion_tokens=10, cost_usd=0.05,
+                        usage_estimated=3)
+    text = " ".join(" ".join(parse(render_report(doc)).text).split())
+    assert f"7 failed (7 not sent: {why})" in text
+    assert "could not be reached" not in text
+    assert "at most 2 at a time after timeouts in the server's queue" in text
+    assert "$0.0500 at list prices (3 of the calls' tokens estimated from characters" in text
+    del doc["calls"]["not_sent_why"]
+    text = " ".join(" ".join(parse(render_report(doc)).text).split())
+    assert "7 not sent: the server could not be reached" in text
+
+
 def test_write_report_next_to_results_or_to_a_chosen_path(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
