@@ -17,6 +17,7 @@ settings themselves, as the API builds them with `model_construct`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -26,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from judgeaudit.data.spec import public_spec, split_specs
 from judgeaudit.session import Session
+
+log = logging.getLogger("judgeaudit.commands")
 
 if TYPE_CHECKING:
     from judgeaudit.config import (
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
         ScoringBiasConfig,
     )
     from judgeaudit.hubj.embed import Embedder
+    from judgeaudit.judges import JudgeBundle
     from judgeaudit.rank.live import Verdict
     from judgeaudit.rank.loop import ProgressHook
 
@@ -228,6 +232,9 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
         tr = s.tracker("auditing")
         if cfg.adaptive:
             from judgeaudit.audit.adaptive import run_adaptive
+
+            warn_rounds(bundle, -(-cfg.max_n // cfg.round_size), "an adaptive audit",
+                        "a fixed-n audit (no --adaptive) sends its calls in one batch")
 
             res = await run_adaptive(
                 bundle, items, names, seed=cfg.seed, alpha=cfg.alpha, max_n=cfg.max_n,
@@ -616,6 +623,17 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
 
 # ---- rank --------------------------------------------------------------------------------
 
+def warn_rounds(bundle: JudgeBundle, rounds: int, what: str, instead: str) -> None:
+    """Warn when a judge in batch mode (`batch=on`) serves a command that asks in rounds,
+    each chosen from the last one's answers: every round then waits for its own batch
+    (minutes to 24 h at the provider), one after another."""
+    if rounds > 1 and bundle.client.batched:
+        log.warning("%s sends its calls as provider batches (batch=on), and %s asks in rounds "
+                    "chosen from the answers before: up to %d batches one after another, each "
+                    "taking minutes to 24 h at the provider; %s", bundle.public_spec, what,
+                    rounds, instead)
+
+
 def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
                  on_call: Callable[[Verdict], None] | None = None, cli: bool = False) -> Run:
     """`judgeaudit rank`: the pool loaded and the request checked
@@ -628,6 +646,8 @@ def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
     inp = check(cfg, cli=cli)
 
     async def body(s: Session) -> dict[str, Any]:
+        warn_rounds(s.judge(cfg.judge), -(-cfg.budget // cfg.refit_every), "rank",
+                    "a larger --refit-every means fewer, larger batches")
         return await run_rank(s, inp, on_batch=on_batch, on_call=on_call)
 
     return Run("rank", public_spec(cfg.judge), cfg.items, body, lambda: cfg.budget,

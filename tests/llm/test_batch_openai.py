@@ -328,3 +328,37 @@ def test_an_audit_in_batch_mode_writes_the_results_of_a_sync_audit(tmp_path, mon
                 assert sum(srv.submitted.values()) == docs["sync"]["calls"]["made"]
     assert docs["batch"]["calls"]["made"] == docs["sync"]["calls"]["made"]
     assert stable({**docs["batch"], "judge": None}) == stable({**docs["sync"], "judge": None})
+
+
+def test_an_adaptive_audit_or_a_ranking_in_batch_mode_is_warned_of_its_rounds(
+        tmp_path, monkeypatch, caplog):
+    """Each round of an adaptive audit (or an active ranking) is chosen from the answers
+    before it, so in batch mode it waits for a batch of its own: said up front, with how
+    many rounds there can be; a live judge, or a fixed-n audit, hears nothing of it."""
+    from judgeaudit.cli.main import app
+    from tests.cli.test_cli import write_items
+
+    data = tmp_path / "items.jsonl"
+    write_items(data, 12)
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    with FakeBatchServer() as srv:
+        live = f"openai:fake?base_url={srv.openai_url}&api_key=k"
+        batch = f"{live}&batch=on&poll=0.02&batch_wait=0.05"
+        args = ["audit", "--data", f"jsonl:{data}", "--probes", "position"]
+        adaptive = ["--adaptive", "--round-size", "4", "--max-n", "12"]
+        for judge, extra, warned in ((batch, adaptive, True), (live, adaptive, False),
+                                     (batch, ["--n", "12"], False)):
+            caplog.clear()
+            res = CliRunner().invoke(app, [*args, "--judge", judge, *extra,
+                                           "--out", str(tmp_path / "o")])
+            assert res.exit_code == 0, res.output
+            said = "asks in rounds chosen from the answers before: up to 3 batches" in " ".join(
+                caplog.text.split())
+            assert said == warned, (judge, extra)
+        caplog.clear()
+        res = CliRunner().invoke(app, ["rank", "--judge", batch, "--items",
+                                       "builtin:controlled?seed=1&n=8&k=2", "--budget", "16",
+                                       "--out", str(tmp_path / "r")])
+        assert res.exit_code == 0, res.output
+        assert "rank asks in rounds chosen from the answers before: up to 2 batches" in " ".join(
+            caplog.text.split())

@@ -403,6 +403,13 @@ class Client:
             if self._inflight.get(key) is fut:
                 del self._inflight[key]
 
+    @property
+    def batched(self) -> bool:
+        """Whether cache misses go through the provider's batch API (`batch=on`): answers
+        then come back in minutes to hours, a batch at a time."""
+        make = getattr(self.provider, "batch_backend", None)
+        return make is not None and make() is not None
+
     def _batch(self) -> Any:
         """This loop's Batcher when the provider runs in batch mode, else None."""
         make = getattr(self.provider, "batch_backend", None)
