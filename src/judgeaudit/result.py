@@ -41,6 +41,12 @@ _RECORDS = frozenset({"verdicts", "comparisons", "scores", "invalid_examples", "
                       "calibration_items", "test_items", "plot", "heatmap"})
 
 
+# The call counts a summary carries (`Result.summary`): what a script gating on a run needs,
+# its spend and why calls were not sent included; a count the run did not record is left out.
+SUMMARY_CALLS = ("made", "cached", "failed", "not_sent", "not_sent_why", "cost_usd",
+                 "usage_estimated")
+
+
 class RunFailed(Exception):
     """Raised by `Result.raise_for_status` (and the API with `raise_on_failure=True`) for a run
     that judged too little to be trusted; `result` holds the whole document."""
@@ -279,7 +285,7 @@ class Result(BaseModel):
         out: dict[str, Any] = {
             "command": self.command, "ok": self.ok, "reason": self.reason,
             "judge": d.get("judge"), "data": d.get("data"), "version": d.get("version"),
-            "calls": {k: c.get(k) for k in ("made", "cached", "failed") if k in c},
+            "calls": {k: c.get(k) for k in SUMMARY_CALLS if c.get(k) is not None},
             "seconds": d.get("seconds"),
         }
         cmd = self.command

@@ -122,6 +122,9 @@ def test_the_python_api_takes_the_cap(tmp_path):
                                   max_cost=0.05, cache=False, concurrency=1)
         assert not res.ok and "spend cap is reached" in res.reason
         assert srv.count() == res.calls["made"] < 60
+        summary = res.summary()["calls"]  # what --json prints: the spend and the reason too
+        assert summary["not_sent"] == 60 - srv.count() and summary["cost_usd"] <= 0.05
+        assert "spend cap is reached" in summary["not_sent_why"]
         with pytest.raises(ValueError, match="max_cost: expected"):
             judgeaudit.evaluate(spec_of(srv), "builtin:facts", max_cost=-1)
         sess = Session(cache=False)
