@@ -213,6 +213,12 @@ def test_plan_only_says_what_the_planned_requests_would_use_and_cost(tmp_path, m
     text = " ".join(res.output.split())
     assert (f"about {round(chars / CHARS_PER_TOKEN):,} prompt tokens (characters / 4) and at "
             f"most {completion:,} completion tokens; about ${cost:.4f} at list prices") in text
+    assert "--max-cost" not in text
+    capped = invoke("--plan-only", tmp_path / "p4.jsonl", "audit", "--judge", judge, "--n",
+                    "10", "--max-cost", f"{cost / 4:.6f}", "--out", tmp_path / "o4")
+    text = " ".join(capped.output.split())
+    assert f"above --max-cost ${cost / 4:.6f}".rstrip("0") in text
+    assert "a run with it would stop after about 25% of these requests" in text
     unpriced = invoke("--plan-only", tmp_path / "p2.jsonl", "audit", "--judge",
                       "openai:m?base_url=https://api.example.com/v1&api_key=k", "--n", "10",
                       "--out", tmp_path / "o2")

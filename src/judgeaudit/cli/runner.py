@@ -115,6 +115,8 @@ def run_command(cfg: Any, run: Any,
     if planner is not None and cfg.no_cache:
         raise fail("--plan-only needs the cache (the answers are ingested into it): drop "
                    "--no-cache")
+    if planner is not None:  # its estimate is compared with the cap
+        planner.max_cost = getattr(cfg, "max_cost", None)
     store = open_cache(cfg.cache, cfg.no_cache)
     with show() as bars:
         sess = Session(cache=store if store is not None else False,

@@ -100,6 +100,7 @@ class Planner:
         self.max_completion = 0
         self.cost_usd = 0.0
         self.unpriced: set[str] = set()  # models that may bill at a price not known here
+        self.max_cost: float | None = None  # the command's --max-cost, to compare with
 
     @property
     def n(self) -> int:
@@ -136,6 +137,9 @@ class Planner:
                 "completion tokens")
         if self.cost_usd > 0:
             text += f"; about ${self.cost_usd:.4f} at list prices (completions at max_tokens)"
+            if self.max_cost is not None and self.cost_usd > self.max_cost:
+                text += (f", above --max-cost ${self.max_cost:g}: a run with it would stop "
+                         f"after about {self.max_cost / self.cost_usd:.0%} of these requests")
         if self.unpriced:
             text += (f"; the price of {', '.join(sorted(self.unpriced))} is not known (give "
                      "price_in and price_out in the judge spec)")
