@@ -36,6 +36,15 @@ def test_separators_inside_quotes_do_not_count():
     assert delimiter_of("\n\n a;b\n") == ";"  # the first line that is not blank
 
 
+def test_an_excel_separator_line_names_the_separator_and_is_not_the_header():
+    header, rows = read_csv('sep=;\r\nid;note\r\nq1;"a, b"\r\nq2;c\r\n')
+    assert header == ["id", "note"]
+    assert rows == [(3, {"id": "q1", "note": "a, b"}), (4, {"id": "q2", "note": "c"})]
+    with pytest.raises(CsvProblem) as err:
+        read_csv("sep=,\nid,note\nq1\n")
+    assert err.value.line == 3  # lines counted in the file, the sep= line included
+
+
 def test_a_row_that_does_not_fit_names_its_line_and_the_separator():
     with pytest.raises(CsvProblem) as err:
         read_csv("a;b;c\n1;2;3\n1;2\n")

@@ -42,17 +42,24 @@ def delimiter_of(text: str) -> str:
 
 def read_csv(text: str) -> tuple[list[str], list[tuple[int, Record]]]:
     """(header, [(line the row starts on, {column: value})]) of a CSV text whose separator is
-    its header's (`delimiter_of`). Blank lines are skipped; a header naming a column twice, a
-    row with more or fewer fields than the header, an unclosed quote (strict: it must not
-    swallow the rows after it), no header or no rows raise CsvProblem."""
-    sep = delimiter_of(text)
+    its header's (`delimiter_of`), or the one an Excel "sep=;" first line names. Blank lines
+    are skipped; a header naming a column twice, a row with more or fewer fields than the
+    header, an unclosed quote (strict: it must not swallow the rows after it), no header or
+    no rows raise CsvProblem."""
+    first, _, rest = text.partition("\n")
+    named = first.strip().lower()
+    skipped = 0
+    if named.startswith("sep=") and len(named) == 5:  # Excel's separator line
+        sep, text, skipped = first.strip()[4], rest, 1
+    else:
+        sep = delimiter_of(text)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
     header: list[str] | None = None
     rows: list[tuple[int, Record]] = []
-    end = 0
+    end = skipped
     try:
         for cells in reader:
-            start, end = end + 1, reader.line_num
+            start, end = end + 1, reader.line_num + skipped
             if not cells or (len(cells) == 1 and not cells[0].strip()):
                 continue  # a blank line
             if header is None:
