@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from judgeaudit.data.registry import DataError
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
+from judgeaudit.textfile import TextProblem, decode_text
 
 log = logging.getLogger("judgeaudit.data")
 
@@ -81,35 +82,19 @@ def file_in(folder: Path, name: str, hint: str = "") -> Path:
 
 # ---- reading text -------------------------------------------------------------------------
 
-_BOM = b"\xef\xbb\xbf"
-
-
-def utf8_problem(data: bytes, offset: int) -> tuple[int, str]:
-    """(line number, problem) for the undecodable byte at `offset` of `data`: the line and
-    character column are counted in the text, not as a byte offset."""
-    line = data.count(b"\n", 0, offset) + 1
-    start = data.rfind(b"\n", 0, offset) + 1
-    col = len(data[start:offset].decode("utf-8", errors="replace")) + 1
-    if offset < 2 and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return line, "not valid UTF-8: the file looks like UTF-16; save it as UTF-8"
-    return line, (f"not valid UTF-8 (byte 0x{data[offset]:02x} at column {col}); save the file "
-                  "as UTF-8")
-
-
 def decode_utf8(data: bytes, source: str) -> str:
-    """Bytes -> text, a leading UTF-8 BOM dropped; bad bytes -> DataError naming the line."""
-    if data.startswith(_BOM):
-        data = data[len(_BOM):]
+    """Bytes -> text (`textfile.decode_text`: decompressed, UTF-8, BOM dropped); bad bytes
+    -> DataError naming the line."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line, problem = utf8_problem(data, e.start)
-        raise DataError(source, line, problem) from None
+        return decode_text(data)
+    except TextProblem as e:
+        raise DataError(source, e.line, e.problem) from None
 
 
 def read_text(path: Path) -> str:
-    """A file's text (UTF-8, BOM dropped); a directory, a missing or unreadable file or
-    undecodable bytes are a DataError naming the file (and the line)."""
+    """A file's text (UTF-8, BOM dropped; gzip, bzip2 or xz opened); a directory, a missing
+    or unreadable file or undecodable bytes are a DataError naming the file (and the
+    line)."""
     src = str(path)
     try:
         if path.is_dir():

@@ -1,6 +1,6 @@
 """`hf:NAME` — tabular preference data: a Hugging Face hub dataset, or a local
 .jsonl/.json/.csv/.tsv/.parquet file read with the same column mapping (CSV: comma, semicolon
-or tab separated, `judgeaudit.csvtext`).
+or tab separated, `judgeaudit.csvtext`; a .gz, .bz2 or .xz of one: `judgeaudit.textfile`).
 
 A local file needs no `datasets` package (json and csv from the standard library; parquet
 needs pyarrow). A hub name (`hf:org/dataset?split=test&config=x`) imports `datasets` lazily.
@@ -44,6 +44,7 @@ from judgeaudit.data.loaders._common import (
 )
 from judgeaudit.data.registry import DataError, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
+from judgeaudit.textfile import data_suffix
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
 DEFAULTS: dict[str, tuple[str, ...]] = {
@@ -87,7 +88,7 @@ Rows = list[tuple[str | int, dict[str, Any]]]  # (line number or "row N" / recor
 
 
 def _read_local(path: Path, split: str | None) -> Rows:
-    suf = path.suffix.lower()
+    suf = data_suffix(path)
     src = str(path)
     if suf == ".jsonl":
         return list(read_jsonl(path))
@@ -270,7 +271,7 @@ def load_hf(name: str, params: dict[str, str]) -> list[Item]:
     if path.is_dir():
         raise DataError(str(path), None, "is a directory; expected a .jsonl, .json, .csv or "
                         ".parquet file, or a hub dataset name (org/name)")
-    if path.suffix.lower() in LOCAL_SUFFIXES or path.exists():
+    if data_suffix(path) in LOCAL_SUFFIXES or path.exists():
         if not path.is_file():
             raise DataError(str(path), None, "no such file")
         rows, tag = _read_local(path, params.get("split") or None), path.stem

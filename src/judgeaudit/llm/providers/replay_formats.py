@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from judgeaudit.csvtext import CsvProblem, read_csv
+from judgeaudit.textfile import TextProblem, data_suffix, decode_text
 
 WIDE = ("winner_original_order", "winner_swapped_order")
 LONG = ("order", "verdict")
@@ -39,7 +40,6 @@ _TIE = {"0", "tie", "TIE", "Tie"}
 # Columns whose values are read as keys or verdicts: a JSON list, object or true/false there
 # is an error, not text.
 SCALAR_COLUMNS = frozenset({*WIDE, *LONG, "score", "sample", "item_id", "subset", "idx"})
-_BOM = b"\xef\xbb\xbf"
 TEXT_PREFIX = "text:"
 
 Record = dict[str, Any]
@@ -71,29 +71,19 @@ class Table:
 
 
 def decode(src: str, data: bytes) -> str:
-    """UTF-8 text, a leading BOM dropped; bad bytes are named by line and column."""
-    if data.startswith(_BOM):
-        data = data[len(_BOM):]
+    """The file's text (`textfile.decode_text`: decompressed, UTF-8, a leading BOM
+    dropped); bad bytes are named by line and column."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        off = exc.start
-        line = data.count(b"\n", 0, off) + 1
-        start = data.rfind(b"\n", 0, off) + 1
-        col = len(data[start:off].decode("utf-8", errors="replace")) + 1
-        if off < 2 and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            problem = "not valid UTF-8: the file looks like UTF-16; save it as UTF-8"
-        else:
-            problem = (f"not valid UTF-8 (byte 0x{data[off]:02x} at column {col}); save the "
-                       "file as UTF-8")
-        raise ReplayFileError(src, line, problem) from None
+        return decode_text(data)
+    except TextProblem as e:
+        raise ReplayFileError(src, e.line, e.problem) from None
 
 
 def read_table(src: str, path: Path, data: bytes) -> Table:
     """A verdict file's records. JSON Lines (.jsonl/.ndjson, or text starting with "{"), one
     JSON document holding a list of records (.json, or text starting with "["), else CSV."""
     text = decode(src, data)
-    suffix = path.suffix.lower()
+    suffix = data_suffix(path)
     head = text.lstrip()[:1]
     if suffix == ".csv":
         kind = "csv"
