@@ -90,6 +90,22 @@ async def test_a_batch_submits_only_the_lines_the_spend_cap_can_pay_for(tmp_path
         assert client.stats.cost_usd <= client.spend_cap.limit
 
 
+async def test_a_submitted_batch_is_said_without_verbose_with_what_stopping_costs(
+        tmp_path, caplog):
+    """A batch run may wait hours with its bar at 0: each batch is said once at the default
+    level (it was INFO, shown only with -v), with the wait and that Ctrl-C loses nothing."""
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    with FakeBatchServer() as srv:
+        client = Client(provider(srv, batch="on", **FAST), Cache(tmp_path / "c.sqlite"))
+        await client.map(requests(5))
+        await client.aclose()
+    said = [r.getMessage() for r in caplog.records if "submitted batch" in r.getMessage()]
+    assert len(said) == 1 and "(5 requests); the provider answers within 24 h" in said[0]
+    assert "Stopping now loses nothing" in said[0]
+
+
 async def test_an_expired_batch_sends_its_unfinished_requests_again(tmp_path):
     secret = "sk-batch-canary-0123456789"
     with FakeBatchServer(expire_batches=1) as srv:

@@ -269,8 +269,11 @@ class Batcher:
                 batch_id, provider=self.provider.name, model=self.provider.model,
                 identity=self.identity, params=json.dumps(public_params(self.provider)),
                 requests=[(k, json.dumps(list(self._choices.get(k, ())))) for k in keys])
-        log.info("%s: submitted batch %s (%d requests)", self.provider.name, batch_id,
-                 len(keys))
+        # Shown without -v: a run in batch mode may wait hours with its bar at 0, so it says
+        # once per batch what it waits for and that stopping it loses nothing.
+        log.warning("%s: submitted batch %s (%d requests); the provider answers within 24 h. "
+                    "Stopping now loses nothing: the same command picks the batch up again "
+                    "(judgeaudit batch status)", self.provider.name, batch_id, len(keys))
         self._track(batch_id, keys)
 
     def _track(self, batch_id: str, keys: list[str]) -> None:
@@ -293,8 +296,8 @@ class Batcher:
                 self._choices[k] = tuple(json.loads(choices))
                 keys.append(k)
             self.resumed.append(b["batch_id"])
-            log.info("%s: resuming batch %s (%d requests)", self.provider.name,
-                     b["batch_id"], len(keys))
+            log.warning("%s: waiting for batch %s (%d requests) that an earlier run "
+                        "submitted", self.provider.name, b["batch_id"], len(keys))
             self._track(b["batch_id"], keys)
 
     # ---- polling and results --------------------------------------------------------------
