@@ -14,7 +14,7 @@ import pytest
 
 import judgeaudit
 from judgeaudit.data import DataError, load
-from judgeaudit.textfile import TextProblem, data_suffix, decode_text
+from judgeaudit.textfile import TextProblem, data_suffix, decode_text, decompressed
 
 RECORDS = [{"id": f"q{i}", "prompt": f"question {i} café", "response_1": "a", "response_2": "b",
             "label": 1} for i in range(4)]
@@ -61,6 +61,14 @@ def test_a_damaged_archive_says_so_and_names_the_file(tmp_path):
     with pytest.raises(DataError, match=r"cut.jsonl.gz: a gzip file that cannot be "
                                         r"decompressed .*is it complete\?"):
         load(f"jsonl:{f}")
+
+
+@pytest.mark.parametrize("ext", sorted(PACK))
+def test_a_file_that_expands_past_the_limit_is_refused(ext):
+    bomb = PACK[ext](b"\n" * 10_000)  # a few dozen bytes that expand 100-fold and more
+    assert len(decompressed(bomb, limit=10_000)) == 10_000
+    with pytest.raises(TextProblem, match="expands to more than 9,999 bytes"):
+        decompressed(bomb, limit=9_999)
 
 
 def test_text_that_is_not_utf8_is_still_named_by_line_and_column():

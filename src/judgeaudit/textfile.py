@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import zlib
 from pathlib import Path
 
 BOM = b"\xef\xbb\xbf"
-# The first bytes of each compression, its name and how to open it.
-COMPRESSIONS = ((b"\x1f\x8b", "gzip", gzip.decompress), (b"BZh", "bzip2", bz2.decompress),
-                (b"\xfd7zXZ\x00", "xz", lzma.decompress))
+# The first bytes of each compression, its name and how to open it as a stream.
+COMPRESSIONS = ((b"\x1f\x8b", "gzip", lambda f: gzip.GzipFile(fileobj=f)),
+                (b"BZh", "bzip2", bz2.BZ2File), (b"\xfd7zXZ\x00", "xz", lzma.LZMAFile))
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+# The most a compressed file may expand to (a file that expands without end, a
+# "decompression bomb", must not fill the memory): far above any judge dataset's size.
+MAX_DECOMPRESSED = 4 << 30
 
 
 class TextProblem(ValueError):
@@ -38,16 +42,23 @@ def data_suffix(path: str | Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def decompressed(data: bytes) -> bytes:
+def decompressed(data: bytes, limit: int = MAX_DECOMPRESSED) -> bytes:
     """`data` as it was before compression when its first bytes say gzip, bzip2 or xz, else
-    unchanged; a damaged or cut-off archive raises TextProblem."""
-    for magic, name, unpack in COMPRESSIONS:
+    unchanged; a damaged or cut-off archive, or one that expands past `limit` bytes, raises
+    TextProblem."""
+    for magic, name, opener in COMPRESSIONS:
         if data.startswith(magic):
             try:
-                return unpack(data)
+                with opener(io.BytesIO(data)) as f:
+                    out = f.read(limit + 1)
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:
                 raise TextProblem(None, f"a {name} file that cannot be decompressed ({exc}); "
                                   "is it complete?") from None
+            if len(out) > limit:
+                raise TextProblem(None, f"a {name} file that expands to more than "
+                                  f"{limit:,} bytes; decompress it yourself if it is meant "
+                                  "to be that large")
+            return out
     return data
 
 
