@@ -182,8 +182,7 @@ async def test_a_server_that_sends_no_usage_is_still_stopped_by_the_cap(fake_ser
     # Some OpenAI-compatible proxies omit `usage`: counted as free, their calls would never
     # reach the cap. Their tokens are estimated from characters instead, and flagged.
     srv = fake_server(usage=False)
-    req = judge_request(0)
-    chars = sum(len(m.content) for m in req.messages) + len(req.prefill)
+    chars = body_ceiling(plan_body(judge_request(0), priced(srv.openai_url)), None)[0]
     one = -(-chars // CHARS_PER_TOKEN) / 1e6  # price_in 1 USD/Mtok, price_out 0
     client = Client(priced(srv.openai_url), concurrency=1)
     client.spend_cap = SpendCap(cap_for(3, one, one))

@@ -87,13 +87,6 @@ class Usage:
     completion_tokens: int = 0
 
 
-def estimated_usage(request: Request, text: str) -> Usage:
-    """The tokens of a call whose server did not count them: its prompt's and its answer's
-    characters / `CHARS_PER_TOKEN`, rounded up (so a cost cap errs towards stopping early)."""
-    chars = sum(len(m.content) for m in request.messages) + len(request.prefill)
-    return Usage(-(-chars // CHARS_PER_TOKEN), -(-len(text) // CHARS_PER_TOKEN))
-
-
 @dataclass
 class Response:
     """What a provider returns. `probs` maps each requested choice to its probability

@@ -21,7 +21,6 @@ from judgeaudit.llm.base import (
     Request,
     RequestRejected,
     Response,
-    estimated_usage,
     has_lone_surrogate,
     request_key,
     sanitize,
@@ -85,7 +84,7 @@ class CallStats:
     a time after calls timed out in the server's queue (`Client._note_timeout`), None when
     the client never narrowed. `usage_estimated` counts the priced calls whose server sent no
     token counts: their tokens (and so the cost and the spend cap) are estimated from
-    characters (`estimated_usage`), not counted.
+    characters (`plan.estimated_usage`), not counted.
     """
 
     made: int = 0
@@ -707,7 +706,9 @@ class Client:
         price = self.provider.price_per_mtok
         usage = resp.usage
         if price is not None and not (usage.prompt_tokens or usage.completion_tokens):
-            usage = estimated_usage(request, resp.text)
+            from judgeaudit.llm.plan import estimated_usage
+
+            usage = estimated_usage(request, self.provider, resp.text)
             self.stats.usage_estimated += 1
         self.stats.prompt_tokens += usage.prompt_tokens
         self.stats.completion_tokens += usage.completion_tokens

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from judgeaudit.files import atomic_file
-from judgeaudit.llm.base import CHARS_PER_TOKEN, Provider, Request
+from judgeaudit.llm.base import CHARS_PER_TOKEN, Provider, Request, Usage
 from judgeaudit.llm.cache import Cache, CacheError
 
 PLANNED = "planned"
@@ -64,6 +64,14 @@ def body_ceiling(body: dict[str, Any], price: tuple[float, float] | None
     cost = (None if price is None
             else (chars / CHARS_PER_TOKEN * price[0] + out * price[1]) / 1e6)
     return chars, out, cost
+
+
+def estimated_usage(request: Request, provider: Provider, text: str) -> Usage:
+    """The tokens of a call whose server did not count them: the characters of the body it
+    was sent as (`body_ceiling`, as its hold on the spend cap) and of its answer, over
+    `CHARS_PER_TOKEN`, rounded up (so a cost cap errs towards stopping early)."""
+    chars = body_ceiling(plan_body(request, provider), None)[0]
+    return Usage(-(-chars // CHARS_PER_TOKEN), -(-len(text) // CHARS_PER_TOKEN))
 
 
 def parse_info(request: Request, body: dict[str, Any]) -> str:
