@@ -144,6 +144,17 @@ def _read_doc(x: Doc, what: str) -> dict[str, Any]:
         raise ValueError(f"{what} {x}: {exc}") from None
 
 
+def warn_rounds(bundle: JudgeBundle, rounds: int, what: str, instead: str) -> None:
+    """Warn when a judge in batch mode (`batch=on`) serves a command that asks in rounds,
+    each chosen from the last one's answers: every round then waits for its own batch
+    (minutes to 24 h at the provider), one after another."""
+    if rounds > 1 and bundle.client.batched:
+        log.warning("%s sends its calls as provider batches (batch=on), and %s asks in rounds "
+                    "chosen from the answers before: up to %d batches one after another, each "
+                    "taking minutes to 24 h at the provider; %s", bundle.public_spec, what,
+                    rounds, instead)
+
+
 # ---- evaluate ----------------------------------------------------------------------------
 
 def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
@@ -622,17 +633,6 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
 
 
 # ---- rank --------------------------------------------------------------------------------
-
-def warn_rounds(bundle: JudgeBundle, rounds: int, what: str, instead: str) -> None:
-    """Warn when a judge in batch mode (`batch=on`) serves a command that asks in rounds,
-    each chosen from the last one's answers: every round then waits for its own batch
-    (minutes to 24 h at the provider), one after another."""
-    if rounds > 1 and bundle.client.batched:
-        log.warning("%s sends its calls as provider batches (batch=on), and %s asks in rounds "
-                    "chosen from the answers before: up to %d batches one after another, each "
-                    "taking minutes to 24 h at the provider; %s", bundle.public_spec, what,
-                    rounds, instead)
-
 
 def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
                  on_call: Callable[[Verdict], None] | None = None, cli: bool = False) -> Run:
