@@ -301,7 +301,7 @@ def load_pool(spec: str) -> Pool:
 def load_trusted(path: str | Path, pool: Pool) -> np.ndarray:
     """Trusted labels for the gate: JSON Lines `{"better": ID, "worse": ID}` or a CSV with
     columns better,worse. Returns rows (better index, worse index, 1)."""
-    from judgeaudit.csvtext import CsvProblem, read_csv
+    from judgeaudit.textfile import TextProblem, decode_text, read_csv
 
     p = Path(path).expanduser()
     if not p.exists():
@@ -310,8 +310,8 @@ def load_trusted(path: str | Path, pool: Pool) -> np.ndarray:
     rows: list[tuple[int, dict[str, Any]]]
     if p.suffix.lower() in (".csv", ".tsv"):
         try:
-            header, rows = read_csv(p.read_text(encoding="utf-8-sig"))
-        except CsvProblem as e:
+            header, rows = read_csv(decode_text(p.read_bytes()))
+        except TextProblem as e:
             raise DataError(str(p), e.line, e.problem) from None
         if not {"better", "worse"} <= set(header):
             raise DataError(str(p), 1, "expected a header with columns better,worse")

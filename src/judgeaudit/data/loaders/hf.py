@@ -1,6 +1,6 @@
 """`hf:NAME` — tabular preference data: a Hugging Face hub dataset, or a local
 .jsonl/.json/.csv/.tsv/.parquet file read with the same column mapping (CSV: comma, semicolon
-or tab separated, `judgeaudit.csvtext`; a .gz, .bz2 or .xz of one: `judgeaudit.textfile`).
+or tab separated; a .gz, .bz2 or .xz of one: `judgeaudit.textfile`).
 
 A local file needs no `datasets` package (json and csv from the standard library; parquet
 needs pyarrow). A hub name (`hf:org/dataset?split=test&config=x`) imports `datasets` lazily.
@@ -30,7 +30,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgeaudit.csvtext import CsvProblem, read_csv
 from judgeaudit.data.loaders._common import (
     UniqueIds,
     balanced_swaps,
@@ -44,7 +43,7 @@ from judgeaudit.data.loaders._common import (
 )
 from judgeaudit.data.registry import DataError, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
-from judgeaudit.textfile import data_suffix
+from judgeaudit.textfile import TextProblem, data_suffix, read_csv
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
 DEFAULTS: dict[str, tuple[str, ...]] = {
@@ -133,11 +132,11 @@ def _read_local(path: Path, split: str | None) -> Rows:
 
 
 def _read_csv(path: Path) -> Rows:
-    """CSV rows keyed by the header, each with the line it starts on (`csvtext.read_csv`:
+    """CSV rows keyed by the header, each with the line it starts on (`textfile.read_csv`:
     comma, semicolon or tab separated, every row checked against the header)."""
     try:
         return read_csv(read_text(path))[1]
-    except CsvProblem as e:
+    except TextProblem as e:
         raise DataError(str(path), e.line, e.problem) from None
 
 

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgeaudit.csvtext import CsvProblem, read_csv
-from judgeaudit.textfile import TextProblem, data_suffix, decode_text
+from judgeaudit.textfile import TextProblem, data_suffix, decode_text, read_csv
 
 WIDE = ("winner_original_order", "winner_swapped_order")
 LONG = ("order", "verdict")
@@ -102,7 +101,7 @@ def read_table(src: str, path: Path, data: bytes) -> Table:
     if kind == "csv":
         try:
             columns, rows = read_csv(text)
-        except CsvProblem as e:
+        except TextProblem as e:
             raise ReplayFileError(src, e.line, e.problem) from None
     elif kind == "jsonl":
         columns, rows = _read_jsonl(src, text)

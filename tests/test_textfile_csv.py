@@ -1,4 +1,4 @@
-"""CSV files as spreadsheets write them (`judgeaudit.csvtext`): the separator is read off the
+"""CSV files as spreadsheets write them (`judgeaudit.textfile`): the separator is read off the
 header line, so a semicolon CSV (Excel in many European locales) or a tab-separated export
 reads as a comma one does, through the data loader and the replay provider alike."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import judgeaudit
-from judgeaudit.csvtext import CsvProblem, delimiter_of, read_csv
 from judgeaudit.data import load
+from judgeaudit.textfile import TextProblem, delimiter_of, read_csv
 
 ROWS = [["id", "prompt", "response_1", "response_2", "label"],
         ["q1", "Say hi; politely", "Hello, friend", "hi", "1"],
@@ -40,13 +40,13 @@ def test_an_excel_separator_line_names_the_separator_and_is_not_the_header():
     header, rows = read_csv('sep=;\r\nid;note\r\nq1;"a, b"\r\nq2;c\r\n')
     assert header == ["id", "note"]
     assert rows == [(3, {"id": "q1", "note": "a, b"}), (4, {"id": "q2", "note": "c"})]
-    with pytest.raises(CsvProblem) as err:
+    with pytest.raises(TextProblem) as err:
         read_csv("sep=,\nid,note\nq1\n")
     assert err.value.line == 3  # lines counted in the file, the sep= line included
 
 
 def test_a_row_that_does_not_fit_names_its_line_and_the_separator():
-    with pytest.raises(CsvProblem) as err:
+    with pytest.raises(TextProblem) as err:
         read_csv("a;b;c\n1;2;3\n1;2\n")
     assert err.value.line == 3
     assert "2 fields, fewer than the header's 3 (a, b, c; fields separated by ';')" in str(
