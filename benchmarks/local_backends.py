@@ -251,7 +251,33 @@ def _peak_gflops_per_core(cpu: dict) -> float | None:
     if not mhz:
         return None
     per_cycle = 64 if cpu["flags"].get("avx512f") else 32 if cpu["flags"].get("avx2") else 16
+    if per_cycle == 64 and _amd_family() == 0x19:
+        per_cycle = 32  # Zen 4 runs AVX-512 on its two 256-bit FMA units (double-pumped)
     return round(mhz * 1e-3 * per_cycle, 1)
+
+
+def _amd_family() -> int | None:
+    """The CPU family of an AMD CPU (0x19: Zen 3/4), else None."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    if "AuthenticAMD" not in info:
+        return None
+    for line in info.splitlines():
+        if line.startswith("cpu family"):
+            return int(line.split(":")[1])
+    return None
+
+
+def cpu_kind(flags: dict[str, bool]) -> str:
+    """The CPU kinds whose backend order can differ: AMX tiles, AVX-512-BF16 without AMX
+    (AMD Zen 4), AVX2 only."""
+    if flags.get("amx_bf16"):
+        return "bf16_amx"
+    if flags.get("avx512_bf16"):
+        return "bf16_avx512"
+    return "avx2" if flags.get("avx2") else "other"
 
 
 def summarize(runs: list[dict], n_params: float, core_peak: float | None) -> dict:
@@ -322,21 +348,17 @@ def agreement(runs: list[dict], ref: list[dict]) -> dict:
 
 
 def write_merged(out: Path, kind: str, results: dict) -> None:
-    """One file for both CPU kinds: `by_cpu_kind[kind]` is this run; the other kind's run
-    (taken on another machine) is kept as it was. A file of the older one-run layout is
-    filed under its own CPU kind."""
+    """One file for every CPU kind: `by_cpu_kind[kind]` is this run; the other kinds' runs
+    (taken on other machines) are kept, each filed under the kind its own flags give."""
     merged: dict[str, Any] = {"about": "benchmarks/local_backends.py, one run per CPU kind "
-                                       "(bf16: AVX-512-BF16/AMX units; avx2: AVX2 only); "
-                                       "see each run's method and machine",
+                                       "(bf16_amx: AMX tiles; bf16_avx512: AVX-512-BF16 "
+                                       "without AMX; avx2: AVX2 only); see each run's method "
+                                       "and machine",
                               "by_cpu_kind": {}}
     if out.exists():
         old = json.loads(out.read_text(encoding="utf-8"))
-        if "by_cpu_kind" in old:
-            merged["by_cpu_kind"] = old["by_cpu_kind"]
-        elif "summary" in old:
-            f = old["machine"]["cpu"]["flags"]
-            merged["by_cpu_kind"]["bf16" if f.get("avx512_bf16") or f.get("amx_bf16")
-                                  else "avx2"] = old
+        for run in (old["by_cpu_kind"].values() if "by_cpu_kind" in old else [old]):
+            merged["by_cpu_kind"][cpu_kind(run["machine"]["cpu"]["flags"])] = run
     merged["by_cpu_kind"][kind] = results
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
@@ -432,7 +454,7 @@ def main() -> None:
                                  + (["--threads", a.threads] if a.threads else []),
                                  config=c))
     n_params = N_PARAMS.get(a.model, 1.31e9)
-    avx2_peak = (core_peak / 2 if core_peak and cpu["flags"].get("avx512f") else core_peak)
+    avx2_peak = _peak_gflops_per_core({"flags": {"avx2": True}})  # the emulated kind's
     results["summary"] = {c: summarize(r, n_params, avx2_peak if c == EMULATED_AVX2 else core_peak)
                           for c, r in raw.items()}
     results["speedup_over_fp32"] = speedups(results["summary"])
@@ -452,8 +474,7 @@ def main() -> None:
             results["recorded"] = str(lm.record_backend_choice(faster, evidence))
     results["machine"]["load_avg_end"] = _load_avg()
     results["raw"] = raw
-    kind = ("bf16" if cpu["flags"].get("avx512_bf16") or cpu["flags"].get("amx_bf16")
-            else "avx2" if cpu["flags"].get("avx2") else "other")
+    kind = cpu_kind(cpu["flags"])
     results["cpu_kind"] = kind
     write_merged(a.out, kind, results)
     print(json.dumps({k: results[k] for k in ("summary", "agreement", "speedup_over_fp32",
