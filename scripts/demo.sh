@@ -11,9 +11,9 @@
 #
 # The judge runs on an integer backend (the quantized GGUF as integers, under 2.5 GB peak) on
 # every CPU, so the demo fits in 3 GB of memory anywhere: ik_llama.cpp where its wheel installs
-# (Linux x86_64; the fastest there), else llama.cpp. On a CPU with bf16 units (AVX512-BF16/AMX)
-# the transformers backend is faster still but peaks near 4 GB: DEMO_JUDGE='local' (the
-# provider's own choice) or 'local?backend=transformers' runs the demo on it.
+# (Linux x86_64; the fastest there), else llama.cpp. On a CPU with AMX tiles the transformers
+# backend is faster still but peaks near 4.5 GB: DEMO_JUDGE='local' (the provider's own
+# choice) or 'local?backend=transformers' runs the demo on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

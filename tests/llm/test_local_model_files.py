@@ -294,14 +294,23 @@ def test_auto_backend_follows_the_cpu_flags(no_record, monkeypatch):
     _flags(monkeypatch, AVX2)
     assert lm.choose_backend(None, src)[0] == "llamacpp"
     assert lm.choose_backend("auto", src)[0] == "llamacpp"
+    # AMX tiles: transformers bf16 (measured 1.3x / 3x ik there)
+    _flags(monkeypatch, AVX2 | {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
+    backend, why = lm.choose_backend("auto", src)
+    assert backend == "transformers" and "AMX" in why
+    # AVX512-BF16 without AMX (AMD Zen 4): the integer backend, measured as fast there
     _flags(monkeypatch, AVX2 | {"avx512f", "avx512_bf16"})
     backend, why = lm.choose_backend("auto", src)
-    assert backend == "transformers" and "bf16" in why
-    _flags(monkeypatch, AVX2 | {"amx_bf16", "amx_tile"})
-    assert lm.choose_backend("auto", src)[0] == "transformers"
-    # ONEDNN_MAX_CPU_ISA capping torch below bf16 makes a bf16 CPU count as one without
+    assert backend == "llamacpp" and "without AMX" in why
+    assert lm.resolve_dtype(None) == "bf16"  # transformers, when asked for, still runs bf16
+    # ONEDNN_MAX_CPU_ISA capping torch below AMX makes an AMX CPU count as one without
+    _flags(monkeypatch, AVX2 | {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
+    for isa, backend in (("AVX512_CORE_BF16", "llamacpp"), ("AVX2", "llamacpp"),
+                         ("AVX512_CORE_AMX", "transformers"), ("DEFAULT", "transformers")):
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
+        assert lm.choose_backend("auto", src)[0] == backend, isa
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
-    assert lm.choose_backend("auto", src)[0] == "llamacpp"
+    assert "no bf16 units" in lm.choose_backend("auto", src)[1]
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
     # a CPU the AVX2 wheel cannot run, or no xllamacpp: transformers
     _flags(monkeypatch, {"sse4_2", "avx"})

@@ -126,7 +126,7 @@ async def test_a_batch_of_local_generations_with_one_prompt_too_long(monkeypatch
 
     monkeypatch.setattr(local, "generate_batch", fake_batch)
     monkeypatch.setattr(local, "generate_text", lambda lm, r, *a: fake_batch(lm, [r])[0])
-    p = make_provider("local", "qwen-0.5b", {"gen_batch": "4"})
+    p = make_provider("local", "qwen-0.5b", {"gen_batch": "4", "backend": "transformers"})
     p._lm = object()  # loaded: the stand-ins never look at it
     texts = ["one", "LONG two", "three", "four"]
     outs = await asyncio.gather(*(p.generate(Request(messages=(Message("user", t),),

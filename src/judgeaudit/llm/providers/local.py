@@ -9,11 +9,12 @@ see below), `dtype=bf16|fp32` (transformers; default: bf16 where the CPU has bf1
 together) and `ctx=N` (ik, llamacpp: tokens of context shared by its slots).
 
 Three backends run the same verified GGUF weights. `transformers` dequantizes them to
-bf16/fp32 and runs torch: the fast one where the CPU has bf16 units (AVX512-BF16/AMX). `ik`
-(llm/ik_backend.py) runs the quantized weights as integers with ik_llama.cpp's AVX2 kernels
-(the prebuilt ik-llama-cpp-python wheel, Linux x86_64), never loading torch: the fast one on
-x86 CPUs without bf16 units (2.1x transformers fp32 on short verdicts, 1.5x on ~1,500-token
-ones, benchmarks/results/local_backends.json). `llamacpp` (llm/llamacpp_backend.py) does the
+bf16/fp32 and runs torch: the fast one where the CPU has AMX tiles. `ik` (llm/ik_backend.py)
+runs the quantized weights as integers with ik_llama.cpp's AVX2 kernels (the prebuilt
+ik-llama-cpp-python wheel, Linux x86_64), never loading torch: the fast one on other x86 CPUs
+(2.2-3.5x transformers fp32 on short verdicts, 1.6-2.1x on ~1,500-token ones; as fast as
+transformers bf16 on AVX512-BF16 without AMX, in a third of the memory;
+benchmarks/results/local_backends.json). `llamacpp` (llm/llamacpp_backend.py) does the
 same with llama.cpp's AVX2/NEON kernels through the prebuilt xllamacpp wheel (Linux x86_64
 and aarch64): slower than ik on x86 (1.4x / 1.1x), the integer backend on ARM. `auto` chooses as
 `local_model.choose_backend` says (this machine's recorded measurement, else the CPU flags;
