@@ -391,6 +391,15 @@ def test_a_recorded_measurement_decides_auto_on_the_same_machine_only(no_record,
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
     assert lm.choose_backend("auto", src) == (
         "ik", "no bf16 units: ik_llama.cpp runs the quantized weights as integers")
+    # ... and capped below AMX only (AVX512_CORE_BF16): another machine too, by the flag rule
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
+    _flags(monkeypatch, AVX2 | {"avx512_bf16", "amx_bf16"}, installed=("ik",))
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    lm.record_backend_choice("transformers", {})
+    assert "measured" in lm.choose_backend("auto", src)[1]
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
+    backend, why = lm.choose_backend("auto", src)
+    assert backend == "ik" and "without AMX" in why
 
 
 def test_provider_backend_parameter_and_cache_identity(no_record, monkeypatch):
