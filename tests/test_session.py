@@ -128,3 +128,32 @@ async def test_progress_reaches_the_callback_with_the_planned_total():
     await judgeaudit.aevaluate(SIM, "builtin:facts", limit=4, cache=False,
                                progress=seen.append)
     assert seen[0] == Progress("judging", 0, 8) and seen[-1] == Progress("judging", 8, 8)
+
+
+async def test_judges_used_records_what_each_judge_resolved_to_without_secrets():
+    """A result says what its verdicts were made with beyond the spec: for `local`, the
+    backend `auto` resolved to (and why), the dtype, the weights and the CPU, since the same
+    spec runs differently on another machine; secrets stay out as in the cache key."""
+    import json
+
+    from judgeaudit.llm.local_model import cpu_summary
+
+    async with Session(cache=False) as s:
+        s.judge(SIM)
+        s.judge("local:qwen-0.5b?backend=transformers&dtype=fp32")
+        s.judge("openai:m?base_url=http://user:pw-XYZ@127.0.0.1:9/v1&api_key=sk-SECRET")
+        used = s.judges_used()
+    assert used[SIM]["provider"] == "sim"
+    loc = used["local:qwen-0.5b?backend=transformers&dtype=fp32"]
+    assert loc["backend"] == "transformers" and loc["backend_reason"] == "requested"
+    assert loc["dtype"] == "fp32" and loc["weights"].startswith("sha256:")
+    assert loc["cpu"] == cpu_summary()
+    text = json.dumps(used)
+    assert "sk-SECRET" not in text and "pw-XYZ" not in text
+
+
+def test_every_result_records_the_judges_used(isolated_cache):
+    res = judgeaudit.evaluate(SIM, "builtin:facts?limit=3")
+    used = res["judges_used"]
+    assert list(used) == [SIM] and used[SIM]["provider"] == "sim"
+    assert used[SIM]["params"]["position"] == 1.0  # the planted bias, as the judge ran it

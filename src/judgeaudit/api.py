@@ -191,7 +191,7 @@ async def _execute(run: Run, *, session: Session | None, opts: dict[str, Any],
     try:
         with sess.command():
             try:
-                doc = await run.body(sess)
+                doc = await run.document(sess)
             except CallFailed as exc:
                 doc = run.failed_document(sess, exc)
     finally:

@@ -65,6 +65,12 @@ class Run:
     max_failed: float
     info: dict[str, Any] = field(default_factory=dict)
 
+    async def document(self, sess: Session) -> dict[str, Any]:
+        """Run the body; its document records the judges it used (`Session.judges_used`)."""
+        doc = await self.body(sess)
+        doc.setdefault("judges_used", sess.judges_used())
+        return doc
+
     def failed_document(self, sess: Session, exc: Exception) -> dict[str, Any]:
         """The results document of this command when a call failed fatally (a revoked key,
         a bad request, answers that cannot be used) and the pipeline ended without one: a
@@ -79,7 +85,7 @@ class Run:
                          min_valid=self.min_valid, max_failed=self.max_failed)
         return {"command": self.command, "version": judgeaudit.__version__,
                 "judge": self.judge, "data": self.data, "calls": calls, "run": outcome,
-                "error": str(exc)}
+                "error": str(exc), "judges_used": sess.judges_used()}
 
 
 def opt(name: str, cli: bool) -> str:

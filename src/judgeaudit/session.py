@@ -200,6 +200,12 @@ class Session:
                 } for b in self._bundles.values()},
         }
 
+    def judges_used(self) -> dict[str, Any]:
+        """Per judge (by its masked spec), what its verdicts were made with beyond the spec
+        (`Provider.run_identity`): for `local`, the resolved backend, dtype, weights and CPU.
+        Two runs of the same spec on different machines can differ here."""
+        return {b.public_spec: b.client.provider.run_identity() for b in self._bundles.values()}
+
     def tracker(self, task: str, total: int | None = None) -> Tracker:
         """A progress counter for one task, reporting to this session's callback."""
         return Tracker(task, total, self.progress)

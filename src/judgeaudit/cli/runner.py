@@ -130,7 +130,7 @@ def run_command(cfg: Any, run: Any,
             try:
                 with sess.command():
                     try:
-                        return await run.body(sess)
+                        return await run.document(sess)
                     except CallFailed as exc:
                         if planner is None:  # the folder says this run failed, and why
                             write_failed(cfg.out, run.failed_document(sess, exc))

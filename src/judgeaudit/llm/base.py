@@ -265,6 +265,12 @@ class Provider(abc.ABC):
                   if k not in self.secret_params and k not in self.operational_params}
         return {"provider": self.name, "model": self.model, "params": public}
 
+    def run_identity(self) -> dict[str, Any]:
+        """What a result records about this judge: its cache identity, plus what a provider
+        resolves at run time and its verdicts or timings depend on (the local backend and
+        the CPU). No secrets: the same masking as the cache key."""
+        return self.cache_identity()
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default has nothing to release."""
 
