@@ -307,6 +307,36 @@ def test_load_audit_refuses_bad_input(tmp_path):
         compare_paths(tmp_path / "ok", tmp_path / "other")
 
 
+def test_the_same_judge_run_differently_is_named():
+    """`--judge local` resolves to another backend on another CPU: comparing such runs
+    compares backends too, so what differs is said (engine, report); two different specs
+    are the comparison itself and say nothing."""
+    cpu_a = {"model": "AMD EPYC", "flags": {"avx2": True, "amx_bf16": False}}
+    cpu_b = {"model": "Intel Xeon <b>", "flags": {"avx2": True, "amx_bf16": True}}
+    a, b = _paired_docs(-0.05)
+    a["judges_used"] = {"local": {"provider": "local", "backend": "ik", "cpu": cpu_a,
+                                  "backend_reason": "x"}}
+    b["judges_used"] = {"local": {"provider": "local", "backend": "transformers",
+                                  "dtype": "bf16", "cpu": cpu_b, "backend_reason": "y"}}
+    res = compare(a, b)
+    assert res["judge_differences"] == [
+        "local: backend ik in A, transformers in B",
+        "local: cpu AMD EPYC (avx2) in A, Intel Xeon <b> (avx2, amx_bf16) in B",
+        "local: dtype (none) in A, bf16 in B"]
+    html = render_report(res)
+    assert "The same judge ran differently" in html and "Intel Xeon &lt;b&gt;" in html
+    b["judges_used"]["local"] = {**a["judges_used"]["local"], "params": {"threads": "1"}}
+    a["judges_used"]["local"]["params"] = {"threads": "2", "ctx": "4096"}
+    assert compare(a, b)["judge_differences"] == [
+        "local: params.ctx 4096 in A, (none) in B", "local: params.threads 2 in A, 1 in B"]
+    b["judges_used"] = {"local?backend=transformers": b["judges_used"]["local"]}
+    assert compare(a, b)["judge_differences"] == []
+    a["judges_used"] = b["judges_used"]
+    assert compare(a, b)["judge_differences"] == []
+    del a["judges_used"]  # results written before judges_used existed
+    assert compare(a, b)["judge_differences"] == []
+
+
 def test_report_escapes_untrusted_text():
     evil = "<script>alert(1)</script>"
     a, b = _paired_docs(-0.05)

@@ -112,6 +112,38 @@ def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
                            "both (did the data change between the audits?)")
 
 
+def judge_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """What differs in how the same judge spec ran in the two audits (`judges_used`: for
+    `local`, the backend auto resolved to, the weights, the CPU). Such a change moves the
+    effects too, so it is named beside them; different specs are the comparison itself."""
+    ua, ub = a.get("judges_used"), b.get("judges_used")
+    if not isinstance(ua, dict) or not isinstance(ub, dict):
+        return []
+    out = []
+    for spec in sorted(ua.keys() & ub.keys()):
+        ia, ib = ua[spec], ub[spec]
+        if not isinstance(ia, dict) or not isinstance(ib, dict):
+            continue
+        for key in sorted(ia.keys() | ib.keys()):
+            va, vb = ia.get(key), ib.get(key)
+            if key == "backend_reason" or va == vb:
+                continue
+            if key != "cpu" and isinstance(va, dict) and isinstance(vb, dict):  # params
+                out += [f"{spec}: {key}.{k} {_brief(va.get(k))} in A, {_brief(vb.get(k))} in B"
+                        for k in sorted(va.keys() | vb.keys()) if va.get(k) != vb.get(k)]
+            else:
+                out.append(f"{spec}: {key} {_brief(va)} in A, {_brief(vb)} in B")
+    return out
+
+
+def _brief(v: Any) -> str:
+    """A `judges_used` value in a line: a CPU as its model and the flags it has."""
+    if isinstance(v, dict) and isinstance(v.get("flags"), dict):
+        flags = ", ".join(k for k, on in v["flags"].items() if on)
+        return f"{v.get('model')} ({flags or 'no listed flags'})"
+    return "(none)" if v is None else str(v)
+
+
 def _selection(doc: Mapping[str, Any]) -> str | None:
     """How the audit chose its items from the data (`items.selection`), as one line."""
     items = doc.get("items")
@@ -391,6 +423,7 @@ def compare(
     }
     pa_all, pb_all = a.get("probes") or {}, b.get("probes") or {}
     names = [n for n in pa_all if n in pb_all]
+    doc["judge_differences"] = judge_differences(a, b)
     doc["only_in_a"] = [n for n in pa_all if n not in pb_all]
     doc["only_in_b"] = [n for n in pb_all if n not in pa_all]
     failed = _failed_run(a, b, a_path, b_path)
