@@ -325,6 +325,25 @@ def test_the_header_says_why_calls_were_not_sent_and_what_was_estimated():
     assert "7 not sent: the server could not be reached" in text
 
 
+def test_the_header_says_which_backend_and_cpu_a_local_judge_ran_on():
+    """The same `--judge local` runs on another backend on another CPU, and a run's timing
+    holds for its CPU: the header says both (from `judges_used`), escaped; a judge with
+    neither (an API model) adds no line."""
+    doc = copy.deepcopy(load("evaluate_results.json"))
+    doc["judges_used"] = {
+        "local": {"provider": "local", "backend": "transformers", "dtype": "bf16",
+                  "cpu": {"model": "Xeon <b>", "cores": 2,
+                          "flags": {"avx2": True, "amx_bf16": True, "asimd": False}}},
+        "openai:m": {"provider": "openai", "model": "m", "params": {}}}
+    html = render_report(doc)
+    text = " ".join(" ".join(parse(html).text).split())
+    assert "Ran on local : backend transformers bf16 on Xeon <b>, 2 cores (avx2, amx_bf16)" \
+        in text
+    assert "Xeon &lt;b&gt;" in html and "openai:m" not in text
+    del doc["judges_used"]
+    assert "Ran on" not in " ".join(parse(render_report(doc)).text)
+
+
 def test_write_report_next_to_results_or_to_a_chosen_path(tmp_path):
     d = tmp_path / "run"
     d.mkdir()

@@ -378,7 +378,26 @@ def _common(r: dict[str, Any]) -> dict[str, Any]:
         "started": r.get("started"),
         "run": _d(r.get("run")),
         "run_notes": [str(x) for x in _l(r.get("notes"))],
+        "ran_on": _ran_on(_d(r.get("judges_used"))),
     }
+
+
+def _ran_on(used: dict[str, Any]) -> list[tuple[str, str]]:
+    """(spec, "backend ... on CPU (flags)") for each judge that resolved a backend or ran on
+    this machine's CPU (`judges_used`): its timings and near-tie verdicts hold for that."""
+    out = []
+    for spec, ident in used.items():
+        ident = _d(ident)
+        cpu, backend = _d(ident.get("cpu")), ident.get("backend")
+        if not cpu and backend is None:
+            continue
+        flags = ", ".join(str(k) for k, on in _d(cpu.get("flags")).items() if on)
+        text = (f"backend {backend}" + (f" {ident['dtype']}" if ident.get("dtype") else "")
+                if backend is not None else "")
+        if cpu:
+            text += f" on {cpu.get('model')}, {cpu.get('cores')} cores ({flags})"
+        out.append((str(spec), text.strip()))
+    return out
 
 
 def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
