@@ -507,12 +507,11 @@ class LocalProvider(Provider):
         self._draft: LoadedModel | None = None
 
     def run_identity(self) -> dict[str, Any]:
-        """The cache identity with the backend `auto` resolved to and why, the dtype, and the
-        CPU (its timings, and its verdicts at near-ties, hold for that CPU and backend)."""
+        """The cache identity (weights; dtype or integer backend) with the backend `auto`
+        resolved to and why, and the CPU (its timings, and its verdicts at near-ties, hold
+        for that CPU and backend)."""
         return {**self.cache_identity(), "backend": self.backend,
-                "backend_reason": self.backend_reason,
-                **({} if self.backend in GGUF_BACKENDS else {"dtype": self.dtype}),
-                "cpu": cpu_summary()}
+                "backend_reason": self.backend_reason, "cpu": cpu_summary()}
 
     def cache_identity(self) -> dict[str, Any]:
         ident = super().cache_identity()
