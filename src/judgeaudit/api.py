@@ -336,8 +336,8 @@ async def aaudit(
         max_n: adaptive: most items per probe (a probe still open then is underpowered).
         round_size: adaptive: items added to each open probe per round.
         max_calls: adaptive: stop before a round that would exceed this many judge calls.
-        max_cost: spend cap in USD, as in `evaluate`; adaptive: stop before a round that
-            would pass it (by the previous round's cost).
+        max_cost: spend cap in USD, as in `evaluate` (call by call); adaptive, also: stop
+            before a round that would pass it (by the previous round's cost).
         min_valid: fewest items with a valid unperturbed verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
         cache, concurrency, timeout, max_cost, retry, progress, raise_on_failure: as in
@@ -352,9 +352,7 @@ async def aaudit(
     from judgeaudit.commands import prepare_audit
     from judgeaudit.config import AuditConfig
 
-    # adaptive: the rounds keep to max_cost themselves (a round is not cut half-way)
-    opts = _opts(cache, concurrency, timeout, retry, seed, progress,
-                 None if adaptive else max_cost)
+    opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         AuditConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
         probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,

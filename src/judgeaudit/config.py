@@ -49,7 +49,7 @@ MAX_COST_HELP = ("Spend cap in USD at list prices (> 0): no call is sent that co
                  "run's spend past it (a call counts at its prompt's characters / 4 and its "
                  "max_tokens until it is answered); then no more are sent and the rest count "
                  "as failed, not sent. A judge whose price is not known needs price_in and "
-                 "price_out in its spec. With audit --adaptive: no round starts that would "
+                 "price_out in its spec. With audit --adaptive, also: no round starts that would "
                  "pass it by the previous round's cost.")
 SEED_HELP = "Seed of every random choice (item samples, simulated judges, bootstrap)."
 MIN_VALID_HELP = ("Fewest items with a valid verdict for the run to count; below it the run "

@@ -96,8 +96,9 @@ def test_rank_reads_the_cap_from_its_config_file(tmp_path):
 
 
 def test_an_adaptive_audit_keeps_to_the_cap_between_rounds(tmp_path):
-    """An adaptive audit's rounds keep to the cap themselves: a round is never cut half-way,
-    so no call fails, the run stops by max_cost and the spend stays under it."""
+    """An adaptive audit's rounds keep to the cap themselves: no round starts that would pass
+    it by the previous round's cost, so none is cut half-way, no call fails, the run stops by
+    max_cost and the spend stays under it."""
     write_pairs(tmp_path / "pairs.jsonl", 30)
     out = tmp_path / "ad"
     with FakeLLMServer() as srv:
@@ -113,6 +114,27 @@ def test_an_adaptive_audit_keeps_to_the_cap_between_rounds(tmp_path):
     # ran until the cap was spent, so the last one passed it).
     assert doc["adaptive"]["rounds"] >= 2  # a round costs about $0.44 here
     assert doc["calls"]["cost_usd"] <= 1.2
+
+
+def test_an_adaptive_audit_whose_first_round_costs_more_than_the_cap_stays_under_it(tmp_path):
+    """The first round has no earlier round to estimate its cost from; the cap still holds
+    it call by call, as in every other command (before, it ran whole: $0.44 against $0.2).
+    The calls not sent are counted and the run says the cap stopped it."""
+    write_pairs(tmp_path / "pairs.jsonl", 30)
+    out = tmp_path / "ad"
+    with FakeLLMServer() as srv:
+        res = runner.invoke(app, ["audit", "--adaptive", "--judge", spec_of(srv), "--data",
+                                  f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes",
+                                  "position,verbosity", "--round-size", "5", "--max-cost",
+                                  "0.2", "--concurrency", "2", "--out", str(out)])
+        sent = srv.count()
+    doc = results(out)
+    calls = doc["calls"]
+    assert sent == calls["made"] > 0 and calls["cost_usd"] <= 0.2, res.output
+    assert calls["not_sent"] > 0 and "the spend cap is reached" in calls["not_sent_why"]
+    assert doc["adaptive"]["stopped_by"] == "max_cost"
+    assert {p["adaptive"]["stop_reason"] for p in doc["probes"].values()} <= {
+        "budget", "rejected", "cleared"}
 
 
 def test_the_python_api_takes_the_cap(tmp_path):

@@ -24,8 +24,11 @@ A probe stops as
   of the two rules above holds there.
 The run stops when every probe has stopped, or before a round that would exceed `max_calls`
 or `max_cost` USD (each estimated from the previous round); open probes then stop
-as underpowered ("budget"). It stops too once the judge's client stopped sending (its
-server could not be reached or stopped answering: `RetryPolicy.stop_after`): "not_sent".
+as underpowered ("budget"). The session's spend cap (`SpendCap`) also holds every call to
+`max_cost`, so a round it cuts (the first, which has no estimate; one dearer than the one
+before) ends the run the same way, its unsent calls counted. It stops too once the judge's
+client stopped sending (its server could not be reached or stopped answering:
+`RetryPolicy.stop_after`): "not_sent".
 A probe that stopped as not biased but is in the final e-BH rejection set is reported
 biased (as `battery.decide`: biased takes precedence), so the biased set is exactly e-BH's
 and has FDR <= alpha.
@@ -173,6 +176,13 @@ def _cost(bundle: JudgeBundle) -> float:
     return float(bundle.client.stats.as_dict().get("cost_usd") or 0.0)
 
 
+def capped(bundle: JudgeBundle) -> bool:
+    """Whether the session's spend cap stopped the judge's client (in the first round, which
+    has no earlier round to estimate its cost from, or where a round cost more than the one
+    before it)."""
+    return bundle.client.stop_kind == "spend_cap"
+
+
 async def run_adaptive(
     bundle: JudgeBundle,
     items: Sequence[PairwiseItem],
@@ -247,8 +257,8 @@ async def run_adaptive(
         if max_cost is not None and _cost(bundle) + last_round_cost > max_cost:
             stopped_by = "max_cost"
             break
-        if bundle.client.stopped:  # the server is not answering: no round would be sent
-            stopped_by = "server not answering"
+        if bundle.client.stopped:  # no round would be sent
+            stopped_by = "max_cost" if capped(bundle) else "server not answering"
             break
         rnd += 1
         before, cost_before = calls["total"], _cost(bundle)
@@ -277,7 +287,8 @@ async def run_adaptive(
         rule.step(rnd, done)
         last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
     if not rule.all_stopped:
-        rule.stop_all(rnd, "not_sent" if bundle.client.stopped else "budget")
+        rule.stop_all(rnd, "not_sent" if bundle.client.stopped and not capped(bundle)
+                      else "budget")
     verdicts = rule.verdicts()
 
     # The document: the fixed-n battery over the items each probe had when it stopped (all

@@ -122,7 +122,7 @@ def run_command(cfg: Any, run: Any,
         sess = Session(cache=store if store is not None else False,
                        concurrency=getattr(cfg, "concurrency", None),
                        timeout=getattr(cfg, "timeout", None), seed=getattr(cfg, "seed", 0),
-                       progress=bars, planner=planner, max_cost=session_cap(cfg))
+                       progress=bars, planner=planner, max_cost=getattr(cfg, "max_cost", None))
 
         async def go() -> dict[str, Any]:
             from judgeaudit.llm import CallFailed
@@ -139,12 +139,6 @@ def run_command(cfg: Any, run: Any,
                 await sess.aclose()
 
         return checked(lambda: run_async(go, cache_path=store and str(store.path)))
-
-
-def session_cap(cfg: Any) -> float | None:
-    """The spend cap the session enforces: --max-cost, except for an adaptive audit, whose
-    rounds keep to it themselves (a round is not cut half-way)."""
-    return None if getattr(cfg, "adaptive", False) else getattr(cfg, "max_cost", None)
 
 
 # Whether the running command was given --json (set by `config_command`).

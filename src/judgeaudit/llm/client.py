@@ -314,6 +314,12 @@ class Client:
         `RetryPolicy.stop_after`), or None while it does."""
         return None if self._stopped is None else str(self._stopped)
 
+    @property
+    def stop_kind(self) -> str | None:
+        """The kind of failure that stopped this client ("spend_cap" for the spend cap), or
+        None while it sends."""
+        return None if self._stopped is None else self._stopped.kind
+
     def reset_breaker(self) -> None:
         """Give the server a fresh start (a new command of a `Session`: it may be back up).
         A fatal error (a bad key, a bad request) is not reset: it would fail again."""
