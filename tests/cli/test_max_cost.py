@@ -73,9 +73,11 @@ def test_a_cap_the_run_stays_under_changes_nothing(tmp_path):
     assert a["calls"]["not_sent"] == 0 and a["accuracy"] == b["accuracy"]
 
 
-def test_a_judge_whose_price_is_unknown_is_refused_before_any_call(tmp_path):
+@pytest.mark.parametrize("command", [["evaluate"], ["audit", "--adaptive"]])
+def test_a_judge_whose_price_is_unknown_is_refused_before_any_call(tmp_path, command):
+    """Also an adaptive audit: before, its rounds read the spend as $0 and never stopped."""
     remote = "openai:m?base_url=http://10.255.255.1:8000/v1&api_key=k"  # may bill; price?
-    res = runner.invoke(app, ["evaluate", "--judge", remote, "--max-cost", "1",
+    res = runner.invoke(app, [*command, "--judge", remote, "--max-cost", "1",
                               "--out", str(tmp_path / "o")])
     assert res.exit_code == 2, res.output
     text = " ".join(res.output.split())
