@@ -165,7 +165,8 @@ class AuditConfig(RunFields):
     max_n: PosInt = _f(500, "--adaptive: most items per probe.")
     round_size: PosInt = _f(20, "--adaptive: items added to each open probe per round.")
     max_calls: PosInt | None = _f(None, "--adaptive: stop before a round that would exceed this "
-                                        "many judge calls.")
+                                        "many judge calls (by the previous round's; the first "
+                                        "round runs whole).")
 
 
 class ScoringBiasConfig(RunFields):
