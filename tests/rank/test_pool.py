@@ -34,7 +34,8 @@ def test_controlled_pool_matches_the_builder():
     ("builtin:controlled?sed=1", "unknown parameter"),
     ("builtin:controlled?n=x", "parameter 'n': expected an integer"),
     ("builtin:controlled?topic=mars", "parameter 'topic': expected one of"),
-    ("builtin:controlled?n=5&k=5", "need k < n"),
+    ("builtin:controlled?n=5&k=5", "need k < n, got k=5, n=5"),
+    ("builtin:controlled?n=5", r"got k=5 \(its default\), n=5: give a smaller &k="),
     ("builtin:facts", "builtin:controlled"),
     ("hf:whatever", "unknown pool kind"),
 ])

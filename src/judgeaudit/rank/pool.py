@@ -216,7 +216,9 @@ def controlled_pool(params: dict[str, str], source: str = "builtin:controlled") 
         raise DataError(source, None, f"parameter 'design': expected one of "
                                       f"{', '.join(DESIGNS)}, got {design!r}")
     if k >= n:
-        raise DataError(source, None, f"need k < n, got k={k}, n={n}")
+        given = "" if "k" in params else " (its default)"
+        raise DataError(source, None, f"need k < n, got k={k}{given}, n={n}: give a smaller "
+                                      "&k= or a larger n")
     try:
         cp = build_controlled_pool(topic=topic, n_items=n, k=k, seed=seed, design=design)
     except RuntimeError as exc:
