@@ -93,6 +93,18 @@ def opt(name: str, cli: bool) -> str:
     return f"--{name.replace('_', '-')}" if cli else name
 
 
+def needs(bundle: JudgeBundle, role: str, *metas: Mapping[str, Any]) -> None:
+    """Before any call: ValueError (exit 2) when `bundle`'s model has no answer for a part it
+    must play (`Provider.cannot_serve`), e.g. the judge-only `sim` as --llm. Before this,
+    the run failed (exit 3) on reaching that part, after its judges had been asked."""
+    for meta in metas:
+        why = bundle.client.provider.cannot_serve(meta)
+        if why:
+            part = meta.get("module") or f"task {meta.get('task')!r}"
+            raise ValueError(f"{role} {bundle.public_spec}: {why}; {part} needs a model that "
+                             "writes text (local, openai:MODEL, anthropic:MODEL)")
+
+
 # ---- input -------------------------------------------------------------------------------
 
 def _as_item(x: Any) -> Any:
@@ -322,7 +334,8 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
         nonlocal refs
         main = s.judge(cfg.judge)
         if cfg.generate_references:  # every spec checked before any call
-            s.judge(gen_spec)
+            needs(s.judge(gen_spec), opt("generator", cli) if cfg.generator else
+                  f"{opt('judge', cli)} (the generator by default)", {"task": "generate"})
             s.judge(rev_spec)
         try:
             rubric = RubricJudge(main.client, cfg.template)
@@ -467,6 +480,7 @@ def prepare_discover(cfg: DiscoverConfig, *, data: Data | None = None,
     `cfg.judges`; `embedder`: default MiniLM; `on_stage(message)` hears each stage start;
     `recorded_dir`: where recorded verdicts are converted (default: a temporary folder)."""
     from judgeaudit.hubj.discover import DiscoverConfig as Algorithm1
+    from judgeaudit.hubj.prompts import G_ASSIGN, G_CONSTRUCT, G_EXTRACT
     from judgeaudit.hubj.run import run_discover
 
     started = _now()
@@ -478,6 +492,7 @@ def prepare_discover(cfg: DiscoverConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         g = s.judge(cfg.llm)
+        needs(g, opt("llm", cli), G_EXTRACT.needs, G_CONSTRUCT.needs, G_ASSIGN.needs)
         for x in specs:  # every spec checked before any call
             s.judge(x)
         emb = embedder
@@ -527,6 +542,7 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
     """`judgeaudit quantify` (HUB-J Algorithm 2). `judges` (a list of SPECs) replaces
     `cfg.judges`; `factors_from` (a discover result) `cfg.factors_from`."""
     from judgeaudit.hubj.llmjson import JSONStats
+    from judgeaudit.hubj.prompts import G_CHECK, G_CRIT, G_INJ, G_INJ_APPEND
     from judgeaudit.hubj.run import live_winners, run_quantify
     from judgeaudit.hubj.validate import criteria_for_factors
 
@@ -552,6 +568,11 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
         bundles = {s.judge(x).public_spec: s.judge(x) for x in specs}
         gen = s.judge(cfg.generator or specs[0])
         chk = s.judge(cfg.checker) if cfg.checker else None
+        role = (opt("generator", cli) if cfg.generator
+                else f"{opt('judges', cli)} (its first, the generator by default)")
+        needs(gen, role, (G_INJ if cfg.inject == "rewrite" else G_INJ_APPEND).needs,
+              *([G_CRIT.needs] if missing else []))
+        needs(chk or gen, opt("checker", cli) if chk else role, G_CHECK.needs)
         if missing:
             got, _src = await criteria_for_factors(gen.client, missing, JSONStats())
             crit.update(got)
@@ -585,6 +606,7 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     `judges`, `factors_from` replace the settings' values; `recorded_dir` as in
     `prepare_discover`."""
     from judgeaudit.hubj.llmjson import JSONStats
+    from judgeaudit.hubj.prompts import G_CRIT, G_SCORE
     from judgeaudit.hubj.run import run_apply, run_mitigate
     from judgeaudit.hubj.validate import criteria_for_factors
 
@@ -603,6 +625,8 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         sc = s.judge(cfg.scorer)
+        needs(sc, opt("scorer", cli), G_SCORE.needs,
+              *([G_CRIT.needs] if saved is None and fs[0].name not in crit else []))
         for x in specs:  # every spec checked before any call
             s.judge(x)
         winners = await _winners(s, specs, cfg.recorded, folder, items, recorded_dir, cli)

@@ -174,3 +174,33 @@ def test_quantify_append_mode_and_short_item_filter(shared_data, tmp_path, isola
         # additive edit: the original text is kept whole, the injected part follows it
         assert ex["rewritten"].startswith(ex["original"].rstrip())
         assert ex["rewritten"].endswith(f"[[verbosity@{ex['level']}]]")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["discover", "--llm", "sim"], "--llm sim: sim cannot serve task 'generate'"),
+    (["discover", "--llm", "simhubj"], "simhubj does not script module 'G_extract'"),
+    (["quantify", "--generator", "sim", "--limit", "4"], "--generator sim: sim cannot serve"),
+    (["quantify", "--generator", "simhubj", "--checker", "replay:{tmp}/x.csv", "--limit", "4"],
+     "replay cannot serve task 'hubj'"),
+    (["mitigate", "--scorer", "sim", "--limit", "6"], "--scorer sim: sim cannot serve"),
+])
+def test_a_model_that_cannot_play_its_part_is_refused_before_any_call(args, said, tmp_path,
+                                                                      isolated_cache):
+    """A judge-only provider (sim, replay) given where a G-module must write text: exit 2
+    with what it cannot do, before the judges are asked. Before, the run asked them all and
+    then failed (exit 3) on the first G-module call."""
+    from fakeserver import FakeLLMServer, write_pairs
+
+    write_pairs(tmp_path / "pairs.jsonl", 8)
+    (tmp_path / "x.csv").write_text("item_id,order,verdict\np0,12,1\n", encoding="utf-8")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    with FakeLLMServer() as srv:
+        judge = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        res = runner.invoke(app, [*args, "--judges", judge, "--data",
+                                  f"jsonl:{tmp_path / 'pairs.jsonl'}", "--min-agreement",
+                                  "0", "--out", str(tmp_path / "out")])
+        asked = srv.count()
+    assert res.exit_code == 2, res.output
+    assert said in " ".join(res.output.split())
+    assert "needs a model that writes text" in " ".join(res.output.split())
+    assert asked == 0

@@ -81,3 +81,36 @@ async def test_unscripted_modules_fail_loudly():
     c = Client(make_provider("simhubj", "default"))
     with pytest.raises(CallFailed, match="does not script module 'G_extract'"):
         await g_extract(c, "i", "q?", "a", "b", JSONStats())
+
+
+def test_each_g_module_states_what_its_requests_ask_and_simhubj_answers_as_it_says(tmp_path):
+    """`GPrompt.needs` is what commands ask providers before any call (commands.needs): it
+    must be what the module's requests carry, and simhubj must serve exactly the modules it
+    says it does (sim and replay none)."""
+    from judgeaudit.hubj import prompts as P
+
+    (tmp_path / "v.csv").write_text("item_id,order,verdict\np0,12,1\n", encoding="utf-8")
+    replay = make_provider("replay", str(tmp_path / "v.csv"))
+
+    f = P.Factor("verbosity", "how long the response is")
+    crit = {k: f"level {k}" for k in range(1, 6)}
+    built = {
+        P.G_EXTRACT: P.extract_request("i", "q", "a", "b"),
+        P.G_CONSTRUCT: P.construct_request(["x"], []),
+        P.G_ASSIGN: P.assign_request("x", [f]),
+        P.G_SCORE: P.score_request("i", "q", "r", f, crit),
+        P.G_CRIT: P.crit_request(f),
+        P.G_INJ: P.inject_request("q", "t", f, crit, 2),
+        P.G_INJ_APPEND: P.inject_request("q", "t", f, crit, 2, mode="append"),
+        P.G_CHECK: P.check_request("i", "q", "a", "b"),
+    }
+    hubj, sim = make_provider("simhubj", "default"), make_provider("sim", "default")
+    for g, req in built.items():
+        assert {k: req.meta[k] for k in ("module", "task")} == g.needs, g.name
+        scripted = g.name in {"G_inj", "G_inj_append", "G_check", "G_score", "G_crit"}
+        assert (hubj.cannot_serve(g.needs) is None) == scripted, g.name
+        assert sim.cannot_serve(g.needs) is not None
+        assert replay.cannot_serve(g.needs) is not None
+    assert sim.cannot_serve({"task": "pairwise"}) is None
+    assert hubj.cannot_serve({"task": "pointwise"}) is None
+    assert replay.cannot_serve({"task": "pointwise"}) is None

@@ -72,6 +72,14 @@ class GPrompt:
     prefill: str = ""
     close: str = ""   # appended to prefill + choice when a provider answers by probabilities
     max_tokens: int = 256
+    # What its requests ask of the model (their meta "task"): free text ("generate"), or a
+    # scripted answer a test provider can give ("hubj"). Not hashed: it changes no prompt.
+    task: str = "generate"
+
+    @property
+    def needs(self) -> dict[str, str]:
+        """The meta a provider is asked about before any call (`Provider.cannot_serve`)."""
+        return {"module": self.name, "task": self.task}
 
     @property
     def sha256(self) -> str:
@@ -132,6 +140,7 @@ G_CONSTRUCT = GPrompt(
 
 G_ASSIGN = GPrompt(
     name="G_assign",
+    task="hubj",
     system=("You map an observed feature to the one factor that best explains it, or to 0 "
             "when none fits. " + _JSON_ONLY),
     user=("Feature: {feature}\n\nFactors:\n{factors}\n  0. none of these\n\n"
@@ -144,6 +153,7 @@ G_ASSIGN = GPrompt(
 
 G_SCORE = GPrompt(
     name="G_score",
+    task="hubj",
     system=("You rate how strongly a response shows one property, on a 1-5 scale defined by "
             "observable criteria. You rate the property only, not the response's quality. "
             + _JSON_ONLY),
@@ -198,6 +208,7 @@ G_INJ_APPEND = GPrompt(
 
 G_CHECK = GPrompt(
     name="G_check",
+    task="hubj",
     system=("You check whether two versions of a response give the same answer: the same final "
             "answer, numbers, named entities, list items and code. Style, length, tone and "
             "formatting do not matter. " + _JSON_ONLY),

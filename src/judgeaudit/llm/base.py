@@ -11,7 +11,7 @@ import difflib
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -252,6 +252,13 @@ class Provider(abc.ABC):
     @abc.abstractmethod
     async def generate(self, request: Request) -> Response:
         """Run one call. Raise ProviderError for failures the client should classify."""
+
+    def cannot_serve(self, meta: Mapping[str, Any]) -> str | None:
+        """Why this provider has no answer for requests carrying `meta` (their "task" and, for
+        a HUB-J G-module, their "module"), or None (a real model answers any). Commands ask
+        before any call (`commands.needs`): a judge-only provider where text must be written
+        is a usage error, not a run that fails after its judges were paid for."""
+        return None
 
     async def prepare(self) -> None:  # noqa: B027 - optional hook
         """One-time setup the client runs before an attempt and outside its timeout (SDK

@@ -51,7 +51,7 @@ import difflib
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -493,6 +493,12 @@ class ReplayProvider(Provider):
     def _where(self) -> str:
         return f"in {self.index.path.name} with {describe_filters(self.filters)}"
 
+    def cannot_serve(self, meta: Mapping[str, Any]) -> str | None:
+        task = meta.get("task", "pairwise")
+        if task in ("pairwise", "pointwise"):
+            return None
+        return f"replay cannot serve task {task!r} (only pairwise, pointwise)"
+
     async def generate(self, request: Request) -> Response:
         meta = request.meta or {}
         item = meta.get("item_id")
@@ -505,8 +511,7 @@ class ReplayProvider(Provider):
                     f"no recorded score for item {item!r} {self._where()}")
             return Response(text=self._score_text(self.index.scores[item], meta))
         if task != "pairwise":
-            raise FatalProviderError(f"replay cannot serve task {task!r} (only pairwise, "
-                                     "pointwise)")
+            raise FatalProviderError(str(self.cannot_serve(meta)))
         order = str(meta.get("order", ""))
         if order not in {"12", "21"}:
             raise FatalProviderError(

@@ -49,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any, ClassVar
 
@@ -226,8 +227,13 @@ class SimProvider(Provider):
             return self._pointwise(request)
         if task == "binary":
             return self._binary(request)
-        raise FatalProviderError(
-            f"sim cannot serve task {task!r} (only pairwise, pointwise, binary)")
+        raise FatalProviderError(str(self.cannot_serve(meta)))
+
+    def cannot_serve(self, meta: Mapping[str, Any]) -> str | None:
+        task = meta.get("task", "pairwise")
+        if task in ("pairwise", "pointwise", "binary"):
+            return None
+        return f"sim cannot serve task {task!r} (only pairwise, pointwise, binary)"
 
     def _pairwise(self, request: Request) -> Response:
         z, terms = self.logit(request.meta)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from judgeaudit.llm.base import FatalProviderError, Request, Response
@@ -28,6 +29,8 @@ from judgeaudit.llm.providers.sim import KNOWN_PARAMS as SIM_PARAMS
 from judgeaudit.llm.providers.sim import SimProvider
 from judgeaudit.llm.registry import register
 
+# The G-modules `generate` answers (the others need a model that writes text).
+SCRIPTED = frozenset({"G_inj", "G_inj_append", "G_check", "G_score", "G_crit"})
 MARK = re.compile(r"\[\[([A-Za-z0-9_\-]+)@([1-5])\]\]")
 
 
@@ -136,7 +139,16 @@ class SimHubjProvider(SimProvider):
         if module == "G_crit":
             levels = {str(k): f"level {k} of {meta.get('factor')}" for k in range(1, 6)}
             return Response(text=json.dumps(levels)[len('{"1": "'):])
-        raise FatalProviderError(f"simhubj does not script module {module!r}")
+        raise FatalProviderError(str(self.cannot_serve(meta)))
+
+    def cannot_serve(self, meta: Mapping[str, Any]) -> str | None:
+        module = meta.get("module")
+        if module is None:
+            return super().cannot_serve(meta)
+        if module in SCRIPTED:
+            return None
+        return (f"simhubj does not script module {module!r} (only "
+                f"{', '.join(sorted(SCRIPTED))})")
 
 
 __all__ = ["MARK", "SimHubjProvider", "factor_levels", "marker", "parse_effects", "slug"]
