@@ -97,19 +97,26 @@ def test_rank_reads_the_cap_from_its_config_file(tmp_path):
     assert calls["not_sent"] > 0, res.output
 
 
-def test_an_adaptive_audit_keeps_to_the_cap_between_rounds(tmp_path):
-    """An adaptive audit's rounds keep to the cap themselves: no round starts that would pass
-    it by the previous round's cost, so none is cut half-way, no call fails, the run stops by
-    max_cost and the spend stays under it."""
+def adaptive_audit(tmp_path, cap: str, *extra: str):
+    """An adaptive audit of position and verbosity on 30 pairs in rounds of 5 under `cap`:
+    the CLI result, its results document and the calls the server was sent."""
     write_pairs(tmp_path / "pairs.jsonl", 30)
     out = tmp_path / "ad"
     with FakeLLMServer() as srv:
         res = runner.invoke(app, ["audit", "--adaptive", "--judge", spec_of(srv), "--data",
                                   f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes",
                                   "position,verbosity", "--round-size", "5", "--max-cost",
-                                  "1.2", "--out", str(out)])
+                                  cap, *extra, "--out", str(out)])
+        sent = srv.count()
+    return res, results(out), sent
+
+
+def test_an_adaptive_audit_keeps_to_the_cap_between_rounds(tmp_path):
+    """An adaptive audit's rounds keep to the cap themselves: no round starts that would pass
+    it by the previous round's cost, so none is cut half-way, no call fails, the run stops by
+    max_cost and the spend stays under it."""
+    res, doc, _sent = adaptive_audit(tmp_path, "1.2")
     assert res.exit_code == 0, res.output
-    doc = results(out)
     assert doc["adaptive"]["stopped_by"] == "max_cost"
     assert doc["calls"]["not_sent"] == 0 and doc["calls"]["failed"] == 0
     # No round started that would pass the cap by the previous round's cost (before, rounds
@@ -122,15 +129,7 @@ def test_an_adaptive_audit_whose_first_round_costs_more_than_the_cap_stays_under
     """The first round has no earlier round to estimate its cost from; the cap still holds
     it call by call, as in every other command (before, it ran whole: $0.44 against $0.2).
     The calls not sent are counted and the run says the cap stopped it."""
-    write_pairs(tmp_path / "pairs.jsonl", 30)
-    out = tmp_path / "ad"
-    with FakeLLMServer() as srv:
-        res = runner.invoke(app, ["audit", "--adaptive", "--judge", spec_of(srv), "--data",
-                                  f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes",
-                                  "position,verbosity", "--round-size", "5", "--max-cost",
-                                  "0.2", "--concurrency", "2", "--out", str(out)])
-        sent = srv.count()
-    doc = results(out)
+    res, doc, sent = adaptive_audit(tmp_path, "0.2", "--concurrency", "2")
     calls = doc["calls"]
     assert sent == calls["made"] > 0 and calls["cost_usd"] <= 0.2, res.output
     assert calls["not_sent"] > 0 and "the spend cap is reached" in calls["not_sent_why"]
