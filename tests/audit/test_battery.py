@@ -95,3 +95,23 @@ async def test_production_checks_on_planted_judges():
     clean = await run_battery(make_judge("sim?quality=1.5&seed=3"), items, ["sycophancy_pass"],
                               seed=3)
     assert clean["probes"]["sycophancy_pass"]["verdict"] != "biased"
+
+
+def test_a_judge_that_never_moved_is_not_called_unbiased_on_too_few_items():
+    """A judge whose verdicts did not move on any of 10 items has an interval of [0, 0] by
+    the bootstrap, which read as "not biased"; the exact interval of the shares that could
+    have moved says the data cannot tell (position: +-0.15). On 80 items it can (+-0.023)."""
+    import judgeaudit
+
+    small = judgeaudit.audit("sim?seed=0", "builtin:facts", probes=["position"], n=10,
+                             cache=False)
+    pos = small["probes"]["position"]
+    assert pos["n"] == 10 and pos["per_item"] and not any(pos["per_item"].values())
+    assert pos["effect"]["method"] == "clopper-pearson-movers"
+    assert pos["effect"]["ci95"] == pytest.approx([-0.5 * (1 - 0.025 ** 0.1),
+                                                   0.5 * (1 - 0.025 ** 0.1)])
+    assert pos["verdict"] == "underpowered"
+    big = judgeaudit.audit("sim?seed=0", "builtin:facts", probes=["position"], n=80,
+                           cache=False)["probes"]["position"]
+    if not any(big["per_item"].values()):
+        assert big["verdict"] == "not_biased"

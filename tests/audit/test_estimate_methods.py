@@ -65,8 +65,13 @@ def test_position_first_rate_shares_the_effects_interval():
     m = position(vs, seed=1)
     eff = m["estimate"]
     fr = m["first_rate"]
-    assert fr["method"] == eff.method == "bootstrap-percentile"
+    # two items moved, fewer than SPARSE_MOVERS: the exact interval, for both
+    assert fr["method"] == eff.method == "clopper-pearson-movers"
     assert fr["ci95"] == [eff.ci95[0] + 0.5, eff.ci95[1] + 0.5]
+    m = position(vs * 2, seed=1)  # four moved both times, of ten: still exact
+    assert m["estimate"].method == "clopper-pearson-movers"
+    m = position(vs * 3, seed=1)  # six: the bootstrap, for both
+    assert m["first_rate"]["method"] == m["estimate"].method == "bootstrap-percentile"
     assert m["consistency"]["method"] == "wilson"
 
 

@@ -9,6 +9,7 @@ from judgeaudit.stats import (
     Estimate,
     bootstrap_ci,
     mean_ci,
+    movers_ci,
     paired_bootstrap_diff,
     rate,
     wilson,
@@ -171,3 +172,27 @@ def test_paired_diff_interval_matches_bootstrap_of_differences():
 def test_paired_diff_rejects_misaligned_inputs():
     with pytest.raises(ValueError, match="aligned"):
         paired_bootstrap_diff([1.0, 2.0, 3.0], [1.0, 2.0], np.mean)
+
+
+@pytest.mark.parametrize("up, down, n", [(0, 0, 40), (2, 1, 40), (0, 3, 10), (4, 0, 200)])
+def test_movers_ci_is_span_times_the_clopper_pearson_limits_of_each_direction(up, down, n):
+    """Textbook check: each limit is span x the exact (Clopper-Pearson) two-sided 95% upper
+    limit of the share that moved that way, as statsmodels computes it ('beta')."""
+    d = np.array([0.5] * up + [-1.0] * down + [0.0] * (n - up - down))
+    lo, hi = movers_ci(d, span=1.0)
+    assert hi == pytest.approx(proportion_confint(up, n, alpha=0.05, method="beta")[1])
+    assert lo == pytest.approx(-proportion_confint(down, n, alpha=0.05, method="beta")[1])
+    if up == down == 0:  # the rule of three's exact form
+        assert hi == pytest.approx(1 - 0.025 ** (1 / n))
+    assert lo <= d.mean() <= hi
+
+
+def test_movers_ci_covers_at_the_worst_case_it_is_built_for():
+    """Coverage by simulation: sparse moves of the full span, all one way, 95% or more."""
+    rng = np.random.default_rng(0)
+    for n, p in ((10, 0.1), (40, 0.05), (40, 0.1)):
+        d = np.where(rng.random((2000, n)) < p, 1.0, 0.0)
+        hits = [lo <= p <= hi for lo, hi in (movers_ci(x, 1.0) for x in d)]
+        assert np.mean(hits) >= 0.95
+    with pytest.raises(ValueError, match="span > 0"):
+        movers_ci(np.zeros(3), 0.0)

@@ -49,7 +49,7 @@ def shift(
     pairs = [(credit(b, t), credit(a, t)) for b, a, t in zip(before, after, targets, strict=True)]
     valid = [i for i, (b, a) in enumerate(pairs) if b is not None and a is not None]
     d = np.array([pairs[i][1] - pairs[i][0] for i in valid], dtype=float)  # type: ignore[operator]
-    out = paired_stats(d, seed=seed, alpha=alpha, unit=1.0)
+    out = paired_stats(d, seed=seed, alpha=alpha, unit=1.0, span=1.0)
     ok = set(valid)
     out.update(n_invalid=len(pairs) - len(valid), valid=valid, d=d.tolist(),
                invalid=[i for i in range(len(pairs)) if i not in ok])
@@ -88,7 +88,7 @@ def position(verdicts: Sequence[PairwiseVerdict], seed: int = 0,
             valid.append(i)
     n = len(f)
     arr = np.array(f, dtype=float)
-    out = paired_stats(arr - 0.5, seed=seed, alpha=alpha, unit=0.5)
+    out = paired_stats(arr - 0.5, seed=seed, alpha=alpha, unit=0.5, span=0.5)
     out.update(n_invalid=len(verdicts) - n, valid=valid, dropped=dropped,
                d=(arr - 0.5).tolist())
     if n == 0:

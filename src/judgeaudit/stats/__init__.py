@@ -22,6 +22,7 @@ from judgeaudit.stats.correlation import (
 from judgeaudit.stats.intervals import (
     bootstrap_ci,
     mean_ci,
+    movers_ci,
     paired_bootstrap_diff,
     rate,
     wilson,
@@ -74,6 +75,7 @@ __all__ = [
     "mde_paired_flip",
     "mde_proportion",
     "mean_ci",
+    "movers_ci",
     "one_sample_t",
     "paired_bootstrap_diff",
     "pearson",

@@ -55,6 +55,24 @@ def wilson(successes: Any, n: Any, level: float = 0.95) -> Any:
     return lo, hi
 
 
+def movers_ci(d: Items, span: float, level: float = 0.95) -> Interval:
+    """An exact interval for the mean of paired differences in [-span, span], for when few
+    items moved: there the percentile bootstrap is too narrow (no item moved: [0, 0] at any
+    n). The mean is at most span x P(d > 0) and at least -span x P(d < 0); each share gets its
+    one-sided Clopper-Pearson upper limit at (1 + level) / 2, so the pair covers at `level`
+    (a union bound) whatever the sizes of the moves."""
+    x = np.asarray(d, dtype=float)
+    n = int(x.size)
+    if n == 0 or not span > 0:
+        raise ValueError(f"movers_ci: need items and span > 0, got n={n}, span={span!r}")
+    one_sided = 0.5 + level / 2.0
+
+    def upper(k: int) -> float:
+        return 1.0 if k >= n else float(stats.beta.ppf(one_sided, k + 1, n - k))
+
+    return (-span * upper(int((x < 0).sum())), span * upper(int((x > 0).sum())))
+
+
 def rate(successes: float, n: int, level: float = 0.95) -> Estimate:
     """successes / n with its Wilson interval (method "wilson"). n = 0 -> value nan,
     interval (0, 1)."""
