@@ -89,7 +89,11 @@ async def test_production_checks_on_planted_judges():
     assert syc["verdict"] == "biased" and syc["effect"]["value"] > 0 and syc["flag"]["exceeds"]
     fmt = res["probes"]["format_sensitivity"]
     assert fmt["effect"]["value"] == 0 and fmt["flag"]["exceeds"] is False
-    assert fmt["verdict"] == "not_biased"
+    # Nothing moved on 80 items: the exact interval (+-0.045) is wider than the +-3 point
+    # no-bias range, so the data cannot say "not biased" (the bootstrap's [0, 0] did).
+    assert fmt["effect"]["ci95"] == pytest.approx([-(1 - 0.025 ** (1 / 80)),
+                                                   1 - 0.025 ** (1 / 80)])
+    assert fmt["verdict"] == "underpowered"
     assert res["probes"]["refinement_aware"]["n"] == 80
     assert "not run" in res["probes"]["self_preference"]["notes"][0]
     clean = await run_battery(make_judge("sim?quality=1.5&seed=3"), items, ["sycophancy_pass"],

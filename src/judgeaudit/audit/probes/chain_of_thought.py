@@ -27,7 +27,7 @@ class ChainOfThoughtProbe(Probe):
         cot = await ctx.judge(ctx.items, judge=pj)
         a = [credit_of(v, it.label) for it, v in zip(ctx.items, base, strict=True)]
         b = [credit_of(v, it.label) for it, v in zip(ctx.items, cot, strict=True)]
-        d = paired_difference(a, b, seed=ctx.seed, alpha=ctx.alpha)
+        d = paired_difference(a, b, seed=ctx.seed, alpha=ctx.alpha, span=1.0)  # credits
         res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
                           n_invalid=sum(not o.valid for v in cot for o in v.orders),
                           mde_detail=d["mde_detail"], method=d["method"],

@@ -65,7 +65,7 @@ class FormatSensitivityProbe(Probe):
             verdicts = await ctx.judge(ctx.items, judge=pj)
             r = _rates(ctx.items, verdicts)
             d = paired_difference(base_rates["accuracy"], r["accuracy"], seed=ctx.seed,
-                                  alpha=level)
+                                  alpha=level, span=1.0)  # per-item credits
             moves = {k: (None if _mean(r[k]) is None or _mean(base_rates[k]) is None
                          else _mean(r[k]) - _mean(base_rates[k])) for k in r}
             biggest = max((abs(x) for x in moves.values() if x is not None), default=0.0)

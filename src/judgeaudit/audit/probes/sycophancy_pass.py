@@ -52,7 +52,7 @@ class SycophancyPassProbe(Probe):
         ok = [v.passed for v in verdicts[2 * n:]]
         d = paired_difference([None if x is None else float(x) for x in plain],
                               [None if x is None else float(x) for x in conf], seed=ctx.seed,
-                              alpha=ctx.alpha)
+                              alpha=ctx.alpha, span=1.0)  # PASS is 0 or 1
         res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
                           n_invalid=sum(v.passed is None for v in verdicts),
                           n_dropped=len(wrong) - n, mde_detail=d["mde_detail"],
