@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from judgeaudit.audit.paired import SPARSE_MOVERS, paired_estimate
+from judgeaudit.llm.local_model import cpu_summary
 from judgeaudit.report.outcome import probe_verdict
 
 NO_BIAS = (-0.05, 0.05)
@@ -73,6 +75,7 @@ def main() -> None:
                     default=Path(__file__).parent / "results" / "not_biased_edge.json")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
+    load_start = os.getloadavg()
     t0 = time.perf_counter()
     rows = []
     for name, (values, probs, span, effect) in SCENARIOS.items():
@@ -87,7 +90,10 @@ def main() -> None:
                 f"now (exact movers interval below {SPARSE_MOVERS} movers)",
         "reps": a.reps, "seed": a.seed, "sparse_movers": SPARSE_MOVERS,
         "mc_se_at_0.025": (0.025 * 0.975 / a.reps) ** 0.5,
+        # The rates are seeded draws, the same on any CPU; only the seconds depend on it.
         "seconds": time.perf_counter() - t0, "python": platform.python_version(),
+        "machine": {**cpu_summary(), "loadavg_start": load_start,
+                    "loadavg_end": os.getloadavg()},
         "rows": rows,
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
