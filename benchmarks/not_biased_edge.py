@@ -17,7 +17,15 @@ Each is run with the bootstrap interval alone (the rule before this benchmark) a
 rule now (the exact interval of `stats.movers_ci` when fewer than `SPARSE_MOVERS` items
 moved), on the same draws.
 
-    python benchmarks/not_biased_edge.py          # writes results/not_biased_edge.json (~3 min)
+The same question for `judgeaudit compare` (`audit.compare.paired_change`, `classify`): how
+often is a change of exactly the margin (0.05) called "no change", which needs the change's
+95% interval inside [-0.05, 0.05]? There each item's change d = (value in B) - (value in A)
+lies in [-(span A + span B), span A + span B], and the scenarios plant the changes directly
+(position: 10% of items go from no preference to first-shown in both orders, +1/2 each; a
+shift probe: 5% move by +1, or 10% by +1/2), with the same nulls. Before: the bootstrap
+alone (results without `span`); now: both runs record their span.
+
+    python benchmarks/not_biased_edge.py          # writes results/not_biased_edge.json (~15 min)
     python benchmarks/not_biased_edge.py --reps 200 --out /tmp/nb.json   # quick look
 """
 
@@ -32,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from judgeaudit.audit.compare import classify, paired_change
 from judgeaudit.audit.paired import SPARSE_MOVERS, paired_estimate
 from judgeaudit.llm.local_model import cpu_summary
 from judgeaudit.report.outcome import probe_verdict
@@ -67,6 +76,24 @@ def not_biased_rates(values: list[float], probs: list[float], span: float, n: in
     return {"before": before / reps, "now": now / reps}
 
 
+def no_change_rates(values: list[float], probs: list[float], span: float, n: int,
+                    reps: int, rng: np.random.Generator) -> dict[str, float]:
+    """Share of `reps` draws of per-item changes that `compare` calls no_change, and improved
+    or worse ("flagged"), without the runs' spans (before) and with them (now; the bound of
+    a change is span A + span B = 2 x span)."""
+    hits = {"before": 0, "now": 0, "flagged_before": 0, "flagged_now": 0}
+    ids = [f"i{k}" for k in range(n)]
+    va = dict.fromkeys(ids, 0.0)
+    for r in range(reps):
+        vb = dict(zip(ids, rng.choice(values, size=n, p=probs).tolist(), strict=True))
+        for key, s in (("before", None), ("now", 2 * span)):
+            ch = paired_change(va, vb, seed=r, span=s)
+            verdict = classify(ch, ch["p"], 0.05, NO_BIAS[1])[0]  # one probe: q = p
+            hits[key] += verdict == "no_change"
+            hits[f"flagged_{key}"] += verdict in ("improved", "worse")
+    return {k: v / reps for k, v in hits.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=1000)
@@ -84,6 +111,15 @@ def main() -> None:
             rows.append({"scenario": name, "effect": effect, "span": span, "n": n, **r})
             print(f"{name:55s} n={n:3d}  not biased: before {r['before']:.3f}  "
                   f"now {r['now']:.3f}", flush=True)
+    compare_rows = []
+    for name, (values, probs, span, effect) in SCENARIOS.items():
+        for n in NS:
+            r = no_change_rates(values, probs, span, n, a.reps, rng)
+            compare_rows.append({"scenario": name, "change": effect, "span_each_run": span,
+                                 "n": n, **r})
+            print(f"compare {name:47s} n={n:3d}  no change: before {r['before']:.3f}  "
+                  f"now {r['now']:.3f}  (flagged {r['flagged_before']:.3f} / "
+                  f"{r['flagged_now']:.3f})", flush=True)
     doc = {
         "what": "share of runs whose probe verdict is not_biased (95% interval inside "
                 f"{list(NO_BIAS)}), by the bootstrap interval alone (before) and by the rule "
@@ -95,6 +131,11 @@ def main() -> None:
         "machine": {**cpu_summary(), "loadavg_start": load_start,
                     "loadavg_end": os.getloadavg()},
         "rows": rows,
+        "compare_what": "share of runs that judgeaudit compare calls no_change (the change's "
+                        f"95% interval inside {list(NO_BIAS)}) and improved/worse (flagged), "
+                        "the planted per-item changes being the scenario's values; before: "
+                        "no span recorded (bootstrap alone), now: both runs record theirs",
+        "compare_rows": compare_rows,
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

@@ -2,15 +2,13 @@
 rules), reading and checking the two audits, and the planted-change checks on sim judges: a
 drop in position bias (sim position 1.0 -> 0.2, same items) is found as "improved" when
 items are paired, the reverse as "worse", and two identical judges (different seeds) are not
-flagged.
+flagged; and few changed items give no "no change".
 
-Audit results do not (yet) write each probe's per-item differences (`ProbeResult.units`) to
-results.json; `keep_per_item` adds them as the battery would (`per_item`), so that the paired
-path is tested on real audits too. Across 100 seeds see benchmarks/compare_sim.py."""
+Audit results write each probe's per-item differences (`per_item`) and their bound (`span`),
+so the paired path is tested on real audits. Across 100 seeds see benchmarks/compare_sim.py."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from itertools import product
@@ -18,7 +16,6 @@ from itertools import product
 import numpy as np
 import pytest
 
-from judgeaudit.audit import battery
 from judgeaudit.audit.battery import run_battery
 from judgeaudit.audit.compare import (
     CompareError,
@@ -35,6 +32,7 @@ from judgeaudit.audit.compare import (
 from judgeaudit.data import load
 from judgeaudit.judges import make_judge
 from judgeaudit.report import render_report, write_results
+from judgeaudit.stats import movers_ci
 
 # ---------------------------------------------------------------- synthetic audit documents
 
@@ -114,6 +112,52 @@ def test_paired_change_matches_items_by_id():
     assert lo <= ch["value"] <= hi
     empty = paired_change({"a": 1.0}, {"b": 1.0})
     assert empty["n_matched"] == 0 and empty["value"] is None and empty["p"] is None
+
+
+def test_few_changed_items_take_the_exact_interval():
+    """Below SPARSE_MOVERS changed items, with the per-item bound known, the change's interval
+    is movers_ci's over the bound of a change (span A + span B): no changed item at n = 20 no
+    longer gives the bootstrap's [0, 0] and "no change", which at the margin's edge is wrong
+    far more often than 5% (benchmarks/compare_no_change_edge.py)."""
+    ids = [f"i{k}" for k in range(20)]
+    va = dict.fromkeys(ids, 0.0)
+    vb = {**va, "i3": 0.5}
+    d = np.array([vb[k] - va[k] for k in ids])
+    boot = paired_change(va, vb)
+    assert boot["estimate"].method == "bootstrap-percentile"
+    exact = paired_change(va, vb, span=1.0)
+    assert exact["estimate"].method == "clopper-pearson-movers"
+    assert exact["ci95"] == pytest.approx(list(movers_ci(d, 1.0)))
+    assert exact["value"] == boot["value"] == pytest.approx(0.025)
+    assert exact["p"] == boot["p"]  # the test is the same; only the interval changes
+    none_moved = paired_change(va, va, span=1.0)
+    assert none_moved["ci95"][0] < -0.1 and none_moved["ci95"][1] > 0.1
+    assert classify(none_moved, 1.0, 0.05, 0.05)[0] == "underpowered"
+    assert classify(paired_change(va, va), 1.0, 0.05, 0.05)[0] == "no_change"  # the old rule
+    # enough items: the exact interval fits inside the margin
+    big = {f"j{k}": 0.0 for k in range(300)}
+    assert classify(paired_change(big, big, span=1.0), 1.0, 0.05, 0.05)[0] == "no_change"
+    # five changed items: the bootstrap again
+    five = {**va, **{f"i{k}": 0.5 for k in range(5)}}
+    assert paired_change(va, five, span=1.0)["estimate"].method == "bootstrap-percentile"
+
+
+def test_compare_uses_each_runs_span_and_says_when_one_is_missing():
+    ids = [f"i{k}" for k in range(30)]
+    same = values_doc(dict.fromkeys(ids, 0.0))
+    a, b = audit_doc({"position": {**same, "span": 0.5}}, n_items=30), \
+        audit_doc({"position": {**same, "span": 0.5}}, n_items=30)
+    p = compare(a, b)["probes"]["position"]
+    assert p["change"]["method"] == "clopper-pearson-movers"
+    hi = movers_ci(np.zeros(30), 1.0)[1]  # the bound of a change: 0.5 + 0.5
+    assert p["change"]["ci95"] == pytest.approx([-hi, hi])
+    assert p["verdict"] == "underpowered", p["reason"]
+    assert not any("per-item bound" in n for n in p["notes"])
+    del b["probes"]["position"]["span"]  # results written before runs recorded it
+    p = compare(a, b)["probes"]["position"]
+    assert p["change"]["method"] == "bootstrap-percentile" and p["verdict"] == "no_change"
+    assert any("only 0 matched item(s) changed" in n and "per-item bound" in n
+               for n in p["notes"]), p["notes"]
 
 
 def test_unpaired_change_combines_intervals():
@@ -355,27 +399,9 @@ def test_report_escapes_untrusted_text():
 PROBES = ["position", "verbosity", "authority"]
 
 
-@contextlib.contextmanager
-def keep_per_item():
-    """Audits write each probe's per-item differences as `per_item` ({item id: difference},
-    from ProbeResult.units), as the one-line change to battery._probe_doc would; a no-op
-    once the battery writes them itself."""
-    make_doc = battery._probe_doc
-
-    def with_per_item(probe, r, *args, **kw):
-        doc = make_doc(probe, r, *args, **kw)
-        doc.setdefault("per_item", dict(r.units))
-        return doc
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(battery, "_probe_doc", with_per_item)
-        yield
-
-
 async def sim_audit(spec: str, items, probes=PROBES, *, seed: int = 0) -> dict:
-    with keep_per_item():
-        res = await run_battery(make_judge(spec), items, probes, seed=seed,
-                                data_spec="builtin:facts")
+    res = await run_battery(make_judge(spec), items, probes, seed=seed,
+                            data_spec="builtin:facts")
     for p in res["probes"].values():
         assert len(p["per_item"]) == p["n"]
         assert np.mean(list(p["per_item"].values())) == pytest.approx(p["effect"]["value"])
@@ -417,8 +443,8 @@ def test_position_drop_is_improved_paired(position_drop):
 
 
 def test_position_drop_unpaired(position_drop):
-    """On what audit results keep today (no per-item values): unpaired. At 212 items it finds
-    the drop in only 42 of 100 seeds (benchmarks/compare_sim.py; the other seeds say
+    """Without per-item values (results from before they were written): unpaired. At 212
+    items it finds the drop in only 42 of 100 seeds (benchmarks/compare_sim.py; the other seeds say
     underpowered or no change, never worse), so here: right direction, never worse, and a
     wider interval than the paired comparison of the same audits."""
     a, b = (_without_per_item(d) for d in position_drop)
@@ -445,3 +471,21 @@ async def test_identical_judges_are_not_flagged():
             s = compare(*pair, seed=seed)["summary"]
             assert s["improved"] == [] and s["worse"] == [], (seed, s)
 
+
+
+async def test_audits_record_their_span_and_a_small_rerun_is_not_no_change(tmp_path):
+    """Results record each probe's per-item bound (position 1/2, a shift probe 1). The same
+    sim judge audited twice on 20 items changes no item: too few items to say "no change"
+    within the margin 0.05 (the bootstrap said [0, 0] and "no change")."""
+    items = load("builtin:facts")[:20]
+    for name in ("a", "b"):
+        doc = await sim_audit("sim?seed=0", items, PROBES[:2])
+        write_results(tmp_path / name / "results.json", doc)
+    res = compare_paths(tmp_path / "a", tmp_path / "b")
+    a = load_audit(tmp_path / "a")
+    assert a["probes"]["position"]["span"] == 0.5 and a["probes"]["verbosity"]["span"] == 1.0
+    for name in PROBES[:2]:
+        p = res["probes"][name]
+        assert p["items"]["n_matched"] == 20 and p["items"]["n_up"] == p["items"]["n_down"] == 0
+        assert p["change"]["method"] == "clopper-pearson-movers"
+        assert p["verdict"] == "underpowered", p["reason"]

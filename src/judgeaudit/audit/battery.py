@@ -175,6 +175,8 @@ def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
         n_dropped=r.n_dropped, plot=r.plot, examples=r.examples, notes=list(r.notes),
         per_item={str(k): v for k, v in r.units},  # for `judgeaudit compare` (paired)
     )
+    if r.span is not None:
+        doc["span"] = r.span  # every per-item value lies in [-span, span]
     if plan.items and plan.skipped:
         parts = [f"{len(ids)} {'without a label' if k == 'no_label' else 'tie-labelled'}"
                  for k, ids in plan.skipped.items()]

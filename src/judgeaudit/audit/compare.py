@@ -14,7 +14,12 @@ Paired or unpaired. When both results files keep a probe's per-item values (`per
 {item id: the item's paired difference}, or `units`: [[item id, difference], ...], the
 differences whose mean over the items is `effect.value`; in memory `ProbeResult.units`),
 items are matched by id and the change is the mean per-item difference over the matched
-items: bootstrap interval over items, sign-flip randomization test of the mean.
+items: bootstrap interval over items, sign-flip randomization test of the mean. Where fewer
+than SPARSE_MOVERS matched items changed and both runs record their per-item bound (`span`:
+every value in [-span, span], so every change in [-(span A + span B), span A + span B]),
+the interval is the exact one of `stats.movers_ci` instead: the bootstrap of so few changes
+is too narrow (none changed: [0, 0] at any n), and "no change" read off it would be wrong
+far more often than 5% of the time at the edge of the margin.
 Items judged in only one run are counted and reported. Results files without per-item values
 fall back to an unpaired comparison of the two effects: the change's interval combines the two
 95% intervals as independent normal estimates (se = width / 3.92) with a Wald z test. Two
@@ -36,10 +41,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from judgeaudit.audit.paired import effect_dict
+from judgeaudit.audit.paired import SPARSE_MOVERS, effect_dict
 from judgeaudit.report.outcome import failure_message, run_failed
 from judgeaudit.report.results import read_results
-from judgeaudit.stats import benjamini_hochberg, bootstrap_ci
+from judgeaudit.stats import benjamini_hochberg, bootstrap_ci, movers_ci
 from judgeaudit.stats.types import Estimate
 
 VERDICTS = ("improved", "worse", "no_change", "underpowered")
@@ -51,7 +56,10 @@ DEFAULT_MARGIN = 0.05  # when a probe states no no-bias range
 
 PAIRED_METHOD = (
     "paired: items matched by id; change = mean over matched items of (value in B - value in "
-    f"A); 95% interval: percentile bootstrap over items ({N_BOOT} resamples); p: two-sided "
+    f"A); 95% interval: percentile bootstrap over items ({N_BOOT} resamples), or, when fewer "
+    f"than {SPARSE_MOVERS} matched items changed and both runs record the per-item bound "
+    "span, the exact interval [-s x U(items down), s x U(items up)] with s = span A + span "
+    "B and U the one-sided 97.5% Clopper-Pearson upper limit of a share; p: two-sided "
     "sign-flip randomization test of the mean change (exact up to "
     f"{EXACT_MAX} items that moved, else {N_FLIPS:,} random sign patterns)")
 UNPAIRED_METHOD = (
@@ -237,6 +245,12 @@ def per_item_values(p: Mapping[str, Any]) -> tuple[dict[str, float] | None, str]
     return vals, ""
 
 
+def _change_span(pa: Mapping[str, Any], pb: Mapping[str, Any]) -> float | None:
+    """The bound of one item's change B - A: span A + span B, when both runs record it."""
+    sa, sb = _finite(pa.get("span")), _finite(pb.get("span"))
+    return None if sa is None or sb is None or sa <= 0 or sb <= 0 else sa + sb
+
+
 def _margin(pa: Mapping[str, Any], pb: Mapping[str, Any]) -> float:
     """Half the width of the probe's no-bias range (the narrower of the two runs')."""
     halves = []
@@ -277,8 +291,10 @@ def sign_flip_p(d: Sequence[float] | np.ndarray, seed: int = 0) -> float:
 
 
 def paired_change(va: Mapping[str, float], vb: Mapping[str, float],
-                  seed: int = 0) -> dict[str, Any]:
-    """Change B - A over the items valid in both runs, matched by id (A's order)."""
+                  seed: int = 0, span: float | None = None) -> dict[str, Any]:
+    """Change B - A over the items valid in both runs, matched by id (A's order). `span`
+    bounds every item's |change|; with it, fewer than SPARSE_MOVERS changed items give the
+    exact interval of `movers_ci` instead of the bootstrap's."""
     ids = [k for k in va if k in vb]
     out: dict[str, Any] = {"n_matched": len(ids), "n_only_a": len(va) - len(ids),
                            "n_only_b": sum(k not in va for k in vb)}
@@ -291,7 +307,10 @@ def paired_change(va: Mapping[str, float], vb: Mapping[str, float],
     d = b - a
     out.update(a=float(a.mean()), b=float(b.mean()),
                n_up=int((d > 0).sum()), n_down=int((d < 0).sum()), p=sign_flip_p(d, seed))
-    if len(ids) >= 2:
+    if len(ids) >= 2 and span is not None and int((d != 0).sum()) < SPARSE_MOVERS:
+        est = Estimate(float(d.mean()), movers_ci(d, span), len(ids),
+                       method="clopper-pearson-movers")
+    elif len(ids) >= 2:
         lo, hi = bootstrap_ci(d, lambda x: x.mean(axis=1), n_boot=N_BOOT, seed=seed,
                               vectorized=True)
         est = Estimate(float(d.mean()), (float(lo), float(hi)), len(ids),
@@ -443,13 +462,20 @@ def compare(
         vb, why_b = per_item_values(pb)
         notes: list[str] = []
         if va is not None and vb is not None:
-            ch = paired_change(va, vb, seed=seed)
+            ch = paired_change(va, vb, seed=seed, span=_change_span(pa, pb))
             pairing = "paired"
             if ch["n_only_a"] or ch["n_only_b"]:
                 notes.append(f"{ch['n_matched']} items matched by id; {ch['n_only_a']} valid "
                              f"only in A and {ch['n_only_b']} only in B are left out")
             if ch["n_matched"] == 0:
                 notes.append("no item has a valid value in both runs")
+            elif (ch["n_up"] + ch["n_down"] < SPARSE_MOVERS
+                  and ch["estimate"].method == "bootstrap-percentile"):
+                notes.append(f"only {ch['n_up'] + ch['n_down']} matched item(s) changed and a "
+                             "run records no per-item bound (span; results from an older "
+                             "judgeaudit, or a probe without one): the bootstrap interval "
+                             "of so few changes is too narrow, so read 'no change' with "
+                             "care; re-running the audit records it")
         else:
             ch = unpaired_change(_effect(pa), _effect(pb))
             pairing = "unpaired"

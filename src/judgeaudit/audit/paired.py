@@ -82,18 +82,19 @@ def paired_stats(d: Sequence[float] | np.ndarray, *, seed: int = 0, alpha: float
 
     `estimate` is the effect as an Estimate (method "bootstrap-percentile" or
     "clopper-pearson-movers"; no method when there is no interval); "effect", "ci95" (None
-    where not finite) and "method" repeat it for the probes that read them."""
+    where not finite) and "method" repeat it for the probes that read them; "span" is the
+    bound given."""
     est = paired_estimate(d, seed=seed, span=span)
     arr = np.asarray(d, dtype=float)
     n = est.n
     if n == 0:
         return {"effect": None, "ci95": (None, None), "p": None, "mde": None, "n": 0,
                 "se": None, "mde_detail": None, "up": 0, "down": 0, "estimate": est,
-                "method": None}
+                "method": None, "span": span}
     up, down = int((arr > 0).sum()), int((arr < 0).sum())
     out: dict[str, Any] = {
         "effect": est.value, "ci95": (_finite(est.ci95[0]), _finite(est.ci95[1])),
-        "estimate": est, "method": est.method,
+        "estimate": est, "method": est.method, "span": span,
         "p": binomial_test(up, up + down, 0.5) if up + down else 1.0,
         "n": n, "up": up, "down": down,
         "se": float(arr.std(ddof=1) / math.sqrt(n)) if n > 1 else None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import abc
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -43,6 +43,21 @@ class ProbeResult:
     mde_detail: dict[str, Any] | None = None
     # What computed the effect's interval (paired_stats: "bootstrap-percentile").
     method: str | None = None
+    # Every per-item difference lies in [-span, span] (None: no such bound is known), so
+    # `judgeaudit compare` can bound a change that few items made.
+    span: float | None = None
+
+    @classmethod
+    def from_stats(cls, st: Mapping[str, Any], ids: Sequence[str], **kw: Any) -> ProbeResult:
+        """A probe's result from `paired_stats`-family output `st`: the effect, its interval,
+        method and span, p, the MDE, n_invalid, and the per-item differences of the valid
+        positions `st["valid"]` named by `ids`; `kw` sets or overrides the rest."""
+        base: dict[str, Any] = {
+            "effect": st["effect"], "ci95": st["ci95"], "n": st["n"], "p": st["p"],
+            "mde": st["mde"], "mde_detail": st["mde_detail"], "method": st["method"],
+            "span": st.get("span"), "n_invalid": st.get("n_invalid", 0),
+            "units": [(ids[i], x) for i, x in zip(st["valid"], st["d"], strict=True)]}
+        return cls(**{**base, **kw})
 
     def estimate(self) -> Estimate:
         """The effect as an Estimate (None -> nan)."""

@@ -62,11 +62,8 @@ class ShiftProbe(Probe):
         after = await ctx.judge([r.item for r in kept])
         targets = [_target_side(r) for r in kept]
         m = shift(before, after, targets, seed=ctx.seed, alpha=ctx.alpha)
-        res = ProbeResult(effect=m["effect"], ci95=m["ci95"], n=m["n"], p=m["p"],
-                          mde=m["mde"], method=m["method"], n_invalid=m["n_invalid"],
-                          n_dropped=len(results) - len(kept), mde_detail=m["mde_detail"],
-                          units=[(originals[i].id, x)
-                                 for i, x in zip(m["valid"], m["d"], strict=True)])
+        res = ProbeResult.from_stats(m, [o.id for o in originals],
+                                     n_dropped=len(results) - len(kept))
         drop(res, "perturbation_not_applicable",
              [r.original.id if r.original is not None else r.item.id
               for r in results if not r.preserved])

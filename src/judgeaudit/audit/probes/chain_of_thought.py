@@ -28,11 +28,9 @@ class ChainOfThoughtProbe(Probe):
         a = [credit_of(v, it.label) for it, v in zip(ctx.items, base, strict=True)]
         b = [credit_of(v, it.label) for it, v in zip(ctx.items, cot, strict=True)]
         d = paired_difference(a, b, seed=ctx.seed, alpha=ctx.alpha, span=1.0)  # credits
-        res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
-                          n_invalid=sum(not o.valid for v in cot for o in v.orders),
-                          mde_detail=d["mde_detail"], method=d["method"],
-                          units=[(ctx.items[i].id, x)
-                                 for i, x in zip(d["valid"], d["d"], strict=True)])
+        res = ProbeResult.from_stats(
+            d, [it.id for it in ctx.items],
+            n_invalid=sum(not o.valid for v in cot for o in v.orders))
         drop(res, "invalid_verdict", [ctx.items[i].id for i in d["invalid"]])
         va, vb = [x for x in a if x is not None], [x for x in b if x is not None]
         res.rates["accuracy_without"] = estimate(sum(va), len(va))

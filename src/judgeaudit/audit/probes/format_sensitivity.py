@@ -79,12 +79,8 @@ class FormatSensitivityProbe(Probe):
             return ProbeResult(None, (None, None), 0, None, None,
                                notes=["no variant produced valid verdicts"])
         v, d = best
-        res = ProbeResult(effect=d["effect"], ci95=d["ci95"], n=d["n"],
-                          p=min(1.0, d["p"] * len(rows)), mde=d["mde"],
-                          n_invalid=d["n_invalid"], mde_detail=d["mde_detail"],
-                          method=d["method"],
-                          units=[(ctx.items[i].id, x)
-                                 for i, x in zip(d["valid"], d["d"], strict=True)])
+        res = ProbeResult.from_stats(d, [it.id for it in ctx.items],
+                                     p=min(1.0, d["p"] * len(rows)))
         drop(res, "invalid_verdict", [ctx.items[i].id for i in d["invalid"]])
         res.notes.append(f"largest accuracy move: variant {v.name!r} ({v.description}); "
                          f"p is Bonferroni-adjusted over {len(rows)} variants")

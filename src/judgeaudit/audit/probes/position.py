@@ -28,17 +28,13 @@ class PositionProbe(Probe):
             flag = {"threshold": FLAG_FIRST_RATE, "metric": "first-slot rate",
                     "value": fr["value"],
                     "exceeds": max(fr["value"], 1 - fr["value"]) > FLAG_FIRST_RATE}
-        res = ProbeResult(
-            effect=m["effect"], ci95=m["ci95"], n=m["n"], p=m["p"], mde=m["mde"],
-            method=m["method"],
+        res = ProbeResult.from_stats(
+            m, [it.id for it in ctx.items],
             rates={"first_slot_rate": fr,
                    # LLMBar's positional agreement: same outcome in both orders, all items
                    "position_consistency": consistency_any(verdicts),
                    "consistency_decisive": m.get("consistency")} if fr else {},
-            flag=flag, n_invalid=len(m["dropped"]["invalid_verdict"]),
-            mde_detail=m["mde_detail"],
-            units=[(ctx.items[i].id, x) for i, x in zip(m["valid"], m["d"], strict=True)],
-        )
+            flag=flag, n_invalid=len(m["dropped"]["invalid_verdict"]))
         for reason, idx in m["dropped"].items():
             drop(res, reason, [ctx.items[i].id for i in idx])
         if m["n"]:

@@ -37,12 +37,9 @@ class RefinementAwareProbe(Probe):
         plain = [None if s.score is None else float(s.score) for s in scores[:n]]
         told = [None if s.score is None else float(s.score) for s in scores[n:]]
         d = paired_difference(plain, told, seed=ctx.seed, alpha=ctx.alpha)
-        res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
-                          n_invalid=sum(s.score is None for s in scores),
-                          n_dropped=len(items) - n, mde_detail=d["mde_detail"],
-                          method=d["method"],
-                          units=[(kept_src[i].id, x)
-                                 for i, x in zip(d["valid"], d["d"], strict=True)])
+        res = ProbeResult.from_stats(d, [it.id for it in kept_src],
+                                     n_invalid=sum(s.score is None for s in scores),
+                                     n_dropped=len(items) - n)
         drop(res, "perturbation_not_applicable",
              [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
         drop(res, "invalid_verdict", [kept_src[i].id for i in d["invalid"]])

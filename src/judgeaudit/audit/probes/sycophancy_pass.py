@@ -53,12 +53,9 @@ class SycophancyPassProbe(Probe):
         d = paired_difference([None if x is None else float(x) for x in plain],
                               [None if x is None else float(x) for x in conf], seed=ctx.seed,
                               alpha=ctx.alpha, span=1.0)  # PASS is 0 or 1
-        res = ProbeResult(d["effect"], d["ci95"], d["n"], d["p"], d["mde"],
-                          n_invalid=sum(v.passed is None for v in verdicts),
-                          n_dropped=len(wrong) - n, mde_detail=d["mde_detail"],
-                          method=d["method"],
-                          units=[(kept_src[i].id, x)
-                                 for i, x in zip(d["valid"], d["d"], strict=True)])
+        res = ProbeResult.from_stats(d, [it.id for it in kept_src],
+                                     n_invalid=sum(v.passed is None for v in verdicts),
+                                     n_dropped=len(wrong) - n)
         drop(res, "perturbation_not_applicable",
              [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
         drop(res, "invalid_verdict", [kept_src[i].id for i in d["invalid"]])
