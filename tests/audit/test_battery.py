@@ -94,7 +94,9 @@ async def test_production_checks_on_planted_judges():
     assert fmt["effect"]["ci95"] == pytest.approx([-(1 - 0.025 ** (1 / 80)),
                                                    1 - 0.025 ** (1 / 80)])
     assert fmt["verdict"] == "underpowered"
-    assert res["probes"]["refinement_aware"]["n"] == 80
+    ref = res["probes"]["refinement_aware"]
+    assert ref["n"] == 80 and ref["span"] == 4.0  # scores 1..5 differ by at most 4
+    assert {p["span"] for p in res["probes"].values() if "span" in p} == {1.0, 4.0}
     assert "not run" in res["probes"]["self_preference"]["notes"][0]
     clean = await run_battery(make_judge("sim?quality=1.5&seed=3"), items, ["sycophancy_pass"],
                               seed=3)

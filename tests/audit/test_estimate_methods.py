@@ -132,6 +132,7 @@ async def test_self_preference_names_its_intervals(monkeypatch):
                             panel=[make_judge("sim?seed=2")])
     p = res["probes"]["self_preference"]
     assert p["n"] == 12 and p["effect"]["method"] == "bootstrap-percentile"
+    assert p["span"] == 1.0  # a win rate minus a win rate
     assert p["rates"]["error_rate_se"]["method"] == "bootstrap-percentile"
     assert p["rates"]["own_win_rate_by_judge"]["method"] == "wilson"
     assert res["panel"]["cohen_kappa"]["method"] == "bootstrap-percentile"

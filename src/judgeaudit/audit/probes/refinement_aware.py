@@ -36,7 +36,8 @@ class RefinementAwareProbe(Probe):
         n = len(kept)
         plain = [None if s.score is None else float(s.score) for s in scores[:n]]
         told = [None if s.score is None else float(s.score) for s in scores[n:]]
-        d = paired_difference(plain, told, seed=ctx.seed, alpha=ctx.alpha)
+        span = float(len(ctx.bundle.rubric.score_ids) - 1)  # scores are 1..K
+        d = paired_difference(plain, told, seed=ctx.seed, alpha=ctx.alpha, span=span)
         res = ProbeResult.from_stats(d, [it.id for it in kept_src],
                                      n_invalid=sum(s.score is None for s in scores),
                                      n_dropped=len(items) - n)

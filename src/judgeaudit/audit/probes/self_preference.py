@@ -63,9 +63,10 @@ class SelfPreferenceProbe(Probe):
         if rows:
             arr = np.array(rows)
             d = arr[:, 0] - arr[:, 1]
-            st = paired_stats(d, seed=ctx.seed, alpha=ctx.alpha)
+            st = paired_stats(d, seed=ctx.seed, alpha=ctx.alpha, span=1.0)  # wins in [0, 1]
             res.effect, res.ci95, res.p = st["effect"], st["ci95"], st["p"]
             res.mde, res.mde_detail, res.method = st["mde"], st["mde_detail"], st["method"]
+            res.span = st["span"]
             res.units = [(own[i][0].id, float(x)) for i, x in zip(ok, d, strict=True)]
             res.rates["own_win_rate_by_judge"] = estimate(arr[:, 0].sum(), len(rows))
             res.rates["own_win_rate_by_panel"] = estimate(arr[:, 1].sum(), len(rows))
