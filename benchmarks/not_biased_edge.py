@@ -25,7 +25,7 @@ lies in [-(span A + span B), span A + span B], and the scenarios plant the chang
 shift probe: 5% move by +1, or 10% by +1/2), with the same nulls. Before: the bootstrap
 alone (results without `span`); now: both runs record their span.
 
-    python benchmarks/not_biased_edge.py          # writes results/not_biased_edge.json (~15 min)
+    python benchmarks/not_biased_edge.py          # writes results/not_biased_edge.json (~10 min)
     python benchmarks/not_biased_edge.py --reps 200 --out /tmp/nb.json   # quick look
 """
 
