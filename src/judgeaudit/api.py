@@ -335,7 +335,9 @@ async def aaudit(
             `panel`.
         max_n: adaptive: most items per probe (a probe still open then is underpowered).
         round_size: adaptive: items added to each open probe per round.
-        max_calls: adaptive: stop before a round that would exceed this many judge calls.
+        max_calls: adaptive: stop before a round that would exceed this many judge calls
+            (by the previous round's), and send no more than this many (cached answers are
+            free).
         max_cost: spend cap in USD, as in `evaluate` (call by call); adaptive, also: stop
             before a round that would pass it (by the previous round's cost).
         min_valid: fewest items with a valid unperturbed verdict for the run to count.

@@ -165,8 +165,8 @@ class AuditConfig(RunFields):
     max_n: PosInt = _f(500, "--adaptive: most items per probe.")
     round_size: PosInt = _f(20, "--adaptive: items added to each open probe per round.")
     max_calls: PosInt | None = _f(None, "--adaptive: stop before a round that would exceed this "
-                                        "many judge calls (by the previous round's; the first "
-                                        "round runs whole).")
+                                        "many judge calls (by the previous round's), and send "
+                                        "no more than this many (cached answers are free).")
 
 
 class ScoringBiasConfig(RunFields):

@@ -97,16 +97,16 @@ def test_rank_reads_the_cap_from_its_config_file(tmp_path):
     assert calls["not_sent"] > 0, res.output
 
 
-def adaptive_audit(tmp_path, cap: str, *extra: str):
-    """An adaptive audit of position and verbosity on 30 pairs in rounds of 5 under `cap`:
-    the CLI result, its results document and the calls the server was sent."""
+def adaptive_audit(tmp_path, *opts: str):
+    """An adaptive audit of position and verbosity on 30 pairs in rounds of 5 with `opts`
+    (its budget): the CLI result, its results document and the calls the server was sent."""
     write_pairs(tmp_path / "pairs.jsonl", 30)
     out = tmp_path / "ad"
     with FakeLLMServer() as srv:
         res = runner.invoke(app, ["audit", "--adaptive", "--judge", spec_of(srv), "--data",
                                   f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes",
-                                  "position,verbosity", "--round-size", "5", "--max-cost",
-                                  cap, *extra, "--out", str(out)])
+                                  "position,verbosity", "--round-size", "5", *opts,
+                                  "--out", str(out)])
         sent = srv.count()
     return res, results(out), sent
 
@@ -115,7 +115,7 @@ def test_an_adaptive_audit_keeps_to_the_cap_between_rounds(tmp_path):
     """An adaptive audit's rounds keep to the cap themselves: no round starts that would pass
     it by the previous round's cost, so none is cut half-way, no call fails, the run stops by
     max_cost and the spend stays under it."""
-    res, doc, _sent = adaptive_audit(tmp_path, "1.2")
+    res, doc, _sent = adaptive_audit(tmp_path, "--max-cost", "1.2")
     assert res.exit_code == 0, res.output
     assert doc["adaptive"]["stopped_by"] == "max_cost"
     assert doc["calls"]["not_sent"] == 0 and doc["calls"]["failed"] == 0
@@ -129,13 +129,31 @@ def test_an_adaptive_audit_whose_first_round_costs_more_than_the_cap_stays_under
     """The first round has no earlier round to estimate its cost from; the cap still holds
     it call by call, as in every other command (before, it ran whole: $0.44 against $0.2).
     The calls not sent are counted and the run says the cap stopped it."""
-    res, doc, sent = adaptive_audit(tmp_path, "0.2", "--concurrency", "2")
+    res, doc, sent = adaptive_audit(tmp_path, "--max-cost", "0.2", "--concurrency", "2")
     calls = doc["calls"]
     assert sent == calls["made"] > 0 and calls["cost_usd"] <= 0.2, res.output
     assert calls["not_sent"] > 0 and "the spend cap is reached" in calls["not_sent_why"]
     assert doc["adaptive"]["stopped_by"] == "max_cost"
     assert {p["adaptive"]["stop_reason"] for p in doc["probes"].values()} <= {
         "budget", "rejected", "cleared"}
+
+
+def test_an_adaptive_audits_max_calls_holds_its_first_round_call_by_call(tmp_path):
+    """--max-calls, like --max-cost, held call by call: the first round, which has no earlier
+    round to estimate from, sends no more than max_calls calls (before, it ran whole: 40
+    calls against 12), the rest are counted as not sent, and the run says why."""
+    res, doc, sent = adaptive_audit(tmp_path, "--max-calls", "12", "--concurrency", "2")
+    calls = doc["calls"]
+    assert sent == calls["made"] == 12, res.output
+    assert calls["not_sent"] > 0 and "the call cap is reached" in calls["not_sent_why"]
+    assert res.exit_code == 3 and "the call cap is reached" in doc["run"]["message"]
+    assert doc["adaptive"]["stopped_by"] == "max_calls" and doc["adaptive"]["rounds"] == 1
+    assert {p["adaptive"]["stop_reason"] for p in doc["probes"].values()} <= {
+        "budget", "rejected", "cleared"}
+    # A budget that rounds stay inside is left alone: no call fails, the rounds stop it.
+    res, doc, sent = adaptive_audit(tmp_path, "--max-calls", "100")
+    assert res.exit_code == 0 and doc["calls"]["not_sent"] == 0, res.output
+    assert doc["adaptive"]["stopped_by"] == "max_calls" and sent <= 100
 
 
 def test_the_python_api_takes_the_cap(tmp_path):

@@ -25,8 +25,9 @@ A probe stops as
 The run stops when every probe has stopped, or before a round that would exceed `max_calls`
 or `max_cost` USD (each estimated from the previous round); open probes then stop
 as underpowered ("budget"). The session's spend cap (`SpendCap`) also holds every call to
-`max_cost`, so a round it cuts (the first, which has no estimate; one dearer than the one
-before) ends the run the same way, its unsent calls counted. It stops too once the judge's
+`max_cost`, and the run's call cap (`CallCap`) every call to `max_calls` calls sent, so a
+round either cuts (the first, which has no estimate; one dearer than the one before) ends
+the run the same way, its unsent calls counted. It stops too once the judge's
 client stopped sending (its server could not be reached or stopped answering:
 `RetryPolicy.stop_after`): "not_sent".
 A probe that stopped as not biased but is in the final e-BH rejection set is reported
@@ -40,10 +41,11 @@ benchmarks/adaptive_audit.py call the same code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +55,7 @@ from judgeaudit.audit.battery import ProbePlan, check_runnable, run_battery
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
+from judgeaudit.llm import CallCap
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 from judgeaudit.stats.sequential import betting_cs, betting_evalue, ebh
 
@@ -176,11 +179,29 @@ def _cost(bundle: JudgeBundle) -> float:
     return float(bundle.client.stats.as_dict().get("cost_usd") or 0.0)
 
 
-def capped(bundle: JudgeBundle) -> bool:
-    """Whether the session's spend cap stopped the judge's client (in the first round, which
-    has no earlier round to estimate its cost from, or where a round cost more than the one
-    before it)."""
-    return bundle.client.stop_kind == "spend_cap"
+@contextlib.contextmanager
+def call_cap(bundle: JudgeBundle, max_calls: int | None) -> Iterator[None]:
+    """Hold the judge's client to `max_calls` calls sent (`CallCap`) for the rounds; the
+    client's cap as it was afterwards."""
+    client = bundle.client
+    before = client.call_cap
+    if max_calls is not None:
+        client.call_cap = CallCap(max_calls)
+    try:
+        yield
+    finally:
+        client.call_cap = before
+
+
+def capped(bundle: JudgeBundle) -> str | None:
+    """The budget that refused the judge's calls ("max_cost": the session's spend cap, which
+    stopped its client; "max_calls": the run's call cap), or None. Either can cut a round:
+    the first, which has no earlier round to estimate from, or one dearer than the one
+    before it."""
+    if bundle.client.stop_kind == "spend_cap":
+        return "max_cost"
+    cap = bundle.client.call_cap
+    return "max_calls" if cap is not None and cap.refused else None
 
 
 async def run_adaptive(
@@ -250,45 +271,48 @@ async def run_adaptive(
     streams: dict[str, list[float]] = {p.name: [] for p in probes}
     taken = dict.fromkeys(probe_names, 0)  # items given to each probe so far
     rnd, stopped_by, last_round_calls, last_round_cost = 0, "all probes stopped", 0, 0.0
-    while not rule.all_stopped:
-        if max_calls is not None and calls["total"] + last_round_calls > max_calls:
-            stopped_by = "max_calls"
-            break
-        if max_cost is not None and _cost(bundle) + last_round_cost > max_cost:
-            stopped_by = "max_cost"
-            break
-        if bundle.client.stopped:  # no round would be sent
-            stopped_by = "max_cost" if capped(bundle) else "server not answering"
-            break
-        rnd += 1
-        before, cost_before = calls["total"], _cost(bundle)
-        m = rnd * round_size
-        open_probes = [p for p in probes if by_name[p.name].open]
-        new = {p.name: plans[p.name].items[taken[p.name]:m] for p in open_probes}
-        union = list({it.id: it for sl in new.values() for it in sl}.values())
-        await ctx.baseline(union)  # shared by every probe, judged once (memoised)
+    # --max-calls holds call by call too (a round it cuts ends the run, as the spend cap's)
+    with call_cap(bundle, max_calls):
+        while not rule.all_stopped:
+            if max_calls is not None and calls["total"] + last_round_calls > max_calls:
+                stopped_by = "max_calls"
+                break
+            if max_cost is not None and _cost(bundle) + last_round_cost > max_cost:
+                stopped_by = "max_cost"
+                break
+            budget = capped(bundle)
+            if budget or bundle.client.stopped:  # a cap cut the last round, or none is sent
+                stopped_by = budget or "server not answering"
+                break
+            rnd += 1
+            before, cost_before = calls["total"], _cost(bundle)
+            m = rnd * round_size
+            open_probes = [p for p in probes if by_name[p.name].open]
+            new = {p.name: plans[p.name].items[taken[p.name]:m] for p in open_probes}
+            union = list({it.id: it for sl in new.values() for it in sl}.values())
+            await ctx.baseline(union)  # shared by every probe, judged once (memoised)
 
-        async def one(p: Probe, new: dict = new) -> ProbeResult:
-            v = ctx.view(new[p.name])
-            v._on_calls = counter(p.name)
-            return await p.run(v)
+            async def one(p: Probe, new: dict = new) -> ProbeResult:
+                v = ctx.view(new[p.name])
+                v._on_calls = counter(p.name)
+                return await p.run(v)
 
-        results = await asyncio.gather(*(one(p) for p in open_probes))
-        done: dict[str, str | None] = {}
-        for p, r in zip(open_probes, results, strict=True):
-            s = by_name[p.name]
-            taken[p.name] += len(new[p.name])
-            d = streams[p.name]
-            d.extend(x for _, x in r.units)
-            lo_, hi_, e = sequence(d, s.lo, s.hi, alpha)
-            s.update(len(d), taken[p.name], (lo_, hi_), e, rnd)
-            n_all = len(plans[p.name].items)
-            done[p.name] = (None if m < n_all else "max_n" if n_all >= max_n else "exhausted")
-        rule.step(rnd, done)
-        last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
-    if not rule.all_stopped:
-        rule.stop_all(rnd, "not_sent" if bundle.client.stopped and not capped(bundle)
-                      else "budget")
+            results = await asyncio.gather(*(one(p) for p in open_probes))
+            done: dict[str, str | None] = {}
+            for p, r in zip(open_probes, results, strict=True):
+                s = by_name[p.name]
+                taken[p.name] += len(new[p.name])
+                d = streams[p.name]
+                d.extend(x for _, x in r.units)
+                lo_, hi_, e = sequence(d, s.lo, s.hi, alpha)
+                s.update(len(d), taken[p.name], (lo_, hi_), e, rnd)
+                n_all = len(plans[p.name].items)
+                done[p.name] = (None if m < n_all else "max_n" if n_all >= max_n else "exhausted")
+            rule.step(rnd, done)
+            last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
+        if not rule.all_stopped:
+            rule.stop_all(rnd, "not_sent" if bundle.client.stopped and not capped(bundle)
+                          else "budget")
     verdicts = rule.verdicts()
 
     # The document: the fixed-n battery over the items each probe had when it stopped (all

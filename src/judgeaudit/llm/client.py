@@ -216,6 +216,31 @@ class SpendCap:
                 "max_cost: finished calls are cached)")
 
 
+class CallCap:
+    """A limit on how many calls one run sends to a judge (an adaptive audit's `--max-calls`):
+    a call past it is not sent (it fails as not sent, kind "call_cap"). Cached answers are
+    free and do not count; a retry is the same call, so calls already sent still get theirs
+    (unlike a stopped client's)."""
+
+    def __init__(self, limit: int):
+        if isinstance(limit, bool) or not (isinstance(limit, int) and limit > 0):
+            raise ValueError(f"max_calls: expected a positive whole number, got {limit!r}")
+        self.limit = limit
+        self.sent = 0
+        self.refused = 0  # calls not sent for it
+
+    def take(self) -> bool:
+        """Count one call about to be sent, or False when it would be one too many."""
+        if self.sent >= self.limit:
+            return False
+        self.sent += 1
+        return True
+
+    def why(self) -> str:
+        return (f"the call cap is reached ({self.sent} calls sent of max_calls {self.limit}; "
+                "run again with a higher max_calls: finished calls are cached)")
+
+
 def default_max_response_chars() -> int:
     """The response size cap: $JUDGEAUDIT_MAX_RESPONSE_CHARS, else MAX_RESPONSE_CHARS."""
     env = os.environ.get("JUDGEAUDIT_MAX_RESPONSE_CHARS")
@@ -297,6 +322,8 @@ class Client:
         self._unusable: int | None = 0
         # What this command may spend (`SpendCap`), shared with the other judges' clients.
         self.spend_cap: SpendCap | None = None
+        # How many calls this run may send (`CallCap`; an adaptive audit's --max-calls).
+        self.call_cap: CallCap | None = None
         self._stop_event: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         # Called with each request that got its answer (cached or not): progress bars for
         # pipelines whose number of calls is only known as they go (e.g. HUB-J discover).
@@ -434,6 +461,7 @@ class Client:
         (a batch may take hours); retries of expired or failed lines happen in the batcher."""
         if self._fatal is not None:
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+        self._count_call()
         held = self._hold(request)
         if self._stopped is not None:
             self.stats.not_sent += 1
@@ -472,6 +500,8 @@ class Client:
     async def _send(self, request: Request, attempt: int) -> Response:
         if self._fatal is not None:
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+        if attempt == 0:
+            self._count_call()
         held = self._hold(request)
         if self._stopped is not None:
             if attempt == 0:
@@ -650,6 +680,21 @@ class Client:
                    "quota?); run again then: finished calls are cached")
             self._stop_for_run(why, kind)
         return True
+
+    def _count_call(self) -> None:
+        """Count a call about to be sent on the run's call cap (`CallCap`); one past it fails
+        as not sent (the first such says why in the calls stats and the log)."""
+        cap = self.call_cap
+        if cap is None or self._stopped is not None or cap.take():
+            return
+        if not cap.refused:
+            self.stats.not_sent_why = cap.why()
+            log.warning("%s: %s; the remaining calls fail without being sent.",
+                        self.provider.name, cap.why())
+        cap.refused += 1
+        self.stats.not_sent += 1
+        raise CallFailed(f"{self.provider.name}: not sent: {cap.why()}", fatal=False,
+                         kind="call_cap")
 
     def _hold(self, request: Request) -> float:
         """Hold the call's ceiling on the command's spend cap (`SpendCap.hold`) before it is
