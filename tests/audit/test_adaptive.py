@@ -93,3 +93,31 @@ def test_rule_controls_false_rejections_on_null_streams():
             rule.step(rnd, {s.name: "max_n" if m >= 200 else None for s in states})
         false += sum(v == "biased" for v in rule.verdicts().values())
     assert false <= 2
+
+
+def test_a_probe_on_a_wider_scale_runs_under_its_own_span():
+    """refinement_aware's per-item differences are of 1-5 scores (span 4); before, the run
+    held them to [-1, 1] and failed on the first larger one ("observations must lie in
+    [lo, hi]"). Its range now comes from its result, as every probe's."""
+    doc = _run("sim?seed=1", ["refinement_aware", "cot"], max_n=40, round_size=20)
+    assert doc["run"]["status"] == "ok"
+    assert doc["adaptive"]["bounds"] == {"refinement_aware": [-4.0, 4.0], "cot": [-1.0, 1.0]}
+    ref = doc["probes"]["refinement_aware"]
+    assert any(abs(v) > 1 for v in ref["per_item"].values())  # what failed before
+    lo, hi = ref["adaptive"]["ci"]
+    assert -4 <= lo <= ref["effect"]["value"] <= hi <= 4
+
+
+def test_a_difference_outside_a_probes_range_is_bad_input():
+    import pytest
+
+    from judgeaudit.audit.adaptive import with_span
+    from judgeaudit.audit.probe import ProbeResult
+
+    s = ProbeState("plugin_probe", (-0.05, 0.05))
+    r = ProbeResult(0.5, (None, None), 2, None, None)  # no span stated
+    with pytest.raises(ValueError, match="plugin_probe.*2 lies outside \\[-1, 1\\]"):
+        with_span(s, r, [0.0, 2.0])
+    r.span = 2.0
+    with_span(s, r, [0.0, 2.0])  # a stated span is taken before the first observation
+    assert (s.lo, s.hi, s.ci) == (-2.0, 2.0, (-2.0, 2.0))

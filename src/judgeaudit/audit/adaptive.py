@@ -62,8 +62,10 @@ from judgeaudit.stats.sequential import betting_cs, betting_evalue, ebh
 DEFAULT_MAX_N = 500
 DEFAULT_ROUND_SIZE = 20
 
-# Range of a probe's per-item difference: position's is f - 1/2 with f in {0, 1/2, 1}; every
-# other default probe's is a difference of two credits in [0, 1].
+# Range of a probe's per-item difference before its first result: position's is f - 1/2 with
+# f in {0, 1/2, 1}; every other default probe's is a difference of two credits in [0, 1]. A
+# probe's result states its own (`ProbeResult.span`: refinement_aware's scores 1..K differ
+# by up to K - 1), which the run takes from then on (`with_span`).
 BOUNDS: dict[str, tuple[float, float]] = {"position": (-0.5, 0.5)}
 
 REASONS = {
@@ -82,6 +84,20 @@ METHOD = ("anytime-valid: betting confidence sequence (Waudby-Smith & Ramdas 202
 
 def bounds(name: str) -> tuple[float, float]:
     return BOUNDS.get(name, (-1.0, 1.0))
+
+
+def with_span(s: ProbeState, r: ProbeResult, new: Sequence[float]) -> None:
+    """Take the range of the probe's per-item differences from its result (`span`), which
+    the probe knows before it judges (it depends on the probe and the rubric, not on the
+    verdicts); a value outside the range a probe without a span runs under is bad input."""
+    if r.span is not None and s.n == 0:
+        s.lo, s.hi = -r.span, r.span
+        s.ci = (s.lo, s.hi)
+    bad = [x for x in new if not s.lo <= x <= s.hi]
+    if bad:
+        raise ValueError(f"probe {s.name!r}: a per-item difference of {bad[0]:g} lies outside "
+                         f"[{s.lo:g}, {s.hi:g}], the range its adaptive interval needs; run "
+                         "it without --adaptive")
 
 
 def sequence(d: Sequence[float] | np.ndarray, lo: float, hi: float,
@@ -303,6 +319,7 @@ async def run_adaptive(
                 s = by_name[p.name]
                 taken[p.name] += len(new[p.name])
                 d = streams[p.name]
+                with_span(s, r, [x for _, x in r.units])
                 d.extend(x for _, x in r.units)
                 lo_, hi_, e = sequence(d, s.lo, s.hi, alpha)
                 s.update(len(d), taken[p.name], (lo_, hi_), e, rnd)
