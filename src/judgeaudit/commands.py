@@ -93,14 +93,16 @@ def opt(name: str, cli: bool) -> str:
     return f"--{name.replace('_', '-')}" if cli else name
 
 
-def needs(bundle: JudgeBundle, role: str, *metas: Mapping[str, Any]) -> None:
+def needs(bundle: JudgeBundle, role: str, *metas: Mapping[str, Any],
+          part: str | None = None) -> None:
     """Before any call: ValueError (exit 2) when `bundle`'s model has no answer for a part it
     must play (`Provider.cannot_serve`), e.g. the judge-only `sim` as --llm. Before this,
-    the run failed (exit 3) on reaching that part, after its judges had been asked."""
+    the run failed (exit 3) on reaching that part, after its judges had been asked. `part`
+    names the part in the message (default: the G-module or the task)."""
     for meta in metas:
         why = bundle.client.provider.cannot_serve(meta)
         if why:
-            part = meta.get("module") or f"task {meta.get('task')!r}"
+            part = part or meta.get("module") or f"task {meta.get('task')!r}"
             raise ValueError(f"{role} {bundle.public_spec}: {why}; {part} needs a model that "
                              "writes text (local, openai:MODEL, anthropic:MODEL)")
 
@@ -232,9 +234,16 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
 
     names = ([p.strip() for p in cfg.probes.split(",") if p.strip()] if cfg.probes
              else probe_names(default_only=not cfg.full))
-    for name in names:
-        get_probe(name)  # an unknown probe raises ValueError naming the known ones
+    probes = [get_probe(name) for name in names]  # unknown: ValueError naming the known ones
     panel_specs = list(panel) if panel is not None else split_specs(cfg.panel or "")
+    named = [p for p in probes if cfg.probes]  # asked for by name, not by --full
+    for p in named:
+        if p.needs_panel and not panel_specs:
+            raise ValueError(
+                f"probe {p.name} needs {opt('panel', cli)}: other judges to compare the judge "
+                "with" + (f"; {opt('adaptive', cli)} takes no panel, so audit it without "
+                          f"{opt('adaptive', cli)}" if cfg.adaptive else ""))
+    writers = [p.name for p in named if p.needs_writing]
     if cfg.n is not None and cfg.sample is not None:
         raise ValueError(f"{opt('n', cli)} and {opt('sample', cli)} both choose the items; "
                          "give one of them")
@@ -257,6 +266,9 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
+        if writers:  # its own answers are compared with the items' (self_preference)
+            needs(bundle, opt("judge", cli), {"task": "generate"},
+                  part=f"probe {', '.join(writers)}")
         others = [s.judge(p) for p in panel_specs]
         tr = s.tracker("auditing")
         if cfg.adaptive:

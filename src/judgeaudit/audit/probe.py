@@ -167,6 +167,11 @@ class Probe(abc.ABC):
     # Needs to know the better response (label 1 or 2). A probe that does not (position:
     # first-slot rate and order consistency) also runs on unlabelled and tie-labelled pairs.
     needs_label: ClassVar[bool] = True
+    # Needs other judges (--panel) to compare the judge with, and a judge that writes answers
+    # of its own (self_preference): a probe named in --probes is refused before any call
+    # without them (`commands.prepare_audit`); under --full it says "not run".
+    needs_panel: ClassVar[bool] = False
+    needs_writing: ClassVar[bool] = False
 
     @abc.abstractmethod
     async def run(self, ctx: AuditContext) -> ProbeResult: ...

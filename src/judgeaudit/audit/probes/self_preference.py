@@ -33,6 +33,8 @@ class SelfPreferenceProbe(Probe):
     direction = "positive = the judge favours its own writing"
     no_bias_range = (-FLAG_GAP / 2, FLAG_GAP / 2)
     default = False
+    needs_panel = True
+    needs_writing = True
 
     async def run(self, ctx: AuditContext) -> ProbeResult:
         prov = ctx.bundle.client.provider.name
