@@ -1,10 +1,9 @@
 """`judgeaudit compare` on simulated judges with planted changes, across seeds.
 
 For each seed S, two audits (the default probes) of the same builtin:facts?seed=S items (all
-212) are compared, both as audit results keep them today (no per-item values: unpaired) and
-with each probe's per-item differences (ProbeResult.units) written as `per_item`, as the
-one-line change to battery._probe_doc would (paired by item id); they are checked to average
-to every stored effect. Audits that already write them are used as is.
+212) are compared, paired by item id as audits write them (each probe's per-item
+differences, `per_item`, checked to average to every stored effect, and their bound, `span`)
+and unpaired (the per-item values removed, as in results from before they were written).
 
 - planted drop: sim position 1.0 (A) -> 0.2 (B), same sim seed S (the same random draws, so
   only the planted term moves verdicts). Truth: position effect (sigmoid(3 + k) +
@@ -21,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -35,6 +34,7 @@ from judgeaudit.audit.compare import compare
 from judgeaudit.audit.probe import probe_names
 from judgeaudit.data import load
 from judgeaudit.judges import make_judge
+from judgeaudit.llm.local_model import cpu_summary
 from judgeaudit.stats import wilson
 
 PROBES = probe_names(default_only=True)
@@ -51,28 +51,9 @@ def position_truth(kappa: float, quality: float = 3.0) -> float:
     return (sigmoid(quality + kappa) + sigmoid(kappa - quality)) / 2 - 0.5
 
 
-@contextlib.contextmanager
-def keep_per_item():
-    """Audits write each probe's per-item differences as `per_item` ({item id: difference},
-    from ProbeResult.units); a no-op once the battery writes them itself."""
-    make_doc = battery._probe_doc
-
-    def with_per_item(probe, r, *args, **kw):
-        doc = make_doc(probe, r, *args, **kw)
-        doc.setdefault("per_item", dict(r.units))
-        return doc
-
-    battery._probe_doc = with_per_item
-    try:
-        yield
-    finally:
-        battery._probe_doc = make_doc
-
-
 async def audit(spec: str, items, seed: int) -> dict[str, Any]:
-    with keep_per_item():
-        res = await battery.run_battery(make_judge(spec), items, PROBES, seed=seed,
-                                        data_spec=f"builtin:facts?seed={seed}")
+    res = await battery.run_battery(make_judge(spec), items, PROBES, seed=seed,
+                                    data_spec=f"builtin:facts?seed={seed}")
     for name, p in res["probes"].items():
         vals = p["per_item"]
         assert len(vals) == p["n"], (name, len(vals), p["n"])
@@ -180,6 +161,7 @@ def main() -> None:
                     default=Path(__file__).parent / "results" / "compare_sim.json")
     args = ap.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    load_start = os.getloadavg()
     t0 = time.perf_counter()
     rows = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -193,14 +175,16 @@ def main() -> None:
         "data": "builtin:facts?seed=S (all 212 items), the same items in A and B",
         "probes": PROBES,
         "alpha": 0.05,
-        "note": ("paired: each probe's per-item differences (ProbeResult.units) written as "
-                 "per_item, as the proposed one-line change to battery._probe_doc would; "
-                 "unpaired: the results as audits write them today"),
+        "note": ("paired: the per-item differences (per_item) and their bound (span) as "
+                 "audits write them; unpaired: per_item removed, as in results from before "
+                 "audits wrote them"),
         "summary": summarise(rows),
         "seeds": [r["seed"] for r in rows],
         "per_seed": rows,
         "seconds": time.perf_counter() - t0,
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    **cpu_summary(), "loadavg_start": load_start,
+                    "loadavg_end": os.getloadavg()},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
