@@ -15,6 +15,8 @@ judge, one slot, the 0.5B preset), a fresh one per run, judged through the opena
         --out benchmarks/results/queueing_server.json
     python benchmarks/queueing_server.py --server llamacpp --before /tmp/before/src \
         --runs 2 --out benchmarks/results/queueing_llamacpp.json
+    python benchmarks/queueing_server.py --before /tmp/before/src --runs 2 --calls 900 \
+        --seconds 0.1 --timeout 0.35 --out benchmarks/results/queueing_cycle.json
 """
 
 from __future__ import annotations
@@ -33,8 +35,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 FAKE = r"""
-import asyncio, json, sys, threading, time
+import asyncio, json, logging, sys, threading, time
 sys.path.insert(0, {tests!r})
+narrowings = []
+class Count(logging.Handler):
+    def emit(self, record):
+        if "sending at most" in record.getMessage():
+            narrowings.append(record.getMessage())
+logging.getLogger("judgeaudit").addHandler(Count())
 from fakeserver import FakeLLMServer, default_answer, judge_request
 from judgeaudit.llm import CallFailed, Client, make_provider
 
@@ -49,7 +57,8 @@ with FakeLLMServer(answer=one_slot) as srv:
     c = Client(p, concurrency={concurrency}, timeout={timeout})
     outs = asyncio.run(c.map([judge_request(i) for i in range({calls})]))
     print(json.dumps({{"failed": sum(isinstance(o, CallFailed) for o in outs),
-                      "retries": c.stats.retries, "server_requests": srv.count()}}))
+                      "retries": c.stats.retries, "server_requests": srv.count(),
+                      "narrowings": len(narrowings)}}))
 """
 SERVE = r"""
 import signal, sys

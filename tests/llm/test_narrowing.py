@@ -90,3 +90,43 @@ def test_the_narrowing_is_recorded_in_the_calls_the_run_writes():
     line = calls_text({"calls": summed})
     assert "at most 2 at a time after timeouts in the server's queue" in line
     assert "at a time" not in calls_text({"calls": CallStats(made=3).as_dict()})
+
+
+
+def test_a_width_that_keeps_timing_out_is_tried_again_ever_more_rarely():
+    """A server that keeps 3 slots: the client narrowed from 4 and won the 4th slot back
+    after 12 answers in a row, timed out there, narrowed, and so on: a timeout (and its
+    retries) every ~20 answers for the whole run (before: 15 narrowings in 300 calls,
+    benchmarks/results/queueing_cycle.json). Now each retry of that width waits twice as
+    many answers as the last; a width that answers is free again. The client's own
+    bookkeeping, driven without timing."""
+    client = Client(make_provider("sim", "", {}), concurrency=6)
+    client._reached = True
+
+    def time_out() -> None:  # an attempt sent after the last narrowing timed out
+        client._note_timeout(started=max(0.0, client._narrowed_at + 1e-6))
+
+    def answers_until_width(width: int) -> int:
+        n = 0
+        while client.sending_at_most < width:
+            client._widen()
+            n += 1
+        return n
+
+    time_out()
+    assert client.sending_at_most == 3 and client._ceiling == 6
+    assert answers_until_width(4) == 12  # below the width that timed out: the usual run
+    time_out()  # 4 is one too many
+    assert client.sending_at_most == 2 and client._ceiling == 4
+    waits = []
+    for _ in range(4):
+        waits.append(answers_until_width(4))
+        time_out()  # the 4th slot times out again
+    # 2 -> 3 takes 8 answers; 3 -> 4 takes 12 x 1, 2, 4, 8
+    assert waits == [8 + 12, 8 + 24, 8 + 48, 8 + 96]
+    assert client._patience == 16
+    # The other job is gone: it answers at 4, which then takes the patience to prove once;
+    # widths above it take the usual 4 x width.
+    answers_until_width(4)
+    assert answers_until_width(5) == 4 * 4 * 16 and client._ceiling is None
+    assert answers_until_width(6) == 4 * 5

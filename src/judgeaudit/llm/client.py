@@ -303,6 +303,11 @@ class Client:
         self._slots_owed = 0
         self._narrowed_at = -math.inf
         self._answered_since = 0  # answers since the last change of `sending_at_most`
+        # The width calls last timed out at, and how many times the usual run of answers it
+        # takes to try that width again (doubled each time it times out again): a server
+        # whose slots stay fewer is not re-probed every few answers (`_widen`).
+        self._ceiling: int | None = None
+        self._patience = 1
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
         self.max_response_chars = max_response_chars or default_max_response_chars()
@@ -540,6 +545,9 @@ class Client:
         if not self._reached or self.sending_at_most <= 1 or started < self._narrowed_at:
             return
         was = self.sending_at_most
+        if self._ceiling is not None and was >= self._ceiling:  # timed out there again
+            self._patience = min(64, 2 * self._patience)
+        self._ceiling = was
         self.sending_at_most = max(1, was // 2)
         self._slots_owed += was - self.sending_at_most
         self._narrowed_at = time.monotonic()
@@ -655,13 +663,20 @@ class Client:
     def _widen(self) -> None:
         """After a narrowing, one more call at a time per 4 x `sending_at_most` answers in a
         row (up to `concurrency`): a server that was slow for a while (another job on its
-        GPU) gets its slots back."""
+        GPU) gets its slots back. Trying the width that last timed out takes `_patience`
+        times as many, so a server that keeps fewer slots costs a timeout now and then, not
+        one every few answers; once it answers at that width, the width is free again."""
         if self.sending_at_most >= self.concurrency:
             return
         self._answered_since += 1
-        if self._answered_since < 4 * self.sending_at_most:
+        need = 4 * self.sending_at_most
+        if self._ceiling is not None and self.sending_at_most + 1 >= self._ceiling:
+            need *= self._patience
+        if self._answered_since < need:
             return
         self._answered_since = 0
+        if self._ceiling is not None and self.sending_at_most >= self._ceiling:
+            self._ceiling = None  # answered at the width that had timed out: slots are back
         self.sending_at_most += 1
         if self._slots_owed > 0:
             self._slots_owed -= 1
