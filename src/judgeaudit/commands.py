@@ -236,7 +236,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
              else probe_names(default_only=not cfg.full))
     probes = [get_probe(name) for name in names]  # unknown: ValueError naming the known ones
     panel_specs = list(panel) if panel is not None else split_specs(cfg.panel or "")
-    named = [p for p in probes if cfg.probes]  # asked for by name, not by --full
+    named = probes if cfg.probes else []  # asked for by name, not by --full
     for p in named:
         if p.needs_panel and not panel_specs:
             raise ValueError(
