@@ -119,6 +119,21 @@ def test_rank_and_rank_eval_read_a_config_and_flags_override_it(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_the_judge_option_is_judge_in_every_command(tmp_path):
+    """rank-eval names its judge --oracle and the HUB-J commands --judges; `--judge`, which
+    every other command takes, now works there too (before: "No such option: --judge
+    (Possible options: --budgets)")."""
+    out = tmp_path / "e"
+    res = _invoke(["rank-eval", "--judge", "sim?seed=2", "--items",
+                   "builtin:controlled?n=6&k=2", "--budgets", "6", "--rules", "random",
+                   "--seeds", "1", "--samples", "50", "--no-cache", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "results.json").read_text())["oracle"] == "sim?seed=2"
+    for command in ("discover", "quantify", "mitigate"):
+        res = _invoke([command, "--help"])
+        assert "--judges,--judge" in res.output.replace(" ", ""), command
+
+
 def test_entry_point_subprocess_config_and_json(tmp_path):
     """The installed entry point: --config and --json, stdout is one JSON object."""
     out = tmp_path / "sub"

@@ -231,8 +231,10 @@ JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print the result's summary as one JSON object on stdout (everything "
                    "else goes to stderr).")]
 
-# Short forms of the options that name the judge and the data, in every command that has them.
-_SHORT = {"judge": "-j", "judges": "-j", "oracle": "-j", "data": "-d"}
+# Short forms of the options that name the judge and the data, in every command that has them,
+# and `--judge` wherever the judge option has another name, as every other command spells it.
+_SHORT = {"judge": ("-j",), "judges": ("-j", "--judge"), "oracle": ("-j", "--judge"),
+          "data": ("-d",)}
 
 
 def _cli_type(tp: Any) -> Any:
@@ -284,8 +286,8 @@ def config_parameters(model: type[CommandConfig]) -> list[inspect.Parameter]:
                                 help=info.description)
         else:
             check = None if name in model.checked_by_command else _field_check(model, name)
-            spec = typer.Option(opt, *([_SHORT[name]] if name in _SHORT else []),
-                                help=info.description, callback=check)
+            spec = typer.Option(opt, *_SHORT.get(name, ()), help=info.description,
+                                callback=check)
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=Annotated[tp, spec]))
     return params
