@@ -182,6 +182,28 @@ async def test_by_breaks_each_probe_down_with_n_and_interval():
         await run_battery(make_judge("sim"), items, ["position"], by="nope")
 
 
+async def test_a_category_where_few_items_moved_gets_the_exact_interval():
+    """A category with fewer than 5 items that moved: the exact interval of the probe's span,
+    as the probe's own (before: the bootstrap's [0, 0] where none moved)."""
+    from judgeaudit.stats import movers_ci
+
+    items = mixed(30)
+    res = await run_battery(make_judge("sim?seed=7"), items, ["position"], seed=7,
+                            by="category")
+    p = res["probes"]["position"]
+    units = p["per_item"]
+    cats = {it.id: it.metadata["category"] for it in items}
+    for r in p["breakdown"]["rows"]:
+        d = [v for k, v in units.items() if cats[k] == r["value"]]
+        if sum(x != 0 for x in d) < 5:
+            assert r["effect"]["method"] == "clopper-pearson-movers"
+            assert r["effect"]["ci95"] == pytest.approx(list(movers_ci(d, 0.5)))
+        else:
+            assert r["effect"]["method"] == "bootstrap-percentile"
+    assert any(r["effect"]["method"] == "clopper-pearson-movers"
+               for r in p["breakdown"]["rows"])
+
+
 async def test_inverted_labels_warning_on_the_baseline_verdicts():
     items = load("builtin:facts?seed=8")[:60]
     # the judge still sees the true quality; only the file's labels are swapped

@@ -126,10 +126,11 @@ def _counts(dropped: dict[str, Any]) -> dict[str, int]:
 
 
 def breakdown(units: Sequence[tuple[str, float]], items: Sequence[PairwiseItem], by: str,
-              seed: int = 0) -> dict[str, Any]:
+              seed: int = 0, span: float | None = None) -> dict[str, Any]:
     """A probe's effect per value of the item field or metadata key `by`: mean of the
-    per-item differences in that group, its bootstrap 95% interval, n and the sign test's p
-    (no q: these are descriptive, not part of the report's family of tests)."""
+    per-item differences in that group, its 95% interval (`paired_estimate`: exact where
+    fewer than 5 items of the group moved and the probe states its `span`), n and the sign
+    test's p (no q: these are descriptive, not part of the report's family of tests)."""
     groups: dict[str, list[float]] = {}
     n_items: dict[str, int] = {}
     key_of = {}
@@ -144,7 +145,7 @@ def breakdown(units: Sequence[tuple[str, float]], items: Sequence[PairwiseItem],
             groups[k].append(d)
     rows = []
     for k in sorted(groups):
-        st = paired_stats(groups[k], seed=seed, mde=False)
+        st = paired_stats(groups[k], seed=seed, mde=False, span=span)
         rows.append({"value": k, "n_items": n_items[k], "n": st["n"],
                      "effect": effect_dict(st["estimate"]),
                      "p": st["p"]})
@@ -263,7 +264,8 @@ async def run_battery(
         verdict = decide(r, qv, p.no_bias_range, alpha)
         docs[p.name] = _probe_doc(p, r, qv, verdict, plans[p.name])
         if by is not None:
-            docs[p.name]["breakdown"] = breakdown(r.units, plans[p.name].items, by, seed=seed)
+            docs[p.name]["breakdown"] = breakdown(r.units, plans[p.name].items, by, seed=seed,
+                                                  span=r.span)
         for reason, ids in {**plans[p.name].skipped, **r.dropped}.items():
             dropped.setdefault(reason, set()).update(ids)
         summary[verdict].append(p.name)
