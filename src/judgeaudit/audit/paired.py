@@ -11,16 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from judgeaudit.stats import binomial_test, bootstrap_ci, movers_ci
+from judgeaudit.stats import SPARSE_MOVERS, binomial_test, bootstrap_ci, movers_ci
 from judgeaudit.stats.power import mde_from_se, mde_sign_test
 from judgeaudit.stats.types import Estimate
 
 POWER = 0.8  # the MDE is the effect detected with this power
-# Below this many items that moved (d != 0) the interval is the exact one of `movers_ci`:
-# the percentile bootstrap of so few moves is too narrow (none: [0, 0]), and a "not biased"
-# read off it is wrong far more often than 5% at the edge of the no-bias range
-# (benchmarks/not_biased_edge.py).
-SPARSE_MOVERS = 5
+# The exact interval below SPARSE_MOVERS items that moved: `stats.movers_ci`.
 
 
 def _finite(x: float | None) -> float | None:

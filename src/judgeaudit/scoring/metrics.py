@@ -2,7 +2,8 @@
 
 Stability against the baseline: flip rate FP (share of items whose score changed; Wilson
 interval, which unlike a percentile bootstrap does not collapse to [0, 0] when nothing
-flipped), mean absolute deviation MAD and mean signed shift (bootstrap over items).
+flipped), mean absolute deviation MAD and mean signed shift (bootstrap over items; exact,
+`stats.movers_ci` over the scale's span, where fewer than 5 items moved).
 Accuracy against gold: Spearman and Pearson (BCa bootstrap over items), and a paired
 bootstrap of "perturbed minus baseline" correlation on the items valid in both.
 Tendency: counts per score. Anchoring: the reference-pull slope.
@@ -17,7 +18,15 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from judgeaudit.stats import bootstrap_ci, paired_bootstrap_diff, pearson, rate, spearman
+from judgeaudit.stats import (
+    SPARSE_MOVERS,
+    bootstrap_ci,
+    movers_ci,
+    paired_bootstrap_diff,
+    pearson,
+    rate,
+    spearman,
+)
 from judgeaudit.stats.types import Estimate
 
 N_BOOT = 2000
@@ -49,9 +58,19 @@ def flip_rate(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str,
     return rate(int((x != y).sum()), int(x.size)).as_dict()
 
 
-def _mean_boot(d: np.ndarray, seed: int, n_boot: int = N_BOOT) -> dict[str, Any]:
+def _mean_boot(d: np.ndarray, seed: int, n_boot: int = N_BOOT,
+               span: float | None = None, sizes: bool = False) -> dict[str, Any]:
+    """mean(d) with its 95% interval: with `span` (every d in [-span, span]; `sizes`: in
+    [0, span]) and fewer than SPARSE_MOVERS items that moved, the exact one of `movers_ci`
+    (never [0, 0] for "nothing moved"); else the percentile bootstrap."""
     if d.size == 0:
         return _none()
+    if span is not None and d.size >= 2 and int((d != 0).sum()) < SPARSE_MOVERS:
+        lo, hi = movers_ci(d, span)
+        if sizes:  # a mean of sizes (MAD) is never below 0
+            lo = 0.0
+        return Estimate(float(d.mean()), (lo, hi), int(d.size),
+                        method="clopper-pearson-movers").as_dict()
     if d.size < 2 or np.all(d == d[0]):
         v = float(d.mean())
         return _est(v, (v, v), int(d.size))
@@ -61,17 +80,18 @@ def _mean_boot(d: np.ndarray, seed: int, n_boot: int = N_BOOT) -> dict[str, Any]
 
 
 def mad(a: Sequence[float | None], b: Sequence[float | None], seed: int = 0,
-        n_boot: int = N_BOOT) -> dict[str, Any]:
-    """Mean |a - b| over items valid in both, with a percentile bootstrap interval."""
+        n_boot: int = N_BOOT, span: float | None = None) -> dict[str, Any]:
+    """Mean |a - b| over items valid in both, with its interval (`_mean_boot`; `span`: the
+    largest |a - b| the scale allows)."""
     x, y = _pairs(a, b)
-    return _mean_boot(np.abs(x - y), seed, n_boot)
+    return _mean_boot(np.abs(x - y), seed, n_boot, span, sizes=True)
 
 
 def shift(a: Sequence[float | None], b: Sequence[float | None], seed: int = 0,
-          n_boot: int = N_BOOT) -> dict[str, Any]:
-    """Mean (a - b): the direction a perturbation moves scores."""
+          n_boot: int = N_BOOT, span: float | None = None) -> dict[str, Any]:
+    """Mean (a - b): the direction a perturbation moves scores (`span` as in `mad`)."""
     x, y = _pairs(a, b)
-    return _mean_boot(x - y, seed, n_boot)
+    return _mean_boot(x - y, seed, n_boot, span)
 
 
 def correlation(scores: Sequence[float | None], gold: Sequence[float | None], kind: str,

@@ -22,9 +22,10 @@ from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.scoring import metrics as M
-from judgeaudit.scoring.perturbations import References, ScoringPerturbation
+from judgeaudit.scoring.perturbations import K, References, ScoringPerturbation
 
 BASELINE = "baseline"
+SPAN = float(K - 1)  # scores are 1..K: two differ by at most K - 1
 MAX_INVALID_EXAMPLES = 20
 
 
@@ -103,8 +104,8 @@ def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
     e: dict[str, Any] = {
         "compared_with": compared,
         "fp": M.flip_rate(s, other) if other is not None else M._none(),
-        "mad": M.mad(s, other, seed, nb) if other is not None else M._none(),
-        "shift": M.shift(s, other, seed, nb) if other is not None else M._none(),
+        "mad": M.mad(s, other, seed, nb, SPAN) if other is not None else M._none(),
+        "shift": M.shift(s, other, seed, nb, SPAN) if other is not None else M._none(),
         "spearman": M.correlation(s, gold, "spearman", seed, nb),
         "pearson": M.correlation(s, gold, "pearson", seed, nb),
         "distribution": M.distribution([x for x, v in zip(s, table.verdicts[name][0],
@@ -121,8 +122,9 @@ def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
         vals = [x for x in exp if x is not None]
         e["expected"] = {
             "mean": sum(vals) / len(vals),
-            "mad_vs_baseline": M.mad(exp, base_exp, seed, nb) if name != BASELINE else None,
-            "shift_vs_baseline": M.shift(exp, base_exp, seed, nb) if name != BASELINE
+            "mad_vs_baseline": M.mad(exp, base_exp, seed, nb, SPAN) if name != BASELINE
+            else None,
+            "shift_vs_baseline": M.shift(exp, base_exp, seed, nb, SPAN) if name != BASELINE
             else None,
             "spearman": M.correlation(exp, gold, "spearman", seed, nb),
             "pearson": M.correlation(exp, gold, "pearson", seed, nb),
@@ -201,7 +203,8 @@ def mitigation(table: ScoreTable, ensemble: Sequence[str], gold: list[float | No
         cands["template_majority"] = (M.aggregate(tpl, "majority"),
                                       f"majority over {len(tpl)} templates")
     for name, (agg, desc) in cands.items():
-        row: dict[str, Any] = {"description": desc, "mad_vs_heldout": M.mad(agg, held, seed, nb),
+        row: dict[str, Any] = {"description": desc,
+                               "mad_vs_heldout": M.mad(agg, held, seed, nb, SPAN),
                                "spearman": M.correlation(agg, gold, "spearman", seed, nb)}
         if name != "single":
             d = M.abs_dev_diff(agg, single, held, seed, nb)

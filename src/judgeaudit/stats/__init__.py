@@ -20,6 +20,7 @@ from judgeaudit.stats.correlation import (
     system_correlations,
 )
 from judgeaudit.stats.intervals import (
+    SPARSE_MOVERS,
     bootstrap_ci,
     mean_ci,
     movers_ci,
@@ -50,6 +51,7 @@ from judgeaudit.stats.tests import (
 from judgeaudit.stats.types import Estimate, Interval, Items, Statistic
 
 __all__ = [
+    "SPARSE_MOVERS",
     "correlations",
     "group_correlations",
     "kendall",

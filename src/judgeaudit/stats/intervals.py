@@ -55,6 +55,13 @@ def wilson(successes: Any, n: Any, level: float = 0.95) -> Any:
     return lo, hi
 
 
+# Below this many items that moved (d != 0), a mean of bounded per-item differences takes the
+# exact interval of `movers_ci`: the percentile bootstrap of so few moves is too narrow (none:
+# [0, 0]), and "no effect" read off it is wrong far more often than 5% at the edge of the
+# range it must lie in (benchmarks/not_biased_edge.py).
+SPARSE_MOVERS = 5
+
+
 def movers_ci(d: Items, span: float, level: float = 0.95) -> Interval:
     """An exact interval for the mean of paired differences in [-span, span], for when few
     items moved: there the percentile bootstrap is too narrow (no item moved: [0, 0] at any
