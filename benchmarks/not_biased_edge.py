@@ -1,6 +1,6 @@
 """How often does an audit say "not biased" when the judge is biased at the edge of the
 no-bias range, and how often when it is not biased at all? The interval rule of the fixed-n
-audit (`audit.paired.paired_estimate`, `report.outcome.probe_verdict`) checked by simulation.
+audit (`stats.paired_estimate`, `report.outcome.probe_verdict`) checked by simulation.
 
 A probe's effect is the mean of per-item paired differences d (position: d = f - 1/2 in
 {-1/2, 0, 1/2}; the shift probes: a difference of two credits, d in {-1, -1/2, 0, 1/2, 1}),
@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 
 from judgeaudit.audit.compare import classify, paired_change
-from judgeaudit.audit.paired import SPARSE_MOVERS, paired_estimate
 from judgeaudit.llm.local_model import cpu_summary
 from judgeaudit.report.outcome import probe_verdict
+from judgeaudit.stats import SPARSE_MOVERS, paired_estimate
 
 NO_BIAS = (-0.05, 0.05)
 NS = (10, 20, 40, 80, 200)

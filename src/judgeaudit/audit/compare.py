@@ -41,10 +41,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from judgeaudit.audit.paired import SPARSE_MOVERS, effect_dict
+from judgeaudit.audit.paired import effect_dict
 from judgeaudit.report.outcome import failure_message, run_failed
 from judgeaudit.report.results import read_results
-from judgeaudit.stats import benjamini_hochberg, bootstrap_ci, movers_ci
+from judgeaudit.stats import SPARSE_MOVERS, benjamini_hochberg, paired_estimate
 from judgeaudit.stats.types import Estimate
 
 VERDICTS = ("improved", "worse", "no_change", "underpowered")
@@ -307,17 +307,7 @@ def paired_change(va: Mapping[str, float], vb: Mapping[str, float],
     d = b - a
     out.update(a=float(a.mean()), b=float(b.mean()),
                n_up=int((d > 0).sum()), n_down=int((d < 0).sum()), p=sign_flip_p(d, seed))
-    if len(ids) >= 2 and span is not None and int((d != 0).sum()) < SPARSE_MOVERS:
-        est = Estimate(float(d.mean()), movers_ci(d, span), len(ids),
-                       method="clopper-pearson-movers")
-    elif len(ids) >= 2:
-        lo, hi = bootstrap_ci(d, lambda x: x.mean(axis=1), n_boot=N_BOOT, seed=seed,
-                              vectorized=True)
-        est = Estimate(float(d.mean()), (float(lo), float(hi)), len(ids),
-                       method="bootstrap-percentile")
-    else:
-        est = Estimate(float(d.mean()), (math.nan, math.nan), len(ids))
-    return _with_estimate(out, est)
+    return _with_estimate(out, paired_estimate(d, seed=seed, span=span, n_boot=N_BOOT))
 
 
 def _with_estimate(out: dict[str, Any], est: Estimate) -> dict[str, Any]:

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from judgeaudit.stats import SPARSE_MOVERS, binomial_test, bootstrap_ci, movers_ci
+from judgeaudit.stats import binomial_test, paired_estimate
 from judgeaudit.stats.power import mde_from_se, mde_sign_test
 from judgeaudit.stats.types import Estimate
 
 POWER = 0.8  # the MDE is the effect detected with this power
-# The exact interval below SPARSE_MOVERS items that moved: `stats.movers_ci`.
+# The effect's interval (exact below SPARSE_MOVERS items that moved): `stats.paired_estimate`.
 
 
 def _finite(x: float | None) -> float | None:
@@ -48,25 +48,6 @@ def sign_test_mde(d: np.ndarray, alpha: float = 0.05, power: float = POWER,
         "normal_approx": _finite(mde_from_se(se, alpha, power)) if se is not None else None,
     }
     return mde, detail
-
-
-def paired_estimate(d: Sequence[float] | np.ndarray, *, seed: int = 0,
-                    span: float | None = None) -> Estimate:
-    """mean(d) with a percentile-bootstrap 95% interval over items; with `span` (every d lies
-    in [-span, span]) and fewer than SPARSE_MOVERS items that moved, the exact interval of
-    `movers_ci` instead. One item has no interval (the effect is shown, its verdict
-    underpowered) and no method; no item: no value either."""
-    arr = np.asarray(d, dtype=float)
-    n = int(arr.size)
-    if n == 0:
-        return Estimate(math.nan, (math.nan, math.nan), 0)
-    if n == 1:
-        return Estimate(float(arr.mean()), (math.nan, math.nan), 1)
-    if span is not None and int((arr != 0).sum()) < SPARSE_MOVERS:
-        return Estimate(float(arr.mean()), movers_ci(arr, span), n,
-                        method="clopper-pearson-movers")
-    lo, hi = bootstrap_ci(arr, np.mean, seed=seed)
-    return Estimate(float(arr.mean()), (lo, hi), n, method="bootstrap-percentile")
 
 
 def paired_stats(d: Sequence[float] | np.ndarray, *, seed: int = 0, alpha: float = 0.05,

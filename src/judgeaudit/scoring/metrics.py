@@ -19,10 +19,9 @@ import numpy as np
 from scipy import stats as sps
 
 from judgeaudit.stats import (
-    SPARSE_MOVERS,
     bootstrap_ci,
-    movers_ci,
     paired_bootstrap_diff,
+    paired_estimate,
     pearson,
     rate,
     spearman,
@@ -60,23 +59,19 @@ def flip_rate(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str,
 
 def _mean_boot(d: np.ndarray, seed: int, n_boot: int = N_BOOT,
                span: float | None = None, sizes: bool = False) -> dict[str, Any]:
-    """mean(d) with its 95% interval: with `span` (every d in [-span, span]; `sizes`: in
-    [0, span]) and fewer than SPARSE_MOVERS items that moved, the exact one of `movers_ci`
-    (never [0, 0] for "nothing moved"); else the percentile bootstrap."""
+    """mean(d) with its 95% interval (`stats.paired_estimate`: exact where fewer than 5 items
+    moved and `span` bounds every d, so never [0, 0] for "nothing moved"; else the percentile
+    bootstrap); `sizes`: every d is in [0, span] (MAD), so the interval starts at 0 at
+    least."""
     if d.size == 0:
         return _none()
-    if span is not None and d.size >= 2 and int((d != 0).sum()) < SPARSE_MOVERS:
-        lo, hi = movers_ci(d, span)
-        if sizes:  # a mean of sizes (MAD) is never below 0
-            lo = 0.0
-        return Estimate(float(d.mean()), (lo, hi), int(d.size),
-                        method="clopper-pearson-movers").as_dict()
-    if d.size < 2 or np.all(d == d[0]):
+    if d.size < 2:
         v = float(d.mean())
         return _est(v, (v, v), int(d.size))
-    lo, hi = bootstrap_ci(d, lambda z: z.mean(axis=1), n_boot=n_boot, seed=seed,
-                          vectorized=True)
-    return _est(float(d.mean()), (lo, hi), int(d.size))
+    est = paired_estimate(d, seed=seed, span=span, n_boot=n_boot)
+    lo, hi = est.ci95
+    return Estimate(est.value, (max(0.0, lo) if sizes else lo, hi), est.n,
+                    method=est.method).as_dict()
 
 
 def mad(a: Sequence[float | None], b: Sequence[float | None], seed: int = 0,

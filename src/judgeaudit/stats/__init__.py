@@ -25,6 +25,7 @@ from judgeaudit.stats.intervals import (
     mean_ci,
     movers_ci,
     paired_bootstrap_diff,
+    paired_estimate,
     rate,
     wilson,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "movers_ci",
     "one_sample_t",
     "paired_bootstrap_diff",
+    "paired_estimate",
     "pearson",
     "fleiss_kappa",
     "percent_agreement",
