@@ -230,7 +230,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
     SPECs) `cfg.panel`."""
     from judgeaudit.audit.battery import audit_items, check_runnable, run_battery
     from judgeaudit.audit.evaluate import check_field
-    from judgeaudit.audit.probe import get_probe, probe_names
+    from judgeaudit.audit.probe import WRITING, get_probe, probe_names
 
     names = ([p.strip() for p in cfg.probes.split(",") if p.strip()] if cfg.probes
              else probe_names(default_only=not cfg.full))
@@ -267,8 +267,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
         if writers:  # its own answers are compared with the items' (self_preference)
-            needs(bundle, opt("judge", cli), {"task": "generate"},
-                  part=f"probe {', '.join(writers)}")
+            needs(bundle, opt("judge", cli), WRITING, part=f"probe {', '.join(writers)}")
         others = [s.judge(p) for p in panel_specs]
         tr = s.tracker("auditing")
         if cfg.adaptive:

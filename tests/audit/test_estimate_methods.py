@@ -112,14 +112,13 @@ def test_compare_sides_keep_a_method_when_the_file_has_one():
 async def test_self_preference_names_its_intervals(monkeypatch):
     """The sim cannot write answers, so the judge's own answers are stubbed."""
     from judgeaudit.audit.battery import run_battery
-    from judgeaudit.audit.probes import self_preference as SP
     from judgeaudit.data import load
     from judgeaudit.judges import make_judge
     from judgeaudit.llm import Response
 
-    monkeypatch.setattr(SP, "NO_GENERATION", set())
     items = [it for it in load("builtin:facts?seed=1") if it.label in (1, 2)][:12]
     judge = make_judge("sim?seed=1")
+    monkeypatch.setattr(judge.client.provider, "cannot_serve", lambda meta: None)
     real = judge.client.map
 
     async def answers(reqs, *a, **k):

@@ -154,6 +154,10 @@ class AuditContext:
         return await self.judge(self.items if items is None else items)
 
 
+# What a probe that `needs_writing` asks of its judge (`Provider.cannot_serve`).
+WRITING: Mapping[str, Any] = {"task": "generate"}
+
+
 class Probe(abc.ABC):
     name: ClassVar[str]
     title: ClassVar[str]
@@ -171,7 +175,7 @@ class Probe(abc.ABC):
     # of its own (self_preference): a probe named in --probes is refused before any call
     # without them (`commands.prepare_audit`); under --full it says "not run".
     needs_panel: ClassVar[bool] = False
-    needs_writing: ClassVar[bool] = False
+    needs_writing: ClassVar[bool] = False  # asked of the judge as WRITING
 
     @abc.abstractmethod
     async def run(self, ctx: AuditContext) -> ProbeResult: ...

@@ -9,14 +9,20 @@ import numpy as np
 
 from judgeaudit.audit.metrics import estimate
 from judgeaudit.audit.paired import paired_stats
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
+from judgeaudit.audit.probe import (
+    WRITING,
+    AuditContext,
+    Probe,
+    ProbeResult,
+    drop,
+    register_probe,
+)
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.llm import CallFailed, Message, Request
 from judgeaudit.stats import bootstrap_ci
 from judgeaudit.stats.types import Estimate
 
 FLAG_GAP = 0.10
-NO_GENERATION = {"sim", "replay"}
 
 
 def _win(v) -> float | None:  # own answer is response_1
@@ -37,10 +43,10 @@ class SelfPreferenceProbe(Probe):
     needs_writing = True
 
     async def run(self, ctx: AuditContext) -> ProbeResult:
-        prov = ctx.bundle.client.provider.name
-        if not ctx.panel or prov in NO_GENERATION:
+        cannot = ctx.bundle.client.provider.cannot_serve(WRITING)
+        if not ctx.panel or cannot:
             why = ("needs --panel with at least one other judge" if not ctx.panel else
-                   f"the {prov!r} judge cannot write answers of its own")
+                   f"the judge cannot write answers of its own: {cannot}")
             return ProbeResult(None, (None, None), 0, None, None, notes=[f"not run: {why}"])
         reqs = [Request(messages=(Message("user", it.prompt),), max_tokens=96,
                         meta={"task": "generate", "item_id": it.id, "purpose": "self-answer"})
