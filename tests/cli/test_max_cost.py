@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 from fakeserver import FakeLLMServer, write_pairs
@@ -97,18 +98,21 @@ def test_rank_reads_the_cap_from_its_config_file(tmp_path):
     assert calls["not_sent"] > 0, res.output
 
 
-def adaptive_audit(tmp_path, *opts: str):
+def adaptive_audit(tmp_path, *opts: str, srv: FakeLLMServer | None = None):
     """An adaptive audit of position and verbosity on 30 pairs in rounds of 5 with `opts`
-    (its budget): the CLI result, its results document and the calls the server was sent."""
+    (its budget): the CLI result, its results document and the calls the server (`srv`, else
+    a new one) was sent by it."""
+    if srv is None:
+        with FakeLLMServer() as new:
+            return adaptive_audit(tmp_path, *opts, srv=new)
     write_pairs(tmp_path / "pairs.jsonl", 30)
     out = tmp_path / "ad"
-    with FakeLLMServer() as srv:
-        res = runner.invoke(app, ["audit", "--adaptive", "--judge", spec_of(srv), "--data",
-                                  f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes",
-                                  "position,verbosity", "--round-size", "5", *opts,
-                                  "--out", str(out)])
-        sent = srv.count()
-    return res, results(out), sent
+    before = srv.count()
+    res = runner.invoke(app, ["audit", "--adaptive", "--judge", spec_of(srv), "--data",
+                              f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes",
+                              "position,verbosity", "--round-size", "5", *opts,
+                              "--out", str(out)])
+    return res, results(out), srv.count() - before
 
 
 def test_an_adaptive_audit_keeps_to_the_cap_between_rounds(tmp_path):
@@ -136,15 +140,31 @@ def test_an_adaptive_audit_whose_first_round_costs_more_than_the_cap_stays_under
     assert doc["adaptive"]["stopped_by"] == "max_cost"
     assert {p["adaptive"]["stop_reason"] for p in doc["probes"].values()} <= {
         "budget", "rejected", "cleared"}
+    # The cost that runs the cut round whole, from the cost per call sent: 40 calls of about
+    # $0.0044 each, so about $0.18 (a call's prompt costs the same here, its answer nothing).
+    need = re.search(r"the first round asked for 40 judge calls \(5 items per probe\): a "
+                     r"--max-cost of about \$([0-9.]+)", " ".join(doc["run"]["message"].split()))
+    assert need and float(need[1]) == pytest.approx(40 * calls["cost_usd"] / sent, abs=0.01)
 
 
 def test_an_adaptive_audits_max_calls_holds_its_first_round_call_by_call(tmp_path):
     """--max-calls, like --max-cost, held call by call: the first round, which has no earlier
     round to estimate from, sends no more than max_calls calls (before, it ran whole: 40
     calls against 12), the rest are counted as not sent, and the run says why."""
-    res, doc, sent = adaptive_audit(tmp_path, "--max-calls", "12", "--concurrency", "2")
-    calls = doc["calls"]
-    assert sent == calls["made"] == 12, res.output
+    with FakeLLMServer() as srv:
+        res, doc, sent = adaptive_audit(tmp_path, "--max-calls", "12", "--concurrency", "2",
+                                        srv=srv)
+        calls = doc["calls"]
+        assert sent == calls["made"] == 12, res.output
+        # The run names the budget that runs the cut round whole: the round's calls are
+        # known once it ran (12 sent + 28 not sent). With it the round runs whole, sending
+        # only the 28 (the 12 sent are cached).
+        assert ("the first round asked for 40 judge calls (5 items per probe): a --max-calls "
+                "of at least 40 runs it whole") in " ".join(doc["run"]["message"].split())
+        again, doc_again, sent_again = adaptive_audit(tmp_path, "--max-calls", "40", srv=srv)
+    assert again.exit_code == 0 and doc_again["calls"]["not_sent"] == 0, again.output
+    assert sent_again == 28 and doc_again["calls"]["cached"] == 12
+    assert doc_again["adaptive"]["rounds"] == 1
     assert calls["not_sent"] > 0 and "the call cap is reached" in calls["not_sent_why"]
     assert res.exit_code == 3 and "the call cap is reached" in doc["run"]["message"]
     assert doc["adaptive"]["stopped_by"] == "max_calls" and doc["adaptive"]["rounds"] == 1

@@ -27,7 +27,8 @@ or `max_cost` USD (each estimated from the previous round); open probes then sto
 as underpowered ("budget"). The session's spend cap (`SpendCap`) also holds every call to
 `max_cost`, and the run's call cap (`CallCap`) every call to `max_calls` calls sent, so a
 round either cuts (the first, which has no estimate; one dearer than the one before) ends
-the run the same way, its unsent calls counted. It stops too once the judge's
+the run the same way, its unsent calls counted; a run that fails for them says which budget
+runs the cut round whole (`cut_round_hint`). It stops too once the judge's
 client stopped sending (its server could not be reached or stopped answering:
 `RetryPolicy.stop_after`): "not_sent".
 A probe that stopped as not biased but is in the final e-BH rejection set is reported
@@ -220,6 +221,27 @@ def capped(bundle: JudgeBundle) -> str | None:
     return "max_calls" if cap is not None and cap.refused else None
 
 
+def cut_round_hint(bundle: JudgeBundle, rnd: int, round_size: int, asked: int,
+                   budget: str) -> str:
+    """What to change when the run's budget cut round `rnd` (which asked for `asked` calls):
+    once a round ran, its calls are known (sent + not sent), so the hint can name the
+    --max-calls that runs it whole. The first round has no earlier round to size it from."""
+    which = "the first round" if rnd == 1 else f"round {rnd}"
+    cap = bundle.client.call_cap
+    if budget == "max_calls" and cap is not None:
+        need = (f"a --max-calls of at least {cap.sent + cap.refused} runs it whole (the "
+                f"{cap.sent} calls sent are cached, so a re-run sends only the rest)")
+    else:
+        st = bundle.client.stats
+        need = "a higher --max-cost runs it whole"
+        if st.made and st.cost_usd:
+            need = (f"a --max-cost of about ${st.cost_usd * (st.made + st.not_sent) / st.made:.2f}"
+                    " (the cost per call sent so far, times the calls sent and not sent) "
+                    "runs it whole")
+    return (f"; {which} asked for {asked} judge calls ({round_size} items per probe): "
+            f"{need}, or a smaller --round-size makes each round cheaper")
+
+
 async def run_adaptive(
     bundle: JudgeBundle,
     items: Sequence[PairwiseItem],
@@ -287,6 +309,7 @@ async def run_adaptive(
     streams: dict[str, list[float]] = {p.name: [] for p in probes}
     taken = dict.fromkeys(probe_names, 0)  # items given to each probe so far
     rnd, stopped_by, last_round_calls, last_round_cost = 0, "all probes stopped", 0, 0.0
+    hint = ""  # what to change, when a budget cut a round
     # --max-calls holds call by call too (a round it cuts ends the run, as the spend cap's)
     with call_cap(bundle, max_calls):
         while not rule.all_stopped:
@@ -327,6 +350,10 @@ async def run_adaptive(
                 done[p.name] = (None if m < n_all else "max_n" if n_all >= max_n else "exhausted")
             rule.step(rnd, done)
             last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
+        cut = capped(bundle)
+        if cut:  # the cap cut the last round: it ends the run, whatever stopped the loop
+            stopped_by = cut
+            hint = cut_round_hint(bundle, rnd, round_size, last_round_calls, cut)
         if not rule.all_stopped:
             rule.stop_all(rnd, "not_sent" if bundle.client.stopped and not capped(bundle)
                           else "budget")
@@ -387,6 +414,8 @@ async def run_adaptive(
             summary[verdict].append(s.name)
     if not failed:
         doc["summary"] = {"n_probes": len(probes), **summary}
+    else:
+        doc["run"]["message"] += hint
     doc["adaptive"] = {
         "max_n": max_n, "round_size": round_size, "max_calls": max_calls,
         "max_cost": max_cost, "rounds": rnd, "stopped_by": stopped_by,
