@@ -14,6 +14,13 @@ and unpaired (the per-item values removed, as in results from before they were w
   any "improved" or "worse" is a false flag; the goal is no flag in >= 95% of seeds.
 
     python benchmarks/compare_sim.py --seeds 100     # writes benchmarks/results/compare_sim.json
+
+`--adaptive` audits both runs with `audit --adaptive` (default settings) instead: each probe
+stops at a data-dependent n, so compare matches the items both runs used (a prefix of the
+same seeded order) and its fixed-n paired test meets optional stopping. The same two goals
+are checked (writes benchmarks/results/compare_sim_adaptive.json):
+
+    python benchmarks/compare_sim.py --seeds 200 --adaptive
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from judgeaudit.audit import battery
+from judgeaudit.audit.adaptive import run_adaptive
 from judgeaudit.audit.compare import compare
 from judgeaudit.audit.probe import probe_names
 from judgeaudit.data import load
@@ -51,9 +59,17 @@ def position_truth(kappa: float, quality: float = 3.0) -> float:
     return (sigmoid(quality + kappa) + sigmoid(kappa - quality)) / 2 - 0.5
 
 
+ADAPTIVE = False  # --adaptive: audit with run_adaptive (each probe stops on its own)
+
+
 async def audit(spec: str, items, seed: int) -> dict[str, Any]:
-    res = await battery.run_battery(make_judge(spec), items, PROBES, seed=seed,
-                                    data_spec=f"builtin:facts?seed={seed}")
+    data_spec = f"builtin:facts?seed={seed}"
+    if ADAPTIVE:
+        res = await run_adaptive(make_judge(spec), items, PROBES, seed=seed,
+                                 data_spec=data_spec)
+    else:
+        res = await battery.run_battery(make_judge(spec), items, PROBES, seed=seed,
+                                        data_spec=data_spec)
     for name, p in res["probes"].items():
         vals = p["per_item"]
         assert len(vals) == p["n"], (name, len(vals), p["n"])
@@ -99,6 +115,8 @@ async def one_seed(seed: int, parts: list[str]) -> dict[str, Any]:
         for how, pair in (("paired", (a, b)), ("unpaired", (unpaired(a), unpaired(b)))):
             res = compare(*pair, seed=seed)
             out["same"][how] = {
+                "matched": {n: p.get("items", {}).get("n_matched")
+                            for n, p in res["probes"].items()},
                 "flags": {n: p["verdict"] for n, p in res["probes"].items()
                           if p["verdict"] in ("improved", "worse")},
                 "verdicts": {n: p["verdict"] for n, p in res["probes"].items()},
@@ -157,9 +175,14 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--parts", default="drop,same", help="drop, same or both (comma-separated)")
-    ap.add_argument("--out", type=Path,
-                    default=Path(__file__).parent / "results" / "compare_sim.json")
+    ap.add_argument("--adaptive", action="store_true",
+                    help="audit both runs adaptively (audit --adaptive's defaults)")
+    ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    global ADAPTIVE
+    ADAPTIVE = args.adaptive
+    name = "compare_sim_adaptive.json" if args.adaptive else "compare_sim.json"
+    args.out = args.out or Path(__file__).parent / "results" / name
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     load_start = os.getloadavg()
     t0 = time.perf_counter()
@@ -173,6 +196,9 @@ def main() -> None:
         "benchmark": "compare_sim",
         "command": "python benchmarks/compare_sim.py " + " ".join(sys.argv[1:]),
         "data": "builtin:facts?seed=S (all 212 items), the same items in A and B",
+        "audits": ("adaptive (run_adaptive, default max_n and round_size): each probe's "
+                   "items a data-dependent prefix of the same seeded order" if ADAPTIVE
+                   else "fixed-n (run_battery)"),
         "probes": PROBES,
         "alpha": 0.05,
         "note": ("paired: the per-item differences (per_item) and their bound (span) as "

@@ -489,3 +489,27 @@ async def test_audits_record_their_span_and_a_small_rerun_is_not_no_change(tmp_p
         assert p["items"]["n_matched"] == 20 and p["items"]["n_up"] == p["items"]["n_down"] == 0
         assert p["change"]["method"] == "clopper-pearson-movers"
         assert p["verdict"] == "underpowered", p["reason"]
+
+
+async def test_comparing_adaptive_audits_says_what_their_matched_items_are(tmp_path):
+    """An adaptive audit's probes stop at data-dependent n: compare matches the items both
+    runs judged and says so in the results, the terminal and the report; a fixed-n pair of
+    audits carries no such note."""
+    from judgeaudit.audit.adaptive import run_adaptive
+
+    items = load("builtin:facts?seed=4")
+    probes = ["position", "authority"]
+    a = await run_adaptive(make_judge("sim:biased?seed=1"), items, probes, seed=4)
+    b = await run_adaptive(make_judge("sim:biased?seed=2"), items, probes, seed=4)
+    fixed = await run_battery(make_judge("sim:biased?seed=2"), items, probes, seed=4)
+    res = compare(a, b)
+    assert res["notes"] and res["notes"][0].startswith("runs A and B are adaptive")
+    assert compare(fixed, a)["notes"][0].startswith("run B is adaptive")
+    assert compare(fixed, fixed)["notes"] == []
+    n_a, n_b = (a["probes"]["authority"]["n"], b["probes"]["authority"]["n"])
+    assert res["probes"]["authority"]["items"]["n_matched"] == min(n_a, n_b)
+    from judgeaudit.report.results import read_results
+
+    write_results(tmp_path / "results.json", res)
+    page = render_report(read_results(tmp_path / "results.json"))
+    assert "adaptive: each probe compares" in page

@@ -144,6 +144,23 @@ def judge_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def adaptive_notes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """What comparing an adaptive audit (`audit --adaptive`) means: each of its probes judged
+    the items before it stopped, so the matched items are a data-dependent prefix of the
+    seeded order, and its unpaired interval is the confidence sequence (wider)."""
+    sides = [side for side, d in (("A", a), ("B", b)) if d.get("adaptive")]
+    if not sides:
+        return []
+    return [f"{'run ' + sides[0] + ' is' if len(sides) == 1 else 'runs A and B are'} "
+            "adaptive: each "
+            "probe compares the items both runs judged before it stopped (a data-dependent "
+            "prefix of the seeded item order; the rest are counted as in one run only), with "
+            "the fixed-n paired test. On simulated judges (benchmarks/results/"
+            "compare_sim_adaptive.json) its false flags stayed at the fixed-n rate, but a "
+            "probe that stopped early in one run has fewer matched items, so fewer changes "
+            "are found: for a release gate, compare fixed-n audits (--n) of both"]
+
+
 def _brief(v: Any) -> str:
     """A `judges_used` value in a line: a CPU as its model and the flags it has."""
     if isinstance(v, dict) and isinstance(v.get("flags"), dict):
@@ -433,6 +450,7 @@ def compare(
     pa_all, pb_all = a.get("probes") or {}, b.get("probes") or {}
     names = [n for n in pa_all if n in pb_all]
     doc["judge_differences"] = judge_differences(a, b)
+    doc["notes"] = adaptive_notes(a, b)
     doc["only_in_a"] = [n for n in pa_all if n not in pb_all]
     doc["only_in_b"] = [n for n in pb_all if n not in pa_all]
     failed = _failed_run(a, b, a_path, b_path)

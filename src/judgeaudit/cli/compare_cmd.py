@@ -128,6 +128,8 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
             _say(f"paired by item id: {', '.join(s['paired'])}")
         for line in res.get("judge_differences") or []:
             _say(f"the same judge ran differently: {line}")
+        for line in res.get("notes") or []:
+            _say(line)
         for side, names in (("A", res["only_in_a"]), ("B", res["only_in_b"])):
             if names:
                 _say(f"only in {side}, not compared: {', '.join(names)}")

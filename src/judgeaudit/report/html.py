@@ -961,6 +961,7 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
         "counts": counts,
         "looks": [(v, look(v)) for v in looks],
         "judge_differences": [str(x) for x in _l(r.get("judge_differences"))],
+        "notes": [str(x) for x in _l(r.get("notes"))],
         "only_in_a": [str(n) for n in _l(r.get("only_in_a"))],
         "only_in_b": [str(n) for n in _l(r.get("only_in_b"))],
         "n_paired": len(_l(summary.get("paired"))),
