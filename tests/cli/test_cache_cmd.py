@@ -94,3 +94,12 @@ def test_an_unusable_cache_path_is_a_clear_usage_error(app, tmp_path):
     junk.write_bytes(b"not sqlite at all " * 100)
     code, out = run(app, "cache", "forget", "--invalid", "--cache", str(junk))
     assert code == 2 and "is not a SQLite database" in out
+
+
+@pytest.mark.parametrize("command", [["stats"], ["clear", "--yes"], ["forget", "--invalid"]])
+def test_a_cache_file_that_does_not_exist_is_refused_not_created(app, tmp_path, command):
+    """A typo in --cache used to create an empty database and report "0 entries"."""
+    missing = tmp_path / "typo.sqlite"
+    res = CliRunner().invoke(app, ["cache", *command, "--cache", str(missing)])
+    assert res.exit_code == 2 and "no such cache file" in " ".join(res.output.split())
+    assert not missing.exists()

@@ -29,8 +29,13 @@ def _say(text: str) -> None:
 
 
 def _open(path: Path | None) -> Cache:
+    """The cache to inspect or prune; a --cache file that does not exist is not created (a
+    typo would otherwise report an empty cache)."""
     from judgeaudit.llm import Cache, CacheError
 
+    if path is not None and not path.exists():
+        raise fail(f"--cache {path}: no such cache file (a command that calls a judge "
+                   "creates it)")
     try:
         return Cache(path)
     except CacheError as exc:
