@@ -144,7 +144,7 @@ def run_audit(sc: AuditScenario) -> list[Check]:
                          and v > 0, setup))
     for p in sc.quiet:
         r = probes.get(p) or {}
-        out.append(Check(name, f"{p} stays quiet", "not biased", _fmt_probe(r),
+        out.append(Check(name, f"{p} stays quiet", "not flagged biased", _fmt_probe(r),
                          bool(r) and r.get("verdict") != "biased", setup))
     return out
 

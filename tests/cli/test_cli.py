@@ -131,15 +131,30 @@ def test_bad_jsonl_line_names_file_line_and_field(tmp_path, isolated_cache):
 
 def test_fail_on_a_probe_not_run_names_the_probes_run_and_the_closest(tmp_path, isolated_cache):
     """A misspelt release gate ("positon") is refused before any call, with the probe it
-    probably meant; it only said "names probe(s) not run: positon"."""
+    probably meant, as unknown (it said "names probe(s) not run: positon")."""
     res = runner.invoke(app, ["audit", "--judge", "sim", "--fail-on", "positon", "--out",
                               str(tmp_path / "a")])
     assert res.exit_code == 2
     text = " ".join(res.output.split())
-    assert "--fail-on names probe(s) not run: positon; did you mean position?" in text
+    assert "--fail-on names unknown probe(s): positon; did you mean position?" in text
     assert not (tmp_path / "a" / "results.json").exists()
     res = runner.invoke(app, ["audit", "--judge", "sim", "--probes", "verbosity", "--fail-on",
                               "position", "--out", str(tmp_path / "b")])
     assert res.exit_code == 2
     text = " ".join(res.output.split())
     assert "not run: position (run: verbosity)" in text
+
+
+def test_rank_says_when_the_true_top_k_is_tied_at_the_boundary(tmp_path, isolated_cache):
+    """Items of one quality across the k-th place: recall then depends on which of them a
+    ranking picks, which the terminal said nowhere (only the report did)."""
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("".join(json.dumps({"id": f"r{i}", "prompt": "Explain water boiling.",
+                                        "response": "Water boils. " * (i + 1),
+                                        "quality": i % 4}) + "\n" for i in range(10)))
+    args = ["rank", "--judge", "sim?length=1", "--items", f"jsonl:{pool}", "--budget", "30"]
+    tied = runner.invoke(app, [*args, "--k", "3", "--out", str(tmp_path / "a")])
+    assert tied.exit_code == 0, tied.output
+    assert "the true top-3 is tied at the boundary" in " ".join(tied.output.split())
+    clear = runner.invoke(app, [*args, "--k", "2", "--out", str(tmp_path / "b")])
+    assert clear.exit_code == 0 and "tied at the boundary" not in clear.output

@@ -152,8 +152,11 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         close = [m for u in sorted(unknown) if u not in known
                  for m in difflib.get_close_matches(u, known, n=1, cutoff=0.6)]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise fail(f"--fail-on names probe(s) not run: {', '.join(sorted(unknown))}{hint} "
-                   f"(run: {', '.join(run.info['names'])})")
+        bogus = sorted(u for u in unknown if u not in known)
+        what = (f"unknown probe(s): {', '.join(bogus)}{hint} (known: {', '.join(known)})"
+                if bogus else f"probe(s) not run: {', '.join(sorted(unknown))} (run: "
+                f"{', '.join(run.info['names'])}); add them to --probes")
+        raise fail(f"--fail-on names {what}")
     res = run_command(cfg, run)
     limit = run.info["limit"]
     path, report = write_outputs(cfg.out, res)
@@ -162,6 +165,10 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     for w in res.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {w}")
     console.print(audit_table(res))
+    from judgeaudit.audit.length_control import length_lines
+
+    for line in length_lines(res["probes"]):
+        console.print(line, highlight=False)
     if res.get("panel"):
         pn = res["panel"]
         console.print(panel_table(pn))

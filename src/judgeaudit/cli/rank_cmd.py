@@ -182,6 +182,12 @@ def _print_ranking(doc: dict, k: int) -> None:
         console.print("recall@k vs true quality: " + ", ".join(
             f"{m} {v:.2f} ({round(v * n_true)} of {n_true} true top items)"
             for m, v in doc["recall"].items()))
+        if doc.get("true_topk_ambiguous"):
+            console.print(f"the true top-{k} is tied at the boundary: items of the same "
+                          "quality there are interchangeable, so recall depends on which of "
+                          "them a ranking picks (picking another of them lowers recall "
+                          "without being wrong)",
+                          highlight=False)
 
 
 # ---- rank-eval -----------------------------------------------------------------------------
