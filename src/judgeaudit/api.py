@@ -305,6 +305,7 @@ async def aaudit(
     round_size: int = 20,
     max_calls: int | None = None,
     max_cost: float | None = None,
+    length_control: bool = False,
     min_valid: int = DEFAULT_MIN_VALID,
     max_failed: float = DEFAULT_MAX_FAILED,
     cache: CacheArg = None,
@@ -340,6 +341,9 @@ async def aaudit(
             free).
         max_cost: spend cap in USD, as in `evaluate` (call by call); adaptive, also: stop
             before a round that would pass it (by the previous round's cost).
+        length_control: the probes that add words to a response also judge it padded by
+            as many neutral words instead (`rates["length_control"]`: the cue's effect
+            beyond its length), one more verdict per item of each.
         min_valid: fewest items with a valid unperturbed verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
         cache, concurrency, timeout, max_cost, retry, progress, raise_on_failure: as in
@@ -359,7 +363,8 @@ async def aaudit(
         AuditConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
         probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,
         adaptive=adaptive, max_n=max_n, round_size=round_size, max_calls=max_calls,
-        max_cost=max_cost, min_valid=min_valid, max_failed=max_failed)
+        max_cost=max_cost, length_control=length_control, min_valid=min_valid,
+        max_failed=max_failed)
     run = prepare_audit(cfg, data=data, panel=_specs(panel))
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 

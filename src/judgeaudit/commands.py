@@ -250,8 +250,12 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
     if cfg.adaptive and (cfg.n is not None or cfg.sample is not None or panel_specs):
         raise ValueError("--adaptive chooses the items itself (--max-n); not with --n, "
                          "--sample or --panel")
-    if not cfg.adaptive and cfg.max_calls is not None:
-        raise ValueError("--max-calls applies to --adaptive")
+    if not cfg.adaptive:  # the adaptive run's settings would be silently ignored
+        given = [opt(k, cli) for k in ("max_calls", "max_n", "round_size")
+                 if getattr(cfg, k) != type(cfg).model_fields[k].default]
+        if given:
+            raise ValueError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to "
+                             f"{opt('adaptive', cli)} (a fixed-n audit takes {opt('n', cli)})")
     loaded, spec = load_data(cfg.data if data is None else data)
     items, limit, selection = audit_items(loaded, n=cfg.n, sample=cfg.sample, full=cfg.full,
                                           seed=cfg.seed)
@@ -280,13 +284,14 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
                 bundle, items, names, seed=cfg.seed, alpha=cfg.alpha, max_n=cfg.max_n,
                 round_size=cfg.round_size, max_calls=cfg.max_calls, max_cost=cfg.max_cost,
                 data_spec=spec, on_calls=tr.add_total, on_done=tr.advance,
-                min_valid=cfg.min_valid, max_failed=cfg.max_failed, by=cfg.by)
+                min_valid=cfg.min_valid, max_failed=cfg.max_failed, by=cfg.by,
+                length_control=cfg.length_control)
         else:
             res = await run_battery(bundle, items, names, seed=cfg.seed, alpha=cfg.alpha,
                                     panel=others, data_spec=spec, on_calls=tr.add_total,
                                     on_done=tr.advance, min_valid=cfg.min_valid,
                                     max_failed=cfg.max_failed, limit=limit, by=cfg.by,
-                                    selection=selection)
+                                    selection=selection, length_control=cfg.length_control)
         if cfg.note:
             res.setdefault("notes", []).append(cfg.note)
         return res

@@ -159,6 +159,10 @@ class AuditConfig(RunFields):
     alpha: OpenUnit = _f(0.05, "False discovery rate for 'biased' (0 < alpha < 1).")
     note: str | None = _f(None, "A note kept in results.json and shown in the report (e.g. how "
                                 "the run was sized).")
+    length_control: bool = _f(False, (
+        "Probes that add words to a response (authority, injection, ...) also judge it padded "
+        "by as many neutral words instead, to tell the cue from its length (one more verdict "
+        "per item of each)."))
     adaptive: bool = _f(False, (
         "Draw items in rounds and stop each probe as soon as its anytime-valid interval / "
         "e-value decides (biased, not biased) or at --max-n."))

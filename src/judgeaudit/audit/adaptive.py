@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from judgeaudit.audit.battery import ProbePlan, check_runnable, run_battery
+from judgeaudit.audit.length_control import add_length_notes
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
@@ -260,6 +261,7 @@ async def run_adaptive(
     max_failed: float = DEFAULT_MAX_FAILED,
     by: str | None = None,
     memo: dict[Any, Any] | None = None,
+    length_control: bool = False,
 ) -> dict[str, Any]:
     """The adaptive audit's results document: the fixed-n document (`run_battery`) of the
     items each probe used when it stopped, with each probe's verdict and interval replaced by
@@ -291,7 +293,7 @@ async def run_adaptive(
         return add
 
     ctx = AuditContext(bundle, [], seed=seed, on_calls=counter(None), on_done=on_done,
-                       alpha=alpha)
+                       alpha=alpha, length_control=length_control)
     if memo is not None:
         ctx._memo = memo
     states = []
@@ -414,6 +416,7 @@ async def run_adaptive(
             summary[verdict].append(s.name)
     if not failed:
         doc["summary"] = {"n_probes": len(probes), **summary}
+        add_length_notes(doc["probes"])  # on the sequential verdicts
     else:
         doc["run"]["message"] += hint
     doc["adaptive"] = {

@@ -17,6 +17,7 @@ from judgeaudit.audit.evaluate import (
     pair_credit,
     select_items,
 )
+from judgeaudit.audit.length_control import add_length_notes
 from judgeaudit.audit.metrics import estimate
 from judgeaudit.audit.paired import POWER, effect_dict, paired_stats
 from judgeaudit.audit.panel import panel_section
@@ -210,6 +211,7 @@ async def run_battery(
     selection: dict[str, Any] | None = None,
     plans: dict[str, ProbePlan] | None = None,
     context: AuditContext | None = None,
+    length_control: bool = False,
 ) -> dict[str, Any]:
     """The audit's results document. Each probe gets the items it can use (`plan_items`:
     pairs labelled 1 or 2 for probes that need a label, every pair otherwise; the first
@@ -225,7 +227,9 @@ async def run_battery(
 
     `plans` / `context` (the adaptive audit's hook, `audit.adaptive`): each probe's items as
     chosen by the caller (instead of `plan_items` with `limit`) and an AuditContext whose
-    memoised verdicts are reused, so probes re-run on items already judged cost no call."""
+    memoised verdicts are reused, so probes re-run on items already judged cost no call.
+    `length_control`: the probes that lengthen a response also judge a length-matched
+    control (`audit.length_control`)."""
     import judgeaudit
 
     probes = [get_probe(n) for n in probe_names]
@@ -242,7 +246,8 @@ async def run_battery(
     order = {it.id: i for i, it in enumerate(pairs)}
     union.sort(key=lambda it: order[it.id])
     ctx = AuditContext(bundle, union, seed=seed, panel=panel, on_calls=on_calls,
-                       on_done=on_done, alpha=alpha) if context is None else context.view(union)
+                       on_done=on_done, alpha=alpha, length_control=length_control
+                       ) if context is None else context.view(union)
     t0 = time.perf_counter()
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     base = await ctx.baseline()  # shared by every probe
@@ -269,6 +274,7 @@ async def run_battery(
         for reason, ids in {**plans[p.name].skipped, **r.dropped}.items():
             dropped.setdefault(reason, set()).update(ids)
         summary[verdict].append(p.name)
+    add_length_notes(docs)
     if len(pairs) < len(items):
         dropped["not_pairwise"] = {getattr(it, "id", str(i)) for i, it in enumerate(items)
                                    if not isinstance(it, PairwiseItem)}
@@ -315,6 +321,7 @@ async def run_battery(
         "started": started,
         "alpha": alpha,
         "seed": seed,
+        **({"length_control": True} if ctx.length_control else {}),
         "mde": {"power": POWER, "alpha": alpha,
                 "method": "each probe's own test at the realised n and discordance (exact "
                           "sign test); see probes.*.mde_detail"},

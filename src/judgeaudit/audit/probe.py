@@ -109,8 +109,12 @@ class AuditContext:
         on_calls: Callable[[int], None] | None = None,
         on_done: Callable[[], None] | None = None,
         alpha: float = 0.05,
+        length_control: bool = False,
     ):
         self.bundle = bundle
+        # Probes that lengthen a response also judge a length-matched control
+        # (`audit.length_control`, `audit --length-control`).
+        self.length_control = length_control
         self.items = list(items)
         self.seed = seed
         self.alpha = alpha  # the report's level: tests and MDEs use it

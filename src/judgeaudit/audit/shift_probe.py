@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from judgeaudit.audit.length_control import length_control, words_added, words_summary
 from judgeaudit.audit.metrics import estimate, same_winner_rate, shift
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop
 from judgeaudit.data.schema import PairwiseItem
@@ -48,6 +49,8 @@ class ShiftProbe(Probe):
     # Equal-substance check (production checklist): the better response against a perturbed
     # copy of itself; flag when the judge picks the copy more often than this.
     equal_substance_flag: ClassVar[float | None] = None
+    # The added length is what this probe measures (verbosity): no length control.
+    length_is_the_cue: ClassVar[bool] = False
 
     @classmethod
     def describe(cls) -> str:
@@ -75,6 +78,14 @@ class ShiftProbe(Probe):
         if res.n_dropped:
             res.notes.append(f"{res.n_dropped} perturbation(s) failed the answer-preservation "
                              "check and were dropped")
+        added = [words_added(r) for r in kept]
+        words = words_summary(added)
+        if words is not None:  # it lengthens a response: the cue or its length?
+            res.rates["words_added"] = words
+            if ctx.length_control and words["max"] > 0 and not self.length_is_the_cue:
+                res.rates["length_control"], line = await length_control(
+                    ctx, self.name, kept, before, after, targets, added)
+                res.notes.append(line)
         if self.equal_substance_flag is not None:
             await self._equal_substance(ctx, res)
         res.plot = {

@@ -51,9 +51,14 @@ def _clip(x: float, lo: float, hi: float) -> float:
 
 # ---- length --------------------------------------------------------------------------------
 
-def word_count(text: str) -> int:
+def words(text: str) -> list[str]:
     """Words = runs of letters/digits (inner apostrophes kept); '#', '-', '**' are not words."""
-    return len(_WORD.findall(text))
+    return _WORD.findall(text)
+
+
+def word_count(text: str) -> int:
+    """How many `words`."""
+    return len(words(text))
 
 
 def length(text: str) -> float:

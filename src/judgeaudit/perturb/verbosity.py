@@ -9,10 +9,12 @@ fixed plan, so each level contains the previous one and word count rises with th
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from typing import Any
 
+from judgeaudit.llm.features import word_count, words
 from judgeaudit.perturb.base import Edit, Option, Perturbation, Side, choose, register_perturbation
 from judgeaudit.perturb.preserve import last_sentence
 
@@ -118,3 +120,25 @@ class Verbosity(Perturbation):
         phr = {"restate": ri, "hedge": hi, "summary": si, "closing": ci,
                "filler": fillers[0]}
         return Edit(new, f"level{level}", phr)
+
+
+def neutral_padding(n_words: int, rng: random.Random) -> str:
+    """Exactly `n_words` words (as `word_count` counts them) of the filler sentences above (no
+    fact, no number, no cue), whole sentences in a seeded order, the last one cut where the
+    count is reached: the length of another perturbation without its content (the audit's
+    `--length-control`)."""
+    order = list(FILLER)
+    rng.shuffle(order)
+    out: list[str] = []
+    left = n_words
+    for i in itertools.count():
+        if left <= 0:
+            break
+        sentence = order[i % len(order)]
+        k = word_count(sentence)
+        if k <= left:
+            out.append(sentence)
+        else:
+            out.append(" ".join(words(sentence)[:left]) + ".")
+        left -= min(k, left)
+    return " ".join(out)

@@ -247,8 +247,12 @@ def _probe(name: str, raw: Any, alpha: float, slug: str) -> dict[str, Any]:
     ci = eff.get("ci95")
     nb = p.get("no_bias_range")
     flag = p.get("flag") if isinstance(p.get("flag"), dict) else None
-    rates = [{"name": k, **e} for k, v in _d(p.get("rates")).items()
-             if (e := _estimate(v)) is not None]
+    # A rate {value, ci95, n}, or a group of them (length_control: beyond_length, shift)
+    # shown a row each; other entries (words_added: a mean with its range) are not rates.
+    flat = [(f"{k} {k2}", v2) for k, v in _d(p.get("rates")).items()
+            for k2, v2 in ([("", v)] if "value" in _d(v) else _d(v).items())]
+    rates = [{"name": k.strip(), **e} for k, v in flat
+             if "value" in _d(v) and (e := _estimate(v)) is not None]
     examples_raw = [e for e in _l(p.get("examples")) if isinstance(e, dict)]
     plot, plot_error = None, None
     if p.get("plot") is not None:

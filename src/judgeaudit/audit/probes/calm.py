@@ -11,6 +11,7 @@ from judgeaudit.audit.shift_probe import ShiftProbe
 @register_probe
 class VerbosityProbe(ShiftProbe):
     name, perturbation = "verbosity", "verbosity"
+    length_is_the_cue = True
     title = "Verbosity"
     description = ("The worse response is lengthened without new content (restated question, "
                    "filler, a summary repeating the same answer). Also: the better response "
