@@ -158,3 +158,32 @@ def test_estimates_name_their_interval_method():
     assert kendall(x, y, n_boot=100).method == "bootstrap-bca"
     assert kendall(x, y, method="fisher").method == "fisher-z"
     assert pearson(x, y).as_dict()["method"] == "fisher-z"
+
+
+@pytest.mark.parametrize("k, n", [(0, 10), (3, 10), (10, 10), (19, 20), (57, 80)])
+def test_clopper_pearson_matches_scipys_exact_interval(k, n):
+    from judgeaudit.stats.intervals import clopper_pearson
+
+    ref = sps.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert clopper_pearson(k, n) == pytest.approx((ref.low, ref.high), abs=1e-12)
+
+
+def test_kappa_ci_where_the_raters_rarely_disagree_is_the_agreements_exact_interval():
+    """Ten items, all agreeing: the bootstrap said [1, 1]; now the interval carries the
+    Clopper-Pearson interval of the agreement (10/10: [0.6915, 1]) through kappa at the
+    observed chance agreement. From 5 disagreements on it is the bootstrap again."""
+    from judgeaudit.stats.intervals import clopper_pearson
+
+    a = [1, 2] * 5
+    est = kappa_ci(a, a, labels=[1, 2], n_boot=500)
+    pe = 0.5  # each rater: half 1, half 2
+    lo = (clopper_pearson(10, 10)[0] - pe) / (1 - pe)
+    assert est.value == 1.0 and est.method == "clopper-pearson-agreement"
+    assert est.ci95 == pytest.approx((lo, 1.0)) and lo < 0.4
+    rng = np.random.default_rng(3)
+    lab = rng.integers(1, 3, 60)
+    for flips, method in ((4, "clopper-pearson-agreement"), (5, "bootstrap-percentile")):
+        ver = lab.copy()
+        ver[:flips] = 3 - ver[:flips]
+        est = kappa_ci(ver, lab, labels=[1, 2], n_boot=500)
+        assert est.method == method and est.ci95[0] < est.value <= est.ci95[1]

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
-from judgeaudit.stats.intervals import _z, bootstrap_ci, wilson
+from judgeaudit.stats.intervals import SPARSE_MOVERS, _z, bootstrap_ci, clopper_pearson, wilson
 from judgeaudit.stats.types import Estimate, Labels
 
 
@@ -59,10 +59,24 @@ def kappa_ci(a: Any, b: Any, labels: Labels | None = None, n_boot: int = 2000,
              level: float = 0.95, seed: int = 0,
              method: Literal["percentile", "bca"] = "percentile") -> Estimate:
     """Cohen's kappa with a bootstrap interval over items (pairs resampled together); the
-    Estimate's method is "bootstrap-percentile" or "bootstrap-bca"."""
+    Estimate's method is "bootstrap-percentile" or "bootstrap-bca".
+
+    Where the raters disagree on fewer than SPARSE_MOVERS items the bootstrap is far too
+    narrow (none disagree: [1, 1] at any n; with 90-98% agreement it covered the true kappa
+    in 17-65% of runs at n = 10 and 78-93% at n = 80, benchmarks/results/kappa_coverage.json),
+    so the interval is then the observed agreement's Clopper-Pearson interval carried through
+    kappa = (p_o - p_e) / (1 - p_e) at the observed p_e (method "clopper-pearson-agreement";
+    coverage 93-99.5% in every cell of that benchmark)."""
     ca, cb, k = _codes(a, b, labels)
     codes = np.stack([ca, cb], axis=1)
     value = float(_kappa_codes(ca, cb, k)) if ca.size else math.nan
+    disagree = int((ca != cb).sum())
+    if ca.size and disagree < SPARSE_MOVERS and not math.isnan(value):
+        pe = sum(float((ca == j).mean() * (cb == j).mean()) for j in range(k))
+        po_lo, po_hi = clopper_pearson(int(ca.size) - disagree, int(ca.size), level)
+        lo, hi = ((x - pe) / (1.0 - pe) for x in (po_lo, po_hi))
+        return Estimate(value, (max(-1.0, lo), min(1.0, hi)), int(ca.size),
+                        method="clopper-pearson-agreement")
     lo, hi = bootstrap_ci(codes, lambda x: _kappa_codes(x[..., 0], x[..., 1], k),
                           n_boot=n_boot, level=level, seed=seed, method=method,
                           vectorized=True)

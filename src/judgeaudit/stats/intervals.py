@@ -62,6 +62,16 @@ def wilson(successes: Any, n: Any, level: float = 0.95) -> Any:
 SPARSE_MOVERS = 5
 
 
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> Interval:
+    """The exact two-sided interval of a share k / n (equal tails)."""
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"clopper_pearson: need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    tail = (1.0 - level) / 2.0
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(tail, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(1.0 - tail, k + 1, n - k))
+    return lo, hi
+
+
 def movers_ci(d: Items, span: float, level: float = 0.95) -> Interval:
     """An exact interval for the mean of paired differences in [-span, span], for when few
     items moved: there the percentile bootstrap is too narrow (no item moved: [0, 0] at any
