@@ -51,3 +51,17 @@ def test_a_full_audit_without_a_panel_still_runs_and_says_self_preference_was_no
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert "not run" in doc["probes"]["self_preference"]["notes"][0]
+    # The terminal says why too: its row alone reads n = 0, "underpowered".
+    assert ("self_preference: not run: needs --panel with at least one other judge"
+            in " ".join(res.output.split()))
+
+
+def test_the_panel_agreement_line_carries_its_interval(tmp_path, isolated_cache):
+    """It showed the share and n only; the Wilson interval was in results.json alone."""
+    res = runner.invoke(app, ["audit", "--judge", "sim", "--n", "20", "--panel", "sim?seed=3",
+                              "--probes", "position", "--out", str(tmp_path / "p")])
+    assert res.exit_code == 0, res.output
+    agree = json.loads((tmp_path / "p" / "results.json").read_text())["panel"]["agreement"]
+    lo, hi = agree["ci95"]
+    assert (f"panel agreement {100 * agree['value']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] "
+            f"(n = {agree['n']})") in " ".join(res.output.split())

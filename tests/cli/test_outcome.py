@@ -240,3 +240,15 @@ def test_evaluate_on_pointwise_data_gives_agreement_not_a_traceback(tmp_path, is
                               "--limit", "12", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "Spearman" in res.output and "Traceback" not in res.output
+
+
+def test_a_failed_audit_shows_no_threshold_check(tmp_path, isolated_cache):
+    """A failed run's verdicts are all run_failed; its flag column read like a passed
+    threshold ("0.50<=0.70", from 1 item) beside them."""
+    res = runner.invoke(app, ["audit", "--judge", "sim?invalid=0.95", "--n", "20",
+                              "--min-valid", "5", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 3, res.output
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    flagged = [p["flag"] for p in doc["probes"].values() if p.get("flag")]
+    assert flagged  # the checks are kept in results.json, only not shown as passed
+    assert "<=0." not in res.output and ">0." not in res.output

@@ -176,10 +176,10 @@ def audit_table(res: dict[str, Any]) -> Any:
         e = p["effect"]
         lo, hi = e["ci95"]
         ci = "" if lo is None or hi is None else f" [{lo:+.2f}, {hi:+.2f}]"
-        flag = p.get("flag") or {}
-        ftxt = "" if not flag else (f"{flag['value']:.2f}{'>' if flag['exceeds'] else '<='}"
-                                     f"{flag['threshold']:.2f}")
         v = p["verdict"]
+        flag = p.get("flag") or {}  # a failed run's threshold checks read as passed: none
+        ftxt = "" if not flag or v == "run_failed" else (
+            f"{flag['value']:.2f}{'>' if flag['exceeds'] else '<='}{flag['threshold']:.2f}")
         left = ", ".join(f"{k} {c}" for k, c in (p.get("dropped") or {}).items())
         t.add_row(name, _num(e["value"], "{:+.2f}") + ci, str(p["n"]), _num(p["q"], "{:.1g}"),
                   _num(p["mde"], "{:.2f}"), f"[{VERDICT_STYLE.get(v, 'yellow')}]{v}[/]", ftxt,

@@ -169,11 +169,16 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
 
     for line in length_lines(res["probes"]):
         console.print(line, highlight=False)
+    for name, p in res["probes"].items():  # n = 0 and "underpowered": say why
+        for note in p.get("notes") or []:
+            if note.startswith("not run:"):
+                console.print(f"{name}: {note}", highlight=False, markup=False)
     if res.get("panel"):
         pn = res["panel"]
         console.print(panel_table(pn))
-        console.print(f"panel agreement {fmt_est(pn['agreement'])[0]} "
-                      f"(n = {pn['agreement']['n']}); {pn['n_disagreements']} disagreements "
+        value, ci, n = fmt_est(pn["agreement"])
+        console.print(f"panel agreement {value} {ci} (n = {n}); {pn['n_disagreements']} "
+                      "disagreements "
                       "kept in results.json")
     its = res.get("items") or {}
     sel = its.get("selection") or {}
