@@ -141,7 +141,14 @@ def test_summary_is_small_and_json_able():
     a = Result.load(FIXTURES / "audit_results.json").summary()
     assert set(a["verdicts"]) == {"position", "verbosity", "authority", "bandwagon",
                                   "injection", "sentiment"}
-    assert a["biased"] == Result.load(FIXTURES / "audit_results.json")["summary"]["biased"]
+    full = Result.load(FIXTURES / "audit_results.json")
+    assert a["biased"] == full["summary"]["biased"]
+    # The headline numbers, not only the verdicts: effect, interval, n and q per probe.
+    pos = full["probes"]["position"]
+    assert a["effects"]["position"] == {"value": pos["effect"]["value"],
+                                        "ci95": pos["effect"]["ci95"], "n": pos["n"],
+                                        "q": pos["q"]}
+    assert set(a["effects"]) == set(a["verdicts"])
     json.dumps(a, allow_nan=False)
 
 

@@ -273,7 +273,8 @@ class Result(BaseModel):
 
     def summary(self) -> dict[str, Any]:
         """A small JSON-able overview: command, ok, reason, judge, data, version, calls, time,
-        and the command's headline numbers (audit: verdicts by probe and the flags exceeded;
+        and the command's headline numbers (audit: verdicts by probe, each probe's effect with
+        its interval, n and q, and the flags exceeded;
         evaluate: accuracy / consistency / kappa or the correlations; scoring-bias: the
         recommended template and the reference pull; quantify: susceptibility profile;
         mitigate: win and bias-controlled win per judge; discover: the factors found; rank:
@@ -294,6 +295,10 @@ class Result(BaseModel):
             out["n_items"] = d.get("n_items")
             out["verdicts"] = {name: p.get("verdict")
                                for name, p in (d.get("probes") or {}).items()}
+            # The headline numbers: each probe's effect with its interval, n and q.
+            out["effects"] = {name: {**(_est_dict({**(p.get("effect") or {}),
+                                                   "n": p.get("n")}) or {}), "q": p.get("q")}
+                              for name, p in (d.get("probes") or {}).items()}
             out["biased"] = list(s.get("biased") or [])
             out["flagged"] = sorted(name for name, p in (d.get("probes") or {}).items()
                                     if ((p.get("flag") or {}).get("exceeds")))
