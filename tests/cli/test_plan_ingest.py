@@ -154,7 +154,7 @@ def test_ingest_counts_error_lines_and_never_caches_them(tmp_path, monkeypatch, 
         assert "ingested 6 answers of 11 lines" in text
         assert "2 error lines (too_long 2)" in text  # "context length exceeded"
         assert "1 answers to requests not planned with this cache" in text
-        assert "1 unreadable lines" in text
+        assert "1 unreadable lines" in text and "(line 11:" in text  # where it is
         assert "2 of 8 planned requests have no answer" in text
         cache = Cache(cache_path)
         assert cache.get(keys[0]) is None and cache.get(keys[1]) is None
@@ -176,6 +176,12 @@ def test_plan_only_refuses_no_cache_and_ingest_refuses_a_missing_file(tmp_path, 
     assert res.exit_code == 2 and "needs the cache" in res.output
     res = invoke("ingest", tmp_path / "nope.jsonl", ok=False)
     assert res.exit_code == 2 and "no such file" in res.output
+    # A file with no batch output line in it (a truncated one, the plan itself, ...) is bad
+    # input (exit 2, saying where), not a failed run (it exited 3).
+    (tmp_path / "cut.jsonl").write_text('{"custom_id":"abc"\n')
+    res = invoke("ingest", tmp_path / "cut.jsonl", ok=False)
+    assert res.exit_code == 2, res.output
+    assert "no line is a batch output line (line 1 first" in " ".join(res.output.split())
     # The planner does not outlive its invocation: the next command runs for real.
     invoke("evaluate", "--judge", "sim", "--limit", "4", "--out", tmp_path / "o")
     assert (tmp_path / "o" / "results.json").exists()

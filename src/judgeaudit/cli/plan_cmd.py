@@ -113,8 +113,17 @@ def ingest(
     if rep.unknown:
         console.print(f"[bold yellow]{rep.unknown} answers to requests not planned with this "
                       "cache[/] (a different --cache?), not stored", highlight=False)
+    if rep.unreadable == rep.lines > 0:  # nothing in it is an answer: the wrong file
+        raise fail(f"ingest {results}: no line is a batch output line (line "
+                   f"{rep.unreadable_lines[0]} first; expected JSON objects with custom_id "
+                   "and response.body or error, as the OpenAI batch API and vllm run-batch "
+                   "write)")
     if rep.unreadable:
-        console.print(f"[bold yellow]{rep.unreadable} unreadable lines[/]", highlight=False)
+        where = ", ".join(map(str, rep.unreadable_lines))
+        more = ", ..." if rep.unreadable > len(rep.unreadable_lines) else ""
+        console.print(f"[bold yellow]{rep.unreadable} unreadable lines[/] in {results} "
+                      f"(line {where}{more}: not JSON objects with custom_id and "
+                      "response.body or error), not stored", highlight=False)
     if rep.duplicates:
         console.print(f"{rep.duplicates} repeated custom_ids (the first one kept)",
                       highlight=False)

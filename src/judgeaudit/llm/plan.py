@@ -186,6 +186,7 @@ class IngestReport:
     first_error: str | None = None
     unknown: int = 0
     unreadable: int = 0
+    unreadable_lines: list[int] = field(default_factory=list)  # the first few, 1-based
     duplicates: int = 0
     plan_lines: int | None = None
     unanswered: int | None = None
@@ -255,6 +256,8 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                 line = read_output_line(json.loads(raw))
             except ValueError:
                 rep.unreadable += 1
+                if len(rep.unreadable_lines) < 10:
+                    rep.unreadable_lines.append(n)
                 rep.first_error = rep.first_error or f"line {n}: not a batch output line"
                 continue
             if line.key in seen:
