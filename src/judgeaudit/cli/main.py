@@ -237,11 +237,15 @@ def judges() -> None:
     """List providers, local model presets and prompt templates.
 
     Example: judgeaudit judges"""
+    from judgeaudit.judges.factory import JUDGE_PARAM_HELP
     from judgeaudit.judges.templates import builtin_templates, load_template
     from judgeaudit.llm import available
     from judgeaudit.llm.registry import provider_class
 
     console.print("providers: " + ", ".join(available()))
+    console.print("[bold]every judge[/] parameters:", highlight=False)
+    for key, meaning in JUDGE_PARAM_HELP.items():
+        console.print(f"  {key}: {meaning}", highlight=False, markup=False)
     for name in available():
         try:
             cls = provider_class(name)

@@ -8,10 +8,17 @@ from dataclasses import dataclass
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.pointwise import RubricJudge
 from judgeaudit.llm import Cache, Client, RetryPolicy, make_provider
+from judgeaudit.llm.base import check_params
 from judgeaudit.llm.registry import provider_class
 from judgeaudit.spec import Spec, parse_spec
 
-JUDGE_PARAMS = {"template", "orders", "score_template"}
+# Judge-level parameters, read here for every provider (`judgeaudit judges` lists them).
+JUDGE_PARAM_HELP = {
+    "template": "pairwise prompt template (default pairwise_v1; see the templates below)",
+    "orders": "both | one: judge each pair in both orders, or as given (default both)",
+    "score_template": "pointwise scoring template (default pointwise_v1)",
+}
+JUDGE_PARAMS = set(JUDGE_PARAM_HELP)
 # Default model name per provider when the spec gives none.
 DEFAULT_MODEL = {"local": "qwen-1.5b", "sim": "default", "simhubj": "default"}
 
@@ -42,7 +49,14 @@ def make_judge(
 ) -> JudgeBundle:
     sp = parse_spec(spec) if isinstance(spec, str) else spec
     provider_params = {k: v for k, v in sp.params.items() if k not in JUDGE_PARAMS}
-    provider_class(sp.kind)  # an unknown provider is named before anything else is asked
+    cls = provider_class(sp.kind)  # an unknown provider is named before anything else
+    known = getattr(cls, "known_params", None)
+    if known:  # a typo is matched against the judge-level names too ("order" -> "orders")
+        # "factor_NAME" stands for any factor_<name> (simhubj): the provider checks those
+        open_ = tuple(k[:-4] for k in known if k.endswith("_NAME"))
+        check_params(sp.kind, {k: v for k, v in sp.params.items()
+                               if not (open_ and k.startswith(open_))},
+                     [*known, *JUDGE_PARAMS])
     model = sp.name or DEFAULT_MODEL.get(sp.kind, "")
     if not model and sp.kind not in DEFAULT_MODEL:
         raise ValueError(f"judge spec {sp.public()!r} needs a model name, e.g. {sp.kind}:MODEL")
