@@ -158,3 +158,24 @@ def test_rank_says_when_the_true_top_k_is_tied_at_the_boundary(tmp_path, isolate
     assert "the true top-3 is tied at the boundary" in " ".join(tied.output.split())
     clear = runner.invoke(app, [*args, "--k", "2", "--out", str(tmp_path / "b")])
     assert clear.exit_code == 0 and "tied at the boundary" not in clear.output
+
+
+def test_verbose_shows_the_traceback_of_bad_input_with_its_secrets_masked(
+        tmp_path, isolated_cache, monkeypatch):
+    """The README says `-v` shows the traceback of an input error; it showed the one line
+    only. Keys in it are masked as in the message."""
+    from judgeaudit.cli import progress
+
+    monkeypatch.setattr(progress, "SHOW_TRACEBACKS", False)  # restored after the -v runs
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "prompt": "q", "response_1": "x", "response_2": "y", '
+                   '"label": 1}\n{bad\n')
+    args = ["evaluate", "--judge", "sim", "--data", f"jsonl:{bad}", "--out", str(tmp_path)]
+    quiet, loud = runner.invoke(app, args), runner.invoke(app, ["-v", *args])
+    assert quiet.exit_code == loud.exit_code == 2
+    assert "Traceback (most recent call last)" not in quiet.output
+    assert "Traceback (most recent call last)" in loud.output and "bad.jsonl:2" in loud.output
+    spec = "openai:m?base_url=http://127.0.0.1:9/v1&api_key=sk-SECRET123&bogus=1"
+    res = runner.invoke(app, ["-v", "evaluate", "--judge", spec, "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "Traceback" in res.output
+    assert "SECRET123" not in res.output

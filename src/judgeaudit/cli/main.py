@@ -68,7 +68,9 @@ def _main(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     _redact_logs()
-    from judgeaudit.cli import plan_cmd
+    from judgeaudit.cli import plan_cmd, progress
+
+    progress.SHOW_TRACEBACKS = verbose
 
     plan_cmd.set_plan_path(plan_only)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -42,11 +43,18 @@ def close_bars() -> None:
         _OPEN_BARS.pop()()
 
 
+# `judgeaudit -v`: errors also show the traceback of the exception being handled.
+SHOW_TRACEBACKS = False
+
+
 def fail(msg: str, code: int = 2) -> typer.Exit:
     """Print a CLI error on the console, after any progress bar, and return the exit to
     raise (code 2: bad input). Secrets in the message (URL userinfo, `api_key=...`) are
-    masked: errors often quote a spec."""
+    masked: errors often quote a spec. Under -v, called while handling an exception, the
+    traceback comes first (masked the same way)."""
     close_bars()
+    if SHOW_TRACEBACKS and sys.exc_info()[0] is not None:
+        console.print(escape(mask_secrets(traceback.format_exc().rstrip())), highlight=False)
     console.print(f"[bold red]error:[/] {escape(mask_secrets(msg))}")
     return typer.Exit(code)
 
