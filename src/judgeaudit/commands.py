@@ -340,7 +340,11 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
     elif cfg.references is not None:
         try:
             refs = read_references(cfg.references)
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            raise ValueError(f"{opt('references', cli)} {cfg.references}: cannot read it "
+                             f"({exc.strerror or exc}); expected a references.json "
+                             "({item_id: {k: text}})") from None
+        except ValueError as exc:
             raise ValueError(f"{opt('references', cli)}: {exc}") from None
     elif not cfg.generate_references:
         refs = siblings

@@ -179,3 +179,26 @@ def test_verbose_shows_the_traceback_of_bad_input_with_its_secrets_masked(
     res = runner.invoke(app, ["-v", "evaluate", "--judge", spec, "--out", str(tmp_path)])
     assert res.exit_code == 2 and "Traceback" in res.output
     assert "SECRET123" not in res.output
+
+
+def test_messages_name_the_users_input_not_an_internal_file(tmp_path, isolated_cache):
+    """report --out to a place that cannot be written named the report's temp file; an empty
+    JSON object read as a results file of schema_version None to re-run; a missing
+    --references file gave a bare [Errno 2]."""
+    res = runner.invoke(app, ["audit", "--judge", "sim", "--n", "5", "--probes", "position",
+                              "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    if Path("/proc/self").exists():  # a place nobody, root included, can write a file
+        res = runner.invoke(app, ["report", str(tmp_path / "a"), "--out", "/proc/r.html"])
+        text = " ".join(res.output.split())
+        assert res.exit_code == 2 and "--out /proc/r.html: cannot write the report" in text
+        assert ".tmp" not in text
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    res = runner.invoke(app, ["report", str(empty)])
+    assert res.exit_code == 2
+    assert "not a results.json written by judgeaudit" in " ".join(res.output.split())
+    res = runner.invoke(app, ["scoring-bias", "--judge", "sim", "--limit", "3", "--references",
+                              str(tmp_path / "nope.json"), "--out", str(tmp_path / "s")])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "--references" in text and "cannot read it" in text

@@ -227,7 +227,13 @@ def report(
     try:
         path = write_report(results, out)
         doc = read_results(results) if json_out else None
-    except (ValueError, FileNotFoundError) as exc:
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    except OSError as exc:
+        if out is not None and exc.filename and Path(exc.filename).parent == out.parent:
+            # writing the report (the name of its temp file is no use to a user)
+            raise fail(f"--out {out}: cannot write the report ({exc.strerror or exc})"
+                       ) from None
         raise fail(str(exc)) from None
     console.print(f"report: {path}")
     if doc is not None:

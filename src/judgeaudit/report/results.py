@@ -69,6 +69,9 @@ def read_results(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{path}: expected a JSON object (a results.json written by "
                          f"judgeaudit), got a JSON {type(doc).__name__}")
     v = doc.get("schema_version")
+    if v is None and "command" not in doc:
+        raise ValueError(f"{path}: not a results.json written by judgeaudit (it has no "
+                         "schema_version and no command)")
     if v != SCHEMA_VERSION:
         import judgeaudit
 
