@@ -220,6 +220,14 @@ def test_per_item_values_are_checked():
     assert "two per-item values" in per_item_values(units)[1]
     units["units"] = [["a", 0.5, 1]]
     assert per_item_values(units)[0] is None
+    # an effect with no per-item value behind it: not paired on 0 items, unpaired instead
+    empty = probe_doc(0.25, 0, 0.5, per_item={})
+    assert per_item_values(empty) == (None, "no per-item values behind the stored effect")
+    res = compare(audit_doc({"position": empty}), audit_doc({"position": values_doc(
+        {"a": 0.5, "b": 0.0})}))
+    assert res["probes"]["position"]["pairing"] == "unpaired"
+    # a probe that judged no item has neither, and compares as before
+    assert per_item_values({"effect": {"value": None}, "per_item": {}}) == ({}, "")
 
 
 # ---------------------------------------------------------------- the comparison document

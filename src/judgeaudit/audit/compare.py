@@ -257,6 +257,8 @@ def per_item_values(p: Mapping[str, Any]) -> tuple[dict[str, float] | None, str]
             return None, f"item id {k!r} has two per-item values"
         vals[str(k)] = f
     eff = _effect(p)[0]
+    if not vals and eff is not None:  # an effect from no item: the values are missing
+        return None, "no per-item values behind the stored effect"
     if vals and eff is not None and abs(float(np.mean(list(vals.values()))) - eff) > 1e-6:
         return None, "per-item values do not average to the stored effect"
     return vals, ""
