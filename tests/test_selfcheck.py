@@ -26,6 +26,10 @@ def test_every_planted_truth_scenario_passes(report):
     for p in defaults:  # each default probe flags its bias and stays quiet without it
         assert (f"audit: {p} planted", f"{p} flags its planted bias") in checks
         assert ("audit: nothing planted", f"{p} stays quiet") in checks
+    assert ("audit: length only, length control",
+            "authority: length alone, nothing beyond it") in checks
+    assert ("audit: authority and length, length control",
+            "authority: the cue moves the judge beyond its length") in checks
     assert any(c.scenario.startswith("rank:") for c in report.checks)
     assert any(c.scenario.startswith("mitigate:") for c in report.checks)
     assert report.seconds < 60
@@ -63,6 +67,17 @@ def test_a_planted_bias_fails_the_quiet_check():
                            quiet=("injection",))
     (c,) = S.run_selfcheck([loud]).checks
     assert c.check == "injection stays quiet" and not c.passed and c.observed.startswith("biased")
+
+
+def test_the_length_checks_fail_when_truth_and_expectation_are_swapped():
+    """Each length-control check can fail: the judge with authority planted fails the
+    'nothing beyond length' check, the length-only judge the 'beyond its length' one."""
+    swapped = [S.AuditScenario("a", "sim?quality=1.5&length=1.5&authority=1.5&seed=0",
+                               ("authority",), n=200, beyond_quiet=("authority",)),
+               S.AuditScenario("b", "sim?quality=1.5&length=1.5&seed=0", ("authority",),
+                               n=200, beyond_flags=("authority",))]
+    checks = S.run_selfcheck(swapped).checks
+    assert len(checks) == 2 and not any(c.passed for c in checks), checks
 
 
 def test_an_error_is_a_failed_check_not_a_crash():

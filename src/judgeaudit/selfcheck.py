@@ -8,7 +8,10 @@ network, fixed seeds (the same table every run). The scenarios:
 
 - audit: for each default probe, a `sim` judge with only that bias planted (the `sim`
   parameter in `PLANT`): the probe must call it biased with a positive effect; a `sim` judge
-  with nothing planted: no default probe may call it biased.
+  with nothing planted: no default probe may call it biased. With the length control, a
+  judge that only prefers length shows no authority effect beyond the citation's length
+  (p >= 0.01) and one with authority planted too shows it (interval above 0); both held in
+  20 of 20 seeds at n = 200.
 - rank: a pool whose length is unrelated to quality, judged by a `sim` judge that rewards
   length (a spurious cue) and the first-shown answer: the bias-aware ranking must recover the
   planted top-k (recall >= `RankScenario.min_recall`) and do no worse than the naive one.
@@ -110,6 +113,10 @@ class AuditScenario:
     data: str = f"builtin:facts?seed={SEED}"
     n: int = 120
     seed: int = SEED
+    # With the length control: each of `beyond_flags` must have its effect beyond length
+    # above 0 (95% interval), none of `beyond_quiet` one above 0 at p < 0.01.
+    beyond_flags: tuple[str, ...] = ()
+    beyond_quiet: tuple[str, ...] = ()
 
 
 def _fmt_probe(p: dict[str, Any]) -> str:
@@ -130,8 +137,11 @@ def run_audit(sc: AuditScenario) -> list[Check]:
     if not sc.judge:  # a default probe this table does not know how to plant
         return [Check(sc.name, "planted bias known", "a sim parameter planting it",
                       "none: add the probe to judgeaudit.selfcheck.PLANT", False)]
-    res = audit(sc.judge, sc.data, probes=list(sc.probes), n=sc.n, seed=sc.seed, cache=False)
-    name, setup = sc.name, f"judge {sc.judge}, data {sc.data}, n={sc.n}"
+    control = bool(sc.beyond_flags or sc.beyond_quiet)
+    res = audit(sc.judge, sc.data, probes=list(sc.probes), n=sc.n, seed=sc.seed, cache=False,
+                length_control=control)
+    name, setup = sc.name, (f"judge {sc.judge}, data {sc.data}, n={sc.n}"
+                            + (", --length-control" if control else ""))
     out: list[Check] = []
     if not res.ok:
         return [Check(name, "run", "ok", f"failed: {res.reason}", False, setup)]
@@ -146,6 +156,22 @@ def run_audit(sc: AuditScenario) -> list[Check]:
         r = probes.get(p) or {}
         out.append(Check(name, f"{p} stays quiet", "not flagged biased", _fmt_probe(r),
                          bool(r) and r.get("verdict") != "biased", setup))
+    for p in (*sc.beyond_flags, *sc.beyond_quiet):
+        b = (((probes.get(p) or {}).get("rates") or {}).get("length_control") or {}).get(
+            "beyond_length") or {}
+        lo, _hi = b.get("ci95") or (None, None)
+        pv = b.get("p")
+        seen = (f"{b['value']:+.3f} [{lo:+.3f}, {_hi:+.3f}], p={pv:.2g}, n={b.get('n')}"
+                if b.get("value") is not None and lo is not None and pv is not None
+                else "no length control")
+        if p in sc.beyond_flags:
+            out.append(Check(name, f"{p}: the cue moves the judge beyond its length",
+                             "interval beyond length > 0", seen,
+                             lo is not None and lo > 0, setup))
+        else:
+            out.append(Check(name, f"{p}: length alone, nothing beyond it",
+                             "beyond length not > 0 at p < 0.01", seen,
+                             pv is not None and not (pv < 0.01 and b["value"] > 0), setup))
     return out
 
 
@@ -161,6 +187,14 @@ def audit_scenarios(strength: float = 1.5, quality: float = 1.5) -> list[AuditSc
                          f"sim?quality={quality:g}&{PLANT[p]}={strength:g}&seed={SEED}"
                          if p in PLANT else "", (p,), flags=(p,)) for p in names]
     out.append(AuditScenario("audit: nothing planted", base, tuple(names), quiet=tuple(names)))
+    # A cue that adds words moves a judge that only prefers length; the length control tells
+    # the two apart (`audit --length-control`).
+    long_ = f"sim?quality={quality:g}&length={strength:g}"
+    out.append(AuditScenario("audit: length only, length control", f"{long_}&seed={SEED}",
+                             ("authority",), n=200, beyond_quiet=("authority",)))
+    out.append(AuditScenario("audit: authority and length, length control",
+                             f"{long_}&authority={strength:g}&seed={SEED}", ("authority",),
+                             n=200, beyond_flags=("authority",)))
     return out
 
 
