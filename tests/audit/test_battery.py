@@ -121,3 +121,19 @@ def test_a_judge_that_never_moved_is_not_called_unbiased_on_too_few_items():
                            cache=False)["probes"]["position"]
     if not any(big["per_item"].values()):
         assert big["verdict"] == "not_biased"
+
+
+async def test_an_interval_that_excludes_0_without_a_verdict_says_why():
+    """At n = 20 the bootstrap interval can exclude 0 while the exact test (after BH) does
+    not reject: the row read '+0.20 [+0.05, +0.38] ... underpowered' with no word on it."""
+    items = load("builtin:facts?seed=0")
+    res = await run_battery(make_judge("sim:biased"), items, DEFAULT, seed=0, limit=20)
+    said = 0
+    for name, p in res["probes"].items():
+        lo, hi = p["effect"]["ci95"]
+        odd = p["verdict"] == "underpowered" and lo is not None and (lo > 0 or hi < 0)
+        note = any("its 95% interval excludes 0 but its test does not reject" in n
+                   for n in p["notes"])
+        assert note == odd, (name, p["effect"], p["q"], p["notes"])
+        said += note
+    assert said >= 1  # this run has such a probe (injection: p = 0.065, q = 0.39)

@@ -190,6 +190,14 @@ def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
             f"{r.mde:.2f}; the interval does not rule out an effect outside "
             f"[{probe.no_bias_range[0]}, {probe.no_bias_range[1]}] (run with --full or more "
             "items)")
+        lo, hi = r.ci95
+        if lo is not None and hi is not None and (lo > 0 or hi < 0) and r.p is not None:
+            qs = "n/a" if q is None else f"{q:.2g}"
+            doc["notes"].append(
+                f"its 95% interval excludes 0 but its test does not reject 'no effect' (exact "
+                f"p = {r.p:.2g}; q = {qs} after Benjamini-Hochberg across the report's "
+                "probes): the verdict follows q; the bootstrap interval is approximate at "
+                "small n and not adjusted for the other probes")
     return doc
 
 
