@@ -121,3 +121,29 @@ def test_a_difference_outside_a_probes_range_is_bad_input():
     r.span = 2.0
     with_span(s, r, [0.0, 2.0])  # a stated span is taken before the first observation
     assert (s.lo, s.hi, s.ci) == (-2.0, 2.0, (-2.0, 2.0))
+
+
+async def test_without_a_cache_no_call_is_sent_twice_or_past_max_calls():
+    """The last step re-runs each probe on its items; a PASS/FAIL judge's calls are not in
+    the AuditContext's memo, so without a cache they were all sent again: 640 calls made
+    against --max-calls 400, the summary saying 400. The run now keeps a cache of its own."""
+    items = load("builtin:facts?seeds=0-2")
+    judge = make_judge("sim?position=1")
+    assert judge.client.cache is None
+    doc = await run_adaptive(judge, items, ["sycophancy_pass"], max_n=100, max_calls=400)
+    made = judge.client.stats.made
+    assert doc["adaptive"]["calls"] <= 400 and made <= 400, (doc["adaptive"], made)
+    assert made == doc["adaptive"]["calls"]  # every call it asked for is one it made
+    assert judge.client.cache is None  # the run's own cache is gone with it
+
+
+async def test_a_probe_that_cannot_run_stops_at_once():
+    """Under --full without a panel self_preference cannot run; it stayed open to max-n,
+    the run paying rounds for it alone, and its note said to raise --max-n."""
+    items = load("builtin:facts?seeds=0-2")
+    doc = await run_adaptive(make_judge("sim?noise=0&position=2"), items,
+                             ["position", "self_preference"], max_n=200)
+    sp = doc["probes"]["self_preference"]
+    assert sp["adaptive"]["stop_reason"] == "not_run" and sp["adaptive"]["rounds"] == 1
+    assert not any("raise --max-n" in n for n in sp["notes"])
+    assert doc["adaptive"]["rounds"] == doc["probes"]["position"]["adaptive"]["rounds"]

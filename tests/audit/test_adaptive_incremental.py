@@ -108,7 +108,14 @@ def test_same_results_as_the_prefix_loop(case: int):
     items = load("builtin:facts")
     doc = asyncio.run(run_adaptive(make_judge(spec), items,
                                    probes or probe_names(default_only=True), **kw))
-    assert key(doc) == EXPECTED[case]
+    got, want = key(doc), dict(EXPECTED[case])
+    # Without a cache the run keeps one of its own (`run_memo`): a request two probes both
+    # ask for (a consistency repeat) is sent once and served once from it, so made + cached
+    # is what was made before it; everything else is as it was.
+    calls, want_calls = got.pop("calls"), want.pop("calls")
+    assert got == want
+    assert calls["made"] + calls["cached"] == want_calls["made"]
+    assert calls["made"] <= want_calls["made"] and calls["failed"] == want_calls["failed"]
 
 
 def test_shared_memo_gives_the_standalone_fixed_n_audit():
@@ -144,7 +151,8 @@ def test_shared_memo_gives_the_standalone_fixed_n_audit():
 
     doc, fixed, made_adaptive, made_union = asyncio.run(shared())
     ref, made_ref = asyncio.run(alone())
-    assert made_adaptive == doc["adaptive"]["calls"] < made_union <= made_ref
+    # (made <= asked: a request two probes share is sent once, `run_memo`)
+    assert made_adaptive <= doc["adaptive"]["calls"] and made_adaptive < made_union <= made_ref
     for p in probes:
         a, b = fixed["probes"][p], ref["probes"][p]
         for k in ("verdict", "effect", "n", "p", "q", "per_item"):

@@ -199,6 +199,21 @@ def test_plan_only_on_the_sim_judge_counts_the_default_audit(tmp_path, monkeypat
     assert f"planned {len(lines)} requests" in " ".join(res.output.split())
 
 
+def test_plan_only_plans_one_adaptive_round_per_run(tmp_path, monkeypatch):
+    """Which probes go on to the next round depends on this round's answers, so an adaptive
+    audit plans one round and stops (as an active ranking does); it planned every round up to
+    --max-n from unanswered verdicts (9,000 requests at the defaults, a fixed-n bill)."""
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    sizes = []
+    for max_n in ("20", "500"):  # one round of 20 items either way
+        plan = tmp_path / f"plan{max_n}.jsonl"
+        res = invoke("--plan-only", plan, "audit", "--judge", "sim", "--adaptive",
+                     "--max-n", max_n, "--round-size", "20", "--out", tmp_path / "o")
+        sizes.append(len(plan.read_text().splitlines()))
+        assert "adaptive round 1:" in " ".join(res.output.split())
+    assert sizes[0] == sizes[1] > 0
+
+
 def test_plan_only_says_what_the_planned_requests_would_use_and_cost(tmp_path, monkeypatch,
                                                                       no_keys):
     """A paying user plans first to see the bill: the plan's prompt tokens (characters / 4,

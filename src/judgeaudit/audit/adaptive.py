@@ -45,9 +45,11 @@ import asyncio
 import contextlib
 import math
 import random
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,7 +59,8 @@ from judgeaudit.audit.length_control import add_length_notes
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
-from judgeaudit.llm import CallCap
+from judgeaudit.llm import Cache, CallCap
+from judgeaudit.llm.plan import PlannedStop
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 from judgeaudit.stats.sequential import betting_cs, betting_evalue, ebh
 
@@ -77,6 +80,7 @@ REASONS = {
     "exhausted": "ran out of usable items before max-n without either",
     "budget": "the run's --max-calls / --max-cost budget ran out",
     "not_sent": "the judge's server stopped answering, so no further round was sent",
+    "not_run": "the probe cannot run in this audit (its notes say why)",
 }
 METHOD = ("anytime-valid: betting confidence sequence (Waudby-Smith & Ramdas 2024, hedged "
           "capital, predictable plug-in bets) and betting e-process against 'no effect', e-BH "
@@ -211,6 +215,25 @@ def call_cap(bundle: JudgeBundle, max_calls: int | None) -> Iterator[None]:
         client.call_cap = before
 
 
+@contextlib.contextmanager
+def run_memo(bundle: JudgeBundle) -> Iterator[None]:
+    """Without a cache (--no-cache), a cache of the run's own in a temporary file: the last
+    step re-runs every probe on the items it used, and probes whose calls the AuditContext
+    does not memoise (a PASS/FAIL or rubric judge's) would otherwise send them all again,
+    past --max-calls and uncounted."""
+    client = bundle.client
+    if client.cache is not None:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="judgeaudit-adaptive-") as tmp:
+        client.cache = Cache(Path(tmp) / "run.sqlite")
+        try:
+            yield
+        finally:
+            client.cache.close()
+            client.cache = None
+
+
 def capped(bundle: JudgeBundle) -> str | None:
     """The budget that refused the judge's calls ("max_cost": the session's spend cap, which
     stopped its client; "max_calls": the run's call cap), or None. Either can cut a round:
@@ -243,7 +266,24 @@ def cut_round_hint(bundle: JudgeBundle, rnd: int, round_size: int, asked: int,
             f"{need}, or a smaller --round-size makes each round cheaper")
 
 
-async def run_adaptive(
+async def run_adaptive(bundle: JudgeBundle, items: Sequence[PairwiseItem],
+                       probe_names: Sequence[str], **kw: Any) -> dict[str, Any]:
+    """The adaptive audit's results document: the fixed-n document (`run_battery`) of the
+    items each probe used when it stopped, with each probe's verdict and interval replaced by
+    the sequential ones and an `adaptive` section per probe and for the run.
+
+    `memo`: the verdict memo to fill (an `AuditContext`'s, keyed by item id, repeat and
+    judge), shared with the caller, who can then run e.g. the fixed-n audit of the same items
+    and judge paying only for the items this run did not judge
+    (benchmarks/adaptive_real.py).
+
+    Keywords: those of `_adaptive_document`. Without a cache on the judge's client the run
+    keeps one of its own (`run_memo`)."""
+    with run_memo(bundle):
+        return await _adaptive_document(bundle, items, probe_names, **kw)
+
+
+async def _adaptive_document(
     bundle: JudgeBundle,
     items: Sequence[PairwiseItem],
     probe_names: Sequence[str],
@@ -263,14 +303,7 @@ async def run_adaptive(
     memo: dict[Any, Any] | None = None,
     length_control: bool = False,
 ) -> dict[str, Any]:
-    """The adaptive audit's results document: the fixed-n document (`run_battery`) of the
-    items each probe used when it stopped, with each probe's verdict and interval replaced by
-    the sequential ones and an `adaptive` section per probe and for the run.
-
-    `memo`: the verdict memo to fill (an `AuditContext`'s, keyed by item id, repeat and
-    judge), shared with the caller, who can then run e.g. the fixed-n audit of the same items
-    and judge paying only for the items this run did not judge
-    (benchmarks/adaptive_real.py)."""
+    """`run_adaptive` without its memo."""
     if max_n < 1 or round_size < 1:
         raise ValueError("--max-n and --round-size must be >= 1")
     t0 = time.perf_counter()
@@ -327,6 +360,7 @@ async def run_adaptive(
                 break
             rnd += 1
             before, cost_before = calls["total"], _cost(bundle)
+            planned_before = bundle.client.stats.planned
             m = rnd * round_size
             open_probes = [p for p in probes if by_name[p.name].open]
             new = {p.name: plans[p.name].items[taken[p.name]:m] for p in open_probes}
@@ -339,6 +373,12 @@ async def run_adaptive(
                 return await p.run(v)
 
             results = await asyncio.gather(*(one(p) for p in open_probes))
+            planned = bundle.client.stats.planned - planned_before
+            if planned:  # --plan-only: the next round depends on these answers
+                raise PlannedStop(
+                    f"adaptive round {rnd}: {planned} requests planned; which probes go on "
+                    f"to round {rnd + 1} depends on their answers: ingest them, then re-run",
+                    stage="adaptive audit", n_planned=planned, round=rnd)
             done: dict[str, str | None] = {}
             for p, r in zip(open_probes, results, strict=True):
                 s = by_name[p.name]
@@ -350,6 +390,8 @@ async def run_adaptive(
                 s.update(len(d), taken[p.name], (lo_, hi_), e, rnd)
                 n_all = len(plans[p.name].items)
                 done[p.name] = (None if m < n_all else "max_n" if n_all >= max_n else "exhausted")
+                if not r.n and any(x.startswith("not run:") for x in r.notes):
+                    done[p.name] = "not_run"  # it cannot run here (self_preference, no panel)
             rule.step(rnd, done)
             last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
         cut = capped(bundle)
@@ -405,7 +447,7 @@ async def run_adaptive(
         pd["p"], pd["q"] = None, None
         pd["notes"] = [x for x in pd["notes"] if not x.startswith("underpowered:")]
         verdict = verdicts[s.name]
-        if verdict == "underpowered":
+        if verdict == "underpowered" and s.reason != "not_run":
             pd["notes"].append(
                 f"underpowered: stopped ({REASONS.get(s.reason or '', s.reason)}) after "
                 f"{s.items} items with the interval [{s.ci[0]:.3f}, {s.ci[1]:.3f}], which "

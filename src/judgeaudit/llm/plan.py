@@ -36,6 +36,17 @@ from judgeaudit.llm.cache import Cache, CacheError
 PLANNED = "planned"
 
 
+class PlannedStop(Exception):
+    """`--plan-only`: a stage's requests were planned, not answered, and the next stage's
+    requests depend on those answers (the next round of an active ranking or of an adaptive
+    audit), so the pipeline stops here. The message says the stage reached and what to run
+    next."""
+
+    def __init__(self, message: str, *, stage: str, n_planned: int, round: int | None = None):
+        super().__init__(message)
+        self.stage, self.n_planned, self.round = stage, n_planned, round
+
+
 def is_planned(exc: BaseException) -> bool:
     """True for the CallFailed of a request that was planned, not sent (`--plan-only`)."""
     return getattr(exc, "kind", None) == PLANNED
@@ -284,5 +295,5 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
     return rep
 
 
-__all__ = ["PLANNED", "IngestReport", "Planner", "ingest", "is_planned", "plan_body",
+__all__ = ["PLANNED", "IngestReport", "PlannedStop", "Planner", "ingest", "is_planned", "plan_body",
            "read_plan_keys", "write_jsonl"]

@@ -28,6 +28,7 @@ import numpy as np
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges import JudgeBundle
 from judgeaudit.llm import CallFailed
+from judgeaudit.llm.plan import PlannedStop
 from judgeaudit.rank.loop import LoopResult, ProgressHook, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
@@ -119,16 +120,6 @@ async def judge_pairs(bundle: JudgeBundle, pool: Pool, pairs: Sequence[tuple[int
 
 class Cancelled(Exception):
     """The ranking was cancelled while the loop thread waited for verdicts."""
-
-
-class PlannedStop(Exception):
-    """`--plan-only`: a stage's requests were planned, not answered, and the next stage's
-    requests depend on those answers (the next round of an active ranking), so the pipeline
-    stops here. The message says the stage reached and what to run next."""
-
-    def __init__(self, message: str, *, stage: str, n_planned: int, round: int | None = None):
-        super().__init__(message)
-        self.stage, self.n_planned, self.round = stage, n_planned, round
 
 
 class BridgeOracle:
