@@ -208,3 +208,26 @@ def test_two_real_sim_audits(tmp_path, isolated_cache):
     assert res["probes"]["position"]["q"] < 1e-4
     r = invoke(outs["b"], outs["a"], "--out", str(tmp_path / "ba"), "--fail-on", "worse")
     assert r.exit_code == 1, r.output
+
+
+def test_adaptive_audits_compare_with_each_other_and_with_a_fixed_n_one(tmp_path,
+                                                                       isolated_cache):
+    """An adaptive audit judges as many items as its probes need, so two of them (or one
+    and a fixed-n audit) rarely judged the same number: compare refused them ("different
+    data: ... run with the same --data and --n", though --adaptive takes no --n). Items are
+    matched by id instead, and the output says the runs are adaptive."""
+    data = "builtin:facts?seeds=0-2"
+    runs = {"fixed": ["--n", "60"], "ad1": ["--adaptive"],
+            "ad2": ["--adaptive", "--seed", "1"]}
+    for name, opts in runs.items():
+        res = runner.invoke(main_app, ["audit", "--judge", "sim?position=0.2&length=1",
+                                       "--data", data, *opts, "--out", str(tmp_path / name)])
+        assert res.exit_code == 0, res.output
+    n = {k: read_results(tmp_path / k / "results.json")["n_items"] for k in runs}
+    assert len(set(n.values())) > 1, n  # the cases this is about
+    for a, b in (("fixed", "ad1"), ("ad1", "ad2")):
+        res = runner.invoke(main_app, ["compare", str(tmp_path / a), str(tmp_path / b),
+                                       "--out", str(tmp_path / f"{a}-{b}")])
+        text = " ".join(res.output.split())
+        assert res.exit_code == 0, res.output
+        assert "adaptive: each probe compares the items both runs judged" in text

@@ -101,17 +101,20 @@ def load_audit(path: str | Path) -> dict[str, Any]:
 
 def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
     """Both audits must have judged the same data (the same --data and the same number of
-    items, i.e. the same --n / --full): otherwise their effects describe different items."""
+    items, i.e. the same --n / --full): otherwise their effects describe different items. An
+    adaptive audit judged as many items as its probes needed, so with one the items are
+    matched by id alone (those in one run only are counted, `adaptive_notes`)."""
     da, db = a.get("data"), b.get("data")
     if da != db:
         raise CompareError(f"different data: A audited {da!r}, B audited {db!r}; compare "
                            "audits run with the same --data and --n")
+    adaptive = bool(a.get("adaptive") or b.get("adaptive"))
     na, nb = a.get("n_items"), b.get("n_items")
-    if na != nb:
+    if na != nb and not adaptive:
         raise CompareError(f"different data: A judged {na} items of {da!r}, B judged {nb}; "
                            "compare audits run with the same --data and --n")
     sa, sb = _selection(a), _selection(b)
-    if sa is not None and sb is not None and sa != sb:
+    if sa is not None and sb is not None and sa != sb and not adaptive:
         raise CompareError(f"different data: A used items {sa} of {da!r}, B used {sb}; "
                            "compare audits run with the same --n / --sample / --seed")
     ids_a, ids_b = _item_ids(a), _item_ids(b)
