@@ -189,7 +189,7 @@ def write_jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> None:
 class IngestReport:
     """What `ingest` did: answers stored, error lines by kind (with the first message),
     lines whose custom_id was not planned with this cache, unreadable lines, and with a plan
-    file, its requests that got no answer."""
+    file, its requests with no answer in the cache."""
 
     lines: int = 0
     ingested: int = 0
@@ -290,7 +290,8 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
         keys = read_plan_keys(plan)
         planned = set(keys)
         rep.plan_lines = len(planned)
-        rep.unanswered = len(planned - answered)
+        missing = list(planned - answered)  # those answered by an earlier ingest count
+        rep.unanswered = len(missing) - len(cache.has(missing))
         rep.not_in_plan = len(seen - planned)
     return rep
 
