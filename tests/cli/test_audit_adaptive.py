@@ -22,6 +22,9 @@ def test_adaptive_fail_on_biased_exits_1(tmp_path):
     assert doc["adaptive"]["rounds"] >= 1
     html = (out / "report.html").read_text()
     assert "Adaptive audit" in html and "<svg" in html
+    # its header states the rule the adaptive verdicts follow (e-BH), not the q-value one
+    assert "biased when e-BH across the probes rejects" in html
+    assert "biased when q &lt;" not in html
     # the table shows each probe's item count (not the dict's .items method's repr)
     items = doc["probes"]["position"]["adaptive"]["items"]
     assert "built-in method" not in html and f"<td>{int(items)}</td>" in html

@@ -218,3 +218,11 @@ def test_curve_plot_draws_a_line_and_band_per_series_on_one_scale():
     assert ref is not None and float(ref.get("y1")) < pts[0][0][1]
     with pytest.raises(ValueError, match="at least one series"):
         svg.curve_plot([{"label": "x", "points": [{"x": 1, "y": None}]}])
+
+
+def test_a_bound_that_is_0_up_to_rounding_reads_0():
+    """An anytime-valid interval's lower bound of 2.2e-16 read '2.22e-16' in the report."""
+    from judgeaudit.report.svg import fmt_num
+
+    assert fmt_num(2.220446049250313e-16) == "0" and fmt_num(-1e-13) == "0"
+    assert fmt_num(0.0004) == "4.00e-04" and fmt_num(0.127) == "0.127"

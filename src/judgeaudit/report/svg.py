@@ -53,7 +53,7 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
     """A short human label for a value: up to `digits` significant digits, '-' when missing."""
     if x is None:
         return "\u2013"
-    if x == 0:
+    if abs(x) < 1e-12:  # 0 up to rounding (an interval bound of 2.2e-16 is 0)
         return "0"
     if abs(x) >= 1000 or abs(x) < 0.001:
         return f"{x:.{digits - 1}e}" if abs(x) < 0.001 else f"{x:,.0f}"
