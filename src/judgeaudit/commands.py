@@ -469,10 +469,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _factors(names: str, factors_from: Doc | None, cli: bool
+def _factors(names: str, factors_from: Doc | None, cli: bool, option: str = "factors"
              ) -> tuple[list[Any], dict[str, dict[int, str]]]:
     """The factors named (shipped ones, or 'found' ones of a discover result) and the
-    criteria known for them."""
+    criteria known for them; `option` is the command's option that named them."""
     from judgeaudit.hubj.run import resolve_factors
 
     discovered = None
@@ -487,7 +487,7 @@ def _factors(names: str, factors_from: Doc | None, cli: bool
     try:
         return resolve_factors([n.strip() for n in names.split(",") if n.strip()], discovered)
     except ValueError as exc:
-        raise ValueError(f"--factors: {exc}" if cli else str(exc)) from None
+        raise ValueError(f"{opt(option, cli)}: {exc}" if cli else str(exc)) from None
 
 
 # ---- discover ----------------------------------------------------------------------------
@@ -636,7 +636,8 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     fit = cfg.apply if apply is None else apply
     saved = _read_doc(fit, opt("apply", cli)) if fit is not None else None
     fs, crit = ([], {}) if saved is not None else _factors(
-        cfg.factor, cfg.factors_from if factors_from is None else factors_from, cli)
+        cfg.factor, cfg.factors_from if factors_from is None else factors_from, cli,
+        option="factor")
     if saved is None and len(fs) != 1:
         raise ValueError(f"{opt('factor', cli)}: give exactly one factor")
     folder = _recorded_folder(cfg.recorded, the_data, cli)

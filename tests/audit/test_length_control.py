@@ -114,3 +114,10 @@ def test_adaptive_settings_without_adaptive_are_refused(tmp_path):
                                        str(tmp_path / "x")])
         assert res.exit_code == 2, res.output
         assert f"{opt} applies to --adaptive" in " ".join(res.output.split())
+
+
+def test_the_control_with_no_probe_that_adds_words_says_so(tmp_path, isolated_cache):
+    res = CliRunner().invoke(app, ["audit", "--judge", "sim", "--probes", "position,verbosity",
+                                   "--n", "10", "--length-control", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "nothing to control" in " ".join(res.output.split())

@@ -82,7 +82,9 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
 
 
 @pytest.mark.parametrize(("args", "needle"), [
-    (["quantify", "--factors", "charm"], "unknown factor 'charm'"),
+    (["quantify", "--factors", "charm"], "--factors: unknown factor 'charm'"),
+    # mitigate's option is --factor (the message named --factors)
+    (["mitigate", "--factor", "charm", "--judges", "sim"], "--factor: unknown factor 'charm'"),
     (["quantify", "--levels", "2,7"], "--levels"),
     (["mitigate", "--recorded", "pandalm", "--data", "builtin:facts"], "pandalm:PATH"),
     (["mitigate", "--candidate", "longest"], "--candidate"),

@@ -171,6 +171,11 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
 
     for line in length_lines(res["probes"]):
         console.print(line, highlight=False)
+    if res.get("length_control") and not any("length_control" in (p.get("rates") or {})
+                                             for p in res["probes"].values()):
+        console.print("length control: no probe run here adds words to a response (verbosity "
+                      "measures length itself), so there was nothing to control",
+                      highlight=False)
     for name, p in res["probes"].items():  # n = 0 and "underpowered": say why
         for note in p.get("notes") or []:
             if note.startswith("not run:"):
