@@ -121,3 +121,21 @@ def test_the_control_with_no_probe_that_adds_words_says_so(tmp_path, isolated_ca
                                    "--n", "10", "--length-control", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "nothing to control" in " ".join(res.output.split())
+
+
+async def test_refinement_aware_is_controlled_too():
+    """The pointwise refinement probe adds a 'refined version' line before the answer: a
+    judge that only scores length up scored it +0.87 'biased', with no word on length."""
+    items = load("builtin:facts?seed=3")
+    probes = ["verbosity", "refinement_aware"]
+    plain = await run_battery(make_judge("sim?length=1&seed=3"), items, probes, seed=3,
+                              limit=100)
+    ra = plain["probes"]["refinement_aware"]
+    assert ra["verdict"] == "biased" and ra["rates"]["words_added"]["mean"] > 5
+    assert any("--length-control" in n for n in length_notes(plain, "refinement_aware"))
+    res = await run_battery(make_judge("sim?length=1&seed=3"), items, probes, seed=3,
+                            limit=100, length_control=True)
+    lo, hi = beyond(res, "refinement_aware")["ci95"]
+    assert lo < 0 < hi
+    assert res["probes"]["refinement_aware"]["rates"]["length_control"]["shift"]["ci95"][0] > 0
+    assert any("holds 0" in n for n in length_notes(res, "refinement_aware"))

@@ -11,6 +11,7 @@ verbosity probe's filler sentences), and compares the two verdicts item by item:
   its length, with its 95% interval and sign-test p (`paired_difference`; the unperturbed
   verdict cancels out).
 
+The pointwise refinement_aware probe does the same with rubric scores (`control_rates`).
 The probe's effect and verdict stay the CALM shift (comparable with published numbers); the
 control is reported beside it. Without the control the audit still records how many words
 each probe added (`words_added`, no call), so a run whose verbosity probe came out biased can
@@ -62,8 +63,7 @@ def control_items(kept: Sequence[PerturbResult], added: Sequence[int | None], se
         if not a or a <= 0:
             out.append(o)
             continue
-        pad = neutral_padding(a, random.Random(f"{seed}|{o.id}|{probe}|length"))
-        text = getattr(o, r.changed).rstrip() + "\n\n" + pad
+        text = pad(getattr(o, r.changed), a, f"{seed}|{o.id}|{probe}")
         out.append(o.model_copy(update={"id": f"{o.id}~length_control~{probe}",
                                         r.changed: text}))
     return out
@@ -79,14 +79,27 @@ async def length_control(ctx: Any, probe: str, kept: Sequence[PerturbResult],
     beyond = paired_difference([credit(v, t) for v, t in zip(control, targets, strict=True)],
                                [credit(v, t) for v, t in zip(after, targets, strict=True)],
                                seed=ctx.seed, alpha=ctx.alpha, span=1.0)
+    return control_rates(own, beyond, added, "credit")
+
+
+def pad(text: str, n_words: int, seed: Any) -> str:
+    """`text` with `n_words` neutral words after it (`neutral_padding`, seeded by `seed`)."""
+    return text.rstrip() + "\n\n" + neutral_padding(n_words, random.Random(f"{seed}|length"))
+
+
+def control_rates(own: Mapping[str, Any], beyond: Mapping[str, Any],
+                  added: Sequence[int | None], unit: str) -> tuple[dict[str, Any], str]:
+    """The control's rates from its two paired comparisons (`paired_stats` results): `own`,
+    the padded response against the original (what the words alone do), and `beyond`, the
+    cue against the padding, per item in `unit` (a pairwise credit, a rubric score)."""
     rates = {
         "words_added": words_summary(added),
         "shift": {**effect_dict(own["estimate"]), "n": own["n"], "p": own["p"]},
         "beyond_length": {**effect_dict(beyond["estimate"]), "n": beyond["n"],
                           "p": beyond["p"]},
-        "method": ("each item judged again with the changed side padded by neutral filler "
-                   "of the same word count; beyond_length = mean of credit(cue) - "
-                   "credit(filler) per item, 95% interval as the probe's, p: exact sign "
+        "method": (f"each item judged again with the changed response padded by neutral "
+                   f"filler of the same word count; beyond_length = mean of {unit}(cue) - "
+                   f"{unit}(filler) per item, 95% interval as the probe's, p: exact sign "
                    "test"),
     }
     return rates, (f"{CONTROL}: the cue beyond its length {fmt(rates['beyond_length'])}; "

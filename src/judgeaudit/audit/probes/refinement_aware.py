@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from judgeaudit.audit.length_control import control_rates, pad, words_summary
 from judgeaudit.audit.paired import paired_difference
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
 from judgeaudit.data.schema import PointwiseItem
+from judgeaudit.llm.features import word_count
 from judgeaudit.perturb import perturb_pointwise
 from judgeaudit.stats import bootstrap_ci
 from judgeaudit.stats.types import Estimate
@@ -44,6 +46,7 @@ class RefinementAwareProbe(Probe):
         drop(res, "perturbation_not_applicable",
              [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
         drop(res, "invalid_verdict", [kept_src[i].id for i in d["invalid"]])
+        await self._length(ctx, kept, plain, told, span, res)
         pairs = np.array([(a, b) for a, b in zip(plain, told, strict=True)
                           if a is not None and b is not None])
         if len(pairs):
@@ -54,3 +57,24 @@ class RefinementAwareProbe(Probe):
             res.rates["error_rate_ra"] = Estimate(er(pairs), (lo, hi), len(pairs),
                                                   method="bootstrap-percentile").as_dict()
         return res
+
+    async def _length(self, ctx: AuditContext, kept: list, plain: list, told: list,
+                      span: float, res: ProbeResult) -> None:
+        """The refinement line adds words: record how many, and under --length-control
+        score each answer padded by as many neutral words instead (`audit.length_control`)."""
+        added = [word_count(b.response) - word_count(a.response) for a, b in kept]
+        words = words_summary(added)
+        if words is None:
+            return
+        res.rates["words_added"] = words
+        if not ctx.length_control or words["max"] <= 0:
+            return
+        padded = [a.model_copy(update={"id": f"{a.id}~length_control~{self.name}",
+                                       "response": pad(a.response, k, f"{ctx.seed}|{a.id}")})
+                  if k > 0 else a for (a, _), k in zip(kept, added, strict=True)]
+        scores = await ctx.bundle.rubric.score(padded, on_done=ctx.progress(len(padded)))
+        control = [None if s.score is None else float(s.score) for s in scores]
+        own = paired_difference(plain, control, seed=ctx.seed, alpha=ctx.alpha, span=span)
+        beyond = paired_difference(control, told, seed=ctx.seed, alpha=ctx.alpha, span=span)
+        res.rates["length_control"], line = control_rates(own, beyond, added, "score")
+        res.notes.append(line)
