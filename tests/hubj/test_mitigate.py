@@ -93,3 +93,23 @@ def test_length_control_is_a_named_one_line_formula():
 def test_bad_shapes_are_a_clear_error():
     with pytest.raises(ValueError, match="Y must be"):
         M.fit(np.zeros((2, 5)), np.zeros(4), ["a", "b"], list("vwxyz"))
+
+
+def test_a_factor_that_never_varies_is_refused_not_fitted_to_a_precise_zero():
+    """A scorer that gave every response the same level left phi pinned at 0 and reported
+    'phi +0.00 +- 0.00, bias share 0.000 [0.00, 0.00]' with no warning (field test)."""
+    from judgeaudit.hubj.run import run_mitigate_fit
+
+    rng = np.random.default_rng(0)
+    n = 40
+    Y = rng.integers(0, 2, size=(2, n)).astype(float)
+    same = M.ControlData(score_candidate=np.ones(n), score_other=np.ones(n),
+                         len_candidate=rng.integers(20, 80, n).astype(float),
+                         len_other=rng.integers(20, 80, n).astype(float))
+    with pytest.raises(ValueError, match="level difference is 0 on every query"):
+        run_mitigate_fit(Y, same, ["a", "b"], [f"q{i}" for i in range(n)])
+    varied = M.ControlData(score_candidate=rng.integers(1, 3, n).astype(float),
+                           score_other=rng.integers(1, 3, n).astype(float),
+                           len_candidate=same.len_candidate, len_other=same.len_other)
+    doc = run_mitigate_fit(Y, varied, ["a", "b"], [f"q{i}" for i in range(n)])
+    assert set(doc["judges"]) == {"a", "b"}

@@ -430,6 +430,12 @@ def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
                          "(win rate 0 or 1): nothing to fit; use more or harder items")
     Yf, names = Y[fit_idx], [judges[j] for j in fit_idx]
     delta = M.CONTROLS[control](ctl)
+    seen = delta[np.isfinite(delta)]
+    if seen.size and np.ptp(seen) == 0:  # phi would be pinned at 0 with a zero-width interval
+        raise ValueError(f"mitigate: the factor's level difference is {seen[0]:g} on every "
+                         "query (the scorer gave every response the same levels), so its "
+                         "effect cannot be estimated; check the scorer (--scorer) and the "
+                         "factor (its answers are cached)")
     try:
         main = M.fit(Yf, delta, names, query_ids, control=control, estimator=estimator)
         doc = main.as_dict()
