@@ -276,7 +276,8 @@ class Result(BaseModel):
         and the command's headline numbers (audit: verdicts by probe, each probe's effect with
         its interval, n and q, and the flags exceeded;
         evaluate: accuracy / consistency / kappa or the correlations; scoring-bias: the
-        recommended template and the reference pull; quantify: susceptibility profile;
+        recommended template with its caveats, the reference pull and each template's MAD,
+        shift and Spearman with gold; quantify: susceptibility profile;
         mitigate: win and bias-controlled win per judge; discover: the factors found; rank:
         the top-k, the judge's biases with intervals, the gate and recall; rank-eval: mean
         recall per model, rule and budget and the judge's biases; compare: the verdicts by
@@ -299,6 +300,11 @@ class Result(BaseModel):
             out["effects"] = {name: {**(_est_dict({**(p.get("effect") or {}),
                                                    "n": p.get("n")}) or {}), "q": p.get("q")}
                               for name, p in (d.get("probes") or {}).items()}
+            beyond = {name: _est_dict(lc.get("beyond_length"))
+                      for name, p in (d.get("probes") or {}).items()
+                      if (lc := (p.get("rates") or {}).get("length_control"))}
+            if beyond:  # --length-control: each cue's effect beyond its length
+                out["beyond_length"] = beyond
             out["biased"] = list(s.get("biased") or [])
             out["flagged"] = sorted(name for name, p in (d.get("probes") or {}).items()
                                     if ((p.get("flag") or {}).get("exceeds")))
@@ -318,7 +324,12 @@ class Result(BaseModel):
             out["n_items"] = d.get("n_items")
             rec = d.get("recommended") or {}
             out["recommended"] = rec.get("template")
+            out["recommended_notes"] = list(rec.get("notes") or [])  # e.g. not clearly better
             out["reference_pull"] = _est_dict(d.get("reference_pull"))
+            out["templates"] = {name: {k: _est_dict(t.get(k)) for k in ("mad", "shift",
+                                                                       "spearman")}
+                                for name, t in (d.get("perturbations") or {}).items()}
+            out["warnings"] = list(d.get("warnings") or [])
         elif cmd == "quantify":
             out["n_items"] = d.get("n_items")
             out["profile"] = d.get("profile")

@@ -106,6 +106,12 @@ def test_the_cli_runs_the_control_and_says_what_it_found(tmp_path, isolated_cach
     text = " ".join(controlled.output.split())
     assert "length control (each cue's shift beyond its length" in text
     assert "authority: " in text and "the effect beyond it holds 0" in text
+    # --json's summary carries each cue's effect beyond its length too
+    from judgeaudit.result import Result
+
+    summary = Result.load(tmp_path / "b" / "results.json").summary()
+    assert set(summary["beyond_length"]) == {"authority", "injection"}
+    assert summary["beyond_length"]["authority"]["n"] == 150
 
 
 def test_adaptive_settings_without_adaptive_are_refused(tmp_path):

@@ -95,3 +95,33 @@ def test_generated_references_are_shared_per_question_and_reported(
     res = json.loads((out / "results.json").read_text())
     assert res["perturbations"]["ref_1"]["n"] == res["perturbations"]["ref_4"]["n"] == 8
     assert "5 questions, covering 8 items" in (out / "report.html").read_text()
+
+
+def test_too_few_items_warn_and_recommend_nothing(tmp_path: Path) -> None:
+    """At --limit 5 the bootstrap intervals collapsed ('Spearman 1.000 [1.00, 1.00]') and a
+    template was recommended from them without a word (field test)."""
+    r = _invoke("--judge", "sim", "--data", "builtin:graded", "--limit", "5", "--out",
+                str(tmp_path / "a"), "--cache", str(tmp_path / "c.sqlite"))
+    assert r.exit_code == 0, r.output
+    res = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert res["warnings"] and "only 5 items" in res["warnings"][0]
+    assert "only 5 items" in " ".join(r.output.split())
+    rec = res["recommended"]
+    assert rec is None or (not rec["clearly_better"] and "no recommendation" in rec["notes"][-1])
+    r = _invoke("--judge", "sim", "--data", "builtin:graded", "--limit", "12", "--out",
+                str(tmp_path / "b"), "--cache", str(tmp_path / "c.sqlite"))
+    assert r.exit_code == 0 and json.loads((tmp_path / "b" / "results.json").read_text())[
+        "warnings"] == []
+
+
+def test_the_json_summary_carries_each_templates_numbers_and_the_caveats(tmp_path: Path):
+    from judgeaudit.result import Result
+
+    r = _invoke("--judge", "sim", "--data", "builtin:graded", "--limit", "5", "--out",
+                str(tmp_path), "--cache", str(tmp_path / "c.sqlite"))
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "results.json").read_text())
+    s = Result.from_document(doc).summary()
+    assert s["warnings"] == doc["warnings"] and s["recommended_notes"]
+    mad = doc["perturbations"]["order_desc"]["mad"]
+    assert s["templates"]["order_desc"]["mad"] == {k: mad[k] for k in ("value", "ci95", "n")}

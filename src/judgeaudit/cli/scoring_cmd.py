@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from judgeaudit.cli.format import calls_text, est_ci
@@ -72,6 +73,8 @@ def scoring_bias(cfg: ScoringBiasConfig, json_out: bool) -> None:
 
 
 def _print_results(res: dict[str, Any]) -> None:
+    for w in res.get("warnings") or []:
+        console.print(f"[bold yellow]warning:[/] {escape(w)}")
     console.print(results_table(res))
     et = expected_table(res)
     if et is not None:

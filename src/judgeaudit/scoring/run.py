@@ -137,6 +137,9 @@ def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
     return e
 
 
+FEW_ITEMS = 10  # below this many items the bootstrap intervals over items are not trusted
+
+
 def recommend(table: ScoreTable, names: Sequence[str], gold: list[float | None],
               perts: dict[str, dict[str, Any]], seed: int,
               nb: int = M.N_BOOT) -> dict[str, Any] | None:
@@ -167,6 +170,11 @@ def recommend(table: ScoreTable, names: Sequence[str], gold: list[float | None],
                 f"not clearly better than the {label} {other!r}: Spearman difference "
                 f"{_f(d['value'])}, 95% CI [{_f(d['ci95'][0])}, {_f(d['ci95'][1])}] "
                 "includes 0")
+    n_gold = sum(g is not None for g in gold)
+    if n_gold < FEW_ITEMS:
+        out["notes"].append(f"only {n_gold} items with a gold score: a correlation's bootstrap "
+                            "interval over so few can collapse to a point, so this is no "
+                            f"recommendation (use at least {FEW_ITEMS} items)")
     out["clearly_better"] = not out["notes"]
     return out
 
@@ -290,6 +298,9 @@ async def run_scoring_bias(
         "judge": judge_spec,
         "data": data_spec,
         "n_items": len(items),
+        "warnings": ([f"only {len(items)} items: the bootstrap intervals over items are too "
+                      f"narrow to trust below {FEW_ITEMS} (they can collapse to a point); use "
+                      f"--limit {FEW_ITEMS} or more"] if len(items) < FEW_ITEMS else []),
         "repeats": repeats,
         "seed": seed,
         "n_boot": n_boot,
