@@ -204,6 +204,18 @@ def test_plan_only_on_the_sim_judge_counts_the_default_audit(tmp_path, monkeypat
     assert f"planned {len(lines)} requests" in " ".join(res.output.split())
 
 
+def test_plan_only_with_json_prints_what_it_planned_on_stdout(tmp_path, monkeypatch):
+    """stdout was empty: a script could not read how many requests were planned."""
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    plan = tmp_path / "plan.jsonl"
+    res = runner.invoke(app, ["--plan-only", str(plan), "audit", "--judge", "sim", "--n", "5",
+                              "--json", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["planned"] == len(plan.read_text().splitlines()) > 0 and doc["cached"] == 0
+    assert doc["plan"] == str(plan) and doc["prompt_tokens_estimate"] > 0
+
+
 def test_plan_only_plans_one_adaptive_round_per_run(tmp_path, monkeypatch):
     """Which probes go on to the next round depends on this round's answers, so an adaptive
     audit plans one round and stops (as an active ranking does); it planned every round up to

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from judgeaudit.cli.progress import close_bars, console, fail
+from judgeaudit.llm.base import CHARS_PER_TOKEN
 from judgeaudit.report.outcome import EXIT_RUN_FAILED
 
 _PLANNER: Any = None  # judgeaudit.llm.plan.Planner of this invocation, or None
@@ -51,6 +52,16 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
         raise fail(f"--plan-only {planner.path}: cannot write ({exc.strerror or exc})") from None
     n, m = planner.n, len(planner.cached)
     close_bars()
+    from judgeaudit.cli.runner import JSON_REQUESTED
+
+    if JSON_REQUESTED.get():  # --json: what was planned, for a script, on stdout
+        typer.echo(json.dumps({
+            "plan": str(path), "planned": n, "cached": m,
+            "stopped": None if stopped is None else str(stopped).splitlines()[0][:200],
+            "prompt_tokens_estimate": round(planner.prompt_chars / CHARS_PER_TOKEN),
+            "completion_tokens_max": planner.max_completion,
+            "cost_usd_estimate": planner.cost_usd or None,
+            "unpriced": sorted(planner.unpriced)}, ensure_ascii=False))
     if stopped is not None:
         what = str(stopped).splitlines()[0][:200] if str(stopped) else type(stopped).__name__
         console.print(f"[dim]the command stopped without answers ({what}); that is expected "
