@@ -196,11 +196,18 @@ def test_scoring_bias_quantify_and_mitigate_on_simulated_judges(tmp_path):
     assert q.summary()["profile"][judge]["verbosity"] is not None
     assert q.report(tmp_path / "q.html").is_file()
 
-    m = judgeaudit.mitigate(["sim?length=2&seed=1", "sim:unbiased?seed=2"], "builtin:facts",
+    # Lengths across the scorer's levels (builtin:facts' answers are all under 30 words, one
+    # level, whose effect mitigate now refuses to estimate): pad answers by 0-160 words.
+    from judgeaudit.audit.length_control import pad
+    from judgeaudit.data import load
+
+    pairs = [it.model_copy(update={"response_1": pad(it.response_1, 40 * (i % 5), i)})
+             for i, it in enumerate(load("builtin:facts")[:40])]
+    m = judgeaudit.mitigate(["sim?length=2&seed=1", "sim:unbiased?seed=2"], pairs,
                             scorer="simhubj?score_from=length", factor="length", limit=40)
     assert m.ok and set(m["per_judge"]) == {"sim?length=2&seed=1", "sim:unbiased?seed=2"}
     assert m.report(tmp_path / "m.html").is_file()
-    applied = judgeaudit.mitigate("sim?length=2&seed=1", "builtin:facts", apply=m,
+    applied = judgeaudit.mitigate("sim?length=2&seed=1", pairs, apply=m,
                                   scorer="simhubj?score_from=length", limit=40)
     assert applied.command == "mitigate-apply" and applied["applied"]["n"] == 40
 

@@ -108,6 +108,7 @@ def test_judge_level_parameters_never_reach_the_provider():
                    "&score_template=pointwise_scoring_v1")
     assert b.client.provider.params == {"position": "0.5"}
     assert b.pairwise.template.name == "pairwise_cot_v1" and not b.pairwise.both_orders
+    # a typo of a judge-level name is matched against it too (it suggested 'temperature')
     with pytest.raises(ValueError, match="unknown parameter 'temlate' for provider 'openai'; "
-                                         "did you mean 'temperature'"):
+                                         "did you mean 'template'"):
         make_judge("openai:m?base_url=http://127.0.0.1:1/v1&temlate=pairwise_v1")
