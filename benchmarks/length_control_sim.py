@@ -11,7 +11,9 @@ same builtin:facts?seed=S items (first 150 usable per probe) are audited with th
 
 Per judge and probe: the share of seeds called biased (the CALM shift, as before), the
 share whose effect beyond length (`beyond_length`) has its 95% interval above 0 or below 0,
-and the share named by the length note ("may be length"). Goals: for the length-only judge
+the share where it is shown (`beyond_shown`: that interval excludes 0 and its p survives
+Benjamini-Hochberg across the run's controls), and the share named by the length note ("may
+be length": biased, not shown). Goals: for the length-only judge
 the beyond-length interval excludes 0 in about 5% of seeds (per probe), though the shift is
 "biased" in many; for the authority judge it is above 0 in most seeds.
 
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from judgeaudit.audit.battery import run_battery
+from judgeaudit.audit.length_control import beyond_shown
 from judgeaudit.data import load
 from judgeaudit.judges import make_judge
 from judgeaudit.llm.local_model import cpu_summary
@@ -57,6 +60,7 @@ async def one_seed(seed: int) -> dict[str, Any]:
     for key, spec in JUDGES.items():
         res = await run_battery(make_judge(spec.format(s=seed)), items, PROBES, seed=seed,
                                 limit=N, length_control=True)
+        shown = beyond_shown(res["probes"], 0.05)
         rows = {}
         for name, p in res["probes"].items():
             lc = (p.get("rates") or {}).get("length_control")
@@ -67,6 +71,7 @@ async def one_seed(seed: int) -> dict[str, Any]:
                           "beyond": lc["beyond_length"]["value"], "beyond_ci95": [lo, hi],
                           "alone": lc["shift"]["value"],
                           "words": lc["words_added"]["mean"],
+                          "shown": name in shown,
                           "named": any(n.startswith("length:") for n in p["notes"])}
         out[key] = rows
     return out
@@ -83,6 +88,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "biased": rate(sum(x["verdict"] == "biased" for x in r), n),
                 "beyond_above_0": rate(sum(x["beyond_ci95"][0] > 0 for x in r), n),
                 "beyond_below_0": rate(sum(x["beyond_ci95"][1] < 0 for x in r), n),
+                "shown_beyond_length": rate(sum(x["shown"] for x in r), n),
                 "named_may_be_length": rate(sum(x["named"] for x in r), n),
                 "mean_effect": sum(x["effect"] for x in r) / n,
                 "mean_beyond": sum(x["beyond"] for x in r) / n,

@@ -105,7 +105,7 @@ def test_the_cli_runs_the_control_and_says_what_it_found(tmp_path, isolated_cach
     assert "length: authority (+" in text and "--length-control measures" in text
     text = " ".join(controlled.output.split())
     assert "length control (each cue's shift beyond its length" in text
-    assert "authority: " in text and "the effect beyond it holds 0" in text
+    assert "authority: " in text and "the effect beyond it is not shown" in text
     # --json's summary carries each cue's effect beyond its length too
     from judgeaudit.result import Result
 
@@ -145,3 +145,21 @@ async def test_refinement_aware_is_controlled_too():
     assert lo < 0 < hi
     assert res["probes"]["refinement_aware"]["rates"]["length_control"]["shift"]["ci95"][0] > 0
     assert any("holds 0" in n for n in length_notes(res, "refinement_aware"))
+
+
+def test_a_cue_beyond_its_length_must_survive_bh_across_the_controls():
+    """With ten controls one interval in about twenty excludes 0 by chance; a cue counts as
+    shown beyond its length only when its p also survives Benjamini-Hochberg across them."""
+    from judgeaudit.audit.length_control import beyond_shown
+
+    def probe(p, lo, hi):
+        return {"rates": {"length_control": {"beyond_length": {"value": (lo + hi) / 2,
+                                                               "ci95": [lo, hi], "n": 100,
+                                                               "p": p}}}}
+
+    lone = {"a": probe(0.03, 0.01, 0.2), **{f"x{i}": probe(0.9, -0.1, 0.1) for i in range(9)}}
+    assert beyond_shown(lone, 0.05) == set()  # q = 0.3: not shown, though its CI excludes 0
+    many = {f"a{i}": probe(0.03, 0.01, 0.2) for i in range(10)}
+    assert beyond_shown(many, 0.05) == set(many)  # q = 0.03 each
+    assert beyond_shown({"a": probe(0.001, 0.05, 0.3)}, 0.05) == {"a"}
+    assert beyond_shown({"a": probe(0.001, -0.01, 0.3)}, 0.05) == set()  # its CI holds 0

@@ -458,7 +458,7 @@ async def _adaptive_document(
             summary[verdict].append(s.name)
     if not failed:
         doc["summary"] = {"n_probes": len(probes), **summary}
-        add_length_notes(doc["probes"])  # on the sequential verdicts
+        add_length_notes(doc["probes"], alpha)  # on the sequential verdicts
     else:
         doc["run"]["message"] += hint
     doc["adaptive"] = {

@@ -282,7 +282,7 @@ async def run_battery(
         for reason, ids in {**plans[p.name].skipped, **r.dropped}.items():
             dropped.setdefault(reason, set()).update(ids)
         summary[verdict].append(p.name)
-    add_length_notes(docs)
+    add_length_notes(docs, alpha)
     if len(pairs) < len(items):
         dropped["not_pairwise"] = {getattr(it, "id", str(i)) for i, it in enumerate(items)
                                    if not isinstance(it, PairwiseItem)}

@@ -32,6 +32,7 @@ from judgeaudit.judges.pairwise import PairwiseVerdict
 from judgeaudit.llm.features import word_count
 from judgeaudit.perturb.base import PerturbResult
 from judgeaudit.perturb.verbosity import neutral_padding
+from judgeaudit.stats import benjamini_hochberg
 
 SIDES = ("response_1", "response_2")
 CONTROL, NOTE = "length control", "length"  # how the notes below begin (`length_lines`)
@@ -119,26 +120,40 @@ def words(mean_added: float) -> str:
     return f"{n} word{'' if n == 1 else 's'}"
 
 
-def _holds_zero(e: Mapping[str, Any]) -> bool:
-    lo, hi = e.get("ci95") or (None, None)
-    return lo is None or hi is None or lo <= 0 <= hi
+def beyond_shown(probes: Mapping[str, Mapping[str, Any]], alpha: float) -> set[str]:
+    """The controlled probes whose cue moves the judge beyond its length: the interval beyond
+    length excludes 0 and its p survives Benjamini-Hochberg across the controlled probes (one
+    control per text-adding probe: ten under --full, so one interval in about twenty would
+    exclude 0 by chance)."""
+    named = [(n, (p.get("rates") or {})["length_control"]["beyond_length"])
+             for n, p in probes.items() if "length_control" in (p.get("rates") or {})]
+    ps = [b.get("p") if b.get("p") is not None else float("nan") for _, b in named]
+    qs = benjamini_hochberg(ps) if named else []
+    out = set()
+    for (name, b), q in zip(named, qs, strict=True):
+        lo, hi = b.get("ci95") or (None, None)
+        if q == q and q < alpha and lo is not None and hi is not None and (lo > 0 or hi < 0):
+            out.add(name)
+    return out
 
 
-def add_length_notes(probes: Mapping[str, dict[str, Any]]) -> None:
+def add_length_notes(probes: Mapping[str, dict[str, Any]], alpha: float = 0.05) -> None:
     """Append `length_notes` to the probes' notes once their verdicts are decided; notes of an
     earlier call are replaced (the adaptive run decides again on the fixed-n document)."""
     for p in probes.values():
         if p.get("notes"):
             p["notes"] = [n for n in p["notes"] if not n.startswith(f"{NOTE}:")]
-    for name, note in length_notes(probes).items():
+    for name, note in length_notes(probes, alpha).items():
         probes[name].setdefault("notes", []).append(note)
 
 
-def length_notes(probes: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def length_notes(probes: Mapping[str, Mapping[str, Any]], alpha: float = 0.05
+                 ) -> dict[str, str]:
     """A note for each probe that came out biased and lengthens the response, when its shift
-    may be length: with the control, when the cue's effect beyond its length holds 0;
-    without it, when verbosity came out biased (no call needed)."""
+    may be length: with the control, unless its cue's effect beyond its length is shown
+    (`beyond_shown`); without it, when verbosity came out biased (no call needed)."""
     verbose = (probes.get("verbosity") or {}).get("verdict") == "biased"
+    shown = beyond_shown(probes, alpha)
     out = {}
     for name, p in probes.items():
         rates = p.get("rates") or {}
@@ -146,10 +161,12 @@ def length_notes(probes: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
         if name == "verbosity" or p.get("verdict") != "biased" or not added or added["mean"] < 1:
             continue
         lc = rates.get("length_control")
-        if lc is not None and _holds_zero(lc["beyond_length"]):
+        if lc is not None and name not in shown:
             out[name] = (f"{NOTE}: biased, but the cue's effect beyond its length "
-                         f"{fmt(lc['beyond_length'])} holds 0: this shift may be the judge's "
-                         "preference for length, not for the cue")
+                         f"{fmt(lc['beyond_length'])} is not shown (its interval holds 0, or "
+                         "its p does not survive Benjamini-Hochberg across the controls): "
+                         "this shift may be the judge's preference for length, not for the "
+                         "cue")
         elif lc is None and verbose:
             out[name] = (f"{NOTE}: adds {words(added['mean'])} to the response on average "
                          "and verbosity came out biased: part of this shift may be the "
@@ -177,7 +194,7 @@ def length_lines(probes: Mapping[str, Mapping[str, Any]]) -> list[str]:
         lines.append(f"{NOTE}: {', '.join(named)} came out biased and lengthen"
                      f"{'s' if len(named) == 1 else ''} the response: the shift may be "
                      "partly the judge's preference for length ("
-                     + ("the effect beyond it holds 0)" if control else
+                     + ("the effect beyond it is not shown)" if control else
                         "verbosity came out biased; --length-control measures each cue "
                         "beyond its length, one more verdict per item)"))
     return lines
