@@ -156,8 +156,17 @@ def test_rank_says_when_the_true_top_k_is_tied_at_the_boundary(tmp_path, isolate
     tied = runner.invoke(app, [*args, "--k", "3", "--out", str(tmp_path / "a")])
     assert tied.exit_code == 0, tied.output
     assert "the true top-3 is tied at the boundary" in " ".join(tied.output.split())
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert set(doc["recall_ties"]) == set(doc["recall"])
+    assert all(doc["recall_ties"][m] >= doc["recall"][m] for m in doc["recall"])
+    assert "counting any of them as a hit: naive" in " ".join(tied.output.split())
+    page = runner.invoke(app, ["report", str(tmp_path / "a")])
+    assert page.exit_code == 0
+    html = (tmp_path / "a" / "report.html").read_text()
+    assert "counting the tied items as interchangeable" in html
     clear = runner.invoke(app, [*args, "--k", "2", "--out", str(tmp_path / "b")])
     assert clear.exit_code == 0 and "tied at the boundary" not in clear.output
+    assert "recall_ties" not in json.loads((tmp_path / "b" / "results.json").read_text())
 
 
 def test_verbose_shows_the_traceback_of_bad_input_with_its_secrets_masked(

@@ -82,3 +82,57 @@ def test_grouped_membership_and_recall():
     # without groups it is the plain function
     np.testing.assert_array_equal(topk_membership_grouped(theta, cov, 3, None, 500, 2),
                                   topk_membership(theta, cov, 3, 500, 2))
+
+
+def _best_recall_over_tie_breaks(theta_hat, quality, k, groups):
+    """Textbook: every true top-k a tie at the k-th place allows, and the best recall."""
+    import itertools
+
+    from judgeaudit.rank.membership import group_index, group_k, recall_grouped
+
+    per_group = []
+    for idx in group_index(groups, len(quality)):
+        kg = group_k(k, idx.shape[0]) if groups is not None else k
+        q = quality[idx]
+        q_k = np.sort(q)[::-1][kg - 1]
+        above = list(idx[q > q_k])
+        tied = list(idx[q == q_k])
+        per_group.append([above + list(c) for c in
+                          itertools.combinations(tied, kg - len(above))])
+    best = 0.0
+    for choice in itertools.product(*per_group):
+        true = np.sort(np.concatenate([np.array(c, dtype=int) for c in choice]))
+        best = max(best, recall_grouped(theta_hat, true, k, groups))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_recall_ties_is_the_best_recall_over_every_tie_break(seed):
+    """Items tied in quality at the k-th place are interchangeable: recall_ties equals the
+    best recall over every true top-k the tie allows, with and without groups."""
+    from judgeaudit.rank.membership import recall_ties
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4, 11))
+    quality = rng.integers(0, 4, size=n).astype(float)  # few levels: many ties
+    theta_hat = rng.normal(size=n)
+    groups = None if seed % 2 else rng.integers(0, 2, size=n)
+    if groups is not None and len(set(groups.tolist())) < 2:
+        groups[0] = 1 - groups[1]
+    k = int(rng.integers(1, n - 1 if groups is None else 3))
+    expected = _best_recall_over_tie_breaks(theta_hat, quality, k, groups)
+    assert recall_ties(theta_hat, quality, k, groups) == pytest.approx(expected)
+
+
+def test_recall_ties_equals_recall_without_ties():
+    from judgeaudit.rank.membership import recall_grouped, recall_ties
+
+    quality = np.array([5.0, 4, 3, 2, 1, 0])
+    theta_hat = np.array([0.1, 2.0, 1.0, 3.0, -1.0, 0.0])
+    true = topk_set(quality, 3)
+    assert recall_ties(theta_hat, quality, 3, None) == recall_grouped(theta_hat, true, 3, None)
+    # a tie at the 3rd place: picking the other tied item is not a miss
+    tied = np.array([5.0, 4, 3, 3, 1, 0])
+    picks_other = np.array([3.0, 2.0, 0.0, 1.0, -1.0, -2.0])  # picks items 0, 1, 3
+    assert recall_grouped(picks_other, topk_set(tied, 3), 3, None) == pytest.approx(2 / 3)
+    assert recall_ties(picks_other, tied, 3, None) == 1.0

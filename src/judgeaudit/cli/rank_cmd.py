@@ -184,9 +184,9 @@ def _print_ranking(doc: dict, k: int) -> None:
             for m, v in doc["recall"].items()))
         if doc.get("true_topk_ambiguous"):
             console.print(f"the true top-{k} is tied at the boundary: items of the same "
-                          "quality there are interchangeable, so recall depends on which of "
-                          "them a ranking picks (picking another of them lowers recall "
-                          "without being wrong)",
+                          "quality there are interchangeable; counting any of them as a hit: "
+                          + ", ".join(f"{m} {v:.2f}"
+                                      for m, v in (doc.get("recall_ties") or {}).items()),
                           highlight=False)
 
 

@@ -231,6 +231,30 @@ def recall_grouped(theta_hat: np.ndarray, true_topk: np.ndarray, k: int,
     return hits / float(true_topk.size)
 
 
+def recall_ties(theta_hat: np.ndarray, quality: np.ndarray, k: int,
+                groups: np.ndarray | None) -> float:
+    """Pooled recall where items tied in true quality at a group's k-th place are
+    interchangeable: the best recall over every way of breaking that tie. Per group, a pick
+    above the k-th quality always hits; picks at exactly the k-th quality hit up to the
+    places left for them. Equals ``recall_grouped`` when no group's top k is tied."""
+    theta_hat, quality = np.asarray(theta_hat, dtype=float), np.asarray(quality, dtype=float)
+    hits = total = 0
+    for idx in group_index(groups, theta_hat.shape[0]):
+        kg = group_k(k, idx.shape[0]) if groups is not None else min(k, idx.shape[0])
+        if kg == 0:
+            continue
+        q = quality[idx]
+        q_k = np.sort(q)[::-1][kg - 1]
+        picked = q[topk_set(theta_hat[idx], kg)]
+        above = int(np.sum(picked > q_k))
+        at_k = int(np.sum(picked == q_k))
+        hits += above + min(at_k, kg - int(np.sum(q > q_k)))
+        total += kg
+    if total == 0:
+        raise ValueError("recall: empty true top-k")
+    return hits / float(total)
+
+
 # z of the screen in ``topk_membership_screened``: an item left out would be in its group's
 # top k with probability at most Phi(-z) plus k Phi(-z) for the reference items, 1e-9 each
 SCREEN_Z = 6.0
