@@ -91,6 +91,27 @@ async def test_calls_under_way_hold_their_ceiling_so_the_spend_stays_under_the_c
     await client.aclose()
 
 
+@pytest.mark.parametrize("calls", [3, 10, 17])
+async def test_concurrent_calls_spend_the_cap_as_far_as_one_at_a_time(fake_server, calls):
+    """A call that would fit once the calls under way have settled waits for them: at
+    concurrency 4 the run sends exactly as many calls as it would one at a time. Before, it
+    stopped at the first call whose ceiling did not fit beside the ceilings under way, and
+    left up to three calls' worth of the cap unspent."""
+    srv = fake_server(latency=0.05)
+    cost, ceiling = await one_call_cost(srv.openai_url), ceiling_of(srv.openai_url)
+    srv.reset()
+    client = Client(priced(srv.openai_url), concurrency=4)
+    client.spend_cap = SpendCap(cap_for(calls, cost, ceiling))
+    outs = await client.map(requests(40))
+    assert srv.count() == client.stats.made == calls
+    assert client.stats.not_sent == 40 - calls
+    assert client.spend_cap.spent <= client.spend_cap.limit and client.spend_cap.held == 0
+    failed = [o for o in outs if isinstance(o, CallFailed)]
+    assert len(failed) == 40 - calls and all(o.kind == "spend_cap" for o in failed)
+    assert "the next call could cost up to" in str(failed[0])
+    await client.aclose()
+
+
 async def test_a_first_call_over_the_cap_is_never_sent(fake_server):
     srv = fake_server()
     client = Client(priced(srv.openai_url))

@@ -181,9 +181,12 @@ class SpendCap:
     judges' clients (`Session(max_cost=...)`, `--max-cost`). Each call holds its ceiling
     while it is under way (`hold`: the prompt at characters / 4, the completion at its
     max_tokens) and is not sent when that could take the spend past `limit`; then no more
-    calls are sent and the rest fail as not sent. So the spend stays under the limit, unless
-    a prompt has more tokens than characters / 4 (code, other languages). The same holds for
-    a batch: only the lines that fit are submitted."""
+    calls are sent and the rest fail as not sent. A call that would fit once the calls under
+    way have settled at their real cost (below their ceilings) waits for them (`settled`)
+    instead of stopping the run, so concurrency does not leave part of the cap unspent. So
+    the spend stays under the limit, unless a prompt has more tokens than characters / 4
+    (code, other languages). The same holds for a batch: only the lines that fit are
+    submitted (a batch line does not wait: the lines under way may take hours)."""
 
     def __init__(self, limit: float):
         if isinstance(limit, bool) or not (isinstance(limit, int | float) and limit > 0):
@@ -192,20 +195,36 @@ class SpendCap:
         self.spent = 0.0
         self.held = 0.0  # the ceilings of the calls under way
         self.refused: float | None = None  # the ceiling of the first call that did not fit
+        self._waiters: list[asyncio.Future[None]] = []
 
     def reset(self) -> None:
         self.spent, self.held, self.refused = 0.0, 0.0, None
+        self._waiters = []
+
+    def could_fit(self, ceiling: float) -> bool:
+        """True when the call would fit once the calls under way have settled (they cost at
+        most their ceilings and at least nothing), so it is worth waiting for them."""
+        return self.held > 1e-12 and self.spent + ceiling <= self.limit
+
+    async def settled(self) -> None:
+        """Wait until a call under way releases its ceiling (`release`)."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        await fut
 
     def hold(self, ceiling: float) -> bool:
         """Reserve a call's ceiling, or False when it could take the spend past the limit."""
         if self.spent + self.held + ceiling > self.limit:
-            self.refused = ceiling if self.refused is None else self.refused
             return False
         self.held += ceiling
         return True
 
     def release(self, ceiling: float) -> None:
         self.held = max(0.0, self.held - ceiling)
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:  # woken after the releasing caller has counted its cost
+            if not fut.done():
+                fut.get_loop().call_soon_threadsafe(_set_done, fut)
 
     def why(self) -> str:
         nxt = "" if self.refused is None else (
@@ -214,6 +233,11 @@ class SpendCap:
         return (f"the spend cap is reached (${self.spent:.4f} spent{under_way} of max_cost "
                 f"${self.limit:g} when sending stopped{nxt}; run again with a higher "
                 "max_cost: finished calls are cached)")
+
+
+def _set_done(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 class CallCap:
@@ -467,7 +491,7 @@ class Client:
         if self._fatal is not None:
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
         self._count_call()
-        held = self._hold(request)
+        held = await self._hold(request, wait=False)
         if self._stopped is not None:
             self.stats.not_sent += 1
             raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
@@ -507,7 +531,7 @@ class Client:
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
         if attempt == 0:
             self._count_call()
-        held = self._hold(request)
+        held = await self._hold(request)
         if self._stopped is not None:
             if attempt == 0:
                 self.stats.not_sent += 1
@@ -711,10 +735,11 @@ class Client:
         raise CallFailed(f"{self.provider.name}: not sent: {cap.why()}", fatal=False,
                          kind="call_cap")
 
-    def _hold(self, request: Request) -> float:
+    async def _hold(self, request: Request, wait: bool = True) -> float:
         """Hold the call's ceiling on the command's spend cap (`SpendCap.hold`) before it is
-        sent, and return it (0.0 with no cap, or once the client has stopped); when it could
-        take the spend past the cap, stop sending for the run instead."""
+        sent, and return it (0.0 with no cap, or once the client has stopped). When it could
+        take the spend past the cap but would fit once the calls under way have settled,
+        wait for them (`wait`); otherwise stop sending for the run."""
         cap = self.spend_cap
         price = self.provider.price_per_mtok
         if cap is None or price is None or self._stopped is not None:
@@ -722,10 +747,16 @@ class Client:
         from judgeaudit.llm.plan import body_ceiling, plan_body
 
         ceiling = body_ceiling(plan_body(request, self.provider), price)[2] or 0.0
-        if cap.hold(ceiling):
-            return ceiling
-        self._stop_for_run(cap.why(), "spend_cap")
-        return 0.0
+        while not cap.hold(ceiling):
+            if not (wait and cap.could_fit(ceiling)):
+                cap.refused = ceiling if cap.refused is None else cap.refused
+                if self._stopped is None:
+                    self._stop_for_run(cap.why(), "spend_cap")
+                return 0.0
+            await cap.settled()
+            if self._stopped is not None:
+                return 0.0
+        return ceiling
 
     def _stop_for_run(self, why: str, kind: str) -> None:
         """Stop sending for a reason of the run, not of the server's health (the spend cap, a
