@@ -500,7 +500,7 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
                    **({"kappa": _iv(ba.get("kappa"))} if ba.get("kappa") else {})},
         "gate": gate.get("decision"),
         "recall": d.get("recall"),
-        **({"recall_ties": d["recall_ties"]} if d.get("recall_ties") else {}),
+        **({"true_topk_tied": True} if d.get("true_topk_ambiguous") else {}),
     }
 
 

@@ -146,8 +146,9 @@ def test_fail_on_a_probe_not_run_names_the_probes_run_and_the_closest(tmp_path, 
 
 
 def test_rank_says_when_the_true_top_k_is_tied_at_the_boundary(tmp_path, isolated_cache):
-    """Items of one quality across the k-th place: recall then depends on which of them a
-    ranking picks, which the terminal said nowhere (only the report did)."""
+    """Items of one quality across the k-th place are interchangeable: recall counts any of
+    them as a hit, and the terminal and report say so. Before, recall was scored against
+    the first tied ids in file order: a pool of equal items scored 0.00."""
     pool = tmp_path / "pool.jsonl"
     pool.write_text("".join(json.dumps({"id": f"r{i}", "prompt": "Explain water boiling.",
                                         "response": "Water boils. " * (i + 1),
@@ -155,18 +156,32 @@ def test_rank_says_when_the_true_top_k_is_tied_at_the_boundary(tmp_path, isolate
     args = ["rank", "--judge", "sim?length=1", "--items", f"jsonl:{pool}", "--budget", "30"]
     tied = runner.invoke(app, [*args, "--k", "3", "--out", str(tmp_path / "a")])
     assert tied.exit_code == 0, tied.output
-    assert "the true top-3 is tied at the boundary" in " ".join(tied.output.split())
-    doc = json.loads((tmp_path / "a" / "results.json").read_text())
-    assert set(doc["recall_ties"]) == set(doc["recall"])
-    assert all(doc["recall_ties"][m] >= doc["recall"][m] for m in doc["recall"])
-    assert "counting any of them as a hit: naive" in " ".join(tied.output.split())
-    page = runner.invoke(app, ["report", str(tmp_path / "a")])
-    assert page.exit_code == 0
-    html = (tmp_path / "a" / "report.html").read_text()
-    assert "counting the tied items as interchangeable" in html
+    text = " ".join(tied.output.split())
+    assert "the true top-3 is tied at the boundary" in text
+    assert "recall counts any of them as a hit" in text
+    assert runner.invoke(app, ["report", str(tmp_path / "a")]).exit_code == 0
+    assert "any of them counts as a hit" in (tmp_path / "a" / "report.html").read_text()
     clear = runner.invoke(app, [*args, "--k", "2", "--out", str(tmp_path / "b")])
     assert clear.exit_code == 0 and "tied at the boundary" not in clear.output
-    assert "recall_ties" not in json.loads((tmp_path / "b" / "results.json").read_text())
+
+    equal = tmp_path / "equal.jsonl"
+    equal.write_text("".join(json.dumps({"id": f"e{i}", "prompt": "Explain water boiling.",
+                                         "response": "Water boils. " * (i + 1),
+                                         "quality": 1}) + "\n" for i in range(6)))
+    res = runner.invoke(app, ["rank", "--judge", "sim?length=1", "--items", f"jsonl:{equal}",
+                              "--budget", "10", "--k", "2", "--out", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "c" / "results.json").read_text())
+    assert doc["recall"] == {"naive": 1.0, "bias_aware": 1.0}
+    res = runner.invoke(app, ["rank-eval", "--oracle", "sim?length=1", "--items",
+                              f"jsonl:{equal}", "--k", "2", "--budgets", "4,8", "--seeds", "2",
+                              "--samples", "100", "--out", str(tmp_path / "d")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "d" / "results.json").read_text())
+    assert all(v["mean"] == 1.0 for v in doc["full_data"].values())
+    assert all(cell["mean"] == 1.0 for rules in doc["recall"].values()
+               for cells in rules.values() for cell in cells.values())
+    assert "recall counts any of them as a hit" in " ".join(res.output.split())
 
 
 def test_verbose_shows_the_traceback_of_bad_input_with_its_secrets_masked(

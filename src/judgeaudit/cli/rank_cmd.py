@@ -184,9 +184,8 @@ def _print_ranking(doc: dict, k: int) -> None:
             for m, v in doc["recall"].items()))
         if doc.get("true_topk_ambiguous"):
             console.print(f"the true top-{k} is tied at the boundary: items of the same "
-                          "quality there are interchangeable; counting any of them as a hit: "
-                          + ", ".join(f"{m} {v:.2f}"
-                                      for m, v in (doc.get("recall_ties") or {}).items()),
+                          "quality there are interchangeable, so recall counts any of them as "
+                          "a hit",
                           highlight=False)
 
 
@@ -226,6 +225,14 @@ def _print_eval(doc: dict) -> None:
     console.print(f"{doc['n_invalid']} invalid verdicts; {calls_text(doc)}")
 
 
+def _mean_se(cell: dict) -> str:
+    """"0.900 ± 0.050"; the mean alone when one seed gives no standard error."""
+    se = cell.get("se")
+    if se is None or se != se:  # NaN: a single seed
+        return f"{cell['mean']:.3f} (1 seed)"
+    return f"{cell['mean']:.3f} ± {se:.3f}"
+
+
 def _print_recall(doc: dict) -> None:
     t = Table(title=f"recall@{doc['k']} (mean ± se over {len(doc['seeds'])} seeds)",
               title_justify="left")
@@ -235,12 +242,14 @@ def _print_recall(doc: dict) -> None:
         t.add_column(f"B={b}", justify="right")
     for m, rules in doc["recall"].items():
         for rule, cells in rules.items():
-            t.add_row(m, rule, *[f"{cells[b]['mean']:.3f} ± {cells[b]['se']:.3f}"
-                                 if cells[b]['se'] is not None else f"{cells[b]['mean']:.3f}"
-                                 for b in doc["budgets"]])
+            t.add_row(m, rule, *[_mean_se(cells[b]) for b in doc["budgets"]])
     console.print(t)
     console.print("full data: " + ", ".join(
         f"{m} {v['mean']:.3f}" for m, v in doc["full_data"].items()))
+    if any(x.get("true_topk_ambiguous") for x in doc.get("matrices") or []):
+        console.print(f"the true top-{doc['k']} is tied at the boundary: items of the same "
+                      "quality there are interchangeable, so recall counts any of them as a "
+                      "hit", highlight=False)
     for name, d in doc["c"].items():
         extra = f", coverage {d['coverage']:.2f}" if "coverage" in d else ""
         console.print(escape(f"c[{name}] = {_fmt_iv(d)}{extra}"))

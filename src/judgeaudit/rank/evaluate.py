@@ -15,7 +15,7 @@ from scipy import stats
 
 from judgeaudit.rank.fitting import fit_model
 from judgeaudit.rank.loop import MODELS, Oracle, run_active
-from judgeaudit.rank.membership import recall_grouped
+from judgeaudit.rank.membership import recall_grouped, recall_ties
 from judgeaudit.rank.simulate import SimOracle, controlled_sim_pool
 
 SCHEMA = "judgeaudit.rank_eval/1"
@@ -35,6 +35,13 @@ class EvalCase:
     planted: dict | None = None
     name: str = "case"
     groups: np.ndarray | None = None  # item -> prompt group (top-k per group)
+    quality: np.ndarray | None = None  # true quality: items tied at the k-th place count alike
+
+    def recall(self, theta_hat: np.ndarray) -> float:
+        """Recall@k of a fit: tie-aware (`recall_ties`) when true quality is known."""
+        if self.quality is not None:
+            return recall_ties(theta_hat, self.quality, self.k, self.groups)
+        return recall_grouped(theta_hat, self.true_topk, self.k, self.groups)
 
 
 CaseFactory = Callable[[int], EvalCase]  # seed -> case
@@ -52,6 +59,7 @@ def controlled_sim_case(c: float = 1.0, kappa: float = 0.3, covariate: str = "ve
                                    covariate=covariate, unit=unit)
         oracle = SimOracle(pool.theta, pool.X, c=c, kappa=kappa, seed=seed + 10_000)
         return EvalCase(oracle=oracle, n_items=n_items, k=k, true_topk=pool.true_topk,
+                        quality=pool.theta,
                         X=pool.X, full=oracle.full_comparisons(),
                         planted={"c": [float(c)] * pool.X.shape[1], "kappa": float(kappa)},
                         name=f"sim(c={c},kappa={kappa})@{pool.name}")
@@ -113,7 +121,7 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
                                      hierarchical=hierarchical, eb_lam=eb_lam)
                         for m in ("naive", "bias_aware")}
                 for m in models:
-                    r = recall_grouped(fits[m].theta, case.true_topk, case.k, case.groups)
+                    r = case.recall(fits[m].theta)
                     full[m].append(r)
                     rec["full_data"][m] = r
                 fb = fits["bias_aware"]
@@ -129,7 +137,7 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
                                  groups=case.groups, eb_lam=eb_lam)
                 for b in budgets:
                     fit = res.checkpoints[b][m] if b in res.checkpoints else res.fit(m)
-                    r = recall_grouped(fit.theta, case.true_topk, case.k, case.groups)
+                    r = case.recall(fit.theta)
                     per[m][rule][b].append(r)
                     rec["recall"].setdefault(m, {}).setdefault(rule, {})[b] = r
                 if on_run is not None:

@@ -135,7 +135,7 @@ async def run_rank(
     comparison (the session's progress callback hears of each too)."""
     from judgeaudit.rank.gate import anchor_gate
     from judgeaudit.rank.live import planted_biases, rank_live
-    from judgeaudit.rank.membership import recall_grouped, recall_ties
+    from judgeaudit.rank.membership import recall_ties
     from judgeaudit.rank.summary import gate_summary, model_summary, ranking
 
     t0 = time.time()
@@ -190,13 +190,10 @@ async def run_rank(
     }
     if pool.has_quality:
         true = pool.true_topk(k)
-        doc["recall"] = {m: recall_grouped(f.theta, true, k, pool.groups)
+        doc["recall"] = {m: recall_ties(f.theta, pool.quality, k, pool.groups)
                          for m, f in fits.items()}
         doc["true_topk"] = [pool.items[i].id for i in true]
         doc["true_topk_ambiguous"] = bool(pool.ambiguous_topk(k))
-        if doc["true_topk_ambiguous"]:
-            doc["recall_ties"] = {m: recall_ties(f.theta, pool.quality, k, pool.groups)
-                                  for m, f in fits.items()}
     return doc
 
 

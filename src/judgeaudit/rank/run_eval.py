@@ -212,7 +212,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     from judgeaudit.rank.evaluate import EvalCase, rank_eval
     from judgeaudit.rank.fitting import fit_model
     from judgeaudit.rank.live import planted_biases
-    from judgeaudit.rank.membership import recall_grouped
+    from judgeaudit.rank.membership import recall_ties
     from judgeaudit.rank.summary import covariate_estimates, kappa_estimate
     from judgeaudit.report.outcome import assess, sum_calls
 
@@ -243,7 +243,6 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         pool = inp.pools[p]
         X, info = pool.covariates(kept)
         comps = mat.comparisons()
-        true = pool.true_topk(k)
         fb = fit_model("bias_aware", pool.n_items, comps, X=X if kept else None,
                        lam=inp.lam_start, tau=inp.cfg.tau, hierarchical=inp.cfg.hierarchical,
                        eb_lam=inp.eb_lam)
@@ -254,8 +253,8 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
             "n_invalid": mat.n_invalid, "n_ties": mat.n_ties,
             "c": covariate_estimates(fb, info, planted["c"] if planted else None),
             "kappa": kappa_estimate(fb, planted["kappa"] if planted else None),
-            "full_data": {"naive": recall_grouped(fn.theta, true, k, pool.groups),
-                          "bias_aware": recall_grouped(fb.theta, true, k, pool.groups)},
+            "full_data": {"naive": recall_ties(fn.theta, pool.quality, k, pool.groups),
+                          "bias_aware": recall_ties(fb.theta, pool.quality, k, pool.groups)},
             "planted": planted, "true_topk_ambiguous": bool(pool.ambiguous_topk(k)),
             "lam": {"naive": fn.lam, "bias_aware": fb.lam},
         })
@@ -267,7 +266,8 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         X = pool.covariates(kept)[0] if kept else None
         return EvalCase(oracle=mat.oracle(), n_items=pool.n_items, k=k,
                         true_topk=pool.true_topk(k), X=X, full=mat.comparisons(),
-                        name=f"{public_spec(j)}@{p}", groups=pool.groups)
+                        name=f"{public_spec(j)}@{p}", groups=pool.groups,
+                        quality=pool.quality)
 
     tracker = session.tracker("evaluating rules x models x seeds",
                               len(inp.seeds) * len(MODELS) * len(inp.rules))

@@ -129,7 +129,6 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
         if gate else None,
         "recall": [(str(m), v, _hits(v, len(true_topk)))
                    for m, v in _d(r.get("recall")).items()],
-        "recall_ties": [(str(m), v) for m, v in _d(r.get("recall_ties")).items()],
         "true_topk": true_topk, "true_topk_ambiguous": bool(r.get("true_topk_ambiguous")),
         "n_comparisons": r.get("n_comparisons"), "n_invalid": r.get("n_invalid"),
         "n_ties": r.get("n_ties"),
