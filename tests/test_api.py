@@ -210,6 +210,9 @@ def test_scoring_bias_quantify_and_mitigate_on_simulated_judges(tmp_path):
     applied = judgeaudit.mitigate("sim?length=2&seed=1", pairs, apply=m,
                                   scorer="simhubj?score_from=length", limit=40)
     assert applied.command == "mitigate-apply" and applied["applied"]["n"] == 40
+    assert applied.report(tmp_path / "applied.html").is_file()
+    lo, hi = applied["applied"]["bc"]["ci95"]
+    assert 0.0 <= lo <= hi <= 1.0  # a rate's delta-method interval is clipped to [0, 1]
 
 
 def test_discover_with_failing_g_modules_is_a_failed_result():

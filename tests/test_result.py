@@ -227,7 +227,7 @@ def test_report_writes_the_html_page(tmp_path):
     failed = Result.from_document(evaluate_doc(run=FAILED_RUN)).report(tmp_path / "f.html")
     assert "Run failed" in failed.read_text()
     with pytest.raises(ValueError, match="no report layout"):
-        Result.from_document({"command": "mitigate-apply"}).report(tmp_path / "r.html")
+        Result.from_document({"command": "mitigate-typo"}).report(tmp_path / "r.html")
 
 
 def test_estimates_keep_se_and_method_and_read_old_files():

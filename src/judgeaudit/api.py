@@ -774,7 +774,7 @@ async def amitigate(
     data: Data = "pandalm:../shared/data/pandalm_testset",
     *,
     recorded: str | None = None,
-    factor: str = "verbosity",
+    factor: str | None = None,
     factors_from: str | os.PathLike[str] | Result | Mapping[str, Any] | None = None,
     scorer: str = "local",
     candidate: str = "rejected",
@@ -803,7 +803,8 @@ async def amitigate(
         judges: live judge SPECs (with or instead of `recorded`).
         data: pairwise data with human labels (SPEC or items).
         recorded: "pandalm": the recorded judges shipped with `data="pandalm:PATH"`.
-        factor: the factor to control for (shipped, or found with `factors_from`).
+        factor: the factor to control for (shipped, or found with `factors_from`; default
+            "verbosity").
         factors_from: a discover result (path, `Result` or dict).
         scorer: SPEC of the G_score model.
         candidate: whose win rate: "rejected" (the human-rejected response), "response_1"
@@ -811,8 +812,8 @@ async def amitigate(
         limit: use the first N labelled items.
         estimator: "marginal" (default) or "two_stage" (the paper's plug-in fit).
         apply: an earlier mitigate result (path, `Result` or dict) to correct one judge's
-            verdicts with (the result's command is then "mitigate-apply", which has no HTML
-            report).
+            verdicts with (the result's command is then "mitigate-apply"; `factor` is then
+            the fit's: give none, or the same).
         min_agreement: keep items whose majority label has this annotator share.
         seed, min_valid, max_failed, cache, concurrency, timeout, max_cost, retry, progress,
         raise_on_failure: as in `evaluate` (the outcome's unit is a judge verdict on a

@@ -154,8 +154,9 @@ def _read_doc(x: Doc, what: str) -> dict[str, Any]:
     if isinstance(x, Mapping):
         return dict(x)
     if what.startswith("--"):
+        path = Path(x) / "results.json" if Path(x).is_dir() else Path(x)
         try:
-            return json.loads(Path(x).read_text(encoding="utf-8"))
+            return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{what} {x}: {exc}") from None
     try:
@@ -635,9 +636,16 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     items, spec = _human_items(the_data, cfg.limit, cfg.min_agreement)
     fit = cfg.apply if apply is None else apply
     saved = _read_doc(fit, opt("apply", cli)) if fit is not None else None
+    if saved is not None and cfg.factor is not None:
+        fitted = (saved.get("factor") or {}).get("name")
+        if cfg.factor != fitted:
+            raise ValueError(f"{opt('factor', cli)} {cfg.factor}, but the fit in "
+                             f"{opt('apply', cli)} is for factor {fitted!r}: a fit corrects "
+                             f"only its own factor (leave out {opt('factor', cli)}, or fit "
+                             f"{cfg.factor} first)")
     fs, crit = ([], {}) if saved is not None else _factors(
-        cfg.factor, cfg.factors_from if factors_from is None else factors_from, cli,
-        option="factor")
+        cfg.factor or "verbosity", cfg.factors_from if factors_from is None else factors_from,
+        cli, option="factor")
     if saved is None and len(fs) != 1:
         raise ValueError(f"{opt('factor', cli)}: give exactly one factor")
     folder = _recorded_folder(cfg.recorded, the_data, cli)

@@ -278,8 +278,9 @@ class MitigateConfig(RunFields):
     data: str = _f(HUBJ_DATA, HUBJ_DATA_HELP)
     judges: str | None = _f(None, LIVE_JUDGES_HELP)
     recorded: Literal["pandalm"] | None = _f(None, RECORDED_HELP)
-    factor: str = _f("verbosity", "The factor to control for (a shipped name, or a found one "
-                                  "with --factors-from).")
+    factor: str | None = _f(None, "The factor to control for (a shipped name, or a found one "
+                                  "with --factors-from; default verbosity). With --apply: the "
+                                  "fit's (give none, or the same).")
     factors_from: Path | None = _f(None, "results.json of a discover run.")
     scorer: str = _f("local", "SPEC of the G_score model.")
     candidate: Literal["rejected", "response_1", "response_2"] = _f("rejected", (

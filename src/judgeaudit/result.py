@@ -336,6 +336,10 @@ class Result(BaseModel):
         elif cmd == "mitigate":
             out["per_judge"] = {j: {"win": _est_dict(r.get("win")), "bc": _est_dict(r.get("bc"))}
                                 for j, r in (d.get("per_judge") or {}).items()}
+        elif cmd == "mitigate-apply":
+            a = d.get("applied") or {}
+            out["per_judge"] = {a["judge"]: {k: _est_dict(a.get(k))
+                                             for k in ("win", "bc", "bias_share")}} if a else {}
         elif cmd == "discover":
             out["factors"] = [f.get("name") for f in
                               ((d.get("discover") or {}).get("factors") or [])]

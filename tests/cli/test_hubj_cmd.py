@@ -4,6 +4,7 @@ G modules of discover, a scripted provider (no real model could give checkable a
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any, ClassVar
 
@@ -79,6 +80,18 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
     assert a["n"] == 500 and a["n_new_queries"] == 100
     assert a["phi"] == b["phi"]["value"]
     assert a["bc"]["ci95"][0] <= a["bc"]["value"] <= a["bc"]["ci95"][1]
+    # the applied fit has a report page too (it had none, and `report` refused it)
+    page = (applied / "report.html").read_text()
+    assert "A saved fit" in page and "new to the fit" in page
+    assert html.escape(biased) in page
+    # --apply takes the fit's output folder, and refuses a --factor the fit is not for
+    res = runner.invoke(app, ["mitigate", "--judges", biased, "--data", _data(shared_data),
+                              "--scorer", "simhubj?score_from=length", "--limit", "500",
+                              "--apply", str(out), "--factor", "verbosity",
+                              "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2
+    assert "--factor verbosity, but the fit in --apply is for factor 'length'" in " ".join(
+        res.output.split())
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -152,22 +152,18 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
 
     run = checked(lambda: prepare_mitigate(cfg, recorded_dir=cfg.out / "recorded", cli=True))
     res = run_command(cfg, run)
-    if run.info["apply"]:  # mitigate-apply has no HTML report
-        from judgeaudit.report import write_results
-
-        path = write_results(cfg.out / "results.json", res)
+    path, report = write_outputs(cfg.out, res)
+    if run_failed(res):  # a failed run's numbers are no result
+        pass
+    elif run.info["apply"]:
         a = res["applied"]
-        if not run_failed(res):
-            console.print(f"{run.info['name']}: win {est_ci(a['win'])}, bias-controlled "
-                          f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
-                          f"(n={a['n']}, {a['n_new_queries']} new queries)")
-        _calls_line(res, path)
+        console.print(f"{run.info['name']}: win {est_ci(a['win'])}, bias-controlled "
+                      f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
+                      f"(n={a['n']}, {a['n_new_queries']} new queries)")
     else:
-        path, report = write_outputs(cfg.out, res)
-        if not run_failed(res):  # a failed run's numbers are no result
-            _print_mitigate(res, cfg.candidate, cfg.estimator)
-        console.print(_json_stats_line(res["json_stats"]))
-        _calls_line(res, path, report)
+        _print_mitigate(res, cfg.candidate, cfg.estimator)
+    console.print(_json_stats_line(res["json_stats"]))
+    _calls_line(res, path, report)
     finish(res, json_out)
 
 

@@ -456,7 +456,7 @@ def apply(saved: Mapping[str, Any], judge: str, y: Sequence[float], delta: Seque
         "judge": judge, "n": n,
         "n_new_queries": int(sum(1 for q in query_ids if q not in gam_map)),
         "win": win_rate(yv).as_dict(),
-        "bc": _normal(bc, se_bc, n, "delta").as_dict(),
+        "bc": _normal(bc, se_bc, n, "delta", clip=True).as_dict(),
         "bias_share": _normal(share, se_share, n, "delta").as_dict(),
         "theta": {"value": theta, "se": se}, "phi": phi, "psi": psi,
         "note": "phi, psi and gamma fixed from the fit; the interval covers theta' only",

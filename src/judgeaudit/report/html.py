@@ -842,10 +842,16 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
                                                 str(_d(x).get("rewritten") or ""))}
                          for x in _l(r.get("rewrite_examples"))[:6]],
         }
-    elif cmd == "mitigate":
+    elif cmd in ("mitigate", "mitigate-apply"):
         rows, pts = [], []
         lc = _d(_d(r.get("other_controls")).get("length"))
-        for judge, x in _d(r.get("per_judge")).items():
+        per = _d(r.get("per_judge"))
+        applied = _d(r.get("applied"))
+        if cmd == "mitigate-apply" and applied:  # one judge; phi and psi fixed from the fit
+            per = {applied.get("judge"): {
+                **applied, "phi": {"value": applied.get("phi")},
+                "psi": {"value": applied.get("psi")}}}
+        for judge, x in per.items():
             x = _d(x)
             row = {"judge": str(judge), "win": _estimate(x.get("win")),
                    "bc": _estimate(x.get("bc")), "bias_share": _estimate(x.get("bias_share")),
@@ -871,6 +877,9 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
             "plot": svg.interval_plot(pts, xlabel="win rate (95% CI)", reference=0.5)
             if pts else None,
             "sigma_gamma": _d(r.get("stage1")).get("sigma_gamma"),
+            "applied": {"fit": _str(r.get("fit")), "note": _str(applied.get("note")),
+                        "n_new_queries": applied.get("n_new_queries")}
+            if cmd == "mitigate-apply" else None,
         }
     return ctx
 
@@ -999,6 +1008,7 @@ LAYOUTS: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], str]] = {
     "discover": (_hubj_view, "hubj.html"),
     "quantify": (_hubj_view, "hubj.html"),
     "mitigate": (_hubj_view, "hubj.html"),
+    "mitigate-apply": (_hubj_view, "hubj.html"),
     "compare": (_compare_view, "compare.html"),
     "rank": (_rank_view, "rank.html"),
     "rank-eval": (_rank_eval_view, "rank_eval.html"),
