@@ -432,3 +432,31 @@ def test_adaptive_audit_is_the_cli_adaptive_audit(tmp_path):
         judgeaudit.audit(judge, n=10, adaptive=True)
     with pytest.raises(ValueError, match="max_n"):
         judgeaudit.audit(judge, adaptive=True, max_n=0)
+
+
+def test_rank_and_rank_eval_estimates_and_frames_hold_their_intervals():
+    """rank's item thetas and bias terms, and rank-eval's recall over seeds, each with its
+    interval and n (both frames were empty: their documents use other shapes)."""
+    res = judgeaudit.rank(RANK_JUDGE, POOL, budget=16, samples=100, cache=False)
+    est = res.estimates()
+    for row in res["ranking"]:
+        e = est[f"ranking.{row['id']}.theta"]
+        assert (e.value, e.ci95, e.n) == (row["theta"], (row["lo"], row["hi"]),
+                                         row["n_compared"])
+    c = res["models"]["bias_aware"]["c"]["length"]
+    e = est["models.bias_aware.c.length"]
+    assert (e.value, e.ci95, e.n) == (c["estimate"], (c["lo"], c["hi"]), 16)
+    assert "models.bias_aware.kappa" in est
+    frame = res.to_frame()
+    assert len(frame) == len(est) >= 12 and frame["n"].min() >= 0
+
+    ev = judgeaudit.rank_eval(RANK_JUDGE, "builtin:controlled?n=8&k=2", budgets=[6, 12],
+                              rules=["topk", "random"], seeds=3, samples=100, cache=False)
+    est = ev.estimates()
+    cell = ev["recall"]["naive"]["random"]["6"]
+    e = est["recall.naive.random.6"]
+    assert e.n == 3 and e.value == cell["mean"] and e.se == cell["se"]
+    assert e.ci95[0] == pytest.approx(max(0.0, cell["mean"] - 1.959964 * cell["se"]), abs=1e-6)
+    assert 0.0 <= e.ci95[0] <= e.value <= e.ci95[1] <= 1.0
+    assert {"full_data.naive", "full_data.bias_aware", "c.length", "kappa"} <= set(est)
+    assert len(ev.to_frame()) == len(est) == 2 * 2 * 2 + 2 + 2

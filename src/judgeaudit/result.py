@@ -17,6 +17,7 @@ A results document is plain JSON (`judgeaudit.report.write_results`): its `comma
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -115,6 +116,62 @@ def _walk(obj: Any, path: str, parent_n: Any, out: dict[str, Estimate]) -> None:
             key = v.get("value") if isinstance(v, Mapping) and isinstance(
                 v.get("value"), str) else i  # breakdown rows: by their value
             _walk(v, f"{path}.{key}", parent_n, out)
+
+
+def _bounds(x: Any, n: Any, method: str) -> Estimate | None:
+    """rank's {"estimate", "lo", "hi"[, "se"]} (or a ranking row's "theta", "lo", "hi") as
+    an Estimate with the n behind it."""
+    from judgeaudit.stats.types import Estimate
+
+    if not isinstance(x, Mapping) or not isinstance(n, int) or isinstance(n, bool):
+        return None
+    v = x.get("estimate", x.get("theta"))
+    if not isinstance(v, int | float) or "lo" not in x or "hi" not in x:
+        return None
+    return Estimate.from_dict({"value": v, "ci95": [x.get("lo"), x.get("hi")], "n": n,
+                               "se": x.get("se"), "method": method})
+
+
+def _over_seeds(x: Any) -> Estimate | None:
+    """rank-eval's {"mean", "se", "n"} over seeds: a normal interval, clipped to [0, 1] (a
+    recall); NaN bounds from one seed."""
+    from judgeaudit.stats.types import Z95, Estimate
+
+    if not isinstance(x, Mapping) or not isinstance(x.get("mean"), int | float):
+        return None
+    m, se = float(x["mean"]), x.get("se")
+    ok = isinstance(se, int | float) and se == se
+    lo, hi = (max(0.0, m - Z95 * se), min(1.0, m + Z95 * se)) if ok else (math.nan, math.nan)
+    return Estimate(m, (lo, hi), int(x.get("n") or 0), float(se) if ok else None,
+                    "normal over seeds")
+
+
+def _rank_estimates(command: str, d: Mapping[str, Any]) -> dict[str, Estimate]:
+    """rank: each item's theta (n: its comparisons) and each model's bias terms (n: all
+    comparisons), Laplace intervals; rank-eval: recall per model, rule and budget and on the
+    full data (over seeds), and the bias terms (n: verdict matrices)."""
+    out: dict[str, Estimate | None] = {}
+    if command == "rank":
+        n = d.get("n_comparisons")
+        for row in d.get("ranking") or []:
+            out[f"ranking.{row.get('id')}.theta"] = _bounds(row, row.get("n_compared"),
+                                                            "laplace")
+        for m, f in (d.get("models") or {}).items():
+            for name, c in (f.get("c") or {}).items():
+                out[f"models.{m}.c.{name}"] = _bounds(c, n, "laplace")
+            out[f"models.{m}.kappa"] = _bounds(f.get("kappa"), n, "laplace")
+    else:
+        for m, rules in (d.get("recall") or {}).items():
+            for rule, cells in rules.items():
+                for b, cell in cells.items():
+                    out[f"recall.{m}.{rule}.{b}"] = _over_seeds(cell)
+        for m, cell in (d.get("full_data") or {}).items():
+            out[f"full_data.{m}"] = _over_seeds(cell)
+        for name, c in (d.get("c") or {}).items():
+            out[f"c.{name}"] = _bounds(c, c.get("n"), "laplace")
+        kappa = d.get("kappa") or {}
+        out["kappa"] = _bounds(kappa, kappa.get("n"), "laplace")
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _est_dict(x: Any) -> dict[str, Any] | None:
@@ -269,6 +326,8 @@ class Result(BaseModel):
         A missing value or bound is NaN. Per-item records (verdicts, examples) are skipped."""
         out: dict[str, Estimate] = {}
         _walk(self.data, "", None, out)
+        if self.command in ("rank", "rank-eval"):
+            out.update(_rank_estimates(self.command, self.data))
         return out
 
     def summary(self) -> dict[str, Any]:

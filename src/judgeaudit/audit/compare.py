@@ -45,10 +45,9 @@ from judgeaudit.audit.paired import effect_dict
 from judgeaudit.report.outcome import failure_message, run_failed
 from judgeaudit.report.results import read_results
 from judgeaudit.stats import SPARSE_MOVERS, benjamini_hochberg, paired_estimate
-from judgeaudit.stats.types import Estimate
+from judgeaudit.stats.types import Z95, Estimate
 
 VERDICTS = ("improved", "worse", "no_change", "underpowered")
-Z95 = 1.959963984540054
 EXACT_MAX = 16  # moved items up to which the sign-flip test enumerates every sign pattern
 N_FLIPS = 20_000  # random sign patterns above that
 N_BOOT = 2000

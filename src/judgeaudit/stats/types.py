@@ -21,6 +21,8 @@ Items = np.ndarray | Sequence[Any]
 Statistic = Callable[[Any], float]
 Labels = Sequence[Any]  # category labels for agreement statistics
 
+Z95 = 1.959963984540054  # the standard normal 97.5% quantile: a 95% normal interval
+
 
 def _json_float(x: float) -> float | None:
     """NaN/inf are not JSON; the results files say null instead."""
