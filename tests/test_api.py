@@ -460,3 +460,16 @@ def test_rank_and_rank_eval_estimates_and_frames_hold_their_intervals():
     assert 0.0 <= e.ci95[0] <= e.value <= e.ci95[1] <= 1.0
     assert {"full_data.naive", "full_data.bias_aware", "c.length", "kappa"} <= set(est)
     assert len(ev.to_frame()) == len(est) == 2 * 2 * 2 + 2 + 2
+
+
+@pytest.mark.parametrize("name", ["audit", "rank"])
+def test_help_of_a_command_package_shows_the_command(name):
+    """help(judgeaudit.audit) showed the audit package's text (no Args) since the command is
+    also a package; now its signature and docstring come first, the package after."""
+    import pydoc
+
+    text = pydoc.render_doc(getattr(judgeaudit, name), renderer=pydoc.plaintext)
+    fn = getattr(judgeaudit.api, name)
+    assert f"judgeaudit.{name}(judge: " in text and "Args:" in text and "Returns:" in text
+    assert inspect.getdoc(fn).splitlines()[0] in text
+    assert f"The judgeaudit.{name} package:" in text

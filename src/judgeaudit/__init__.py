@@ -106,6 +106,13 @@ class _CommandPackage(types.ModuleType):
     def __signature__(self) -> inspect.Signature:
         return inspect.signature(self._command())
 
+    @property  # type: ignore[override]
+    def __doc__(self) -> str:  # help(judgeaudit.audit): the command first, then the package
+        own = self.__dict__.get("__doc__") or ""
+        name = self.__name__.rpartition(".")[2]
+        return (f"judgeaudit.{name}{self.__signature__}\n\n{inspect.getdoc(self._command())}"
+                f"\n\nThe {self.__name__} package: {own}")
+
 
 class _Judgeaudit(types.ModuleType):
     """This package: a command package bound here on import (by Python's import system, via
