@@ -87,6 +87,18 @@ class Run:
                 "judge": self.judge, "data": self.data, "calls": calls, "run": outcome,
                 "error": str(exc), "judges_used": sess.judges_used()}
 
+    def unfinished_document(self, sess: Session) -> dict[str, Any]:
+        """What the output folder holds while the run is under way, until its results
+        replace it: a failed run saying it did not finish. So a run that is interrupted or
+        killed (even by SIGKILL) never leaves an earlier run's results there as its own."""
+        doc = self.failed_document(sess, RuntimeError(UNFINISHED))
+        doc["run"]["message"] = f"run failed: {UNFINISHED}"
+        return doc
+
+
+UNFINISHED = ("the run did not finish (interrupted, killed, or still running); run the same "
+              "command again to resume: finished calls are in the cache")
+
 
 def opt(name: str, cli: bool) -> str:
     """An option's name in a message: `--name-x` for the CLI, `name_x` for the API."""

@@ -54,7 +54,8 @@ MAX_COST_HELP = ("Spend cap in USD at list prices (> 0): no call is sent that co
 SEED_HELP = "Seed of every random choice (item samples, simulated judges, bootstrap)."
 MIN_VALID_HELP = ("Fewest items with a valid verdict for the run to count; below it the run "
                   "fails (exit 3).")
-MAX_FAILED_HELP = "Largest share of failed calls (0-1) before the run fails (exit 3)."
+MAX_FAILED_HELP = ("Largest share of failed calls (0-1) before the run fails (exit 3); in "
+                   "evaluate and audit also of answers that cannot be read as a verdict.")
 ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon] | jsonl:PATH (one "
               '{"id", "prompt", "response", "quality"?, numeric fields...} per line)')
 COV_HELP = ("Covariates the judge may be biased on, comma-separated: length (log words), "

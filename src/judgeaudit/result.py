@@ -376,7 +376,8 @@ class Result(BaseModel):
                     out[k] = _est_dict(item.get(k))
                 out["mae"] = _est_dict(d.get("mae"))
             else:
-                for k in ("accuracy", "position_consistency", "cohen_kappa"):
+                for k in ("accuracy", "position_consistency", "position_consistency_valid",
+                          "cohen_kappa"):
                     out[k] = _est_dict(d.get(k))
             out["warnings"] = list(d.get("warnings") or [])
         elif cmd == "scoring-bias":

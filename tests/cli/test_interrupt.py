@@ -7,6 +7,7 @@ server in this process."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -63,11 +64,18 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
     cache = tmp_path / "cache.sqlite"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     env["PYTHONPATH"] = str(SRC)
+    # an earlier run's results in the folder: the interrupted run must not leave them there
+    # as its own (they stayed, "ok", and --json printed nothing)
+    earlier = subprocess.run([sys.executable, "-m", "judgeaudit.cli.main", "evaluate",
+                              "--judge", "sim", "--data", f"jsonl:{data}", "--no-cache",
+                              "--out", str(tmp_path / "a")], env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert earlier.returncode == 0, earlier.stderr
     with _SlowsDown(logprobs=False) as srv:
         args = [sys.executable, "-m", "judgeaudit.cli.main", "evaluate", "--judge",
                 f"openai:m?base_url={srv.openai_url}&api_key=k", "--data", f"jsonl:{data}",
                 "--cache", str(cache), "--concurrency", "2"]
-        child = subprocess.Popen([*args, "--out", str(tmp_path / "a")], env=env,
+        child = subprocess.Popen([*args, "--out", str(tmp_path / "a"), "--json"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  preexec_fn=_sigint_as_at_a_terminal)
         deadline = time.monotonic() + 60
@@ -76,10 +84,16 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
         assert srv.count() >= 8, "the child never got going"
         t0 = time.monotonic()
         child.send_signal(sig)
-        _, err = child.communicate(timeout=30)
+        out, err = child.communicate(timeout=30)
         stopped_after = time.monotonic() - t0
         assert child.returncode == code, err
         assert said in err and "resume" in err
+        summary = json.loads(out)
+        assert summary["ok"] is False and "did not finish" in summary["reason"]
+        doc = json.loads((tmp_path / "a" / "results.json").read_text())
+        assert doc["judge"].startswith("openai:m") and doc["run"]["status"] == "failed"
+        assert "did not finish" in doc["run"]["message"]
+        assert not (tmp_path / "a" / "report.html").exists()  # evaluate writes none
         # generous bound against hangs (the issue's 2 s is checked by hand on a quiet machine)
         assert stopped_after < 10, stopped_after
         finished = _cached(cache)

@@ -777,3 +777,22 @@ def test_replay_directory_missing_file_and_filters_matching_nothing(tmp_path: Pa
     assert "did you mean judge=J1" in msg
     assert "no row matches judge=J2, strategy=V, idx=1 together" in replay_error(
         f, {"judge": "J2", "strategy": "V", "idx": "1"})
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "hf"])
+def test_a_jsonl_record_giving_a_field_twice_is_refused(kind: str, tmp_path: Path) -> None:
+    """JSON Lines kept the last of two "label"s silently (a .json file refused it)."""
+    f = tmp_path / "dup.jsonl"
+    f.write_text('{"id": "a", "prompt": "p", "response_1": "x", "response_2": "y", '
+                 '"label": 1}\n{"id": "b", "prompt": "p", "response_1": "x", '
+                 '"response_2": "y", "label": 1, "label": 2}\n')
+    with pytest.raises(DataError, match=r"dup.jsonl:2: field 'label' appears twice in one "
+                                        r"object; JSON readers would silently keep"):
+        load(f"{kind}:{f}")
+
+
+@pytest.mark.parametrize("given", ["csv:data/t.csv", "json:data/t.json"])
+def test_a_format_given_as_the_kind_names_the_spec_to_give(given: str) -> None:
+    """`csv:t.csv` said "give hf:csv:t.csv", which does not load either."""
+    with pytest.raises(ValueError, match=re.escape(f"give hf:{given.partition(':')[2]} (a")):
+        load(given)

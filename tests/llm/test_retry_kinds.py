@@ -71,6 +71,7 @@ async def test_non_retryable_errors_fail_at_once_with_the_server_message(
         await client.call(judge_request(2))
     assert srv.count() == 1
     assert (client.stats.made, client.stats.cached, client.stats.failed) == (0, 0, 2)
+    assert client.stats.not_sent == 1  # the second call never left (it counted 0)
     await client.aclose()
 
 
@@ -295,6 +296,7 @@ async def test_a_map_aborted_by_a_fatal_error_counts_every_call(fake_server):
         await client.map([judge_request(i) for i in range(6)])
     s = client.stats
     assert asked(s) == 6 and s.failed == 6 - s.made and s.errors == {"auth": 1}
+    assert s.not_sent == 6 - srv.count()  # the calls after the 401 were never sent
     await client.aclose()
 
 

@@ -289,9 +289,11 @@ async def run_battery(
     baseline = _baseline_section(union, base)
     judges = [bundle.public_spec] + [b.public_spec for b in panel]
     calls = sum_calls([b.client.stats.as_dict() for b in [bundle, *panel]])
+    answered = [o for v in base for o in v.orders if o.error is None]
     run = assess(n_valid=sum(any(o.valid for o in v.orders) for v in base),
                  n_planned=len(union), calls=calls, min_valid=min_valid,
-                 max_failed=max_failed)
+                 max_failed=max_failed, answers=len(answered),
+                 unreadable=sum(not o.valid for o in answered))
     if run["status"] == "failed":
         for d in docs.values():
             d["verdict"] = "run_failed"

@@ -575,7 +575,9 @@ async def evaluate(bundle: Any, items: Sequence[PairwiseItem | PointwiseItem], *
         **summary,
         "calls": calls,
         "run": assess(n_valid=summary["n_valid"], n_planned=n_planned, calls=calls,
-                      min_valid=min_valid, max_failed=max_failed, what=what),
+                      min_valid=min_valid, max_failed=max_failed, what=what,
+                      answers=summary["n_calls_planned"] - summary["n_failed_calls"],
+                      unreadable=summary["n_invalid"] - summary["n_failed_calls"]),
         "seconds": elapsed,
         "verdicts": docs,
     }

@@ -296,8 +296,13 @@ def _on_sigterm(signum: int, frame: object) -> None:
     """SIGTERM (a CI job cancelled, a container stopped, `kill`): say so and how to resume,
     then end at once with exit 143 (128 + 15). Nothing is lost: every finished call is
     already committed to the cache (as after a kill -9, tests/llm/test_resume.py)."""
+    import contextlib
     import os
 
+    from judgeaudit.cli.runner import print_unfinished
+
+    with contextlib.suppress(Exception):  # ending now matters more than the summary
+        print_unfinished()
     sys.stdout.flush()
     sys.stderr.write("terminated (SIGTERM): finished calls are in the cache; run the same "
                      "command again to resume (no finished call is made twice)\n")

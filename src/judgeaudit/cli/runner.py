@@ -129,6 +129,9 @@ def run_command(cfg: Any, run: Any,
 
             try:
                 with sess.command():
+                    if planner is None:  # until the results replace it (`unfinished_document`)
+                        _UNFINISHED["doc"] = run.unfinished_document(sess)
+                        write_failed(cfg.out, _UNFINISHED["doc"], announce=False)
                     try:
                         return await run.document(sess)
                     except CallFailed as exc:
@@ -138,24 +141,39 @@ def run_command(cfg: Any, run: Any,
             finally:
                 await sess.aclose()
 
-        return checked(lambda: run_async(go, cache_path=store and str(store.path)))
+        try:
+            return checked(lambda: run_async(go, cache_path=store and str(store.path)))
+        finally:
+            _UNFINISHED["doc"] = None
 
 
 # Whether the running command was given --json (set by `config_command`).
 JSON_REQUESTED: ContextVar[bool] = ContextVar("json_requested", default=False)
+# The document of the run under way that its folder holds until the results replace it
+# (`Run.unfinished_document`): what --json prints when the run is interrupted. A plain
+# holder, not a ContextVar: it is set inside the event loop's task and read after it, or
+# in the SIGTERM handler.
+_UNFINISHED: dict[str, dict[str, Any] | None] = {"doc": None}
 
 
-def write_failed(out: Path, doc: dict[str, Any]) -> None:
-    """Write the document of a run a fatal call ended into its folder, so results.json (and
-    report.html, when the folder had one) are this run's failure, not an earlier run's
-    results that a script would read as this run's; with --json its summary goes to stdout
-    as for any other failed run."""
+def write_failed(out: Path, doc: dict[str, Any], announce: bool = True) -> None:
+    """Write the document of a run that failed or has not finished into its folder, so
+    results.json (and report.html, when the folder had one) are this run's, not an earlier
+    run's results that a script would read as this run's; with --json (and `announce`) its
+    summary goes to stdout as for any other failed run."""
     from judgeaudit.report import write_report, write_results
 
     write_results(out / "results.json", doc)
     if (out / "report.html").exists():
         write_report(out)
-    if JSON_REQUESTED.get():
+    if announce and JSON_REQUESTED.get():
+        print_json(doc)
+
+
+def print_unfinished() -> None:
+    """--json after an interruption (Ctrl-C, SIGTERM): the unfinished run's summary."""
+    doc = _UNFINISHED["doc"]
+    if doc is not None and JSON_REQUESTED.get():
         print_json(doc)
 
 
@@ -176,6 +194,7 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
         console.print(f"[bold yellow]interrupted:[/] finished calls are in the cache{where}; "
                       "run the same command again to resume (no finished call is made "
                       "twice)")
+        print_unfinished()
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except CallFailed as exc:
         if planner is not None:

@@ -101,6 +101,9 @@ def _path_hint(text: str) -> str | None:
     """What to give instead when a data SPEC is a bare path (`--data items.jsonl`); None when
     it does not look like one."""
     bare = text.strip()
+    kind, colon, rest = bare.partition(":")
+    if colon and kind.lower() in ("csv", "json", "parquet", "tsv") and rest:
+        bare = rest  # `csv:table.csv`: a file format given as the kind
     path, suffix = Path(bare), Path(bare).suffix.lower()
     if suffix == ".jsonl":
         return (f"{text!r} is a file path, not a data SPEC: give jsonl:{bare} (our fields) or "

@@ -489,6 +489,7 @@ class Client:
         """A cache miss through the provider's batch API: no semaphore, no per-call timeout
         (a batch may take hours); retries of expired or failed lines happen in the batcher."""
         if self._fatal is not None:
+            self._not_sent_after_fatal()
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
         self._count_call()
         held = await self._hold(request, wait=False)
@@ -507,7 +508,12 @@ class Client:
     async def _attempt(self, request: Request, attempt: int = 0) -> Response:
         """One attempt, inside the concurrency bound; the timeout covers `generate` only.
         None is made once the breaker has stopped the client (`RetryPolicy.stop_after`)."""
-        await self._slot()
+        try:
+            await self._slot()
+        except asyncio.CancelledError:  # cancelled while waiting for a slot: never sent
+            if attempt == 0:
+                self.stats.not_sent += 1
+            raise
         started = time.monotonic()
         try:
             return await self._send(request, attempt)
@@ -528,6 +534,8 @@ class Client:
 
     async def _send(self, request: Request, attempt: int) -> Response:
         if self._fatal is not None:
+            if attempt == 0:  # never sent (a retry of a sent call was sent already)
+                self._not_sent_after_fatal()
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
         if attempt == 0:
             self._count_call()
@@ -554,6 +562,12 @@ class Client:
                 raise
         finally:  # the caller counts the cost (`_account`) before anything else runs
             self._release(held)
+
+    def _not_sent_after_fatal(self) -> None:
+        self.stats.not_sent += 1
+        if self.stats.not_sent_why is None:
+            self.stats.not_sent_why = ("an earlier call failed in a way no retry can fix (the "
+                                       "first error), so no later call was sent")
 
     def _release(self, held: float) -> None:
         if held and self.spend_cap is not None:

@@ -36,6 +36,8 @@ def assess(
     min_valid: int = DEFAULT_MIN_VALID,
     max_failed: float = DEFAULT_MAX_FAILED,
     what: str = "items",
+    answers: int = 0,
+    unreadable: int = 0,
 ) -> dict[str, Any]:
     """The `run` section of a results document.
 
@@ -48,6 +50,9 @@ def assess(
         min_valid: fewest usable units for the run to count (default 1).
         max_failed: largest share of failed calls among the calls asked (default 0.2).
         what: the unit's name in the message.
+        answers, unreadable: the judge's answers (calls that came back) and how many of
+            them could not be read as a verdict; more than `max_failed` of them unreadable
+            fails the run too (a judge that answers garbage), where a command counts them.
 
     Returns:
         `{"status": "ok" | "failed", "message", "n_valid", "n_planned", "min_valid",
@@ -61,6 +66,9 @@ def assess(
     reasons = []
     if share > max_failed:
         reasons.append(f"{failed} of {asked} calls failed")
+    if answers and unreadable / answers > max_failed:
+        reasons.append(f"{unreadable} of {answers} answers could not be read as a verdict "
+                       f"(more than --max-failed {max_failed:g}; see the invalid examples)")
     if n_valid < min_valid:
         reasons.append(f"{n_valid} of {n_planned} {what} have a valid verdict "
                        f"(--min-valid {min_valid})")
@@ -89,6 +97,7 @@ def assess(
         "max_failed": max_failed,
         "first_error": first,
         "errors": dict(calls.get("errors") or {}),
+        **({"answers": answers, "unreadable": unreadable} if answers else {}),
     }
 
 

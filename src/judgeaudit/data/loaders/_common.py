@@ -126,9 +126,30 @@ def _refuse_constant(name: str) -> Any:
     raise _Constant(name)
 
 
-def _loads(text: str, source: str, line: int | None) -> Any:
+class _Twice(Exception):
+    """A key given twice in one object (`_unique_keys`)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook: an object, refusing a key given twice (json would keep the
+    last silently)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Twice(k)
+        out[k] = v
+    return out
+
+
+def _loads(text: str, source: str, line: int | None, unique: bool = False) -> Any:
+    """Parse JSON text; errors name the source and line. `unique`: refuse a key given twice
+    in one object (a JSON Lines record: its line is known, no scan needed)."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant,
+                          object_pairs_hook=_unique_keys if unique else None)
+    except _Twice as e:
+        raise DataError(source, line, f"field {e.args[0]!r} appears twice in one object; "
+                        "JSON readers would silently keep only the last") from None
     except json.JSONDecodeError as e:
         at = e.lineno if line is None else line
         raise DataError(source, at, f"invalid JSON at column {e.colno}: {e.msg}") from None
@@ -204,9 +225,11 @@ class _Scan:
                 child, idx = self.dec.raw_decode(t, self.ws(idx))
                 kline = self.line_at(idx)
                 if child in seen:
-                    raise DataError(self.source, kline, f"field {child!r} appears twice in one "
-                                    f"object (lines {seen[child]} and {kline}); JSON readers "
-                                    "would silently keep only the last")
+                    where = (f"twice on line {kline}" if seen[child] == kline
+                             else f"on lines {seen[child]} and {kline}")
+                    raise DataError(self.source, kline, f"field {child!r} appears {where} in "
+                                    "one object; JSON readers would silently keep only the "
+                                    "last")
                 seen[child] = kline
                 idx = self.ws(idx) + 1  # the ":"
             idx = self.ws(self.value(idx, (*key, child), depth - 1))
@@ -244,7 +267,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     for lineno, line in enumerate(split_lines(read_text(path)), start=1):
         if not line.strip():
             continue
-        obj = _loads(line, src, lineno)
+        obj = _loads(line, src, lineno, unique=True)
         if not isinstance(obj, dict):
             whole = (" (the file is one JSON array: JSON Lines holds one object per line)"
                      if isinstance(obj, list) and obj and isinstance(obj[0], dict) else "")
