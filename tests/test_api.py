@@ -168,10 +168,27 @@ def test_data_as_a_list_of_items_or_dicts():
     (lambda: judgeaudit.scoring_bias(SIM, ref_tolerance=5),
      "ref_tolerance: expected an integer >= 0 and <= 4"),
     (lambda: judgeaudit.rank(SIM, model="fancy"), "model: expected one of bias_aware, naive"),
+    # None where a value is needed, a cache that is no cache (raw AttributeError / TypeError)
+    (lambda: judgeaudit.audit(None, "builtin:facts"), "judge: expected a string, got None"),
+    (lambda: judgeaudit.rank(None), "judge: expected a string, got None"),
+    (lambda: judgeaudit.evaluate(SIM, cache=123), "cache: expected a path, a Cache"),
 ])
 def test_bad_input_raises_value_error_before_any_call(call, needle):
     with pytest.raises(ValueError, match=needle):
         call()
+
+
+@pytest.mark.parametrize(("call", "needle"), [
+    (lambda: judgeaudit.audit(SIM, nn=30),
+     "audit(): got an unexpected keyword argument 'nn'; did you mean 'n'?"),
+    (lambda: judgeaudit.evaluate(SIM, "builtin:facts", 5),
+     "evaluate(): too many positional arguments (give the options by name: limit=..."),
+])
+def test_a_call_that_does_not_fit_names_the_function_called(call, needle):
+    """It named the async twin ("aaudit() got an unexpected keyword argument")."""
+    with pytest.raises(TypeError) as exc:
+        call()
+    assert needle in str(exc.value)
 
 
 def test_judge_keys_are_masked_in_errors():
@@ -473,3 +490,20 @@ def test_help_of_a_command_package_shows_the_command(name):
     assert f"judgeaudit.{name}(judge: " in text and "Args:" in text and "Returns:" in text
     assert inspect.getdoc(fn).splitlines()[0] in text
     assert f"The judgeaudit.{name} package:" in text
+
+
+def test_the_readme_result_lines_run_as_written(tmp_path, monkeypatch):
+    """The README's block of Result lines, run after its three-line audit (its
+    res["accuracy"] raised KeyError: an audit's accuracy is under "baseline")."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S)
+                 if b.startswith("res.ok, res.reason"))
+    monkeypatch.chdir(tmp_path)
+    res = judgeaudit.audit("sim?position=1&seed=0", "builtin:facts", n=30)
+    scope = {"judgeaudit": judgeaudit, "res": res}
+    exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - our own README
+    assert (tmp_path / "out" / "audit" / "results.json").is_file()
+    assert (tmp_path / "out" / "audit" / "report.html").is_file()
+    assert scope["res"].command == "audit"

@@ -122,6 +122,7 @@ def _sync_twin(afn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
         if "session" in kwargs:
             raise TypeError(f"{name}() takes no session: await {afn.__name__}(..., "
                             "session=...) from async code")
+        _bind(name, fn.__signature__, args, kwargs)  # type: ignore[attr-defined]
         return run_sync(lambda: afn(*args, **kwargs))
 
     fn.__name__ = fn.__qualname__ = name
@@ -129,6 +130,27 @@ def _sync_twin(afn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
     fn.__signature__ = sig.replace(  # type: ignore[attr-defined]
         parameters=[p for p in sig.parameters.values() if p.name != "session"])
     return fn
+
+
+def _bind(name: str, sig: inspect.Signature, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> None:
+    """A call that does not fit the signature: TypeError naming the function the user called
+    (not its async twin) and, for a misspelt argument, the closest one."""
+    import difflib
+
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        hint = ""
+        unknown = [k for k in kwargs if k not in sig.parameters]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], list(sig.parameters), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else (
+                f"; it takes {', '.join(sig.parameters)}")
+        keyword = [p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY]
+        if "positional" in str(exc) and keyword:
+            hint += f" (give the options by name: {keyword[0]}=..., ...)"
+        raise TypeError(f"{name}(): {exc}{hint}") from None
 
 
 # ---- input -------------------------------------------------------------------------------
@@ -155,7 +177,7 @@ def _check(cls: type[CommandConfig], /, **values: Any) -> None:
     from judgeaudit.config import field_error
 
     for name, v in values.items():
-        if v is None or name in cls.checked_by_command:
+        if name in cls.checked_by_command:
             continue
         wanted = field_error(cls, name, v)
         if wanted is not None:

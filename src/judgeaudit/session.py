@@ -125,6 +125,9 @@ class Session:
             self.cache = cache
         elif cache is None or cache is True:
             self.cache, self._own_cache = Cache(None), True
+        elif not isinstance(cache, str | os.PathLike):
+            raise ValueError(f"cache: expected a path, a Cache, True/None (the default file) "
+                             f"or False (no cache), got {cache!r}")
         else:
             self.cache, self._own_cache = Cache(Path(cache)), True
         self._bundles: dict[str, JudgeBundle] = {}
