@@ -440,6 +440,21 @@ def field_error(model: type[CommandConfig], name: str, value: Any, *,
     return None
 
 
+def _as_option_text(info: Any, value: Any) -> Any:
+    """A TOML value in the form the option takes as text: a list for a comma-separated
+    option (`probes = ["position", "verbosity"]`, `budgets = [60, 120]`) joined with commas,
+    a number for a text option that holds numbers (`lam = 2.0`, `seeds = 30`) written out."""
+    if "str" not in str(info.annotation) or isinstance(value, bool):
+        return value
+    scalar = (str, int, float)
+    if (isinstance(value, list) and value and "comma" in (info.description or "").lower()
+            and all(isinstance(x, scalar) and not isinstance(x, bool) for x in value)):
+        return ",".join(str(x) for x in value)
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
 def check_fields(model: type[CommandConfig], values: dict[str, Any],
                  where: str = "") -> dict[str, Any]:
     """Validate some of `model`'s fields (a config file need not give them all): each key
@@ -453,6 +468,7 @@ def check_fields(model: type[CommandConfig], values: dict[str, Any],
             known = ", ".join(sorted(fields))
             raise ConfigError(f"{where}unknown key {key!r} for `{model.command}` "
                               f"(known keys: {known})")
+        value = _as_option_text(fields[key], value)
         wanted = field_error(model, key, value)
         if wanted is not None:
             raise ConfigError(f"{where}key {key!r}: expected {wanted}, got {value!r}")
@@ -464,8 +480,12 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     """The table of a TOML file; ConfigError naming the file when it cannot be read."""
     p = Path(path)
     try:
-        with p.open("rb") as f:
-            return tomllib.load(f)
+        data = p.read_bytes()
+        # a BOM (Windows Notepad's UTF-8) is no TOML; the data files accept it too
+        return tomllib.loads(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--config {p}: not UTF-8 text (byte {exc.start}); save it as "
+                          "UTF-8") from None
     except FileNotFoundError:
         raise ConfigError(f"--config {p}: no such file") from None
     except IsADirectoryError:

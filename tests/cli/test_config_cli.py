@@ -81,6 +81,31 @@ def test_a_bad_config_file_is_a_clear_usage_error(tmp_path, text, needles):
     assert not (tmp_path / "o" / "results.json").exists()
 
 
+def test_config_lists_numbers_and_a_bom_read_as_the_options_do(tmp_path):
+    """TOML lists for comma-separated options, numbers for options that hold numbers as
+    text, and a UTF-8 BOM (Windows Notepad) are read as the command line's forms; all three
+    were refused ("expected a string", "not valid TOML")."""
+    audit = tmp_path / "audit.toml"
+    audit.write_bytes(b"\xef\xbb\xbfjudge = \"sim\"\nprobes = [\"position\", \"verbosity\"]\n"
+                      b"n = 12\nno_cache = true\n")
+    res = _invoke(["audit", "--config", str(audit), "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert set(json.loads((tmp_path / "a" / "results.json").read_text())["probes"]) == {
+        "position", "verbosity"}
+    cfg = _write(tmp_path / "re.toml",
+                 'oracle = "sim?seed=2"\nitems = "builtin:controlled?n=6&k=2"\n'
+                 'budgets = [6, 12]\nrules = ["topk", "random"]\nseeds = 2\nlam = 2.0\n'
+                 'samples = 50\nno_cache = true\n')
+    res = _invoke(["rank-eval", "--config", str(cfg), "--out", str(tmp_path / "e")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "e" / "results.json").read_text())
+    assert doc["budgets"] == [6, 12] and doc["rules"] == ["topk", "random"]
+    assert doc["seeds"] == [0, 1] and doc["config"]["lam"] == 2.0
+    bad = _write(tmp_path / "bad.toml", 'probes = ["position", 3.5, true]\n')
+    res = _invoke(["audit", "--config", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "key 'probes'" in " ".join(res.output.split())
+
+
 def test_missing_config_file(tmp_path):
     res = _invoke(["evaluate", "--config", str(tmp_path / "nope.toml")])
     assert res.exit_code == 2 and "no such file" in res.output
