@@ -124,3 +124,13 @@ def test_parse_covariates():
     assert parse_covariates("none") == []
     with pytest.raises(ValueError, match="repeated"):
         parse_covariates("length,length")
+
+
+def test_a_builtin_pool_is_built_for_the_k_asked_for():
+    """`--k 2` on builtin:controlled?n=4 failed on the pool's own default k=5, and `--k 3`
+    on the default pool ranked against a top-3 tied at the boundary (it was built for 5)."""
+    small = load_pool("builtin:controlled?n=4", k=2)
+    assert small.k == 2 and small.n_items == 4 and small.ambiguous_topk(2) == []
+    pool = load_pool("builtin:controlled?seed=0", k=3)
+    assert pool.k == 3 and pool.ambiguous_topk(3) == []
+    assert load_pool("builtin:controlled?seed=0&k=4", k=3).k == 4  # its own &k= wins

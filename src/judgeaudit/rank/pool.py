@@ -281,8 +281,10 @@ def jsonl_pool(path: str, source: str | None = None) -> Pool:
     return Pool(items=items, source=src, meta={"kind": "jsonl", "path": str(p)})
 
 
-def load_pool(spec: str) -> Pool:
-    """A ranking pool from `builtin:controlled[?...]`, `jsonl:PATH` or `PATH.jsonl`."""
+def load_pool(spec: str, k: int | None = None) -> Pool:
+    """A ranking pool from `builtin:controlled[?...]`, `jsonl:PATH` or `PATH.jsonl`. `k`:
+    the top-k size asked for (`--k`); a built-in pool without its own `&k=` is built for it
+    (its design keeps the k-th and (k+1)-th qualities apart)."""
     text = spec.strip()
     if text.endswith(".jsonl") and not text.startswith("jsonl:"):
         return jsonl_pool(text, source=text)
@@ -290,7 +292,10 @@ def load_pool(spec: str) -> Pool:
     if sp.kind == "builtin":
         if sp.name != "controlled":
             raise DataError(text, None, "the built-in ranking pool is builtin:controlled")
-        return controlled_pool(dict(sp.params), source=text)
+        params = dict(sp.params)
+        if k is not None and "k" not in params:
+            params["k"] = str(k)
+        return controlled_pool(params, source=text)
     if sp.kind == "jsonl":
         if sp.params:
             raise DataError(text, None, f"jsonl pools take no parameters, got "

@@ -106,7 +106,7 @@ def prepare_rank(cfg: RankConfig, *, cli: bool = False) -> RankInputs:
     the forms the Config cannot hold (covariates, trusted pairs and lam as Python values)."""
     check_rules([cfg.rule])
     lam_start, eb = parse_lam(cfg.lam, cli=cli)
-    pool = load_pool(cfg.items)
+    pool = load_pool(cfg.items, k=cfg.k)
     names = covariate_names(cfg.covariates)
     pool.covariates(names)  # unknown names fail here, before any call
     rows = _trusted_rows(cfg.trusted, pool)

@@ -164,7 +164,7 @@ def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> RankEvalInpu
     seed_list = parse_seeds(cfg.seeds, cli=cli)
     names = covariate_names(cfg.covariates)
     plan, pool_per_seed, judge_per_seed = plan_cases(cfg.items, cfg.oracle, seed_list)
-    pools = {spec: load_pool(spec) for spec in dict.fromkeys(p for _, p, _ in plan)}
+    pools = {spec: load_pool(spec, k=cfg.k) for spec in dict.fromkeys(p for _, p, _ in plan)}
     for pool in pools.values():
         pool.quality  # noqa: B018 - raises a clear error when quality is unknown
         pool.covariates(names)
