@@ -68,8 +68,9 @@ def _topk_table(pool: Any, fit: Any, k: int, membership: np.ndarray, done: int, 
                 invalid: int) -> Table:
     from judgeaudit.rank.membership import topk_set_grouped
 
-    t = Table(title=f"current top-{k} after {done}/{budget} comparisons"
-              + (f" ({invalid} invalid)" if invalid else ""), title_justify="left")
+    t = Table(title=f"top-{k} so far: {done}/{budget} comparisons judged"
+              + (f" ({invalid} invalid)" if invalid else "")
+              + "; the fit shown is the one that chose this round", title_justify="left")
     t.add_column("id")
     t.add_column("theta", justify="right")
     t.add_column("P(top-k)", justify="right")
@@ -111,8 +112,9 @@ class _RankingView:
             def on_progress(ev: ProgressEvent) -> None:
                 if self.live is None:
                     self.task = self.bar.add_task("ranking", total=ev.total)
+                    # transient: the final table replaces it (it trails by one round)
                     self.live = stack.enter_context(Live(
-                        self.bar, console=console, refresh_per_second=8, transient=False))
+                        self.bar, console=console, refresh_per_second=8, transient=True))
 
             yield on_progress
 
