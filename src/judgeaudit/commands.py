@@ -497,8 +497,15 @@ def _factors(names: str, factors_from: Doc | None, cli: bool, option: str = "fac
                              if cli else f"{what}: not the results of `discover`")
         if names.strip() == "found":
             names = ",".join(f["name"] for f in discovered["discover"]["factors"])
+    elif names.strip() == "found":
+        raise ValueError(f"{opt(option, cli)} found: the factors a discover run found need "
+                         f"{opt('factors_from', cli)} (its output folder or results.json)")
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    twice = sorted({n for n in wanted if wanted.count(n) > 1})
+    if twice:
+        raise ValueError(f"{opt(option, cli)}: {', '.join(twice)} given twice")
     try:
-        return resolve_factors([n.strip() for n in names.split(",") if n.strip()], discovered)
+        return resolve_factors(wanted, discovered)
     except ValueError as exc:
         raise ValueError(f"{opt(option, cli)}: {exc}" if cli else str(exc)) from None
 
@@ -586,6 +593,8 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
                          "numbers 1-5") from None
     if not lv or any(not 1 <= x <= 5 for x in lv):
         raise ValueError(f"{opt('levels', cli)} {cfg.levels!r}: expected numbers 1-5")
+    if len(set(lv)) < len(lv):
+        raise ValueError(f"{opt('levels', cli)} {cfg.levels!r}: a level is given twice")
     fs, crit = _factors(cfg.factors, cfg.factors_from if factors_from is None
                         else factors_from, cli)
     started = _now()
@@ -594,6 +603,10 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
         raise ValueError(f"{opt('judges', cli)}: give at least one judge SPEC")
     items, spec = _human_items(cfg.data if data is None else data, cfg.pool,
                                cfg.min_agreement)
+    if cfg.n_cal is not None and cfg.limit is not None and cfg.n_cal >= cfg.limit:
+        raise ValueError(f"{opt('n_cal', cli)} {cfg.n_cal} leaves none of the "
+                         f"{opt('limit', cli)} {cfg.limit} items to test on: give a smaller "
+                         f"{opt('n_cal', cli)} (default: 1/6 of the items)")
     missing = [f for f in fs if f.name not in crit]
     n_rw = (cfg.limit or len(items)) * len(fs) * len(lv)
 
