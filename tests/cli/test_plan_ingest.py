@@ -187,6 +187,16 @@ def test_plan_only_refuses_no_cache_and_ingest_refuses_a_missing_file(tmp_path, 
     res = invoke("ingest", tmp_path / "cut.jsonl", ok=False)
     assert res.exit_code == 2, res.output
     assert "no line is a batch output line (line 1 first" in " ".join(res.output.split())
+    # a folder, an empty file (it ingested "0 answers of 0 lines", exit 0), a --cache typo
+    # (it created an empty database there before saying the answers were not planned)
+    res = invoke("ingest", tmp_path, ok=False)
+    assert res.exit_code == 2 and "is a directory, expected a file" in res.output
+    (tmp_path / "empty.jsonl").write_text("")
+    res = invoke("ingest", tmp_path / "empty.jsonl", ok=False)
+    assert res.exit_code == 2 and "empty file" in res.output
+    res = invoke("ingest", tmp_path / "cut.jsonl", "--cache", tmp_path / "typo.sqlite", ok=False)
+    assert res.exit_code == 2 and "no such cache file" in " ".join(res.output.split())
+    assert not (tmp_path / "typo.sqlite").exists()
     # The planner does not outlive its invocation: the next command runs for real.
     invoke("evaluate", "--judge", "sim", "--limit", "4", "--out", tmp_path / "o")
     assert (tmp_path / "o" / "results.json").exists()

@@ -103,8 +103,15 @@ def ingest(
     from judgeaudit.llm.plan import ingest as run_ingest
 
     for p, what in ((results, "RESULTS"), (plan, "--plan")):
+        if p is not None and p.is_dir():
+            raise fail(f"{what} {p}: is a directory, expected a file")
         if p is not None and not p.is_file():
             raise fail(f"{what} {p}: no such file")
+    if results.stat().st_size == 0:
+        raise fail(f"RESULTS {results}: empty file (did the batch run write nothing?)")
+    if cache is not None and not cache.exists():  # a typo would create an empty cache
+        raise fail(f"--cache {cache}: no such cache file; give the --cache the plan was made "
+                   "with")
     store = open_cache(cache, False)
     t0 = time.perf_counter()
     try:
