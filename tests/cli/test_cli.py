@@ -226,3 +226,15 @@ def test_messages_name_the_users_input_not_an_internal_file(tmp_path, isolated_c
                               str(tmp_path / "nope.json"), "--out", str(tmp_path / "s")])
     text = " ".join(res.output.split())
     assert res.exit_code == 2 and "--references" in text and "cannot read it" in text
+
+
+def test_audit_list_with_json_prints_the_probes_as_json():
+    """`audit --list --json` printed the plain text list on stdout."""
+    from judgeaudit.audit.probe import probe_names
+
+    res = runner.invoke(app, ["audit", "--list", "--json"])
+    assert res.exit_code == 0
+    first = res.stdout.splitlines()[0]
+    doc = json.loads(first)
+    assert [p["name"] for p in doc["probes"]] == probe_names()
+    assert {p["name"] for p in doc["probes"] if p["default"]} >= {"position", "verbosity"}

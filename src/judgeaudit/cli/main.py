@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import sys
 from pathlib import Path
@@ -139,10 +140,14 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     from judgeaudit.commands import prepare_audit
 
     if list_probes:
-        for name in probe_names():
-            p = get_probe(name)
+        probes = [get_probe(name) for name in probe_names()]
+        if json_out:  # one JSON object on stdout, as --json gives everywhere
+            typer.echo(json.dumps({"probes": [
+                {"name": p.name, "default": bool(p.default), "description": p.description}
+                for p in probes]}, ensure_ascii=False))
+        for p in probes:
             tag = "default" if p.default else "--full"
-            console.print(f"[bold]{name}[/] ({tag}): {p.description}")
+            console.print(f"[bold]{p.name}[/] ({tag}): {p.description}")
         raise typer.Exit(0)
     mode, must_pass = _parse_fail_on(cfg.fail_on)
     run = checked(lambda: prepare_audit(cfg, cli=True))
