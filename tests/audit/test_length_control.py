@@ -105,7 +105,7 @@ def test_the_cli_runs_the_control_and_says_what_it_found(tmp_path, isolated_cach
     assert "length: authority (+" in text and "--length-control measures" in text
     text = " ".join(controlled.output.split())
     assert "length control (each cue's shift beyond its length" in text
-    assert "authority: " in text and "the effect beyond it is not shown" in text
+    assert "authority: " in text and "its effect beyond its length is not established" in text
     # --json's summary carries each cue's effect beyond its length too
     from judgeaudit.result import Result
 

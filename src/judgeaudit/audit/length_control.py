@@ -163,8 +163,9 @@ def length_notes(probes: Mapping[str, Mapping[str, Any]], alpha: float = 0.05
         lc = rates.get("length_control")
         if lc is not None and name not in shown:
             out[name] = (f"{NOTE}: biased, but the cue's effect beyond its length "
-                         f"{fmt(lc['beyond_length'])} is not shown (its interval holds 0, or "
-                         "its p does not survive Benjamini-Hochberg across the controls): "
+                         f"{fmt(lc['beyond_length'])} is not established (its interval holds "
+                         "0, or its p does not survive Benjamini-Hochberg across the "
+                         "controls): "
                          "this shift may be the judge's preference for length, not for the "
                          "cue")
         elif lc is None and verbose:
@@ -194,7 +195,7 @@ def length_lines(probes: Mapping[str, Mapping[str, Any]]) -> list[str]:
         lines.append(f"{NOTE}: {', '.join(named)} came out biased and lengthen"
                      f"{'s' if len(named) == 1 else ''} the response: the shift may be "
                      "partly the judge's preference for length ("
-                     + ("the effect beyond it is not shown)" if control else
+                     + ("its effect beyond its length is not established)" if control else
                         "verbosity came out biased; --length-control measures each cue "
                         "beyond its length, one more verdict per item)"))
     return lines
