@@ -89,6 +89,10 @@ class PlainBar:
     def add_total(self, n: int) -> None:
         self.total += n
 
+    def settle(self) -> None:
+        """The task ended with less work than planned (calls skipped, answers cached)."""
+        self.total = self.done
+
     def advance(self, n: int = 1) -> None:
         self.done += n
         if self._clock() - self._last >= self.every:
@@ -119,6 +123,11 @@ class GrowingBar:
 
     def advance(self, n: int = 1) -> None:
         self._prog.advance(self._task, n)
+
+    def settle(self) -> None:
+        """The task ended with less work than planned (rewrites skipped, a probe without
+        items): the total becomes what was done, so the bar does not look cut short."""
+        self._prog.update(self._task, total=self._prog.tasks[self._task].completed)
 
 
 @contextmanager

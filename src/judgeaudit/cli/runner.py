@@ -78,6 +78,8 @@ def session_bars() -> Iterator[Callable[[Progress], None]]:
 
         def on_progress(ev: Progress) -> None:
             if ev.task != st["task"]:
+                if st["bar"] is not None:  # the last task is over: it did what it did
+                    st["bar"].settle()
                 stack.close()
                 st.update(task=ev.task, bar=stack.enter_context(growing_bar(ev.task)), done=0,
                           total=0)
@@ -89,6 +91,8 @@ def session_bars() -> Iterator[Callable[[Progress], None]]:
                 st["done"] = ev.done
 
         yield on_progress
+        if st["bar"] is not None:  # ended normally (an interrupted bar keeps its total)
+            st["bar"].settle()
 
 
 def checked(make: Callable[[], T]) -> T:

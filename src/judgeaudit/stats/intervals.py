@@ -48,8 +48,9 @@ def wilson(successes: Any, n: Any, level: float = 0.95) -> Any:
     denom = 1.0 + z * z / m_safe
     center = (p + z * z / (2.0 * m_safe)) / denom
     half = z / denom * np.sqrt(p * (1.0 - p) / m_safe + z * z / (4.0 * m_safe * m_safe))
-    lo = np.where(empty, 0.0, np.clip(center - half, 0.0, 1.0))
-    hi = np.where(empty, 1.0, np.clip(center + half, 0.0, 1.0))
+    # exact at the ends: 0 successes give lo = 0 and n give hi = 1 (rounding left 8.7e-19)
+    lo = np.where(empty | (s == 0), 0.0, np.clip(center - half, 0.0, 1.0))
+    hi = np.where(empty | (s == m), 1.0, np.clip(center + half, 0.0, 1.0))
     if lo.ndim == 0:
         return float(lo), float(hi)
     return lo, hi
