@@ -460,9 +460,15 @@ async def _winners(s: Session, specs: Sequence[str], recorded: str | None,
         tr = s.tracker("judging", 2 * len(items) * len(bundles))
         winners.update(await live_winners(bundles, items, on_done=tr.advance))
     if not winners:
+        _need_judges([], None, cli)
+    return winners
+
+
+def _need_judges(specs: Sequence[str], recorded: str | None, cli: bool) -> None:
+    """Before any work (the MiniLM weights, the scorer's calls): some judge to study."""
+    if not specs and not recorded:
         raise ValueError("give --judges SPEC[,SPEC] and/or --recorded pandalm" if cli else
                          "give judges=SPEC[,SPEC] and/or recorded='pandalm'")
-    return winners
 
 
 def _stamp(res: dict[str, Any], started: str) -> dict[str, Any]:
@@ -527,6 +533,7 @@ def prepare_discover(cfg: DiscoverConfig, *, data: Data | None = None,
     items, spec = _human_items(cfg.data if data is None else data, None, cfg.min_agreement)
     folder = _recorded_folder(cfg.recorded, cfg.data if data is None else data, cli)
     specs = list(judges) if judges is not None else split_specs(cfg.judges or "")
+    _need_judges(specs, cfg.recorded, cli)
     alg = Algorithm1(clusters=cfg.clusters, max_factors=cfg.factors, iterations=cfg.iterations,
                      tau=cfg.tau, rho=cfg.rho, seed=cfg.seed, rep_fallback=cfg.rep_fallback)
 
@@ -675,6 +682,10 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
         raise ValueError(f"{opt('factor', cli)}: give exactly one factor")
     folder = _recorded_folder(cfg.recorded, the_data, cli)
     specs = list(judges) if judges is not None else split_specs(cfg.judges or "")
+    _need_judges(specs, cfg.recorded, cli)
+    if saved is None and len(items) < 5:  # the fit needs 5 queries: say so before any call
+        raise ValueError(f"mitigate: only {len(items)} labelled items; the fit needs at least "
+                         f"5 queries (raise {opt('limit', cli)})")
     info: dict[str, Any] = {"apply": saved is not None}
 
     async def body(s: Session) -> dict[str, Any]:

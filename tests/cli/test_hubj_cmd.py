@@ -108,6 +108,10 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
     (["quantify", "--limit", "12", "--n-cal", "12"], "--n-cal 12 leaves none of the --limit "
                                                      "12 items to test on"),
     (["mitigate", "--recorded", "pandalm", "--data", "builtin:facts"], "pandalm:PATH"),
+    # said after the judges' and scorer's calls were paid for, or the MiniLM weights loaded
+    (["mitigate", "--judges", "sim", "--scorer", "simhubj", "--limit", "1"],
+     "the fit needs at least 5 queries (raise --limit)"),
+    (["discover", "--llm", "simhubj"], "give --judges SPEC[,SPEC] and/or --recorded pandalm"),
     (["mitigate", "--candidate", "longest"], "--candidate"),
     (["mitigate", "--data", "jsonl:{unlabelled}", "--judges", "sim"],
      "no item has a decisive"),

@@ -1,4 +1,4 @@
-"""`judgeaudit schema KIND`: the JSON Schema of a command's settings (the keys a `--config`
+"""`judgeaudit schema COMMAND`: the JSON Schema of a command's settings (the keys a `--config`
 file may give) or, with `--result`, of its results document; `--out DIR` writes them all.
 The schemas are generated from the installed package's models (`judgeaudit.config`,
 `judgeaudit.result.Result`), so they always match the code that reads the files.
@@ -68,8 +68,9 @@ def write_schemas(out: Path) -> list[Path]:
 
 def schema(
     kind: Annotated[str | None, typer.Argument(
-        help="The command whose settings schema to print: evaluate, audit, scoring-bias, "
-             "discover, quantify, mitigate, rank, rank-eval or compare.")] = None,
+        metavar="COMMAND", help="The command whose settings schema to print: evaluate, "
+        "audit, scoring-bias, discover, quantify, mitigate, rank, rank-eval or compare.")
+    ] = None,
     result: Annotated[bool, typer.Option(
         "--result", help="Print the schema of the command's results document instead.")
     ] = False,
@@ -86,7 +87,7 @@ def schema(
 
     if out is not None:
         if kind is not None or result:
-            raise fail("--out writes every schema; give no KIND and no --result with it")
+            raise fail("--out writes every schema; give no COMMAND and no --result with it")
         try:
             files = write_schemas(out)
         except OSError as exc:
@@ -94,9 +95,9 @@ def schema(
         console.print(f"{len(files)} schemas written to {out}", highlight=False)
         return
     if kind is None:
-        raise fail(f"give a KIND: one of {', '.join(CONFIGS)} (or --out DIR for all)")
+        raise fail(f"give a COMMAND: one of {', '.join(CONFIGS)} (or --out DIR for all)")
     if kind not in CONFIGS:
-        raise fail(f"unknown KIND {kind!r}; known: {', '.join(CONFIGS)}")
+        raise fail(f"unknown COMMAND {kind!r}; known: {', '.join(CONFIGS)}")
     typer.echo(_dump(result_schema(kind) if result else config_schema(kind)), nl=False)
 
 
