@@ -142,7 +142,13 @@ def load_data(data: Data) -> tuple[list[Any], str]:
         try:
             return list(load(data)), data
         except (DataError, ValueError, FileNotFoundError, OSError) as exc:
+            from judgeaudit.config import HUBJ_DATA
+
             msg = str(exc)
+            if data == HUBJ_DATA and "no such file" in msg:  # the default, from elsewhere
+                msg += (" (the default data, the PandaLM test set beside a judgeaudit "
+                        "checkout, is found from the checkout only: give --data "
+                        "pandalm:PATH or any pairwise data with human labels)")
             raise ValueError(msg if data in msg else f"data {data!r}: {msg}") from None
     if isinstance(data, bytes | Mapping) or not isinstance(data, Sequence | list | tuple):
         raise ValueError(f"data: expected a data SPEC or a list of items, got "

@@ -43,7 +43,10 @@ def test_results_that_cannot_be_written_fail_the_run_with_exit_3(tmp_path):
     assert res.returncode == 3, res.stderr
     assert "error: File too large: out/results.json (the run failed: exit 3" in res.stderr
     assert "Traceback" not in res.stderr
-    assert not (tmp_path / "out" / "results.json").exists()  # nothing half-written
+    # nothing half-written: the folder holds what it held while the run was under way, a
+    # failed run that did not finish (before, no results.json at all)
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert doc["run"]["status"] == "failed" and "did not finish" in doc["run"]["message"]
     assert not list((tmp_path / "out").glob(".results.json.*"))
 
 
