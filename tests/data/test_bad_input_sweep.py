@@ -796,3 +796,12 @@ def test_a_format_given_as_the_kind_names_the_spec_to_give(given: str) -> None:
     """`csv:t.csv` said "give hf:csv:t.csv", which does not load either."""
     with pytest.raises(ValueError, match=re.escape(f"give hf:{given.partition(':')[2]} (a")):
         load(given)
+
+
+def test_jsonl_with_old_mac_line_ends_loads(tmp_path: Path) -> None:
+    """CR-only line ends (CSV took them; JSON Lines said "Extra data")."""
+    f = tmp_path / "cr.jsonl"
+    f.write_text("\r".join(json.dumps({"id": f"i{i}", "prompt": "p", "response_1": "x",
+                                       "response_2": "y", "label": 1}) for i in range(3))
+                 + "\r", newline="")
+    assert [it.id for it in load(f"jsonl:{f}")] == ["i0", "i1", "i2"]

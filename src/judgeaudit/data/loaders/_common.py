@@ -111,8 +111,10 @@ def read_text(path: Path) -> str:
 
 def split_lines(text: str) -> list[str]:
     r"""Lines split on "\n" only (a trailing "\r" dropped): U+2028, U+2029 and U+0085 are
-    ordinary characters inside JSON strings, not line breaks, whatever str.splitlines says."""
-    lines = text.split("\n")
+    ordinary characters inside JSON strings, not line breaks, whatever str.splitlines says.
+    A text with no "\n" but "\r"s has old Mac line ends: split on those (a raw "\r" cannot
+    be inside a JSON string, so nothing else splits)."""
+    lines = text.split("\n" if "\n" in text or "\r" not in text else "\r")
     if lines and lines[-1] == "":
         lines.pop()
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
