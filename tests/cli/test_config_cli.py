@@ -241,3 +241,17 @@ def test_schema_command_prints_and_writes_schemas(tmp_path):
 
     res = runner.invoke(app, ["schema", "nope"])
     assert res.exit_code == 2 and "known: evaluate" in " ".join(res.output.split())
+
+
+def test_the_readme_config_example_runs_as_written(tmp_path):
+    """The README's audit.toml: a release gate on the planted position bias (exit 1)."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"```toml\n(# audit\.toml.*?)```", readme, re.S).group(1)
+    cfg = _write(tmp_path / "audit.toml", block)
+    res = _invoke(["audit", "--config", str(cfg), "--no-cache", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 1, res.output  # position is planted: the gate trips
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert set(doc["probes"]) == {"position", "verbosity"} and doc["n_items"] == 40
+    assert doc["probes"]["position"]["verdict"] == "biased"
