@@ -367,6 +367,10 @@ class Result(BaseModel):
             out["biased"] = list(s.get("biased") or [])
             out["flagged"] = sorted(name for name, p in (d.get("probes") or {}).items()
                                     if ((p.get("flag") or {}).get("exceeds")))
+            unchecked = sorted(name for name, p in (d.get("probes") or {}).items()
+                               if p.get("flag") and p["flag"].get("exceeds") is None)
+            if unchecked:  # a threshold with no data: no --fail-on flag gate passes it
+                out["flags_unchecked"] = unchecked
         elif cmd == "evaluate":
             out["n"] = d.get("n")
             out["n_invalid"] = d.get("n_invalid")

@@ -137,3 +137,15 @@ async def test_an_interval_that_excludes_0_without_a_verdict_says_why():
         assert note == odd, (name, p["effect"], p["q"], p["notes"])
         said += note
     assert said >= 1  # this run has such a probe (injection: p = 0.065, q = 0.39)
+
+
+def test_threshold_flag_without_data_is_unchecked_not_within():
+    from judgeaudit.audit.probe import threshold_flag
+
+    assert threshold_flag(0.7, "m", {"value": 0.8, "n": 20}) == {
+        "threshold": 0.7, "metric": "m", "value": 0.8, "exceeds": True, "n": 20}
+    assert threshold_flag(0.7, "m", {"value": 0.5, "n": 20})["exceeds"] is False
+    none = threshold_flag(0.7, "m", {"value": None, "n": 0})
+    assert none["exceeds"] is None and none["n"] == 0 and none["reason"]
+    assert threshold_flag(0.55, "first", {"value": 0.3, "n": 9},
+                          lambda v: max(v, 1 - v) > 0.55)["exceeds"] is True

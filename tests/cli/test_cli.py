@@ -238,3 +238,26 @@ def test_audit_list_with_json_prints_the_probes_as_json():
     doc = json.loads(first)
     assert [p["name"] for p in doc["probes"]] == probe_names()
     assert {p["name"] for p in doc["probes"] if p["default"]} >= {"position", "verbosity"}
+
+
+def test_a_threshold_the_budget_left_unchecked_does_not_pass_a_flag_gate(tmp_path,
+                                                                          isolated_cache):
+    """--max-calls cut the adaptive audit's first round before beauty's equal-substance
+    check got a verdict: its flag was left out, the row looked like a probe without a
+    threshold, and --fail-on flag exited 0 (with the budget to run it, it exits 1)."""
+    args = ["audit", "--judge", "sim?markdown=4&seed=5", "--adaptive", "--data",
+            "builtin:facts?seeds=0-2", "--no-cache", "--fail-on", "flag", "--json"]
+    cut = runner.invoke(app, [*args, "--max-calls", "300", "--out", str(tmp_path / "a")])
+    assert cut.exit_code == 3, cut.output
+    text = " ".join(cut.output.split())
+    assert "fail-on flag: the threshold check of beauty could not be made" in text
+    assert "unchecked (n=0)" in text
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    flag = doc["probes"]["beauty"]["flag"]
+    assert flag["exceeds"] is None and flag["n"] == 0 and "could not be checked" in flag["reason"]
+    assert json.loads(cut.stdout.splitlines()[0])["flags_unchecked"] == ["beauty"]
+    assert "unchecked" in (tmp_path / "a" / "report.html").read_text()
+    whole = runner.invoke(app, [*args, "--max-calls", "600", "--out", str(tmp_path / "b")])
+    assert whole.exit_code == 1, whole.output
+    assert json.loads((tmp_path / "b" / "results.json").read_text())["probes"]["beauty"][
+        "flag"]["exceeds"] is True

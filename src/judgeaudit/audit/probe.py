@@ -16,6 +16,24 @@ from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.judges.pairwise import PairwiseJudge, PairwiseVerdict
 from judgeaudit.stats.types import Estimate
 
+UNCHECKED = ("no valid verdict for this rate (calls not sent or answers unreadable), so the "
+             "threshold could not be checked")
+
+
+def threshold_flag(threshold: float, metric: str, rate: dict[str, Any] | None,
+                   exceeds: Callable[[float], bool] | None = None) -> dict[str, Any]:
+    """A production threshold check of `rate` (an estimate dict): its value against
+    `threshold` (`exceeds(value)`, default value > threshold). Without a value the check is
+    unchecked (`exceeds` None, a `reason`), never "within": a `--fail-on flag` gate must not
+    pass a threshold it could not check."""
+    value, n = (rate or {}).get("value"), (rate or {}).get("n", 0)
+    if value is None:
+        return {"threshold": threshold, "metric": metric, "value": None, "exceeds": None,
+                "n": n, "reason": UNCHECKED}
+    hit = exceeds(value) if exceeds is not None else value > threshold
+    return {"threshold": threshold, "metric": metric, "value": value, "exceeds": bool(hit),
+            "n": n}
+
 
 @dataclass
 class ProbeResult:

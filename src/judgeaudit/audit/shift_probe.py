@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from judgeaudit.audit.length_control import length_control, words_added, words_summary
 from judgeaudit.audit.metrics import estimate, same_winner_rate, shift
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop
+from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, threshold_flag
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.pairwise import PairwiseVerdict
 from judgeaudit.perturb import perturb_items
@@ -114,11 +114,8 @@ class ShiftProbe(Probe):
                   for v in verdicts if v.winner is not None]
         est = estimate(sum(credit), len(credit))
         res.rates["equal_substance_pick_rate"] = est
-        if est["value"] is not None:
-            res.flag = {"threshold": self.equal_substance_flag,
-                        "metric": "picks the perturbed copy of an equally good answer",
-                        "value": est["value"],
-                        "exceeds": est["value"] > self.equal_substance_flag}
+        res.flag = threshold_flag(self.equal_substance_flag,
+                                  "picks the perturbed copy of an equally good answer", est)
 
 
 def _win_rate(verdicts: list[PairwiseVerdict], targets: list[int]) -> dict[str, Any]:

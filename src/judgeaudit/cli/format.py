@@ -182,6 +182,7 @@ def audit_table(res: dict[str, Any]) -> Any:
         v = p["verdict"]
         flag = p.get("flag") or {}  # a failed run's threshold checks read as passed: none
         ftxt = "" if not flag or v == "run_failed" else (
+            "unchecked (n=0)" if flag.get("exceeds") is None else
             f"{flag['value']:.2f}{'>' if flag['exceeds'] else '<='}{flag['threshold']:.2f}")
         left = ", ".join(f"{k} {c}" for k, c in (p.get("dropped") or {}).items())
         t.add_row(name, _num(e["value"], "{:+.2f}") + ci, str(p["n"]), _num(p["q"], "{:.1g}"),

@@ -217,6 +217,13 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     flagged = {k for k, p in res["probes"].items() if (p.get("flag") or {}).get("exceeds")}
     failing = {"never": set(), "biased": biased, "flag": flagged, "any": biased | flagged,
                "probes": biased & must_pass}[mode]
+    unchecked = sorted(k for k, p in res["probes"].items()
+                       if p.get("flag") and p["flag"].get("exceeds") is None)
+    if mode in ("flag", "any") and unchecked and not failing:  # a gate it could not check
+        raise fail(f"fail-on {mode}: the threshold check of {', '.join(unchecked)} could not "
+                   "be made (no valid verdict for its rate: calls not sent or answers "
+                   "unreadable), so the gate cannot pass; run again with a larger budget",
+                   EXIT_RUN_FAILED)
     if failing:
         console.print(f"[bold red]fail-on:[/] {', '.join(sorted(failing))}")
         raise typer.Exit(1)

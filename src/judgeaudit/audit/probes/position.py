@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from judgeaudit.audit.metrics import position
 from judgeaudit.audit.panel import consistency_any
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
+from judgeaudit.audit.probe import (
+    AuditContext,
+    Probe,
+    ProbeResult,
+    drop,
+    register_probe,
+    threshold_flag,
+)
 
 FLAG_FIRST_RATE = 0.55  # production check: flag a first-slot rate above 55%
 
@@ -23,11 +30,8 @@ class PositionProbe(Probe):
         verdicts = await ctx.baseline()
         m = position(verdicts, seed=ctx.seed, alpha=ctx.alpha)
         fr = m.get("first_rate")
-        flag = None
-        if fr and fr["value"] is not None:
-            flag = {"threshold": FLAG_FIRST_RATE, "metric": "first-slot rate",
-                    "value": fr["value"],
-                    "exceeds": max(fr["value"], 1 - fr["value"]) > FLAG_FIRST_RATE}
+        flag = threshold_flag(FLAG_FIRST_RATE, "first-slot rate", fr,
+                              lambda v: max(v, 1 - v) > FLAG_FIRST_RATE) if fr else None
         res = ProbeResult.from_stats(
             m, [it.id for it in ctx.items],
             rates={"first_slot_rate": fr,

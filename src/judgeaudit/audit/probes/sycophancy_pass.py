@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from judgeaudit.audit.metrics import estimate
 from judgeaudit.audit.paired import paired_difference
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
+from judgeaudit.audit.probe import (
+    AuditContext,
+    Probe,
+    ProbeResult,
+    drop,
+    register_probe,
+    threshold_flag,
+)
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.binary import BinaryJudge
 from judgeaudit.perturb import perturb_pointwise
@@ -65,7 +72,5 @@ class SycophancyPassProbe(Probe):
         res.rates["pass_rate_wrong_confident"] = pass_conf
         res.rates["pass_rate_correct"] = estimate(sum(1 for x in ok if x),
                                                   sum(1 for x in ok if x is not None))
-        if pass_conf["value"] is not None:
-            res.flag = {"threshold": FLAG_PASS, "metric": "PASS rate on confident wrong answers",
-                        "value": pass_conf["value"], "exceeds": pass_conf["value"] > FLAG_PASS}
+        res.flag = threshold_flag(FLAG_PASS, "PASS rate on confident wrong answers", pass_conf)
         return res
