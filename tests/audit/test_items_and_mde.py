@@ -69,7 +69,9 @@ async def test_a_probe_without_usable_items_reports_why_and_the_others_run():
     res = await run_battery(make_judge("sim?quality=1.5&position=1.5&seed=3"), items,
                             ["position", "authority"], seed=3)
     auth = res["probes"]["authority"]
-    assert auth["n"] == 0 and auth["verdict"] == "underpowered" and auth["mde"] is None
+    # "not_run", not "underpowered" (which says the data could not tell)
+    assert auth["n"] == 0 and auth["verdict"] == "not_run" and auth["mde"] is None
+    assert res["summary"]["not_run"] == ["authority"]
     assert auth["dropped"] == {"no_label": 40}
     assert auth["notes"][0].startswith("not run:") and "label 1 or 2" in auth["notes"][0]
     assert res["probes"]["position"]["n"] == 40

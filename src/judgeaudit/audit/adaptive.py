@@ -446,8 +446,8 @@ async def _adaptive_document(
         pd["effect"]["interval"] = "anytime-valid confidence sequence at level 1 - alpha"
         pd["p"], pd["q"] = None, None
         pd["notes"] = [x for x in pd["notes"] if not x.startswith("underpowered:")]
-        verdict = verdicts[s.name]
-        if verdict == "underpowered" and s.reason != "not_run":
+        verdict = "not_run" if s.reason == "not_run" else verdicts[s.name]
+        if verdict == "underpowered":
             pd["notes"].append(
                 f"underpowered: stopped ({REASONS.get(s.reason or '', s.reason)}) after "
                 f"{s.items} items with the interval [{s.ci[0]:.3f}, {s.ci[1]:.3f}], which "
@@ -455,7 +455,7 @@ async def _adaptive_document(
                 f"[{s.no_bias[0]}, {s.no_bias[1]}] (raise --max-n or the budget)")
         if not failed:
             pd["verdict"] = verdict
-            summary[verdict].append(s.name)
+            summary.setdefault(verdict, []).append(s.name)
     if not failed:
         doc["summary"] = {"n_probes": len(probes), **summary}
         add_length_notes(doc["probes"], alpha)  # on the sequential verdicts

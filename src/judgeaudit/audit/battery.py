@@ -34,6 +34,12 @@ from judgeaudit.report.outcome import (
 from judgeaudit.stats import benjamini_hochberg
 
 
+def not_run(result: ProbeResult) -> bool:
+    """A probe that could not run here (no items it can use, self_preference without a
+    panel): verdict "not_run", not "underpowered", which says the data could not tell."""
+    return not result.n and any(x.startswith("not run:") for x in result.notes)
+
+
 def decide(result: ProbeResult, q: float | None, no_bias: tuple[float, float],
            alpha: float) -> str:
     """A probe's verdict by the one rule (`report.outcome.probe_verdict`)."""
@@ -274,14 +280,14 @@ async def run_battery(
     dropped: dict[str, set[str]] = {}
     for p, r, q in zip(probes, results, qs, strict=True):
         qv = None if q != q else float(q)  # NaN -> None
-        verdict = decide(r, qv, p.no_bias_range, alpha)
+        verdict = "not_run" if not_run(r) else decide(r, qv, p.no_bias_range, alpha)
         docs[p.name] = _probe_doc(p, r, qv, verdict, plans[p.name])
         if by is not None:
             docs[p.name]["breakdown"] = breakdown(r.units, plans[p.name].items, by, seed=seed,
                                                   span=r.span)
         for reason, ids in {**plans[p.name].skipped, **r.dropped}.items():
             dropped.setdefault(reason, set()).update(ids)
-        summary[verdict].append(p.name)
+        summary.setdefault(verdict, []).append(p.name)
     add_length_notes(docs, alpha)
     if len(pairs) < len(items):
         dropped["not_pairwise"] = {getattr(it, "id", str(i)) for i, it in enumerate(items)

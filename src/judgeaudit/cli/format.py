@@ -156,7 +156,7 @@ def evaluate_table(res: dict[str, Any]) -> Any:
 
 
 VERDICT_STYLE = {"biased": "bold red", "not_biased": "green", "underpowered": "yellow",
-                 "run_failed": "bold red"}
+                 "run_failed": "bold red", "not_run": "dim"}
 
 
 def _num(x: float | None, fmt: str = "{:.3f}") -> str:

@@ -107,8 +107,9 @@ def ingest(
             raise fail(f"{what} {p}: is a directory, expected a file")
         if p is not None and not p.is_file():
             raise fail(f"{what} {p}: no such file")
-    if results.stat().st_size == 0:
-        raise fail(f"RESULTS {results}: empty file (did the batch run write nothing?)")
+    if results.stat().st_size == 0 and plan is None:  # with --plan it still says what is left
+        raise fail(f"RESULTS {results}: empty file (did the batch run write nothing?); with "
+                   "--plan PLAN it reports the planned requests still unanswered")
     if cache is not None and not cache.exists():  # a typo would create an empty cache
         raise fail(f"--cache {cache}: no such cache file; give the --cache the plan was made "
                    "with")

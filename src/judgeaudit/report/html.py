@@ -27,7 +27,7 @@ MAX_DISAGREEMENTS = 50  # panel disagreements listed (all stay in results.json)
 MAX_INVALID = 20
 DIFF_LIMIT = 20_000  # characters; longer texts are highlighted whole instead of word-diffed
 
-VERDICTS = ("biased", "not_biased", "underpowered")
+VERDICTS = ("biased", "not_biased", "underpowered", "not_run")
 
 
 # ---------------------------------------------------------------- formatting (Jinja filters)
@@ -103,12 +103,13 @@ def verdict_label(v: Any) -> str:
 def verdict_class(v: Any) -> str:
     """A CSS class from a fixed list: a results file never chooses a class name."""
     return {"biased": "v-biased", "not_biased": "v-not-biased",
-            "underpowered": "v-underpowered"}.get(v, "v-unknown")
+            "underpowered": "v-underpowered", "not_run": "v-unknown"}.get(v, "v-unknown")
 
 
 def verdict_glyph(v: Any) -> str:
     """A shape as a second cue next to colour and text (colour is never the only signal)."""
-    return {"biased": "\u25b2", "not_biased": "\u25cf", "underpowered": "\u25c6"}.get(v, "?")
+    return {"biased": "\u25b2", "not_biased": "\u25cf", "underpowered": "\u25c6",
+            "not_run": "\u25cb"}.get(v, "?")
 
 
 def _env() -> Environment:
@@ -232,6 +233,10 @@ def _reason(p: dict[str, Any], alpha: float) -> tuple[str, bool]:
                 follows)
     if v == "not_biased":
         return (f"The 95% interval {ci_s} lies inside the no-bias range {nb_s}.", follows)
+    if v == "not_run":
+        why = next((x for x in _l(p.get("notes")) if str(x).startswith("not run:")),
+                   "not run")
+        return (f"Not measured: {str(why).removeprefix('not run: ')}.", True)
     if v == "underpowered":
         parts = []
         parts.append(f"q = {fmt_p(q)} is not below \u03b1 = {alpha:g}" if q is None or

@@ -17,7 +17,7 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
            "#000000"]
 VERDICT_COLOURS = {"biased": "#b3261e", "not_biased": "#1b7f3b", "underpowered": "#a15c00"}
 VERDICT_LABELS = {"biased": "biased", "not_biased": "not biased", "underpowered": "underpowered",
-                  "run_failed": "run failed"}
+                  "run_failed": "run failed", "not_run": "not run"}
 NEUTRAL = "#555555"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 
