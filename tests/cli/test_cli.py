@@ -261,3 +261,25 @@ def test_a_threshold_the_budget_left_unchecked_does_not_pass_a_flag_gate(tmp_pat
     assert whole.exit_code == 1, whole.output
     assert json.loads((tmp_path / "b" / "results.json").read_text())["probes"]["beauty"][
         "flag"]["exceeds"] is True
+
+
+def test_max_calls_counts_calls_sent_not_answers_from_the_cache(tmp_path):
+    """Cached answers are free (--max-calls' help): a re-run on a warm cache goes on past
+    the round the first run stopped at. It stopped at the same round, counting cached
+    answers, and without a cache stopped after sending 1,800 of a 3,000 budget."""
+    cache = tmp_path / "c.sqlite"
+    args = ["audit", "--judge", "sim?position=0.3&seed=5", "--adaptive", "--data",
+            "builtin:facts?seeds=0-2", "--max-calls", "3000", "--cache", str(cache)]
+    docs = []
+    for run in ("a", "b"):
+        res = runner.invoke(app, [*args, "--out", str(tmp_path / run)])
+        assert res.exit_code == 0, res.output
+        docs.append(json.loads((tmp_path / run / "results.json").read_text()))
+    first, second = docs
+    assert first["adaptive"]["stopped_by"] == "max_calls"
+    assert first["calls"]["made"] <= 3000 and second["calls"]["made"] <= 3000
+    assert second["adaptive"]["rounds"] > first["adaptive"]["rounds"]
+    nocache = runner.invoke(app, [*args[:-2], "--no-cache", "--out", str(tmp_path / "c")])
+    assert nocache.exit_code == 0, nocache.output
+    made = json.loads((tmp_path / "c" / "results.json").read_text())["calls"]["made"]
+    assert made > 3000 - 700  # a round's calls short of the cap at most (it stopped at 1800)

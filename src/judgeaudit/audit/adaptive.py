@@ -201,6 +201,12 @@ def _cost(bundle: JudgeBundle) -> float:
     return float(bundle.client.stats.as_dict().get("cost_usd") or 0.0)
 
 
+def _sent(bundle: JudgeBundle) -> int:
+    """Calls the run's call cap has counted as sent (0 without a cap)."""
+    cap = bundle.client.call_cap
+    return cap.sent if cap is not None else 0
+
+
 @contextlib.contextmanager
 def call_cap(bundle: JudgeBundle, max_calls: int | None) -> Iterator[None]:
     """Hold the judge's client to `max_calls` calls sent (`CallCap`) for the rounds; the
@@ -344,11 +350,12 @@ async def _adaptive_document(
     streams: dict[str, list[float]] = {p.name: [] for p in probes}
     taken = dict.fromkeys(probe_names, 0)  # items given to each probe so far
     rnd, stopped_by, last_round_calls, last_round_cost = 0, "all probes stopped", 0, 0.0
+    last_round_sent = 0  # calls the last round sent: cached answers are free (`CallCap`)
     hint = ""  # what to change, when a budget cut a round
     # --max-calls holds call by call too (a round it cuts ends the run, as the spend cap's)
     with call_cap(bundle, max_calls):
         while not rule.all_stopped:
-            if max_calls is not None and calls["total"] + last_round_calls > max_calls:
+            if max_calls is not None and _sent(bundle) + last_round_sent > max_calls:
                 stopped_by = "max_calls"
                 break
             if max_cost is not None and _cost(bundle) + last_round_cost > max_cost:
@@ -359,7 +366,7 @@ async def _adaptive_document(
                 stopped_by = budget or "server not answering"
                 break
             rnd += 1
-            before, cost_before = calls["total"], _cost(bundle)
+            before, cost_before, sent_before = calls["total"], _cost(bundle), _sent(bundle)
             planned_before = bundle.client.stats.planned
             m = rnd * round_size
             open_probes = [p for p in probes if by_name[p.name].open]
@@ -394,6 +401,7 @@ async def _adaptive_document(
                     done[p.name] = "not_run"  # it cannot run here (self_preference, no panel)
             rule.step(rnd, done)
             last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
+            last_round_sent = _sent(bundle) - sent_before
         cut = capped(bundle)
         if cut:  # the cap cut the last round: it ends the run, whatever stopped the loop
             stopped_by = cut
