@@ -20,8 +20,10 @@ from judgeaudit.judges import make_judge
 CASES = [
     ("sim?position=1.5&authority=2&length=0.6&seed=1", None,
      {"max_n": 100, "round_size": 20, "seed": 1}),
+    # max_calls counts calls sent (cached answers are free): 300 a round here, so 1000 stops
+    # before round 4 as 1500 did when every request counted (400 a round, 100 from the memo)
     ("sim?injection=1&seed=2", ["position", "verbosity", "injection", "bandwagon"],
-     {"max_n": 160, "round_size": 25, "seed": 2, "max_calls": 1500}),
+     {"max_n": 160, "round_size": 25, "seed": 2, "max_calls": 1000}),
     ("sim?seed=5", None, {"max_n": 60, "round_size": 20, "seed": 5}),
     ("sim?seed=7&bandwagon=0.3", ["position", "authority", "bandwagon"],
      {"max_n": 300, "round_size": 40, "seed": 7}),
