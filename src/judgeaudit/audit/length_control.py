@@ -109,10 +109,14 @@ def control_rates(own: Mapping[str, Any], beyond: Mapping[str, Any],
 
 
 def fmt(e: Mapping[str, Any]) -> str:
-    """value [lo, hi] (n = N), as the notes and the terminal show an estimate."""
+    """value [lo, hi] (n = N, p = P, q = Q), as the notes and the terminal show an estimate
+    (q: Benjamini-Hochberg across the run's length controls, once `beyond_shown` set it)."""
     lo, hi = e.get("ci95") or (None, None)
     ci = f" [{lo:+.3f}, {hi:+.3f}]" if lo is not None and hi is not None else ""
-    return f"{e['value']:+.3f}{ci} (n = {e['n']})" if e.get("value") is not None else "n/a"
+    if e.get("value") is None:
+        return "n/a"
+    extra = "".join(f", {k} = {e[k]:.2g}" for k in ("p", "q") if e.get(k) is not None)
+    return f"{e['value']:+.3f}{ci} (n = {e['n']}{extra})"
 
 
 def words(mean_added: float) -> str:
@@ -131,6 +135,8 @@ def beyond_shown(probes: Mapping[str, Mapping[str, Any]], alpha: float) -> set[s
     qs = benjamini_hochberg(ps) if named else []
     out = set()
     for (name, b), q in zip(named, qs, strict=True):
+        if isinstance(b, dict):  # shown beside p: the number that decides (`fmt`)
+            b["q"] = None if q != q else float(q)
         lo, hi = b.get("ci95") or (None, None)
         if q == q and q < alpha and lo is not None and hi is not None and (lo > 0 or hi < 0):
             out.add(name)
