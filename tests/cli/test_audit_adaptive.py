@@ -25,6 +25,10 @@ def test_adaptive_fail_on_biased_exits_1(tmp_path):
     # its header states the rule the adaptive verdicts follow (e-BH), not the q-value one
     assert "biased when e-BH across the probes rejects" in html
     assert "biased when q &lt;" not in html
+    # so do the summary's legend and the verdict key (they described the bootstrap and q)
+    assert "a bootstrap over items" not in html and "Benjamini&ndash;Hochberg q-value" not in html
+    assert "anytime-valid confidence sequence at the probe's stop" in html
+    assert "include the baseline verdicts every probe shares" in html
     # the table shows each probe's item count (not the dict's .items method's repr)
     items = doc["probes"]["position"]["adaptive"]["items"]
     assert "built-in method" not in html and f"<td>{int(items)}</td>" in html

@@ -500,6 +500,7 @@ def _adaptive_view(r: dict[str, Any], probes: list[dict[str, Any]],
         plot = None
     return {"rounds": ad.get("rounds"), "round_size": ad.get("round_size"),
             "max_n": ad.get("max_n"), "calls": ad.get("calls"),
+            "baseline_calls": ad.get("baseline_calls"),
             "fixed_n_calls": ad.get("fixed_n_calls"), "ratio": _num(ad.get("calls_ratio")),
             "stopped_by": _str(ad.get("stopped_by")), "method": _str(ad.get("method")),
             "max_calls": ad.get("max_calls"), "max_cost": ad.get("max_cost"),
