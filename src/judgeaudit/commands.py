@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,7 @@ class Run:
 
     async def document(self, sess: Session) -> dict[str, Any]:
         """Run the body; its document records the judges it used (`Session.judges_used`)."""
+        self.info["started_at"] = time.perf_counter()  # a failed document's run time
         doc = await self.body(sess)
         doc.setdefault("judges_used", sess.judges_used())
         return doc
@@ -83,9 +85,12 @@ class Run:
             calls["first_error"] = str(exc)
         outcome = assess(n_valid=0, n_planned=self.n_planned(), calls=calls,
                          min_valid=self.min_valid, max_failed=self.max_failed)
+        started = self.info.get("started_at")
         return {"command": self.command, "version": judgeaudit.__version__,
                 "judge": self.judge, "data": self.data, "calls": calls, "run": outcome,
-                "error": str(exc), "judges_used": sess.judges_used()}
+                "error": str(exc), "judges_used": sess.judges_used(),
+                **({"seconds": round(time.perf_counter() - started, 2)}
+                   if started is not None else {})}
 
     def unfinished_document(self, sess: Session) -> dict[str, Any]:
         """What the output folder holds while the run is under way, until its results
@@ -700,7 +705,21 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
               *([G_CRIT.needs] if saved is None and fs[0].name not in crit else []))
         for x in specs:  # every spec checked before any call
             s.judge(x)
+        if saved is not None:  # a judge the fit has no parameters for: before judging
+            fitted = saved.get("per_judge") or {}
+            unfitted = [s.judge(x).public_spec for x in specs
+                        if s.judge(x).public_spec not in fitted]
+            if unfitted:
+                raise ValueError(f"no fit for judge {unfitted[0]!r} in {opt('apply', cli)}; "
+                                 f"fitted judges: {', '.join(fitted)}")
         winners = await _winners(s, specs, cfg.recorded, folder, items, recorded_dir, cli)
+        if not any(w is not None for ws in winners.values() for w in ws.values()):
+            from judgeaudit.llm import CallFailed
+
+            # the run has failed: asking the scorer for factor scores would be paid for nothing
+            raise CallFailed("no judge gave a usable verdict (every call failed or was "
+                             "unreadable), so no factor score was asked for", fatal=True,
+                             kind="other")
         clients = [b.client for b in s.judges.values()]
         if saved is not None:
             if len(winners) != 1:

@@ -112,6 +112,8 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
     (["mitigate", "--judges", "sim", "--scorer", "simhubj", "--limit", "1"],
      "the fit needs at least 5 queries (raise --limit)"),
     (["discover", "--llm", "simhubj"], "give --judges SPEC[,SPEC] and/or --recorded pandalm"),
+    (["mitigate", "--judges", "sim?seed=9", "--scorer", "simhubj", "--limit", "6", "--apply",
+      "{fit}"], "no fit for judge 'sim?seed=9' in --apply; fitted judges: sim?length=2"),
     (["mitigate", "--candidate", "longest"], "--candidate"),
     (["mitigate", "--data", "jsonl:{unlabelled}", "--judges", "sim"],
      "no item has a decisive"),
@@ -120,7 +122,11 @@ def test_bad_input_is_a_clear_error(args, needle, tmp_path, isolated_cache):
     unlabelled = tmp_path / "u.jsonl"
     unlabelled.write_text(json.dumps({"id": "q1", "prompt": "2+2?", "response_1": "4",
                                       "response_2": "5"}) + "\n")
-    args = [a.replace("{unlabelled}", str(unlabelled)) for a in args]
+    fit = tmp_path / "fit.json"  # a mitigate fit for one judge (--apply refuses the others)
+    fit.write_text(json.dumps({"command": "mitigate", "factor": {"name": "verbosity"},
+                               "per_judge": {"sim?length=2&seed=1": {}}}))
+    args = [a.replace("{unlabelled}", str(unlabelled)).replace("{fit}", str(fit))
+            for a in args]
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
     assert res.exit_code == 2, res.output
     assert needle in " ".join(res.output.split())
@@ -231,3 +237,17 @@ def test_a_model_that_cannot_play_its_part_is_refused_before_any_call(args, said
     assert said in " ".join(res.output.split())
     assert "needs a model that writes text" in " ".join(res.output.split())
     assert asked == 0
+
+
+def test_mitigate_asks_no_factor_score_when_no_judge_gave_a_verdict(shared_data, tmp_path,
+                                                                     isolated_cache):
+    """Every judge call unreadable: the run has failed, and the scorer's calls (the embedded
+    model by default, or a paid API) were made anyway before saying so."""
+    res = runner.invoke(app, ["mitigate", "--judges", "sim?invalid=0.999&seed=1", "--scorer",
+                              "simhubj?score_from=length", "--data", _data(shared_data),
+                              "--factor", "length", "--limit", "10", "--out", str(tmp_path)])
+    assert res.exit_code == 3, res.output
+    assert "no factor score was asked for" in " ".join(res.output.split())
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["run"]["status"] == "failed"
+    assert doc["calls"]["made"] == 20  # the judge's 10 items x 2 orders; no scorer call

@@ -535,6 +535,7 @@ async def run_apply(
     if judge not in saved.get("per_judge", {}):
         raise ValueError(f"no fit for judge {judge!r}; fitted judges: "
                          f"{', '.join(saved.get('per_judge', {}))}")
+    t0 = time.perf_counter()
     f = saved["factor"]
     factor = Factor(f["name"], f["definition"])
     criteria = {int(k): v for k, v in saved["criteria"].items()}
@@ -552,8 +553,10 @@ async def run_apply(
         res = M.apply({"judges": saved["per_judge"], "gamma": saved.get("gamma", {})}, judge,
                       Y[0], delta, qids)
     return {"command": "mitigate-apply", "judges": [judge], "factor": f,
+            "candidate": saved.get("candidate", "rejected"),
             "control": saved.get("control", "bias"), "counts": counts, "applied": res,
-            "json_stats": _stats_doc(stats), "calls": calls, "run": run}
+            "json_stats": _stats_doc(stats), "calls": calls, "run": run,
+            "seconds": round(time.perf_counter() - t0, 2)}
 
 
 __all__ = ["candidate_side", "factor_scores", "live_winners", "mitigation_inputs",
