@@ -3,7 +3,6 @@ two), the disagreements kept for review, and the judges ranked by position bias.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -13,8 +12,7 @@ from judgeaudit.audit.probe import AuditContext
 from judgeaudit.data.spec import parse_spec
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.judges.pairwise import PairwiseVerdict
-from judgeaudit.stats import fleiss_kappa, kappa_ci
-from judgeaudit.stats.types import Estimate
+from judgeaudit.stats import fleiss_kappa_ci, kappa_ci
 
 MAX_DISAGREEMENTS = 500
 
@@ -72,9 +70,8 @@ async def panel_section(ctx: AuditContext) -> dict[str, Any]:
             out["cohen_kappa"] = kappa_ci(table[:, 0], table[:, 1], labels=[0, 1, 2],
                                           seed=ctx.seed).as_dict()
         else:
-            # no interval: value and n only
-            out["fleiss_kappa"] = Estimate(fleiss_kappa(table, labels=[0, 1, 2]),
-                                           (math.nan, math.nan), len(valid)).as_dict()
+            out["fleiss_kappa"] = fleiss_kappa_ci(table, labels=[0, 1, 2],
+                                                  seed=ctx.seed).as_dict()
     elif len(bundles) == 2:
         out["cohen_kappa"] = None
     dis = []

@@ -7,6 +7,7 @@ a report can be checked against scipy/statsmodels or a textbook formula in isola
 from judgeaudit.stats.agreement import (
     cohen_kappa,
     fleiss_kappa,
+    fleiss_kappa_ci,
     kappa_ci,
     kendall,
     kendall_tau_b,
@@ -84,6 +85,7 @@ __all__ = [
     "paired_estimate",
     "pearson",
     "fleiss_kappa",
+    "fleiss_kappa_ci",
     "percent_agreement",
     "rate",
     "required_n_paired_flip",

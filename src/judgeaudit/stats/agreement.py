@@ -263,16 +263,58 @@ def kendall(x: Any, y: Any, level: float = 0.95,
 def fleiss_kappa(ratings: Any, labels: Labels | None = None) -> float:
     """Fleiss' kappa for m >= 2 raters on n items. `ratings` is (n_items, n_raters) with one
     category per cell. Chance agreement from the pooled category shares (Fleiss 1971)."""
+    r = _fleiss_ratings(ratings, labels)
+    if r.shape[0] == 0:
+        return math.nan
+    return float(_fleiss_batch(r, _fleiss_cats(r, labels)))
+
+
+def _fleiss_ratings(ratings: Any, labels: Labels | None) -> np.ndarray:
     r = np.asarray(ratings)
     if r.ndim != 2 or r.shape[1] < 2:
         raise ValueError("ratings must be (n_items, n_raters) with at least 2 raters")
-    cats = list(labels) if labels is not None else sorted(set(r.ravel().tolist()))
-    counts = np.stack([(r == c).sum(axis=1) for c in cats], axis=1).astype(float)  # (n, k)
-    n, m = r.shape
-    if n == 0:
-        return math.nan
-    p_i = ((counts * (counts - 1)).sum(axis=1)) / (m * (m - 1))
-    p_j = counts.sum(axis=0) / (n * m)
-    pe = float((p_j**2).sum())
-    po = float(p_i.mean())
-    return math.nan if pe == 1.0 else (po - pe) / (1 - pe)
+    if labels is not None and r.size:
+        unknown = sorted(set(r.ravel().tolist()) - set(labels), key=str)
+        if unknown:  # they would count as no category and give a wrong kappa
+            raise ValueError(f"fleiss_kappa: ratings {unknown} are not among labels "
+                             f"{list(labels)}")
+    return r
+
+
+def _fleiss_cats(r: np.ndarray, labels: Labels | None) -> list[Any]:
+    return list(labels) if labels is not None else sorted(set(r.ravel().tolist()))
+
+
+def _fleiss_batch(r: np.ndarray, cats: list[Any]) -> np.ndarray:
+    """Fleiss' kappa over the last two axes (..., n_items, n_raters): NaN where chance
+    agreement is 1 (one category only)."""
+    counts = np.stack([(r == c).sum(axis=-1) for c in cats], axis=-1).astype(float)
+    n, m = r.shape[-2], r.shape[-1]
+    po = ((counts * (counts - 1)).sum(axis=-1) / (m * (m - 1))).mean(axis=-1)
+    pe = ((counts.sum(axis=-2) / (n * m)) ** 2).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pe < 1.0, (po - pe) / (1.0 - pe), np.nan)
+
+
+# Below this many items on which the raters do not all agree, a bootstrap of Fleiss' kappa
+# is far too narrow (at none it is [1, 1]), as for Cohen's (`kappa_ci`).
+FLEISS_MIN_DISAGREEMENTS = 5
+
+
+def fleiss_kappa_ci(ratings: Any, labels: Labels | None = None, level: float = 0.95,
+                    n_boot: int = 2000, seed: int = 0) -> Estimate:
+    """Fleiss' kappa with a percentile bootstrap interval over items. Where fewer than
+    FLEISS_MIN_DISAGREEMENTS items have any disagreement the interval is left out (NaN, its
+    method says why) rather than shown far too narrow."""
+    r = _fleiss_ratings(ratings, labels)
+    n = int(r.shape[0])
+    value = fleiss_kappa(r, labels) if n else math.nan
+    split = int(sum(len(set(row)) > 1 for row in r.tolist()))
+    if n < 2 or split < FLEISS_MIN_DISAGREEMENTS:
+        return Estimate(value, (math.nan, math.nan), n,
+                        method=f"none: {split} item(s) with a disagreement, fewer than "
+                               f"{FLEISS_MIN_DISAGREEMENTS} (a bootstrap would be too narrow)")
+    cats = _fleiss_cats(r, labels)
+    lo, hi = bootstrap_ci(r, lambda d: _fleiss_batch(d, cats), n_boot=n_boot, level=level,
+                          seed=seed, method="percentile", vectorized=True)
+    return Estimate(value, (lo, hi), n, method="bootstrap-percentile")
