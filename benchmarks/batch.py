@@ -15,8 +15,9 @@ first-token top-20 logprobs, as a live server with logprobs returns it) is read 
 cache with `judgeaudit.llm.plan.ingest`: parse, logprob choice probabilities, one
 transaction per 5,000 answers. Requests per second.
 
-cost: `judgeaudit --plan-only PLAN audit --judge sim --n 30` (the default probes, 30
-items) counts the distinct requests of the default audit; prompt tokens are estimated from
+cost: `judgeaudit --plan-only PLAN audit --judge sim` (the default probes at the default
+n, 40 items) counts the distinct requests of the default audit (`--cost-only` re-measures
+this part alone and keeps the file's plan and ingest figures); prompt tokens are estimated from
 the plan bodies (message characters / 4, the usual English rule of thumb; ~5 completion
 tokens per verdict), and also given at the brief's round 400/5. Prices: the providers'
 tables in judgeaudit (USD per million tokens), batch = half.
@@ -130,7 +131,7 @@ def cost_part(tmp: Path) -> dict:
     env = {**os.environ, "JUDGEAUDIT_CACHE": str(tmp / "audit.sqlite"),
            "PYTHONPATH": str(ROOT / "src")}
     cmd = [sys.executable, "-m", "judgeaudit.cli.main", "--plan-only", str(plan), "audit",
-           "--judge", "sim", "--n", "30", "--out", str(tmp / "audit-out")]
+           "--judge", "sim", "--out", str(tmp / "audit-out")]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr + done.stdout
     bodies = [json.loads(x)["body"] for x in plan.read_text().splitlines()]
@@ -141,7 +142,7 @@ def cost_part(tmp: Path) -> dict:
     judges = {"gpt-4o-mini": OPENAI_PRICES["gpt-4o-mini"],
               "claude-3-5-haiku": ANTHROPIC_PRICES["claude-3-5-haiku"],
               "claude-haiku-4-5": ANTHROPIC_PRICES["claude-haiku-4-5"]}
-    out: dict = {"command": "judgeaudit --plan-only PLAN audit --judge sim --n 30",
+    out: dict = {"command": "judgeaudit --plan-only PLAN audit --judge sim",
                  "planned_requests": n,
                  "prompt_chars_mean": round(sum(chars) / n),
                  "prompt_tokens_estimated_mean": round(est_prompt),
@@ -161,7 +162,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "batch.json")
+    ap.add_argument("--cost-only", action="store_true",
+                    help="re-measure the default audit's cost alone, into the existing file")
     args = ap.parse_args()
+    if args.cost_only:
+        doc = json.loads(args.out.read_text())
+        with tempfile.TemporaryDirectory() as d:
+            doc["cost_default_audit"] = cost_part(Path(d))
+        doc["cost_default_audit"]["date"] = dt.date.today().isoformat()
+        args.out.write_text(json.dumps(doc, indent=2) + "\n")
+        print(json.dumps(doc["cost_default_audit"], indent=1))
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         plan = asyncio.run(plan_part(args.n, tmp))
