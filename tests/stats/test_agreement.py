@@ -227,3 +227,17 @@ def test_fleiss_kappa_ci_covers_the_population_kappa():
     calm[:3, 0] = 1  # three items with a disagreement
     est = fleiss_kappa_ci(calm, [0, 1, 2])
     assert math.isnan(est.ci95[0]) and "fewer than 5" in est.method
+
+
+@pytest.mark.parametrize("method", ["fisher", "bootstrap"])
+def test_a_perfect_correlation_has_no_interval_rather_than_a_point(method):
+    """r = 1 on 5 items gave the interval [1, 1] (every resample, and Fisher's z, give the
+    same value), which reads as certainty; now none, and the method says why."""
+    from judgeaudit.stats import kendall, pearson, spearman
+
+    x = [1, 2, 3, 4, 5]
+    for fn, y in ((pearson, [2, 4, 6, 8, 10]), (spearman, x), (kendall, [5, 4, 3, 2, 1])):
+        est = fn(x, y, method=method)
+        assert abs(est.value) == 1.0 and math.isnan(est.ci95[0]) and math.isnan(est.ci95[1])
+        assert est.method.startswith("none: a perfect correlation")
+    assert not math.isnan(spearman(x, [1, 3, 2, 4, 5], method=method).ci95[0])

@@ -116,6 +116,14 @@ def _r(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(den > 0, np.clip(r, -1.0, 1.0), np.nan)
 
 
+def _perfect(value: float, n: int) -> Estimate:
+    """A correlation of exactly +-1 in the sample: every resample, and Fisher's z, give the
+    point [r, r], which reads as certainty; so no interval, with the reason."""
+    return Estimate(value, (math.nan, math.nan), n,
+                    method="none: a perfect correlation in the sample (every resample gives "
+                           "the same value, so any interval would be a point)")
+
+
 def _correlation(a: np.ndarray, b: np.ndarray, rank: bool, level: float,
                  method: str, n_boot: int, seed: int, boot: str = "bca") -> Estimate:
     """The Estimate's method names the interval: "fisher-z" (also when n is too small for
@@ -123,6 +131,8 @@ def _correlation(a: np.ndarray, b: np.ndarray, rank: bool, level: float,
     n = int(a.size)
     tr = (lambda v: stats.rankdata(v, axis=-1)) if rank else (lambda v: v)
     value = float(_r(tr(a), tr(b))) if n >= 2 else math.nan
+    if abs(value) == 1.0:  # every resample and Fisher's z give [r, r]: no interval, not that
+        return _perfect(value, n)
     if method == "fisher":
         # Fisher z: atanh(r) ~ N(atanh(rho), se^2); se = 1/sqrt(n-3) for Pearson,
         # sqrt(1.06/(n-3)) for Spearman (Fieller, Hartley & Pearson 1957).
@@ -243,6 +253,8 @@ def kendall(x: Any, y: Any, level: float = 0.95,
     px, py, codes = _distinct_pairs(a, b)
     m = px.size
     value = float(_tau_b_weighted(px, py, _counts(codes, m))[0])
+    if abs(value) == 1.0:
+        return _perfect(value, n)
     if method == "fisher":
         if n < 5 or not math.isfinite(value):
             return Estimate(value, (math.nan, math.nan), n, method="fisher-z")

@@ -139,9 +139,8 @@ def group_correlations(x: Any, y: Any, groups: Sequence[Hashable], *, level: flo
         v = np.asarray(vals[m], dtype=float)
         if k == 0:
             ests[m] = Estimate(math.nan, NAN_CI, 0)
-        elif k < 3 or _constant(v):
-            mean = float(v.mean())
-            ests[m] = Estimate(mean, (mean, mean) if k >= 3 else NAN_CI, k)
+        elif k < 3 or _constant(v):  # equal values: every resample's mean is the same point
+            ests[m] = Estimate(float(v.mean()), NAN_CI, k)
         else:
             lo, hi = bootstrap_ci(v, lambda d: d.mean(axis=-1), n_boot=n_boot, level=level,
                                   seed=seed, method="bca", vectorized=True)
