@@ -95,3 +95,10 @@ def test_wilson_is_exact_at_the_ends():
         assert lo == 0.0 and hi == pytest.approx(z * z / n / (1 + z * z / n))
         lo, hi = wilson(n, n)
         assert hi == 1.0 and lo == pytest.approx(1 - z * z / n / (1 + z * z / n))
+
+
+def test_wilson_refuses_a_count_that_is_not_a_number():
+    from judgeaudit.stats.intervals import wilson
+
+    with pytest.raises(ValueError, match="need 0 <= successes <= n"):
+        wilson(3, float("nan"))  # gave (nan, nan)

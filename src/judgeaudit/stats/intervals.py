@@ -39,7 +39,8 @@ def wilson(successes: Any, n: Any, level: float = 0.95) -> Any:
     z = _z(level)
     s = np.asarray(successes, dtype=float)
     m = np.asarray(n, dtype=float)
-    if np.any(m < 0) or np.any(s < 0) or np.any(s > m) or not np.all(np.isfinite(s)):
+    if (np.any(m < 0) or np.any(s < 0) or np.any(s > m) or not np.all(np.isfinite(s))
+            or not np.all(np.isfinite(m))):
         raise ValueError(f"wilson: need 0 <= successes <= n, got successes={successes!r}, "
                          f"n={n!r}")
     empty = m == 0
