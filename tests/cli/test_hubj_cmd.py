@@ -251,3 +251,20 @@ def test_mitigate_asks_no_factor_score_when_no_judge_gave_a_verdict(shared_data,
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["run"]["status"] == "failed"
     assert doc["calls"]["made"] == 20  # the judge's 10 items x 2 orders; no scorer call
+
+
+def test_bad_input_found_inside_the_run_leaves_the_folder_as_it_was(tmp_path, isolated_cache):
+    """The folder holds an 'unfinished' document only once work begins: a judge the --apply
+    fit has none for (found after the judges are made, before any call) leaves an earlier
+    run's results there, as any other bad input does."""
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["evaluate", "--judge", "sim", "--data", "builtin:facts",
+                               "--limit", "4", "--out", str(out)]).exit_code == 0
+    before = (out / "results.json").read_text()
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"command": "mitigate", "factor": {"name": "verbosity"},
+                               "per_judge": {"sim?length=2&seed=1": {}}}))
+    res = runner.invoke(app, ["mitigate", "--judges", "sim?seed=9", "--scorer", "simhubj",
+                              "--limit", "6", "--apply", str(fit), "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert (out / "results.json").read_text() == before

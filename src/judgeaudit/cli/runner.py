@@ -123,19 +123,27 @@ def run_command(cfg: Any, run: Any,
         planner.max_cost = getattr(cfg, "max_cost", None)
     store = open_cache(cfg.cache, cfg.no_cache)
     with show() as bars:
+
+        def progress(ev: Progress) -> None:
+            # Work begins (the first task's first event, before its calls; every input check
+            # is behind it, so bad input leaves the folder as it was): until the results
+            # replace it, the folder says this run has not finished (`unfinished_document`).
+            if planner is None and _UNFINISHED["doc"] is None:
+                _UNFINISHED["doc"] = run.unfinished_document(sess)
+                write_failed(cfg.out, _UNFINISHED["doc"], announce=False)
+            bars(ev)
+
         sess = Session(cache=store if store is not None else False,
                        concurrency=getattr(cfg, "concurrency", None),
                        timeout=getattr(cfg, "timeout", None), seed=getattr(cfg, "seed", 0),
-                       progress=bars, planner=planner, max_cost=getattr(cfg, "max_cost", None))
+                       progress=progress, planner=planner,
+                       max_cost=getattr(cfg, "max_cost", None))
 
         async def go() -> dict[str, Any]:
             from judgeaudit.llm import CallFailed
 
             try:
                 with sess.command():
-                    if planner is None:  # until the results replace it (`unfinished_document`)
-                        _UNFINISHED["doc"] = run.unfinished_document(sess)
-                        write_failed(cfg.out, _UNFINISHED["doc"], announce=False)
                     try:
                         return await run.document(sess)
                     except CallFailed as exc:
