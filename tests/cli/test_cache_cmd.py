@@ -80,6 +80,9 @@ def test_clear(app, filled):
     assert code == 0 and "deleted 2 entries (openai:b)" in out
     code, out = run(app, "cache", "clear", "--model", "a", "--yes", "--cache", str(filled))
     assert code == 2  # a model alone would have cleared everything
+    # no terminal to confirm on (a script, CI): without --yes nothing is deleted (it was all)
+    code, out = run(app, "cache", "clear", "--cache", str(filled))
+    assert code == 2 and "add --yes" in out and Cache(filled).stats().entries == 2
     code, out = run(app, "cache", "clear", "-y", "--cache", str(filled))
     assert code == 0 and "deleted 2 entries (all)" in out
     c = Cache(filled)

@@ -78,8 +78,10 @@ def cache_clear(
     what = _what(provider, model)
     c = _open(cache)
     try:
-        if not yes and sys.stdin.isatty() and not typer.confirm(
-                f"Delete {what} entries in {c.path}?"):
+        if not yes and not sys.stdin.isatty():  # a script cannot answer: it must say --yes
+            raise fail(f"cache clear deletes {what} entries of {c.path} (paid-for answers): "
+                       "nobody can confirm it here (stdin is not a terminal); add --yes")
+        if not yes and not typer.confirm(f"Delete {what} entries in {c.path}?"):
             raise typer.Exit(1)
         n = c.clear(provider, model)
     finally:
