@@ -374,9 +374,22 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
         refs = siblings
     gen_spec, rev_spec = cfg.generator or cfg.judge, cfg.reviewer or cfg.judge
 
+    if refs and cfg.references is not None:  # ids that match no item: rows of n = 0, unsaid
+        known = {it.id for it in items}
+        if not known & set(refs):
+            raise ValueError(f"{opt('references', cli)} {cfg.references}: none of its "
+                             f"{len(refs)} item ids is an item of the data (e.g. "
+                             f"{next(iter(refs))!r}; the data's: {', '.join(sorted(known)[:3])}"
+                             ", ...)")
+
     async def body(s: Session) -> dict[str, Any]:
         nonlocal refs
         main = s.judge(cfg.judge)
+        if main.client.provider.name == "replay":
+            raise ValueError(f"{opt('judge', cli)} {main.public_spec}: a replay judge serves "
+                             "the one score recorded per item whatever the prompt says, so "
+                             "every perturbation would read as 'no effect'; scoring-bias needs "
+                             "a judge that reads the perturbed prompt (a live or sim judge)")
         if cfg.generate_references:  # every spec checked before any call
             needs(s.judge(gen_spec), opt("generator", cli) if cfg.generator else
                   f"{opt('judge', cli)} (the generator by default)", {"task": "generate"})

@@ -283,3 +283,26 @@ def test_max_calls_counts_calls_sent_not_answers_from_the_cache(tmp_path):
     assert nocache.exit_code == 0, nocache.output
     made = json.loads((tmp_path / "c" / "results.json").read_text())["calls"]["made"]
     assert made > 3000 - 700  # a round's calls short of the cap at most (it stopped at 1800)
+
+
+def test_scoring_bias_refuses_a_replay_judge_and_references_of_other_items(tmp_path,
+                                                                           isolated_cache):
+    """A replay judge serves one recorded score per item whatever the prompt: every
+    perturbation read 'no effect' (FP 0, MAD 0) and a template was recommended. A references
+    file whose ids match no item gave rows of n = 0 without a word."""
+    data = tmp_path / "p.jsonl"
+    data.write_text("".join(json.dumps({"id": f"p{i}", "prompt": "q", "response": f"r{i}",
+                                        "score": i % 5 + 1}) + "\n" for i in range(6)))
+    scores = tmp_path / "s.csv"
+    scores.write_text("item_id,score\n" + "".join(f"p{i},{i % 5 + 1}\n" for i in range(6)))
+    res = runner.invoke(app, ["scoring-bias", "--judge", f"replay:{scores}", "--data",
+                              f"jsonl:{data}", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "a replay judge serves" in " ".join(res.output.split())
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({f"X{i}": {str(k): f"ref {k}" for k in range(1, 6)}
+                                for i in range(3)}))
+    res = runner.invoke(app, ["scoring-bias", "--judge", "sim?seed=0", "--data",
+                              f"jsonl:{data}", "--references", str(refs), "--perturbations",
+                              "ref_1", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2
+    assert "none of its 3 item ids is an item of the data" in " ".join(res.output.split())
