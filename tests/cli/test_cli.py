@@ -306,3 +306,37 @@ def test_scoring_bias_refuses_a_replay_judge_and_references_of_other_items(tmp_p
                               "ref_1", "--out", str(tmp_path / "b")])
     assert res.exit_code == 2
     assert "none of its 3 item ids is an item of the data" in " ".join(res.output.split())
+
+
+def test_one_order_recordings_are_judged_in_their_order_and_a_missing_item_is_left_out(
+        tmp_path, isolated_cache):
+    """A recording with one order per pair (`order=12`, alpaca_eval) passed replay-check
+    but evaluate asked for order 21 and failed the run; an item missing from a recording
+    failed the whole run ('0 of 6 items have a valid verdict') instead of being left out."""
+    data = tmp_path / "d.jsonl"
+    items = [{"id": f"t{i}", "prompt": f"Q t{i}?", "response_1": f"one t{i}",
+              "response_2": f"two t{i}", "label": 1 + i % 2} for i in range(6)]
+    data.write_text("".join(json.dumps(it) + "\n" for it in items))
+    one = tmp_path / "o12.csv"
+    one.write_text("qid,pick\n" + "".join(f"t{i},{1 + i % 2 if i else 2}\n" for i in range(6)))
+    alp = tmp_path / "alp.json"
+    alp.write_text(json.dumps([{"instruction": it["prompt"], "output_1": it["response_1"],
+                                "output_2": it["response_2"], "preference": it["label"]}
+                               for it in items]))
+    for spec, acc in ((f"replay:{one}?item=qid&verdict=pick&order=12", 5 / 6),
+                      (f"replay:{alp}", 1.0)):
+        res = runner.invoke(app, ["evaluate", "--judge", spec, "--data", f"jsonl:{data}",
+                                  "--out", str(tmp_path / "o")])
+        assert res.exit_code == 0, res.output
+        doc = json.loads((tmp_path / "o" / "results.json").read_text())
+        assert doc["calls"]["made"] == 6 and doc["calls"]["failed"] == 0
+        assert doc["accuracy"]["value"] == pytest.approx(acc) and doc["n_single_order"] == 6
+    both = tmp_path / "both.csv"
+    both.write_text("item_id,order,verdict\n" + "".join(
+        f"t{i},12,{it['label']}\nt{i},21,{it['label']}\n" for i, it in enumerate(items[:5])))
+    res = runner.invoke(app, ["evaluate", "--judge", f"replay:{both}", "--data",
+                              f"jsonl:{data}", "--out", str(tmp_path / "m")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "m" / "results.json").read_text())
+    assert doc["calls"]["failed"] == 2 and doc["calls"]["errors"] == {"not_recorded": 2}
+    assert doc["accuracy_valid"]["value"] == 1.0 and doc["accuracy_valid"]["n"] == 5

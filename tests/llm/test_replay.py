@@ -14,8 +14,8 @@ import pytest
 
 from judgeaudit.data import PairwiseItem
 from judgeaudit.judges.pairwise import PairwiseJudge
-from judgeaudit.llm import Cache, Client, FatalProviderError, Request, make_provider
-from judgeaudit.llm.base import request_key
+from judgeaudit.llm import Cache, Client, Request, make_provider
+from judgeaudit.llm.base import RequestRejected, request_key
 from judgeaudit.llm.providers.replay import ReplayProvider
 
 
@@ -93,7 +93,7 @@ async def test_long_layout_letters_digits_tie_and_raw_text(tmp_path):
     assert (await p.generate(req("y", "12"))).text == "tie"
     assert (await p.generate(req("y", "21"))).text == "Both are fine"
     assert (await p.generate(req("z", "21"))).text == ""
-    with pytest.raises(FatalProviderError, match=r"item 'z' order 12"):
+    with pytest.raises(RequestRejected, match=r"item 'z' order 12"):
         await p.generate(req("z", "12"))
 
 
@@ -103,7 +103,7 @@ async def test_pointwise_score_column(tmp_path):
     assert (await p.generate(req("a", task="pointwise"))).text == "4"
     letters = ["E", "D", "C", "B", "A"]
     assert (await p.generate(req("b", task="pointwise", score_ids=letters))).text == "D"
-    with pytest.raises(FatalProviderError, match="no recorded score for item 'c'"):
+    with pytest.raises(RequestRejected, match="no recorded score for item 'c'"):
         await p.generate(req("c", task="pointwise"))
 
 
@@ -117,7 +117,7 @@ async def test_text_matched_records_are_served_from_the_texts_shown(tmp_path, ca
     assert "format alpaca_eval (detected: fields preference, output_1, output_2)" in caplog.text
     assert (await p.generate(req("any", "12", prompt="p", shown=["r1", "r2"]))).text == "B"
     # the same pair shown the other way round was not recorded
-    with pytest.raises(FatalProviderError, match=r"item 'any' order 21 \(nor by its prompt and "
+    with pytest.raises(RequestRejected, match=r"item 'any' order 21 \(nor by its prompt and "
                                                  r"response texts\) in a.json"):
         await p.generate(req("any", "21", prompt="p", shown=["r2", "r1"]))
 
@@ -126,7 +126,7 @@ async def test_text_matched_records_are_served_from_the_texts_shown(tmp_path, ca
 
 async def test_missing_record_names_item_order_and_filters(tmp_path):
     p = ReplayProvider(str(write(tmp_path, "v.csv", WIDE_CSV)), {"judge": "J1", "strategy": "V"})
-    with pytest.raises(FatalProviderError) as e:
+    with pytest.raises(RequestRejected) as e:
         await p.generate(req("S:17", "21"))
     assert str(e.value) == (
         "no recorded verdict for item 'S:17' order 21 in v.csv with judge=J1, strategy=V")

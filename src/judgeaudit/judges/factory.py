@@ -15,7 +15,9 @@ from judgeaudit.spec import Spec, parse_spec
 # Judge-level parameters, read here for every provider (`judgeaudit judges` lists them).
 JUDGE_PARAM_HELP = {
     "template": "pairwise prompt template (default pairwise_v1; see the templates below)",
-    "orders": "both | one: judge each pair in both orders, or as given (default both)",
+    "orders": ("both | one: judge each pair in both orders, or in one order picked at random "
+               "per item (seeded); a replay judge asks the orders its file records "
+               "(default both)"),
     "score_template": "pointwise scoring template (default pointwise_v1)",
 }
 JUDGE_PARAMS = set(JUDGE_PARAM_HELP)

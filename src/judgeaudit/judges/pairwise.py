@@ -101,8 +101,14 @@ class PairwiseJudge:
         self.template = load_template(template) if isinstance(template, str) else template
         self.both_orders = both_orders
         self.seed = seed
+        # A judge that can only answer some orders (a one-order recording): asked those.
+        self.order_of = getattr(getattr(client, "provider", None), "recorded_orders", None)
 
     def orders_for(self, item: PairwiseItem) -> list[Order]:
+        if self.order_of is not None:
+            got = self.order_of(item.id, item.prompt, (item.response_1, item.response_2))
+            if got and (self.both_orders or len(got) == 1):
+                return got  # type: ignore[return-value]
         if self.both_orders:
             return ["12", "21"]
         # One order, chosen at random per item (seeded) so position does not confound.

@@ -29,6 +29,7 @@ ERROR_KINDS: tuple[str, ...] = (
     "bad_request",  # HTTP 400/404/422 and other 4xx
     "too_long",     # HTTP 400/413/422 saying this prompt is over the model's context
     "refused",      # HTTP 400/422 from a content filter refusing this prompt
+    "not_recorded",  # a replay file has no verdict or score for this item (or order)
     "other",        # anything else (HTTP 409/425, provider-specific failures)
 )
 

@@ -56,7 +56,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from judgeaudit.llm.base import FatalProviderError, Provider, Request, Response
+from judgeaudit.llm.base import (
+    FatalProviderError,
+    Provider,
+    Request,
+    RequestRejected,
+    Response,
+)
 from judgeaudit.llm.providers.replay_formats import (
     FORMATS,
     LONG,
@@ -476,6 +482,7 @@ class ReplayProvider(Provider):
             raise ValueError("replay needs a file: replay:PATH?column=value&...")
         self.filters = dict(self.params)
         self.index = load_index(model, self.filters)
+        self._orders: dict[str, set[str]] | None = None
         log.info("replay %s: %s, %d records kept", self.index.path.name, self.index.detected,
                  self.index.n_rows)
         for note in self.index.notes:
@@ -489,6 +496,23 @@ class ReplayProvider(Provider):
             "params": dict(sorted(self.filters.items())),
             "file": {"size": self.index.size, "sha256": self.index.sha256},
         }
+
+    def recorded_orders(self, item_id: str, prompt: str | None = None,
+                        responses: Sequence[str] | None = None) -> list[str] | None:
+        """The orders the file records for an item (by id, else for a file matched by
+        content by its prompt and responses), for the pairwise judge to ask those: a one-order
+        recording (alpaca_eval, `order=12`) is judged in its order. None when the item is not
+        recorded (a perturbed copy, another data set): the judge then asks as usual."""
+        if self._orders is None:
+            self._orders = {}
+            for key, order in self.index.verdicts:
+                self._orders.setdefault(key, set()).add(order)
+        got = self._orders.get(item_id)
+        if not got and self.index.by_text and prompt is not None and responses:
+            a, b = str(responses[0]), str(responses[1])
+            got = {o for o in ("12", "21")
+                   if self.index.locate(item_id, o, prompt, (a, b) if o == "12" else (b, a))}
+        return sorted(got) if got else None
 
     def _where(self) -> str:
         return f"in {self.index.path.name} with {describe_filters(self.filters)}"
@@ -506,9 +530,9 @@ class ReplayProvider(Provider):
             raise FatalProviderError("replay needs Request.meta['item_id'] (and 'order')")
         task = meta.get("task", "pairwise")
         if task == "pointwise":
-            if item not in self.index.scores:
-                raise FatalProviderError(
-                    f"no recorded score for item {item!r} {self._where()}")
+            if item not in self.index.scores:  # this item only: the others are recorded
+                raise RequestRejected(f"no recorded score for item {item!r} {self._where()}",
+                                      kind="not_recorded")
             return Response(text=self._score_text(self.index.scores[item], meta))
         if task != "pairwise":
             raise FatalProviderError(str(self.cannot_serve(meta)))
@@ -517,10 +541,11 @@ class ReplayProvider(Provider):
             raise FatalProviderError(
                 f"replay: item {item!r} has order={order!r}; expected '12' or '21'")
         text = self.index.find(item, order, meta.get("prompt"), meta.get("shown"))
-        if text is None:
+        if text is None:  # this item only: the others are recorded (the run counts it)
             how = " (nor by its prompt and response texts)" if self.index.by_text else ""
-            raise FatalProviderError(
-                f"no recorded verdict for item {item!r} order {order}{how} {self._where()}")
+            raise RequestRejected(
+                f"no recorded verdict for item {item!r} order {order}{how} {self._where()}",
+                kind="not_recorded")
         return Response(text=text, probs=None)
 
     @staticmethod
