@@ -171,6 +171,8 @@ def test_each_pair_rule_counts_exactly(rule, ties):
     assert conv["n_tie_labels"] == 4
     assert rule in conv["description"] and f"ties {ties}" in conv["description"]
     assert "3 such pairs" in conv["description"]  # the single-order items are named
+    # kappa's own rule is stated: a flip is a tie (accuracy counts it wrong on a tie label)
+    assert "a flip on a tie-labelled pair agrees with it" in conv["description"]
 
 
 def test_pair_rule_counts_that_do_not_depend_on_the_rule():

@@ -182,7 +182,9 @@ def conventions(pair_rule: str, ties: str, *, ties_default: bool, n_tie_labels: 
     else:
         tie_text = (f"ties drop: the {n_tie_labels} tie-labelled pairs are left out of accuracy "
                     "and kappa")
-    parts = [RULE_TEXT[pair_rule], tie_text, "unlabelled pairs are left out"]
+    parts = [RULE_TEXT[pair_rule], tie_text, "unlabelled pairs are left out",
+             "kappa compares the pair's consensus with the label (orders that disagree make "
+             "a tie, so a flip on a tie-labelled pair agrees with it)"]
     if n_single_order:
         parts.append(f"{SINGLE_ORDER_TEXT} ({n_single_order} such pairs)")
     return {"pair_rule": pair_rule, "ties": ties, "ties_default": ties_default,
