@@ -30,3 +30,14 @@ def test_judges_lists_the_parameters_every_judge_takes():
     assert "every judge parameters:" in text
     for name in JUDGE_PARAMS:
         assert f" {name}: " in text
+
+
+def test_judges_listing_goes_to_stdout_for_a_pipe():
+    """`judgeaudit judges | grep sim` printed nothing: the listing went to stderr."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "judgeaudit.cli.main", "judges"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "sim parameters:" in done.stdout
+    assert "template pairwise_v1" in done.stdout and "providers" not in done.stderr

@@ -262,15 +262,18 @@ def judges() -> None:
     """List providers, local model presets and prompt templates.
 
     Example: judgeaudit judges"""
+    from rich.console import Console
+
     from judgeaudit.judges.factory import JUDGE_PARAM_HELP
     from judgeaudit.judges.templates import builtin_templates, load_template
     from judgeaudit.llm import available
     from judgeaudit.llm.registry import provider_class
 
-    console.print("providers: " + ", ".join(available()))
-    console.print("[bold]every judge[/] parameters:", highlight=False)
+    out = Console(highlight=False)  # the listing is the command's output: stdout, greppable
+    out.print("providers: " + ", ".join(available()))
+    out.print("[bold]every judge[/] parameters:", highlight=False)
     for key, meaning in JUDGE_PARAM_HELP.items():
-        console.print(f"  {key}: {meaning}", highlight=False, markup=False)
+        out.print(f"  {key}: {meaning}", highlight=False, markup=False)
     for name in available():
         try:
             cls = provider_class(name)
@@ -279,17 +282,17 @@ def judges() -> None:
         # replay's options are open-ended (any other key filters a column): param_help
         known = cls.known_params or getattr(cls, "param_help", None)
         if known:
-            console.print(f"[bold]{name}[/] parameters:", highlight=False)
+            out.print(f"[bold]{name}[/] parameters:", highlight=False)
             for key, meaning in known.items():
-                console.print(f"  {key}: {meaning}", highlight=False, markup=False)
+                out.print(f"  {key}: {meaning}", highlight=False, markup=False)
     try:
         from judgeaudit.llm.local_model import PRESETS
 
-        console.print("local presets: " + ", ".join(PRESETS))
+        out.print("local presets: " + ", ".join(PRESETS))
     except ImportError:
         pass
     for name in builtin_templates():
-        console.print(f"template {name}: sha256 {load_template(name).sha256[:12]}")
+        out.print(f"template {name}: sha256 {load_template(name).sha256[:12]}")
 
 
 def _register_commands() -> None:
