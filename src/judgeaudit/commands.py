@@ -726,13 +726,6 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
                 raise ValueError(f"no fit for judge {unfitted[0]!r} in {opt('apply', cli)}; "
                                  f"fitted judges: {', '.join(fitted)}")
         winners = await _winners(s, specs, cfg.recorded, folder, items, recorded_dir, cli)
-        if not any(w is not None for ws in winners.values() for w in ws.values()):
-            from judgeaudit.llm import CallFailed
-
-            # the run has failed: asking the scorer for factor scores would be paid for nothing
-            raise CallFailed("no judge gave a usable verdict (every call failed or was "
-                             "unreadable), so no factor score was asked for", fatal=True,
-                             kind="other")
         clients = [b.client for b in s.judges.values()]
         if saved is not None:
             if len(winners) != 1:

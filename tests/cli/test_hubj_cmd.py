@@ -247,7 +247,7 @@ def test_mitigate_asks_no_factor_score_when_no_judge_gave_a_verdict(shared_data,
                               "simhubj?score_from=length", "--data", _data(shared_data),
                               "--factor", "length", "--limit", "10", "--out", str(tmp_path)])
     assert res.exit_code == 3, res.output
-    assert "no factor score was asked for" in " ".join(res.output.split())
+    assert "G_score 0 calls" in " ".join(res.output.split())
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["run"]["status"] == "failed"
     assert doc["calls"]["made"] == 20  # the judge's 10 items x 2 orders; no scorer call

@@ -16,6 +16,7 @@ every client the run used (live judges included).
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import time
@@ -47,6 +48,8 @@ from judgeaudit.hubj.validate import criteria_for_factors, validate
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.llm import Client
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
+
+log = logging.getLogger("judgeaudit.hubj")
 
 Progress = Callable[..., None]
 
@@ -462,6 +465,18 @@ def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
     return doc
 
 
+async def _scores_if_judged(scorer: Client, items: Sequence[PairwiseItem], factor: Factor,
+                            criteria: Mapping[int, str], stats: JSONStats,
+                            winners: Mapping[str, Mapping[str, Winner]],
+                            on_done: Progress | None) -> dict[str, tuple[int, int] | None]:
+    """`factor_scores`, unless no judge gave a usable verdict: the run has failed then, and
+    the scorer's calls (the embedded model, or a paid API) would buy nothing."""
+    if not any(w is not None for ws in winners.values() for w in ws.values()):
+        log.warning("no judge gave a usable verdict: no factor score is asked for")
+        return dict.fromkeys((it.id for it in items), None)
+    return await factor_scores(scorer, items, factor, criteria, stats, on_done)
+
+
 async def run_mitigate(
     items: Sequence[PairwiseItem],
     winners: Mapping[str, Mapping[str, Winner]],
@@ -483,7 +498,8 @@ async def run_mitigate(
     fitted."""
     t0 = time.perf_counter()
     stats = {"G_score": JSONStats()}
-    scores = await factor_scores(scorer, items, factor, criteria, stats["G_score"], on_done)
+    scores = await _scores_if_judged(scorer, items, factor, criteria, stats["G_score"],
+                                     winners, on_done)
     Y, ctl, qids, counts = mitigation_inputs(items, winners, scores, candidate)
     calls = _calls([scorer, *judge_clients])
     run = assess(n_valid=int(np.isfinite(Y).sum()), n_planned=len(winners) * len(items),
@@ -540,7 +556,8 @@ async def run_apply(
     factor = Factor(f["name"], f["definition"])
     criteria = {int(k): v for k, v in saved["criteria"].items()}
     stats = {"G_score": JSONStats()}
-    scores = await factor_scores(scorer, items, factor, criteria, stats["G_score"], on_done)
+    scores = await _scores_if_judged(scorer, items, factor, criteria, stats["G_score"],
+                                     {judge: winners}, on_done)
     Y, ctl, qids, counts = mitigation_inputs(items, {judge: winners}, scores,
                                              saved.get("candidate", "rejected"))
     calls = _calls([scorer, *judge_clients])
