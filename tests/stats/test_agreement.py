@@ -241,3 +241,21 @@ def test_a_perfect_correlation_has_no_interval_rather_than_a_point(method):
         assert abs(est.value) == 1.0 and math.isnan(est.ci95[0]) and math.isnan(est.ci95[1])
         assert est.method.startswith("none: a perfect correlation")
     assert not math.isnan(spearman(x, [1, 3, 2, 4, 5], method=method).ci95[0])
+
+
+def test_rank_correlations_of_fewer_than_5_items_get_no_bootstrap_interval():
+    """3 items gave Spearman 0.866 [0.866, 1.000]: a handful of distinct resamples."""
+    from judgeaudit.stats import kendall, spearman
+
+    for fn in (spearman, kendall):
+        est = fn([2, 5, 4], [2, 4, 4], method="bootstrap")
+        assert math.isnan(est.ci95[0]) and "fewer than 5" in est.method
+    assert not math.isnan(spearman([1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5],
+                                   method="bootstrap").ci95[0])
+
+
+def test_mean_absolute_error_interval_stays_at_or_above_zero():
+    from judgeaudit.audit.evaluate import _mae
+
+    est = _mae(np.array([0.0, 0.0, 1.0]))
+    assert est["ci95"][0] == 0.0 and est["ci95"][1] > est["value"]

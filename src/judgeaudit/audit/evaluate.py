@@ -393,11 +393,13 @@ def judge_score(verdict: Any, score_ids: Sequence[str]) -> tuple[float | None, b
 
 
 def _mae(diff: np.ndarray) -> dict[str, Any]:
-    """Mean absolute error with its t interval (none below 2 items)."""
+    """Mean absolute error with its t interval (none below 2 items), clipped at 0: an
+    absolute error is never negative (3 items gave [-1.1, 1.8])."""
     if diff.size == 0:
         return Estimate(math.nan, (math.nan, math.nan), 0).as_dict()
-    return Estimate(float(diff.mean()), mean_ci(diff), int(diff.size),
-                    method="t" if diff.size >= 2 else None).as_dict()
+    lo, hi = mean_ci(diff)
+    return Estimate(float(diff.mean()), (max(0.0, lo) if lo == lo else lo, hi),
+                    int(diff.size), method="t" if diff.size >= 2 else None).as_dict()
 
 
 def pointwise_conventions(k: int, decimals: bool) -> dict[str, Any]:

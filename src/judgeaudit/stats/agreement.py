@@ -116,6 +116,16 @@ def _r(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(den > 0, np.clip(r, -1.0, 1.0), np.nan)
 
 
+# Below this many items a bootstrap of a rank correlation has a handful of distinct resamples
+# and its interval is nearly a point (3 items: Spearman 0.866 [0.866, 1.0]).
+MIN_BOOT_ITEMS = 5
+
+
+def _too_few(value: float, n: int) -> Estimate:
+    return Estimate(value, (math.nan, math.nan), n,
+                    method=f"none: {n} items, fewer than {MIN_BOOT_ITEMS} for a bootstrap")
+
+
 def _perfect(value: float, n: int) -> Estimate:
     """A correlation of exactly +-1 in the sample: every resample, and Fisher's z, give the
     point [r, r], which reads as certainty; so no interval, with the reason."""
@@ -145,6 +155,8 @@ def _correlation(a: np.ndarray, b: np.ndarray, rank: bool, level: float,
         return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n,
                         method="fisher-z")
     if method == "bootstrap":
+        if n < MIN_BOOT_ITEMS:
+            return _too_few(value, n)
         xy = np.stack([a, b], axis=1)
         lo, hi = bootstrap_ci(xy, lambda d: _r(tr(d[..., 0]), tr(d[..., 1])), n_boot=n_boot,
                               level=level, seed=seed, method=boot,  # type: ignore[arg-type]
@@ -265,6 +277,8 @@ def kendall(x: Any, y: Any, level: float = 0.95,
         return Estimate(value, (math.tanh(zr - z * se), math.tanh(zr + z * se)), n,
                         method="fisher-z")
     if method == "bootstrap":
+        if n < MIN_BOOT_ITEMS:
+            return _too_few(value, n)
         lo, hi = bootstrap_ci(codes, lambda c: _tau_b_weighted(px, py, _counts(c, m)),
                               n_boot=n_boot, level=level, seed=seed, method=boot,
                               vectorized=True)
