@@ -340,3 +340,18 @@ def test_one_order_recordings_are_judged_in_their_order_and_a_missing_item_is_le
     doc = json.loads((tmp_path / "m" / "results.json").read_text())
     assert doc["calls"]["failed"] == 2 and doc["calls"]["errors"] == {"not_recorded": 2}
     assert doc["accuracy_valid"]["value"] == 1.0 and doc["accuracy_valid"]["n"] == 5
+
+
+def test_gold_scores_outside_the_rubric_scale_are_warned_about(tmp_path, isolated_cache):
+    """Gold scores 0 and 6-10 against a 1..5 rubric passed silently (exact agreement 0%)."""
+    data = tmp_path / "p.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "prompt": "q", "response": f"r{i}",
+                                        "score": i % 11}) + "\n" for i in range(12)))
+    scores = tmp_path / "s.csv"
+    scores.write_text("item_id,score\n" + "".join(f"q{i},{i % 5 + 1}\n" for i in range(12)))
+    res = runner.invoke(app, ["evaluate", "--judge", f"replay:{scores}", "--data",
+                              f"jsonl:{data}", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert any("7 gold score(s) lie outside the rubric's 1..5 (e.g. 0, 6, 7)" in w
+               for w in doc["warnings"])

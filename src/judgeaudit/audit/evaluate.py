@@ -482,6 +482,14 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
         out["warnings"].append(
             f"the judge's scores fall as the gold scores rise (Pearson {item_p['value']:+.2f}, "
             "95% interval below 0): is one of the scales reversed?")
+    off = sorted({float(it.score) for it in items
+                  if it.score is not None and not 1 <= float(it.score) <= k})
+    if off:  # the judge's own scores outside 1..k are invalid; the gold ones are the data's
+        n_off = sum(it.score is not None and not 1 <= float(it.score) <= k for it in items)
+        out["warnings"].append(
+            f"{n_off} gold score(s) lie outside the rubric's 1..{k} (e.g. "
+            f"{', '.join(f'{x:g}' for x in off[:3])}): exact agreement and the mean absolute "
+            "error compare them as they are; is the data on another scale?")
     if by is not None:
         groups: dict[str, list[int]] = {}
         for j, i in enumerate(ok):
