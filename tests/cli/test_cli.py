@@ -355,3 +355,32 @@ def test_gold_scores_outside_the_rubric_scale_are_warned_about(tmp_path, isolate
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert any("7 gold score(s) lie outside the rubric's 1..5 (e.g. 0, 6, 7)" in w
                for w in doc["warnings"])
+
+
+def test_per_verdict_rates_are_clustered_by_item(tmp_path, isolated_cache):
+    """An item's two orders are not two independent draws: decisive verdicts and the
+    first-position rate take the item-clustered interval (a plain Wilson over the 40
+    verdicts of 20 items was too narrow: 89% coverage at nominal 95%)."""
+    from judgeaudit.stats import wilson
+
+    data = tmp_path / "d.jsonl"
+    rec = tmp_path / "v.csv"
+    lines = ["item_id,order,verdict"]
+    with data.open("w") as f:
+        for i in range(20):
+            label = 1 + i % 2
+            f.write(json.dumps({"id": f"i{i}", "prompt": "q", "response_1": f"a{i}",
+                                "response_2": f"b{i}", "label": label}) + "\n")
+            w = label if i < 14 else 3 - label  # both orders agree on every item
+            lines += [f"i{i},12,{w}", f"i{i},21,{w}"]
+    rec.write_text("\n".join(lines) + "\n")
+    res = runner.invoke(app, ["evaluate", "--judge", f"replay:{rec}", "--data",
+                              f"jsonl:{data}", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    dec = json.loads((tmp_path / "o" / "results.json").read_text())["decisive_accuracy"]
+    assert dec["value"] == 0.7 and dec["n"] == 40
+    assert dec["method"].startswith("wilson-clustered (design effect 2.")
+    lo, hi = wilson(28, 40)
+    assert dec["ci95"][0] < lo and dec["ci95"][1] > hi  # wider than the unclustered one
+    item_lo, item_hi = wilson(14, 20)  # about one item's worth per pair
+    assert abs(dec["ci95"][0] - item_lo) < 0.02 and abs(dec["ci95"][1] - item_hi) < 0.02

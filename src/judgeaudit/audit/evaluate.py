@@ -32,7 +32,9 @@ Other pairwise numbers:
   no tie labels the message names accuracy when it is below too; verdicts that failed or
   could not be read are no evidence), or kappa is below 0 with an interval that excludes 0.
 Intervals: Wilson score intervals on item-level credit (conservative when credit is
-fractional); kappa by a bootstrap over items.
+fractional); rates over verdicts (decisive_accuracy, first_position_rate, invalid_rate)
+Wilson's at the effective n of `clustered_rate` (an item's two orders are one cluster);
+kappa by a bootstrap over items.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from judgeaudit.stats.correlation import (
     group_correlations,
     system_correlations,
 )
+from judgeaudit.stats.intervals import clustered_rate
 from judgeaudit.stats.types import Estimate
 
 PAIR_RULES = ("mean", "sum", "both")
@@ -241,10 +244,15 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
     same = sum(v.orders[0].winner == v.orders[1].winner for v in two)
     two_valid = [v for v in two if all(o.valid for o in v.orders)]
     same_valid = sum(v.orders[0].winner == v.orders[1].winner for v in two_valid)
-    first_pref = [o for v in verdicts for o in v.orders if o.valid and o.winner != 0]
-    first_wins = sum((o.winner == 1) == (o.order == "12") for o in first_pref)
-    decisive = [o.winner == it.label for it, v in zip(items, verdicts, strict=True)
-                if it.label in (1, 2) for o in v.orders if o.winner in (1, 2)]
+    # Rates over verdicts, clustered by item (its two orders are not independent draws):
+    # (successes, verdicts) per item, for `clustered_rate`.
+    first_by_item = [(sum((o.winner == 1) == (o.order == "12") for o in named), len(named))
+                     for v in verdicts
+                     for named in [[o for o in v.orders if o.valid and o.winner != 0]]]
+    decisive_by_item = [(sum(o.winner == it.label for o in named), len(named))
+                        for it, v in zip(items, verdicts, strict=True) if it.label in (1, 2)
+                        for named in [[o for o in v.orders if o.winner in (1, 2)]]]
+    invalid_by_item = [(sum(not o.valid for o in v.orders), len(v.orders)) for v in verdicts]
 
     out: dict[str, Any] = {
         "n": len(items),
@@ -255,17 +263,17 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         "n_calls_planned": len(by_order_calls),
         "n_invalid": n_invalid,
         "n_failed_calls": n_failed,
-        "invalid_rate": estimate(n_invalid, len(by_order_calls)),
+        "invalid_rate": clustered_rate(invalid_by_item).as_dict(),
         "invalid_examples": invalid_examples,
         "accuracy": _accuracy(counted, pair_rule),
         "accuracy_valid": _accuracy(valid_all, pair_rule),
         "accuracy_by_rule": {r: _accuracy(counted, r) for r in PAIR_RULES},
-        "decisive_accuracy": estimate(sum(decisive), len(decisive)),
+        "decisive_accuracy": clustered_rate(decisive_by_item).as_dict(),
         "position_consistency": estimate(same, len(two)) if asked_two else None,
         "position_consistency_valid": (estimate(same_valid, len(two_valid)) if asked_two
                                        else None),
         # Share of decisive verdicts that went to the response shown first (0.5 = no bias).
-        "first_position_rate": estimate(first_wins, len(first_pref)),
+        "first_position_rate": clustered_rate(first_by_item).as_dict(),
         "per_order_accuracy": {
             order: estimate(sum(hits), len(hits))
             for order in ("12", "21")

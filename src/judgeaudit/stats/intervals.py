@@ -8,7 +8,7 @@ named after the quantity (`rate`, `paired_bootstrap_diff`) return an `Estimate`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -111,6 +111,30 @@ def paired_estimate(d: Items, *, seed: int = 0, span: float | None = None,
     lo, hi = bootstrap_ci(arr, lambda x: x.mean(axis=1), n_boot=n_boot, seed=seed,
                           vectorized=True)
     return Estimate(float(arr.mean()), (lo, hi), n, method="bootstrap-percentile")
+
+
+def clustered_rate(clusters: Sequence[tuple[float, int]], level: float = 0.95) -> Estimate:
+    """A rate over verdicts that come in clusters (an item's two presentation orders):
+    `clusters` holds (successes, verdicts) per item. The value is sum s / sum m; the interval
+    is Wilson's at the effective n = verdicts / design effect, where the design effect is the
+    cluster-robust variance of the ratio over the binomial one (at least 1). Two orders that
+    agree count about as one item, not two; a plain Wilson on the verdicts covered 89% at
+    nominal 95% on 20 such items. Fewer than 2 clusters, or no spread: plain Wilson."""
+    s = np.array([float(c[0]) for c in clusters if c[1] > 0])
+    m = np.array([float(c[1]) for c in clusters if c[1] > 0])
+    total, k = float(m.sum()), int(m.size)
+    if total == 0:
+        return rate(0, 0, level)
+    p = float(s.sum()) / total
+    deff = 1.0
+    if k >= 2 and 0.0 < p < 1.0:
+        v_cluster = k / (k - 1) * float(((s - p * m) ** 2).sum()) / total**2
+        deff = max(1.0, v_cluster / (p * (1.0 - p) / total))
+    n_eff = total / deff
+    lo, hi = wilson(p * n_eff, n_eff, level)
+    return Estimate(p, (lo, hi), int(total),
+                    method="wilson" if deff == 1.0 else
+                    f"wilson-clustered (design effect {deff:.2f} over {k} items)")
 
 
 def rate(successes: float, n: int, level: float = 0.95) -> Estimate:
