@@ -218,3 +218,24 @@ def test_probability_weighted_scores_where_the_judge_gives_probabilities() -> No
     rec = res["recommended"]
     assert rec["template"] == "order_desc" and not rec["clearly_better"]
     assert any("undefined" in n for n in rec["notes"])
+
+
+def test_a_runner_up_that_is_the_baseline_is_compared_once():
+    """The note 'not clearly better than the runner-up baseline' was followed by the same
+    comparison again as 'the baseline 'baseline''."""
+    from judgeaudit.data.schema import PointwiseItem
+    from judgeaudit.scoring.run import BASELINE, ScoreTable, recommend
+
+    rng = np.random.default_rng(0)
+    gold = [float(g) for g in rng.integers(1, 6, size=30)]
+    items = [PointwiseItem(id=f"i{i}", prompt="q", response="r", score=g)
+             for i, g in enumerate(gold)]
+    noisy = lambda s: [min(5.0, max(1.0, g + float(rng.normal(0, s)))) for g in gold]  # noqa: E731
+    table = ScoreTable(items, scores={"order_desc": {0: noisy(0.8)}, BASELINE: {0: noisy(0.9)},
+                                      "ids_letters": {0: noisy(2.5)}})
+    perts = {n: {"spearman": {"value": v}, "pearson": {"value": v}, "n_missing": 0}
+             for n, v in (("order_desc", 0.80), (BASELINE, 0.78), ("ids_letters", 0.30))}
+    rec = recommend(table, list(perts), gold, perts, seed=0, nb=400)
+    assert rec["template"] == "order_desc" and rec["vs_runner_up"]["template"] == BASELINE
+    assert "vs_baseline" not in rec
+    assert sum("baseline" in n for n in rec["notes"]) <= 1

@@ -155,9 +155,10 @@ def recommend(table: ScoreTable, names: Sequence[str], gold: list[float | None],
     out: dict[str, Any] = {"template": best, "spearman": perts[best]["spearman"],
                            "pearson": perts[best]["pearson"], "criterion": "spearman with gold",
                            "notes": []}
-    for label, other in (("runner-up", cands[1][1] if len(cands) > 1 else None),
-                         ("baseline", BASELINE if best != BASELINE else None)):
-        if other is None:
+    runner_up = cands[1][1] if len(cands) > 1 else None
+    for label, other in (("runner-up", runner_up),
+                         ("baseline", BASELINE if BASELINE not in (best, runner_up) else None)):
+        if other is None:  # (the baseline as runner-up is compared once, as the runner-up)
             continue
         d = M.correlation_diff(table.get(best), table.get(other), gold, "spearman", seed, nb)
         out[f"vs_{label.replace('-', '_')}"] = {"template": other, "spearman_diff": d}
