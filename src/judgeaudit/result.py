@@ -365,10 +365,10 @@ class Result(BaseModel):
             if beyond:  # --length-control: each cue's effect beyond its length
                 out["beyond_length"] = beyond
             out["biased"] = list(s.get("biased") or [])
-            out["flagged"] = sorted(name for name, p in (d.get("probes") or {}).items()
-                                    if ((p.get("flag") or {}).get("exceeds")))
-            unchecked = sorted(name for name, p in (d.get("probes") or {}).items()
-                               if p.get("flag") and p["flag"].get("exceeds") is None)
+            from judgeaudit.audit.probe import flagged, unchecked_flags
+
+            out["flagged"] = flagged(d.get("probes") or {})
+            unchecked = unchecked_flags(d.get("probes") or {})
             if unchecked:  # a threshold with no data: no --fail-on flag gate passes it
                 out["flags_unchecked"] = unchecked
         elif cmd == "evaluate":

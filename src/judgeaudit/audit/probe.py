@@ -35,6 +35,17 @@ def threshold_flag(threshold: float, metric: str, rate: dict[str, Any] | None,
             "n": n}
 
 
+def flagged(probes: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Probes of a results document whose threshold check exceeds its threshold."""
+    return sorted(k for k, p in probes.items() if (p.get("flag") or {}).get("exceeds"))
+
+
+def unchecked_flags(probes: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Probes whose threshold check had no data (`threshold_flag`): no flag gate passes."""
+    return sorted(k for k, p in probes.items()
+                  if p.get("flag") and p["flag"].get("exceeds") is None)
+
+
 @dataclass
 class ProbeResult:
     """What a probe measured; `verdict` and `q` are filled in by the battery."""

@@ -214,11 +214,12 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     console.print(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run
     biased = set(res["summary"]["biased"])
-    flagged = {k for k, p in res["probes"].items() if (p.get("flag") or {}).get("exceeds")}
-    failing = {"never": set(), "biased": biased, "flag": flagged, "any": biased | flagged,
+    from judgeaudit.audit.probe import flagged, unchecked_flags
+
+    flags = set(flagged(res["probes"]))
+    failing = {"never": set(), "biased": biased, "flag": flags, "any": biased | flags,
                "probes": biased & must_pass}[mode]
-    unchecked = sorted(k for k, p in res["probes"].items()
-                       if p.get("flag") and p["flag"].get("exceeds") is None)
+    unchecked = unchecked_flags(res["probes"])
     if mode in ("flag", "any") and unchecked and not failing:  # a gate it could not check
         raise fail(f"fail-on {mode}: the threshold check of {', '.join(unchecked)} could not "
                    "be made (no valid verdict for its rate: calls not sent or answers "
