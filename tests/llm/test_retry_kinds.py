@@ -251,12 +251,16 @@ async def test_retries_under_a_hanging_server_are_exact(fake_server, monkeypatch
 
     monkeypatch.setattr(OpenAIProvider, "_client", slow_first_client)
     srv = fake_server(rule=lambda rec, attempt: "hang", hang_seconds=20)
-    n, r, conc = 8, 2, 4
+    # One wave of calls with a 2 s timeout: a 1 s timeout with two waves lost 3 of 24
+    # requests once in a CI run on a loaded machine (the loop descheduled past the timeout
+    # between starting an attempt's clock and sending its bytes), which this test cannot
+    # tell from the bug it guards.
+    n, r, conc = 4, 2, 4
     for _run in range(3):
         srv.reset()
         # stop_after=0: every call takes all its attempts (the breaker, which would stop
         # asking a server that never answered, has tests of its own in test_breaker.py)
-        client = Client(openai(srv), concurrency=conc, timeout=1.0,
+        client = Client(openai(srv), concurrency=conc, timeout=2.0,
                         retry=RetryPolicy(max_retries=r, base_delay=0.001, max_delay=0.002,
                                           stop_after=0))
         outs = await client.map([judge_request(i) for i in range(n)])
