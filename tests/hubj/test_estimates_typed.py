@@ -73,3 +73,14 @@ def test_validation_rows_are_estimates_with_their_old_names_kept():
     out = correlations({"a": a}, {"b": a + rng.normal(size=30), "c": np.ones(30)})["a"]
     assert out["b"]["method"] == "fisher-z" and out["b"]["value"] == out["b"]["r"]
     assert out["c"] == {"value": None, "ci95": [None, None], "n": 30, "r": None}
+
+
+def test_a_delta_without_spread_has_no_interval_and_no_t_test():
+    """Two items with the same Delta gave the interval [1, 1] and a t-test p of 0: both read
+    as certainty. Now none, the method says why, and the signed-rank p (0.5) stands."""
+    row = delta_stats(np.array([1.0, 1.0]))
+    assert row["value"] == 1.0 and row["ci95"] == [None, None] and row["n"] == 2
+    assert row["method"].startswith("none: every item's Delta is the same")
+    assert row["t"] is None and row["p_t"] is None and row["p_wilcoxon"] == 0.5
+    zero = delta_stats(np.zeros(5))
+    assert zero["ci95"] == [None, None] and zero["p_wilcoxon"] == 1.0

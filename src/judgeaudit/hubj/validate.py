@@ -92,8 +92,15 @@ def delta_stats(d: np.ndarray) -> dict[str, Any]:
         e = Estimate(math.nan, (math.nan, math.nan), 0, method="t").as_dict()
         return {**e, "mean_delta": None, "t": None, "p_t": None, "p_wilcoxon": None,
                 "share_positive": None}
-    t, p = one_sample_t(x)
-    e = Estimate(float(x.mean()), mean_ci(x), n, method="t").as_dict()
+    if n >= 2 and np.ptp(x) == 0:  # no spread: the t interval is the point [d, d] and the
+        # t-test's p is 0 (even on 2 items), both read as certainty; the signed-rank p holds
+        e = Estimate(float(x.mean()), (math.nan, math.nan), n,
+                     method="none: every item's Delta is the same, so the t interval would "
+                            "be a point and the t-test undefined").as_dict()
+        t, p = None, None
+    else:
+        t, p = one_sample_t(x)
+        e = Estimate(float(x.mean()), mean_ci(x), n, method="t").as_dict()
     return {**e, "mean_delta": e["value"], "t": t, "p_t": p,
             "p_wilcoxon": wilcoxon_signed_rank(x), "share_positive": float((x > 0).mean())}
 
