@@ -42,3 +42,6 @@ def test_paired_test_matches_scipy():
     assert t["p_t"] == pytest.approx(ref.pvalue) and t["t"] == pytest.approx(ref.statistic)
     assert t["p_wilcoxon"] == pytest.approx(stats.wilcoxon(np.subtract(x, y)).pvalue)
     assert paired_test(x, x)["p_t"] == 1.0
+    # the same non-zero difference on every seed: no t-test (its p was 0 on two seeds)
+    same = paired_test([0.8, 0.6], [0.6, 0.4])
+    assert np.isnan(same["p_t"]) and same["p_wilcoxon"] == pytest.approx(0.5)

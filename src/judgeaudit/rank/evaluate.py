@@ -77,8 +77,11 @@ def _summary(values: Sequence[float]) -> dict:
 def paired_test(x: Sequence[float], y: Sequence[float]) -> dict:
     """Paired comparison of two rules over the same (oracle, seed) cases: mean difference
     x - y with its se, paired t-test and Wilcoxon signed-rank p-values (1.0 when every
-    difference is zero)."""
-    d = np.asarray(x, float) - np.asarray(y, float)
+    difference is zero; the t-test's is NaN when every difference is the same non-zero value:
+    undefined, and its limit 0 would read as certainty on two seeds)."""
+    # rounded: recalls are fractions, and 0.8 - 0.6 != 0.6 - 0.4 in binary (a spread of
+    # 1e-16 made a t of 3.6e15 and a p of 2e-16 out of two equal differences)
+    d = np.round(np.asarray(x, float) - np.asarray(y, float), 12)
     n = int(d.shape[0])
     out = {"mean_diff": float(d.mean()), "se": float(d.std(ddof=1) / math.sqrt(n)) if n > 1
            else float("nan"), "n": n, "t": float("nan"), "p_t": 1.0, "p_wilcoxon": 1.0}
@@ -86,10 +89,10 @@ def paired_test(x: Sequence[float], y: Sequence[float]) -> dict:
         if np.std(d) > 0:
             with warnings.catch_warnings():  # near-constant differences: scipy warns
                 warnings.simplefilter("ignore", RuntimeWarning)
-                t = stats.ttest_rel(x, y)
+                t = stats.ttest_1samp(d, 0.0)
             out["t"], out["p_t"] = float(t.statistic), float(t.pvalue)
-        else:
-            out["p_t"] = 0.0
+        else:  # no spread: the t-test is undefined (its p would be 0 even on two seeds)
+            out["p_t"] = float("nan")
         out["p_wilcoxon"] = float(stats.wilcoxon(d, zero_method="wilcox").pvalue)
     return out
 
