@@ -40,3 +40,10 @@ def test_few_moves_are_exact_and_five_are_bootstrapped():
     assert M.shift(a, five, span=SPAN)["method"] == "bootstrap-percentile"
     # a missing score on either side leaves the item out, as before
     assert M.mad([None, *a[1:]], b, span=SPAN)["n"] == 29
+
+
+def test_one_item_has_a_shift_but_no_interval():
+    """One scored pair gave the point interval [d, d] for the shift and the MAD, which reads
+    as certainty; like every paired estimate, one item now has none."""
+    for est in (M.shift([4], [2]), M.mad([4], [2])):
+        assert est["value"] == 2.0 and est["ci95"] == [None, None] and est["n"] == 1

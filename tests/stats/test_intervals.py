@@ -196,3 +196,11 @@ def test_movers_ci_covers_at_the_worst_case_it_is_built_for():
         assert np.mean(hits) >= 0.95
     with pytest.raises(ValueError, match="span > 0"):
         movers_ci(np.zeros(3), 0.0)
+
+
+def test_paired_estimate_refuses_a_missing_difference():
+    """A NaN difference made the value NaN beside a finite interval from the other items."""
+    from judgeaudit.stats.intervals import paired_estimate
+
+    with pytest.raises(ValueError, match="NaN"):
+        paired_estimate([1.0, math.nan, 0.0, 1.0])

@@ -65,12 +65,9 @@ def _mean_boot(d: np.ndarray, seed: int, n_boot: int = N_BOOT,
     least."""
     if d.size == 0:
         return _none()
-    if d.size < 2:
-        v = float(d.mean())
-        return _est(v, (v, v), int(d.size))
-    est = paired_estimate(d, seed=seed, span=span, n_boot=n_boot)
+    est = paired_estimate(d, seed=seed, span=span, n_boot=n_boot)  # one item: no interval
     lo, hi = est.ci95
-    return Estimate(est.value, (max(0.0, lo) if sizes else lo, hi), est.n,
+    return Estimate(est.value, (max(0.0, lo) if sizes and lo == lo else lo, hi), est.n,
                     method=est.method).as_dict()
 
 

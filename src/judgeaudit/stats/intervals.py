@@ -101,6 +101,9 @@ def paired_estimate(d: Items, *, seed: int = 0, span: float | None = None,
     effects, compare's changes and scoring-bias's shifts all take it."""
     arr = np.asarray(d, dtype=float)
     n = int(arr.size)
+    if not np.all(np.isfinite(arr)):  # one NaN made the value NaN beside a finite interval
+        raise ValueError("paired_estimate: d holds NaN or inf; leave items without a value "
+                         "out (and count them) before estimating")
     if n == 0:
         return Estimate(math.nan, (math.nan, math.nan), 0)
     if n == 1:
