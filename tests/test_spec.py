@@ -9,7 +9,7 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgeaudit.spec import Spec, parse_spec
+from judgeaudit.spec import Spec, mask_secrets, parse_spec
 
 KIND = st.text(string.ascii_lowercase, min_size=1, max_size=1).flatmap(
     lambda a: st.text(string.ascii_lowercase + string.digits + "-_", max_size=8).map(
@@ -43,3 +43,14 @@ def test_an_encoded_base_url_re_parses_to_the_same_judge():
     assert spec.params["base_url"] == "http://h:1/v1?a=1&b=2"
     assert parse_spec(str(spec)) == spec
     assert parse_spec(spec.public()).params["base_url"] == "http://h:1/v1?a=1&b=2"
+
+
+def test_only_secret_words_are_masked_not_names_holding_them():
+    """`authority` (a planted sim bias) and `max_tokens` were masked as `***` in the terminal
+    and results.json, so runs with different planted values could not be told apart."""
+    sp = parse_spec("sim?seed=0&authority=1&max_tokens=64&api_key=sk-1&access_token=t&auth=a")
+    shown = sp.public()
+    assert "authority=1" in shown and "max_tokens=64" in shown
+    assert "sk-1" not in shown and "access_token=***" in shown and "auth=***" in shown
+    assert "max_tokens=64" in mask_secrets("openai:m?max_tokens=64&api_key=sk-2")
+    assert "sk-2" not in mask_secrets("openai:m?max_tokens=64&api_key=sk-2")

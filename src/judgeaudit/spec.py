@@ -13,8 +13,11 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote
 
-# Parameter names whose values are secrets wherever they appear (any provider).
-SECRET_NAMES = re.compile(r"(?i)(api_?key|token|secret|password|passwd|auth)")
+# Parameter names whose values are secrets wherever they appear (any provider): a whole
+# word of the name (`api_key`, `x-api-key`, `access_token`, `auth`), not any name holding
+# one (`authority`, a planted sim bias, and `max_tokens` were masked too).
+_SECRET_WORD = r"(?:api_?key|apikey|key|token|secret|password|passwd|pwd|auth|authorization|bearer)"
+SECRET_NAMES = re.compile(rf"(?i)(?:^|[^a-z0-9]){_SECRET_WORD}(?:$|[^a-z0-9])")
 # URL userinfo: `scheme://user:PASSWORD@host` (and a bare `scheme://TOKEN@host`).
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s?#]+)@")
 
@@ -83,7 +86,8 @@ def public_spec(text: str) -> str:
 
 
 _SECRET_VALUE = re.compile(
-    r"(?i)(\b[\w-]*(?:api_?key|token|secret|password)[\w-]*\s*[=:]\s*['\"]?)[^&\s'\",)]+")
+    r"(?i)(\b(?:[\w-]*[_-])?(?:api_?key|apikey|token|secret|password|passwd)(?:[_-][\w-]*)?"
+    r"\s*[=:]\s*['\"]?)[^&\s'\",)]+")
 
 
 def mask_secrets(text: str) -> str:
