@@ -230,6 +230,15 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
     for name in ("by", "group_by", "system_field"):
         if getattr(cfg, name) is not None:
             check_field(items, getattr(cfg, name), opt(name, cli))
+    # Every number evaluate gives compares the judge with a label or gold score: without one,
+    # a run made its calls and passed with every metric at n=0.
+    if pointwise and all(getattr(it, "score", None) is None for it in items):
+        raise ValueError(f"data {spec!r}: none of the {len(items)} items has a gold score, so "
+                         "there is nothing to evaluate the judge's scores against")
+    if not pointwise and all(getattr(it, "label", None) is None for it in items):
+        raise ValueError(f"data {spec!r}: none of the {len(items)} pairs has a label (1, 2 or "
+                         "tie), so there is nothing to evaluate the verdicts against; to "
+                         "measure biases that need no label (position), use judgeaudit audit")
 
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)

@@ -175,3 +175,20 @@ def test_report_of_a_pointwise_run_with_missing_pieces_renders():
            "exact_agreement": {"value": 1.0, "ci95": [0.2, 1.0], "n": 1}}
     text = _text(render_report(copy.deepcopy(doc)))
     assert "Item level Pearson r +0.500" in text and "By k" in text
+
+
+@pytest.mark.parametrize(("rows", "needle"), [
+    ([{"id": f"p{i}", "prompt": "q", "response_1": "a", "response_2": "b"} for i in range(4)],
+     "none of the 4 pairs has a label"),
+    ([{"id": f"s{i}", "prompt": "q", "response": "a"} for i in range(3)],
+     "none of the 3 items has a gold score"),
+])
+def test_data_with_nothing_to_evaluate_against_is_refused_before_any_call(
+        rows, needle, tmp_path, isolated_cache):
+    """Unlabelled pairs (or unscored items) made every call and passed (exit 0) with every
+    metric at n=0; now a usage error before any call."""
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    res, doc = run(tmp_path, "--judge", "sim", "--data", f"jsonl:{path}")
+    assert res.exit_code == 2, res.output
+    assert needle in " ".join(res.output.split()) and doc is None
