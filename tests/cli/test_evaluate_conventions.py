@@ -192,3 +192,21 @@ def test_data_with_nothing_to_evaluate_against_is_refused_before_any_call(
     res, doc = run(tmp_path, "--judge", "sim", "--data", f"jsonl:{path}")
     assert res.exit_code == 2, res.output
     assert needle in " ".join(res.output.split()) and doc is None
+
+
+def test_the_terminal_counts_the_items_left_out_for_want_of_a_label(tmp_path, isolated_cache):
+    """Unlabelled pairs (unscored items) were counted only in results.json."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": "q", "response_1": "a",
+                                         "response_2": "b", **({"label": 1} if i else {})})
+                             + "\n" for i in range(3)), "utf-8")
+    scored = tmp_path / "scored.jsonl"
+    scored.write_text("".join(json.dumps({"id": f"s{i}", "prompt": "q", "response": "a",
+                                          **({"score": 3} if i < 3 else {})}) + "\n"
+                              for i in range(5)), "utf-8")
+    res, doc = run(tmp_path, "--judge", "sim", "--data", f"jsonl:{pairs}", out="p")
+    assert res.exit_code == 0 and doc["n_labelled"] == 2, res.output
+    assert "left out: 1 of 3 pairs unlabelled" in " ".join(res.output.split())
+    res, doc = run(tmp_path, "--judge", "sim", "--data", f"jsonl:{scored}", out="s")
+    assert res.exit_code == 0 and doc["n_unscored"] == 2, res.output
+    assert "left out: 2 of 5 items without a gold score" in " ".join(res.output.split())

@@ -129,6 +129,9 @@ def evaluate_table(res: dict[str, Any]) -> Any:
         for name, est, pct in rows:
             if est is not None:
                 t.add_row(name, *cells(est, pct))
+    left = _left_out_text(res, pointwise)
+    if left:
+        parts.append(left)
     if conv.get("description"):
         # plain text: the description's "[verdict = label]" is not console markup
         parts.append(Text(f"conventions: {conv['description']}"))
@@ -153,6 +156,23 @@ def evaluate_table(res: dict[str, Any]) -> Any:
                           *cells(r.get("accuracy"), True))
         parts.append(b)
     return Group(*parts) if len(parts) > 1 else t
+
+
+def _left_out_text(res: dict[str, Any], pointwise: bool) -> str:
+    """Items without a label (gold score) are left out of the metrics that need one: say how
+    many (the count was only in results.json)."""
+    n = res.get("n")
+    if pointwise:
+        missing, what = res.get("n_unscored") or 0, "without a gold score"
+    else:
+        labelled = res.get("n_labelled")
+        missing = n - labelled if isinstance(n, int) and isinstance(labelled, int) else 0
+        what = "unlabelled"
+    if not missing:
+        return ""
+    unit = "items" if pointwise else "pairs"
+    return (f"left out: {missing} of {n} {unit} {what} (no metric compared with "
+            f"{'gold scores' if pointwise else 'labels'} counts them)")
 
 
 VERDICT_STYLE = {"biased": "bold red", "not_biased": "green", "underpowered": "yellow",
