@@ -65,7 +65,7 @@ def test_reports_format_matches_coverage_values_and_accuracy(app, tmp_path):
     assert "verdict values (all 6 recorded): A 3, B 2, tie 1, invalid 0" in out
     # credit: a 1, b 0.5, c 0 -> 0.5 on n=3
     assert re.search(r"label sanity: accuracy of the recorded verdicts 0\.500 \[0\.\d+, 0\.\d+\] "
-                     r"\(n=3 labelled items", out), out
+                     r"\(n=3 items labelled 1 or 2", out), out
     assert "labels may be inverted" not in out
 
 
@@ -157,3 +157,29 @@ def test_alpaca_eval_matched_by_text(app, tmp_path):
     code, out = run(app, str(v), "--data", other)
     assert code == 3, out
     assert "records are matched by their texts (prompt and the two responses)" in out
+
+
+def test_tie_labelled_items_are_counted_out_of_the_accuracy(app, tmp_path):
+    """The accuracy is over pairs labelled 1 or 2: tie-labelled pairs it leaves out were
+    not counted anywhere (0.774 on n=894 of PandaLM's 999, said to be evaluate's)."""
+    data = data_file(tmp_path, {"a": 1, "b": 0, "c": 0})
+    v = write(tmp_path / "v.csv", "item_id,order,verdict\na,12,A\nb,12,A\nc,12,tie\n")
+    code, out = run(app, str(v), "--data", data)
+    assert code == 0, out
+    assert "(n=1 items labelled 1 or 2" in out
+    assert "2 tie-labelled items left out, as evaluate --ties drop does" in out
+
+
+def test_score_files_count_unreadable_scores_and_read_benchmark_formats(app, tmp_path):
+    """Recorded scores: Prometheus's "[RESULT] N" and FastChat's "[[N]]" are read (they were
+    all invalid); an empty or unreadable score is counted here (it was not) and invalid when
+    judged, not a failed call."""
+    rows = [{"id": f"s{k}", "prompt": "q", "response": "a", "score": 3} for k in range(5)]
+    data = write(tmp_path / "pw.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    v = write(tmp_path / "s.csv", "item_id,score\ns0,Feedback: fine. [RESULT] 3\n"
+              "s1,Rating: [[3]]\ns2,3\ns3,\ns4,so-so\n")
+    code, out = run(app, str(v), "--data", f"jsonl:{data}")
+    assert code == 0, out
+    assert "score values (all 5 recorded): 3 read as 1-5, 2 unreadable" in out
+    assert "s3: ''" in out and "s4: 'so-so'" in out
+    assert "verdict values" not in out and "label sanity" not in out

@@ -107,6 +107,16 @@ async def test_pointwise_score_column(tmp_path):
         await p.generate(req("c", task="pointwise"))
 
 
+async def test_an_empty_score_is_an_answer_and_benchmark_formats_are_read(tmp_path):
+    """An empty score cell was a missing record (a failed call); it is a recorded answer
+    that reads as invalid. Prometheus's and FastChat's formats give their number."""
+    path = write(tmp_path, "s.csv", "item_id,score\na,\nb,Good. [RESULT] 2\nc,[[5]]\n")
+    p = ReplayProvider(str(path), {})
+    assert (await p.generate(req("a", task="pointwise"))).text == ""
+    assert (await p.generate(req("b", task="pointwise"))).text == "2"
+    assert (await p.generate(req("c", task="pointwise"))).text == "5"
+
+
 async def test_text_matched_records_are_served_from_the_texts_shown(tmp_path, caplog):
     """An alpaca_eval record is found from Request.meta's prompt and shown texts, whatever
     the item id; the format read is logged."""

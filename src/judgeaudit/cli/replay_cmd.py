@@ -73,6 +73,8 @@ def _winner(text: str, order: str) -> tuple[str, int | None]:
 def check(index: Any, items: list[Any]) -> dict[str, Any]:
     """The report's numbers: which items the recorded verdicts reach and how they read."""
     from judgeaudit.data import PairwiseItem
+    from judgeaudit.judges.parse import parse_score
+    from judgeaudit.llm.providers.replay import ReplayProvider
     from judgeaudit.stats import rate
 
     found: dict[str, dict[str, str]] = {}
@@ -103,8 +105,13 @@ def check(index: Any, items: list[Any]) -> dict[str, Any]:
     accuracy = None
     if credit:
         accuracy = rate(sum(credit), len(credit)).as_dict()  # Wilson interval
+    ties = sum(isinstance(it, PairwiseItem) and it.label == 0 and it.id in found
+               for it in items)
+    unreadable = [k for k, v in index.scores.items()
+                  if parse_score(ReplayProvider._score_text(v, {})) is None]
     return {"matched": len(found), "without": without, "unused": unused,
-            "coverage": dict(coverage), "values": dict(values), "accuracy": accuracy}
+            "coverage": dict(coverage), "values": dict(values), "accuracy": accuracy,
+            "tie_labelled": ties, "scores_unreadable": sorted(unreadable)}
 
 
 def replay_check(
@@ -159,16 +166,26 @@ def replay_check(
         f"{k} {cov.get(k, 0)}" for k in ("both", "12 only", "21 only"))
         + (f", score {cov['score']}" if cov.get("score") else ""))
     vals = res["values"]
-    _say(f"verdict values (all {len(index.verdicts)} recorded): " + ", ".join(
-        f"{k} {vals.get(k, 0)}" for k in ("A", "B", "tie", "invalid")))
+    if index.verdicts or not index.scores:
+        _say(f"verdict values (all {len(index.verdicts)} recorded): " + ", ".join(
+            f"{k} {vals.get(k, 0)}" for k in ("A", "B", "tie", "invalid")))
+    if index.scores:
+        bad = res["scores_unreadable"]
+        _say(f"score values (all {len(index.scores)} recorded): {len(index.scores) - len(bad)} "
+             f"read as 1-5, {len(bad)} unreadable (counted invalid when judged)"
+             + _examples([f"{k}: {index.scores[k][:40]!r}" for k in bad]))
     acc = res["accuracy"]
-    if acc is None:
+    if acc is None and index.scores and not index.verdicts:
+        pass  # scores: evaluate compares them with the gold scores
+    elif acc is None:
         _say("label sanity: no labelled pair matched (nothing to check)")
     else:
         lo, hi = acc["ci95"]
         _say(f"label sanity: accuracy of the recorded verdicts {acc['value']:.3f} "
-             f"[{lo:.3f}, {hi:.3f}] (n={acc['n']} labelled items; per item the mean over its "
-             "recorded orders, tie and unparseable count as wrong)")
+             f"[{lo:.3f}, {hi:.3f}] (n={acc['n']} items labelled 1 or 2; per item the mean "
+             "over its recorded orders, tie and unparseable count as wrong"
+             + (f"; {res['tie_labelled']} tie-labelled items left out, as evaluate --ties "
+                "drop does" if res["tie_labelled"] else "") + ")")
         if hi < 0.5:
             console.print("[bold yellow]warning:[/] labels may be inverted (A/B or 1/2 "
                           f"swapped?): accuracy {acc['value']:.1%} with its 95% interval "

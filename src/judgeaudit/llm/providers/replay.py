@@ -50,6 +50,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import logging
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -456,6 +457,11 @@ def _fastchat_texts(path: Path, table: Table, options: dict[str, str]
     return {"questions": questions, "answers": answers}, files, notes
 
 
+# Prometheus's answer ends "[RESULT] N"; FastChat's single-answer grading holds "[[N]]" once.
+_BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)\s*\)?\s*$"
+                          r"|^(?!.*\[\[.*\[\[).*?\[\[\s*(\d+(?:\.\d+)?)\s*\]\]", re.S)
+
+
 def _score_ids(meta: dict[str, Any]) -> list[str]:
     return [str(s) for s in (meta.get("score_ids") or ["1", "2", "3", "4", "5"])]
 
@@ -550,10 +556,16 @@ class ReplayProvider(Provider):
 
     @staticmethod
     def _score_text(score: str, meta: dict[str, Any]) -> str:
-        """A recorded id is returned as is; a number k becomes the k-th score id."""
+        """A recorded id is returned as is; a number k becomes the k-th score id, also where a
+        judge's whole answer was recorded in a benchmark's own score format (Prometheus's
+        "... [RESULT] 4", FastChat's "Rating: [[4]]"); anything else is passed on to be
+        counted invalid."""
         ids = _score_ids(meta)
         if score in ids:
             return score
+        m = _BENCH_SCORE.search(score)
+        if m is not None:
+            score = m.group(1) or m.group(2)
         try:
             k = float(score)
         except ValueError:

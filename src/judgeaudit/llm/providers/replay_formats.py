@@ -432,7 +432,10 @@ def _tabular(inp: Inputs, wide: bool) -> list[Row]:
                 raise ReplayFileError(t.src, lineno, f"field 'order': expected 12 (response_1 "
                                       f"shown first) or 21, got {r['order']!r}")
             verdicts = ((order, presented(long_verdict(t.src, lineno, r["verdict"]), order)),)
-        score = r["score"].strip() if r.get("score", "") != "" else None
+        # an empty score on a row without verdicts is a recorded answer that cannot be read
+        # (counted invalid), not a missing record (it counted as a failed call)
+        score = ((r.get("score") or "").strip() if "score" in r and (
+            r.get("score") or not verdicts) else None)
         recorded = tuple(r.get(c, "") for c in (*WIDE, "verdict", "score", "score_1", "score_2"))
         rows.append(Row(t.src, lineno, item, verdicts, score, sample_of(t.src, lineno, rec),
                         recorded, record=rec))
@@ -627,8 +630,10 @@ def _column_rows(t: Table, opts: dict[str, str], fixed_order: str | None) -> lis
             recorded.append(raw)
         score = None
         if score_col is not None:
-            score = text_of(rec.get(score_col)).strip() or None
-            recorded.append(score or "")
+            score = text_of(rec.get(score_col)).strip()
+            recorded.append(score)
+            if not score and verdicts:  # a verdict row: no score recorded, none missing
+                score = None
         rows.append(Row(t.src, lineno, item, verdicts, score, sample_of(t.src, lineno, rec),
                         tuple(recorded), record=rec))
     return rows
