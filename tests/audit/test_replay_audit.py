@@ -57,3 +57,25 @@ async def test_panel_ranks_six_real_judges_by_position_bias(llmbar):
     assert panel["n_disagreements"] > 0 and panel["fleiss_kappa"]["n"] > 0
     html = render_report(res)
     assert "Judges ranked by position bias" in html and "judge=Falcon" in html
+
+
+async def test_a_replay_judge_runs_position_and_says_why_the_rest_do_not_run(tmp_path):
+    """The default probes rewrite texts a replay file never recorded: every such call failed,
+    so the run failed as a whole (exit 3, position's valid effect included). Now they are
+    'not run' with the reason, without a call, and position stands."""
+    from judgeaudit.data import PairwiseItem
+
+    items = [PairwiseItem(id=f"i{k}", prompt=f"q{k}", response_1="a", response_2="b",
+                          label=1 + k % 2) for k in range(12)]
+    rows = "".join(f"i{k},{o},{'A' if k % 3 else 'B'}\n" for k in range(12) for o in ("12", "21"))
+    path = tmp_path / "v.csv"
+    path.write_text("item_id,order,verdict\n" + rows, "utf-8")
+    judge = make_judge(f"replay:{path}")
+    res = await run_battery(judge, items, ["position", "verbosity", "authority"])
+    assert res["run"]["status"] == "ok" and res["calls"]["failed"] == 0
+    assert res["calls"]["made"] == 24  # the recorded pairs, both orders; nothing else asked
+    assert res["probes"]["position"]["n"] == 12
+    for name in ("verbosity", "authority"):
+        doc = res["probes"][name]
+        assert doc["verdict"] == "not_run" and doc["n"] == 0
+        assert any("answers only the texts it recorded" in x for x in doc["notes"])

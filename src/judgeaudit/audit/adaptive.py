@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from judgeaudit.audit.battery import ProbePlan, check_runnable, run_battery
+from judgeaudit.audit.battery import ProbePlan, cannot_judge, check_runnable, run_battery
 from judgeaudit.audit.length_control import add_length_notes
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
@@ -375,6 +375,9 @@ async def _adaptive_document(
             await ctx.baseline(union)  # shared by every probe, judged once (memoised)
 
             async def one(p: Probe, new: dict = new) -> ProbeResult:
+                why = cannot_judge(p, bundle)
+                if why:
+                    return ProbeResult(None, (None, None), 0, None, None, notes=[why])
                 v = ctx.view(new[p.name])
                 v._on_calls = counter(p.name)
                 return await p.run(v)

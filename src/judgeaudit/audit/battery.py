@@ -104,6 +104,17 @@ def cannot_run(probe: Probe, plan: ProbePlan, n_pairs: int) -> str:
             f"of the {n_pairs} pairs, " + " and ".join(parts))
 
 
+def cannot_judge(probe: Probe, bundle: Any) -> str | None:
+    """Why the judge cannot serve this probe at all, or None: a replay judge holds verdicts
+    on the recorded texts only, so a probe that rewrites them would fail every call (the
+    run then failed as a whole, position included)."""
+    provider = bundle.client.provider
+    if getattr(provider, "recorded_only", False) and not probe.judges_texts_as_given:
+        return (f"not run: the judge ({provider.name}) answers only the texts it recorded, "
+                "and this probe judges rewritten ones (position runs on recorded verdicts)")
+    return None
+
+
 def check_runnable(items: Sequence[Any], probe_names: Sequence[str], *,
                    limit: int | None = None) -> dict[str, ProbePlan]:
     """The plan, or ValueError (one line) when no selected probe can run on these items."""
@@ -268,9 +279,9 @@ async def run_battery(
 
     async def one(p: Probe) -> ProbeResult:
         plan = plans[p.name]
-        if not plan.items:
-            return ProbeResult(None, (None, None), 0, None, None,
-                               notes=[cannot_run(p, plan, len(pairs))])
+        why = cannot_run(p, plan, len(pairs)) if not plan.items else cannot_judge(p, bundle)
+        if why:
+            return ProbeResult(None, (None, None), 0, None, None, notes=[why])
         return await p.run(ctx.view(plan.items))
 
     results: list[ProbeResult] = list(await asyncio.gather(*(one(p) for p in probes)))

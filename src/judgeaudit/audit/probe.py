@@ -209,6 +209,10 @@ class Probe(abc.ABC):
     # without them (`commands.prepare_audit`); under --full it says "not run".
     needs_panel: ClassVar[bool] = False
     needs_writing: ClassVar[bool] = False  # asked of the judge as WRITING
+    # Judges the items' own texts, only in other orders (position): a replay judge, which
+    # holds verdicts on the recorded texts only, can serve it; a probe that rewrites a
+    # response or the prompt cannot run on one.
+    judges_texts_as_given: ClassVar[bool] = False
 
     @abc.abstractmethod
     async def run(self, ctx: AuditContext) -> ProbeResult: ...

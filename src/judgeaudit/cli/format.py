@@ -175,6 +175,15 @@ def _left_out_text(res: dict[str, Any], pointwise: bool) -> str:
             f"{'gold scores' if pointwise else 'labels'} counts them)")
 
 
+def _flag_text(value: float, threshold: float, exceeds: bool) -> str:
+    """'0.551>0.55': as many decimals as it takes for the value not to read as the threshold
+    (at two, 0.551 showed as '0.55>0.55')."""
+    digits = 2
+    while digits < 6 and f"{value:.{digits}f}" == f"{threshold:.{digits}f}" and value != threshold:
+        digits += 1
+    return f"{value:.{digits}f}{'>' if exceeds else '<='}{threshold:.2f}"
+
+
 VERDICT_STYLE = {"biased": "bold red", "not_biased": "green", "underpowered": "yellow",
                  "run_failed": "bold red", "not_run": "dim"}
 
@@ -203,7 +212,7 @@ def audit_table(res: dict[str, Any]) -> Any:
         flag = p.get("flag") or {}  # a failed run's threshold checks read as passed: none
         ftxt = "" if not flag or v == "run_failed" else (
             "unchecked (n=0)" if flag.get("exceeds") is None else
-            f"{flag['value']:.2f}{'>' if flag['exceeds'] else '<='}{flag['threshold']:.2f}")
+            _flag_text(flag["value"], flag["threshold"], bool(flag["exceeds"])))
         left = ", ".join(f"{k} {c}" for k, c in (p.get("dropped") or {}).items())
         t.add_row(name, _num(e["value"], "{:+.2f}") + ci, str(p["n"]), _num(p["q"], "{:.1g}"),
                   _num(p["mde"], "{:.2f}"), f"[{VERDICT_STYLE.get(v, 'yellow')}]{v}[/]", ftxt,

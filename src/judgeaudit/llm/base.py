@@ -232,6 +232,9 @@ class Provider(abc.ABC):
     # Same request -> same output (local logits at temperature 0, recorded verdicts): a
     # repeat measures nothing, so the consistency floor needs no extra calls.
     deterministic: ClassVar[bool] = False
+    # Answers only what it recorded, for the texts it recorded (replay): a probe that judges
+    # rewritten texts cannot run on it (`audit.battery.cannot_judge`).
+    recorded_only: ClassVar[bool] = False
     # Default bound on concurrent calls; the user's --concurrency overrides it.
     default_concurrency: ClassVar[int] = 8
     # Price per million tokens (prompt, completion), where known, for cost accounting.

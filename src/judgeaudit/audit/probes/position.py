@@ -25,6 +25,7 @@ class PositionProbe(Probe):
     metric = "first-slot preference (share of verdicts for the first-shown response) - 0.5"
     direction = "positive = prefers the response shown first; negative = the second"
     needs_label = False  # first-slot rate and order consistency need no label
+    judges_texts_as_given = True  # both orders of the item's own texts
 
     async def run(self, ctx: AuditContext) -> ProbeResult:
         verdicts = await ctx.baseline()

@@ -480,6 +480,7 @@ class ReplayProvider(Provider):
     param_help: ClassVar[dict[str, str]] = PARAM_HELP
     uses_meta: ClassVar[bool] = True
     deterministic: ClassVar[bool] = True
+    recorded_only: ClassVar[bool] = True
     default_concurrency: ClassVar[int] = 64
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
