@@ -141,11 +141,20 @@ def _as_item(x: Any) -> Any:
 def load_data(data: Data) -> tuple[list[Any], str]:
     """Items of a data SPEC or a list, and the name the results give the data (the spec, or
     "memory:N items")."""
+    items, spec, _notes = load_data_noted(data)  # the loader warned of what it left out
+    return items, spec
+
+
+def load_data_noted(data: Data) -> tuple[list[Any], str, list[str]]:
+    """`load_data`, with what the loader left out of its file (`data.left_out`), for the
+    results' warnings."""
     if isinstance(data, str):
-        from judgeaudit.data import DataError, load
+        from judgeaudit.data import DataError
+        from judgeaudit.data.registry import load_noted
 
         try:
-            return list(load(data)), data
+            items, notes = load_noted(data)
+            return list(items), data, notes
         except (DataError, ValueError, FileNotFoundError, OSError) as exc:
             from judgeaudit.config import HUBJ_DATA
 
@@ -164,7 +173,7 @@ def load_data(data: Data) -> tuple[list[Any], str]:
         if it.id in seen:
             raise ValueError(f"data: duplicate item id {it.id!r}; ids must be unique")
         seen.add(it.id)
-    return items, f"memory:{len(items)} items"
+    return items, f"memory:{len(items)} items", []
 
 
 def _read_doc(x: Doc, what: str) -> dict[str, Any]:
@@ -212,7 +221,7 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
     if cfg.limit is not None and cfg.sample is not None:
         raise ValueError(f"{opt('limit', cli)} and {opt('sample', cli)} both choose the items; "
                          "give one of them")
-    loaded, spec = load_data(cfg.data if data is None else data)
+    loaded, spec, notes = load_data_noted(cfg.data if data is None else data)
     items, selection = select_items(loaded, limit=cfg.limit, sample=cfg.sample, seed=cfg.seed)
     if not items:
         raise ValueError(f"data {spec!r} has no items")
@@ -243,11 +252,13 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
         tr = s.tracker("judging", len(items) if pointwise else bundle.pairwise.n_calls(items))
-        return await run_evaluate(bundle, items, on_done=tr.advance, data_spec=spec,
-                                  seed=cfg.seed, min_valid=cfg.min_valid,
-                                  max_failed=cfg.max_failed, pair_rule=cfg.pair_rule or "mean",
-                                  ties=cfg.ties, by=cfg.by, group_by=cfg.group_by,
-                                  system_field=cfg.system_field, selection=selection)
+        res = await run_evaluate(bundle, items, on_done=tr.advance, data_spec=spec,
+                                 seed=cfg.seed, min_valid=cfg.min_valid,
+                                 max_failed=cfg.max_failed, pair_rule=cfg.pair_rule or "mean",
+                                 ties=cfg.ties, by=cfg.by, group_by=cfg.group_by,
+                                 system_field=cfg.system_field, selection=selection)
+        res["warnings"] = [*notes, *(res.get("warnings") or [])]
+        return res
 
     return Run("evaluate", public_spec(cfg.judge), spec, body, lambda: len(items),
                cfg.min_valid, cfg.max_failed,
@@ -289,7 +300,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
         if given:
             raise ValueError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to "
                              f"{opt('adaptive', cli)} (a fixed-n audit takes {opt('n', cli)})")
-    loaded, spec = load_data(cfg.data if data is None else data)
+    loaded, spec, notes = load_data_noted(cfg.data if data is None else data)
     items, limit, selection = audit_items(loaded, n=cfg.n, sample=cfg.sample, full=cfg.full,
                                           seed=cfg.seed)
     if not items:
@@ -327,6 +338,8 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
                                     selection=selection, length_control=cfg.length_control)
         if cfg.note:
             res.setdefault("notes", []).append(cfg.note)
+        if notes:
+            res["warnings"] = [*notes, *(res.get("warnings") or [])]
         return res
 
     return Run("audit", public_spec(cfg.judge), spec, body, lambda: len(items), cfg.min_valid,

@@ -84,3 +84,24 @@ def test_majority_rule_unit() -> None:
     assert pandalm.majority((0, 0, 2)) == 0
     assert pandalm.majority((0, 1, 2)) is None
     assert pandalm.majority((1, 2)) is None  # a 1-1 split of two annotators
+
+
+def test_pairs_the_loader_leaves_out_reach_the_results(raw, tmp_path, isolated_cache):
+    """A pair without a 2-of-3 majority was dropped with a debug log only: evaluate said
+    "9 of 9" for a file of 10. Now it is a warning in the terminal and in results.json."""
+    from typer.testing import CliRunner
+
+    from judgeaudit.cli.main import app
+
+    rows = [dict(r) for r in raw[:10]]
+    rows[3].update(annotator1=1, annotator2=2, annotator3=0)
+    (tmp_path / "testset-v1.json").write_text(json.dumps(rows), "utf-8")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["evaluate", "--judge", "sim", "--data",
+                                   f"pandalm:{tmp_path}", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "results.json").read_text("utf-8"))
+    assert doc["n"] == 9
+    said = "9 of 10 pairs kept (1 without a 2-of-3 majority of the annotators"
+    assert any(said in w for w in doc["warnings"]), doc["warnings"]
+    assert said in " ".join(res.output.split())

@@ -7,7 +7,9 @@ dispatches on the kind. Loaders raise `DataError` naming file, line and field on
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 
 from judgeaudit import plugins
@@ -17,6 +19,30 @@ from judgeaudit.spec import Spec, parse_spec
 Loader = Callable[[str, dict[str, str]], list[Item]]
 
 _LOADERS: dict[str, Loader] = {}
+_NOTES: ContextVar[list[str] | None] = ContextVar("judgeaudit_data_notes", default=None)
+log = logging.getLogger("judgeaudit.data")
+
+
+def left_out(message: str) -> None:
+    """A loader left records of its file out (no majority label, a field missing): warn, and
+    hand the message to the run that loads (`load_noted`), which records it in its results.
+    Said only in a debug log before, such records were counted nowhere."""
+    notes = _NOTES.get()
+    if notes is not None:  # the run prints and records it
+        notes.append(message)
+        log.info("%s", message)
+    else:
+        log.warning("%s", message)
+
+
+def load_noted(spec: str | Spec) -> tuple[list[Item], list[str]]:
+    """`load`, with what the loader left out of the file (`left_out`), one line each."""
+    notes: list[str] = []
+    token = _NOTES.set(notes)
+    try:
+        return load(spec), notes
+    finally:
+        _NOTES.reset(token)
 _BUILTIN = {
     "builtin": "judgeaudit.data.builtin",
     "jsonl": "judgeaudit.data.loaders.jsonl",

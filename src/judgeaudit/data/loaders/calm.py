@@ -30,14 +30,13 @@ from judgeaudit.data.loaders._common import (
     check_params,
     existing_path,
     int_param,
-    log,
     make_item,
     present,
     read_json_doc,
     read_text,
     text_field,
 )
-from judgeaudit.data.registry import DataError, register_loader
+from judgeaudit.data.registry import DataError, left_out, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem
 
 BASE_DIR = "base_datasets"
@@ -151,5 +150,6 @@ def load_calm(name: str, params: dict[str, str]) -> list[Item]:
     if variant is not None and not items:
         raise DataError(source, None, f"no pairs have the field {variant!r} in the chosen files")
     if skipped:
-        log.info("calm %s: %d pairs lack %s and were skipped", name, skipped, variant)
+        left_out(f"calm {name}: {skipped} pairs lack the field {variant!r} and were left out "
+                 f"({len(items)} kept)")
     return items

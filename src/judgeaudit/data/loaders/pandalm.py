@@ -24,13 +24,12 @@ from judgeaudit.data.loaders._common import (
     existing_path,
     file_in,
     key_field,
-    log,
     make_item,
     opt_text,
     read_json_doc,
     text_field,
 )
-from judgeaudit.data.registry import DataError, register_loader
+from judgeaudit.data.registry import DataError, left_out, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem
 
 FILE = "testset-v1.json"
@@ -115,6 +114,8 @@ def load_pandalm(name: str, params: dict[str, str]) -> list[Item]:
     LAST_LOAD.clear()
     LAST_LOAD.update(total=len(data), kept=len(items), no_majority=no_majority,
                      ties_dropped=ties_dropped, by_label=dict(sorted(by_label.items())))
-    log.info("pandalm %s: %d of %d pairs kept (%d without a 2-of-3 majority dropped, "
-             "%d majority ties dropped)", src, len(items), len(data), no_majority, ties_dropped)
+    if no_majority or ties_dropped:
+        left_out(f"pandalm {src}: {len(items)} of {len(data)} pairs kept ({no_majority} "
+                 f"without a 2-of-3 majority of the annotators, {ties_dropped} whose majority "
+                 "is a tie, left out)")
     return items
