@@ -8,3 +8,23 @@ def test_a_flag_value_never_reads_as_its_threshold():
     assert _flag_text(0.551, 0.55, True) == "0.551>0.55"
     assert _flag_text(0.62, 0.55, True) == "0.62>0.55"
     assert _flag_text(0.55, 0.55, False) == "0.55<=0.55"
+
+
+def test_the_panel_table_gives_each_column_its_own_n_and_the_invalid_verdicts():
+    """One n column showed the position effect's 98 beside rates over 100, and PaLM2's 4
+    invalid verdicts were not shown."""
+    import io
+
+    from rich.console import Console
+
+    from judgeaudit.cli.format import panel_table
+
+    row = {"judge": "replay:v.csv?judge=PaLM2",
+           "position_effect": {"value": 0.051, "ci95": [0.005, 0.092], "n": 98},
+           "position_consistency": {"value": 0.8, "ci95": [0.71, 0.87], "n": 100},
+           "accuracy": {"value": 0.83, "ci95": [0.75, 0.89], "n": 100}, "n_invalid": 4}
+    out = io.StringIO()
+    Console(file=out, width=200).print(panel_table({"ranking": [row]}))
+    text = out.getvalue()
+    assert "(98)" in text and "80.0% (100)" in text and "83.0% (100)" in text
+    assert "judge=PaLM2" in text and "invalid verdicts" in text and "│ 4 " in text

@@ -237,12 +237,21 @@ def audit_table(res: dict[str, Any]) -> Any:
 
 def panel_table(panel: dict[str, Any]) -> Table:
     t = Table(title="judges ranked by position bias", title_justify="left")
-    for col in ("#", "judge", "position effect [95% CI]", "consistency", "accuracy", "n"):
-        t.add_column(col, no_wrap=col != "judge")
+    for col in ("#", "judge", "position effect [95% CI] (n)", "consistency (n)",
+                "accuracy (n)", "invalid verdicts"):
+        t.add_column(col, no_wrap=col != "judge", overflow="fold")
+
+    def with_n(est: dict[str, Any] | None) -> str:
+        # each column has its own n (the effect leaves out pairs with an unreadable order,
+        # consistency and accuracy count them): one n column read 98 beside rates over 100
+        return "n/a" if not est else f"{fmt_est(est)[0]} ({est.get('n', 0)})"
+
     for i, r in enumerate(panel["ranking"], start=1):
         e = r["position_effect"]
         lo, hi = e["ci95"]
-        eff = "n/a" if e["value"] is None else f"{e['value']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
-        t.add_row(str(i), r["judge"], eff, fmt_est(r["position_consistency"])[0],
-                  fmt_est(r["accuracy"])[0], str(e["n"]))
+        eff = ("n/a" if e["value"] is None else
+               f"{e['value']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({e['n']})" if lo is not None else
+               f"{e['value']:+.3f} ({e['n']})")
+        t.add_row(str(i), r["judge"], eff, with_n(r["position_consistency"]),
+                  with_n(r["accuracy"]), str(r.get("n_invalid", "n/a")))
     return t
