@@ -70,3 +70,10 @@ def test_the_data_loader_and_the_replay_judge_read_a_semicolon_or_tab_file(tmp_p
         f"replay:{verdicts}?item=qid&order=pos&verdict=pick&verdict_map=first:1,second:2",
         f"hf:{data}", cache=False)
     assert res.ok and res.calls["made"] == 4 and res.to_dict()["n_invalid"] == 0
+
+
+def test_a_field_longer_than_pythons_default_limit_is_read(tmp_path):
+    """A response over 131,072 characters was refused ("field larger than field limit")."""
+    long = "x" * 200_000
+    header, rows = read_csv(f"id,text\na,{long}\nb,short\n")
+    assert header == ["id", "text"] and rows[0][1]["text"] == long and rows[1][0] == 3

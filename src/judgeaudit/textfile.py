@@ -121,6 +121,9 @@ def read_csv(text: str) -> tuple[list[str], list[tuple[int, Record]]]:
         sep, text, skipped = first.strip()[4], rest, 1
     else:
         sep = delimiter_of(text)
+    # Python's default field limit (131,072 characters) refused long responses (a long code
+    # answer or a document), which nothing else here limits
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
     header: list[str] | None = None
     rows: list[tuple[int, Record]] = []

@@ -124,3 +124,11 @@ def test_json_with_splits(tmp_path: Path) -> None:
     assert len(load(f"hf:{f}")) == 2  # no split given: the first of data/rows/train/test
     with pytest.raises(DataError, match="no list under split 'dev'; keys: train, test"):
         load(f"hf:{f}?split=dev")
+
+
+def test_csv_labels_written_as_floats_are_read():
+    """pandas writes an integer column with a gap as 1.0/2.0; JSON's 1.0 was read, CSV's
+    '1.0' refused."""
+    assert [parse_label(v) for v in ("1.0", "2.0", "0.0", " 2.0 ")] == [1, 2, 0, 2]
+    with pytest.raises(ValueError):
+        parse_label("1.5")

@@ -72,6 +72,8 @@ def parse_label(v: Any) -> int | None:
         return int(v)
     if isinstance(v, str) and v.strip().lower() in _LABELS:
         return _LABELS[v.strip().lower()]
+    if isinstance(v, str) and v.strip() in ("0.0", "1.0", "2.0"):  # a CSV pandas wrote (an
+        return int(float(v))  # integer column with a gap becomes float), as JSON's 1.0 is
     raise ValueError(f"expected 1, 2, 0, A, B or tie, got {v!r}")
 
 
