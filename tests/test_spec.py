@@ -48,9 +48,10 @@ def test_an_encoded_base_url_re_parses_to_the_same_judge():
 def test_only_secret_words_are_masked_not_names_holding_them():
     """`authority` (a planted sim bias) and `max_tokens` were masked as `***` in the terminal
     and results.json, so runs with different planted values could not be told apart."""
-    sp = parse_spec("sim?seed=0&authority=1&max_tokens=64&api_key=sk-1&access_token=t&auth=a")
+    sp = parse_spec("sim?seed=0&authority=1&max_tokens=64&api_key=sk-1&access_token=t&auth=a"
+                    "&factor_token_count=2")
     shown = sp.public()
-    assert "authority=1" in shown and "max_tokens=64" in shown
+    assert "authority=1" in shown and "max_tokens=64" in shown and "count=2" in shown
     assert "sk-1" not in shown and "access_token=***" in shown and "auth=***" in shown
     assert "max_tokens=64" in mask_secrets("openai:m?max_tokens=64&api_key=sk-2")
     assert "sk-2" not in mask_secrets("openai:m?max_tokens=64&api_key=sk-2")

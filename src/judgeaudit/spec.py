@@ -13,11 +13,12 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote
 
-# Parameter names whose values are secrets wherever they appear (any provider): a whole
-# word of the name (`api_key`, `x-api-key`, `access_token`, `auth`), not any name holding
-# one (`authority`, a planted sim bias, and `max_tokens` were masked too).
-_SECRET_WORD = r"(?:api_?key|apikey|key|token|secret|password|passwd|pwd|auth|authorization|bearer)"
-SECRET_NAMES = re.compile(rf"(?i)(?:^|[^a-z0-9]){_SECRET_WORD}(?:$|[^a-z0-9])")
+# Parameter names whose values are secrets wherever they appear (any provider): names whose
+# last word is one (`api_key`, `x-api-key`, `access_token`, `auth`), not any name holding
+# one (planted sim biases `authority` and `factor_token_count`, and `max_tokens`, were
+# masked too, so two judges differing only there read as one).
+_SECRET_WORD = r"(?:apikey|key|token|secret|password|passwd|pwd|auth|authorization|bearer)"
+SECRET_NAMES = re.compile(rf"(?i)(?:^|[^a-z0-9]){_SECRET_WORD}$")
 # URL userinfo: `scheme://user:PASSWORD@host` (and a bare `scheme://TOKEN@host`).
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s?#]+)@")
 
@@ -86,8 +87,8 @@ def public_spec(text: str) -> str:
 
 
 _SECRET_VALUE = re.compile(
-    r"(?i)(\b(?:[\w-]*[_-])?(?:api_?key|apikey|token|secret|password|passwd)(?:[_-][\w-]*)?"
-    r"\s*[=:]\s*['\"]?)[^&\s'\",)]+")
+    r"(?i)(\b(?:[\w-]*[_-])?(?:api_?key|apikey|token|secret|password|passwd)\s*[=:]"
+    r"\s*['\"]?)[^&\s'\",)]+")
 
 
 def mask_secrets(text: str) -> str:
