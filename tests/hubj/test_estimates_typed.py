@@ -42,9 +42,13 @@ def test_fit_estimates_are_typed_and_name_their_interval(estimator):
                                               f.phi + M.Z95 * d["phi"]["se"]], abs=1e-15)
     for k in ("win", "bc", "bias_share", "phi"):
         assert Estimate.from_dict(d[k]).as_dict() == d[k]
-    if estimator == "marginal":  # the same numbers as before the change
-        for k in ("win", "bc", "bias_share", "phi"):
+    # the bias share is win - BC as shown (it was the mean fitted p - BC, which the prior
+    # on theta moves off the observed win: 0.05 against win - BC = 0.037 on 5 queries)
+    assert f.bias_share.value == pytest.approx(f.win.value - f.bc.value, abs=1e-12)
+    if estimator == "marginal":  # the same numbers as before the change (but the share's)
+        for k in ("win", "bc", "phi"):
             assert {x: d[k][x] for x in OLD_FIT[k]} == OLD_FIT[k]
+        assert d["bias_share"]["se"] == OLD_FIT["bias_share"]["se"]
 
 
 def test_an_old_saved_fit_without_method_still_applies_and_reads():
@@ -53,6 +57,8 @@ def test_an_old_saved_fit_without_method_still_applies_and_reads():
     saved = {"judges": {"a": OLD_FIT}, "gamma": fit.as_dict()["gamma"]}
     out = M.apply(saved, "a", p.Y[0][:50], p.delta[:50], [f"q{i}" for i in range(50)])
     assert out["bc"]["method"] == "delta" and out["bc"]["n"] == out["n"] == 50
+    assert out["bias_share"]["value"] == pytest.approx(
+        out["win"]["value"] - out["bc"]["value"], abs=1e-12)
     assert 0.0 < out["bc"]["value"] < 1.0
     est = Result.from_document({"command": "mitigate", "per_judge": {"a": OLD_FIT}}
                                ).estimates()
