@@ -384,3 +384,16 @@ def test_per_verdict_rates_are_clustered_by_item(tmp_path, isolated_cache):
     assert dec["ci95"][0] < lo and dec["ci95"][1] > hi  # wider than the unclustered one
     item_lo, item_hi = wilson(14, 20)  # about one item's worth per pair
     assert abs(dec["ci95"][0] - item_lo) < 0.02 and abs(dec["ci95"][1] - item_hi) < 0.02
+
+
+@pytest.mark.parametrize("gate", ["", " ", ",", " , "])
+def test_an_empty_release_gate_is_refused_not_turned_off(gate, tmp_path, isolated_cache):
+    """`--fail-on "$GATE"` with GATE unset passed a biased judge (exit 0); audit and compare
+    now refuse it before any call."""
+    res = runner.invoke(app, ["audit", "--judge", "sim?position=3", "--probes", "position",
+                              "--n", "10", "--fail-on", gate, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "--fail-on is empty" in " ".join(res.output.split())
+    assert not (tmp_path / "a" / "results.json").exists()
+    res = runner.invoke(app, ["compare", str(tmp_path / "x"), str(tmp_path / "y"),
+                              "--fail-on", gate])
+    assert res.exit_code == 2 and "--fail-on" in res.output

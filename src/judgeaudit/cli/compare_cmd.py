@@ -64,8 +64,9 @@ def compare_table(res: dict[str, Any]) -> Table:
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
-    if not value:
+    if value is None:  # an empty value is refused below: it turned the gate off silently
         return "never", set()
+    value = value.strip()
     if value == "worse":
         return "worse", set()
     names = {v.strip() for v in value.split(",") if v.strip()}

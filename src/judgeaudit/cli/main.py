@@ -118,11 +118,16 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
-    if not value:
+    if value is None:
         return "never", set()
+    value = value.strip()
     if value in ("biased", "flag", "any"):
         return value, set()
-    return "probes", {v.strip() for v in value.split(",") if v.strip()}
+    names = {v.strip() for v in value.split(",") if v.strip()}
+    if not names:  # `--fail-on "$GATE"` with GATE unset turned the gate off silently
+        raise fail("--fail-on is empty: give biased, flag, any or probe names (leave the "
+                   "option out for no gate)")
+    return "probes", names
 
 
 @app.command()
