@@ -142,3 +142,36 @@ async def test_one_usable_answer_ends_the_watch(fake_server):
     assert outs[0].invalid is None and all(o.invalid for o in outs[1:])
     assert srv.count() == 30
     await client.aclose()
+
+
+@pytest.mark.parametrize("answer", ["", "I think it's fine."])
+def test_a_judge_whose_answers_give_no_verdict_stops_being_paid(answer, tmp_path,
+                                                                isolated_cache):
+    """Empty or prose answers are usable to the client (HTTP 200, no refusal) but give no
+    verdict: all 80 were paid for (640 in an audit). Now the judge's reading feeds the same
+    watch: no call after the first 16 such answers, and the run fails saying why."""
+    data = tmp_path / "items.jsonl"
+    write_pairs(data, 40)
+    with FakeLLMServer(answer=answer) as srv:
+        spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&logprobs=off"
+        res = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge", spec,
+                                       "--out", str(tmp_path / "a")])
+        answered = srv.served()
+    assert res.exit_code == 3, res.output
+    assert 16 <= answered <= 16 + 8  # max(8, 2 x concurrency 8), and those in flight
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert "the first 16 answers could not be read as verdicts" in doc["run"]["message"]
+
+
+def test_one_verdict_first_ends_the_verdict_watch(tmp_path, isolated_cache):
+    """A judge whose first answer is read keeps being asked, however many answers after it
+    are unreadable."""
+    data = tmp_path / "items.jsonl"
+    write_pairs(data, 20)
+    answers = iter(["A"] + ["no idea"] * 100)
+    with FakeLLMServer(answer=lambda _prompt: next(answers)) as srv:
+        spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&logprobs=off"
+        res = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge", spec,
+                                       "--out", str(tmp_path / "a"), "--concurrency", "1"])
+        answered = srv.served()
+    assert answered == 40, res.output

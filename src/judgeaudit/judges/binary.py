@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from judgeaudit.data.schema import PointwiseItem
-from judgeaudit.judges.parse import RAW_KEEP, mark_if_invalid, parse_choice
+from judgeaudit.judges.parse import RAW_KEEP, map_checked, mark_if_invalid, parse_choice
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -58,8 +58,8 @@ class BinaryJudge:
     async def judge(self, items: Sequence[PointwiseItem], *, repeat: int = 0,
                     on_done: Callable[[], None] | None = None) -> list[BinaryVerdict]:
         reqs = [self.request(it, repeat) for it in items]
-        outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
-        return [self.check(req, it.id, o) for it, req, o in zip(items, reqs, outs, strict=True)]
+        return await map_checked(self.client, reqs,
+                                 lambda k, out: self.check(reqs[k], items[k].id, out), on_done)
 
     def check(self, request: Request, item_id: str, out: Response | CallFailed) -> BinaryVerdict:
         """`read`, marking an answer that gives no verdict as invalid in the client's cache."""

@@ -12,7 +12,13 @@ from typing import Literal
 
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.data.slots import render_order
-from judgeaudit.judges.parse import RAW_KEEP, mark_if_invalid, parse_choice, strip_reasoning
+from judgeaudit.judges.parse import (
+    RAW_KEEP,
+    map_checked,
+    mark_if_invalid,
+    parse_choice,
+    strip_reasoning,
+)
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -178,10 +184,11 @@ class PairwiseJudge:
         """Judge all items; `on_done` is called once per finished model call (progress)."""
         plan = [(i, o) for i, it in enumerate(items) for o in self.orders_for(it)]
         reqs = [self.request(items[i], o, repeat) for i, o in plan]
-        outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
+        read = await map_checked(self.client, reqs,
+                                 lambda k, out: self.check(reqs[k], plan[k][1], out), on_done)
         verdicts = [PairwiseVerdict(it.id) for it in items]
-        for (i, o), req, out in zip(plan, reqs, outs, strict=True):
-            verdicts[i].orders.append(self.check(req, o, out))
+        for (i, _o), ov in zip(plan, read, strict=True):
+            verdicts[i].orders.append(ov)
         return verdicts
 
     def n_calls(self, items: Sequence[PairwiseItem]) -> int:

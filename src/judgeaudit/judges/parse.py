@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from judgeaudit.llm import CallFailed, Client, Request, Response
+
+V = TypeVar("V")
 
 # How much of an over-cap answer a verdict keeps for review (the cache keeps up to the cap).
 RAW_KEEP = 2000
@@ -128,5 +132,23 @@ def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed
     if isinstance(out, CallFailed):
         return
     reason = invalid_reason(out, valid)
+    client.note_verdict(out, reason)  # a judge answering garbage stops being paid
     if reason is not None:
         client.mark_invalid(request, reason)
+
+
+async def map_checked(client: Client, requests: Sequence[Request],
+                      check: Callable[[int, Response | CallFailed], V],
+                      on_done: Callable[[], None] | None = None) -> list[V]:
+    """The calls' answers read (`check`, which marks them: `mark_if_invalid`) as each
+    arrives, not after the last: the client's verdict watch (`Client.note_verdict`) then
+    stops a judge whose first answers give no verdict before the rest are paid for."""
+    got: dict[int, V] = {}
+
+    def done(i: int, out: Response | CallFailed) -> None:
+        got[i] = check(i, out)
+        if on_done is not None:
+            on_done()
+
+    await client.map(requests, on_done=done)
+    return [got[i] for i in range(len(requests))]

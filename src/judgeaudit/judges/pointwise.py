@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from judgeaudit.data.schema import PointwiseItem
-from judgeaudit.judges.parse import RAW_KEEP, mark_if_invalid, parse_score
+from judgeaudit.judges.parse import RAW_KEEP, map_checked, mark_if_invalid, parse_score
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -170,9 +170,8 @@ class RubricJudge:
         on_done: Callable[[], None] | None = None,
     ) -> list[ScoreVerdict]:
         reqs = [self.request(it, repeat) for it in items]
-        outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
-        return [self.check(req, it.id, out)
-                for it, req, out in zip(items, reqs, outs, strict=True)]
+        return await map_checked(self.client, reqs,
+                                 lambda k, out: self.check(reqs[k], items[k].id, out), on_done)
 
     def check(self, request: Request, item_id: str, out: Response | CallFailed,
               score_ids: tuple[str, ...] | None = None) -> ScoreVerdict:
@@ -190,6 +189,9 @@ class RubricJudge:
         """Score (item, variant, repeat) jobs in the given order, in one client map (keep the
         jobs of one item together: local models then reuse the shared prompt prefix)."""
         reqs = [self.request(it, rep, var) for it, var, rep in jobs]
-        outs = await self.client.map(reqs, on_done=(lambda _i, _r: on_done()) if on_done else None)
-        return [self.check(req, it.id, out, var.score_ids if var else None)
-                for (it, var, _), req, out in zip(jobs, reqs, outs, strict=True)]
+
+        def check(k: int, out: Response | CallFailed) -> ScoreVerdict:
+            it, var, _ = jobs[k]
+            return self.check(reqs[k], it.id, out, var.score_ids if var else None)
+
+        return await map_checked(self.client, reqs, check, on_done)

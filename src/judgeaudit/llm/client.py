@@ -349,6 +349,9 @@ class Client:
         self._first_failure: float | None = None  # of an attempt, while nothing answered
         # Answers made so far that could not be used, while none could (`_note_unusable`).
         self._unusable: int | None = 0
+        # The same watch over what the judge could read (`note_verdict`): an empty or prose
+        # answer is usable to the client but gives no verdict.
+        self._unread: int | None = 0
         # What this command may spend (`SpendCap`), shared with the other judges' clients.
         self.spend_cap: SpendCap | None = None
         # How many calls this run may send (`CallCap`; an adaptive audit's --max-calls).
@@ -801,6 +804,26 @@ class Client:
             self._fatal = CallFailed(
                 f"{self.provider.name}: the first {self._unusable} answers could not be used "
                 f"as verdicts, so no more calls were sent: {resp.invalid}", fatal=True,
+                kind="other")
+            log.warning("%s", self._fatal)
+
+    def note_verdict(self, resp: Response, reason: str | None) -> None:
+        """The judge read `resp` (`reason` None) or could not (`reason` says why): when the
+        first `stop_after` answers made in this run gave no verdict, send no more calls, as
+        for answers the server itself marks unusable (`_note_unusable`); an empty or prose
+        answer was paid for call after call (640 calls of a judge answering nothing). One
+        verdict ends the watch; cached answers cost nothing and are not watched."""
+        if self._unread is None or resp.cached:
+            return
+        if reason is None:
+            self._unread = None
+            return
+        self._unread += 1
+        limit = self._limit()
+        if limit and self._unread >= limit and self._fatal is None:
+            self._fatal = CallFailed(
+                f"{self.provider.name}: the first {self._unread} answers could not be read as "
+                f"verdicts, so no more calls were sent: {redact(reason)}", fatal=True,
                 kind="other")
             log.warning("%s", self._fatal)
 
