@@ -135,9 +135,12 @@ def test_audit_effects_take_the_probe_n():
 def test_summary_is_small_and_json_able():
     s = Result.from_document(evaluate_doc(run=FAILED_RUN)).summary()
     assert s["command"] == "evaluate" and s["ok"] is False and s["reason"].startswith("run")
-    assert s["accuracy"] == est(0.5, 0.1, 0.9, 2) and s["calls"] == {"made": 3, "cached": 1,
-                                                                       "failed": 0}
+    # a failed run's numbers are withheld (they were shown as if results); its counts stay
+    assert s["accuracy"] is None and s["numbers"].startswith("withheld: the run failed")
+    assert s["calls"] == {"made": 3, "cached": 1, "failed": 0}
     assert len(json.dumps(s, allow_nan=False)) < 2000
+    ok = Result.from_document(evaluate_doc()).summary()
+    assert ok["accuracy"] == est(0.5, 0.1, 0.9, 2) and "numbers" not in ok
     a = Result.load(FIXTURES / "audit_results.json").summary()
     assert set(a["verdicts"]) == {"position", "verbosity", "authority", "bandwagon",
                                   "injection", "sentiment"}

@@ -190,6 +190,12 @@ def _pandas() -> Any:
     return pandas
 
 
+# What a failed run's summary keeps: who and what ran, the calls, why it failed, counts.
+_SUMMARY_KEEP_FAILED = frozenset({
+    "command", "ok", "reason", "judge", "data", "version", "calls", "seconds", "verdicts",
+    "n", "n_items", "n_invalid", "warnings", "flags_unchecked"})
+
+
 class Result(BaseModel):
     """The results document of one command run (`evaluate`, `audit`, `scoring-bias`,
     `discover`, `quantify`, `mitigate`, `rank`, `rank-eval`, ...).
@@ -419,6 +425,13 @@ class Result(BaseModel):
             out["verdicts"] = {k: p.get("verdict") for k, p in (d.get("probes") or {}).items()}
             out.update({k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
                                           "paired", "unpaired") if k in s})
+        if not self.ok:  # numbers from a run that failed are not results: a failed rank
+            # named the first four items its top-k, a failed evaluate an accuracy of 0
+            for k in out:
+                if k not in _SUMMARY_KEEP_FAILED:
+                    out[k] = None
+            out["numbers"] = ("withheld: the run failed (its results.json keeps what it got, "
+                              "for diagnosis)")
         return plain(out)
 
     # ---- tables and the report ---------------------------------------------------------
