@@ -193,7 +193,7 @@ def _pandas() -> Any:
 # What a failed run's summary keeps: who and what ran, the calls, why it failed, counts.
 _SUMMARY_KEEP_FAILED = frozenset({
     "command", "ok", "reason", "judge", "data", "version", "calls", "seconds", "verdicts",
-    "n", "n_items", "n_invalid", "warnings", "flags_unchecked"})
+    "n", "n_items", "n_invalid", "warnings", "flags_unchecked", "gate"})
 
 
 class Result(BaseModel):
@@ -374,6 +374,8 @@ class Result(BaseModel):
             from judgeaudit.audit.probe import flagged, unchecked_flags
 
             out["flagged"] = flagged(d.get("probes") or {})
+            if d.get("gate"):  # --fail-on: its outcome (the exit code said it alone)
+                out["gate"] = d["gate"]
             unchecked = unchecked_flags(d.get("probes") or {})
             if unchecked:  # a threshold with no data: no --fail-on flag gate passes it
                 out["flags_unchecked"] = unchecked
@@ -425,6 +427,8 @@ class Result(BaseModel):
             out["verdicts"] = {k: p.get("verdict") for k, p in (d.get("probes") or {}).items()}
             out.update({k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
                                           "paired", "unpaired") if k in s})
+            if d.get("gate"):
+                out["gate"] = d["gate"]
         if not self.ok:  # numbers from a run that failed are not results: a failed rank
             # named the first four items its top-k, a failed evaluate an accuracy of 0
             for k in out:

@@ -397,3 +397,21 @@ def test_an_empty_release_gate_is_refused_not_turned_off(gate, tmp_path, isolate
     res = runner.invoke(app, ["compare", str(tmp_path / "x"), str(tmp_path / "y"),
                               "--fail-on", gate])
     assert res.exit_code == 2 and "--fail-on" in res.output
+
+
+def test_the_gate_outcome_is_in_results_and_json_not_only_the_exit_code(tmp_path,
+                                                                        isolated_cache):
+    """`--fail-on biased` exited 1 while --json said ok: true with no gate; a script reading
+    the JSON (or results.json later) could not tell a tripped gate from a passed one."""
+    args = ["audit", "--probes", "position", "--n", "20", "--json"]
+    res = runner.invoke(app, [*args, "--judge", "sim?position=3", "--fail-on", "biased",
+                              "--out", str(tmp_path / "a")])
+    assert res.exit_code == 1
+    gate = {"fail_on": "biased", "outcome": "tripped", "by": ["position"]}
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert summary["gate"] == gate
+    assert json.loads((tmp_path / "a" / "results.json").read_text())["gate"] == gate
+    res = runner.invoke(app, [*args, "--judge", "sim", "--fail-on", "position",
+                              "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0
+    assert json.loads(res.stdout.strip().splitlines()[-1])["gate"]["outcome"] == "passed"

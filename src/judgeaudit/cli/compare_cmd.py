@@ -18,7 +18,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from judgeaudit.cli.progress import console, fail
-from judgeaudit.cli.runner import check_out_dir, config_command, finish, write_outputs
+from judgeaudit.cli.runner import (
+    check_out_dir,
+    config_command,
+    finish,
+    gate_record,
+    write_outputs,
+)
 from judgeaudit.config import CompareConfig
 from judgeaudit.report.outcome import EXIT_GATE
 
@@ -114,6 +120,10 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
     check_out_dir(out)
     res = run_compare(a, b, a_path=str(run_a), b_path=str(run_b), alpha=cfg.alpha,
                       margin=cfg.margin, seed=cfg.seed)
+    worse = set((res.get("summary") or {}).get("worse") or [])
+    failing = {"never": set(), "worse": worse, "probes": worse & must_not}[mode]
+    if mode != "never":  # in results.json and --json, not only in the exit code
+        res["gate"] = gate_record(res, cfg.fail_on, failing)
     path, report = write_outputs(out, res)
     if res["run"]["status"] == "ok":
         if res["probes"]:
@@ -139,8 +149,6 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
     _say(f"report: {report}")
     _say(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run
-    worse = set(res["summary"]["worse"])
-    failing = {"never": set(), "worse": worse, "probes": worse & must_not}[mode]
     if failing:
         console.print(f"[bold red]fail-on:[/] {escape(', '.join(sorted(failing)))} got worse")
         raise typer.Exit(EXIT_GATE)

@@ -24,6 +24,7 @@ from judgeaudit.cli.runner import (
     checked,
     config_command,
     finish,
+    gate_record,
     print_json,
     run_command,
     write_outputs,
@@ -171,6 +172,15 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         raise fail(f"--fail-on names {what}")
     res = run_command(cfg, run)
     limit = run.info["limit"]
+    from judgeaudit.audit.probe import flagged, unchecked_flags
+
+    biased, flags = set(res["summary"]["biased"]), set(flagged(res["probes"]))
+    failing = {"never": set(), "biased": biased, "flag": flags, "any": biased | flags,
+               "probes": biased & must_pass}[mode]
+    # a gate it could not check (a threshold without data) cannot pass
+    unchecked = unchecked_flags(res["probes"]) if mode in ("flag", "any") else []
+    if mode != "never":  # in results.json and --json, not only in the exit code
+        res["gate"] = gate_record(res, cfg.fail_on, failing, unchecked)
     path, report = write_outputs(cfg.out, res)
     from judgeaudit.cli.format import audit_table, panel_table
 
@@ -218,14 +228,7 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     console.print(f"report: {report}")
     console.print(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run
-    biased = set(res["summary"]["biased"])
-    from judgeaudit.audit.probe import flagged, unchecked_flags
-
-    flags = set(flagged(res["probes"]))
-    failing = {"never": set(), "biased": biased, "flag": flags, "any": biased | flags,
-               "probes": biased & must_pass}[mode]
-    unchecked = unchecked_flags(res["probes"])
-    if mode in ("flag", "any") and unchecked and not failing:  # a gate it could not check
+    if unchecked and not failing:
         raise fail(f"fail-on {mode}: the threshold check of {', '.join(unchecked)} could not "
                    "be made (no valid verdict for its rate: calls not sent or answers "
                    "unreadable), so the gate cannot pass; run again with a larger budget",

@@ -16,7 +16,7 @@ import logging
 import operator
 import os
 import types
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -369,6 +369,22 @@ def print_json(doc: Mapping[str, Any]) -> None:
     from judgeaudit.result import Result
 
     typer.echo(json.dumps(Result.from_document(doc).summary(), ensure_ascii=False))
+
+
+def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
+                unchecked: Sequence[str] = ()) -> dict[str, Any]:
+    """The release gate's outcome as results.json and --json keep it (it was only the exit
+    code): "run_failed" (no gate passes a failed run), "tripped" by the probes in `by`,
+    "unchecked" (a threshold without data, which no gate passes), or "passed"."""
+    if run_failed(res):
+        outcome, by = "run_failed", []
+    elif failing:
+        outcome, by = "tripped", sorted(failing)
+    elif unchecked:
+        outcome, by = "unchecked", sorted(unchecked)
+    else:
+        outcome, by = "passed", []
+    return {"fail_on": fail_on, "outcome": outcome, "by": by}
 
 
 def finish(res: Mapping[str, Any], json_out: bool) -> None:
