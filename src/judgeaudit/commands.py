@@ -696,6 +696,31 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
 
 # ---- mitigate ----------------------------------------------------------------------------
 
+def _check_fit(saved: Mapping[str, Any], fit: Any, cfg: MitigateConfig,
+               specs: Sequence[str], cli: bool) -> None:
+    """What `--apply` cannot take, refused before any call: another command's results (it
+    judged for 21 s first), a fit that failed, the fit's own settings given again (they were
+    ignored silently), or more than one judge."""
+    where = f"{opt('apply', cli)} {fit if isinstance(fit, str | os.PathLike) else ''}".strip()
+    if saved.get("command") != "mitigate":
+        raise ValueError(f"{where}: needs the results.json of a `mitigate` run (a fit); this "
+                         f"is the result of {saved.get('command') or 'an unknown command'!r}")
+    if (saved.get("run") or {}).get("status") == "failed":
+        why = saved["run"].get("message") or "run failed"
+        raise ValueError(f"{where}: that fit's run failed ({why}), so it has nothing to "
+                         "apply; fit again")
+    fields = type(cfg).model_fields
+    fixed = [opt(k, cli) for k in ("candidate", "estimator", "factors_from")
+             if getattr(cfg, k) != fields[k].default]
+    if fixed:
+        raise ValueError(f"{', '.join(fixed)}: the fit in {where} fixes "
+                         f"{'it' if len(fixed) == 1 else 'them'} (leave "
+                         f"{'it' if len(fixed) == 1 else 'them'} out with {opt('apply', cli)})")
+    if len(specs) > 1:
+        raise ValueError(f"{opt('apply', cli)} corrects one judge's verdicts; "
+                         f"{opt('judges', cli)} gives {len(specs)}")
+
+
 def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
                      judges: Sequence[str] | None = None, factors_from: Doc | None = None,
                      apply: Doc | None = None, recorded_dir: Path | None = None,
@@ -714,6 +739,9 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     items, spec = _human_items(the_data, cfg.limit, cfg.min_agreement)
     fit = cfg.apply if apply is None else apply
     saved = _read_doc(fit, opt("apply", cli)) if fit is not None else None
+    if saved is not None:  # what a fit cannot take, before any call
+        _check_fit(saved, fit, cfg, judges if judges is not None else split_specs(
+            cfg.judges or ""), cli)
     if saved is not None and cfg.factor is not None:
         fitted = (saved.get("factor") or {}).get("name")
         if cfg.factor != fitted:
@@ -738,6 +766,12 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
         sc = s.judge(cfg.scorer)
         needs(sc, opt("scorer", cli), G_SCORE.needs,
               *([G_CRIT.needs] if saved is None and fs[0].name not in crit else []))
+        fitted_with = (saved or {}).get("scorer")
+        if fitted_with and sc.public_spec != fitted_with:  # phi is on the fit's score scale
+            raise ValueError(f"{opt('scorer', cli)} {sc.public_spec}, but the fit in "
+                             f"{opt('apply', cli)} scored the factor with {fitted_with}: its "
+                             "phi is on that scorer's scale, so score with the same one "
+                             f"({opt('scorer', cli)} {fitted_with})")
         for x in specs:  # every spec checked before any call
             s.judge(x)
         if saved is not None:  # a judge the fit has no parameters for: before judging

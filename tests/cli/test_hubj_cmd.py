@@ -114,6 +114,20 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
     (["discover", "--llm", "simhubj"], "give --judges SPEC[,SPEC] and/or --recorded pandalm"),
     (["mitigate", "--judges", "sim?seed=9", "--scorer", "simhubj", "--limit", "6", "--apply",
       "{fit}"], "no fit for judge 'sim?seed=9' in --apply; fitted judges: sim?length=2"),
+    # --apply: refused before any call (a quantify result was judged for 21 s first; the
+    # fit's own settings given again were ignored; another scorer's scale was applied)
+    (["mitigate", "--judges", "sim", "--scorer", "simhubj", "--limit", "6", "--apply",
+      "{other}"], "needs the results.json of a `mitigate` run (a fit); this is the result "
+                  "of 'quantify'"),
+    (["mitigate", "--judges", "sim", "--scorer", "simhubj", "--limit", "6", "--apply",
+      "{failed}"], "that fit's run failed (run failed: 0 of 6"),
+    (["mitigate", "--judges", "sim?length=2&seed=1", "--scorer", "simhubj", "--limit", "6",
+      "--apply", "{fit}", "--candidate", "response_1"], "--candidate: the fit in --apply"),
+    (["mitigate", "--judges", "sim?length=2&seed=1,sim", "--scorer", "simhubj", "--limit", "6",
+      "--apply", "{fit}"], "--apply corrects one judge's verdicts; --judges gives 2"),
+    (["mitigate", "--judges", "sim?length=2&seed=1", "--scorer", "simhubj", "--limit", "6",
+      "--apply", "{scored}"], "--scorer simhubj, but the fit in --apply scored the factor "
+                              "with simhubj?score_from=length"),
     (["mitigate", "--candidate", "longest"], "--candidate"),
     (["mitigate", "--data", "jsonl:{unlabelled}", "--judges", "sim"],
      "no item has a decisive"),
@@ -125,7 +139,17 @@ def test_bad_input_is_a_clear_error(args, needle, tmp_path, isolated_cache):
     fit = tmp_path / "fit.json"  # a mitigate fit for one judge (--apply refuses the others)
     fit.write_text(json.dumps({"command": "mitigate", "factor": {"name": "verbosity"},
                                "per_judge": {"sim?length=2&seed=1": {}}}))
+    docs = {"other": {"command": "quantify"},
+            "failed": {"command": "mitigate", "run": {"status": "failed",
+                                                      "message": "run failed: 0 of 6 ..."}},
+            "scored": {"command": "mitigate", "factor": {"name": "verbosity"},
+                       "scorer": "simhubj?score_from=length",
+                       "per_judge": {"sim?length=2&seed=1": {}}}}
+    for name, doc in docs.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
     args = [a.replace("{unlabelled}", str(unlabelled)).replace("{fit}", str(fit))
+            for a in args]
+    args = [next((str(tmp_path / f"{k}.json") for k in docs if a == f"{{{k}}}"), a)
             for a in args]
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
     assert res.exit_code == 2, res.output
