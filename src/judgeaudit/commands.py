@@ -656,6 +656,9 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
         raise ValueError(f"{opt('judges', cli)}: give at least one judge SPEC")
     items, spec = _human_items(cfg.data if data is None else data, cfg.pool,
                                cfg.min_agreement)
+    if cfg.limit is not None and cfg.limit < 2:  # one item went to calibration, none to test
+        raise ValueError(f"{opt('limit', cli)} {cfg.limit}: quantify needs at least 2 items, "
+                         "some to pick the level l* on and the rest to measure on")
     if cfg.n_cal is not None and cfg.limit is not None and cfg.n_cal >= cfg.limit:
         raise ValueError(f"{opt('n_cal', cli)} {cfg.n_cal} leaves none of the "
                          f"{opt('limit', cli)} {cfg.limit} items to test on: give a smaller "

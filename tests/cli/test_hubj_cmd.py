@@ -105,6 +105,7 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
     (["quantify", "--factors", "verbosity,verbosity"], "--factors: verbosity given twice"),
     (["quantify", "--factors", "found"], "--factors found: the factors a discover run found "
                                           "need --factors-from"),
+    (["quantify", "--limit", "1"], "--limit 1: quantify needs at least 2 items"),
     (["quantify", "--limit", "12", "--n-cal", "12"], "--n-cal 12 leaves none of the --limit "
                                                      "12 items to test on"),
     (["mitigate", "--recorded", "pandalm", "--data", "builtin:facts"], "pandalm:PATH"),
