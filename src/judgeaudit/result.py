@@ -408,6 +408,10 @@ class Result(BaseModel):
         elif cmd == "mitigate":
             out["per_judge"] = {j: {"win": _est_dict(r.get("win")), "bc": _est_dict(r.get("bc"))}
                                 for j, r in (d.get("per_judge") or {}).items()}
+            if d.get("not_fitted"):  # judges left out of the fit, with why
+                out["not_fitted"] = {j: {"win": _est_dict(r.get("win")),
+                                         "reason": r.get("reason")}
+                                     for j, r in d["not_fitted"].items()}
         elif cmd == "mitigate-apply":
             a = d.get("applied") or {}
             out["per_judge"] = {a["judge"]: {k: _est_dict(a.get(k))

@@ -293,3 +293,20 @@ def test_bad_input_found_inside_the_run_leaves_the_folder_as_it_was(tmp_path, is
                               "--limit", "6", "--apply", str(fit), "--out", str(out)])
     assert res.exit_code == 2, res.output
     assert (out / "results.json").read_text() == before
+
+
+def test_a_judge_without_a_valid_verdict_is_shown_not_dropped(shared_data, tmp_path,
+                                                              isolated_cache):
+    """A judge whose every verdict was unreadable vanished from the table, its reason in
+    results.json wrong ("every verdict goes the same way"); each judge's n and invalid
+    count were not shown (the title's n counts queries)."""
+    res = runner.invoke(app, ["mitigate", "--judges", "sim?length=2&seed=1,sim?invalid=0.999",
+                              "--scorer", "simhubj?score_from=length", "--data",
+                              _data(shared_data), "--factor", "length", "--limit", "40",
+                              "--max-failed", "0.9", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "not fitted: sim?invalid=0.999: no valid verdict (all 40 unreadable or failed)" in text
+    assert "40 (0)" in text and "0 (40)" in text
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["not_fitted"]["sim?invalid=0.999"]["reason"].startswith("no valid verdict")

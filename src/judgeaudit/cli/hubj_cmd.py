@@ -171,16 +171,26 @@ def _print_mitigate(res: dict[str, Any], candidate: str, estimator: str) -> None
     f = res["factor"]
     t = Table(title=f"bias-controlled win rate of the {candidate} response, control: "
                     f"{f['name']} (n={res['counts']['queries']} queries, {estimator} fit)")
-    for c in ("judge", "win", "BC (bias-controlled)", "bias share", "LC (length-controlled)",
-              "phi +- se", "psi +- se"):
-        t.add_column(c, justify="left" if c == "judge" else "right")
+    for c in ("judge", "n (invalid)", "win", "BC (bias-controlled)", "bias share",
+              "LC (length-controlled)", "phi +- se", "psi +- se"):
+        t.add_column(c, justify="left" if c == "judge" else "right", overflow="fold")
     lc = res["other_controls"].get("length", {})
+    counts = res.get("counts") or {}
+
+    def n_of(j: str, r: dict[str, Any]) -> str:
+        # the judge's own n: the title's queries less its unreadable verdicts (not shown)
+        return f"{r['win'].get('n', 0)} ({counts.get(f'invalid:{j}', 0)})"
+
     for j, r in res["per_judge"].items():
-        t.add_row(j, est_ci(r["win"]), est_ci(r["bc"]), est_ci(r["bias_share"]),
+        t.add_row(j, n_of(j, r), est_ci(r["win"]), est_ci(r["bc"]), est_ci(r["bias_share"]),
                   est_ci(lc.get(j, {}).get("bc")),
                   f"{r['phi']['value']:+.2f} +- {r['phi']['se']:.2f}",
                   f"{r['psi']['value']:+.2f} +- {r['psi']['se']:.2f}")
+    for j, r in (res.get("not_fitted") or {}).items():  # it vanished from the table
+        t.add_row(j, n_of(j, r), est_ci(r["win"]), *(["-"] * 5))
     console.print(t)
+    for j, r in (res.get("not_fitted") or {}).items():
+        console.print(f"not fitted: {j}: {r.get('reason')}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -426,8 +426,9 @@ def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
     not_fitted = {}
     for j in const:
         v = Y[j][np.isfinite(Y[j])]
-        not_fitted[judges[j]] = {"win": M.win_rate(v).as_dict(),
-                                 "reason": "every verdict goes the same way: no finite fit"}
+        not_fitted[judges[j]] = {"win": M.win_rate(v).as_dict(), "reason": (
+            f"no valid verdict (all {Y[j].size} unreadable or failed)" if not v.size
+            else "every verdict goes the same way: no finite fit")}
     if not fit_idx:
         raise ValueError("mitigate: every judge's verdicts go the same way on these queries "
                          "(win rate 0 or 1): nothing to fit; use more or harder items")
