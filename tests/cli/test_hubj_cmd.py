@@ -310,3 +310,18 @@ def test_a_judge_without_a_valid_verdict_is_shown_not_dropped(shared_data, tmp_p
     assert "40 (0)" in text and "0 (40)" in text
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["not_fitted"]["sim?invalid=0.999"]["reason"].startswith("no valid verdict")
+
+
+def test_quantify_cells_show_their_own_n(shared_data, tmp_path, isolated_cache):
+    """The table's title gave the agreement items' n, and cells over fewer valid verdicts
+    (2 of 7) showed no n of their own."""
+    res = runner.invoke(app, ["quantify", "--judges",
+                              "simhubj?factor_verbosity=0,0.5,3,1,0&seed=3", "--data",
+                              _data(shared_data), "--factors", "verbosity", "--pool", "60",
+                              "--limit", "12", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "results.json").read_text())
+    (r,) = doc["per_judge"].values()
+    text = " ".join(res.output.split())
+    assert f"n={r['verbosity']['susceptibility']['n']}" in text
+    assert f"n={r['verbosity']['by_level']['3']['n']}" in text

@@ -121,16 +121,24 @@ def quantify(cfg: QuantifyConfig, json_out: bool) -> None:
 def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
     t = Table(title=f"flip rate by level (n={res['n_items']} agreement items; "
                     f"{res['rewrites']['kept']}/{res['rewrites']['total']} rewrites kept)")
-    t.add_column("judge")
+    t.add_column("judge", overflow="fold")
     t.add_column("factor")
     for x in lv:
         t.add_column(f"L{x}", justify="right")
     t.add_column("l*", justify="right")
     t.add_column("susceptibility (test)", justify="right")
+    def cell(e: dict[str, Any] | None) -> str:
+        # each cell's own n and unreadable verdicts: the title's n counts items, and a
+        # cell of 2 valid verdicts out of 7 read as if on 7
+        if not e:
+            return "-"
+        bad = e.get("n_invalid") or 0
+        return f"{est_ci(e, 2)} n={e.get('n', 0)}" + (f", {bad} invalid" if bad else "")
+
     for j, per in res["per_judge"].items():
         for f, r in per.items():
-            t.add_row(j, f, *(est_ci(r["by_level"][str(x)], 2) for x in lv),
-                      str(r["l_star"]), est_ci(r["susceptibility"], 2))
+            t.add_row(j, f, *(cell(r["by_level"][str(x)]) for x in lv),
+                      str(r["l_star"]), cell(r["susceptibility"]))
     console.print(t)
     console.print(f"answer-change rate (checker): {est_ci(res['answer_change_rate'])}")
 
