@@ -245,3 +245,26 @@ def test_estimates_keep_se_and_method_and_read_old_files():
     # a file without them (or with junk in them) reads as before
     doc["accuracy"] = {"value": 0.6, "ci95": [0.4, 0.8], "n": 20, "se": "x", "method": 3}
     assert Result.from_document(doc).estimates()["accuracy"] == Estimate(0.6, (0.4, 0.8), 20)
+
+
+def test_summaries_give_intervals_and_n_not_bare_numbers():
+    """compare's --json had only verdict lists, quantify's a bare profile, rank-eval's bare
+    recall means and rank's biases as estimate/lo/hi without n."""
+    cmp = Result.from_document({"command": "compare", "probes": {"position": {
+        "verdict": "improved", "change": {"value": -0.2, "ci95": [-0.3, -0.1]},
+        "items": {"n_matched": 40}, "p": 0.001, "q": 0.002}}}).summary()
+    assert cmp["changes"]["position"] == {"value": -0.2, "ci95": [-0.3, -0.1], "n": 40,
+                                          "p": 0.001, "q": 0.002}
+    q = Result.from_document({"command": "quantify", "per_judge": {"j": {"verbosity": {
+        "l_star": 3, "susceptibility": {"value": 0.5, "ci95": [0.2, 0.8], "n": 10}}}}}
+                             ).summary()
+    assert q["susceptibility"]["j"]["verbosity"] == {"value": 0.5, "ci95": [0.2, 0.8],
+                                                     "n": 10, "l_star": 3}
+    re = Result.from_document({"command": "rank-eval", "recall": {"bt": {"topk": {
+        "40": {"mean": 0.6, "se": 0.1, "n": 5}}}}}).summary()
+    cell = re["recall"]["bt"]["topk"]["40"]
+    assert cell["value"] == 0.6 and cell["n"] == 5 and cell["ci95"][0] == pytest.approx(0.404,
+                                                                                      abs=1e-3)
+    rk = Result.from_document({"command": "rank", "n_comparisons": 120, "models": {
+        "bias_aware": {"c": {"length": {"estimate": 0.4, "lo": 0.1, "hi": 0.7}}}}}).summary()
+    assert rk["biases"]["c[length]"] == {"value": 0.4, "ci95": [0.1, 0.7], "n": 120}

@@ -405,6 +405,11 @@ class Result(BaseModel):
         elif cmd == "quantify":
             out["n_items"] = d.get("n_items")
             out["profile"] = d.get("profile")
+            # the profile's numbers with their interval, n and level (they were bare)
+            out["susceptibility"] = {
+                j: {f: {**(_est_dict(r.get("susceptibility")) or {}), "l_star": r.get("l_star")}
+                    for f, r in per.items()}
+                for j, per in (d.get("per_judge") or {}).items()}
         elif cmd == "mitigate":
             out["per_judge"] = {j: {"win": _est_dict(r.get("win")), "bc": _est_dict(r.get("bc"))}
                                 for j, r in (d.get("per_judge") or {}).items()}
@@ -429,6 +434,11 @@ class Result(BaseModel):
             s = d.get("summary") or {}
             out["n_items"] = d.get("n_items")
             out["verdicts"] = {k: p.get("verdict") for k, p in (d.get("probes") or {}).items()}
+            # each probe's change B - A with its interval, n (matched items), p and q
+            out["changes"] = {k: {**(_est_dict(p.get("change")) or {}),
+                                  "n": (p.get("items") or {}).get("n_matched"),
+                                  "p": p.get("p"), "q": p.get("q")}
+                              for k, p in (d.get("probes") or {}).items()}
             out.update({k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
                                           "paired", "unpaired") if k in s})
             if d.get("gate"):
@@ -567,11 +577,14 @@ def _check_legacy_schema(schema: Any, command: str, written_by: Any) -> None:
                          f"{_rerun_hint()}")
 
 
-def _iv(d: Any) -> dict[str, Any] | None:
-    """A rank interval {estimate, lo, hi} trimmed (planted and covered when known)."""
-    if not isinstance(d, Mapping) or "estimate" not in d:
+def _iv_est(d: Any, n: Any) -> dict[str, Any] | None:
+    """A rank interval as {value, ci95, n} (n: the comparisons behind it), with planted and
+    covered when known."""
+    est = _bounds(d, n, "laplace") if isinstance(d, Mapping) else None
+    if est is None:
         return None
-    return {k: d.get(k) for k in ("estimate", "lo", "hi", "planted", "covered") if k in d}
+    return {**(_est_dict(est.as_dict()) or {}),
+            **{k: d[k] for k in ("planted", "covered") if k in d}}
 
 
 def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -585,12 +598,21 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
         "n_comparisons": d.get("n_comparisons"), "n_invalid": d.get("n_invalid"),
         "reported_model": d.get("reported_model"),
         "topk": [r.get("id") for r in d.get("ranking") or [] if r.get("in_topk")],
-        "biases": {**{f"c[{n}]": _iv(v) for n, v in (ba.get("c") or {}).items()},
-                   **({"kappa": _iv(ba.get("kappa"))} if ba.get("kappa") else {})},
+        # {value, ci95, n} as every other command gives them (they were estimate/lo/hi)
+        "biases": {**{f"c[{n}]": _iv_est(v, d.get("n_comparisons"))
+                      for n, v in (ba.get("c") or {}).items()},
+                   **({"kappa": _iv_est(ba.get("kappa"), d.get("n_comparisons"))}
+                      if ba.get("kappa") else {})},
         "gate": gate.get("decision"),
         "recall": d.get("recall"),
         **({"true_topk_tied": True} if d.get("true_topk_ambiguous") else {}),
     }
+
+
+def _seeds_dict(cell: Any) -> dict[str, Any] | None:
+    """A recall cell over seeds as {value, ci95, n} (`_over_seeds`)."""
+    est = _over_seeds(cell) if isinstance(cell, Mapping) else None
+    return None if est is None else _est_dict(est.as_dict())
 
 
 def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -599,13 +621,15 @@ def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "k": d.get("k"), "budgets": d.get("budgets"), "rules": d.get("rules"),
         "n_seeds": len(d.get("seeds") or []),
-        "recall": {m: {r: {str(b): (c or {}).get("mean") for b, c in cells.items()}
+        # over seeds, with the interval and n (they were bare means)
+        "recall": {m: {r: {str(b): _seeds_dict(c) for b, c in cells.items()}
                        for r, cells in rules.items()}
                    for m, rules in (d.get("recall") or {}).items()},
-        "full_data": {m: (v or {}).get("mean") for m, v in (d.get("full_data") or {}).items()},
-        "biases": {**{f"c[{n}]": {**(_iv(v) or {}), "coverage": v.get("coverage")}
+        "full_data": {m: _seeds_dict(v) for m, v in (d.get("full_data") or {}).items()},
+        "biases": {**{f"c[{n}]": {**(_iv_est(v, v.get("n")) or {}),
+                                  "coverage": v.get("coverage")}
                       for n, v in (d.get("c") or {}).items()},
-                   **({"kappa": {**(_iv(d["kappa"]) or {}),
+                   **({"kappa": {**(_iv_est(d["kappa"], d["kappa"].get("n")) or {}),
                                  "coverage": d["kappa"].get("coverage")}}
                       if d.get("kappa") else {})},
     }
