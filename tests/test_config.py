@@ -138,3 +138,17 @@ def test_an_unknown_key_names_the_known_ones(tmp_path):
         load_config_file(path, "rank")
     msg = str(exc.value)
     assert str(path) in msg and "'bugdet'" in msg and "budget" in msg
+
+
+def test_the_schema_takes_the_toml_forms_the_config_file_takes():
+    """probes = ["position", "verbosity"] (the README's audit.toml) and seeds = 2 load, but
+    the schema said text only, so validating a checked-in config with it failed."""
+
+    def kinds(prop):
+        return {a.get("type") for a in prop.get("anyOf", [prop])}
+
+    audit = config_schema("audit")["properties"]
+    assert "array" in kinds(audit["probes"]) and "array" in kinds(audit["fail_on"])
+    assert "array" not in kinds(audit["judge"]) and "number" in kinds(audit["judge"])
+    assert "number" in kinds(config_schema("rank-eval")["properties"]["seeds"])
+    assert "number" in kinds(audit["n"]) or "integer" in kinds(audit["n"])

@@ -22,7 +22,27 @@ def config_schema(kind: str) -> dict[str, Any]:
     from judgeaudit.config import config_model
 
     model = config_model(kind)
-    return {"$schema": SCHEMA_DIALECT, **model.model_json_schema()}
+    schema = model.model_json_schema()
+    for name, info in model.model_fields.items():
+        prop = (schema.get("properties") or {}).get(name)
+        if prop is not None and "str" in str(info.annotation):
+            _toml_forms(prop, "comma" in (info.description or "").lower())
+    return {"$schema": SCHEMA_DIALECT, **schema}
+
+
+def _toml_forms(prop: dict[str, Any], listed: bool) -> None:
+    """Add the forms a config file may give a text option in (`config._as_option_text`): a
+    number (`lam = 2.0`, `seeds = 30`) and, for a comma-separated option, a list
+    (`probes = ["position", "verbosity"]`); the schema allowed text only, so validating the
+    README's own audit.toml with it failed."""
+    alts: list[dict[str, Any]] = [{"type": "number"}]
+    if listed:
+        alts.append({"type": "array", "minItems": 1,
+                     "items": {"type": ["string", "number"]}})
+    if "anyOf" in prop:
+        prop["anyOf"] = [*prop["anyOf"], *alts]
+    elif "type" in prop:
+        prop["anyOf"] = [{"type": prop.pop("type")}, *alts]
 
 
 def result_schema(kind: str | None = None) -> dict[str, Any]:
