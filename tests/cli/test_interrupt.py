@@ -98,6 +98,9 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
         assert stopped_after < 10, stopped_after
         finished = _cached(cache)
         assert 0 < finished < 2 * N
+        # the calls made before the signal are counted (the document written before the
+        # first call said 0 made, in results.json and in --json)
+        assert summary["calls"]["made"] == doc["calls"]["made"] >= finished
         asked_before = srv.count()
         srv.fast = True
 

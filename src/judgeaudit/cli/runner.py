@@ -131,6 +131,8 @@ def run_command(cfg: Any, run: Any,
             if planner is None and _UNFINISHED["doc"] is None:
                 _UNFINISHED["doc"] = run.unfinished_document(sess)
                 write_failed(cfg.out, _UNFINISHED["doc"], announce=False)
+                _UNFINISHED["refresh"] = lambda: write_failed(
+                    cfg.out, run.unfinished_document(sess), announce=False)
             bars(ev)
 
         sess = Session(cache=store if store is not None else False,
@@ -156,7 +158,7 @@ def run_command(cfg: Any, run: Any,
         try:
             return checked(lambda: run_async(go, cache_path=store and str(store.path)))
         finally:
-            _UNFINISHED["doc"] = None
+            _UNFINISHED["doc"] = _UNFINISHED["refresh"] = None
 
 
 # Whether the running command was given --json (set by `config_command`).
@@ -165,10 +167,12 @@ JSON_REQUESTED: ContextVar[bool] = ContextVar("json_requested", default=False)
 # (`Run.unfinished_document`): what --json prints when the run is interrupted. A plain
 # holder, not a ContextVar: it is set inside the event loop's task and read after it, or
 # in the SIGTERM handler.
-_UNFINISHED: dict[str, dict[str, Any] | None] = {"doc": None}
+# "refresh" rewrites it with the calls made so far (it was written before the first call,
+# so an interrupted run said it made 0 calls and spent nothing).
+_UNFINISHED: dict[str, Any] = {"doc": None, "refresh": None}
 
 
-def write_failed(out: Path, doc: dict[str, Any], announce: bool = True) -> None:
+def write_failed(out: Path, doc: dict[str, Any], announce: bool = True) -> dict[str, Any]:
     """Write the document of a run that failed or has not finished into its folder, so
     results.json (and report.html, when the folder had one) are this run's, not an earlier
     run's results that a script would read as this run's; with --json (and `announce`) its
@@ -180,10 +184,18 @@ def write_failed(out: Path, doc: dict[str, Any], announce: bool = True) -> None:
         write_report(out)
     if announce and JSON_REQUESTED.get():
         print_json(doc)
+    return doc
 
 
 def print_unfinished() -> None:
-    """--json after an interruption (Ctrl-C, SIGTERM): the unfinished run's summary."""
+    """After an interruption (Ctrl-C, SIGTERM): the folder's unfinished document rewritten
+    with the calls made so far and, with --json, its summary."""
+    refresh = _UNFINISHED.get("refresh")
+    if refresh is not None:
+        try:
+            _UNFINISHED["doc"] = refresh()
+        except Exception:  # noqa: BLE001 - interrupted anyway: the first document stands
+            log.debug("could not rewrite the unfinished document", exc_info=True)
     doc = _UNFINISHED["doc"]
     if doc is not None and JSON_REQUESTED.get():
         print_json(doc)
