@@ -49,6 +49,8 @@ def test_assess_rule():
     few = assess(n_valid=2, n_planned=10, calls={"made": 20, "cached": 0, "failed": 0},
                  min_valid=5)
     assert few["status"] == "failed" and "2 of 10 items" in few["message"]
+    # the reason says it is too few ("60 of 60 ... (--min-valid 1000)" read as a success)
+    assert "only 2 of 10 items have a valid verdict, fewer than --min-valid 5" in few["message"]
 
 
 def test_evaluate_with_every_call_failing_exits_3_and_says_why(tmp_path, isolated_cache,

@@ -70,8 +70,9 @@ def assess(
         reasons.append(f"{unreadable} of {answers} answers could not be read as a verdict "
                        f"(more than --max-failed {max_failed:g}; see the invalid examples)")
     if n_valid < min_valid:
-        reasons.append(f"{n_valid} of {n_planned} {what} have a valid verdict "
-                       f"(--min-valid {min_valid})")
+        # "60 of 60 have a valid verdict (--min-valid 1000)" read like a success
+        reasons.append(f"only {n_valid} of {n_planned} {what} have a valid verdict, fewer than "
+                       f"--min-valid {min_valid}")
     message = ""
     if reasons:
         message = "run failed: " + "; ".join(reasons)
