@@ -325,3 +325,22 @@ def test_quantify_cells_show_their_own_n(shared_data, tmp_path, isolated_cache):
     text = " ".join(res.output.split())
     assert f"n={r['verbosity']['susceptibility']['n']}" in text
     assert f"n={r['verbosity']['by_level']['3']['n']}" in text
+
+
+def test_discover_without_a_consensus_disagreement_says_so(shared_data, tmp_path,
+                                                           isolated_cache):
+    """sim never disagrees with the humans where both recorded judges do: the run failed
+    with "0 of 0 G-module answers have a valid verdict" and no agreement table; now it
+    says why, shows the table and asks the G-modules nothing."""
+    from fakeserver import FakeLLMServer
+
+    with FakeLLMServer() as srv:
+        res = runner.invoke(app, ["discover", "--recorded", "pandalm", "--judges", "sim",
+                                  "--llm", f"openai:m?base_url={srv.openai_url}&api_key=k",
+                                  "--data", _data(shared_data), "--limit", "5",
+                                  "--out", str(tmp_path)])
+        asked = srv.count()
+    assert res.exit_code == 3, res.output
+    text = " ".join(res.output.split())
+    assert "no consensus disagreement with the humans" in text and "consensus (all judges)" in text
+    assert asked == 0

@@ -70,7 +70,9 @@ def discover(cfg: DiscoverConfig, json_out: bool) -> None:
     path, report = write_outputs(cfg.out, res)
     if not run_failed(res):  # a failed run's numbers are no result
         _print_discover(res)
-    console.print(_json_stats_line(res["json_stats"]))
+    elif res.get("splits") and not res.get("discover"):  # why there was nothing to find
+        console.print(_splits_table(res["splits"]))
+    console.print(_json_stats_line(res.get("json_stats") or {}))
     _calls_line(res, path, report)
     finish(res, json_out)
 

@@ -123,6 +123,21 @@ async def run_discover(
     t0 = time.perf_counter()
     splits = splits_for(items, winners)
     dis = consensus(splits, "disagree")
+    if not dis:  # nothing to discover from: no G-module call, and the reason as it is (it
+        # said "0 of 0 G-module answers have a valid verdict")
+        calls = _calls(list(judge_clients))
+        return {"command": "discover", "judges": list(winners),
+                "splits": splits_doc(splits, len(items), min_agreement), "calls": calls,
+                "json_stats": {},
+                "run": {**assess(n_valid=0, n_planned=0, calls=calls, min_valid=min_valid,
+                                 max_failed=max_failed, what="G-module answers"),
+                        "status": "failed",
+                        "message": f"run failed: no consensus disagreement with the humans on "
+                                   f"the {len(items)} items (every judge agrees with them, or "
+                                   "their verdicts were invalid), so there is nothing to "
+                                   "discover factors from; use more or harder items, or other "
+                                   "judges"},
+                "seconds": round(time.perf_counter() - t0, 2)}
     rng = random.Random(f"hubj-discover:{cfg.seed}")
     order = dis[:]
     rng.shuffle(order)
