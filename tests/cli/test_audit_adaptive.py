@@ -48,3 +48,20 @@ def test_adaptive_refuses_n_and_budget_without_adaptive(tmp_path):
     r = runner.invoke(app, ["audit", "--judge", "sim", "--max-calls", "10",
                             "--out", str(tmp_path / "d")])
     assert r.exit_code == 2
+
+
+def test_a_later_round_the_budget_cuts_is_not_a_failure_and_a_rerun_agrees(tmp_path,
+                                                                           isolated_cache):
+    """--max-calls 300 cut round 2: its unsent calls counted as failed calls, so the warm
+    re-run (which gets further, and cuts more) failed (exit 3, 280 of 1040 calls failed)
+    where the first run passed. Now both pass; the cut is said in a note."""
+    args = ["audit", "--judge", "sim?position=3&seed=1", "--adaptive", "--max-calls", "300",
+            "--json"]
+    first = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    again = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
+    assert first.exit_code == 0 and again.exit_code == 0, again.output
+    doc = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert doc["run"]["status"] == "ok" and doc["calls"]["not_sent"] > 0
+    assert doc["adaptive"]["stopped_by"] == "max_calls"
+    assert any(n.startswith("the budget (max_calls) cut round") for n in doc["notes"])
+    assert "note: the budget (max_calls) cut round" in " ".join(again.output.split())

@@ -27,9 +27,10 @@ or `max_cost` USD (each estimated from the previous round); open probes then sto
 as underpowered ("budget"). The session's spend cap (`SpendCap`) also holds every call to
 `max_cost`, and the run's call cap (`CallCap`) every call to `max_calls` calls sent, so a
 round either cuts (the first, which has no estimate; one dearer than the one before) ends
-the run the same way, its unsent calls counted; a run that fails for them says which budget
-runs the cut round whole (`cut_round_hint`). It stops too once the judge's
-client stopped sending (its server could not be reached or stopped answering:
+the run the same way, its unsent calls counted: as failures when it cut the first round (a
+run that fails for them says which budget runs the cut round whole: `cut_round_hint`), as
+not sent only when it cut a later one (a note says so, with the same hint). It stops too
+once the judge's client stopped sending (its server could not be reached or stopped answering:
 `RetryPolicy.stop_after`): "not_sent".
 A probe that stopped as not biased but is in the final e-BH rejection set is reported
 biased (as `battery.decide`: biased takes precedence), so the biased set is exactly e-BH's
@@ -251,6 +252,15 @@ def capped(bundle: JudgeBundle) -> str | None:
     return "max_calls" if cap is not None and cap.refused else None
 
 
+def _unsent_by_budget(bundle: JudgeBundle) -> int:
+    """The judge's calls --max-calls or --max-cost kept from being sent."""
+    cap = bundle.client.call_cap
+    n = int(cap.refused or 0) if cap is not None else 0
+    if bundle.client.stop_kind == "spend_cap":
+        n += int(bundle.client.stats.not_sent or 0)
+    return n
+
+
 def cut_round_hint(bundle: JudgeBundle, rnd: int, round_size: int, asked: int,
                    budget: str) -> str:
     """What to change when the run's budget cut round `rnd` (which asked for `asked` calls):
@@ -406,6 +416,10 @@ async def _adaptive_document(
             last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
             last_round_sent = _sent(bundle) - sent_before
         cut = capped(bundle)
+        # A later round the budget cut is not a failure of the judge: the rounds before it
+        # ran whole (counted as failures, its unsent calls failed a warm re-run of a run
+        # that passed). A cut first round still fails the run: nothing ran whole.
+        unsent = _unsent_by_budget(bundle) if cut and rnd > 1 else 0
         if cut:  # the cap cut the last round: it ends the run, whatever stopped the loop
             stopped_by = cut
             hint = cut_round_hint(bundle, rnd, round_size, last_round_calls, cut)
@@ -425,7 +439,8 @@ async def _adaptive_document(
     doc = await run_battery(
         bundle, ordered, probe_names, seed=seed, alpha=alpha, data_spec=data_spec,
         min_valid=min_valid, max_failed=max_failed, by=by, plans=used, context=ctx,
-        selection={"kind": "adaptive", "n": max_n, "seed": seed, "of": len(ordered)})
+        selection={"kind": "adaptive", "n": max_n, "seed": seed, "of": len(ordered)},
+        unsent_by_budget=unsent)
     fixed_base = pj.n_calls(list({it.id: it for p in plans.values()
                                   for it in p.items}.values()))
     total_fixed = fixed_base
@@ -470,6 +485,11 @@ async def _adaptive_document(
     if not failed:
         doc["summary"] = {"n_probes": len(probes), **summary}
         add_length_notes(doc["probes"], alpha)  # on the sequential verdicts
+        if unsent:  # said, as a failed run says it
+            doc.setdefault("notes", []).append(
+                f"the budget ({stopped_by}) cut round {rnd}: {unsent} of its calls were not "
+                f"sent (counted as not sent, not as failures); the verdicts rest on the "
+                f"rounds before it and what round {rnd} got{hint}")
     else:
         doc["run"]["message"] += hint
     doc["adaptive"] = {

@@ -237,6 +237,7 @@ async def run_battery(
     plans: dict[str, ProbePlan] | None = None,
     context: AuditContext | None = None,
     length_control: bool = False,
+    unsent_by_budget: int = 0,
 ) -> dict[str, Any]:
     """The audit's results document. Each probe gets the items it can use (`plan_items`:
     pairs labelled 1 or 2 for probes that need a label, every pair otherwise; the first
@@ -307,8 +308,12 @@ async def run_battery(
     judges = [bundle.public_spec] + [b.public_spec for b in panel]
     calls = sum_calls([b.client.stats.as_dict() for b in [bundle, *panel]])
     answered = [o for v in base for o in v.orders if o.error is None]
+    # calls the user's budget kept from being sent (an adaptive run's last round) are not
+    # failures of the judge: counted, they failed a warm re-run of a run that passed
+    judged = ({**calls, "failed": max(0, int(calls.get("failed") or 0) - unsent_by_budget)}
+              if unsent_by_budget else calls)
     run = assess(n_valid=sum(any(o.valid for o in v.orders) for v in base),
-                 n_planned=len(union), calls=calls, min_valid=min_valid,
+                 n_planned=len(union), calls=judged, min_valid=min_valid,
                  max_failed=max_failed, answers=len(answered),
                  unreadable=sum(not o.valid for o in answered))
     if run["status"] == "failed":

@@ -221,6 +221,9 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         console.print(f"adaptive: {ad['rounds']} rounds of {ad['round_size']} items, "
                       f"{ad['calls']} judge calls vs about {ad['fixed_n_calls']} for the "
                       f"fixed-n audit at max-n {ad['max_n']} ({ad['stopped_by']})")
+        for note in res.get("notes") or []:  # a later round the budget cut, said
+            if note.startswith("the budget"):
+                console.print(f"note: {note}", highlight=False, markup=False)
     if res.get("dropped"):
         console.print("left out (distinct items, by reason): " + ", ".join(
             f"{k} {v}" for k, v in res["dropped"].items()))
