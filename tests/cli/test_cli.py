@@ -415,3 +415,14 @@ def test_the_gate_outcome_is_in_results_and_json_not_only_the_exit_code(tmp_path
                               "--out", str(tmp_path / "b")])
     assert res.exit_code == 0
     assert json.loads(res.stdout.strip().splitlines()[-1])["gate"]["outcome"] == "passed"
+
+
+def test_json_on_bad_input_prints_one_object_saying_why(tmp_path, isolated_cache):
+    """Exit 2 with --json left stdout empty: a script parsing it failed instead of reading
+    the reason."""
+    res = runner.invoke(app, ["evaluate", "--judge", "sim", "--data",
+                              f"jsonl:{tmp_path / 'nope.jsonl'}", "--json"])
+    assert res.exit_code == 2
+    doc = json.loads(res.stdout.strip())
+    assert doc["ok"] is False and doc["exit_code"] == 2 and "no such file" in doc["reason"]
+    assert doc["command"] == "evaluate"

@@ -47,6 +47,10 @@ def close_bars() -> None:
 SHOW_TRACEBACKS = False
 
 
+# The last error `fail` printed (masked), for --json on a usage error (`config_command`).
+LAST_ERROR: dict[str, str | None] = {"msg": None}
+
+
 def fail(msg: str, code: int = 2) -> typer.Exit:
     """Print a CLI error on the console, after any progress bar, and return the exit to
     raise (code 2: bad input). Secrets in the message (URL userinfo, `api_key=...`) are
@@ -56,6 +60,7 @@ def fail(msg: str, code: int = 2) -> typer.Exit:
     if SHOW_TRACEBACKS and sys.exc_info()[0] is not None:
         console.print(escape(mask_secrets(traceback.format_exc().rstrip())), highlight=False)
     console.print(f"[bold red]error:[/] {escape(mask_secrets(msg))}")
+    LAST_ERROR["msg"] = mask_secrets(msg)
     return typer.Exit(code)
 
 

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_a
 
 import typer
 
-from judgeaudit.cli.progress import close_bars, console, fail, growing_bar
+from judgeaudit.cli.progress import LAST_ERROR, close_bars, console, fail, growing_bar
 from judgeaudit.config import CommandConfig, RunFields, field_error
 from judgeaudit.report.outcome import (
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
+    EXIT_USAGE,
     failure_message,
     run_failed,
 )
@@ -353,8 +354,16 @@ def config_command(model: type[C], *extra: inspect.Parameter
             values.pop("config")
             given = {p.name: values.pop(p.name) for p in extra}
             token = JSON_REQUESTED.set(json_out)  # for a run a fatal call ends (write_failed)
+            LAST_ERROR["msg"] = None
             try:
                 body(model.model_construct(**values), json_out=json_out, **given)
+            except typer.Exit as exc:  # bad input: --json still prints one object (stdout
+                # was empty, so a script parsing it failed on the usage errors above all)
+                if json_out and exc.exit_code == EXIT_USAGE and LAST_ERROR["msg"]:
+                    typer.echo(json.dumps({"command": model.command, "ok": False,
+                                           "reason": LAST_ERROR["msg"], "exit_code": 2},
+                                          ensure_ascii=False))
+                raise
             finally:
                 JSON_REQUESTED.reset(token)
 
