@@ -176,6 +176,21 @@ def test_failed_input_run_exits_3(runs, tmp_path):
     assert "Run failed" in html and "HTTP 429" in html
 
 
+def test_an_unfinished_audit_is_a_failed_input_not_a_wrong_file(runs, tmp_path):
+    """An interrupted audit's folder holds an unfinished failed document without probes or
+    n_items: it was "not an audit result (command 'audit')" (exit 2)."""
+    a = runs("a", audit(BIASED))
+    unfinished = {"command": "audit", "version": "0.1.0", "judge": "sim", "data": None,
+                  "calls": {"made": 3, "cached": 0, "failed": 0},
+                  "run": {"status": "failed", "message": "run failed: the run did not "
+                          "finish (interrupted, killed, or still running)"}}
+    b = runs("b", unfinished)
+    r = invoke(a, b, "--out", str(tmp_path / "cmp"))
+    assert r.exit_code == 3, r.output
+    text = " ".join(r.output.split())
+    assert "did not finish" in text and "re-run that audit" in text
+
+
 def test_untrusted_text_is_escaped(runs, tmp_path):
     evil = "<img src=x onerror=alert(1)>[bold]x[/bold]"
     bad = {"position": probe(0.06, 0.04, 0.08, title=evil)}

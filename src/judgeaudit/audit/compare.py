@@ -91,6 +91,11 @@ def load_audit(path: str | Path) -> dict[str, Any]:
     except (FileNotFoundError, ValueError) as exc:
         raise CompareError(str(exc)) from None
     command = doc.get("command", "audit" if "probes" in doc else None)
+    if command == "audit" and (doc.get("run") or {}).get("status") == "failed":
+        # a failed or unfinished audit (interrupted: no probes): compared as a failed run
+        # (exit 3, "re-run that audit"); it read "not an audit result (command 'audit')"
+        return {**doc, "probes": doc.get("probes") if isinstance(doc.get("probes"), dict)
+                else {}}
     if command != "audit" or not isinstance(doc.get("probes"), dict):
         raise CompareError(
             f"{p}: not an audit result (command {command!r}); compare reads the results.json "
@@ -103,6 +108,8 @@ def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
     items, i.e. the same --n / --full): otherwise their effects describe different items. An
     adaptive audit judged as many items as its probes needed, so with one the items are
     matched by id alone (those in one run only are counted, `adaptive_notes`)."""
+    if any((d.get("run") or {}).get("status") == "failed" for d in (a, b)):
+        return  # the comparison fails on that run (`_failed_run`), saying to re-run it
     da, db = a.get("data"), b.get("data")
     if da != db:
         raise CompareError(f"different data: A audited {da!r}, B audited {db!r}; compare "
