@@ -65,6 +65,9 @@ class Run:
     min_valid: int
     max_failed: float
     info: dict[str, Any] = field(default_factory=dict)
+    # what n_planned counts, in a failed run's reason ("0 of 80 items" was rank's budget of
+    # comparisons, scoring-bias's calls)
+    unit: str = "items"
 
     async def document(self, sess: Session) -> dict[str, Any]:
         """Run the body; its document records the judges it used (`Session.judges_used`)."""
@@ -84,7 +87,7 @@ class Run:
         if not calls.get("first_error"):
             calls["first_error"] = str(exc)
         outcome = assess(n_valid=0, n_planned=self.n_planned(), calls=calls,
-                         min_valid=self.min_valid, max_failed=self.max_failed)
+                         min_valid=self.min_valid, max_failed=self.max_failed, what=self.unit)
         started = self.info.get("started_at")
         return {"command": self.command, "version": judgeaudit.__version__,
                 "judge": self.judge, "data": self.data, "calls": calls, "run": outcome,
@@ -342,7 +345,8 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
             res["warnings"] = [*notes, *(res.get("warnings") or [])]
         return res
 
-    return Run("audit", public_spec(cfg.judge), spec, body, lambda: len(items), cfg.min_valid,
+    n_used = len(items) if limit is None else min(limit, len(items))  # --n, not the data's
+    return Run("audit", public_spec(cfg.judge), spec, body, lambda: n_used, cfg.min_valid,
                cfg.max_failed, info={"names": names, "limit": limit})
 
 
@@ -448,7 +452,8 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
         return res
 
     return Run("scoring-bias", public_spec(cfg.judge), spec, body,
-               lambda: n_calls(items, perts, refs, cfg.repeats), cfg.min_valid, cfg.max_failed)
+               lambda: n_calls(items, perts, refs, cfg.repeats), cfg.min_valid, cfg.max_failed,
+               unit="scores")
 
 
 # ---- HUB-J: shared steps -----------------------------------------------------------------
@@ -624,7 +629,7 @@ def prepare_discover(cfg: DiscoverConfig, *, data: Data | None = None,
         return _stamp(res, started)
 
     return Run("discover", public_spec(cfg.llm), spec, body, lambda: 0, cfg.min_valid,
-               cfg.max_failed)
+               cfg.max_failed, unit="G-module answers")
 
 
 # ---- quantify ----------------------------------------------------------------------------
@@ -694,7 +699,8 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
         return _stamp(res, started)
 
     return Run("quantify", ", ".join(public_spec(x) for x in specs), spec, body,
-               lambda: n_rw * len(specs), cfg.min_valid, cfg.max_failed, info={"levels": lv})
+               lambda: n_rw * len(specs), cfg.min_valid, cfg.max_failed, info={"levels": lv},
+               unit="judge verdicts on rewrites")
 
 
 # ---- mitigate ----------------------------------------------------------------------------
@@ -814,7 +820,7 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     return Run("mitigate" if saved is None else "mitigate-apply",
                ", ".join(public_spec(x) for x in specs) or str(cfg.recorded), spec, body,
                lambda: len(items) * max(1, len(specs)), cfg.min_valid, cfg.max_failed,
-               info=info)
+               info=info, unit="judge verdicts")
 
 
 # ---- rank --------------------------------------------------------------------------------
@@ -836,7 +842,7 @@ def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
         return await run_rank(s, inp, on_batch=on_batch, on_call=on_call)
 
     return Run("rank", public_spec(cfg.judge), cfg.items, body, lambda: cfg.budget,
-               cfg.min_valid, cfg.max_failed, info={"inputs": inp})
+               cfg.min_valid, cfg.max_failed, info={"inputs": inp}, unit="comparisons")
 
 
 # ---- rank-eval ---------------------------------------------------------------------------
@@ -854,4 +860,4 @@ def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> Run:
         return await run_rank_eval(s, inp)
 
     return Run("rank-eval", public_spec(cfg.oracle), cfg.items, body, lambda: inp.n_calls,
-               cfg.min_valid, cfg.max_failed, info={"inputs": inp})
+               cfg.min_valid, cfg.max_failed, info={"inputs": inp}, unit="judge calls")

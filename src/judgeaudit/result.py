@@ -424,11 +424,12 @@ class Result(BaseModel):
         elif cmd == "discover":
             out["factors"] = [f.get("name") for f in
                               ((d.get("discover") or {}).get("factors") or [])]
-        elif cmd == "rank":
-            out["data"] = d.get("items")
+        elif cmd == "rank":  # a failed run's document names them as the others do
+            out["data"] = d.get("items", d.get("data"))
             out.update(_rank_summary(d))
         elif cmd == "rank-eval":
-            out["judge"], out["data"] = d.get("oracle"), d.get("items")
+            out["judge"] = d.get("oracle", d.get("judge"))
+            out["data"] = d.get("items", d.get("data"))
             out.update(_rank_eval_summary(d))
         elif cmd == "compare":
             s = d.get("summary") or {}

@@ -254,3 +254,20 @@ def test_a_failed_audit_shows_no_threshold_check(tmp_path, isolated_cache):
     flagged = [p["flag"] for p in doc["probes"].values() if p.get("flag")]
     assert flagged  # the checks are kept in results.json, only not shown as passed
     assert "<=0." not in res.output and ">0." not in res.output
+
+
+@pytest.mark.parametrize(("args", "counted"), [
+    (["audit", "--data", "builtin:facts", "--n", "5", "--probes", "position"], "of 5 items"),
+    (["rank", "--items", "builtin:controlled?n=8&k=2", "--k", "2", "--budget", "12"],
+     "of 12 comparisons"),
+])
+def test_a_failed_runs_reason_counts_what_it_planned(args, counted, tmp_path, isolated_cache,
+                                                     no_keys):
+    """A bad key ends the run at once: its reason said "0 of 212 items" for an audit of --n 5
+    (the data's size) and "0 of 12 items" for rank's budget of comparisons."""
+    with FakeLLMServer(api_keys={"the-right-key"}) as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=wrong"
+        res = runner.invoke(app, [*args, "--judge", spec, "--out", str(tmp_path / "o")])
+    assert res.exit_code == 3, res.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert counted in doc["run"]["message"], doc["run"]["message"]
