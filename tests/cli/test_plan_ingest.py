@@ -159,8 +159,10 @@ def test_ingest_counts_error_lines_and_never_caches_them(tmp_path, monkeypatch, 
         # A second ingest of nothing counts the answers the first one stored (it said
         # "8 of 8 planned requests have no answer", though 6 were cached).
         (tmp_path / "none.jsonl").write_text("")
-        text = " ".join(invoke("ingest", tmp_path / "none.jsonl", "--plan", plan).output.split())
+        res = invoke("ingest", tmp_path / "none.jsonl", "--plan", plan, ok=False)
+        text = " ".join(res.output.split())
         assert "2 of 8 planned requests have no answer" in text
+        assert res.exit_code == 3  # nothing stored, as for any other ingest (it exited 0)
         cache = Cache(cache_path)
         assert cache.get(keys[0]) is None and cache.get(keys[1]) is None
         assert cache.get(keys[2]) is not None  # its answer came first; the late line is a repeat

@@ -152,7 +152,7 @@ def ingest(
     if rep.not_in_plan:
         console.print(f"{rep.not_in_plan} answers are to requests not in {plan}",
                       highlight=False)
-    if rep.lines and rep.ingested == 0:
+    if rep.ingested == 0:  # an empty file too (with --plan): nothing stored is a failure
         raise typer.Exit(EXIT_RUN_FAILED)
 
 
