@@ -344,3 +344,22 @@ def test_discover_without_a_consensus_disagreement_says_so(shared_data, tmp_path
     text = " ".join(res.output.split())
     assert "no consensus disagreement with the humans" in text and "consensus (all judges)" in text
     assert asked == 0
+
+
+def test_quantify_says_when_the_checker_kept_no_rewrite(shared_data, tmp_path,
+                                                        isolated_cache):
+    """A checker that never answers usably dropped every rewrite; the run failed with "0 of
+    120 judge verdicts on rewrites have a valid verdict" and the counts left the 120
+    dropped rewrites unaccounted for."""
+    from fakeserver import FakeLLMServer
+
+    with FakeLLMServer() as srv:
+        res = runner.invoke(app, ["quantify", "--judges", "simhubj?factor_verbosity=2",
+                                  "--generator", "simhubj", "--checker",
+                                  f"openai:m?base_url={srv.openai_url}&api_key=k", "--data",
+                                  _data(shared_data), "--limit", "12", "--out", str(tmp_path)])
+    assert res.exit_code == 3, res.output
+    doc = json.loads((tmp_path / "results.json").read_text())
+    rw = doc["rewrites"]
+    assert rw["kept"] == 0 and rw["unchecked"] == rw["total"] > 0
+    assert f"{rw['total']} got no G_check answer" in doc["run"]["message"]

@@ -298,6 +298,15 @@ async def run_quantify(
     run = assess(n_valid=sum(y is not None for fl in out.flips.values() for y in fl.values()),
                  n_planned=len(out.rewrites) * len(judges), calls=calls, min_valid=min_valid,
                  max_failed=max_failed, what="judge verdicts on rewrites")
+    failed_rw = sum(1 for rw in out.rewrites if rw.text is None)
+    unchecked = sum(1 for rw in out.rewrites if rw.text is not None and rw.same_answer is None)
+    changed = sum(1 for rw in out.rewrites if rw.same_answer is False)
+    if run["status"] == "failed" and not kept and out.rewrites:
+        # the cause was only in the G_check line: 120 rewrites dropped for a failed
+        # checker read as "0 of 120 judge verdicts have a valid verdict"
+        run["message"] += (f" (no rewrite was kept to judge: of {len(out.rewrites)}, "
+                           f"{failed_rw} failed to be written, {unchecked} got no G_check "
+                           f"answer, {changed} changed the answer)")
     return {
         "command": "quantify",
         "judges": list(judges),
@@ -311,9 +320,8 @@ async def run_quantify(
         "inject": inject,
         "calibration_items": out.cal,
         "test_items": out.test,
-        "rewrites": {"total": len(out.rewrites), "kept": kept,
-                     "failed": sum(1 for rw in out.rewrites if rw.text is None),
-                     "answer_changed": sum(1 for rw in out.rewrites if rw.same_answer is False),
+        "rewrites": {"total": len(out.rewrites), "kept": kept, "failed": failed_rw,
+                     "unchecked": unchecked, "answer_changed": changed,
                      "string_check_flags": string_flags, "on_violation": on_violation},
         "answer_change_rate": out.answer_change(),
         "per_judge": out.per_judge,
