@@ -363,3 +363,17 @@ def test_quantify_says_when_the_checker_kept_no_rewrite(shared_data, tmp_path,
     rw = doc["rewrites"]
     assert rw["kept"] == 0 and rw["unchecked"] == rw["total"] > 0
     assert f"{rw['total']} got no G_check answer" in doc["run"]["message"]
+
+
+def test_mitigate_shows_the_other_fit_beside_and_names_its_own(shared_data, tmp_path,
+                                                               isolated_cache):
+    """The help says the paper's two-stage fit is shown beside the default one: it was only
+    in results.json, and the report's heading said "two-stage" whatever fit made the
+    numbers."""
+    res = runner.invoke(app, ["mitigate", "--judges", "sim?length=2&seed=1", "--scorer",
+                              "simhubj?score_from=length", "--data", _data(shared_data),
+                              "--factor", "length", "--limit", "40", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "two_stage fit beside: sim?length=2&seed=1: BC" in " ".join(res.output.split())
+    page = (tmp_path / "report.html").read_text()
+    assert 'id="mitigate-other"' in page and "bias-controlled, marginal fit" in page

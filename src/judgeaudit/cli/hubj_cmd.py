@@ -169,7 +169,8 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
         a = res["applied"]
         console.print(f"{run.info['name']}: win {est_ci(a['win'])}, bias-controlled "
                       f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
-                      f"(n={a['n']}, {a['n_new_queries']} new queries)")
+                      f"(n={a['n']}, {a['n_new_queries']} new queries; the intervals cover "
+                      "the new intercept only: phi, psi and gamma are fixed from the fit)")
     else:
         _print_mitigate(res, cfg.candidate, cfg.estimator)
     console.print(_json_stats_line(res["json_stats"]))
@@ -201,6 +202,11 @@ def _print_mitigate(res: dict[str, Any], candidate: str, estimator: str) -> None
     console.print(t)
     for j, r in (res.get("not_fitted") or {}).items():
         console.print(f"not fitted: {j}: {r.get('reason')}", highlight=False, markup=False)
+    other = res.get("other_estimator") or {}
+    for j, r in (other.get("judges") or {}).items():  # shown beside, as the help says
+        console.print(f"{other.get('estimator')} fit beside: {j}: BC {est_ci(r.get('bc'))}, "
+                      f"bias share {est_ci(r.get('bias_share'))}, phi "
+                      f"{est_ci(r.get('phi'), 2)}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

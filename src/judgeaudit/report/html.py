@@ -876,7 +876,15 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
                          "lc": None, "n": _d(_d(x).get("win")).get("n"),
                          **{k: {"value": None, "se": None} for k in ("theta", "phi", "psi")}})
         f = _d(r.get("factor"))
+        other = _d(r.get("other_estimator"))  # the other fit, shown beside (it was only in
+        # results.json)
         ctx["mitigate"] = {
+            "estimator": _str(r.get("estimator") or "two_stage"),
+            "other": {"estimator": _str(other.get("estimator")), "rows": [
+                {"judge": str(j), "bc": _estimate(_d(x).get("bc")),
+                 "bias_share": _estimate(_d(x).get("bias_share")),
+                 "phi": _estimate(_d(x).get("phi"))}
+                for j, x in _d(other.get("judges")).items()]} if other else None,
             "factor": _str(f.get("name")), "definition": _str(f.get("definition")),
             "candidate": _str(r.get("candidate")), "rows": rows,
             "counts": sorted((str(k), v) for k, v in _d(r.get("counts")).items()),
