@@ -375,5 +375,7 @@ def test_mitigate_shows_the_other_fit_beside_and_names_its_own(shared_data, tmp_
                               "--factor", "length", "--limit", "40", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "two_stage fit beside: sim?length=2&seed=1: BC" in " ".join(res.output.split())
+    # one judge: psi is not identified, and the output says so (no word before)
+    assert "note: one judge fitted" in " ".join(res.output.split())
     page = (tmp_path / "report.html").read_text()
     assert 'id="mitigate-other"' in page and "bias-controlled, marginal fit" in page

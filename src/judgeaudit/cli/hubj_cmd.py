@@ -202,6 +202,8 @@ def _print_mitigate(res: dict[str, Any], candidate: str, estimator: str) -> None
     console.print(t)
     for j, r in (res.get("not_fitted") or {}).items():
         console.print(f"not fitted: {j}: {r.get('reason')}", highlight=False, markup=False)
+    for note in res.get("notes") or []:
+        console.print(f"note: {note}", highlight=False, markup=False)
     other = res.get("other_estimator") or {}
     for j, r in (other.get("judges") or {}).items():  # shown beside, as the help says
         console.print(f"{other.get('estimator')} fit beside: {j}: BC {est_ci(r.get('bc'))}, "

@@ -486,6 +486,12 @@ def run_mitigate_fit(Y: np.ndarray, ctl: M.ControlData, judges: Sequence[str],
                          "(nearly) separated by the control or the query effects; use more "
                          "queries or more judges") from None
     doc["not_fitted"] = not_fitted
+    if len(names) == 1:  # gamma_x is seen by one judge only: its loading psi is not
+        # identified (a two-stage fit gave psi +12.55 +- 2.38, "converged")
+        doc.setdefault("notes", []).append(
+            "one judge fitted: the query effects (gamma) and the judge's loading on them (psi) "
+            "cannot be told apart with one judge, so psi and BC lean on the model's prior; "
+            "fit several judges on the same queries for a firm BC")
     return doc
 
 
