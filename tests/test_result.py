@@ -268,3 +268,16 @@ def test_summaries_give_intervals_and_n_not_bare_numbers():
     rk = Result.from_document({"command": "rank", "n_comparisons": 120, "models": {
         "bias_aware": {"c": {"length": {"estimate": 0.4, "lo": 0.1, "hi": 0.7}}}}}).summary()
     assert rk["biases"]["c[length]"] == {"value": 0.4, "ci95": [0.1, 0.7], "n": 120}
+
+
+def test_discover_rows_are_named_by_their_factor_and_summarised_with_intervals():
+    """discover's --json gave factor names only, and estimates() named the validation rows
+    "validation.sets.found.factors.0" (the factor lost)."""
+    doc = {"command": "discover", "discover": {"factors": [{"name": "bullets"}]},
+           "validation": {"sets": {"found": {"factors": [
+               {"factor": "bullets", "value": 0.5, "ci95": [0.1, 0.9], "n": 12,
+                "p_wilcoxon": 0.01}]}}}}
+    r = Result.from_document(doc)
+    assert r.summary()["validation"] == {"bullets": {"value": 0.5, "ci95": [0.1, 0.9],
+                                                     "n": 12, "p_wilcoxon": 0.01}}
+    assert r.estimates()["validation.sets.found.factors.bullets"].n == 12

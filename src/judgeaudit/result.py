@@ -113,8 +113,10 @@ def _walk(obj: Any, path: str, parent_n: Any, out: dict[str, Estimate]) -> None:
             _walk(v, f"{path}.{k}" if path else str(k), obj.get("n", parent_n), out)
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
-            key = v.get("value") if isinstance(v, Mapping) and isinstance(
-                v.get("value"), str) else i  # breakdown rows: by their value
+            # rows by what they are about: breakdown rows by their value, discover's
+            # validation rows by their factor (they were "factors.0", the name lost)
+            named = [v.get(k) for k in ("value", "factor") if isinstance(v, Mapping)]
+            key = next((x for x in named if isinstance(x, str)), i)
             _walk(v, f"{path}.{key}", parent_n, out)
 
 
@@ -424,6 +426,13 @@ class Result(BaseModel):
         elif cmd == "discover":
             out["factors"] = [f.get("name") for f in
                               ((d.get("discover") or {}).get("factors") or [])]
+            # each found factor's held-out mean Delta with its interval, n and p (names only
+            # before)
+            rows = (((d.get("validation") or {}).get("sets") or {}).get("found") or {}).get(
+                "factors") or []
+            out["validation"] = {r.get("factor"): {**(_est_dict(r) or {}),
+                                                   "p_wilcoxon": r.get("p_wilcoxon")}
+                                 for r in rows if isinstance(r, Mapping)}
         elif cmd == "rank":  # a failed run's document names them as the others do
             out["data"] = d.get("items", d.get("data"))
             out.update(_rank_summary(d))
