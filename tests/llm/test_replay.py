@@ -16,7 +16,7 @@ from judgeaudit.data import PairwiseItem
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.llm import Cache, Client, Request, make_provider
 from judgeaudit.llm.base import RequestRejected, request_key
-from judgeaudit.llm.providers.replay import ReplayProvider
+from judgeaudit.llm.providers.replay import ReplayFileError, ReplayProvider, load_index
 
 
 def _shared() -> Path:
@@ -270,3 +270,11 @@ async def test_worked_examples_llmbar_natural(llmbar):
             c += ((w12 == item["label"]) + (w21 == item["label"])) / 2
             a += w12 == w21
         assert (c / len(data), a / len(data)) == pytest.approx((acc, eq), abs=1e-9), judge
+
+
+def test_a_repeated_record_in_a_one_line_json_file_is_not_said_as_lines_1_and_1(tmp_path):
+    rec = {"item_id": "a", "order": "12", "verdict": "A"}
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps([rec, rec]), "utf-8")
+    with pytest.raises(ReplayFileError, match="two records on line 1 record the same verdict"):
+        load_index(path, {})

@@ -306,6 +306,8 @@ def _index(rows: list[Row], fmt: Format, columns: tuple[str, ...], params: dict[
             at = "" if unit == "*" else f" order {unit}"
             lines = (f"lines {twice.line} and {row.line}" if twice.src == row.src
                      else f"{twice.src}:{twice.line} and {row.src}:{row.line}")
+            if twice.src == row.src and twice.line == row.line:  # a one-line JSON list
+                lines = f"two records on line {row.line}"
             raise ReplayFileError(
                 row.src, row.line,
                 f"{lines} record {what} for item {_item(row.item, row.label)}{at} (sample "
