@@ -271,3 +271,4 @@ def test_a_failed_runs_reason_counts_what_it_planned(args, counted, tmp_path, is
     assert res.exit_code == 3, res.output
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert counted in doc["run"]["message"], doc["run"]["message"]
+    assert "results: " in res.output  # where it is, as every other run says

@@ -183,8 +183,10 @@ def write_failed(out: Path, doc: dict[str, Any], announce: bool = True) -> dict[
     write_results(out / "results.json", doc)
     if (out / "report.html").exists():
         write_report(out)
-    if announce and JSON_REQUESTED.get():
-        print_json(doc)
+    if announce:  # where it is, as every other run says (a run a bad key ended did not)
+        console.print(f"results: {out / 'results.json'}", highlight=False)
+        if JSON_REQUESTED.get():
+            print_json(doc)
     return doc
 
 
