@@ -529,7 +529,7 @@ def _stamp(res: dict[str, Any], started: str) -> dict[str, Any]:
     judges = [str(j) for j in res.get("judges", [])]
     res.setdefault("version", judgeaudit.__version__)
     res.setdefault("started", started)
-    res.setdefault("judge", judges[0] if len(judges) == 1 else f"{len(judges)} judges")
+    res.setdefault("judge", ", ".join(judges))  # each named: "2 judges" said which none
     return res
 
 

@@ -59,6 +59,7 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
     r = json.loads((out / "results.json").read_text())
     assert set(r["per_judge"]) == {biased, unbiased, "recorded:gpt-3.5-turbo",
                                    "recorded:pandalm-7b"}
+    assert biased in r["judge"] and "recorded:pandalm-7b" in r["judge"]  # was "4 judges"
     b, u = r["per_judge"][biased], r["per_judge"][unbiased]
     for j in (b, u):
         assert {"win", "bc", "bias_share", "theta", "phi", "psi"} <= set(j)
