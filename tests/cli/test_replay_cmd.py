@@ -121,6 +121,16 @@ def test_format_option_params_and_spec_forms(app, tmp_path):
     assert code == 0 and "format columns (detected: parameter(s) item, verdict, verdict_map)" in out
 
 
+def test_one_fixed_order_selects_the_columns_format(app, tmp_path):
+    """item_id + verdict with order=12 (one order recorded, as alpaca_eval files): it read
+    "no verdict columns (has verdict without its partner)" unless format=columns was given."""
+    data = data_file(tmp_path, {"a": 1, "b": 2})
+    v = write(tmp_path / "one.csv", "item_id,verdict\na,A\nb,B\n")
+    code, out = run(app, f"{v}?order=12", "--data", data)
+    assert code == 0, out
+    assert "format columns (detected: parameter(s) order)" in out and "12 only 2" in out
+
+
 def test_two_files_by_placeholder(app, tmp_path):
     data = data_file(tmp_path, {"a": 1, "b": 2})
     write(tmp_path / "run_12.jsonl", '{"item_id": "a", "verdict": "A"}\n'

@@ -847,6 +847,8 @@ def sniff(columns: tuple[str, ...] | list[str], params: Mapping[str, str], path:
         return "nested", f"field(s) {named(['judgments'] if 'judgments' in cols else games)}"
     mapping = [k for k in ("item", "order", "verdict", "score") if params.get(k) in cols]
     mapping += [k for k in ("verdict_map", "order_map") if k in params]
+    if params.get("order") in ORDERS and "verdict" in cols:  # one fixed order (order=12):
+        mapping.append("order")  # the columns format's; it read "verdict without its partner"
     if mapping:
         return "columns", f"parameter(s) {named(mapping)}"
     if cols >= set(WIDE):
