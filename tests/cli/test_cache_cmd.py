@@ -106,3 +106,13 @@ def test_a_cache_file_that_does_not_exist_is_refused_not_created(app, tmp_path, 
     res = CliRunner().invoke(app, ["cache", *command, "--cache", str(missing)])
     assert res.exit_code == 2 and "no such cache file" in " ".join(res.output.split())
     assert not missing.exists()
+
+
+def test_a_default_cache_that_does_not_exist_is_not_created(app, tmp_path, monkeypatch):
+    """With no --cache, `cache stats` under a $JUDGEAUDIT_CACHE that does not exist created
+    the file (and its folder) to report 0 entries."""
+    missing = tmp_path / "nowhere" / "c.sqlite"
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(missing))
+    res = CliRunner().invoke(app, ["cache", "stats"])
+    assert res.exit_code == 2 and "no cache yet at" in " ".join(res.output.split())
+    assert not missing.parent.exists()

@@ -32,10 +32,14 @@ def _open(path: Path | None) -> Cache:
     """The cache to inspect or prune; a --cache file that does not exist is not created (a
     typo would otherwise report an empty cache)."""
     from judgeaudit.llm import Cache, CacheError
+    from judgeaudit.llm.cache import default_cache_path
 
     if path is not None and not path.exists():
         raise fail(f"--cache {path}: no such cache file (a command that calls a judge "
                    "creates it)")
+    if path is None and not default_cache_path().exists():  # it was created, empty
+        raise fail(f"no cache yet at {default_cache_path()} ($JUDGEAUDIT_CACHE or the user "
+                   "cache dir; a command that calls a judge creates it)")
     try:
         return Cache(path)
     except CacheError as exc:
