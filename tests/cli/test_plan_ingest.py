@@ -113,6 +113,10 @@ def test_plan_execute_ingest_rerun_matches_a_direct_run(command, tmp_path, monke
         before = srv.count()
         res = invoke("ingest", output, "--plan", plan)
         assert f"ingested {len(lines)} answers of {len(lines)} lines" in res.output
+        assert "replaced" not in res.output
+        # ingested again: said to replace what was cached (it read as new answers)
+        again = " ".join(invoke("ingest", output, "--plan", plan).output.split())
+        assert f"({len(lines)} of them replaced answers already cached)" in again
         assert srv.count() == before
         res = invoke("--plan-only", tmp_path / "plan2.jsonl", *args, "--out",
                      tmp_path / "planned")

@@ -124,7 +124,8 @@ def ingest(
     dt = time.perf_counter() - t0
     n_err = sum(rep.errors.values())
     console.print(f"ingested {rep.ingested} answers of {rep.lines} lines into {store.path} "
-                  f"in {dt:.1f} s", highlight=False)
+                  f"in {dt:.1f} s" + (f" ({rep.replaced} of them replaced answers already "
+                                      "cached)" if rep.replaced else ""), highlight=False)
     if n_err:
         kinds = ", ".join(f"{k} {v}" for k, v in rep.errors.items())
         console.print(f"[bold yellow]{n_err} error lines[/] ({kinds}), not cached; first: "

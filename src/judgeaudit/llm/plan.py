@@ -199,6 +199,7 @@ class IngestReport:
     unreadable: int = 0
     unreadable_lines: list[int] = field(default_factory=list)  # the first few, 1-based
     duplicates: int = 0
+    replaced: int = 0  # of `ingested`, answers that replaced one already cached
     plan_lines: int | None = None
     unanswered: int | None = None
     not_in_plan: int | None = None
@@ -252,6 +253,7 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                 continue
             rows.append((key, provider, model, clean_response(resp, cap)))
             answered.add(key)
+        rep.replaced += len(cache.has([r[0] for r in rows]))
         cache.put_many(rows)
         if cache.write_error is not None:  # the cache is this command's output
             raise CacheError(f"{cache.write_error}; {rep.ingested} answers were stored before")
