@@ -380,3 +380,23 @@ def test_mitigate_shows_the_other_fit_beside_and_names_its_own(shared_data, tmp_
     assert "note: one judge fitted" in " ".join(res.output.split())
     page = (tmp_path / "report.html").read_text()
     assert 'id="mitigate-other"' in page and "bias-controlled, marginal fit" in page
+
+
+def test_a_judge_answering_garbage_is_stopped_alone_not_the_run(shared_data, tmp_path,
+                                                               isolated_cache):
+    """A judge whose first 16 answers give no verdict is asked no more, but only it: a fatal
+    stop ended the whole run, the other judges' fits lost with it."""
+    from fakeserver import FakeLLMServer
+
+    with FakeLLMServer(answer="I think it's fine.") as srv:
+        bad = f"openai:m?base_url={srv.openai_url}&api_key=k&logprobs=off"
+        res = runner.invoke(app, ["mitigate", "--judges", f"{bad},sim?length=1", "--scorer",
+                                  "simhubj?score_from=length", "--data", _data(shared_data),
+                                  "--factor", "length", "--limit", "60", "--max-failed", "0.9",
+                                  "--out", str(tmp_path)])
+        asked = srv.count()
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert "sim?length=1" in doc["per_judge"] and len(doc["not_fitted"]) == 1
+    assert asked < 40 and doc["calls"]["not_sent"] > 80
+    assert "could not be read as verdicts" in doc["calls"]["not_sent_why"]

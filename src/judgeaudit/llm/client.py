@@ -809,8 +809,9 @@ class Client:
 
     def note_verdict(self, resp: Response, reason: str | None) -> None:
         """The judge read `resp` (`reason` None) or could not (`reason` says why): when the
-        first `stop_after` answers made in this run gave no verdict, send no more calls, as
-        for answers the server itself marks unusable (`_note_unusable`); an empty or prose
+        first `stop_after` answers made in this run gave no verdict, this client sends no
+        more calls (they fail as not sent, and the run's outcome counts them), as for
+        answers the server itself marks unusable (`_note_unusable`); an empty or prose
         answer was paid for call after call (640 calls of a judge answering nothing). One
         verdict ends the watch; cached answers cost nothing and are not watched."""
         if self._unread is None or resp.cached:
@@ -820,12 +821,11 @@ class Client:
             return
         self._unread += 1
         limit = self._limit()
-        if limit and self._unread >= limit and self._fatal is None:
-            self._fatal = CallFailed(
-                f"{self.provider.name}: the first {self._unread} answers could not be read as "
-                f"verdicts, so no more calls were sent: {redact(reason)}", fatal=True,
-                kind="other")
-            log.warning("%s", self._fatal)
+        if limit and self._unread >= limit and self._fatal is None and self._stopped is None:
+            # this judge only is asked no more (its remaining calls fail as not sent): a
+            # fatal error ended a run of several judges, the others' results lost with it
+            self._stop_for_run(f"the first {self._unread} answers could not be read as "
+                               f"verdicts: {redact(reason)}", "other")
 
     def _clean(self, resp: Response) -> Response:
         """The provider's response made safe to cache and write (`clean_response`)."""
