@@ -103,5 +103,7 @@ def test_pairs_the_loader_leaves_out_reach_the_results(raw, tmp_path, isolated_c
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert doc["n"] == 9
     said = "9 of 10 pairs kept (1 without a 2-of-3 majority of the annotators"
+    named = f"left out: pandalm:{rows[3]['idx']})"
     assert any(said in w for w in doc["warnings"]), doc["warnings"]
     assert said in " ".join(res.output.split())
+    assert any(named in w for w in doc["warnings"]), doc["warnings"]  # which pair, by id

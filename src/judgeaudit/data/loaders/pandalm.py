@@ -72,6 +72,7 @@ def load_pandalm(name: str, params: dict[str, str]) -> list[Item]:
     items: list[Item] = []
     ids = UniqueIds()
     no_majority = ties_dropped = 0
+    dropped: list[str] = []  # their ids, the first few named in the warning
     for pos, rec in enumerate(data):
         where = doc.where(pos)
         if not isinstance(rec, dict):
@@ -89,9 +90,11 @@ def load_pandalm(name: str, params: dict[str, str]) -> list[Item]:
         label = majority(tuple(labels))
         if label is None:
             no_majority += 1
+            dropped.append(f"pandalm:{idx}")
             continue
         if label == 0 and ties == "drop":
             ties_dropped += 1
+            dropped.append(f"pandalm:{idx}")
             continue
         instruction = text_field(rec, "instruction", src, where)
         inp = opt_text(rec, "input", src, where) or ""
@@ -117,5 +120,6 @@ def load_pandalm(name: str, params: dict[str, str]) -> list[Item]:
     if no_majority or ties_dropped:
         left_out(f"pandalm {src}: {len(items)} of {len(data)} pairs kept ({no_majority} "
                  f"without a 2-of-3 majority of the annotators, {ties_dropped} whose majority "
-                 "is a tie, left out)")
+                 f"is a tie, left out: {', '.join(dropped[:5])}"
+                 f"{', ...' if len(dropped) > 5 else ''})")
     return items
