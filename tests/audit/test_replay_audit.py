@@ -55,6 +55,11 @@ async def test_panel_ranks_six_real_judges_by_position_bias(llmbar):
     best = max(panel["ranking"], key=lambda r: r["position_consistency"]["value"])
     assert "GPT-4" in best["judge"]
     assert panel["n_disagreements"] > 0 and panel["fleiss_kappa"]["n"] > 0
+    # disagreements are counted on the items the agreement counts (an invalid verdict was a
+    # "disagreement": 30 agreeing + 70 disagreeing of n = 98)
+    agree = round(panel["agreement"]["value"] * panel["agreement"]["n"])
+    assert agree + panel["n_disagreements"] == panel["agreement"]["n"]
+    assert panel["agreement"]["n"] + panel["n_incomplete"] == 100
     html = render_report(res)
     assert "Judges ranked by position bias" in html and "judge=Falcon" in html
 

@@ -75,12 +75,13 @@ async def panel_section(ctx: AuditContext) -> dict[str, Any]:
     elif len(bundles) == 2:
         out["cohen_kappa"] = None
     dis = []
-    for i, it in enumerate(ctx.items):
-        ws = [w[i] for w in winners]
+    for i in valid:  # as the agreement counts them: an invalid verdict is no disagreement
+        it, ws = ctx.items[i], [w[i] for w in winners]
         if len(set(ws)) > 1:
             dis.append({"item_id": it.id, "prompt": it.prompt, "response_1": it.response_1,
                         "response_2": it.response_2, "label": it.label,
                         "verdicts": dict(zip(labels, ws, strict=True))})
-    out["n_disagreements"] = len(dis)
+    out["n_disagreements"] = len(dis)  # 30 agreeing + 70 "disagreeing" of n = 98 before
+    out["n_incomplete"] = len(ctx.items) - len(valid)  # some judge's verdict invalid
     out["disagreements"] = dis[:MAX_DISAGREEMENTS]
     return out

@@ -204,9 +204,11 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         pn = res["panel"]
         console.print(panel_table(pn))
         value, ci, n = fmt_est(pn["agreement"])
+        left = pn.get("n_incomplete") or 0
         console.print(f"panel agreement {value} {ci} (n = {n}); {pn['n_disagreements']} "
-                      "disagreements "
-                      "kept in results.json")
+                      "disagreements kept in results.json"
+                      + (f"; {left} items left out, some judge's verdict invalid" if left
+                         else ""))
     its = res.get("items") or {}
     sel = its.get("selection") or {}
     line = f"{res['n_items']} items judged of {its.get('given', res['n_items'])}"
