@@ -426,3 +426,21 @@ def test_json_on_bad_input_prints_one_object_saying_why(tmp_path, isolated_cache
     doc = json.loads(res.stdout.strip())
     assert doc["ok"] is False and doc["exit_code"] == 2 and "no such file" in doc["reason"]
     assert doc["command"] == "evaluate"
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["audit", "--n", "0"], "--n: expected an integer >= 1, got 0"),
+    (["audit", "--nosuchopt"], "No such option: --nosuchopt"),
+    (["audit", "--config", "/nonexistent/c.toml"], "no such file"),
+])
+def test_json_on_an_option_the_parser_refuses_prints_one_object(args, said, tmp_path):
+    """Errors the option parser raises (before the command runs) printed no JSON at all with
+    --json; the console entry point now prints one object with the parser's message."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "judgeaudit.cli.main", *args, "--json"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    doc = json.loads(res.stdout.strip())
+    assert doc["ok"] is False and doc["exit_code"] == 2 and said in doc["reason"]

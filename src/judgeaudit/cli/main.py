@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -18,7 +18,7 @@ from judgeaudit.cli.format import (
     fmt_est,
     usage_text,
 )
-from judgeaudit.cli.progress import console, fail
+from judgeaudit.cli.progress import LAST_ERROR, console, fail
 from judgeaudit.cli.runner import (
     JsonOpt,
     checked,
@@ -347,6 +347,10 @@ def main() -> None:
     import signal
 
     signal.signal(signal.SIGTERM, _on_sigterm)
+    wants_json = "--json" in sys.argv[1:]
+    tee = _Tee(sys.stderr) if wants_json else None
+    if tee is not None:
+        sys.stderr = tee  # type: ignore[assignment]
     try:
         app()
     except SystemExit as exc:
@@ -354,9 +358,39 @@ def main() -> None:
             sys.stderr.flush()
             sys.stdout.flush()
             os._exit(130)
+        if exc.code == 2 and tee is not None and not LAST_ERROR.get("json"):
+            # an option the parser refused (--n 0, an unknown option, a missing --config):
+            # --json still prints one object, with the error the parser printed
+            typer.echo(json.dumps({"ok": False, "reason": tee.error_text() or "bad usage",
+                                   "exit_code": 2}, ensure_ascii=False))
         raise
     except Exception as exc:
         _crashed(exc)
+
+
+class _Tee:
+    """stderr as it is, keeping what was written (for --json's object on a usage error)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.parts = inner, []
+
+    def write(self, s: str) -> int:
+        self.parts.append(s)
+        return self.inner.write(s)
+
+    def error_text(self) -> str:
+        """The error box's (or the error: line's) text, box drawing removed."""
+        import re
+
+        text = "".join(self.parts)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+        lines = [re.sub(r"[\u2500-\u257f]", " ", ln).strip() for ln in text.splitlines()]
+        keep = [ln for ln in lines if ln and not ln.startswith(("Usage:", "Try ")) and ln
+                != "Error"]
+        return " ".join(" ".join(keep).split()).removeprefix("error: ")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _crashed(exc: Exception) -> NoReturn:

@@ -48,7 +48,7 @@ SHOW_TRACEBACKS = False
 
 
 # The last error `fail` printed (masked), for --json on a usage error (`config_command`).
-LAST_ERROR: dict[str, str | None] = {"msg": None}
+LAST_ERROR: dict[str, str | None] = {"msg": None, "json": None}
 
 
 def fail(msg: str, code: int = 2) -> typer.Exit:

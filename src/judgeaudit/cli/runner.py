@@ -365,6 +365,7 @@ def config_command(model: type[C], *extra: inspect.Parameter
                     typer.echo(json.dumps({"command": model.command, "ok": False,
                                            "reason": LAST_ERROR["msg"], "exit_code": 2},
                                           ensure_ascii=False))
+                    LAST_ERROR["json"] = "printed"
                 raise
             finally:
                 JSON_REQUESTED.reset(token)
