@@ -157,6 +157,11 @@ def test_a_judge_whose_answers_give_no_verdict_stops_being_paid(answer, tmp_path
         res = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge", spec,
                                        "--out", str(tmp_path / "a")])
         answered = srv.served()
+        # the same command again: its cached unreadable answers count (it paid for 16 new
+        # ones each time, after the 16 it had cached), so it pays for none
+        again = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge",
+                                         spec, "--out", str(tmp_path / "b")])
+        assert again.exit_code == 3 and srv.served() == answered, again.output
     assert res.exit_code == 3, res.output
     assert 16 <= answered <= 16 + 8  # max(8, 2 x concurrency 8), and those in flight
     doc = json.loads((tmp_path / "a" / "results.json").read_text())

@@ -813,8 +813,9 @@ class Client:
         more calls (they fail as not sent, and the run's outcome counts them), as for
         answers the server itself marks unusable (`_note_unusable`); an empty or prose
         answer was paid for call after call (640 calls of a judge answering nothing). One
-        verdict ends the watch; cached answers cost nothing and are not watched."""
-        if self._unread is None or resp.cached:
+        verdict ends the watch. Cached answers count too: a re-run of a run that failed
+        this way paid for 16 new answers each time, after the 16 it had cached."""
+        if self._unread is None:
             return
         if reason is None:
             self._unread = None
