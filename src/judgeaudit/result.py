@@ -377,7 +377,12 @@ class Result(BaseModel):
 
             out["flagged"] = flagged(d.get("probes") or {})
             if d.get("gate"):  # --fail-on: its outcome (the exit code said it alone)
-                out["gate"] = d["gate"]
+                out["gate"] = g = d["gate"]
+                if g.get("outcome") == "unchecked":  # exit 3 beside ok: true before
+                    out["ok"] = False
+                    out["reason"] = (f"fail-on {g.get('fail_on')}: the threshold check of "
+                                     f"{', '.join(g.get('by') or [])} could not be made (no "
+                                     "valid verdict for its rate), so the gate cannot pass")
             unchecked = unchecked_flags(d.get("probes") or {})
             if unchecked:  # a threshold with no data: no --fail-on flag gate passes it
                 out["flags_unchecked"] = unchecked

@@ -255,7 +255,11 @@ def test_a_threshold_the_budget_left_unchecked_does_not_pass_a_flag_gate(tmp_pat
     doc = json.loads((tmp_path / "a" / "results.json").read_text())
     flag = doc["probes"]["beauty"]["flag"]
     assert flag["exceeds"] is None and flag["n"] == 0 and "could not be checked" in flag["reason"]
-    assert json.loads(cut.stdout.splitlines()[0])["flags_unchecked"] == ["beauty"]
+    summary = json.loads(cut.stdout.splitlines()[0])
+    assert summary["flags_unchecked"] == ["beauty"]
+    # exit 3 with ok: true before; the JSON now says why the gate cannot pass
+    assert summary["ok"] is False and summary["gate"]["outcome"] == "unchecked"
+    assert "the threshold check of beauty could not be made" in summary["reason"]
     assert "unchecked" in (tmp_path / "a" / "report.html").read_text()
     whole = runner.invoke(app, [*args, "--max-calls", "600", "--out", str(tmp_path / "b")])
     assert whole.exit_code == 1, whole.output
