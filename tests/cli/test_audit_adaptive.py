@@ -60,6 +60,9 @@ def test_a_later_round_the_budget_cuts_is_not_a_failure_and_a_rerun_agrees(tmp_p
     first = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
     again = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
     assert first.exit_code == 0 and again.exit_code == 0, again.output
+    # a cut first round within --max-failed passed without a word: now a note says it
+    notes = json.loads((tmp_path / "a" / "results.json").read_text())["notes"]
+    assert any("cut round 1" in n and "within --max-failed" in n for n in notes), notes
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
     assert doc["run"]["status"] == "ok" and doc["calls"]["not_sent"] > 0
     assert doc["adaptive"]["stopped_by"] == "max_calls"

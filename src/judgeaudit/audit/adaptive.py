@@ -419,7 +419,8 @@ async def _adaptive_document(
         # A later round the budget cut is not a failure of the judge: the rounds before it
         # ran whole (counted as failures, its unsent calls failed a warm re-run of a run
         # that passed). A cut first round still fails the run: nothing ran whole.
-        unsent = _unsent_by_budget(bundle) if cut and rnd > 1 else 0
+        cut_unsent = _unsent_by_budget(bundle) if cut else 0
+        unsent = cut_unsent if rnd > 1 else 0
         if cut:  # the cap cut the last round: it ends the run, whatever stopped the loop
             stopped_by = cut
             hint = cut_round_hint(bundle, rnd, round_size, last_round_calls, cut)
@@ -485,11 +486,16 @@ async def _adaptive_document(
     if not failed:
         doc["summary"] = {"n_probes": len(probes), **summary}
         add_length_notes(doc["probes"], alpha)  # on the sequential verdicts
-        if unsent:  # said, as a failed run says it
+        if cut_unsent:  # said, as a failed run says it (a cut first round under
+            # --max-failed passed without a word)
+            how = ("counted as not sent, not as failures" if unsent else
+                   f"within --max-failed {max_failed:g}")
             doc.setdefault("notes", []).append(
-                f"the budget ({stopped_by}) cut round {rnd}: {unsent} of its calls were not "
-                f"sent (counted as not sent, not as failures); the verdicts rest on the "
-                f"rounds before it and what round {rnd} got{hint}")
+                f"the budget ({stopped_by}) cut round {rnd}: {cut_unsent} of its calls were "
+                f"not sent ({how}); the verdicts rest on "
+                + (f"the rounds before it and what round {rnd} got" if rnd > 1
+                   else "what that round got")
+                + hint)
     else:
         doc["run"]["message"] += hint
     doc["adaptive"] = {
