@@ -89,11 +89,14 @@ class Run:
         outcome = assess(n_valid=0, n_planned=self.n_planned(), calls=calls,
                          min_valid=self.min_valid, max_failed=self.max_failed, what=self.unit)
         started = self.info.get("started_at")
+        gate = self.info.get("fail_on")  # a release gate no failed run passes, recorded
         return {"command": self.command, "version": judgeaudit.__version__,
                 "judge": self.judge, "data": self.data, "calls": calls, "run": outcome,
                 "error": str(exc), "judges_used": sess.judges_used(),
                 **({"seconds": round(time.perf_counter() - started, 2)}
-                   if started is not None else {})}
+                   if started is not None else {}),
+                **({"gate": {"fail_on": gate, "outcome": "run_failed", "by": []}}
+                   if gate is not None else {})}
 
     def unfinished_document(self, sess: Session) -> dict[str, Any]:
         """What the output folder holds while the run is under way, until its results

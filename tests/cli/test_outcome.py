@@ -265,10 +265,13 @@ def test_a_failed_runs_reason_counts_what_it_planned(args, counted, tmp_path, is
                                                      no_keys):
     """A bad key ends the run at once: its reason said "0 of 212 items" for an audit of --n 5
     (the data's size) and "0 of 12 items" for rank's budget of comparisons."""
+    gate = ["--fail-on", "biased"] if args[0] == "audit" else []
     with FakeLLMServer(api_keys={"the-right-key"}) as srv:
         spec = f"openai:m?base_url={srv.openai_url}&api_key=wrong"
-        res = runner.invoke(app, [*args, "--judge", spec, "--out", str(tmp_path / "o")])
+        res = runner.invoke(app, [*args, *gate, "--judge", spec, "--out", str(tmp_path / "o")])
     assert res.exit_code == 3, res.output
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert counted in doc["run"]["message"], doc["run"]["message"]
+    if gate:  # the gate's record is there too (a fatal error left none)
+        assert doc["gate"] == {"fail_on": "biased", "outcome": "run_failed", "by": []}
     assert "results: " in res.output  # where it is, as every other run says

@@ -157,6 +157,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         raise typer.Exit(0)
     mode, must_pass = _parse_fail_on(cfg.fail_on)
     run = checked(lambda: prepare_audit(cfg, cli=True))
+    if mode != "never":  # a run a fatal error ends records its gate too
+        run.info["fail_on"] = cfg.fail_on
     unknown = must_pass - set(run.info["names"])
     if unknown:
         import difflib
