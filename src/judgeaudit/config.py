@@ -346,7 +346,7 @@ class RankEvalConfig(RunFields):
     k: PosInt | None = _f(None, "Top-k size (default: the pool's, else 5).")
     budgets: str = _f("60,120,200", "Comma-separated budgets.")
     rules: str = _f("topk,global,roundrobin,random", "Comma-separated acquisition rules.")
-    seeds: str = _f("10", "Seeds: a count (30), a range (0-29) or a list (0,4,9).")
+    seeds: str = _f("10", "Seeds: a count (30), a range (0-29) or a comma-separated list (0,4,9).")
     covariates: str | None = _f(None, COV_HELP)
     out: Path = _f(Path("out/rank-eval"), "Output directory (results.json, report.html).")
     lam: str = _f("auto", LAM_HELP)

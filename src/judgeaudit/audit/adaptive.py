@@ -488,7 +488,8 @@ async def _adaptive_document(
         add_length_notes(doc["probes"], alpha)  # on the sequential verdicts
         if cut_unsent:  # said, as a failed run says it (a cut first round under
             # --max-failed passed without a word)
-            how = ("counted as not sent, not as failures" if unsent else
+            how = ("counted as not sent; the run's outcome does not count them as failed "
+                   "calls" if unsent else
                    f"within --max-failed {max_failed:g}")
             doc.setdefault("notes", []).append(
                 f"the budget ({stopped_by}) cut round {rnd}: {cut_unsent} of its calls were "
