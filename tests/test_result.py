@@ -281,3 +281,11 @@ def test_discover_rows_are_named_by_their_factor_and_summarised_with_intervals()
     assert r.summary()["validation"] == {"bullets": {"value": 0.5, "ci95": [0.1, 0.9],
                                                      "n": 12, "p_wilcoxon": 0.01}}
     assert r.estimates()["validation.sets.found.factors.bullets"].n == 12
+
+
+def test_recall_equal_over_seeds_has_no_point_interval():
+    """Two seeds with the same recall gave [0.75, 0.75], which reads as certainty."""
+    re = Result.from_document({"command": "rank-eval", "recall": {"bt": {"topk": {
+        "40": {"mean": 0.75, "se": 0.0, "n": 2}}}}})
+    cell = re.summary()["recall"]["bt"]["topk"]["40"]
+    assert cell["value"] == 0.75 and cell["ci95"] == [None, None] and cell["n"] == 2

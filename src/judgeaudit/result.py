@@ -136,13 +136,14 @@ def _bounds(x: Any, n: Any, method: str) -> Estimate | None:
 
 def _over_seeds(x: Any) -> Estimate | None:
     """rank-eval's {"mean", "se", "n"} over seeds: a normal interval, clipped to [0, 1] (a
-    recall); NaN bounds from one seed."""
+    recall); NaN bounds from one seed or when every seed gave the same value."""
     from judgeaudit.stats.types import Z95, Estimate
 
     if not isinstance(x, Mapping) or not isinstance(x.get("mean"), int | float):
         return None
     m, se = float(x["mean"]), x.get("se")
-    ok = isinstance(se, int | float) and se == se
+    # se 0 (every seed gave the same recall): no interval rather than the point [m, m]
+    ok = isinstance(se, int | float) and se == se and se > 0
     lo, hi = (max(0.0, m - Z95 * se), min(1.0, m + Z95 * se)) if ok else (math.nan, math.nan)
     return Estimate(m, (lo, hi), int(x.get("n") or 0), float(se) if ok else None,
                     "normal over seeds")
