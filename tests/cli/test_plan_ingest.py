@@ -230,6 +230,7 @@ def test_plan_only_with_json_prints_what_it_planned_on_stdout(tmp_path, monkeypa
     doc = json.loads(res.stdout)
     assert doc["planned"] == len(plan.read_text().splitlines()) > 0 and doc["cached"] == 0
     assert doc["plan"] == str(plan) and doc["prompt_tokens_estimate"] > 0
+    assert doc["command"] == "audit" and doc["ok"] is True  # as every --json object says
 
 
 def test_plan_only_plans_one_adaptive_round_per_run(tmp_path, monkeypatch):

@@ -56,6 +56,7 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
 
     if JSON_REQUESTED.get():  # --json: what was planned, for a script, on stdout
         typer.echo(json.dumps({
+            "command": getattr(planner, "command", None), "ok": True,
             "plan": str(path), "planned": n, "cached": m,
             "stopped": None if stopped is None else str(stopped).splitlines()[0][:200],
             "prompt_tokens_estimate": round(planner.prompt_chars / CHARS_PER_TOKEN),

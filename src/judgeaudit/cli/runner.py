@@ -122,6 +122,7 @@ def run_command(cfg: Any, run: Any,
                    "--no-cache")
     if planner is not None:  # its estimate is compared with the cap
         planner.max_cost = getattr(cfg, "max_cost", None)
+        planner.command = type(cfg).command  # named in --json, as every command's summary
     store = open_cache(cfg.cache, cfg.no_cache)
     with show() as bars:
 
