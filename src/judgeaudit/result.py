@@ -142,10 +142,11 @@ def _over_seeds(x: Any) -> Estimate | None:
     if not isinstance(x, Mapping) or not isinstance(x.get("mean"), int | float):
         return None
     m, se = float(x["mean"]), x.get("se")
+    known = isinstance(se, int | float) and se == se
     # se 0 (every seed gave the same recall): no interval rather than the point [m, m]
-    ok = isinstance(se, int | float) and se == se and se > 0
+    ok = known and se > 0
     lo, hi = (max(0.0, m - Z95 * se), min(1.0, m + Z95 * se)) if ok else (math.nan, math.nan)
-    return Estimate(m, (lo, hi), int(x.get("n") or 0), float(se) if ok else None,
+    return Estimate(m, (lo, hi), int(x.get("n") or 0), float(se) if known else None,
                     "normal over seeds")
 
 
