@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 from fakeserver import FakeLLMServer, judge_request, write_pairs
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from judgeaudit.cli.main import app
 from judgeaudit.llm import Client, make_provider
@@ -114,6 +115,12 @@ async def test_content_as_a_list_of_parts_is_read_from_its_text_parts(fake_serve
     await client.aclose()
 
 
+def evaluate(data: Path, spec: str, out: Path, *extra: str) -> Result:
+    """`judgeaudit evaluate` of `data` (a JSONL file) with judge `spec` into folder `out`."""
+    return CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge", spec,
+                                    "--out", str(out), *extra])
+
+
 def test_a_run_whose_answers_are_all_spent_thinking_stops_early(tmp_path, isolated_cache):
     """40 pairs (80 calls) to a reasoning model without room to answer: every answer is
     paid for and empty. The client stops after its first 16 (max(8, 2 x concurrency 8))
@@ -122,8 +129,7 @@ def test_a_run_whose_answers_are_all_spent_thinking_stops_early(tmp_path, isolat
     write_pairs(data, 40)
     with FakeLLMServer(reasoning=True) as srv:
         spec = f"openai:gpt-5-mini?base_url={srv.openai_url}&api_key=k"
-        res = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge", spec,
-                                       "--out", str(tmp_path / "a")])
+        res = evaluate(data, spec, tmp_path / "a")
         answered = srv.served()
     assert res.exit_code == 3, res.output
     assert 16 <= answered <= 16 + 8  # the 16, and at most those already in flight
@@ -154,13 +160,11 @@ def test_a_judge_whose_answers_give_no_verdict_stops_being_paid(answer, tmp_path
     write_pairs(data, 40)
     with FakeLLMServer(answer=answer) as srv:
         spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&logprobs=off"
-        res = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge", spec,
-                                       "--out", str(tmp_path / "a")])
+        res = evaluate(data, spec, tmp_path / "a")
         answered = srv.served()
         # the same command again: its cached unreadable answers count (it paid for 16 new
         # ones each time, after the 16 it had cached), so it pays for none
-        again = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge",
-                                         spec, "--out", str(tmp_path / "b")])
+        again = evaluate(data, spec, tmp_path / "b")
         assert again.exit_code == 3 and srv.served() == answered, again.output
     assert res.exit_code == 3, res.output
     assert 16 <= answered <= 16 + 8  # max(8, 2 x concurrency 8), and those in flight
@@ -176,7 +180,6 @@ def test_one_verdict_first_ends_the_verdict_watch(tmp_path, isolated_cache):
     answers = iter(["A"] + ["no idea"] * 100)
     with FakeLLMServer(answer=lambda _prompt: next(answers)) as srv:
         spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&logprobs=off"
-        res = CliRunner().invoke(app, ["evaluate", "--data", f"jsonl:{data}", "--judge", spec,
-                                       "--out", str(tmp_path / "a"), "--concurrency", "1"])
+        res = evaluate(data, spec, tmp_path / "a", "--concurrency", "1")
         answered = srv.served()
     assert answered == 40, res.output
