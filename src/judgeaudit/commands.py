@@ -712,7 +712,7 @@ def _check_fit(saved: Mapping[str, Any], fit: Any, cfg: MitigateConfig,
                specs: Sequence[str], cli: bool) -> None:
     """What `--apply` cannot take, refused before any call: another command's results (it
     judged for 21 s first), a fit that failed, the fit's own settings given again (they were
-    ignored silently), or more than one judge."""
+    ignored silently), more than one judge, or a factor the fit is not for."""
     where = f"{opt('apply', cli)} {fit if isinstance(fit, str | os.PathLike) else ''}".strip()
     if saved.get("command") != "mitigate":
         raise ValueError(f"{where}: needs the results.json of a `mitigate` run (a fit); this "
@@ -731,6 +731,12 @@ def _check_fit(saved: Mapping[str, Any], fit: Any, cfg: MitigateConfig,
     if len(specs) > 1:
         raise ValueError(f"{opt('apply', cli)} corrects one judge's verdicts; "
                          f"{opt('judges', cli)} gives {len(specs)}")
+    fitted = (saved.get("factor") or {}).get("name")
+    if cfg.factor is not None and cfg.factor != fitted:
+        raise ValueError(f"{opt('factor', cli)} {cfg.factor}, but the fit in "
+                         f"{opt('apply', cli)} is for factor {fitted!r}: a fit corrects "
+                         f"only its own factor (leave out {opt('factor', cli)}, or fit "
+                         f"{cfg.factor} first)")
 
 
 def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
@@ -754,13 +760,6 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     if saved is not None:  # what a fit cannot take, before any call
         _check_fit(saved, fit, cfg, judges if judges is not None else split_specs(
             cfg.judges or ""), cli)
-    if saved is not None and cfg.factor is not None:
-        fitted = (saved.get("factor") or {}).get("name")
-        if cfg.factor != fitted:
-            raise ValueError(f"{opt('factor', cli)} {cfg.factor}, but the fit in "
-                             f"{opt('apply', cli)} is for factor {fitted!r}: a fit corrects "
-                             f"only its own factor (leave out {opt('factor', cli)}, or fit "
-                             f"{cfg.factor} first)")
     fs, crit = ([], {}) if saved is not None else _factors(
         cfg.factor or "verbosity", cfg.factors_from if factors_from is None else factors_from,
         cli, option="factor")
