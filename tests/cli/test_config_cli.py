@@ -228,6 +228,12 @@ def test_schema_command_prints_and_writes_schemas(tmp_path):
     assert schema["additionalProperties"] is False
     assert set(schema["properties"]) == set(AuditConfig.model_fields)
     assert schema["properties"]["n"]["anyOf"][0]["minimum"] == 1
+    # an empty gate turned the gate off; the CLI refuses it and so does the schema
+    import re
+
+    text = next(a for a in schema["properties"]["fail_on"]["anyOf"] if a.get("type") == "string")
+    assert [bool(re.search(text["pattern"], v)) for v in ("", " ", ",", " , ", "position")] == [
+        False, False, False, False, True]
 
     res = runner.invoke(app, ["schema", "audit", "--result"])
     assert res.exit_code == 0 and json.loads(res.stdout)["properties"]["command"]["const"] == (

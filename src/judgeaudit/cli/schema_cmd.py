@@ -15,6 +15,9 @@ import typer
 from judgeaudit.cli.progress import console, fail
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# fail_on must name something: an empty, blank or commas-only value turned the gate off
+# before the CLI refused it, so the schema refuses it too (a pattern is searched, not anchored).
+NOT_EMPTY_GATE = "[^\\s,]"
 
 
 def config_schema(kind: str) -> dict[str, Any]:
@@ -27,6 +30,10 @@ def config_schema(kind: str) -> dict[str, Any]:
         prop = (schema.get("properties") or {}).get(name)
         if prop is not None and "str" in str(info.annotation):
             _toml_forms(prop, "comma" in (info.description or "").lower())
+    gate = (schema.get("properties") or {}).get("fail_on")
+    for alt in (gate or {}).get("anyOf", []):
+        if alt.get("type") == "string":
+            alt["pattern"] = NOT_EMPTY_GATE
     return {"$schema": SCHEMA_DIALECT, **schema}
 
 
