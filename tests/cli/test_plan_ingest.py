@@ -203,6 +203,10 @@ def test_plan_only_refuses_no_cache_and_ingest_refuses_a_missing_file(tmp_path, 
     res = invoke("ingest", tmp_path / "cut.jsonl", "--cache", tmp_path / "typo.sqlite", ok=False)
     assert res.exit_code == 2 and "no such cache file" in " ".join(res.output.split())
     assert not (tmp_path / "typo.sqlite").exists()
+    # A command that calls no judge has nothing to plan: it ran in full and wrote no plan.
+    for cmd in (["selfcheck"], ["compare", tmp_path / "a", tmp_path / "b"], ["judges"]):
+        res = invoke("--plan-only", tmp_path / "p.jsonl", *cmd, ok=False)
+        assert res.exit_code == 2 and "calls no judge" in res.output, (cmd, res.output)
     # The planner does not outlive its invocation: the next command runs for real.
     invoke("evaluate", "--judge", "sim", "--limit", "4", "--out", tmp_path / "o")
     assert (tmp_path / "o" / "results.json").exists()

@@ -56,6 +56,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     verbose: Annotated[bool, typer.Option("--verbose", "-v",
                                           help="Log calls and retries; show tracebacks.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
@@ -74,7 +75,7 @@ def _main(
 
     progress.SHOW_TRACEBACKS = verbose
 
-    plan_cmd.set_plan_path(plan_only)
+    plan_cmd.set_plan_path(plan_only, ctx.invoked_subcommand)
 
 
 def _redact_logs() -> None:

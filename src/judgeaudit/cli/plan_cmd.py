@@ -26,13 +26,24 @@ from judgeaudit.report.outcome import EXIT_RUN_FAILED
 _PLANNER: Any = None  # judgeaudit.llm.plan.Planner of this invocation, or None
 
 
-def set_plan_path(path: Path | None) -> None:
-    """Start planning into `path` (None: no planning). Called by the main callback on every
-    invocation, so a planner never outlives its command."""
+# The commands that ask a judge anything; the rest (compare, report, selfcheck, ...) ran in
+# full under --plan-only and wrote no plan, which a script planning every step took for a plan.
+PLANNING_COMMANDS = ("evaluate", "audit", "rank", "rank-eval", "scoring-bias", "discover",
+                     "quantify", "mitigate")
+
+
+def set_plan_path(path: Path | None, command: str | None = None) -> None:
+    """Start planning into `path` (None: no planning) for `command`, which must be one that
+    calls a judge. Called by the main callback on every invocation, so a planner never
+    outlives its command."""
     global _PLANNER
     if path is None:
         _PLANNER = None
         return
+    if command is not None and command not in PLANNING_COMMANDS:
+        raise fail(f"--plan-only: `{command}` calls no judge, so it has nothing to plan; run "
+                   f"it without --plan-only (the commands that plan: "
+                   f"{', '.join(PLANNING_COMMANDS)})")
     from judgeaudit.llm.plan import Planner
 
     if path.exists() and path.is_dir():
