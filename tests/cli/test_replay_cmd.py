@@ -68,6 +68,17 @@ def test_reports_format_matches_coverage_values_and_accuracy(app, tmp_path):
                      r"\(n=3 items labelled 1 or 2", out), out
     assert "labels may be inverted" not in out
 
+    # --json: the same counts on stdout, for a script checking a file before a paid run
+    res = runner.invoke(app, ["replay-check", str(v), "judge=J", "--data", data, "--json"])
+    doc = json.loads(res.stdout)
+    assert doc["ok"] is True and doc["exit_code"] == 0 and doc["matched"] == 3
+    assert (doc["n_items"], doc["records"], doc["records_kept"], doc["verdicts"]) == (4, 7, 6, 6)
+    assert doc["items_without_verdicts"] == 1 and doc["records_without_items"] == 1
+    assert doc["coverage"] == {"both": 2, "12 only": 1}
+    assert doc["accuracy"]["value"] == 0.5 and doc["accuracy"]["n"] == 3
+    res = runner.invoke(app, ["replay-check", str(v), "judge=K", "--data", data, "--json"])
+    assert res.exit_code == 3 and json.loads(res.stdout)["ok"] is False
+
 
 def test_inverted_labels_are_flagged(app, tmp_path):
     ids = [f"i{k}" for k in range(12)]

@@ -11,6 +11,7 @@ Exit codes: 0 at least one item matched, 2 unreadable input (data, verdict file,
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Annotated, Any
 
@@ -127,6 +128,9 @@ def replay_check(
     fmt: Annotated[str | None, typer.Option("--format", "-f", help=(
         "long | wide | nested | two_files | alpaca_eval | fastchat | columns (default: "
         "detected from the file)."))] = None,
+    json_out: Annotated[bool, typer.Option("--json", help=(
+        "Print the check's counts as one JSON object on stdout (all other output goes to "
+        "stderr)."))] = False,
 ) -> None:
     """Check that a file of recorded verdicts reads and joins the data before evaluating.
 
@@ -196,7 +200,26 @@ def replay_check(
                "records are matched by item id: compare the ids above with the data "
                "loader's ids (docs/bring-your-own-verdicts.md)")
         console.print(f"[bold red]error:[/] no item of the data has a recorded verdict; {how}")
+    if json_out:  # a script checking a file before paying for nothing read only the exit code
+        typer.echo(json.dumps(check_summary(res, path, replay_params, data, len(items), index),
+                              ensure_ascii=False))
+    if not res["matched"]:
         raise typer.Exit(3)
+
+
+def check_summary(res: dict[str, Any], path: str, params: dict[str, str], data: str,
+                  n_items: int, index: Any) -> dict[str, Any]:
+    """replay-check's --json object: the counts the terminal shows, ok when an item matched."""
+    return {"command": "replay-check", "ok": bool(res["matched"]),
+            "exit_code": 0 if res["matched"] else 3, "file": path, "params": params,
+            "data": data, "n_items": n_items, "records": index.n_records,
+            "records_kept": index.n_rows, "verdicts": len(index.verdicts),
+            "scores": len(index.scores), "matched": res["matched"],
+            "items_without_verdicts": len(res["without"]),
+            "records_without_items": len(res["unused"]), "coverage": res["coverage"],
+            "values": res["values"], "accuracy": res["accuracy"],
+            "tie_labelled": res["tie_labelled"],
+            "scores_unreadable": len(res["scores_unreadable"])}
 
 
 def _escape(text: str) -> str:
