@@ -624,7 +624,7 @@ def prepare_discover(cfg: DiscoverConfig, *, data: Data | None = None,
             res = await run_discover(items, winners, g.client, emb, alg, holdout=cfg.holdout,
                                      limit=cfg.limit, holdout_limit=cfg.holdout_limit,
                                      min_agreement=cfg.min_agreement, on_stage=stage,
-                                     judge_clients=[b.client for b in s.judges.values()],
+                                     judge_clients=[s.judge(x).client for x in specs],
                                      min_valid=cfg.min_valid, max_failed=cfg.max_failed)
         finally:
             g.client.observers.remove(observe)
@@ -793,7 +793,7 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
                 raise ValueError(f"no fit for judge {unfitted[0]!r} in {opt('apply', cli)}; "
                                  f"fitted judges: {', '.join(fitted)}")
         winners = await _winners(s, specs, cfg.recorded, folder, items, recorded_dir, cli)
-        clients = [b.client for b in s.judges.values()]
+        clients = [s.judge(x).client for x in specs]  # the judges', not the scorer's
         if saved is not None:
             if len(winners) != 1:
                 raise ValueError("--apply corrects one judge: give exactly one of "

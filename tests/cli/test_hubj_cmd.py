@@ -400,3 +400,31 @@ def test_a_judge_answering_garbage_is_stopped_alone_not_the_run(shared_data, tmp
     assert "sim?length=1" in doc["per_judge"] and len(doc["not_fitted"]) == 1
     assert asked < 40 and doc["calls"]["not_sent"] > 80
     assert "could not be read as verdicts" in doc["calls"]["not_sent_why"]
+
+
+def test_a_judge_answering_garbage_half_the_time_fails_the_run(shared_data, tmp_path,
+                                                               isolated_cache):
+    """More than --max-failed unreadable answers fail mitigate as they fail evaluate and
+    audit: a judge whose every other answer was prose was fitted on the rest, exit 0. The
+    watch never stops it (a verdict comes early), so only the outcome can say it."""
+    import hashlib
+
+    from fakeserver import FakeLLMServer, default_answer
+
+    def answer(text: str) -> str:
+        odd = hashlib.sha256(text.encode()).digest()[0] % 2
+        return "I think it's fine." if odd else default_answer(text)
+
+    with FakeLLMServer(answer=answer) as srv:
+        half = f"openai:m?base_url={srv.openai_url}&api_key=k&logprobs=off"
+        res = runner.invoke(app, ["mitigate", "--judges", f"{half},sim?length=1", "--scorer",
+                                  "simhubj?score_from=length", "--data", _data(shared_data),
+                                  "--factor", "length", "--limit", "60", "--out",
+                                  str(tmp_path)])
+    assert res.exit_code == 3, res.output
+    doc = json.loads((tmp_path / "results.json").read_text())
+    run = doc["run"]
+    assert run["answers"] == 240 and 0.15 < run["unreadable"] / 240 < 0.35, run  # 1 of 2
+    assert "answers could not be read as a verdict" in run["message"]
+    assert "the first: unparseable answer: \"I think it's fine.\"" in run["message"]
+    assert doc["calls"]["unreadable"] == run["unreadable"]

@@ -60,6 +60,15 @@ def _calls(clients: Sequence[Client]) -> dict[str, Any]:
     return sum_calls([c.stats.as_dict() for c in seen.values()])
 
 
+def _judge_answers(clients: Sequence[Client]) -> dict[str, int]:
+    """The judges' answers and how many they could not read (`assess`'s `answers` and
+    `unreadable`), over the judges' clients only: the G-modules' and scorer's calls in the
+    run's call counts would hide a judge answering garbage."""
+    seen = {id(c): c.stats for c in clients}.values()
+    return {"answers": sum(st.made + st.cached for st in seen),
+            "unreadable": sum(st.unreadable for st in seen)}
+
+
 def _stats_doc(stats: Mapping[str, JSONStats]) -> dict[str, Any]:
     return {k: v.as_dict() for k, v in stats.items()}
 
@@ -187,7 +196,8 @@ async def run_discover(
         "calls": calls,
         "run": assess(n_valid=sum(st.calls - st.failed for st in stats.values()),
                       n_planned=sum(st.calls for st in stats.values()), calls=calls,
-                      min_valid=min_valid, max_failed=max_failed, what="G-module answers"),
+                      min_valid=min_valid, max_failed=max_failed, what="G-module answers",
+                      **_judge_answers(judge_clients)),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
@@ -275,7 +285,8 @@ async def run_quantify(
                                    for w in ws.values()),
                        n_planned=len(items) * len(agreement), calls=calls,
                        min_valid=min_valid, max_failed=max_failed,
-                       what="judge verdicts on the agreement items")
+                       what="judge verdicts on the agreement items",
+                       **_judge_answers([b.client for b in judges.values()]))
         if stage["status"] != "failed":
             raise ValueError("quantify: no agreement items (no item where every judge picks "
                              "the human-preferred response); use more items or other judges")
@@ -297,7 +308,8 @@ async def run_quantify(
     calls = _calls(all_clients)
     run = assess(n_valid=sum(y is not None for fl in out.flips.values() for y in fl.values()),
                  n_planned=len(out.rewrites) * len(judges), calls=calls, min_valid=min_valid,
-                 max_failed=max_failed, what="judge verdicts on rewrites")
+                 max_failed=max_failed, what="judge verdicts on rewrites",
+                 **_judge_answers([b.client for b in judges.values()]))
     failed_rw = sum(1 for rw in out.rewrites if rw.text is None)
     unchecked = sum(1 for rw in out.rewrites if rw.text is not None and rw.same_answer is None)
     changed = sum(1 for rw in out.rewrites if rw.same_answer is False)
@@ -534,7 +546,8 @@ async def run_mitigate(
     calls = _calls([scorer, *judge_clients])
     run = assess(n_valid=int(np.isfinite(Y).sum()), n_planned=len(winners) * len(items),
                  calls=calls, min_valid=min_valid, max_failed=max_failed,
-                 what="judge verdicts on queries with factor scores")
+                 what="judge verdicts on queries with factor scores",
+                 **_judge_answers(judge_clients))
     doc: dict[str, Any] = {
         "command": "mitigate",
         "judges": list(winners),
@@ -593,7 +606,8 @@ async def run_apply(
     calls = _calls([scorer, *judge_clients])
     run = assess(n_valid=int(np.isfinite(Y).sum()), n_planned=len(items), calls=calls,
                  min_valid=min_valid, max_failed=max_failed,
-                 what="judge verdicts on queries with factor scores")
+                 what="judge verdicts on queries with factor scores",
+                 **_judge_answers(judge_clients))
     res = None
     if run["status"] != "failed":
         delta = M.CONTROLS[saved.get("control", "bias")](ctl)

@@ -84,7 +84,10 @@ class CallStats:
     a time after calls timed out in the server's queue (`Client._note_timeout`), None when
     the client never narrowed. `usage_estimated` counts the priced calls whose server sent no
     token counts: their tokens (and so the cost and the spend cap) are estimated from
-    characters (`plan.estimated_usage`), not counted.
+    characters (`plan.estimated_usage`), not counted. `unreadable` counts the answers (made
+    or cached) a judge could not read as a verdict (`Client.note_verdict`), so every command's
+    outcome can fail a judge that answers garbage past --max-failed; `first_unreadable` says
+    why the first of them could not be read (the answer's start, secrets masked).
     """
 
     made: int = 0
@@ -97,8 +100,10 @@ class CallStats:
     completion_tokens: int = 0
     cost_usd: float | None = None
     usage_estimated: int = 0
+    unreadable: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
+    first_unreadable: str | None = None
     not_sent_why: str | None = None
     narrowed_to: int | None = None
 
@@ -815,6 +820,9 @@ class Client:
         answer was paid for call after call (640 calls of a judge answering nothing). One
         verdict ends the watch. Cached answers count too: a re-run of a run that failed
         this way paid for 16 new answers each time, after the 16 it had cached."""
+        if reason is not None:
+            self.stats.unreadable += 1
+            self.stats.first_unreadable = self.stats.first_unreadable or redact(reason)[:200]
         if self._unread is None:
             return
         if reason is None:

@@ -52,7 +52,9 @@ def assess(
         what: the unit's name in the message.
         answers, unreadable: the judge's answers (calls that came back) and how many of
             them could not be read as a verdict; more than `max_failed` of them unreadable
-            fails the run too (a judge that answers garbage), where a command counts them.
+            fails the run too (a judge that answers garbage). Not given: taken from `calls`
+            (its `unreadable` over its made and cached calls), for a command whose calls are
+            its judges' only.
 
     Returns:
         `{"status": "ok" | "failed", "message", "n_valid", "n_planned", "min_valid",
@@ -60,6 +62,8 @@ def assess(
         "errors"}`; `message` is one line saying why a failed run failed.
     """
     made, cached, failed = (int(calls.get(k) or 0) for k in ("made", "cached", "failed"))
+    if not answers and calls.get("unreadable"):
+        answers, unreadable = made + cached, int(calls["unreadable"])
     asked = made + cached + failed
     share = failed / asked if asked else 0.0
     first = calls.get("first_error")
@@ -67,8 +71,10 @@ def assess(
     if share > max_failed:
         reasons.append(f"{failed} of {asked} calls failed")
     if answers and unreadable / answers > max_failed:
+        first_bad = calls.get("first_unreadable")
         reasons.append(f"{unreadable} of {answers} answers could not be read as a verdict "
-                       f"(more than --max-failed {max_failed:g}; see the invalid examples)")
+                       f"(more than --max-failed {max_failed:g}"
+                       + (f"; the first: {first_bad})" if first_bad else ")"))
     if n_valid < min_valid:
         # "60 of 60 have a valid verdict (--min-valid 1000)" read like a success
         reasons.append(f"only {n_valid} of {n_planned} {what} have a valid verdict, fewer than "
