@@ -275,3 +275,24 @@ def test_a_failed_runs_reason_counts_what_it_planned(args, counted, tmp_path, is
     if gate:  # the gate's record is there too (a fatal error left none)
         assert doc["gate"] == {"fail_on": "biased", "outcome": "run_failed", "by": []}
     assert "results: " in res.output  # where it is, as every other run says
+
+
+@pytest.mark.parametrize("args", [
+    ["rank", "--items", "builtin:controlled?n=8&k=2", "--k", "2", "--budget", "40"],
+    ["scoring-bias", "--limit", "10"],
+    ["rank-eval", "--items", "builtin:controlled?n=8&k=2", "--k", "2", "--budgets", "10",
+     "--seeds", "2"],
+])
+def test_a_judge_answering_garbage_half_the_time_fails_every_command(args, tmp_path,
+                                                                     isolated_cache):
+    """Unreadable answers past --max-failed failed evaluate and audit only: rank, rank-eval and
+    scoring-bias passed (exit 0) on a judge answering 'I cannot decide' half the time."""
+    out = tmp_path / "o"
+    res = runner.invoke(app, [*args, "--judge", "sim?invalid=0.5", "--out", str(out)])
+    assert res.exit_code == 3, res.output
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert 0.3 < run["unreadable"] / run["answers"] < 0.7, run
+    assert "the first: unparseable answer: 'I cannot decide'" in run["message"]
+    res = runner.invoke(app, [*args, "--judge", "sim?invalid=0.5", "--max-failed", "0.9",
+                              "--out", str(out)])
+    assert res.exit_code == 0, res.output  # the user's tolerance is the rule
