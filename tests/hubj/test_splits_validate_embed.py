@@ -131,3 +131,22 @@ def test_flip_values_and_level_choice_on_calibration_items():
     assert res["l_star"] == 3
     assert res["susceptibility"]["value"] == 0.0 and res["susceptibility"]["n"] == 8
     assert res["by_level"]["5"]["value"] == pytest.approx(8 / 12)
+
+
+def test_embedder_says_a_missing_extra_at_once_and_loads_only_when_it_encodes(monkeypatch):
+    """discover checks the embedder before any judge call, but loading it there cost the
+    load's seconds and memory to a run that then failed on its judges or found nothing."""
+    import importlib.util
+
+    from judgeaudit.hubj.embed import MiniLMEmbedder
+
+    monkeypatch.setattr(MiniLMEmbedder, "_model", None)
+    MiniLMEmbedder()
+    assert MiniLMEmbedder._model is None  # checked, not loaded
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "sentence_transformers"
+                        else real(name, *a))
+    with pytest.raises(RuntimeError, match="no module named 'sentence_transformers'.*pip "
+                                           "install sentence-transformers"):
+        MiniLMEmbedder()

