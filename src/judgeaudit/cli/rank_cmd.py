@@ -151,6 +151,12 @@ def _print_rank(doc: dict) -> None:
                   f"{doc['n_ties']} ties); {calls_text(doc)}")
 
 
+def _print_notes(doc: dict) -> None:
+    """What the bias terms can say (`rank.summary.bias_notes`)."""
+    for note in doc.get("notes") or []:
+        console.print(f"[bold yellow]note:[/] {escape(note)}")
+
+
 def _print_ranking(doc: dict, k: int) -> None:
     t = Table(title=f"ranking ({doc['reported_model']} model), top-{k} marked",
               title_justify="left")
@@ -171,6 +177,7 @@ def _print_ranking(doc: dict, k: int) -> None:
         console.print(escape(f"c[{name}] = {_fmt_iv(d)}  (per SD "
                              f"{d['per_sd']['estimate']:+.3f})"))
     console.print(f"kappa (position, first shown) = {_fmt_iv(ba['kappa'])}")
+    _print_notes(doc)
     if doc["covariates_dropped"]:
         console.print(f"left out (constant over the pool): {', '.join(doc['covariates_dropped'])}")
     if doc.get("gate"):
@@ -258,6 +265,7 @@ def _print_recall(doc: dict) -> None:
     kd = doc["kappa"]
     console.print(f"kappa = {_fmt_iv(kd)}"
                   + (f", coverage {kd['coverage']:.2f}" if "coverage" in kd else ""))
+    _print_notes(doc)
     if doc["covariates_dropped"]:
         console.print(f"left out (constant): {', '.join(doc['covariates_dropped'])}")
 

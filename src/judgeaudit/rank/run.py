@@ -136,7 +136,7 @@ async def run_rank(
     from judgeaudit.rank.gate import anchor_gate
     from judgeaudit.rank.live import planted_biases, rank_live
     from judgeaudit.rank.membership import recall_ties
-    from judgeaudit.rank.summary import gate_summary, model_summary, ranking
+    from judgeaudit.rank.summary import bias_notes, gate_summary, model_summary, ranking
 
     t0 = time.time()
     c = inp.cfg
@@ -188,6 +188,8 @@ async def run_rank(
         "n_comparisons": len(run.verdicts), "n_invalid": run.n_invalid, "n_ties": run.n_ties,
         "calls": bundle.client.stats.as_dict(), "run": run.run, "seconds": time.time() - t0,
     }
+    doc["notes"] = bias_notes(doc["models"]["bias_aware"], names,
+                              hierarchical=c.hierarchical, trusted=inp.trusted is not None)
     if pool.has_quality:
         true = pool.true_topk(k)
         doc["recall"] = {m: recall_ties(f.theta, pool.quality, k, pool.groups)

@@ -101,13 +101,18 @@ def plan_cases(items: str, oracle: str, seeds: list[int]
 
 
 def summarise_estimates(per_matrix: list[dict], names: list[str]) -> tuple[dict, dict]:
-    """Across matrices: mean estimate and mean interval bounds, their sd, and the coverage of
-    planted values where known."""
+    """Across matrices: mean estimate and mean interval bounds, their sd, the coverage of
+    planted values where known, and in how many matrices the term was mostly the prior's
+    (`from_prior_in`; `from_prior` when in most)."""
     def agg(rows: list[dict]) -> dict:
         est = np.array([r["estimate"] for r in rows])
         d = {"estimate": float(est.mean()), "lo": float(np.mean([r["lo"] for r in rows])),
              "hi": float(np.mean([r["hi"] for r in rows])), "n": len(rows),
              "sd": float(est.std(ddof=1)) if len(rows) > 1 else None}
+        if rows and all("from_prior" in r for r in rows):  # the prior's numbers, not the data's
+            d.update(se=float(np.mean([r["se"] for r in rows])), prior_sd=rows[0]["prior_sd"],
+                     from_prior_in=sum(r["from_prior"] for r in rows))
+            d["from_prior"] = d["from_prior_in"] > len(rows) / 2
         if rows and all("planted" in r for r in rows):
             d["planted"] = rows[0]["planted"]
             d["coverage"] = float(np.mean([r["covered"] for r in rows]))
@@ -213,7 +218,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     from judgeaudit.rank.fitting import fit_model
     from judgeaudit.rank.live import planted_biases
     from judgeaudit.rank.membership import recall_ties
-    from judgeaudit.rank.summary import covariate_estimates, kappa_estimate
+    from judgeaudit.rank.summary import bias_notes, covariate_estimates, kappa_estimate
     from judgeaudit.report.outcome import assess, sum_calls
 
     t0 = time.time()
@@ -282,6 +287,8 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         "config": res["config"],
         "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],
         "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
+        "notes": bias_notes({"c": c_sum, "kappa": kappa_sum}, kept,
+                            hierarchical=c.hierarchical, trusted=False),
         "matrices": per_matrix, "cases": res["cases"],
         "n_invalid": sum(m["n_invalid"] for m in per_matrix),
         "calls": calls, "run": run, "seconds": time.time() - t0,

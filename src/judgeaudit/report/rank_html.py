@@ -29,6 +29,7 @@ def _iv(d: Any) -> dict[str, Any] | None:
             "se": d.get("se"), "sd": d.get("sd"), "n": d.get("n"),
             "planted": d.get("planted"), "covered": d.get("covered"),
             "coverage": d.get("coverage"), "source": _str(d.get("source")),
+            "from_prior": d.get("from_prior"), "from_prior_in": d.get("from_prior_in"),
             "per_sd": {"estimate": per_sd.get("estimate"), "lo": per_sd.get("lo"),
                        "hi": per_sd.get("hi")} if per_sd else None}
 
@@ -112,7 +113,8 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
         "top": top, "membership_plot": membership_plot,
         "topk": {m: [str(i) for i in _l(_d(models.get(m)).get("topk"))]
                  for m in ("naive", "bias_aware") if m in models},
-        "biases": biases,
+        "biases": biases, "notes": [str(x) for x in _l(r.get("notes"))],
+        "tau_final": ba.get("tau"),
         "bias_plot": _bias_plot(biases, "bias-aware model: c per covariate unit, kappa for "
                                         "the first-shown position (log-odds, 95% interval)"),
         "covariates": [{"name": _str(c.get("name")), "source": _str(c.get("source")),
@@ -241,7 +243,7 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
         "pool_per_seed": bool(r.get("pool_per_seed")),
         "judge_per_seed": bool(r.get("judge_per_seed")),
         "models": models, "tests": tests, "ablation": ablation,
-        "biases": biases,
+        "biases": biases, "notes": [str(x) for x in _l(r.get("notes"))],
         "bias_plot": _bias_plot(biases, "bias-aware fit on each full matrix: mean estimate "
                                         "and mean 95% interval across matrices (log-odds)"),
         "covariates_dropped": [str(x) for x in _l(r.get("covariates_dropped"))],
