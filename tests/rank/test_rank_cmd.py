@@ -173,3 +173,20 @@ def test_bias_terms_say_when_their_numbers_are_the_priors(app, tmp_path):
     ba = doc["models"]["bias_aware"]
     assert not ba["kappa"]["from_prior"] and ba["kappa"]["lo"] > 0
     assert ba["kappa"]["se"] < 0.5 * ba["kappa"]["prior_sd"]
+
+
+def test_control_characters_in_item_ids_are_shown_not_acted_on(app, tmp_path):
+    """An id's ESC sequence recoloured the terminal and a right-to-left override reversed the
+    line; both, and NUL, went raw into report.html. They are shown as escapes."""
+    ids = ["a\x1b[31mRED\x1b[0m\x00z", "\u202eevil", "ok\x1b]0;pwned\x07"]
+    pool = tmp_path / "ctl.jsonl"
+    pool.write_text("".join(json.dumps({"id": x, "prompt": "p", "response": "r " * (i + 1),
+                                        "quality": float(3 - i)}) + "\n"
+                            for i, x in enumerate(ids)))
+    r = _run(app, ["rank", "--judge", "sim", "--items", f"jsonl:{pool}", "--k", "1",
+                   "--budget", "6", "--samples", "100", "--out", str(tmp_path / "o")], tmp_path)
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "o" / "report.html").read_text()
+    for text in (r.output, html):
+        assert not any(ch in text for ch in "\x1b\x00\x07\u202e")
+    assert "a\\x1b[31mRED" in r.output and "\\u202eevil" in html

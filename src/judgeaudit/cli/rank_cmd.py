@@ -19,7 +19,7 @@ import numpy as np
 import typer
 from rich.console import Group
 from rich.live import Live
-from rich.markup import escape
+from rich.markup import escape as markup_escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -43,9 +43,17 @@ from judgeaudit.cli.runner import (
 from judgeaudit.config import RankConfig, RankEvalConfig
 from judgeaudit.rank.run_eval import parse_seeds
 from judgeaudit.report.outcome import run_failed
+from judgeaudit.report.svg import visible
 
 if TYPE_CHECKING:
     from judgeaudit.session import Progress as ProgressEvent
+
+
+def escape(text: str) -> str:
+    """Rich markup escaped and acting characters shown (`visible`): item ids come from the
+    user's pool file, and an ESC or a right-to-left override in one reached the terminal."""
+    return markup_escape(visible(text))
+
 
 def _fmt_iv(d: dict) -> str:
     s = f"{d['estimate']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from judgeaudit.files import write_atomic
 from judgeaudit.report import svg
@@ -120,6 +121,10 @@ def _env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # every value a template shows: a results file's ids and texts are untrusted, and
+        # their control characters went into the page raw (autoescape leaves them)
+        finalize=lambda v: v if isinstance(v, Markup) or not isinstance(v, str) else
+        svg.visible(v),
     )
     env.filters.update(fmt=fmt, signed=fmt_signed, ci=fmt_ci, pval=fmt_p, int=fmt_int,
                        seconds=fmt_seconds, human=humanize, vlabel=verdict_label,

@@ -25,6 +25,20 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-ser
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
+# Characters that act on a terminal or reorder the text around them instead of showing: C0
+# and C1 controls (but tab, newline and CR), DEL, bidi overrides and isolates, lone surrogates.
+_ACTING = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e"
+                     "\u2066-\u2069\ud800-\udfff]")
+
+
+def visible(text: str) -> str:
+    """Untrusted text (an item id, a judge's answer) with its acting characters shown as
+    escapes (ESC as \\x1b, a right-to-left override as \\u202e): raw, an id in a data file
+    recoloured the terminal, set its title or reversed the line, and put NUL into reports."""
+    return _ACTING.sub(lambda m: (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                  else f"\\u{ord(m.group()):04x}"), text)
+
+
 def esc(text: Any) -> str:
     """Escape any value for an SVG/HTML text node or a quoted attribute.
 
