@@ -22,7 +22,9 @@ NEUTRAL = "#555555"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 
 # Characters XML 1.0 forbids (C0 controls but tab/newline/CR, lone surrogates, U+FFFE/FFFF).
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# Bidi overrides and isolates are dropped too: in a label they reverse the text after them.
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff"
+                      "\u202a-\u202e\u2066-\u2069]")
 
 
 # Characters that act on a terminal or reorder the text around them instead of showing: C0
