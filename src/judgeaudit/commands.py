@@ -103,7 +103,7 @@ class Run:
         replace it: a failed run saying it did not finish. So a run that is interrupted or
         killed (even by SIGKILL) never leaves an earlier run's results there as its own."""
         doc = self.failed_document(sess, RuntimeError(UNFINISHED))
-        doc["run"]["message"] = f"run failed: {UNFINISHED}"
+        doc["run"].update(message=f"run failed: {UNFINISHED}", unfinished=True)
         return doc
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from fakeserver import FakeLLMServer
 
+from judgeaudit.report import write_report
+
 from .test_cli import write_items
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -94,6 +96,10 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
         assert doc["judge"].startswith("openai:m") and doc["run"]["status"] == "failed"
         assert "did not finish" in doc["run"]["message"]
         assert not (tmp_path / "a" / "report.html").exists()  # evaluate writes none
+        # its report says it did not finish (it said the run judged too little, exit code 3)
+        assert doc["run"]["unfinished"] is True
+        page = write_report(tmp_path / "a", tmp_path / "unfinished.html").read_text()
+        assert "This run did not finish (interrupted" in page and "exit code 3" not in page
         # generous bound against hangs (the 2 s is checked by hand on a quiet machine)
         assert stopped_after < 10, stopped_after
         finished = _cached(cache)

@@ -101,7 +101,7 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
     true_topk = [str(i) for i in _l(r.get("true_topk"))]
     return {
         **_common(r),
-        "data": r.get("items"),
+        "data": r.get("items") or r.get("data"),  # an unfinished run's document says data
         "n_items": r.get("n_items"),
         "page_title": f"judgeaudit rank \u2013 {r.get('judge', '?')}",
         "k": k, "config": cfg, "n_groups": r.get("n_groups"), "groups": groups,
