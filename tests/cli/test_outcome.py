@@ -185,6 +185,25 @@ def test_key_in_base_url_userinfo_never_stored_or_shown(tmp_path, isolated_cache
     assert CANARY.encode() not in blob
 
 
+def test_key_a_server_echoes_back_base64_encoded_is_masked(tmp_path, isolated_cache, no_keys):
+    """A base_url's user:KEY@ goes out as `Authorization: Basic base64(user:KEY)`; a server
+    refusing it echoed that back, and the encoded key reached the reason, results.json and
+    the report."""
+    import base64
+
+    out = tmp_path / "o"
+    encoded = base64.b64encode(f"user:{CANARY}".encode()).decode()
+    with FakeLLMServer(api_keys={"the-right-key"}) as srv:
+        url = srv.openai_url.replace("http://", f"http://user:{CANARY}@")
+        res = runner.invoke(app, ["evaluate", "--judge", f"openai:m?base_url={url}", "--data",
+                                  "builtin:facts", "--limit", "3", "--out", str(out)])
+    assert res.exit_code == 3, res.output
+    doc = (out / "results.json").read_text()
+    assert "Basic ***" in doc  # the server did echo it
+    for text in (res.output, doc):
+        assert encoded[:12] not in text and CANARY not in text
+
+
 def test_unknown_provider_names_the_known_ones(tmp_path, isolated_cache):
     res = runner.invoke(app, ["evaluate", "--judge", "simm", "--out", str(tmp_path)])
     assert res.exit_code == 2

@@ -27,6 +27,9 @@ CANARY = "CanaryPw7f3e9d"
     ('{"x-api-key": "CanaryPw7f3e9d"}', "CanaryPw7f3e9d"),
     ("the key sk-proj-CanaryPw7f3e9d was rejected", "CanaryPw7f3e9d"),
     ("sk-ant-api03-CanaryPw7f3e9d", "CanaryPw7f3e9d"),
+    # a server echoing the header back: base64 of user:KEY (a base_url's userinfo) leaked
+    ("Incorrect API key provided: Basic dXNlcjpDYW5hcnlQdzdmM2U5ZA==", "dXNlcjpDYW5hcnlQdzdm"),
+    ("key provided: basic dXNlcjpDYW5hcnlQdzdmM2U5ZA", "dXNlcjpDYW5hcnlQdzdm"),
 ])
 def test_redact_masks_every_place_a_key_hides(text, leaked):
     out = redact(text)
@@ -35,7 +38,8 @@ def test_redact_masks_every_place_a_key_hides(text, leaked):
 
 def test_redact_leaves_ordinary_text_alone():
     for text in ("HTTP Request: POST http://127.0.0.1:8000/v1/chat/completions 200",
-                 "monkey=3 and donkey=4", "https://example.org/path?page=2", ""):
+                 "monkey=3 and donkey=4", "https://example.org/path?page=2", "",
+                 "a basic answer, Basic reasoning and basic arithmetic"):
         assert redact(text) == text
     assert redact("http://alice:pw@host/x") == "http://alice:***@host/x"  # the user stays
 

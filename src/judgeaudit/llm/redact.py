@@ -28,7 +28,24 @@ _AUTH_HEADER = re.compile(
     r"(?i)((?:authorization|x-api-key|api-key)['\"]?\s*[:=]\s*['\"]?)"
     r"(?:(bearer|basic|token)\s+)?[^\s'\",}]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{4,}")
+# Basic CREDENTIALS, wherever a server echoes the header back ("Incorrect API key provided:
+# Basic dXNlcjpzay0uLi4="): base64 of user:password, so a URL's userinfo key leaked encoded
+_BASIC = re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/]{4,}={0,2})")
 MASK = "***"
+
+
+def _basic(m: re.Match[str]) -> str:
+    """Mask a Basic credential: a token that decodes to user:password (plain words after
+    "basic" stay)."""
+    import base64
+    import binascii
+
+    token = m.group(2)
+    try:
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return m.group(0)
+    return m.group(1) + MASK if b":" in decoded else m.group(0)
 
 
 def redact(text: str) -> str:
@@ -41,6 +58,7 @@ def redact(text: str) -> str:
     text = _AUTH_HEADER.sub(
         lambda m: m.group(1) + (f"{m.group(2)} " if m.group(2) else "") + MASK, text)
     text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    text = _BASIC.sub(_basic, text)
     return KEYLIKE.sub(lambda m: m.group(1) + MASK, text)
 
 
