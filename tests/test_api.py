@@ -344,6 +344,22 @@ def test_run_sync_returns_values_and_raises_errors_in_both_modes():
     asyncio.run(inside())
 
 
+def test_an_error_in_plain_python_carries_no_event_loop_traceback():
+    """Every error of a sync call outside an event loop was chained to "RuntimeError: no
+    running event loop" (asyncio.run was called inside the except block)."""
+    import traceback
+
+    async def boom() -> None:
+        raise ValueError("boom")
+
+    for call in (lambda: api.run_sync(boom), lambda: judgeaudit.evaluate(SIM, limit=0)):
+        with pytest.raises(ValueError) as exc:
+            call()
+        text = "".join(traceback.format_exception(exc.value))
+        assert "no running event loop" not in text and "During handling" not in text
+        assert exc.value.__context__ is None
+
+
 # ---- rank and rank-eval ------------------------------------------------------------------
 
 RANK_JUDGE = "sim?quality=1&length=1&position=0.3"

@@ -65,7 +65,11 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     are in the cache) and re-raises."""
     try:
         asyncio.get_running_loop()
+        running = True
     except RuntimeError:
+        running = False
+    if not running:  # outside the except block: its RuntimeError ("no running event loop")
+        # was chained to every error the command raised
         return asyncio.run(_as_coroutine(make))
     box: dict[str, Any] = {}
     done = threading.Event()  # not Thread.join: an interrupted join may return early
