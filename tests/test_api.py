@@ -115,6 +115,18 @@ def test_a_run_whose_calls_all_fail_is_a_failed_result(tmp_path):
     assert exc.value.result.ok is False and exc.value.result.command == "evaluate"
 
 
+def test_a_failed_runs_estimates_and_frame_are_withheld_as_in_its_summary():
+    res = judgeaudit.evaluate("sim?invalid=0.9", "builtin:facts", limit=20, cache=False)
+    assert res.ok is False and res.summary()["accuracy"] is None
+    with pytest.raises(judgeaudit.RunFailed, match="failed_ok=True"):
+        res.to_frame()
+    with pytest.raises(judgeaudit.RunFailed, match="failed_ok=True"):
+        res.estimates()
+    got = res.estimates(failed_ok=True)["accuracy"]  # kept, for diagnosis, when asked
+    assert got.value == res["accuracy"]["value"] and got.n == 20
+    assert "accuracy" in set(res.to_frame(failed_ok=True)["metric"])
+
+
 def test_a_fatal_call_error_is_a_failed_result_too(tmp_path):
     with FakeLLMServer(rule=lambda rec, attempt: "401") as srv:
         spec = f"openai:m?base_url={srv.openai_url}&api_key=sk-REVOKED"

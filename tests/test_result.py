@@ -124,6 +124,29 @@ def test_estimates_are_typed_and_keyed_by_path():
     assert not any(p.startswith("verdicts") for p in e)
 
 
+def test_a_failed_runs_numbers_are_only_given_when_asked_for():
+    """A failed run's summary withheld its numbers while estimates() and to_frame() gave them
+    unmarked (a failed evaluate's accuracy 0.075 as a metric row)."""
+    bad = Result.from_document(evaluate_doc(run=FAILED_RUN))
+    for call in (bad.estimates, bad.to_frame, lambda: bad.to_frame("metrics")):
+        with pytest.raises(RunFailed, match="4 of 4 calls failed.*failed_ok=True") as exc:
+            call()
+        assert exc.value.result is bad
+    assert bad.estimates(failed_ok=True) == Result.from_document(evaluate_doc()).estimates()
+    frame = bad.to_frame(failed_ok=True)
+    assert frame.set_index("metric").loc["accuracy", "value"] == 0.5
+    assert len(bad.to_frame("verdicts")) == 2  # records, not numbers: given either way
+    with pytest.raises(ValueError, match="no probes"):  # the table's own error comes first
+        bad.to_frame("probes")
+    audit = Result.load(FIXTURES / "audit_results.json")
+    failed_audit = audit.model_copy(update={"run": RunOutcome(**FAILED_RUN)})
+    with pytest.raises(RunFailed):
+        failed_audit.to_frame()
+    with pytest.raises(RunFailed):
+        failed_audit.estimates()
+    assert failed_audit.to_frame(failed_ok=True).equals(audit.to_frame())
+
+
 def test_audit_effects_take_the_probe_n():
     r = Result.load(FIXTURES / "audit_results.json")
     e = r.estimates()

@@ -12,6 +12,10 @@ A results document is plain JSON (`judgeaudit.report.write_results`): its `comma
     res.report("out/report.html")
     res.to_json("out/audit")    # out/audit/results.json
     Result.load("out/audit")    # and back
+
+A failed run's numbers are not results: `summary()` withholds them, and `estimates()` and
+`to_frame()` raise `RunFailed` unless asked with `failed_ok=True` (the document keeps them,
+for diagnosis).
 """
 
 from __future__ import annotations
@@ -52,8 +56,8 @@ class RunFailed(Exception):
     """Raised by `Result.raise_for_status` (and the API with `raise_on_failure=True`) for a run
     that judged too little to be trusted; `result` holds the whole document."""
 
-    def __init__(self, result: Result):
-        super().__init__(result.reason or "run failed")
+    def __init__(self, result: Result, message: str | None = None):
+        super().__init__(message or result.reason or "run failed")
         self.result = result
 
 
@@ -329,16 +333,28 @@ class Result(BaseModel):
         """Call counts: made, cached, retries, failed, tokens, cost, errors by kind."""
         return dict(self.data.get("calls") or {})
 
-    def estimates(self) -> dict[str, Estimate]:
+    def estimates(self, *, failed_ok: bool = False) -> dict[str, Estimate]:
         """Every number with its 95% interval and n in the document, as `Estimate`s keyed by
         their dotted path ("accuracy", "correlation.item.spearman", "probes.position.effect",
         "probes.position.rates.first_slot_rate", "perturbations.order_desc.fp", ...).
-        A missing value or bound is NaN. Per-item records (verdicts, examples) are skipped."""
+        A missing value or bound is NaN. Per-item records (verdicts, examples) are skipped.
+
+        A failed run's numbers are not results (`summary()` withholds them): for a run that
+        is not `ok` this raises `RunFailed` unless `failed_ok=True` asks for them anyway (the
+        document keeps them for diagnosis)."""
+        self._check_numbers(failed_ok, "estimates")
         out: dict[str, Estimate] = {}
         _walk(self.data, "", None, out)
         if self.command in ("rank", "rank-eval"):
             out.update(_rank_estimates(self.command, self.data))
         return out
+
+    def _check_numbers(self, failed_ok: bool, what: str) -> None:
+        """RunFailed for a failed run's numbers not asked for with `failed_ok=True`."""
+        if not self.ok and not failed_ok:
+            raise RunFailed(self, f"{self.reason}; its numbers are not results (summary() "
+                                  f"withholds them): pass {what}(..., failed_ok=True) to "
+                                  "read them anyway, for diagnosis")
 
     def summary(self) -> dict[str, Any]:
         """A small JSON-able overview: command, ok, reason, judge, data, version, calls, time,
@@ -471,7 +487,8 @@ class Result(BaseModel):
 
     # ---- tables and the report ---------------------------------------------------------
 
-    def to_frame(self, table: Table | None = None) -> pd.DataFrame:
+    def to_frame(self, table: Table | None = None, *, failed_ok: bool = False
+                 ) -> pd.DataFrame:
         """A pandas DataFrame (pandas is optional: `pip install pandas`).
 
         Args:
@@ -484,19 +501,25 @@ class Result(BaseModel):
                 (template, repeat, item_id, score) and rank's comparisons (step, first_id,
                 second_id, order, y, choice, p_first, valid, error, raw). Default:
                 "probes" for audit, "metrics" for every other command.
+            failed_ok: a failed run's "probes" and "metrics" are not results (`summary()`
+                withholds them): without this they raise `RunFailed`; with it the table
+                holds them, for diagnosis. Its "verdicts" (records, not numbers) are given
+                either way.
 
         Returns:
             The table as a DataFrame.
         """
         pd = _pandas()
         table = table or ("probes" if self.command == "audit" else "metrics")
+        if table == "metrics" or (table == "probes" and self.command == "audit"):
+            self._check_numbers(failed_ok, "to_frame")
         if table == "probes":
             return pd.DataFrame(self._probe_rows(), columns=[
                 "probe", "title", "verdict", "effect", "ci_lo", "ci_hi", "n", "p", "q", "mde",
                 "flag_exceeds", "n_invalid"])
         if table == "metrics":
             rows = [{"metric": k, "value": e.value, "ci_lo": e.ci95[0], "ci_hi": e.ci95[1],
-                     "n": e.n} for k, e in self.estimates().items()]
+                     "n": e.n} for k, e in self.estimates(failed_ok=True).items()]
             return pd.DataFrame(rows, columns=["metric", "value", "ci_lo", "ci_hi", "n"])
         if table == "verdicts":
             return pd.DataFrame(self._verdict_rows())
