@@ -293,6 +293,25 @@ def test_summaries_give_intervals_and_n_not_bare_numbers():
     assert rk["biases"]["c[length]"] == {"value": 0.4, "ci95": [0.1, 0.7], "n": 120}
 
 
+def test_compare_estimates_hold_each_probes_change_with_its_n():
+    """The change B - A, compare's main number, was left out of estimates() and to_frame():
+    its dict has no n (the count is the matched items)."""
+    r = Result.from_document({"command": "compare", "probes": {
+        "position": {"verdict": "improved", "change": {"value": -0.2, "ci95": [-0.3, -0.1]},
+                     "items": {"n_matched": 40}, "p": 0.001, "q": 0.002,
+                     "a": {"effect": {"value": 0.3, "ci95": [0.2, 0.4]}, "n": 40}},
+        "verbosity": {"verdict": "no_change", "pairing": "unpaired",
+                      "change": {"value": 0.1, "ci95": [-0.2, 0.4], "method": "wald"},
+                      "items": {}}}})
+    e = r.estimates()
+    assert e["probes.position.change"] == Estimate(-0.2, (-0.3, -0.1), 40)
+    assert e["probes.verbosity.change"] == Estimate(0.1, (-0.2, 0.4), 0, method="wald")
+    assert e["probes.position.a.effect"].n == 40
+    rows = r.to_frame().set_index("metric")
+    assert rows.loc["probes.position.change", "n"] == 40
+    assert rows.loc["probes.position.change", "value"] == -0.2
+
+
 def test_discover_rows_are_named_by_their_factor_and_summarised_with_intervals():
     """discover's --json gave factor names only, and estimates() named the validation rows
     "validation.sets.found.factors.0" (the factor lost)."""

@@ -182,6 +182,21 @@ def _rank_estimates(command: str, d: Mapping[str, Any]) -> dict[str, Estimate]:
     return {k: v for k, v in out.items() if v is not None}
 
 
+def _change_estimates(d: Mapping[str, Any]) -> dict[str, Estimate]:
+    """compare: each probe's change B - A, the main number, whose dict has no n: its n is
+    the matched items (`items.n_matched`); an unpaired change (two effects' difference) has
+    no item count of its own and keeps the n 0 the compare gave it."""
+    out: dict[str, Estimate] = {}
+    for name, p in (d.get("probes") or {}).items():
+        if not isinstance(p, Mapping) or not isinstance(p.get("change"), Mapping):
+            continue
+        items = p.get("items") if isinstance(p.get("items"), Mapping) else {}
+        est = _estimate(p["change"], items.get("n_matched", 0))
+        if est is not None:
+            out[f"probes.{name}.change"] = est
+    return out
+
+
 def _est_dict(x: Any) -> dict[str, Any] | None:
     """An estimate dict trimmed to value, ci95, n (None when absent)."""
     if not isinstance(x, Mapping) or "value" not in x:
@@ -347,6 +362,8 @@ class Result(BaseModel):
         _walk(self.data, "", None, out)
         if self.command in ("rank", "rank-eval"):
             out.update(_rank_estimates(self.command, self.data))
+        if self.command == "compare":
+            out.update(_change_estimates(self.data))
         return out
 
     def _check_numbers(self, failed_ok: bool, what: str) -> None:
