@@ -190,8 +190,10 @@ def test_to_frame_probes_for_audit_metrics_otherwise():
     assert list(m.columns) == ["metric", "value", "ci_lo", "ci_hi", "n"]
     row = m.set_index("metric").loc["accuracy"]
     assert (row.value, row.ci_lo, row.ci_hi, row.n) == (0.5, 0.1, 0.9, 2)
-    with pytest.raises(ValueError, match="no probes"):
+    with pytest.raises(ValueError, match="^an evaluate result has no probes"):  # not "a e"
         Result.from_document(evaluate_doc()).to_frame("probes")
+    with pytest.raises(ValueError, match="^a rank result has no probes"):
+        Result.from_document({"command": "rank"}).to_frame("probes")
     with pytest.raises(ValueError, match="table"):
         a.to_frame("nope")  # type: ignore[arg-type]
 
@@ -210,7 +212,7 @@ def test_to_frame_verdicts():
         {"template": "baseline", "repeat": r, "item_id": i} for r in (0, 1) for i in ("i0", "i1")]
     assert f["score"].isna().tolist() == [False, True, False, False]
     assert f["score"].dropna().tolist() == [1, 2, 3]
-    with pytest.raises(ValueError, match="no per-verdict"):
+    with pytest.raises(ValueError, match="^an audit result keeps no per-verdict"):
         Result.load(FIXTURES / "audit_results.json").to_frame("verdicts")
 
 

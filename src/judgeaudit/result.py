@@ -197,6 +197,11 @@ def _change_estimates(d: Mapping[str, Any]) -> dict[str, Estimate]:
     return out
 
 
+def _a(word: str) -> str:
+    """`word` with its indefinite article: "an evaluate", "an audit", "a rank"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def _est_dict(x: Any) -> dict[str, Any] | None:
     """An estimate dict trimmed to value, ci95, n (None when absent)."""
     if not isinstance(x, Mapping) or "value" not in x:
@@ -544,7 +549,7 @@ class Result(BaseModel):
 
     def _probe_rows(self) -> list[dict[str, Any]]:
         if self.command != "audit":
-            raise ValueError(f"a {self.command} result has no probes (audit results do); "
+            raise ValueError(f"{_a(self.command)} result has no probes (audit results do); "
                              "use to_frame('metrics')")
         rows = []
         for name, p in (self.data.get("probes") or {}).items():
@@ -586,7 +591,7 @@ class Result(BaseModel):
                      "choice": c.get("choice"), "p_first": c.get("p_first"),
                      "valid": not c.get("invalid"), "error": c.get("error"), "raw": c.get("raw")}
                     for c in d.get("comparisons") or []]
-        raise ValueError(f"a {self.command} result keeps no per-verdict records; use "
+        raise ValueError(f"{_a(self.command)} result keeps no per-verdict records; use "
                          "to_frame('metrics')")
 
     def html(self) -> str:
