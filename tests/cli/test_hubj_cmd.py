@@ -428,3 +428,22 @@ def test_a_judge_answering_garbage_half_the_time_fails_the_run(shared_data, tmp_
     assert "answers could not be read as a verdict" in run["message"]
     assert "the first: unparseable answer: \"I think it's fine.\"" in run["message"]
     assert doc["calls"]["unreadable"] == run["unreadable"]
+
+
+def test_an_llm_answering_no_json_is_stopped_as_a_judge_is(shared_data, tmp_path,
+                                                          isolated_cache):
+    """discover paid for 252 G-module answers none of which was JSON, where a judge answering
+    garbage is stopped after 16: the JSON modules now tell the client's watch too, each
+    unreadable answer (the retries came after every first attempt had been sent)."""
+    from fakeserver import FakeLLMServer
+
+    with FakeLLMServer() as srv:  # answers 'A' or 'B', never a JSON object
+        res = runner.invoke(app, ["discover", "--recorded", "pandalm", "--llm",
+                                  f"openai:m?base_url={srv.openai_url}&api_key=k", "--data",
+                                  _data(shared_data), "--limit", "6", "--holdout-limit", "6",
+                                  "--out", str(tmp_path)])
+        asked = srv.count()
+    assert res.exit_code == 3, res.output
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert asked <= 40 and doc["calls"]["not_sent"] > 100, (asked, doc["calls"])
+    assert "could not be read" in doc["calls"]["not_sent_why"]

@@ -165,7 +165,8 @@ async def call_json(
     max_retries: int = 1,
 ) -> Any | None:
     """Call the model and return `validate(object)`, or None when no valid answer came back
-    (counted in `stats`, with the raw text kept as an example)."""
+    (counted in `stats`, with the raw text kept as an example, and told to the client's
+    verdict watch, `Client.note_verdict`)."""
     stats.calls += 1
     req = request
     last = ""
@@ -182,6 +183,11 @@ async def call_json(
         try:
             obj, repaired, value = _read(text, resp, request.prefill, validate)
         except (JSONFormatError, ValueError, KeyError, TypeError) as exc:
+            # every unreadable answer goes to the client's watch, retries' too: a model whose
+            # first answers are all unreadable is asked no more (discover paid for 252
+            # unreadable G-module answers where a judge stops at 16; counting only the
+            # retried answer came too late, after every first attempt had been sent)
+            client.note_verdict(resp, f"no usable JSON object: {str(exc)[:120]}")
             if attempt < max_retries:
                 stats.retried += 1
                 req = _retry_request(request, text[len(request.prefill):] if text.startswith(
@@ -189,6 +195,7 @@ async def call_json(
                 continue
             record_failure(stats, request, last, str(exc)[:200])
             return None
+        client.note_verdict(resp, None)
         if attempt > 0:
             stats.recovered += 1
         elif repaired:
