@@ -161,6 +161,32 @@ def test_data_as_a_list_of_items_or_dicts():
         judgeaudit.evaluate(SIM, [items[0], items[0]])
 
 
+PAIR = {"id": "a", "prompt": "p", "response_1": "x", "response_2": "y", "label": 1}
+
+
+@pytest.mark.parametrize("data, message", [
+    # a record that tells no kind takes the others' (it was made a PointwiseItem, pydantic's
+    # "1 validation error for PointwiseItem response Field required")
+    ([PAIR, {**PAIR, "id": "b"}, {"id": "c", "prompt": "p"}],
+     "data[2]: field 'response_1': missing (required); field 'response_2': missing "
+     "(required)"),
+    ([PAIR, {**PAIR, "id": "b", "response_2": None}],
+     "data[1]: field 'response_2': input should be a valid string, got None"),
+    ([PAIR, {**PAIR, "id": "b", "label": True}],
+     "data[1]: field 'label': expected 1, 2 or 0, got true"),
+    ([PAIR, {**PAIR, "id": "b", "labl": 2}], "data[1]: field 'labl': unknown field"),
+    ([{"id": "c", "prompt": "p"}], "data[0]: cannot tell the item kind"),
+    ([PAIR, 5], "data[1]: expected a PairwiseItem, PointwiseItem or dict, got int"),
+])
+def test_bad_dicts_as_data_are_named_by_index_as_the_file_loader_words_them(data, message):
+    with pytest.raises(ValueError) as exc:
+        judgeaudit.evaluate(SIM, data, cache=False)
+    assert type(exc.value) is ValueError and str(exc.value).startswith(message)
+    # labels as text are read as a jsonl file's are
+    res = judgeaudit.evaluate(SIM, [PAIR, {**PAIR, "id": "b", "label": "2"}], cache=False)
+    assert res["n"] == 2
+
+
 @pytest.mark.parametrize("call, needle", [
     (lambda: judgeaudit.audit(SIM, probes="position,nosuch"), "unknown probe 'nosuch'"),
     (lambda: judgeaudit.audit(SIM, "nosuchkind:x"), "unknown data kind"),

@@ -132,16 +132,49 @@ def needs(bundle: JudgeBundle, role: str, *metas: Mapping[str, Any],
 
 # ---- input -------------------------------------------------------------------------------
 
-def _as_item(x: Any) -> Any:
+def _as_items(data: Sequence[Any]) -> list[Any]:
+    """The items of a list given as data: items as they are, dicts made items as the jsonl
+    loader makes its records (`judgeaudit.data.loaders.jsonl`): pairwise or pointwise by
+    their fields, labels "1"/"2"/"0" read as numbers. A dict with neither kind's fields takes
+    the kind of the others (pairwise when they are), so it is told what it lacks. A bad one
+    is a ValueError naming it by index, worded as the loader's: "data[2]: field
+    'response_2': missing (required)" (it was pydantic's error, for the wrong item type)."""
+    from pydantic import ValidationError
+
+    from judgeaudit.data.loaders.jsonl import (
+        _BadValue,
+        _kind_of,
+        _normalise_labels,
+        explain_validation,
+    )
     from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 
-    if isinstance(x, PairwiseItem | PointwiseItem):
-        return x
-    if isinstance(x, Mapping):
-        cls = PairwiseItem if "response_1" in x else PointwiseItem
-        return cls.model_validate(dict(x))
-    raise ValueError(f"data: expected PairwiseItem, PointwiseItem or dict items, got "
-                     f"{type(x).__name__}")
+    models = {"pairwise": PairwiseItem, "pointwise": PointwiseItem}
+    kinds = [("pairwise" if isinstance(x, PairwiseItem) else "pointwise")
+             if isinstance(x, PairwiseItem | PointwiseItem)
+             else _kind_of(x) if isinstance(x, Mapping) else None for x in data]
+    told = next((k for k in kinds if k is not None), None)
+    items: list[Any] = []
+    for i, (x, kind) in enumerate(zip(data, kinds, strict=True)):
+        if isinstance(x, PairwiseItem | PointwiseItem):
+            items.append(x)
+            continue
+        if not isinstance(x, Mapping):
+            raise ValueError(f"data[{i}]: expected a PairwiseItem, PointwiseItem or dict, got "
+                             f"{type(x).__name__}")
+        kind = kind or told
+        if kind is None:
+            raise ValueError(f"data[{i}]: cannot tell the item kind: expected fields "
+                             "'response_1' and 'response_2' (pairwise) or 'response' "
+                             "(pointwise)")
+        model = models[kind]
+        try:
+            items.append(model.model_validate(_normalise_labels(dict(x))))
+        except _BadValue as e:
+            raise ValueError(f"data[{i}]: field {e.field!r}: {e.problem}") from None
+        except ValidationError as e:
+            raise ValueError(f"data[{i}]: {explain_validation(e, model)}") from None
+    return items
 
 
 def load_data(data: Data) -> tuple[list[Any], str]:
@@ -173,7 +206,7 @@ def load_data_noted(data: Data) -> tuple[list[Any], str, list[str]]:
     if isinstance(data, bytes | Mapping) or not isinstance(data, Sequence | list | tuple):
         raise ValueError(f"data: expected a data SPEC or a list of items, got "
                          f"{type(data).__name__}")
-    items = [_as_item(x) for x in data]
+    items = _as_items(data)
     seen: set[str] = set()
     for it in items:
         if it.id in seen:
