@@ -52,10 +52,11 @@ MAX_COST_HELP = ("Spend cap in USD at list prices (> 0): no call is sent that co
                  "price_out in its spec. With audit --adaptive, also: no round starts that would "
                  "pass it by the previous round's cost.")
 SEED_HELP = "Seed of every random choice (item samples, simulated judges, bootstrap)."
-MIN_VALID_HELP = ("Fewest items with a valid verdict for the run to count; below it the run "
-                  "fails (exit 3).")
-MAX_FAILED_HELP = ("Largest share of failed calls (0-1) before the run fails (exit 3); in "
-                   "evaluate and audit also of answers that cannot be read as a verdict.")
+MIN_VALID_HELP = ("Fewest results with a valid verdict for the run to count (items; comparisons "
+                  "in rank and rank-eval, scores in scoring-bias, G-module answers in discover, "
+                  "judge verdicts in quantify and mitigate); below it the run fails (exit 3).")
+MAX_FAILED_HELP = ("Largest share (0-1) of failed calls, and of the judges' answers that cannot "
+                   "be read as a verdict, before the run fails (exit 3).")
 ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon] | jsonl:PATH (one "
               '{"id", "prompt", "response", "quality"?, numeric fields...} per line)')
 COV_HELP = ("Covariates the judge may be biased on, comma-separated: length (log words), "

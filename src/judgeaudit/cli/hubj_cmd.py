@@ -56,9 +56,9 @@ def _json_stats_line(stats: dict[str, Any]) -> str:
 @config_command(DiscoverConfig)
 def discover(cfg: DiscoverConfig, json_out: bool) -> None:
     """Find the factors behind a judge's disagreements with humans (HUB-J Algorithm 1) and
-    validate them, beside the two baseline factor sets, on held-out disagreements. Exit 3
-    when the run got too little (--min-valid valid G-module answers, at most --max-failed of
-    the calls failed).
+    validate them, beside the two baseline factor sets, on held-out disagreements. Exit 3 when
+    the run got too little (--min-valid valid G-module answers, at most --max-failed of the
+    calls failed or of the answers unreadable).
 
     Example: judgeaudit discover --recorded pandalm --data
     pandalm:../shared/data/pandalm_testset --llm local --limit 10 --out out/discover"""
@@ -100,9 +100,9 @@ def _print_discover(res: dict[str, Any]) -> None:
 def quantify(cfg: QuantifyConfig, json_out: bool) -> None:
     """How strongly each factor moves each judge (HUB-J Algorithm 2): rewrite the rejected
     response of agreement items at levels 1-5, count flips, pick l* on calibration items and
-    report the susceptibility on test items. Exit 3 when the run judged too little
-    (--min-valid valid judge verdicts on rewrites, at most --max-failed of the calls
-    failed).
+    report the susceptibility on test items. Exit 3 when the run judged too little (--min-valid
+    valid judge verdicts on rewrites, at most --max-failed of the calls failed or of the answers
+    unreadable).
 
     Example: judgeaudit quantify --judges 'simhubj?factor_verbosity=0,0.5,3,1,0&seed=3'
     --data pandalm:../shared/data/pandalm_testset --factors verbosity --pool 60 --limit 12
@@ -153,7 +153,7 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
     and queries separates each judge's wins due to the factor; the length-controlled win rate
     (AlpacaEval style) is reported beside it. --apply corrects new verdicts with a saved fit.
     Exit 3 when the run judged too little (--min-valid valid judge verdicts on queries with
-    factor scores, at most --max-failed of the calls failed).
+    factor scores, at most --max-failed of the calls failed or of the answers unreadable).
 
     Example: judgeaudit mitigate --judges 'sim?length=2&seed=1' --data
     pandalm:../shared/data/pandalm_testset --scorer 'simhubj?score_from=length' --factor

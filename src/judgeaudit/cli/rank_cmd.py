@@ -130,10 +130,11 @@ class _RankingView:
 @config_command(RankConfig)
 def rank(cfg: RankConfig, json_out: bool) -> None:
     """Find the top-k of a pool with a judge under a comparison budget, correcting for the
-    judge's covariate and position biases (bias-aware Bayesian Bradley-Terry, top-k-aware
-    active comparisons). Exit 3 when the run judged too little (--min-valid comparisons with
-    a valid verdict, at most --max-failed of the calls failed). With --plan-only each round
-    of comparisons is planned in turn: ingest its answers and re-run for the next round.
+    judge's covariate and position biases (bias-aware Bayesian Bradley-Terry, top-k-aware active
+    comparisons). Exit 3 when the run judged too little (--min-valid comparisons with a valid
+    verdict, at most --max-failed of the calls failed or of the answers unreadable). With
+    --plan-only each round of comparisons is planned in turn: ingest its answers and re-run for
+    the next round.
 
     Example: judgeaudit rank --judge 'sim?length=1&position=0.3' --items
     'builtin:controlled?n=16&k=4' --budget 60 --samples 300 --out out/rank"""
@@ -211,9 +212,10 @@ def _print_ranking(doc: dict, k: int) -> None:
 @config_command(RankEvalConfig)
 def rank_eval_cmd(cfg: RankEvalConfig, json_out: bool) -> None:
     """Evaluate acquisition rules x models offline: recall@k against budget over seeds, with
-    paired tests, full-data recall and the judge's estimated biases with intervals. Exit 3
-    when building the verdict matrices judged too little (--min-valid valid verdicts, at most
-    --max-failed of the calls failed); the rules are then not evaluated.
+    paired tests, full-data recall and the judge's estimated biases with intervals. Exit 3 when
+    building the verdict matrices judged too little (--min-valid valid verdicts, at most
+    --max-failed of the calls failed or of the answers unreadable); the rules are then not
+    evaluated.
 
     Example: judgeaudit rank-eval --oracle 'sim?length=1&position=0.3' --items
     'builtin:controlled?n=12&k=3' --rules topk,random --seeds 2 --budgets 20,40 --samples 200

@@ -55,10 +55,10 @@ def expected_table(res: dict[str, Any]) -> Table | None:
 @config_command(ScoringBiasConfig)
 def scoring_bias(cfg: ScoringBiasConfig, json_out: bool) -> None:
     """Score the same responses under the baseline scoring prompt and perturbed prompts;
-    report flip rate, MAD, correlation with gold, score distributions, the reference pull,
-    the most accurate template and whether averaging helps. Writes results.json and
-    report.html. Exit 3 when the run scored too little (--min-valid scores with a valid value,
-    at most --max-failed of the calls failed).
+    report flip rate, MAD, correlation with gold, score distributions, the reference pull, the
+    most accurate template and whether averaging helps. Writes results.json and report.html.
+    Exit 3 when the run scored too little (--min-valid scores with a valid value, at most
+    --max-failed of the calls failed or of the answers unreadable).
 
     Example: judgeaudit scoring-bias --judge 'sim?order_bias=0.5&ref_pull=0.3' --data
     builtin:graded --limit 10 --out out/scoring-bias"""
