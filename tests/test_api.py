@@ -217,6 +217,25 @@ def test_bad_input_raises_value_error_before_any_call(call, needle):
         call()
 
 
+@pytest.mark.parametrize("factors", [[], "", " , "])
+def test_quantify_without_a_factor_is_refused_before_any_call(factors, tmp_path):
+    """It judged the pool (120 calls) and then failed: "only 0 of 0 judge verdicts on
+    rewrites"."""
+    from judgeaudit.cli.main import app
+
+    heard: list[object] = []
+    with pytest.raises(ValueError, match="factors '': give at least one factor"):
+        judgeaudit.quantify("simhubj", "builtin:facts", generator="simhubj", factors=factors,
+                            pool=20, progress=heard.append, cache=False)
+    assert heard == []
+    out = tmp_path / "q"
+    r = CliRunner().invoke(app, ["quantify", "--judges", "simhubj", "--data", "builtin:facts",
+                                 "--generator", "simhubj", "--factors", "", "--pool", "20",
+                                 "--no-cache", "--out", str(out)])
+    assert r.exit_code == 2 and "--factors '': give at least one factor" in r.output
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(("call", "needle"), [
     (lambda: judgeaudit.audit(SIM, nn=30),
      "audit(): got an unexpected keyword argument 'nn'; did you mean 'n'?"),

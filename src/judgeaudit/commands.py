@@ -691,6 +691,11 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
         raise ValueError(f"{opt('levels', cli)} {cfg.levels!r}: a level is given twice")
     fs, crit = _factors(cfg.factors, cfg.factors_from if factors_from is None
                         else factors_from, cli)
+    if not fs:  # it judged the pool, then failed with "0 of 0 judge verdicts on rewrites"
+        raise ValueError(f"{opt('factors', cli)} found: the discover result found no factor"
+                         if cfg.factors.strip() == "found" else
+                         f"{opt('factors', cli)} {cfg.factors!r}: give at least one factor "
+                         f"(e.g. verbosity,authority, or found with {opt('factors_from', cli)})")
     started = _now()
     specs = list(judges) if judges is not None else split_specs(cfg.judges)
     if not specs:
