@@ -211,6 +211,11 @@ def test_bad_dicts_as_data_are_named_by_index_as_the_file_loader_words_them(data
     (lambda: judgeaudit.audit(None, "builtin:facts"), "judge: expected a string, got None"),
     (lambda: judgeaudit.rank(None), "judge: expected a string, got None"),
     (lambda: judgeaudit.evaluate(SIM, cache=123), "cache: expected a path, a Cache"),
+    # Ref-k answers for items the data does not have, or of no score 1-5 (accepted unsaid)
+    (lambda: judgeaudit.scoring_bias(SIM, "builtin:graded", limit=5, references={"x": {1: "a"}}),
+     "references: 1 item id\\(s\\) not in the data 'builtin:graded': 'x'"),
+    (lambda: judgeaudit.scoring_bias(SIM, "builtin:graded", references={
+        "builtin:graded:0": {7: "a"}}), "references: expected .* with k a score 1-5"),
 ])
 def test_bad_input_raises_value_error_before_any_call(call, needle):
     with pytest.raises(ValueError, match=needle):
@@ -234,6 +239,13 @@ def test_quantify_without_a_factor_is_refused_before_any_call(factors, tmp_path)
                                  "--no-cache", "--out", str(out)])
     assert r.exit_code == 2 and "--factors '': give at least one factor" in r.output
     assert not out.exists()
+
+
+def test_references_for_items_past_the_limit_are_items_of_the_data():
+    res = judgeaudit.scoring_bias("sim?seed=0", "builtin:graded", limit=2, repeats=1,
+                                  perturbations="ref_1", cache=False,
+                                  references={"builtin:graded:299": {1: "a"}})
+    assert res.ok
 
 
 @pytest.mark.parametrize(("call", "needle"), [

@@ -421,8 +421,21 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
         items = items[:cfg.limit]
     refs: dict[str, dict[int, str]] = {}
     if references is not None:
-        refs = {str(i): {int(k): str(t) for k, t in by_k.items()}
-                for i, by_k in references.items()}
+        known = {it.id for it in loaded if isinstance(it, PointwiseItem)}  # before the limit
+        unknown = sorted(str(i) for i in references if str(i) not in known)
+        if unknown:  # its rows read n = 0, unsaid
+            raise ValueError(f"references: {len(unknown)} item id(s) not in the data "
+                             f"{spec!r}: {', '.join(map(repr, unknown[:5]))}"
+                             f"{', ...' if len(unknown) > 5 else ''}")
+        try:
+            refs = {str(i): {int(k): str(t) for k, t in by_k.items()}
+                    for i, by_k in references.items()}
+            bad = any(not 1 <= k <= 5 for by_k in refs.values() for k in by_k)
+        except (AttributeError, TypeError, ValueError):
+            bad = True
+        if bad:
+            raise ValueError("references: expected {item_id: {k: text}} with k a score "
+                             "1-5")
     elif cfg.references is not None:
         try:
             refs = read_references(cfg.references)
