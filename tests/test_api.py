@@ -211,6 +211,9 @@ def test_bad_dicts_as_data_are_named_by_index_as_the_file_loader_words_them(data
     (lambda: judgeaudit.audit(None, "builtin:facts"), "judge: expected a string, got None"),
     (lambda: judgeaudit.rank(None), "judge: expected a string, got None"),
     (lambda: judgeaudit.evaluate(SIM, cache=123), "cache: expected a path, a Cache"),
+    (lambda: judgeaudit.audit(SIM, n=5, progress=5),  # a TypeError when the first call ended
+     "progress: expected a callable\\(Progress\\), got 5"),
+    (lambda: judgeaudit.rank(SIM, POOL, progress="bar"), "progress: expected a callable"),
     # Ref-k answers for items the data does not have, or of no score 1-5 (accepted unsaid)
     (lambda: judgeaudit.scoring_bias(SIM, "builtin:graded", limit=5, references={"x": {1: "a"}}),
      "references: 1 item id\\(s\\) not in the data 'builtin:graded': 'x'"),

@@ -234,6 +234,8 @@ def _opts(cache: Any, concurrency: int | None, timeout: float | None, retry: Any
     from judgeaudit.config import EvaluateConfig
 
     _check(EvaluateConfig, concurrency=concurrency, timeout=timeout, max_cost=max_cost)
+    if progress is not None and not callable(progress):  # a TypeError at the first call
+        raise ValueError(f"progress: expected a callable(Progress), got {progress!r}")
     return {"cache": cache, "concurrency": concurrency, "timeout": timeout, "retry": retry,
             "seed": seed, "progress": progress, "max_cost": max_cost}
 
