@@ -141,3 +141,18 @@ def test_a_failed_rank_page_says_why(rank_doc):
     html = render_report(doc)
     assert "Run failed" in html and "20 of 20 calls failed" in html
     assert ">Ranking</h2>" not in html
+
+
+def test_recall_over_seeds_that_all_agree_has_no_interval_in_page_or_terminal():
+    """Every seed gave 0.8: the page showed [0.80, 0.80] where --json gives no interval, and
+    the terminal gave mean +- se where every other number has its 95% interval."""
+    from judgeaudit.cli.rank_cmd import _mean_se
+    from judgeaudit.report.rank_html import _cell
+
+    assert (_cell({"mean": 0.8, "se": 0.0, "n": 4})["lo"], _cell({"mean": 0.8, "se": 0.0})["hi"]
+            ) == (None, None)
+    c = _cell({"mean": 0.9, "se": 0.06, "n": 4})
+    assert c["lo"] == pytest.approx(0.9 - 1.959964 * 0.06, abs=1e-4) and c["hi"] == 1.0
+    assert _mean_se({"mean": 0.8, "se": 0.0}) == "0.800 (every seed)"
+    assert _mean_se({"mean": 0.9, "se": 0.05}) == "0.900 [0.80, 1.00]"
+    assert _mean_se({"mean": 0.5, "se": float("nan")}) == "0.500 (1 seed)"

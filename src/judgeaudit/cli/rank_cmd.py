@@ -245,15 +245,20 @@ def _print_eval(doc: dict) -> None:
 
 
 def _mean_se(cell: dict) -> str:
-    """"0.900 ± 0.050"; the mean alone when one seed gives no standard error."""
-    se = cell.get("se")
+    """"0.900 [0.80, 1.00]", the normal 95% interval over seeds clipped to [0, 1] as in the
+    report and --json; the mean alone where one seed gives no spread or every seed agreed."""
+    from judgeaudit.stats.types import Z95
+
+    se, mean = cell.get("se"), cell["mean"]
     if se is None or se != se:  # NaN: a single seed
-        return f"{cell['mean']:.3f} (1 seed)"
-    return f"{cell['mean']:.3f} ± {se:.3f}"
+        return f"{mean:.3f} (1 seed)"
+    if se == 0:
+        return f"{mean:.3f} (every seed)"
+    return f"{mean:.3f} [{max(0.0, mean - Z95 * se):.2f}, {min(1.0, mean + Z95 * se):.2f}]"
 
 
 def _print_recall(doc: dict) -> None:
-    t = Table(title=f"recall@{doc['k']} (mean ± se over {len(doc['seeds'])} seeds)",
+    t = Table(title=f"recall@{doc['k']} (mean [95% interval] over {len(doc['seeds'])} seeds)",
               title_justify="left")
     t.add_column("model")
     t.add_column("rule")

@@ -155,14 +155,23 @@ def _iv_agree(x: Any) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- rank-eval
 
 def _cell(d: Any) -> dict[str, Any] | None:
-    """A recall summary {mean, se, n} with its normal 95% interval, clipped to [0, 1]."""
+    """A recall summary {mean, se, n} with its normal 95% interval, clipped to [0, 1]; none
+    where every seed gave the same recall (se 0: it showed [0.80, 0.80], as --json does not)."""
     if not isinstance(d, dict):
         return None
     mean, se = _num(d.get("mean")), _num(d.get("se"))
     lo = hi = None
-    if mean is not None and se is not None and not math.isnan(se):
+    if mean is not None and se is not None and not math.isnan(se) and se > 0:
         lo, hi = max(0.0, mean - Z95 * se), min(1.0, mean + Z95 * se)
     return {"mean": mean, "se": se, "n": d.get("n"), "lo": lo, "hi": hi}
+
+
+def _band(c: dict[str, Any]) -> dict[str, Any]:
+    """A curve's band at one budget: the cell's interval, or the point itself where every
+    seed agreed (no interval to print, but the band runs through the point)."""
+    if c["lo"] is None and c["se"] == 0:
+        return {"lo": c["mean"], "hi": c["mean"]}
+    return {"lo": c["lo"], "hi": c["hi"]}
 
 
 def _by_budget(cells: Any, budgets: list[str]) -> list[dict[str, Any] | None]:
@@ -191,7 +200,7 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
                 for rule, cells in _d(rules).items()]
         fd = _cell(full.get(m))
         series = [{"label": row["rule"],
-                   "points": [{"x": float(b), "y": c["mean"], "lo": c["lo"], "hi": c["hi"]}
+                   "points": [{"x": float(b), "y": c["mean"], **_band(c)}
                               for b, c in zip(budgets, row["cells"], strict=True)
                               if c is not None and c["mean"] is not None]}
                   for row in rows]
