@@ -107,6 +107,8 @@ def test_rank_eval_page_shows_recall_curves_with_intervals_per_rule(eval_doc):
     assert f"{cell['mean']:.3f}" in html
     assert "<code>c[length]</code>" in html and "Coverage" in html
     assert "builtin:controlled?n=7&amp;k=2&amp;seed=0" in html  # the matrices, escaped
+    # the header names the judge's template (it was empty: rank-eval recorded none)
+    assert f"<code>{eval_doc['template']['name']}</code>" in html
 
 
 def test_old_rank_documents_load_and_render_the_same_way(rank_doc, eval_doc, tmp_path):

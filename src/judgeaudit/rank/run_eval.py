@@ -123,6 +123,12 @@ def summarise_estimates(per_matrix: list[dict], names: list[str]) -> tuple[dict,
     return c, kappa
 
 
+def _template(bundle: Any) -> dict[str, str | None]:
+    """The judge's prompt template (name and sha256), as rank records it."""
+    tpl = getattr(bundle.pairwise, "template", None)
+    return {"name": getattr(tpl, "name", None), "sha256": getattr(tpl, "sha256", None)}
+
+
 @dataclass
 class RankEvalInputs:
     """A checked `rank-eval` request: its settings (`cfg`), the pools, the oracle spec per
@@ -233,6 +239,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         "command": "rank-eval", "version": session.stamps()["version"],
         "oracle": (bundles[inp.plan[0][2]].public_spec if len(bundles) == 1
                    else public_spec(inp.cfg.oracle)),
+        "template": _template(bundles[inp.plan[0][2]]),  # the report's header named none
         "items": inp.cfg.items, "k": k, "budgets": inp.budgets, "rules": inp.rules,
         "seeds": inp.seeds, "models": list(MODELS), "covariates": kept,
         "covariates_dropped": inp.dropped, "pool_per_seed": inp.pool_per_seed,
