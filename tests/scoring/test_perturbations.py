@@ -60,6 +60,8 @@ def test_user_mapping_and_hashes() -> None:
 @pytest.mark.parametrize("bad,msg", [
     ("grades", "NAME=id1"), ("g=a,b,c", "5 comma-separated"), ("g=a,b,c,d,d", "distinct"),
     ("g=a,b,c,d,D", "ignoring case"), ("g=*,**,***,****,*****", "letters or digits"),
+    # Greek letters are letters: the message said "letters or digits" and refused them
+    ("greek=α,β,γ,δ,ε", "ASCII letters or digits"),
 ])
 def test_bad_mappings(bad: str, msg: str) -> None:
     with pytest.raises(ValueError, match=msg):

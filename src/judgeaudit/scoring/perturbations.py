@@ -46,8 +46,9 @@ class IdScheme:
     def __post_init__(self) -> None:
         if len(self.ids) != K or len(set(self.ids)) != K or not all(
                 i.isascii() and i.isalnum() for i in self.ids):
-            raise ValueError(f"id scheme {self.name!r}: need {K} distinct ids of letters or "
-                             f"digits (so text answers parse), got {list(self.ids)}")
+            raise ValueError(f"id scheme {self.name!r}: need {K} distinct ids of ASCII "
+                             f"letters or digits (A-Z, a-z, 0-9, so text answers parse), got "
+                             f"{list(self.ids)}")
         if len({i.lower() for i in self.ids}) != K:
             raise ValueError(f"id scheme {self.name!r}: ids must differ ignoring case (answers "
                              "are parsed case-insensitively)")
