@@ -190,3 +190,20 @@ def test_control_characters_in_item_ids_are_shown_not_acted_on(app, tmp_path):
     for text in (r.output, html):
         assert not any(ch in text for ch in "\x1b\x00\x07\u202e")
     assert "a\\x1b[31mRED" in r.output and "\\u202eevil" in html
+
+
+def test_a_prompt_group_no_bigger_than_k_is_said(app, tmp_path):
+    """A group of 3 at k = 3 gave its best 2 (a top set never holds a whole group) without a
+    word, under a line saying top-3."""
+    pool = tmp_path / "groups.jsonl"
+    pool.write_text("".join(
+        json.dumps({"id": f"{g}{i}", "prompt": f"prompt {g}", "response": f"a {i} " + "z " * i,
+                    "quality": float(i)}) + "\n" for g, n in (("PA", 8), ("PB", 3))
+        for i in range(n)))
+    r = _run(app, ["rank", "--judge", "sim", "--items", f"jsonl:{pool}", "--k", "3", "--budget",
+                   "60", "--samples", "100", "--out", str(tmp_path / "o")], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert sum(i.startswith("PB") for i in doc["models"]["naive"]["topk"]) == 2
+    assert any("1 prompt group of at most k = 3 items ('prompt PB': 3 items)" in n
+               for n in doc["notes"])

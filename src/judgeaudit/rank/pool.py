@@ -105,6 +105,16 @@ class Pool:
             return None
         return np.array([self._group_of[it.prompt] for it in self.items])
 
+    def small_groups(self, k: int) -> list[tuple[str, int]]:
+        """Prompt groups of at most k items, with their sizes: their top set is capped at
+        size - 1 (`group_k`), so a ranking names fewer than k of them, which said nothing."""
+        if self.groups is None:
+            return []
+        sizes: dict[str, int] = {}
+        for it in self.items:
+            sizes[it.prompt] = sizes.get(it.prompt, 0) + 1
+        return [(prompt, n) for prompt, n in sizes.items() if n <= k]
+
     @property
     def has_quality(self) -> bool:
         return all(it.quality is not None for it in self.items)

@@ -190,6 +190,13 @@ async def run_rank(
     }
     doc["notes"] = bias_notes(doc["models"]["bias_aware"], names,
                               hierarchical=c.hierarchical, trusted=inp.trusted is not None)
+    small = pool.small_groups(k)
+    if small:  # a group of 3 at k = 3 gave its best 2 without a word
+        shown = "; ".join(f"{p[:40]!r}: {n} items" for p, n in small[:3])
+        doc["notes"].append(
+            f"{len(small)} prompt group{'s' if len(small) > 1 else ''} of at most k = {k} "
+            f"items ({shown}{'; ...' if len(small) > 3 else ''}): a group's top set holds at "
+            "most its size - 1 items, so that every top set leaves an item out")
     if pool.has_quality:
         true = pool.true_topk(k)
         doc["recall"] = {m: recall_ties(f.theta, pool.quality, k, pool.groups)
