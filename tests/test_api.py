@@ -244,6 +244,35 @@ def test_quantify_without_a_factor_is_refused_before_any_call(factors, tmp_path)
     assert not out.exists()
 
 
+@pytest.mark.parametrize("call, message", [
+    # each was an AttributeError or TypeError from deep inside the command
+    (lambda: judgeaudit.audit(SIM, probes=["position", 5]), "probes[1]: expected a string, got 5"),
+    (lambda: judgeaudit.audit(SIM, probes=5), "probes: expected a string or a list of strings"),
+    (lambda: judgeaudit.audit(SIM, panel=5), "panel: expected a string or a list of strings"),
+    (lambda: judgeaudit.quantify([1], "builtin:facts"), "judges[0]: expected a string, got 1"),
+    (lambda: judgeaudit.quantify(SIM, "builtin:facts", factors=[None]),
+     "factors[0]: expected a string, got None"),
+    (lambda: judgeaudit.quantify(SIM, "builtin:facts", levels=5),
+     "levels: expected a list of levels 1-5, got 5"),
+    (lambda: judgeaudit.mitigate(5, "builtin:facts"), "judges: expected a string or a list"),
+    (lambda: judgeaudit.discover([SIM, 2], "builtin:facts"), "judges[1]: expected a string"),
+    (lambda: judgeaudit.discover(SIM, "builtin:facts", embedder=5),
+     "embedder: expected a sentence embedder"),
+    (lambda: judgeaudit.scoring_bias(SIM, perturbations=[1]), "perturbations[0]: expected a"),
+    (lambda: judgeaudit.scoring_bias(SIM, ids=5), "ids: expected a string or a list"),
+    (lambda: judgeaudit.rank(SIM, POOL, covariates=[5]), "covariates[0]: expected a string"),
+    (lambda: judgeaudit.rank(SIM, POOL, trusted=[5]),
+     "trusted[0]: expected a (better, worse) pair of item ids, got 5"),
+    (lambda: judgeaudit.rank_eval(SIM, POOL, rules=5), "rules: expected a string or a list"),
+    (lambda: judgeaudit.rank_eval(SIM, POOL, seeds=None), "seeds: expected a count"),
+])
+def test_wrong_typed_list_arguments_are_value_errors_naming_the_argument(call, message):
+    import re
+
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        call()
+
+
 def test_references_for_items_past_the_limit_are_items_of_the_data():
     res = judgeaudit.scoring_bias("sim?seed=0", "builtin:graded", limit=2, repeats=1,
                                   perturbations="ref_1", cache=False,

@@ -27,7 +27,7 @@ import functools
 import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -159,19 +159,75 @@ def _bind(name: str, sig: inspect.Signature, args: tuple[Any, ...],
 
 # ---- input -------------------------------------------------------------------------------
 
-def _specs(x: Specs) -> list[str]:
+def _strings(x: Any, what: str) -> list[str]:
+    """A list argument as a list of strings; anything else is a ValueError naming the
+    argument (it was an AttributeError or TypeError from deep inside)."""
+    if isinstance(x, str | bytes | Mapping) or not isinstance(x, Iterable):
+        raise ValueError(f"{what}: expected a string or a list of strings, got {x!r}")
+    out = list(x)
+    for i, v in enumerate(out):
+        if not isinstance(v, str):
+            raise ValueError(f"{what}[{i}]: expected a string, got {v!r}")
+    return out
+
+
+def _specs(x: Specs, what: str) -> list[str]:
     if x is None:
         return []
     if isinstance(x, str):
         return split_specs(x)
-    return [s.strip() for s in x if s and s.strip()]
+    return [s.strip() for s in _strings(x, what) if s.strip()]
 
 
-def _names(x: str | Sequence[str] | None) -> list[str] | None:
+def _names(x: str | Sequence[str] | None, what: str) -> list[str] | None:
     if x is None:
         return None
-    parts = x.split(",") if isinstance(x, str) else list(x)
-    return [p.strip() for p in parts if p and p.strip()]
+    parts = x.split(",") if isinstance(x, str) else _strings(x, what)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _loose_names(x: Any, what: str) -> Any:
+    """rank's names as given (a string the command parses, None) or a list of strings."""
+    return x if x is None or isinstance(x, str) else _strings(x, what)
+
+
+def _trusted(x: Any) -> Any:
+    """rank's trusted pairs: a file (a path) or (better, worse) pairs of item ids."""
+    if x is None or isinstance(x, str):
+        return x
+    if isinstance(x, os.PathLike):
+        return Path(x)
+    if isinstance(x, bytes | Mapping) or not isinstance(x, Iterable):
+        raise ValueError(f"trusted: expected a file or a list of (better, worse) pairs of "
+                         f"item ids, got {x!r}")
+    pairs = list(x)
+    for i, v in enumerate(pairs):
+        if (isinstance(v, str | bytes) or not isinstance(v, Sequence) or len(v) != 2
+                or not all(isinstance(s, str) for s in v)):
+            raise ValueError(f"trusted[{i}]: expected a (better, worse) pair of item ids, "
+                             f"got {v!r}")
+    return [tuple(v) for v in pairs]
+
+
+def _seeds(x: Any) -> Any:
+    """rank-eval's seeds: a count, "0-9" / "0,4,9", or a list the command checks."""
+    if isinstance(x, int | str) or (isinstance(x, Iterable) and not isinstance(
+            x, bytes | Mapping)):
+        return x
+    raise ValueError(f"seeds: expected a count, a range or a list of seeds, got {x!r}")
+
+
+def _levels(x: Any) -> str:
+    """quantify's levels as the setting's "1,3,5" (a list of integers or that string)."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, Mapping) or not isinstance(x, Iterable):
+        raise ValueError(f"levels: expected a list of levels 1-5, got {x!r}")
+    out = list(x)
+    for i, v in enumerate(out):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"levels[{i}]: expected an integer 1-5, got {v!r}")
+    return ",".join(str(v) for v in out)
 
 
 def _check(cls: type[CommandConfig], /, **values: Any) -> None:
@@ -389,11 +445,12 @@ async def aaudit(
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         AuditConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
-        probes=",".join(_names(probes) or []) or None, n=n, full=full, alpha=alpha, seed=seed,
+        probes=",".join(_names(probes, "probes") or []) or None, n=n, full=full, alpha=alpha,
+        seed=seed,
         adaptive=adaptive, max_n=max_n, round_size=round_size, max_calls=max_calls,
         max_cost=max_cost, length_control=length_control, min_valid=min_valid,
         max_failed=max_failed)
-    run = prepare_audit(cfg, data=data, panel=_specs(panel))
+    run = prepare_audit(cfg, data=data, panel=_specs(panel, "panel"))
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
@@ -472,8 +529,10 @@ async def ascoring_bias(
     cfg = _config(
         ScoringBiasConfig, {"data": data if isinstance(data, str) else "",
                             "references": references if by_file else None},
-        judge=judge, perturbations=",".join(_names(perturbations) or []) or None,
-        ids=list(ids), limit=limit, repeats=repeats,
+        judge=judge,
+        perturbations=",".join(_names(perturbations, "perturbations") or []) or None,
+        ids=[ids] if isinstance(ids, str) else _strings(ids, "ids"), limit=limit,
+        repeats=repeats,
         generate_references=generate_references, generator=generator, reviewer=reviewer,
         ref_limit=ref_limit, ref_attempts=ref_attempts, ref_tolerance=ref_tolerance,
         ref_max_tokens=ref_max_tokens, ref_review=ref_review, template=template, seed=seed,
@@ -560,8 +619,8 @@ async def arank(
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
-        RankConfig, {"covariates": covariates, "lam": lam, "trusted": (
-            Path(trusted) if isinstance(trusted, os.PathLike) else trusted)},
+        RankConfig, {"covariates": _loose_names(covariates, "covariates"), "lam": lam,
+                     "trusted": _trusted(trusted)},
         judge=judge, items=items, k=k, budget=budget, rule=rule, model=model, seed=seed, tau=tau,
         hierarchical=hierarchical, refit_every=refit_every, samples=samples,
         min_valid=min_valid, max_failed=max_failed)
@@ -630,8 +689,9 @@ async def arank_eval(
 
     opts = _opts(cache, concurrency, timeout, retry, 0, progress, max_cost)
     cfg = _config(
-        RankEvalConfig, {"budgets": budgets, "rules": rules, "seeds": seeds,
-                         "covariates": covariates, "lam": lam},
+        RankEvalConfig, {"budgets": budgets, "rules": _loose_names(rules, "rules"),
+                         "seeds": _seeds(seeds),
+                         "covariates": _loose_names(covariates, "covariates"), "lam": lam},
         oracle=oracle, items=items, k=k, tau=tau, hierarchical=hierarchical,
         refit_every=refit_every, samples=samples, min_valid=min_valid, max_failed=max_failed)
     return await _execute(prepare_rank_eval(cfg), session=session, opts=opts,
@@ -710,7 +770,11 @@ async def adiscover(
         holdout=holdout, holdout_limit=holdout_limit, clusters=clusters, factors=factors,
         iterations=iterations, tau=tau, rho=rho, rep_fallback=rep_fallback,
         min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
-    run = prepare_discover(cfg, data=data, judges=_specs(judges), embedder=embedder)
+    if embedder is not None and not callable(getattr(embedder, "encode", None)):
+        raise ValueError(f"embedder: expected a sentence embedder (encode(texts) -> array, "
+                         f"name), got {embedder!r}")
+    run = prepare_discover(cfg, data=data, judges=_specs(judges, "judges"),
+                           embedder=embedder)
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
@@ -783,12 +847,13 @@ async def aquantify(
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         QuantifyConfig, {"data": data if isinstance(data, str) else ""},
-        factors=",".join(_names(factors) or []),
-        generator=generator, checker=checker, levels=",".join(str(x) for x in levels),
+        factors=",".join(_names(factors, "factors") or []),
+        generator=generator, checker=checker, levels=_levels(levels),
         pool=pool, limit=limit, n_cal=n_cal, on_violation=on_violation, inject=inject,
         max_words=max_words, min_agreement=min_agreement, seed=seed, min_valid=min_valid,
         max_failed=max_failed)
-    run = prepare_quantify(cfg, data=data, judges=_specs(judges), factors_from=factors_from)
+    run = prepare_quantify(cfg, data=data, judges=_specs(judges, "judges"),
+                           factors_from=factors_from)
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
@@ -862,8 +927,8 @@ async def amitigate(
         factor=factor,
         scorer=scorer, candidate=candidate, limit=limit, estimator=estimator,
         min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
-    run = prepare_mitigate(cfg, data=data, judges=_specs(judges), factors_from=factors_from,
-                           apply=apply)
+    run = prepare_mitigate(cfg, data=data, judges=_specs(judges, "judges"),
+                           factors_from=factors_from, apply=apply)
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
