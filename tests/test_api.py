@@ -273,6 +273,21 @@ def test_wrong_typed_list_arguments_are_value_errors_naming_the_argument(call, m
         call()
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda: judgeaudit.audit(SIM, probes=[]), "probes: an empty selection ([])"),
+    (lambda: judgeaudit.audit(SIM, probes=""), "probes: an empty selection ('')"),
+    (lambda: judgeaudit.audit(SIM, probes=" , "), "probes: an empty selection (' , ')"),
+    (lambda: judgeaudit.scoring_bias(SIM, perturbations=[]),
+     "perturbations: an empty selection ([])"),
+])
+def test_an_explicitly_empty_selection_is_refused_not_the_default(call, message):
+    """probes=[] or "" ran the default battery silently."""
+    import re
+
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        call()
+
+
 def test_references_for_items_past_the_limit_are_items_of_the_data():
     res = judgeaudit.scoring_bias("sim?seed=0", "builtin:graded", limit=2, repeats=1,
                                   perturbations="ref_1", cache=False,

@@ -186,6 +186,16 @@ def _names(x: str | Sequence[str] | None, what: str) -> list[str] | None:
     return [p.strip() for p in parts if p.strip()]
 
 
+def _selection(x: str | Sequence[str] | None, what: str, default: str) -> list[str]:
+    """Names chosen (`_names`); none (None) is the default, an explicitly empty selection
+    ([] or "") a ValueError: it ran the default silently."""
+    names = _names(x, what)
+    if names == []:
+        raise ValueError(f"{what}: an empty selection ({x!r}); give names, or leave {what} "
+                         f"out for {default}")
+    return names or []
+
+
 def _loose_names(x: Any, what: str) -> Any:
     """rank's names as given (a string the command parses, None) or a list of strings."""
     return x if x is None or isinstance(x, str) else _strings(x, what)
@@ -445,7 +455,8 @@ async def aaudit(
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
     cfg = _config(
         AuditConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
-        probes=",".join(_names(probes, "probes") or []) or None, n=n, full=full, alpha=alpha,
+        probes=",".join(_selection(probes, "probes", "the default set (full=True: every "
+                                   "probe)")) or None, n=n, full=full, alpha=alpha,
         seed=seed,
         adaptive=adaptive, max_n=max_n, round_size=round_size, max_calls=max_calls,
         max_cost=max_cost, length_control=length_control, min_valid=min_valid,
@@ -530,7 +541,7 @@ async def ascoring_bias(
         ScoringBiasConfig, {"data": data if isinstance(data, str) else "",
                             "references": references if by_file else None},
         judge=judge,
-        perturbations=",".join(_names(perturbations, "perturbations") or []) or None,
+        perturbations=",".join(_selection(perturbations, "perturbations", "all")) or None,
         ids=[ids] if isinstance(ids, str) else _strings(ids, "ids"), limit=limit,
         repeats=repeats,
         generate_references=generate_references, generator=generator, reviewer=reviewer,
