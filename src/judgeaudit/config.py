@@ -57,8 +57,9 @@ MIN_VALID_HELP = ("Fewest results with a valid verdict for the run to count (ite
                   "judge verdicts in quantify and mitigate); below it the run fails (exit 3).")
 MAX_FAILED_HELP = ("Largest share (0-1) of failed calls, and of the judges' answers that cannot "
                    "be read as a verdict, before the run fails (exit 3).")
-ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon] | jsonl:PATH (one "
-              '{"id", "prompt", "response", "quality"?, numeric fields...} per line)')
+ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon&design=balanced] | "
+              'jsonl:PATH (one {"id", "prompt", "response", "quality"?, numeric fields...} per '
+              "line) | csv:PATH (the same columns; a .csv or .tsv path needs no prefix)")
 COV_HELP = ("Covariates the judge may be biased on, comma-separated: length (log words), "
             "markdown, authority, confidence, sentiment, self, injection, words (z-scored "
             "word count), or a numeric field of the items; 'none' for a plain model. "

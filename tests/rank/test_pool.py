@@ -75,6 +75,27 @@ def test_jsonl_pool_fields_groups_and_topk(tmp_path):
         == [0]
 
 
+def test_csv_pool_reads_as_the_same_jsonl_pool(tmp_path):
+    """A spreadsheet's pool was refused ("kind must be a word"): CSV (any separator) gives
+    the pool its JSON Lines twin gives, numbers read from their text."""
+    import csv
+
+    rows = [{"id": f"a{i}", "prompt": "P1", "response": "x " * (i + 1), "quality": i,
+             "tokens": 10 * i} for i in range(4)]
+    twin = load_pool(str(_write(tmp_path / "pool.jsonl", rows)))
+    with (tmp_path / "pool.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter=";")
+        w.writeheader()
+        w.writerows(rows)
+    for spec in (str(tmp_path / "pool.csv"), f"csv:{tmp_path / 'pool.csv'}"):
+        pool = load_pool(spec)
+        assert [(it.id, it.prompt, it.text, it.quality, it.fields) for it in pool.items] == [
+            (it.id, it.prompt, it.text, it.quality, it.fields) for it in twin.items]
+    (tmp_path / "bad.csv").write_text("id,prompt,response,quality\na,p,r,high\n")
+    with pytest.raises(DataError, match=":2: field 'quality': expected a finite number"):
+        load_pool(str(tmp_path / "bad.csv"))
+
+
 @pytest.mark.parametrize("rows, where", [
     ([{"id": "a", "prompt": "p", "response": "r"}, {"prompt": "p", "response": "s"}],
      ":2: field 'id': missing"),

@@ -256,9 +256,49 @@ def jsonl_pool(path: str, source: str | None = None) -> Pool:
         raise DataError("jsonl", None, "no path given; expected jsonl:PATH")
     if not p.exists():
         raise DataError(str(p), None, "no such file")
+    return _records_pool(p, read_jsonl(p), src, "jsonl")
+
+
+def csv_pool(path: str, source: str | None = None) -> Pool:
+    """A pool from a CSV file (comma, semicolon or tab separated, `textfile.read_csv`): the
+    columns id, prompt, response, quality (optional) and numeric covariate columns, as a
+    JSON Lines pool's fields; numbers are read from their text, an empty cell is no value.
+    A spreadsheet's pool was refused as "kind must be a word"."""
+    from judgeaudit.data.loaders._common import read_text
+    from judgeaudit.textfile import TextProblem, read_csv
+
+    p = Path(path).expanduser()
+    src = source or f"csv:{path}"
+    if not path:
+        raise DataError("csv", None, "no path given; expected csv:PATH")
+    if not p.exists():
+        raise DataError(str(p), None, "no such file")
+    try:
+        rows = read_csv(read_text(p))[1]
+    except TextProblem as e:
+        raise DataError(str(p), e.line, e.problem) from None
+    return _records_pool(p, [(line, {k: v if k in ("id", "prompt", "response") else
+                                     _csv_number(v) for k, v in rec.items()})
+                             for line, rec in rows], src, "csv")
+
+
+def _csv_number(text: Any) -> Any:
+    """A CSV cell as a number where it reads as one, None where empty, else the text (which
+    `_records_pool` then refuses for quality and ignores as a covariate)."""
+    t = str(text).strip()
+    if not t:
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return t
+
+
+def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
+    """A pool from (line, record) pairs, each record checked as a pool item."""
     items = []
     seen: dict[str, int] = {}
-    for lineno, obj in read_jsonl(p):
+    for lineno, obj in records:
         for key in ("id", "prompt", "response"):
             if key not in obj:
                 raise DataError(str(p), lineno, f"field {key!r}: missing (required)")
@@ -288,16 +328,19 @@ def jsonl_pool(path: str, source: str | None = None) -> Pool:
         first = next(i for i, k in enumerate(known) if not k)
         raise DataError(str(p), None, f"'quality' is given for some items but not for "
                                       f"{items[first].id!r}: give it for all or none")
-    return Pool(items=items, source=src, meta={"kind": "jsonl", "path": str(p)})
+    return Pool(items=items, source=src, meta={"kind": kind, "path": str(p)})
 
 
 def load_pool(spec: str, k: int | None = None) -> Pool:
-    """A ranking pool from `builtin:controlled[?...]`, `jsonl:PATH` or `PATH.jsonl`. `k`:
+    """A ranking pool from `builtin:controlled[?...]`, `jsonl:PATH` or `PATH.jsonl`,
+    `csv:PATH` or `PATH.csv`/`.tsv`. `k`:
     the top-k size asked for (`--k`); a built-in pool without its own `&k=` is built for it
     (its design keeps the k-th and (k+1)-th qualities apart)."""
     text = spec.strip()
     if text.endswith(".jsonl") and not text.startswith("jsonl:"):
         return jsonl_pool(text, source=text)
+    if text.lower().endswith((".csv", ".tsv")) and not text.startswith("csv:"):
+        return csv_pool(text, source=text)
     sp = parse_spec(text)
     if sp.kind == "builtin":
         if sp.name != "controlled":
@@ -311,8 +354,13 @@ def load_pool(spec: str, k: int | None = None) -> Pool:
             raise DataError(text, None, f"jsonl pools take no parameters, got "
                                         f"{', '.join(sp.params)}")
         return jsonl_pool(sp.name, source=text)
+    if sp.kind == "csv":
+        if sp.params:
+            raise DataError(text, None, f"csv pools take no parameters, got "
+                                        f"{', '.join(sp.params)}")
+        return csv_pool(sp.name, source=text)
     raise DataError(text, None, "unknown pool kind; expected builtin:controlled[?seed=&n=&k=&"
-                                "topic=] or jsonl:PATH")
+                                "topic=&design=], jsonl:PATH or csv:PATH")
 
 
 def load_trusted(path: str | Path, pool: Pool) -> np.ndarray:

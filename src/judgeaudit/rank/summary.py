@@ -61,6 +61,10 @@ def _prior_check(d: dict, tau: float) -> dict:
     return d
 
 
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
                trusted: bool) -> list[str]:
     """What the bias-aware model's c and kappa can and cannot say, for the terminal, results
@@ -75,7 +79,7 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
         tau = next(iter(weak.values()))["prior_sd"]
         ratios = ", ".join(f"{n} {d['se'] / tau:.2f}" for n, d in weak.items())
         notes.append(
-            f"{' and '.join(weak)}: the comparisons barely narrow "
+            f"{_and(list(weak))}: the comparisons barely narrow "
             f"{'it' if len(weak) == 1 else 'them'} (posterior sd as a share of the prior's "
             f"{tau:.3g}: {ratios}), so the estimate and interval are mostly the prior's "
             "(" + ("tau learned by --hierarchical" if hierarchical else "--tau") + "), not a "
