@@ -81,11 +81,16 @@ async def test_async_twin_gives_the_same_numbers():
       "position,verbosity"],
      lambda: judgeaudit.audit(SIM, "builtin:facts", n=10, probes=["position", "verbosity"],
                               cache=False)),
+    # the CLI's --sample, --by and --note (the API had none of them: TypeError)
+    (["audit", "--judge", SIM, "--data", "builtin:facts", "--sample", "20", "--by", "topic",
+      "--probes", "position", "--note", "sized by hand"],
+     lambda: judgeaudit.audit(SIM, "builtin:facts", sample=20, by="topic", probes="position",
+                              note="sized by hand", cache=False)),
     (["scoring-bias", "--judge", "sim?seed=0", "--data", "builtin:graded", "--limit", "6",
       "--repeats", "2", "--perturbations", "order_desc,ref_2"],
      lambda: judgeaudit.scoring_bias("sim?seed=0", "builtin:graded", limit=6, repeats=2,
                                      perturbations="order_desc,ref_2", cache=False)),
-], ids=["evaluate", "audit", "scoring-bias"])
+], ids=["evaluate", "audit", "audit-sample-by", "scoring-bias"])
 def test_the_api_gives_the_document_the_cli_writes(argv, call, tmp_path):
     from judgeaudit.cli.main import app
 

@@ -390,10 +390,13 @@ async def aaudit(
     *,
     probes: str | Sequence[str] | None = None,
     n: int | None = None,
+    sample: int | None = None,
+    by: str | None = None,
     full: bool = False,
     panel: Specs = (),
     alpha: float = 0.05,
     seed: int = 0,
+    note: str | None = None,
     adaptive: bool = False,
     max_n: int = 500,
     round_size: int = 20,
@@ -421,10 +424,15 @@ async def aaudit(
         probes: probe names (a list or "position,verbosity"); default: the default set
             (with `full`: every probe).
         n: items per probe (default 40; with `full`: all).
+        sample: audit N pairs drawn at random (seeded by `seed`, kept in data order); each
+            probe uses those it can. Not with `n`.
+        by: break each probe's effect down by an item field or metadata key (e.g. "source").
         full: every probe, every item.
         panel: extra judge SPECs for the judge-panel agreement probe.
         alpha: false discovery rate for "biased" (0 < alpha < 1).
-        seed: seed of the judges and the probes (and of the adaptive item order).
+        seed: seed of the judges and the probes (and of the sample and the adaptive item
+            order).
+        note: a note kept in the results (`res["notes"]`) and shown in the report.
         adaptive: draw items in rounds and stop each probe once its anytime-valid
             confidence sequence and e-value decide (`audit --adaptive`); not with `n` or
             `panel`.
@@ -446,6 +454,9 @@ async def aaudit(
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
             instead). Default: a session of the command's own, closed when it ends.
 
+    The CLI's `--fail-on` gate (exit 1) has no argument here: gate on the result instead
+    (`res.summary()["biased"]`, `res.summary()["flagged"]`).
+
     Returns:
         The audit `Result` (`res.to_frame()`: one row per probe).
     """
@@ -456,8 +467,8 @@ async def aaudit(
     cfg = _config(
         AuditConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
         probes=",".join(_selection(probes, "probes", "the default set (full=True: every "
-                                   "probe)")) or None, n=n, full=full, alpha=alpha,
-        seed=seed,
+                                   "probe)")) or None, n=n, sample=sample, by=by, full=full,
+        alpha=alpha, seed=seed, note=note,
         adaptive=adaptive, max_n=max_n, round_size=round_size, max_calls=max_calls,
         max_cost=max_cost, length_control=length_control, min_valid=min_valid,
         max_failed=max_failed)
