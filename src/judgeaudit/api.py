@@ -11,7 +11,8 @@ the same results document, wrapped in a `Result`::
 The sync functions work in plain Python and inside a running event loop (Jupyter): there the
 command runs on a fresh event loop in a worker thread and the call waits for it. The `a`
 twins (`aevaluate`, `aaudit`, ...) are coroutines for async code; they also take a `session`
-to share a cache, judges and call totals between commands.
+to share a cache, judges and call totals between commands. (The sync functions' type hints
+are their twins', `session` included: type checkers accept it there, the call refuses it.)
 
 A run that judged too little (every call failed, no valid verdict) is not an exception: its
 `Result` has `ok` False and says why in `reason` (the CLI's exit 3); pass
@@ -117,7 +118,10 @@ def _sync_twin(afn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
     """The sync form of the command coroutine ``afn`` (``aaudit`` -> ``audit``): the same
     arguments and docstring, run through `run_sync`. Written once here rather than as a second
     copy of every signature. It takes no ``session``: a session's clients belong to the event
-    loop that made them, and the sync form runs on a loop of its own."""
+    loop that made them, and the sync form runs on a loop of its own. Its runtime signature
+    (`inspect.signature`, `help`) leaves ``session`` out, but its type hints are ``afn``'s
+    (a ParamSpec cannot drop a keyword argument), so type checkers accept ``session=``; the
+    call raises TypeError for it, before anything runs."""
     name = afn.__name__.removeprefix("a")
     sig = inspect.signature(afn)
 
@@ -361,7 +365,9 @@ async def aevaluate(
             returning a Result with `ok` False.
         session: (the `a` form only) run in this `Session`: its cache and judge settings
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
-            instead). Default: a session of the command's own, closed when it ends.
+            instead). Default: a session of the command's own, closed when it ends. The
+            sync form's type hints are the `a` form's, so type checkers accept `session`
+            there too; at run time the sync form refuses it (TypeError).
 
     Returns:
         The evaluate `Result` (`res["accuracy"]`, `res.summary()`, `res.to_frame()`).
@@ -452,7 +458,9 @@ async def aaudit(
             `evaluate`.
         session: (the `a` form only) run in this `Session`: its cache and judge settings
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
-            instead). Default: a session of the command's own, closed when it ends.
+            instead). Default: a session of the command's own, closed when it ends. The
+            sync form's type hints are the `a` form's, so type checkers accept `session`
+            there too; at run time the sync form refuses it (TypeError).
 
     The CLI's `--fail-on` gate (exit 1) has no argument here: gate on the result instead
     (`res.summary()["biased"]`, `res.summary()["flagged"]`).
@@ -538,7 +546,9 @@ async def ascoring_bias(
         raise_on_failure: as in `evaluate` (the outcome's unit is a score).
         session: (the `a` form only) run in this `Session`: its cache and judge settings
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
-            instead). Default: a session of the command's own, closed when it ends.
+            instead). Default: a session of the command's own, closed when it ends. The
+            sync form's type hints are the `a` form's, so type checkers accept `session`
+            there too; at run time the sync form refuses it (TypeError).
 
     Returns:
         The scoring-bias `Result`.
@@ -630,7 +640,9 @@ async def arank(
             `evaluate`.
         session: (the `a` form only) run in this `Session`: its cache and judge settings
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
-            instead). Default: a session of the command's own, closed when it ends.
+            instead). Default: a session of the command's own, closed when it ends. The
+            sync form's type hints are the `a` form's, so type checkers accept `session`
+            there too; at run time the sync form refuses it (TypeError).
 
     Returns:
         The rank `Result` (`res["ranking"]`, `res["models"]["bias_aware"]["c"]`,
@@ -701,7 +713,9 @@ async def arank_eval(
             `evaluate`.
         session: (the `a` form only) run in this `Session`: its cache and judge settings
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
-            instead). Default: a session of the command's own, closed when it ends.
+            instead). Default: a session of the command's own, closed when it ends. The
+            sync form's type hints are the `a` form's, so type checkers accept `session`
+            there too; at run time the sync form refuses it (TypeError).
 
     Returns:
         The rank-eval `Result` (`res["recall"]`, `res["tests"]`, `res.report(path)`).
@@ -777,7 +791,9 @@ async def adiscover(
         raise_on_failure: as in `evaluate` (the outcome's unit is a G-module answer).
         session: (the `a` form only) run in this `Session`: its cache and judge settings
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
-            instead). Default: a session of the command's own, closed when it ends.
+            instead). Default: a session of the command's own, closed when it ends. The
+            sync form's type hints are the `a` form's, so type checkers accept `session`
+            there too; at run time the sync form refuses it (TypeError).
 
     Returns:
         The discover `Result`.
@@ -858,7 +874,9 @@ async def aquantify(
         raise_on_failure: as in `evaluate` (the outcome's unit is a verdict on a rewrite).
         session: (the `a` form only) run in this `Session`: its cache and judge settings
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
-            instead). Default: a session of the command's own, closed when it ends.
+            instead). Default: a session of the command's own, closed when it ends. The
+            sync form's type hints are the `a` form's, so type checkers accept `session`
+            there too; at run time the sync form refuses it (TypeError).
 
     Returns:
         The quantify `Result`.
@@ -935,7 +953,9 @@ async def amitigate(
             query with factor scores).
         session: (the `a` form only) run in this `Session`: its cache and judge settings
             apply (give cache, concurrency, timeout, retry, progress and max_cost to it
-            instead). Default: a session of the command's own, closed when it ends.
+            instead). Default: a session of the command's own, closed when it ends. The
+            sync form's type hints are the `a` form's, so type checkers accept `session`
+            there too; at run time the sync form refuses it (TypeError).
 
     Returns:
         The mitigate `Result`.
