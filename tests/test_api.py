@@ -270,6 +270,11 @@ def test_quantify_without_a_factor_is_refused_before_any_call(factors, tmp_path)
      "trusted[0]: expected a (better, worse) pair of item ids, got 5"),
     (lambda: judgeaudit.rank_eval(SIM, POOL, rules=5), "rules: expected a string or a list"),
     (lambda: judgeaudit.rank_eval(SIM, POOL, seeds=None), "seeds: expected a count"),
+    # a results document or references of another type (a TypeError from opening it)
+    (lambda: judgeaudit.quantify(SIM, "builtin:facts", factors_from=5),
+     "factors_from: expected a results.json path, a Result or a dict, got 5"),
+    (lambda: judgeaudit.mitigate(SIM, "builtin:facts", apply=5), "apply: expected a results"),
+    (lambda: judgeaudit.scoring_bias(SIM, references=5), "references: expected a references"),
 ])
 def test_wrong_typed_list_arguments_are_value_errors_naming_the_argument(call, message):
     import re

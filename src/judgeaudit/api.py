@@ -200,6 +200,15 @@ def _selection(x: str | Sequence[str] | None, what: str, default: str) -> list[s
     return names or []
 
 
+def _doc_arg(x: Any, what: str, wanted: str = "a results.json path, a Result or a dict"
+             ) -> Any:
+    """A results document argument (factors_from, apply) or references as given; another
+    type is a ValueError naming the argument (it was a TypeError from opening it)."""
+    if x is None or isinstance(x, str | os.PathLike | Result | Mapping):
+        return x
+    raise ValueError(f"{what}: expected {wanted}, got {x!r}")
+
+
 def _loose_names(x: Any, what: str) -> Any:
     """rank's names as given (a string the command parses, None) or a list of strings."""
     return x if x is None or isinstance(x, str) else _strings(x, what)
@@ -557,6 +566,7 @@ async def ascoring_bias(
     from judgeaudit.config import ScoringBiasConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    _doc_arg(references, "references", "a references.json path or {item_id: {k: text}}")
     by_file = references is not None and not isinstance(references, Mapping)
     cfg = _config(
         ScoringBiasConfig, {"data": data if isinstance(data, str) else "",
@@ -893,7 +903,7 @@ async def aquantify(
         max_words=max_words, min_agreement=min_agreement, seed=seed, min_valid=min_valid,
         max_failed=max_failed)
     run = prepare_quantify(cfg, data=data, judges=_specs(judges, "judges"),
-                           factors_from=factors_from)
+                           factors_from=_doc_arg(factors_from, "factors_from"))
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
@@ -970,7 +980,8 @@ async def amitigate(
         scorer=scorer, candidate=candidate, limit=limit, estimator=estimator,
         min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
     run = prepare_mitigate(cfg, data=data, judges=_specs(judges, "judges"),
-                           factors_from=factors_from, apply=apply)
+                           factors_from=_doc_arg(factors_from, "factors_from"),
+                           apply=_doc_arg(apply, "apply"))
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)
 
 
