@@ -315,6 +315,10 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
     from judgeaudit.audit.evaluate import check_field
     from judgeaudit.audit.probe import WRITING, get_probe, probe_names
 
+    if cfg.probes is not None and not cfg.probes.replace(",", "").strip():
+        # `--probes "$PROBES"` with PROBES unset ran the whole default battery silently
+        raise ValueError(f"{opt('probes', cli)} is empty: name the probes (comma-separated) "
+                         "or leave it out for the default battery")
     names = ([p.strip() for p in cfg.probes.split(",") if p.strip()] if cfg.probes
              else probe_names(default_only=not cfg.full))
     probes = [get_probe(name) for name in names]  # unknown: ValueError naming the known ones

@@ -123,6 +123,8 @@ def test_partly_failed_run_fails_over_max_failed_and_passes_under_it(tmp_path, i
     (["audit", "--n", "0"], "--n"),
     (["audit", "--alpha", "2"], "--alpha"),
     (["audit", "--alpha", "0"], "--alpha"),
+    (["audit", "--probes", ""], "--probes is empty"),  # it ran the default battery
+    (["audit", "--probes", " , "], "--probes is empty"),
 ])
 def test_out_of_range_options_are_usage_errors(args, needle, tmp_path, isolated_cache):
     res = runner.invoke(app, [*args, "--judge", "sim", "--out", str(tmp_path / "o")])
