@@ -223,6 +223,23 @@ def test_gen_batch_is_validated_keys_apart_and_raises_concurrency():
         LocalProvider("qwen-0.5b", {"gen_batch": "0"})
 
 
+@pytest.mark.parametrize(("model", "params", "said"), [
+    ("qwen-7b", {}, "unknown local model 'qwen-7b': not a preset"),
+    ("/nonexistent/model.gguf", {}, "no such file or directory"),
+    ("qwen-0.5b", {"threads": "abc"}, "threads='abc': expected a whole number"),
+    ("qwen-0.5b", {"threads": "0"}, "threads='0': must be at least 1"),
+    ("qwen-0.5b", {"ctx": "-5"}, "ctx='-5': at least 256 tokens"),
+])
+def test_a_bad_model_or_setting_is_bad_input_before_the_run(model, params, said):
+    """An unknown preset raised ModelFilesError, reported as a bug in judgeaudit with a
+    traceback and exit 3; threads and ctx were read when the model loaded, after the run had
+    begun. Both are ValueErrors (exit 2) when the judge is made."""
+    from judgeaudit.llm.providers.local import LocalProvider
+
+    with pytest.raises(ValueError, match=said):
+        LocalProvider(model, params)
+
+
 # ---- the kept GGUF -----------------------------------------------------------------------------
 
 

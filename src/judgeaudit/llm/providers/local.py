@@ -81,6 +81,7 @@ from judgeaudit.llm.local_model import (
     LoadedModel,
     ModelFilesError,
     choose_backend,
+    choose_threads,
     cpu_summary,
     load,
     resolve,
@@ -100,7 +101,8 @@ _KNOWN_PARAMS = _RUNTIME_PARAMS | _DECODE_PARAMS | {"dtype", "backend"}
 # The spec parameters, with their meaning and default (anything else is refused).
 KNOWN_PARAMS: dict[str, str] = {
     "dtype": "bf16 | fp32 (default bf16 where the CPU has bf16 units, else fp32)",
-    "threads": "N | auto: torch threads (default auto, the cores not busy right now)",
+    "threads": "N | auto: threads the model runs on, every backend (default auto, the cores "
+               "not busy right now)",
     "prefix_cache": "on | off: reuse key/value caches of shared prompt prefixes (default on)",
     "decode": "lookup | plain | assisted: how greedy text is decoded (default lookup)",
     "lookup_k": "tokens drafted per prompt-lookup step, 1-64 (default 10)",
@@ -465,7 +467,10 @@ class LocalProvider(Provider):
                 f"local provider: unknown parameter(s) {sorted(unknown)}; "
                 f"known: {sorted(_KNOWN_PARAMS)}"
             )
-        self.source = resolve(self.model)  # fails now, clearly, for a bad name or path
+        try:  # fails now, clearly, for a bad name or path: bad input (exit 2), not a bug
+            self.source = resolve(self.model)
+        except ModelFilesError as exc:
+            raise ValueError(str(exc)) from None
         # Decided now: the backend is part of the cache key.
         torch_only = tuple(k for k in ("dtype", "decode", "lookup_k") if k in self.params
                            and (k, self.params[k]) != ("decode", "plain"))
@@ -497,6 +502,14 @@ class LocalProvider(Provider):
         if not gb.isdigit() or not 1 <= int(gb) <= 32:
             raise ValueError(f"local provider: gen_batch={gb!r}: expected a whole number 1-32")
         self.gen_batch = int(gb)
+        # checked now, not when the model loads: the run had begun (its folder said
+        # "unfinished, run again to resume", which cannot help)
+        if self.params.get("threads") not in (None, "", "auto"):
+            choose_threads(self.params["threads"])
+        if self.params.get("ctx") not in (None, "", "auto"):
+            from judgeaudit.llm.gguf_backend import context_size
+
+            context_size(self.params["ctx"], self.gen_batch)
         if self.gen_batch > 1:
             # requests must be in flight together to be batched
             self.default_concurrency = self.gen_batch  # type: ignore[misc]
