@@ -28,3 +28,27 @@ def test_the_panel_table_gives_each_column_its_own_n_and_the_invalid_verdicts():
     text = out.getvalue()
     assert "(98)" in text and "80.0% (100)" in text and "83.0% (100)" in text
     assert "judge=PaLM2" in text and "invalid verdicts" in text and "│ 4 " in text
+
+
+def test_the_audit_table_keeps_n_and_both_bounds_in_an_80_column_terminal():
+    """At 80 columns the row was cut: n read '…', each interval lost its upper bound, q and
+    MDE were cut and 'left out' was hidden (the demo's own summary)."""
+    import io
+
+    from rich.console import Console
+
+    from judgeaudit.cli.format import audit_table
+
+    probe = {"effect": {"value": 0.48, "ci95": [0.38, 0.58]}, "n": 30, "q": 0.00213,
+             "mde": 0.15, "verdict": "underpowered", "dropped": {"no label": 2},
+             "flag": {"value": 0.9, "threshold": 0.7, "exceeds": True}}
+    res = {"judge": "local", "data": "builtin:facts",
+           "probes": {name: probe for name in ("verbosity", "authority", "injection")}}
+    for width in (80, 200):
+        out = io.StringIO()
+        Console(file=out, width=width).print(audit_table(res, width))
+        text = out.getvalue()
+        assert "…" not in text, (width, text)
+        assert all(s in text for s in ("+0.48", "[+0.38, +0.58]", "30", "0.002", "0.15",
+                                       "underpowered", "0.90>0.70", "no label 2")), text
+        assert max(len(line) for line in text.splitlines()) <= width

@@ -192,22 +192,33 @@ def _num(x: float | None, fmt: str = "{:.3f}") -> str:
     return "n/a" if x is None else fmt.format(x)
 
 
-def audit_table(res: dict[str, Any]) -> Any:
+# Terminal columns the audit table needs on one line per probe (with a short "left out").
+WIDE = 100
+
+
+def audit_table(res: dict[str, Any], width: int | None = None) -> Any:
     """The audit as terminal tables: one row per probe (effect, n, q, MDE from the probe's
     own test, verdict, flag, items left out by reason), then the --by breakdown (each
-    probe's effect per category, with n and interval) when there is one."""
+    probe's effect per category, with n and interval) when there is one. Below `WIDE`
+    columns (`width`, the terminal's) the interval goes under its effect and the text columns
+    wrap: at 80 columns the row was cut, n to "…" and the interval's upper bound lost."""
     from rich.console import Group
 
-    t = Table(title=f"audit of {res['judge']} on {res['data']}", title_justify="left")
+    narrow = width is not None and width < WIDE
+    t = Table(title=f"audit of {res['judge']} on {res['data']}", title_justify="left",
+              padding=(0, 1) if not narrow else (0, 0))
     for col, just in [("probe", "left"), ("effect [95% CI]", "right"), ("n", "right"),
                       ("q", "right"), ("MDE", "right"), ("verdict", "left"),
                       ("flag", "left"), ("left out", "left")]:
-        t.add_column(col, justify=just, no_wrap=col != "left out",  # type: ignore[arg-type]
-                     min_width=12 if col == "probe" else None)
+        wraps = col in ("verdict", "flag", "left out") if narrow else col == "left out"
+        t.add_column(col, justify=just, no_wrap=not wraps,  # type: ignore[arg-type]
+                     min_width=(8 if narrow else 12) if col == "probe" else None,
+                     overflow="fold")
     for name, p in res["probes"].items():
         e = p["effect"]
         lo, hi = e["ci95"]
-        ci = "" if lo is None or hi is None else f" [{lo:+.2f}, {hi:+.2f}]"
+        ci = "" if lo is None or hi is None else (
+            ("\n" if narrow else " ") + f"[{lo:+.2f}, {hi:+.2f}]")
         v = p["verdict"]
         flag = p.get("flag") or {}  # a failed run's threshold checks read as passed: none
         ftxt = "" if not flag or v == "run_failed" else (

@@ -189,7 +189,7 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
 
     for w in res.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {w}")
-    console.print(audit_table(res))
+    console.print(audit_table(res, console.width))
     from judgeaudit.audit.length_control import length_lines
 
     for line in length_lines(res["probes"]):
