@@ -204,3 +204,28 @@ def test_paired_estimate_refuses_a_missing_difference():
 
     with pytest.raises(ValueError, match="NaN"):
         paired_estimate([1.0, math.nan, 0.0, 1.0])
+
+
+def test_every_item_moving_alike_gets_an_exact_interval_not_a_point():
+    """Ten items all preferring the first-shown response gave +0.50 [+0.50, +0.50] (the
+    bootstrap of equal values). constant_ci's interval misses the true mean only where all n
+    items landing on one value has probability below 5% (checked over a grid of truths:
+    a share q of items at c, the rest at the far end of the range)."""
+    from judgeaudit.stats.intervals import constant_ci, paired_estimate
+
+    est = paired_estimate([0.5] * 10, span=0.5)
+    assert est.method == "clopper-pearson-constant" and est.value == 0.5
+    p = 0.05 ** (1 / 10)
+    assert est.ci95 == pytest.approx((0.5 * p - 0.5 * (1 - p), 0.5))
+    assert est.ci95[0] > 0  # ten of ten one way is evidence, as the sign test says
+    for n, c, span in ((10, 0.5, 0.5), (40, 0.25, 0.5), (6, -1.0, 2.0)):
+        lo, hi = constant_ci(c, n, span)
+        assert lo <= c <= hi
+        for q in np.linspace(0.0, 1.0, 201):
+            for rest in (-span, span):  # the worst cases for each bound
+                mean = c * q + (1 - q) * rest
+                if not lo <= mean <= hi:
+                    assert q**n < 0.05, (n, c, q, rest)
+    # a mean of 0 is fewer than 5 movers (movers_ci); without a bound, the bootstrap as before
+    assert paired_estimate([0.0] * 10, span=0.5).method == "clopper-pearson-movers"
+    assert paired_estimate([0.5] * 10).method == "bootstrap-percentile"

@@ -57,9 +57,9 @@ def paired_stats(d: Sequence[float] | np.ndarray, *, seed: int = 0, alpha: float
     the exact two-sided sign test (items that moved up vs down; unmoved items carry no
     information) and, with `mde`, the MDE of that test at this n and discordance.
 
-    `estimate` is the effect as an Estimate (method "bootstrap-percentile" or
-    "clopper-pearson-movers"; no method when there is no interval); "effect", "ci95" (None
-    where not finite) and "method" repeat it for the probes that read them; "span" is the
+    `estimate` is the effect as an Estimate (method "bootstrap-percentile",
+    "clopper-pearson-movers" or "clopper-pearson-constant"; no method when there is no
+    interval); "effect", "ci95" (None where not finite) and "method" repeat it for the probes that read them; "span" is the
     bound given."""
     est = paired_estimate(d, seed=seed, span=span)
     arr = np.asarray(d, dtype=float)

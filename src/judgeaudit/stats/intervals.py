@@ -92,13 +92,28 @@ def movers_ci(d: Items, span: float, level: float = 0.95) -> Interval:
     return (-span * upper(int((x < 0).sum())), span * upper(int((x > 0).sum())))
 
 
+def constant_ci(c: float, n: int, span: float, level: float = 0.95) -> Interval:
+    """An exact interval for the mean of differences in [-span, span] when all n observed
+    equal c: the share q of items at c is at least the one-sided Clopper-Pearson bound
+    p = (1 - level)^(1/n) (n of n), so the mean, c q + (1 - q) t with t in [-span, span], lies
+    in [c p - span (1 - p), c p + span (1 - p)] (clipped to [-span, span]). The bootstrap of
+    equal values is the point [c, c]: ten items all preferring the first-shown response gave
+    +0.50 [+0.50, +0.50]."""
+    if n < 1 or not span > 0 or abs(c) > span:
+        raise ValueError(f"constant_ci: need n >= 1, span > 0 and |c| <= span, got n={n}, "
+                         f"c={c!r}, span={span!r}")
+    p = (1.0 - level) ** (1.0 / n)
+    return max(-span, c * p - span * (1 - p)), min(span, c * p + span * (1 - p))
+
+
 def paired_estimate(d: Items, *, seed: int = 0, span: float | None = None,
                     n_boot: int = 2000) -> Estimate:
     """mean(d) of paired differences with a percentile-bootstrap 95% interval over items;
     with `span` (every d lies in [-span, span]) and fewer than SPARSE_MOVERS items that
-    moved, the exact interval of `movers_ci` instead. One item has no interval (the effect
-    is shown, its verdict underpowered) and no method; no item: no value either. The audit's
-    effects, compare's changes and scoring-bias's shifts all take it."""
+    moved, the exact interval of `movers_ci` instead, and where every item moved alike that of
+    `constant_ci`. One item has no interval (the effect is shown, its verdict underpowered)
+    and no method; no item: no value either. The audit's effects, compare's changes and
+    scoring-bias's shifts all take it."""
     arr = np.asarray(d, dtype=float)
     n = int(arr.size)
     if not np.all(np.isfinite(arr)):  # one NaN made the value NaN beside a finite interval
@@ -111,6 +126,9 @@ def paired_estimate(d: Items, *, seed: int = 0, span: float | None = None,
     if span is not None and int((arr != 0).sum()) < SPARSE_MOVERS:
         return Estimate(float(arr.mean()), movers_ci(arr, span), n,
                         method="clopper-pearson-movers")
+    if span is not None and float(np.ptp(arr)) == 0.0:  # all alike: the bootstrap's a point
+        return Estimate(float(arr.mean()), constant_ci(float(arr[0]), n, span), n,
+                        method="clopper-pearson-constant")
     lo, hi = bootstrap_ci(arr, lambda x: x.mean(axis=1), n_boot=n_boot, seed=seed,
                           vectorized=True)
     return Estimate(float(arr.mean()), (lo, hi), n, method="bootstrap-percentile")
