@@ -259,3 +259,18 @@ def test_mean_absolute_error_interval_stays_at_or_above_zero():
 
     est = _mae(np.array([0.0, 0.0, 1.0]))
     assert est["ci95"][0] == 0.0 and est["ci95"][1] > est["value"]
+
+
+def test_kappa_against_a_rater_giving_one_label_has_no_interval():
+    """A judge answering 'first' throughout: kappa is 0 in every resample, and the bootstrap
+    printed 0.000 [0.000, 0.000] at n = 20 as if it were measured exactly."""
+    import math
+
+    from judgeaudit.stats.agreement import kappa_ci
+
+    labels = [1, 2] * 10
+    est = kappa_ci([1] * 20, labels)
+    assert est.value == 0.0 and all(math.isnan(x) for x in est.ci95) and est.n == 20
+    assert est.method is None
+    both = kappa_ci(labels, labels)  # both vary: the rules as before
+    assert both.method == "clopper-pearson-agreement"

@@ -187,7 +187,8 @@ def conventions(pair_rule: str, ties: str, *, ties_default: bool, n_tie_labels: 
                     "and kappa")
     parts = [RULE_TEXT[pair_rule], tie_text, "unlabelled pairs are left out",
              "kappa compares the pair's consensus with the label (orders that disagree make "
-             "a tie, so a flip on a tie-labelled pair agrees with it)"]
+             "a tie, so a flip on a tie-labelled pair agrees with it; no interval where the "
+             "consensus is one answer throughout, which makes kappa 0 by construction)"]
     if n_single_order:
         parts.append(f"{SINGLE_ORDER_TEXT} ({n_single_order} such pairs)")
     return {"pair_rule": pair_rule, "ties": ties, "ties_default": ties_default,

@@ -66,11 +66,16 @@ def kappa_ci(a: Any, b: Any, labels: Labels | None = None, n_boot: int = 2000,
     in 17-65% of runs at n = 10 and 78-93% at n = 80, benchmarks/results/kappa_coverage.json),
     so the interval is then the observed agreement's Clopper-Pearson interval carried through
     kappa = (p_o - p_e) / (1 - p_e) at the observed p_e (method "clopper-pearson-agreement";
-    coverage 93-99.5% in every cell of that benchmark)."""
+    coverage 93-99.5% in every cell of that benchmark). Where one rater gave one label
+    throughout, kappa is 0 by construction and gets no interval."""
     ca, cb, k = _codes(a, b, labels)
     codes = np.stack([ca, cb], axis=1)
     value = float(_kappa_codes(ca, cb, k)) if ca.size else math.nan
     disagree = int((ca != cb).sum())
+    if ca.size > 1 and disagree and (np.ptp(ca) == 0 or np.ptp(cb) == 0):
+        # one rater gave one label throughout: kappa is 0 in every resample, so the bootstrap
+        # gave [0, 0] ("0.000 [0.000, 0.000]" at n = 20); there is no interval to give
+        return Estimate(value, (math.nan, math.nan), int(ca.size))
     if ca.size and disagree < SPARSE_MOVERS and not math.isnan(value):
         pe = sum(float((ca == j).mean() * (cb == j).mean()) for j in range(k))
         po_lo, po_hi = clopper_pearson(int(ca.size) - disagree, int(ca.size), level)
