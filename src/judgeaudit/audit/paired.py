@@ -59,8 +59,8 @@ def paired_stats(d: Sequence[float] | np.ndarray, *, seed: int = 0, alpha: float
 
     `estimate` is the effect as an Estimate (method "bootstrap-percentile",
     "clopper-pearson-movers" or "clopper-pearson-constant"; no method when there is no
-    interval); "effect", "ci95" (None where not finite) and "method" repeat it for the probes that read them; "span" is the
-    bound given."""
+    interval); "effect", "ci95" (None where not finite) and "method" repeat it for the
+    probes that read them; "span" is the bound given."""
     est = paired_estimate(d, seed=seed, span=span)
     arr = np.asarray(d, dtype=float)
     n = est.n
