@@ -107,6 +107,12 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
         # the calls made before the signal are counted (the document written before the
         # first call said 0 made, in results.json and in --json)
         assert summary["calls"]["made"] == doc["calls"]["made"] >= finished
+        # the calls the interruption ended are said to be cancelled, not failures of the
+        # server (it read "57 failed" with no error)
+        # (SIGTERM ends the process at once: its calls under way are not counted at all)
+        assert doc["calls"]["cancelled"] == doc["calls"]["failed"]
+        assert doc["calls"]["failed"] > 0 or sig == signal.SIGTERM
+        assert not doc["calls"]["errors"]
         asked_before = srv.count()
         srv.fast = True
 

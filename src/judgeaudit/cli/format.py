@@ -36,9 +36,13 @@ def usage_text(calls: dict[str, Any]) -> str:
 
 
 def failed_text(calls: dict[str, Any]) -> str:
-    """'N failed', with how many of them were never sent (the client's breaker)."""
-    not_sent = calls.get("not_sent")
-    return f"{calls.get('failed', 0)} failed" + (f" ({not_sent} not sent)" if not_sent else "")
+    """'N failed', with how many of them were never sent (the client's breaker) and how many
+    an interruption cancelled (they read as failures of the server)."""
+    not_sent, cancelled = calls.get("not_sent"), calls.get("cancelled")
+    notes = [f"{not_sent} not sent" if not_sent else "",
+             f"{cancelled} cancelled by the interruption" if cancelled else ""]
+    notes = [x for x in notes if x]
+    return f"{calls.get('failed', 0)} failed" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def est_ci(e: Any, digits: int = 3) -> str:

@@ -88,6 +88,8 @@ class CallStats:
     or cached) a judge could not read as a verdict (`Client.note_verdict`), so every command's
     outcome can fail a judge that answers garbage past --max-failed; `first_unreadable` says
     why the first of them could not be read (the answer's start, secrets masked).
+    `cancelled` counts the failed calls that a cancellation ended (Ctrl-C, SIGTERM: the run
+    was interrupted), not the server: an interrupted run read "57 failed" with no error.
     """
 
     made: int = 0
@@ -101,6 +103,7 @@ class CallStats:
     cost_usd: float | None = None
     usage_estimated: int = 0
     unreadable: int = 0
+    cancelled: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
     first_unreadable: str | None = None
@@ -396,6 +399,11 @@ class Client:
             obs(request)
         return resp
 
+    def _count_failed(self, exc: BaseException) -> None:
+        self.stats.failed += 1
+        if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+            self.stats.cancelled += 1
+
     def key(self, request: Request) -> str:
         """The cache key of `request` for this client's provider."""
         return request_key(self.provider, request)
@@ -431,9 +439,10 @@ class Client:
                 if shared.cancelled() and task is not None and not task.cancelling():
                     continue  # its owner was cancelled, not us: ask again ourselves
                 self.stats.failed += 1
+                self.stats.cancelled += 1
                 raise
-            except BaseException:
-                self.stats.failed += 1
+            except BaseException as exc:
+                self._count_failed(exc)
                 raise
             self.stats.cached += 1
             return resp
@@ -451,8 +460,8 @@ class Client:
                     resp = await self._call_with_retries(request)
                 else:
                     resp = await self._call_batched(batcher, key, request)
-            except BaseException:
-                self.stats.failed += 1
+            except BaseException as exc:
+                self._count_failed(exc)
                 raise
             self._account(resp, request)
             if self.cache is not None and batcher is None:  # the batcher stored it already
