@@ -20,7 +20,9 @@ from urllib.parse import parse_qsl, quote
 _SECRET_WORD = r"(?:apikey|key|token|secret|password|passwd|pwd|auth|authorization|bearer)"
 SECRET_NAMES = re.compile(rf"(?i)(?:^|[^a-z0-9]){_SECRET_WORD}$")
 # URL userinfo: `scheme://user:PASSWORD@host` (and a bare `scheme://TOKEN@host`).
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s?#]+)@")
+# scheme://USER[:PASSWORD]@: the password runs to the @ whatever it holds but spaces and
+# quotes (a percent-decoded key may hold / ? #: http://user:sk-Ab/cd@host was shown whole)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s?#:]*(?::[^@\s'\"<>]*)?)@")
 
 
 def mask_url(value: str) -> str:

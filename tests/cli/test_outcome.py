@@ -317,3 +317,17 @@ def test_a_judge_answering_garbage_half_the_time_fails_every_command(args, tmp_p
     res = runner.invoke(app, [*args, "--judge", "sim?invalid=0.5", "--max-failed", "0.9",
                               "--out", str(out)])
     assert res.exit_code == 0, res.output  # the user's tolerance is the rule
+
+
+@pytest.mark.parametrize("encoded", ["%2F", "%3F", "%23"])
+def test_a_key_holding_url_punctuation_is_masked_in_a_refusal(encoded, tmp_path,
+                                                              isolated_cache, no_keys):
+    """A base_url password holding %2F, %3F or %23 is decoded to / ? # in the spec, and the
+    refusal showed it whole (the masks stopped at those characters)."""
+    key = f"{CANARY}{encoded}tail"
+    res = runner.invoke(app, ["evaluate", "--judge",
+                              f"openai:m?base_url=http://user:{key}@127.0.0.1:9/v1",
+                              "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    assert CANARY not in res.output and "tail" not in res.output
+    assert "user:***@127.0.0.1" in res.output

@@ -30,6 +30,8 @@ CANARY = "CanaryPw7f3e9d"
     # a server echoing the header back: base64 of user:KEY (a base_url's userinfo) leaked
     ("Incorrect API key provided: Basic dXNlcjpDYW5hcnlQdzdmM2U5ZA==", "dXNlcjpDYW5hcnlQdzdm"),
     ("key provided: basic dXNlcjpDYW5hcnlQdzdmM2U5ZA", "dXNlcjpDYW5hcnlQdzdm"),
+    # a percent-decoded key holding / ? # was shown whole
+    ("base_url 'http://user:Canary/Pw7f?3e#9d@127.0.0.1:9/v1'", "Canary"),
 ])
 def test_redact_masks_every_place_a_key_hides(text, leaked):
     out = redact(text)

@@ -286,11 +286,13 @@ class Provider(abc.ABC):
         """Release connections; the default has nothing to release."""
 
 
-_USERINFO_PW = re.compile(r"(?i)^([a-z][a-z0-9+.\-]*://[^:@/\s?#]*):[^@/\s?#]*@")
 
 
 def _mask_userinfo(value: Any) -> Any:
-    return _USERINFO_PW.sub(r"\1:***@", value) if isinstance(value, str) else value
+    """A URL's userinfo password masked (`spec.mask_url`, the one rule for it)."""
+    from judgeaudit.spec import mask_url
+
+    return mask_url(value) if isinstance(value, str) else value
 
 
 def check_params(provider: str, params: dict[str, Any], known: Iterable[str],

@@ -17,8 +17,10 @@ import re
 
 # Anything shaped like an API key; shared with the provider error messages.
 KEYLIKE = re.compile(r"\b(sk-(?:ant-)?|key-)[A-Za-z0-9_\-*.]{3,}")
-# scheme://user:PASSWORD@  (the user part stays: it names an account, not a secret)
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:@/\s?#]*):([^@/\s?#]*)@")
+# scheme://user:PASSWORD@  (the user part stays: it names an account, not a secret). The
+# password runs to the @ whatever it holds but spaces and quotes: a spec's percent-decoded
+# key may hold / ? # (http://user:sk-Ab/cd@host was shown whole in an error)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:@/\s?#]*):([^@\s'\"<>]*)@")
 # ?api_key=... &key=... token=... (query strings, form bodies, "key=value" text)
 _QUERY = re.compile(
     r"(?i)((?:^|[?&;\s,(\"'])(?:api[_-]?key|apikey|key|token|access[_-]?token|auth|"
