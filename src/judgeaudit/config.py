@@ -23,6 +23,8 @@ from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 CONFIG_VERSION = 1
 
 PosInt = Annotated[int, Field(ge=1)]
+# numpy's generators refuse a negative seed, after the judging (evaluate, rank, scoring-bias)
+Seed = Annotated[int, Field(ge=0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 OpenUnit = Annotated[float, Field(gt=0.0, lt=1.0)]
 PosFloat = Annotated[float, Field(gt=0.0)]
@@ -132,7 +134,7 @@ class EvaluateConfig(RunFields):
         "Pointwise: system-level correlation of the per-system mean scores (the field or "
         "metadata key naming the system, e.g. model_id)."))
     out: Path = _f(Path("out/evaluate"), "Output directory for results.json.")
-    seed: int = _f(0, SEED_HELP)
+    seed: Seed = _f(0, SEED_HELP)
 
 
 class AuditConfig(RunFields):
@@ -158,7 +160,7 @@ class AuditConfig(RunFields):
         "Exit 1 when: 'biased' (any probe biased), 'flag' (any production threshold "
         "exceeded), 'any' (either), or a comma-separated list of probe names that must not be "
         "biased."))
-    seed: int = _f(0, SEED_HELP)
+    seed: Seed = _f(0, SEED_HELP)
     alpha: OpenUnit = _f(0.05, "False discovery rate for 'biased' (0 < alpha < 1).")
     note: str | None = _f(None, "A note kept in results.json and shown in the report (e.g. how "
                                 "the run was sized).")
@@ -213,7 +215,7 @@ class ScoringBiasConfig(RunFields):
         "reviewers that give every text the same score)."))
     template: str = _f("pointwise_scoring_v1", "Scoring template name or .txt path.")
     out: Path = _f(Path("out/scoring-bias"), "Output directory (results.json, report.html).")
-    seed: int = _f(0, SEED_HELP)
+    seed: Seed = _f(0, SEED_HELP)
 
 
 class DiscoverConfig(RunFields):
@@ -239,7 +241,7 @@ class DiscoverConfig(RunFields):
         "fill in with the cluster representatives (features)."))
     min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
     out: Path = _f(Path("out/discover"), "Output directory (results.json, report.html).")
-    seed: int = _f(0, SEED_HELP)
+    seed: Seed = _f(0, SEED_HELP)
 
 
 class QuantifyConfig(RunFields):
@@ -271,7 +273,7 @@ class QuantifyConfig(RunFields):
                                         "most N words.")
     min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
     out: Path = _f(Path("out/quantify"), "Output directory (results.json, report.html).")
-    seed: int = _f(0, SEED_HELP)
+    seed: Seed = _f(0, SEED_HELP)
 
 
 class MitigateConfig(RunFields):
@@ -299,7 +301,7 @@ class MitigateConfig(RunFields):
         "judge) on --data with that fit."))
     min_agreement: Share = _f(0.5, MIN_AGREEMENT_HELP)
     out: Path = _f(Path("out/mitigate"), "Output directory (results.json, report.html).")
-    seed: int = _f(0, SEED_HELP)
+    seed: Seed = _f(0, SEED_HELP)
 
 
 class RankConfig(RunFields):
@@ -326,7 +328,7 @@ class RankConfig(RunFields):
         "and they do not lean towards the naive ranking (results.json gate.reason says "
         "which)."))
     out: Path = _f(Path("out/rank"), "Output directory (results.json, report.html).")
-    seed: int = _f(0, SEED_HELP)
+    seed: Seed = _f(0, SEED_HELP)
     lam: str = _f("auto", LAM_HELP)
     tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
@@ -376,7 +378,7 @@ class CompareConfig(CommandConfig):
     margin: Annotated[float, Field(ge=0.0)] | None = _f(None, (
         "Equivalence margin for 'no change' (every probe); default: half the width of each "
         "probe's no-bias range (0.05 for most)."))
-    seed: int = _f(0, "Seed of the bootstrap and the randomization test.")
+    seed: Seed = _f(0, "Seed of the bootstrap and the randomization test.")
 
 
 CONFIGS: dict[str, type[CommandConfig]] = {

@@ -124,6 +124,8 @@ def test_partly_failed_run_fails_over_max_failed_and_passes_under_it(tmp_path, i
     (["audit", "--alpha", "2"], "--alpha"),
     (["audit", "--alpha", "0"], "--alpha"),
     (["audit", "--probes", ""], "--probes is empty"),  # it ran the default battery
+    (["evaluate", "--seed", "-1"], "--seed"),  # numpy refused it after the judging
+    (["rank", "--seed", "-1"], "--seed"),
     (["audit", "--probes", " , "], "--probes is empty"),
 ])
 def test_out_of_range_options_are_usage_errors(args, needle, tmp_path, isolated_cache):
