@@ -447,3 +447,16 @@ def test_an_llm_answering_no_json_is_stopped_as_a_judge_is(shared_data, tmp_path
     doc = json.loads((tmp_path / "results.json").read_text())
     assert asked <= 40 and doc["calls"]["not_sent"] > 100, (asked, doc["calls"])
     assert "could not be read" in doc["calls"]["not_sent_why"]
+
+
+def test_verdicts_that_cannot_be_fitted_are_a_failed_run_not_bad_input(shared_data, tmp_path,
+                                                                      isolated_cache):
+    """Every verdict one way, found after the judge and the scorer were paid: it exited 2 as
+    bad input, and its folder said the run had not finished (run it again to resume)."""
+    res = runner.invoke(app, ["mitigate", "--judges", "sim", "--scorer",
+                              "simhubj?score_from=length", "--data", _data(shared_data),
+                              "--factor", "length", "--limit", "10", "--out", str(tmp_path)])
+    assert res.exit_code == 3, res.output
+    run = json.loads((tmp_path / "results.json").read_text())["run"]
+    assert run["status"] == "failed" and "go the same way" in run["message"]
+    assert "did not finish" not in run["message"] and not run.get("unfinished")

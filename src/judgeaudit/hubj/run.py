@@ -557,12 +557,18 @@ async def run_mitigate(
         "counts": counts,
     }
     if run["status"] != "failed":
-        if len(qids) < 5:
-            raise ValueError(f"mitigate: only {len(qids)} queries with factor scores; "
-                             "need >= 5")
-        fit = run_mitigate_fit(Y, ctl, list(winners), qids, estimator=estimator)
-        doc["per_judge"] = fit.pop("judges")
-        doc.update(fit)
+        try:
+            if len(qids) < 5:
+                raise ValueError(f"mitigate: only {len(qids)} queries with factor scores; "
+                                 "need >= 5")
+            fit = run_mitigate_fit(Y, ctl, list(winners), qids, estimator=estimator)
+        except ValueError as exc:  # the verdicts cannot be fitted, after they were paid for:
+            # a failed run saying why (it exited 2 as bad input, its folder saying the run
+            # had not finished)
+            run = _unfitted(run, exc)
+        else:
+            doc["per_judge"] = fit.pop("judges")
+            doc.update(fit)
     return {
         **doc,
         "scores": {q: list(s) if s else None for q, s in scores.items()},
@@ -572,6 +578,11 @@ async def run_mitigate(
         "run": run,
         "seconds": round(time.perf_counter() - t0, 2),
     }
+
+
+def _unfitted(run: dict[str, Any], exc: ValueError) -> dict[str, Any]:
+    """The run's outcome when its verdicts cannot be fitted: failed, with the reason."""
+    return {**run, "status": "failed", "message": f"run failed: {exc}"}
 
 
 async def run_apply(
@@ -611,8 +622,11 @@ async def run_apply(
     res = None
     if run["status"] != "failed":
         delta = M.CONTROLS[saved.get("control", "bias")](ctl)
-        res = M.apply({"judges": saved["per_judge"], "gamma": saved.get("gamma", {})}, judge,
-                      Y[0], delta, qids)
+        try:
+            res = M.apply({"judges": saved["per_judge"], "gamma": saved.get("gamma", {})},
+                          judge, Y[0], delta, qids)
+        except ValueError as exc:
+            run = _unfitted(run, exc)
     return {"command": "mitigate-apply", "judges": [judge], "factor": f,
             "candidate": saved.get("candidate", "rejected"),
             "control": saved.get("control", "bias"), "counts": counts, "applied": res,
