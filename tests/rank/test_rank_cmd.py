@@ -165,7 +165,7 @@ def test_bias_terms_say_when_their_numbers_are_the_priors(app, tmp_path):
     assert "mostly the prior's (tau learned by --hierarchical)" in notes
     assert "empirical Bayes set tau to" in notes and "not evidence of no bias" in notes
     assert "assumption that quality does not track the covariate" in notes
-    assert "note: c[length] and kappa: the comparisons barely narrow them" in out
+    assert "note: c[length] and kappa: the prior, not the comparisons, gives most" in out
     html = (tmp_path / "sim_length=3" / "report.html").read_text()
     assert "mostly the prior" in html and "not evidence of no bias" in html
 

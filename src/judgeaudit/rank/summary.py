@@ -19,13 +19,13 @@ from judgeaudit.rank.pool import CovariateInfo, Pool
 from judgeaudit.stats.bradley_terry import BTFit
 
 LEVEL = 0.95
-# A bias term whose posterior sd is above this share of its prior sd (tau) was narrowed by the
-# data to less than a quarter of the prior's variance: its estimate and interval are mostly
-# the prior's. An item-level covariate is confounded with item quality, so c is told apart
-# from quality only by the priors (theta independent of the covariate); with a strong planted
-# length bias the default fit gave c = 0.69 [-0.97, 2.36] against 3 planted, and an
-# empirical-Bayes tau collapsed to 0.007 gave 0.000 [-0.013, 0.013].
-PRIOR_DOMINATED = 0.5
+# A bias term whose posterior sd is above this share of its prior sd (tau) takes more than
+# half its posterior precision from the prior (the prior's share is the squared ratio): its
+# estimate and interval are mostly the prior's. An item-level covariate is confounded with
+# item quality, so c is told apart from quality only by the priors (theta independent of the
+# covariate); with a strong planted length bias the default fit gave c = 0.69 [-0.97, 2.36]
+# against 3 planted, and an empirical-Bayes tau collapsed to 0.007 gave 0.000 [-0.013, 0.013].
+PRIOR_DOMINATED = 0.5**0.5
 
 
 def _z(level: float = LEVEL) -> float:
@@ -77,11 +77,14 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
     notes = []
     if weak:
         tau = next(iter(weak.values()))["prior_sd"]
-        ratios = ", ".join(f"{n} {d['se'] / tau:.2f}" for n, d in weak.items())
+        ratios = ", ".join(f"{n} {d['se'] / tau:.2f}" + (
+            f" (mostly the prior in {d['from_prior_in']} of {d['n']} matrices)"
+            if "from_prior_in" in d else "") for n, d in weak.items())
         notes.append(
-            f"{_and(list(weak))}: the comparisons barely narrow "
-            f"{'it' if len(weak) == 1 else 'them'} (posterior sd as a share of the prior's "
-            f"{tau:.3g}: {ratios}), so the estimate and interval are mostly the prior's "
+            f"{_and(list(weak))}: the prior, not the comparisons, gives most of what is "
+            f"known of {'it' if len(weak) == 1 else 'them'} (posterior sd as a share of the "
+            f"prior's {tau:.3g}: {ratios}; above 0.71 the prior holds more than half the "
+            "precision), so the estimate and interval are mostly the prior's "
             "(" + ("tau learned by --hierarchical" if hierarchical else "--tau") + "), not a "
             "measurement of the judge")
         if hierarchical and len(weak) == len(terms):
