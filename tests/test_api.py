@@ -621,7 +621,8 @@ def test_rank_and_rank_eval_estimates_and_frames_hold_their_intervals():
                 if cell["se"] == 0:  # every seed gave the same recall: no point interval
                     assert math.isnan(e.ci95[0]) and math.isnan(e.ci95[1])
                     continue
-                assert e.ci95[0] == pytest.approx(max(0.0, cell["mean"] - 1.959964 * cell["se"]),
+                # Student's t over the 3 seeds (the normal quantile was ~40% too narrow)
+                assert e.ci95[0] == pytest.approx(max(0.0, cell["mean"] - 4.302653 * cell["se"]),
                                                   abs=1e-6)
                 assert 0.0 <= e.ci95[0] <= e.value <= e.ci95[1] <= 1.0
     assert {"full_data.naive", "full_data.bias_aware", "c.length", "kappa"} <= set(est)

@@ -139,19 +139,25 @@ def _bounds(x: Any, n: Any, method: str) -> Estimate | None:
 
 
 def _over_seeds(x: Any) -> Estimate | None:
-    """rank-eval's {"mean", "se", "n"} over seeds: a normal interval, clipped to [0, 1] (a
-    recall); NaN bounds from one seed or when every seed gave the same value."""
+    """rank-eval's {"mean", "se", "n", "ci95"} over seeds: the t interval it recorded
+    (`stats.over_seeds`); a document from before it recorded one gets the normal interval it
+    was shown with, clipped to [0, 1] (a recall). NaN bounds from one seed or when every seed
+    gave the same value."""
     from judgeaudit.stats.types import Z95, Estimate
 
     if not isinstance(x, Mapping) or not isinstance(x.get("mean"), int | float):
         return None
     m, se = float(x["mean"]), x.get("se")
     known = isinstance(se, int | float) and se == se
-    # se 0 (every seed gave the same recall): no interval rather than the point [m, m]
-    ok = known and se > 0
-    lo, hi = (max(0.0, m - Z95 * se), min(1.0, m + Z95 * se)) if ok else (math.nan, math.nan)
-    return Estimate(m, (lo, hi), int(x.get("n") or 0), float(se) if known else None,
-                    "normal over seeds")
+    nan = (math.nan, math.nan)
+    if "ci95" in x:
+        ci = x["ci95"]
+        iv = tuple(ci) if isinstance(ci, list) and len(ci) == 2 and None not in ci else nan
+    else:  # se 0 (every seed gave the same recall): no interval rather than the point [m, m]
+        ok = known and se > 0
+        iv = (max(0.0, m - Z95 * se), min(1.0, m + Z95 * se)) if ok else nan
+    return Estimate(m, iv, int(x.get("n") or 0), float(se) if known else None,
+                    "t over seeds" if "ci95" in x else "normal over seeds")
 
 
 def _rank_estimates(command: str, d: Mapping[str, Any]) -> dict[str, Estimate]:

@@ -245,16 +245,14 @@ def _print_eval(doc: dict) -> None:
 
 
 def _mean_se(cell: dict) -> str:
-    """"0.900 [0.80, 1.00]", the normal 95% interval over seeds clipped to [0, 1] as in the
-    report and --json; the mean alone where one seed gives no spread or every seed agreed."""
-    from judgeaudit.stats.types import Z95
-
-    se, mean = cell.get("se"), cell["mean"]
+    """"0.900 [0.80, 1.00]", the t interval over seeds rank-eval recorded, as the report and
+    --json give it; the mean alone where one seed gives no spread or every seed agreed."""
+    se, mean, ci = cell.get("se"), cell["mean"], cell.get("ci95")
     if se is None or se != se:  # NaN: a single seed
         return f"{mean:.3f} (1 seed)"
-    if se == 0:
+    if not ci:
         return f"{mean:.3f} (every seed)"
-    return f"{mean:.3f} [{max(0.0, mean - Z95 * se):.2f}, {min(1.0, mean + Z95 * se):.2f}]"
+    return f"{mean:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
 def _print_recall(doc: dict) -> None:

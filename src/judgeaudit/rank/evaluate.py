@@ -68,10 +68,16 @@ def controlled_sim_case(c: float = 1.0, kappa: float = 0.3, covariate: str = "ve
 
 
 def _summary(values: Sequence[float]) -> dict:
+    """Mean over seeds with its se, n and 95% t interval (`stats.over_seeds`: None for one
+    seed or when every seed agreed), which the terminal, the report and --json all show."""
+    from judgeaudit.stats.intervals import over_seeds
+
     v = np.asarray(values, dtype=float)
     n = int(v.shape[0])
     se = float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
-    return {"mean": float(v.mean()) if n else float("nan"), "se": se, "n": n}
+    mean = float(v.mean()) if n else float("nan")
+    iv = over_seeds(mean, se, n)
+    return {"mean": mean, "se": se, "n": n, "ci95": list(iv) if iv is not None else None}
 
 
 def paired_test(x: Sequence[float], y: Sequence[float]) -> dict:

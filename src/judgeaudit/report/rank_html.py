@@ -155,13 +155,19 @@ def _iv_agree(x: Any) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- rank-eval
 
 def _cell(d: Any) -> dict[str, Any] | None:
-    """A recall summary {mean, se, n} with its normal 95% interval, clipped to [0, 1]; none
-    where every seed gave the same recall (se 0: it showed [0.80, 0.80], as --json does not)."""
+    """A recall summary {mean, se, n, ci95}: the t interval over seeds rank-eval recorded
+    (none where every seed agreed: it showed [0.80, 0.80], as --json does not); a document
+    from before it recorded one gets the normal interval it was shown with, clipped to
+    [0, 1]."""
     if not isinstance(d, dict):
         return None
     mean, se = _num(d.get("mean")), _num(d.get("se"))
     lo = hi = None
-    if mean is not None and se is not None and not math.isnan(se) and se > 0:
+    if "ci95" in d:
+        ci = d.get("ci95")
+        if isinstance(ci, list) and len(ci) == 2:
+            lo, hi = _num(ci[0]), _num(ci[1])
+    elif mean is not None and se is not None and not math.isnan(se) and se > 0:
         lo, hi = max(0.0, mean - Z95 * se), min(1.0, mean + Z95 * se)
     return {"mean": mean, "se": se, "n": d.get("n"), "lo": lo, "hi": hi}
 

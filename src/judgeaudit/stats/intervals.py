@@ -64,6 +64,17 @@ def wilson(successes: Any, n: Any, level: float = 0.95) -> Any:
 SPARSE_MOVERS = 5
 
 
+def over_seeds(mean: float, se: float | None, n: int, level: float = 0.95,
+               bounds: tuple[float, float] = (0.0, 1.0)) -> Interval | None:
+    """The t interval of a mean over n seeds (mean +- t(n-1) se), clipped to `bounds` (a
+    recall); None where there is none: one seed, or no spread (every seed agreed). The normal
+    quantile made the interval of 4 seeds about 40% too narrow."""
+    if n < 2 or se is None or not se > 0 or math.isnan(se):
+        return None
+    half = float(stats.t.ppf(0.5 + level / 2.0, n - 1)) * se
+    return max(bounds[0], mean - half), min(bounds[1], mean + half)
+
+
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> Interval:
     """The exact two-sided interval of a share k / n (equal tails)."""
     if n < 1 or not 0 <= k <= n:
