@@ -226,3 +226,15 @@ def test_a_bound_that_is_0_up_to_rounding_reads_0():
 
     assert fmt_num(2.220446049250313e-16) == "0" and fmt_num(-1e-13) == "0"
     assert fmt_num(0.0004) == "4.00e-04" and fmt_num(0.127) == "0.127"
+
+
+def test_a_band_through_its_point_is_not_read_out_as_an_interval():
+    """rank-eval's curves run their band through a point where every seed agreed; the
+    chart's description read that out as '120 -> 0.8 [0.8, 0.8]'."""
+    from judgeaudit.report import svg
+
+    out = str(svg.curve_plot([{"label": "topk", "points": [
+        {"x": 60, "y": 0.6, "lo": 0.4, "hi": 0.8}, {"x": 120, "y": 0.8, "lo": 0.8, "hi": 0.8}]}],
+        xlabel="budget", ylabel="recall"))
+    assert "60 -&gt; 0.6 [0.4, 0.8]" in out or "60 -> 0.6 [0.4, 0.8]" in out
+    assert "[0.8, 0.8]" not in out

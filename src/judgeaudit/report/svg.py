@@ -476,7 +476,9 @@ def curve_plot(
     y = _Scale(y0, y1, mt + ph, mt)
     desc = "; ".join(f"{lab}: " + ", ".join(
         f"{fmt_num(px)} -> {fmt_num(py)}" + (f" [{fmt_num(lo)}, {fmt_num(hi)}]"
-                                               if lo is not None and hi is not None else "")
+                                               if lo is not None and hi is not None
+                                               and lo < hi else "")  # a band through the
+        # point (rank-eval's seeds all agreed) is no interval to read out
         for px, py, lo, hi in pts) for lab, pts, _ in rows)
     out = _open(width, height, title, desc)
     if title:
@@ -508,7 +510,7 @@ def curve_plot(
                    f'stroke-width="2"/>')
         for px, py, lo, hi in pts:
             tip = f"{label}: {fmt_num(px)} -> {fmt_num(py)}"
-            if lo is not None and hi is not None:
+            if lo is not None and hi is not None and lo < hi:
                 tip += f" [{fmt_num(lo)}, {fmt_num(hi)}]"
             out.append(f'<circle class="point" cx="{_c(x(px))}" cy="{_c(y(py))}" r="3.5" '
                        f'fill="{col}"><title>{esc(tip)}</title></circle>')
