@@ -207,3 +207,19 @@ def test_a_prompt_group_no_bigger_than_k_is_said(app, tmp_path):
     assert sum(i.startswith("PB") for i in doc["models"]["naive"]["topk"]) == 2
     assert any("1 prompt group of at most k = 3 items ('prompt PB': 3 items)" in n
                for n in doc["notes"])
+
+
+def test_rank_eval_reads_a_bare_csv_pool_and_names_small_groups(app, tmp_path):
+    """rank-eval refused a bare pool.csv ('kind must be a word', rank took it) and said
+    nothing of a group no bigger than k."""
+    pool = tmp_path / "groups.csv"
+    pool.write_text("id;prompt;response;quality\n" + "".join(
+        f"{g}{i};prompt {g};a {i} {'z ' * i};{i}\n" for g, n in (("PA", 8), ("PB", 3))
+        for i in range(n)))
+    r = _run(app, ["rank-eval", "--oracle", "sim", "--items", str(pool), "--k", "3",
+                   "--budgets", "30", "--rules", "topk", "--seeds", "2", "--samples", "50",
+                   "--out", str(tmp_path / "o")], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert any("1 prompt group of at most k = 3 items ('prompt PB': 3 items)" in n
+               for n in doc["notes"])

@@ -331,16 +331,22 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
     return Pool(items=items, source=src, meta={"kind": kind, "path": str(p)})
 
 
+def bare_pool_path(text: str) -> bool:
+    """A pool given as a file path without a kind (`pool.jsonl`, `pool.csv`, `pool.tsv`),
+    which is no spec to parse."""
+    t = text.strip()
+    return ((t.endswith(".jsonl") and not t.startswith("jsonl:"))
+            or (t.lower().endswith((".csv", ".tsv")) and not t.startswith("csv:")))
+
+
 def load_pool(spec: str, k: int | None = None) -> Pool:
     """A ranking pool from `builtin:controlled[?...]`, `jsonl:PATH` or `PATH.jsonl`,
     `csv:PATH` or `PATH.csv`/`.tsv`. `k`:
     the top-k size asked for (`--k`); a built-in pool without its own `&k=` is built for it
     (its design keeps the k-th and (k+1)-th qualities apart)."""
     text = spec.strip()
-    if text.endswith(".jsonl") and not text.startswith("jsonl:"):
-        return jsonl_pool(text, source=text)
-    if text.lower().endswith((".csv", ".tsv")) and not text.startswith("csv:"):
-        return csv_pool(text, source=text)
+    if bare_pool_path(text):
+        return (jsonl_pool if text.endswith(".jsonl") else csv_pool)(text, source=text)
     sp = parse_spec(text)
     if sp.kind == "builtin":
         if sp.name != "controlled":

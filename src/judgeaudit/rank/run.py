@@ -136,7 +136,13 @@ async def run_rank(
     from judgeaudit.rank.gate import anchor_gate
     from judgeaudit.rank.live import planted_biases, rank_live
     from judgeaudit.rank.membership import recall_ties
-    from judgeaudit.rank.summary import bias_notes, gate_summary, model_summary, ranking
+    from judgeaudit.rank.summary import (
+        bias_notes,
+        gate_summary,
+        group_notes,
+        model_summary,
+        ranking,
+    )
 
     t0 = time.time()
     c = inp.cfg
@@ -190,13 +196,7 @@ async def run_rank(
     }
     doc["notes"] = bias_notes(doc["models"]["bias_aware"], names,
                               hierarchical=c.hierarchical, trusted=inp.trusted is not None)
-    small = pool.small_groups(k)
-    if small:  # a group of 3 at k = 3 gave its best 2 without a word
-        shown = "; ".join(f"{p[:40]!r}: {n} items" for p, n in small[:3])
-        doc["notes"].append(
-            f"{len(small)} prompt group{'s' if len(small) > 1 else ''} of at most k = {k} "
-            f"items ({shown}{'; ...' if len(small) > 3 else ''}): a group's top set holds at "
-            "most its size - 1 items, so that every top set leaves an item out")
+    doc["notes"] += group_notes(pool, k)
     if pool.has_quality:
         true = pool.true_topk(k)
         doc["recall"] = {m: recall_ties(f.theta, pool.quality, k, pool.groups)

@@ -91,7 +91,9 @@ def plan_cases(items: str, oracle: str, seeds: list[int]
                ) -> tuple[list[tuple[int, str, str]], bool, bool]:
     """(seed, pool spec, judge spec) per seed: `builtin:controlled` without a seed draws a
     pool per seed; a `sim` judge without a seed draws fresh verdicts per seed."""
-    isp = None if items.strip().endswith(".jsonl") else parse_spec(items)
+    from judgeaudit.rank.pool import bare_pool_path
+
+    isp = None if bare_pool_path(items) else parse_spec(items)
     jsp = parse_spec(oracle)
     pool_per_seed = bool(isp and isp.kind == "builtin" and "seed" not in isp.params)
     judge_per_seed = jsp.kind == "sim" and "seed" not in jsp.params
@@ -224,7 +226,12 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     from judgeaudit.rank.fitting import fit_model
     from judgeaudit.rank.live import planted_biases
     from judgeaudit.rank.membership import recall_ties
-    from judgeaudit.rank.summary import bias_notes, covariate_estimates, kappa_estimate
+    from judgeaudit.rank.summary import (
+        bias_notes,
+        covariate_estimates,
+        group_notes,
+        kappa_estimate,
+    )
     from judgeaudit.report.outcome import assess, sum_calls
 
     t0 = time.time()
@@ -295,7 +302,8 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],
         "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
         "notes": bias_notes({"c": c_sum, "kappa": kappa_sum}, kept,
-                            hierarchical=c.hierarchical, trusted=False),
+                            hierarchical=c.hierarchical, trusted=False)
+        + sorted({n for pool in inp.pools.values() for n in group_notes(pool, k)}),
         "matrices": per_matrix, "cases": res["cases"],
         "n_invalid": sum(m["n_invalid"] for m in per_matrix),
         "calls": calls, "run": run, "seconds": time.time() - t0,

@@ -61,6 +61,18 @@ def _prior_check(d: dict, tau: float) -> dict:
     return d
 
 
+def group_notes(pool: Pool, k: int) -> list[str]:
+    """A note naming the prompt groups of at most k items: a group's top set holds at most
+    size - 1 of them (a group of 3 at k = 3 gave its best 2 without a word)."""
+    small = pool.small_groups(k)
+    if not small:
+        return []
+    shown = "; ".join(f"{p[:40]!r}: {n} items" for p, n in small[:3])
+    return [f"{len(small)} prompt group{'s' if len(small) > 1 else ''} of at most k = {k} "
+            f"items ({shown}{'; ...' if len(small) > 3 else ''}): a group's top set holds at "
+            "most its size - 1 items, so that every top set leaves an item out"]
+
+
 def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
