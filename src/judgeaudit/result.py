@@ -652,7 +652,8 @@ def _iv_est(d: Any, n: Any) -> dict[str, Any] | None:
     if est is None:
         return None
     return {**(_est_dict(est.as_dict()) or {}),
-            **{k: d[k] for k in ("planted", "covered") if k in d}}
+            **{k: d[k] for k in ("planted", "covered", "from_prior", "from_prior_in")
+               if k in d}}
 
 
 def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -674,6 +675,9 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
         "gate": gate.get("decision"),
         "recall": d.get("recall"),
         **({"true_topk_tied": True} if d.get("true_topk_ambiguous") else {}),
+        # what the bias terms can say (mostly the prior, the identifying assumption): a
+        # script gating on c saw no warning
+        "notes": list(d.get("notes") or []),
     }
 
 
@@ -700,6 +704,7 @@ def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:
                    **({"kappa": {**(_iv_est(d["kappa"], d["kappa"].get("n")) or {}),
                                  "coverage": d["kappa"].get("coverage")}}
                       if d.get("kappa") else {})},
+        "notes": list(d.get("notes") or []),
     }
 
 

@@ -168,6 +168,10 @@ def test_bias_terms_say_when_their_numbers_are_the_priors(app, tmp_path):
     assert "note: c[length] and kappa: the prior, not the comparisons, gives most" in out
     html = (tmp_path / "sim_length=3" / "report.html").read_text()
     assert "mostly the prior" in html and "not evidence of no bias" in html
+    from judgeaudit.result import Result  # and --json says it (a script saw no warning)
+
+    summary = Result.from_document(doc).summary()
+    assert summary["biases"]["c[length]"]["from_prior"] and summary["notes"] == doc["notes"]
 
     doc, _ = run("sim?length=0&position=1")  # position is identified by the two orders
     ba = doc["models"]["bias_aware"]
