@@ -78,6 +78,7 @@ def test_reports_format_matches_coverage_values_and_accuracy(app, tmp_path):
     assert doc["accuracy"]["value"] == 0.5 and doc["accuracy"]["n"] == 3
     res = runner.invoke(app, ["replay-check", str(v), "judge=K", "--data", data, "--json"])
     assert res.exit_code == 3 and json.loads(res.stdout)["ok"] is False
+    assert "no item of the data has a recorded verdict" in json.loads(res.stdout)["reason"]
 
 
 def test_inverted_labels_are_flagged(app, tmp_path):

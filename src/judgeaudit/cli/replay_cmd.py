@@ -201,8 +201,10 @@ def replay_check(
                "loader's ids (docs/bring-your-own-verdicts.md)")
         console.print(f"[bold red]error:[/] no item of the data has a recorded verdict; {how}")
     if json_out:  # a script checking a file before paying for nothing read only the exit code
-        typer.echo(json.dumps(check_summary(res, path, replay_params, data, len(items), index),
-                              ensure_ascii=False))
+        doc = check_summary(res, path, replay_params, data, len(items), index)
+        if not res["matched"]:  # as every command's failed --json object says why
+            doc["reason"] = f"no item of the data has a recorded verdict; {how}"
+        typer.echo(json.dumps(doc, ensure_ascii=False))
     if not res["matched"]:
         raise typer.Exit(3)
 
