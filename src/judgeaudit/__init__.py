@@ -82,7 +82,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    # __all__ too: the command packages (`rank`) are in neither globals nor _LAZY until used
+    return sorted({*globals(), *_LAZY, *__all__})
 
 
 # Packages that are also commands: `judgeaudit.audit` and `judgeaudit.rank` must stay the
