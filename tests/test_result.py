@@ -333,3 +333,12 @@ def test_recall_equal_over_seeds_has_no_point_interval():
         "40": {"mean": 0.75, "se": 0.0, "n": 2}}}}})
     cell = re.summary()["recall"]["bt"]["topk"]["40"]
     assert cell["value"] == 0.75 and cell["ci95"] == [None, None] and cell["n"] == 2
+
+
+@pytest.mark.parametrize("arg, name", [(5, "int"), (None, "NoneType"), ({"command": "x"}, "dict"),
+                                       (b"results.json", "bytes")])
+def test_load_of_no_path_is_a_value_error_naming_the_type(arg, name):
+    """Result.load(5), (None) or ({...}) raised a raw TypeError from opening it."""
+    with pytest.raises(ValueError, match=f"^Result.load: expected a path to a results.json "
+                                         f"or its folder, got {name}$"):
+        Result.load(arg)

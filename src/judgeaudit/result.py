@@ -276,6 +276,9 @@ class Result(BaseModel):
         ValueError saying to re-run the command with this judgeaudit."""
         from judgeaudit.report import read_results
 
+        if not isinstance(path, str | os.PathLike):  # a raw TypeError from opening it
+            raise ValueError("Result.load: expected a path to a results.json or its folder, "
+                             f"got {type(path).__name__}")
         try:
             doc = read_results(path)
         except ValueError as exc:
