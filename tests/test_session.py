@@ -127,7 +127,8 @@ async def test_progress_reaches_the_callback_with_the_planned_total():
     seen: list[Progress] = []
     await judgeaudit.aevaluate(SIM, "builtin:facts", limit=4, cache=False,
                                progress=seen.append)
-    assert seen[0] == Progress("judging", 0, 8) and seen[-1] == Progress("judging", 8, 8)
+    # made: the calls sent so far (all 8: no cache), which a bar's speed and ETA go by
+    assert seen[0] == Progress("judging", 0, 8, 0) and seen[-1] == Progress("judging", 8, 8, 8)
 
 
 async def test_judges_used_records_what_each_judge_resolved_to_without_secrets():

@@ -30,11 +30,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Progress:
     """One progress event: `done` of `total` model calls of `task` have finished (`total` is
-    None while a pipeline cannot know it yet; it grows as stages plan their calls)."""
+    None while a pipeline cannot know it yet; it grows as stages plan their calls); `made`:
+    the calls the command's judges have sent to a model so far (the rest of `done` came
+    from the cache), so a bar's speed and ETA can count the calls that take time."""
 
     task: str
     done: int
     total: int | None
+    made: int | None = None
 
 
 ProgressFn = Callable[[Progress], None]
@@ -44,14 +47,16 @@ class Tracker:
     """Counts one task's calls and reports each change to the session's progress callback.
     `advance` and `add_total` fit the pipelines' `on_done` and `on_calls` hooks."""
 
-    def __init__(self, task: str, total: int | None, report: ProgressFn | None):
+    def __init__(self, task: str, total: int | None, report: ProgressFn | None,
+                 made: Callable[[], int] | None = None):
         self.task, self.total, self.done = task, total, 0
-        self._report = report
+        self._report, self._made = report, made
         self._emit()
 
     def _emit(self) -> None:
         if self._report is not None:
-            self._report(Progress(self.task, self.done, self.total))
+            self._report(Progress(self.task, self.done, self.total,
+                                  None if self._made is None else self._made()))
 
     def advance(self, *_: Any) -> None:
         self.done += 1
@@ -211,7 +216,8 @@ class Session:
 
     def tracker(self, task: str, total: int | None = None) -> Tracker:
         """A progress counter for one task, reporting to this session's callback."""
-        return Tracker(task, total, self.progress)
+        return Tracker(task, total, self.progress,
+                       lambda: sum(b.client.stats.made for b in self._bundles.values()))
 
     @contextmanager
     def command(self) -> Iterator[Session]:

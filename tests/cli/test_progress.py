@@ -21,6 +21,27 @@ def test_plain_bar_prints_count_rate_and_eta_at_its_interval(capsys) -> None:
     assert lines[1].startswith("scoring: 6/15 (0.15/s, 40 s elapsed, eta 60 s)")
 
 
+def test_speed_and_eta_count_the_calls_sent_not_the_answers_from_the_cache(capsys) -> None:
+    """A re-run whose first 240 answers came from the cache read '240/360 15394.9/s eta
+    0:00:01' with minutes of the local judge's calls left: the pace is the calls sent."""
+    now = [0.0]
+    bar = progress.PlainBar("audit", 360, every=1000, clock=lambda: now[0])
+    bar.note_made(0)  # the session's count when the bar began
+    bar.advance(240)  # all from the cache, at once
+    assert bar.line().endswith("eta -)")  # no call sent yet: no pace to go by
+    bar.note_made(1)  # the first call sent...
+    now[0] = 10.0
+    bar.note_made(5)
+    bar.advance(5)  # ...and 4 more in 10 s: 0.4 calls/s
+    line = bar.line()
+    assert "(0.40/s," in line and "eta 288 s)" in line  # 115 left at 0.4/s
+    # with no session count, the bar's own pace as before
+    plain = progress.PlainBar("x", 10, every=1000, clock=lambda: now[0])
+    plain.advance(5)
+    now[0] = 20.0
+    assert "eta 10 s" in plain.line()
+
+
 def test_progress_bar_falls_back_to_plain_lines_off_a_terminal(capsys) -> None:
     assert not progress.console.is_terminal  # pytest captures stderr
     with progress.progress_bar("judging", 3) as adv:

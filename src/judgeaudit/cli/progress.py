@@ -64,10 +64,68 @@ def fail(msg: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+class CallClock:
+    """The pace of the calls sent to a model (`Progress.made`), apart from the answers that
+    came from the cache: those finish at once, and a speed and ETA over all of them read
+    '15394.9/s, eta 0:00:01' with minutes of real calls left. The clock starts at the first
+    sent call after the bar began; the ETA assumes every call left is sent."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self.base: int | None = None  # calls sent before this bar's task began
+        self.first: tuple[float, int] | None = None  # (time, calls sent) at the first one
+        self.sent = 0
+
+    def note(self, made: int | None) -> None:
+        if made is None:
+            return
+        if self.base is None:
+            self.base = made
+        if self.first is None and made > self.base:
+            self.first = (self._clock(), made)
+        self.sent = made
+
+    def rate(self) -> float | None:
+        """Calls sent per second since the first one, or None before two were sent."""
+        if self.first is None or self.sent - self.first[1] < 1:
+            return None
+        el = self._clock() - self.first[0]
+        return (self.sent - self.first[1]) / el if el > 0 else None
+
+    def eta(self, left: float) -> float | None:
+        r = self.rate()
+        return None if r is None or left < 0 else left / r
+
+
 class RateColumn(ProgressColumn):
+    """Calls sent per second where the session says (`CallClock`), else the bar's speed."""
+
     def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
+        clock = task.fields.get("clock")
+        speed = clock.rate() if isinstance(clock, CallClock) and clock.base is not None else (
+            task.finished_speed or task.speed)
         return Text(f"{speed:.1f}/s" if speed else "-/s", style="progress.data.speed")
+
+
+class EtaColumn(ProgressColumn):
+    """Time left at the pace of the calls sent (`CallClock`), else rich's estimate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rich = TimeRemainingColumn()
+
+    def render(self, task: Task) -> Text:
+        clock = task.fields.get("clock")
+        if not isinstance(clock, CallClock) or clock.base is None:
+            return self._rich.render(task)
+        if task.total is None:
+            return Text("-:--:--", style="progress.remaining")
+        eta = clock.eta(task.total - task.completed)
+        if eta is None:
+            return Text("-:--:--", style="progress.remaining")
+        m, sec = divmod(int(eta), 60)
+        h, m = divmod(m, 60)
+        return Text(f"{h}:{m:02d}:{sec:02d}", style="progress.remaining")
 
 
 class PlainBar:
@@ -82,12 +140,21 @@ class PlainBar:
             os.environ.get("JUDGEAUDIT_PROGRESS_EVERY", "30"))
         self._clock = clock
         self.start = self._last = clock()
+        self.calls = CallClock(clock)
+
+    def note_made(self, made: int | None) -> None:
+        self.calls.note(made)
 
     def line(self) -> str:
         el = self._clock() - self.start
         rate = self.done / el if el > 0 else 0.0
-        eta = (f"{(self.total - self.done) / rate:.0f} s" if rate > 0 and self.total >= self.done
-               else "-")
+        left = self.total - self.done
+        if self.calls.base is not None:  # the pace of the calls sent, not of cache hits
+            rate = self.calls.rate() or 0.0
+            secs = self.calls.eta(left)
+            eta = "-" if secs is None else f"{secs:.0f} s"
+        else:
+            eta = f"{left / rate:.0f} s" if rate > 0 and left >= 0 else "-"
         return (f"{self.description}: {self.done}/{self.total} ({rate:.2f}/s, "
                 f"{el:.0f} s elapsed, eta {eta})")
 
@@ -121,6 +188,11 @@ class GrowingBar:
 
     def __init__(self, prog: Progress, task: int):
         self._prog, self._task = prog, task
+        self.calls = CallClock()
+        prog.update(task, clock=self.calls)
+
+    def note_made(self, made: int | None) -> None:
+        self.calls.note(made)
 
     def add_total(self, n: int) -> None:
         t = self._prog.tasks[self._task]
@@ -145,7 +217,7 @@ def growing_bar(description: str) -> Iterator[GrowingBar | PlainBar]:
         prog = Progress(
             SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
             MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
-            TimeRemainingColumn(), console=console, transient=False)
+            EtaColumn(), console=console, transient=False)
         prog.start()
         bar, finish = GrowingBar(prog, prog.add_task(description, total=0)), _once(prog.stop)
     _OPEN_BARS.append(finish)

@@ -84,6 +84,7 @@ def session_bars() -> Iterator[Callable[[Progress], None]]:
                 stack.close()
                 st.update(task=ev.task, bar=stack.enter_context(growing_bar(ev.task)), done=0,
                           total=0)
+            st["bar"].note_made(ev.made)
             if (ev.total or 0) > st["total"]:
                 st["bar"].add_total(ev.total - st["total"])
                 st["total"] = ev.total
