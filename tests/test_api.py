@@ -666,3 +666,12 @@ def test_dir_lists_every_public_name():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+@pytest.mark.parametrize("value", [[1], "x", "no", 1, None])
+def test_raise_on_failure_must_be_a_bool(value):
+    """raise_on_failure=[1] or "x" was taken as True (and "no" too)."""
+    with pytest.raises(ValueError, match="^raise_on_failure: expected True or False"):
+        judgeaudit.evaluate(SIM, limit=4, raise_on_failure=value, cache=False)
+    with pytest.raises(ValueError, match="^raise_on_failure: expected True or False"):
+        judgeaudit.rank(SIM, budget=4, samples=10, raise_on_failure=value, cache=False)

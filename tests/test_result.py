@@ -342,3 +342,13 @@ def test_load_of_no_path_is_a_value_error_naming_the_type(arg, name):
     with pytest.raises(ValueError, match=f"^Result.load: expected a path to a results.json "
                                          f"or its folder, got {name}$"):
         Result.load(arg)
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None, [True]])
+def test_failed_ok_must_be_a_bool(value):
+    """to_frame(failed_ok="no") gave a failed run's numbers ("no" is truthy)."""
+    bad = Result.from_document(evaluate_doc(run=FAILED_RUN))
+    for call in (lambda: bad.to_frame(failed_ok=value), lambda: bad.to_frame("verdicts",
+                 failed_ok=value), lambda: bad.estimates(failed_ok=value)):
+        with pytest.raises(ValueError, match="failed_ok: expected True or False"):
+            call()

@@ -52,6 +52,12 @@ SUMMARY_CALLS = ("made", "cached", "failed", "not_sent", "not_sent_why", "cost_u
                  "usage_estimated")
 
 
+def _flag(value: Any, what: str) -> None:
+    """`failed_ok` must be a bool: "no" or [0] is truthy and gave a failed run's numbers."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{what}: failed_ok: expected True or False, got {value!r}")
+
+
 class RunFailed(Exception):
     """Raised by `Result.raise_for_status` (and the API with `raise_on_failure=True`) for a run
     that judged too little to be trusted; `result` holds the whole document."""
@@ -371,6 +377,7 @@ class Result(BaseModel):
         A failed run's numbers are not results (`summary()` withholds them): for a run that
         is not `ok` this raises `RunFailed` unless `failed_ok=True` asks for them anyway (the
         document keeps them for diagnosis)."""
+        _flag(failed_ok, "estimates")
         self._check_numbers(failed_ok, "estimates")
         out: dict[str, Estimate] = {}
         _walk(self.data, "", None, out)
@@ -540,6 +547,7 @@ class Result(BaseModel):
         Returns:
             The table as a DataFrame.
         """
+        _flag(failed_ok, "to_frame")
         pd = _pandas()
         table = table or ("probes" if self.command == "audit" else "metrics")
         if table == "metrics" or (table == "probes" and self.command == "audit"):
