@@ -675,3 +675,16 @@ def test_raise_on_failure_must_be_a_bool(value):
         judgeaudit.evaluate(SIM, limit=4, raise_on_failure=value, cache=False)
     with pytest.raises(ValueError, match="^raise_on_failure: expected True or False"):
         judgeaudit.rank(SIM, budget=4, samples=10, raise_on_failure=value, cache=False)
+
+
+@pytest.mark.parametrize("name", ["aevaluate", "aaudit", "ascoring_bias", "adiscover",
+                                  "aquantify", "amitigate", "arank", "arank_eval"])
+async def test_an_async_twin_refuses_a_session_that_is_no_session(name):
+    """session=5 was an AttributeError ('int' object has no attribute 'command')."""
+    args = {"adiscover": ([SIM], "builtin:facts"), "aquantify": ([SIM], "builtin:facts"),
+            "amitigate": ([SIM], "builtin:facts"), "ascoring_bias": (SIM, "builtin:graded"),
+            "arank_eval": (SIM,)}.get(name, (SIM,))
+    kwargs = {"adiscover": {"llm": "simhubj"}, "aquantify": {"generator": "simhubj"},
+              "amitigate": {"scorer": "simhubj"}}.get(name, {})
+    with pytest.raises(ValueError, match="^session: expected a judgeaudit.Session, got 5$"):
+        await getattr(judgeaudit, name)(*args, **kwargs, session=5)

@@ -287,6 +287,8 @@ async def _execute(run: Run, *, session: Session | None, opts: dict[str, Any],
 
     if not isinstance(raise_on_failure, bool):  # [1] or "no" is truthy: it raised
         raise ValueError(f"raise_on_failure: expected True or False, got {raise_on_failure!r}")
+    if session is not None and not isinstance(session, Session):  # an AttributeError later
+        raise ValueError(f"session: expected a judgeaudit.Session, got {session!r}")
     if session is not None:
         given = {k: v for k, v in opts.items() if v is not None and k != "seed"}
         if given:
