@@ -688,3 +688,13 @@ async def test_an_async_twin_refuses_a_session_that_is_no_session(name):
               "amitigate": {"scorer": "simhubj"}}.get(name, {})
     with pytest.raises(ValueError, match="^session: expected a judgeaudit.Session, got 5$"):
         await getattr(judgeaudit, name)(*args, **kwargs, session=5)
+
+
+@pytest.mark.parametrize("rule", [5, ["topk"], {"topk": 1}, None])
+def test_rank_rule_of_another_type_is_a_value_error_before_any_call(rule):
+    """rule=5 was a raw TypeError from the rule check, a list or dict 'unhashable type'."""
+    heard: list[object] = []
+    with pytest.raises(ValueError, match="^rule: expected one of topk, global, .*, got "):
+        judgeaudit.rank(SIM, budget=4, samples=10, rule=rule, progress=heard.append,
+                        cache=False)
+    assert heard == []

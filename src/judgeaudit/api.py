@@ -666,6 +666,11 @@ async def arank(
     from judgeaudit.config import RankConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    if not isinstance(rule, str):  # the command checks names only: a TypeError from there
+        from judgeaudit.config import field_error
+
+        raise ValueError(f"rule: expected {field_error(RankConfig, 'rule', rule)}, got "
+                         f"{rule!r}")
     cfg = _config(
         RankConfig, {"covariates": _loose_names(covariates, "covariates"), "lam": lam,
                      "trusted": _trusted(trusted)},
