@@ -698,3 +698,38 @@ def test_rank_rule_of_another_type_is_a_value_error_before_any_call(rule):
         judgeaudit.rank(SIM, budget=4, samples=10, rule=rule, progress=heard.append,
                         cache=False)
     assert heard == []
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda h: judgeaudit.rank(SIM, samples=10**12, progress=h),
+     "samples: expected at most 100000 Monte-Carlo draws, got 1000000000000"),
+    (lambda h: judgeaudit.rank_eval(SIM, samples=10**12, progress=h),
+     "samples: expected at most 100000 Monte-Carlo draws, got 1000000000000"),
+    (lambda h: judgeaudit.rank_eval(SIM, seeds=10**12, progress=h),
+     "seeds: expected at most 10000 seeds, got 1000000000000"),
+    (lambda h: judgeaudit.rank_eval(SIM, seeds="0-999999999999", progress=h),
+     "seeds: expected at most 10000 seeds, got 1000000000000"),
+    (lambda h: judgeaudit.rank_eval(SIM, seeds=str(10**12), progress=h),
+     "seeds: expected at most 10000 seeds, got 1000000000000"),
+    (lambda h: judgeaudit.scoring_bias(SIM, repeats=10**12, progress=h),
+     "repeats: expected at most 100 baseline scorings per item, got 1000000000000"),
+    (lambda h: judgeaudit.discover([SIM], "builtin:facts", llm="simhubj", retry=10**12,
+                                   progress=h),
+     "retry: expected at most 20 retries per call, got 1000000000000"),
+    (lambda h: judgeaudit.evaluate(SIM, retry=21, progress=h),
+     "retry: expected at most 20 retries per call, got 21"),
+])
+def test_huge_integers_are_refused_up_front(call, message):
+    """A MemoryError (10**12 draws or seeds), a hang (10**12 repeats) or an OverflowError
+    after the calls (10**12 retries)."""
+    import re
+
+    heard: list[object] = []
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        call(heard.append)
+    assert heard == []
+
+
+def test_the_largest_allowed_integers_are_accepted():
+    res = judgeaudit.rank(SIM, POOL, budget=4, samples=100_000, retry=20, cache=False)
+    assert res.ok

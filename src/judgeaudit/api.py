@@ -253,6 +253,40 @@ def _levels(x: Any) -> str:
     return ",".join(str(v) for v in out)
 
 
+# Upper bounds far above any real use: a huge integer was a MemoryError (10**12 Monte-Carlo
+# draws or seeds allocated at once), a hang (10**12 repeats of every scoring) or an
+# OverflowError in the retry backoff after the calls had been made.
+MAX_SAMPLES = 100_000
+MAX_SEEDS = 10_000
+MAX_REPEATS = 100
+MAX_RETRIES = 20
+
+
+def _at_most(name: str, value: Any, hi: int, what: str) -> None:
+    """ValueError when the integer `value` is above `hi` (other types are `_check`'s)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > hi:
+        raise ValueError(f"{name}: expected at most {hi} {what}, got {value}")
+
+
+def _seed_count(x: Any) -> None:
+    """rank-eval's seeds, as a count (10) or a range ("0-9"), hold at most MAX_SEEDS seeds
+    (a list is as long as given; what does not parse is the command's to refuse)."""
+    n: int | None = None
+    if isinstance(x, int) and not isinstance(x, bool):
+        n = x
+    elif isinstance(x, str) and "," not in x:
+        t = x.strip()
+        try:
+            if "-" in t[1:]:
+                a, b = t.split("-", 1)
+                n = int(b) - int(a) + 1
+            else:
+                n = int(t)
+        except ValueError:
+            return
+    _at_most("seeds", n, MAX_SEEDS, "seeds")
+
+
 def _check(cls: type[CommandConfig], /, **values: Any) -> None:
     """Hold each argument to its field in `cls` (type, range, choices: `config.field_error`,
     the check the CLI's options and config files get); ValueError naming the argument, before
@@ -317,6 +351,7 @@ def _opts(cache: Any, concurrency: int | None, timeout: float | None, retry: Any
     from judgeaudit.config import EvaluateConfig
 
     _check(EvaluateConfig, concurrency=concurrency, timeout=timeout, max_cost=max_cost)
+    _at_most("retry", retry, MAX_RETRIES, "retries per call")
     if progress is not None and not callable(progress):  # a TypeError at the first call
         raise ValueError(f"progress: expected a callable(Progress), got {progress!r}")
     return {"cache": cache, "concurrency": concurrency, "timeout": timeout, "retry": retry,
@@ -372,7 +407,7 @@ async def aevaluate(
         max_cost: spend cap in USD at list prices: once this command's calls have cost this
             much, the rest are not sent (`judgeaudit.llm.SpendCap`). A judge whose price is
             not known needs price_in and price_out in its spec.
-        retry: a `judgeaudit.llm.RetryPolicy` or the most retries per call.
+        retry: a `judgeaudit.llm.RetryPolicy` or the most retries per call (at most 20).
         progress: called with a `judgeaudit.Progress` after every finished call.
         raise_on_failure: raise `judgeaudit.RunFailed` when the run failed instead of
             returning a Result with `ok` False.
@@ -545,7 +580,7 @@ async def ascoring_bias(
             ids_letters, ids_roman, ref_1..ref_5 (default: all).
         ids: extra score-id schemes "NAME=w,x,y,z,t" (run as ids_NAME).
         limit: use only the first N items.
-        repeats: baseline scorings per item (>= 2 gives the repeat noise).
+        repeats: baseline scorings per item (>= 2 gives the repeat noise; at most 100).
         references: Ref-k answers: a references.json path or {item_id: {k: text}}; default:
             the data's own (builtin:graded's level-k answers, else Ref-5 = the reference).
         generate_references: write Ref-1..4 by generation and review first.
@@ -570,6 +605,7 @@ async def ascoring_bias(
     from judgeaudit.config import ScoringBiasConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    _at_most("repeats", repeats, MAX_REPEATS, "baseline scorings per item")
     _doc_arg(references, "references", "a references.json path or {item_id: {k: text}}")
     by_file = references is not None and not isinstance(references, Mapping)
     cfg = _config(
@@ -647,7 +683,7 @@ async def arank(
         tau: prior sd of c and kappa.
         hierarchical: learn tau by empirical Bayes.
         refit_every: refit after this many comparisons (one round of the active loop).
-        samples: Monte-Carlo draws for top-k membership.
+        samples: Monte-Carlo draws for top-k membership (at most 100000).
         min_valid: fewest comparisons with a valid verdict for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
         cache, concurrency, timeout, max_cost, retry, progress, raise_on_failure: as in
@@ -666,6 +702,7 @@ async def arank(
     from judgeaudit.config import RankConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    _at_most("samples", samples, MAX_SAMPLES, "Monte-Carlo draws")
     if not isinstance(rule, str):  # the command checks names only: a TypeError from there
         from judgeaudit.config import field_error
 
@@ -724,7 +761,8 @@ async def arank_eval(
         k: top-k size (default: the pool's, else 5).
         budgets: budgets to report recall at ("60,120" or a list).
         rules: acquisition rules to compare ("topk,random" or a list).
-        seeds: a count (10: seeds 0-9), "0-9", "0,4,9" or a list of seeds.
+        seeds: a count (10: seeds 0-9), "0-9", "0,4,9" or a list of seeds (a count or
+            range of at most 10000).
         covariates, lam, tau, hierarchical, refit_every, samples: as in `rank`.
         min_valid: fewest valid verdicts in the matrices for the run to count.
         max_failed: largest share of failed calls (0-1) before the run fails.
@@ -743,6 +781,8 @@ async def arank_eval(
     from judgeaudit.config import RankEvalConfig
 
     opts = _opts(cache, concurrency, timeout, retry, 0, progress, max_cost)
+    _at_most("samples", samples, MAX_SAMPLES, "Monte-Carlo draws")
+    _seed_count(seeds)
     cfg = _config(
         RankEvalConfig, {"budgets": budgets, "rules": _loose_names(rules, "rules"),
                          "seeds": _seeds(seeds),
