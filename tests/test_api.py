@@ -733,3 +733,16 @@ def test_huge_integers_are_refused_up_front(call, message):
 def test_the_largest_allowed_integers_are_accepted():
     res = judgeaudit.rank(SIM, POOL, budget=4, samples=100_000, retry=20, cache=False)
     assert res.ok
+
+
+@pytest.mark.parametrize("spec, kind", [("x", "x"), ("nosuch:thing", "nosuch")])
+def test_an_unknown_data_kind_is_named_with_its_spec_alike(spec, kind, tmp_path):
+    """"x" said only "unknown data kind 'x'"; "nosuch:thing" had the "data '...':" prefix."""
+    from judgeaudit.cli.main import app
+
+    prefix = f"data {spec!r}: unknown data kind {kind!r}; known: "
+    with pytest.raises(ValueError, match="^" + prefix.replace("(", r"\(")):
+        judgeaudit.evaluate(SIM, spec)
+    r = CliRunner().invoke(app, ["evaluate", "--judge", SIM, "--data", spec, "--no-cache",
+                                 "--out", str(tmp_path / "e")])
+    assert r.exit_code == 2 and f"error: {prefix}" in " ".join(r.output.split())

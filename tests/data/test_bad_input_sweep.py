@@ -805,3 +805,9 @@ def test_jsonl_with_old_mac_line_ends_loads(tmp_path: Path) -> None:
                                        "response_2": "y", "label": 1}) for i in range(3))
                  + "\r", newline="")
     assert [it.id for it in load(f"jsonl:{f}")] == ["i0", "i1", "i2"]
+
+
+def test_an_unknown_data_kind_names_the_spec_with_or_without_a_colon() -> None:
+    for spec, kind in (("nope", "nope"), ("nope:thing", "nope")):
+        with pytest.raises(ValueError, match=f"^data {spec!r}: unknown data kind {kind!r}; "):
+            load(spec)

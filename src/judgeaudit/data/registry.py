@@ -107,8 +107,11 @@ def load(spec: str | Spec) -> list[Item]:
     if sp.kind not in _LOADERS:
         _load_plugins()
     if sp.kind not in _LOADERS:
+        # the spec named here: callers add "data SPEC: " only when the message lacks the
+        # spec, and "x" is in "unknown data kind 'x'" (so "x" went unprefixed, "a:b" not)
         raise ValueError(_path_hint(str(spec)) or (
-            f"unknown data kind {sp.kind!r}; known: {', '.join(available())}"
+            f"data {str(spec)!r}: unknown data kind {sp.kind!r}; known: "
+            f"{', '.join(available())}"
             f"{plugins.unknown_suffix('data', sp.kind)}"))
     limit = _limit(str(sp), sp.params.get("limit"))
     items = _LOADERS[sp.kind](sp.name, dict(sp.params))
