@@ -145,6 +145,9 @@ def test_threshold_flag_without_data_is_unchecked_not_within():
     assert threshold_flag(0.7, "m", {"value": 0.8, "n": 20}) == {
         "threshold": 0.7, "metric": "m", "value": 0.8, "exceeds": True, "n": 20}
     assert threshold_flag(0.7, "m", {"value": 0.5, "n": 20})["exceeds"] is False
+    # the value's interval goes with it ("exceeds 0.583 vs 0.550" hid [0.41, 0.71] at n = 18)
+    assert threshold_flag(0.55, "m", {"value": 0.583, "n": 18, "ci95": [0.41, 0.71]})[
+        "ci95"] == [0.41, 0.71]
     none = threshold_flag(0.7, "m", {"value": None, "n": 0})
     assert none["exceeds"] is None and none["n"] == 0 and none["reason"]
     assert threshold_flag(0.55, "first", {"value": 0.3, "n": 9},

@@ -31,8 +31,11 @@ def threshold_flag(threshold: float, metric: str, rate: dict[str, Any] | None,
         return {"threshold": threshold, "metric": metric, "value": None, "exceeds": None,
                 "n": n, "reason": UNCHECKED}
     hit = exceeds(value) if exceeds is not None else value > threshold
+    # the value's interval beside it: the check reads the point value (a production rule),
+    # and "exceeds 0.583 vs 0.550" said nothing of its [0.41, 0.71] at n = 18
+    ci = (rate or {}).get("ci95")
     return {"threshold": threshold, "metric": metric, "value": value, "exceeds": bool(hit),
-            "n": n}
+            "n": n, **({"ci95": ci} if ci else {})}
 
 
 def flagged(probes: Mapping[str, Mapping[str, Any]]) -> list[str]:
