@@ -57,3 +57,16 @@ def test_a_cache_that_cannot_be_written_mid_run_still_gives_the_results(tmp_path
     assert res.stderr.count("cannot be written") == 1  # warned once
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert doc["run"]["status"] == "ok" and doc["calls"]["made"] == 424
+
+
+def test_a_report_that_cannot_be_written_leaves_the_results_and_their_summary(tmp_path):
+    """results.json fit but report.html did not: the run exited 3 with one line, its results
+    table never printed, while results.json said the run was ok. Now the report's failure is
+    a warning, the summary prints and the exit code is the run's."""
+    res = run_capped(60_000, "audit", "--judge", "sim", "--n", "10", "--no-cache", "--out",
+                     "out", cwd=tmp_path)  # results ~36 KB, report ~88 KB
+    assert res.returncode == 0, res.stderr
+    assert "report.html could not be written (File too large)" in res.stderr
+    assert "audit of sim on builtin:facts" in res.stderr  # the summary table
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert doc["run"]["status"] == "ok"

@@ -381,12 +381,22 @@ def config_command(model: type[C], *extra: inspect.Parameter
     return wrap
 
 
-def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path]:
-    """Write `out`/results.json and the report.html built from it; their paths."""
+def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path | str]:
+    """Write `out`/results.json and the report.html built from it; their paths. A report
+    that cannot be written (a full disk) is said, not fatal: results.json holds the run and
+    rebuilds it (`judgeaudit report`); the run's terminal summary and exit code stand (it
+    exited 3 with one line, hiding the results, while results.json said the run was ok)."""
     from judgeaudit.report import write_report, write_results
 
     path = write_results(out / "results.json", res)
-    return path, write_report(path)
+    try:
+        return path, write_report(path)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        console.print(f"[bold yellow]warning:[/] report.html could not be written ({why}); "
+                      f"results.json is complete: rebuild the report with judgeaudit report "
+                      f"{out} once there is room", highlight=False)
+        return path, f"not written ({why})"
 
 
 def print_json(doc: Mapping[str, Any]) -> None:
