@@ -746,3 +746,18 @@ def test_an_unknown_data_kind_is_named_with_its_spec_alike(spec, kind, tmp_path)
     r = CliRunner().invoke(app, ["evaluate", "--judge", SIM, "--data", spec, "--no-cache",
                                  "--out", str(tmp_path / "e")])
     assert r.exit_code == 2 and f"error: {prefix}" in " ".join(r.output.split())
+
+
+def test_integer_ids_in_dicts_are_read_as_their_decimal_text():
+    """{"id": 1, ...} was refused ("field 'id': input should be a valid string, got 1")."""
+    pairs = [{"id": i, "prompt": "q", "response_1": "a", "response_2": "b", "label": 1}
+             for i in range(1, 5)]
+    res = judgeaudit.evaluate(SIM, pairs, cache=False)
+    assert res.ok and [v["item_id"] for v in res["verdicts"]] == ["1", "2", "3", "4"]
+    with pytest.raises(ValueError, match="^data\\[0\\]: field 'id': input should be a valid "
+                                         "string, got 1.0$"):
+        judgeaudit.evaluate(SIM, [{**pairs[0], "id": 1.0}])
+    with pytest.raises(ValueError, match="^data\\[1\\]: field 'id': duplicate item id '1' "
+                       "\\(first at data\\[0\\]\\); ids must be unique \\(an integer id is "
+                       "read as its decimal text: 1 and \"1\" are the same id\\)$"):
+        judgeaudit.evaluate(SIM, [pairs[0], {**pairs[1], "id": "1"}])

@@ -287,6 +287,34 @@ def _seed_count(x: Any) -> None:
     _at_most("seeds", n, MAX_SEEDS, "seeds")
 
 
+def _data(data: Any) -> Any:
+    """Data as given, a list of items checked as the file loaders check their records: a dict
+    with an integer id takes its decimal text (1 -> "1", as in a JSONL file); a repeated id
+    is refused saying that 1 and "1" are the same id. What is no list is the command's to
+    refuse."""
+    from judgeaudit.data.loaders._common import as_id, same_id_note
+    from judgeaudit.data.schema import PairwiseItem, PointwiseItem
+
+    if isinstance(data, str | bytes | Mapping) or not isinstance(data, Sequence):
+        return data
+    out: list[Any] = []
+    seen: dict[str, int] = {}
+    for i, x in enumerate(data):
+        if isinstance(x, Mapping) and "id" in x:
+            x = {**x, "id": as_id(x["id"])}
+        fields = (x if isinstance(x, Mapping) else {"id": x.id}
+                  if isinstance(x, PairwiseItem | PointwiseItem) else {})
+        item_id = fields.get("id")
+        if isinstance(item_id, str):
+            if item_id in seen:
+                raise ValueError(f"data[{i}]: field 'id': duplicate item id {item_id!r} (first "
+                                 f"at data[{seen[item_id]}]); ids must be unique"
+                                 f"{same_id_note(item_id)}")
+            seen[item_id] = i
+        out.append(x)
+    return out
+
+
 def _check(cls: type[CommandConfig], /, **values: Any) -> None:
     """Hold each argument to its field in `cls` (type, range, choices: `config.field_error`,
     the check the CLI's options and config files get); ValueError naming the argument, before
@@ -424,6 +452,7 @@ async def aevaluate(
     from judgeaudit.config import EvaluateConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    data = _data(data)
     cfg = _config(
         EvaluateConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
         limit=limit, sample=sample, seed=seed, pair_rule=pair_rule, ties=ties, by=by,
@@ -520,6 +549,7 @@ async def aaudit(
     from judgeaudit.config import AuditConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    data = _data(data)
     cfg = _config(
         AuditConfig, {"data": data if isinstance(data, str) else ""}, judge=judge,
         probes=",".join(_selection(probes, "probes", "the default set (full=True: every "
@@ -605,6 +635,7 @@ async def ascoring_bias(
     from judgeaudit.config import ScoringBiasConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    data = _data(data)
     _at_most("repeats", repeats, MAX_REPEATS, "baseline scorings per item")
     _doc_arg(references, "references", "a references.json path or {item_id: {k: text}}")
     by_file = references is not None and not isinstance(references, Mapping)
@@ -861,6 +892,7 @@ async def adiscover(
     from judgeaudit.config import DiscoverConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    data = _data(data)
     cfg = _config(
         DiscoverConfig, {"data": data if isinstance(data, str) else ""}, recorded=recorded,
         llm=llm, limit=limit,
@@ -944,6 +976,7 @@ async def aquantify(
     from judgeaudit.config import QuantifyConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    data = _data(data)
     cfg = _config(
         QuantifyConfig, {"data": data if isinstance(data, str) else ""},
         factors=",".join(_names(factors, "factors") or []),
@@ -1023,6 +1056,7 @@ async def amitigate(
     from judgeaudit.config import MitigateConfig
 
     opts = _opts(cache, concurrency, timeout, retry, seed, progress, max_cost)
+    data = _data(data)
     cfg = _config(
         MitigateConfig, {"data": data if isinstance(data, str) else ""}, recorded=recorded,
         factor=factor,

@@ -123,3 +123,36 @@ def test_duplicate_ids_caught_by_load(tmp_path: Path) -> None:
     f = _write(tmp_path / "dup.jsonl", [PAIR, PAIR])
     with pytest.raises(DataError, match="duplicate item id 'p1'"):
         load(f"jsonl:{f}")
+
+
+def test_integer_ids_are_read_as_their_decimal_text(tmp_path: Path) -> None:
+    """{"id": 1} was refused ("input should be a valid string, got 1") while labels "1" and 1
+    were accepted."""
+    f = _write(tmp_path / "pairs.jsonl", [{**PAIR, "id": 1}, {**PAIR, "id": -20}])
+    assert [i.id for i in load(f"jsonl:{f}")] == ["1", "-20"]
+    f = _write(tmp_path / "points.jsonl", [{**POINT, "id": 7}])
+    assert [i.id for i in load(f"jsonl:{f}")] == ["7"]
+
+
+@pytest.mark.parametrize("bad, got", [(1.0, "1.0"), (True, "True"), (None, "None")])
+def test_other_non_text_ids_are_still_refused(tmp_path: Path, bad: object, got: str) -> None:
+    f = _write(tmp_path / "pairs.jsonl", [{**PAIR, "id": bad}])
+    with pytest.raises(DataError, match=f"pairs.jsonl:1: field 'id': input should be a valid "
+                                        f"string, got {got}$"):
+        load(f"jsonl:{f}")
+
+
+def test_an_integer_id_and_its_text_are_one_id_and_the_duplicate_says_so(
+        tmp_path: Path) -> None:
+    f = _write(tmp_path / "pairs.jsonl", [{**PAIR, "id": 1}, {**PAIR, "id": "1"}])
+    with pytest.raises(DataError, match="pairs.jsonl:2: field 'id': duplicate item id '1' "
+                       r"\(first at line 1\); ids must be unique \(an integer id is read as "
+                       "its decimal text: 1 and \"1\" are the same id\\)"):
+        load(f"jsonl:{f}")
+
+
+def test_make_item_takes_an_integer_id_as_its_text() -> None:
+    from judgeaudit.data.loaders._common import make_item
+
+    item = make_item(PointwiseItem, "src", 3, id=12, prompt="q", response="r")
+    assert item.id == "12"

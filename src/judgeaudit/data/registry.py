@@ -117,11 +117,14 @@ def load(spec: str | Spec) -> list[Item]:
     items = _LOADERS[sp.kind](sp.name, dict(sp.params))
     if limit is not None:
         items = items[:limit]
+    from judgeaudit.data.loaders._common import same_id_note
+
     first: dict[str, int] = {}
     for n, it in enumerate(items, start=1):
         if it.id in first:
             raise DataError(str(sp), None, f"duplicate item id {it.id!r} (items {first[it.id]} "
-                            f"and {n} of {len(items)}); ids must be unique")
+                            f"and {n} of {len(items)}); ids must be unique"
+                            f"{same_id_note(it.id)}")
         first[it.id] = n
     return items
 

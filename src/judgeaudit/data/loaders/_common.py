@@ -263,7 +263,8 @@ def read_json_doc(path: Path, depth: int = 2) -> JsonDoc:
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     r"""(line number, object) for every non-empty line of a JSON Lines file. Lines end at
-    "\n" (CRLF is fine); a BOM is dropped; errors name the file and the line."""
+    "\n" (CRLF is fine); a BOM is dropped; errors name the file and the line. An integer
+    "id" is read as its decimal text (`as_id`: {"id": 1} is item "1")."""
     src = str(path)
     out: list[tuple[int, dict[str, Any]]] = []
     for lineno, line in enumerate(split_lines(read_text(path)), start=1):
@@ -275,6 +276,8 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
                      if isinstance(obj, list) and obj and isinstance(obj[0], dict) else "")
             raise DataError(src, lineno,
                             f"expected a JSON object, got {type(obj).__name__}{whole}")
+        if "id" in obj:
+            obj["id"] = as_id(obj["id"])
         out.append((lineno, obj))
     return out
 
@@ -288,6 +291,26 @@ def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 # ---- records --------------------------------------------------------------------------------
+
+_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def as_id(value: Any) -> Any:
+    """An item id as the schema takes it: an integer (not a bool) as its decimal text, 1 ->
+    "1", as a CSV cell reads; anything else as given (a float, a bool, None: refused by the
+    schema with its message)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def same_id_note(item_id: str) -> str:
+    """What a duplicate message adds for an id that may have been given as an integer."""
+    if _INT_TEXT.fullmatch(item_id):
+        return (f" (an integer id is read as its decimal text: {item_id} and "
+                f"\"{item_id}\" are the same id)")
+    return ""
+
 
 class UniqueIds:
     """Item ids seen so far with where each came from; a repeat is a DataError naming the id
@@ -306,7 +329,7 @@ class UniqueIds:
         if psrc != source:
             first = f"{psrc}, {first}"
         raise DataError(source, where, f"field {field!r}: duplicate item id {item_id!r} (first "
-                        f"at {first}); ids must be unique")
+                        f"at {first}); ids must be unique{same_id_note(item_id)}")
 
 
 def at_line(where: str | int) -> str:
@@ -346,7 +369,10 @@ M = TypeVar("M", PairwiseItem, PointwiseItem)
 
 
 def make_item(model: type[M], source: str, where: str | int, **fields: Any) -> M:
-    """Build an item; a value the schema refuses is a DataError naming record and field."""
+    """Build an item; a value the schema refuses is a DataError naming record and field. An
+    integer id is taken as its decimal text (`as_id`)."""
+    if "id" in fields:
+        fields["id"] = as_id(fields["id"])
     try:
         return model(**fields)
     except ValidationError as e:
