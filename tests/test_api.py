@@ -761,3 +761,21 @@ def test_integer_ids_in_dicts_are_read_as_their_decimal_text():
                        "\\(first at data\\[0\\]\\); ids must be unique \\(an integer id is "
                        "read as its decimal text: 1 and \"1\" are the same id\\)$"):
         judgeaudit.evaluate(SIM, [pairs[0], {**pairs[1], "id": "1"}])
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_gold_score_that_is_not_finite_is_refused_before_any_call(bad):
+    """A NaN gold score failed only after the judging: "correlation: x and y must be
+    finite", naming no item."""
+    from judgeaudit.data.schema import PointwiseItem
+
+    points = [{"id": f"p{i}", "prompt": "q", "response": "r", "score": 3.0} for i in range(8)]
+    points[4]["score"] = bad
+    heard: list[object] = []
+    with pytest.raises(ValueError, match=f"^data\\[4\\]: field 'score': expected a finite "
+                                         f"number, got {bad!r}$"):
+        judgeaudit.evaluate(SIM, points, progress=heard.append, cache=False)
+    items = [PointwiseItem(**p) for p in points]
+    with pytest.raises(ValueError, match="^data\\[4\\]: field 'score': expected a finite"):
+        judgeaudit.scoring_bias(SIM, items, progress=heard.append, cache=False)
+    assert heard == []

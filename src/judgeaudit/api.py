@@ -289,10 +289,11 @@ def _seed_count(x: Any) -> None:
 
 def _data(data: Any) -> Any:
     """Data as given, a list of items checked as the file loaders check their records: a dict
-    with an integer id takes its decimal text (1 -> "1", as in a JSONL file); a repeated id
-    is refused saying that 1 and "1" are the same id. What is no list is the command's to
-    refuse."""
-    from judgeaudit.data.loaders._common import as_id, same_id_note
+    with an integer id takes its decimal text (1 -> "1", as in a JSONL file); a gold score or
+    quality that is not a finite number (NaN, inf) is refused, naming the item (it failed
+    only after the judging, in the statistics); a repeated id is refused saying that 1 and
+    "1" are the same id. What is no list is the command's to refuse."""
+    from judgeaudit.data.loaders._common import as_id, nonfinite_field, same_id_note
     from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 
     if isinstance(data, str | bytes | Mapping) or not isinstance(data, Sequence):
@@ -302,8 +303,12 @@ def _data(data: Any) -> Any:
     for i, x in enumerate(data):
         if isinstance(x, Mapping) and "id" in x:
             x = {**x, "id": as_id(x["id"])}
-        fields = (x if isinstance(x, Mapping) else {"id": x.id}
+        fields = (x if isinstance(x, Mapping) else
+                  {k: getattr(x, k, None) for k in ("id", "score", "quality")}
                   if isinstance(x, PairwiseItem | PointwiseItem) else {})
+        bad = nonfinite_field(fields)
+        if bad is not None:
+            raise ValueError(f"data[{i}]: {bad}")
         item_id = fields.get("id")
         if isinstance(item_id, str):
             if item_id in seen:

@@ -156,3 +156,50 @@ def test_make_item_takes_an_integer_id_as_its_text() -> None:
 
     item = make_item(PointwiseItem, "src", 3, id=12, prompt="q", response="r")
     assert item.id == "12"
+
+
+def test_a_score_too_large_for_a_float_is_refused_naming_line_and_field(tmp_path: Path) -> None:
+    """json reads 1e999 as inf: the gold score failed only after the judging."""
+    f = _write(tmp_path / "points.jsonl", [POINT, '{"id": "s2", "prompt": "P", "response": '
+                                                  '"r", "score": 1e999}'])
+    with pytest.raises(DataError, match="points.jsonl:2: field 'score': expected a finite "
+                                        r"number, got inf \(too large for a float\)"):
+        load(f"jsonl:{f}")
+    f = _write(tmp_path / "points.jsonl", [{**POINT, "metadata": {"w": [1, "-1e999"]}},
+                                           '{"id": "s2", "prompt": "P", "response": "r", '
+                                           '"metadata": {"w": [1, -1e999]}}'])
+    with pytest.raises(DataError, match=r"points.jsonl:2: field 'metadata.w\[1\]': expected a "
+                                        "finite number, got -inf"):
+        load(f"jsonl:{f}")
+
+
+def test_a_json_file_with_a_number_too_large_names_its_record(tmp_path: Path) -> None:
+    f = tmp_path / "points.json"
+    f.write_text('[\n{"prompt": "q", "response": "a", "score": 3},\n'
+                 '{"prompt": "q", "response": "b", "score": 1e999}\n]\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"points.json:3 \(record 1\): field 'score': expected "
+                                        "a finite number, got inf"):
+        load(f"hf:{f}")
+
+
+@pytest.mark.parametrize("cell", ["nan", "inf", "-Infinity"])
+def test_a_csv_gold_score_that_is_not_finite_is_refused_when_loaded(tmp_path: Path,
+                                                                    cell: str) -> None:
+    f = tmp_path / "points.csv"
+    f.write_text(f"id,prompt,response,score\na,q,r,3\nb,q,r,{cell}\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"points.csv:item 2 \(id 'b'\): field 'score': "
+                                        "expected a finite number, got -?(nan|inf)$"):
+        load(f"hf:{f}")
+
+
+def test_make_item_refuses_a_score_or_quality_that_is_not_finite() -> None:
+    from judgeaudit.data.loaders._common import make_item
+
+    with pytest.raises(DataError, match="^src:7: field 'score': expected a finite number, "
+                                        "got nan$"):
+        make_item(PointwiseItem, "src", 7, id="a", prompt="q", response="r",
+                  score=float("nan"))
+    with pytest.raises(DataError, match="^src:7: field 'quality': expected a finite number, "
+                                        "got inf$"):
+        make_item(PairwiseItem, "src", 7, id="a", prompt="q", response_1="r",
+                  response_2="s", quality=(1.0, float("inf")))

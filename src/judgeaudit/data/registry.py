@@ -117,7 +117,7 @@ def load(spec: str | Spec) -> list[Item]:
     items = _LOADERS[sp.kind](sp.name, dict(sp.params))
     if limit is not None:
         items = items[:limit]
-    from judgeaudit.data.loaders._common import same_id_note
+    from judgeaudit.data.loaders._common import nonfinite_field, same_id_note
 
     first: dict[str, int] = {}
     for n, it in enumerate(items, start=1):
@@ -126,6 +126,11 @@ def load(spec: str | Spec) -> list[Item]:
                             f"and {n} of {len(items)}); ids must be unique"
                             f"{same_id_note(it.id)}")
         first[it.id] = n
+        # a gold score or quality of NaN or inf (a CSV cell "nan", a loader of another
+        # package) failed only after the judging, in the statistics
+        bad = nonfinite_field({k: getattr(it, k, None) for k in ("score", "quality")})
+        if bad is not None:
+            raise DataError(str(sp), f"item {n} (id {it.id!r})", bad)
     return items
 
 

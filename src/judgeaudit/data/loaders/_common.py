@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import math
 import random
 import re
 from collections.abc import Iterable, Mapping
@@ -256,6 +257,19 @@ def read_json_doc(path: Path, depth: int = 2) -> JsonDoc:
         raise
     except (ValueError, IndexError, RecursionError):
         pass  # locating is best effort; the document itself parsed
+    bad = _nonfinite(data)
+    if bad is not None:  # 1e999: json reads inf (NaN and Infinity are refused by _loads)
+        path = bad[0]
+        line = next((scan.lines[path[:n]] for n in range(len(path), 0, -1)
+                     if path[:n] in scan.lines), None)
+        rec = next((i for i, k in enumerate(path[:2]) if isinstance(k, int)), None)
+        where: str | int | None = line
+        if rec is not None:  # a record of a list (at the top or under "train", "data")
+            where = f"{line} (record {path[rec]})" if line else f"record {path[rec]}"
+            path = path[rec + 1:]
+        field = f"field {_path_text(path)!r}: " if path else ""
+        raise DataError(src, where, f"{field}expected a finite number, got {bad[1]!r} (too "
+                        "large for a float)")
     return JsonDoc(src, data, scan.lines)
 
 
@@ -276,6 +290,10 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
                      if isinstance(obj, list) and obj and isinstance(obj[0], dict) else "")
             raise DataError(src, lineno,
                             f"expected a JSON object, got {type(obj).__name__}{whole}")
+        bad = _nonfinite(obj)
+        if bad is not None:  # 1e999: json reads inf (NaN and Infinity are refused above)
+            raise DataError(src, lineno, f"field {_path_text(bad[0])!r}: expected a finite "
+                            f"number, got {bad[1]!r} (too large for a float)")
         if "id" in obj:
             obj["id"] = as_id(obj["id"])
         out.append((lineno, obj))
@@ -360,6 +378,48 @@ def explain_validation(err: ValidationError, model: type) -> str:
     return "; ".join(parts)
 
 
+NUMBER_FIELDS = ("score", "quality")
+
+
+def nonfinite_field(rec: Mapping[str, Any]) -> str | None:
+    """None when the item fields holding numbers (a gold score, a latent quality, a number
+    or a pair of them) are finite or absent; else what is wrong, naming the field:
+    "field 'score': expected a finite number, got nan"."""
+    for key in NUMBER_FIELDS:
+        val = rec.get(key)
+        vals = val if isinstance(val, list | tuple) else [val]
+        for v in vals:
+            if isinstance(v, float) and not math.isfinite(v):
+                return f"field {key!r}: expected a finite number, got {v!r}"
+    return None
+
+
+def _nonfinite(value: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], float] | None:
+    """The path to the first number of a parsed JSON value that is not finite (json reads
+    1e999 as inf), and that number; None when there is none."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = _nonfinite(v, (*path, k))
+        if found is not None:
+            return found
+    return None
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    """(3, "score") -> "[3].score"; ("score",) -> "score"."""
+    out = ""
+    for k in path:
+        out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else str(k))
+    return out
+
+
 def describe(v: Any) -> str:
     s = repr(v)
     return s if len(s) <= 60 else s[:57] + "..."
@@ -370,9 +430,14 @@ M = TypeVar("M", PairwiseItem, PointwiseItem)
 
 def make_item(model: type[M], source: str, where: str | int, **fields: Any) -> M:
     """Build an item; a value the schema refuses is a DataError naming record and field. An
-    integer id is taken as its decimal text (`as_id`)."""
+    integer id is taken as its decimal text (`as_id`); a gold score or quality that is not a
+    finite number (NaN, inf) is refused here, as the schema would let it through to fail
+    only after the judging."""
     if "id" in fields:
         fields["id"] = as_id(fields["id"])
+    bad = nonfinite_field(fields)
+    if bad is not None:
+        raise DataError(source, where, bad)
     try:
         return model(**fields)
     except ValidationError as e:
