@@ -70,3 +70,15 @@ def test_a_report_that_cannot_be_written_leaves_the_results_and_their_summary(tm
     assert "audit of sim on builtin:facts" in res.stderr  # the summary table
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert doc["run"]["status"] == "ok"
+
+
+def test_a_hubj_command_whose_report_cannot_be_written_does_not_crash(tmp_path, shared_data):
+    """mitigate and quantify printed the report's path with .stem, and the note that the
+    report was not written is text: 'a bug in judgeaudit', exit 3, while results.json said
+    the run was ok."""
+    res = run_capped(13_312, "mitigate", "--judges", "sim", "--data",
+                     f"pandalm:{shared_data / 'pandalm_testset'}", "--scorer",
+                     "simhubj?score_from=length", "--factor", "length", "--limit", "40",
+                     "--no-cache", "--out", "out", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "report: not written (File too large)" in res.stderr and "bug" not in res.stderr

@@ -39,8 +39,10 @@ def _splits_table(doc: dict[str, Any]) -> Table:
     return t
 
 
-def _calls_line(res: dict[str, Any], *paths: Path) -> None:
-    console.print(calls_text(res) + "".join(f"\n{p.stem}: {p}" for p in paths))
+def _calls_line(res: dict[str, Any], path: Path, report: Path | str) -> None:
+    """The calls line, then where results.json and report.html are (or why the report is
+    not: `write_outputs` says it as text, where `.stem` of it crashed the command)."""
+    console.print(f"{calls_text(res)}\nresults: {path}\nreport: {report}")
 
 
 def _json_stats_line(stats: dict[str, Any]) -> str:
