@@ -100,6 +100,7 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
         assert doc["run"]["unfinished"] is True
         page = write_report(tmp_path / "a", tmp_path / "unfinished.html").read_text()
         assert "This run did not finish (interrupted" in page and "exit code 3" not in page
+        assert "could not be reached" not in page or not doc["calls"]["cancelled"]
         # generous bound against hangs (the 2 s is checked by hand on a quiet machine)
         assert stopped_after < 10, stopped_after
         finished = _cached(cache)
@@ -112,6 +113,9 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
         # (SIGTERM ends the process at once: its calls under way are not counted at all)
         assert doc["calls"]["cancelled"] == doc["calls"]["failed"]
         assert doc["calls"]["failed"] > 0 or sig == signal.SIGTERM
+        assert summary["calls"]["cancelled"] == doc["calls"]["cancelled"]  # --json says it
+        if sig == signal.SIGINT:  # and the terminal: the calls line of the interrupted run
+            assert f"{doc['calls']['failed']} cancelled by the interruption" in err
         assert not doc["calls"]["errors"]
         asked_before = srv.count()
         srv.fast = True

@@ -202,6 +202,10 @@ def print_unfinished() -> None:
         except Exception:  # noqa: BLE001 - interrupted anyway: the first document stands
             log.debug("could not rewrite the unfinished document", exc_info=True)
     doc = _UNFINISHED["doc"]
+    if doc is not None and refresh is not None:  # what the interrupted run made and cancelled
+        from judgeaudit.cli.format import calls_text
+
+        console.print(calls_text(doc), highlight=False)
     if doc is not None and JSON_REQUESTED.get():
         print_json(doc)
 
