@@ -152,3 +152,19 @@ def test_threshold_flag_without_data_is_unchecked_not_within():
     assert none["exceeds"] is None and none["n"] == 0 and none["reason"]
     assert threshold_flag(0.55, "first", {"value": 0.3, "n": 9},
                           lambda v: max(v, 1 - v) > 0.55)["exceeds"] is True
+
+
+def test_a_judge_favouring_the_second_slot_is_flagged_by_that_slots_rate():
+    """A judge always picking the second-shown response read 'first-slot rate = 0.000,
+    threshold 0.550: exceeds' (terminal: 0.00>0.55): the check reads the favoured slot."""
+    import judgeaudit
+
+    res = judgeaudit.audit("sim?position=-30", "builtin:facts", probes="position", n=10,
+                           cache=False)
+    flag = res["probes"]["position"]["flag"]
+    assert flag["metric"] == "second-slot rate" and flag["value"] == 1.0 and flag["exceeds"]
+    lo, hi = flag["ci95"]
+    assert 0.5 < lo <= hi == 1.0
+    first = judgeaudit.audit("sim?position=30", "builtin:facts", probes="position", n=10,
+                             cache=False)["probes"]["position"]["flag"]
+    assert first["metric"] == "first-slot rate" and first["value"] == 1.0

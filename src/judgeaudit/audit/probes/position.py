@@ -31,8 +31,7 @@ class PositionProbe(Probe):
         verdicts = await ctx.baseline()
         m = position(verdicts, seed=ctx.seed, alpha=ctx.alpha)
         fr = m.get("first_rate")
-        flag = threshold_flag(FLAG_FIRST_RATE, "first-slot rate", fr,
-                              lambda v: max(v, 1 - v) > FLAG_FIRST_RATE) if fr else None
+        flag = threshold_flag(FLAG_FIRST_RATE, *_favoured_slot(fr)) if fr else None
         res = ProbeResult.from_stats(
             m, [it.id for it in ctx.items],
             rates={"first_slot_rate": fr,
@@ -53,6 +52,17 @@ class PositionProbe(Probe):
             }
         res.examples = _examples(ctx, verdicts)
         return res
+
+
+def _favoured_slot(fr: dict) -> tuple[str, dict]:
+    """The threshold check's metric and rate: the rate of the slot the judge favours (the
+    first-shown, or the second with 1 - the first's rate and its interval mirrored), so a
+    judge always picking the second read 'first-slot rate 0.00 > 0.55, exceeds'."""
+    v, ci = fr.get("value"), fr.get("ci95")
+    if v is None or v >= 0.5:
+        return "first-slot rate", fr
+    mirrored = [1 - ci[1], 1 - ci[0]] if ci and None not in ci else ci
+    return "second-slot rate", {**fr, "value": 1 - v, "ci95": mirrored}
 
 
 def _examples(ctx: AuditContext, verdicts) -> list[dict]:
