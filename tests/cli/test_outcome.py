@@ -316,6 +316,9 @@ def test_a_judge_answering_garbage_half_the_time_fails_every_command(args, tmp_p
     run = json.loads((out / "results.json").read_text())["run"]
     assert 0.3 < run["unreadable"] / run["answers"] < 0.7, run
     assert "the first: unparseable answer: 'I cannot decide'" in run["message"]
+    # on one line off a terminal (it was cut at 80 columns mid-word: a grep missed it)
+    assert any("error: run failed:" in line and "'I cannot decide'" in line
+               for line in res.output.splitlines()), res.output
     res = runner.invoke(app, [*args, "--judge", "sim?invalid=0.5", "--max-failed", "0.9",
                               "--out", str(out)])
     assert res.exit_code == 0, res.output  # the user's tolerance is the rule

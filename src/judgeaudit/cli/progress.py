@@ -59,7 +59,10 @@ def fail(msg: str, code: int = 2) -> typer.Exit:
     close_bars()
     if SHOW_TRACEBACKS and sys.exc_info()[0] is not None:
         console.print(escape(mask_secrets(traceback.format_exc().rstrip())), highlight=False)
-    console.print(f"[bold red]error:[/] {escape(mask_secrets(msg))}")
+    # one line in a log file or a pipe (it was cut at the console's width mid-word, and a
+    # grep for the message missed it); a terminal wraps it itself
+    console.print(f"[bold red]error:[/] {escape(mask_secrets(msg))}",
+                  soft_wrap=not console.is_terminal)
     LAST_ERROR["msg"] = mask_secrets(msg)
     return typer.Exit(code)
 
