@@ -48,6 +48,10 @@ def test_results_that_cannot_be_written_fail_the_run_with_exit_3(tmp_path):
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert doc["run"]["status"] == "failed" and "did not finish" in doc["run"]["message"]
     assert not list((tmp_path / "out").glob(".results.json.*"))
+    # --json prints its object here too (stdout was empty)
+    res = run_capped(20_000, *EVALUATE, "--no-cache", "--json", cwd=tmp_path)
+    assert res.returncode == 3 and json.loads(res.stdout) == {
+        "ok": False, "reason": "File too large: out/results.json", "exit_code": 3}
 
 
 def test_a_cache_that_cannot_be_written_mid_run_still_gives_the_results(tmp_path):

@@ -405,14 +405,19 @@ def _crashed(exc: Exception) -> NoReturn:
 
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
-        sys.stderr.write(f"error: {exc.strerror or exc}{where} (the run failed: exit 3; "
-                         "finished calls are in the cache)\n")
+        reason = f"{exc.strerror or exc}{where}"
+        # (it said the finished calls were in the cache under --no-cache too)
+        sys.stderr.write(f"error: {reason} (the run failed: exit 3; a re-run takes the calls "
+                         "it finished from the cache, unless --no-cache was given)\n")
     else:
         traceback.print_exc()
-        sys.stderr.write(f"error: unexpected {type(exc).__name__}: a bug in judgeaudit; "
-                         "please report it with the traceback above (the run failed: exit "
-                         "3)\n")
+        reason = f"unexpected {type(exc).__name__}: a bug in judgeaudit"
+        sys.stderr.write(f"error: {reason}; please report it with the traceback above (the "
+                         "run failed: exit 3)\n")
     sys.stderr.flush()
+    if "--json" in sys.argv[1:]:  # --json prints one object whatever ends the run
+        typer.echo(json.dumps({"ok": False, "reason": reason, "exit_code": EXIT_RUN_FAILED},
+                              ensure_ascii=False))
     sys.exit(EXIT_RUN_FAILED)
 
 
