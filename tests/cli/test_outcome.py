@@ -336,3 +336,5 @@ def test_a_key_holding_url_punctuation_is_masked_in_a_refusal(encoded, tmp_path,
     assert res.exit_code == 2, res.output
     assert CANARY not in res.output and "tail" not in res.output
     assert "user:***@127.0.0.1" in res.output
+    # and says how to write it (the URL has the form the message asked for)
+    assert "encode them twice (%252F %253F %2523)" in " ".join(res.output.split())

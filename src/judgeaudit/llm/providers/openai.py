@@ -224,7 +224,14 @@ def check_base_url(url: str | None, endpoints: Sequence[str] = ("/chat/completio
     whole, every call would go to .../chat/completions/chat/completions, a 404 each)."""
     if url is None:
         return None
-    bad = ValueError(f"base_url {redact_url(url)!r}: expected http(s)://host[:port][/path]")
+    # a password holding / ? # (a spec decodes %2F once) splits the URL before its @: say how
+    # to write it, not that the URL lacks the form it has
+    raw_pw = re.match(r"(?i)^[a-z][a-z0-9+.\-]*://[^:@/\s]*:([^@\s]*)@", url.strip())
+    hint = ("; its password holds / ? or #, which a judge spec decodes from %2F %3F %23: "
+            "encode them twice (%252F %253F %2523)"
+            if raw_pw and any(c in raw_pw.group(1) for c in "/?#") else "")
+    bad = ValueError(f"base_url {redact_url(url)!r}: expected http(s)://host[:port][/path]"
+                     + hint)
     try:
         parts = urllib.parse.urlsplit(url.strip())
         port = parts.port  # raises ValueError for a non-numeric or out-of-range port
