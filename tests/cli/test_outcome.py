@@ -135,6 +135,15 @@ def test_out_of_range_options_are_usage_errors(args, needle, tmp_path, isolated_
     assert not (tmp_path / "o" / "results.json").exists()
 
 
+def test_a_run_refused_as_bad_input_leaves_no_empty_output_folder(tmp_path, isolated_cache):
+    """The output folder was made to check it can be written, and a refusal after that check
+    (a bad probe, a bad judge setting) left it behind, empty."""
+    out = tmp_path / "a" / "b"
+    res = runner.invoke(app, ["audit", "--judge", "sim?positon=1", "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert not (tmp_path / "a").exists()
+
+
 def test_out_that_is_a_file_fails_before_any_call(tmp_path, isolated_cache, no_keys):
     target = tmp_path / "taken"
     target.write_text("not a directory")

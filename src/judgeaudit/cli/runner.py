@@ -9,6 +9,7 @@ Exit codes are documented in `judgeaudit.report.outcome`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -47,6 +48,7 @@ def check_out_dir(out: Path) -> Path:
     existing file in its place, or a place without write permission."""
     if out.exists() and not out.is_dir():
         raise fail(f"--out {out}: exists and is not a directory")
+    made = [p for p in (out, *out.parents) if not p.exists()]  # deepest first
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".judgeaudit-write-check-{os.getpid()}"
@@ -54,6 +56,11 @@ def check_out_dir(out: Path) -> Path:
         probe.unlink()
     except OSError as exc:
         raise fail(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    finally:  # the folders made to check are made again by the first write (a run refused
+        # as bad input after this check left empty folders behind)
+        for p in made:
+            with contextlib.suppress(OSError):
+                p.rmdir()
     return out
 
 
