@@ -229,3 +229,16 @@ def test_every_item_moving_alike_gets_an_exact_interval_not_a_point():
     # a mean of 0 is fewer than 5 movers (movers_ci); without a bound, the bootstrap as before
     assert paired_estimate([0.0] * 10, span=0.5).method == "clopper-pearson-movers"
     assert paired_estimate([0.5] * 10).method == "bootstrap-percentile"
+
+
+def test_a_clustered_rate_of_0_or_1_counts_each_item_once():
+    """40 of 40 verdicts over 20 pairs gave Wilson's [91.2, 100] as if the two orders were
+    independent: with no spread the design effect cannot be estimated, so each item counts
+    once (Wilson at n = 20)."""
+    from judgeaudit.stats.intervals import clustered_rate, wilson
+
+    est = clustered_rate([(2, 2)] * 20)
+    assert est.value == 1.0 and est.n == 40
+    assert est.ci95 == pytest.approx(wilson(20, 20))
+    assert clustered_rate([(0, 2)] * 20).ci95 == pytest.approx(wilson(0, 20))
+    assert clustered_rate([(1, 1)] * 20).ci95 == pytest.approx(wilson(20, 20))  # one each
