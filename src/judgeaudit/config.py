@@ -23,6 +23,10 @@ from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 CONFIG_VERSION = 1
 
 PosInt = Annotated[int, Field(ge=1)]
+# Counts that size memory or time: a bound far above any real use, so a typo (10**12 draws)
+# is refused with the bound instead of a MemoryError or a hang
+Draws = Annotated[int, Field(ge=1, le=100_000)]
+Repeats = Annotated[int, Field(ge=1, le=100)]
 # numpy's generators refuse a negative seed, after the judging (evaluate, rank, scoring-bias)
 Seed = Annotated[int, Field(ge=0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -194,7 +198,7 @@ class ScoringBiasConfig(RunFields):
         "Extra score-id scheme NAME=w,x,y,z,t (ids for scores 1..5); repeatable; runs as "
         "ids_NAME."))
     limit: PosInt | None = _f(None, "Use only the first N items (N >= 1).")
-    repeats: PosInt = _f(3, (
+    repeats: Repeats = _f(3, (
         "Baseline scorings per item (>= 2 gives the repeat noise and a held-out repeat for the "
         "mitigation check; use 1 for a deterministic judge such as local)."))
     references: Path | None = _f(None, (
@@ -333,7 +337,7 @@ class RankConfig(RunFields):
     tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
     refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
-    samples: PosInt = _f(1500, "Monte-Carlo draws for top-k membership (>= 1).")
+    samples: Draws = _f(1500, "Monte-Carlo draws for top-k membership (1-100000).")
 
 
 class RankEvalConfig(RunFields):
@@ -357,7 +361,7 @@ class RankEvalConfig(RunFields):
     tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
     refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
-    samples: PosInt = _f(1500, "Monte-Carlo draws for top-k membership (>= 1).")
+    samples: Draws = _f(1500, "Monte-Carlo draws for top-k membership (1-100000).")
 
 
 class CompareConfig(CommandConfig):

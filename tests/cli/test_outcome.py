@@ -126,6 +126,9 @@ def test_partly_failed_run_fails_over_max_failed_and_passes_under_it(tmp_path, i
     (["audit", "--probes", ""], "--probes is empty"),  # it ran the default battery
     (["evaluate", "--seed", "-1"], "--seed"),  # numpy refused it after the judging
     (["rank", "--seed", "-1"], "--seed"),
+    # sizes far past any real use: a MemoryError, or a hang, instead of the bound
+    (["rank", "--samples", "1000000000000"], "--samples"),
+    (["scoring-bias", "--repeats", "1000"], "--repeats"),
     (["audit", "--probes", " , "], "--probes is empty"),
 ])
 def test_out_of_range_options_are_usage_errors(args, needle, tmp_path, isolated_cache):

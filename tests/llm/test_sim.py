@@ -197,6 +197,9 @@ def test_truth_presets_and_overrides():
         SimProvider("default", {"postion": "1"})
     with pytest.raises(ValueError, match="invalid=1.5"):
         SimProvider("default", {"invalid": "1.5"})
+    for bad in ("-1", "0.5"):  # numpy refused -1 after the judging; every --seed refuses it
+        with pytest.raises(ValueError, match="seed=.*expected a whole number >= 0"):
+            SimProvider("default", {"seed": bad})
 
 
 def test_cache_key_depends_on_planted_values():

@@ -158,6 +158,9 @@ class SimProvider(Provider):
             raise ValueError(f"sim parameter ref_pull={values['ref_pull']}: expected 0 <= x <= 1")
         if values["length_ref"] < 0:
             raise ValueError("sim parameter length_ref must be >= 0 (words)")
+        if values["seed"] < 0 or values["seed"] != int(values["seed"]):  # as --seed is
+            raise ValueError(f"sim parameter seed={values['seed']:g}: expected a whole "
+                             "number >= 0")
         self.values = values
         self.seed = int(values["seed"])
         self.crn = bool(values["crn"])
