@@ -448,3 +448,4 @@ def test_json_on_an_option_the_parser_refuses_prints_one_object(args, said, tmp_
     assert res.returncode == 2, res.stderr
     doc = json.loads(res.stdout.strip())
     assert doc["ok"] is False and doc["exit_code"] == 2 and said in doc["reason"]
+    assert doc["command"] == "audit"  # as every other --json object names it

@@ -364,11 +364,20 @@ def main() -> None:
         if exc.code == 2 and tee is not None and not LAST_ERROR.get("json"):
             # an option the parser refused (--n 0, an unknown option, a missing --config):
             # --json still prints one object, with the error the parser printed
-            typer.echo(json.dumps({"ok": False, "reason": tee.error_text() or "bad usage",
-                                   "exit_code": 2}, ensure_ascii=False))
+            typer.echo(json.dumps({**_command_named(), "ok": False,
+                                   "reason": tee.error_text() or "bad usage", "exit_code": 2},
+                                  ensure_ascii=False))
         raise
     except Exception as exc:
         _crashed(exc)
+
+
+def _command_named() -> dict[str, str]:
+    """{"command": NAME} for the command the argument list names (the first argument that is
+    one), as every other --json object carries; {} when none is."""
+    names = set(getattr(typer.main.get_command(app), "commands", None) or {})
+    name = next((a for a in sys.argv[1:] if a in names), None)
+    return {"command": name} if name else {}
 
 
 class _Tee:

@@ -74,7 +74,10 @@ def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
     except (ValueError, OSError) as exc:  # not a database, a directory, no permission
         hint = "" if cache else ("; give another place with --cache PATH or $JUDGEAUDIT_CACHE, "
                                  "or run without one: --no-cache")
-        raise fail(f"--cache {cache or 'default'}: {exc}{hint}") from None
+        env = os.environ.get("JUDGEAUDIT_CACHE")  # named where it came from, not "default"
+        where = f"--cache {cache}" if cache else (
+            f"$JUDGEAUDIT_CACHE {env}" if env else "the default cache")
+        raise fail(f"{where}: {exc}{hint}") from None
 
 
 @contextmanager
