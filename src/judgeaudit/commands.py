@@ -92,6 +92,7 @@ class Run:
         gate = self.info.get("fail_on")  # a release gate no failed run passes, recorded
         return {"command": self.command, "version": judgeaudit.__version__,
                 "judge": self.judge, "data": self.data, "calls": calls, "run": outcome,
+                **({"config": self.info["config"]} if "config" in self.info else {}),
                 "error": str(exc), "judges_used": sess.judges_used(),
                 **({"seconds": round(time.perf_counter() - started, 2)}
                    if started is not None else {}),
@@ -898,8 +899,13 @@ def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
                     "a larger --refit-every means fewer, larger batches")
         return await run_rank(s, inp, on_batch=on_batch, on_call=on_call)
 
+    # what a failed or unfinished run's document keeps of the settings (its report read
+    # "budget of — comparisons", "? acquisition" and --json gave k and budget as null)
+    settings = {"k": inp.k, "budget": cfg.budget, "rule": cfg.rule, "model": cfg.model,
+                "seed": cfg.seed, "refit_every": cfg.refit_every, "samples": cfg.samples}
     return Run("rank", public_spec(cfg.judge), cfg.items, body, lambda: cfg.budget,
-               cfg.min_valid, cfg.max_failed, info={"inputs": inp}, unit="comparisons")
+               cfg.min_valid, cfg.max_failed, info={"inputs": inp, "config": settings},
+               unit="comparisons")
 
 
 # ---- rank-eval ---------------------------------------------------------------------------

@@ -233,7 +233,9 @@ def _pandas() -> Any:
 # What a failed run's summary keeps: who and what ran, the calls, why it failed, counts.
 _SUMMARY_KEEP_FAILED = frozenset({
     "command", "ok", "reason", "judge", "data", "version", "calls", "seconds", "verdicts",
-    "n", "n_items", "n_invalid", "warnings", "flags_unchecked", "gate"})
+    "n", "n_items", "n_invalid", "warnings", "flags_unchecked", "gate",
+    # settings, not results: a failed rank gave k and budget as null beside the ones asked
+    "k", "budget", "budgets", "rules", "n_seeds", "notes"})
 
 
 class Result(BaseModel):

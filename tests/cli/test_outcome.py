@@ -309,6 +309,13 @@ def test_a_failed_runs_reason_counts_what_it_planned(args, counted, tmp_path, is
     assert counted in doc["run"]["message"], doc["run"]["message"]
     if gate:  # the gate's record is there too (a fatal error left none)
         assert doc["gate"] == {"fail_on": "biased", "outcome": "run_failed", "by": []}
+    else:  # rank keeps its settings (its report read "budget of — comparisons, ? acquisition"
+        # and --json gave k and budget as null)
+        assert (doc["config"]["k"], doc["config"]["budget"], doc["config"]["rule"]) == (
+            2, 12, "topk")
+        from judgeaudit.result import Result
+
+        assert {"k": 2, "budget": 12}.items() <= Result.from_document(doc).summary().items()
     assert "results: " in res.output  # where it is, as every other run says
 
 
