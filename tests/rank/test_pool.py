@@ -94,6 +94,14 @@ def test_csv_pool_reads_as_the_same_jsonl_pool(tmp_path):
     (tmp_path / "bad.csv").write_text("id,prompt,response,quality\na,p,r,high\n")
     with pytest.raises(DataError, match=":2: field 'quality': expected a finite number"):
         load_pool(str(tmp_path / "bad.csv"))
+    # a header written with spaces after its commas read as missing fields
+    (tmp_path / "spaced.csv").write_text("id, prompt, response, quality\na,p,r,1\nb,p,s,2\n")
+    assert [it.quality for it in load_pool(str(tmp_path / "spaced.csv")).items] == [1.0, 2.0]
+    # quality missing on one row: the message names its line (it named the item only)
+    (tmp_path / "some.csv").write_text("id,prompt,response,quality\na,p,r,1\nb,p,s,\n")
+    with pytest.raises(DataError, match=r"some.csv:3: 'quality' is given for some items but "
+                                        "not for 'b'"):
+        load_pool(str(tmp_path / "some.csv"))
 
 
 @pytest.mark.parametrize("rows, where", [

@@ -277,8 +277,10 @@ def csv_pool(path: str, source: str | None = None) -> Pool:
         rows = read_csv(read_text(p))[1]
     except TextProblem as e:
         raise DataError(str(p), e.line, e.problem) from None
-    return _records_pool(p, [(line, {k: v if k in ("id", "prompt", "response") else
-                                     _csv_number(v) for k, v in rec.items()})
+    # column names as written after a comma and a space ("id, prompt, response") are the
+    # names without it: they read as missing fields
+    return _records_pool(p, [(line, {k.strip(): v if k.strip() in ("id", "prompt", "response")
+                                     else _csv_number(v) for k, v in rec.items()})
                              for line, rec in rows], src, "csv")
 
 
@@ -298,7 +300,9 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
     """A pool from (line, record) pairs, each record checked as a pool item."""
     items = []
     seen: dict[str, int] = {}
+    lines: list[Any] = []  # each item's line, for a message about it
     for lineno, obj in records:
+        lines.append(lineno)
         for key in ("id", "prompt", "response"):
             if key not in obj:
                 raise DataError(str(p), lineno, f"field {key!r}: missing (required)")
@@ -326,7 +330,7 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
     known = [it.quality is not None for it in items]
     if any(known) and not all(known):
         first = next(i for i, k in enumerate(known) if not k)
-        raise DataError(str(p), None, f"'quality' is given for some items but not for "
+        raise DataError(str(p), lines[first], f"'quality' is given for some items but not for "
                                       f"{items[first].id!r}: give it for all or none")
     return Pool(items=items, source=src, meta={"kind": kind, "path": str(p)})
 
