@@ -249,14 +249,20 @@ def _number(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def jsonl_pool(path: str, source: str | None = None) -> Pool:
-    p = Path(path).expanduser()
-    src = source or f"jsonl:{path}"
+def _pool_file(path: str, kind: str) -> Path:
+    """The file a `kind:PATH` pool names, refused when no path is given or it does not
+    exist."""
     if not path:
-        raise DataError("jsonl", None, "no path given; expected jsonl:PATH")
+        raise DataError(kind, None, f"no path given; expected {kind}:PATH")
+    p = Path(path).expanduser()
     if not p.exists():
         raise DataError(str(p), None, "no such file")
-    return _records_pool(p, read_jsonl(p), src, "jsonl")
+    return p
+
+
+def jsonl_pool(path: str, source: str | None = None) -> Pool:
+    p = _pool_file(path, "jsonl")
+    return _records_pool(p, read_jsonl(p), source or f"jsonl:{path}", "jsonl")
 
 
 def csv_pool(path: str, source: str | None = None) -> Pool:
@@ -267,12 +273,8 @@ def csv_pool(path: str, source: str | None = None) -> Pool:
     from judgeaudit.data.loaders._common import read_text
     from judgeaudit.textfile import TextProblem, read_csv
 
-    p = Path(path).expanduser()
+    p = _pool_file(path, "csv")
     src = source or f"csv:{path}"
-    if not path:
-        raise DataError("csv", None, "no path given; expected csv:PATH")
-    if not p.exists():
-        raise DataError(str(p), None, "no such file")
     try:
         rows = read_csv(read_text(p))[1]
     except TextProblem as e:

@@ -474,12 +474,14 @@ def curve_plot(
         (xt[0] - 1, xt[0] + 1)
     x = _Scale(xa, xb, ml, ml + pw)
     y = _Scale(y0, y1, mt + ph, mt)
-    desc = "; ".join(f"{lab}: " + ", ".join(
-        f"{fmt_num(px)} -> {fmt_num(py)}" + (f" [{fmt_num(lo)}, {fmt_num(hi)}]"
-                                               if lo is not None and hi is not None
-                                               and lo < hi else "")  # a band through the
-        # point (rank-eval's seeds all agreed) is no interval to read out
-        for px, py, lo, hi in pts) for lab, pts, _ in rows)
+    def point_text(px: float, py: float, lo: float | None, hi: float | None) -> str:
+        # a band through the point (rank-eval's seeds all agreed) is no interval to read out
+        shown = lo is not None and hi is not None and lo < hi
+        return f"{fmt_num(px)} -> {fmt_num(py)}" + (
+            f" [{fmt_num(lo)}, {fmt_num(hi)}]" if shown else "")
+
+    desc = "; ".join(f"{lab}: " + ", ".join(point_text(*p) for p in pts)
+                     for lab, pts, _ in rows)
     out = _open(width, height, title, desc)
     if title:
         out.append(_text(8, 18, clip(title, 100), size=14, weight="600", full=title))
@@ -509,9 +511,7 @@ def curve_plot(
         out.append(f'<polyline class="curve" points="{line}" fill="none" stroke="{col}" '
                    f'stroke-width="2"/>')
         for px, py, lo, hi in pts:
-            tip = f"{label}: {fmt_num(px)} -> {fmt_num(py)}"
-            if lo is not None and hi is not None and lo < hi:
-                tip += f" [{fmt_num(lo)}, {fmt_num(hi)}]"
+            tip = f"{label}: {point_text(px, py, lo, hi)}"
             out.append(f'<circle class="point" cx="{_c(x(px))}" cy="{_c(y(py))}" r="3.5" '
                        f'fill="{col}"><title>{esc(tip)}</title></circle>')
         ly = mt + 14 + 16 * k
