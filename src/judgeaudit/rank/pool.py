@@ -53,6 +53,10 @@ class PoolItem:
     text: str
     quality: float | None = None
     fields: dict[str, float] = field(default_factory=dict)  # numeric extras, by name
+    # extras given with a value that is no finite number ("abc", NaN, true), as written: a
+    # covariate asked for by that name names the value, not a missing field
+    unread: dict[str, Any] = field(default_factory=dict)
+    line: int | None = None  # the item's line in its file, for a message about it
 
 
 @dataclass
@@ -150,6 +154,20 @@ class Pool:
         numeric = sorted({k for it in self.items for k in it.fields})
         return [*TEXT_COVARIATES, *DERIVED_COVARIATES, *numeric]
 
+    def _refuse_unread(self, name: str) -> None:
+        """A covariate field whose value on some item is no number: the file, the item's
+        line, the column (field) and the value as written (it was called missing)."""
+        bad = [it for it in self.items if name in it.unread]
+        if not bad:
+            return
+        it = bad[0]
+        what = "column" if self.meta.get("kind") == "csv" else "field"
+        more = f"; {len(bad) - 1} more item(s) like it" if len(bad) > 1 else ""
+        raise DataError(str(self.meta.get("path", self.source)), it.line,
+                        f"{what} {name!r}: expected a finite number, got {it.unread[name]!r} "
+                        f"(item {it.id!r}; covariate {name!r} needs a number for every item"
+                        f"{more})")
+
     def covariates(self, names: list[str] | tuple[str, ...]) -> tuple[np.ndarray,
                                                                        list[CovariateInfo]]:
         """(N, M) centred covariate matrix and what each column is."""
@@ -163,6 +181,7 @@ class Pool:
                 v = (w - w.mean()) / (w.std() or 1.0)
                 src = "derived"
             else:
+                self._refuse_unread(name)
                 missing = [it.id for it in self.items if name not in it.fields]
                 if len(missing) == self.n_items:
                     raise DataError(self.source, None, f"unknown covariate {name!r}; available: "
@@ -288,7 +307,8 @@ def csv_pool(path: str, source: str | None = None) -> Pool:
 
 def _csv_number(text: Any) -> Any:
     """A CSV cell as a number where it reads as one, None where empty, else the text (which
-    `_records_pool` then refuses for quality and ignores as a covariate)."""
+    `_records_pool` then refuses for quality, and `Pool.covariates` for a covariate asked
+    for by its column's name)."""
     t = str(text).strip()
     if not t:
         return None
@@ -323,10 +343,14 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
             if quality is None:
                 raise DataError(str(p), lineno, f"field 'quality': expected a finite number, "
                                                 f"got {obj['quality']!r}")
-        extras = {k: _number(v) for k, v in obj.items() if k not in RESERVED_FIELDS}
+        extras = {k: v for k, v in obj.items() if k not in RESERVED_FIELDS}
+        numbers = {k: _number(v) for k, v in extras.items()}
         items.append(PoolItem(id=obj["id"], prompt=obj["prompt"], text=obj["response"],
                               quality=quality,
-                              fields={k: v for k, v in extras.items() if v is not None}))
+                              fields={k: v for k, v in numbers.items() if v is not None},
+                              unread={k: v for k, v in extras.items()
+                                      if v is not None and numbers[k] is None},
+                              line=lineno))
     if not items:
         raise DataError(str(p), None, "no items (empty file)")
     known = [it.quality is not None for it in items]

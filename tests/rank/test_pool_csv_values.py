@@ -1,0 +1,78 @@
+"""A covariate value that is no number (a CSV cell `abc`, a JSON `"abc"`, NaN, true) is
+refused as what it is, naming the file, the line, the column and the value: it was reported
+as the covariate being missing. An empty cell (a JSON null) still reads as missing."""
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from judgeaudit.cli.rank_cmd import register
+from judgeaudit.data.registry import DataError
+from judgeaudit.rank.pool import load_pool
+
+CSV = ("id,prompt,response,quality,tokens,model\n"
+       "a,q,hello there,1,3,m1\n"
+       "b,q,hi,2,abc,m2\n"
+       "c,q,yo yo yo,3,,m3\n")
+
+
+def test_a_csv_cell_that_is_no_number_is_named_with_file_line_column_and_value(tmp_path):
+    path = tmp_path / "pool.csv"
+    path.write_text(CSV)
+    for spec in (str(path), f"csv:{path}"):
+        pool = load_pool(spec)
+        with pytest.raises(DataError) as e:
+            pool.covariates(["tokens"])
+        msg = str(e.value)
+        assert msg.startswith(f"{path}:3: column 'tokens': expected a finite number, "
+                              "got 'abc'"), msg
+        assert "missing" not in msg and "item 'b'" in msg
+        assert e.value.where == 3
+    # a text column asked for as a covariate: not a number, not "unknown covariate"
+    with pytest.raises(DataError, match=r"pool.csv:2: column 'model': expected a finite "
+                                        r"number, got 'm1'.*2 more item"):
+        load_pool(str(path)).covariates(["model"])
+    # a cell that reads as a number but no finite one
+    (tmp_path / "inf.csv").write_text(CSV.replace(",abc,", ",inf,"))
+    with pytest.raises(DataError, match="inf.csv:3: column 'tokens': expected a finite "
+                                        "number, got inf"):
+        load_pool(str(tmp_path / "inf.csv")).covariates(["tokens"])
+    # the column not asked for is no problem; an empty cell alone still reads as missing
+    ok = tmp_path / "ok.csv"
+    ok.write_text(CSV.replace(",abc,", ",4,"))
+    pool = load_pool(str(ok))
+    assert pool.covariates(["length"])[0].shape == (3, 1)
+    with pytest.raises(DataError, match="covariate 'tokens' is missing for 1 item.*'c'"):
+        pool.covariates(["tokens"])
+
+
+@pytest.mark.parametrize("value, shown", [("abc", "'abc'"), ({"n": 1}, r"\{'n': 1\}"),
+                                          (True, "True"), ([1], r"\[1\]")])
+def test_a_jsonl_value_that_is_no_number_is_named_with_file_line_field_and_value(
+        tmp_path, value, shown):
+    rows = [{"id": "a", "prompt": "p", "response": "r", "tokens": 1},
+            {"id": "b", "prompt": "p", "response": "s", "tokens": value},
+            {"id": "c", "prompt": "p", "response": "t", "tokens": None}]
+    path = tmp_path / "pool.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    pool = load_pool(f"jsonl:{path}")
+    with pytest.raises(DataError, match=f"pool.jsonl:2: field 'tokens': expected a finite "
+                                        f"number, got {shown}") as e:
+        pool.covariates(["tokens"])
+    assert str(path) in str(e.value) and "missing" not in str(e.value)
+
+
+def test_rank_refuses_the_cell_before_any_call(tmp_path):
+    path = tmp_path / "pool.csv"
+    path.write_text(CSV)
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["rank", "--judge", "sim", "--items", str(path),
+                                 "--covariates", "tokens", "--budget", "2",
+                                 "--out", str(tmp_path / "o"),
+                                 "--cache", str(tmp_path / "c.sqlite")])
+    out = r.output.replace("\n", " ")
+    assert r.exit_code == 2, r.output
+    assert "pool.csv:3: column 'tokens': expected a finite number, got 'abc'" in out, out
