@@ -144,6 +144,21 @@ class CallStats:
         return out
 
 
+# The most retries per call a RetryPolicy takes (the Python API's `retry=` bound,
+# judgeaudit.api.MAX_RETRIES, is the same number).
+MAX_RETRIES = 20
+
+
+def _check_seconds(name: str, value: object, finite: bool = True) -> None:
+    """ValueError naming RetryPolicy's field unless `value` is a number of seconds >= 0
+    (finite unless `finite` is False)."""
+    ok = (not isinstance(value, bool) and isinstance(value, int | float)
+          and not math.isnan(value) and value >= 0 and (not finite or math.isfinite(value)))
+    if not ok:
+        what = "a finite number of seconds >= 0" if finite else "a number of seconds >= 0"
+        raise ValueError(f"RetryPolicy.{name}: expected {what}, got {value!r}")
+
+
 @dataclass
 class RetryPolicy:
     """How a client retries a failed attempt, and when it stops sending at all.
@@ -172,6 +187,26 @@ class RetryPolicy:
     # A server asking to wait longer than this (a daily or hourly quota) is not asked again in
     # this run (unless stop_after is 0): waiting hours in a running process helps nobody.
     longest_wait: float = 600.0
+
+    def __post_init__(self) -> None:
+        """Refuse a policy that cannot be meant, naming the field (the CLI and the Python API
+        bounded the retries; the policy given directly did not: max_retries=10**6 retried a
+        dead server for days, a negative delay raised deep inside asyncio.sleep)."""
+        n = self.max_retries
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_RETRIES:
+            raise ValueError(f"RetryPolicy.max_retries: expected a whole number from 0 to "
+                             f"{MAX_RETRIES}, got {n!r}")
+        for name in ("base_delay", "max_delay", "max_retry_after"):
+            _check_seconds(name, getattr(self, name))
+        if self.base_delay > self.max_delay:
+            raise ValueError(f"RetryPolicy.base_delay: expected at most max_delay "
+                             f"({self.max_delay!r} s), got {self.base_delay!r}")
+        # a threshold, not a wait: inf says "never stop for a long Retry-After"
+        _check_seconds("longest_wait", self.longest_wait, finite=False)
+        k = self.stop_after
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+            raise ValueError(f"RetryPolicy.stop_after: expected None or a whole number >= 0 "
+                             f"(0: never stop), got {k!r}")
 
     def window(self) -> float:
         """Seconds one call's retries wait in all, without jitter (about 31 s by default)."""
