@@ -139,15 +139,13 @@ def _as_items(data: Sequence[Any]) -> list[Any]:
     their fields, labels "1"/"2"/"0" read as numbers. A dict with neither kind's fields takes
     the kind of the others (pairwise when they are), so it is told what it lacks. A bad one
     is a ValueError naming it by index, worded as the loader's: "data[2]: field
-    'response_2': missing (required)" (it was pydantic's error, for the wrong item type)."""
-    from pydantic import ValidationError
-
-    from judgeaudit.data.loaders.jsonl import (
-        _BadValue,
-        _kind_of,
-        _normalise_labels,
-        explain_validation,
-    )
+    'response_2': missing (required)" (it was pydantic's error, for the wrong item type).
+    A gold score or quality that is no finite number (NaN, inf, or the text "nan" pydantic
+    reads as NaN) is refused by index as the file loaders refuse it (`nonfinite_field`), on
+    the item as built: a dict or an item given here was taken, to fail only after the
+    judging ("correlation: x and y must be finite", no item named)."""
+    from judgeaudit.data.loaders._common import NUMBER_FIELDS, nonfinite_field
+    from judgeaudit.data.loaders.jsonl import _kind_of
     from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 
     models = {"pairwise": PairwiseItem, "pointwise": PointwiseItem}
@@ -157,25 +155,34 @@ def _as_items(data: Sequence[Any]) -> list[Any]:
     told = next((k for k in kinds if k is not None), None)
     items: list[Any] = []
     for i, (x, kind) in enumerate(zip(data, kinds, strict=True)):
-        if isinstance(x, PairwiseItem | PointwiseItem):
-            items.append(x)
-            continue
-        if not isinstance(x, Mapping):
-            raise ValueError(f"data[{i}]: expected a PairwiseItem, PointwiseItem or dict, got "
-                             f"{type(x).__name__}")
-        kind = kind or told
-        if kind is None:
-            raise ValueError(f"data[{i}]: cannot tell the item kind: expected fields "
-                             "'response_1' and 'response_2' (pairwise) or 'response' "
-                             "(pointwise)")
-        model = models[kind]
-        try:
-            items.append(model.model_validate(_normalise_labels(dict(x))))
-        except _BadValue as e:
-            raise ValueError(f"data[{i}]: field {e.field!r}: {e.problem}") from None
-        except ValidationError as e:
-            raise ValueError(f"data[{i}]: {explain_validation(e, model)}") from None
+        items.append(x if isinstance(x, PairwiseItem | PointwiseItem)
+                     else _dict_item(i, x, kind or told, models))
+        bad = nonfinite_field({k: getattr(items[-1], k, None) for k in NUMBER_FIELDS})
+        if bad is not None:
+            raise ValueError(f"data[{i}]: {bad}")
     return items
+
+
+def _dict_item(i: int, x: Any, kind: str | None, models: dict[str, type]) -> Any:
+    """data[i], a dict, made an item of its kind (`_as_items`)."""
+    from pydantic import ValidationError
+
+    from judgeaudit.data.loaders.jsonl import _BadValue, _normalise_labels, explain_validation
+
+    if not isinstance(x, Mapping):
+        raise ValueError(f"data[{i}]: expected a PairwiseItem, PointwiseItem or dict, got "
+                         f"{type(x).__name__}")
+    if kind is None:
+        raise ValueError(f"data[{i}]: cannot tell the item kind: expected fields "
+                         "'response_1' and 'response_2' (pairwise) or 'response' "
+                         "(pointwise)")
+    model = models[kind]
+    try:
+        return model.model_validate(_normalise_labels(dict(x)))
+    except _BadValue as e:
+        raise ValueError(f"data[{i}]: field {e.field!r}: {e.problem}") from None
+    except ValidationError as e:
+        raise ValueError(f"data[{i}]: {explain_validation(e, model)}") from None
 
 
 def load_data(data: Data) -> tuple[list[Any], str]:
