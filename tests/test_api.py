@@ -779,3 +779,66 @@ def test_a_gold_score_that_is_not_finite_is_refused_before_any_call(bad):
     with pytest.raises(ValueError, match="^data\\[4\\]: field 'score': expected a finite"):
         judgeaudit.scoring_bias(SIM, items, progress=heard.append, cache=False)
     assert heard == []
+
+
+
+def _level_writer(prompt: str) -> str:
+    """A generator's answer: the level it was asked for."""
+    import re
+
+    m = re.search(r"deserves a score of (\d) exactly", prompt)
+    return f"LEVEL {m.group(1) if m else 3} text"
+
+
+@pytest.mark.parametrize("generate, kw, message", [
+    (True, {"references_out": 123}, r"^references_out: expected a file path \(str or "
+                                    r"os.PathLike\), got 123$"),
+    (True, {"references_out": ["refs.json"]}, r"^references_out: expected a file path .*got "
+                                              r"\['refs.json'\]$"),
+    (True, {"references_out": b"refs.json"}, r"^references_out: expected a file path"),
+    (True, {"references_out": "{tmp}"}, r"^references_out: '.*' is a directory; expected a "
+                                        r"file path, e.g. DIR/references.json$"),
+    (False, {"generator": "{gen}"}, r"^generator: used only with generate_references=True .* "
+                                    r"leave generator out$"),
+    (False, {"reviewer": SIM}, r"^reviewer: used only with generate_references=True"),
+    (False, {"references_out": "{tmp}/refs.json"}, r"^references_out: used only with "
+                                                   r"generate_references=True"),
+    (False, {"generator": "{gen}", "reviewer": SIM},
+     r"^generator, reviewer: used only with .* leave generator and reviewer out$"),
+])
+def test_scoring_bias_refuses_generation_arguments_of_the_wrong_type_or_unused(
+        tmp_path, generate, kw, message):
+    """references_out of another type was a TypeError (a directory an IsADirectoryError)
+    only after the generation's calls; generator, reviewer and references_out without
+    generate_references=True were silently ignored: the run ended without the Ref-1..4
+    answers they were given for, and no references.json where references_out said."""
+    with FakeLLMServer(answer=_level_writer, logprobs=False) as gen:
+        spec = f"openai:m?base_url={gen.openai_url}&api_key=k"
+        kw = {k: v.format(tmp=tmp_path, gen=spec) if isinstance(v, str) else v
+              for k, v in kw.items()}
+        if generate:
+            kw.setdefault("generator", spec)
+        heard: list[object] = []
+        with pytest.raises(ValueError, match=message):
+            judgeaudit.scoring_bias(SIM, "builtin:graded", limit=2, repeats=1,
+                                    perturbations="ref_1", generate_references=generate,
+                                    ref_limit=1, ref_attempts=1, progress=heard.append,
+                                    cache=False, **kw)
+        assert gen.count() == 0 and heard == []
+    assert not (tmp_path / "refs.json").exists()
+
+
+def test_scoring_bias_with_generation_takes_its_arguments(tmp_path):
+    """The arguments refused above run when they are used: the generator writes, the
+    reviewer reviews, references_out is written."""
+    with FakeLLMServer(answer=_level_writer, logprobs=False) as gen:
+        spec = f"openai:m?base_url={gen.openai_url}&api_key=k"
+        res = judgeaudit.scoring_bias(SIM, "builtin:graded", limit=2, repeats=1,
+                                      perturbations="ref_1", generate_references=True,
+                                      generator=spec, reviewer=SIM, ref_limit=1,
+                                      ref_attempts=1, references_out=tmp_path / "refs.json",
+                                      cache=False)
+        assert gen.count() > 0
+    ref = res["references"]
+    assert ref["reviewer"] == SIM and ref["file"] == str(tmp_path / "refs.json")
+    assert json.loads((tmp_path / "refs.json").read_text())["summary"]["n"] == 4

@@ -572,6 +572,30 @@ audit = _sync_twin(aaudit)
 
 # ---- scoring-bias ------------------------------------------------------------------------
 
+def _generation_args(generate: bool, **given: Any) -> None:
+    """scoring_bias's arguments of reference generation: references_out a file path (an
+    int or a list was a TypeError, a directory an IsADirectoryError, after the generation's
+    calls); each of them only with generate_references=True (without it they were ignored:
+    the run ended without the Ref-1..4 answers the generator was given for, and nothing was
+    written where references_out said)."""
+    out = given.get("references_out")
+    if out is not None:
+        if not isinstance(out, str | os.PathLike) or isinstance(out, bytes):
+            raise ValueError(f"references_out: expected a file path (str or os.PathLike), "
+                             f"got {out!r}")
+        if Path(out).expanduser().is_dir():
+            raise ValueError(f"references_out: {str(out)!r} is a directory; expected a file "
+                             "path, e.g. DIR/references.json")
+    if generate:
+        return
+    unused = [name for name, v in given.items() if v is not None]
+    if unused:
+        raise ValueError(f"{', '.join(unused)}: used only with generate_references=True (the "
+                         "Ref-1..4 answers written by generation and review), which is not "
+                         f"given; give generate_references=True, or leave {' and '.join(unused)}"
+                         " out")
+
+
 async def ascoring_bias(
     judge: str,
     data: Data = "builtin:graded",
@@ -619,11 +643,13 @@ async def ascoring_bias(
         references: Ref-k answers: a references.json path or {item_id: {k: text}}; default:
             the data's own (builtin:graded's level-k answers, else Ref-5 = the reference).
         generate_references: write Ref-1..4 by generation and review first.
-        generator, reviewer: SPECs of the generating and reviewing models (default: judge).
+        generator, reviewer: SPECs of the generating and reviewing models (default: judge);
+            only with generate_references=True (given without it: ValueError).
         ref_limit, ref_attempts, ref_tolerance, ref_max_tokens, ref_review: as the CLI's
             --ref-* options.
-        references_out: where to write the generated references.json (default: not kept
-            on disk; the summary is in the result).
+        references_out: file path to write the generated references.json to (default: not
+            kept on disk; the summary is in the result); only with
+            generate_references=True (given without it: ValueError).
         template: scoring template name or .txt path.
         seed, min_valid, max_failed, cache, concurrency, timeout, max_cost, retry, progress,
         raise_on_failure: as in `evaluate` (the outcome's unit is a score).
@@ -655,6 +681,8 @@ async def ascoring_bias(
         ref_limit=ref_limit, ref_attempts=ref_attempts, ref_tolerance=ref_tolerance,
         ref_max_tokens=ref_max_tokens, ref_review=ref_review, template=template, seed=seed,
         min_valid=min_valid, max_failed=max_failed)
+    _generation_args(generate_references, generator=generator, reviewer=reviewer,
+                     references_out=references_out)
     run = prepare_scoring_bias(
         cfg, data=data, references=None if by_file else references,  # type: ignore[arg-type]
         references_out=references_out)
