@@ -109,14 +109,22 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
         # first call said 0 made, in results.json and in --json)
         assert summary["calls"]["made"] == doc["calls"]["made"] >= finished
         # the calls the interruption ended are said to be cancelled, not failures of the
-        # server (it read "57 failed" with no error)
-        # (SIGTERM ends the process at once: its calls under way are not counted at all)
-        assert doc["calls"]["cancelled"] == doc["calls"]["failed"]
-        assert doc["calls"]["failed"] > 0 or sig == signal.SIGTERM
-        assert summary["calls"]["cancelled"] == doc["calls"]["cancelled"]  # --json says it
-        if sig == signal.SIGINT:  # and the terminal: the calls line of the interrupted run
-            assert f"{doc['calls']['failed']} cancelled by the interruption" in err
-        assert not doc["calls"]["errors"]
+        # server (it read "57 failed" with no error); SIGTERM counts them as Ctrl-C does (it
+        # ended the process at once: the calls under way were counted neither way)
+        calls = doc["calls"]
+        assert calls["cancelled"] == calls["failed"] > 0
+        assert summary["calls"]["cancelled"] == calls["cancelled"]  # --json says it
+        # and the terminal: the calls line of the interrupted run
+        assert f"{calls['failed']} cancelled by the interruption" in err
+        assert not calls["errors"]
+        # every call the run asked for is accounted for: answered, or failed as cancelled
+        assert calls["made"] + calls["cached"] + calls["failed"] == 2 * N
+        # and every request the server got is one answered or one the signal cut short
+        sent = calls["made"] + calls["retries"] + calls["cancelled"] - calls["not_sent"]
+        deadline = time.monotonic() + 5  # a request in the socket is counted a bit later
+        while srv.count() != sent and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.count() == sent, (srv.count(), calls)
         asked_before = srv.count()
         srv.fast = True
 
@@ -126,3 +134,42 @@ def test_signal_stops_keeps_finished_verdicts_and_resumes(tmp_path, sig, code, s
         # no finished call is made again: the re-run asks exactly for the rest
         assert srv.count() - asked_before == 2 * N - finished
         assert _cached(cache) == 2 * N
+
+
+def test_sigterm_held_up_ends_after_the_grace_period(monkeypatch):
+    """A run that does not wind down after SIGTERM (a worker thread in a forward pass) is
+    ended regardless after SIGTERM_GRACE seconds, with exit 143; a SIGTERM when no run is
+    under way ends the process at once."""
+    import threading
+
+    from judgeaudit.cli import main, runner
+
+    ended = threading.Event()
+    codes: list[int] = []
+
+    def fake_exit(code: int) -> None:
+        codes.append(code)
+        ended.set()
+
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr(main, "SIGTERM_GRACE", 0.2)
+    monkeypatch.setattr(main, "_TERMINATING", {"asked": False})
+    monkeypatch.setattr(runner, "terminate_run", lambda: True)  # a run that never ends
+    t0 = time.monotonic()
+    main._on_sigterm(signal.SIGTERM, None)
+    assert not codes  # the run was asked to wind down, not ended
+    assert ended.wait(5) and codes == [143]
+    assert time.monotonic() - t0 >= 0.2
+
+    codes.clear()
+    monkeypatch.setattr(main, "_TERMINATING", {"asked": False})
+    monkeypatch.setattr(runner, "terminate_run", lambda: False)  # no run under way
+    main._on_sigterm(signal.SIGTERM, None)
+    assert codes == [143]
+
+
+def test_terminate_run_without_a_run_cancels_nothing():
+    from judgeaudit.cli import runner
+
+    assert runner.terminate_run() is False
+    assert runner._RUNNING["terminated"] is False

@@ -324,28 +324,60 @@ def _register_commands() -> None:
 _register_commands()
 
 
+# Seconds a SIGTERM'd run has to wind down (its calls under way cancelled and counted, its
+# unfinished document written) before the process ends regardless: a worker thread in a
+# local model's forward pass, or anything else that holds the run up, must not keep a
+# container past its stop timeout (docker waits 10 s before SIGKILL).
+SIGTERM_GRACE = 5.0
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM (a CI job cancelled, a container stopped, `kill`): say so and how to resume,
-    then end at once with exit 143 (128 + 15). Nothing is lost: every finished call is
-    already committed to the cache (as after a kill -9, tests/llm/test_resume.py)."""
+    """SIGTERM (a CI job cancelled, a container stopped, `kill`) ends a run the way Ctrl-C
+    does: its task is cancelled, so the calls under way are counted as cancelled, the calls
+    line and --json say so, and the run's folder says it was interrupted; then it says how to
+    resume and exits 143 (128 + 15) (`runner.run_async`). It is held to `SIGTERM_GRACE`
+    seconds; a second SIGTERM, or one when no run is under way, ends the process at once.
+    Nothing is lost either way: every finished call is already committed to the cache (as
+    after a kill -9, tests/llm/test_resume.py)."""
+    import threading
+
+    from judgeaudit.cli import runner
+
+    if not _TERMINATING["asked"]:
+        _TERMINATING["asked"] = True
+        if runner.terminate_run():
+            timer = threading.Timer(SIGTERM_GRACE, _end_now)
+            timer.daemon = True
+            timer.start()
+            return
+    _end_now()
+
+
+_TERMINATING = {"asked": False}
+
+
+def _end_now() -> NoReturn:
+    """End the process at once with exit 143, saying so and how to resume (and, when the run
+    had not said it yet, the calls it made and its --json summary)."""
     import contextlib
     import os
 
-    from judgeaudit.cli.runner import print_unfinished
+    from judgeaudit.cli.runner import TERMINATED_TEXT, print_unfinished
 
     with contextlib.suppress(Exception):  # ending now matters more than the summary
         print_unfinished()
-    sys.stdout.flush()
-    sys.stderr.write("terminated (SIGTERM): finished calls are in the cache; run the same "
-                     "command again to resume (no finished call is made twice)\n")
-    sys.stderr.flush()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.write(TERMINATED_TEXT.format(where="") + "\n")
+        sys.stderr.flush()
     os._exit(EXIT_TERMINATED)
 
 
 def main() -> None:
     """Console entry point. After Ctrl-C (exit 130) the process ends at once instead of
     waiting for a local model's forward pass in its worker thread to finish: every finished
-    call is already committed to the cache. SIGTERM ends it the same way (`_on_sigterm`)."""
+    call is already committed to the cache. SIGTERM ends it the same way, with exit 143
+    (`_on_sigterm`)."""
     import os
     import signal
 
@@ -357,10 +389,10 @@ def main() -> None:
     try:
         app()
     except SystemExit as exc:
-        if exc.code == 130:
+        if exc.code in (130, EXIT_TERMINATED):  # Ctrl-C, SIGTERM: end now (see above)
             sys.stderr.flush()
             sys.stdout.flush()
-            os._exit(130)
+            os._exit(exc.code)
         if exc.code == 2 and tee is not None and not LAST_ERROR.get("json"):
             # an option the parser refused (--n 0, an unknown option, a missing --config):
             # --json still prints one object, with the error the parser printed

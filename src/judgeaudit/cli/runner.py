@@ -16,6 +16,7 @@ import json
 import logging
 import operator
 import os
+import sys
 import types
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -30,6 +31,7 @@ from judgeaudit.config import CommandConfig, RunFields, field_error
 from judgeaudit.report.outcome import (
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     failure_message,
     run_failed,
@@ -204,7 +206,11 @@ def write_failed(out: Path, doc: dict[str, Any], announce: bool = True) -> dict[
 
 def print_unfinished() -> None:
     """After an interruption (Ctrl-C, SIGTERM): the folder's unfinished document rewritten
-    with the calls made so far and, with --json, its summary."""
+    with the calls made so far and, with --json, its summary. Once per run: the SIGTERM
+    handler's last resort (`terminate_run`) does not print it a second time."""
+    if _RUNNING["reported"]:
+        return
+    _RUNNING["reported"] = True
     refresh = _UNFINISHED.get("refresh")
     if refresh is not None:
         try:
@@ -220,25 +226,65 @@ def print_unfinished() -> None:
         print_json(doc)
 
 
+# The pipeline under way in `run_async` (its asyncio task and loop), so that SIGTERM ends it
+# as Ctrl-C does (`terminate_run`): the task cancelled, the calls under way counted as
+# cancelled, the unfinished document rewritten. "terminated": SIGTERM asked for it;
+# "reported": the unfinished document was printed (`print_unfinished`).
+_RUNNING: dict[str, Any] = {"task": None, "loop": None, "terminated": False,
+                            "reported": False}
+TERMINATED_TEXT = ("terminated (SIGTERM): finished calls are in the cache{where}; run the "
+                   "same command again to resume (no finished call is made twice)")
+
+
+def terminate_run() -> bool:
+    """SIGTERM while a pipeline runs (called from the signal handler, in the main thread):
+    cancel its task as Ctrl-C does, so the calls under way end as cancelled and `run_async`
+    says so and exits 143. False when no pipeline is under way (nothing to cancel)."""
+    task, loop = _RUNNING["task"], _RUNNING["loop"]
+    if task is None or loop is None or task.done() or loop.is_closed():
+        return False
+    _RUNNING["terminated"] = True
+    try:
+        loop.call_soon_threadsafe(task.cancel)  # also wakes a loop blocked in select()
+    except RuntimeError:  # the loop closed meanwhile
+        return False
+    return True
+
+
 def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None) -> T:
     """Run a pipeline. Ctrl-C: every finished call is already committed to the cache, so say
-    so, say how to resume, and exit 130. A call that failed fatally (bad key, bad request)
-    exits 3 with its message. Under `--plan-only` the plan is written after the pipeline and
-    the command exits 0 here, before any results are written."""
+    so, say how to resume, and exit 130; SIGTERM (`terminate_run`) the same way, with exit
+    143. A call that failed fatally (bad key, bad request) exits 3 with its message. Under
+    `--plan-only` the plan is written after the pipeline and the command exits 0 here,
+    before any results are written."""
     from judgeaudit.cli.plan_cmd import active_planner, finish_plan
     from judgeaudit.llm import CallFailed
 
+    async def main() -> T:
+        _RUNNING.update(task=asyncio.current_task(), loop=asyncio.get_running_loop())
+        try:
+            return await make()
+        finally:
+            _RUNNING.update(task=None, loop=None)
+
     planner = active_planner()
+    _RUNNING.update(terminated=False, reported=False)
     try:
-        result = asyncio.run(make())  # type: ignore[arg-type]
-    except KeyboardInterrupt:
+        result = asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        terminated = _RUNNING["terminated"]
+        if not terminated and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            raise  # a cancellation nobody here asked for
         where = f" ({cache_path})" if cache_path else ""
         close_bars()
-        console.print(f"[bold yellow]interrupted:[/] finished calls are in the cache{where}; "
-                      "run the same command again to resume (no finished call is made "
-                      "twice)")
+        if terminated:
+            console.print(TERMINATED_TEXT.format(where=where), highlight=False, markup=False)
+        else:
+            console.print(f"[bold yellow]interrupted:[/] finished calls are in the cache"
+                          f"{where}; run the same command again to resume (no finished call "
+                          "is made twice)")
         print_unfinished()
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
     except CallFailed as exc:
         if planner is not None:
             finish_plan(planner, stopped=exc)
