@@ -52,3 +52,71 @@ def test_the_audit_table_keeps_n_and_both_bounds_in_an_80_column_terminal():
         assert all(s in text for s in ("+0.48", "[+0.38, +0.58]", "30", "0.002", "0.15",
                                        "underpowered", "0.90>0.70", "no label 2")), text
         assert max(len(line) for line in text.splitlines()) <= width
+
+
+def _audit_doc(by: bool = False):
+    """An audit result with the widest cells the table meets: long probe names, every
+    verdict, an unchecked flag, several reasons left out, a q in scientific notation."""
+    def probe(verdict, n, q, flag, dropped, rows=()):
+        return {"effect": {"value": -0.48, "ci95": [-0.58, -0.38]}, "n": n, "q": q,
+                "mde": 0.15, "verdict": verdict, "flag": flag, "dropped": dropped,
+                "breakdown": {"rows": list(rows)}}
+
+    row = {"value": "chemistry", "effect": {"value": 0.1, "ci95": [-0.52, 0.72]}, "n": 57,
+           "n_items": 58, "p": 0.0123}
+    probes = {
+        "format_sensitivity": probe("underpowered", 1234, 2.1e-05,
+                                    {"value": 0.9, "threshold": 0.7, "exceeds": True},
+                                    {"no label": 2, "unparseable": 17}, [row] if by else []),
+        "refinement_aware": probe("not_biased", 40, 0.5,
+                                  {"value": 0.0, "threshold": 0.7, "exceeds": None}, {}),
+        "verbosity": probe("biased", 40, 0.001, {}, {}),
+        "position": probe("run_failed", 0, None, {}, {}),
+        "self_preference": {"effect": {"value": None, "ci95": [None, None]}, "n": 0,
+                            "q": None, "mde": None, "verdict": "not_run", "dropped": {}},
+    }
+    return {"judge": "sim:biased?seed=0", "data": "builtin:facts", "probes": probes,
+            **({"by": "topic"} if by else {})}
+
+
+def _render(res, width):
+    import io
+
+    from rich.console import Console
+
+    from judgeaudit.cli.format import audit_table
+
+    out = io.StringIO()
+    Console(file=out, width=width).print(audit_table(res, width))
+    return out.getvalue()
+
+
+def test_the_audit_table_never_cuts_a_word_or_number_in_a_narrow_terminal():
+    """At 60 columns rich squeezed the table and cut the verdict 'underpowered' into
+    'underp' / 'owered' (and the flag '0.80>0' / '.70'): every layout must keep each word
+    and number on one line, at 40, 60, 80 and a wide terminal alike."""
+    whole = ["format_sensitivity", "refinement_aware", "self_preference", "verbosity",
+             "position", "underpowered", "not_biased", "biased", "run_failed", "not_run",
+             "-0.48", "[-0.58, -0.38]", "1234", "2e-05", "0.001", "0.15", "0.90>0.70",
+             "unchecked", "(n=0)", "no label 2", "unparseable 17"]
+    for width in (40, 60, 80, 200):
+        text = _render(_audit_doc(), width)
+        lines = text.splitlines()
+        assert "…" not in text, (width, text)
+        assert max(len(line) for line in lines) <= width, (width, text)
+        missing = [w for w in whole if not any(w in line for line in lines)]
+        assert not missing, (width, missing, text)
+
+
+def test_the_by_breakdown_never_cuts_a_word_or_number_in_a_narrow_terminal():
+    """The --by table was squeezed the same way: at 40 columns 'verbosity' read 'ver…' and
+    every effect '+0.…'."""
+    whole = ["format_sensitivity", "chemistry", "+0.10", "[-0.52, +0.72]", "57", "58",
+             "0.012"]
+    for width in (40, 60, 80, 200):
+        text = _render(_audit_doc(by=True), width)
+        lines = text[text.index("effect by topic"):].splitlines()
+        assert "…" not in text, (width, text)
+        assert max(len(line) for line in text.splitlines()) <= width, (width, text)
+        missing = [w for w in whole if not any(w in line for line in lines)]
+        assert not missing, (width, missing, text)

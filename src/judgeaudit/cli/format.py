@@ -196,58 +196,174 @@ def _num(x: float | None, fmt: str = "{:.3f}") -> str:
     return "n/a" if x is None else fmt.format(x)
 
 
-# Terminal columns the audit table needs on one line per probe (with a short "left out").
-WIDE = 100
+# A column of a terminal table: header, justification, one cell per row, and whether it
+# may wrap (between words; every other column is kept on the lines its cells hold).
+Column = tuple[str, str, list[Any], bool]
+
+
+def _cell_width(cell: Any, wraps: bool) -> int:
+    """Columns a cell needs for nothing in it to be cut: its longest line, or for a column
+    that wraps its longest word."""
+    from rich.cells import cell_len
+
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    parts = text.split() if wraps else text.split("\n")
+    return max((cell_len(x) for x in parts), default=0)
+
+
+def _fitted_table(title: str, layouts: list[tuple[list[Column], int]],
+                  width: int | None) -> Table | None:
+    """The first of `layouts` (columns, horizontal padding) whose every cell fits whole in
+    `width` terminal columns (any, when no width is given); None when none fits. A table
+    that does not fit is squeezed by rich, which cuts words and numbers ('underpowered'
+    read 'underp' / 'owered' at 60 columns)."""
+    for cols, pad in layouts:
+        need = sum(max(_cell_width(c, wraps) for c in [head, *cells]) + 2 * pad
+                   for head, _, cells, wraps in cols) + len(cols) + 1
+        if width is not None and need > width:
+            continue
+        t = Table(title=title, title_justify="left", padding=(0, pad))
+        for head, just, _, wraps in cols:
+            t.add_column(head, justify=just, no_wrap=not wraps,  # type: ignore[arg-type]
+                         overflow="fold")
+        for row in zip(*(cells for _, _, cells, _ in cols), strict=True):
+            t.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in row))
+        return t
+    return None
+
+
+def _audit_cells(p: dict[str, Any]) -> dict[str, Any]:
+    """One probe's row as plain text: effect, interval, n, q, MDE, verdict, flag, and the
+    items left out as 'reason count' (one per reason)."""
+    e = p["effect"]
+    lo, hi = e["ci95"]
+    v = p["verdict"]
+    flag = p.get("flag") or {}  # a failed run's threshold checks read as passed: none
+    ftxt = "" if not flag or v == "run_failed" else (
+        "unchecked (n=0)" if flag.get("exceeds") is None else
+        _flag_text(flag["value"], flag["threshold"], bool(flag["exceeds"])))
+    return {"effect": _num(e["value"], "{:+.2f}"),
+            "ci": "" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]",
+            "n": str(p["n"]), "q": _num(p["q"], "{:.1g}"), "mde": _num(p["mde"], "{:.2f}"),
+            "verdict": v, "flag": ftxt,
+            "left": [f"{k} {c}" for k, c in (p.get("dropped") or {}).items()]}
+
+
+def _verdict_text(lines: list[str], verdict: str) -> Text:
+    """A cell whose first line is the verdict, in the verdict's colour."""
+    t = Text("\n".join([verdict, *lines]))
+    t.stylize(VERDICT_STYLE.get(verdict, "yellow"), 0, len(verdict))
+    return t
+
+
+def _audit_summary(res: dict[str, Any], width: int | None) -> Any:
+    """The one-row-per-probe summary in the widest layout whose every word and number fits
+    whole in `width` columns:
+    1. one line per probe (always, when no width is given);
+    2. the interval under its effect, no padding, each reason left out on its own line;
+    3. n, q and MDE stacked in one column, the flag and the items left out under the verdict;
+    4. no table: a few short lines per probe, which wrap only between words."""
+    title = f"audit of {res['judge']} on {res['data']}"
+    rows = [(name, _audit_cells(p)) for name, p in res["probes"].items()]
+    names = [name for name, _ in rows]
+    cs = [c for _, c in rows]
+
+    def col(key: str) -> list[str]:
+        return [c[key] for c in cs]
+
+    under = ("effect\n[95% CI]", "right",
+             [c["effect"] + (f"\n{c['ci']}" if c["ci"] else "") for c in cs], False)
+    one_line: list[Column] = [
+        ("probe", "left", names, False),
+        ("effect [95% CI]", "right",
+         [c["effect"] + (f" {c['ci']}" if c["ci"] else "") for c in cs], False),
+        ("n", "right", col("n"), False), ("q", "right", col("q"), False),
+        ("MDE", "right", col("mde"), False),
+        ("verdict", "left", [_verdict_text([], c["verdict"]) for c in cs], False),
+        ("flag", "left", col("flag"), False),
+        ("left out", "left", [", ".join(c["left"]) for c in cs], True)]
+    two_lines: list[Column] = [
+        ("probe", "left", names, False), under,
+        ("n", "right", col("n"), False), ("q", "right", col("q"), False),
+        ("MDE", "right", col("mde"), False),
+        ("verdict", "left", [_verdict_text([], c["verdict"]) for c in cs], False),
+        ("flag", "left", col("flag"), False),
+        ("left\nout", "left", ["\n".join(c["left"]) for c in cs], False)]
+    stacked: list[Column] = [
+        ("probe", "left", names, False), under,
+        ("n\nq\nMDE", "right", [f"{c['n']}\n{c['q']}\n{c['mde']}" for c in cs], False),
+        ("verdict", "left",
+         [_verdict_text([*([f"flag {c['flag']}"] if c["flag"] else []),
+                         *(["left out:", *c["left"]] if c["left"] else [])], c["verdict"])
+          for c in cs], False)]
+    t = _fitted_table(title, [(one_line, 1), (two_lines, 0), (stacked, 0)], width)
+    if t is not None:
+        return t
+    from rich.console import Group
+
+    parts: list[Any] = [Text(title)]
+    for name, c in rows:
+        parts.append(Text.assemble((name, "bold"), ": ",
+                                   (c["verdict"], VERDICT_STYLE.get(c["verdict"], "yellow"))))
+        parts.append(Text(f"  effect {c['effect']}" + (f" {c['ci']}" if c["ci"] else "")))
+        parts.append(Text(f"  n {c['n']}, q {c['q']}, MDE {c['mde']}"))
+        if c["flag"]:
+            parts.append(Text(f"  flag {c['flag']}"))
+        if c["left"]:
+            parts.append(Text(f"  left out: {', '.join(c['left'])}"))
+    return Group(*parts)
+
+
+def _breakdown(by: str, rows: list[tuple[str, dict[str, Any]]], width: int | None) -> Any:
+    """Each probe's effect per value of --by, laid out as the summary is (`_audit_summary`):
+    one line per row, the interval under its effect, or a few lines of text per row."""
+    title = f"effect by {by}"
+    cells = []
+    for name, r in rows:
+        e = r.get("effect") or {}
+        lo, hi = e.get("ci95") or [None, None]
+        cells.append({"probe": name, "value": str(r.get("value")),
+                      "effect": _num(e.get("value"), "{:+.2f}"),
+                      "ci": "" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]",
+                      "n": str(r.get("n", 0)), "items": str(r.get("n_items", "")),
+                      "p": _num(r.get("p"), "{:.2g}")})
+
+    def cols(sep: str) -> list[Column]:
+        return [("probe", "left", [c["probe"] for c in cells], False),
+                (by, "left", [c["value"] for c in cells], False),
+                ("effect" + sep + "[95% CI]", "right",
+                 [c["effect"] + (sep + c["ci"] if c["ci"] else "") for c in cells], False),
+                *((k, "right", [c[k] for c in cells], False) for k in ("n", "items", "p"))]
+
+    t = _fitted_table(title, [(cols(" "), 1), (cols("\n"), 0)], width)
+    if t is not None:
+        return t
+    from rich.console import Group
+
+    parts: list[Any] = [Text(title)]
+    for c in cells:
+        parts += [Text.assemble((c["probe"], "bold"), f", {by} {c['value']}"),
+                  Text(f"  effect {c['effect']}" + (f" {c['ci']}" if c["ci"] else "")),
+                  Text(f"  n {c['n']}, items {c['items']}, p {c['p']}")]
+    return Group(*parts)
 
 
 def audit_table(res: dict[str, Any], width: int | None = None) -> Any:
     """The audit as terminal tables: one row per probe (effect, n, q, MDE from the probe's
     own test, verdict, flag, items left out by reason), then the --by breakdown (each
-    probe's effect per category, with n and interval) when there is one. Below `WIDE`
-    columns (`width`, the terminal's) the interval goes under its effect and the text columns
-    wrap: at 80 columns the row was cut, n to "…" and the interval's upper bound lost."""
+    probe's effect per category, with n and interval) when there is one. Given `width` (the
+    terminal's columns), each table takes the widest layout that shows every word and
+    number whole in it: at 80 columns the one-line row was cut (n to "…"), at 60 the
+    verdict 'underpowered' to 'underp' / 'owered'."""
     from rich.console import Group
 
-    narrow = width is not None and width < WIDE
-    t = Table(title=f"audit of {res['judge']} on {res['data']}", title_justify="left",
-              padding=(0, 1) if not narrow else (0, 0))
-    for col, just in [("probe", "left"), ("effect [95% CI]", "right"), ("n", "right"),
-                      ("q", "right"), ("MDE", "right"), ("verdict", "left"),
-                      ("flag", "left"), ("left out", "left")]:
-        wraps = col in ("verdict", "flag", "left out") if narrow else col == "left out"
-        t.add_column(col, justify=just, no_wrap=not wraps,  # type: ignore[arg-type]
-                     min_width=(8 if narrow else 12) if col == "probe" else None,
-                     overflow="fold")
-    for name, p in res["probes"].items():
-        e = p["effect"]
-        lo, hi = e["ci95"]
-        ci = "" if lo is None or hi is None else (
-            ("\n" if narrow else " ") + f"[{lo:+.2f}, {hi:+.2f}]")
-        v = p["verdict"]
-        flag = p.get("flag") or {}  # a failed run's threshold checks read as passed: none
-        ftxt = "" if not flag or v == "run_failed" else (
-            "unchecked (n=0)" if flag.get("exceeds") is None else
-            _flag_text(flag["value"], flag["threshold"], bool(flag["exceeds"])))
-        left = ", ".join(f"{k} {c}" for k, c in (p.get("dropped") or {}).items())
-        t.add_row(name, _num(e["value"], "{:+.2f}") + ci, str(p["n"]), _num(p["q"], "{:.1g}"),
-                  _num(p["mde"], "{:.2f}"), f"[{VERDICT_STYLE.get(v, 'yellow')}]{v}[/]", ftxt,
-                  left)
+    t = _audit_summary(res, width)
     by = res.get("by")
     rows = [(name, r) for name, p in res["probes"].items()
             for r in ((p.get("breakdown") or {}).get("rows") or [])]
     if not by or not rows:
         return t
-    b = Table(title=f"effect by {by}", title_justify="left")
-    for col, just in [("probe", "left"), (str(by), "left"), ("effect [95% CI]", "right"),
-                      ("n", "right"), ("items", "right"), ("p", "right")]:
-        b.add_column(col, justify=just)  # type: ignore[arg-type]
-    for name, r in rows:
-        e = r.get("effect") or {}
-        lo, hi = e.get("ci95") or [None, None]
-        ci = "" if lo is None or hi is None else f" [{lo:+.2f}, {hi:+.2f}]"
-        b.add_row(name, str(r.get("value")), _num(e.get("value"), "{:+.2f}") + ci,
-                  str(r.get("n", 0)), str(r.get("n_items", "")), _num(r.get("p"), "{:.2g}"))
-    return Group(t, b)
+    return Group(t, _breakdown(str(by), rows, width))
 
 
 def panel_table(panel: dict[str, Any]) -> Table:
