@@ -28,9 +28,13 @@ def floats(el: ET.Element, *names: str) -> list[float]:
     return [float(el.get(n)) for n in names]
 
 
-def test_esc_replaces_markup_characters_and_drops_xml_illegal_ones():
+def test_esc_replaces_markup_characters_and_shows_acting_ones():
+    """Characters XML cannot carry and those that act on the text (ESC, bidi overrides) are
+    shown as escapes, as `visible` shows them everywhere else: dropped, 'a\\x1b[31mb' read
+    'a[31mb' and NUL between two words joined them."""
     assert svg.esc("<a href=\"x\">&'") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-    assert svg.esc("a\x00b\x1fc\td\ne") == "abc\td\ne"
+    assert svg.esc("a\x00b\x1fc\td\ne") == "a\\x00b\\x1fc\td\ne"
+    assert svg.esc("r\u202eevil\ufffe") == "r\\u202eevil\\ufffe"
     assert svg.esc(3.5) == "3.5"
     # Escaping is done once: an entity in the input stays visible as text, not as a character.
     assert svg.esc("&lt;") == "&amp;lt;"
@@ -238,3 +242,51 @@ def test_a_band_through_its_point_is_not_read_out_as_an_interval():
         xlabel="budget", ylabel="recall"))
     assert "60 -&gt; 0.6 [0.4, 0.8]" in out or "60 -> 0.6 [0.4, 0.8]" in out
     assert "[0.8, 0.8]" not in out
+
+
+CONTROL = ["a\x1b[31mb", "nul\x00here", "bel\x07l", "rtl\u202eevil", "iso\u2066x\u2069",
+           "<script>alert(1)</script>", "x & y", "end ]]> cdata"]
+SHOWN = ["a\\x1b[31mb", "nul\\x00here", "bel\\x07l", "rtl\\u202eevil", "iso\\u2066x\\u2069",
+         "<script>alert(1)</script>", "x & y", "end ]]> cdata"]
+
+
+def _charts_with(labels: list[str]) -> list[Markup]:
+    """Every chart kind, each label as a title, category, series, row and axis label."""
+    title = " | ".join(labels)
+    rows = [{"label": lab, "value": 0.1 * i, "ci95": [0.0, 0.2 * i + 0.1],
+             "verdict": "biased"} for i, lab in enumerate(labels)]
+    return [
+        svg.bar_chart(labels, [{"label": lab, "values": [1] * len(labels)} for lab in labels],
+                      title=title, xlabel=labels[0], ylabel=labels[1]),
+        svg.interval_plot(rows, title=title, xlabel=labels[0]),
+        svg.sequence_plot([{"label": lab, "points": [{"n": 10, "lo": -0.2, "hi": 0.3},
+                                                     {"n": 20, "lo": -0.1, "hi": 0.2}]}
+                           for lab in labels], title=title, xlabel=labels[0],
+                          ylabel=labels[1]),
+        svg.curve_plot([{"label": lab, "points": [{"x": 10, "y": 0.5, "lo": 0.3, "hi": 0.7}]}
+                        for lab in labels], title=title, xlabel=labels[0], ylabel=labels[1],
+                       references=[{"label": labels[2], "y": 0.9}]),
+        svg.heatmap(labels, labels, [[0.5] * len(labels) for _ in labels], title=title),
+    ]
+
+
+def test_chart_labels_show_acting_characters_as_escapes_and_stay_well_formed():
+    """SVG labels dropped ESC, NUL, BEL and bidi overrides ('a\\x1b[31mb' read 'a[31mb')
+    while the report's other text showed them as escapes (`visible`): every chart now shows
+    them the same way, and still parses as XML with <script>, & and ]]> in its labels."""
+    for chart in _charts_with(CONTROL):
+        out = str(chart)
+        root = parse(out)  # NUL, ESC or a raw < would make this fail
+        assert not any(ch in out for ch in "\x00\x07\x1b\u202e\u2066\u2069"), out
+        assert "<script" not in out
+        text = all_text(root) + " ".join(v for el in root.iter() for v in el.attrib.values())
+        for shown in SHOWN:
+            assert shown in text, (shown, out[:400])
+        assert "a[31mb" not in text  # as it read with the ESC dropped
+
+
+def test_a_label_is_clipped_as_it_shows():
+    """clip() counts an acting character as the escape it shows as, so a clipped label
+    keeps within its limit once shown."""
+    assert svg.clip("a\x1b[31mb", 20) == "a\\x1b[31mb"
+    assert len(svg.clip("\x1b" * 10, 8)) == 8

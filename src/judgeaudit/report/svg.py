@@ -21,16 +21,11 @@ VERDICT_LABELS = {"biased": "biased", "not_biased": "not biased", "underpowered"
 NEUTRAL = "#555555"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 
-# Characters XML 1.0 forbids (C0 controls but tab/newline/CR, lone surrogates, U+FFFE/FFFF).
-# Bidi overrides and isolates are dropped too: in a label they reverse the text after them.
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff"
-                      "\u202a-\u202e\u2066-\u2069]")
-
-
 # Characters that act on a terminal or reorder the text around them instead of showing: C0
 # and C1 controls (but tab, newline and CR), DEL, bidi overrides and isolates, lone surrogates.
+# The noncharacters U+FFFE and U+FFFF are shown the same way: XML 1.0 cannot carry them.
 _ACTING = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e"
-                     "\u2066-\u2069\ud800-\udfff]")
+                     "\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 
 
 def visible(text: str) -> str:
@@ -44,16 +39,19 @@ def visible(text: str) -> str:
 def esc(text: Any) -> str:
     """Escape any value for an SVG/HTML text node or a quoted attribute.
 
-    Replaces & < > " ' with entities and drops the characters XML cannot carry, so the SVG
-    stays well-formed even when extracted from the page."""
-    s = _XML_BAD.sub("", str(text))
+    Shows acting characters as escapes (`visible`: a label 'a\\x1b[31mb' reads so, not 'ab'
+    as when they were dropped), which also leaves out every character XML cannot carry, then
+    replaces & < > " ' with entities, so the SVG stays well-formed even when extracted from
+    the page."""
+    s = visible(str(text))
     return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;").replace("'", "&#39;"))
 
 
 def clip(text: Any, limit: int) -> str:
-    """Shorten a raw label (before escaping, so no entity is cut in half)."""
-    s = str(text)
+    """Shorten a raw label (before escaping, so no entity is cut in half), measured as it will
+    show: with its acting characters as escapes (`visible`)."""
+    s = visible(str(text))
     return s if len(s) <= limit else s[: max(limit - 1, 1)] + "\u2026"
 
 
@@ -134,7 +132,8 @@ def _text(x: float, y: float, s: str, *, anchor: str = "start", size: int | None
         attrs += f' font-weight="{weight}"'
     if extra:
         attrs += " " + extra
-    tip = f"<title>{esc(full)}</title>" if full is not None and full != s else ""
+    shown = full is None or visible(str(full)) == visible(s)  # a label clip() left whole
+    tip = "" if shown else f"<title>{esc(full)}</title>"
     return f"<text {attrs}>{tip}{esc(s)}</text>"
 
 
