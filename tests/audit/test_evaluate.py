@@ -455,3 +455,35 @@ async def test_prometheus_first_gpt4_score_against_the_mean_of_three(shared_data
     assert grp["n_groups"] == len({it.metadata["idx"] for it in items})
     assert 0 < grp["n_groups_used"] <= grp["n_groups"]
     assert res["exact_agreement"]["n"] == 320
+
+
+def _kappa_case(labels, winners):
+    items = [PairwiseItem(id=f"i{k}", prompt="p", response_1="a", response_2="b", label=lab)
+             for k, lab in enumerate(labels)]
+    ok = lambda o, w: OrderVerdict(o, str(w), "A", w)  # noqa: E731
+    verdicts = [PairwiseVerdict(f"i{k}", [ok("12", w), ok("21", w)])
+                for k, w in enumerate(winners)]
+    return summarize(items, verdicts, kappa_boot=200)
+
+
+def test_the_kappa_sentence_says_no_interval_only_when_kappa_has_none():
+    """The conventions said 'no interval where the consensus is one answer throughout, which
+    makes kappa 0 by construction' of every run, one whose kappa had an interval too: the
+    clause is there only when kappa's interval was left out for that, naming the side."""
+    mixed = _kappa_case([1, 2] * 10, [1, 2, 2, 1] * 5)
+    assert mixed["cohen_kappa"]["ci95"][0] is not None
+    text = mixed["conventions"]["description"]
+    assert "kappa compares the pair's consensus with the label (orders that disagree make a " \
+           "tie, so a flip on a tie-labelled pair agrees with it)" in text
+    assert "no interval" not in text and "by construction" not in text
+
+    judge_constant = _kappa_case([1, 2] * 10, [1] * 20)
+    assert judge_constant["cohen_kappa"]["ci95"] == [None, None]
+    assert ("a flip on a tie-labelled pair agrees with it; no interval: the consensus is one "
+            "answer throughout, which makes kappa 0 by construction)"
+            in judge_constant["conventions"]["description"])
+
+    labels_constant = _kappa_case([1] * 20, [1, 2] * 10)
+    assert labels_constant["cohen_kappa"]["ci95"] == [None, None]
+    assert ("no interval: the labels are one answer throughout, which makes kappa 0 by "
+            "construction)" in labels_constant["conventions"]["description"])

@@ -172,9 +172,18 @@ def pair_credit(label: int, orders: Sequence[OrderVerdict], rule: str) -> float:
     return 1.0 if all(order_right(o, label) for o in orders) else 0.0
 
 
+KAPPA_CONSTANT = {"consensus": "the consensus is one answer throughout",
+                  "labels": "the labels are one answer throughout",
+                  "both": "the labels and the consensus are each one answer throughout"}
+
+
 def conventions(pair_rule: str, ties: str, *, ties_default: bool, n_tie_labels: int,
-                n_single_order: int = 0) -> dict[str, Any]:
-    """The `conventions` section of a pairwise results document."""
+                n_single_order: int = 0, kappa_constant: str | None = None
+                ) -> dict[str, Any]:
+    """The `conventions` section of a pairwise results document. `kappa_constant` names the
+    side that gave one answer throughout ("consensus", "labels" or "both") when kappa got no
+    interval for it (`kappa_ci`); only then does the description say so (it said so of
+    every run, one whose kappa had an interval too)."""
     if n_tie_labels == 0:
         tie_text = "no pair has a tie label (keep and drop agree)"
     elif ties == "keep":
@@ -187,8 +196,9 @@ def conventions(pair_rule: str, ties: str, *, ties_default: bool, n_tie_labels: 
                     "and kappa")
     parts = [RULE_TEXT[pair_rule], tie_text, "unlabelled pairs are left out",
              "kappa compares the pair's consensus with the label (orders that disagree make "
-             "a tie, so a flip on a tie-labelled pair agrees with it; no interval where the "
-             "consensus is one answer throughout, which makes kappa 0 by construction)"]
+             "a tie, so a flip on a tie-labelled pair agrees with it"
+             + (f"; no interval: {KAPPA_CONSTANT[kappa_constant]}, which makes kappa 0 by "
+                "construction" if kappa_constant else "") + ")"]
     if n_single_order:
         parts.append(f"{SINGLE_ORDER_TEXT} ({n_single_order} such pairs)")
     return {"pair_rule": pair_rule, "ties": ties, "ties_default": ties_default,
@@ -282,25 +292,31 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
                           if o.order == order]]
         },
     }
-    out["conventions"] = conventions(pair_rule, ties, ties_default=ties_default,
-                                     n_tie_labels=n_tie_labels,
-                                     n_single_order=out["n_single_order"])
     # Agreement with labels: Cohen's kappa between the consensus verdict (1/2/tie) and the
     # label, on items where both are known (tie labels only when they are kept).
     keep_labels = (0, 1, 2) if ties == "keep" else (1, 2)
     pairs = [(it.label, v.winner) for it, v in zip(items, verdicts, strict=True)
              if it.label in keep_labels and v.winner is not None]
+    kappa_constant = None  # the side one answer throughout, when kappa has no interval for it
     if len(pairs) >= 2:
         arr = np.array(pairs, dtype=float)
         labels = [0, 1, 2]
         if kappa_boot:  # the same kappa, with a bootstrap interval
             est = kappa_ci(arr[:, 0], arr[:, 1], labels=labels, n_boot=kappa_boot, seed=seed)
+            one = [bool(np.ptp(arr[:, j]) == 0) for j in (0, 1)]
+            if math.isnan(est.ci95[0]) and any(one):
+                kappa_constant = ("both" if all(one) else "labels" if one[0]
+                                  else "consensus")
         else:
             est = Estimate(cohen_kappa(arr[:, 0], arr[:, 1], labels=labels),
                            (math.nan, math.nan), len(pairs))
         out["cohen_kappa"] = est.as_dict()
     else:
         out["cohen_kappa"] = None
+    out["conventions"] = conventions(pair_rule, ties, ties_default=ties_default,
+                                     n_tie_labels=n_tie_labels,
+                                     n_single_order=out["n_single_order"],
+                                     kappa_constant=kappa_constant)
     out["n_valid"] = sum(any(o.valid for o in v.orders) for v in verdicts)
     out["warnings"] = label_warnings(out["accuracy"], out["cohen_kappa"],
                                      decisive=out["decisive_accuracy"], three_way=three_way)
