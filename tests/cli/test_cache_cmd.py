@@ -116,3 +116,73 @@ def test_a_default_cache_that_does_not_exist_is_not_created(app, tmp_path, monke
     res = CliRunner().invoke(app, ["cache", "stats"])
     assert res.exit_code == 2 and "no cache yet at" in " ".join(res.output.split())
     assert not missing.parent.exists()
+
+
+def test_stats_tells_the_embedded_judges_backends_apart(app, tmp_path):
+    """`local` judges key each backend apart (`LocalProvider.cache_identity`) but every row
+    says provider "local": stats showed one `local:qwen-1.5b: N` line whatever made them.
+    The entries are made as the providers key them (no model is loaded); the answers are
+    stored as each backend writes them: the integer backends name themselves in
+    `raw.backend`, transformers writes nothing of the kind."""
+    import sqlite3
+
+    from judgeaudit.llm.base import Message, Request, request_key
+    from judgeaudit.llm.providers.local import LocalProvider
+
+    req = Request(messages=(Message("user", "A or B?"),), max_tokens=1, choices=("A", "B"))
+    gen = Request(messages=(Message("user", "Say hi"),), max_tokens=8)
+    path = tmp_path / "calls.sqlite"
+    c = Cache(path)
+    keys = set()
+    raws = {"transformers": {"logits": {"A": 1.0, "B": 0.0}},
+            "ik": {"logits": {"A": 1.0, "B": 0.0}, "backend": "ik"},
+            "llamacpp": {"logprobs": {"A": -0.1, "B": -2.0}, "backend": "llamacpp"}}
+    for backend, raw in raws.items():
+        p = LocalProvider("qwen-1.5b", {"backend": backend})
+        assert p.backend == backend
+        for r, resp in ((req, Response(text="A", probs={"A": 0.7, "B": 0.3}, raw=raw)),
+                        (gen, Response(text="hi", raw=None if backend == "transformers"
+                                       else {"finish_reason": "stop", "backend": backend}))):
+            key = request_key(p, r)
+            keys.add(key)
+            c.put(key, "local", p.model, resp)
+    assert len(keys) == 6  # the backends key apart
+    # an answer ingested from a plan that another server ran (it names no backend)
+    c.put_planned([("planned1", "local", "qwen-1.5b", '{"choices": ["A", "B"]}')])
+    c.put("planned1", "local", "qwen-1.5b", Response(text="B"))
+    c.put("s1", "sim", "default", Response(text="x"))
+    c.close()
+    with sqlite3.connect(path) as db:  # a row whose answer is not readable JSON
+        db.execute("INSERT INTO calls(key, provider, model, response, created) "
+                   "VALUES ('bad', 'local', 'qwen-0.5b', '{not json', 0)")
+
+    code, out = run(app, "cache", "stats", "--cache", str(path))
+    assert code == 0, out
+    assert ("local:qwen-1.5b: 7 (backend ik 2, llamacpp 2, transformers 2, ingested 1)"
+            in out)
+    assert "local:qwen-0.5b: 1 (backend unknown 1)" in out
+    assert "sim:default: 1" in out and "sim:default: 1 (" not in out  # only local's
+    s = Cache(path).stats()
+    assert s.by_backend == {"local:qwen-1.5b": {"ik": 2, "llamacpp": 2, "transformers": 2,
+                                                "ingested": 1},
+                            "local:qwen-0.5b": {"unknown": 1}}
+    # the same reading without SQLite's JSON functions (an SQLite built without them)
+    class NoJson:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            if "json_" in sql:
+                raise sqlite3.OperationalError("no such function: json_valid")
+            return self.conn.execute(sql, *args)
+
+    c = Cache(path)
+    c._conn = NoJson(c._conn)
+    assert c.local_backends() == s.by_backend
+    c._conn = c._conn.conn
+    c.close()
+    from judgeaudit.llm.cache import _backend_of
+
+    assert [_backend_of(x) for x in ('{"raw": {"backend": "ik"}}', '{"raw": null}',
+                                     '{"text": "A"}', "{not json", '{"raw": {"backend": 3}}')
+            ] == ["ik", "", "", None, None]

@@ -54,7 +54,9 @@ def _what(provider: str | None, model: str | None) -> str:
 
 @cache_app.command("stats")
 def cache_stats(cache: CacheOpt = None) -> None:
-    """Entries per provider:model, answers marked invalid, and the file's size.
+    """Entries per provider:model, answers marked invalid, and the file's size. The embedded
+    judge's entries (local:MODEL) are counted per backend too (transformers, ik, llamacpp):
+    each backend keys its own answers, so a run on another backend asks again.
 
     Example: judgeaudit cache stats"""
     c = _open(cache)
@@ -64,9 +66,16 @@ def cache_stats(cache: CacheOpt = None) -> None:
         c.close()
     _say(f"{s.path}: {s.entries} entries, {s.bytes / 1e6:.2f} MB")
     for k, v in s.by_model.items():
-        _say(f"  {k}: {v}")
+        backends = s.by_backend.get(k, {})
+        _say(f"  {k}: {v}" + (f" ({_backends_text(backends)})" if backends else ""))
     _say(f"{s.invalid} invalid answer{'s' if s.invalid != 1 else ''} marked"
                   + (" (judgeaudit cache forget --invalid asks them again)" if s.invalid else ""))
+
+
+def _backends_text(counts: dict[str, int]) -> str:
+    """"backend ik 380, transformers 20": an embedded judge's entries per backend
+    (`Cache.local_backends`: "ingested" answers came from a plan run elsewhere)."""
+    return "backend " + ", ".join(f"{b} {n}" for b, n in counts.items())
 
 
 @cache_app.command("clear")

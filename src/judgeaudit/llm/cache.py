@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,9 @@ class CacheStats:
     bytes: int
     by_model: dict[str, int]
     invalid: int = 0  # answers marked invalid (see Cache.mark_invalid)
+    # The embedded judge's entries ("local:MODEL") per backend that made them (`Cache.
+    # local_backends`): its backends key apart but all store provider "local".
+    by_backend: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class Cache:
@@ -340,7 +343,41 @@ class Cache:
             n_invalid = self._conn.execute(
                 "SELECT COUNT(*) FROM invalid JOIN calls USING (key)").fetchone()[0]
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
-        return CacheStats(str(self.path), n, size, {k: v for k, v in rows}, n_invalid)
+        return CacheStats(str(self.path), n, size, {k: v for k, v in rows}, n_invalid,
+                          self.local_backends())
+
+    def local_backends(self) -> dict[str, dict[str, int]]:
+        """The embedded judge's entries per model and backend: {"local:MODEL": {backend: n}}.
+
+        The backend is in the cache key (entries of different backends never mix) but not
+        in the row, which says provider "local" for all of them. The integer backends (ik,
+        llamacpp) have written theirs into every answer since they exist (`raw.backend`);
+        transformers, the first backend, writes none, so an answer without one is its
+        ("transformers"), unless it was ingested from a plan (`planned`: whatever server ran
+        the plan made it: "ingested"). An answer that is not readable JSON: "unknown"."""
+        by: dict[str, dict[str, int]] = {}
+        with self._lock:
+            try:
+                rows = self._conn.execute(
+                    "SELECT model, CASE WHEN json_valid(response) THEN "
+                    "coalesce(json_extract(response, '$.raw.backend'), '') ELSE NULL END, "
+                    "key IN (SELECT key FROM planned), COUNT(*) FROM calls "
+                    "WHERE provider='local' GROUP BY 1, 2, 3").fetchall()
+            except sqlite3.OperationalError:  # an SQLite without its JSON functions
+                rows = [(m, _backend_of(r), planned, 1) for m, r, planned in self._conn.execute(
+                    "SELECT model, response, key IN (SELECT key FROM planned) FROM calls "
+                    "WHERE provider='local'")]
+        for model, backend, planned, n in rows:
+            if backend is None or not isinstance(backend, str):
+                name = "unknown"
+            elif backend:
+                name = backend
+            else:
+                name = "ingested" if planned else "transformers"
+            counts = by.setdefault(f"local:{model}", {})
+            counts[name] = counts.get(name, 0) + n
+        return {k: dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0])))
+                for k, v in by.items()}
 
     def clear(self, provider: str | None = None, model: str | None = None) -> int:
         """Delete entries (all, or one provider's, or one provider:model's); returns how many."""
@@ -363,6 +400,18 @@ class Cache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _backend_of(response: str) -> str | None:
+    """`raw.backend` of a stored answer ("" when it names none; None when unreadable)."""
+    import json
+
+    try:
+        raw = json.loads(response).get("raw") or {}
+        backend = raw.get("backend", "") if isinstance(raw, dict) else ""
+    except (ValueError, AttributeError):
+        return None
+    return backend if isinstance(backend, str) else None
 
 
 def _batch_row(r: tuple) -> dict:
