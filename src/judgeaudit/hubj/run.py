@@ -69,6 +69,65 @@ def _judge_answers(clients: Sequence[Client]) -> dict[str, int]:
             "unreadable": sum(st.unreadable for st in seen)}
 
 
+def _allowed(share: float, total: int) -> int:
+    """The most of `total` that a largest share `share` lets fail (`assess` fails above it)."""
+    return math.floor(share * total + 1e-9)
+
+
+def _discover_outcome(*, n_valid: int, n_planned: int, calls: Mapping[str, Any],
+                      judge_clients: Sequence[Client], min_valid: int, max_failed: float,
+                      callers: str, lead: str | None = None) -> dict[str, Any]:
+    """discover's `run` section (`assess`), its message stating every count with its unit
+    and its total: "120 of 140 calls to the G-module LLM failed (--max-failed 0.2 allows
+    28)", "12 of 40 judge answers could not be read as a verdict (... allows 8)", "only 0
+    of 126 G-module requests got a usable answer". It mixed them: "20 of 20 answers could not
+    be read as a verdict" (G-module LLM answers, retries included, or the judges' ones: it
+    did not say which), then "only 0 of 126 G-module answers" (requests, 120 never sent),
+    then "120 of them not sent" (of the calls, not of those). `callers`: whose calls
+    `calls` counts; `lead`: a reason that goes first (no consensus disagreement), which
+    replaces the count of G-module requests (none were planned)."""
+    judged = _judge_answers(judge_clients)
+    run = assess(n_valid=n_valid, n_planned=n_planned, calls=calls, min_valid=min_valid,
+                 max_failed=max_failed, what="G-module requests", **judged)
+    asked, failed = run["calls_asked"], run["calls_failed"]
+    answers, unreadable = run.get("answers", 0), run.get("unreadable", 0)
+    if judged["answers"]:
+        unit, read_as = "judge answers", " as a verdict"
+        first_bad = next((c.stats.first_unreadable for c in judge_clients
+                          if c.stats.first_unreadable), None)
+    else:  # no live judge: `assess` counted the G-module LLM's answers (re-asks included)
+        unit, read_as, first_bad = "G-module LLM answers", "", calls.get("first_unreadable")
+    first, not_sent = calls.get("first_error"), int(calls.get("not_sent") or 0)
+    why = calls.get("not_sent_why") or (
+        "the server could not be reached, never answered in time or stopped answering (run "
+        "again when it answers: finished calls are cached)")
+    over = run["failed_share"] > max_failed
+
+    def calls_text() -> str:
+        limit = f"--max-failed {max_failed:g} allows {_allowed(max_failed, asked)}"
+        return (f"{failed} of {asked} calls to the {callers} failed"
+                + (f" ({limit}; first error: {first})" if over and first else
+                   f" ({limit})" if over else f" (first error: {first})" if first else "")
+                + (f"; {not_sent} of these {failed} failed calls were never sent: {why}"
+                   if not_sent else ""))
+
+    parts = [lead] if lead else []
+    if over:
+        parts.append(calls_text())
+    if answers and unreadable / answers > max_failed:
+        parts.append(f"{unreadable} of {answers} {unit} could not be read{read_as} "
+                     f"(--max-failed {max_failed:g} allows {_allowed(max_failed, answers)}"
+                     + (f"; the first: {first_bad})" if first_bad else ")"))
+    if lead is None and n_valid < min_valid:
+        parts.append(f"only {n_valid} of {n_planned} G-module requests got a usable answer, "
+                     f"fewer than --min-valid {min_valid}")
+    if not parts:
+        return run
+    if failed and not over:  # not a reason, but said
+        parts.append(f"besides, {calls_text()}")
+    return {**run, "status": "failed", "message": "run failed: " + "; ".join(parts)}
+
+
 def _stats_doc(stats: Mapping[str, JSONStats]) -> dict[str, Any]:
     return {k: v.as_dict() for k, v in stats.items()}
 
@@ -135,17 +194,15 @@ async def run_discover(
     if not dis:  # nothing to discover from: no G-module call, and the reason as it is (it
         # said "0 of 0 G-module answers have a valid verdict")
         calls = _calls(list(judge_clients))
+        lead = (f"no consensus disagreement with the humans on the {len(items)} items (every "
+                "judge agrees with them, or their verdicts were invalid), so there is nothing "
+                "to discover factors from; use more or harder items, or other judges")
         return {"command": "discover", "judges": list(winners),
                 "splits": splits_doc(splits, len(items), min_agreement), "calls": calls,
                 "json_stats": {},
-                "run": {**assess(n_valid=0, n_planned=0, calls=calls, min_valid=min_valid,
-                                 max_failed=max_failed, what="G-module answers"),
-                        "status": "failed",
-                        "message": f"run failed: no consensus disagreement with the humans on "
-                                   f"the {len(items)} items (every judge agrees with them, or "
-                                   "their verdicts were invalid), so there is nothing to "
-                                   "discover factors from; use more or harder items, or other "
-                                   "judges"},
+                "run": _discover_outcome(n_valid=0, n_planned=0, calls=calls,
+                                         judge_clients=judge_clients, min_valid=min_valid,
+                                         max_failed=max_failed, callers="judges", lead=lead),
                 "seconds": round(time.perf_counter() - t0, 2)}
     rng = random.Random(f"hubj-discover:{cfg.seed}")
     order = dis[:]
@@ -194,10 +251,12 @@ async def run_discover(
         "json_stats": _stats_doc(stats),
         "prompt_hashes": prompt_hashes(),
         "calls": calls,
-        "run": assess(n_valid=sum(st.calls - st.failed for st in stats.values()),
-                      n_planned=sum(st.calls for st in stats.values()), calls=calls,
-                      min_valid=min_valid, max_failed=max_failed, what="G-module answers",
-                      **_judge_answers(judge_clients)),
+        "run": _discover_outcome(n_valid=sum(st.calls - st.failed for st in stats.values()),
+                                 n_planned=sum(st.calls for st in stats.values()),
+                                 calls=calls, judge_clients=judge_clients,
+                                 min_valid=min_valid, max_failed=max_failed,
+                                 callers="G-module LLM and judges" if judge_clients
+                                 else "G-module LLM"),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
