@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from judgeaudit.commands import Run, load_data
+from judgeaudit.commands import Run, load_data, unused_generation
 from judgeaudit.data.spec import split_specs
 from judgeaudit.llm import Cache, RetryPolicy
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
@@ -40,7 +40,7 @@ from judgeaudit.result import Result
 from judgeaudit.session import ProgressFn, Session
 
 if TYPE_CHECKING:
-    from judgeaudit.config import CommandConfig
+    from judgeaudit.config import CommandConfig, ScoringBiasConfig
     from judgeaudit.hubj.embed import Embedder
 
 T = TypeVar("T")
@@ -572,13 +572,11 @@ audit = _sync_twin(aaudit)
 
 # ---- scoring-bias ------------------------------------------------------------------------
 
-def _generation_args(generate: bool, **given: Any) -> None:
-    """scoring_bias's arguments of reference generation: references_out a file path (an
-    int or a list was a TypeError, a directory an IsADirectoryError, after the generation's
-    calls); each of them only with generate_references=True (without it they were ignored:
-    the run ended without the Ref-1..4 answers the generator was given for, and nothing was
-    written where references_out said)."""
-    out = given.get("references_out")
+def _references_out(cfg: ScoringBiasConfig, out: Any) -> None:
+    """references_out a file path (an int or a list was a TypeError, a directory an
+    IsADirectoryError, after the generation's calls), given only with generation like the
+    generator and reviewer (without it nothing was written where it said)."""
+    unused_generation(cfg, False, *(["references_out"] if out is not None else []))
     if out is not None:
         if not isinstance(out, str | os.PathLike) or isinstance(out, bytes):
             raise ValueError(f"references_out: expected a file path (str or os.PathLike), "
@@ -586,14 +584,6 @@ def _generation_args(generate: bool, **given: Any) -> None:
         if Path(out).expanduser().is_dir():
             raise ValueError(f"references_out: {str(out)!r} is a directory; expected a file "
                              "path, e.g. DIR/references.json")
-    if generate:
-        return
-    unused = [name for name, v in given.items() if v is not None]
-    if unused:
-        raise ValueError(f"{', '.join(unused)}: used only with generate_references=True (the "
-                         "Ref-1..4 answers written by generation and review), which is not "
-                         f"given; give generate_references=True, or leave {' and '.join(unused)}"
-                         " out")
 
 
 async def ascoring_bias(
@@ -681,8 +671,7 @@ async def ascoring_bias(
         ref_limit=ref_limit, ref_attempts=ref_attempts, ref_tolerance=ref_tolerance,
         ref_max_tokens=ref_max_tokens, ref_review=ref_review, template=template, seed=seed,
         min_valid=min_valid, max_failed=max_failed)
-    _generation_args(generate_references, generator=generator, reviewer=reviewer,
-                     references_out=references_out)
+    _references_out(cfg, references_out)
     run = prepare_scoring_bias(
         cfg, data=data, references=None if by_file else references,  # type: ignore[arg-type]
         references_out=references_out)

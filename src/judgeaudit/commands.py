@@ -400,6 +400,21 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
 
 # ---- scoring-bias ------------------------------------------------------------------------
 
+def unused_generation(cfg: ScoringBiasConfig, cli: bool, *extra: str) -> None:
+    """The generator and reviewer (and `extra` names given) serve reference generation
+    only: without it they were ignored, and the run ended without the Ref-1..4 answers they
+    were given for. ValueError before any call."""
+    if cfg.generate_references:
+        return
+    unused = [opt(n, cli) for n in ("generator", "reviewer") if getattr(cfg, n) is not None]
+    unused += list(extra)
+    if unused:
+        flag = opt("generate_references", cli) + ("" if cli else "=True")
+        raise ValueError(f"{', '.join(unused)}: used only with {flag} (the Ref-1..4 answers "
+                         f"written by generation and review), which is not given; give "
+                         f"{flag}, or leave {' and '.join(unused)} out")
+
+
 def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
                          references: Mapping[str, Mapping[int, str]] | None = None,
                          references_out: str | os.PathLike[str] | None = None,
@@ -421,6 +436,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
     )
     from judgeaudit.scoring.run import n_calls, run_scoring_bias
 
+    unused_generation(cfg, cli)
     names = [p.strip() for p in (cfg.perturbations or "").split(",") if p.strip()]
     perts = resolve(names or None, seed=cfg.seed, id_maps=cfg.ids or ())
     loaded, spec = load_data(cfg.data if data is None else data)

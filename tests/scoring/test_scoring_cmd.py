@@ -63,6 +63,20 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--repeats" in r.output
 
 
+def test_generator_or_reviewer_without_generation_is_refused_before_any_call(tmp_path: Path):
+    """--generator/--reviewer without --generate-references were ignored: exit 0, no
+    Ref-1..4 answers written, nothing said."""
+    for extra in (("--generator", "sim"), ("--reviewer", "sim"),
+                  ("--generator", "sim", "--reviewer", "sim")):
+        out = tmp_path / extra[-2].strip("-")
+        r = _invoke("--judge", "sim", "--limit", "2", "--out", str(out), "--no-cache", *extra)
+        assert r.exit_code == 2, r.output
+        names = " and ".join(a for a in extra if a.startswith("--"))
+        assert "used only with --generate-references" in r.output
+        assert f"leave {names} out" in r.output
+        assert not (out / "results.json").exists()
+
+
 def test_generated_references_are_shared_per_question_and_reported(
         tmp_path: Path, shared_data: Path, fake_server) -> None:
     """--generate-references with two loopback servers on the first 8 MT-Bench instances
