@@ -444,14 +444,61 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16
-    )
-    _strip_quantization(model)
-    model.save_pretrained(str(out))
-    tok.save_pretrained(str(out))
-    del model
+    with quiet_transformers(gguf=True):
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16
+        )
+        _strip_quantization(model)
+        model.save_pretrained(str(out))
+        tok.save_pretrained(str(out))
+        del model
+
+
+def hush_transformers() -> None:
+    """transformers and huggingface_hub print nothing of their own on stderr among
+    judgeaudit's progress: no progress bars (judgeaudit's own carry the run), and their
+    loggers at ERROR (a load report, "generation flags are not valid", tokenizer notes), so
+    their errors still show. Under --verbose (judgeaudit logging at INFO) their warnings show
+    too. Process-wide: the generation warnings come during calls, after the load."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    if not log.isEnabledFor(logging.INFO):
+        hf_logging.set_verbosity_error()
+    with contextlib.suppress(ImportError):  # a transformers without huggingface_hub
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+
+
+@contextlib.contextmanager
+def quiet_transformers(gguf: bool = False) -> Iterator[None]:
+    """Load or convert a model without transformers' own output on stderr
+    (`hush_transformers`): with `gguf`, the GGUF conversion's bar ("Converting and
+    de-quantizing GGUF tensors", plain tqdm that transformers' switch does not reach) is off;
+    the Python warnings raised meanwhile (deprecations in torch or transformers) are logged
+    at INFO (shown with --verbose) instead of printed. An error still raises; a warnings
+    filter "error" (python -W error) still turns a warning into one."""
+    import functools
+    import warnings
+
+    hush_transformers()
+    gguf_utils = None
+    if gguf:  # imported here, not for every load: it takes seconds
+        with contextlib.suppress(ImportError):
+            from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    bar = getattr(gguf_utils, "tqdm", None)
+    if bar is not None:
+        gguf_utils.tqdm = functools.partial(bar, disable=True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            yield
+    finally:
+        if bar is not None:
+            gguf_utils.tqdm = bar
+    for w in caught:
+        log.info("while loading the model: %s: %s", w.category.__name__, w.message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -622,18 +669,16 @@ def load(model: str = DEFAULT_PRESET, dtype: str | None = None) -> LoadedModel:
                 f"the local judge needs torch and transformers ({exc}); install them with: "
                 f"{INSTALL_HINT}"
             ) from None
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # our own progress bars carry the run
         t0 = time.monotonic()
-        d = ensure_converted(source)
-        tok = AutoTokenizer.from_pretrained(str(d))
-        if dt == "fp32" and (d / "model.safetensors").is_file():
-            mdl = _load_fp32_streamed(d)
-        else:
-            mdl = AutoModelForCausalLM.from_pretrained(
-                str(d), dtype=torch.bfloat16 if dt == "bf16" else torch.float32
-            )
+        with quiet_transformers():  # our own progress bars carry the run
+            d = ensure_converted(source)
+            tok = AutoTokenizer.from_pretrained(str(d))
+            if dt == "fp32" and (d / "model.safetensors").is_file():
+                mdl = _load_fp32_streamed(d)
+            else:
+                mdl = AutoModelForCausalLM.from_pretrained(
+                    str(d), dtype=torch.bfloat16 if dt == "bf16" else torch.float32
+                )
         mdl.eval()
         lm = LoadedModel(source, dt, mdl, tok, time.monotonic() - t0)
         _LOADED[key] = lm
