@@ -76,3 +76,24 @@ def test_rank_refuses_the_cell_before_any_call(tmp_path):
     out = r.output.replace("\n", " ")
     assert r.exit_code == 2, r.output
     assert "pool.csv:3: column 'tokens': expected a finite number, got 'abc'" in out, out
+
+
+@pytest.mark.parametrize("name", ["length", "words"])
+def test_a_column_named_like_a_computed_covariate_is_refused_not_replaced(tmp_path, name):
+    """A pool's own `length` (say, in tokens) was silently replaced by the length computed
+    from the text when asked for; an unasked one stays harmless."""
+    path = tmp_path / "pool.csv"
+    path.write_text(f"id,prompt,response,{name}\na,q,hello there,120\nb,q,hi,7\n")
+    pool = load_pool(str(path))
+    with pytest.raises(DataError) as e:
+        pool.covariates([name])
+    assert str(e.value).startswith(f"{path}:2: column {name!r} has the name of a covariate "
+                                   "computed from each response's text"), str(e.value)
+    assert f"{name + '_given'!r}" in str(e.value)
+    X, info = pool.covariates(["markdown"])  # a column nobody asks for: fine
+    assert X.shape == (2, 1) and info[0].source == "text"
+    jl = tmp_path / "pool.jsonl"
+    jl.write_text("".join(json.dumps({"id": i, "prompt": "q", "response": "x y", name: 3})
+                          + "\n" for i in "ab"))
+    with pytest.raises(DataError, match=rf"pool.jsonl:1: field '{name}' has the name"):
+        load_pool(str(jl)).covariates([name])

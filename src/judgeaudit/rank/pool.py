@@ -20,7 +20,8 @@ differences between items enter the model):
   directly comparable), `markdown`, `authority`, `confidence`, `sentiment`, `self`,
   `injection`;
 - `words`: the word count standardised over the pool (z-score);
-- any numeric field of the items (user-supplied, or the builder's `verbosity`, ...).
+- any numeric field of the items (user-supplied, or the builder's `verbosity`, ...); a
+  field named like a computed covariate is refused when that covariate is asked for.
 Each column's standard deviation is reported so c can be read per SD as well.
 """
 
@@ -168,11 +169,26 @@ class Pool:
                         f"(item {it.id!r}; covariate {name!r} needs a number for every item"
                         f"{more})")
 
+    def _refuse_shadowed(self, name: str) -> None:
+        """A file's own column named like a covariate computed from the text (`length`,
+        `words`, ...): its values were silently replaced by the computed ones."""
+        it = next((it for it in self.items if name in it.fields or name in it.unread), None)
+        if it is None:
+            return
+        what = "column" if self.meta.get("kind") == "csv" else "field"
+        raise DataError(str(self.meta.get("path", self.source)), it.line,
+                        f"{what} {name!r} has the name of a covariate computed from each "
+                        f"response's text, which would replace its values; rename the {what} "
+                        f"(e.g. {name + '_given'!r}) and ask for that name to use your values, "
+                        f"or leave it out to use the computed {name!r}")
+
     def covariates(self, names: list[str] | tuple[str, ...]) -> tuple[np.ndarray,
                                                                        list[CovariateInfo]]:
         """(N, M) centred covariate matrix and what each column is."""
         cols, info = [], []
         for name in names:
+            if name in TEXT_COVARIATES or name in DERIVED_COVARIATES:
+                self._refuse_shadowed(name)
             if name in TEXT_COVARIATES:
                 v = np.array([features.covariates(it.text)[name] for it in self.items])
                 src = "text"
