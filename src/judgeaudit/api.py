@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from judgeaudit.commands import Run, load_data, unused_generation
 from judgeaudit.data.spec import split_specs
 from judgeaudit.llm import Cache, RetryPolicy
+from judgeaudit.llm.client import MAX_RETRIES
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 from judgeaudit.result import Result
 from judgeaudit.session import ProgressFn, Session
@@ -259,7 +260,6 @@ def _levels(x: Any) -> str:
 MAX_SAMPLES = 100_000
 MAX_SEEDS = 10_000
 MAX_REPEATS = 100
-MAX_RETRIES = 20
 
 
 def _at_most(name: str, value: Any, hi: int, what: str) -> None:
@@ -289,11 +289,11 @@ def _seed_count(x: Any) -> None:
 
 def _data(data: Any) -> Any:
     """Data as given, a list of items checked as the file loaders check their records: a dict
-    with an integer id takes its decimal text (1 -> "1", as in a JSONL file); a gold score or
-    quality that is not a finite number (NaN, inf) is refused, naming the item (it failed
-    only after the judging, in the statistics); a repeated id is refused saying that 1 and
-    "1" are the same id. What is no list is the command's to refuse."""
-    from judgeaudit.data.loaders._common import as_id, nonfinite_field, same_id_note
+    with an integer id takes its decimal text (1 -> "1", as in a JSONL file); a repeated id
+    is refused saying that 1 and "1" are the same id (a gold score that is no finite number
+    is refused where every item is built: commands._as_items). What is no list is the
+    command's to refuse."""
+    from judgeaudit.data.loaders._common import as_id, same_id_note
     from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 
     if isinstance(data, str | bytes | Mapping) or not isinstance(data, Sequence):
@@ -306,9 +306,6 @@ def _data(data: Any) -> Any:
         fields = (x if isinstance(x, Mapping) else
                   {k: getattr(x, k, None) for k in ("id", "score", "quality")}
                   if isinstance(x, PairwiseItem | PointwiseItem) else {})
-        bad = nonfinite_field(fields)
-        if bad is not None:
-            raise ValueError(f"data[{i}]: {bad}")
         item_id = fields.get("id")
         if isinstance(item_id, str):
             if item_id in seen:

@@ -144,8 +144,7 @@ class CallStats:
         return out
 
 
-# The most retries per call a RetryPolicy takes (the Python API's `retry=` bound,
-# judgeaudit.api.MAX_RETRIES, is the same number).
+# The most retries per call a RetryPolicy takes (also the Python API's `retry=` bound).
 MAX_RETRIES = 20
 
 
