@@ -339,6 +339,58 @@ def test_per_item_ids_with_nothing_in_common_are_different_data():
     check_same_data(a, audit_doc({"position": probe_doc(0.1, 0.0, 0.2)}))  # nothing to check
 
 
+def test_the_same_data_at_another_n_pairs_the_shared_ids():
+    """`--n 30` and `--n 60` of the same data were refused ("different data ... run with the
+    same --data and --n") while two audits whose items overlapped only partly were paired on
+    the overlap: one rule now, items matched by id on the overlap, the rest counted."""
+    ids = [f"builtin:facts:{i}" for i in range(60)]
+    a = audit_doc({"position": values_doc({i: 0.5 if k % 3 == 0 else 0.0
+                                           for k, i in enumerate(ids[:30])})}, n_items=30)
+    b = audit_doc({"position": values_doc({i: 0.0 for i in ids})}, n_items=60)
+    a["items"] = {"selection": {"kind": "first", "n": 30, "of": 212}}
+    b["items"] = {"selection": {"kind": "first", "n": 60, "of": 212}}
+    check_same_data(a, b)  # raised CompareError
+    res = compare_paths_docs(a, b)
+    assert res["items"] == {"a": 30, "b": 60, "n_matched": 30, "n_only_a": 0, "n_only_b": 30}
+    p = res["probes"]["position"]
+    assert p["items"]["n_matched"] == 30 and p["items"]["n_only_b"] == 30
+    assert p["verdict"] == "improved", p["reason"]  # 10 of the 30 shared items dropped 0.5
+    assert any("30 in both runs (A judged 30, B 60); 0 only in A and 30 only in B" in n
+               for n in res["notes"])
+    # still refused: different --data, no id in common, or no ids to match different n by
+    with pytest.raises(CompareError, match="different data: A audited"):
+        check_same_data(a, audit_doc(b["probes"], data="builtin:arithmetic", n_items=60))
+    with pytest.raises(CompareError, match="keeps no per-item ids to match them by"):
+        check_same_data(a, audit_doc({"position": probe_doc(0.0, -0.02, 0.02)}, n_items=60))
+
+
+def compare_paths_docs(a, b, **kw):
+    """`compare_paths` on documents: the same check of the data, then the comparison."""
+    check_same_data(a, b)
+    return compare(a, b, **kw)
+
+
+def test_the_run_level_item_counts_say_what_is_left_out():
+    """A data file with 10 of its 40 ids edited between the audits: each probe says "n=30",
+    and the comparison as a whole now counts the 10 items of each run left out (`items`);
+    every item matched: no note, and None when no probe keeps per-item values."""
+    ids = [f"j:{i}" for i in range(40)]
+    va = {i: 0.0 for i in ids}
+    vb = {(i + "-edited" if k < 10 else i): 0.0 for k, i in enumerate(ids)}
+    a = audit_doc({"position": values_doc(va), "verbosity": values_doc(va, title="V")},
+                  n_items=40)
+    b = audit_doc({"position": values_doc(vb), "verbosity": values_doc(vb, title="V")},
+                  n_items=40)
+    res = compare_paths_docs(a, b)
+    assert res["items"] == {"a": 40, "b": 40, "n_matched": 30, "n_only_a": 10, "n_only_b": 10}
+    assert res["notes"] == ["items matched by id: 30 in both runs (A judged 40, B 40); 10 "
+                            "only in A and 10 only in B are left out of the paired changes"]
+    same = compare(a, a)
+    assert same["items"]["n_matched"] == 40 and same["notes"] == []
+    plain_a = audit_doc({"position": probe_doc(0.0, -0.02, 0.02)})
+    assert compare(plain_a, plain_a)["items"] is None
+
+
 def test_load_audit_refuses_bad_input(tmp_path):
     with pytest.raises(CompareError, match="no such folder"):
         load_audit(tmp_path / "missing")
@@ -465,6 +517,24 @@ def test_position_drop_unpaired(position_drop):
     paired = compare(*position_drop)["probes"]["position"]
     width = p["change"]["ci95"][1] - p["change"]["ci95"][0]
     assert width > paired["change"]["ci95"][1] - paired["change"]["ci95"][0]
+
+
+async def test_a_planted_position_drop_is_found_between_audits_of_different_n():
+    """Audit A on the first 120 items (sim position 2.0), audit B on all 212 (0.0): refused
+    as "different data" before; now paired on the 120 shared ids, the 92 only in B counted,
+    and the drop found; identical judges at different n are not flagged."""
+    items = load("builtin:facts")
+    a = await sim_audit("sim?position=2.0&seed=0", items[:120], ["position"])
+    b = await sim_audit("sim?position=0.0&seed=0", items, ["position"])
+    res = compare_paths_docs(a, b)
+    assert res["items"] == {"a": 120, "b": 212, "n_matched": 120, "n_only_a": 0,
+                            "n_only_b": 92}
+    p = res["probes"]["position"]
+    assert p["items"]["n_matched"] == 120 and p["verdict"] == "improved", p["reason"]
+    assert compare_paths_docs(b, a)["probes"]["position"]["verdict"] == "worse"
+    same = await sim_audit("sim?position=2.0&seed=1", items, ["position"])
+    s = compare_paths_docs(a, same)["summary"]
+    assert s["improved"] == [] and s["worse"] == [], s
 
 
 async def test_identical_judges_are_not_flagged():

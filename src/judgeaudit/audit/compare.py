@@ -20,11 +20,17 @@ every value in [-span, span], so every change in [-(span A + span B), span A + s
 the interval is the exact one of `stats.movers_ci` instead: the bootstrap of so few changes
 is too narrow (none changed: [0, 0] at any n), and "no change" read off it would be wrong
 far more often than 5% of the time at the edge of the margin.
-Items judged in only one run are counted and reported. Results files without per-item values
+Items judged in only one run are counted and reported, per probe (`items`) and over the
+run (the document's `items`, `item_counts`): audits of the same --data with different
+--n, --sample or --seed compare on the items both judged. Results files without per-item values
 fall back to an unpaired comparison of the two effects: the change's interval combines the two
 95% intervals as independent normal estimates (se = width / 3.92) with a Wald z test. Two
 audits of the same items have positively correlated errors, so the unpaired interval is wider
 than the paired one would be: it finds fewer changes, never more than it should.
+
+A probe audit A ran that audit B lacks (`only_in_a`) is not compared: B's bias there is
+unknown, so a release gate must not pass it (the CLI's `--fail-on` trips on it unless
+`--allow-missing`; `missing_note`). A probe only in B is listed and compared with nothing.
 
 An input whose run failed (`run.status == "failed"`) is never compared: the result carries a
 failed run with that input's message, and no gate passes it."""
@@ -104,29 +110,86 @@ def load_audit(path: str | Path) -> dict[str, Any]:
 
 
 def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
-    """Both audits must have judged the same data (the same --data and the same number of
-    items, i.e. the same --n / --full): otherwise their effects describe different items. An
-    adaptive audit judged as many items as its probes needed, so with one the items are
-    matched by id alone (those in one run only are counted, `adaptive_notes`)."""
+    """Both audits must have judged the same data (the same --data spec): otherwise their
+    effects describe different items. Within the same data, items are matched by id: each
+    probe compares the items both runs judged, and those judged in one run only are counted
+    (`item_counts`, in the output). So audits of different --n, --sample or --seed, an
+    adaptive audit beside a fixed-n one, and a data file some of whose items changed all
+    compare on the items they share. Refused (CompareError): different --data specs; per-item
+    ids in both runs with no id in common; and, where a run keeps no per-item ids to match
+    by (results from an older judgeaudit), a different number or selection of items."""
     if any((d.get("run") or {}).get("status") == "failed" for d in (a, b)):
         return  # the comparison fails on that run (`_failed_run`), saying to re-run it
     da, db = a.get("data"), b.get("data")
     if da != db:
         raise CompareError(f"different data: A audited {da!r}, B audited {db!r}; compare "
-                           "audits run with the same --data and --n")
+                           "audits of the same --data (items are then matched by id)")
+    ids_a, ids_b = _item_ids(a), _item_ids(b)
+    if ids_a and ids_b:
+        if not ids_a & ids_b:
+            raise CompareError(f"different data: A and B both name {da!r} but no item id is "
+                               "in both (did the data change between the audits?)")
+        return  # matched by id on the items in both; the others are counted
     adaptive = bool(a.get("adaptive") or b.get("adaptive"))
+    which = "neither run keeps" if not ids_a and not ids_b else \
+        f"run {'A' if not ids_a else 'B'} keeps no"
     na, nb = a.get("n_items"), b.get("n_items")
     if na != nb and not adaptive:
-        raise CompareError(f"different data: A judged {na} items of {da!r}, B judged {nb}; "
-                           "compare audits run with the same --data and --n")
+        raise CompareError(f"different data: A judged {na} items of {da!r}, B judged {nb}, and "
+                           f"{which} per-item ids to match them by; compare audits run with "
+                           "the same --data and --n (or re-run the audits: results.json now "
+                           "keeps per-item values)")
     sa, sb = _selection(a), _selection(b)
     if sa is not None and sb is not None and sa != sb and not adaptive:
-        raise CompareError(f"different data: A used items {sa} of {da!r}, B used {sb}; "
-                           "compare audits run with the same --n / --sample / --seed")
-    ids_a, ids_b = _item_ids(a), _item_ids(b)
-    if ids_a and ids_b and not ids_a & ids_b:
-        raise CompareError(f"different data: A and B both name {da!r} but no item id is in "
-                           "both (did the data change between the audits?)")
+        raise CompareError(f"different data: A used items {sa} of {da!r}, B used {sb}, and "
+                           f"{which} per-item ids to match them by; compare audits run with "
+                           "the same --n / --sample / --seed")
+
+
+def item_counts(a: Mapping[str, Any], b: Mapping[str, Any],
+                names: Sequence[str]) -> dict[str, Any] | None:
+    """How the two runs' items match by id, over the probes `names` whose per-item values
+    both runs keep: {"a": items A judged, "b": items B judged, "n_matched": in both,
+    "n_only_a", "n_only_b": in one run only (left out of every paired change)}; None when no
+    probe keeps them (unpaired: nothing is matched)."""
+    pa_all, pb_all = a.get("probes") or {}, b.get("probes") or {}
+    ids_a: set[str] = set()
+    ids_b: set[str] = set()
+    for name in names:
+        pa, pb = pa_all.get(name), pb_all.get(name)
+        if not isinstance(pa, dict) or not isinstance(pb, dict):
+            continue
+        (ra, _), (rb, _) = _pairs(pa), _pairs(pb)
+        if ra is None or rb is None:
+            continue
+        ids_a.update(str(k) for k, _v in ra)
+        ids_b.update(str(k) for k, _v in rb)
+    if not ids_a and not ids_b:
+        return None
+    both = ids_a & ids_b
+    return {"a": len(ids_a), "b": len(ids_b), "n_matched": len(both),
+            "n_only_a": len(ids_a - both), "n_only_b": len(ids_b - both)}
+
+
+def items_line(counts: Mapping[str, Any] | None) -> str:
+    """The run-level item match as one sentence (the terminal, results.json's notes)."""
+    if not counts:
+        return ""
+    head = (f"items matched by id: {counts['n_matched']} in both runs (A judged "
+            f"{counts['a']}, B {counts['b']})")
+    if not counts["n_only_a"] and not counts["n_only_b"]:
+        return head
+    return (f"{head}; {counts['n_only_a']} only in A and {counts['n_only_b']} only in B are "
+            "left out of the paired changes")
+
+
+def missing_note(only_in_a: Sequence[str]) -> str:
+    """What a probe audit A (the baseline) ran and audit B (the candidate) lacks means."""
+    if not only_in_a:
+        return ""
+    return (f"{', '.join(only_in_a)} (audit A, the baseline, ran them and audit B lacks "
+            "them: their bias in B is unknown, so any --fail-on gate fails on them unless "
+            "--allow-missing is given)")
 
 
 def judge_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -471,6 +534,11 @@ def compare(
                                                     "paired": [], "unpaired": []})
         doc["seconds"] = time.perf_counter() - t0
         return doc
+    # the run-level item match, said beside the per-probe counts (the terminal showed only
+    # "n=30" per probe, never the 10 items of each run left out)
+    counts = doc["items"] = item_counts(a, b, names)
+    if counts and (counts["n_only_a"] or counts["n_only_b"]):
+        doc["notes"].append(items_line(counts))
     probes: dict[str, dict[str, Any]] = {}
     changes = []
     for name in names:
