@@ -4,14 +4,16 @@ p and q, and a verdict (improved / worse / no change / underpowered). Writes res
 (command "compare") and report.html to --out and prints a table. `register(app)` adds the
 command to a typer app (the main CLI calls it).
 
-Exit codes: 0 compared, 1 `--fail-on` tripped (a probe got worse), 2 bad input (no such
-folder, not an audit result, audits of different data, bad options), 3 an input audit's run
-failed (its message is printed; the comparison's results and report say so)."""
+Exit codes: 0 compared, 1 `--fail-on` tripped (a probe got worse, or audit B lacks a probe
+audit A ran and `--allow-missing` was not given), 2 bad input (no such folder, not an audit
+result, audits of different data, bad options), 3 an input audit's run failed (its message is
+printed; the comparison's results and report say so)."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -49,24 +51,46 @@ def _eff(e: dict[str, Any] | None) -> str:
 
 def compare_table(res: dict[str, Any]) -> Table:
     """The comparison as a terminal table: each run's effect, the change with its interval,
-    q, how it was compared (paired on n items, or unpaired) and the verdict."""
+    q, how it was compared (paired on n items, or unpaired), the items valid in one run only
+    (when any are) and the verdict; the title says how the runs' items matched by id."""
     ra, rb = res["runs"]["a"], res["runs"]["b"]
     t = Table(title=escape(f"compare A {ra.get('judge')} -> B {rb.get('judge')} on "
-                           f"{res.get('data')} ({res.get('n_items')} items)"),
+                           f"{res.get('data')} ({items_header(res)})"),
               title_justify="left")
-    for col, just in [("probe", "left"), ("A effect [95% CI]", "right"),
-                      ("B effect [95% CI]", "right"), ("change B-A [95% CI]", "right"),
-                      ("q", "right"), ("compared", "left"), ("verdict", "left")]:
+    # items left out (valid in one run only): a column when any probe has them
+    left_out = any((p.get("items") or {}).get("n_only_a") or (p.get("items") or {}).get(
+        "n_only_b") for p in res["probes"].values())
+    cols = [("probe", "left"), ("A effect [95% CI]", "right"), ("B effect [95% CI]", "right"),
+            ("change B-A [95% CI]", "right"), ("q", "right"), ("compared", "left"),
+            *([("only A/B", "right")] if left_out else []), ("verdict", "left")]
+    for col, just in cols:
         t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for name, p in res["probes"].items():
         q = p.get("q")
-        how = (f"paired, n={p['items'].get('n_matched')}" if p["pairing"] == "paired"
-               else "unpaired")
+        paired = p["pairing"] == "paired"
+        how = f"paired, n={p['items'].get('n_matched')}" if paired else "unpaired"
+        only = (f"{p['items'].get('n_only_a')}/{p['items'].get('n_only_b')}" if paired
+                else "n/a")
         v = p["verdict"]
         t.add_row(escape(name), _eff(p["a"]["effect"]), _eff(p["b"]["effect"]),
                   _eff(p["change"]), "n/a" if q is None else f"{q:.2g}", how,
+                  *([only] if left_out else []),
                   f"[{VERDICT_STYLE.get(v, 'white')}]{escape(v.replace('_', ' '))}[/]")
     return t
+
+
+def items_header(res: dict[str, Any]) -> str:
+    """The items in the table's title: each run's count and, when items were matched by id,
+    how many are in both runs and in one only (the title said "(40 items)" of two runs that
+    shared 30)."""
+    na, nb = res["runs"]["a"].get("n_items"), res["runs"]["b"].get("n_items")
+    c = res.get("items")
+    if not isinstance(c, dict):
+        return f"{na} items" if na == nb else f"A {na} items, B {nb}"
+    if not c.get("n_only_a") and not c.get("n_only_b"):
+        return f"{c.get('n_matched')} items, all matched by id"
+    return (f"A {c.get('a')} items, B {c.get('b')}: {c.get('n_matched')} matched by id, "
+            f"{c.get('n_only_a')} only in A, {c.get('n_only_b')} only in B")
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
@@ -89,30 +113,54 @@ def _same_place(out: Path, run: Path) -> bool:
         return False
 
 
-@config_command(CompareConfig)
-def compare(cfg: CompareConfig, json_out: bool) -> None:
-    """Compare two audits of the same items, probe by probe: the change in each bias (B - A)
+ALLOW_MISSING = inspect.Parameter(
+    "allow_missing", inspect.Parameter.KEYWORD_ONLY, default=False,
+    annotation=Annotated[bool, typer.Option(
+        "--allow-missing", help=(
+            "With --fail-on: pass the gate although audit B lacks probes audit A ran (they "
+            "are still listed). Without it any gate fails (exit 1) on such a probe: B's bias "
+            "there is unknown. A probe named in --fail-on fails the gate when B lacks it "
+            "either way."))])
+
+
+@config_command(CompareConfig, ALLOW_MISSING)
+def compare(cfg: CompareConfig, json_out: bool, allow_missing: bool) -> None:
+    """Compare two audits of the same data, probe by probe: the change in each bias (B - A)
     with a 95% interval, and whether it improved, got worse, did not change, or cannot tell.
-    Items are paired by id when the results keep per-item values, else the two effects are
-    compared unpaired (said in the output). --fail-on worse makes it a release gate.
+    Items are matched by id when the results keep per-item values: each probe compares the
+    items both audits judged, and those in one audit only are counted (audits of different
+    --n or --seed compare on the items they share; different --data, or no item in common,
+    exit 2). Without per-item values the two effects are compared unpaired (said in the
+    output). --fail-on worse makes it a release gate: exit 1 when a probe got worse, and
+    also when audit B (the candidate) lacks a probe audit A (the baseline) ran, unless
+    --allow-missing; probes only in B are listed and never fail it.
 
     Example (audits of the same items before and after a change): judgeaudit compare out/audit
     out/audit-new --fail-on worse --out out/compare"""
-    from judgeaudit.audit.compare import CompareError, check_same_data, load_audit
+    from judgeaudit.audit.compare import (
+        CompareError,
+        check_same_data,
+        load_audit,
+        missing_note,
+    )
     from judgeaudit.audit.compare import compare as run_compare
 
     run_a, run_b, out = cfg.run_a, cfg.run_b, cfg.out
     mode, must_not = _parse_fail_on(cfg.fail_on)
+    if allow_missing and mode == "never":
+        raise fail("--allow-missing applies to a --fail-on gate; give --fail-on too (or leave "
+                   "--allow-missing out)")
     try:
         a, b = load_audit(run_a), load_audit(run_b)
         check_same_data(a, b)
     except CompareError as exc:
         raise fail(str(exc)) from None
     common = set(a["probes"]) & set(b["probes"])
-    unknown = must_not - common
+    unknown = must_not - set(a["probes"])
     if unknown:
         raise fail(f"--fail-on names probe(s) not in both audits: {', '.join(sorted(unknown))}"
-                   f" (compared: {', '.join(sorted(common)) or 'none'})")
+                   f" (audit A, the baseline, did not run them; compared: "
+                   f"{', '.join(sorted(common)) or 'none'})")
     for run in (run_a, run_b):
         if _same_place(out, run):
             raise fail(f"--out {out}: that is audit {run}'s folder; its results.json would be "
@@ -122,8 +170,16 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
                       margin=cfg.margin, seed=cfg.seed)
     worse = set((res.get("summary") or {}).get("worse") or [])
     failing = {"never": set(), "worse": worse, "probes": worse & must_not}[mode]
+    # a probe the baseline ran that the candidate lacks: its bias in B is unknown, so no gate
+    # passes it (it passed with "only in A, not compared"), unless --allow-missing; a probe
+    # the gate names fails it either way
+    dropped = list(res.get("only_in_a") or [])
+    missing = [] if mode == "never" else \
+        [n for n in dropped if not allow_missing or n in must_not]
     if mode != "never":  # in results.json and --json, not only in the exit code
-        res["gate"] = gate_record(res, cfg.fail_on, failing)
+        res["gate"] = {**gate_record(res, cfg.fail_on, failing | set(missing)),
+                       "worse": sorted(failing), "missing": missing,
+                       "allow_missing": allow_missing}
     path, report = write_outputs(out, res)
     if res["run"]["status"] == "ok":
         if res["probes"]:
@@ -141,9 +197,10 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
             _say(f"the same judge ran differently: {line}")
         for line in res.get("notes") or []:
             _say(line)
-        for side, names in (("A", res["only_in_a"]), ("B", res["only_in_b"])):
-            if names:
-                _say(f"only in {side}, not compared: {', '.join(names)}")
+        if dropped:
+            _say(f"only in A, not compared: {missing_note(dropped)}")
+        if res["only_in_b"]:
+            _say(f"only in B, not compared: {', '.join(res['only_in_b'])}")
         _say(f"{len(s['improved'])} improved, {len(s['worse'])} worse, "
              f"{len(s['no_change'])} no change, {len(s['underpowered'])} underpowered")
     _say(f"report: {report}")
@@ -151,6 +208,13 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
     finish(res, json_out)  # before the gate: no gate passes a failed run
     if failing:
         console.print(f"[bold red]fail-on:[/] {escape(', '.join(sorted(failing)))} got worse")
+    if missing:
+        console.print(f"[bold red]fail-on:[/] audit B lacks probe(s) audit A ran: "
+                      f"{escape(', '.join(missing))} (their bias in B is unknown: re-run audit "
+                      "B with them" + ("" if allow_missing else
+                                       ", or pass --allow-missing to gate on the probes both "
+                                       "ran") + ")")
+    if failing or missing:
         raise typer.Exit(EXIT_GATE)
 
 
