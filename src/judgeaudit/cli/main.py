@@ -377,11 +377,15 @@ def main() -> None:
     """Console entry point. After Ctrl-C (exit 130) the process ends at once instead of
     waiting for a local model's forward pass in its worker thread to finish: every finished
     call is already committed to the cache. SIGTERM ends it the same way, with exit 143
-    (`_on_sigterm`)."""
+    (`_on_sigterm`). A reader that goes away (`| head -1`) ends no run: what is written
+    after it is discarded and the exit code is the run's own (`crash.PipeSafe`)."""
     import os
     import signal
 
+    from judgeaudit.cli.crash import guard_std_streams, silence_std_streams
+
     signal.signal(signal.SIGTERM, _on_sigterm)
+    guard_std_streams()
     wants_json = "--json" in sys.argv[1:]
     tee = _Tee(sys.stderr) if wants_json else None
     if tee is not None:
@@ -400,6 +404,10 @@ def main() -> None:
                                    "reason": tee.error_text() or "bad usage", "exit_code": 2},
                                   ensure_ascii=False))
         raise
+    except BrokenPipeError:  # past PipeSafe (nothing known writes around it): the command
+        # ended where it wrote, so its outcome is unknown: a failed run, never a gate's 1
+        silence_std_streams()
+        sys.exit(EXIT_RUN_FAILED)
     except Exception as exc:
         _crashed(exc)
 
