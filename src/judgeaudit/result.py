@@ -508,10 +508,14 @@ class Result(BaseModel):
             out["n_items"] = d.get("n_items")
             out["verdicts"] = {k: p.get("verdict") for k, p in (d.get("probes") or {}).items()}
             # each probe's change B - A with its interval, n (matched items), p and q
+            # (and the items each left out: valid in one audit only)
             out["changes"] = {k: {**(_est_dict(p.get("change")) or {}),
                                   "n": (p.get("items") or {}).get("n_matched"),
+                                  **{f: (p.get("items") or {})[f] for f in (
+                                      "n_only_a", "n_only_b") if f in (p.get("items") or {})},
                                   "p": p.get("p"), "q": p.get("q")}
                               for k, p in (d.get("probes") or {}).items()}
+            out.update({k: d[k] for k in ("items", "only_in_a", "only_in_b") if k in d})
             out.update({k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
                                           "paired", "unpaired") if k in s})
             if d.get("gate"):

@@ -311,6 +311,11 @@ def test_unmatched_items_are_in_the_terminal_title_and_rows(runs, tmp_path):
     assert "10 only in A and 10 only in B are left out of the paired changes" in text
     res = read_results(tmp_path / "cmp")
     assert res["items"] == {"a": 40, "b": 40, "n_matched": 30, "n_only_a": 10, "n_only_b": 10}
+    # --json carries the counts too (it had none)
+    j = json.loads(invoke(a, b, "--out", str(tmp_path / "cmpj"), "--json").stdout)
+    assert j["items"] == res["items"]
+    assert (j["changes"]["position"]["n"], j["changes"]["position"]["n_only_a"],
+            j["changes"]["position"]["n_only_b"]) == (30, 10, 10)
     # all matched: said in the title, no column
     r = invoke(a, a + "/results.json", "--out", str(tmp_path / "same"))
     assert "(40 items, all matched by id)" in " ".join(r.output.split())
