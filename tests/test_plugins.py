@@ -108,6 +108,60 @@ class Shadow(Provider):
 '''
 
 
+CRASHY = '''\
+"""Plugins that load fine and fail at run time."""
+from typing import ClassVar
+
+from judgeaudit.audit.probe import Probe
+from judgeaudit.llm.base import Provider, Request, Response
+
+
+class Crashy(Provider):
+    name: ClassVar[str] = "crashy"
+    deterministic: ClassVar[bool] = True
+
+    async def generate(self, request: Request) -> Response:
+        return {}["missing"]
+
+
+class CrashProbe(Probe):
+    name = "crashprobe"
+    title = "Crash"
+    description = "a plugin probe that raises"
+    metric = "none"
+    direction = "none"
+    default = False
+
+    async def run(self, ctx):
+        raise RuntimeError("probe exploded")
+
+
+def raises(name, params):
+    raise RuntimeError("loader exploded")
+
+
+def dicts(name, params):
+    return [{"id": "a", "prompt": "q", "response_1": "x", "response_2": "y", "label": 1}]
+
+
+def rule(ctx, a, b):
+    return None
+'''
+
+CRASHY_EPS = '''\
+[project.entry-points."judgeaudit.providers"]
+crashy = "ja_crashy_plugin:Crashy"
+[project.entry-points."judgeaudit.probes"]
+crashprobe = "ja_crashy_plugin:CrashProbe"
+[project.entry-points."judgeaudit.data"]
+raises = "ja_crashy_plugin:raises"
+dicts = "ja_crashy_plugin:dicts"
+[project.entry-points."judgeaudit.acquisition"]
+topk = "ja_crashy_plugin:rule"
+missingattr = "ja_crashy_plugin:no_such_rule"
+'''
+
+
 def _install(tmp: Path, dist: str, modules: dict[str, str], eps: str) -> Path:
     pkg, site = tmp / f"{dist}-src", tmp / f"{dist}-site"
     pkg.mkdir()
@@ -127,7 +181,8 @@ def sites(tmp_path_factory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("plugins")
     good = _install(tmp, "ja-test-plugin", {"ja_test_plugin": PLUGIN}, GOOD_EPS)
     broken = _install(tmp, "ja-broken-plugin", {"ja_broken_plugin": BROKEN}, BROKEN_EPS)
-    return {"good": good, "broken": broken, "tmp": tmp}
+    crashy = _install(tmp, "ja-crashy-plugin", {"ja_crashy_plugin": CRASHY}, CRASHY_EPS)
+    return {"good": good, "broken": broken, "crashy": crashy, "tmp": tmp}
 
 
 def _run(args: list[str], *paths: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -237,3 +292,82 @@ def test_rank_commands_accept_a_plugin_rule_by_membership(sites):
             "assert 'nope' not in RULES; print(sorted(RULES))")
     r = _run(["-c", code], sites["good"], cwd=sites["tmp"])
     assert r.returncode == 0 and "myrule" in r.stdout, r.stderr
+
+
+def _said(r: subprocess.CompletedProcess[str]) -> str:
+    return " ".join(r.stderr.split())  # the console may wrap long lines
+
+
+def _named(err: str, group: str, name: str) -> bool:
+    return (f"plugin ja-crashy-plugin 0.1 ({group} entry point {name!r}" in err
+            or f"plugin ja_crashy_plugin 0.1 ({group} entry point {name!r}" in err)
+
+
+def test_a_loader_plugin_that_raises_is_named_not_called_a_bug_in_judgeaudit(sites, tmp_path):
+    r = _run(_cli("evaluate", "--judge", "sim", "--data", "raises:x", "--no-cache", "--out",
+                  str(tmp_path / "e")), sites["crashy"], cwd=tmp_path)
+    assert r.returncode == 3
+    err = _said(r)
+    assert _named(err, "judgeaudit.data", "raises"), err
+    assert "failed: RuntimeError: loader exploded" in err
+    assert "Traceback" in r.stderr and "bug in judgeaudit" not in err
+
+
+def test_a_loader_plugin_returning_dicts_exits_2_naming_it_and_what_was_expected(sites,
+                                                                                 tmp_path):
+    r = _run(_cli("evaluate", "--judge", "sim", "--data", "dicts:x", "--no-cache", "--out",
+                  str(tmp_path / "e")), sites["crashy"], cwd=tmp_path)
+    assert r.returncode == 2
+    err = _said(r)
+    assert _named(err, "judgeaudit.data", "dicts"), err
+    assert "item 1 is a dict" in err and "must return a list of judgeaudit items" in err
+    assert "Traceback" not in r.stderr and "bug in judgeaudit" not in err
+
+
+def test_a_provider_plugin_that_raises_is_named_and_its_run_recorded_failed(sites, tmp_path):
+    out = tmp_path / "e"
+    r = _run(_cli("evaluate", "--judge", "crashy:m", "--data", "builtin:facts?limit=4",
+                  "--no-cache", "--out", str(out)), sites["crashy"], cwd=tmp_path)
+    assert r.returncode == 3
+    err = _said(r)
+    assert _named(err, "judgeaudit.providers", "crashy"), err
+    assert "failed: KeyError: 'missing'" in err and "bug in judgeaudit" not in err
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["run"]["status"] == "failed" and not doc["run"].get("unfinished")
+    assert "KeyError: 'missing'" in doc["run"]["message"]
+
+
+def test_a_probe_plugin_that_raises_records_the_failure_not_did_not_finish(sites, tmp_path):
+    out = tmp_path / "a"
+    args = _cli("audit", "--judge", "sim", "--n", "5", "--probes", "position,crashprobe",
+                "--json", "--out", str(out))
+    r = _run(args, sites["crashy"], cwd=tmp_path)
+    assert r.returncode == 3
+    err = _said(r)
+    assert _named(err, "judgeaudit.probes", "crashprobe"), err
+    assert "failed: RuntimeError: probe exploded" in err and "bug in judgeaudit" not in err
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["run"]["status"] == "failed" and not doc["run"].get("unfinished")
+    assert "probe exploded" in doc["run"]["message"]
+    assert "did not finish" not in json.dumps(doc)
+    summary = json.loads(r.stdout)  # --json: one object, this failure
+    assert summary["ok"] is False and summary["exit_code"] == 3
+    assert "probe exploded" in summary["reason"]
+    # the report rebuilt from it says the same
+    r = _run(_cli("report", str(out)), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (out / "report.html").read_text()
+    assert "probe exploded" in html and "did not finish" not in html
+
+
+def test_a_rule_plugin_clashing_with_a_built_in_says_an_acquisition_plugin(sites, tmp_path):
+    code = ("from judgeaudit.rank.acquisition import RULES, get_rule, rule_names;"
+            "import judgeaudit.rank.acquisition.topk as t;"
+            "assert RULES['topk'] is t.score and 'missingattr' not in rule_names();"
+            "from judgeaudit import plugins;"
+            "print(plugins.unknown_suffixes('acquisition', ['missingattr', 'nope']))")
+    r = _run(["-c", code], sites["crashy"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    err = _said(r)
+    assert "an acquisition plugin cannot replace it" in err and "a acquisition" not in err
+    assert "'missingattr'" in r.stdout and "AttributeError" in r.stdout

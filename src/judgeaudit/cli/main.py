@@ -446,12 +446,19 @@ class _Tee:
 
 
 def _crashed(exc: Exception) -> NoReturn:
-    """An error no command expected (a full disk, a bug) ends with exit 3, the run failed,
-    never with Python's own exit 1, which is a tripped `--fail-on` gate: a release gate must
-    not read a crash as "the judge is biased". An OSError (no space left, a file too large,
-    no permission) is said in one line; anything else is a bug and keeps its traceback."""
+    """An error no command expected (a full disk, a plugin failing, a bug) ends with exit 3,
+    the run failed, never with Python's own exit 1, which is a tripped `--fail-on` gate: a
+    release gate must not read a crash as "the judge is biased". An OSError (no space left,
+    a file too large, no permission) is said in one line; a plugin's code that raised is
+    named with its traceback (`crash.crash_reason`); anything else is a bug and keeps its
+    traceback. A run that had begun its work records the failure in its output folder
+    (results.json: status failed, with the reason), which said "did not finish; run again to
+    resume" while it ran (`crash.record_failure`)."""
     import traceback
 
+    from judgeaudit.cli.crash import crash_reason, record_failure
+
+    doc = None
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         reason = f"{exc.strerror or exc}{where}"
@@ -460,14 +467,35 @@ def _crashed(exc: Exception) -> NoReturn:
                          "it finished from the cache, unless --no-cache was given)\n")
     else:
         traceback.print_exc()
-        reason = f"unexpected {type(exc).__name__}: a bug in judgeaudit"
-        sys.stderr.write(f"error: {reason}; please report it with the traceback above (the "
-                         "run failed: exit 3)\n")
+        reason, plugin = crash_reason(exc)
+        doc = record_failure(exc, reason)
+        saved = (f"; recorded in {doc_out}" if (doc_out := _recorded_in(exc)) and doc
+                 else "")
+        if plugin:
+            sys.stderr.write(f"error: {reason} (the run failed: exit 3{saved}; see the "
+                             "traceback above, and report it to the plugin's authors)\n")
+        else:
+            sys.stderr.write(f"error: {reason}; please report it with the traceback above (the "
+                             f"run failed: exit 3{saved})\n")
     sys.stderr.flush()
     if "--json" in sys.argv[1:]:  # --json prints one object whatever ends the run
-        typer.echo(json.dumps({"ok": False, "reason": reason, "exit_code": EXIT_RUN_FAILED},
-                              ensure_ascii=False))
+        if doc is not None:
+            from judgeaudit.result import Result
+
+            summary = {**Result.from_document(doc).summary(), "exit_code": EXIT_RUN_FAILED}
+        else:
+            summary = {"ok": False, "reason": reason, "exit_code": EXIT_RUN_FAILED}
+        typer.echo(json.dumps(summary, ensure_ascii=False))
     sys.exit(EXIT_RUN_FAILED)
+
+
+def _recorded_in(exc: BaseException) -> str | None:
+    """The results.json a crashed run's failure was recorded in."""
+    from judgeaudit.cli.crash import run_locals
+
+    cfg = (run_locals(exc) or {}).get("cfg")
+    out = getattr(cfg, "out", None)
+    return str(out / "results.json") if out is not None else None
 
 
 if __name__ == "__main__":
