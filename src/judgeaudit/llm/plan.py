@@ -22,6 +22,7 @@ Error lines are counted and reported, never cached. The command then runs from t
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -187,18 +188,28 @@ def write_jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> None:
 
 @dataclass
 class IngestReport:
-    """What `ingest` did: answers stored, error lines by kind (with the first message),
-    lines whose custom_id was not planned with this cache, unreadable lines, and with a plan
-    file, its requests with no answer in the cache."""
+    """What `ingest` did: answers stored, error lines by kind (with the first one's message and
+    1-based line), lines whose custom_id was not planned with this cache (the first one's line
+    and id), unreadable lines, lines that are requests (a plan's lines, not answers), repeated
+    custom_ids (the first line kept; the first few repeats' lines, and how many of them carry
+    a different answer than the line kept), and with a plan file, its requests with no answer
+    in the cache."""
 
     lines: int = 0
     ingested: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
+    first_error_line: int | None = None
     unknown: int = 0
+    first_unknown: tuple[int, str] | None = None  # (line, custom_id)
     unreadable: int = 0
     unreadable_lines: list[int] = field(default_factory=list)  # the first few, 1-based
+    requests: int = 0  # lines that are requests (method, url, body; no response or error)
+    request_lines: list[int] = field(default_factory=list)  # the first few, 1-based
     duplicates: int = 0
+    duplicates_differing: int = 0  # of `duplicates`, repeats whose answer differs from the kept
+    # The first few repeats: (custom_id, line kept, line of the repeat, answers differ).
+    duplicate_lines: list[tuple[str, int, int, bool]] = field(default_factory=list)
     replaced: int = 0  # of `ingested`, answers that replaced one already cached
     plan_lines: int | None = None
     unanswered: int | None = None
@@ -206,6 +217,32 @@ class IngestReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
+
+
+class PlanGivenAsAnswers(ValueError):
+    """The file given to `ingest` holds requests (a plan), not the executor's answers."""
+
+
+# Keys of a batch *request* line (OpenAI: method, url, body; Anthropic: params), which an
+# output line never carries without a response or an error.
+_REQUEST_KEYS = ("method", "url", "body", "params")
+_MAX_LISTED = 10
+
+
+def is_request_line(d: Any) -> bool:
+    """True for a line of a plan (a batch input file) rather than of a batch's output."""
+    return (isinstance(d, dict) and "response" not in d and "error" not in d
+            and any(k in d for k in _REQUEST_KEYS))
+
+
+def _answer_digest(line: Any) -> bytes:
+    """What two lines of one custom_id are compared by: the answer's choices (ids, timestamps
+    and usage may differ between two runs of one request), or an error line's kind and
+    message."""
+    what: Any = (["choices", line.body.get("choices")] if line.body is not None
+                 else ["error", line.kind, line.message])
+    raw = json.dumps(what, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(raw.encode(), digest_size=8).digest()
 
 
 def read_plan_keys(path: str | Path) -> list[str]:
@@ -224,7 +261,11 @@ def read_plan_keys(path: str | Path) -> list[str]:
 def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
            max_response_chars: int | None = None, chunk: int = 5000) -> IngestReport:
     """Store the answers of an OpenAI-batch-format output file (`vllm run-batch`, a batch
-    API's output and error files, any executor writing that format) in `cache`."""
+    API's output and error files, any executor writing that format) in `cache`.
+
+    Of lines repeating a custom_id the first is kept (the report says which lines, and
+    whether their answers differ). A file whose every line is a request (the plan itself)
+    raises `PlanGivenAsAnswers` and stores nothing."""
     from judgeaudit.llm.batch_openai import read_output_line
     from judgeaudit.llm.client import clean_response, default_max_response_chars
     from judgeaudit.llm.providers.openai import parse_chat_completion
@@ -233,15 +274,21 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
     rep = IngestReport()
     errors: Counter[str] = Counter()
     answered: set[str] = set()
-    seen: set[str] = set()
+    seen: dict[str, tuple[int, bytes]] = {}  # custom_id -> (line kept, its answer's digest)
 
-    def flush(batch: list[tuple[str, dict[str, Any]]]) -> None:
-        meta = cache.planned([k for k, _ in batch])
+    def error_at(n: int, message: str) -> None:
+        # Answers are parsed a chunk at a time, after later error lines were read.
+        if rep.first_error_line is None or n < rep.first_error_line:
+            rep.first_error, rep.first_error_line = message, n
+
+    def flush(batch: list[tuple[str, dict[str, Any], int]]) -> None:
+        meta = cache.planned([k for k, _, _ in batch])
         rows = []
-        for key, body in batch:
+        for key, body, n in batch:
             m = meta.get(key)
             if m is None:
                 rep.unknown += 1
+                rep.first_unknown = rep.first_unknown or (n, key)
                 continue
             provider, model, info = m
             try:
@@ -249,42 +296,61 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                 resp = parse_chat_completion(body, choices, prefill)
             except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                 errors["malformed"] += 1
-                rep.first_error = rep.first_error or f"{key[:12]}: not a chat completion"
+                error_at(n, f"{key[:12]}: not a chat completion")
                 continue
             rows.append((key, provider, model, clean_response(resp, cap)))
             answered.add(key)
         rep.replaced += len(cache.has([r[0] for r in rows]))
         cache.put_many(rows)
         if cache.write_error is not None:  # the cache is this command's output
-            raise CacheError(f"{cache.write_error}; {rep.ingested} answers were stored before")
+            stored = rep.ingested
+            raise CacheError(f"{cache.write_error}; {stored} answer"
+                             f"{'' if stored == 1 else 's'} "
+                             f"{'was' if stored == 1 else 'were'} stored before")
         rep.ingested += len(rows)
 
-    pending: list[tuple[str, dict[str, Any]]] = []
+    pending: list[tuple[str, dict[str, Any], int]] = []
     with open(results, encoding="utf-8") as f:
         for n, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
             rep.lines += 1
             try:
-                line = read_output_line(json.loads(raw))
+                d = json.loads(raw)
+                if is_request_line(d):
+                    rep.requests += 1
+                    if len(rep.request_lines) < _MAX_LISTED:
+                        rep.request_lines.append(n)
+                    continue
+                line = read_output_line(d)
             except ValueError:
                 rep.unreadable += 1
-                if len(rep.unreadable_lines) < 10:
+                if len(rep.unreadable_lines) < _MAX_LISTED:
                     rep.unreadable_lines.append(n)
-                rep.first_error = rep.first_error or f"line {n}: not a batch output line"
                 continue
+            digest = _answer_digest(line)
             if line.key in seen:
+                kept, kept_digest = seen[line.key]
                 rep.duplicates += 1
+                differ = digest != kept_digest
+                rep.duplicates_differing += differ
+                if len(rep.duplicate_lines) < _MAX_LISTED:
+                    rep.duplicate_lines.append((line.key, kept, n, differ))
                 continue
-            seen.add(line.key)
+            seen[line.key] = (n, digest)
             if line.body is None:
                 errors[line.kind or "other"] += 1
-                rep.first_error = rep.first_error or f"{line.key[:12]}: {line.message}"
+                error_at(n, f"{line.key[:12]}: {line.message}")
                 continue
-            pending.append((line.key, line.body))
+            pending.append((line.key, line.body, n))
             if len(pending) >= chunk:
                 flush(pending)
                 pending = []
+    if rep.requests and rep.requests == rep.lines:  # nothing was stored: no line is an answer
+        raise PlanGivenAsAnswers(
+            f"{results} is a plan of requests, not answers (its lines have "
+            f"{', '.join(k for k in _REQUEST_KEYS if k != 'params')} and no response); give "
+            "the provider's output file (what vllm run-batch or the batch API wrote)")
     if pending:
         flush(pending)
     rep.errors = dict(sorted(errors.items()))
@@ -294,9 +360,9 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
         rep.plan_lines = len(planned)
         missing = list(planned - answered)  # those answered by an earlier ingest count
         rep.unanswered = len(missing) - len(cache.has(missing))
-        rep.not_in_plan = len(seen - planned)
+        rep.not_in_plan = len(seen.keys() - planned)
     return rep
 
 
-__all__ = ["PLANNED", "IngestReport", "PlannedStop", "Planner", "ingest", "is_planned", "plan_body",
-           "read_plan_keys", "write_jsonl"]
+__all__ = ["PLANNED", "IngestReport", "PlanGivenAsAnswers", "PlannedStop", "Planner", "ingest",
+           "is_planned", "is_request_line", "plan_body", "read_plan_keys", "write_jsonl"]
