@@ -157,8 +157,8 @@ def test_ingest_counts_error_lines_and_never_caches_them(tmp_path, monkeypatch, 
         text = " ".join(res.output.split())
         assert "ingested 6 answers of 11 lines" in text
         assert "2 error lines (too_long 2)" in text  # "context length exceeded"
-        assert "1 answers to requests not planned with this cache" in text
-        assert "1 unreadable lines" in text and "(line 11:" in text  # where it is
+        assert "1 answer to a request not planned with this cache" in text
+        assert "1 unreadable line in" in text and "(line 11:" in text  # where it is
         assert "2 of 8 planned requests have no answer" in text
         # A second ingest of nothing counts the answers the first one stored (it said
         # "8 of 8 planned requests have no answer", though 6 were cached).
@@ -287,3 +287,127 @@ def test_plan_only_says_what_the_planned_requests_would_use_and_cost(tmp_path, m
                   "10", "--out", tmp_path / "o3")
     text = " ".join(free.output.split())
     assert "completion tokens" in text and "list prices" not in text and "price" not in text
+
+
+def _sim_plan_and_answers(tmp_path: Path, monkeypatch) -> tuple[Path, list[str], list[dict]]:
+    """A sim audit planned into a fresh cache and an answer line for each of its requests
+    (the executor's output, as a provider's batch would write it)."""
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    plan = tmp_path / "plan.jsonl"
+    invoke("--plan-only", plan, "audit", "--judge", "sim", "--n", "5", "--out", tmp_path / "o")
+    lines = plan.read_text().splitlines()
+    answers = []
+    for i, raw in enumerate(lines):
+        key = json.loads(raw)["custom_id"]
+        body = {"id": f"chatcmpl-{i}", "object": "chat.completion", "model": "default",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "A"},
+                             "finish_reason": "stop"}]}
+        answers.append({"id": f"b-{i}", "custom_id": key, "error": None,
+                        "response": {"status_code": 200, "body": body}})
+    return plan, lines, answers
+
+
+def _write(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def _ingest_text(path: Path) -> tuple[int, str]:
+    res = invoke("ingest", path, ok=False)
+    return res.exit_code, " ".join(res.output.split())
+
+
+def test_ingest_names_the_file_and_line_of_every_bad_line(tmp_path, monkeypatch):
+    """Repeated custom_ids, answers to requests not planned with this cache and error lines
+    were counted with no file or line ("1 repeated custom_ids (the first one kept)", "1
+    answers to requests not planned with this cache", "first: 5d2dc76c66c3: HTTP 500");
+    two different answers to one request were kept/dropped silently."""
+    _, _, ans = _sim_plan_and_answers(tmp_path, monkeypatch)
+    other = json.loads(json.dumps(ans[1]))  # the same request answered differently
+    other["response"]["body"]["choices"][0]["message"]["content"] = "B"
+    rerun = dict(ans[0], id="b-rerun")  # the same answer again (another line id)
+    path = _write(tmp_path / "dupdiff.jsonl", [*ans[:5], other, rerun])
+    code, text = _ingest_text(path)
+    assert code == 0, text
+    assert (f"1 repeated custom_id with a different answer than the first in {path} "
+            f"(custom_id {ans[1]['custom_id'][:12]} at lines 2 and 6)") in text
+    assert "1 more repeats the same answer" in text and "repeated custom_ids" not in text
+    cache = Cache(tmp_path / "c.sqlite")
+    assert cache.get(ans[1]["custom_id"]).text == "A"  # the first line's answer is kept
+    cache.close()
+    path = _write(tmp_path / "dup.jsonl", [*ans[:3], rerun])
+    code, text = _ingest_text(path)
+    assert code == 0 and (f"1 repeated custom_id with the same answer in {path} (custom_id "
+                          f"{ans[0]['custom_id'][:12]} at lines 1 and 4)") in text
+    assert "different" not in text
+
+    stranger = dict(ans[3], custom_id="f" * 64)
+    path = _write(tmp_path / "unknown.jsonl", [*ans[:3], stranger, ans[4]])
+    code, text = _ingest_text(path)
+    assert code == 0 and ("1 answer to a request not planned with this cache (a different "
+                          f"--cache?), not stored; first at {path}:4: custom_id {'f' * 64}"
+                          ) in text
+    # An answer that is no chat completion (line 2, parsed a chunk later) comes before a
+    # server error (line 3): the first error named is line 2's.
+    broken = json.loads(json.dumps(ans[1]))
+    broken["response"]["body"]["choices"] = []
+    failed = {"id": "x", "custom_id": ans[2]["custom_id"], "error": None,
+              "response": {"status_code": 500, "body": {"error": {"message": "boom"}}}}
+    path = _write(tmp_path / "errors.jsonl", [ans[0], broken, failed, ans[3]])
+    code, text = _ingest_text(path)
+    assert code == 0 and ("2 error lines (malformed 1, server 1), not cached; first at "
+                          f"{path}:2: {ans[1]['custom_id'][:12]}: not a chat completion") in text
+    failed["custom_id"] = ans[5]["custom_id"]  # (a server's message is text, not markup)
+    failed["response"]["body"]["error"]["message"] = "boom [/] [bold]"
+    path = _write(tmp_path / "error.jsonl", [ans[0], failed])
+    code, text = _ingest_text(path)
+    assert code == 0 and (f"1 error line (server 1), not cached; first at {path}:2: "
+                          f"{ans[5]['custom_id'][:12]}: HTTP 500") in text
+    assert "boom [/] [bold]" in text
+
+
+def test_ingest_refuses_the_plan_given_as_the_answers_and_says_so(tmp_path, monkeypatch):
+    """The plan given as the answers file read as "540 error lines (malformed 540)", exit 3,
+    with no hint; it is an input error (exit 2) saying what the file is."""
+    plan, lines, ans = _sim_plan_and_answers(tmp_path, monkeypatch)
+    for extra in ((), ("--plan", plan)):
+        res = invoke("ingest", plan, *extra, ok=False)
+        text = " ".join(res.output.split())
+        assert res.exit_code == 2, text
+        assert (f"{plan} is a plan of requests, not answers" in text
+                and "give the provider's output file" in text and "error lines" not in text)
+    cache = Cache(tmp_path / "c.sqlite")
+    assert not cache.has([json.loads(x)["custom_id"] for x in lines])  # nothing stored
+    cache.close()
+    # A plan's lines among the answers are named and skipped; a request line does not take
+    # its custom_id's place (the answer after it is stored, not dropped as a repeat).
+    path = _write(tmp_path / "mixed.jsonl", [*ans[:3], lines[3], lines[4], ans[3]])
+    code, text = _ingest_text(path)
+    assert code == 0 and "ingested 4 answers of 6 lines" in text
+    assert (f"2 lines in {path} are requests (method, url, body), not answers (lines 4, 5;"
+            in text and "repeated" not in text and "error line" not in text)
+
+
+def test_ingest_counts_in_the_singular_when_there_is_one(tmp_path, monkeypatch):
+    """"ingested 0 answers of 1 lines", "1 answers to requests not planned", "1 unreadable
+    lines": one is singular in every count ingest prints."""
+    plan, lines, ans = _sim_plan_and_answers(tmp_path, monkeypatch)
+    path = _write(tmp_path / "one.jsonl", [dict(ans[0], custom_id="f" * 64)])
+    code, text = _ingest_text(path)
+    assert code == 3 and "ingested 0 answers of 1 line into" in text
+    assert "1 answer to a request not planned with this cache" in text
+    path = _write(tmp_path / "two.jsonl", [ans[0], "not json"])
+    res = invoke("ingest", path, "--plan", plan)
+    text = " ".join(res.output.split())
+    assert "ingested 1 answer of 2 lines into" in text
+    assert f"1 unreadable line in {path} (line 2:" in text
+    assert f"{len(lines) - 1} of {len(lines)} planned requests have no answer" in text
+    again = " ".join(invoke("ingest", path).output.split())
+    assert "(1 of them replaced an answer already cached)" in again
+    path = _write(tmp_path / "rest.jsonl", [*ans[1:-1], dict(ans[0], custom_id="f" * 64)])
+    res = invoke("ingest", path, "--plan", plan)
+    text = " ".join(res.output.split())
+    assert "1 of " + f"{len(lines)} planned requests has no answer: the next --plan-only run " \
+           "plans it again" in text
+    assert f"1 answer is to a request not in {plan}" in text
+    assert "1 answers" not in text and "1 lines" not in text

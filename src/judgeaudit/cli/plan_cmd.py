@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from judgeaudit.cli.progress import close_bars, console, fail
 from judgeaudit.llm.base import CHARS_PER_TOKEN
@@ -79,13 +80,14 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
         console.print(f"[dim]the command stopped without answers ({what}); that is expected "
                       "before the planned requests are answered[/]", highlight=False)
     if n == 0:
-        console.print(f"nothing to plan: all {m} requests are cached; run the command without "
+        cached = f"all {m} requests are cached" if m != 1 else "its 1 request is cached"
+        console.print(f"nothing to plan: {cached}; run the command without "
                       f"--plan-only (wrote an empty {path})", highlight=False)
     else:
         console.print(
-            f"planned {n} requests to {path} ({m} already cached); run them (vllm run-batch, "
-            "a provider's batch API, ...), then `judgeaudit ingest OUTPUT.jsonl` and re-run "
-            "this command", highlight=False)
+            f"planned {count(n, 'request')} to {path} ({m} already cached); run "
+            f"{'it' if n == 1 else 'them'} (vllm run-batch, a provider's batch API, ...), then "
+            "`judgeaudit ingest OUTPUT.jsonl` and re-run this command", highlight=False)
         console.print(f"the planned requests: {planner.estimate()}", highlight=False)
         console.print("requests that depend on these answers (a rewrite before its judgement, "
                       "the next round of an active ranking) are planned stage by stage: re-run "
@@ -112,6 +114,7 @@ def ingest(
     Example (after `judgeaudit --plan-only plan.jsonl audit ...` and running plan.jsonl with
     vllm run-batch): judgeaudit ingest batch_output.jsonl --plan plan.jsonl"""
     from judgeaudit.cli.runner import open_cache
+    from judgeaudit.llm.plan import PlanGivenAsAnswers
     from judgeaudit.llm.plan import ingest as run_ingest
 
     for p, what in ((results, "RESULTS"), (plan, "--plan")):
@@ -129,44 +132,94 @@ def ingest(
     t0 = time.perf_counter()
     try:
         rep = run_ingest(results, store, plan=plan)
+    except PlanGivenAsAnswers as exc:
+        raise fail(str(exc)) from None
     except (ValueError, OSError) as exc:
         raise fail(f"ingest {results}: {exc}") from None
     finally:
         store.close()
     dt = time.perf_counter() - t0
+    where = escape(str(results))  # printed as rich markup: a [ in a name is text
     n_err = sum(rep.errors.values())
-    console.print(f"ingested {rep.ingested} answers of {rep.lines} lines into {store.path} "
-                  f"in {dt:.1f} s" + (f" ({rep.replaced} of them replaced answers already "
-                                      "cached)" if rep.replaced else ""), highlight=False)
+    console.print(f"ingested {count(rep.ingested, 'answer')} of {count(rep.lines, 'line')} into "
+                  f"{store.path} in {dt:.1f} s" + (
+                      f" ({rep.replaced} of them replaced "
+                      f"{'an answer' if rep.replaced == 1 else 'answers'} already cached)"
+                      if rep.replaced else ""), highlight=False)
     if n_err:
         kinds = ", ".join(f"{k} {v}" for k, v in rep.errors.items())
-        console.print(f"[bold yellow]{n_err} error lines[/] ({kinds}), not cached; first: "
-                      f"{rep.first_error}", highlight=False)
+        console.print(f"[bold yellow]{count(n_err, 'error line')}[/] ({kinds}), not cached; "
+                      f"first at {where}:{rep.first_error_line}: {escape(rep.first_error or '')}",
+                      highlight=False)
     if rep.unknown:
-        console.print(f"[bold yellow]{rep.unknown} answers to requests not planned with this "
-                      "cache[/] (a different --cache?), not stored", highlight=False)
+        line, key = rep.first_unknown or (0, "")
+        console.print(f"[bold yellow]{count(rep.unknown, 'answer')} to "
+                      f"{'a request' if rep.unknown == 1 else 'requests'} not planned with "
+                      f"this cache[/] (a different --cache?), not stored; first at "
+                      f"{where}:{line}: custom_id {escape(key)}", highlight=False)
     if rep.unreadable == rep.lines > 0:  # nothing in it is an answer: the wrong file
         raise fail(f"ingest {results}: no line is a batch output line (line "
                    f"{rep.unreadable_lines[0]} first; expected JSON objects with custom_id "
                    "and response.body or error, as the OpenAI batch API and vllm run-batch "
                    "write)")
     if rep.unreadable:
-        where = ", ".join(map(str, rep.unreadable_lines))
-        more = ", ..." if rep.unreadable > len(rep.unreadable_lines) else ""
-        console.print(f"[bold yellow]{rep.unreadable} unreadable lines[/] in {results} "
-                      f"(line {where}{more}: not JSON objects with custom_id and "
-                      "response.body or error), not stored", highlight=False)
+        console.print(f"[bold yellow]{count(rep.unreadable, 'unreadable line')}[/] in "
+                      f"{where} ({_where(rep.unreadable_lines, rep.unreadable)}: not JSON "
+                      "objects with custom_id and response.body or error), not stored",
+                      highlight=False)
+    if rep.requests:  # some, not all (all is refused above): a plan's lines mixed in
+        console.print(f"[bold yellow]{count(rep.requests, 'line')}[/] in {where} "
+                      f"{'is a request' if rep.requests == 1 else 'are requests'} (method, "
+                      f"url, body), not {'an answer' if rep.requests == 1 else 'answers'} "
+                      f"({_where(rep.request_lines, rep.requests)}; a plan's lines in the "
+                      "output file?), skipped", highlight=False)
     if rep.duplicates:
-        console.print(f"{rep.duplicates} repeated custom_ids (the first one kept)",
-                      highlight=False)
+        _say_duplicates(rep, where)
     if rep.unanswered:
-        console.print(f"{rep.unanswered} of {rep.plan_lines} planned requests have no answer: "
-                      "the next --plan-only run plans them again", highlight=False)
+        console.print(f"{rep.unanswered} of {count(rep.plan_lines or 0, 'planned request')} "
+                      f"{'has' if rep.unanswered == 1 else 'have'} no answer: the next "
+                      "--plan-only run plans "
+                      f"{'it' if rep.unanswered == 1 else 'them'} again", highlight=False)
     if rep.not_in_plan:
-        console.print(f"{rep.not_in_plan} answers are to requests not in {plan}",
-                      highlight=False)
+        console.print(f"{count(rep.not_in_plan, 'answer')} "
+                      f"{'is to a request' if rep.not_in_plan == 1 else 'are to requests'} "
+                      f"not in {escape(str(plan))}", highlight=False)
     if rep.ingested == 0:  # an empty file too (with --plan): nothing stored is a failure
         raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def count(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless n is 1 ("1 line", "0 lines", "2 error lines")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _where(lines: list[int], total: int) -> str:
+    """"line 4" / "lines 4, 9, ..." for the first few of `total` lines."""
+    more = ", ..." if total > len(lines) else ""
+    return f"line{'' if total == 1 else 's'} {', '.join(map(str, lines))}{more}"
+
+
+def _say_duplicates(rep: Any, where: str) -> None:
+    """Repeated custom_ids: the first line is kept. Two different answers to one request
+    (an output file concatenated with a rerun's, a broken executor) are warned about with
+    their lines: which one is right is not known here."""
+    shown = [d for d in rep.duplicate_lines if d[3]] or rep.duplicate_lines
+    pairs = "; ".join(f"custom_id {escape(key[:12])} at lines {kept} and {n}"
+                      for key, kept, n, _ in shown[:3])
+    if len(shown) < (rep.duplicates_differing or rep.duplicates):
+        pairs += "; ..."
+    if rep.duplicates_differing:
+        d = rep.duplicates_differing
+        same = rep.duplicates - d
+        console.print(
+            f"[bold yellow]{count(d, 'repeated custom_id')} with a different answer than "
+            f"the first[/] in {where} ({pairs}): the first line of each is kept, the "
+            "later ignored; check which is right (an output file joined with a rerun's?)"
+            + (f"; {same} more {'repeats' if same == 1 else 'repeat'} the same answer"
+               if same else ""), highlight=False)
+    else:
+        console.print(f"{count(rep.duplicates, 'repeated custom_id')} with the same answer "
+                      f"in {where} ({pairs}); the first line of each kept", highlight=False)
 
 
 # ---- judgeaudit batch status|cancel --------------------------------------------------------
