@@ -83,6 +83,16 @@ REASONS = {
     "not_sent": "the judge's server stopped answering, so no further round was sent",
     "not_run": "the probe cannot run in this audit (its notes say why)",
 }
+# Each stop reason in a few words, for the terminal (`REASONS` says it in full).
+SHORT_REASONS = {
+    "rejected": "stopped biased (e-BH rejected 'no effect')",
+    "cleared": "stopped not biased (interval inside the no-bias range)",
+    "max_n": "reached max-n undecided",
+    "exhausted": "ran out of usable items undecided",
+    "budget": "stopped by the budget undecided",
+    "not_sent": "stopped undecided: the judge's server stopped answering",
+    "not_run": "not run here",
+}
 METHOD = ("anytime-valid: betting confidence sequence (Waudby-Smith & Ramdas 2024, hedged "
           "capital, predictable plug-in bets) and betting e-process against 'no effect', e-BH "
           "across probes (Wang & Ramdas 2022) with stopped probes' e-values frozen; valid at "
@@ -241,6 +251,88 @@ def run_memo(bundle: JudgeBundle) -> Iterator[None]:
             client.cache = None
 
 
+class _AskCount:
+    """The judge's cache as the adaptive run sees it: every request asked goes through its
+    `get` first (`Client._call`), so it tells a request first asked in this run and found in
+    the cache (an earlier run's answer) from one asked again in this run (several probes
+    asking the same request, e.g. the consistency repeats of the shift probes), which the
+    client answers once and counts as "cached" too, even under --no-cache (`run_memo`)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.asked: set[str] = set()
+        self.earlier = 0  # first asked in this run, answered from the cache
+
+    def get(self, key: str) -> Any:
+        hit = self.inner.get(key)
+        if hit is not None and key not in self.asked:
+            self.earlier += 1
+        self.asked.add(key)
+        return hit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@contextlib.contextmanager
+def count_asks(bundle: JudgeBundle) -> Iterator[_AskCount | None]:
+    """`_AskCount` over the judge's cache for the run (None without a cache)."""
+    client = bundle.client
+    if client.cache is None:
+        yield None
+        return
+    before = client.cache
+    client.cache = counter = _AskCount(before)
+    try:
+        yield counter
+    finally:
+        client.cache = before
+
+
+def call_sources(bundle: JudgeBundle, asks: _AskCount | None,
+                 since: dict[str, int]) -> dict[str, int]:
+    """The judge's calls since the counts `since` (`_stat_counts`) by where their answers
+    came from: sent (answered by the provider), from_cache (an earlier run's answer),
+    shared (the same request asked again in this run: one answer, no second call), failed.
+    sent + from_cache + shared + failed = calls asked."""
+    now = _stat_counts(bundle, asks)
+    cached = now["cached"] - since["cached"]
+    earlier = min(cached, now["earlier"] - since["earlier"])
+    return {"sent": now["made"] - since["made"], "from_cache": earlier,
+            "shared": cached - earlier, "failed": now["failed"] - since["failed"]}
+
+
+def _stat_counts(bundle: JudgeBundle, asks: _AskCount | None) -> dict[str, int]:
+    st = bundle.client.stats
+    return {"made": int(st.made), "cached": int(st.cached), "failed": int(st.failed),
+            "earlier": asks.earlier if asks is not None else 0}
+
+
+def stop_text(states: Sequence[ProbeState], verdicts: dict[str, str], stopped_by: str,
+              rounds: int, spent: dict[str, Any]) -> str:
+    """Why the run stopped, truly: what ended the rounds, then the probes by stop reason
+    ("all probes stopped" read as if each had decided when most ran out of items). `spent`:
+    the budgets and what was spent of them (max_calls, sent, max_cost, cost)."""
+    after = f"{rounds} round{'' if rounds == 1 else 's'}"
+    head = {
+        "max_calls": f"the --max-calls budget of {spent.get('max_calls')} calls stopped the "
+                     f"run after {after} ({spent.get('sent')} sent)",
+        "max_cost": f"the --max-cost budget of ${spent.get('max_cost') or 0:g} stopped the "
+                    f"run after {after} (${spent.get('cost') or 0:.4g} spent)",
+        "server not answering": f"the judge's server stopped answering after {after}",
+    }.get(stopped_by, f"every probe stopped within {after}")
+    groups: dict[str, list[str]] = {}
+    for s in states:
+        reason = s.reason or "budget"
+        if reason == "cleared" and verdicts.get(s.name) == "biased":
+            reason = "rejected"  # e-BH's final set decides (biased takes precedence)
+        groups.setdefault(reason, []).append(s.name)
+    order = list(SHORT_REASONS)
+    parts = [f"{', '.join(groups[r])} {SHORT_REASONS.get(r, r)}"
+             for r in sorted(groups, key=lambda r: order.index(r) if r in order else 99)]
+    return f"{head}: " + "; ".join(parts)
+
+
 def capped(bundle: JudgeBundle) -> str | None:
     """The budget that refused the judge's calls ("max_cost": the session's spend cap, which
     stopped its client; "max_calls": the run's call cap), or None. Either can cut a round:
@@ -295,8 +387,8 @@ async def run_adaptive(bundle: JudgeBundle, items: Sequence[PairwiseItem],
 
     Keywords: those of `_adaptive_document`. Without a cache on the judge's client the run
     keeps one of its own (`run_memo`)."""
-    with run_memo(bundle):
-        return await _adaptive_document(bundle, items, probe_names, **kw)
+    with run_memo(bundle), count_asks(bundle) as asks:
+        return await _adaptive_document(bundle, items, probe_names, asks=asks, **kw)
 
 
 async def _adaptive_document(
@@ -318,11 +410,14 @@ async def _adaptive_document(
     by: str | None = None,
     memo: dict[Any, Any] | None = None,
     length_control: bool = False,
+    asks: _AskCount | None = None,
 ) -> dict[str, Any]:
-    """`run_adaptive` without its memo."""
+    """`run_adaptive` without its memo; `asks` tells the calls shared in the run from the
+    cached ones (`count_asks`)."""
     if max_n < 1 or round_size < 1:
         raise ValueError("--max-n and --round-size must be >= 1")
     t0 = time.perf_counter()
+    at_start = _stat_counts(bundle, asks)
     probes: list[Probe] = [get_probe(n) for n in probe_names]
     ordered = seeded_order(items, seed)
     plans = check_runnable(ordered, probe_names, limit=max_n)
@@ -428,6 +523,7 @@ async def _adaptive_document(
             rule.stop_all(rnd, "not_sent" if bundle.client.stopped and not capped(bundle)
                           else "budget")
     verdicts = rule.verdicts()
+    round_sources = call_sources(bundle, asks, at_start)
 
     # The document: the fixed-n battery over the items each probe had when it stopped (all
     # memoised: no new call), then the sequential verdicts and intervals on top.
@@ -508,6 +604,16 @@ async def _adaptive_document(
         "method": METHOD, "alpha": alpha, "order_seed": seed,
         "reasons": REASONS,
         "bounds": {s.name: [s.lo, s.hi] for s in states},
+        # why the rounds ended and how each probe stopped, in one line
+        "stop": stop_text(states, verdicts, stopped_by, rnd,
+                          {"max_calls": max_calls, "sent": round_sources["sent"],
+                           "max_cost": max_cost, "cost": _cost(bundle)}),
+        # the rounds' calls (`calls`) by where their answers came from; "shared": the same
+        # request asked again in this run (answered once: neither sent again nor an earlier
+        # run's cached answer, though the client counts it as cached)
+        "calls_by_source": round_sources,
+        # of the whole run's calls (`calls` of the document), those shared so
+        "shared_calls": call_sources(bundle, asks, at_start)["shared"],
     }
     doc["mde"]["note"] = ("MDEs are the fixed-n test's at each probe's stopping n; the "
                           "adaptive verdicts use the e-values and sequences")

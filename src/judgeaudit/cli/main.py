@@ -222,17 +222,15 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         line += f"; each probe takes the first {limit} pairs it can use"
     console.print(line)
     if res.get("adaptive"):
-        ad = res["adaptive"]
-        console.print(f"adaptive: {ad['rounds']} rounds of {ad['round_size']} items, "
-                      f"{ad['calls']} judge calls vs about {ad['fixed_n_calls']} for the "
-                      f"fixed-n audit at max-n {ad['max_n']} ({ad['stopped_by']})")
+        for line in _adaptive_lines(res):
+            console.print(line, highlight=False, markup=False)
         for note in res.get("notes") or []:  # a later round the budget cut, said
             if note.startswith("the budget"):
                 console.print(f"note: {note}", highlight=False, markup=False)
     if res.get("dropped"):
         console.print("left out (distinct items, by reason): " + ", ".join(
             f"{k} {v}" for k, v in res["dropped"].items()))
-    console.print(calls_text(res))
+    console.print(_calls_line(res), highlight=False)
     console.print(f"report: {report}")
     console.print(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run
@@ -244,6 +242,63 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     if failing:
         console.print(f"[bold red]fail-on:[/] {', '.join(sorted(failing))}")
         raise typer.Exit(1)
+
+
+def _plural(n: Any, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _adaptive_lines(res: dict[str, Any]) -> list[str]:
+    """The adaptive audit's terminal summary: rounds, the judge calls by where their answers
+    came from (sent, shared between probes, from the cache) against the fixed-n audit's,
+    why the run stopped, and each probe's stop (its e-value: the table's q is the fixed-n
+    test's, which the adaptive verdicts do not use)."""
+    from judgeaudit.audit.adaptive import SHORT_REASONS
+
+    ad = res["adaptive"]
+    src = ad.get("calls_by_source")
+    how = ""
+    if src:
+        parts = [f"{src['sent']} sent"]
+        if src.get("shared"):
+            parts.append(f"{src['shared']} shared between probes (a request asked again in "
+                         "this run, answered once)")
+        if src.get("from_cache"):
+            parts.append(f"{src['from_cache']} from the cache of earlier runs")
+        if src.get("failed"):
+            parts.append(f"{src['failed']} failed")
+        how = ": " + ", ".join(parts)
+    lines = [f"adaptive: {_plural(ad['rounds'], 'round')} of {ad['round_size']} items; "
+             f"{ad['calls']} judge calls vs about {ad['fixed_n_calls']} for the fixed-n audit "
+             f"at max-n {ad['max_n']}{how}",
+             f"stop: {ad.get('stop') or ad['stopped_by']}"]
+    for name, p in res["probes"].items():
+        a = p.get("adaptive") or {}
+        if not a:
+            continue
+        reason = a.get("stop_reason") or ""
+        if reason == "cleared" and p.get("verdict") == "biased":
+            reason = "rejected"  # e-BH's final set: biased takes precedence
+        e = a.get("evalue")
+        lines.append(f"  {name}: {SHORT_REASONS.get(reason, reason)} at round "
+                     f"{a.get('rounds')} after {_plural(a.get('items'), 'item')}"
+                     + (f", e-value {e:.3g}" if isinstance(e, int | float) else ""))
+    return lines
+
+
+def _calls_line(res: dict[str, Any]) -> str:
+    """The calls line; an adaptive run's calls that several probes shared (the same request
+    asked again in the run, answered once) are said as such, not "from cache" (under
+    --no-cache there is no cache to come from)."""
+    shared = int((res.get("adaptive") or {}).get("shared_calls") or 0)
+    c = res.get("calls") or {}
+    if not shared or shared > int(c.get("cached") or 0):
+        return calls_text(res)
+    cached = int(c["cached"]) - shared
+    text = calls_text({**res, "calls": {**c, "cached": cached}})
+    return text.replace(f"{cached} from cache, ",
+                        f"{cached} from cache, {shared} shared between probes (asked again in "
+                        "this run, answered once), ", 1)
 
 
 @app.command()
