@@ -643,13 +643,13 @@ def log_evidence(n_items: int, comparisons: Comparisons, X: Covariates | None = 
     Xa, m, P = _layout(n_items, X, position)
     if P > DENSE_MAX:
         raise ValueError(f"log_evidence: dense only (at most {DENSE_MAX} parameters), got {P}")
+    # lazy: the covariance is not needed here (its Hessian is), only if the caller asks
     fit = fit_map(n_items, comparisons, X=Xa, position=position, lam=lam, tau=tau, init=init,
-                  posterior="dense")
-    prob = _Problem(n_items, comparisons, Xa, m, position)
+                  posterior="lazy")
     z = fit.params
-    H = prob.dense_hessian(z, lam, tau)
+    H = fit.dense_hessian()
     L = np.linalg.cholesky(H)
-    prec = prob.prec(lam, tau)
+    prec = _prior_precision(n_items, m, position, lam, tau)
     log_prior = 0.5 * float(np.sum(np.log(prec)) - prec @ (z * z))  # - P/2 log 2 pi ...
     # ... cancels the + P/2 log 2 pi of the Gaussian integral
     return fit.loglik + log_prior - float(np.sum(np.log(np.diag(L)))), fit
@@ -657,23 +657,51 @@ def log_evidence(n_items: int, comparisons: Comparisons, X: Covariates | None = 
 
 def evidence_lam(n_items: int, comparisons: Comparisons, X: Covariates | None = None,
                  position: bool = True, tau: float = 1.0, lam_floor: float = 0.01,
-                 lam_ceiling: float = 100.0, xtol: float = 1e-3) -> tuple[float, BTFit]:
+                 lam_ceiling: float = 100.0, xtol: float = 1e-3,
+                 init: BTFit | np.ndarray | None = None, near: float | None = None,
+                 width: float = 1.0) -> tuple[float, BTFit]:
     """Empirical-Bayes lam: the maximiser of ``log_evidence`` over [lam_floor, lam_ceiling]
-    (bounded Brent on log lam, each evaluation a warm-started MAP), with the fit there."""
+    (bounded Brent on log lam to ``xtol``, each evaluation a warm-started MAP), with the fit
+    there (its posterior computed on first use).
+
+    ``near``: a lam the maximum is expected close to (e.g. the previous fit's, as data
+    arrive); the search is then first bracketed to log lam within ``width`` of it (about
+    half the fits), and moved out, up to the global bounds, while the maximum lands on an
+    edge of the bracket that is not a global bound. ``init`` warm-starts the first MAP."""
     if not 0 < lam_floor < lam_ceiling:
         raise ValueError(f"need 0 < lam_floor < lam_ceiling, got {lam_floor}, {lam_ceiling}")
-    last: list = [None]
+    lo_b, hi_b = math.log(lam_floor), math.log(lam_ceiling)
+    last: list = [init]
+    best: list = [math.inf, None, None]  # [-evidence, u, fit] of the best evaluation
 
     def neg(u: float) -> float:
         val, last[0] = log_evidence(n_items, comparisons, X, position, math.exp(u), tau,
                                     init=last[0])
+        if -val < best[0]:
+            best[:] = [-val, u, last[0]]
         return -val
 
-    res = optimize.minimize_scalar(neg, bounds=(math.log(lam_floor), math.log(lam_ceiling)),
-                                   method="bounded", options={"xatol": xtol})
-    lam = math.exp(float(res.x))
-    return lam, fit_map(n_items, comparisons, X=X, position=position, lam=lam, tau=tau,
-                        init=last[0])
+    if near is None or not width > 0:
+        a, b = lo_b, hi_b
+    else:
+        u0 = min(max(math.log(near), lo_b), hi_b)
+        a, b = max(u0 - width, lo_b), min(u0 + width, hi_b)
+    seen = [a, b]  # the range searched so far: it only grows outwards
+    while True:
+        optimize.minimize_scalar(neg, bounds=(a, b), method="bounded",
+                                 options={"xatol": xtol})
+        u = best[1]
+        if u - seen[0] <= 3 * xtol and seen[0] > lo_b:  # the maximum is below the range
+            a, b = max(seen[0] - 4 * width, lo_b), seen[0] + 3 * xtol
+        elif seen[1] - u <= 3 * xtol and seen[1] < hi_b:  # above it
+            a, b = seen[1] - 3 * xtol, min(seen[1] + 4 * width, hi_b)
+        else:
+            break
+        seen[:] = [min(seen[0], a), max(seen[1], b)]
+    for edge in (lo_b, hi_b):  # Brent stops xtol short of a bound: try the bound itself
+        if abs(best[1] - edge) <= 3 * xtol:
+            neg(edge)
+    return math.exp(best[1]), best[2]
 
 
 def fit_naive(n_items: int, comparisons: Comparisons, lam: float = 1e-6,
