@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from judgeaudit.stats.bradley_terry import BTFit, fit_map, fit_naive
+from judgeaudit.stats.bradley_terry import DENSE_MAX, BTFit, evidence_lam, fit_map, fit_naive
 from judgeaudit.stats.threads import limit_blas_threads
 
 MODELS: tuple[str, ...] = ("naive", "bias_aware")
@@ -50,19 +50,76 @@ def em_lam(fit: BTFit) -> float:
     return fit.n_items / second if second > 0 else math.inf
 
 
+EB_METHODS: tuple[str, ...] = ("auto", "evidence", "em")
+
+
+def n_params(model: str, n_items: int, X: np.ndarray | None) -> int:
+    """Parameters of ``model``'s fit: theta, and for bias_aware c (one per covariate) and
+    kappa."""
+    if model == "naive":
+        return n_items
+    m = 0 if X is None else (np.asarray(X).reshape(n_items, -1).shape[1])
+    return n_items + m + 1
+
+
+def evidence_path(model: str, n_items: int, X: np.ndarray | None,
+                  eb_method: str = "auto") -> bool:
+    """Whether an empirical-Bayes lam comes from the Laplace evidence (else Laplace-EM)."""
+    return eb_method == "evidence" or (eb_method == "auto"
+                                       and n_params(model, n_items, X) <= DENSE_MAX)
+
+
 def fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None = None,
               lam: float = 1.0, tau: float = 1.0, hierarchical: bool = False,
               init: BTFit | None = None, eb_lam: bool = False, lam_floor: float = 0.01,
               lam_ceiling: float = 100.0, max_outer: int = 50, rtol: float = 1e-3,
-              posterior: str = "auto", method: str = "auto") -> BTFit:
-    """Fit ``model``; with ``eb_lam`` learn lam (see the module docstring), starting from
-    ``init.lam`` when warm-started (else ``lam``) and stopping when the next iterate would
-    move lam by at most ``rtol`` (relative) or after ``max_outer`` refits. ``posterior`` and
-    ``method`` go to ``fit_map`` (the active loop: "lazy" and "newton")."""
+              posterior: str = "auto", method: str = "auto", eb_method: str = "auto",
+              eb_xtol: float = 1e-3, eb_width: float = 1.0) -> BTFit:
+    """Fit ``model``; with ``eb_lam`` learn lam (see the module docstring).
+
+    ``eb_method``: "evidence" maximises the Laplace evidence (to ``eb_xtol`` in log lam;
+    warm-started from ``init``, whose lam brackets the search within ``eb_width`` in log
+    lam); "em" finds the Laplace-EM fixed point, starting from ``init.lam`` when
+    warm-started (else ``lam``) and stopping when the next iterate would move lam by at most
+    ``rtol`` (relative) or after ``max_outer`` refits; "auto" (default) is "evidence" up to
+    ``DENSE_MAX`` parameters, "em" above. ``posterior`` and ``method`` go to ``fit_map``
+    (the active loop: "lazy" and "newton")."""
+    if eb_method not in EB_METHODS:
+        raise ValueError(f"eb_method must be one of {EB_METHODS}, got {eb_method!r}")
     kw = {"posterior": posterior, "method": method}
     with limit_blas_threads(n_items):  # small dense algebra: extra threads only contend
+        if eb_lam and evidence_path(model, n_items, X, eb_method):
+            return _evidence_fit(model, n_items, comparisons, X, lam, tau, hierarchical, init,
+                                 lam_floor, lam_ceiling, eb_xtol, eb_width, kw)
         return _fit_model(model, n_items, comparisons, X, lam, tau, hierarchical, init, eb_lam,
                           lam_floor, lam_ceiling, max_outer, rtol, kw)
+
+
+def _evidence_fit(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None,
+                  lam: float, tau: float, hierarchical: bool, init: BTFit | None,
+                  lam_floor: float, lam_ceiling: float, xtol: float, width: float,
+                  kw: dict) -> BTFit:
+    """lam maximising the Laplace evidence at tau (``init.tau`` with ``hierarchical`` when it
+    has the same bias terms), then the fit there (learning tau by EB with
+    ``hierarchical``)."""
+    warm = isinstance(init, BTFit)
+    start = min(max(init.lam if warm else lam, lam_floor), lam_ceiling)
+    comps = np.asarray(comparisons, dtype=float).reshape(-1, 3)
+    if comps.shape[0] == 0:  # no data: the evidence is flat, keep the start
+        return _once(model, n_items, comps, X, start, tau, hierarchical, init, **kw)
+    naive = model == "naive"
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
+    t = tau
+    if hierarchical and warm and not naive and init.position and X is not None and \
+            init.c.shape[0] == np.asarray(X).reshape(n_items, -1).shape[1]:
+        t = init.tau
+    lam_e, fit = evidence_lam(n_items, comps, X=None if naive else X, position=not naive,
+                              tau=t, lam_floor=lam_floor, lam_ceiling=lam_ceiling, xtol=xtol,
+                              init=init, near=start if warm else None, width=width)
+    if hierarchical and not naive or kw.get("posterior") in ("dense", "sparse"):
+        return _once(model, n_items, comps, X, lam_e, tau, hierarchical, fit, **kw)
+    return fit
 
 
 def _fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None,

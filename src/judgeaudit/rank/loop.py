@@ -42,7 +42,7 @@ from scipy import special
 from scipy.linalg import blas
 
 from judgeaudit.rank.acquisition import AcquisitionContext, get_rule
-from judgeaudit.rank.fitting import MODELS, fit_model
+from judgeaudit.rank.fitting import MODELS, evidence_path, fit_model
 from judgeaudit.rank.membership import precision_noise
 from judgeaudit.stats.bradley_terry import DENSE_MAX, BTFit
 from judgeaudit.stats.bt_posterior import dense_inverse_factor, single_precision_ok
@@ -57,6 +57,11 @@ Model = Literal["naive", "bias_aware"]
 # Carried contexts (see the module docstring) from this many parameters on: below it the
 # exact context costs a few ms (N = 100: ~3 ms) and every refit gets one.
 CARRY_MIN = 500
+# With eb_lam where lam maximises the Laplace evidence (rank.fitting), a driving refit
+# searches lam anew only every this many refits (each search is ~10 warm fits; lam moves
+# slowly as comparisons arrive) and keeps the last one's lam in between; the checkpoint and
+# final fits always search.
+EVIDENCE_EVERY = 4
 
 
 @dataclass
@@ -74,6 +79,7 @@ class LoopConfig:
     checkpoints: tuple[int, ...] = ()
     eb_lam: bool = False
     exact_every: int = 8
+    eb_method: str = "auto"
 
 
 @dataclass
@@ -91,12 +97,23 @@ class LoopResult:
 
 
 def _fit(model: str, n: int, comps: np.ndarray, X: np.ndarray | None, cfg: LoopConfig,
-         init: BTFit | None, driving: bool = False) -> BTFit:
+         init: BTFit | None, driving: bool = False, search: bool = True) -> BTFit:
     """A fit of ``model``. ``driving``: the refit that drives acquisition, warm-started:
-    Newton from the previous MAP, posterior left to ``_context`` (lazy)."""
-    kw = {"posterior": "lazy", "method": "newton"} if driving and init is not None else {}
+    Newton from the previous MAP, posterior left to ``_context`` (lazy), and an
+    empirical-Bayes lam searched to 1% (the checkpoint and final fits: to 0.1%); without
+    ``search``, a driving refit whose lam comes from the Laplace evidence keeps ``init``'s
+    lam (see EVIDENCE_EVERY)."""
+    if driving and init is not None:
+        if cfg.eb_lam and not search and evidence_path(model, n, X, cfg.eb_method):
+            return fit_model(model, n, comps, X, lam=init.lam, tau=cfg.tau,
+                             hierarchical=cfg.hierarchical, init=init, posterior="lazy",
+                             method="newton")
+        kw: dict = {"posterior": "lazy", "method": "newton", "eb_xtol": 1e-2}
+    else:
+        kw = {}
     return fit_model(model, n, comps, X, lam=cfg.lam, tau=cfg.tau,
-                     hierarchical=cfg.hierarchical, init=init, eb_lam=cfg.eb_lam, **kw)
+                     hierarchical=cfg.hierarchical, init=init, eb_lam=cfg.eb_lam,
+                     eb_method=cfg.eb_method, **kw)
 
 
 def _acquisition_posterior(fit: BTFit) -> tuple[np.ndarray, np.ndarray | None]:
@@ -203,7 +220,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                checkpoints: Sequence[int] = (), batch_oracle: BatchOracle | None = None,
                groups: np.ndarray | None = None,
                on_batch: ProgressHook | None = None, eb_lam: bool = False,
-               exact_every: int = 8) -> LoopResult:
+               exact_every: int = 8, eb_method: str = "auto") -> LoopResult:
     """Spend ``budget`` oracle calls choosing pairs by ``rule`` under ``model``'s posterior.
 
     Unqueried pairs come first; once every pair has been asked, pairs asked once become
@@ -219,8 +236,10 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
     prompt) restricts comparisons to items of the same group, each with its own top-k.
     ``on_batch(done, fit, ctx)`` is called after every judged batch with the number of
     comparisons made, the driving model's latest fit and its acquisition context.
-    ``eb_lam`` learns the prior precision of theta by empirical Bayes at every fit
-    (judgeaudit.rank.fitting). ``exact_every``: from CARRY_MIN parameters on, a new inverse
+    ``eb_lam`` learns the prior precision of theta by empirical Bayes
+    (judgeaudit.rank.fitting; ``eb_method`` chooses how, there): at every fit, or where lam
+    maximises the Laplace evidence at every EVIDENCE_EVERY-th refit and at the checkpoint
+    and final fits. ``exact_every``: from CARRY_MIN parameters on, a new inverse
     for the acquisition context every this many refits, carried contexts in between (the
     module docstring); 1: a new one at every refit.
     """
@@ -244,7 +263,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
         cfg = LoopConfig(k=k, budget=budget, rule=rule, model=model, lam=lam, tau=tau,
                          hierarchical=hierarchical, refit_every=refit_every, n_samples=n_samples,
                          seed=seed, checkpoints=tuple(sorted(set(checkpoints))), eb_lam=eb_lam,
-                         exact_every=exact_every)
+                         exact_every=exact_every, eb_method=eb_method)
         Xd = None if X is None else np.asarray(X, float).reshape(n_items, -1)
         g = None if groups is None else np.asarray(groups)
         rng = np.random.default_rng(seed)
@@ -285,7 +304,8 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
         for step in range(budget):
             if step and step % refit_every == 0:
                 flush()
-                drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive, driving=True)
+                drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive, driving=True,
+                             search=len(result.refits) % EVIDENCE_EVERY == 0)
                 carried = _can_carry(ctx, drive, cfg, age)
                 if carried:
                     ctx = _context(drive, Xd, cfg, item_counts, rng, g, carry=ctx)
