@@ -357,6 +357,13 @@ def judges() -> None:
             out.print(f"[bold]{name}[/] parameters:", highlight=False)
             for key, meaning in known.items():
                 out.print(f"  {key}: {meaning}", highlight=False, markup=False)
+        presets = _sim_presets(cls)
+        if presets:  # `sim:biased`, as `audit --help` uses it
+            out.print(f"[bold]{name}[/] presets ({name}:PRESET; parameters given override "
+                      "the preset's):", highlight=False)
+            for preset, values in presets.items():
+                what = ", ".join(f"{k}={v:g}" for k, v in values.items()) or "no bias"
+                out.print(f"  {preset}: {what}", highlight=False, markup=False)
     try:
         from judgeaudit.llm.local_model import PRESETS
 
@@ -365,6 +372,13 @@ def judges() -> None:
         pass
     for name in builtin_templates():
         out.print(f"template {name}: sha256 {load_template(name).sha256[:12]}")
+
+
+def _sim_presets(cls: type) -> dict[str, dict[str, float]]:
+    """The named judges of a simulated provider (`sim:biased`); {} for any other."""
+    from judgeaudit.llm.providers.sim import PRESETS, SimProvider
+
+    return dict(PRESETS) if isinstance(cls, type) and issubclass(cls, SimProvider) else {}
 
 
 def _register_commands() -> None:
