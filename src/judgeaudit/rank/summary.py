@@ -98,7 +98,11 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
             f"prior's {tau:.3g}: {ratios}; above 0.71 the prior holds more than half the "
             "precision), so the estimate and interval are mostly the prior's "
             "(" + ("tau learned by --hierarchical" if hierarchical else "--tau") + "), not a "
-            "measurement of the judge")
+            "measurement of the judge" + (
+                f"; c's sd also rests on the prior spread of quality (lam {model['lam']:.3g}, "
+                f"sd {model['lam'] ** -0.5:.2g} logits): a tighter one makes c look measured"
+                if model.get("lam") and any(
+                    n.startswith("c[") for n in weak) else ""))
         if hierarchical and len(weak) == len(terms):
             notes.append(f"--hierarchical: empirical Bayes set tau to {tau:.3g}, which holds "
                          "every bias term near 0: an estimate near 0 here is the prior's, not "
