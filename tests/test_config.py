@@ -152,3 +152,70 @@ def test_the_schema_takes_the_toml_forms_the_config_file_takes():
     assert "array" not in kinds(audit["judge"]) and "number" in kinds(audit["judge"])
     assert "number" in kinds(config_schema("rank-eval")["properties"]["seeds"])
     assert "number" in kinds(audit["n"]) or "integer" in kinds(audit["n"])
+
+
+def _given(model, name):
+    """A value other than the field's default (what makes a setting "given")."""
+    info = model.model_fields[name]
+    if info.annotation is bool:
+        return not info.default
+    return {"n": 10, "sample": 20, "limit": 5, "panel": "sim", "apply": Path("fit.json"),
+            "candidate": "response_1", "estimator": "two_stage",
+            "factors_from": Path("d.json"), "generator": "sim", "reviewer": "sim",
+            "max_n": 60, "round_size": 5, "max_calls": 100}[name]
+
+
+RULES = [(c, rule) for c, m in sorted(CONFIGS.items()) for rule in m.conflicts]
+
+
+@pytest.mark.parametrize(("command", "rule"), RULES)
+def test_each_conflict_lets_the_command_line_win_over_the_file(command, rule):
+    """Every exclusive pair and flag-bound setting (`conflicts`, the one statement of them):
+    the file's side is set aside for the flag typed; within the file it is an error naming
+    the file."""
+    from judgeaudit.cli.runner import settle_config_file
+    from judgeaudit.config import Exclusive
+
+    model = CONFIGS[command]
+    base = {k: model.default(k) for k in model.model_fields if not model.model_fields[
+        k].is_required()}
+    if isinstance(rule, Exclusive):
+        typed, filed = rule.first[0], rule.second[0]
+        values = {**base, typed: _given(model, typed), filed: _given(model, filed)}
+    else:
+        typed, filed = rule.flag, rule.keys[0]
+        values = {**base, typed: False, filed: _given(model, filed)}
+    kept = settle_config_file(model, values, "x.toml",
+                              lambda k: {typed: "cli", filed: "file"}.get(k, "default"))
+    assert values[filed] == model.default(filed) and filed not in kept
+    if isinstance(rule, Exclusive):
+        assert values[typed] == _given(model, typed)
+        both = {**base, typed: _given(model, typed), filed: _given(model, filed)}
+        with pytest.raises(typer.Exit):
+            settle_config_file(model, both, "x.toml",
+                               lambda k: "file" if k in (typed, filed) else "default")
+
+
+def test_the_schema_and_the_file_agree_on_text_forms():
+    """A comma-separated option's text must name something (probes = "" ran the default
+    battery in the schema's eyes, the tool refused it); a number is a text option's value
+    only where the option holds numbers (note = 5 was accepted)."""
+    import re
+
+    from judgeaudit.config import text_forms
+
+    audit = config_schema("audit")["properties"]
+    text = next(a for a in audit["probes"]["anyOf"] if a.get("type") == "string")
+    assert not re.search(text["pattern"], "") and not re.search(text["pattern"], " , ")
+    assert re.search(text["pattern"], "position")
+    for bad in ({"probes": ""}, {"probes": []}, {"probes": ["position", 3]}, {"note": 5}):
+        with pytest.raises(ConfigError):
+            check_fields(AuditConfig, bad)
+    assert "number" not in text_forms(AuditConfig, "note")
+    assert "array" not in text_forms(AuditConfig, "note")
+    rank_eval = CONFIGS["rank-eval"]
+    assert check_fields(rank_eval, {"budgets": [30, 60], "seeds": 3, "lam": 2.0}) == {
+        "budgets": "30,60", "seeds": "3", "lam": "2.0"}
+    assert text_forms(rank_eval, "budgets")["array"]["items"]["minimum"] == 1
+    with pytest.raises(ConfigError, match="'x' is not an integer >= 1"):
+        check_fields(rank_eval, {"budgets": [30, "x"]})

@@ -11,8 +11,10 @@ directory).
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -32,6 +34,11 @@ Seed = Annotated[int, Field(ge=0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 OpenUnit = Annotated[float, Field(gt=0.0, lt=1.0)]
 PosFloat = Annotated[float, Field(gt=0.0)]
+Level = Annotated[int, Field(ge=1, le=5)]
+# The text of a comma-separated option must name something (a config file's `probes = ""`
+# ran the default battery); JSON Schema searches the pattern, so: one character that is
+# neither blank nor a comma.
+NAMES_PATTERN = "[^\\s,]"
 
 # Help texts shared by several commands.
 JUDGE_HELP = ("Judge SPEC: local | local:qwen-0.5b | local:PATH | openai:MODEL?base_url=URL | "
@@ -74,6 +81,32 @@ LAM_HELP = ("Prior precision of theta (theta ~ N(0, 1/lam)), or 'auto': learned 
             "empirical Bayes, so the prior matches how far apart the judge puts the items.")
 
 
+@dataclass(frozen=True)
+class Exclusive:
+    """Settings that cannot be given together: any of `first` with any of `second`
+    ("given": a value other than the field's default). `why` says why, e.g. "both choose the
+    items". A command-line flag wins over a config file's key of the other side (the file's
+    is set aside); two keys of one file are refused naming the file."""
+
+    first: tuple[str, ...]
+    second: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class OnlyWith:
+    """Settings (`keys`) that apply only when the bool setting `flag` is true; `why` says
+    what to give instead. `--no-FLAG` on the command line sets a config file's `keys`
+    aside; a file that gives them without the flag is refused naming the file."""
+
+    keys: tuple[str, ...]
+    flag: str
+    why: str
+
+
+Conflict = Exclusive | OnlyWith
+
+
 def _f(default: Any, help: str, **kw: Any) -> Any:
     """A field with its default and its help text (the CLI shows the same text)."""
     return Field(default, description=help, **kw)
@@ -87,8 +120,30 @@ class CommandConfig(BaseModel):
     # Fields the command checks itself, with a message that says more than the type would
     # (the CLI's option then leaves the value to the command).
     checked_by_command: ClassVar[frozenset[str]] = frozenset()
+    # Settings that exclude each other, or apply only with a flag: the one statement of them
+    # (`judgeaudit.cli.runner` resolves a config file against the command line with it).
+    conflicts: ClassVar[tuple[Conflict, ...]] = ()
+    # Text options whose value may be a number in a config file (`lam = 2.0`, `seeds = 30`),
+    # with the number's type; any other text option takes text only (`note = 5` is refused).
+    numbers_as_text: ClassVar[dict[str, Any]] = {}
+    # The type of each element of a comma-separated option given as a TOML list, when not
+    # a name (text): `budgets = [60, 120]` takes integers >= 1.
+    list_items: ClassVar[dict[str, Any]] = {}
 
     config_version: Literal[1] = _f(CONFIG_VERSION, "Version of this settings schema (1).")
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Pydantic's schema, and the text of a comma-separated option must name something
+        (`NAMES_PATTERN`), as a config file's is held to (`check_fields`)."""
+        schema = super().model_json_schema(*args, **kwargs)
+        for name, info in cls.model_fields.items():
+            prop = (schema.get("properties") or {}).get(name)
+            if prop is not None and is_listed(info):
+                for alt in prop.get("anyOf", [prop]):
+                    if alt.get("type") == "string":
+                        alt["pattern"] = NAMES_PATTERN
+        return schema
 
     @classmethod
     def default(cls, name: str) -> Any:
@@ -117,6 +172,8 @@ class EvaluateConfig(RunFields):
     """`judgeaudit evaluate`: a judge's accuracy (pairwise) or correlation (pointwise)."""
 
     command: ClassVar[str] = "evaluate"
+    conflicts: ClassVar[tuple[Conflict, ...]] = (
+        Exclusive(("limit",), ("sample",), "both choose the items"),)
     judge: str = _f("local", JUDGE_HELP)
     data: str = _f("builtin:facts", DATA_HELP)
     limit: PosInt | None = _f(None, "Use only the first N items (N >= 1).")
@@ -145,6 +202,13 @@ class AuditConfig(RunFields):
     """`judgeaudit audit`: the bias battery against one judge."""
 
     command: ClassVar[str] = "audit"
+    conflicts: ClassVar[tuple[Conflict, ...]] = (
+        Exclusive(("n",), ("sample",), "both choose the items"),
+        Exclusive(("adaptive",), ("n", "sample", "panel"),
+                  "adaptive chooses the items itself (up to max_n) and takes no panel"),
+        OnlyWith(("max_n", "round_size", "max_calls"), "adaptive",
+                 "a fixed-n audit takes n"),
+    )
     judge: str = _f("local", JUDGE_HELP)
     data: str = _f("builtin:facts", DATA_HELP)
     probes: str | None = _f(None, "Comma-separated probe names (default: the fast default "
@@ -186,6 +250,9 @@ class ScoringBiasConfig(RunFields):
     """`judgeaudit scoring-bias`: how a rubric judge's scores move with its scoring prompt."""
 
     command: ClassVar[str] = "scoring-bias"
+    conflicts: ClassVar[tuple[Conflict, ...]] = (
+        OnlyWith(("generator", "reviewer"), "generate_references",
+                 "they write the Ref-1..4 answers"),)
     judge: str = _f("local", ("Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL "
                               "| anthropic:MODEL | sim?order_bias=0.5&ref_pull=0.3"))
     data: str = _f("builtin:graded", (
@@ -252,6 +319,8 @@ class QuantifyConfig(RunFields):
     """`judgeaudit quantify`: how strongly each factor moves each judge."""
 
     command: ClassVar[str] = "quantify"
+    numbers_as_text: ClassVar[dict[str, Any]] = {"levels": Level}
+    list_items: ClassVar[dict[str, Any]] = {"levels": Level}
     judges: str = _f("local", "Comma-separated judge SPECs to quantify (same rewrites for all).")
     data: str = _f(HUBJ_DATA, HUBJ_DATA_HELP)
     factors: str = _f("verbosity,authority", (
@@ -284,6 +353,9 @@ class MitigateConfig(RunFields):
     """`judgeaudit mitigate`: bias-controlled win rates."""
 
     command: ClassVar[str] = "mitigate"
+    conflicts: ClassVar[tuple[Conflict, ...]] = (
+        Exclusive(("apply",), ("candidate", "estimator", "factors_from"),
+                  "the fit in apply fixes them"),)
     data: str = _f(HUBJ_DATA, HUBJ_DATA_HELP)
     judges: str | None = _f(None, LIVE_JUDGES_HELP)
     recorded: Literal["pandalm"] | None = _f(None, RECORDED_HELP)
@@ -313,6 +385,7 @@ class RankConfig(RunFields):
 
     command: ClassVar[str] = "rank"
     checked_by_command: ClassVar[frozenset[str]] = frozenset({"rule"})  # "unknown rule(s) x"
+    numbers_as_text: ClassVar[dict[str, Any]] = {"lam": float}
     judge: str = _f("local", ("Judge SPEC: local | local:qwen-0.5b | openai:MODEL?base_url=URL "
                               "| anthropic:MODEL | replay:PATH?... | sim?length=1&position=0.3"))
     items: str = _f("builtin:controlled", ITEMS_HELP)
@@ -345,6 +418,9 @@ class RankEvalConfig(RunFields):
     matrix."""
 
     command: ClassVar[str] = "rank-eval"
+    numbers_as_text: ClassVar[dict[str, Any]] = {"lam": float, "seeds": PosInt,
+                                                 "budgets": PosInt}
+    list_items: ClassVar[dict[str, Any]] = {"budgets": PosInt, "seeds": Seed}
     oracle: str = _f("sim", (
         "Judge SPEC used as oracle: its full ordered-pair verdict matrix is built once "
         "(cached) and replayed for every rule and seed. sim?length=1&position=0.3 plants known "
@@ -420,7 +496,7 @@ def describe(schema: dict[str, Any]) -> str:
         return repr(schema["const"])
     kind = schema.get("type")
     if kind == "array":
-        return f"a list of {describe(schema.get('items') or {}).removeprefix('a ')}s"
+        return f"a list of {_plural(describe(schema.get('items') or {}))}"
     base = {"integer": "an integer", "number": "a number", "boolean": "true or false",
             "string": "a path" if schema.get("format") == "path" else "a string"}.get(
         str(kind), "a value")
@@ -448,36 +524,132 @@ def field_error(model: type[CommandConfig], name: str, value: Any, *,
     return None
 
 
-def _as_option_text(info: Any, value: Any) -> Any:
-    """A TOML value in the form the option takes as text: a list for a comma-separated
-    option (`probes = ["position", "verbosity"]`, `budgets = [60, 120]`) joined with commas,
-    a number for a text option that holds numbers (`lam = 2.0`, `seeds = 30`) written out."""
-    if "str" not in str(info.annotation) or isinstance(value, bool):
-        return value
-    scalar = (str, int, float)
-    if (isinstance(value, list) and value and "comma" in (info.description or "").lower()
-            and all(isinstance(x, scalar) and not isinstance(x, bool) for x in value)):
-        return ",".join(str(x) for x in value)
+def is_text(info: Any) -> bool:
+    """Whether a field is a text option (`str`, `str | None`; not `list[str]`)."""
+    return "str" in str(info.annotation) and "list" not in str(info.annotation)
+
+
+def is_listed(info: Any) -> bool:
+    """Whether a text option is comma-separated (a config file may give it as a list)."""
+    return is_text(info) and "comma" in (info.description or "").lower()
+
+
+def _plural(what: str) -> str:
+    """ "an integer >= 1" -> "integers >= 1" (what a list holds)."""
+    what = what.removeprefix("an ").removeprefix("a ")
+    head, _, rest = what.partition(" ")
+    return " ".join([head + "s", rest]).strip()
+
+
+def _wanted(adapter: TypeAdapter[Any]) -> str:
+    return describe(adapter.json_schema())
+
+
+def text_forms(model: type[CommandConfig], name: str) -> dict[str, Any]:
+    """The forms a config file may give text option `name` of `model` in, as JSON Schema
+    alternatives: {"string": {...}, "number": {...}?, "array": {...}?}. A comma-separated
+    option's text must name something (`NAMES_PATTERN`) and its list holds at least one
+    element: names (non-empty text) or the option's `list_items` type; a number only for the
+    options that hold numbers (`numbers_as_text`). What `check_fields` holds a file to."""
+    info = model.model_fields[name]
+    forms: dict[str, Any] = {"string": {"type": "string"}}
+    listed = is_listed(info)
+    if listed:
+        forms["string"]["pattern"] = NAMES_PATTERN
+    if name in model.numbers_as_text:
+        forms["number"] = TypeAdapter(model.numbers_as_text[name]).json_schema()
+    if listed:
+        item = model.list_items.get(name)
+        items = (TypeAdapter(item).json_schema() if item is not None
+                 else {"type": "string", "pattern": "\\S"})
+        forms["array"] = {"type": "array", "minItems": 1, "items": items}
+    return forms
+
+
+def _text_value(model: type[CommandConfig], name: str, value: Any) -> tuple[Any, str | None]:
+    """A config file's value of text option `name` as the option's text (a list joined with
+    commas, a number written out): (text, None); or (value, what the option expects) when
+    the value has none of its forms (`text_forms`)."""
+    info = model.model_fields[name]
+    listed = is_listed(info)
+    number = model.numbers_as_text.get(name)
+    item = model.list_items.get(name)
+    what = _plural(_wanted(TypeAdapter(item))) if item is not None else "names"
+    kinds = [f"comma-separated {what} as text (not empty)" if listed else "a string"]
+    if number is not None:
+        kinds.append(_wanted(TypeAdapter(number)))
+    if listed:
+        kinds.append(f"a non-empty list of {what}")
+    wanted = (", ".join(kinds[:-1]) + " or " + kinds[-1]) if len(kinds) > 1 else kinds[0]
+    if value is None and "None" in str(info.annotation):
+        return value, None
+    if isinstance(value, str):
+        if listed and not value.replace(",", "").strip():
+            return value, wanted
+        return value, None
+    if isinstance(value, bool):
+        return value, wanted
     if isinstance(value, int | float):
-        return str(value)
-    return value
+        if number is None:
+            return value, wanted
+        try:
+            TypeAdapter(number).validate_json(json.dumps(value), strict=True)
+        except (TypeError, ValueError, ValidationError):
+            return value, wanted
+        return str(value), None
+    if isinstance(value, list) and listed and value:
+        bad = next((x for x in value if not _fits_item(item, x)), _NONE)
+        if bad is _NONE:
+            return ",".join(str(x) for x in value), None
+        one = _wanted(TypeAdapter(item)) if item is not None else "a name (non-empty text)"
+        return value, f"{wanted} ({bad!r} is not {one})"
+    return value, wanted
+
+
+_NONE = object()
+
+
+def _fits_item(item: Any, x: Any) -> bool:
+    """Whether `x` is an element a list of `item` may hold (None: a name, non-empty text)."""
+    if item is None:
+        return isinstance(x, str) and bool(x.strip())
+    try:
+        TypeAdapter(item).validate_json(json.dumps(x), strict=True)
+    except (TypeError, ValueError, ValidationError):
+        return False
+    return True
+
+
+def unknown_key(model: type[CommandConfig], key: str, where: str = "") -> ConfigError:
+    """The error of a key that is no setting of `model`: a close field named ("did you mean
+    fail_on?"; `fail-on` is the option's spelling, a key has underscores), then all."""
+    fields = [f for f in model.model_fields]
+    under = key.replace("-", "_")
+    close = [under] if under in fields else difflib.get_close_matches(key, fields, n=1,
+                                                                       cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return ConfigError(f"{where}unknown key {key!r} for `{model.command}`{hint} (known keys: "
+                       f"{', '.join(sorted(fields))})")
 
 
 def check_fields(model: type[CommandConfig], values: dict[str, Any],
                  where: str = "") -> dict[str, Any]:
     """Validate some of `model`'s fields (a config file need not give them all): each key
     must be a field and each value must fit the field's type and range, strictly
-    (`field_error`). Returns the values as the model holds them (paths as `Path`);
-    ConfigError names `where`, the key and what was expected."""
+    (`field_error`); a text option takes the forms `text_forms` gives (a list for a
+    comma-separated one, a number for one that holds numbers). Returns the values as the
+    model holds them (paths as `Path`, lists joined with commas); ConfigError names `where`,
+    the key and what was expected."""
     fields = model.model_fields
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key not in fields:
-            known = ", ".join(sorted(fields))
-            raise ConfigError(f"{where}unknown key {key!r} for `{model.command}` "
-                              f"(known keys: {known})")
-        value = _as_option_text(fields[key], value)
-        wanted = field_error(model, key, value)
+            raise unknown_key(model, key, where)
+        wanted = None
+        if is_text(fields[key]):
+            value, wanted = _text_value(model, key, value)
+        if wanted is None:
+            wanted = field_error(model, key, value)
         if wanted is not None:
             raise ConfigError(f"{where}key {key!r}: expected {wanted}, got {value!r}")
         out[key] = TypeAdapter(fields[key].annotation).validate_python(value)
@@ -514,8 +686,8 @@ def load_config_file(path: str | Path, command: str) -> dict[str, Any]:
 
 __all__ = [
     "CONFIGS", "CONFIG_VERSION", "AuditConfig", "CommandConfig", "CompareConfig",
-    "ConfigError", "DiscoverConfig", "EvaluateConfig", "MitigateConfig", "QuantifyConfig",
-    "RankConfig", "RankEvalConfig", "ScoringBiasConfig", "check_fields", "config_model",
-    "field_error",
-    "load_config_file", "read_config_file",
+    "ConfigError", "Conflict", "DiscoverConfig", "EvaluateConfig", "Exclusive",
+    "MitigateConfig", "OnlyWith", "QuantifyConfig", "RankConfig", "RankEvalConfig",
+    "ScoringBiasConfig", "check_fields", "config_model", "field_error", "is_listed",
+    "is_text", "load_config_file", "read_config_file", "text_forms", "unknown_key",
 ]

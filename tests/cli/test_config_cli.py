@@ -261,3 +261,99 @@ def test_the_readme_config_example_runs_as_written(tmp_path):
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert set(doc["probes"]) == {"position", "verbosity"} and doc["n_items"] == 40
     assert doc["probes"]["position"]["verdict"] == "biased"
+
+
+SIM = ["--judge", "sim?position=1.5&seed=0", "--probes", "position", "--no-cache"]
+
+
+@pytest.mark.parametrize(("toml", "flags", "note", "n_items", "adaptive"), [
+    ("sample = 20\n", ["--n", "10"], "sample = 20 set aside for --n", 10, False),
+    ("adaptive = true\nmax_n = 60\n", ["--no-adaptive", "--n", "10"],
+     "max_n = 60 set aside for --no-adaptive", 10, False),
+    ("adaptive = true\nmax_n = 60\n", ["--n", "10"],
+     "adaptive = true, max_n = 60 set aside for --n", 10, False),
+    ("n = 10\n", ["--adaptive", "--max-n", "40", "--round-size", "20"],
+     "n = 10 set aside for --adaptive", 40, True),
+])
+def test_a_flag_overrides_the_files_setting_it_excludes(tmp_path, toml, flags, note, n_items,
+                                                        adaptive):
+    """What the user typed wins over the file's setting of the other side of an exclusive
+    pair (it was "error: --n and --sample both choose the items", exit 2), and one note
+    says which of the file's keys were set aside."""
+    cfg = _write(tmp_path / "x.toml", toml)
+    out = tmp_path / "o"
+    res = _invoke(["audit", *SIM, "--config", str(cfg), *flags, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    msg = " ".join(res.output.split())
+    assert f"--config {cfg}: {note}" in msg
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["n_items"] == n_items
+    assert ("adaptive" in doc) == adaptive
+
+
+@pytest.mark.parametrize(("toml", "flags", "needles"), [
+    ("n = 10\nsample = 20\n", [], ["n = 10 and sample = 20 cannot be given together",
+                                   "both choose the items"]),
+    ("max_n = 60\n", [], ["max_n = 60 applies only with adaptive = true",
+                          "adaptive is not set"]),
+    ("adaptive = false\nround_size = 5\n", [], ["round_size = 5 applies only with adaptive",
+                                                "the file sets adaptive = false"]),
+    ("adaptive = true\npanel = \"sim\"\n", [], ["adaptive = true and panel = \"sim\""]),
+])
+def test_conflicts_within_the_file_name_the_file(tmp_path, toml, flags, needles):
+    cfg = _write(tmp_path / "x.toml", toml)
+    res = _invoke(["audit", *SIM, "--config", str(cfg), *flags, "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    msg = " ".join(res.output.split())
+    assert f"--config {cfg}:" in msg
+    for needle in needles:
+        assert needle in msg
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_conflicts_on_the_command_line_stay_the_commands_errors(tmp_path):
+    cfg = _write(tmp_path / "x.toml", "seed = 1\n")
+    res = _invoke(["audit", *SIM, "--config", str(cfg), "--n", "3", "--sample", "4",
+                   "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    msg = " ".join(res.output.split())
+    assert "--n and --sample both choose the items" in msg and "x.toml" not in msg
+
+
+def test_scoring_bias_no_generate_references_sets_the_files_generator_aside(tmp_path):
+    cfg = _write(tmp_path / "s.toml", 'generate_references = true\ngenerator = "sim"\n')
+    res = _invoke(["scoring-bias", "--judge", "sim?order_bias=0.5", "--limit", "3",
+                   "--perturbations", "order_desc", "--repeats", "1", "--no-cache",
+                   "--config", str(cfg), "--no-generate-references",
+                   "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert 'generator = "sim" set aside for --no-generate-references' in " ".join(
+        res.output.split())
+
+
+@pytest.mark.parametrize(("command", "text", "needles"), [
+    ("audit", 'probes = ["position", "verbosty"]\n',
+     ["key 'probes': unknown probe 'verbosty'", "did you mean verbosity?"]),
+    ("audit", 'fail_on = "positon"\n', ["key 'fail_on': unknown probe 'positon'",
+                                        "did you mean position?"]),
+    ("audit", "probes = []\n", ["key 'probes'", "a non-empty list of names", "got []"]),
+    ("audit", 'probes = ""\n', ["key 'probes'", "comma-separated names", "got ''"]),
+    ("audit", "note = 5\n", ["key 'note': expected a string, got 5"]),
+    ("audit", 'fail-on = "biased"\n', ["unknown key 'fail-on'", "did you mean fail_on?"]),
+    ("audit", "nn = 3\n", ["unknown key 'nn'", "did you mean n?"]),
+    ("rank-eval", 'budgets = [30, "x"]\n',
+     ["key 'budgets'", "a non-empty list of integers >= 1", "'x' is not an integer >= 1"]),
+    ("rank-eval", 'oracle = "sim"\nbudgets = "30,x"\n',
+     ["key 'budgets': expected comma-separated integers"]),
+])
+def test_config_file_errors_name_the_file_and_the_key(tmp_path, command, text, needles):
+    cfg = _write(tmp_path / "bad.toml", text)
+    judge = ["--judge", "sim?seed=0"] if command == "audit" else []
+    res = _invoke([command, *judge, "--no-cache", "--config", str(cfg), "--out",
+                   str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    msg = " ".join(res.output.split())
+    assert f"--config {cfg}: " in msg
+    for needle in needles:
+        assert needle in msg
+    assert not (tmp_path / "o" / "results.json").exists()

@@ -16,6 +16,7 @@ import json
 import logging
 import operator
 import os
+import re
 import sys
 import types
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_a
 import typer
 
 from judgeaudit.cli.progress import LAST_ERROR, close_bars, console, fail, growing_bar
-from judgeaudit.config import CommandConfig, RunFields, field_error
+from judgeaudit.config import CommandConfig, Exclusive, RunFields, field_error
 from judgeaudit.report.outcome import (
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
@@ -110,11 +111,162 @@ def session_bars() -> Iterator[Callable[[Progress], None]]:
 
 
 def checked(make: Callable[[], T]) -> T:
-    """Bad input found by a command's checks (ValueError) exits 2 with its message."""
+    """Bad input found by a command's checks (ValueError) exits 2 with its message; a
+    message about an option whose value came from `--config FILE` names the file and the key
+    (`name_config_file`)."""
     try:
         return make()
     except ValueError as exc:
-        raise fail(str(exc)) from None
+        raise fail(name_config_file(str(exc))) from None
+
+
+# The `--config FILE` of the running command and the settings it gives that are in force
+# (set by `config_command`): messages about them name the file (`name_config_file`).
+CONFIG_FILE: ContextVar[tuple[str, dict[str, Any]] | None] = ContextVar("config_file",
+                                                                         default=None)
+
+
+def _opt_pattern(key: str) -> str:
+    return rf"(?<![\w-])--{re.escape(key.replace('_', '-'))}(?![\w-])"
+
+
+def name_config_file(msg: str) -> str:
+    """A command's message about an option that the `--config` file gave (not the command
+    line), as the file's: "--budgets: expected ..." -> "--config f.toml: key 'budgets':
+    expected ..."; an option named further in is followed by where its value came from."""
+    current = CONFIG_FILE.get()
+    if current is None:
+        return msg
+    path, keys = current
+    for key in keys:
+        m = re.match(_opt_pattern(key), msg)
+        if m:
+            return f"--config {path}: key {key!r}{msg[m.end():]}"
+    named = [key for key in keys if re.search(_opt_pattern(key), msg)]
+    if named:
+        return (f"{msg} ({', '.join(f'{k} = {toml_text(keys[k])}' for k in named)}: from "
+                f"--config {path})")
+    return msg
+
+
+def toml_text(value: Any) -> str:
+    """A setting's value as a TOML file writes it (true, 20, "text"), for messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | Path):
+        return json.dumps(str(value), ensure_ascii=False)
+    return str(value)
+
+
+def settle_config_file(model: type[CommandConfig], values: dict[str, Any], path: Any,
+                       source: Callable[[str], str]) -> dict[str, Any]:
+    """Resolve a `--config` file against the command line by `model.conflicts`, where
+    `source(name)` says where a value came from ("file", "cli" or "default"). What the user
+    typed wins: a file's setting that excludes a flag given on the command line, or that
+    applies only with a flag the command line turned off, is set aside (`values` gets the
+    field's default) and one note on stderr says which ("--config x.toml: sample = 20 set
+    aside for --n"). Two settings of the file that exclude each other exit 2 naming the file
+    (two flags of the command line are left to the command's own message). Returns the
+    file's settings in force."""
+
+    def given(k: str) -> bool:
+        return bool(values[k] != model.default(k))
+
+    def flag(k: str) -> str:
+        dash = k.replace("_", "-")
+        return f"--{dash}" if not isinstance(values[k], bool) or values[k] else f"--no-{dash}"
+
+    aside: dict[str, tuple[Any, str]] = {}  # file key -> (its value, the flag it yields to)
+
+    def set_aside(keys: list[str], cause: str) -> None:
+        for k in keys:
+            aside[k] = (values[k], cause)
+            values[k] = model.default(k)
+
+    changed = True
+    while changed:  # a setting set aside may leave others without their flag (max_n)
+        changed = False
+        for rule in model.conflicts:
+            if isinstance(rule, Exclusive):
+                for mine, other in ((rule.first, rule.second), (rule.second, rule.first)):
+                    typed = [k for k in mine if source(k) == "cli" and given(k)]
+                    filed = [k for k in other if source(k) == "file" and given(k)]
+                    if typed and filed:
+                        set_aside(filed, flag(typed[0]))
+                        changed = True
+            elif not values[rule.flag]:
+                cause = (flag(rule.flag) if source(rule.flag) == "cli" and rule.flag not in aside
+                         else aside.get(rule.flag, (None, None))[1])
+                filed = [k for k in rule.keys if source(k) == "file" and given(k)]
+                if cause is not None and filed:
+                    set_aside(filed, cause)
+                    changed = True
+    where = f"--config {path}"
+
+    def shown(keys: Sequence[str]) -> str:
+        return ", ".join(f"{k} = {toml_text(values[k])}" for k in keys)
+
+    for rule in model.conflicts:  # what is left: conflicts within the file, or the command line
+        if isinstance(rule, Exclusive):
+            first = [k for k in rule.first if given(k)]
+            second = [k for k in rule.second if given(k)]
+            if first and second and any(source(k) == "file" for k in [*first, *second]):
+                raise fail(f"{where}: {shown(first)} and {shown(second)} cannot be given "
+                           f"together ({rule.why}); give one of them")
+        elif not values[rule.flag]:
+            filed = [k for k in rule.keys if source(k) == "file" and given(k)]
+            if filed:
+                state = (f"the file sets {rule.flag} = false" if source(rule.flag) == "file"
+                         else f"{rule.flag} is not set")
+                raise fail(f"{where}: {shown(filed)} appl{'ies' if len(filed) == 1 else 'y'} "
+                           f"only with {rule.flag} = true, and {state} ({rule.why})")
+    if aside:
+        by_cause: dict[str, list[str]] = {}
+        for k, (v, cause) in aside.items():
+            by_cause.setdefault(cause, []).append(f"{k} = {toml_text(v)}")
+        console.print(f"note: {where}: " + "; ".join(
+            f"{', '.join(keys)} set aside for {cause}" for cause, keys in by_cause.items()),
+            highlight=False, markup=False)
+    return {k: values[k] for k in values if source(k) == "file" and k not in aside}
+
+
+def check_file_names(model: type[CommandConfig], path: Any, filed: Mapping[str, Any]) -> None:
+    """Names a config file gives that the command looks up in a registry (audit's probes,
+    and the probes its fail_on names): an unknown one exits 2 naming the file and the key,
+    with the closest known name (the command's own message named neither)."""
+    if model.command != "audit":
+        return
+    import difflib
+
+    from judgeaudit.audit.probe import probe_names
+
+    lists = {"probes": filed.get("probes")}
+    gate = filed.get("fail_on")
+    if gate is not None and gate.strip() not in ("biased", "flag", "any"):
+        lists["fail_on"] = gate
+    known = probe_names()
+    for key, text in lists.items():
+        if text is None:
+            continue
+        bad = [n for n in (p.strip() for p in str(text).split(",")) if n and n not in known]
+        if bad:
+            close = difflib.get_close_matches(bad[0], known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise fail(f"--config {path}: key {key!r}: unknown probe {bad[0]!r}{hint} "
+                       f"(known: {', '.join(sorted(known))})")
+
+
+def _sources(ctx: Any) -> Callable[[str], str]:
+    """Where each parameter's value came from: "file" (`--config`, click's default_map),
+    "default", or "cli" (the command line, an environment variable)."""
+
+    def source(name: str) -> str:
+        src = getattr(ctx.get_parameter_source(name), "name", None)  # click's ParameterSource
+        if src == "DEFAULT_MAP":
+            return "file"
+        return "default" if src in (None, "DEFAULT") else "cli"
+
+    return source
 
 
 def run_command(cfg: Any, run: Any,
@@ -411,15 +563,23 @@ def config_command(model: type[C], *extra: inspect.Parameter
     def wrap(body: Callable[..., None]) -> Callable[..., None]:
         tail = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
                 for n, a, d in (("config", ConfigFileOpt, None), ("json_out", JsonOpt, False))]
+        # where each value came from (`settle_config_file`): typer passes its click context
+        tail.append(inspect.Parameter("click_context", inspect.Parameter.KEYWORD_ONLY,
+                                      annotation=typer.Context))
         params = [*config_parameters(model), *extra, *tail]
 
         def command(**values: Any) -> None:
             json_out = values.pop("json_out")
-            values.pop("config")
+            path, ctx = values.pop("config"), values.pop("click_context")
             given = {p.name: values.pop(p.name) for p in extra}
             token = JSON_REQUESTED.set(json_out)  # for a run a fatal call ends (write_failed)
+            file_token = CONFIG_FILE.set(None)
             LAST_ERROR["msg"] = None
             try:
+                if path is not None:  # the file against the command line (what was typed wins)
+                    filed = settle_config_file(model, values, path, _sources(ctx))
+                    check_file_names(model, path, filed)
+                    CONFIG_FILE.set((str(path), filed))
                 body(model.model_construct(**values), json_out=json_out, **given)
             except typer.Exit as exc:  # bad input: --json still prints one object (stdout
                 # was empty, so a script parsing it failed on the usage errors above all)
@@ -430,6 +590,7 @@ def config_command(model: type[C], *extra: inspect.Parameter
                     LAST_ERROR["json"] = "printed"
                 raise
             finally:
+                CONFIG_FILE.reset(file_token)
                 JSON_REQUESTED.reset(token)
 
         command.__name__, command.__qualname__ = body.__name__, body.__qualname__
