@@ -453,6 +453,10 @@ class CompareConfig(CommandConfig):
     fail_on: str | None = _f(None, (
         "Exit 1 when: 'worse' (any probe got worse), or a comma-separated list of probe names "
         "that must not get worse."))
+    allow_missing: bool = _f(False, (
+        "With --fail-on: pass the gate although audit B lacks probes audit A ran (they are "
+        "still listed). Without it any gate fails (exit 1) on such a probe: B's bias there is "
+        "unknown. A probe named in --fail-on fails the gate when B lacks it either way."))
     alpha: OpenUnit = _f(0.05, "False discovery rate for improved/worse across the compared "
                                "probes (0 < alpha < 1).")
     margin: Annotated[float, Field(ge=0.0)] | None = _f(None, (

@@ -11,9 +11,8 @@ printed; the comparison's results and report say so)."""
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -113,18 +112,8 @@ def _same_place(out: Path, run: Path) -> bool:
         return False
 
 
-ALLOW_MISSING = inspect.Parameter(
-    "allow_missing", inspect.Parameter.KEYWORD_ONLY, default=False,
-    annotation=Annotated[bool, typer.Option(
-        "--allow-missing", help=(
-            "With --fail-on: pass the gate although audit B lacks probes audit A ran (they "
-            "are still listed). Without it any gate fails (exit 1) on such a probe: B's bias "
-            "there is unknown. A probe named in --fail-on fails the gate when B lacks it "
-            "either way."))])
-
-
-@config_command(CompareConfig, ALLOW_MISSING)
-def compare(cfg: CompareConfig, json_out: bool, allow_missing: bool) -> None:
+@config_command(CompareConfig)
+def compare(cfg: CompareConfig, json_out: bool) -> None:
     """Compare two audits of the same data, probe by probe: the change in each bias (B - A)
     with a 95% interval, and whether it improved, got worse, did not change, or cannot tell.
     Items are matched by id when the results keep per-item values: each probe compares the
@@ -145,7 +134,7 @@ def compare(cfg: CompareConfig, json_out: bool, allow_missing: bool) -> None:
     )
     from judgeaudit.audit.compare import compare as run_compare
 
-    run_a, run_b, out = cfg.run_a, cfg.run_b, cfg.out
+    run_a, run_b, out, allow_missing = cfg.run_a, cfg.run_b, cfg.out, cfg.allow_missing
     mode, must_not = _parse_fail_on(cfg.fail_on)
     if allow_missing and mode == "never":
         raise fail("--allow-missing applies to a --fail-on gate; give --fail-on too (or leave "
