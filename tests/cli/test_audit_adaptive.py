@@ -93,8 +93,9 @@ def test_the_summary_says_calls_sent_and_shared_not_from_cache_under_no_cache(tm
     assert (f"{ad['calls']} judge calls vs about {ad['fixed_n_calls']} for the fixed-n audit "
             f"at max-n 500: {src['sent']} sent, {src['shared']} shared between probes") in said
     assert "from the cache of earlier runs" not in said
-    assert (f"calls: {calls['made']} made, 0 from cache, {src['shared']} shared between "
-            "probes") in said
+    assert calls["shared"] == src["shared"]  # the client's count (CallStats.shared)
+    assert (f"calls: {calls['made']} made, 0 from cache, {src['shared']} shared within the "
+            "run (asked again, answered once)") in said
     # the overall stop is the budget's, with what was sent; each probe's stop is said
     assert (f"stop: the --max-calls budget of 1000 calls stopped the run after "
             f"{ad['rounds']} rounds ({src['sent']} sent)") in said

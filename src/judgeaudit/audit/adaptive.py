@@ -46,11 +46,9 @@ import asyncio
 import contextlib
 import math
 import random
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,7 +58,7 @@ from judgeaudit.audit.length_control import add_length_notes
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
-from judgeaudit.llm import Cache, CallCap
+from judgeaudit.llm import CallCap
 from judgeaudit.llm.plan import PlannedStop
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 from judgeaudit.stats.sequential import betting_cs, betting_evalue, ebh
@@ -232,80 +230,22 @@ def call_cap(bundle: JudgeBundle, max_calls: int | None) -> Iterator[None]:
         client.call_cap = before
 
 
-@contextlib.contextmanager
-def run_memo(bundle: JudgeBundle) -> Iterator[None]:
-    """Without a cache (--no-cache), a cache of the run's own in a temporary file: the last
-    step re-runs every probe on the items it used, and probes whose calls the AuditContext
-    does not memoise (a PASS/FAIL or rubric judge's) would otherwise send them all again,
-    past --max-calls and uncounted."""
-    client = bundle.client
-    if client.cache is not None:
-        yield
-        return
-    with tempfile.TemporaryDirectory(prefix="judgeaudit-adaptive-") as tmp:
-        client.cache = Cache(Path(tmp) / "run.sqlite")
-        try:
-            yield
-        finally:
-            client.cache.close()
-            client.cache = None
-
-
-class _AskCount:
-    """The judge's cache as the adaptive run sees it: every request asked goes through its
-    `get` first (`Client._call`), so it tells a request first asked in this run and found in
-    the cache (an earlier run's answer) from one asked again in this run (several probes
-    asking the same request, e.g. the consistency repeats of the shift probes), which the
-    client answers once and counts as "cached" too, even under --no-cache (`run_memo`)."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.asked: set[str] = set()
-        self.earlier = 0  # first asked in this run, answered from the cache
-
-    def get(self, key: str) -> Any:
-        hit = self.inner.get(key)
-        if hit is not None and key not in self.asked:
-            self.earlier += 1
-        self.asked.add(key)
-        return hit
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-@contextlib.contextmanager
-def count_asks(bundle: JudgeBundle) -> Iterator[_AskCount | None]:
-    """`_AskCount` over the judge's cache for the run (None without a cache)."""
-    client = bundle.client
-    if client.cache is None:
-        yield None
-        return
-    before = client.cache
-    client.cache = counter = _AskCount(before)
-    try:
-        yield counter
-    finally:
-        client.cache = before
-
-
-def call_sources(bundle: JudgeBundle, asks: _AskCount | None,
-                 since: dict[str, int]) -> dict[str, int]:
+def call_sources(bundle: JudgeBundle, since: dict[str, int]) -> dict[str, int]:
     """The judge's calls since the counts `since` (`_stat_counts`) by where their answers
     came from: sent (answered by the provider), from_cache (an earlier run's answer),
-    shared (the same request asked again in this run: one answer, no second call), failed.
+    shared (the same request asked again in this run, e.g. the consistency repeats of the
+    shift probes: one answer, no second call; `CallStats.shared`), failed.
     sent + from_cache + shared + failed = calls asked."""
-    now = _stat_counts(bundle, asks)
-    cached = now["cached"] - since["cached"]
-    earlier = min(cached, now["earlier"] - since["earlier"])
-    return {"sent": now["made"] - since["made"], "from_cache": earlier,
-            "shared": cached - earlier, "failed": now["failed"] - since["failed"]}
+    now = _stat_counts(bundle)
+    shared = now["shared"] - since["shared"]
+    return {"sent": now["made"] - since["made"],
+            "from_cache": now["cached"] - since["cached"] - shared, "shared": shared,
+            "failed": now["failed"] - since["failed"]}
 
 
-def _stat_counts(bundle: JudgeBundle, asks: _AskCount | None) -> dict[str, int]:
+def _stat_counts(bundle: JudgeBundle) -> dict[str, int]:
     st = bundle.client.stats
-    return {"made": int(st.made), "cached": int(st.cached), "failed": int(st.failed),
-            "earlier": asks.earlier if asks is not None else 0}
+    return {k: int(getattr(st, k)) for k in ("made", "cached", "failed", "shared")}
 
 
 def stop_text(states: Sequence[ProbeState], verdicts: dict[str, str], stopped_by: str,
@@ -374,24 +314,7 @@ def cut_round_hint(bundle: JudgeBundle, rnd: int, round_size: int, asked: int,
             f"{need}, or a smaller --round-size makes each round cheaper")
 
 
-async def run_adaptive(bundle: JudgeBundle, items: Sequence[PairwiseItem],
-                       probe_names: Sequence[str], **kw: Any) -> dict[str, Any]:
-    """The adaptive audit's results document: the fixed-n document (`run_battery`) of the
-    items each probe used when it stopped, with each probe's verdict and interval replaced by
-    the sequential ones and an `adaptive` section per probe and for the run.
-
-    `memo`: the verdict memo to fill (an `AuditContext`'s, keyed by item id, repeat and
-    judge), shared with the caller, who can then run e.g. the fixed-n audit of the same items
-    and judge paying only for the items this run did not judge
-    (benchmarks/adaptive_real.py).
-
-    Keywords: those of `_adaptive_document`. Without a cache on the judge's client the run
-    keeps one of its own (`run_memo`)."""
-    with run_memo(bundle), count_asks(bundle) as asks:
-        return await _adaptive_document(bundle, items, probe_names, asks=asks, **kw)
-
-
-async def _adaptive_document(
+async def run_adaptive(
     bundle: JudgeBundle,
     items: Sequence[PairwiseItem],
     probe_names: Sequence[str],
@@ -410,14 +333,24 @@ async def _adaptive_document(
     by: str | None = None,
     memo: dict[Any, Any] | None = None,
     length_control: bool = False,
-    asks: _AskCount | None = None,
 ) -> dict[str, Any]:
-    """`run_adaptive` without its memo; `asks` tells the calls shared in the run from the
-    cached ones (`count_asks`)."""
+    """The adaptive audit's results document: the fixed-n document (`run_battery`) of the
+    items each probe used when it stopped, with each probe's verdict and interval replaced by
+    the sequential ones and an `adaptive` section per probe and for the run.
+
+    `memo`: the verdict memo to fill (an `AuditContext`'s, keyed by item id, repeat and
+    judge), shared with the caller, who can then run e.g. the fixed-n audit of the same items
+    and judge paying only for the items this run did not judge
+    (benchmarks/adaptive_real.py).
+
+    Without a cache the client keeps the run's answers itself (`Client._run_store`): the last
+    step re-runs every probe on the items it used, and probes whose calls the AuditContext
+    does not memoise (a PASS/FAIL or rubric judge's) would otherwise send them all again,
+    past --max-calls and uncounted."""
     if max_n < 1 or round_size < 1:
         raise ValueError("--max-n and --round-size must be >= 1")
     t0 = time.perf_counter()
-    at_start = _stat_counts(bundle, asks)
+    at_start = _stat_counts(bundle)
     probes: list[Probe] = [get_probe(n) for n in probe_names]
     ordered = seeded_order(items, seed)
     plans = check_runnable(ordered, probe_names, limit=max_n)
@@ -523,7 +456,7 @@ async def _adaptive_document(
             rule.stop_all(rnd, "not_sent" if bundle.client.stopped and not capped(bundle)
                           else "budget")
     verdicts = rule.verdicts()
-    round_sources = call_sources(bundle, asks, at_start)
+    round_sources = call_sources(bundle, at_start)
 
     # The document: the fixed-n battery over the items each probe had when it stopped (all
     # memoised: no new call), then the sequential verdicts and intervals on top.
@@ -612,8 +545,6 @@ async def _adaptive_document(
         # request asked again in this run (answered once: neither sent again nor an earlier
         # run's cached answer, though the client counts it as cached)
         "calls_by_source": round_sources,
-        # of the whole run's calls (`calls` of the document), those shared so
-        "shared_calls": call_sources(bundle, asks, at_start)["shared"],
     }
     doc["mde"]["note"] = ("MDEs are the fixed-n test's at each probe's stopping n; the "
                           "adaptive verdicts use the e-values and sequences")

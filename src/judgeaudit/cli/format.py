@@ -9,14 +9,23 @@ from rich.text import Text
 
 
 def calls_text(res: dict[str, Any]) -> str:
-    """The calls line every run command prints: made, from cache, failed, and the time."""
+    """The calls line every run command prints: made, from cache (earlier runs' answers),
+    shared (a request asked again in this run, answered once: probes sharing a baseline
+    verdict; a first run read "320 from cache"), failed, and the time."""
     c = res.get("calls") or {}
     narrowed = c.get("narrowed_to")
-    return (f"calls: {c.get('made', 0)} made, {c.get('cached', 0)} from cache, "
-            f"{failed_text(c)}{usage_text(c)}"
+    return (f"calls: {c.get('made', 0)} made, {cached_text(c)}, {failed_text(c)}{usage_text(c)}"
             + (f"; at most {narrowed} at a time after timeouts in the server's queue"
                if narrowed else "")
             + (f"; {res['seconds']:.1f} s" if "seconds" in res else ""))
+
+
+def cached_text(calls: dict[str, Any]) -> str:
+    """'N from cache' (earlier runs' answers), with ', M shared within the run' where a
+    request was asked again in the run and answered once (`CallStats.shared`)."""
+    shared = int(calls.get("shared") or 0)
+    return f"{int(calls.get('cached') or 0) - shared} from cache" + (
+        f", {shared} shared within the run (asked again, answered once)" if shared else "")
 
 
 def usage_text(calls: dict[str, Any]) -> str:

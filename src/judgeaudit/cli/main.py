@@ -12,6 +12,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from judgeaudit.cli.format import (
+    cached_text,
     calls_text,
     evaluate_table,
     failed_text,
@@ -108,7 +109,7 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     c = res["calls"]
     what = "scores" if pointwise else "verdicts"
     console.print(
-        f"calls: {c['made']} made, {c['cached']} from cache, {c['retries']} retries, "
+        f"calls: {c['made']} made, {cached_text(c)}, {c['retries']} retries, "
         f"{failed_text(c)}{usage_text(c)}; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
@@ -230,7 +231,7 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     if res.get("dropped"):
         console.print("left out (distinct items, by reason): " + ", ".join(
             f"{k} {v}" for k, v in res["dropped"].items()))
-    console.print(_calls_line(res), highlight=False)
+    console.print(calls_text(res), highlight=False)
     console.print(f"report: {report}")
     console.print(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run
@@ -284,21 +285,6 @@ def _adaptive_lines(res: dict[str, Any]) -> list[str]:
                      f"{a.get('rounds')} after {_plural(a.get('items'), 'item')}"
                      + (f", e-value {e:.3g}" if isinstance(e, int | float) else ""))
     return lines
-
-
-def _calls_line(res: dict[str, Any]) -> str:
-    """The calls line; an adaptive run's calls that several probes shared (the same request
-    asked again in the run, answered once) are said as such, not "from cache" (under
-    --no-cache there is no cache to come from)."""
-    shared = int((res.get("adaptive") or {}).get("shared_calls") or 0)
-    c = res.get("calls") or {}
-    if not shared or shared > int(c.get("cached") or 0):
-        return calls_text(res)
-    cached = int(c["cached"]) - shared
-    text = calls_text({**res, "calls": {**c, "cached": cached}})
-    return text.replace(f"{cached} from cache, ",
-                        f"{cached} from cache, {shared} shared between probes (asked again in "
-                        "this run, answered once), ", 1)
 
 
 @app.command()

@@ -10,9 +10,11 @@ import logging
 import math
 import os
 import random
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from judgeaudit.llm.base import (
@@ -90,6 +92,9 @@ class CallStats:
     why the first of them could not be read (the answer's start, secrets masked).
     `cancelled` counts the failed calls that a cancellation ended (Ctrl-C, SIGTERM: the run
     was interrupted), not the server: an interrupted run read "57 failed" with no error.
+    `shared` counts the cached calls that were a request this client had asked already (in
+    flight, or answered earlier in the run: probes asking the same baseline verdict), so
+    "from cache" means earlier runs' answers only: a first run read "320 from cache".
     """
 
     made: int = 0
@@ -104,6 +109,7 @@ class CallStats:
     usage_estimated: int = 0
     unreadable: int = 0
     cancelled: int = 0
+    shared: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
     first_unreadable: str | None = None
@@ -380,6 +386,12 @@ class Client:
         self.stats = CallStats()
         self._rng = random.Random(seed)
         self._inflight: dict[str, asyncio.Future[Response]] = {}
+        self._asked: set[str] = set()  # keys answered so far (`CallStats.shared`)
+        # Without a cache, the answers of this client's run in a temporary file of its own
+        # (`_run_store`): --no-cache paid again for every request asked twice in a run (a
+        # default audit: 1040 calls for 720 distinct requests).
+        self._run_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._run_cache: Cache | None = None
         # After a fatal error (bad key, bad request) no further call reaches the provider.
         self._fatal: CallFailed | None = None
         # The breaker (`RetryPolicy.stop_after`): has the server answered anything (an answer
@@ -449,13 +461,24 @@ class Client:
         if self.cache is not None:
             self.cache.mark_invalid(self.key(request), redact(reason))
 
+    def _run_store(self) -> Cache:
+        """The run's own answers when the client has no cache (made on first use)."""
+        if self._run_cache is None:
+            self._run_dir = tempfile.TemporaryDirectory(prefix="judgeaudit-run-")
+            self._run_cache = Cache(Path(self._run_dir.name) / "run.sqlite")
+        return self._run_cache
+
     async def _call(self, request: Request) -> Response:
         key = request_key(self.provider, request)
         while True:
-            if self.cache is not None:
-                hit = self.cache.get(key)
+            store = self.cache if self.cache is not None else (
+                self._run_cache if key in self._asked else None)
+            if store is not None:
+                hit = store.get(key)
                 if hit is not None:
                     self.stats.cached += 1
+                    self.stats.shared += key in self._asked
+                    self._asked.add(key)
                     if self.planner is not None:
                         self.planner.note_cached(key)
                     # Entries from before the text was cleaned here: clean them on the way out.
@@ -479,6 +502,7 @@ class Client:
                 self._count_failed(exc)
                 raise
             self.stats.cached += 1
+            self.stats.shared += 1
             return resp
         if self.planner is not None:  # --plan-only: record the request instead of sending it
             self.planner.add(key, request, self.provider)
@@ -498,8 +522,11 @@ class Client:
                 self._count_failed(exc)
                 raise
             self._account(resp, request)
+            self._asked.add(key)
             if self.cache is not None and batcher is None:  # the batcher stored it already
                 self.cache.put(key, self.provider.name, self.provider.model, resp)
+            elif self.cache is None:
+                self._run_store().put(key, self.provider.name, self.provider.model, resp)
             self._note_unusable(resp)
         except asyncio.CancelledError:
             fut.cancel()  # waiters ask again themselves
@@ -937,6 +964,12 @@ class Client:
         if batcher is not None:  # stops polling; submitted batches resume on the next run
             await batcher.aclose()
         await self.provider.aclose()
+        if self._run_cache is not None:
+            self._run_cache.close()
+            self._run_cache = None
+        if self._run_dir is not None:
+            self._run_dir.cleanup()
+            self._run_dir = None
 
 
 def clean_response(resp: Response, cap: int) -> Response:
