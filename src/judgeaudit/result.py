@@ -48,7 +48,7 @@ _RECORDS = frozenset({"verdicts", "comparisons", "scores", "invalid_examples", "
 
 # The call counts a summary carries (`Result.summary`): what a script gating on a run needs,
 # its spend and why calls were not sent included; a count the run did not record is left out.
-SUMMARY_CALLS = ("made", "cached", "failed", "not_sent", "not_sent_why", "cancelled",
+SUMMARY_CALLS = ("made", "cached", "shared", "failed", "not_sent", "not_sent_why", "cancelled",
                  "cost_usd", "usage_estimated")
 
 
