@@ -5,20 +5,39 @@ term (judgeaudit.stats.bradley_terry.fit_map).
 
 Empirical Bayes for lam (`eb_lam=True`): the prior theta ~ N(0, 1/lam) should match how far
 apart the judge puts the items, which is unknown before judging (a judge one logit apart per
-quality step and one five logits apart need very different priors). lam is the fixed point of
-the EM step 1/lam <- mean_i(theta_i^2 + Var theta_i) (Laplace posterior) alternated with the
-MAP, learned per pool. A prior far too tight squeezes theta and attenuates c and kappa, so
-their intervals miss the truth (sim judge with 3 logits per quality step: coverage of c 0.47,
-of kappa 0.53 at lam = 1; 1.00 and 0.90 with EB, same recall). lam is kept within
-[`lam_floor`, `lam_ceiling`] (theta sd between 0.1 and 10 logits): verdicts that are
-perfectly consistent would push it to 0, and verdicts that show no spread at all (many ties,
-or invalid verdicts counted as ties) to infinity.
+quality step and one five logits apart need very different priors). A prior far too tight
+squeezes theta and attenuates c and kappa, so their intervals miss the truth. Measured
+(rank-eval's full-data fits, one verdict per ordered pair, builtin:controlled, 20 seeds,
+sim judge with 3 logits per quality step, planted length bias 3 and position 0.5): at
+lam = 1 kappa 0.15, covering 0.5 in 0.00 of seeds (c 1.11, sd 0.30, covering 3 in 0.00);
+with EB kappa 0.35, coverage 0.90, and c 0.77, sd 0.85, marked mostly the prior in 20 of 20
+(bias-aware full-data recall 0.99 at lam = 1, 0.88 with EB: the tight prior's larger c
+corrects more of this planted bias). Planted position 0.5 alone: kappa 0.17 (coverage 0.05)
+at lam = 1, 0.37 (0.80) with EB, recall 1.00 both.
+lam is kept within [`lam_floor`, `lam_ceiling`] (theta sd between 0.1 and 10 logits):
+verdicts that are perfectly consistent would push it to 0, and verdicts that show no spread
+at all (many ties, or invalid verdicts counted as ties) to infinity.
 
-The fixed point is found by a safeguarded secant iteration on log lam (each iterate is one
-warm-started MAP fit), not by repeating the EM step: EM converges linearly at the rate of the
-missing information, which is slow exactly when the data say little (early in an active run,
-or when half the verdicts are ties), and its small steps then also stop it far from the fixed
-point. Same fixed point, a few fits instead of up to `max_outer`.
+Two ways to learn lam (`eb_method`; None: `EB_METHOD`):
+- "em" (default): the fixed point of the EM step 1/lam <- mean_i(theta_i^2 + Var theta_i)
+  (Laplace posterior) alternated with the MAP, found by a safeguarded secant iteration on
+  log lam (each iterate one warm-started MAP fit), not by repeating the EM step: EM
+  converges linearly at the rate of the missing information, slow exactly when the data say
+  little (early in an active run, or when half the verdicts are ties). A few fits.
+- "auto": lam maximising the Laplace evidence (stats.bradley_terry.evidence_lam; warm,
+  bracketed near the previous lam) up to DENSE_MAX parameters, "em" above ("evidence":
+  the evidence at any size). With few comparisons and a sharp judge the EM fixed point is
+  far too tight (EM drops how the Hessian moves with the MAP): sim judge with length bias 3
+  on builtin:controlled at 100 active comparisons, EM lam 0.29-0.44 against a true ~0.03,
+  c's sd 0.49-0.64, the planted 3 missed and unmarked on 5 of 5 seeds; the evidence's lam
+  0.03-0.11, c's sd 0.72-0.90, all 5 marked mostly the prior (benchmarks/rank_c_interval.py,
+  modes auto and ev_lam). It is not the default because it ranks worse: rank-eval, 20
+  seeds, paired, bias-aware recall@5 with that judge -0.05 +- 0.03 (topk rule, 120
+  comparisons), -0.06 +- 0.03 (200), -0.07 +- 0.03 (random rule, 200), -0.03 +- 0.02 on
+  full data; unbiased sim judge, naive topk at 60 comparisons 0.79 against 0.88 (unpaired).
+  Kappa with the evidence: 0.38, coverage 0.95 (length 3 and position 0.5); 0.40, 0.85
+  (position 0.5 alone). Cost in rank (lam searched every 4th refit, rank.loop): CPU
+  0.50 s against 0.46 s at budget 200, 1.72 s against 1.74 s at 800 (median of 3).
 """
 
 from __future__ import annotations
@@ -50,7 +69,11 @@ def em_lam(fit: BTFit) -> float:
     return fit.n_items / second if second > 0 else math.inf
 
 
-EB_METHODS: tuple[str, ...] = ("auto", "evidence", "em")
+EB_METHODS: tuple[str, ...] = ("em", "auto", "evidence")
+# The default way to learn lam (``eb_method=None`` in fit_model, evidence_path and
+# rank.loop.run_active): Laplace-EM. "auto" (the Laplace evidence where dense) gives c honest
+# intervals but costs recall (module docstring), so it is an option, not the default.
+EB_METHOD = "em"
 
 
 def n_params(model: str, n_items: int, X: np.ndarray | None) -> int:
@@ -63,17 +86,18 @@ def n_params(model: str, n_items: int, X: np.ndarray | None) -> int:
 
 
 def evidence_path(model: str, n_items: int, X: np.ndarray | None,
-                  eb_method: str = "auto") -> bool:
-    """Whether an empirical-Bayes lam comes from the Laplace evidence (else Laplace-EM)."""
-    return eb_method == "evidence" or (eb_method == "auto"
-                                       and n_params(model, n_items, X) <= DENSE_MAX)
+                  eb_method: str | None = None) -> bool:
+    """Whether an empirical-Bayes lam comes from the Laplace evidence (else Laplace-EM);
+    ``eb_method`` None: ``EB_METHOD``."""
+    how = eb_method or EB_METHOD
+    return how == "evidence" or (how == "auto" and n_params(model, n_items, X) <= DENSE_MAX)
 
 
 def fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None = None,
               lam: float = 1.0, tau: float = 1.0, hierarchical: bool = False,
               init: BTFit | None = None, eb_lam: bool = False, lam_floor: float = 0.01,
               lam_ceiling: float = 100.0, max_outer: int = 50, rtol: float = 1e-3,
-              posterior: str = "auto", method: str = "auto", eb_method: str = "auto",
+              posterior: str = "auto", method: str = "auto", eb_method: str | None = None,
               eb_xtol: float = 1e-3, eb_width: float = 1.0) -> BTFit:
     """Fit ``model``; with ``eb_lam`` learn lam (see the module docstring).
 
@@ -81,9 +105,10 @@ def fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray |
     warm-started from ``init``, whose lam brackets the search within ``eb_width`` in log
     lam); "em" finds the Laplace-EM fixed point, starting from ``init.lam`` when
     warm-started (else ``lam``) and stopping when the next iterate would move lam by at most
-    ``rtol`` (relative) or after ``max_outer`` refits; "auto" (default) is "evidence" up to
-    ``DENSE_MAX`` parameters, "em" above. ``posterior`` and ``method`` go to ``fit_map``
-    (the active loop: "lazy" and "newton")."""
+    ``rtol`` (relative) or after ``max_outer`` refits; "auto" is "evidence" up to
+    ``DENSE_MAX`` parameters, "em" above; None (default): ``EB_METHOD`` ("em").
+    ``posterior`` and ``method`` go to ``fit_map`` (the active loop: "lazy" and "newton")."""
+    eb_method = eb_method or EB_METHOD
     if eb_method not in EB_METHODS:
         raise ValueError(f"eb_method must be one of {EB_METHODS}, got {eb_method!r}")
     kw = {"posterior": posterior, "method": method}

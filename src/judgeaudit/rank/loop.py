@@ -79,7 +79,7 @@ class LoopConfig:
     checkpoints: tuple[int, ...] = ()
     eb_lam: bool = False
     exact_every: int = 8
-    eb_method: str = "auto"
+    eb_method: str | None = None
 
 
 @dataclass
@@ -220,7 +220,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                checkpoints: Sequence[int] = (), batch_oracle: BatchOracle | None = None,
                groups: np.ndarray | None = None,
                on_batch: ProgressHook | None = None, eb_lam: bool = False,
-               exact_every: int = 8, eb_method: str = "auto") -> LoopResult:
+               exact_every: int = 8, eb_method: str | None = None) -> LoopResult:
     """Spend ``budget`` oracle calls choosing pairs by ``rule`` under ``model``'s posterior.
 
     Unqueried pairs come first; once every pair has been asked, pairs asked once become
@@ -237,11 +237,12 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
     ``on_batch(done, fit, ctx)`` is called after every judged batch with the number of
     comparisons made, the driving model's latest fit and its acquisition context.
     ``eb_lam`` learns the prior precision of theta by empirical Bayes
-    (judgeaudit.rank.fitting; ``eb_method`` chooses how, there): at every fit, or where lam
-    maximises the Laplace evidence at every EVIDENCE_EVERY-th refit and at the checkpoint
-    and final fits. ``exact_every``: from CARRY_MIN parameters on, a new inverse
-    for the acquisition context every this many refits, carried contexts in between (the
-    module docstring); 1: a new one at every refit.
+    (judgeaudit.rank.fitting; ``eb_method`` chooses how, there, None its EB_METHOD): at
+    every fit, or where lam maximises the Laplace evidence (an option) at every
+    EVIDENCE_EVERY-th refit and at the checkpoint and final fits.
+    ``exact_every``: from CARRY_MIN parameters on, a new inverse for the acquisition context
+    every this many refits, carried contexts in between (the module docstring); 1: a new
+    one at every refit.
     """
     with limit_blas_threads(n_items):  # small dense algebra: extra threads only contend
         if model not in MODELS:
