@@ -6,10 +6,14 @@ Per budget and seed: `judgeaudit.rank` with the sim judge `sim?length=L` (qualit
 per step) on `builtin:controlled?seed=S` (30 items, length nearly uncorrelated with quality,
 true theta sd ~6, i.e. lam ~0.03), covariate length, seed S, k = 5. Recorded: the
 learned lam (EB, `--lam auto`) and tau, c's estimate, se, interval, coverage of the planted
-L and `from_prior`. Mode `evidence` refits the same comparisons with lam maximising the
-Laplace evidence (stats.bradley_terry.evidence_lam) instead of the Laplace-EM fixed point.
+L and `from_prior`. Mode `auto` is rank's default (lam the Laplace-EM fixed point); mode
+`ev_lam` runs rank with lam maximising the Laplace evidence (the option
+rank.fitting.EB_METHOD = "auto": acquisition and fits), `ev_lam_hier` the same with
+--hierarchical. Mode `evidence` refits the comparisons of a default run with lam maximising
+the Laplace evidence (stats.bradley_terry.evidence_lam).
 
-    python benchmarks/rank_c_interval.py --mode auto --length 3
+    python benchmarks/rank_c_interval.py --mode auto --length 3     (also --length 1)
+    python benchmarks/rank_c_interval.py --mode ev_lam --length 3   (also --length 1)
     python benchmarks/rank_c_interval.py --mode hier --length 3
     python benchmarks/rank_c_interval.py --mode lam1 --length 3
     python benchmarks/rank_c_interval.py --mode evidence --length 3   (also --length 1)
@@ -36,7 +40,8 @@ OUT = Path(__file__).parent / "results" / "rank_c_interval.json"
 def one(budget: int, seed: int, mode: str, length: float) -> dict:
     lam = "1" if mode == "lam1" else "auto"
     r = ja.rank(judge=f"sim?length={length}", items=f"builtin:controlled?seed={seed}", k=5,
-                budget=budget, covariates="length", seed=seed, hierarchical=mode == "hier",
+                budget=budget, covariates="length", seed=seed,
+                hierarchical=mode in ("hier", "ev_lam_hier"),
                 lam=lam, cache=False, samples=200)
     m = r["models"]["bias_aware"]
     c = m["c"]["length"]
@@ -81,11 +86,16 @@ def table(rows: list[dict]) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=("auto", "hier", "lam1", "evidence"), default="auto")
+    ap.add_argument("--mode", default="auto",
+                    choices=("auto", "hier", "lam1", "evidence", "ev_lam", "ev_lam_hier"))
     ap.add_argument("--length", type=float, default=3.0)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--budgets", default="50,100,200,400,800")
     a = ap.parse_args()
+    if a.mode.startswith("ev_lam"):
+        import judgeaudit.rank.fitting as F
+
+        F.EB_METHOD = "auto"
     t0 = time.process_time()
     rows = [one(b, s, a.mode, a.length) for b in map(int, a.budgets.split(","))
             for s in range(a.seeds)]
