@@ -371,3 +371,14 @@ def test_a_rule_plugin_clashing_with_a_built_in_says_an_acquisition_plugin(sites
     err = _said(r)
     assert "an acquisition plugin cannot replace it" in err and "a acquisition" not in err
     assert "'missingattr'" in r.stdout and "AttributeError" in r.stdout
+
+
+def test_rank_with_a_broken_rule_plugin_says_why_the_rule_is_missing(sites, tmp_path):
+    """`rank --rule missingattr` said only "unknown rule(s) missingattr; expected one of ...",
+    where providers, probes and data loaders say why their broken plugin is missing."""
+    r = _run(_cli("rank", "--judge", "sim", "--rule", "missingattr", "--no-cache", "--out",
+                  str(tmp_path / "r")), sites["crashy"], cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    err = _said(r)
+    assert "unknown rule(s) missingattr; expected one of" in err
+    assert "missingattr" in err.split("expected one of", 1)[1] and "AttributeError" in err

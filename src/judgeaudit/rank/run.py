@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from judgeaudit.rank.acquisition import RULES
+from judgeaudit import plugins
+from judgeaudit.rank.acquisition import RULES, rule_names
 from judgeaudit.rank.live import Verdict, max_budget
 from judgeaudit.rank.loop import ProgressHook
 from judgeaudit.rank.pool import Pool, load_pool, load_trusted, parse_covariates
@@ -54,10 +55,12 @@ def parse_lam(value: str | float, *, cli: bool = False) -> tuple[float, bool]:
 
 
 def check_rules(rules: Sequence[str]) -> None:
+    """Every rule a known one, plugins' included; a broken plugin's says why it is missing."""
     bad = [r for r in rules if r not in RULES]
     if bad:
         raise ValueError(f"unknown rule(s) {', '.join(bad)}; expected one of "
-                         f"{', '.join(RULES)}")
+                         f"{', '.join(rule_names())}"
+                         f"{plugins.unknown_suffixes('acquisition', bad)}")
 
 
 def covariate_names(covariates: Covariates) -> list[str]:
