@@ -22,14 +22,14 @@ NOT_EMPTY_GATE = "[^\\s,]"
 
 def config_schema(kind: str) -> dict[str, Any]:
     """The JSON Schema of command `kind`'s Config model (pydantic's, with the dialect)."""
-    from judgeaudit.config import config_model
+    from judgeaudit.config import config_model, text_forms
 
     model = config_model(kind)
     schema = model.model_json_schema()
     for name, info in model.model_fields.items():
         prop = (schema.get("properties") or {}).get(name)
         if prop is not None and "str" in str(info.annotation):
-            _toml_forms(prop, "comma" in (info.description or "").lower())
+            _toml_forms(prop, list(text_forms(model, name).values()))
     gate = (schema.get("properties") or {}).get("fail_on")
     for alt in (gate or {}).get("anyOf", []):
         if alt.get("type") == "string":
@@ -37,19 +37,18 @@ def config_schema(kind: str) -> dict[str, Any]:
     return {"$schema": SCHEMA_DIALECT, **schema}
 
 
-def _toml_forms(prop: dict[str, Any], listed: bool) -> None:
-    """Add the forms a config file may give a text option in (`config._as_option_text`): a
-    number (`lam = 2.0`, `seeds = 30`) and, for a comma-separated option, a list
-    (`probes = ["position", "verbosity"]`); the schema allowed text only, so validating the
-    README's own audit.toml with it failed."""
-    alts: list[dict[str, Any]] = [{"type": "number"}]
-    if listed:
-        alts.append({"type": "array", "minItems": 1,
-                     "items": {"type": ["string", "number"]}})
+def _toml_forms(prop: dict[str, Any], forms: list[dict[str, Any]]) -> None:
+    """A text option's string form replaced by the forms a config file may give it in
+    (`config.text_forms`, what the file is held to): a number only where the option holds
+    numbers (`lam = 2.0`; `note = 5` is refused), a list for a comma-separated option
+    (`probes = ["position", "verbosity"]`), text that names something. The schema took a
+    number for every text option, and number elements in name lists."""
     if "anyOf" in prop:
-        prop["anyOf"] = [*prop["anyOf"], *alts]
-    elif "type" in prop:
-        prop["anyOf"] = [{"type": prop.pop("type")}, *alts]
+        prop["anyOf"] = [a for a in prop["anyOf"] if a.get("type") != "string"] + forms
+    elif prop.get("type") == "string":
+        del prop["type"]
+        prop.pop("pattern", None)
+        prop["anyOf"] = forms
 
 
 def result_schema(kind: str | None = None) -> dict[str, Any]:
