@@ -357,6 +357,13 @@ def test_ingest_names_the_file_and_line_of_every_bad_line(tmp_path, monkeypatch)
     code, text = _ingest_text(path)
     assert code == 0 and ("2 error lines (malformed 1, server 1), not cached; first at "
                           f"{path}:2: {ans[1]['custom_id'][:12]}: not a chat completion") in text
+    # the rerun's answer after the first run's error line: stored, and said
+    path = _write(tmp_path / "rerun.jsonl", [failed, ans[3], ans[2]])
+    code, text = _ingest_text(path)
+    assert code == 0 and ("1 error line answered by a later line of the same custom_id, the "
+                          f"answer kept (first: custom_id {ans[2]['custom_id'][:12]}, error "
+                          f"at {path}:1, answer at line 3)") in text
+    assert "not cached" not in text
     failed["custom_id"] = ans[5]["custom_id"]  # (a server's message is text, not markup)
     failed["response"]["body"]["error"]["message"] = "boom [/] [bold]"
     path = _write(tmp_path / "error.jsonl", [ans[0], failed])

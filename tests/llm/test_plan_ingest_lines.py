@@ -64,3 +64,19 @@ def test_a_plan_given_as_the_answers_raises_and_stores_nothing(tmp_path, cache):
     rep = ingest(write(tmp_path / "mixed.jsonl", [request("a"), answer("a"), answer("b")]),
                  cache)
     assert (rep.ingested, rep.requests, rep.request_lines, rep.duplicates) == (2, 1, [1], 0)
+
+
+def test_an_answer_after_an_error_line_of_its_custom_id_is_stored(tmp_path, cache):
+    """An output file joined with a rerun's: the first run's error line kept, the rerun's
+    answer dropped as a repeat (work paid for, lost). Now the answer replaces the error,
+    which no longer counts, and the first error is the first one left."""
+    def failed(key):
+        return {"id": "x", "custom_id": key, "error": None,
+                "response": {"status_code": 500, "body": {"error": {"message": "boom"}}}}
+    rows = [failed("a"), answer("b"), failed("c"), answer("a"), answer("c"), failed("d"),
+            failed("a")]
+    rep = ingest(write(tmp_path / "out.jsonl", rows), cache, chunk=2)
+    assert rep.ingested == 3 and cache.get("a").text == "A" and cache.get("c").text == "A"
+    assert (rep.errors_answered, rep.first_answered) == (2, ("a", 1, 4))
+    assert rep.errors == {"server": 1} and rep.first_error_line == 6
+    assert rep.duplicates == 1 and rep.duplicate_lines == [("a", 4, 7, True)]  # answer kept

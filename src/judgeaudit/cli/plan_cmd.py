@@ -151,6 +151,12 @@ def ingest(
         console.print(f"[bold yellow]{count(n_err, 'error line')}[/] ({kinds}), not cached; "
                       f"first at {where}:{rep.first_error_line}: {escape(rep.first_error or '')}",
                       highlight=False)
+    if rep.errors_answered:
+        key, err_line, ans_line = rep.first_answered
+        console.print(f"{count(rep.errors_answered, 'error line')} answered by a later line "
+                      f"of the same custom_id, the answer kept (first: custom_id "
+                      f"{escape(key[:12])}, error at {where}:{err_line}, answer at line "
+                      f"{ans_line})", highlight=False)
     if rep.unknown:
         line, key = rep.first_unknown or (0, "")
         console.print(f"[bold yellow]{count(rep.unknown, 'answer')} to "

@@ -211,6 +211,11 @@ class IngestReport:
     # The first few repeats: (custom_id, line kept, line of the repeat, answers differ).
     duplicate_lines: list[tuple[str, int, int, bool]] = field(default_factory=list)
     replaced: int = 0  # of `ingested`, answers that replaced one already cached
+    # Error lines a later line of the same custom_id answered (the answer kept: an output
+    # file joined with a rerun's lost the rerun's answer to the first run's error), and the
+    # first one's (custom_id, error line, answer line).
+    errors_answered: int = 0
+    first_answered: tuple[str, int, int] | None = None
     plan_lines: int | None = None
     unanswered: int | None = None
     not_in_plan: int | None = None
@@ -264,8 +269,9 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
     API's output and error files, any executor writing that format) in `cache`.
 
     Of lines repeating a custom_id the first is kept (the report says which lines, and
-    whether their answers differ). A file whose every line is a request (the plan itself)
-    raises `PlanGivenAsAnswers` and stores nothing."""
+    whether their answers differ), except that an answer replaces an error line. A file
+    whose every line is a request (the plan itself) raises `PlanGivenAsAnswers` and stores
+    nothing."""
     from judgeaudit.llm.batch_openai import read_output_line
     from judgeaudit.llm.client import clean_response, default_max_response_chars
     from judgeaudit.llm.providers.openai import parse_chat_completion
@@ -274,12 +280,13 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
     rep = IngestReport()
     errors: Counter[str] = Counter()
     answered: set[str] = set()
-    seen: dict[str, tuple[int, bytes]] = {}  # custom_id -> (line kept, its answer's digest)
+    # custom_id -> (line kept, its answer's digest, its error kind: None for an answer)
+    seen: dict[str, tuple[int, bytes, str | None]] = {}
 
-    def error_at(n: int, message: str) -> None:
-        # Answers are parsed a chunk at a time, after later error lines were read.
-        if rep.first_error_line is None or n < rep.first_error_line:
-            rep.first_error, rep.first_error_line = message, n
+    erred: list[tuple[int, str, str]] = []  # (line, message, custom_id) of each error
+
+    def error_at(n: int, message: str, key: str) -> None:
+        erred.append((n, message, key))
 
     def flush(batch: list[tuple[str, dict[str, Any], int]]) -> None:
         meta = cache.planned([k for k, _, _ in batch])
@@ -296,7 +303,7 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                 resp = parse_chat_completion(body, choices, prefill)
             except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                 errors["malformed"] += 1
-                error_at(n, f"{key[:12]}: not a chat completion")
+                error_at(n, f"{key[:12]}: not a chat completion", key)
                 continue
             rows.append((key, provider, model, clean_response(resp, cap)))
             answered.add(key)
@@ -329,18 +336,26 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                     rep.unreadable_lines.append(n)
                 continue
             digest = _answer_digest(line)
+            kind = None if line.body is not None else line.kind or "other"
+            if line.key in seen and seen[line.key][2] is not None and kind is None:
+                kept, _, kept_kind = seen[line.key]  # an answer to what erred before
+                errors[kept_kind] -= 1
+                rep.errors_answered += 1
+                rep.first_answered = rep.first_answered or (line.key, kept, n)
+                erred[:] = [e for e in erred if e[0] != kept]
+                del seen[line.key]
             if line.key in seen:
-                kept, kept_digest = seen[line.key]
+                kept, kept_digest, _ = seen[line.key]
                 rep.duplicates += 1
                 differ = digest != kept_digest
                 rep.duplicates_differing += differ
                 if len(rep.duplicate_lines) < _MAX_LISTED:
                     rep.duplicate_lines.append((line.key, kept, n, differ))
                 continue
-            seen[line.key] = (n, digest)
-            if line.body is None:
-                errors[line.kind or "other"] += 1
-                error_at(n, f"{line.key[:12]}: {line.message}")
+            seen[line.key] = (n, digest, kind)
+            if kind is not None:
+                errors[kind] += 1
+                error_at(n, f"{line.key[:12]}: {line.message}", line.key)
                 continue
             pending.append((line.key, line.body, n))
             if len(pending) >= chunk:
@@ -353,7 +368,9 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
             "the provider's output file (what vllm run-batch or the batch API wrote)")
     if pending:
         flush(pending)
-    rep.errors = dict(sorted(errors.items()))
+    rep.errors = {k: v for k, v in sorted(errors.items()) if v}
+    if erred:  # the first in the file (answers are parsed a chunk at a time, later)
+        rep.first_error_line, rep.first_error, _ = min(erred)
     if plan is not None:
         keys = read_plan_keys(plan)
         planned = set(keys)
