@@ -121,6 +121,9 @@ def test_the_summary_says_why_every_probe_stopped_and_one_round(tmp_path, isolat
     assert "stop: every probe stopped within 1 round:" in said
     assert "ran out of usable items undecided" in said
     assert doc["adaptive"]["stop"] in said
+    # the report says the same (it said "The run stopped: all probes stopped.")
+    html = " ".join((out / "report.html").read_text(encoding="utf-8").split())
+    assert f"The run stopped: {doc['adaptive']['stop']}" in html
     # a second run answers from the cache of the first: said as such
     r = runner.invoke(app, args)
     src = json.loads((out / "results.json").read_text())["adaptive"]["calls_by_source"]

@@ -507,7 +507,9 @@ def _adaptive_view(r: dict[str, Any], probes: list[dict[str, Any]],
             "max_n": ad.get("max_n"), "calls": ad.get("calls"),
             "baseline_calls": ad.get("baseline_calls"),
             "fixed_n_calls": ad.get("fixed_n_calls"), "ratio": _num(ad.get("calls_ratio")),
-            "stopped_by": _str(ad.get("stopped_by")), "method": _str(ad.get("method")),
+            # why the rounds ended and each probe's stop, in words (older runs: the key)
+            "stopped_by": _str(ad.get("stop") or ad.get("stopped_by")),
+            "method": _str(ad.get("method")),
             "max_calls": ad.get("max_calls"), "max_cost": ad.get("max_cost"),
             "rows": rows, "plot": plot}
 
