@@ -29,10 +29,13 @@ def _c(seed: int, budget: int = 100) -> tuple[float, dict]:
 
 @pytest.mark.parametrize("seed", [0, 1, 3])
 def test_evidence_lam_keeps_c_interval_honest_at_a_small_budget(monkeypatch, seed):
-    # the default (Laplace-EM): lam 0.29-0.44, sd of c 0.49-0.64, unmarked and missing 3
+    # the default ranks at Laplace-EM's lam (0.29-0.44) and reports c from a refit at the
+    # evidence's (rank.fitting.terms_fit; tests/rank/test_bias_terms_evidence.py): sd of c
+    # 0.82-0.91, marked (before the refit: 0.49-0.64, unmarked and missing 3)
     lam, c = _c(seed)
-    assert lam > 0.2 and not c["covered"] and not c["from_prior"]
-    # the Laplace evidence: lam 0.03-0.11, sd of c 0.72-0.90, every term marked from_prior
+    assert lam > 0.2 and c["from_prior"]
+    # lam from the Laplace evidence for the whole run: lam 0.03-0.11, sd of c 0.72-0.90,
+    # every term marked from_prior
     monkeypatch.setattr(F, "EB_METHOD", "auto")
     lam, c = _c(seed)
     assert c["planted"] == 3.0 and lam < 0.2

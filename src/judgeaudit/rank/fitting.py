@@ -120,6 +120,29 @@ def fit_model(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray |
                           lam_floor, lam_ceiling, max_outer, rtol, kw)
 
 
+def terms_fit(fit: BTFit, n_items: int, comparisons: np.ndarray, X: np.ndarray | None = None,
+              *, eb_lam: bool, tau: float = 1.0, hierarchical: bool = False
+              ) -> tuple[BTFit, str | None]:
+    """The fit a bias-aware model's c and kappa are reported from, and how its lam was
+    learned: ``(fit, None)`` with a given lam (no ``eb_lam``) or without bias terms;
+    ``(fit, "em")`` above ``DENSE_MAX`` parameters (no evidence there); ``(fit,
+    "evidence")`` when ``fit``'s lam already maximises the Laplace evidence (``EB_METHOD``);
+    else a refit of ``comparisons`` at the lam maximising the evidence (warm-started from
+    ``fit``, bracketed near its lam), "evidence". The ranking keeps ``fit``: Laplace-EM's lam
+    ranks better, while its bias terms' intervals are too narrow at small budgets (module
+    docstring). With ``hierarchical`` the evidence is maximised at ``fit``'s learned tau and
+    tau is learned again at the new lam."""
+    if not eb_lam or not fit.position:
+        return fit, None
+    if not evidence_path("bias_aware", n_items, X, "auto"):
+        return fit, "em"
+    if evidence_path("bias_aware", n_items, X):
+        return fit, "evidence"
+    return fit_model("bias_aware", n_items, comparisons, X, lam=fit.lam, tau=tau,
+                     hierarchical=hierarchical, init=fit, eb_lam=True,
+                     eb_method="evidence"), "evidence"
+
+
 def _evidence_fit(model: str, n_items: int, comparisons: np.ndarray, X: np.ndarray | None,
                   lam: float, tau: float, hierarchical: bool, init: BTFit | None,
                   lam_floor: float, lam_ceiling: float, xtol: float, width: float,

@@ -29,9 +29,11 @@ from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges import JudgeBundle
 from judgeaudit.llm import CallFailed
 from judgeaudit.llm.plan import PlannedStop
+from judgeaudit.rank.fitting import terms_fit
 from judgeaudit.rank.loop import LoopResult, ProgressHook, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
+from judgeaudit.stats.bradley_terry import BTFit
 
 Y_OF_CHOICE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 
@@ -172,6 +174,11 @@ class LiveRun:
     X: np.ndarray
     covariates: list[CovariateInfo]
     dropped: list[str] = field(default_factory=list)  # constant covariates left out
+    # The fit the bias-aware model's c and kappa are reported from and how its lam was
+    # learned (`rank.fitting.terms_fit`): with a learned lam, a refit at the Laplace
+    # evidence's lam; the ranking stays `result.bias_aware`'s.
+    terms: BTFit | None = None
+    terms_method: str | None = None
     # The run's outcome (`report.outcome.assess`, unit: comparisons with a valid verdict):
     # a failed run's ranking is no result.
     run: dict | None = None
@@ -237,7 +244,11 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
             eb_lam=eb_lam)
     finally:
         oracle.stop.set()
-    out = LiveRun(result=res, verdicts=oracle.log, X=X, covariates=info, dropped=dropped)
+    terms, how = await asyncio.to_thread(
+        terms_fit, res.bias_aware, pool.n_items, res.comparisons, X if X.shape[1] else None,
+        eb_lam=eb_lam, tau=tau, hierarchical=hierarchical)
+    out = LiveRun(result=res, verdicts=oracle.log, X=X, covariates=info, dropped=dropped,
+                  terms=terms, terms_method=how)
     out.run = assess(n_valid=out.n_valid, n_planned=len(out.verdicts),
                      calls=bundle.client.stats.as_dict(), min_valid=min_valid,
                      max_failed=max_failed, what="comparisons")

@@ -179,7 +179,10 @@ async def run_rank(
         "n_items": pool.n_items, "n_groups": pool.n_groups,
         "config": {"k": k, "budget": c.budget, "rule": c.rule, "model": c.model,
                    "seed": c.seed, "lam": c.lam,
-                   "lam_final": {m: f.lam for m, f in fits.items()}, "tau": c.tau,
+                   "lam_final": {m: f.lam for m, f in fits.items()},
+                   "lam_terms": ({"bias_aware": run.terms.lam, "method": run.terms_method}
+                                 if run.terms is not None and run.terms_method else None),
+                   "tau": c.tau,
                    "hierarchical": c.hierarchical, "refit_every": c.refit_every,
                    "samples": c.samples, "ties": TIES},
         "template": {"name": getattr(tpl, "name", None), "sha256": getattr(tpl, "sha256", None)},
@@ -189,7 +192,9 @@ async def run_rank(
         "reported_model": chosen,
         "ranking": ranking(pool, final, k, run.X, run.covariates, res.comparisons,
                            c.samples, c.seed),
-        "models": {m: model_summary(pool, f, k, run.covariates, planted)
+        "models": {m: model_summary(pool, f, k, run.covariates, planted,
+                                    *((run.terms, run.terms_method) if m == "bias_aware"
+                                      else (None, None)))
                    for m, f in fits.items()},
         "planted": planted,
         "gate": gate_summary(gate) if gate else None,

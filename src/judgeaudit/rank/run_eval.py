@@ -125,6 +125,16 @@ def summarise_estimates(per_matrix: list[dict], names: list[str]) -> tuple[dict,
     return c, kappa
 
 
+def _lams(per_matrix: list[dict]) -> dict:
+    """The median over matrices of the ranking's bias-aware lam and of the bias terms' (for
+    `bias_notes`), when the terms came from the Laplace evidence's lam in every matrix."""
+    if not per_matrix or any(m.get("lam_terms_method") != "evidence" for m in per_matrix):
+        return {}
+    return {"lam": float(np.median([m["lam"]["bias_aware"] for m in per_matrix])),
+            "lam_terms": float(np.median([m["lam_terms"] for m in per_matrix])),
+            "lam_terms_method": "evidence"}
+
+
 def _template(bundle: Any) -> dict[str, str | None]:
     """The judge's prompt template (name and sha256), as rank records it."""
     tpl = getattr(bundle.pairwise, "template", None)
@@ -223,7 +233,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     intervals, full-data recall) and evaluate every rule x model x seed; the results
     document. A run that judged too little (`run.status` failed) is not evaluated."""
     from judgeaudit.rank.evaluate import EvalCase, rank_eval
-    from judgeaudit.rank.fitting import fit_model
+    from judgeaudit.rank.fitting import fit_model, terms_fit
     from judgeaudit.rank.live import planted_biases
     from judgeaudit.rank.membership import recall_ties
     from judgeaudit.rank.summary import (
@@ -266,16 +276,22 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
                        lam=inp.lam_start, tau=inp.cfg.tau, hierarchical=inp.cfg.hierarchical,
                        eb_lam=inp.eb_lam)
         fn = fit_model("naive", pool.n_items, comps, lam=inp.lam_start, eb_lam=inp.eb_lam)
+        # c and kappa as rank reports them (rank.fitting.terms_fit: a learned lam's refit at
+        # the Laplace evidence's); full-data recall from fb, the ranking's fit
+        ft, how = terms_fit(fb, pool.n_items, comps, X if kept else None, eb_lam=inp.eb_lam,
+                            tau=inp.cfg.tau, hierarchical=inp.cfg.hierarchical)
         planted = planted_biases(bundles[j], kept)
         per_matrix.append({
             "items": p, "oracle": bundles[j].public_spec, "n_comparisons": int(len(comps)),
             "n_invalid": mat.n_invalid, "n_ties": mat.n_ties,
-            "c": covariate_estimates(fb, info, planted["c"] if planted else None),
-            "kappa": kappa_estimate(fb, planted["kappa"] if planted else None),
+            "c": covariate_estimates(ft, info, planted["c"] if planted else None),
+            "kappa": kappa_estimate(ft, planted["kappa"] if planted else None),
             "full_data": {"naive": recall_ties(fn.theta, pool.quality, k, pool.groups),
                           "bias_aware": recall_ties(fb.theta, pool.quality, k, pool.groups)},
             "planted": planted, "true_topk_ambiguous": bool(pool.ambiguous_topk(k)),
             "lam": {"naive": fn.lam, "bias_aware": fb.lam},
+            **({"lam_terms": ft.lam, "tau_terms": ft.tau, "lam_terms_method": how}
+               if how else {}),
         })
     by_seed = {s: (p, j) for s, p, j in inp.plan}
 
@@ -301,7 +317,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         "config": res["config"],
         "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],
         "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
-        "notes": bias_notes({"c": c_sum, "kappa": kappa_sum}, kept,
+        "notes": bias_notes({"c": c_sum, "kappa": kappa_sum, **_lams(per_matrix)}, kept,
                             hierarchical=c.hierarchical, trusted=False)
         + sorted({n for pool in inp.pools.values() for n in group_notes(pool, k)}),
         "matrices": per_matrix, "cases": res["cases"],

@@ -81,12 +81,15 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
                trusted: bool) -> list[str]:
     """What the bias-aware model's c and kappa can and cannot say, for the terminal, results
     and report: terms the data barely narrowed (their numbers are the prior's), an
-    empirical-Bayes tau that held them at 0, and the assumption that tells a covariate's
-    bias from quality when no trusted pairs check it."""
+    empirical-Bayes tau that held them at 0, the prior spread of quality they were fit at
+    when it is not the ranking's (``lam_terms``: the Laplace evidence's, ``lam``: the
+    ranking's Laplace-EM), and the assumption that tells a covariate's bias from quality
+    when no trusted pairs check it."""
     terms = {**{f"c[{n}]": d for n, d in (model.get("c") or {}).items()},
              **({"kappa": model["kappa"]} if model.get("kappa") else {})}
     weak = {n: d for n, d in terms.items() if d.get("from_prior")}
     notes = []
+    lam = model.get("lam_terms") or model.get("lam")
     if weak:
         tau = next(iter(weak.values()))["prior_sd"]
         ratios = ", ".join(f"{n} {d['se'] / tau:.2f}" + (
@@ -99,15 +102,22 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
             "precision), so the estimate and interval are mostly the prior's "
             "(" + ("tau learned by --hierarchical" if hierarchical else "--tau") + "), not a "
             "measurement of the judge" + (
-                f"; c's sd also rests on the prior spread of quality (lam {model['lam']:.3g}, "
-                f"sd {model['lam'] ** -0.5:.2g} logits): a tighter one makes c look measured"
-                if model.get("lam") and any(
+                f"; c's sd also rests on the prior spread of quality (lam {lam:.3g}, "
+                f"sd {lam ** -0.5:.2g} logits): a tighter one makes c look measured"
+                if lam and any(
                     n.startswith("c[") for n in weak) else ""))
         if hierarchical and len(weak) == len(terms):
             notes.append(f"--hierarchical: empirical Bayes set tau to {tau:.3g}, which holds "
                          "every bias term near 0: an estimate near 0 here is the prior's, not "
                          "evidence of no bias (with so few bias terms tau is poorly "
                          "estimated; rank without --hierarchical)")
+    if terms and model.get("lam_terms_method") == "evidence" and model.get("lam") and \
+            model.get("lam_terms") and model["lam_terms"] != model["lam"]:
+        notes.append(
+            f"{_and(list(terms))}: from a fit at the Laplace evidence's prior spread of "
+            f"quality (lam {model['lam_terms']:.3g}, sd {model['lam_terms'] ** -0.5:.2g} "
+            f"logits); the ranking's lam is Laplace-EM's {model['lam']:.3g} (it ranks better, "
+            "but with few comparisons it is too tight for the bias terms' intervals)")
     if covariates and not trusted:
         notes.append(
             "c is told apart from item quality only by the model's assumption that quality "
@@ -188,15 +198,22 @@ def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[Covari
 
 
 def model_summary(pool: Pool, fit: BTFit, k: int, info: Sequence[CovariateInfo],
-                  planted: dict | None = None) -> dict:
-    """One model's top-k ids, thetas and (bias-aware) judge biases."""
+                  planted: dict | None = None, terms: BTFit | None = None,
+                  terms_method: str | None = None) -> dict:
+    """One model's top-k ids, thetas and (bias-aware) judge biases. ``terms``: the fit the
+    biases come from when not ``fit`` (`rank.fitting.terms_fit`: a learned lam's refit at
+    the Laplace evidence's); with ``terms_method`` its lam and tau are recorded as
+    ``lam_terms`` and ``tau_terms`` (``lam`` and ``tau`` stay the ranking's)."""
     top = topk_set_grouped(fit.theta, k, pool.groups)
     d: dict = {"topk": [pool.items[i].id for i in top],
                "theta": {it.id: float(t) for it, t in zip(pool.items, fit.theta, strict=True)},
                "converged": fit.converged, "lam": fit.lam, "tau": fit.tau}
     if fit.position:
-        d["c"] = covariate_estimates(fit, info, (planted or {}).get("c"))
-        d["kappa"] = kappa_estimate(fit, (planted or {}).get("kappa"))
+        tf = terms if terms is not None else fit
+        if terms_method is not None:
+            d.update(lam_terms=tf.lam, tau_terms=tf.tau, lam_terms_method=terms_method)
+        d["c"] = covariate_estimates(tf, info, (planted or {}).get("c"))
+        d["kappa"] = kappa_estimate(tf, (planted or {}).get("kappa"))
     return d
 
 
