@@ -74,3 +74,17 @@ def test_rank_eval_reports_the_same_terms_with_the_same_recall(monkeypatch):
         assert m_new["lam_terms"] < m_new["lam"]["bias_aware"]
         assert m_new["c"]["length"]["se"] > m_old["c"]["length"]["se"]
     assert any("Laplace evidence's prior spread" in n for n in new["notes"])
+
+
+def test_the_report_names_both_lams():
+    from judgeaudit.report.html import render_report
+
+    r = _rank(0, budget=60)
+    ba = r["models"]["bias_aware"]
+    html = render_report(dict(r))
+    assert 'id="lam-terms"' in html and "Laplace evidence" in html
+    assert f"bias terms: lam {ba['lam_terms']:.3f} (evidence)" in html
+    assert f"the ranking's lam {ba['lam']:.3f} (Laplace-EM)" in html
+    old = {**r, "models": {**r["models"], "bias_aware": {
+        k: v for k, v in ba.items() if not k.endswith("_terms") and k != "lam_terms_method"}}}
+    assert 'id="lam-terms"' not in render_report(old)  # a document from before: as it was

@@ -137,6 +137,10 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
         "n_ties": r.get("n_ties"),
         "invalid_examples": invalid[:MAX_INVALID], "n_invalid_examples": len(invalid),
         "lam_final": [(str(m), v) for m, v in _d(cfg.get("lam_final")).items()],
+        # the bias terms' fit when its lam is not the ranking's (the Laplace evidence's)
+        "lam_terms": ({"lam": ba.get("lam_terms"), "method": _str(ba.get("lam_terms_method")),
+                       "lam_ranking": ba.get("lam")}
+                      if _num(ba.get("lam_terms")) is not None else None),
     }
 
 
