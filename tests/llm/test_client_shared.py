@@ -30,7 +30,7 @@ async def test_without_a_cache_a_request_asked_again_is_not_sent_again(fake_serv
     assert (s.made, s.cached, s.shared) == (4, 2, 2)
     assert srv.count() == 4  # was 6: the two repeats sent again
     await client.aclose()
-    assert client._run_dir is None  # the run's own store is gone with the client
+    assert client._memo.get(client.key(judge_request(0, "A"))) is None  # dropped on close
 
 
 async def test_with_a_cache_earlier_runs_answers_are_not_counted_as_shared(fake_server,
@@ -48,3 +48,15 @@ async def test_with_a_cache_earlier_runs_answers_are_not_counted_as_shared(fake_
     assert srv.count() == 3
     await run.aclose()
     cache.close()
+
+
+def test_the_run_memo_keeps_answers_up_to_its_size_then_no_more():
+    from judgeaudit.llm.client import RunMemo
+
+    one = Response(text="A" * 50)
+    memo = RunMemo(max_chars=2 * len(one.to_json()))
+    for key in "abc":
+        memo.put(key, one)
+    assert memo.get("a").text == memo.get("b").text == "A" * 50
+    assert memo.get("c") is None  # past its size: a re-ask is sent, not a wrong answer
+    assert memo.get("a") is not memo.get("a") and memo.get("a").cached  # fresh, as a cache's

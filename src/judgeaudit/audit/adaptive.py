@@ -343,7 +343,7 @@ async def run_adaptive(
     and judge paying only for the items this run did not judge
     (benchmarks/adaptive_real.py).
 
-    Without a cache the client keeps the run's answers itself (`Client._run_store`): the last
+    Without a cache the client keeps the run's answers itself (`llm.client.RunMemo`): the last
     step re-runs every probe on the items it used, and probes whose calls the AuditContext
     does not memoise (a PASS/FAIL or rubric judge's) would otherwise send them all again,
     past --max-calls and uncounted."""

@@ -10,11 +10,9 @@ import logging
 import math
 import os
 import random
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from judgeaudit.llm.base import (
@@ -387,11 +385,10 @@ class Client:
         self._rng = random.Random(seed)
         self._inflight: dict[str, asyncio.Future[Response]] = {}
         self._asked: set[str] = set()  # keys answered so far (`CallStats.shared`)
-        # Without a cache, the answers of this client's run in a temporary file of its own
-        # (`_run_store`): --no-cache paid again for every request asked twice in a run (a
-        # default audit: 1040 calls for 720 distinct requests).
-        self._run_dir: tempfile.TemporaryDirectory[str] | None = None
-        self._run_cache: Cache | None = None
+        # Without a cache, the answers of this client's run (`RunMemo`): --no-cache paid
+        # again for every request asked twice in a run (a default audit: 1040 calls for 720
+        # distinct requests).
+        self._memo = RunMemo()
         # After a fatal error (bad key, bad request) no further call reaches the provider.
         self._fatal: CallFailed | None = None
         # The breaker (`RetryPolicy.stop_after`): has the server answered anything (an answer
@@ -461,18 +458,11 @@ class Client:
         if self.cache is not None:
             self.cache.mark_invalid(self.key(request), redact(reason))
 
-    def _run_store(self) -> Cache:
-        """The run's own answers when the client has no cache (made on first use)."""
-        if self._run_cache is None:
-            self._run_dir = tempfile.TemporaryDirectory(prefix="judgeaudit-run-")
-            self._run_cache = Cache(Path(self._run_dir.name) / "run.sqlite")
-        return self._run_cache
-
     async def _call(self, request: Request) -> Response:
         key = request_key(self.provider, request)
         while True:
             store = self.cache if self.cache is not None else (
-                self._run_cache if key in self._asked else None)
+                self._memo if key in self._asked else None)
             if store is not None:
                 hit = store.get(key)
                 if hit is not None:
@@ -526,7 +516,7 @@ class Client:
             if self.cache is not None and batcher is None:  # the batcher stored it already
                 self.cache.put(key, self.provider.name, self.provider.model, resp)
             elif self.cache is None:
-                self._run_store().put(key, self.provider.name, self.provider.model, resp)
+                self._memo.put(key, resp)
             self._note_unusable(resp)
         except asyncio.CancelledError:
             fut.cancel()  # waiters ask again themselves
@@ -964,12 +954,27 @@ class Client:
         if batcher is not None:  # stops polling; submitted batches resume on the next run
             await batcher.aclose()
         await self.provider.aclose()
-        if self._run_cache is not None:
-            self._run_cache.close()
-            self._run_cache = None
-        if self._run_dir is not None:
-            self._run_dir.cleanup()
-            self._run_dir = None
+        self._memo = RunMemo()
+
+
+class RunMemo:
+    """A client's answers in memory when it has no cache, so a request asked again in the
+    run is not paid for again; held as JSON (each get a fresh Response, as from a cache) up
+    to `max_chars` in all, past which new answers are not kept (a re-ask is then sent)."""
+
+    def __init__(self, max_chars: int = 200_000_000):
+        self._answers: dict[str, str] = {}
+        self._room = max_chars
+
+    def get(self, key: str) -> Response | None:
+        text = self._answers.get(key)
+        return Response.from_json(text) if text is not None else None
+
+    def put(self, key: str, response: Response) -> None:
+        text = response.to_json()
+        if len(text) <= self._room and key not in self._answers:
+            self._answers[key] = text
+            self._room -= len(text)
 
 
 def clean_response(resp: Response, cap: int) -> Response:
