@@ -6,8 +6,11 @@ Per budget and seed: `judgeaudit.rank` with the sim judge `sim?length=L` (qualit
 per step) on `builtin:controlled?seed=S` (30 items, length nearly uncorrelated with quality,
 true theta sd ~6, i.e. lam ~0.03), covariate length, seed S, k = 5. Recorded: the
 learned lam (EB, `--lam auto`) and tau, c's estimate, se, interval, coverage of the planted
-L and `from_prior`. Mode `auto` is rank's default (lam the Laplace-EM fixed point); mode
-`ev_lam` runs rank with lam maximising the Laplace evidence (the option
+L and `from_prior`. Mode `auto` is rank's default: the ranking's lam the Laplace-EM fixed
+point, c from a refit at the lam maximising the Laplace evidence (rank.fitting.terms_fit;
+`lam` is the ranking's, `lam_terms` the refit's, `terms_cpu` its CPU seconds); the default's
+rows before that refit (c from the Laplace-EM fit, commit 9c96a9d) are kept under
+`auto_em_terms`. Mode `ev_lam` runs rank with lam maximising the Laplace evidence (the option
 rank.fitting.EB_METHOD = "auto": acquisition and fits), `ev_lam_hier` the same with
 --hierarchical. Mode `evidence` refits the comparisons of a default run with lam maximising
 the Laplace evidence (stats.bradley_terry.evidence_lam).
@@ -37,8 +40,31 @@ from judgeaudit.stats.bradley_terry import evidence_lam
 OUT = Path(__file__).parent / "results" / "rank_c_interval.json"
 
 
+class _Timed:
+    """rank.live.terms_fit with its CPU seconds (the thread it runs in) added up."""
+
+    def __init__(self) -> None:
+        import judgeaudit.rank.live as L
+
+        self.inner, self.cpu = L.terms_fit, 0.0
+        L.terms_fit = self
+
+    def __call__(self, *a, **k):
+        t = time.thread_time()
+        try:
+            return self.inner(*a, **k)
+        finally:
+            self.cpu += time.thread_time() - t
+
+
+TIMED: _Timed | None = None
+
+
 def one(budget: int, seed: int, mode: str, length: float) -> dict:
+    global TIMED
+    TIMED = TIMED or _Timed()
     lam = "1" if mode == "lam1" else "auto"
+    cpu0, t0 = TIMED.cpu, time.process_time()
     r = ja.rank(judge=f"sim?length={length}", items=f"builtin:controlled?seed={seed}", k=5,
                 budget=budget, covariates="length", seed=seed,
                 hierarchical=mode in ("hier", "ev_lam_hier"),
@@ -47,7 +73,11 @@ def one(budget: int, seed: int, mode: str, length: float) -> dict:
     c = m["c"]["length"]
     row = {"budget": budget, "seed": seed, "lam": m["lam"], "tau": m["tau"],
            "estimate": c["estimate"], "se": c["se"], "lo": c["lo"], "hi": c["hi"],
-           "covered": c["covered"], "from_prior": c["from_prior"]}
+           "covered": c["covered"], "from_prior": c["from_prior"],
+           "cpu": time.process_time() - t0, "terms_cpu": TIMED.cpu - cpu0}
+    if "lam_terms" in m:
+        row.update(lam_terms=m["lam_terms"], tau_terms=m["tau_terms"],
+                   lam_terms_method=m["lam_terms_method"])
     if mode == "evidence":
         info = r["covariates"][0]
         ids = [row["id"] for row in r["ranking"]]
@@ -67,6 +97,10 @@ def one(budget: int, seed: int, mode: str, length: float) -> dict:
     return row
 
 
+def _median(rows: list[dict], key: str) -> float | None:
+    return float(np.median([r[key] for r in rows])) if all(key in r for r in rows) else None
+
+
 def table(rows: list[dict]) -> list[dict]:
     out = []
     for b in sorted({r["budget"] for r in rows}):
@@ -74,6 +108,9 @@ def table(rows: list[dict]) -> list[dict]:
         un = [r for r in rs if not r["from_prior"]]
         out.append({"budget": b, "n": len(rs),
                     "lam_median": float(np.median([r["lam"] for r in rs])),
+                    "lam_terms_median": _median(rs, "lam_terms"),
+                    "cpu_median": _median(rs, "cpu"),
+                    "terms_cpu_median": _median(rs, "terms_cpu"),
                     "tau_median": float(np.median([r["tau"] for r in rs])),
                     "estimate_mean": float(np.mean([r["estimate"] for r in rs])),
                     "se_mean": float(np.mean([r["se"] for r in rs])),
@@ -106,12 +143,16 @@ def main() -> None:
         "table": tab, "rows": rows}
     OUT.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{a.mode}, planted c = {a.length:g}")
-    print("budget  lam    tau    est    se     width  covered  marked  unmarked(covered)")
+    print("budget  lam    lam_c  tau    est    se     width  covered  marked  "
+          "unmarked(covered)  cpu   refit cpu")
     for t in tab:
-        print(f"{t['budget']:6d} {t['lam_median']:.3f} {t['tau_median']:.3f} "
+        lt = t["lam_terms_median"]
+        print(f"{t['budget']:6d} {t['lam_median']:.3f} "
+              f"{'  -  ' if lt is None else format(lt, '.3f')} {t['tau_median']:.3f} "
               f"{t['estimate_mean']:6.2f} {t['se_mean']:.3f} {t['width_mean']:6.2f}   "
               f"{t['covered']}/{t['n']}      {t['from_prior']}/{t['n']}     "
-              f"{t['unmarked']} ({t['unmarked_covered']})")
+              f"{t['unmarked']} ({t['unmarked_covered']})            "
+              f"{t['cpu_median']:.2f}  {t['terms_cpu_median']:.3f}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,18 @@ Two ways to learn lam (`eb_method`; None: `EB_METHOD`):
   Kappa with the evidence: 0.38, coverage 0.95 (length 3 and position 0.5); 0.40, 0.85
   (position 0.5 alone). Cost in rank (lam searched every 4th refit, rank.loop): CPU
   0.50 s against 0.46 s at budget 200, 1.72 s against 1.74 s at 800 (median of 3).
+
+So `rank` and `rank-eval` (with a learned lam) rank with the EB_METHOD fit and report c and
+kappa from `terms_fit`: one refit of the same comparisons at the evidence's lam, warm from
+the final fit (dense sizes; above DENSE_MAX the terms stay the Laplace-EM fit's). Same
+setting, 5 seeds (benchmarks/rank_c_interval.py, mode auto): at 50/100/200/400/800
+comparisons the terms' lam 0.081/0.045/0.026/0.020/0.024 (the ranking's 1.03/0.35/0.091/
+0.054/0.036), c's sd 0.82/0.85/0.85/0.88/0.87 (was 0.60/0.55/0.70/0.78/0.83), marked 4/5/4/5/5
+of 5 (was 0/0/3/4/5); the planted 3 is covered on none either way (c 0.5-0.6: what the
+priors leave of a covariate confounded with quality), planted 1 on 25 of 25. Position 1
+planted with length 3: kappa 0.61, covering 4/5 at 100 (0.39, 3/5 from the EM fit), 0.96,
+5/5 at 400 (0.78, 4/5). The ranking is untouched (top-k, theta, P(top-k), recall identical);
+the refit costs a median 0.055 CPU s at budget 200 and 0.029 s at 800 (rank: 0.54 s, 1.78 s).
 """
 
 from __future__ import annotations
