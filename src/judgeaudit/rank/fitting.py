@@ -31,7 +31,7 @@ Two ways to learn lam (`eb_method`; None: `EB_METHOD`):
   on builtin:controlled at 100 active comparisons, EM lam 0.29-0.44 against a true ~0.03,
   c's sd 0.49-0.64, the planted 3 missed and unmarked on 5 of 5 seeds; the evidence's lam
   0.03-0.11, c's sd 0.72-0.90, all 5 marked mostly the prior (benchmarks/rank_c_interval.py,
-  modes auto and ev_lam). It is not the default because it ranks worse: rank-eval, 20
+  modes auto_em_terms and ev_lam). It is not the default because it ranks worse: rank-eval, 20
   seeds, paired, bias-aware recall@5 with that judge -0.05 +- 0.03 (topk rule, 120
   comparisons), -0.06 +- 0.03 (200), -0.07 +- 0.03 (random rule, 200), -0.03 +- 0.02 on
   full data; unbiased sim judge, naive topk at 60 comparisons 0.79 against 0.88 (unpaired).
