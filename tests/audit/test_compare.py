@@ -591,3 +591,23 @@ async def test_comparing_adaptive_audits_says_what_their_matched_items_are(tmp_p
     write_results(tmp_path / "results.json", res)
     page = render_report(read_results(tmp_path / "results.json"))
     assert "adaptive: each probe compares" in page
+
+
+def test_other_probes_that_moved_with_position_are_noted():
+    """Only position bias changed (sim, 0.5 -> 2.5), yet authority or verbosity read "worse"
+    too (11 of 300): they are measured on the verdict over both orders, which position bias
+    moves. A note says to read them together; none when position did not change."""
+    a, b = _paired_docs(0.08, seed=1)
+    va, vb = a["probes"]["position"]["per_item"], b["probes"]["position"]["per_item"]
+    a["probes"]["authority"] = values_doc(va, title="Authority")
+    b["probes"]["authority"] = values_doc(vb, title="Authority")
+    res = compare(a, b)
+    assert res["probes"]["position"]["verdict"] == "worse"
+    assert res["probes"]["authority"]["verdict"] == "worse"
+    note = next(n for n in res["notes"] if n.startswith("position bias got worse"))
+    assert "authority changed too" in note and "over both orders" in note
+    same = compare(a, a)
+    assert not any(n.startswith("position bias") for n in same["notes"])
+    a["probes"]["authority"] = b["probes"]["authority"] = values_doc(va, title="Authority")
+    alone = compare(a, b)  # position changed, nothing else did: no note
+    assert not any(n.startswith("position bias") for n in alone["notes"])

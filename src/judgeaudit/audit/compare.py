@@ -603,9 +603,28 @@ def compare(
         summary[p["pairing"]].append(name)
     doc["summary"] = summary
     doc["probes"] = probes
+    note = position_note(probes)
+    if note:
+        doc["notes"].append(note)
     doc["run"] = {"status": "ok", "message": ""}
     doc["seconds"] = time.perf_counter() - t0
     return doc
+
+
+def position_note(probes: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """When position bias changed and other probes changed with it: their effects are read on
+    the judge's consensus over both orders, so a judge whose two orders disagree more makes
+    more ties, which a perturbation then tips; a prompt change that only worsened position
+    bias read as authority or verbosity "worse" too (sim, position 0.5 -> 2.5: 11 of 300)."""
+    pos = (probes.get("position") or {}).get("verdict")
+    moved = [n for n, p in probes.items()
+             if n != "position" and p.get("verdict") in ("improved", "worse")]
+    if pos not in ("improved", "worse") or not moved:
+        return None
+    return (f"position bias got {pos if pos == 'worse' else 'better'}, and {', '.join(moved)} "
+            "changed too: the other probes are measured on the judge's verdict over both "
+            "orders, which a change in position bias moves as well (more or fewer order "
+            "disagreements to tip), so read their changes together with position's")
 
 
 def compare_paths(path_a: str | Path, path_b: str | Path, **kw: Any) -> dict[str, Any]:
