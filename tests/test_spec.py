@@ -55,3 +55,22 @@ def test_only_secret_words_are_masked_not_names_holding_them():
     assert "sk-1" not in shown and "access_token=***" in shown and "auth=***" in shown
     assert "max_tokens=64" in mask_secrets("openai:m?max_tokens=64&api_key=sk-2")
     assert "sk-2" not in mask_secrets("openai:m?max_tokens=64&api_key=sk-2")
+
+
+def test_a_plus_in_a_value_stays_a_plus():
+    """`parse_qsl` form-decoded `+` to a space: `api_key=ab+cd` was read as `ab cd` and the
+    key was refused for "a space at position 3". `%20` is the way to write a space."""
+    sp = parse_spec("openai:m?base_url=http://h/v1&api_key=ab+cd/ef=LEAKME222&p=a%20b%2Bc%26d")
+    assert sp.params == {"base_url": "http://h/v1", "api_key": "ab+cd/ef=LEAKME222",
+                         "p": "a b+c&d"}
+    assert parse_spec(str(sp)) == sp
+    assert parse_spec("replay:x.csv?model=a+b").params["model"] == "a+b"
+    assert parse_spec(str(Spec("sim", "", {"a+b": "c+d e"}))).params == {"a+b": "c+d e"}
+
+
+def test_the_secret_mask_takes_the_attached_value_not_the_next_word():
+    """"the API key from api_key= has a space" was shown as "api_key= *** a space"."""
+    text = "openai: the API key from api_key= has a space at position 3"
+    assert mask_secrets(text) == text
+    assert mask_secrets("api_key=ab+cd/ef=LEAK222 failed") == "api_key=*** failed"
+    assert "LEAK" not in mask_secrets("api_key = 'LEAK222' and token: \"LEAK333\"")

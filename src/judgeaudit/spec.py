@@ -2,16 +2,17 @@
 
 A neutral module (it imports nothing of ours) used by `data`, `judges` and the CLI alike.
 `name` may itself contain colons (Windows paths, `local:/x/y.gguf`); only the first colon
-splits, and a name cannot contain `?`. Parameter keys and values are URL-decoded, so a
-base_url can be passed inside a spec, and `str(spec)` encodes them again where needed:
-`parse_spec(str(spec)) == spec` for any keys and values.
+splits, and a name cannot contain `?`. Parameter keys and values are percent-decoded
+(`%2B` `%26` `%3D` `%20`), so a base_url can be passed inside a spec; a `+` stays a `+`
+(it is not form-decoded to a space: `api_key=ab+cd` is the key `ab+cd`). `str(spec)`
+encodes them again where needed: `parse_spec(str(spec)) == spec` for any keys and values.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, quote
+from urllib.parse import quote, unquote
 
 # Parameter names whose values are secrets wherever they appear (any provider): names whose
 # last word is one (`api_key`, `x-api-key`, `access_token`, `auth`), not any name holding
@@ -88,9 +89,12 @@ def public_spec(text: str) -> str:
         return mask_secrets(text)
 
 
+# The value is the token attached to the `=` / `:` (or a quoted one after spaces:
+# `api_key = "..."`), never the next word of prose: "the key from api_key= has a space" lost
+# its "has" to the mask.
 _SECRET_VALUE = re.compile(
     r"(?i)(\b(?:[\w-]*[_-])?(?:api_?key|apikey|token|secret|password|passwd)\s*[=:]"
-    r"\s*['\"]?)[^&\s'\",)]+")
+    r"(?:\s*['\"])?)[^&\s'\",)]+")
 
 
 def mask_secrets(text: str) -> str:
@@ -109,7 +113,13 @@ def parse_spec(text: str) -> Spec:
         raise ValueError(f"bad spec {text!r}: kind must be a word, e.g. 'local' or 'jsonl:PATH'")
     params: dict[str, str] = {}
     if query:
-        for k, v in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
+        # Split on `&` and the first `=`, then percent-decode: not `parse_qsl`, which
+        # form-decodes `+` to a space (a key `ab+cd` was read as `ab cd`).
+        for piece in query.split("&"):
+            if not piece:
+                continue
+            raw_k, _, raw_v = piece.partition("=")
+            k, v = unquote(raw_k), unquote(raw_v)
             if not k:
                 raise ValueError(f"bad spec {text!r}: empty parameter name")
             params[k] = v

@@ -114,3 +114,14 @@ def test_the_filter_redacts_arguments_and_tracebacks():
     assert rec.args is None and CANARY not in rec.msg and "http://u:***@h/v1" in rec.msg
     text = logging.Formatter().format(rec)
     assert CANARY not in text and "RuntimeError" in text
+
+
+def test_the_mask_takes_the_value_attached_to_the_equals_sign_not_the_next_word():
+    """"api-key= has a space" lost its "has" to the mask; a header's `x-api-key: X` (a space
+    after the colon is header syntax) and a quoted value after spaces are still masked."""
+    for text in ("the API key from api_key= has a space", "x-api-key= has a space",
+                 "api-key = has a space"):
+        assert redact(text) == text
+    assert redact(f"x-api-key: {CANARY}") == "x-api-key: ***"
+    assert CANARY not in redact(f"api-key = '{CANARY}'")
+    assert redact(f"x-api-key={CANARY} ok") == "x-api-key=*** ok"

@@ -25,9 +25,11 @@ _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:@/\s?#]*):([^@\s'\"<>]*)
 _QUERY = re.compile(
     r"(?i)((?:^|[?&;\s,(\"'])(?:api[_-]?key|apikey|key|token|access[_-]?token|auth|"
     r"password|passwd|secret|client[_-]?secret|sig|signature)=)[^&\s#;,)\"']+")
-# Authorization: Bearer X / Basic X / X, x-api-key: X (headers, dict reprs, JSON)
+# Authorization: Bearer X / Basic X / X, x-api-key: X (headers, dict reprs, JSON). After
+# `=` the value is the token attached to it (or a quoted one): "api-key= has a space" lost
+# the word "has" to the mask; after a header's `:` a space is the header syntax.
 _AUTH_HEADER = re.compile(
-    r"(?i)((?:authorization|x-api-key|api-key)['\"]?\s*[:=]\s*['\"]?)"
+    r"(?i)((?:authorization|x-api-key|api-key)['\"]?\s*(?::\s*['\"]?|=(?:\s*['\"])?))"
     r"(?:(bearer|basic|token)\s+)?[^\s'\",}]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{4,}")
 # Basic CREDENTIALS, wherever a server echoes the header back ("Incorrect API key provided:
