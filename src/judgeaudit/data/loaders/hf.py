@@ -18,6 +18,17 @@ Column mapping: params `prompt=COL`, `response_1=COL`, `response_2=COL`, `label=
 - pointwise (no pair columns): response + optional score (or rating).
 Label values: 1/2/0 (also as text), "A"/"B"/"tie", "model_a"/"model_b"/"tie*",
 "A>B"/"B>A"/"A=B". Ids from the `id` column when present, else `hf:<name>:<row>`.
+
+Records of a JSON file need not all have the same fields: the columns are those of any record
+(in the order first seen), and a record without a column reads as a missing value there (an
+unlabelled pair, an item without a gold score; a missing prompt or response is refused). Ids
+are all or nothing: when some rows have one, a row without one (absent, null or an empty
+cell) is refused, naming its line, unless `ids=auto` names such rows `hf:<name>:<row>`. A
+response must not be empty (in a CSV an empty cell is a missing value, as an empty label is).
+
+A NAME that looks like a path (starts with ./, ../, / or ~, has a file extension, or holds a
+path separator other than the one of org/name) is a local file: when it is absent that is
+said, not taken for a hub dataset.
 The hub path is not exercised by the tests (no network here).
 """
 
@@ -34,6 +45,7 @@ from judgeaudit.data.loaders._common import (
     UniqueIds,
     balanced_swaps,
     check_params,
+    choice_param,
     explain_validation,
     int_param,
     present,
@@ -41,7 +53,7 @@ from judgeaudit.data.loaders._common import (
     read_jsonl,
     read_text,
 )
-from judgeaudit.data.registry import DataError, register_loader
+from judgeaudit.data.registry import DataError, left_out, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
 from judgeaudit.textfile import TextProblem, data_suffix, read_csv
 
@@ -158,20 +170,64 @@ def _read_hub(name: str, params: dict[str, str]) -> Rows:
 
 
 def _pick(role: str, params: dict[str, str], columns: Iterable[str], src: str) -> str | None:
-    cols = set(columns)
+    cols = list(columns)
     if role in params:
         if params[role] not in cols:
             raise DataError(src, None, f"column {params[role]!r} (for {role}) not found; "
-                            f"columns: {', '.join(sorted(cols))}")
+                            f"columns: {', '.join(cols)}")
         return params[role]
     return next((c for c in DEFAULTS.get(role, (role,)) if c in cols), None)
+
+
+def columns_of(rows: Rows) -> list[str]:
+    """The columns of any row, in the order first seen: a JSON file's records need not share
+    their fields, and the first record alone (one without a label) hid the column from all
+    the others (their labels were dropped, or `label=winner` was "not found")."""
+    return list(dict.fromkeys(c for _, row in rows for c in row))
+
+
+def _blank(v: Any) -> bool:
+    """No value: absent, null, or empty (a CSV's empty cell, or one of spaces only)."""
+    return v is None or (isinstance(v, str) and not v.strip())
+
+
+def _ids(rows: Rows, column: str | None, params: dict[str, str], tag: str,
+         src: str) -> list[str]:
+    """Each row's id: from `column`; every row its generated `hf:<tag>:<i>` when no row has
+    one. When some rows have one, a row without one is refused (it was silently named
+    `hf:<tag>:<i>`, and when the first row had none so were all the others, their own ids
+    dropped), unless `ids=auto` names just those rows."""
+    auto = [f"hf:{tag}:{i}" for i in range(len(rows))]
+    if column is None:
+        return auto
+    given = [row.get(column) for _, row in rows]
+    for (where, _), ident in zip(rows, given, strict=True):
+        if isinstance(ident, bool) or not isinstance(ident, str | int | float | None):
+            raise DataError(src, where, f"field {column!r} (the id): expected text or a "
+                            f"number, got {type(ident).__name__}")
+    n_with = sum(not _blank(v) for v in given)
+    if n_with == 0:
+        if any(column in row for _, row in rows):  # the column is there, every cell empty
+            left_out(f"hf {src}: column {column!r} (the id) is empty in every row; the items "
+                     f"are named hf:{tag}:<row> (0-based)")
+        return auto
+    if n_with < len(rows) and params.get("ids", "required") != "auto":
+        i = next(i for i, v in enumerate(given) if _blank(v))
+        where, row = rows[i]
+        what = ("missing" if column not in row else "null" if given[i] is None
+                else "empty; ids must not be empty")
+        raise DataError(src, where, f"field {column!r} (the id): {what} ({n_with} of "
+                        f"{len(rows)} rows have an id, {len(rows) - n_with} not); give every "
+                        f"row an id, or load with ?ids=auto to name the rows without one "
+                        f"hf:{tag}:<row>")
+    return [a if _blank(v) else str(v) for v, a in zip(given, auto, strict=True)]
 
 
 def to_items(rows: Rows, params: dict[str, str], tag: str, src: str, seed: int) -> list[Item]:
     """Items from (where, row) pairs; `where` (a line number, "row N") locates errors."""
     if not rows:
         return []
-    columns = list(rows[0][1])
+    columns = columns_of(rows)
     col = {r: _pick(r, params, columns, src) for r in DEFAULTS}
     if "chosen" in params or "rejected" in params:
         chosen = _pick("chosen", params, columns, src)
@@ -199,14 +255,11 @@ def to_items(rows: Rows, params: dict[str, str], tag: str, src: str, seed: int) 
         texts["response"] = col["response"]
     items: list[Item] = []
     ids = UniqueIds()
+    row_ids = _ids(rows, col["id"], params, tag, src)
     for i, (where, row) in enumerate(rows):
-        ident = row.get(col["id"]) if col["id"] else None
-        if isinstance(ident, bool) or not isinstance(ident, str | int | float | None):
-            raise DataError(src, where, f"field {col['id']!r} (the id): expected text or a "
-                            f"number, got {type(ident).__name__}")
         text = {role: _text_value(row, c, role, src, where) for role, c in texts.items()}
         data: dict[str, Any] = {
-            "id": str(ident) if ident not in (None, "") else f"hf:{tag}:{i}",
+            "id": row_ids[i],
             "prompt": text["prompt"],
             "metadata": {"source": "hf", "dataset": tag, "row": i},
         }
@@ -255,14 +308,40 @@ def _text_value(row: dict[str, Any], column: str, role: str, src: str,
     if not isinstance(val, str):
         got = "null" if val is None else type(val).__name__
         raise DataError(src, where, f"{name}: expected text, got {got}")
+    if role != "prompt" and not val.strip():
+        # an empty CSV cell is how a missing value is written (an empty label reads as
+        # none); it was judged as an empty answer
+        raise DataError(src, where, f"{name}: empty; a response must not be empty (a pair "
+                        "with a missing answer says nothing about the judge)")
     return val
+
+
+# a file's extension (the last suffix, lower case): a NAME ending so is a path, whatever else
+_FILE_SUFFIXES = frozenset(LOCAL_SUFFIXES) | {
+    ".txt", ".gz", ".bz2", ".xz", ".zip", ".zst", ".tar", ".ndjson", ".xls", ".xlsx",
+    ".arrow", ".feather", ".md", ".html", ".yaml", ".yml", ".toml"}
+
+
+def looks_like_path(name: str) -> bool:
+    """A NAME that is a file path, not a hub dataset id (`org/name`, or a bare `name`):
+    it starts with ./, ../, /, ~ (or .\\, ..\\), holds a backslash or more than one "/",
+    or ends in a file extension (`nope.txt`, `org/x.csv`; a bare name with any alphabetic
+    extension). An absent one said the `datasets` package was needed."""
+    n = name.strip()
+    if n in (".", "..") or n.startswith(("./", "../", "/", "~", ".\\", "..\\")):
+        return True
+    if "\\" in n or n.count("/") > 1 or n.endswith("/"):
+        return True
+    suffix = Path(n).suffix.lower()
+    return suffix in _FILE_SUFFIXES or ("/" not in n and suffix[1:].isalpha())
 
 
 @register_loader("hf")
 def load_hf(name: str, params: dict[str, str]) -> list[Item]:
     if not name:
         raise DataError("hf", None, "no dataset given; expected hf:ORG/NAME or hf:FILE")
-    check_params(f"hf:{name}", params, MAPPED | {"split", "config", "shuffle"})
+    check_params(f"hf:{name}", params, MAPPED | {"split", "config", "shuffle", "ids"})
+    choice_param(f"hf:{name}", params, "ids", ("required", "auto"), "required")
     seed = int_param(f"hf:{name}", params, "seed", 0)
     try:
         path = Path(name).expanduser()
@@ -272,9 +351,12 @@ def load_hf(name: str, params: dict[str, str]) -> list[Item]:
     if path.is_dir():
         raise DataError(str(path), None, "is a directory; expected a .jsonl, .json, .csv or "
                         ".parquet file, or a hub dataset name (org/name)")
-    if data_suffix(path) in LOCAL_SUFFIXES or path.exists():
+    if data_suffix(path) in LOCAL_SUFFIXES or path.exists() or looks_like_path(name):
         if not path.is_file():
-            raise DataError(str(path), None, "no such file")
+            kinds = "" if data_suffix(path) in LOCAL_SUFFIXES else (
+                f" (hf: reads {', '.join(LOCAL_SUFFIXES)} files, or a hub dataset org/name)")
+            shown = str(path) if name.startswith("~") else name  # "./nope" as given
+            raise DataError(shown, None, f"no such file{kinds}")
         rows, tag = _read_local(path, params.get("split") or None), path.stem
         src = str(path)
         if not rows:
