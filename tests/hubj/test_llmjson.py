@@ -111,3 +111,18 @@ async def test_a_reasoning_models_thinking_is_not_read_as_its_answer():
     # only the close of the block (the chat template opened it in the prompt)
     got, st = await _call(['a draft: {"score": 1}\n</think>\n\n3}'], i=5)
     assert got == 3 and st.failed == 0
+
+
+@pytest.mark.parametrize("answer", [
+    '```json\n{"score": 3}\n```',
+    'Sure! Here is the JSON:\n```json\n{"score": 3}\n```\nHope it helps.',
+    'My rating is {"score": 3} for this one.',
+])
+async def test_a_whole_object_in_a_fence_or_prose_is_repaired_after_the_prefill(answer):
+    """The default prefill=instruct mode: a chat model answers the whole object, wrapped in
+    a code fence or prose; prefill + answer never parses ('{"score": ```json...'), the answer
+    alone does after the repair (it was read only when it started with '{': failed, and
+    retried with the same wrapping)."""
+    got, st = await _call([answer, answer], i=6)
+    assert got == 3
+    assert (st.repaired, st.retried, st.failed) == (1, 0, 0)

@@ -210,13 +210,17 @@ def _read(text: str, resp: Response, prefill: str, validate: Validator
           ) -> tuple[dict[str, Any], bool, Any]:
     """Parse and validate prefill + answer; a provider that could not continue the prefilled
     assistant turn (an OpenAI-compatible server in "instruct" mode) answers with the whole
-    object instead, so the answer alone is tried next. The first reading that validates wins;
+    object instead, often in a code fence or with prose around it, so the answer alone
+    (repaired) is tried next. The first reading that validates wins;
     if none does, the first one's error is raised."""
     answer = strip_reasoning(resp.text)  # a reasoning model's thinking is no answer
     if answer is not resp.text and not resp.probs:
         text = prefill + answer
     readings = [text]
-    if prefill and not resp.probs and answer.lstrip().startswith("{"):
+    if prefill and not resp.probs:
+        # whatever the answer starts with: a chat model that wraps the whole object in a
+        # code fence or prose ("```json\n{...}\n```") is read by `parse_object`'s repair
+        # of the answer alone; prefill + answer never parses then
         readings.append(answer)
     first: Exception | None = None
     for t in readings:
