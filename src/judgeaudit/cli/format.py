@@ -7,6 +7,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from judgeaudit.report.outcome import run_failed
+
 
 def calls_text(res: dict[str, Any]) -> str:
     """The calls line every run command prints: made, from cache (earlier runs' answers),
@@ -88,6 +90,8 @@ def evaluate_table(res: dict[str, Any]) -> Any:
 
     conv = res.get("conventions") or {}
     pointwise = res.get("task") == "pointwise"
+    if run_failed(res):
+        return _evaluate_failed_text(res, pointwise)
     if pointwise:
         how = "pointwise scores vs gold"
     elif conv:
@@ -169,6 +173,26 @@ def evaluate_table(res: dict[str, Any]) -> Any:
                           *cells(r.get("accuracy"), True))
         parts.append(b)
     return Group(*parts) if len(parts) > 1 else t
+
+
+def _evaluate_failed_text(res: dict[str, Any], pointwise: bool) -> Text:
+    """A failed run in place of the metrics: what ran and its counts, no numbers (its
+    accuracy "0.0%" and position consistency "100.0% [51.0, 100.0]" of a judge whose every
+    answer was unreadable were shown above the error; --json, audit and the report withhold
+    them). The reason is the `error: run failed: ...` line the command ends with."""
+    run = res.get("run") or {}
+    what = "scores" if pointwise else "verdicts"
+    unit = "items" if pointwise else "pairs"
+    lines = [f"judge {res.get('judge')} on {res.get('data')}: run failed, no metrics shown "
+             "(a failed run's numbers are not results)"]
+    counts = [f"{run.get('n_valid', 0)} of {run.get('n_planned', res.get('n', 0))} {unit} "
+              f"with a valid {what[:-1]}"]
+    if run.get("answers"):
+        counts.append(f"{run.get('unreadable', 0)} of {run['answers']} answers unreadable")
+    if run.get("calls_failed"):
+        counts.append(f"{run['calls_failed']} of {run.get('calls_asked')} calls failed")
+    lines.append("counts: " + "; ".join(counts) + " (the reason: the error line below)")
+    return Text("\n".join(lines))
 
 
 def _left_out_text(res: dict[str, Any], pointwise: bool) -> str:
