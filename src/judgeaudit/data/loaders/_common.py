@@ -275,18 +275,27 @@ def read_json_doc(path: Path, depth: int = 2) -> JsonDoc:
 
 # ---- JSON Lines -----------------------------------------------------------------------------
 
-def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path, json_hint: str = "") -> list[tuple[int, dict[str, Any]]]:
     r"""(line number, object) for every non-empty line of a JSON Lines file. Lines end at
     "\n" (CRLF is fine); a BOM is dropped; errors name the file and the line. An integer
-    "id" is read as its decimal text (`as_id`: {"id": 1} is item "1")."""
+    "id" is read as its decimal text (`as_id`: {"id": 1} is item "1"). A JSON document
+    spread over lines (a pretty-printed array or object) is said to be JSON, not JSON
+    Lines, with `json_hint` (what the caller reads it with) for an array."""
     src = str(path)
     out: list[tuple[int, dict[str, Any]]] = []
-    for lineno, line in enumerate(split_lines(read_text(path)), start=1):
+    text = read_text(path)
+    lines = split_lines(text)
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        obj = _loads(line, src, lineno, unique=True)
+        try:
+            obj = _loads(line, src, lineno, unique=True)
+        except DataError as e:
+            raise DataError(src, lineno, _spread_json(lines, lineno, json_hint, e.problem)
+                            ) from None
         if not isinstance(obj, dict):
-            whole = (" (the file is one JSON array: JSON Lines holds one object per line)"
+            whole = (" (the file is one JSON array: JSON Lines holds one object per line"
+                     f"{'; ' + json_hint if json_hint else ''})"
                      if isinstance(obj, list) and obj and isinstance(obj[0], dict) else "")
             raise DataError(src, lineno,
                             f"expected a JSON object, got {type(obj).__name__}{whole}")
@@ -300,9 +309,45 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _spread_json(lines: list[str], lineno: int, json_hint: str, error: str) -> str:
+    """The problem to report for a JSON error on line `lineno` of a JSON Lines file: when
+    that line starts a JSON value written over several lines (pretty-printed JSON: an array
+    of records, or objects of several lines each) that the file is JSON, not JSON Lines, and
+    how to load it (`json_hint`, the caller's); else `error`. The error alone ("invalid JSON
+    at column 2: Expecting value" on a lone "[") did not say so."""
+    line = lines[lineno - 1]
+    start = line.lstrip()
+    first = not any(ln.strip() for ln in lines[:lineno - 1])  # the file starts here
+    if not (start.startswith("{") or (first and start.startswith("["))):
+        return error
+    indent = len(line) - len(start)
+    rest = "\n".join([start, *lines[lineno:]])
+    try:
+        value, end = json.JSONDecoder().raw_decode(rest)
+    except json.JSONDecodeError as e:
+        value, end = None, 0
+        whole_error = (f"invalid JSON on line {lineno + e.lineno - 1} at column "
+                       f"{e.colno + (indent if e.lineno == 1 else 0)}: {e.msg}")
+    except (ValueError, RecursionError):
+        value, end, whole_error = None, 0, error
+    last = lineno + rest.count("\n", 0, end)
+    whole = end > 0 and not rest[end:].strip()  # the value is all the file holds from here
+    hint = f"; {json_hint}" if json_hint else ""
+    if start.startswith("["):
+        shape = (f"a JSON array over lines {lineno}-{last}" if end else
+                 f"a JSON array from line {lineno} ({whole_error})")
+        return (f"the file is JSON, not JSON Lines (one object per line): {shape}{hint}; "
+                f"{'or ' if hint else ''}write one object per line (jq -c '.[]' FILE)")
+    if isinstance(value, dict) and last > lineno:
+        return (f"the file is JSON, not JSON Lines (each object on one line): an object "
+                f"written over lines {lineno}-{last}; write each object on one line (jq -c . "
+                f"FILE){hint.replace('; ', '; or ', 1) if whole and lineno == 1 else ''}")
+    return error
+
+
+def read_records(path: Path, json_hint: str = "") -> list[tuple[int, dict[str, Any]]]:
     """read_jsonl, refusing a file with no records (empty, or blank lines only)."""
-    rows = read_jsonl(path)
+    rows = read_jsonl(path, json_hint)
     if not rows:
         raise DataError(str(path), None, "empty file; expected one JSON object per line")
     return rows

@@ -104,7 +104,8 @@ def _read_local(path: Path, split: str | None) -> Rows:
     suf = data_suffix(path)
     src = str(path)
     if suf == ".jsonl":
-        return list(read_jsonl(path))
+        return list(read_jsonl(path, "rename it to .json (hf: reads a .json file as one "
+                                     "JSON document)"))
     if suf == ".json":
         doc = read_json_doc(path, depth=3)
         data, at = doc.data, ()

@@ -3,8 +3,12 @@ PointwiseItem (the fields of data/schema.py).
 
 The kind is told per line by its fields (`response_1`/`response_2` = pairwise, `response` =
 pointwise); one file holds one kind. Every item needs an `id` unless `?ids=auto` is given,
-which names id-less items `<file stem>:<line number>`. Labels may be written 1, 2, 0 or the
-strings "1", "2", "0". Errors name the file, the line and the field.
+which names id-less items `<file stem>:<line number>`; an empty id is refused. Labels may be
+written 1, 2, 0 or the strings "1", "2", "0". Errors name the file, the line and the field.
+
+An empty response ("") is read as given, an empty answer (the schema allows it, and a model
+can answer nothing; a missing one, absent or null, is refused), but counted and said with
+the run's data notes: `hf:` refuses one, as there an empty CSV cell is a missing value.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from judgeaudit.data.loaders._common import (
     explain_validation,
     read_records,
 )
-from judgeaudit.data.registry import DataError, register_loader
+from judgeaudit.data.registry import DataError, left_out, register_loader
 from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
+from judgeaudit.textfile import data_suffix
 
 __all__ = ["explain_validation", "load_items", "load_jsonl"]
 
@@ -74,7 +79,8 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
     kind: str | None = None
     first_line = 0
     ids_seen = UniqueIds()
-    for lineno, obj in read_records(path):
+    empty: list[tuple[int, str]] = []  # (line, field) of each item with an empty response
+    for lineno, obj in read_records(path, json_hint(path)):
         k = _kind_of(obj)
         if k is None:
             raise DataError(source, lineno, "cannot tell the item kind: expected fields "
@@ -92,6 +98,12 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
                                 "item an id, or load with ?ids=auto to name items "
                                 "<file stem>:<line number>")
             obj = {**obj, "id": f"{path.stem}:{lineno}"}
+        elif isinstance(obj["id"], str) and not obj["id"].strip():
+            raise DataError(source, lineno, "field 'id': empty; ids must not be empty")
+        blank = [f for f in ("response_1", "response_2", "response")
+                 if isinstance(obj.get(f), str) and not obj[f].strip()]
+        if blank:
+            empty.append((lineno, blank[0]))
         model = PairwiseItem if kind == "pairwise" else PointwiseItem
         try:
             item = model.model_validate(_normalise_labels(obj))
@@ -101,7 +113,19 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
             raise DataError(source, lineno, explain_validation(e, model)) from None
         ids_seen.add(item.id, source, lineno)
         items.append(item)
+    if empty:
+        line, field = empty[0]
+        left_out(f"jsonl {source}: {len(empty)} of {len(items)} items have an empty response "
+                 f"(first: line {line}, field {field!r}); they are judged as empty answers")
     return items
+
+
+def json_hint(path: Path) -> str:
+    """How a JSON document given as JSON Lines is loaded instead (`read_jsonl`)."""
+    how = (f"load it with hf:{path}" if data_suffix(path) == ".json" else
+           "rename it to .json and load it with hf:FILE.json")
+    return (f"{how} (hf: reads a .json file's records by column: prompt, response_1/"
+            "response_2, label, id; other fields are not read)")
 
 
 @register_loader("jsonl")
