@@ -97,3 +97,35 @@ def test_a_column_named_like_a_computed_covariate_is_refused_not_replaced(tmp_pa
                           + "\n" for i in "ab"))
     with pytest.raises(DataError, match=rf"pool.jsonl:1: field '{name}' has the name"):
         load_pool(str(jl)).covariates([name])
+
+
+@pytest.mark.parametrize("name", ["pool.jsonl.gz", "POOL.JSONL", "pool.JsonL.xz", "pool.csv.gz",
+                                  "POOL.CSV.BZ2", "pool.tsv.gz"])
+def test_a_bare_pool_path_compressed_or_upper_case_is_read(tmp_path, name):
+    """`--items pool.jsonl.gz` and `--items POOL.JSONL` said "bad spec: kind must be a word",
+    though the readers open compressed files and the README says .gz files are read."""
+    import bz2
+    import gzip
+    import lzma
+
+    from judgeaudit.rank.pool import bare_pool_path
+
+    rows = [{"id": k, "prompt": "q", "response": f"answer {k}", "quality": i}
+            for i, k in enumerate("abc")]
+    text = ("".join(json.dumps(r) + "\n" for r in rows) if ".jsonl" in name.lower() else
+            "id,prompt,response,quality\n" + "".join(
+                f"{r['id']},{r['prompt']},{r['response']},{r['quality']}\n" for r in rows))
+    if ".tsv" in name:
+        text = text.replace(",", "\t")
+    data = text.encode()
+    opener = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+    for suffix, pack in opener.items():
+        if name.lower().endswith(suffix):
+            data = pack(data)
+    path = tmp_path / name
+    path.write_bytes(data)
+    assert bare_pool_path(str(path))
+    pool = load_pool(str(path))
+    assert pool.ids == ["a", "b", "c"] and pool.meta["kind"] == (
+        "jsonl" if ".jsonl" in name.lower() else "csv")
+    assert not bare_pool_path(f"jsonl:{path}") and not bare_pool_path("builtin:controlled")

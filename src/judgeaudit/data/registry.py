@@ -15,6 +15,7 @@ from pathlib import Path
 from judgeaudit import plugins
 from judgeaudit.data.schema import Item
 from judgeaudit.spec import Spec, parse_spec
+from judgeaudit.textfile import data_suffix
 
 Loader = Callable[[str, dict[str, str]], list[Item]]
 
@@ -141,11 +142,13 @@ def _path_hint(text: str) -> str | None:
     kind, colon, rest = bare.partition(":")
     if colon and kind.lower() in ("csv", "json", "parquet", "tsv") and rest:
         bare = rest  # `csv:table.csv`: a file format given as the kind
-    path, suffix = Path(bare), Path(bare).suffix.lower()
+    # `.jsonl.gz`, `ITEMS.JSONL`: the format's suffix, lower case, past a compression one
+    # (a .gz one said "kind must be a word")
+    path, suffix = Path(bare), data_suffix(bare)
     if suffix == ".jsonl":
         return (f"{text!r} is a file path, not a data SPEC: give jsonl:{bare} (our fields) or "
                 f"hf:{bare} (other column names: response_a/response_b, chosen/rejected, ...)")
-    if suffix in (".csv", ".json", ".parquet"):
+    if suffix in (".csv", ".tsv", ".json", ".parquet"):
         return (f"{text!r} is a file path, not a data SPEC: give hf:{bare} (a table with "
                 "prompt, response_1/response_2 or response_a/response_b or chosen/rejected, "
                 "and label columns)")

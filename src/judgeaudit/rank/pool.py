@@ -378,11 +378,20 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
 
 
 def bare_pool_path(text: str) -> bool:
-    """A pool given as a file path without a kind (`pool.jsonl`, `pool.csv`, `pool.tsv`),
-    which is no spec to parse."""
+    """A pool given as a file path without a kind (`pool.jsonl`, `pool.csv`, `pool.tsv`, in
+    any case, and compressed: `pool.jsonl.gz`, `.bz2`, `.xz`, as the readers open them),
+    which is no spec to parse. `POOL.JSONL` and `pool.jsonl.gz` said "kind must be a
+    word"."""
     t = text.strip()
-    return ((t.endswith(".jsonl") and not t.startswith("jsonl:"))
-            or (t.lower().endswith((".csv", ".tsv")) and not t.startswith("csv:")))
+    return (_bare_kind(t) is not None
+            and not t.lower().startswith(("jsonl:", "csv:", "builtin:")))
+
+
+def _bare_kind(path: str) -> str | None:
+    """The pool kind a file path's suffix names ("jsonl", "csv"), or None."""
+    from judgeaudit.textfile import data_suffix
+
+    return {".jsonl": "jsonl", ".csv": "csv", ".tsv": "csv"}.get(data_suffix(path))
 
 
 def load_pool(spec: str, k: int | None = None) -> Pool:
@@ -392,7 +401,7 @@ def load_pool(spec: str, k: int | None = None) -> Pool:
     (its design keeps the k-th and (k+1)-th qualities apart)."""
     text = spec.strip()
     if bare_pool_path(text):
-        return (jsonl_pool if text.endswith(".jsonl") else csv_pool)(text, source=text)
+        return (jsonl_pool if _bare_kind(text) == "jsonl" else csv_pool)(text, source=text)
     sp = parse_spec(text)
     if sp.kind == "builtin":
         if sp.name != "controlled":
