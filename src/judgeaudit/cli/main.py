@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from rich.markup import escape
 
 from judgeaudit.cli.format import (
     cached_text,
@@ -106,6 +107,9 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     for w in res.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {w}")
     console.print(evaluate_table(res))
+    order_mixup = _replay_order_warning(res)
+    if order_mixup:
+        console.print(f"[bold yellow]warning:[/] {escape(order_mixup)}")
     c = res["calls"]
     what = "scores" if pointwise else "verdicts"
     console.print(
@@ -118,6 +122,40 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
                       f"(seed {selection['seed']})")
     console.print(f"results: {path}")
     finish(res, json_out)
+
+
+def _replay_order_warning(res: Any) -> str:
+    """A replay whose two orders disagree on most pairs: its verdict_map may read the shown
+    positions as responses (or the reverse). A file recording the position picked
+    (first/second) mapped to 1/2 read a judge right on 9 of 10 in both orders as 50% with
+    position consistency 0% and no word about it. A judge that nearly always picks one
+    position looks the same, so the warning names both and how to tell them apart."""
+    from judgeaudit.report.outcome import run_failed
+    from judgeaudit.spec import parse_spec
+
+    try:
+        spec = parse_spec(str(res.get("judge") or ""))
+    except ValueError:
+        return ""
+    pc = res.get("position_consistency_valid")
+    if spec.kind != "replay" or run_failed(res) or not isinstance(pc, dict):
+        return ""
+    value, n, ci = pc.get("value"), pc.get("n") or 0, pc.get("ci95") or [None, None]
+    # most pairs disagree, and the interval says so (a few pairs prove nothing)
+    if value is None or n < 5 or value >= 0.5 or ci[1] is None or ci[1] >= 0.5:
+        return ""
+    flips = round((1 - value) * n)
+    fp = (res.get("first_position_rate") or {}).get("value")
+    fp_txt = f" (first-position rate here {100 * fp:.0f}%)" if fp is not None else ""
+    check = spec.name + ("?" + str(spec).split("?", 1)[1] if spec.params else "")
+    return (f"the replayed verdicts of the two orders disagree on {flips} of {n} pairs "
+            f"(position consistency {100 * value:.1f}% [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]), "
+            "far below a judge's usual: the verdict_map may read the shown positions as "
+            "responses, or responses as positions (A/B = the response shown first/second, "
+            "1/2 = response_1/response_2 whichever was shown first). Unless the judge nearly "
+            f"always picks one position{fp_txt}, check with `judgeaudit replay-check "
+            f"'{check}' --data {res.get('data')}` under each mapping (e.g. first:A,second:B "
+            "against first:1,second:2) and compare the accuracy it prints")
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
