@@ -133,9 +133,11 @@ def test_judge_garbage_names_judge_answers_with_their_total(tmp_path):
     assert run["calls_asked"] == served + sum(st["calls"] for st in doc["json_stats"].values())
 
 
-def test_no_consensus_disagreement_comes_first_and_the_counts_follow_with_their_units():
+def test_no_consensus_disagreement_follows_its_cause_and_the_counts_have_their_units():
     """Nothing to discover from because the judge answered garbage: the reason said only the
-    first, not the judge answers behind it; failed calls under the limit are said as such."""
+    first, not the judge answers behind it; failed calls under the limit are said as such.
+    The unreadable judge answers, the cause, now come first and the missing disagreement
+    follows ("so no consensus ..."): it led, and the real cause came last (T4, H15)."""
     from types import SimpleNamespace
 
     from judgeaudit.hubj.run import _discover_outcome
@@ -149,8 +151,8 @@ def test_no_consensus_disagreement_comes_first_and_the_counts_follow_with_their_
                             lead="no consensus disagreement with the humans on the 20 items")
     assert run["status"] == "failed"
     assert run["message"] == (
-        "run failed: no consensus disagreement with the humans on the 20 items; 12 of 40 judge "
-        "answers could not be read as a verdict (--max-failed 0.2 allows 8; the first: "
-        "unparseable answer: 'x'); besides, 2 of 42 calls to the judges failed (first error: "
+        "run failed: 12 of 40 judge answers could not be read as a verdict (--max-failed 0.2 "
+        "allows 8; the first: unparseable answer: 'x'); so no consensus disagreement with the "
+        "humans on the 20 items; besides, 2 of 42 calls to the judges failed (first error: "
         "HTTP 500)")
     assert "G-module requests" not in run["message"]  # none were planned: no "0 of 0"

@@ -4,6 +4,7 @@ and correction (HUB-J). `register(app)` adds the commands; the pipelines are
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,12 @@ from judgeaudit.config import DiscoverConfig, MitigateConfig, QuantifyConfig
 from judgeaudit.report.outcome import run_failed
 
 
-def _p(x: Any) -> str:
-    return "-" if x is None else f"{x:.3g}"
+def _p(x: Any, why: str | None = None) -> str:
+    """A p-value (or r) cell: "-" when it cannot be computed, with the reason when known
+    ("- (n < 2)"); never a bare "nan"."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return f"- ({why})" if why else "-"
+    return f"{x:.3g}"
 
 
 def _splits_table(doc: dict[str, Any]) -> Table:
@@ -91,7 +96,9 @@ def _print_discover(res: dict[str, Any]) -> None:
             lo, hi = row["ci95"]
             ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
             md = "-" if row["mean_delta"] is None else f"{row['mean_delta']:+.2f}{ci}"
-            t.add_row(set_name, row["factor"], str(row["n"]), md, _p(row["p_t"]),
+            t.add_row(set_name, row["factor"], str(row["n"]), md,
+                      _p(row["p_t"], row.get("p_t_note") or ("n < 2" if row["n"] == 1
+                                                             else None)),
                       _p(row["p_wilcoxon"]), _p(row["max_abs_r_pre_discovered"]))
     console.print(t)
 

@@ -48,6 +48,7 @@ from judgeaudit.hubj.validate import criteria_for_factors, validate
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.llm import Client
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
+from judgeaudit.report.svg import visible
 
 log = logging.getLogger("judgeaudit.hubj")
 
@@ -74,9 +75,36 @@ def _allowed(share: float, total: int) -> int:
     return math.floor(share * total + 1e-9)
 
 
+def _stage_reasons(stats: Mapping[str, JSONStats], max_failed: float,
+                   validation: Mapping[str, Any] | None) -> list[str]:
+    """Why the G-module stages failed the run, stage by stage: no factor could be validated
+    (every held-out score unusable), and each stage where more than `max_failed` of the
+    requests got no usable answer. A G-module's unreadable answers counted nowhere: 240 of
+    240 G_score answers unreadable, every factor n = 0, and the run exited 0 (--min-valid was
+    met by the G_extract answers; the client's stop never fired, its first answers read)."""
+    out = []
+    if validation is not None and validation.get("n_items"):
+        rows = [r for s in validation.get("sets", {}).values() for r in s.get("factors", [])]
+        if rows and not any(r.get("n") for r in rows):
+            out.append(f"no factor could be validated: none of the {validation['n_items']} "
+                       "held-out items got a usable G_score for both responses on any of the "
+                       f"{len(rows)} factors")
+    for name, st in stats.items():
+        if st.calls and st.failed / st.calls > max_failed:
+            ex = st.examples[0] if st.examples else None
+            first = None if ex is None else (
+                f"{ex['error']}: {ex['raw'][:120]}" if ex["error"] == "call failed"
+                else ex["error"])
+            out.append(f"{st.failed} of {st.calls} {name} requests got no usable answer "
+                       f"(--max-failed {max_failed:g} allows {_allowed(max_failed, st.calls)}"
+                       + (f"; the first: {visible(first)})" if first else ")"))
+    return out
+
+
 def _discover_outcome(*, n_valid: int, n_planned: int, calls: Mapping[str, Any],
                       judge_clients: Sequence[Client], min_valid: int, max_failed: float,
-                      callers: str, lead: str | None = None) -> dict[str, Any]:
+                      callers: str, lead: str | None = None,
+                      stages: Sequence[str] = ()) -> dict[str, Any]:
     """discover's `run` section (`assess`), its message stating every count with its unit
     and its total: "120 of 140 calls to the G-module LLM failed (--max-failed 0.2 allows
     28)", "12 of 40 judge answers could not be read as a verdict (... allows 8)", "only 0
@@ -84,8 +112,12 @@ def _discover_outcome(*, n_valid: int, n_planned: int, calls: Mapping[str, Any],
     be read as a verdict" (G-module LLM answers, retries included, or the judges' ones: it
     did not say which), then "only 0 of 126 G-module answers" (requests, 120 never sent),
     then "120 of them not sent" (of the calls, not of those). `callers`: whose calls
-    `calls` counts; `lead`: a reason that goes first (no consensus disagreement), which
-    replaces the count of G-module requests (none were planned)."""
+    `calls` counts; `lead`: a reason (no consensus disagreement) that replaces the count of
+    G-module requests (none were planned); it goes first unless the judges' calls failed or
+    their answers could not be read, the cause of it, which then lead ("no consensus
+    disagreement ... use more or harder items" came first, the 20 of 20 unreadable judge
+    answers behind it last). `stages`: the G-module stages' own reasons
+    (`_stage_reasons`)."""
     judged = _judge_answers(judge_clients)
     run = assess(n_valid=n_valid, n_planned=n_planned, calls=calls, min_valid=min_valid,
                  max_failed=max_failed, what="G-module requests", **judged)
@@ -111,13 +143,16 @@ def _discover_outcome(*, n_valid: int, n_planned: int, calls: Mapping[str, Any],
                 + (f"; {not_sent} of these {failed} failed calls were never sent: {why}"
                    if not_sent else ""))
 
-    parts = [lead] if lead else []
+    parts = []
     if over:
         parts.append(calls_text())
     if answers and unreadable / answers > max_failed:
         parts.append(f"{unreadable} of {answers} {unit} could not be read{read_as} "
                      f"(--max-failed {max_failed:g} allows {_allowed(max_failed, answers)}"
-                     + (f"; the first: {first_bad})" if first_bad else ")"))
+                     + (f"; the first: {visible(first_bad)})" if first_bad else ")"))
+    if lead:  # after its cause when the judges' calls or answers are it
+        parts.append(f"so {lead}" if parts else lead)
+    parts.extend(stages)
     if lead is None and n_valid < min_valid:
         parts.append(f"only {n_valid} of {n_planned} G-module requests got a usable answer, "
                      f"fewer than --min-valid {min_valid}")
@@ -204,10 +239,26 @@ async def run_discover(
                                          judge_clients=judge_clients, min_valid=min_valid,
                                          max_failed=max_failed, callers="judges", lead=lead),
                 "seconds": round(time.perf_counter() - t0, 2)}
+    n_hold = round(holdout * len(dis))
+    if not 0 < n_hold < len(dis):  # nothing held out to validate on (every row n = 0, the
+        # run ok), or nothing left to discover from: no G-module call
+        need = next(n for n in range(2, 10_000) if 0 < round(holdout * n) < n)
+        calls = _calls(list(judge_clients))
+        lead = (f"too few consensus disagreements with the humans: {len(dis)} on the "
+                f"{len(items)} items, of which --holdout {holdout:g} holds out {n_hold} to "
+                f"validate on and leaves {len(dis) - n_hold} to discover from; discover needs "
+                f"at least {need} (one or more for each); use more or harder items, or other "
+                "judges")
+        return {"command": "discover", "judges": list(winners),
+                "splits": splits_doc(splits, len(items), min_agreement), "calls": calls,
+                "json_stats": {},
+                "run": _discover_outcome(n_valid=0, n_planned=0, calls=calls,
+                                         judge_clients=judge_clients, min_valid=min_valid,
+                                         max_failed=max_failed, callers="judges", lead=lead),
+                "seconds": round(time.perf_counter() - t0, 2)}
     rng = random.Random(f"hubj-discover:{cfg.seed}")
     order = dis[:]
     rng.shuffle(order)
-    n_hold = round(holdout * len(order))
     held, disc = order[:n_hold], order[n_hold:]
     if limit is not None:
         disc = disc[:limit]
@@ -256,7 +307,8 @@ async def run_discover(
                                  calls=calls, judge_clients=judge_clients,
                                  min_valid=min_valid, max_failed=max_failed,
                                  callers="G-module LLM and judges" if judge_clients
-                                 else "G-module LLM"),
+                                 else "G-module LLM",
+                                 stages=_stage_reasons(stats, max_failed, validation)),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 

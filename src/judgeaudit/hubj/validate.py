@@ -92,6 +92,11 @@ def delta_stats(d: np.ndarray) -> dict[str, Any]:
         e = Estimate(math.nan, (math.nan, math.nan), 0, method="t").as_dict()
         return {**e, "mean_delta": None, "t": None, "p_t": None, "p_wilcoxon": None,
                 "share_positive": None}
+    if n == 1:  # no spread to test against: the t-test's p was nan, printed as "nan"
+        e = Estimate(float(x[0]), (math.nan, math.nan), 1,
+                     method="none: n < 2, no t interval or t-test").as_dict()
+        return {**e, "mean_delta": e["value"], "t": None, "p_t": None, "p_t_note": "n < 2",
+                "p_wilcoxon": wilcoxon_signed_rank(x), "share_positive": float((x > 0).mean())}
     if n >= 2 and np.ptp(x) == 0:  # no spread: the t interval is the point [d, d] and the
         # t-test's p is 0 (even on 2 items), both read as certainty; the signed-rank p holds
         e = Estimate(float(x.mean()), (math.nan, math.nan), n,
