@@ -140,6 +140,9 @@ def test_trusted_labels_jsonl_and_csv(tmp_path):
     np.testing.assert_array_equal(t, [[0, 1, 1], [2, 0, 1]])
     (tmp_path / "t.csv").write_text(f"better,worse\n{b},{c}\n")
     np.testing.assert_array_equal(load_trusted(tmp_path / "t.csv", pool), [[1, 2, 1]])
+    import gzip  # compressed, as every pool and data file may be (it was read as JSON Lines)
+    (tmp_path / "t.csv.gz").write_bytes(gzip.compress(f"better,worse\n{b},{c}\n".encode()))
+    np.testing.assert_array_equal(load_trusted(tmp_path / "t.csv.gz", pool), [[1, 2, 1]])
     (tmp_path / "s.csv").write_text(f"better;worse\r\n{b};{c}\r\n{a};zz\r\n")  # Excel, ";"
     with pytest.raises(DataError, match=r"s.csv:3: field 'worse': 'zz' is not an item id"):
         load_trusted(tmp_path / "s.csv", pool)

@@ -427,16 +427,17 @@ def load_pool(spec: str, k: int | None = None) -> Pool:
 def load_trusted(path: str | Path, pool: Pool) -> np.ndarray:
     """Trusted labels for the gate: JSON Lines `{"better": ID, "worse": ID}` or a CSV with
     columns better,worse. Returns rows (better index, worse index, 1)."""
-    from judgeaudit.textfile import TextProblem, decode_text, read_csv
+    from judgeaudit.data.loaders._common import read_text
+    from judgeaudit.textfile import TextProblem, read_csv
 
     p = Path(path).expanduser()
     if not p.exists():
         raise DataError(str(p), None, "no such file")
     index = {it.id: i for i, it in enumerate(pool.items)}
     rows: list[tuple[int, dict[str, Any]]]
-    if p.suffix.lower() in (".csv", ".tsv"):
+    if _bare_kind(str(p)) == "csv":  # trusted.csv.gz too (it was read as JSON Lines)
         try:
-            header, rows = read_csv(decode_text(p.read_bytes()))
+            header, rows = read_csv(read_text(p))
         except TextProblem as e:
             raise DataError(str(p), e.line, e.problem) from None
         if not {"better", "worse"} <= set(header):
