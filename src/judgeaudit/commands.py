@@ -750,6 +750,20 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
         raise ValueError(f"{opt('n_cal', cli)} {cfg.n_cal} leaves none of the "
                          f"{opt('limit', cli)} {cfg.limit} items to test on: give a smaller "
                          f"{opt('n_cal', cli)} (default: 1/6 of the items)")
+    if len(items) < 2 or (cfg.n_cal is not None and cfg.n_cal >= len(items)):
+        # known before any call: even if every item agreed, none would be left to test on
+        # (--pool 4 --n-cal 4 judged, then reported susceptibility n = 0 and exit 0)
+        need = 2 if cfg.n_cal is None else cfg.n_cal + 1
+        raise ValueError(f"data {spec!r}: {len(items)} usable item"
+                         f"{'s' if len(items) != 1 else ''}"
+                         + (f" ({opt('pool', cli)} {cfg.pool})" if len(items) >= cfg.pool
+                            else "")
+                         + f", but quantify needs at least {need}: "
+                         + (f"{opt('n_cal', cli)} {cfg.n_cal} to pick the level l* on and "
+                            "the rest to test on" if cfg.n_cal is not None else
+                            "some to pick the level l* on and the rest to test on")
+                         + ("; give more items" + (f" or a smaller {opt('n_cal', cli)}"
+                                                   if cfg.n_cal is not None else "")))
     missing = [f for f in fs if f.name not in crit]
     n_rw = (cfg.limit or len(items)) * len(fs) * len(lv)
 

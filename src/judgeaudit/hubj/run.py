@@ -390,7 +390,12 @@ async def run_quantify(
                      <= max_words]
     if limit is not None:
         agr_items = agr_items[:limit]
-    if not agr_items:
+    n_cal_used = (min(max(n_cal, 0), len(agr_items)) if n_cal is not None
+                  else min(max(1, round(cal_frac * len(agr_items))), len(agr_items)))
+    if len(agr_items) - n_cal_used < 1:  # nothing left to test on (or nothing at all): the
+        # judges' calls were made, so a failed run with its counts, not bad input (no
+        # agreement item exited 2 after 20 calls, its folder saying "did not finish"; one
+        # agreement item, or --n-cal as many, gave susceptibility n = 0 and exit 0)
         calls = _calls(all_clients)
         stage = assess(n_valid=sum(w is not None for ws in agreement.values()
                                    for w in ws.values()),
@@ -398,12 +403,28 @@ async def run_quantify(
                        min_valid=min_valid, max_failed=max_failed,
                        what="judge verdicts on the agreement items",
                        **_judge_answers([b.client for b in judges.values()]))
-        if stage["status"] != "failed":
-            raise ValueError("quantify: no agreement items (no item where every judge picks "
-                             "the human-preferred response); use more items or other judges")
+        if not agr_items:
+            why = ("no agreement items (no item where every judge picks the human-preferred "
+                   f"response, of the {len(items)} items judged); use more items or other "
+                   "judges")
+        else:
+            used = (f"--n-cal {n_cal}" if n_cal is not None else
+                    f"the calibration share {cal_frac:.2g} (at least one item)")
+            kept = (f"{len(agr_items)} agreement item" + ("s" if len(agr_items) > 1 else "")
+                    + (f" (of {n_agree}, after the item filters)" if len(agr_items) < n_agree
+                       else ""))
+            why = (f"{kept} found, and {used} takes {n_cal_used} to pick l* on, leaving none "
+                   f"to test on: quantify needs at least {n_cal_used + 1} agreement items "
+                   "here; use more items (--pool)"
+                   + (" or a smaller --n-cal" if n_cal is not None and n_cal > 1 else ""))
+        if stage["status"] == "failed":
+            stage["message"] += f"; so {why}"
+        else:
+            stage = {**stage, "status": "failed", "message": f"run failed: quantify: {why}"}
         return {"command": "quantify", "judges": list(judges),
                 "factors": [f.as_dict() for f in factors], "levels": list(levels),
-                "splits": splits_doc(splits, len(items), min_agreement), "n_items": 0,
+                "splits": splits_doc(splits, len(items), min_agreement),
+                "n_items": len(agr_items),
                 "n_agreement_items": n_agree, "inject": inject, "per_judge": {},
                 "profile": {}, "json_stats": {}, "calls": calls, "run": stage,
                 "seconds": round(time.perf_counter() - t0, 2)}
