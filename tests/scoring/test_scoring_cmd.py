@@ -139,3 +139,42 @@ def test_the_json_summary_carries_each_templates_numbers_and_the_caveats(tmp_pat
     assert s["warnings"] == doc["warnings"] and s["recommended_notes"]
     mad = doc["perturbations"]["order_desc"]["mad"]
     assert s["templates"]["order_desc"]["mad"] == {k: mad[k] for k in ("value", "ci95", "n")}
+
+
+def _point_var(path: Path) -> Path:
+    """T1's point_var.jsonl: 12 items, one with a null gold score."""
+    with path.open("w") as f:
+        for i in range(12):
+            q = 1 + i % 5
+            f.write(json.dumps({"id": f"p{i}", "prompt": f"Explain topic {i}",
+                                "response": f"An answer of quality {q} " + "x " * i,
+                                "score": None if i == 4 else q}) + "\n")
+    return path
+
+
+def test_the_table_shows_the_n_each_number_uses_and_why_rows_are_empty(tmp_path: Path):
+    """The n column said 12 beside Spearman and Pearson over 11 (one item has no gold score),
+    and nothing said so; ref_1..ref_5 showed dashes and n 0 with no reason."""
+    data = _point_var(tmp_path / "point_var.jsonl")
+    r = _invoke("--judge", "sim?order_bias=0.5", "--data", f"jsonl:{data}", "--out",
+                str(tmp_path / "o"), "--cache", str(tmp_path / "c.sqlite"))
+    assert r.exit_code == 0, r.output
+    res = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert res["n_gold"] == 11 and res["perturbations"]["ids_letters"]["spearman"]["n"] == 11
+    row = next(line for line in r.output.splitlines() if line.startswith("│ ids_letters"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[7:9] == ["12", "11"], cells  # n, n gold
+    text = " ".join(r.output.split())
+    assert "1 item has no gold score (left out of the correlations" in text
+    assert ("ref_1..ref_5: not run on any item (n 0): no --references given and the data has "
+            "no level-k answers") in text
+
+    # references for some items at one level: the rest say where they come from
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({f"p{i}": {"2": f"a level-2 answer {i}"} for i in range(6)}))
+    r = _invoke("--judge", "sim?order_bias=0.5", "--data", f"jsonl:{data}", "--references",
+                str(refs), "--out", str(tmp_path / "o2"), "--cache", str(tmp_path / "c.sqlite"))
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "ref_2: 6 of 12 items have no Ref-2 answer (left out of its row)" in text
+    assert f"ref_1, ref_3, ref_4, ref_5: not run on any item (n 0): --references {refs}" in text

@@ -24,18 +24,82 @@ from judgeaudit.report.outcome import run_failed
 
 
 def results_table(res: dict[str, Any]) -> Table:
+    """One row per template. `n` is the scores each number but the correlations uses (FP,
+    MAD and shift over the items scored under both, when fewer: "12 (11 vs base)"); `n gold`
+    is the items Spearman, Pearson and d Spearman use, those with a gold score too (the
+    table said n 12 beside correlations over 11)."""
     t = Table(title=f"scoring-bias: {res.get('judge')} on {res.get('data')}")
     for col in ("template", "FP vs base", "MAD vs base", "shift", "Spearman", "Pearson",
-                "d Spearman", "n", "invalid", "1..5"):
+                "d Spearman", "n", "n gold", "invalid", "1..5"):
         t.add_column(col, justify="left" if col == "template" else "right")
     for name, e in res["perturbations"].items():
         dist = e["distribution"]
         diff = (e.get("vs_baseline") or {}).get("spearman_diff")
         t.add_row(name + (" (vs repeat)" if name == "baseline" else ""), est_ci(e["fp"]),
                   est_ci(e["mad"]), est_ci(e["shift"]), est_ci(e["spearman"]), est_ci(e["pearson"]),
-                  est_ci(diff), str(e["n"]), str(e["n_invalid"]),
+                  est_ci(diff), _n_text(e), _n_gold_text(e, diff), str(e["n_invalid"]),
                   "/".join(str(dist[k]) for k in ("1", "2", "3", "4", "5")))
     return t
+
+
+def _n_of(est: Any) -> int | None:
+    return est.get("n") if isinstance(est, dict) else None
+
+
+def _n_text(e: dict[str, Any]) -> str:
+    """The scored items; the pairs FP/MAD/shift compare, where fewer."""
+    n, pairs = e["n"], _n_of(e.get("fp"))
+    return f"{n} ({pairs} vs base)" if pairs is not None and pairs != n else str(n)
+
+
+def _n_gold_text(e: dict[str, Any], diff: Any) -> str:
+    """The items the correlations use; d Spearman's, where fewer."""
+    n, nd = _n_of(e.get("spearman")), _n_of(diff)
+    if n is None:
+        return "-"
+    return f"{n} (d {nd})" if nd is not None and nd != n else str(n)
+
+
+def _left_out_lines(res: dict[str, Any], cfg: ScoringBiasConfig | None) -> list[str]:
+    """What the table's n leave unsaid: items without a gold score (left out of every
+    correlation) and templates that could not apply to some or all items (Ref-k rows of n 0
+    and dashes, with no reason)."""
+    lines: list[str] = []
+    n_items, n_gold = res.get("n_items"), res.get("n_gold")
+    if isinstance(n_items, int) and isinstance(n_gold, int) and n_gold < n_items:
+        k = n_items - n_gold
+        lines.append(f"{k} item{' has' if k == 1 else 's have'} no gold score (left out of the "
+                     f"correlations: Spearman, Pearson and d Spearman use {n_gold} of "
+                     f"{n_items}, column n gold)")
+    none: list[str] = []
+    for name, e in res["perturbations"].items():
+        miss = e.get("n_missing") or 0
+        if not miss:
+            continue
+        if isinstance(n_items, int) and miss >= n_items:
+            none.append(name)
+        else:
+            what = (f"Ref-{name[4:]} answer" if name.startswith("ref_")
+                    else "input the template needs")
+            lines.append(f"{name}: {miss} of {n_items} items have no {what} (left out of its "
+                         "row)")
+    if none:
+        refs = cfg.references if cfg is not None else None
+        if refs is not None:
+            why = (f"--references {refs} has no such answer for these items and the data has "
+                   "no level-k answers")
+        elif cfg is not None and cfg.generate_references:
+            why = ("--generate-references gave no accepted answer at these levels (see "
+                   "references.json) and the data has no level-k answers")
+        else:
+            why = ("no --references given and the data has no level-k answers"
+                   + (" (nor the reference answer ref_5 uses)" if "ref_5" in none else "")
+                   + "; add them with --references FILE or --generate-references")
+        ks = [f"ref_{k}" for k in range(1, 6)]
+        shown = (f"{none[0]}..{none[-1]}" if len(none) > 2 and " ".join(none) in " ".join(ks)
+                 else ", ".join(none))
+        lines.append(f"{shown}: not run on any item (n 0): {why}")
+    return lines
 
 
 def expected_table(res: dict[str, Any]) -> Table | None:
@@ -67,15 +131,17 @@ def scoring_bias(cfg: ScoringBiasConfig, json_out: bool) -> None:
         cfg, references_out=cfg.out / "references.json", cli=True)))
     path, report = write_outputs(cfg.out, res)
     if not run_failed(res):  # a failed run's numbers are no result
-        _print_results(res)
+        _print_results(res, cfg)
     console.print(f"{calls_text(res)}\nresults: {path}\nreport: {report}")
     finish(res, json_out)
 
 
-def _print_results(res: dict[str, Any]) -> None:
+def _print_results(res: dict[str, Any], cfg: ScoringBiasConfig | None = None) -> None:
     for w in res.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {escape(w)}")
     console.print(results_table(res))
+    for line in _left_out_lines(res, cfg):
+        console.print(escape(line), highlight=False)
     et = expected_table(res)
     if et is not None:
         console.print(et)
@@ -85,8 +151,9 @@ def _print_results(res: dict[str, Any]) -> None:
                       f"{est_ci(rec['spearman'])})" + ("" if rec["clearly_better"] else
                                                    "; " + "; ".join(rec["notes"])))
     if res.get("reference_pull"):
-        console.print(f"reference pull (slope toward the reference's score): "
-                      f"{est_ci(res['reference_pull'])}")
+        pull = res["reference_pull"]
+        console.print(f"reference pull (slope toward the reference's score): {est_ci(pull)}"
+                      + (" (no Ref-k row was scored)" if _n_of(pull) == 0 else ""))
 
 
 def register(app: typer.Typer) -> None:
