@@ -18,6 +18,7 @@ from judgeaudit.llm.registry import register
 
 runner = CliRunner()
 ASKED: dict[str, int] = {"n": 0}
+ANSI = "red \x1b[31mcolor\x1b[0m \x1b]0;pwned\x07 [bold]name[/bold]"
 
 
 class _StubEmbedder:
@@ -50,6 +51,9 @@ class _StageScript(Provider):
             return Response(text='{"features": [{"name": "longer response", "reason": "more '
                                  'words", "definition": "The response has many more words."}]}')
         if mod == "G_construct":
+            if self.model == "ansi":  # a name with acting characters and Rich markup
+                return Response(text=json.dumps({"factors": [{"name": ANSI, "definition":
+                                                              "Color codes inside."}]}))
             return Response(text='{"factors": [{"name": "longer response", "definition": '
                                  '"The response has many more words."}]}')
         if mod == "G_assign":
@@ -155,3 +159,22 @@ def test_garbage_judge_leads_with_its_unreadable_answers(tmp_path):
     assert re.match(r"run failed: (\d+) of \1 judge answers could not be read as a verdict",
                     msg), msg
     assert "; so no consensus disagreement with the humans" in msg, msg
+
+
+def test_model_written_factor_names_show_their_escapes_in_the_terminal(tmp_path):
+    """A G-module's factor name with ESC sequences printed raw in discover's table (and in
+    quantify's, given the discover result): the terminal recoloured, its title set."""
+    res = _discover(tmp_path, _pairs(tmp_path / "p.jsonl", 8), "ansi")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert [f["name"] for f in doc["discover"]["factors"]] == [ANSI]
+    assert "\x1b" not in res.output and "\x07" not in res.output
+    for shown in (r"\x1b[31mcolor", r"\x07", "[bold]name"):  # escapes, markup as written
+        assert shown in res.output, res.output
+    q = runner.invoke(app, ["quantify", "--judges", "simhubj", "--data",
+                            _pairs(tmp_path / "q.jsonl", 0, 12), "--factors", "found",
+                            "--factors-from", str(tmp_path / "o" / "results.json"),
+                            "--out", str(tmp_path / "q")])
+    assert q.exit_code == 0, q.output
+    assert "\x1b" not in q.output and "\x07" not in q.output
+    assert "pwned" in q.output

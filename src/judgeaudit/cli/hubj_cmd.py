@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from judgeaudit.cli.format import calls_text, est_ci
@@ -22,6 +23,15 @@ from judgeaudit.cli.runner import (
 )
 from judgeaudit.config import DiscoverConfig, MitigateConfig, QuantifyConfig
 from judgeaudit.report.outcome import run_failed
+from judgeaudit.report.svg import visible
+
+
+def _shown(text: Any) -> str:
+    """Model-written text (a factor's name, a judge spec, a reason quoting an answer) for the
+    terminal: acting characters as escapes (`visible`) and Rich markup escaped, as rank does;
+    a G-module's factor name with ESC sequences reached the terminal raw (the HTML report
+    escapes it)."""
+    return markup_escape(visible(str(text)))
 
 
 def _p(x: Any, why: str | None = None) -> str:
@@ -37,7 +47,7 @@ def _splits_table(doc: dict[str, Any]) -> Table:
     for c in ("judge", "agree", "disagree", "neutral", "invalid", "missing"):
         t.add_column(c, justify="left" if c == "judge" else "right")
     for j, s in doc["per_judge"].items():
-        t.add_row(j, *(str(s[k]) for k in ("agree", "disagree", "neutral", "invalid",
+        t.add_row(_shown(j), *(str(s[k]) for k in ("agree", "disagree", "neutral", "invalid",
                                            "missing")))
     t.add_row("consensus (all judges)", str(doc["consensus_agree"]),
               str(doc["consensus_disagree"]), "", "", "")
@@ -96,7 +106,7 @@ def _print_discover(res: dict[str, Any]) -> None:
             lo, hi = row["ci95"]
             ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
             md = "-" if row["mean_delta"] is None else f"{row['mean_delta']:+.2f}{ci}"
-            t.add_row(set_name, row["factor"], str(row["n"]), md,
+            t.add_row(_shown(set_name), _shown(row["factor"]), str(row["n"]), md,
                       _p(row["p_t"], row.get("p_t_note") or ("n < 2" if row["n"] == 1
                                                              else None)),
                       _p(row["p_wilcoxon"]), _p(row["max_abs_r_pre_discovered"]))
@@ -148,7 +158,7 @@ def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
 
     for j, per in res["per_judge"].items():
         for f, r in per.items():
-            t.add_row(j, f, *(cell(r["by_level"][str(x)]) for x in lv),
+            t.add_row(_shown(j), _shown(f), *(cell(r["by_level"][str(x)]) for x in lv),
                       str(r["l_star"]), cell(r["susceptibility"]))
     console.print(t)
     console.print(f"answer-change rate (checker): {est_ci(res['answer_change_rate'])}")
@@ -176,7 +186,7 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
         pass
     elif run.info["apply"]:
         a = res["applied"]
-        console.print(f"{run.info['name']}: win {est_ci(a['win'])}, bias-controlled "
+        console.print(f"{_shown(run.info['name'])}: win {est_ci(a['win'])}, bias-controlled "
                       f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
                       f"(n={a['n']}, {a['n_new_queries']} new queries; the intervals cover "
                       "the new intercept only: phi, psi and gamma are fixed from the fit)")
@@ -190,7 +200,8 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
 def _print_mitigate(res: dict[str, Any], candidate: str, estimator: str) -> None:
     f = res["factor"]
     t = Table(title=f"bias-controlled win rate of the {candidate} response, control: "
-                    f"{f['name']} (n={res['counts']['queries']} queries, {estimator} fit)")
+                    f"{_shown(f['name'])} (n={res['counts']['queries']} queries, "
+                    f"{estimator} fit)")
     for c in ("judge", "n (invalid)", "win", "BC (bias-controlled)", "bias share",
               "LC (length-controlled)", "phi +- se", "psi +- se"):
         t.add_column(c, justify="left" if c == "judge" else "right", overflow="fold")
@@ -202,22 +213,25 @@ def _print_mitigate(res: dict[str, Any], candidate: str, estimator: str) -> None
         return f"{r['win'].get('n', 0)} ({counts.get(f'invalid:{j}', 0)})"
 
     for j, r in res["per_judge"].items():
-        t.add_row(j, n_of(j, r), est_ci(r["win"]), est_ci(r["bc"]), est_ci(r["bias_share"]),
+        t.add_row(_shown(j), n_of(j, r), est_ci(r["win"]), est_ci(r["bc"]),
+                  est_ci(r["bias_share"]),
                   est_ci(lc.get(j, {}).get("bc")),
                   f"{r['phi']['value']:+.2f} +- {r['phi']['se']:.2f}",
                   f"{r['psi']['value']:+.2f} +- {r['psi']['se']:.2f}")
     for j, r in (res.get("not_fitted") or {}).items():  # it vanished from the table
-        t.add_row(j, n_of(j, r), est_ci(r["win"]), *(["-"] * 5))
+        t.add_row(_shown(j), n_of(j, r), est_ci(r["win"]), *(["-"] * 5))
     console.print(t)
     for j, r in (res.get("not_fitted") or {}).items():
-        console.print(f"not fitted: {j}: {r.get('reason')}", highlight=False, markup=False)
+        console.print(visible(f"not fitted: {j}: {r.get('reason')}"), highlight=False,
+                      markup=False)
     for note in res.get("notes") or []:
-        console.print(f"note: {note}", highlight=False, markup=False)
+        console.print(visible(f"note: {note}"), highlight=False, markup=False)
     other = res.get("other_estimator") or {}
     for j, r in (other.get("judges") or {}).items():  # shown beside, as the help says
-        console.print(f"{other.get('estimator')} fit beside: {j}: BC {est_ci(r.get('bc'))}, "
-                      f"bias share {est_ci(r.get('bias_share'))}, phi "
-                      f"{est_ci(r.get('phi'), 2)}", highlight=False, markup=False)
+        console.print(visible(f"{other.get('estimator')} fit beside: {j}: BC "
+                              f"{est_ci(r.get('bc'))}, bias share "
+                              f"{est_ci(r.get('bias_share'))}, phi "
+                              f"{est_ci(r.get('phi'), 2)}"), highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:
