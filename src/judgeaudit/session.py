@@ -224,7 +224,8 @@ class Session:
         """Run one command in this session: the pipelines read their call counts from the
         judges' clients, so the counts of earlier commands move to the session's totals and
         each command starts from zero (its spend cap too), and a server an earlier command
-        stopped asking (it could not be reached) is asked again. One command at a time."""
+        stopped asking (it could not be reached) is asked again; without a cache no command takes
+        another's answers (`Client.new_run`). One command at a time."""
         from judgeaudit.llm import CallStats
 
         if self._closed:
@@ -238,6 +239,7 @@ class Session:
         try:
             for b in self._bundles.values():
                 b.client.reset_breaker()
+                b.client.new_run()
                 st = b.client.stats.as_dict()
                 if any(st.get(k) for k in ("made", "cached", "failed", "retries")):
                     self._past.append(st)

@@ -436,6 +436,11 @@ class Client:
         self._reached, self._given_up, self._stopped = False, 0, None
         self._first_failure = self._stop_event = None
 
+    def new_run(self) -> None:
+        """Forget which requests the last run asked (`CallStats.shared`) and, without a cache,
+        their answers: a `Session(cache=False)` runs each command on calls of its own."""
+        self._asked, self._memo = set(), RunMemo()
+
     async def call(self, request: Request) -> Response:
         resp = await self._call(request)
         for obs in self.observers:
@@ -954,7 +959,7 @@ class Client:
         if batcher is not None:  # stops polling; submitted batches resume on the next run
             await batcher.aclose()
         await self.provider.aclose()
-        self._memo = RunMemo()
+        self.new_run()
 
 
 class RunMemo:
