@@ -384,7 +384,7 @@ def api_key(params: dict[str, str], key_env: str, provider: str) -> str | None:
     bad = next((i for i, c in enumerate(key) if not (c.isascii() and c.isprintable())
                 or c.isspace()), None)
     if bad is not None:
-        source = "api_key=" if given else f"${key_env}"
+        source = "the api_key parameter" if given else f"${key_env}"
         raise FatalProviderError(
             f"{provider}: the API key from {source} has a space, a line break or a "
             f"character that is not printable ASCII at position {bad + 1} of {len(key)}; "
