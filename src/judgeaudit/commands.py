@@ -223,9 +223,12 @@ def load_data_noted(data: Data) -> tuple[list[Any], str, list[str]]:
     return items, f"memory:{len(items)} items", []
 
 
-def _read_doc(x: Doc, what: str) -> dict[str, Any]:
+def _read_doc(x: Doc, what: str, expected: str = "a judgeaudit results.json"
+              ) -> dict[str, Any]:
     """A results document given as a dict (or `Result`) or a path: a path the CLI gives is
-    read as plain JSON; one the API gives is loaded as a `Result` (schema checked)."""
+    read as plain JSON; one the API gives is loaded as a `Result` (schema checked). A file
+    that is not one says what was `expected` (a JSONL file given to --apply said only
+    "Extra data: line 2 column 1")."""
     from judgeaudit.result import Result
 
     if isinstance(x, Result):
@@ -235,9 +238,16 @@ def _read_doc(x: Doc, what: str) -> dict[str, Any]:
     if what.startswith("--"):
         path = Path(x) / "results.json" if Path(x).is_dir() else Path(x)
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{what} {x}: not {expected} (not one JSON object: "
+                             f"{exc})") from None
+        except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"{what} {x}: {exc}") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"{what} {x}: not {expected} (a JSON {type(doc).__name__}, "
+                             "not an object)")
+        return doc
     try:
         return Result.load(x).to_dict()
     except (OSError, ValueError) as exc:
@@ -599,6 +609,18 @@ def _need_judges(specs: Sequence[str], recorded: str | None, cli: bool) -> None:
                          "give judges=SPEC[,SPEC] and/or recorded='pandalm'")
 
 
+def _made(s: Session, spec: str, option: str) -> JudgeBundle:
+    """`s.judge(spec)` for a model given by `option` (--llm, --scorer, --generator,
+    --checker): a spec that cannot be made is named by its option, not as a judge ("judge
+    'replay:foo.csv': ..." for --llm replay:foo.csv)."""
+    try:
+        return s.judge(spec)
+    except ValueError as exc:
+        msg, said = str(exc), f"judge {public_spec(spec)!r}: "
+        raise ValueError(f"{option} {public_spec(spec)!r}: "
+                         f"{msg.removeprefix(said)}") from None
+
+
 def _stamp(res: dict[str, Any], started: str) -> dict[str, Any]:
     """Run facts every HUB-J document carries: version, start time, the judge(s)."""
     import judgeaudit
@@ -625,7 +647,7 @@ def _factors(names: str, factors_from: Doc | None, cli: bool, option: str = "fac
     discovered = None
     if factors_from is not None:
         what = opt("factors_from", cli)
-        discovered = _read_doc(factors_from, what)
+        discovered = _read_doc(factors_from, what, "the results.json of a `discover` run")
         if discovered.get("command") != "discover":
             raise ValueError(f"{what} {factors_from}: not the results.json of `discover`"
                              if cli else f"{what}: not the results of `discover`")
@@ -666,7 +688,7 @@ def prepare_discover(cfg: DiscoverConfig, *, data: Data | None = None,
                      tau=cfg.tau, rho=cfg.rho, seed=cfg.seed, rep_fallback=cfg.rep_fallback)
 
     async def body(s: Session) -> dict[str, Any]:
-        g = s.judge(cfg.llm)
+        g = _made(s, cfg.llm, opt("llm", cli))
         needs(g, opt("llm", cli), G_EXTRACT.needs, G_CONSTRUCT.needs, G_ASSIGN.needs)
         for x in specs:  # every spec checked before any call
             s.judge(x)
@@ -769,8 +791,9 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         bundles = {s.judge(x).public_spec: s.judge(x) for x in specs}
-        gen = s.judge(cfg.generator or specs[0])
-        chk = s.judge(cfg.checker) if cfg.checker else None
+        gen = (_made(s, cfg.generator, opt("generator", cli)) if cfg.generator
+               else s.judge(specs[0]))
+        chk = _made(s, cfg.checker, opt("checker", cli)) if cfg.checker else None
         role = (opt("generator", cli) if cfg.generator
                 else f"{opt('judges', cli)} (its first, the generator by default)")
         needs(gen, role, (G_INJ if cfg.inject == "rewrite" else G_INJ_APPEND).needs,
@@ -849,7 +872,8 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     the_data = cfg.data if data is None else data
     items, spec = _human_items(the_data, cfg.limit, cfg.min_agreement)
     fit = cfg.apply if apply is None else apply
-    saved = _read_doc(fit, opt("apply", cli)) if fit is not None else None
+    saved = (_read_doc(fit, opt("apply", cli), "the results.json of a `mitigate` run (a fit)")
+             if fit is not None else None)
     if saved is not None:  # what a fit cannot take, before any call
         _check_fit(saved, fit, cfg, judges if judges is not None else split_specs(
             cfg.judges or ""), cli)
@@ -867,7 +891,7 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
     info: dict[str, Any] = {"apply": saved is not None}
 
     async def body(s: Session) -> dict[str, Any]:
-        sc = s.judge(cfg.scorer)
+        sc = _made(s, cfg.scorer, opt("scorer", cli))
         needs(sc, opt("scorer", cli), G_SCORE.needs,
               *([G_CRIT.needs] if saved is None and fs[0].name not in crit else []))
         fitted_with = (saved or {}).get("scorer")
@@ -895,7 +919,7 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
             (info["name"], w), = winners.items()
             res = await run_apply(saved, info["name"], items, w, sc.client,
                                   judge_clients=clients, min_valid=cfg.min_valid,
-                                  max_failed=cfg.max_failed)
+                                  max_failed=cfg.max_failed, scorer_spec=sc.public_spec)
             res.update(data=spec, scorer=sc.public_spec)
             if isinstance(fit, str | os.PathLike):
                 res["fit"] = str(fit)
@@ -908,7 +932,8 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
             res = await run_mitigate(items, winners, sc.client, f, crit[f.name],
                                      candidate=cfg.candidate, estimator=cfg.estimator,
                                      on_done=tr.advance, judge_clients=clients,
-                                     min_valid=cfg.min_valid, max_failed=cfg.max_failed)
+                                     min_valid=cfg.min_valid, max_failed=cfg.max_failed,
+                                     scorer_spec=sc.public_spec)
             res.update(data=spec, scorer=sc.public_spec)
         return _stamp(res, started)
 

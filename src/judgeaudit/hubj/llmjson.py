@@ -187,7 +187,9 @@ async def call_json(
             # first answers are all unreadable is asked no more (discover paid for 252
             # unreadable G-module answers where a judge stops at 16; counting only the
             # retried answer came too late, after every first attempt had been sent)
-            client.note_verdict(resp, f"no usable JSON object: {str(exc)[:120]}")
+            client.note_verdict(resp, f"no usable JSON object: {str(exc)[:120]}",
+                                reading=f"{request.meta.get('module') or 'G-module'} JSON "
+                                        "objects")
             if attempt < max_retries:
                 stats.retried += 1
                 req = _retry_request(request, text[len(request.prefill):] if text.startswith(

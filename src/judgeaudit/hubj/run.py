@@ -664,6 +664,7 @@ async def run_mitigate(
     judge_clients: Sequence[Client] = (),
     min_valid: int = DEFAULT_MIN_VALID,
     max_failed: float = DEFAULT_MAX_FAILED,
+    scorer_spec: str | None = None,
 ) -> dict[str, Any]:
     """Algorithm 3: G_score both responses on the factor, then the fit (`estimator`:
     "marginal", the default, or the paper's "two_stage"; the other one is reported beside).
@@ -680,6 +681,8 @@ async def run_mitigate(
                  calls=calls, min_valid=min_valid, max_failed=max_failed,
                  what="judge verdicts on queries with factor scores",
                  **_judge_answers(judge_clients))
+    run = _scorer_failed(run, stats["G_score"], scorer, len(items), len(qids), max_failed,
+                         scorer_spec)
     doc: dict[str, Any] = {
         "command": "mitigate",
         "judges": list(winners),
@@ -712,6 +715,34 @@ async def run_mitigate(
     }
 
 
+def _scorer_failed(run: dict[str, Any], st: JSONStats, scorer: Client, n_queries: int,
+                   n_scored: int, max_failed: float, scorer_spec: str | None
+                   ) -> dict[str, Any]:
+    """The run's outcome naming the factor scorer when it is why the run failed: its G_score
+    requests got no usable answer for no query, or for more than `max_failed` of them. An
+    unreachable or garbage --scorer read "only 0 of 20 judge verdicts on queries with factor
+    scores have a valid verdict" and advised wait=SECONDS in the judge's spec."""
+    if not st.calls or (n_scored and st.failed / st.calls <= max_failed):
+        return run
+    cs = scorer.stats
+    first = cs.not_sent_why if cs.not_sent and cs.not_sent_why else None
+    first = first or cs.first_error or cs.first_unreadable or (
+        st.examples[0]["error"] if st.examples else None)
+    if first:  # the client's advice is worded for a judge
+        first = first.replace("let the judge wait for it: wait=SECONDS in its spec",
+                              "let the scorer wait for it: wait=SECONDS in its --scorer spec")
+    who = f"--scorer {scorer_spec}" if scorer_spec else "--scorer"
+    why = (f"the factor scorer ({who}) failed: {st.failed} of {st.calls} G_score requests got "
+           f"no usable answer (--max-failed {max_failed:g} allows "
+           f"{_allowed(max_failed, st.calls)}), so {n_scored} of {n_queries} queries have "
+           "factor scores" + (f"; the first: {visible(first)}" if first else ""))
+    rest = run.get("message", "").removeprefix("run failed: ")
+    judged = "" if not rest else f"; besides (counted over the scorer's calls too): {rest}"
+    if run["status"] == "failed" and not n_scored:  # the judges' count is a consequence
+        judged = ""
+    return {**run, "status": "failed", "message": f"run failed: {why}{judged}"}
+
+
 def _unfitted(run: dict[str, Any], exc: ValueError) -> dict[str, Any]:
     """The run's outcome when its verdicts cannot be fitted: failed, with the reason."""
     return {**run, "status": "failed", "message": f"run failed: {exc}"}
@@ -728,6 +759,7 @@ async def run_apply(
     judge_clients: Sequence[Client] = (),
     min_valid: int = DEFAULT_MIN_VALID,
     max_failed: float = DEFAULT_MAX_FAILED,
+    scorer_spec: str | None = None,
 ) -> dict[str, Any]:
     """Correct new verdicts of a judge with a saved mitigation fit (same factor, candidate and
     control as the fit). The outcome's unit is a verdict on a query with factor scores; a
@@ -751,6 +783,8 @@ async def run_apply(
                  min_valid=min_valid, max_failed=max_failed,
                  what="judge verdicts on queries with factor scores",
                  **_judge_answers(judge_clients))
+    run = _scorer_failed(run, stats["G_score"], scorer, len(items), len(qids), max_failed,
+                         scorer_spec)
     res = None
     if run["status"] != "failed":
         delta = M.CONTROLS[saved.get("control", "bias")](ctl)

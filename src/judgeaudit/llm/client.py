@@ -877,14 +877,17 @@ class Client:
                 kind="other")
             log.warning("%s", self._fatal)
 
-    def note_verdict(self, resp: Response, reason: str | None) -> None:
+    def note_verdict(self, resp: Response, reason: str | None,
+                     reading: str = "verdicts") -> None:
         """The judge read `resp` (`reason` None) or could not (`reason` says why): when the
         first `stop_after` answers made in this run gave no verdict, this client sends no
         more calls (they fail as not sent, and the run's outcome counts them), as for
         answers the server itself marks unusable (`_note_unusable`); an empty or prose
         answer was paid for call after call (640 calls of a judge answering nothing). One
         verdict ends the watch. Cached answers count too: a re-run of a run that failed
-        this way paid for 16 new answers each time, after the 16 it had cached."""
+        this way paid for 16 new answers each time, after the 16 it had cached. `reading`:
+        what the answers were read as, in the stop's reason (a G-module's or a scorer's
+        answers are no verdicts: "could not be read as G_score JSON objects")."""
         if reason is not None:
             self.stats.unreadable += 1
             self.stats.first_unreadable = self.stats.first_unreadable or redact(reason)[:200]
@@ -899,7 +902,7 @@ class Client:
             # this judge only is asked no more (its remaining calls fail as not sent): a
             # fatal error ended a run of several judges, the others' results lost with it
             self._stop_for_run(f"the first {self._unread} answers could not be read as "
-                               f"verdicts: {redact(reason)}", "other")
+                               f"{reading}: {redact(reason)}", "other")
 
     def _clean(self, resp: Response) -> Response:
         """The provider's response made safe to cache and write (`clean_response`)."""
