@@ -39,3 +39,14 @@ def test_a_default_cache_that_cannot_be_made_says_how_to_go_on(tmp_path, monkeyp
     assert "--no-cache" in r.output
     assert "--cache PATH" in r.output
     assert CliRunner().invoke(app, [*args, "--no-cache"]).exit_code == 0
+
+
+def test_an_error_shows_acting_characters_in_what_it_quotes(tmp_path):
+    """An error quoting a path, an id or a server's message printed its ESC sequences raw:
+    the terminal recoloured (or retitled) itself. They read as escapes, as everywhere else."""
+    bad = f"jsonl:{tmp_path}/x\x1b[31mred\x07.jsonl"
+    r = CliRunner().invoke(app, ["evaluate", "--judge", "sim", "--data", bad,
+                                 "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2
+    assert "\x1b" not in r.output and "\x07" not in r.output
+    assert "x\\x1b[31mred\\x07.jsonl" in r.output

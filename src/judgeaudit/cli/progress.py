@@ -25,6 +25,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from judgeaudit.report.svg import visible
 from judgeaudit.spec import mask_secrets
 
 # Wide enough for the results tables when output is piped (rich assumes 80 columns then).
@@ -61,7 +62,8 @@ def fail(msg: str, code: int = 2) -> typer.Exit:
         console.print(escape(mask_secrets(traceback.format_exc().rstrip())), highlight=False)
     # one line in a log file or a pipe (it was cut at the console's width mid-word, and a
     # grep for the message missed it); a terminal wraps it itself
-    console.print(f"[bold red]error:[/] {escape(mask_secrets(msg))}",
+    # (a server's message or a model's answer quoted in it: its acting characters shown)
+    console.print(f"[bold red]error:[/] {escape(visible(mask_secrets(msg)))}",
                   soft_wrap=not console.is_terminal)
     LAST_ERROR["msg"] = mask_secrets(msg)
     return typer.Exit(code)
