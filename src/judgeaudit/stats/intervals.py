@@ -1,4 +1,5 @@
-"""Confidence intervals: Wilson for rates, bootstrap over items, t for means.
+"""Confidence intervals: Wilson for rates, the score interval for bounded means (Wilson's
+generalised), bootstrap over items, t for means.
 
 Family conventions: `level` is the two-sided coverage (0.95), `seed` makes every random
 interval reproducible, `*_ci` functions return an `Interval` (lo, hi) and the functions
