@@ -28,7 +28,7 @@ def test_strong_position_bias_stops_early_as_biased():
     assert lo > 0 and p["effect"]["ci95"] == [lo, hi]
     # the interval is the sequence's; the fixed-n one it replaced keeps its own name
     assert p["effect"]["method"] == "betting-confidence-sequence"
-    assert a["naive_fixed_n"]["method"] == "bootstrap-percentile"
+    assert a["naive_fixed_n"]["method"] == "score-bounded"
     assert a["evalue"] >= 1 / 0.05
 
 

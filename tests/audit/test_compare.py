@@ -137,9 +137,9 @@ def test_few_changed_items_take_the_exact_interval():
     # enough items: the exact interval fits inside the margin
     big = {f"j{k}": 0.0 for k in range(300)}
     assert classify(paired_change(big, big, span=1.0), 1.0, 0.05, 0.05)[0] == "no_change"
-    # five changed items: the bootstrap again
+    # five changed items: the score interval of a bounded mean
     five = {**va, **{f"i{k}": 0.5 for k in range(5)}}
-    assert paired_change(va, five, span=1.0)["estimate"].method == "bootstrap-percentile"
+    assert paired_change(va, five, span=1.0)["estimate"].method == "score-bounded"
 
 
 def test_compare_uses_each_runs_span_and_says_when_one_is_missing():

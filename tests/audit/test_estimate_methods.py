@@ -70,8 +70,8 @@ def test_position_first_rate_shares_the_effects_interval():
     assert fr["ci95"] == [eff.ci95[0] + 0.5, eff.ci95[1] + 0.5]
     m = position(vs * 2, seed=1)  # four moved both times, of ten: still exact
     assert m["estimate"].method == "clopper-pearson-movers"
-    m = position(vs * 3, seed=1)  # six: the bootstrap, for both
-    assert m["first_rate"]["method"] == m["estimate"].method == "bootstrap-percentile"
+    m = position(vs * 3, seed=1)  # six: the score interval, for both
+    assert m["first_rate"]["method"] == m["estimate"].method == "score-bounded"
     assert m["consistency"]["method"] == "wilson"
 
 
@@ -131,7 +131,7 @@ async def test_self_preference_names_its_intervals(monkeypatch):
     res = await run_battery(judge, items, ["self_preference"], seed=1,
                             panel=[make_judge("sim?seed=2")])
     p = res["probes"]["self_preference"]
-    assert p["n"] == 12 and p["effect"]["method"] == "bootstrap-percentile"
+    assert p["n"] == 12 and p["effect"]["method"] == "score-bounded"
     assert p["span"] == 1.0  # a win rate minus a win rate
     assert p["rates"]["error_rate_se"]["method"] == "bootstrap-percentile"
     assert p["rates"]["own_win_rate_by_judge"]["method"] == "wilson"

@@ -213,7 +213,7 @@ def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
             doc["notes"].append(
                 f"its 95% interval excludes 0 but its test does not reject 'no effect' (exact "
                 f"p = {r.p:.2g}; q = {qs} after Benjamini-Hochberg across the report's "
-                "probes): the verdict follows q; the bootstrap interval is approximate at "
+                "probes): the verdict follows q; the interval is approximate at "
                 "small n and not adjusted for the other probes")
     return doc
 

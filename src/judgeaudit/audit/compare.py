@@ -14,7 +14,8 @@ Paired or unpaired. When both results files keep a probe's per-item values (`per
 {item id: the item's paired difference}, or `units`: [[item id, difference], ...], the
 differences whose mean over the items is `effect.value`; in memory `ProbeResult.units`),
 items are matched by id and the change is the mean per-item difference over the matched
-items: bootstrap interval over items, sign-flip randomization test of the mean. Where fewer
+items: the score interval of a bounded mean when both runs record their bound, else a
+bootstrap over items, sign-flip randomization test of the mean. Where fewer
 than SPARSE_MOVERS matched items changed and both runs record their per-item bound (`span`:
 every value in [-span, span], so every change in [-(span A + span B), span A + span B]),
 the interval is the exact one of `stats.movers_ci` instead: the bootstrap of so few changes
@@ -61,10 +62,11 @@ DEFAULT_MARGIN = 0.05  # when a probe states no no-bias range
 
 PAIRED_METHOD = (
     "paired: items matched by id; change = mean over matched items of (value in B - value in "
-    f"A); 95% interval: percentile bootstrap over items ({N_BOOT} resamples), or, when fewer "
-    f"than {SPARSE_MOVERS} matched items changed and both runs record the per-item bound "
-    "span, the exact interval [-s x U(items down), s x U(items up)] with s = span A + span "
-    "B and U the one-sided 97.5% Clopper-Pearson upper limit of a share; p: two-sided "
+    "A); 95% interval: when both runs record the per-item bound span, the score interval of "
+    "a mean bounded by s = span A + span B (Wilson's, generalised), or, when fewer than "
+    f"{SPARSE_MOVERS} matched items changed, the exact interval [-s x U(items down), s x "
+    "U(items up)] with U the one-sided 97.5% Clopper-Pearson upper limit of a share; without "
+    f"the bound, the percentile bootstrap over items ({N_BOOT} resamples); p: two-sided "
     "sign-flip randomization test of the mean change (exact up to "
     f"{EXACT_MAX} items that moved, else {N_FLIPS:,} random sign patterns)")
 UNPAIRED_METHOD = (

@@ -57,7 +57,8 @@ def paired_stats(d: Sequence[float] | np.ndarray, *, seed: int = 0, alpha: float
     the exact two-sided sign test (items that moved up vs down; unmoved items carry no
     information) and, with `mde`, the MDE of that test at this n and discordance.
 
-    `estimate` is the effect as an Estimate (method "bootstrap-percentile",
+    `estimate` is the effect as an Estimate (method "score-bounded" with a span,
+    "bootstrap-percentile" without one,
     "clopper-pearson-movers" or "clopper-pearson-constant"; no method when there is no
     interval); "effect", "ci95" (None where not finite) and "method" repeat it for the
     probes that read them; "span" is the bound given."""

@@ -2,7 +2,8 @@
 
 Stability against the baseline: flip rate FP (share of items whose score changed; Wilson
 interval, which unlike a percentile bootstrap does not collapse to [0, 0] when nothing
-flipped), mean absolute deviation MAD and mean signed shift (bootstrap over items; exact,
+flipped), mean absolute deviation MAD and mean signed shift (the score interval of a mean
+bounded by the scale's span, `stats.intervals.bounded_mean_ci`; exact,
 `stats.movers_ci` over the scale's span, where fewer than 5 items moved).
 Accuracy against gold: Spearman and Pearson (BCa bootstrap over items), and a paired
 bootstrap of "perturbed minus baseline" correlation on the items valid in both.
