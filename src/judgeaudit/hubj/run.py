@@ -226,12 +226,10 @@ async def run_discover(
     t0 = time.perf_counter()
     splits = splits_for(items, winners)
     dis = consensus(splits, "disagree")
-    if not dis:  # nothing to discover from: no G-module call, and the reason as it is (it
-        # said "0 of 0 G-module answers have a valid verdict")
+
+    def nothing_to_discover(lead: str) -> dict[str, Any]:
+        """The failed run's document, before any G-module call: the judges' calls only."""
         calls = _calls(list(judge_clients))
-        lead = (f"no consensus disagreement with the humans on the {len(items)} items (every "
-                "judge agrees with them, or their verdicts were invalid), so there is nothing "
-                "to discover factors from; use more or harder items, or other judges")
         return {"command": "discover", "judges": list(winners),
                 "splits": splits_doc(splits, len(items), min_agreement), "calls": calls,
                 "json_stats": {},
@@ -239,23 +237,22 @@ async def run_discover(
                                          judge_clients=judge_clients, min_valid=min_valid,
                                          max_failed=max_failed, callers="judges", lead=lead),
                 "seconds": round(time.perf_counter() - t0, 2)}
+
+    if not dis:  # nothing to discover from: no G-module call, and the reason as it is (it
+        # said "0 of 0 G-module answers have a valid verdict")
+        return nothing_to_discover(
+            f"no consensus disagreement with the humans on the {len(items)} items (every "
+            "judge agrees with them, or their verdicts were invalid), so there is nothing to "
+            "discover factors from; use more or harder items, or other judges")
     n_hold = round(holdout * len(dis))
     if not 0 < n_hold < len(dis):  # nothing held out to validate on (every row n = 0, the
         # run ok), or nothing left to discover from: no G-module call
         need = next(n for n in range(2, 10_000) if 0 < round(holdout * n) < n)
-        calls = _calls(list(judge_clients))
-        lead = (f"too few consensus disagreements with the humans: {len(dis)} on the "
-                f"{len(items)} items, of which --holdout {holdout:g} holds out {n_hold} to "
-                f"validate on and leaves {len(dis) - n_hold} to discover from; discover needs "
-                f"at least {need} (one or more for each); use more or harder items, or other "
-                "judges")
-        return {"command": "discover", "judges": list(winners),
-                "splits": splits_doc(splits, len(items), min_agreement), "calls": calls,
-                "json_stats": {},
-                "run": _discover_outcome(n_valid=0, n_planned=0, calls=calls,
-                                         judge_clients=judge_clients, min_valid=min_valid,
-                                         max_failed=max_failed, callers="judges", lead=lead),
-                "seconds": round(time.perf_counter() - t0, 2)}
+        return nothing_to_discover(
+            f"too few consensus disagreements with the humans: {len(dis)} on the {len(items)} "
+            f"items, of which --holdout {holdout:g} holds out {n_hold} to validate on and "
+            f"leaves {len(dis) - n_hold} to discover from; discover needs at least {need} (one "
+            "or more for each); use more or harder items, or other judges")
     rng = random.Random(f"hubj-discover:{cfg.seed}")
     order = dis[:]
     rng.shuffle(order)
