@@ -10,7 +10,6 @@ import json
 import math
 from typing import ClassVar
 
-import numpy as np
 import pytest
 from fakeserver import GOOD, FakeLLMServer, default_answer
 from typer.testing import CliRunner
@@ -22,18 +21,9 @@ from judgeaudit.llm.registry import register
 runner = CliRunner()
 
 
-class _StubEmbedder:
-    """Stands in for MiniLM (slow to load): one direction per text."""
-
-    name = "stub"
-
-    def encode(self, texts):
-        return np.eye(max(len(texts), 1), 8)[:len(texts)]
-
-
 @pytest.fixture(autouse=True)
-def _stub_embedder(monkeypatch, isolated_cache):
-    monkeypatch.setattr("judgeaudit.hubj.embed.MiniLMEmbedder", _StubEmbedder)
+def _stub_embedder(stub_embedder, isolated_cache):
+    """Every test here: MiniLM stood in for, the cache its own."""
 
 
 @register

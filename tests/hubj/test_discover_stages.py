@@ -8,7 +8,6 @@ import json
 import re
 from typing import ClassVar
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -21,18 +20,8 @@ ASKED: dict[str, int] = {"n": 0}
 ANSI = "red \x1b[31mcolor\x1b[0m \x1b]0;pwned\x07 [bold]name[/bold]"
 
 
-class _StubEmbedder:
-    """Stands in for MiniLM (slow to load): one direction per text."""
-
-    name = "stub"
-
-    def encode(self, texts):
-        return np.eye(max(len(texts), 1), 8)[:len(texts)]
-
-
 @pytest.fixture(autouse=True)
-def _stub_embedder(monkeypatch, isolated_cache):
-    monkeypatch.setattr("judgeaudit.hubj.embed.MiniLMEmbedder", _StubEmbedder)
+def _stub_embedder(stub_embedder, isolated_cache):
     ASKED["n"] = 0
 
 
