@@ -27,7 +27,9 @@ each adds its rows to benchmarks/results/rank_c_interval.json (keyed by mode and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -121,6 +123,16 @@ def table(rows: list[dict]) -> list[dict]:
     return out
 
 
+def machine() -> dict:
+    """What a CPU figure holds for: the CPU's deciding flags and the load while it ran."""
+    flags: list[str] = []
+    with contextlib.suppress(OSError, StopIteration):
+        flags = next(ln.split(":", 1)[1].split() for ln in
+                     Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags"))
+    return {"cpu_flags": {f: f in flags for f in ("avx2", "avx512_bf16", "amx_bf16")},
+            "cores": os.cpu_count(), "loadavg_end": list(os.getloadavg())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", default="auto",
@@ -140,7 +152,7 @@ def main() -> None:
     doc = json.loads(OUT.read_text()) if OUT.exists() else {}
     doc[f"{a.mode}/length={a.length:g}"] = {
         "cpu_seconds": time.process_time() - t0, "seeds": list(range(a.seeds)),
-        "table": tab, "rows": rows}
+        "machine": machine(), "table": tab, "rows": rows}
     OUT.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{a.mode}, planted c = {a.length:g}")
     print("budget  lam    lam_c  tau    est    se     width  covered  marked  "
