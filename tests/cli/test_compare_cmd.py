@@ -5,6 +5,7 @@ data, bad options, --out on an input) and a failed input run (exit 3 with its me
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import typer
@@ -360,3 +361,52 @@ def test_real_sim_audits_dropped_probe_and_another_n(tmp_path, isolated_cache):
     assert "80 matched by id, 0 only in A, 40 only in B" in " ".join(r.output.split())
     r = invoke(b120, a80, "--out", str(tmp_path / "c3"), "--fail-on", "worse")
     assert r.exit_code == 1 and "position got worse" in r.output
+
+
+def test_terminal_columns_are_over_the_matched_items(runs, tmp_path):
+    """A judged 40 items, B those and 40 more at +0.5: the table showed B's own +0.250 (80
+    items) beside a change of -0.100 from A's +0.100, which did not add up. Now the columns
+    are on the 40 matched items (B +0.000, so B - A is the change), said in the headers and
+    caption, and each audit's own effect is a line of its own with its n."""
+    ids = [f"i{k}" for k in range(80)]
+    va = {i: (0.5 if k % 5 == 0 else 0.0) for k, i in enumerate(ids[:40])}
+    vb = {i: (0.0 if k < 40 else 0.5) for k, i in enumerate(ids)}
+    a = runs("a", audit({"position": probe(0.1, 0.05, 0.15, per_item=va, n=40)}, n_items=40))
+    b = runs("b", audit({"position": probe(0.25, 0.2, 0.3, per_item=vb, n=80)}, n_items=80))
+    r = invoke(a, b, "--out", str(tmp_path / "cmp"))
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    row = next(line for line in r.output.splitlines() if line.strip(" │|").startswith(
+        "position"))
+    cells = [c.strip() for c in re.split(r"[│|]", row) if c.strip()]
+    assert cells[1].startswith("+0.100") and cells[2].startswith("+0.000"), cells
+    assert cells[3].startswith("-0.100"), cells
+    assert "on matched items" in text and "so B - A is the change" in text
+    assert ("position, each audit over all its own items (not the change's items): A +0.100 "
+            "[+0.050, +0.150] (n=40), B +0.250 [+0.200, +0.300] (n=80); the table's A and B "
+            "are over the 40 matched items") in text
+    res = read_results(tmp_path / "cmp")["probes"]["position"]
+    assert res["b"]["n"] == 40 and res["b"]["own"]["n"] == 80
+    j = json.loads(invoke(a, b, "--out", str(tmp_path / "j"), "--json").stdout)
+    assert j["changes"]["position"]["value"] == pytest.approx(-0.1)
+    # every item matched: the plain headers, no own-items line
+    r = invoke(a, a, "--out", str(tmp_path / "same"))
+    assert "on matched items" not in r.output and "all its own items" not in r.output
+
+
+def test_terminal_shows_acting_characters_as_escapes(runs, tmp_path):
+    """A plugin's probe name or a folder name with an ESC sequence or a right-to-left
+    override recoloured the terminal or reversed the line: shown as escapes now."""
+    name = "plug\x1b[31mred\u202e"
+    ids = [f"i{k}" for k in range(20)]
+    vals = dict.fromkeys(ids, 0.0)
+    a = runs("a\x1b[2Jx", audit({name: probe(0.0, -0.02, 0.02, per_item=vals, n=20)},
+                                n_items=20, judge="sim\x1b]0;title\x07"))
+    b = runs("b", audit({name: probe(0.0, -0.02, 0.02, per_item=vals, n=20),
+                         "only\x1b[1mb": probe(0.0, -0.02, 0.02, per_item=vals, n=20)},
+                        n_items=20))
+    r = invoke(a, b, "--out", str(tmp_path / "cmp"))
+    assert r.exit_code == 0, r.output
+    assert "\x1b" not in r.output and "\u202e" not in r.output
+    text = " ".join(r.output.split())
+    assert "plug\\x1b[31mred\\u202e" in text and "only\\x1b[1mb" in text

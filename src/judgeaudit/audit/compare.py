@@ -23,7 +23,12 @@ is too narrow (none changed: [0, 0] at any n), and "no change" read off it would
 far more often than 5% of the time at the edge of the margin.
 Items judged in only one run are counted and reported, per probe (`items`) and over the
 run (the document's `items`, `item_counts`): audits of the same --data with different
---n, --sample or --seed compare on the items both judged. Results files without per-item values
+--n, --sample or --seed compare on the items both judged. Each probe's A and B effects beside
+the change (`a`, `b`) are over those same matched items, each with its n and 95% interval (the
+audit's own when every item it judged is matched), so effect B - effect A is the change; each
+audit's effect over all its own items is kept beside them (`a.own`, `b.own`). They used to be
+each audit's own effect, which at another --n did not add up to the change shown between them.
+Results files without per-item values
 fall back to an unpaired comparison of the two effects: the change's interval combines the two
 95% intervals as independent normal estimates (se = width / 3.92) with a Wald z test. Two
 audits of the same items have positively correlated errors, so the unpaired interval is wider
@@ -463,15 +468,53 @@ def classify(change: Mapping[str, Any], q: float | None, alpha: float,
 
 # ---------------------------------------------------------------- the comparison
 
-def _side(p: Mapping[str, Any]) -> dict[str, Any]:
+def _own_effect(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The effect the audit itself reported, over all its own items (value, ci95, method)."""
     v, lo, hi = _effect(p)
     eff = p.get("effect") if isinstance(p.get("effect"), dict) else {}
     method = eff.get("method") if isinstance(eff.get("method"), str) else None
-    effect = effect_dict(Estimate(math.nan if v is None else v,
-                                  (math.nan if lo is None else lo,
-                                   math.nan if hi is None else hi), 0, method=method))
-    return {"effect": effect, "n": p.get("n"), "p": p.get("p"),
-            "q": p.get("q"), "verdict": p.get("verdict")}
+    return effect_dict(Estimate(math.nan if v is None else v,
+                                (math.nan if lo is None else lo,
+                                 math.nan if hi is None else hi), 0, method=method))
+
+
+def _side(p: Mapping[str, Any], vals: Mapping[str, float] | None = None,
+          ids: Sequence[str] | None = None, seed: int = 0) -> dict[str, Any]:
+    """One run's column beside the change. Paired (`vals`: the run's per-item values, `ids`:
+    the items matched in both runs), its effect over the matched items, so that A, B and the
+    change B - A describe the same items (B - A of the columns is the change): the audit's
+    own effect when every item it judged is matched, else `paired_estimate` of its values on
+    the matched items with its per-item bound `span` (the audit's own interval). Unpaired,
+    the audit's own effect (the change is then effect B - effect A). `own` is always the
+    audit's effect over all its own items and its n; `p`, `q` and `verdict` are the audit's
+    own test of that effect. `over` says which items `effect` and `n` describe."""
+    own = {"effect": _own_effect(p), "n": p.get("n")}
+    base = {"p": p.get("p"), "q": p.get("q"), "verdict": p.get("verdict"), "own": own}
+    if vals is None or ids is None:
+        return {"effect": own["effect"], "n": p.get("n"), **base, "over": "own"}
+    if len(ids) == len(vals) and own["effect"].get("value") is not None:
+        effect = own["effect"]  # the same items as the audit's: its own numbers
+    else:
+        span = _finite(p.get("span"))
+        effect = effect_dict(paired_estimate([vals[k] for k in ids], seed=seed,
+                                             span=span if span and span > 0 else None))
+    return {"effect": effect, "n": len(ids), **base, "over": "matched"}
+
+
+def _fmt_effect(x: Mapping[str, Any]) -> str:
+    """An effect with its interval and n, for a note: "+0.120 [+0.050, +0.190] (n = 60)"."""
+    e = x.get("effect") or {}
+    v, (lo, hi) = e.get("value"), e.get("ci95") or (None, None)
+    if v is None:
+        return f"no effect (n = {x.get('n')})"
+    ci = "(no interval)" if lo is None or hi is None else f"[{lo:+.3f}, {hi:+.3f}]"
+    return f"{v:+.3f} {ci} (n = {x.get('n')})"
+
+
+def _seed(doc: Mapping[str, Any], default: int) -> int:
+    """The audit's own --seed (its bootstraps' seed), else the comparison's."""
+    s = doc.get("seed")
+    return s if isinstance(s, int) and not isinstance(s, bool) else default
 
 
 def _failed_run(a: Mapping[str, Any], b: Mapping[str, Any], la: str, lb: str
@@ -553,9 +596,15 @@ def compare(
         if va is not None and vb is not None:
             ch = paired_change(va, vb, seed=seed, span=_change_span(pa, pb))
             pairing = "paired"
+            ids = [k for k in va if k in vb]
+            side_a, side_b = (_side(pa, va, ids, _seed(a, seed)),
+                              _side(pb, vb, ids, _seed(b, seed)))
             if ch["n_only_a"] or ch["n_only_b"]:
                 notes.append(f"{ch['n_matched']} items matched by id; {ch['n_only_a']} valid "
-                             f"only in A and {ch['n_only_b']} only in B are left out")
+                             f"only in A and {ch['n_only_b']} only in B are left out of the "
+                             "change and of the A and B effects beside it (each audit over "
+                             f"all its own items: A {_fmt_effect(side_a['own'])}; B "
+                             f"{_fmt_effect(side_b['own'])})")
             if ch["n_matched"] == 0:
                 notes.append("no item has a valid value in both runs")
             elif (ch["n_up"] + ch["n_down"] < SPARSE_MOVERS
@@ -568,6 +617,7 @@ def compare(
         else:
             ch = unpaired_change(_effect(pa), _effect(pb))
             pairing = "unpaired"
+            side_a, side_b = _side(pa), _side(pb)
             whys = sorted({w for w in (why_a if va is None else "",
                                        why_b if vb is None else "") if w})
             notes.append("unpaired comparison (" + "; ".join(whys) + "): the interval ignores "
@@ -578,7 +628,7 @@ def compare(
         probes[name] = {
             "title": title, "metric": pa.get("metric"), "direction": pa.get("direction"),
             "no_bias_range": pa.get("no_bias_range"),
-            "a": _side(pa), "b": _side(pb),
+            "a": side_a, "b": side_b,
             "pairing": pairing,
             "change": effect_dict(ch["estimate"]),
             "p": ch["p"],

@@ -28,14 +28,22 @@ from judgeaudit.cli.runner import (
 )
 from judgeaudit.config import CompareConfig
 from judgeaudit.report.outcome import EXIT_GATE
+from judgeaudit.report.svg import visible
 
 VERDICT_STYLE = {"improved": "bold green", "worse": "bold red", "no_change": "cyan",
                  "underpowered": "yellow"}
 
 
 def _say(text: str) -> None:
-    """A plain line: paths, specs and probe names are data, never rich markup."""
-    console.print(text, markup=False, highlight=False)
+    """A plain line: paths, specs and probe names are data, never rich markup, and their
+    acting characters show as escapes (`visible`: an ESC in a plugin's probe name or a
+    folder's name recoloured the terminal)."""
+    console.print(visible(text), markup=False, highlight=False)
+
+
+def _cell(text: Any) -> str:
+    """Untrusted text for the rich table: markup escaped, acting characters shown."""
+    return escape(visible(str(text)))
 
 
 def _eff(e: dict[str, Any] | None) -> str:
@@ -48,18 +56,30 @@ def _eff(e: dict[str, Any] | None) -> str:
     return f"{v:+.3f}{ci}"
 
 
+def _left_out(p: dict[str, Any]) -> bool:
+    items = p.get("items") or {}
+    return bool(items.get("n_only_a") or items.get("n_only_b"))
+
+
 def compare_table(res: dict[str, Any]) -> Table:
     """The comparison as a terminal table: each run's effect, the change with its interval,
     q, how it was compared (paired on n items, or unpaired), the items valid in one run only
-    (when any are) and the verdict; the title says how the runs' items matched by id."""
+    (when any are) and the verdict; the title says how the runs' items matched by id. Paired,
+    the A and B effects are over the matched items, the change's items, so B - A of the
+    columns is the change (each audit's own effect, over items the other did not judge too,
+    did not add up to it); `own_lines` lists the own effects where they differ."""
     ra, rb = res["runs"]["a"], res["runs"]["b"]
-    t = Table(title=escape(f"compare A {ra.get('judge')} -> B {rb.get('judge')} on "
+    t = Table(title=_cell(f"compare A {ra.get('judge')} -> B {rb.get('judge')} on "
                            f"{res.get('data')} ({items_header(res)})"),
               title_justify="left")
     # items left out (valid in one run only): a column when any probe has them
-    left_out = any((p.get("items") or {}).get("n_only_a") or (p.get("items") or {}).get(
-        "n_only_b") for p in res["probes"].values())
-    cols = [("probe", "left"), ("A effect [95% CI]", "right"), ("B effect [95% CI]", "right"),
+    left_out = any(_left_out(p) for p in res["probes"].values())
+    eff = "on matched items" if left_out else "effect"
+    if left_out:
+        t.caption = ("A and B: each audit's effect on the items matched by id (the change's "
+                     "items, so B - A is the change); own items below")
+        t.caption_justify = "left"
+    cols = [("probe", "left"), (f"A {eff} [95% CI]", "right"), (f"B {eff} [95% CI]", "right"),
             ("change B-A [95% CI]", "right"), ("q", "right"), ("compared", "left"),
             *([("only A/B", "right")] if left_out else []), ("verdict", "left")]
     for col, just in cols:
@@ -71,11 +91,28 @@ def compare_table(res: dict[str, Any]) -> Table:
         only = (f"{p['items'].get('n_only_a')}/{p['items'].get('n_only_b')}" if paired
                 else "n/a")
         v = p["verdict"]
-        t.add_row(escape(name), _eff(p["a"]["effect"]), _eff(p["b"]["effect"]),
+        t.add_row(_cell(name), _eff(p["a"]["effect"]), _eff(p["b"]["effect"]),
                   _eff(p["change"]), "n/a" if q is None else f"{q:.2g}", how,
                   *([only] if left_out else []),
-                  f"[{VERDICT_STYLE.get(v, 'white')}]{escape(v.replace('_', ' '))}[/]")
+                  f"[{VERDICT_STYLE.get(v, 'white')}]{_cell(v.replace('_', ' '))}[/]")
     return t
+
+
+def own_lines(res: dict[str, Any]) -> list[str]:
+    """For each paired probe with items judged in one audit only: each audit's own effect
+    over all its items (n and interval), apart from the table's matched columns."""
+    out = []
+    for name, p in res["probes"].items():
+        if p.get("pairing") != "paired" or not _left_out(p):
+            continue
+        parts = []
+        for key in ("a", "b"):
+            own = (p.get(key) or {}).get("own") or {}
+            parts.append(f"{key.upper()} {_eff(own.get('effect'))} (n={own.get('n')})")
+        out.append(f"{name}, each audit over all its own items (not the change's items): "
+                   f"{', '.join(parts)}; the table's A and B are over the "
+                   f"{p['items'].get('n_matched')} matched items")
+    return out
 
 
 def items_header(res: dict[str, Any]) -> str:
@@ -175,6 +212,8 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
             console.print(compare_table(res))
         else:
             _say("no probe is in both audits: nothing to compare")
+        for line in own_lines(res):
+            _say(line)
         s = res["summary"]
         if s["unpaired"]:
             _say(f"unpaired: {', '.join(s['unpaired'])} (results.json keeps no per-item values "
@@ -196,10 +235,10 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
     _say(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run
     if failing:
-        console.print(f"[bold red]fail-on:[/] {escape(', '.join(sorted(failing)))} got worse")
+        console.print(f"[bold red]fail-on:[/] {_cell(', '.join(sorted(failing)))} got worse")
     if missing:
         console.print(f"[bold red]fail-on:[/] audit B lacks probe(s) audit A ran: "
-                      f"{escape(', '.join(missing))} (their bias in B is unknown: re-run audit "
+                      f"{_cell(', '.join(missing))} (their bias in B is unknown: re-run audit "
                       "B with them" + ("" if allow_missing else
                                        ", or pass --allow-missing to gate on the probes both "
                                        "ran") + ")")
