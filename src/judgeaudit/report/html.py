@@ -918,12 +918,25 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
         lab, cls, glyph = looks.get(v, (f"unknown ({v})", "v-unknown", "?"))
         return {"label": lab, "cls": cls, "glyph": glyph}
 
-    def side(x: Any) -> dict[str, Any]:
-        x = _d(x)
-        e = _d(x.get("effect"))
+    def eff(e: Any) -> dict[str, Any]:
+        e = _d(e)
         ci = e.get("ci95")
-        return {"value": e.get("value"), "ci95": ci if isinstance(ci, list) else None,
-                "n": x.get("n"), "verdict": _str(x.get("verdict"))}
+        return {"value": e.get("value"), "ci95": ci if isinstance(ci, list) else None}
+
+    def side(x: Any) -> dict[str, Any]:
+        """A run's effect beside the change: over the matched items (`over` "matched", the
+        change's items) or the audit's own (unpaired, or results written before compare
+        matched them); `own` is the audit's effect over all its items, its n and verdict.
+        `whole`: the shown effect covers every item the audit judged, so its verdict (about
+        all of them) may stand beside it."""
+        x = _d(x)
+        own = _d(x.get("own"))
+        over = "matched" if x.get("over") == "matched" else "own"
+        mine = {**eff(own.get("effect")), "n": own.get("n")} if own else \
+            {**eff(x.get("effect")), "n": x.get("n")}
+        return {**eff(x.get("effect")), "n": x.get("n"), "over": over,
+                "verdict": _str(x.get("verdict")), "own": mine,
+                "whole": over == "own" or x.get("n") == mine["n"]}
 
     def run_info(x: Any, key: str) -> dict[str, Any]:
         x = _d(x)
@@ -954,6 +967,8 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
             "p": p.get("p"), "q": p.get("q"), "margin": p.get("margin"),
             "pairing": "paired" if p.get("pairing") == "paired" else "unpaired",
             "counts": _d(p.get("items")), "bias": _d(p.get("bias")),
+            "left_out": p.get("pairing") == "paired" and bool(
+                _d(p.get("items")).get("n_only_a") or _d(p.get("items")).get("n_only_b")),
             "verdict": _str(p.get("verdict")), "look": look(p.get("verdict")),
             "reason": _str(p.get("reason")), "notes": [str(n) for n in _l(p.get("notes"))],
         })
@@ -962,13 +977,14 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
     if probes:
         rows = []
         for p in probes:
-            for key in ("a", "b"):
+            for key in ("a", "b"):  # an audit's verdict is about all its items: shown
+                # only beside an effect over all of them
                 rows.append({"label": f"{p['name']} {key.upper()}", "value": p[key]["value"],
                              "ci95": p[key]["ci95"], "no_bias_range": p["no_bias_range"],
-                             "verdict": p[key]["verdict"]})
+                             "verdict": p[key]["verdict"] if p[key]["whole"] else None})
         effects_plot = svg.interval_plot(
-            rows, xlabel="effect in audit A and audit B (each probe's own metric; 0 = no "
-            "effect)", signed=True, width=1000, row_height=24)
+            rows, xlabel="effect in audit A and audit B on the compared items (each probe's "
+            "own metric; 0 = no effect)", signed=True, width=1000, row_height=24)
         change_plot = svg.interval_plot(  # the verdict in the label: svg colours audit ones
             [{"label": f"{p['name']}: {p['look']['label']}", "value": p["change"]["value"],
               "ci95": p["change"]["ci95"]} for p in probes],
@@ -992,6 +1008,7 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
         "started": _str(r.get("started")),
         "seconds": r.get("seconds"),
         "probes": probes,
+        "any_left_out": any(p["left_out"] and p["a"]["over"] == "matched" for p in probes),
         "counts": counts,
         "looks": [(v, look(v)) for v in looks],
         "judge_differences": [str(x) for x in _l(r.get("judge_differences"))],
