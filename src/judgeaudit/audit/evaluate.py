@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from judgeaudit.audit.metrics import estimate
+from judgeaudit.audit.metrics import estimate, text_vs_probs
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.judges.pairwise import OrderVerdict, PairwiseVerdict
 from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
@@ -276,6 +276,8 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         "n_failed_calls": n_failed,
         "invalid_rate": clustered_rate(invalid_by_item).as_dict(),
         "invalid_examples": invalid_examples,
+        # how often probabilities decided against the answer's own text (the verdict stays)
+        "text_vs_probs": text_vs_probs(verdicts),
         "accuracy": _accuracy(counted, pair_rule),
         "accuracy_valid": _accuracy(valid_all, pair_rule),
         "accuracy_by_rule": {r: _accuracy(counted, r) for r in PAIR_RULES},

@@ -12,6 +12,7 @@ import numpy as np
 from judgeaudit.audit.paired import paired_stats
 from judgeaudit.judges.pairwise import PairwiseVerdict
 from judgeaudit.stats import rate
+from judgeaudit.stats.intervals import clustered_rate
 from judgeaudit.stats.types import Estimate
 
 
@@ -34,6 +35,24 @@ def credit(v: PairwiseVerdict, target: int) -> float | None:
     if w is None:
         return None
     return 0.5 if w == 0 else float(w == target)
+
+
+def text_vs_probs(verdicts: Sequence[PairwiseVerdict]) -> dict[str, Any]:
+    """Order verdicts read from probabilities (`n`) whose answer text named another choice
+    (`n_disagree`), their rate clustered by item (an item's two orders are not independent),
+    and up to 20 examples. The verdict stays the probabilities'; a judge whose text often
+    says otherwise (a sampled minority token, logprobs and text from different passes) is
+    worth a look, so the count is shown, not hidden."""
+    by_item = [(sum(o.text_disagrees for o in read), len(read)) for v in verdicts
+               for read in [[o for o in v.orders if o.p_first is not None]]]
+    return {
+        "n_disagree": sum(k for k, _ in by_item),
+        "n": sum(m for _, m in by_item),
+        "rate": clustered_rate(by_item).as_dict(),
+        "examples": [{"item_id": v.item_id, "order": o.order, "choice": o.choice,
+                      "text_choice": o.text_choice, "p_first": o.p_first, "raw": o.raw[:200]}
+                     for v in verdicts for o in v.orders if o.text_disagrees][:20],
+    }
 
 
 def shift(

@@ -35,10 +35,20 @@ class OrderVerdict:
     winner: Winner | None         # canonical winner, None = invalid
     p_first: float | None = None  # P(shown-first response preferred), when known
     error: str | None = None      # call failure after retries
+    # Where the verdict was read from probabilities: what the answer's text says, read as
+    # text alone would be ("A"/"B"/"tie"; None = unreadable text, or no probabilities).
+    text_choice: str | None = None
 
     @property
     def valid(self) -> bool:
         return self.winner is not None
+
+    @property
+    def text_disagrees(self) -> bool:
+        """The probabilities decided this verdict against a text naming another choice (a
+        sampled minority token, a server whose logprobs and text come from different
+        passes): the verdict stays the probabilities', and this is counted, not hidden."""
+        return self.text_choice is not None and self.text_choice != self.choice
 
 
 @dataclass
@@ -74,7 +84,8 @@ class PairwiseVerdict:
 
     def as_dict(self) -> dict:
         return {"item_id": self.item_id, "winner": self.winner, "p1": self.p1,
-                "orders": [asdict(o) for o in self.orders]}
+                "orders": [{**asdict(o), "text_disagrees": o.text_disagrees}
+                           for o in self.orders]}
 
 
 def shown(item: PairwiseItem, order: Order) -> tuple[str, str]:
@@ -155,17 +166,18 @@ class PairwiseJudge:
         if out.invalid:  # e.g. over the response size cap: no verdict, whatever it says
             return OrderVerdict(order, out.text[:RAW_KEEP], None, None, error=out.invalid)
         first, second = labels[0], labels[1]
-        if out.probs and first in out.probs and second in out.probs:
-            pa = float(out.probs[first])
-            choice: str | None = "A" if pa >= out.probs[second] else "B"
-            return OrderVerdict(order, out.text, choice, to_canonical(choice, order), pa)
         if final_pattern:
             found = re.findall(final_pattern, strip_reasoning(out.text), flags=re.MULTILINE)
             label = found[-1] if found else None
         else:
             label = parse_choice(out.text, (first, second), allow_tie=True)
-        choice = {first: "A", second: "B", "tie": "tie"}.get(label) if label else None
-        return OrderVerdict(order, out.text, choice, to_canonical(choice, order))
+        said = {first: "A", second: "B", "tie": "tie"}.get(label) if label else None
+        if out.probs and first in out.probs and second in out.probs:
+            pa = float(out.probs[first])
+            choice: str | None = "A" if pa >= out.probs[second] else "B"
+            return OrderVerdict(order, out.text, choice, to_canonical(choice, order), pa,
+                                text_choice=said)
+        return OrderVerdict(order, out.text, said, to_canonical(said, order))
 
     def check(self, request: Request, order: Order, out: Response | CallFailed) -> OrderVerdict:
         """`read` with this judge's labels, marking an answer that gives no verdict as
