@@ -38,3 +38,15 @@ def test_the_spec_suggested_for_a_gz_file_loads_it(tmp_path: Path) -> None:
         load(str(f))
     assert [it.id for it in load(f"jsonl:{f}")] == ["a"]
     assert [it.label for it in load(f"hf:{f}")] == [1]
+
+
+@pytest.mark.parametrize(("given", "kind"), [
+    ("jsnl:h/nothere.jsonl", "jsnl"), ("hff:h/bad.csv", "hff"), ("jsonl2:x.jsonl", "jsonl2"),
+])
+def test_a_misspelt_kind_before_a_file_path_is_an_unknown_kind_not_a_path(given: str,
+                                                                         kind: str) -> None:
+    """`jsnl:items.jsonl` was taken for a bare path and told to give `jsonl:jsnl:items.jsonl`;
+    the word before the colon is a kind, so it gets the kinds known (as `jsonl2:x` did)."""
+    with pytest.raises(ValueError, match=re.escape(f"unknown data kind {kind!r}; known: ")) as e:
+        load(given)
+    assert "is a file path" not in str(e.value)

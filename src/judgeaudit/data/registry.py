@@ -139,9 +139,13 @@ def _path_hint(text: str) -> str | None:
     """What to give instead when a data SPEC is a bare path (`--data items.jsonl`); None when
     it does not look like one."""
     bare = text.strip()
+    if not bare:
+        return None  # "" is no path (Path("") is the working directory)
     kind, colon, rest = bare.partition(":")
     if colon and kind.lower() in ("csv", "json", "parquet", "tsv") and rest:
         bare = rest  # `csv:table.csv`: a file format given as the kind
+    elif colon and len(kind) > 1 and kind.isidentifier():
+        return None  # `jsnl:items.jsonl`: a kind misspelt, not a path (said "give jsonl:jsnl:")
     # `.jsonl.gz`, `ITEMS.JSONL`: the format's suffix, lower case, past a compression one
     # (a .gz one said "kind must be a word")
     path, suffix = Path(bare), data_suffix(bare)
