@@ -215,6 +215,10 @@ def test_bad_dicts_as_data_are_named_by_index_as_the_file_loader_words_them(data
     # None where a value is needed, a cache that is no cache (raw AttributeError / TypeError)
     (lambda: judgeaudit.audit(None, "builtin:facts"), "judge: expected a string, got None"),
     (lambda: judgeaudit.rank(None), "judge: expected a string, got None"),
+    # data=None fell back to the config's "" and was called the working directory
+    (lambda: judgeaudit.evaluate(SIM, None), "data: expected a data SPEC or a list of "
+     "items, got None"),
+    (lambda: judgeaudit.audit(SIM, None), "data: expected a data SPEC or a list of items"),
     (lambda: judgeaudit.evaluate(SIM, cache=123), "cache: expected a path, a Cache"),
     (lambda: judgeaudit.audit(SIM, n=5, progress=5),  # a TypeError when the first call ended
      "progress: expected a callable\\(Progress\\), got 5"),

@@ -296,6 +296,8 @@ def _data(data: Any) -> Any:
     from judgeaudit.data.loaders._common import as_id, same_id_note
     from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 
+    if data is None:  # else the command falls back to the config's "" (a path hint)
+        raise ValueError("data: expected a data SPEC or a list of items, got None")
     if isinstance(data, str | bytes | Mapping) or not isinstance(data, Sequence):
         return data
     out: list[Any] = []
