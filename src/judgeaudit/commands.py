@@ -603,10 +603,42 @@ async def _winners(s: Session, specs: Sequence[str], recorded: str | None,
 
 
 def _need_judges(specs: Sequence[str], recorded: str | None, cli: bool) -> None:
-    """Before any work (the MiniLM weights, the scorer's calls): some judge to study."""
+    """Before any work (the MiniLM weights, the scorer's calls): some judge to study, each
+    given once (`_distinct_judges`)."""
     if not specs and not recorded:
         raise ValueError("give --judges SPEC[,SPEC] and/or --recorded pandalm" if cli else
                          "give judges=SPEC[,SPEC] and/or recorded='pandalm'")
+    _distinct_judges(specs, cli)
+
+
+def _judge_key(spec: str) -> Any:
+    """What makes two judge SPECs the same judge: kind, model and parameters, whatever
+    their order (`sim?a=1&b=2` is `sim?b=2&a=1`), secrets masked as the run names them."""
+    from judgeaudit.spec import parse_spec
+
+    try:
+        sp = parse_spec(spec.strip())
+    except ValueError:
+        return public_spec(spec.strip())
+    masked = parse_spec(sp.public())
+    return (masked.kind, masked.name, tuple(sorted(masked.params.items())))
+
+
+def _distinct_judges(specs: Sequence[str], cli: bool) -> None:
+    """ValueError when one judge is given twice. The HUB-J commands key judges by their
+    spec, so a repeat was silently folded into one (`--judges sim,sim` studied one judge);
+    and a repeat is no second judge: its verdicts are the first one's (the cache answers
+    the same request once), so discover's consensus, quantify's profile and mitigate's
+    several-judge fit would count one judge twice."""
+    seen: dict[Any, str] = {}
+    for x in specs:
+        key = _judge_key(x)
+        if key in seen:
+            first, again = public_spec(seen[key].strip()), public_spec(x.strip())
+            same = (f"{first} given twice" if first == again else
+                    f"{first} and {again} are the same judge (given twice)")
+            raise ValueError(f"{opt('judges', cli)}: {same}; give each judge once")
+        seen[key] = x
 
 
 def _made(s: Session, spec: str, option: str) -> JudgeBundle:
@@ -638,30 +670,58 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _factors(names: str, factors_from: Doc | None, cli: bool, option: str = "factors"
-             ) -> tuple[list[Any], dict[str, dict[int, str]]]:
+def _factors(names: str, factors_from: Doc | None, cli: bool, option: str = "factors",
+             defaulted: bool = False) -> tuple[list[Any], dict[str, dict[int, str]]]:
     """The factors named (shipped ones, or 'found' ones of a discover result) and the
-    criteria known for them; `option` is the command's option that named them."""
+    criteria known for them; `option` is the command's option that named them. 'found' may
+    stand among other names (`found,verbosity`: the discover run's factors and a shipped
+    one). A discover result none of whose factors is named is refused: it was read and then
+    ignored (`--factors verbosity --factors-from RUN`, or the default factors beside it);
+    `defaulted`: `names` is the option's default, not given (said so in that message)."""
     from judgeaudit.hubj.run import resolve_factors
 
-    discovered = None
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    discovered, theirs = None, []
     if factors_from is not None:
         what = opt("factors_from", cli)
         discovered = _read_doc(factors_from, what, "the results.json of a `discover` run")
         if discovered.get("command") != "discover":
             raise ValueError(f"{what} {factors_from}: not the results.json of `discover`"
                              if cli else f"{what}: not the results of `discover`")
-        if names.strip() == "found":
-            names = ",".join(f["name"] for f in discovered["discover"]["factors"])
-    elif names.strip() == "found":
+        where = f"{what} {factors_from}" if cli else what
+        if (discovered.get("run") or {}).get("status") == "failed" or not isinstance(
+                discovered.get("discover"), Mapping):  # its factors are no result (a
+            # KeyError 'discover' on a run that had nothing to discover from)
+            why = (discovered.get("run") or {}).get("message") or "it found no factors"
+            raise ValueError(f"{where}: that discover run failed ({why}), so it has no "
+                             "factors to use; run discover again")
+        theirs = [str(f["name"]) for f in discovered["discover"].get("factors") or []]
+    elif "found" in wanted:
         raise ValueError(f"{opt(option, cli)} found: the factors a discover run found need "
                          f"{opt('factors_from', cli)} (its output folder or results.json)")
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
-    twice = sorted({n for n in wanted if wanted.count(n) > 1})
+    expanded: list[str] = []
+    for n in wanted:
+        expanded.extend(theirs if n == "found" else [n])
+    twice = sorted({n for n in expanded if expanded.count(n) > 1})
     if twice:
-        raise ValueError(f"{opt(option, cli)}: {', '.join(twice)} given twice")
+        via = " (once through found)" if "found" in wanted else ""
+        raise ValueError(f"{opt(option, cli)}: {', '.join(twice)} given twice{via}")
+    if discovered is not None and not theirs:
+        raise ValueError(f"{where}: that discover run found no factor, so it has none to "
+                         f"use; leave out {what} and name shipped factors")
+    if discovered is not None and not set(expanded) & set(theirs):
+        given = f"{opt(option, cli)} {','.join(wanted)}" + (" (the default)" if defaulted
+                                                             else "")
+        listed = ", ".join(repr(n) for n in theirs)
+        o = opt(option, cli)
+        fix = ((f"give {o} {theirs[0]!r}" if len(theirs) == 1 else f"give {o} with one of "
+                "them") if option == "factor" else
+               f"give {o} found (its factors) or {o} found,{','.join(wanted)} (its factors "
+               "and these)")
+        raise ValueError(f"{where}: none of its factors ({listed}) is named by {given}, so "
+                         f"the file would be ignored; {fix}, or leave out {what}")
     try:
-        return resolve_factors(wanted, discovered)
+        return resolve_factors(expanded, discovered)
     except ValueError as exc:
         raise ValueError(f"{opt(option, cli)}: {exc}" if cli else str(exc)) from None
 
@@ -753,7 +813,8 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
     if len(set(lv)) < len(lv):
         raise ValueError(f"{opt('levels', cli)} {cfg.levels!r}: a level is given twice")
     fs, crit = _factors(cfg.factors, cfg.factors_from if factors_from is None
-                        else factors_from, cli)
+                        else factors_from, cli,
+                        defaulted=cfg.factors == type(cfg).model_fields["factors"].default)
     if not fs:  # it judged the pool, then failed with "0 of 0 judge verdicts on rewrites"
         raise ValueError(f"{opt('factors', cli)} found: the discover result found no factor"
                          if cfg.factors.strip() == "found" else
@@ -763,6 +824,7 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
     specs = list(judges) if judges is not None else split_specs(cfg.judges)
     if not specs:
         raise ValueError(f"{opt('judges', cli)}: give at least one judge SPEC")
+    _distinct_judges(specs, cli)
     items, spec = _human_items(cfg.data if data is None else data, cfg.pool,
                                cfg.min_agreement)
     if cfg.limit is not None and cfg.limit < 2:  # one item went to calibration, none to test
@@ -879,7 +941,7 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
             cfg.judges or ""), cli)
     fs, crit = ([], {}) if saved is not None else _factors(
         cfg.factor or "verbosity", cfg.factors_from if factors_from is None else factors_from,
-        cli, option="factor")
+        cli, option="factor", defaulted=cfg.factor is None)
     if saved is None and len(fs) != 1:
         raise ValueError(f"{opt('factor', cli)}: give exactly one factor")
     folder = _recorded_folder(cfg.recorded, the_data, cli)
