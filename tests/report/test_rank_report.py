@@ -172,3 +172,17 @@ def test_recall_over_seeds_that_all_agree_has_no_interval_in_page_or_terminal():
     # a document from before the interval was recorded: the normal one it was shown with
     old = _cell({"mean": 0.9, "se": 0.06, "n": 4})
     assert old["lo"] == pytest.approx(0.9 - 1.959964 * 0.06, abs=1e-4) and old["hi"] == 1.0
+
+
+def test_rank_eval_page_names_the_t_interval_and_says_why_a_cell_has_none(eval_doc):
+    """The page said "mean ± 1.96 standard errors" while its intervals are t(n-1) ones (a
+    recall 0.833 with se 0.167 over 2 seeds shows [0.00, 1.00]); a cell where every seed
+    agreed showed a bare number with no n (tester t-api)."""
+    html = render_report(eval_doc)
+    assert "1.96 standard errors over seeds" not in html
+    assert "t interval over the n seeds" in html
+    doc = copy.deepcopy(eval_doc)
+    doc["recall"]["naive"]["topk"]["6"] = {"mean": 0.5, "se": 0.0, "n": 2, "ci95": None}
+    assert "n = 2 seeds, all equal: no interval" in render_report(doc)
+    doc["recall"]["naive"]["topk"]["6"] = {"mean": 0.5, "se": None, "n": 1, "ci95": None}
+    assert "one seed: no interval" in render_report(doc)
