@@ -98,19 +98,28 @@ def _print_discover(res: dict[str, Any]) -> None:
     console.print(_splits_table(res["splits"]))
     t = Table(title="factors found, validated on held-out disagreements "
                     "(Delta = intensity(judge-preferred) - intensity(human-preferred))")
-    for c in ("set", "factor", "n", "mean Delta [95% CI]", "p (t)", "p (Wilcoxon)",
-              "max|r| pre-discovered"):
+    for c in ("set", "factor", "n", "mean Delta [95% CI]", "p (t)", "q (t)", "p (Wilcoxon)",
+              "q (Wilcoxon)", "max|r| pre-discovered"):
         t.add_column(c, justify="left" if c in ("set", "factor") else "right")
-    for set_name, s in res["validation"]["sets"].items():
+    val = res["validation"]
+    for set_name, s in val["sets"].items():
         for row in s["factors"]:
             lo, hi = row["ci95"]
             ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
             md = "-" if row["mean_delta"] is None else f"{row['mean_delta']:+.2f}{ci}"
+            why_t = row.get("p_t_note") or ("n < 2" if row["n"] == 1 else None)
             t.add_row(_shown(set_name), _shown(row["factor"]), str(row["n"]), md,
-                      _p(row["p_t"], row.get("p_t_note") or ("n < 2" if row["n"] == 1
-                                                             else None)),
-                      _p(row["p_wilcoxon"]), _p(row["max_abs_r_pre_discovered"]))
+                      _p(row["p_t"], why_t), _p(row.get("q_t"), why_t),
+                      _p(row["p_wilcoxon"]),
+                      _p(row.get("q_wilcoxon")) + (" *" if row.get("significant") else ""),
+                      _p(row["max_abs_r_pre_discovered"]))
     console.print(t)
+    mult = val.get("multiplicity")
+    if mult:  # what "significant" means here, and which factors are
+        sig = ", ".join(_shown(n) for n in mult["significant"]) or "none"
+        console.print(f"significant (*): q (Wilcoxon) <= {mult['alpha']:g}, q = "
+                      f"Benjamini-Hochberg over the {mult['m']} factors tested in this run "
+                      f"on {val['n_items']} held-out items: {sig}")
 
 
 # ---- quantify --------------------------------------------------------------------------------

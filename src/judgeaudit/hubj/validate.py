@@ -3,7 +3,10 @@
 For each factor z and held-out item x (the judge preferred r-, humans r+), G_score rates both
 responses 1-5 on z's Likert criteria; Delta_x = s(judge-preferred) - s(human-preferred).
 Per factor: mean Delta with a t interval, a one-sample t-test and a Wilcoxon signed-rank
-p-value (H0: Delta centred on 0). Novelty: Pearson r of the per-item Delta of each factor with
+p-value (H0: Delta centred on 0), and each p's Benjamini-Hochberg q over every factor
+validated in the run (`multiplicity`): a run tests ~11-15 factors at once, so at p < 0.05 a
+third of the runs flagged some null factor. A factor is `significant` when its Wilcoxon q is at
+most `ALPHA`. Novelty: Pearson r of the per-item Delta of each factor with
 each pre-discovered factor's, and among the found factors (high |r| = not new).
 The same table is computed for both baseline sets, so a discovered set is always shown next to
 them.
@@ -25,8 +28,16 @@ from judgeaudit.hubj.gmodules import g_crit, g_score
 from judgeaudit.hubj.llmjson import JSONStats
 from judgeaudit.hubj.prompts import Factor, default_criteria
 from judgeaudit.llm import Client
-from judgeaudit.stats import mean_ci, one_sample_t, pearson, wilcoxon_signed_rank
+from judgeaudit.stats import (
+    benjamini_hochberg,
+    mean_ci,
+    one_sample_t,
+    pearson,
+    wilcoxon_signed_rank,
+)
 from judgeaudit.stats.types import Estimate
+
+ALPHA = 0.05  # the false discovery rate a factor is called significant at
 
 
 async def criteria_for_factors(client: Client | None, factors: Sequence[Factor],
@@ -134,17 +145,45 @@ def max_abs_r(row: Mapping[str, Mapping[str, Any]], skip: str | None = None) -> 
     return max(vals) if vals else None
 
 
+def multiplicity(d: Mapping[str, np.ndarray], alpha: float = ALPHA
+                 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Per factor the q-values (Benjamini-Hochberg over every factor in `d`, once each
+    though it may stand in several sets) of its t and Wilcoxon p, and whether it is
+    `significant`: q (Wilcoxon) <= alpha. The Wilcoxon p decides because it exists wherever
+    there is a Delta (the t-test has none on one item, or when every Delta is the same, as
+    on a judge that always prefers the longer response) and assumes no normal 1-5 Likert
+    differences. Also the summary stored beside the tables (method, alpha, m)."""
+    names = list(d)
+    stats = {n: delta_stats(d[n]) for n in names}
+
+    def bh(key: str) -> dict[str, float | None]:
+        ps = [math.nan if stats[n][key] is None else float(stats[n][key]) for n in names]
+        qs = benjamini_hochberg(ps)
+        return {n: None if math.isnan(q) else float(q) for n, q in zip(names, qs, strict=True)}
+
+    q_t, q_w = bh("p_t"), bh("p_wilcoxon")
+    per = {n: {"q_t": q_t[n], "q_wilcoxon": q_w[n],
+               "significant": q_w[n] is not None and q_w[n] <= alpha} for n in names}
+    summary = {"method": "benjamini-hochberg", "alpha": alpha, "decided_on": "q_wilcoxon",
+               "m": sum(q is not None for q in q_w.values()),
+               "over": "every factor validated in this run (all sets, each factor once)",
+               "significant": [n for n in names if per[n]["significant"]]}
+    return per, summary
+
+
 async def validate(client: Client, items: Sequence[PairwiseItem],
                    sets: Mapping[str, Sequence[Factor]], criteria: Mapping[str, Mapping[int, str]],
-                   stats: JSONStats, pre_discovered: str = "pre_discovered"
-                   ) -> dict[str, Any]:
-    """Delta tables for every factor set (e.g. found, pre_discovered, biasscope) and novelty
-    of each set against the pre-discovered factors and within itself."""
+                   stats: JSONStats, pre_discovered: str = "pre_discovered",
+                   alpha: float = ALPHA) -> dict[str, Any]:
+    """Delta tables for every factor set (e.g. found, pre_discovered, biasscope), with q-values
+    and significance over all of them (`multiplicity`), and novelty of each set against the
+    pre-discovered factors and within itself."""
     factors = {f.name: f for fs in sets.values() for f in fs}
     scores = await score_pairs(client, items, list(factors.values()), criteria, stats)
     d = {name: deltas(scores[name]) for name in factors}
+    q, summary = multiplicity(d, alpha)
     pre = {f.name: d[f.name] for f in sets.get(pre_discovered, [])}
-    out: dict[str, Any] = {"n_items": len(items), "sets": {}}
+    out: dict[str, Any] = {"n_items": len(items), "multiplicity": summary, "sets": {}}
     for set_name, fs in sets.items():
         mine = {f.name: d[f.name] for f in fs}
         vs_pre = correlations(mine, pre)
@@ -153,6 +192,7 @@ async def validate(client: Client, items: Sequence[PairwiseItem],
         for f in fs:
             rows.append({
                 "factor": f.name, "definition": f.definition, **delta_stats(d[f.name]),
+                **q[f.name],
                 "max_abs_r_pre_discovered": max_abs_r(vs_pre[f.name],
                                                       f.name if set_name == pre_discovered
                                                       else None),
@@ -165,5 +205,5 @@ async def validate(client: Client, items: Sequence[PairwiseItem],
     return out
 
 
-__all__ = ["correlations", "criteria_for_factors", "delta_stats", "deltas", "max_abs_r",
-           "score_pairs", "validate"]
+__all__ = ["ALPHA", "correlations", "criteria_for_factors", "delta_stats", "deltas",
+           "max_abs_r", "multiplicity", "score_pairs", "validate"]
