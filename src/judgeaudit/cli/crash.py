@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from types import FrameType, TracebackType
 from typing import IO, Any
 
 # ---- a reader that went away -------------------------------------------------------------
@@ -89,61 +88,6 @@ def silence_std_streams() -> None:
 # ---- an exception no command expected ----------------------------------------------------
 
 
-def _frames(tb: TracebackType | None) -> list[FrameType]:
-    out = []
-    while tb is not None:
-        out.append(tb.tb_frame)
-        tb = tb.tb_next
-    return out
-
-
-def run_locals(exc: BaseException) -> dict[str, Any] | None:
-    """The locals of `runner.run_command` in `exc`'s traceback (its `cfg`, prepared `run`
-    and `sess`), when the exception came out of a command's run; None otherwise."""
-    from judgeaudit.cli import runner
-
-    code = runner.run_command.__code__
-    for frame in _frames(exc.__traceback__):
-        if frame.f_code is code:
-            return dict(frame.f_locals)
-    return None
-
-
-def record_failure(exc: BaseException, reason: str) -> dict[str, Any] | None:
-    """Write the failed run's document into its output folder (results.json, and
-    report.html when the folder has one) in place of the "did not finish; run the same
-    command again to resume" document it held while the run was under way: a crash is no
-    interruption, and the same command fails the same way. Only when the exception came out
-    of a run that had begun its work (the folder holds its unfinished document); never under
-    --plan-only. Returns the document written, or None."""
-    import json
-
-    from judgeaudit.cli import runner
-
-    where = run_locals(exc)
-    if not where:
-        return None
-    cfg, run, sess = where.get("cfg"), where.get("run"), where.get("sess")
-    if cfg is None or run is None or sess is None or where.get("planner") is not None:
-        return None
-    out = getattr(cfg, "out", None)
-    if out is None:
-        return None
-    try:  # only over this run's own record of work under way
-        held = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not (isinstance(held, dict) and (held.get("run") or {}).get("unfinished")):
-        return None
-    try:
-        doc = run.failed_document(sess, RuntimeError(reason))
-        doc["run"].update(message=f"run failed: {reason}", first_error=reason, crashed=True)
-        runner.write_failed(out, doc, announce=False)
-    except Exception:  # noqa: BLE001 - the crash is reported anyway; its record is a bonus
-        return None
-    return doc
-
-
 def crash_reason(exc: BaseException) -> tuple[str, bool]:
     """(one line saying what failed, whether a plugin is blamed). A plugin is blamed when
     the innermost frame of the traceback that is a plugin's or judgeaudit's own is the
@@ -158,5 +102,4 @@ def crash_reason(exc: BaseException) -> tuple[str, bool]:
     return f"unexpected {type(exc).__name__}: a bug in judgeaudit", False
 
 
-__all__ = ["PipeSafe", "crash_reason", "guard_std_streams", "record_failure", "run_locals",
-           "silence_std_streams"]
+__all__ = ["PipeSafe", "crash_reason", "guard_std_streams", "silence_std_streams"]

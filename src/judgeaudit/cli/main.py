@@ -544,12 +544,12 @@ def _crashed(exc: Exception) -> NoReturn:
     release gate must not read a crash as "the judge is biased". An OSError (no space left,
     a file too large, no permission) is said in one line; a plugin's code that raised is
     named with its traceback (`crash.crash_reason`); anything else is a bug and keeps its
-    traceback. A run that had begun its work records the failure in its output folder
-    (results.json: status failed, with the reason), which said "did not finish; run again to
-    resume" while it ran (`crash.record_failure`)."""
+    traceback. A run that had begun its work has recorded the failure in its output folder
+    (`runner.record_crash`), and the message says where."""
     import traceback
 
-    from judgeaudit.cli.crash import crash_reason, record_failure
+    from judgeaudit.cli.crash import crash_reason
+    from judgeaudit.cli.runner import CRASHED
 
     doc = None
     if isinstance(exc, OSError):
@@ -561,9 +561,8 @@ def _crashed(exc: Exception) -> NoReturn:
     else:
         traceback.print_exc()
         reason, plugin = crash_reason(exc)
-        doc = record_failure(exc, reason)
-        saved = (f"; recorded in {doc_out}" if (doc_out := _recorded_in(exc)) and doc
-                 else "")
+        doc = CRASHED["doc"] if CRASHED["exc"] is exc else None
+        saved = f"; recorded in {CRASHED['path']}" if doc is not None else ""
         if plugin:
             sys.stderr.write(f"error: {reason} (the run failed: exit 3{saved}; see the "
                              "traceback above, and report it to the plugin's authors)\n")
@@ -580,15 +579,6 @@ def _crashed(exc: Exception) -> NoReturn:
             summary = {"ok": False, "reason": reason, "exit_code": EXIT_RUN_FAILED}
         typer.echo(json.dumps(summary, ensure_ascii=False))
     sys.exit(EXIT_RUN_FAILED)
-
-
-def _recorded_in(exc: BaseException) -> str | None:
-    """The results.json a crashed run's failure was recorded in."""
-    from judgeaudit.cli.crash import run_locals
-
-    cfg = (run_locals(exc) or {}).get("cfg")
-    out = getattr(cfg, "out", None)
-    return str(out / "results.json") if out is not None else None
 
 
 if __name__ == "__main__":

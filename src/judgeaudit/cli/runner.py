@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
+import click
 import typer
 
 from judgeaudit.cli.progress import LAST_ERROR, close_bars, console, fail, growing_bar
@@ -276,7 +277,8 @@ def run_command(cfg: Any, run: Any,
     checked, a Session on the CLI's cache with progress bars (`show`: a context yielding the
     session's progress callback; default `session_bars`; under --plan-only its judges plan),
     the body through `run_async` (Ctrl-C: exit 130; a fatal call: exit 3; a ValueError: bad
-    input, exit 2), the judges closed. Returns the results document."""
+    input, exit 2; a crash: recorded as failed, `record_crash`), the judges closed. Returns
+    the results document."""
     from judgeaudit.cli.plan_cmd import active_planner
     from judgeaudit.session import Session
 
@@ -324,8 +326,37 @@ def run_command(cfg: Any, run: Any,
 
         try:
             return checked(lambda: run_async(go, cache_path=store and str(store.path)))
+        except Exception as exc:
+            if _UNFINISHED["doc"] is not None and not isinstance(exc, _NO_CRASH):
+                record_crash(cfg.out, run, sess, exc)  # (never under --plan-only: no doc)
+            raise
         finally:
             _UNFINISHED["doc"] = _UNFINISHED["refresh"] = None
+
+
+# What ends a command without crashing it: an exit the CLI chose (bad input, a fatal call),
+# and an OSError (a full disk), which `main` says in one line and leaves "did not finish".
+_NO_CRASH = (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException,
+             click.Abort, EOFError, OSError)
+# The crashed run whose failure `record_crash` wrote (for the crash's message in `main`).
+CRASHED: dict[str, Any] = {"exc": None, "doc": None, "path": None}
+
+
+def record_crash(out: Path, run: Any, sess: Any, exc: Exception) -> None:
+    """A run under way that an exception no command expected ended (a plugin's code, a
+    bug): its folder's "did not finish; run the same command again to resume" document
+    becomes the failed run's, with the reason (`crash.crash_reason`): a crash is no
+    interruption, and the same command fails the same way."""
+    from judgeaudit.cli.crash import crash_reason
+
+    reason = crash_reason(exc)[0]
+    try:
+        doc = run.failed_document(sess, RuntimeError(reason))
+        doc["run"].update(message=f"run failed: {reason}", first_error=reason, crashed=True)
+        write_failed(out, doc, announce=False)
+    except Exception:  # noqa: BLE001 - the crash is reported anyway; its record is a bonus
+        return
+    CRASHED.update(exc=exc, doc=doc, path=out / "results.json")
 
 
 # Whether the running command was given --json (set by `config_command`).
