@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
+import click
 import typer
+import typer.core
 from rich.markup import escape
 
 from judgeaudit.cli.format import (
@@ -34,7 +36,24 @@ from judgeaudit.cli.runner import (
 from judgeaudit.config import AuditConfig, EvaluateConfig
 from judgeaudit.report.outcome import EXIT_RUN_FAILED, EXIT_TERMINATED
 
+
+class _Group(typer.core.TyperGroup):
+    """The top-level command group. The bare command (`judgeaudit`, no argument) prints the
+    full help on stdout and exits 0, as `pip` and `cargo` do: the help is what was asked
+    for (click's `no_args_is_help` exits 2, a usage error, which a careful user reads as a
+    mistake). Options without a command (`judgeaudit -v`) stay a usage error, exit 2."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            text = ctx.get_help()  # the rich help prints itself and returns ""
+            if text:
+                typer.echo(text)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
+    cls=_Group,
     name="judgeaudit",
     help="Audit LLM judges: find their biases, measure them, correct for them.\n\n"
          "Every run command also reads its settings from `--config FILE.toml` (keys: the "
