@@ -452,3 +452,54 @@ def test_provider_backend_parameter_and_cache_identity(no_record, monkeypatch):
     for k, v in (("dtype", "fp32"), ("decode", "assisted"), ("lookup_k", "5")):
         assert LocalProvider("qwen-1.5b", {k: v}).backend == "transformers"
     assert LocalProvider("qwen-1.5b", {"decode": "plain"}).backend == "ik"
+
+
+def _cheap_convert(gguf: Path, out: Path) -> None:
+    """Stands in for `_convert_gguf`: the real conversion loads torch and transformers and
+    dequantizes the weights (about a minute, several GB), too heavy for the suite; what is
+    tested here is when the conversion runs and what is said before it, not the conversion."""
+    out.mkdir()
+    (out / "config.json").write_text("{}")
+
+
+def test_a_first_time_conversion_is_announced_once_on_stderr(fake_preset, monkeypatch, capsys):
+    """backend=transformers converted the weights on first use for about a minute without a
+    word (it looked like a hang); now one line on stderr says what and that it happens once,
+    and nothing is said when the converted copy is already there."""
+    monkeypatch.setattr(lm, "_convert_gguf", _cheap_convert)
+    src = lm.resolve("fake")
+    assert lm.needs_conversion(src)  # an empty model cache (tmp_path/cache)
+    d = lm.ensure_converted(src)
+    out, err = capsys.readouterr()
+    assert out == ""  # stdout stays the command's (--json prints one object there)
+    assert err.splitlines() == [lm.conversion_notice(src)]
+    assert err.startswith("converting the embedded judge's weights (fake) for "
+                          "backend=transformers (once, about a minute")
+    assert not lm.needs_conversion(src) and (d / "config.json").is_file()
+    assert lm.ensure_converted(src) == d
+    assert capsys.readouterr() == ("", "")  # the converted copy: silent
+    # a conversion of other weights (a stale marker) is converted again, and said again
+    (d / "judgeaudit-source.json").write_text(json.dumps({"identity": "other", "version": 1}))
+    assert lm.needs_conversion(src)
+    lm.ensure_converted(src)
+    assert capsys.readouterr().err.count("converting") == 1
+
+
+def test_a_model_that_needs_no_conversion_is_not_announced(fake_preset, tmp_path, monkeypatch,
+                                                           capsys):
+    """A transformers model directory loads as it is: never converted, never announced."""
+    monkeypatch.setattr(lm, "_convert_gguf", _cheap_convert)
+    d = tmp_path / "hf"
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    src = lm.resolve(str(d))
+    assert not lm.needs_conversion(src)
+    assert lm.ensure_converted(src) == d.resolve()
+    assert capsys.readouterr().err == ""
+    gguf = tmp_path / "own.gguf"  # a user's own GGUF: named, and no promise of a minute
+    gguf.write_bytes(b"GGUF")
+    own = lm.resolve(str(gguf))
+    assert lm.needs_conversion(own)
+    assert lm.conversion_notice(own).startswith(
+        f"converting the weights of {gguf.resolve()} for backend=transformers (once, a minute "
+        "or more")

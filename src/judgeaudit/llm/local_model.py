@@ -33,6 +33,7 @@ import logging
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -404,9 +405,27 @@ def _strip_quantization(model: Any) -> None:
             del model.config.quantization_config
 
 
+def needs_conversion(source: ModelSource) -> bool:
+    """Whether `ensure_converted` has to build the source's safetensors directory (no
+    complete conversion of these weights in the model cache): a GGUF source converted
+    before, and a transformers directory, load as they are."""
+    return source.kind != "dir" and not _marker_ok(converted_dir(source), source)
+
+
+def conversion_notice(source: ModelSource) -> str:
+    """The line said on stderr before a first-time conversion: it takes about a minute with
+    no other output (the progress bars wait for the model), which looked like a hang."""
+    what, takes = ((f"the embedded judge's weights ({source.name})", "about a minute")
+                   if source.preset is not None else
+                   (f"the weights of {source.name}", "a minute or more, by its size"))
+    return (f"converting {what} for backend=transformers (once, {takes}; later runs load "
+            "the converted copy)...")
+
+
 def ensure_converted(source: ModelSource) -> Path:
     """Return the safetensors directory for a GGUF source, building it if needed from the
-    verified GGUF (`ensure_gguf`, which keeps the file).
+    verified GGUF (`ensure_gguf`, which keeps the file); a build is announced on stderr
+    first (`conversion_notice`), a conversion already there is used silently.
 
     Safe under concurrency: conversions are serialised by a lock file, each writes into its
     own temporary directory, and the finished directory is moved into place with one rename,
@@ -416,8 +435,10 @@ def ensure_converted(source: ModelSource) -> Path:
         assert source.path is not None
         return source.path
     final = converted_dir(source)
-    if _marker_ok(final, source):
+    if not needs_conversion(source):
         return final
+    print(conversion_notice(source), file=sys.stderr, flush=True)  # also while bars run:
+    # rich draws a line written to sys.stderr above its live bars
     with _file_lock(final.with_name(final.name + ".lock")):
         if _marker_ok(final, source):  # another process finished while we waited
             return final
