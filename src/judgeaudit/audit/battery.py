@@ -18,7 +18,7 @@ from judgeaudit.audit.evaluate import (
     select_items,
 )
 from judgeaudit.audit.length_control import add_length_notes
-from judgeaudit.audit.metrics import estimate
+from judgeaudit.audit.metrics import estimate, text_vs_probs
 from judgeaudit.audit.paired import POWER, effect_dict, paired_stats
 from judgeaudit.audit.panel import panel_section
 from judgeaudit.audit.probe import DROP_REASONS, AuditContext, Probe, ProbeResult, get_probe
@@ -180,6 +180,7 @@ def _baseline_section(items: Sequence[PairwiseItem], base: Sequence[Any]) -> dic
     acc = estimate(sum(credit), len(credit))
     dec = estimate(sum(decisive), len(decisive))
     return {"n_labelled": len(lab), "accuracy": acc, "decisive_accuracy": dec,
+            "text_vs_probs": text_vs_probs(base),
             "warnings": label_warnings(acc, None, decisive=dec)}
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from judgeaudit.audit.metrics import estimate, position
+from judgeaudit.audit.metrics import estimate, position, text_vs_probs
 from judgeaudit.audit.probe import AuditContext
 from judgeaudit.data.spec import parse_spec
 from judgeaudit.judges.factory import JudgeBundle
@@ -43,6 +43,7 @@ def judge_row(label: str, items, verdicts: list[PairwiseVerdict], seed: int) -> 
         "position_consistency": consistency_any(verdicts),
         "accuracy": estimate(sum(credit), len(credit)),
         "n_invalid": sum(not o.valid for v in verdicts for o in v.orders),
+        "text_vs_probs": text_vs_probs(verdicts),
     }
 
 

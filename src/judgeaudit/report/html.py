@@ -640,8 +640,15 @@ def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
                   ("n_calls_planned", "judge calls planned"), ("n_invalid", "invalid verdicts"),
                   ("n_failed_calls", "failed calls"))
     sel = _d(r.get("selection"))
+    tvp = _d(r.get("text_vs_probs"))
+    rate = _d(tvp.get("rate"))
+    ci = _l(rate.get("ci95"))
     return {
         **_common(r),
+        "text_vs_probs": {"k": tvp.get("n_disagree"), "n": tvp.get("n"),
+                          "lo": _num(ci[0]) if len(ci) == 2 else None,
+                          "hi": _num(ci[1]) if len(ci) == 2 else None}
+        if tvp.get("n_disagree") else None,
         "page_title": f"judgeaudit evaluate \u2013 {r.get('judge', '?')}",
         "pointwise": pointwise,
         "conventions": _conventions(r),
