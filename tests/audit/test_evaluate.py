@@ -487,3 +487,12 @@ def test_the_kappa_sentence_says_no_interval_only_when_kappa_has_none():
     assert labels_constant["cohen_kappa"]["ci95"] == [None, None]
     assert ("no interval: the labels are one answer throughout, which makes kappa 0 by "
             "construction)" in labels_constant["conventions"]["description"])
+
+
+def test_the_inverted_labels_warning_names_an_adversarial_set_as_the_other_reason():
+    """LLMBar's Adversarial subsets are built so judges fall below chance (its authors publish
+    22.76% for one): the warning said only "labels may be inverted" there (tester t-data)."""
+    items, verdicts = _three_way(inverted=True, n_tie=0, n_dec=30)
+    warning = summarize(items, verdicts, kappa_boot=0)["warnings"][0]
+    assert warning.startswith("labels may be inverted (A/B or 1/2 swapped?)")
+    assert "unless the set is adversarial" in warning and "labels are right" in warning

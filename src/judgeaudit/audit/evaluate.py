@@ -377,7 +377,9 @@ def label_warnings(accuracy: dict[str, Any] | None, kappa: dict[str, Any] | None
         why.append(f"kappa {kappa['value']:+.2f} with its 95% interval below 0")
     if not why:
         return []
-    return [f"labels may be inverted (A/B or 1/2 swapped?): {' and '.join(why)}"]
+    return [f"labels may be inverted (A/B or 1/2 swapped?): {' and '.join(why)}; unless the "
+            "set is adversarial, built to pull judges below chance (as LLMBar's Adversarial "
+            "subsets are), where such numbers are expected and the labels are right"]
 
 
 # ---------------------------------------------------------------- pointwise
