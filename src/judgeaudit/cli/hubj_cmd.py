@@ -100,7 +100,8 @@ def _print_discover(res: dict[str, Any]) -> None:
                     "(Delta = intensity(judge-preferred) - intensity(human-preferred))")
     for c in ("set", "factor", "n", "mean Delta [95% CI]", "p (t)", "q (t)", "p (Wilcoxon)",
               "q (Wilcoxon)", "max|r| pre-discovered"):
-        t.add_column(c, justify="left" if c in ("set", "factor") else "right")
+        t.add_column(c, justify="left" if c in ("set", "factor") else "right",
+                     overflow="fold" if c == "factor" else "ellipsis")
     val = res["validation"]
     for set_name, s in val["sets"].items():
         for row in s["factors"]:
@@ -152,11 +153,14 @@ def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
     t = Table(title=f"flip rate by level (n={res['n_items']} agreement items; "
                     f"{res['rewrites']['kept']}/{res['rewrites']['total']} rewrites kept)")
     t.add_column("judge", overflow="fold")
-    t.add_column("factor")
+    t.add_column("factor", overflow="fold")  # a long name wraps, never cut short
     for x in lv:
         t.add_column(f"L{x}", justify="right")
     t.add_column("l*", justify="right")
     t.add_column("susceptibility (test)", justify="right")
+    noise = res.get("repeat_noise") or {}
+    if noise:  # the judge's own flips when the same test items are asked again
+        t.add_column("repeat noise (test)", justify="right")
     def cell(e: dict[str, Any] | None) -> str:
         # each cell's own n and unreadable verdicts: the title's n counts items, and a
         # cell of 2 valid verdicts out of 7 read as if on 7
@@ -168,8 +172,13 @@ def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
     for j, per in res["per_judge"].items():
         for f, r in per.items():
             t.add_row(_shown(j), _shown(f), *(cell(r["by_level"][str(x)]) for x in lv),
-                      str(r["l_star"]), cell(r["susceptibility"]))
+                      str(r["l_star"]), cell(r["susceptibility"]),
+                      *([cell(noise.get(j))] if noise else []))
     console.print(t)
+    if noise:
+        console.print("repeat noise: the flip rate of the same unrewritten test items asked "
+                      "again (a new call); a susceptibility inside its interval is no "
+                      "evidence that the factor moved the judge")
     console.print(f"answer-change rate (checker): {est_ci(res['answer_change_rate'])}")
 
 

@@ -13,6 +13,13 @@ Wilson interval (ties count half). Items are split at random (seeded) into calib
 test; l* = argmax over levels of FR on calibration (lowest level on ties);
 susceptibility rho(m, z) = FR at l* on test, with its 95% interval; the profile of judge m is
 rho over factors. Every judge sees the same rewrites.
+
+Repeat noise (`repeat_noise`): the judge asked the same unrewritten test items again (a new
+call: repeat index 1) flips to r- this often by chance alone, since the agreement items were
+chosen on one draw of its verdicts. It is the reference a susceptibility is read against (as
+the audit's probes read their robustness against the consistency rate): a factor's flip rate
+inside that interval is no evidence that the factor moved the judge. A deterministic judge
+repeats itself exactly: 0 with no call.
 """
 
 from __future__ import annotations
@@ -172,6 +179,7 @@ class QuantifyOutcome:
     test: list[str]
     flips: dict[str, dict[Key, float | None]] = field(default_factory=dict)
     per_judge: dict[str, dict[str, Any]] = field(default_factory=dict)
+    repeat_noise: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def answer_change(self) -> dict[str, Any]:
         checked = [rw for rw in self.rewrites if rw.same_answer is not None]
@@ -201,7 +209,22 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
         flips = await judge_flips(bundle, by_id, rewrites, on_done)
         out.flips[name] = flips
         out.per_judge[name] = analyse(flips, [f.name for f in factors], levels, cal, test)
+        out.repeat_noise[name] = await repeat_noise(bundle, [by_id[i] for i in test])
     return out
+
+
+async def repeat_noise(bundle: JudgeBundle, items: Sequence[PairwiseItem]) -> dict[str, Any]:
+    """The flip rate of the judge's own repeat noise on `items` (agreement items, not
+    rewritten): each asked again as a new call (repeat 1), y as for a rewrite (1 = now
+    prefers r-, 0.5 = tie or orders disagree), a Wilson interval; invalid verdicts counted.
+    A deterministic provider answers a repeat as it answered first: 0 without a call."""
+    if bundle.client.provider.deterministic:
+        return {**rate(0, len(items)).as_dict(), "n_invalid": 0, "deterministic": True}
+    verdicts = await bundle.pairwise.judge(list(items), repeat=1)
+    ys = [flip_value(v.winner, 2 if it.label == 1 else 1) for it, v in
+          zip(items, verdicts, strict=True)]
+    valid = [y for y in ys if y is not None]
+    return {**rate(sum(valid), len(valid)).as_dict(), "n_invalid": len(ys) - len(valid)}
 
 
 async def agreement_items(judges: Mapping[str, JudgeBundle], items: Sequence[PairwiseItem]
@@ -219,4 +242,4 @@ async def agreement_items(judges: Mapping[str, JudgeBundle], items: Sequence[Pai
 
 __all__ = ["LEVELS", "QuantifyOutcome", "Rewrite", "agreement_items", "analyse",
            "cal_test_split", "flip_value", "judge_flips", "make_rewrites", "quantify",
-           "rewritten_item"]
+           "repeat_noise", "rewritten_item"]

@@ -466,6 +466,9 @@ async def run_quantify(
                      "string_check_flags": string_flags, "on_violation": on_violation},
         "answer_change_rate": out.answer_change(),
         "per_judge": out.per_judge,
+        # each judge's flip rate from asking the same test items again (no rewrite): the
+        # reference its susceptibilities are read against
+        "repeat_noise": out.repeat_noise,
         "profile": out.profile(),
         "rewrite_examples": [rw.as_dict(with_text=True) for rw in _examples(out.rewrites)],
         "json_stats": _stats_doc(stats),
