@@ -19,7 +19,10 @@ Reported per effect size, each share with its n (seeds) and a Wilson 95% interva
 flagged (raw and BH), the planted factor flagged (raw and BH, i.e. power), and the mean false
 discovery proportion V / max(R, 1) (what BH bounds: FDR <= alpha m0 / m). Under the global
 null (effect 0) "any null flagged" is the family-wise error and BH holds it at alpha; with a
-true factor present BH bounds the FDR, not the chance of any false flag.
+true factor present BH bounds the FDR, not the chance of any false flag. The null factors'
+scores depend on the seed and the text only, so every effect size sees the same nulls (common
+random numbers): their raw rates are equal across effects by design. At effect 0 the planted
+factor is a null too (its row is the eleventh null), outside "any null flagged".
 
     nice -n 10 python benchmarks/hubj_multiplicity.py        # 200 seeds x 3 effects; writes
                                                              # results/hubj_multiplicity.json
