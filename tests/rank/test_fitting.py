@@ -54,7 +54,7 @@ def _half_ties(seed: int = 0, n: int = 30, m: int = 120):
     theta = 2.0 * rng.standard_normal(n)
     full = SimOracle(theta, seed=seed).full_comparisons()
     comps = full[rng.choice(len(full), m, replace=False)]
-    comps[rng.random(m) < 0.5, 2] = 0.5  # half the verdicts invalid, counted as ties
+    comps[rng.random(m) < 0.5, 2] = 0.5  # half the verdicts ties
     return comps
 
 

@@ -156,8 +156,9 @@ def rank(cfg: RankConfig, json_out: bool) -> None:
 def _print_rank(doc: dict) -> None:
     if not run_failed(doc):  # a failed run's ranking is no result
         _print_ranking(doc, int(doc["config"]["k"]))
-    console.print(f"{doc['n_comparisons']} comparisons ({doc['n_invalid']} invalid, "
-                  f"{doc['n_ties']} ties); {calls_text(doc)}")
+    console.print(f"{doc['n_comparisons']} comparisons ({doc['n_invalid']} invalid: left out "
+                  f"of the fit; {doc['n_ties']} ties: half a win for each side); "
+                  f"{calls_text(doc)}")
 
 
 def _print_notes(doc: dict) -> None:
@@ -241,7 +242,8 @@ def rank_eval_cmd(cfg: RankEvalConfig, json_out: bool) -> None:
 def _print_eval(doc: dict) -> None:
     if "recall" in doc:
         _print_recall(doc)
-    console.print(f"{doc['n_invalid']} invalid verdicts; {calls_text(doc)}")
+    console.print(f"{doc['n_invalid']} invalid verdicts (left out of every fit); "
+                  f"{calls_text(doc)}")
 
 
 def _mean_se(cell: dict) -> str:

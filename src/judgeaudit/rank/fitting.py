@@ -16,7 +16,7 @@ corrects more of this planted bias). Planted position 0.5 alone: kappa 0.17 (cov
 at lam = 1, 0.37 (0.80) with EB, recall 1.00 both.
 lam is kept within [`lam_floor`, `lam_ceiling`] (theta sd between 0.1 and 10 logits):
 verdicts that are perfectly consistent would push it to 0, and verdicts that show no spread
-at all (many ties, or invalid verdicts counted as ties) to infinity.
+at all (many ties) to infinity.
 
 Two ways to learn lam (`eb_method`; None: `EB_METHOD`):
 - "em" (default): the fixed point of the EM step 1/lam <- mean_i(theta_i^2 + Var theta_i)

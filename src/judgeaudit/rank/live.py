@@ -2,7 +2,9 @@
 client (judgeaudit.llm.Client), in the presentation order the loop chose.
 
 - `judge_pair` / `judge_pairs`: one comparison (first-shown item, second-shown item) -> a
-  `Verdict` with y = 1 (first preferred), 0 (second), 0.5 (tie, or invalid: counted).
+  `Verdict` with y = 1 (first preferred), 0 (second), 0.5 (tie); an invalid verdict (no
+  readable answer) has y None: counted and kept with its raw answer, but left out of the fit
+  (the loop gets NaN for it), never coerced into a tie.
 - `rank_live`: the active loop (judgeaudit.rank.loop.run_active, plain numpy) runs in a worker
   thread; each batch of picks between two refits is judged concurrently on the caller's event
   loop, so the client's concurrency limit, cache and retries apply as for any other command.
@@ -19,6 +21,7 @@ with the same convention.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -45,7 +48,7 @@ class Verdict:
     first: int
     second: int
     order: str  # "12"/"21" of the canonical pair item
-    y: float  # 1 first preferred, 0 second, 0.5 tie or invalid
+    y: float | None  # 1 first preferred, 0 second, 0.5 tie; None invalid (not fitted)
     choice: str | None  # "A" (first shown), "B", "tie", None = invalid
     raw: str  # what the judge said
     p_first: float | None = None
@@ -96,8 +99,9 @@ async def judge_pair(bundle: JudgeBundle, pool: Pool, first: int, second: int) -
             raise
         out = exc
     ov = judge.check(request, order, out)  # type: ignore[arg-type]
-    y = Y_OF_CHOICE.get(ov.choice, 0.5) if ov.choice is not None else 0.5
-    return Verdict(first, second, order, y, ov.choice, ov.raw, ov.p_first, ov.error)
+    y = Y_OF_CHOICE.get(ov.choice) if ov.choice is not None else None
+    return Verdict(first, second, order, y, ov.choice if y is not None else None, ov.raw,
+                   ov.p_first, ov.error)
 
 
 async def judge_pairs(bundle: JudgeBundle, pool: Pool, pairs: Sequence[tuple[int, int]],
@@ -164,7 +168,7 @@ class BridgeOracle:
                 f"ranking round {r} (comparisons {first}-{len(self.log)}): {planned} requests "
                 f"planned; round {r + 1} depends on their answers: ingest them, then re-run",
                 stage="ranking", n_planned=planned, round=r)
-        return [v.y for v in verdicts]
+        return [math.nan if v.y is None else v.y for v in verdicts]  # NaN: left out
 
 
 @dataclass
@@ -259,10 +263,13 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
 
 @dataclass
 class VerdictMatrix:
-    """y[first, second] for every judged ordered pair (NaN where not judged)."""
+    """y[first, second] for every judged ordered pair: NaN where not judged and where the
+    verdict was invalid (``invalid`` marks those: replayed as no verdict, left out of every
+    fit)."""
 
     y: np.ndarray
     verdicts: list[Verdict]
+    invalid: np.ndarray | None = None  # bool [first, second]: judged, no readable verdict
 
     @property
     def n_items(self) -> int:
@@ -281,18 +288,22 @@ class VerdictMatrix:
         return sum(v.choice == "tie" for v in self.verdicts)
 
     def comparisons(self) -> np.ndarray:
+        """The valid verdicts as rows (first, second, y): invalid ones are not in the fit."""
         a, b = np.nonzero(~np.isnan(self.y))
         return np.column_stack([a, b, self.y[a, b]]).astype(float)
 
     def oracle(self) -> MatrixOracle:
-        return MatrixOracle(self.y)
+        return MatrixOracle(self.y, self.invalid)
 
 
 class MatrixOracle:
-    """Replays a verdict matrix: ``oracle(i, j, first)`` -> y[first, other]."""
+    """Replays a verdict matrix: ``oracle(i, j, first)`` -> y[first, other], NaN for a pair
+    judged without a readable verdict (``invalid``), which the loop counts and leaves out."""
 
-    def __init__(self, y: np.ndarray):
+    def __init__(self, y: np.ndarray, invalid: np.ndarray | None = None):
         self.y = np.asarray(y, dtype=float)
+        self.invalid = (np.zeros(self.y.shape, dtype=bool) if invalid is None
+                        else np.asarray(invalid, dtype=bool))
         self.calls = 0
 
     def __call__(self, i: int, j: int, first: int) -> float:
@@ -300,6 +311,9 @@ class MatrixOracle:
             raise ValueError(f"oracle: first={first} must be one of the two items ({i}, {j})")
         second = j if first == i else i
         v = self.y[first, second]
+        if np.isnan(v) and self.invalid[first, second]:
+            self.calls += 1
+            return math.nan
         if np.isnan(v):
             raise ValueError(f"no recorded verdict for ({first} shown before {second})")
         self.calls += 1
@@ -323,9 +337,13 @@ async def full_matrix(bundle: JudgeBundle, pool: Pool,
     """Judge every comparable ordered pair once (cached) and collect the verdict matrix."""
     verdicts = await judge_pairs(bundle, pool, ordered_pairs(pool), on_done)
     y = np.full((pool.n_items, pool.n_items), np.nan)
+    bad = np.zeros((pool.n_items, pool.n_items), dtype=bool)
     for v in verdicts:
-        y[v.first, v.second] = v.y
-    return VerdictMatrix(y=y, verdicts=verdicts)
+        if v.y is None:
+            bad[v.first, v.second] = True
+        else:
+            y[v.first, v.second] = v.y
+    return VerdictMatrix(y=y, verdicts=verdicts, invalid=bad)
 
 
 # Sim covariates whose per-text value is exactly what the pool computes (injection and

@@ -9,7 +9,9 @@ uncertainty is spoken for. The oracle is any callable
     oracle(i, j, first) -> y
 
 with ``first`` in {i, j} the item shown first and y = 1 if the first-shown item is preferred,
-0 if the second, 0.5 for a tie. Comparisons are recorded as rows (first, second, y). A batch
+0 if the second, 0.5 for a tie, NaN for no verdict (an unreadable answer: the pair counts as
+asked, its step is recorded with y None, but it is left out of every fit rather than coerced
+into a tie). Comparisons with a verdict are recorded as rows (first, second, y). A batch
 oracle judges the picks made between two refits together (they do not depend on each other's
 verdicts), e.g. concurrently through the async client (judgeaudit.rank.live).
 
@@ -33,6 +35,7 @@ Measured at N = 1,000 (benchmarks/rank_scale.py): pair variances within a median
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -84,7 +87,7 @@ class LoopConfig:
 
 @dataclass
 class LoopResult:
-    comparisons: np.ndarray  # (B, 3) rows (first, second, y)
+    comparisons: np.ndarray  # (B, 3) rows (first, second, y) with a verdict (no invalid)
     naive: BTFit  # final fits on all comparisons
     bias_aware: BTFit
     config: LoopConfig
@@ -235,7 +238,8 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
     ``oracle(first, second, first)`` pair by pair. ``groups`` (one label per item, e.g. the
     prompt) restricts comparisons to items of the same group, each with its own top-k.
     ``on_batch(done, fit, ctx)`` is called after every judged batch with the number of
-    comparisons made, the driving model's latest fit and its acquisition context.
+    comparisons made (invalid ones included; ``result.comparisons`` holds only those with a
+    verdict), the driving model's latest fit and its acquisition context.
     ``eb_lam`` learns the prior precision of theta by empirical Bayes
     (judgeaudit.rank.fitting; ``eb_method`` chooses how, there, None its EB_METHOD): at
     every fit, or where lam maximises the Laplace evidence (an option) at every
@@ -291,16 +295,20 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                                  "pairs")
             for st, y in zip(pending, ys, strict=True):
                 y = float(y)
+                if math.isnan(y):  # no verdict: counted as asked, left out of the fit
+                    st["invalid"] = True
+                    result.steps.append(st)
+                    continue
                 if y not in (0.0, 0.5, 1.0):
                     raise ValueError(f"oracle returned {y!r} for pair ({st['first']}, "
                                      f"{st['second']}); expected 1 (first preferred), 0 (second "
-                                     "preferred) or 0.5 (tie)")
+                                     "preferred), 0.5 (tie) or NaN (no verdict)")
                 st["y"] = y
                 rows.append((st["first"], st["second"], y))
                 result.steps.append(st)
             pending.clear()
             if on_batch is not None:
-                on_batch(len(rows), drive, ctx)
+                on_batch(len(result.steps), drive, ctx)
 
         for step in range(budget):
             if step and step % refit_every == 0:

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from judgeaudit.config import RankConfig
     from judgeaudit.session import Session
 
-TIES = "a tie or an invalid verdict counts as half a win for each side"
+TIES = "a tie counts as half a win for each side"
+INVALID = ("an invalid verdict (no readable answer) is left out of the fit: counted in "
+           "n_invalid and kept in comparisons with its raw answer")
 Covariates = str | Sequence[str] | None
 """Comma-separated names, a list of names, None (the default set) or "none"."""
 Trusted = str | Path | Sequence[tuple[str, str]] | None
@@ -184,7 +186,7 @@ async def run_rank(
                                  if run.terms is not None and run.terms_method else None),
                    "tau": c.tau,
                    "hierarchical": c.hierarchical, "refit_every": c.refit_every,
-                   "samples": c.samples, "ties": TIES},
+                   "samples": c.samples, "ties": TIES, "invalid": INVALID},
         "template": {"name": getattr(tpl, "name", None), "sha256": getattr(tpl, "sha256", None)},
         "covariates": [{"name": c.name, "source": c.source, "mean": c.mean, "sd": c.sd}
                        for c in run.covariates],
@@ -200,6 +202,7 @@ async def run_rank(
         "gate": gate_summary(gate) if gate else None,
         "comparisons": [dict(v.as_dict(pool), step=i) for i, v in enumerate(run.verdicts)],
         "n_comparisons": len(run.verdicts), "n_invalid": run.n_invalid, "n_ties": run.n_ties,
+        "n_fitted": int(res.comparisons.shape[0]),  # the valid ones: invalid are left out
         "calls": bundle.client.stats.as_dict(), "run": run.run, "seconds": time.time() - t0,
     }
     doc["notes"] = bias_notes(doc["models"]["bias_aware"], names,
@@ -214,5 +217,5 @@ async def run_rank(
     return doc
 
 
-__all__ = ["TIES", "RankInputs", "check_rules", "covariate_names", "opt", "parse_lam",
-           "prepare_rank", "run_rank"]
+__all__ = ["INVALID", "TIES", "RankInputs", "check_rules", "covariate_names", "opt",
+           "parse_lam", "prepare_rank", "run_rank"]

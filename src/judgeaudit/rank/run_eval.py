@@ -18,6 +18,8 @@ from judgeaudit.rank.fitting import MODELS
 from judgeaudit.rank.live import PlannedStop, VerdictMatrix, max_budget, ordered_pairs
 from judgeaudit.rank.pool import Pool, load_pool
 from judgeaudit.rank.run import (
+    INVALID,
+    TIES,
     check_rules,
     covariate_names,
     opt,
@@ -282,8 +284,8 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
                             tau=inp.cfg.tau, hierarchical=inp.cfg.hierarchical)
         planted = planted_biases(bundles[j], kept)
         per_matrix.append({
-            "items": p, "oracle": bundles[j].public_spec, "n_comparisons": int(len(comps)),
-            "n_invalid": mat.n_invalid, "n_ties": mat.n_ties,
+            "items": p, "oracle": bundles[j].public_spec, "n_comparisons": len(mat.verdicts),
+            "n_invalid": mat.n_invalid, "n_ties": mat.n_ties, "n_fitted": int(len(comps)),
             "c": covariate_estimates(ft, info, planted["c"] if planted else None),
             "kappa": kappa_estimate(ft, planted["kappa"] if planted else None),
             "full_data": {"naive": recall_ties(fn.theta, pool.quality, k, pool.groups),
@@ -314,7 +316,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     res.pop("estimates", None)
     c_sum, kappa_sum = summarise_estimates(per_matrix, kept)
     doc.update({
-        "config": res["config"],
+        "config": {**res["config"], "ties": TIES, "invalid": INVALID},
         "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],
         "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
         "notes": bias_notes({"c": c_sum, "kappa": kappa_sum, **_lams(per_matrix)}, kept,

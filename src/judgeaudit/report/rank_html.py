@@ -135,6 +135,9 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
         "true_topk": true_topk, "true_topk_ambiguous": bool(r.get("true_topk_ambiguous")),
         "n_comparisons": r.get("n_comparisons"), "n_invalid": r.get("n_invalid"),
         "n_ties": r.get("n_ties"),
+        # how invalid verdicts entered the fit: left out (said in config); a document without
+        # it was written when they were fitted as ties
+        "invalid_rule": _str(cfg.get("invalid")),
         "invalid_examples": invalid[:MAX_INVALID], "n_invalid_examples": len(invalid),
         "lam_final": [(str(m), v) for m, v in _d(cfg.get("lam_final")).items()],
         # the bias terms' fit when its lam is not the ranking's (the Laplace evidence's)
