@@ -38,11 +38,11 @@ The grid of the edge guarantee: n = 10..200 (every n), (m, s) in {(1/2, 1/2) pos
 share moving down at the edge from 0 (moves one way) to its largest, on 100 points plus the
 sim judge's position model at the edge (11.6% / 1.6%) and the two-way scenarios of
 tests/stats/test_not_biased_edge_exact.py. Power: an unbiased judge (p_up = p_down in
-{4.49% (the sim judge, k = 0), 5%, 10%, 20%}) called not biased at n = 40, 80, 120, 200, and
+{4.52% (the sim judge, k = 0), 5%, 10%, 20%}) called not biased at n = 40, 80, 120, 200, and
 the mean over n = 70..90 and 110..130 (a share at one n jumps with the discreteness of the
 counts). Detection: an effect of 0.15 whose interval excludes 0 (lo > 0) at n = 40, 80.
 
-    python benchmarks/not_biased_power.py          # results/not_biased_power.json (~6 min)
+    python benchmarks/not_biased_power.py          # results/not_biased_power.json (~4 min)
     python benchmarks/not_biased_power.py --quick  # every 10th n, for a look (~1 min)
 """
 
@@ -70,7 +70,7 @@ CONFIGS = ((0.5, 0.5), (0.5, 1.0), (1.0, 1.0), (1.0, 2.0))
 _K = 0.9900550122304866  # the sim judge's position model at the edge
 SIM_UP = float(expit(3 + _K) * expit(_K - 3))
 SIM_DOWN = float((1 - expit(3 + _K)) * (1 - expit(_K - 3)))
-SIM0 = float(expit(3.0) * expit(-3.0))  # the unbiased sim judge: 4.49% each way
+SIM0 = float(expit(3.0) * expit(-3.0))  # the unbiased sim judge: 4.52% each way
 NULL_P = (SIM0, 0.05, 0.10, 0.20)
 POWER_N = (40, 80, 120, 200)
 DETECT_N = (40, 80)
@@ -325,6 +325,19 @@ def summarise(grid: dict[str, object]) -> dict[str, object]:
     return out
 
 
+def dumps(doc: dict[str, object]) -> str:
+    """JSON with the grid's rows one to a line (indented, it was 92,000 lines)."""
+    grid = doc["grid"]
+    parts = []
+    for part, by in grid.items():  # type: ignore[union-attr]
+        rows = ",\n".join(
+            f'  {json.dumps(k)}: [\n' + ",\n".join(f"   {json.dumps(r)}" for r in v) + "]"
+            for k, v in by.items())
+        parts.append(f' {json.dumps(part)}: {{\n{rows}}}')
+    rest = json.dumps({k: v for k, v in doc.items() if k != "grid"}, indent=1)
+    return rest[:-2] + ',\n "grid": {\n' + ",\n".join(parts) + "}\n}\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="edge grid on every 10th n")
@@ -368,7 +381,7 @@ def main() -> None:
                     "loadavg_end": os.getloadavg()},
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    a.out.write_text(dumps(doc), encoding="utf-8")
     print(f"wrote {a.out}")
 
 
