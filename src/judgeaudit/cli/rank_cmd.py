@@ -247,14 +247,24 @@ def _print_eval(doc: dict) -> None:
 
 
 def _mean_se(cell: dict) -> str:
-    """"0.900 [0.80, 1.00]", the t interval over seeds rank-eval recorded, as the report and
-    --json give it; the mean alone where one seed gives no spread or every seed agreed."""
+    """"0.900 [0.80, 1.00]", the interval over seeds rank-eval recorded, as the report and
+    --json give it: the t interval, or where every seed agreed the exact one of the pooled
+    hits, marked "exact" with its hits ("1.000 [0.83, 1.00] exact 20/20"); the mean alone
+    for one seed (or a document that recorded no interval where every seed agreed)."""
     se, mean, ci = cell.get("se"), cell["mean"], cell.get("ci95")
     if se is None or se != se:  # NaN: a single seed
         return f"{mean:.3f} (1 seed)"
     if not ci:
         return f"{mean:.3f} (every seed)"
+    if cell.get("ci_method") == "clopper_pearson":
+        return (f"{mean:.3f} [{ci[0]:.2f}, {ci[1]:.2f}] exact "
+                f"{cell.get('hits')}/{cell.get('n_items')}")
     return f"{mean:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+EXACT_NOTE = ("exact h/n: every seed gave the same recall, so no t interval; the exact "
+              "(Clopper-Pearson) interval of the h hits among the n true top items pooled over "
+              "the seeds, treating each item hit as independent")
 
 
 def _print_recall(doc: dict) -> None:
@@ -269,7 +279,11 @@ def _print_recall(doc: dict) -> None:
             t.add_row(m, rule, *[_mean_se(cells[b]) for b in doc["budgets"]])
     console.print(t)
     console.print("full data: " + ", ".join(
-        f"{m} {v['mean']:.3f}" for m, v in doc["full_data"].items()))
+        f"{m} {_mean_se(v)}" for m, v in doc["full_data"].items()))
+    cells = [c for rules in doc["recall"].values() for cs in rules.values()
+             for c in cs.values()] + list(doc["full_data"].values())
+    if any(c.get("ci_method") == "clopper_pearson" for c in cells):
+        console.print(EXACT_NOTE, highlight=False)
     if any(x.get("true_topk_ambiguous") for x in doc.get("matrices") or []):
         console.print(f"the true top-{doc['k']} is tied at the boundary: items of the same "
                       "quality there are interchangeable, so recall counts any of them as a "

@@ -15,7 +15,7 @@ from scipy import stats
 
 from judgeaudit.rank.fitting import fit_model
 from judgeaudit.rank.loop import MODELS, Oracle, run_active
-from judgeaudit.rank.membership import recall_grouped, recall_ties
+from judgeaudit.rank.membership import group_index, group_k, recall_grouped, recall_ties
 from judgeaudit.rank.simulate import SimOracle, controlled_sim_pool
 
 SCHEMA = "judgeaudit.rank_eval/1"
@@ -36,6 +36,17 @@ class EvalCase:
     name: str = "case"
     groups: np.ndarray | None = None  # item -> prompt group (top-k per group)
     quality: np.ndarray | None = None  # true quality: items tied at the k-th place count alike
+
+    @property
+    def n_true(self) -> int:
+        """The true top items recall counts hits of (its denominator): every group's top-k
+        sizes when quality is known (as `recall_ties`), else the true top-k given."""
+        if self.quality is not None:
+            if self.groups is None:
+                return min(self.k, self.n_items)
+            return sum(group_k(self.k, idx.shape[0])
+                       for idx in group_index(self.groups, self.n_items))
+        return int(np.asarray(self.true_topk).size) if self.groups is not None else self.k
 
     def recall(self, theta_hat: np.ndarray) -> float:
         """Recall@k of a fit: tie-aware (`recall_ties`) when true quality is known."""
@@ -67,17 +78,41 @@ def controlled_sim_case(c: float = 1.0, kappa: float = 0.3, covariate: str = "ve
     return make
 
 
-def _summary(values: Sequence[float]) -> dict:
-    """Mean over seeds with its se, n and 95% t interval (`stats.over_seeds`: None for one
-    seed or when every seed agreed), which the terminal, the report and --json all show."""
-    from judgeaudit.stats.intervals import over_seeds
+RECALL_INTERVAL = (
+    "95% t interval over the seeds (mean +- t(n-1) se, clipped to [0, 1]); where every seed "
+    "gave the same recall (no spread to take a t interval from), the exact Clopper-Pearson "
+    "interval of the hits pooled over the seeds (hits of seeds x true top items), which treats "
+    "each item hit as independent; none with one seed")
+
+
+def _summary(values: Sequence[float], totals: Sequence[int] | None = None) -> dict:
+    """Mean over seeds with its se, n and 95% interval, which the terminal, the report and
+    --json all show: the t interval (`stats.over_seeds`, `ci_method` "t"); where every seed
+    agreed and ``totals`` (each seed's true top items, recall's denominator) are given, the
+    exact Clopper-Pearson interval of the pooled hits (`ci_method` "clopper_pearson", with
+    `hits` of `n_items`): four seeds at recall 1.0 do not make the mean recall certain. It
+    treats item hits as independent; hits within a seed share one ranking, so where they go
+    together it is too narrow (the results and report say what it assumes). None for one
+    seed."""
+    from judgeaudit.stats.intervals import clopper_pearson, over_seeds
 
     v = np.asarray(values, dtype=float)
     n = int(v.shape[0])
-    se = float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+    # every seed agreed: se 0 (three seeds at 0.8 had a float sd of 1e-16, so a t interval
+    # [0.80, 0.80])
+    se = (float("nan") if n < 2 else 0.0 if np.ptp(v) <= 1e-12
+          else float(v.std(ddof=1) / math.sqrt(n)))
     mean = float(v.mean()) if n else float("nan")
     iv = over_seeds(mean, se, n)
-    return {"mean": mean, "se": se, "n": n, "ci95": list(iv) if iv is not None else None}
+    out: dict = {"mean": mean, "se": se, "n": n, "ci95": list(iv) if iv is not None else None}
+    if iv is not None:
+        out["ci_method"] = "t"
+    elif n > 1 and se == 0.0 and totals is not None and len(totals) == n:
+        t = np.asarray(totals, dtype=int)
+        hits = int(np.sum(np.rint(v * t)))
+        out.update(ci95=list(clopper_pearson(hits, int(t.sum()))), ci_method="clopper_pearson",
+                   hits=hits, n_items=int(t.sum()))
+    return out
 
 
 def paired_test(x: Sequence[float], y: Sequence[float]) -> dict:
@@ -120,12 +155,17 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
     bmax = budgets[-1]
     per: dict = {m: {r: {b: [] for b in budgets} for r in rules} for m in models}
     full: dict = {m: [] for m in models}
+    totals: list[int] = []  # each case's true top items (recall's denominator), per seed
+    full_totals: list[int] = []
     est_c, est_k, cases_out = [], [], []
     for oname, factory in oracles.items():
         for seed in seeds:
             case = factory(seed)
-            rec: dict = {"oracle": oname, "seed": int(seed), "recall": {}, "full_data": {}}
+            rec: dict = {"oracle": oname, "seed": int(seed), "recall": {}, "full_data": {},
+                         "n_true": case.n_true}
+            totals.append(case.n_true)
             if case.full is not None and len(case.full):
+                full_totals.append(case.n_true)
                 fits = {m: fit_model(m, case.n_items, case.full, X=case.X, lam=lam, tau=tau,
                                      hierarchical=hierarchical, eb_lam=eb_lam)
                         for m in ("naive", "bias_aware")}
@@ -161,10 +201,10 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
                    "seeds": [int(s) for s in seeds], "oracles": list(oracles), "lam": lam,
                    "tau": tau, "hierarchical": hierarchical, "eb_lam": eb_lam,
                    "n_samples": n_samples,
-                   "refit_every": refit_every},
-        "recall": {m: {r: {b: _summary(per[m][r][b]) for b in budgets} for r in rules}
-                   for m in models},
-        "full_data": {m: _summary(full[m]) for m in models if full[m]},
+                   "refit_every": refit_every, "recall_interval": RECALL_INTERVAL},
+        "recall": {m: {r: {b: _summary(per[m][r][b], totals) for b in budgets}
+                       for r in rules} for m in models},
+        "full_data": {m: _summary(full[m], full_totals) for m in models if full[m]},
         "tests": {m: {b: {f"{r1} vs {r2}": paired_test(per[m][r1][b], per[m][r2][b])
                           for r1, r2 in itertools.combinations(rules, 2)}
                       for b in budgets} for m in models},

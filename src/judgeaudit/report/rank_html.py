@@ -162,10 +162,11 @@ def _iv_agree(x: Any) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- rank-eval
 
 def _cell(d: Any) -> dict[str, Any] | None:
-    """A recall summary {mean, se, n, ci95}: the t interval over seeds rank-eval recorded
-    (none where every seed agreed: it showed [0.80, 0.80], as --json does not); a document
-    from before it recorded one gets the normal interval it was shown with, clipped to
-    [0, 1]."""
+    """A recall summary {mean, se, n, ci95, ci_method}: the interval over seeds rank-eval
+    recorded, the t interval or, where every seed agreed, the exact one of the pooled hits
+    (`exact`, with `hits` of `n_items`); a document from before it recorded one gets the
+    normal interval it was shown with, clipped to [0, 1] (and none where every seed
+    agreed)."""
     if not isinstance(d, dict):
         return None
     mean, se = _num(d.get("mean")), _num(d.get("se"))
@@ -176,7 +177,10 @@ def _cell(d: Any) -> dict[str, Any] | None:
             lo, hi = _num(ci[0]), _num(ci[1])
     elif mean is not None and se is not None and not math.isnan(se) and se > 0:
         lo, hi = max(0.0, mean - Z95 * se), min(1.0, mean + Z95 * se)
-    return {"mean": mean, "se": se, "n": d.get("n"), "lo": lo, "hi": hi}
+    exact = d.get("ci_method") == "clopper_pearson" and lo is not None
+    return {"mean": mean, "se": se, "n": d.get("n"), "lo": lo, "hi": hi, "exact": exact,
+            "hits": d.get("hits") if exact else None,
+            "n_items": d.get("n_items") if exact else None}
 
 
 def _band(c: dict[str, Any]) -> dict[str, Any]:
@@ -262,6 +266,8 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
         "rules": [str(x) for x in _l(r.get("rules"))],
         "seeds": [str(x) for x in _l(r.get("seeds"))],
         "config": _d(r.get("config")),
+        "any_exact": any(c is not None and c["exact"] for m in models
+                         for c in [*(x for row in m["rows"] for x in row["cells"]), m["full"]]),
         "pool_per_seed": bool(r.get("pool_per_seed")),
         "judge_per_seed": bool(r.get("judge_per_seed")),
         "models": models, "tests": tests, "ablation": ablation,
