@@ -27,6 +27,9 @@ MAX_EXAMPLES = 3  # before/after examples shown per probe
 MAX_DISAGREEMENTS = 50  # panel disagreements listed (all stay in results.json)
 MAX_INVALID = 20
 DIFF_LIMIT = 20_000  # characters; longer texts are highlighted whole instead of word-diffed
+MAX_TEXT = 2_000  # characters of one judged text shown (a prompt, a response, each side of an
+# example, a raw answer): a 1 MB response shown whole in every example made a 4 MB page; the
+# rest is cut with a visible note, and results.json keeps the whole text
 
 VERDICTS = ("biased", "not_biased", "underpowered", "not_run")
 
@@ -165,6 +168,45 @@ def _slug(name: str, used: set[str]) -> str:
     return slug
 
 
+def _cut_note(more: int) -> Markup:
+    """The visible mark where a shown text was cut (its own words, escaped)."""
+    return (Markup('<span class="muted small">')
+            + Markup.escape(f" \u2026 ({more:,} more characters; full text in results.json)")
+            + Markup("</span>"))
+
+
+def _text(x: Any, limit: int = MAX_TEXT) -> str | None:
+    """A judged text as the page shows it: whole up to `limit` characters, else its first
+    `limit` and a note saying how many more. A cut text is returned escaped (Markup, with its
+    acting characters shown as the environment's finalize would), so the note stays markup
+    and the text never is."""
+    if x is None:
+        return None
+    s = str(x)
+    if len(s) <= limit:
+        return s
+    return Markup.escape(svg.visible(s[:limit])) + _cut_note(len(s) - limit)
+
+
+def _cut_segments(segs: list[tuple[str, str]], limit: int = MAX_TEXT
+                  ) -> list[tuple[str, str]]:
+    """The diff segments of one side, cut after `limit` characters of text with the note as
+    a last plain segment (the template escapes each segment's text; the note is Markup)."""
+    total = sum(len(t) for _, t in segs)
+    if total <= limit:
+        return segs
+    out: list[tuple[str, str]] = []
+    used = 0
+    for kind, text in segs:
+        room = limit - used
+        if room <= 0:
+            break
+        out.append((kind, text[:room]))
+        used += min(len(text), room)
+    out.append(("same", _cut_note(total - used)))
+    return out
+
+
 def _segments(before: str, after: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Word-level diff: (kind, text) segments for each side; kind is 'same', 'del' or 'ins'.
     The template escapes the text of every segment."""
@@ -203,7 +245,7 @@ def _example(ex: dict[str, Any]) -> dict[str, Any]:
         else:
             left, right = [("same", b_s)], [("same", a_s)]
         fields.append({"key": key, "label": humanize(key), "changed": is_changed,
-                       "before": left, "after": right,
+                       "before": _cut_segments(left), "after": _cut_segments(right),
                        "before_missing": b is None, "after_missing": a is None})
     note = ""
     if changed_s == "order":
@@ -212,7 +254,7 @@ def _example(ex: dict[str, Any]) -> dict[str, Any]:
         note = f"Changed: {changed_s}"
     return {
         "item_id": ex.get("item_id"),
-        "prompt": ex.get("prompt"),
+        "prompt": _text(ex.get("prompt")),
         "changed": changed_s,
         "note": note,
         "fields": fields,
@@ -359,8 +401,8 @@ def _panel(raw: Any) -> dict[str, Any] | None:
         "kappas": kappas,
         "columns": cols,
         "disagreements": [{
-            "item_id": d.get("item_id"), "prompt": d.get("prompt"),
-            "response_1": d.get("response_1"), "response_2": d.get("response_2"),
+            "item_id": d.get("item_id"), "prompt": _text(d.get("prompt")),
+            "response_1": _text(d.get("response_1")), "response_2": _text(d.get("response_2")),
             "verdicts": [_d(d.get("verdicts")).get(j) for j in cols],
         } for d in dis[:MAX_DISAGREEMENTS]],
         "n_disagreements": int(raw.get("n_disagreements", len(dis)) or len(dis)),
@@ -626,8 +668,8 @@ def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
         plot = svg.interval_plot(pts, xlabel="value with 95% interval", reference=None) \
             if pts else None
     invalid = [
-        {"item_id": x.get("item_id"), "order": x.get("order"), "raw": x.get("raw"),
-         "error": x.get("error")}
+        {"item_id": x.get("item_id"), "order": x.get("order"), "raw": _text(x.get("raw")),
+         "error": _text(x.get("error"))}
         for x in _l(r.get("invalid_examples"))[:MAX_INVALID] if isinstance(x, dict)]
     if pointwise:
         counts = (("n", "items"), ("n_scored", "items with a gold score"),
@@ -744,8 +786,8 @@ def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
                        "by_score": sorted(_d(ref_summary.get("by_score")).items())}
         if refs else None,
         "invalid_examples": [
-            {"template": x.get("template"), "item_id": x.get("item_id"), "raw": x.get("raw"),
-             "error": x.get("error")}
+            {"template": x.get("template"), "item_id": x.get("item_id"),
+             "raw": _text(x.get("raw")), "error": _text(x.get("error"))}
             for x in _l(r.get("invalid_examples"))[:MAX_INVALID] if isinstance(x, dict)],
     }
 
@@ -757,8 +799,8 @@ def _json_stats_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
         st = _d(st)
         rows.append({"module": str(mod), **{k: st.get(k) for k in (
             "calls", "strict", "repaired", "retried", "recovered", "failed", "call_errors")},
-            "examples": [{"item_id": _str(x.get("item_id")), "raw": _str(x.get("raw")),
-                          "error": _str(x.get("error"))}
+            "examples": [{"item_id": _str(x.get("item_id")), "raw": _text(x.get("raw")),
+                          "error": _text(x.get("error"))}
                          for x in _l(st.get("examples"))[:5] if isinstance(x, dict)]})
     return rows
 
@@ -858,8 +900,9 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
                           "factor": _str(_d(x).get("factor")), "level": _d(x).get("level"),
                           "kept": bool(_d(x).get("kept")),
                           "same_answer": _d(x).get("same_answer"),
-                          "segments": _segments(str(_d(x).get("original") or ""),
-                                                str(_d(x).get("rewritten") or ""))}
+                          "segments": tuple(_cut_segments(side) for side in _segments(
+                              str(_d(x).get("original") or ""),
+                              str(_d(x).get("rewritten") or "")))}
                          for x in _l(r.get("rewrite_examples"))[:6]],
         }
     elif cmd in ("mitigate", "mitigate-apply"):
