@@ -78,6 +78,9 @@ class Pool:
     source: str
     k: int | None = None  # the pool's suggested k (the controlled benchmark: 5)
     meta: dict[str, Any] = field(default_factory=dict)
+    # what loading said about the file (empty responses of a JSON Lines pool, counted), for
+    # the run's notes
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if len(self.items) < 2:
@@ -243,7 +246,11 @@ def _int(source: str, params: dict[str, str], key: str, default: int, lo: int) -
     return v
 
 
-def controlled_pool(params: dict[str, str], source: str = "builtin:controlled") -> Pool:
+def controlled_pool(params: dict[str, str], source: str = "builtin:controlled",
+                    k_option: str | None = None) -> Pool:
+    """The controlled benchmark pool of a spec's parameters. ``k_option``: the caller's
+    option that set k (`--k` on the command line, `k` in Python) when k is not the spec's
+    own `&k=`, so a message about k names what the user gave."""
     allowed = {"seed", "n", "k", "topic", "design"}
     bad = sorted(set(params) - allowed)
     if bad:
@@ -260,14 +267,20 @@ def controlled_pool(params: dict[str, str], source: str = "builtin:controlled") 
     if design not in DESIGNS:
         raise DataError(source, None, f"parameter 'design': expected one of "
                                       f"{', '.join(DESIGNS)}, got {design!r}")
+    k_name = k_option if k_option is not None and "k" in params else "&k="
+    if k_option is not None and "k" in params:
+        k_given = f" (given as {k_option})"
+    else:
+        k_given = "" if "k" in params else " (its default)"
+    n_given = "" if "n" in params else " (its default)"
     if k >= n:
-        given = "" if "k" in params else " (its default)"
-        raise DataError(source, None, f"need k < n, got k={k}{given}, n={n}: give a smaller "
-                                      "&k= or a larger n")
+        raise DataError(source, None, f"need k < n, got k={k}{k_given}, n={n}{n_given}: give "
+                                      f"a smaller {k_name} or a larger &n=")
     try:
         cp = build_controlled_pool(topic=topic, n_items=n, k=k, seed=seed, design=design)
     except RuntimeError as exc:
-        raise DataError(source, None, f"{exc}; try a larger n or a smaller k") from None
+        raise DataError(source, None, f"{exc}; try a larger &n= or a smaller {k_name}") \
+            from None
     items = [PoolItem(id=it.id, prompt=cp.question, text=it.text, quality=float(it.quality),
                       fields={"verbosity": float(it.verbosity), "n_true": float(it.n_true),
                               "n_false": float(it.n_false),
@@ -335,10 +348,14 @@ def _csv_number(text: Any) -> Any:
 
 
 def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
-    """A pool from (line, record) pairs, each record checked as a pool item."""
+    """A pool from (line, record) pairs, each record checked as a pool item. An empty
+    response follows the data loaders' rule (`data.loaders.hf`, `data.loaders.jsonl`): in a
+    CSV an empty cell is a missing value, refused; in JSON Lines "" is an empty answer, read
+    as given but counted in the pool's notes (it ran without a word)."""
     items = []
     seen: dict[str, int] = {}
     lines: list[Any] = []  # each item's line, for a message about it
+    empty: list[tuple[Any, str]] = []  # (line, id) of each item with an empty response
     for lineno, obj in records:
         lines.append(lineno)
         for key in ("id", "prompt", "response"):
@@ -353,6 +370,13 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
             raise DataError(str(p), lineno, f"field 'id': {obj['id']!r} already used on line "
                                             f"{seen[obj['id']]}")
         seen[obj["id"]] = lineno
+        if not obj["response"].strip():
+            if kind == "csv":
+                raise DataError(str(p), lineno, "field 'response': empty; a response must not "
+                                "be empty (in a CSV an empty cell is a missing value, and a "
+                                "comparison with a missing answer says nothing about the "
+                                "judge)")
+            empty.append((lineno, obj["id"]))
         quality = None
         if obj.get("quality") is not None:
             quality = _number(obj["quality"])
@@ -374,7 +398,12 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
         first = next(i for i, k in enumerate(known) if not k)
         raise DataError(str(p), lines[first], f"'quality' is given for some items but not for "
                                       f"{items[first].id!r}: give it for all or none")
-    return Pool(items=items, source=src, meta={"kind": kind, "path": str(p)})
+    notes = []
+    if empty:
+        line, iid = empty[0]
+        notes.append(f"{src}: {len(empty)} of {len(items)} items have an empty response "
+                     f"(first: {iid!r}, line {line}); they are judged as empty answers")
+    return Pool(items=items, source=src, meta={"kind": kind, "path": str(p)}, notes=notes)
 
 
 def bare_pool_path(text: str) -> bool:
@@ -394,11 +423,12 @@ def _bare_kind(path: str) -> str | None:
     return {".jsonl": "jsonl", ".csv": "csv", ".tsv": "csv"}.get(data_suffix(path))
 
 
-def load_pool(spec: str, k: int | None = None) -> Pool:
+def load_pool(spec: str, k: int | None = None, k_option: str = "k") -> Pool:
     """A ranking pool from `builtin:controlled[?...]`, `jsonl:PATH` or `PATH.jsonl`,
     `csv:PATH` or `PATH.csv`/`.tsv`. `k`:
     the top-k size asked for (`--k`); a built-in pool without its own `&k=` is built for it
-    (its design keeps the k-th and (k+1)-th qualities apart)."""
+    (its design keeps the k-th and (k+1)-th qualities apart). `k_option`: that option's name
+    as the caller typed it (`--k` or `k`), for a message about it."""
     text = spec.strip()
     if bare_pool_path(text):
         return (jsonl_pool if _bare_kind(text) == "jsonl" else csv_pool)(text, source=text)
@@ -407,9 +437,10 @@ def load_pool(spec: str, k: int | None = None) -> Pool:
         if sp.name != "controlled":
             raise DataError(text, None, "the built-in ranking pool is builtin:controlled")
         params = dict(sp.params)
-        if k is not None and "k" not in params:
+        from_caller = k is not None and "k" not in params
+        if from_caller:
             params["k"] = str(k)
-        return controlled_pool(params, source=text)
+        return controlled_pool(params, source=text, k_option=k_option if from_caller else None)
     if sp.kind == "jsonl":
         if sp.params:
             raise DataError(text, None, f"jsonl pools take no parameters, got "

@@ -111,7 +111,7 @@ def prepare_rank(cfg: RankConfig, *, cli: bool = False) -> RankInputs:
     the forms the Config cannot hold (covariates, trusted pairs and lam as Python values)."""
     check_rules([cfg.rule])
     lam_start, eb = parse_lam(cfg.lam, cli=cli)
-    pool = load_pool(cfg.items, k=cfg.k)
+    pool = load_pool(cfg.items, k=cfg.k, k_option=opt("k", cli))
     names = covariate_names(cfg.covariates)
     pool.covariates(names)  # unknown names fail here, before any call
     rows = _trusted_rows(cfg.trusted, pool)
@@ -207,11 +207,14 @@ async def run_rank(
     }
     doc["notes"] = bias_notes(doc["models"]["bias_aware"], names,
                               hierarchical=c.hierarchical, trusted=inp.trusted is not None)
-    doc["notes"] += group_notes(pool, k)
+    doc["notes"] += group_notes(pool, k) + pool.notes
     if pool.has_quality:
         true = pool.true_topk(k)
         doc["recall"] = {m: recall_ties(f.theta, pool.quality, k, pool.groups)
                          for m, f in fits.items()}
+        # each recall's n (the true top items) and hits, as the terminal says "4 of 5"
+        doc["recall_hits"] = {m: {"hits": int(round(v * len(true))), "n": int(len(true))}
+                              for m, v in doc["recall"].items()}
         doc["true_topk"] = [pool.items[i].id for i in true]
         doc["true_topk_ambiguous"] = bool(pool.ambiguous_topk(k))
     return doc

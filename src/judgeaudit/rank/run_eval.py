@@ -189,7 +189,8 @@ def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> RankEvalInpu
     seed_list = parse_seeds(cfg.seeds, cli=cli)
     names = covariate_names(cfg.covariates)
     plan, pool_per_seed, judge_per_seed = plan_cases(cfg.items, cfg.oracle, seed_list)
-    pools = {spec: load_pool(spec, k=cfg.k) for spec in dict.fromkeys(p for _, p, _ in plan)}
+    pools = {spec: load_pool(spec, k=cfg.k, k_option=opt("k", cli))
+             for spec in dict.fromkeys(p for _, p, _ in plan)}
     for pool in pools.values():
         pool.quality  # noqa: B018 - raises a clear error when quality is unknown
         pool.covariates(names)
@@ -321,7 +322,8 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
         "notes": bias_notes({"c": c_sum, "kappa": kappa_sum, **_lams(per_matrix)}, kept,
                             hierarchical=c.hierarchical, trusted=False)
-        + sorted({n for pool in inp.pools.values() for n in group_notes(pool, k)}),
+        + sorted({n for pool in inp.pools.values() for n in group_notes(pool, k)})
+        + list(dict.fromkeys(n for pool in inp.pools.values() for n in pool.notes)),
         "matrices": per_matrix, "cases": res["cases"],
         "n_invalid": sum(m["n_invalid"] for m in per_matrix),
         "calls": calls, "run": run, "seconds": time.time() - t0,
