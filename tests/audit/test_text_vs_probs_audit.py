@@ -29,3 +29,16 @@ def test_evaluate_page_says_how_many_verdicts_went_against_the_text():
     with FakeLLMServer(confidence=0.9) as srv:
         agree = judgeaudit.evaluate(_spec(srv), "builtin:facts", limit=5, cache=False)
     assert "Probabilities against the text" not in render_report(agree.to_dict())
+
+
+def test_evaluate_terminal_says_how_many_verdicts_went_against_the_text(tmp_path):
+    from typer.testing import CliRunner
+
+    from judgeaudit.cli.main import app
+
+    with FakeLLMServer(confidence=0.3) as srv:
+        res = CliRunner().invoke(app, ["evaluate", "--judge", _spec(srv), "--data",
+                                       "builtin:facts", "--limit", "5", "--no-cache",
+                                       "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert "text vs probabilities: 10 of 10 verdicts read from probabilities" in res.output

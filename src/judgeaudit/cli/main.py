@@ -136,6 +136,11 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
         f"{failed_text(c)}{usage_text(c)}; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
+    tvp = res.get("text_vs_probs") or {}
+    if tvp.get("n_disagree"):
+        console.print(f"text vs probabilities: {tvp['n_disagree']} of {tvp['n']} verdicts read "
+                      "from probabilities went against the answer's own text (the "
+                      "probabilities decide; examples in results.json, text_vs_probs)")
     if selection["kind"] == "sample":
         console.print(f"items: a random sample of {selection['n']} of {selection['of']} "
                       f"(seed {selection['seed']})")
