@@ -689,6 +689,7 @@ async def run_mitigate(
         "factor": factor.as_dict(),
         "criteria": {str(k): v for k, v in criteria.items()},
         "candidate": candidate,
+        "estimator": estimator,  # the setting, kept when the run fails before the fit
         "counts": counts,
     }
     if run["status"] != "failed":
@@ -795,6 +796,9 @@ async def run_apply(
             run = _unfitted(run, exc)
     return {"command": "mitigate-apply", "judges": [judge], "factor": f,
             "candidate": saved.get("candidate", "rejected"),
+            # the estimator of the fit applied (phi and psi are its): null when the fit did
+            # not record one, never a guess
+            "estimator": saved.get("estimator"),
             "control": saved.get("control", "bias"), "counts": counts, "applied": res,
             "json_stats": _stats_doc(stats), "calls": calls, "run": run,
             "seconds": round(time.perf_counter() - t0, 2)}

@@ -812,6 +812,18 @@ SET_TITLES = {"found": "Found factors",
                            "knowledge, availability, risk perception)"}
 
 
+def _not_above(e: dict[str, Any] | None, ref: dict[str, Any] | None) -> bool | None:
+    """Whether the estimate's value is at most the top of the reference's 95% interval: a
+    susceptibility inside (or below) the judge's repeat noise, no evidence that the factor
+    moved it. None when either is missing."""
+    v = _num((e or {}).get("value"))
+    ci = (ref or {}).get("ci95")
+    if v is None or not isinstance(ci, list) or len(ci) != 2:
+        return None
+    hi = _num(ci[1])
+    return None if hi is None else v <= hi
+
+
 def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
     """discover / quantify / mitigate (HUB-J): splits, factor tables, flip-rate and profile
     plots, bias-controlled win rates, and the JSON-parsing counts of every G module."""
@@ -830,6 +842,7 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
         "json_stats": _json_stats_rows(r),
         "llm": _str(r.get("llm") or r.get("generator") or r.get("scorer")),
         "sets": [], "found": [], "features_n": None, "covered_share": None, "rounds": [],
+        "multiplicity": None,
         "quantify": None, "mitigate": None,
     }
     if cmd == "discover":
@@ -840,15 +853,23 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
                          "coverage": f.get("coverage")}
                         for f in _l(disc.get("factors")) if isinstance(f, dict)]
         ctx["rounds"] = [_d(x) for x in _l(disc.get("rounds"))]
+        val = _d(r.get("validation"))
+        # q over every factor tested in the run and what "significant" means (None in
+        # results written before discover corrected for testing many factors at once)
+        mult = _d(val.get("multiplicity"))
+        ctx["multiplicity"] = {"alpha": _num(mult.get("alpha")), "m": mult.get("m"),
+                               "significant": [str(x) for x in _l(mult.get("significant"))]
+                               } if mult else None
         pts = []
-        for set_name, s in _d(_d(r.get("validation")).get("sets")).items():
+        for set_name, s in _d(val.get("sets")).items():
             rows = []
             for f in _l(_d(s).get("factors")):
                 f = _d(f)
                 ci = f.get("ci95") or [None, None]
                 rows.append({**{k: f.get(k) for k in (
-                    "n", "mean_delta", "p_t", "p_wilcoxon", "share_positive",
-                    "max_abs_r_pre_discovered", "max_abs_r_within_set")},
+                    "n", "mean_delta", "p_t", "q_t", "p_wilcoxon", "q_wilcoxon",
+                    "share_positive", "max_abs_r_pre_discovered", "max_abs_r_within_set")},
+                    "significant": f.get("significant") is True,
                     "factor": _str(f.get("factor")), "definition": _str(f.get("definition")),
                     "ci95": ci})
                 if _num(f.get("mean_delta")) is not None:
@@ -862,19 +883,28 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
     elif cmd == "quantify":
         per = _d(r.get("per_judge"))
         levels = [str(x) for x in _l(r.get("levels"))]
+        # each judge's flips when the same test items are asked again (absent in results
+        # written before quantify measured it: no column then)
+        noise_doc = _d(r.get("repeat_noise"))
         tables, charts = [], []
         for judge, fs in per.items():
             rows, series = [], []
+            jn = _d(noise_doc.get(judge))
+            noise = ({**(_estimate(jn) or {}), "n_invalid": jn.get("n_invalid"),
+                      "deterministic": jn.get("deterministic") is True}
+                     if jn else None) if noise_doc else None
             for fname, x in _d(fs).items():
                 x = _d(x)
                 by = _d(x.get("by_level"))
+                sus = _estimate(x.get("susceptibility"))
                 rows.append({"factor": str(fname),
                              "levels": [_estimate(by.get(lv)) for lv in levels],
                              "l_star": x.get("l_star"),
-                             "susceptibility": _estimate(x.get("susceptibility"))})
+                             "susceptibility": sus,
+                             "within_noise": _not_above(sus, noise)})
                 series.append({"label": str(fname),
                                "values": [_d(by.get(lv)).get("value") for lv in levels]})
-            tables.append({"judge": str(judge), "rows": rows})
+            tables.append({"judge": str(judge), "rows": rows, "noise": noise})
             if series and levels:
                 charts.append(svg.bar_chart([f"L{lv}" for lv in levels], series,
                                             title=f"Flip rate by injected level: {judge}",
@@ -890,6 +920,7 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
         rw = _d(r.get("rewrites"))
         ctx["quantify"] = {
             "levels": levels, "tables": tables, "charts": charts, "heatmap": heat,
+            "has_noise": bool(noise_doc),
             "rewrites": rw, "answer_change": _estimate(r.get("answer_change_rate")),
             "n_cal": len(_l(r.get("calibration_items"))),
             "n_test": len(_l(r.get("test_items"))),
@@ -936,7 +967,9 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
         other = _d(r.get("other_estimator"))  # the other fit, shown beside (it was only in
         # results.json)
         ctx["mitigate"] = {
-            "estimator": _str(r.get("estimator") or "two_stage"),
+            # the fit's estimator (a mitigate-apply run records the one of the fit it
+            # applied); None in results that did not record it: the page says so, not a guess
+            "estimator": _str(r.get("estimator")),
             "other": {"estimator": _str(other.get("estimator")), "rows": [
                 {"judge": str(j), "bc": _estimate(_d(x).get("bc")),
                  "bias_share": _estimate(_d(x).get("bias_share")),
