@@ -323,7 +323,10 @@ def test_discover_rows_are_named_by_their_factor_and_summarised_with_intervals()
                 "p_wilcoxon": 0.01}]}}}}
     r = Result.from_document(doc)
     assert r.summary()["validation"] == {"bullets": {"value": 0.5, "ci95": [0.1, 0.9],
-                                                     "n": 12, "p_wilcoxon": 0.01}}
+                                                     "n": 12, "p_wilcoxon": 0.01,
+                                                     # an older document: no q, undecided
+                                                     "q_wilcoxon": None,
+                                                     "significant": None}}
     assert r.estimates()["validation.sets.found.factors.bullets"].n == 12
 
 
@@ -352,3 +355,35 @@ def test_failed_ok_must_be_a_bool(value):
                  failed_ok=value), lambda: bad.estimates(failed_ok=value)):
         with pytest.raises(ValueError, match="failed_ok: expected True or False"):
             call()
+
+
+def test_discover_summary_gives_q_and_significance_beside_p():
+    """discover's summary had p (Wilcoxon) only, while the run decides on q (Benjamini-
+    Hochberg over every factor it tested)."""
+    row = {"factor": "bullets", "value": 0.5, "ci95": [0.1, 0.9], "n": 12,
+           "p_wilcoxon": 0.01, "q_wilcoxon": 0.04, "significant": True}
+    mult = {"method": "benjamini-hochberg", "alpha": 0.05, "decided_on": "q_wilcoxon",
+            "m": 11, "over": "every factor validated in this run", "significant": ["bullets"]}
+    s = Result.from_document({"command": "discover", "discover": {"factors": [
+        {"name": "bullets"}]}, "validation": {"multiplicity": mult, "sets": {"found": {
+            "factors": [row]}}}}).summary()
+    assert s["validation"]["bullets"] == {"value": 0.5, "ci95": [0.1, 0.9], "n": 12,
+                                          "p_wilcoxon": 0.01, "q_wilcoxon": 0.04,
+                                          "significant": True}
+    assert s["multiplicity"] == {"method": "benjamini-hochberg", "alpha": 0.05, "m": 11,
+                                 "significant": ["bullets"]}
+
+
+def test_quantify_summary_gives_repeat_noise_and_mitigate_its_estimator():
+    noise = {"value": 0.1, "ci95": [0.03, 0.3], "n": 20, "method": "wilson", "n_invalid": 1}
+    q = Result.from_document({"command": "quantify", "per_judge": {"j": {}},
+                              "repeat_noise": {"j": noise}}).summary()
+    assert q["repeat_noise"] == {"j": {"value": 0.1, "ci95": [0.03, 0.3], "n": 20,
+                                       "n_invalid": 1}}
+    assert "repeat_noise" not in Result.from_document(
+        {"command": "quantify", "per_judge": {}}).summary()  # older results: none to give
+    a = Result.from_document({"command": "mitigate-apply", "estimator": "marginal",
+                              "applied": {"judge": "j"}}).summary()
+    assert a["estimator"] == "marginal"
+    old = Result.from_document({"command": "mitigate-apply", "applied": {"judge": "j"}})
+    assert old.summary()["estimator"] is None  # not recorded: not guessed

@@ -235,7 +235,7 @@ _SUMMARY_KEEP_FAILED = frozenset({
     "command", "ok", "reason", "judge", "data", "version", "calls", "seconds", "verdicts",
     "n", "n_items", "n_invalid", "warnings", "flags_unchecked", "gate",
     # settings, not results: a failed rank gave k and budget as null beside the ones asked
-    "k", "budget", "budgets", "rules", "n_seeds", "notes"})
+    "k", "budget", "budgets", "rules", "n_seeds", "notes", "estimator"})
 
 
 class Result(BaseModel):
@@ -475,9 +475,15 @@ class Result(BaseModel):
                 j: {f: {**(_est_dict(r.get("susceptibility")) or {}), "l_star": r.get("l_star")}
                     for f, r in per.items()}
                 for j, per in (d.get("per_judge") or {}).items()}
+            if d.get("repeat_noise"):  # each judge's flips on a repeat: the reference a
+                # susceptibility is read against (absent in older results)
+                out["repeat_noise"] = {j: {**(_est_dict(e) or {}),
+                                           "n_invalid": (e or {}).get("n_invalid")}
+                                       for j, e in d["repeat_noise"].items()}
         elif cmd == "mitigate":
             out["per_judge"] = {j: {"win": _est_dict(r.get("win")), "bc": _est_dict(r.get("bc"))}
                                 for j, r in (d.get("per_judge") or {}).items()}
+            out["estimator"] = d.get("estimator")  # whose BC it is (marginal / two_stage)
             if d.get("not_fitted"):  # judges left out of the fit, with why
                 out["not_fitted"] = {j: {"win": _est_dict(r.get("win")),
                                          "reason": r.get("reason")}
@@ -486,6 +492,7 @@ class Result(BaseModel):
             a = d.get("applied") or {}
             out["per_judge"] = {a["judge"]: {k: _est_dict(a.get(k))
                                              for k in ("win", "bc", "bias_share")}} if a else {}
+            out["estimator"] = d.get("estimator")  # the applied fit's (None: not recorded)
         elif cmd == "discover":
             out["factors"] = [f.get("name") for f in
                               ((d.get("discover") or {}).get("factors") or [])]
@@ -493,9 +500,19 @@ class Result(BaseModel):
             # before)
             rows = (((d.get("validation") or {}).get("sets") or {}).get("found") or {}).get(
                 "factors") or []
+            # with its q (Benjamini-Hochberg over every factor the run tested) and whether
+            # it is significant on it: a raw p < 0.05 among ~11 factors flagged a null
+            # factor in a third of runs. None both in results written before discover
+            # recorded them (not decided, rather than "not significant")
             out["validation"] = {r.get("factor"): {**(_est_dict(r) or {}),
-                                                   "p_wilcoxon": r.get("p_wilcoxon")}
+                                                   "p_wilcoxon": r.get("p_wilcoxon"),
+                                                   "q_wilcoxon": r.get("q_wilcoxon"),
+                                                   "significant": r.get("significant")}
                                  for r in rows if isinstance(r, Mapping)}
+            mult = (d.get("validation") or {}).get("multiplicity")
+            if isinstance(mult, Mapping):  # what "significant" means, over which factors
+                out["multiplicity"] = {k: mult.get(k) for k in ("method", "alpha", "m",
+                                                                "significant")}
         elif cmd == "rank":  # a failed run's document names them as the others do
             out["data"] = d.get("items", d.get("data"))
             out.update(_rank_summary(d))
