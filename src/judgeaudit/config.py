@@ -325,7 +325,8 @@ class QuantifyConfig(RunFields):
     data: str = _f(HUBJ_DATA, HUBJ_DATA_HELP)
     factors: str = _f("verbosity,authority", (
         "Comma-separated factor names: shipped ones (verbosity, beauty, authority, bandwagon, "
-        "sentiment, length, complexity, ...) or 'found' with --factors-from."))
+        "sentiment, length, complexity, ...) or 'found' with --factors-from, alone or among "
+        "others (found,verbosity)."))
     factors_from: Path | None = _f(None, "results.json of a discover run (its factors and "
                                          "criteria).")
     generator: str | None = _f(None, "SPEC of the rewriter G_inj (default: the first judge).")
@@ -359,9 +360,9 @@ class MitigateConfig(RunFields):
     data: str = _f(HUBJ_DATA, HUBJ_DATA_HELP)
     judges: str | None = _f(None, LIVE_JUDGES_HELP)
     recorded: Literal["pandalm"] | None = _f(None, RECORDED_HELP)
-    factor: str | None = _f(None, "The factor to control for (a shipped name, or a found one "
-                                  "with --factors-from; default verbosity). With --apply: the "
-                                  "fit's (give none, or the same).")
+    factor: str | None = _f(None, "The factor to control for: a shipped name (default "
+                                  "verbosity) or, with --factors-from, one of its factors. "
+                                  "With --apply: the fit's (give none, or the same).")
     factors_from: Path | None = _f(None, "results.json of a discover run.")
     scorer: str = _f("local", "SPEC of the G_score model.")
     candidate: Literal["rejected", "response_1", "response_2"] = _f("rejected", (
