@@ -77,6 +77,8 @@ def test_mitigate_finds_the_planted_length_sensitivity_and_applies_the_fit(share
                               "--scorer", "simhubj?score_from=length", "--limit", "500",
                               "--apply", str(out / "results.json"), "--out", str(applied)])
     assert res.exit_code == 0, res.output
+    # the terminal names the fit's estimator (the report guessed "two-stage" for any fit)
+    assert "new queries, marginal fit" in " ".join(res.output.split())
     a = json.loads((applied / "results.json").read_text())["applied"]
     assert a["n"] == 500 and a["n_new_queries"] == 100
     assert a["phi"] == b["phi"]["value"]

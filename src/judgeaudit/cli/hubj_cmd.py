@@ -206,8 +206,10 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
         a = res["applied"]
         console.print(f"{_shown(run.info['name'])}: win {est_ci(a['win'])}, bias-controlled "
                       f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
-                      f"(n={a['n']}, {a['n_new_queries']} new queries; the intervals cover "
-                      "the new intercept only: phi, psi and gamma are fixed from the fit)")
+                      f"(n={a['n']}, {a['n_new_queries']} new queries, "
+                      f"{res.get('estimator') or 'estimator not recorded'} fit; the "
+                      "intervals cover the new intercept only: phi, psi and gamma are fixed "
+                      "from the fit)")
     else:
         _print_mitigate(res, cfg.candidate, cfg.estimator)
     console.print(_json_stats_line(res["json_stats"]))
