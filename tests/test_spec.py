@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import string
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,3 +75,18 @@ def test_the_secret_mask_takes_the_attached_value_not_the_next_word():
     assert mask_secrets(text) == text
     assert mask_secrets("api_key=ab+cd/ef=LEAK222 failed") == "api_key=*** failed"
     assert "LEAK" not in mask_secrets("api_key = 'LEAK222' and token: \"LEAK333\"")
+
+
+def test_a_second_question_mark_among_the_parameters_is_refused():
+    """`?api_key=K?base_url=U` read U into the key and sent the call to the provider's
+    default host (tester t-field); a '?' inside a value is written %3F."""
+    with pytest.raises(ValueError, match="a second '\\?' among the parameters; join "
+                                         "parameters with '&'"):
+        parse_spec("openai:m?api_key=k?base_url=http://127.0.0.1:1/v1")
+    assert parse_spec("openai:m?api_key=a%3Fb").params["api_key"] == "a?b"
+
+
+def test_a_parameter_given_twice_is_refused_not_the_last_one_taken():
+    with pytest.raises(ValueError, match="parameter 'base_url' given twice"):
+        parse_spec("openai:m?base_url=http://127.0.0.1:9/v1&temperature=0.7"
+                   "&base_url=http://127.0.0.1:18431/v1")

@@ -113,6 +113,10 @@ def parse_spec(text: str) -> Spec:
         raise ValueError(f"bad spec {text!r}: kind must be a word, e.g. 'local' or 'jsonl:PATH'")
     params: dict[str, str] = {}
     if query:
+        if "?" in query:  # `?api_key=K?base_url=U`: U was read into the key, the call went
+            # to the provider's default host
+            raise ValueError(f"bad spec {text!r}: a second '?' among the parameters; join "
+                             "parameters with '&' (a '?' inside a value is written %3F)")
         # Split on `&` and the first `=`, then percent-decode: not `parse_qsl`, which
         # form-decodes `+` to a space (a key `ab+cd` was read as `ab cd`).
         for piece in query.split("&"):
@@ -122,5 +126,7 @@ def parse_spec(text: str) -> Spec:
             k, v = unquote(raw_k), unquote(raw_v)
             if not k:
                 raise ValueError(f"bad spec {text!r}: empty parameter name")
+            if k in params:  # the last one won silently
+                raise ValueError(f"bad spec {text!r}: parameter {k!r} given twice")
             params[k] = v
     return Spec(kind.lower(), name, params)
