@@ -622,8 +622,10 @@ def test_rank_and_rank_eval_estimates_and_frames_hold_their_intervals():
             for b, cell in cells.items():
                 e = est[f"recall.{model}.{rule}.{b}"]
                 assert e.n == 3 and e.value == cell["mean"] and e.se == cell["se"]
-                if cell["se"] == 0:  # every seed gave the same recall: no point interval
-                    assert math.isnan(e.ci95[0]) and math.isnan(e.ci95[1])
+                if cell["se"] == 0:  # every seed gave the same recall: the exact interval
+                    assert cell["ci_method"] == "clopper_pearson"  # of the pooled hits
+                    assert e.ci95 == pytest.approx(tuple(cell["ci95"]))
+                    assert e.ci95[0] <= e.value <= e.ci95[1]
                     continue
                 # Student's t over the 3 seeds (the normal quantile was ~40% too narrow)
                 assert e.ci95[0] == pytest.approx(max(0.0, cell["mean"] - 4.302653 * cell["se"]),
