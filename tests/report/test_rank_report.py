@@ -186,3 +186,14 @@ def test_rank_eval_page_names_the_t_interval_and_says_why_a_cell_has_none(eval_d
     assert "n = 2 seeds, all equal: no interval" in render_report(doc)
     doc["recall"]["naive"]["topk"]["6"] = {"mean": 0.5, "se": None, "n": 1, "ci95": None}
     assert "one seed: no interval" in render_report(doc)
+
+
+def test_a_long_invalid_answer_is_cut_in_the_rank_page(rank_doc):
+    """Invalid answers were shown whole (a 1 MB answer made a 1 MB page); the page now shows
+    the first 2,000 characters, escaped, and says how many more are in results.json."""
+    doc = copy.deepcopy(rank_doc)
+    c = doc["comparisons"][0]
+    c.update(invalid=True, raw="<b>" + "x" * 100_000, error=None)
+    html = render_report(doc)
+    assert "more characters; full text in results.json" in html
+    assert "x" * 2_100 not in html and "&lt;b&gt;" in html and "<b>xxx" not in html

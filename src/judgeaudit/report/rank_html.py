@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from judgeaudit.report import svg
-from judgeaudit.report.html import MAX_INVALID, _common, _d, _l, _num, _str
+from judgeaudit.report.html import MAX_INVALID, _common, _d, _l, _num, _str, _text
 
 MAX_PLOT_ITEMS = 40  # items in the ranking plot (the table lists all)
 
@@ -96,7 +96,7 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
     diff = _d(gate.get("difference"))
     comps = [c for c in _l(r.get("comparisons")) if isinstance(c, dict)]
     invalid = [{"step": c.get("step"), "first_id": _str(c.get("first_id")),
-                "second_id": _str(c.get("second_id")), "raw": _str(c.get("raw")),
+                "second_id": _str(c.get("second_id")), "raw": _text(c.get("raw")),
                 "error": _str(c.get("error"))} for c in comps if c.get("invalid")]
     true_topk = [str(i) for i in _l(r.get("true_topk"))]
     return {
