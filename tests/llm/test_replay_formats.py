@@ -418,3 +418,13 @@ def test_two_files_cache_identity_covers_both_files(tmp_path):
     second.write_text(second.read_text().replace('"tie"', '"A"'))
     after = ReplayProvider(str(path), params).cache_identity()
     assert before["file"]["sha256"] != after["file"]["sha256"]
+
+
+def test_a_verdict_given_twice_in_one_record_is_refused_not_the_last_kept(tmp_path):
+    """The replay reader kept the last of a key given twice ({"verdict": "A", "verdict": "B"}
+    read as B) where the data loaders refuse it (reviewer t-review): one strict reader now."""
+    path = write(tmp_path / "v.jsonl",
+                 '{"item_id": "x", "order": "12", "verdict": "A"}\n'
+                 '{"item_id": "y", "order": "12", "verdict": "A", "verdict": "B"}\n')
+    with pytest.raises(ReplayFileError, match=r"v.jsonl:2: field 'verdict' appears twice"):
+        load_index(path, {})

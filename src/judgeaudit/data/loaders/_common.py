@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from judgeaudit.data.registry import DataError
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
-from judgeaudit.textfile import TextProblem, decode_text
+from judgeaudit.textfile import KeyTwice, NotFinite, TextProblem, decode_text, strict_json
 
 log = logging.getLogger("judgeaudit.data")
 
@@ -121,36 +121,12 @@ def split_lines(text: str) -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
-class _Constant(Exception):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _Constant(name)
-
-
-class _Twice(Exception):
-    """A key given twice in one object (`_unique_keys`)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """json's object_pairs_hook: an object, refusing a key given twice (json would keep the
-    last silently)."""
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _Twice(k)
-        out[k] = v
-    return out
-
-
 def _loads(text: str, source: str, line: int | None, unique: bool = False) -> Any:
     """Parse JSON text; errors name the source and line. `unique`: refuse a key given twice
     in one object (a JSON Lines record: its line is known, no scan needed)."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant,
-                          object_pairs_hook=_unique_keys if unique else None)
-    except _Twice as e:
+        return strict_json(text, unique=unique)
+    except KeyTwice as e:
         raise DataError(source, line, f"field {e.args[0]!r} appears twice in one object; "
                         "JSON readers would silently keep only the last") from None
     except json.JSONDecodeError as e:
@@ -158,7 +134,7 @@ def _loads(text: str, source: str, line: int | None, unique: bool = False) -> An
         raise DataError(source, at, f"invalid JSON at column {e.colno}: {e.msg}") from None
     except RecursionError:
         raise DataError(source, line, "JSON nested too deeply") from None
-    except _Constant as e:
+    except NotFinite as e:
         raise DataError(source, line, f"{e.args[0]} is not valid JSON (a number must be "
                         "finite; write null for a missing value)") from None
 

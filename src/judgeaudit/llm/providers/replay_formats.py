@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgeaudit.textfile import TextProblem, data_suffix, decode_text, read_csv
+from judgeaudit.textfile import (
+    KeyTwice,
+    NotFinite,
+    TextProblem,
+    data_suffix,
+    decode_text,
+    read_csv,
+    strict_json,
+)
 
 WIDE = ("winner_original_order", "winner_swapped_order")
 LONG = ("order", "verdict")
@@ -110,23 +118,18 @@ def read_table(src: str, path: Path, data: bytes) -> Table:
     return Table(src, kind, tuple(columns), tuple(rows))
 
 
-class _Constant(Exception):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _Constant(name)
-
-
 def _loads(src: str, text: str, lineno: int | None) -> Any:
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return strict_json(text)
+    except KeyTwice as exc:
+        raise ReplayFileError(src, lineno, f"field {exc.args[0]!r} appears twice in one "
+                              "object; JSON readers would silently keep only the last") from None
     except json.JSONDecodeError as exc:
         raise ReplayFileError(src, exc.lineno if lineno is None else lineno,
                               f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
         raise ReplayFileError(src, lineno, "JSON nested too deeply") from None
-    except _Constant as exc:
+    except NotFinite as exc:
         raise ReplayFileError(src, lineno, f"{exc.args[0]} is not valid JSON (a number must "
                               "be finite; write null for a missing value)") from None
 
