@@ -47,9 +47,10 @@ _RECORDS = frozenset({"verdicts", "comparisons", "scores", "invalid_examples", "
 
 
 # The call counts a summary carries (`Result.summary`): what a script gating on a run needs,
-# its spend and why calls were not sent included; a count the run did not record is left out.
-SUMMARY_CALLS = ("made", "cached", "shared", "failed", "not_sent", "not_sent_why", "cancelled",
-                 "cost_usd", "usage_estimated")
+# its spend, retries, the answers the judge could not read (over made + cached) and why calls
+# were not sent included; a count the run did not record is left out.
+SUMMARY_CALLS = ("made", "cached", "shared", "retries", "failed", "not_sent", "not_sent_why",
+                 "cancelled", "unreadable", "cost_usd", "usage_estimated")
 
 
 def _flag(value: Any, what: str) -> None:

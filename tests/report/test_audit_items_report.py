@@ -54,7 +54,7 @@ def test_warning_items_and_reasons_are_shown():
     assert re.findall(r"<td>([a-z ]+)</td><td class=\"num\">(\d+)</td>", table) == [
         ("no label", "33"), ("tie label", "12"), ("invalid verdict", "3")]
     assert "needs &lt;b&gt;label&lt;/b&gt; 1 or 2" in table  # escaped like all results text
-    assert "accuracy 0.200" in text
+    assert "accuracy (invalid = wrong) 0.200" in text  # labelled as evaluate labels it
 
 
 def test_probe_section_has_left_out_mde_method_and_breakdown():

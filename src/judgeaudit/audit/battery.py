@@ -170,16 +170,29 @@ def breakdown(units: Sequence[tuple[str, float]], items: Sequence[PairwiseItem],
     return {"by": by, "rows": rows}
 
 
+def _mean_accuracy(pairs: Sequence[tuple[PairwiseItem, Any]]) -> dict[str, Any]:
+    """Accuracy under the mean pair rule with its Wilson interval: `evaluate`'s computation
+    (`pair_credit`, `estimate`), so the audit's baseline and evaluate's numbers agree."""
+    credit = [pair_credit(it.label, v.orders, "mean") for it, v in pairs]  # type: ignore[arg-type]
+    return estimate(sum(credit), len(credit))
+
+
 def _baseline_section(items: Sequence[PairwiseItem], base: Sequence[Any]) -> dict[str, Any]:
     """The unperturbed verdicts against the labels (labels 1 or 2): accuracy (LLMBar's mean
-    over orders; an invalid verdict is wrong) and the share of decisive verdicts naming the
-    labelled response, with the inverted-labels warning of `evaluate`."""
+    over orders; an invalid verdict is wrong), accuracy over the pairs whose every verdict
+    was valid (as `evaluate`'s `accuracy_valid`: the audit counted unreadable answers as
+    wrong without saying so), the invalid verdicts among them, and the share of decisive
+    verdicts naming the labelled response, with the inverted-labels warning of `evaluate`."""
     lab = [(it, v) for it, v in zip(items, base, strict=True) if it.label in (1, 2)]
-    credit = [pair_credit(it.label, v.orders, "mean") for it, v in lab]  # type: ignore[arg-type]
+    valid_all = [(it, v) for it, v in lab if v.orders and all(o.valid for o in v.orders)]
+    acc = _mean_accuracy(lab)
     decisive = [o.winner == it.label for it, v in lab for o in v.orders if o.winner in (1, 2)]
-    acc = estimate(sum(credit), len(credit))
     dec = estimate(sum(decisive), len(decisive))
-    return {"n_labelled": len(lab), "accuracy": acc, "decisive_accuracy": dec,
+    return {"n_labelled": len(lab), "accuracy": acc,
+            "accuracy_valid": _mean_accuracy(valid_all),
+            "n_verdicts": sum(len(v.orders) for _, v in lab),
+            "n_invalid": sum(not o.valid for _, v in lab for o in v.orders),
+            "decisive_accuracy": dec,
             "text_vs_probs": text_vs_probs(base),
             "warnings": label_warnings(acc, None, decisive=dec)}
 

@@ -13,13 +13,31 @@ from judgeaudit.report.outcome import run_failed
 def calls_text(res: dict[str, Any]) -> str:
     """The calls line every run command prints: made, from cache (earlier runs' answers),
     shared (a request asked again in this run, answered once: probes sharing a baseline
-    verdict; a first run read "320 from cache"), failed, and the time."""
+    verdict; a first run read "320 from cache"), retries when there were any, failed, the
+    answers the judge could not read (`unreadable_text`), and the time. Retries and
+    unreadable answers were in results.json only: a run against a server answering 429s
+    read "4 made, 0 from cache, 0 failed" while its report said "16 retries"."""
     c = res.get("calls") or {}
     narrowed = c.get("narrowed_to")
-    return (f"calls: {c.get('made', 0)} made, {cached_text(c)}, {failed_text(c)}{usage_text(c)}"
+    retries = int(c.get("retries") or 0)
+    return (f"calls: {c.get('made', 0)} made, {cached_text(c)}, "
+            + (f"{retries} retries, " if retries else "")
+            + f"{failed_text(c)}{unreadable_text(c)}{usage_text(c)}"
             + (f"; at most {narrowed} at a time after timeouts in the server's queue"
                if narrowed else "")
             + (f"; {res['seconds']:.1f} s" if "seconds" in res else ""))
+
+
+def unreadable_text(calls: dict[str, Any]) -> str:
+    """'; N unreadable answers of M (x%)': the answers (made or from cache) the judge could
+    not read as a verdict (`CallStats.unreadable`), '' when none were or the document does
+    not count them (written before the count existed). A count of this run's answers, not an
+    estimate: each command states its own invalid rate with its interval where it uses it."""
+    bad = calls.get("unreadable")
+    answers = int(calls.get("made") or 0) + int(calls.get("cached") or 0)
+    if not bad or not answers:
+        return ""
+    return f"; {int(bad)} unreadable answers of {answers} ({100 * int(bad) / answers:.1f}%)"
 
 
 def cached_text(calls: dict[str, Any]) -> str:

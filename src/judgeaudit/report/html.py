@@ -149,6 +149,12 @@ def _str(x: Any) -> str | None:
     return None if x is None else str(x)
 
 
+def _int_or_none(x: Any) -> int | None:
+    """A count from the document, None when it is missing or not a whole number (a file
+    written before the count existed, or edited by hand)."""
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
 def _estimate(x: Any) -> dict[str, Any] | None:
     """An Estimate {value, ci95, n, method} normalized (method None in files written before
     estimates named their interval), or None."""
@@ -430,12 +436,26 @@ def _common(r: dict[str, Any]) -> dict[str, Any]:
         "template": {"name": _str(tpl.get("name")), "sha256": _str(tpl.get("sha256"))},
         "prompt_hashes": sorted((str(k), str(v)) for k, v in _d(r.get("prompt_hashes")).items()),
         "calls": _d(r.get("calls")),
+        "unreadable_answers": _unreadable_answers(_d(r.get("calls"))),
         "seconds": r.get("seconds"),
         "started": r.get("started"),
         "run": _d(r.get("run")),
         "run_notes": [str(x) for x in _l(r.get("notes"))],
         "ran_on": _ran_on(_d(r.get("judges_used"))),
     }
+
+
+def _unreadable_answers(calls: dict[str, Any]) -> dict[str, Any] | None:
+    """The answers (made or from cache) the judge could not read, of all answers, with the
+    share, for the header's calls line; None when there were none or the document does not
+    count them. It was in results.json only: the header read "240 made" of a judge that
+    answered 24 of them with no verdict."""
+    bad = _int_or_none(calls.get("unreadable"))
+    made, cached = _int_or_none(calls.get("made")), _int_or_none(calls.get("cached"))
+    answered = (made or 0) + (cached or 0)
+    if not bad or not answered:
+        return None
+    return {"n": bad, "of": answered, "share": bad / answered}
 
 
 def _ran_on(used: dict[str, Any]) -> list[tuple[str, str]]:
@@ -492,6 +512,9 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
         "dropped": _drop_counts(r.get("dropped")),
         "drop_reasons": {str(k): str(v) for k, v in _d(r.get("drop_reasons")).items()},
         "baseline": {"accuracy": _estimate(base.get("accuracy")),
+                     "accuracy_valid": _estimate(base.get("accuracy_valid")),
+                     "n_invalid": _int_or_none(base.get("n_invalid")),
+                     "n_verdicts": _int_or_none(base.get("n_verdicts")),
                      "decisive_accuracy": _estimate(base.get("decisive_accuracy"))}
         if base else None,
         "by": _str(r.get("by")),

@@ -46,7 +46,8 @@ def assess(
         n_planned: units the run set out to judge.
         calls: the client's call counts (`made`, `cached`, `failed`, optional `first_error`,
             `errors` by kind, `not_sent`, the failed calls never sent, and `not_sent_why`
-            when the spend cap stopped them).
+            when the client stopped sending for the run: the spend cap, a server asking to
+            wait for hours; said even when no call was left unsent).
         min_valid: fewest usable units for the run to count (default 1).
         max_failed: largest share of failed calls among the calls asked (default 0.2).
         what: the unit's name in the message.
@@ -92,6 +93,10 @@ def assess(
             "(run again when it answers: finished calls are cached)")
         if not_sent:
             message += f"; {not_sent} of them not sent: {why}"
+        elif failed and calls.get("not_sent_why"):
+            # every call was under way when the client stopped sending (a server asking to
+            # wait hours answered them all 429): the reason was only in a warning at the top
+            message += f"; {calls['not_sent_why']}"
     return {
         "status": "failed" if reasons else "ok",
         "message": message,
