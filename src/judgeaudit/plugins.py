@@ -281,14 +281,6 @@ def check_callable(obj: Any, what: str) -> None:
         raise TypeError(f"expected a callable {what}, got {type(obj).__name__} {obj!r}")
 
 
-def _reset() -> None:
-    """Forget what was loaded (tests)."""
-    with _lock:
-        _loaded.clear()
-        _failures.clear()
-        _registered.clear()
-
-
 __all__ = ["GROUPS", "Loaded", "PluginError", "Register", "blame", "check_callable",
            "check_named_class", "check_new", "checked_loader", "failure", "failures",
            "load_group", "loaded", "unknown_suffix", "unknown_suffixes"]

@@ -25,10 +25,6 @@ class Template:
     # matching this regex (group 1 = a label), after a longer generation.
     final_pattern: str | None = None
 
-    @property
-    def short_hash(self) -> str:
-        return self.sha256[:12]
-
     def render_user(self, **fields: str) -> str:
         # str.format parses only the template; inserted (untrusted) text is never re-parsed.
         return self.user.format(**fields)

@@ -38,7 +38,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 from scipy import special
@@ -54,7 +53,6 @@ from judgeaudit.stats.threads import limit_blas_threads
 Oracle = Callable[[int, int, int], float]
 BatchOracle = Callable[[list[tuple[int, int]]], Sequence[float]]  # [(first, second)] -> ys
 ProgressHook = Callable[[int, BTFit, AcquisitionContext], None]
-Model = Literal["naive", "bias_aware"]
 
 
 # Carried contexts (see the module docstring) from this many parameters on: below it the

@@ -716,20 +716,3 @@ def fit_naive(n_items: int, comparisons: Comparisons, lam: float = 1e-6,
     """
     return fit_map(n_items, comparisons, X=None, position=False, lam=lam, init=init,
                    posterior=posterior, method=method)
-
-
-def win_probability(fit: BTFit, i: np.ndarray, j: np.ndarray, X: Covariates | None = None,
-                    include_bias: bool = True) -> np.ndarray:
-    """P(first-shown i preferred over j) under the fit; ``include_bias=False`` gives the
-    quality-only probability sigmoid(theta_i - theta_j)."""
-    i = np.asarray(i, dtype=np.intp)
-    j = np.asarray(j, dtype=np.intp)
-    eta = fit.theta[i] - fit.theta[j]
-    if include_bias:
-        if fit.c.shape[0]:
-            if X is None:
-                raise ValueError("win_probability: the fit has covariates, pass X")
-            Xa = np.asarray(X, dtype=float).reshape(fit.n_items, -1)
-            eta = eta + (Xa[i] - Xa[j]) @ fit.c
-        eta = eta + fit.kappa
-    return special.expit(eta)

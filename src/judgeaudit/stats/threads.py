@@ -13,7 +13,6 @@ before starting Python instead).
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,16 +58,6 @@ def limit_blas_threads(n_params: int | None = None, limit: int | None = None) ->
         return
     with ctl.limit(limits=limit, user_api="blas"):
         yield
-
-
-def limit_process_blas_threads(limit: int = 1) -> None:
-    """Process-wide: the OpenBLAS libraries loaded now (numpy's, scipy's) and later use
-    ``limit`` threads. OpenMP and MKL are left alone: a local PyTorch judge in the same
-    process wants its own threads."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(limit))
-    ctl = _get_controller()
-    if ctl:
-        ctl.limit(limits=limit, user_api="blas")
 
 
 def blas_info() -> list[dict]:

@@ -141,11 +141,6 @@ def _loads(text: str, source: str, line: int | None, unique: bool = False) -> An
 
 # ---- JSON documents -------------------------------------------------------------------------
 
-def read_json(path: Path) -> Any:
-    """Parse one JSON document; errors name the file, line and column."""
-    return read_json_doc(path).data
-
-
 class JsonDoc:
     """A parsed JSON document and the line where each value near the top starts, so errors
     about a record name its line: `doc.where(3)` -> "57 (record 3)"."""
