@@ -387,3 +387,23 @@ def test_quantify_summary_gives_repeat_noise_and_mitigate_its_estimator():
     assert a["estimator"] == "marginal"
     old = Result.from_document({"command": "mitigate-apply", "applied": {"judge": "j"}})
     assert old.summary()["estimator"] is None  # not recorded: not guessed
+
+
+def test_rank_summary_recall_carries_its_n_and_rank_eval_names_the_exact_interval():
+    """rank's --json gave recall as a bare number (the terminal said "5 of 5"), and a
+    rank-eval cell's exact pooled-hits interval was labelled "t over seeds" (tester t-data,
+    reviewer t-review)."""
+    import judgeaudit
+    from judgeaudit.result import _over_seeds
+
+    res = judgeaudit.rank("sim?quality=2&seed=1", "builtin:controlled?n=12&k=3&seed=1", k=3,
+                          budget=40, samples=100, cache=False)
+    rec = res.summary()["recall"]
+    assert set(rec) == {"naive", "bias_aware"}
+    for cell in rec.values():
+        assert cell["n"] == 3 and cell["hits"] == round(cell["value"] * 3)
+    e = _over_seeds({"mean": 1.0, "se": 0.0, "n": 4, "ci95": [0.63, 1.0],
+                     "ci_method": "clopper_pearson", "hits": 8, "n_items": 8})
+    assert e.method.startswith("exact (Clopper-Pearson)") and e.ci95 == (0.63, 1.0)
+    assert _over_seeds({"mean": 0.5, "se": 0.1, "n": 4, "ci95": [0.2, 0.8]}).method == \
+        "t over seeds"

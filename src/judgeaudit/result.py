@@ -163,8 +163,10 @@ def _over_seeds(x: Any) -> Estimate | None:
     else:  # se 0 (every seed gave the same recall): no interval rather than the point [m, m]
         ok = known and se > 0
         iv = (max(0.0, m - Z95 * se), min(1.0, m + Z95 * se)) if ok else nan
-    return Estimate(m, iv, int(x.get("n") or 0), float(se) if known else None,
-                    "t over seeds" if "ci95" in x else "normal over seeds")
+    method = ("exact (Clopper-Pearson) over pooled item hits"
+              if x.get("ci_method") == "clopper_pearson" else
+              "t over seeds" if "ci95" in x else "normal over seeds")
+    return Estimate(m, iv, int(x.get("n") or 0), float(se) if known else None, method)
 
 
 def _rank_estimates(command: str, d: Mapping[str, Any]) -> dict[str, Estimate]:
@@ -697,6 +699,7 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
     cfg = d.get("config") or {}
     ba = (d.get("models") or {}).get("bias_aware") or {}
     gate = d.get("gate") or {}
+    hits = d.get("recall_hits") or {}
     return {
         "n_items": d.get("n_items"), "k": cfg.get("k"), "budget": cfg.get("budget"),
         "n_comparisons": d.get("n_comparisons"), "n_invalid": d.get("n_invalid"),
@@ -708,7 +711,9 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
                    **({"kappa": _iv_est(ba.get("kappa"), d.get("n_comparisons"))}
                       if ba.get("kappa") else {})},
         "gate": gate.get("decision"),
-        "recall": d.get("recall"),
+        # with its n, the true top items (recall_hits; older documents: n None)
+        "recall": {m: {"value": v, **{k: hits.get(m, {}).get(k) for k in ("hits", "n")}}
+                   for m, v in d["recall"].items()} if d.get("recall") else d.get("recall"),
         **({"true_topk_tied": True} if d.get("true_topk_ambiguous") else {}),
         # what the bias terms can say (mostly the prior, the identifying assumption): a
         # script gating on c saw no warning

@@ -120,3 +120,13 @@ def test_the_by_breakdown_never_cuts_a_word_or_number_in_a_narrow_terminal():
         assert max(len(line) for line in text.splitlines()) <= width, (width, text)
         missing = [w for w in whole if not any(w in line for line in lines)]
         assert not missing, (width, missing, text)
+
+
+def test_an_estimate_without_an_interval_shows_its_value_in_every_table():
+    """fmt_est did 100 * None on an interval [None, None] (the panel's agreement row calls it
+    directly; only evaluate's table guarded it): reviewer t-review."""
+    from judgeaudit.cli.format import fmt_est
+
+    assert fmt_est({"value": 0.5, "ci95": [None, None], "n": 1}) == ("50.0%", "", "1")
+    assert fmt_est({"value": 0.5, "ci95": None, "n": 1}, pct=False) == ("0.500", "", "1")
+    assert fmt_est({"value": 0.25, "ci95": [0.1, 0.4], "n": 9}) == ("25.0%", "[10.0, 40.0]", "9")

@@ -84,9 +84,14 @@ def est_ci(e: Any, digits: int = 3) -> str:
 
 
 def fmt_est(est: dict[str, Any] | None, pct: bool = True) -> tuple[str, str, str]:
+    """(value, interval, n) cells of an estimate; one with a value and no interval (too few
+    units) shows its value and an empty interval."""
     if not est or est.get("value") is None:
         return ("n/a", "", str(est.get("n", 0)) if est else "0")
-    v, (lo, hi), n = est["value"], est["ci95"], est["n"]
+    v, n = est["value"], est.get("n", 0)
+    lo, hi = est.get("ci95") or (None, None)
+    if lo is None or hi is None:
+        return (f"{100 * v:.1f}%" if pct else f"{v:.3f}", "", str(n))
     if pct:
         return (f"{100 * v:.1f}%", f"[{100 * lo:.1f}, {100 * hi:.1f}]", str(n))
     return (f"{v:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(n))
@@ -96,15 +101,6 @@ def evaluate_table(res: dict[str, Any]) -> Any:
     """The evaluate results as terminal tables (a rich renderable): the metrics, titled with
     the conventions they follow, and the --by breakdown when there is one."""
     from rich.console import Group
-
-    def cells(est: Any, pct: bool) -> tuple[str, str, str]:
-        """fmt_est, but an estimate with a value and no interval (too few units) shows
-        its value and no interval instead of failing."""
-        if isinstance(est, dict) and est.get("value") is not None and None in (
-                est.get("ci95") or [None, None]):
-            v = est["value"]
-            return (f"{100 * v:.1f}%" if pct else f"{v:.3f}", "", str(est.get("n", 0)))
-        return fmt_est(est, pct)
 
     conv = res.get("conventions") or {}
     pointwise = res.get("task") == "pointwise"
@@ -138,10 +134,10 @@ def evaluate_table(res: dict[str, Any]) -> Any:
                     "system": f"systems by {c.get('field')}"}[level]
             for stat, name in (("pearson", "Pearson r"), ("spearman", "Spearman rho"),
                                ("kendall", "Kendall tau-b")):
-                t.add_row(f"{name}, {level} level ({unit})", *cells(c.get(stat), False))
-        t.add_row("exact agreement", *cells(res.get("exact_agreement"), True))
-        t.add_row("mean absolute error", *cells(res.get("mae"), False))
-        t.add_row("invalid scores", *cells(res.get("invalid_rate"), True))
+                t.add_row(f"{name}, {level} level ({unit})", *fmt_est(c.get(stat), False))
+        t.add_row("exact agreement", *fmt_est(res.get("exact_agreement"), True))
+        t.add_row("mean absolute error", *fmt_est(res.get("mae"), False))
+        t.add_row("invalid scores", *fmt_est(res.get("invalid_rate"), True))
         g = corr.get("group")
         if g:
             parts.append(f"group level: {g.get('n_groups_used')} of {g.get('n_groups')} groups "
@@ -163,7 +159,7 @@ def evaluate_table(res: dict[str, Any]) -> Any:
         ]
         for name, est, pct in rows:
             if est is not None:
-                t.add_row(name, *cells(est, pct))
+                t.add_row(name, *fmt_est(est, pct))
     left = _left_out_text(res, pointwise)
     if left:
         parts.append(left)
@@ -188,7 +184,7 @@ def evaluate_table(res: dict[str, Any]) -> Any:
                 b.add_column(col, justify="right")
             for r in bd["rows"]:
                 b.add_row(str(r.get("value")), str(r.get("n_items")),
-                          *cells(r.get("accuracy"), True))
+                          *fmt_est(r.get("accuracy"), True))
         parts.append(b)
     return Group(*parts) if len(parts) > 1 else t
 
