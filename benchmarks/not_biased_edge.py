@@ -1,6 +1,6 @@
 """How often does an audit say "not biased" when the judge is biased at the edge of the
 no-bias range, and how often when it is not biased at all? The interval rule of the fixed-n
-audit (`stats.paired_estimate`, `report.outcome.probe_verdict`) checked by simulation.
+audit (`stats.paired_estimate`, `outcome.probe_verdict`) checked by simulation.
 
 A probe's effect is the mean of per-item paired differences d (position: d = f - 1/2 in
 {-1/2, 0, 1/2}; the shift probes: a difference of two credits, d in {-1, -1/2, 0, 1/2, 1}),
@@ -57,7 +57,7 @@ from scipy.stats import binom
 
 from judgeaudit.audit.compare import classify, paired_change
 from judgeaudit.llm.local_model import cpu_summary
-from judgeaudit.report.outcome import probe_verdict
+from judgeaudit.outcome import probe_verdict
 from judgeaudit.stats import SPARSE_MOVERS, bootstrap_ci, movers_ci, paired_estimate, wilson
 from judgeaudit.stats.intervals import constant_ci
 

@@ -3,7 +3,7 @@ an unbiased judge while keeping the edge guarantee? Each candidate judged by exa
 computation over the trinomial, not by simulation (except the betting sequence, whose
 interval depends on the items' order).
 
-The setting (`stats.paired_estimate`, `report.outcome.probe_verdict`): a probe's effect is the
+The setting (`stats.paired_estimate`, `outcome.probe_verdict`): a probe's effect is the
 mean of per-item differences d in {-m, 0, m}, every d bounded by a span s >= m, and "not
 biased" needs the 95% interval inside [-0.05, 0.05]. Fewer than SPARSE_MOVERS items that moved
 take `movers_ci`, every item alike `constant_ci`, the rest the candidate interval. Read as a
@@ -60,7 +60,7 @@ from scipy import special, stats
 from scipy.special import expit
 
 from judgeaudit.llm.local_model import cpu_summary
-from judgeaudit.report.outcome import probe_verdict
+from judgeaudit.outcome import probe_verdict
 from judgeaudit.stats import SPARSE_MOVERS, betting_cs, paired_estimate, wilson
 
 NO_BIAS = (-0.05, 0.05)

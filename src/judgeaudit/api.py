@@ -36,7 +36,7 @@ from judgeaudit.commands import Run, load_data, unused_generation
 from judgeaudit.data.spec import split_specs
 from judgeaudit.llm import Cache, RetryPolicy
 from judgeaudit.llm.client import MAX_RETRIES
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
+from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 from judgeaudit.result import Result
 from judgeaudit.session import ProgressFn, Session
 

@@ -81,7 +81,7 @@ class Run:
         a bad request, answers that cannot be used) and the pipeline ended without one: a
         failed run whose reason quotes the error, with the session's call counts."""
         import judgeaudit
-        from judgeaudit.report.outcome import assess
+        from judgeaudit.outcome import assess
 
         calls = sess.calls()
         if not calls.get("first_error"):

@@ -20,7 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
+from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 
 CONFIG_VERSION = 1
 

@@ -1,7 +1,7 @@
 """`Result`: the results document of any command as a typed, schema-versioned object.
 
 A results document is plain JSON (`judgeaudit.report.write_results`): its `command`, its
-`run` outcome (`judgeaudit.report.outcome.assess`) and everything else the command measured.
+`run` outcome (`judgeaudit.outcome.assess`) and everything else the command measured.
 `Result` keeps exactly that, so `Result.load(path).to_dict()` is the file's content and
 `res.to_json(path)` writes what the CLI writes::
 
@@ -70,7 +70,7 @@ class RunFailed(Exception):
 
 class RunOutcome(BaseModel):
     """The `run` section of a results document: whether the run judged enough (the one rule
-    of `judgeaudit.report.outcome.assess`). Documents written before the section existed
+    of `judgeaudit.outcome.assess`). Documents written before the section existed
     count as ok. Fields the rule adds later are kept."""
 
     model_config = ConfigDict(extra="allow")

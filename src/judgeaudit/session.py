@@ -185,9 +185,9 @@ class Session:
 
     def calls(self) -> dict[str, Any]:
         """Call counts of every judge this session made, over all its commands
-        (`judgeaudit.report.outcome.sum_calls` of the clients' stats): made, cached, retries,
+        (`judgeaudit.outcome.sum_calls` of the clients' stats): made, cached, retries,
         failed, tokens, cost, errors by kind, first error."""
-        from judgeaudit.report.outcome import sum_calls
+        from judgeaudit.outcome import sum_calls
 
         return sum_calls([*self._past, *(b.client.stats.as_dict()
                                          for b in self._bundles.values())])

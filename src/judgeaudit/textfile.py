@@ -17,6 +17,7 @@ import gzip
 import io
 import json
 import lzma
+import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,18 @@ def strict_json(text: str, unique: bool = True) -> Any:
     json.JSONDecodeError, nesting past the limit RecursionError: each caller words them."""
     return json.loads(text, parse_constant=_refuse_constant,
                       object_pairs_hook=_unique_keys if unique else None)
+
+
+# Characters that act on a terminal or reorder the text around them instead of showing: C0
+# and C1 controls (but tab, newline and CR), DEL, bidi overrides and isolates, lone surrogates.
+# The noncharacters U+FFFE and U+FFFF are shown the same way: XML 1.0 cannot carry them.
+_ACTING = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e"
+                     "\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
+
+
+def visible(text: str) -> str:
+    """Untrusted text (an item id, a judge's answer) with its acting characters shown as
+    escapes (ESC as \\x1b, a right-to-left override as \\u202e): raw, an id in a data file
+    recoloured the terminal, set its title or reversed the line, and put NUL into reports."""
+    return _ACTING.sub(lambda m: (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                  else f"\\u{ord(m.group()):04x}"), text)

@@ -14,7 +14,7 @@ from fakeserver import FakeLLMServer
 from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
-from judgeaudit.report.outcome import assess
+from judgeaudit.outcome import assess
 
 from .test_cli import write_items
 

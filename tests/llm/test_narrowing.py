@@ -81,7 +81,7 @@ async def test_a_server_that_never_answered_is_not_narrowed_but_given_up(fake_se
 def test_the_narrowing_is_recorded_in_the_calls_the_run_writes():
     from judgeaudit.cli.format import calls_text
     from judgeaudit.llm import CallStats
-    from judgeaudit.report.outcome import sum_calls
+    from judgeaudit.outcome import sum_calls
 
     judge, panel = CallStats(made=10, narrowed_to=2), CallStats(made=5, narrowed_to=4)
     assert judge.merge([panel, CallStats(made=1)]).narrowed_to == 2

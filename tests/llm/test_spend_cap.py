@@ -13,7 +13,7 @@ from judgeaudit.cli.format import usage_text
 from judgeaudit.llm import CallFailed, Client, SpendCap, make_provider
 from judgeaudit.llm.base import CHARS_PER_TOKEN
 from judgeaudit.llm.plan import body_ceiling, plan_body
-from judgeaudit.report.outcome import assess
+from judgeaudit.outcome import assess
 from judgeaudit.session import Session
 
 pytestmark = pytest.mark.usefixtures("no_key_env")

@@ -15,7 +15,7 @@ from fakeserver import FakeLLMServer, write_pairs
 from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
-from judgeaudit.report.outcome import assess
+from judgeaudit.outcome import assess
 
 WHY = ("the server asks to wait 1.0 h before the next call (a daily or hourly quota?); run "
        "again then: finished calls are cached")

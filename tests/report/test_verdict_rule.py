@@ -1,11 +1,11 @@
-"""One verdict rule (`report.outcome.probe_verdict`): the audit decides by it, and the report
+"""One verdict rule (`outcome.probe_verdict`): the audit decides by it, and the report
 checks every stored verdict against it and flags numbers that do not support the verdict."""
 
 from __future__ import annotations
 
 import judgeaudit
+from judgeaudit.outcome import probe_verdict
 from judgeaudit.report import render_report
-from judgeaudit.report.outcome import probe_verdict
 
 WARN = "these numbers do not satisfy the rule for this verdict"
 NB = (-0.05, 0.05)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judgeaudit.report.outcome import probe_verdict
+from judgeaudit.outcome import probe_verdict
 from judgeaudit.stats import paired_estimate
 
 

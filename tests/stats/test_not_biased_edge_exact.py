@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 from scipy.special import expit
 
-from judgeaudit.report.outcome import probe_verdict
+from judgeaudit.outcome import probe_verdict
 from judgeaudit.stats import paired_estimate
 
 NO_BIAS = (-0.05, 0.05)

@@ -60,7 +60,7 @@ from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.llm import CallCap
 from judgeaudit.llm.plan import PlannedStop
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
+from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID
 from judgeaudit.stats.sequential import betting_cs, betting_evalue, ebh
 
 DEFAULT_MAX_N = 500

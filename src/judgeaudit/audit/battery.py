@@ -24,7 +24,7 @@ from judgeaudit.audit.panel import panel_section
 from judgeaudit.audit.probe import DROP_REASONS, AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
-from judgeaudit.report.outcome import (
+from judgeaudit.outcome import (
     DEFAULT_MAX_FAILED,
     DEFAULT_MIN_VALID,
     assess,
@@ -42,7 +42,7 @@ def not_run(result: ProbeResult) -> bool:
 
 def decide(result: ProbeResult, q: float | None, no_bias: tuple[float, float],
            alpha: float) -> str:
-    """A probe's verdict by the one rule (`report.outcome.probe_verdict`)."""
+    """A probe's verdict by the one rule (`outcome.probe_verdict`)."""
     return probe_verdict(result.effect, result.ci95, q, no_bias, alpha)
 
 
@@ -260,7 +260,7 @@ async def run_battery(
     reason, per probe and overall (`dropped`). `by`: each probe's effect per value of that
     item field or metadata key. `selection`: how the caller chose `items` (--sample).
 
-    Its `run` section applies the one outcome rule (`report.outcome.assess`) to the
+    Its `run` section applies the one outcome rule (`outcome.assess`) to the
     unperturbed verdicts: a run with fewer than `min_valid` validly judged items, or more
     than `max_failed` of its calls failed, has failed, and every probe's verdict is then
     `run_failed` (no gate passes it).

@@ -51,7 +51,7 @@ import numpy as np
 from judgeaudit.audit.metrics import estimate, text_vs_probs
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.judges.pairwise import OrderVerdict, PairwiseVerdict
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
+from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.stats import cohen_kappa, kappa_ci, mean_ci
 from judgeaudit.stats.correlation import (
     correlations,

@@ -27,8 +27,8 @@ from judgeaudit.cli.runner import (
     write_outputs,
 )
 from judgeaudit.config import CompareConfig
-from judgeaudit.report.outcome import EXIT_GATE
-from judgeaudit.report.svg import visible
+from judgeaudit.outcome import EXIT_GATE
+from judgeaudit.textfile import visible
 
 VERDICT_STYLE = {"improved": "bold green", "worse": "bold red", "no_change": "cyan",
                  "underpowered": "yellow"}

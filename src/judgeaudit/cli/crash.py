@@ -2,7 +2,7 @@
 went away (`judgeaudit audit ... | head -1`), and an exception no command expected (a
 plugin's code failing at run time, a full disk, a bug in judgeaudit).
 
-Exit codes are those of `judgeaudit.report.outcome`: a closed pipe never changes the run's
+Exit codes are those of `judgeaudit.outcome`: a closed pipe never changes the run's
 own code (0 ok, 1 a tripped gate, 3 a failed run), and a crash is exit 3, never Python's own
 exit 1 (a tripped `--fail-on` gate)."""
 

@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from judgeaudit.report.outcome import run_failed
+from judgeaudit.outcome import run_failed
 
 
 def calls_text(res: dict[str, Any]) -> str:

@@ -22,8 +22,8 @@ from judgeaudit.cli.runner import (
     write_outputs,
 )
 from judgeaudit.config import DiscoverConfig, MitigateConfig, QuantifyConfig
-from judgeaudit.report.outcome import run_failed
-from judgeaudit.report.svg import visible
+from judgeaudit.outcome import run_failed
+from judgeaudit.textfile import visible
 
 
 def _shown(text: Any) -> str:

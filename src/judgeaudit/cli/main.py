@@ -34,7 +34,7 @@ from judgeaudit.cli.runner import (
     write_outputs,
 )
 from judgeaudit.config import AuditConfig, EvaluateConfig
-from judgeaudit.report.outcome import EXIT_RUN_FAILED, EXIT_TERMINATED
+from judgeaudit.outcome import EXIT_RUN_FAILED, EXIT_TERMINATED
 
 
 class _Group(typer.core.TyperGroup):
@@ -154,7 +154,7 @@ def _replay_order_warning(res: Any) -> str:
     (first/second) mapped to 1/2 read a judge right on 9 of 10 in both orders as 50% with
     position consistency 0% and no word about it. A judge that nearly always picks one
     position looks the same, so the warning names both and how to tell them apart."""
-    from judgeaudit.report.outcome import run_failed
+    from judgeaudit.outcome import run_failed
     from judgeaudit.spec import parse_spec
 
     try:

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from judgeaudit.cli.progress import close_bars, console, fail
 from judgeaudit.llm.base import CHARS_PER_TOKEN
-from judgeaudit.report.outcome import EXIT_RUN_FAILED
+from judgeaudit.outcome import EXIT_RUN_FAILED
 
 _PLANNER: Any = None  # judgeaudit.llm.plan.Planner of this invocation, or None
 

@@ -25,8 +25,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from judgeaudit.report.svg import visible
 from judgeaudit.spec import mask_secrets
+from judgeaudit.textfile import visible
 
 # Wide enough for the results tables when output is piped (rich assumes 80 columns then).
 console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS")

@@ -41,9 +41,9 @@ from judgeaudit.cli.runner import (
     write_outputs,
 )
 from judgeaudit.config import RankConfig, RankEvalConfig
+from judgeaudit.outcome import run_failed
 from judgeaudit.rank.run_eval import parse_seeds
-from judgeaudit.report.outcome import run_failed
-from judgeaudit.report.svg import visible
+from judgeaudit.textfile import visible
 
 if TYPE_CHECKING:
     from judgeaudit.session import Progress as ProgressEvent

@@ -4,7 +4,7 @@
 Ctrl-C handled (finished calls are cached; exit 130 with how to resume) (`run_command`), and
 finish with one outcome rule (exit 3 when a run judged too little).
 
-Exit codes are documented in `judgeaudit.report.outcome`."""
+Exit codes are documented in `judgeaudit.outcome`."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import typer
 
 from judgeaudit.cli.progress import LAST_ERROR, close_bars, console, fail, growing_bar
 from judgeaudit.config import CommandConfig, Exclusive, RunFields, field_error
-from judgeaudit.report.outcome import (
+from judgeaudit.outcome import (
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
     EXIT_TERMINATED,

@@ -20,7 +20,7 @@ from judgeaudit.cli.runner import (
     write_outputs,
 )
 from judgeaudit.config import ScoringBiasConfig
-from judgeaudit.report.outcome import run_failed
+from judgeaudit.outcome import run_failed
 
 
 def results_table(res: dict[str, Any]) -> Table:

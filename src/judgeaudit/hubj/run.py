@@ -7,7 +7,7 @@ Judge verdicts enter as winners per judge ({item id: 1, 2, 0 = tie/order-inconsi
 None = invalid}), from live judges (`live_winners`, both orders) or recorded ones
 (`recorded_winners`, e.g. PandaLM's GPT-3.5 and PandaLM-7B files through `replay`).
 
-Every document carries a `run` section (`judgeaudit.report.outcome.assess`): a run that got
+Every document carries a `run` section (`judgeaudit.outcome.assess`): a run that got
 fewer than `min_valid` valid units (discover: G-module answers; quantify: judgments of the
 rewrites; mitigate: judge verdicts on queries with factor scores) or saw more than
 `max_failed` of its calls fail has failed, and its numbers are no result. `calls` adds up
@@ -47,8 +47,8 @@ from judgeaudit.hubj.splits import (
 from judgeaudit.hubj.validate import criteria_for_factors, validate
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.llm import Client
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
-from judgeaudit.report.svg import visible
+from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
+from judgeaudit.textfile import visible
 
 log = logging.getLogger("judgeaudit.hubj")
 

@@ -32,10 +32,10 @@ from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges import JudgeBundle
 from judgeaudit.llm import CallFailed
 from judgeaudit.llm.plan import PlannedStop
+from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.rank.fitting import terms_fit
 from judgeaudit.rank.loop import LoopResult, ProgressHook, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
-from judgeaudit.report.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.stats.bradley_terry import BTFit
 
 Y_OF_CHOICE = {"A": 1.0, "B": 0.0, "tie": 0.5}
@@ -183,7 +183,7 @@ class LiveRun:
     # evidence's lam; the ranking stays `result.bias_aware`'s.
     terms: BTFit | None = None
     terms_method: str | None = None
-    # The run's outcome (`report.outcome.assess`, unit: comparisons with a valid verdict):
+    # The run's outcome (`outcome.assess`, unit: comparisons with a valid verdict):
     # a failed run's ranking is no result.
     run: dict | None = None
 

@@ -3,7 +3,7 @@ through a `judgeaudit.session.Session` (`run_rank`), and the results document th
 and the Python API wraps in a `Result` (`judgeaudit.rank(...)`).
 
 Both callers share this one pipeline so the document has one shape: `command` "rank", the
-`run` outcome (`report.outcome.assess`), and `schema_version` stamped by `write_results`.
+`run` outcome (`outcome.assess`), and `schema_version` stamped by `write_results`.
 Option names in error messages follow the caller (`--budget` for the CLI, `budget` for
 Python), so each user reads the name they typed.
 """

@@ -235,6 +235,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     """Build the verdict matrices, fit both models on each (the judge's biases with
     intervals, full-data recall) and evaluate every rule x model x seed; the results
     document. A run that judged too little (`run.status` failed) is not evaluated."""
+    from judgeaudit.outcome import assess, sum_calls
     from judgeaudit.rank.evaluate import EvalCase, rank_eval
     from judgeaudit.rank.fitting import fit_model, terms_fit
     from judgeaudit.rank.live import planted_biases
@@ -245,7 +246,6 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         group_notes,
         kappa_estimate,
     )
-    from judgeaudit.report.outcome import assess, sum_calls
 
     t0 = time.time()
     bundles = {js: session.judge(js) for js in inp.judges}

@@ -19,8 +19,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from judgeaudit.files import write_atomic
+from judgeaudit.outcome import probe_verdict
 from judgeaudit.report import svg
-from judgeaudit.report.outcome import probe_verdict
 from judgeaudit.report.results import SCHEMA_VERSION, read_results
 
 MAX_EXAMPLES = 3  # before/after examples shown per probe
@@ -272,7 +272,7 @@ def _example(ex: dict[str, Any]) -> dict[str, Any]:
 def _reason(p: dict[str, Any], alpha: float) -> tuple[str, bool]:
     """Why the stored verdict follows from the stored numbers, and whether it does.
 
-    The rule is `report.outcome.probe_verdict`, the one the audit decided by."""
+    The rule is `outcome.probe_verdict`, the one the audit decided by."""
     v, q = p["verdict"], _num(p["q"])
     ci = p["effect"]["ci95"] or [None, None]
     lo, hi = (_num(ci[0]), _num(ci[1])) if len(ci) == 2 else (None, None)

@@ -6,11 +6,12 @@ a report template inserts without escaping, so nothing else may build them."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from markupsafe import Markup
+
+from judgeaudit.textfile import visible
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
@@ -20,21 +21,6 @@ VERDICT_LABELS = {"biased": "biased", "not_biased": "not biased", "underpowered"
                   "run_failed": "run failed", "not_run": "not run"}
 NEUTRAL = "#555555"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
-
-# Characters that act on a terminal or reorder the text around them instead of showing: C0
-# and C1 controls (but tab, newline and CR), DEL, bidi overrides and isolates, lone surrogates.
-# The noncharacters U+FFFE and U+FFFF are shown the same way: XML 1.0 cannot carry them.
-_ACTING = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e"
-                     "\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
-
-
-def visible(text: str) -> str:
-    """Untrusted text (an item id, a judge's answer) with its acting characters shown as
-    escapes (ESC as \\x1b, a right-to-left override as \\u202e): raw, an id in a data file
-    recoloured the terminal, set its title or reversed the line, and put NUL into reports."""
-    return _ACTING.sub(lambda m: (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                                  else f"\\u{ord(m.group()):04x}"), text)
-
 
 def esc(text: Any) -> str:
     """Escape any value for an SVG/HTML text node or a quoted attribute.
