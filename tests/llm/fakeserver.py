@@ -46,6 +46,9 @@ request in arrival order, so a test knows exactly how many attempts fail), then 
 - "quota": the account is out of credit (OpenAI: 429 insufficient_quota; Anthropic: 400
   "credit balance is too low")
 
+`delay_rule(request, attempt)` gives the seconds one request waits before its answer or fault
+(a slow drop, a 429 that comes while another call's attempt is under way).
+
 `reject_logprobs` answers 400 to OpenAI requests asking for logprobs, `reject_prefill` 400 to
 Anthropic requests ending in an assistant turn (as models without those features do).
 `models=[...]` serves only those model names, as vLLM does: another name gets its 404 "The
@@ -118,6 +121,7 @@ class Recorded:
     fault: str | None = None
     status: int | None = None  # status sent (None for a dropped connection)
     answer: str | None = None
+    attempt: int = 0         # how many times the same body came before
 
     @property
     def prompt_text(self) -> str:
@@ -232,6 +236,7 @@ class FakeLLMServer:
         fault_rate: float = 0.0,
         rate_faults: Iterable[str] = ("429", "500", "503", "drop", "non_json"),
         rule: Callable[[Recorded, int], str | None] | None = None,
+        delay_rule: Callable[[Recorded, int], float] | None = None,
         retry_after: str = "1",
         rate_limit_message: str = "Rate limit reached, slow down",
         hang_seconds: float = 30.0,
@@ -266,6 +271,7 @@ class FakeLLMServer:
         self.fault_rate = fault_rate
         self.rate_faults = list(rate_faults)
         self.rule = rule
+        self.delay_rule = delay_rule
         self.retry_after = retry_after
         self.rate_limit_message = rate_limit_message
         self.hang_seconds = hang_seconds
@@ -383,6 +389,7 @@ class FakeLLMServer:
             key = rec.body_key()
             attempt = self._attempts.get(key, 0)
             self._attempts[key] = attempt + 1
+            rec.attempt = attempt
             fault = self.rule(rec, attempt) if self.rule is not None else None
             if fault is None and self._faults:
                 fault = self._faults.pop(0)
@@ -611,6 +618,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = rec.body or {}
         if fake.latency:
             fake._stop.wait(fake.latency)
+        if fake.delay_rule is not None:
+            fake._stop.wait(fake.delay_rule(rec, rec.attempt))
         key = sent_key(rec.headers)
         if fault == "401" or (fake.api_keys is not None and key not in fake.api_keys):
             rec.status = 401

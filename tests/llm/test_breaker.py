@@ -91,18 +91,26 @@ async def test_a_server_that_never_answers_in_time_stops_the_client_and_says_so(
 
 async def test_calls_waiting_to_retry_stop_waiting_when_the_client_stops(fake_server):
     """Item 0's connection is dropped every time; item 1 is told to come back in 60 s
-    (429, Retry-After: 60). When item 0 gives up the client stops, and item 1 stops waiting
-    at once instead of a minute later."""
+    (429, Retry-After: 60) while item 0's last attempt is under way. When item 0 gives up
+    the client stops, and item 1 stops waiting at once instead of a minute later. (A 429's
+    wait holds every call's next attempt, so item 0's last attempt must be under way when
+    the 429 comes: it is answered slowly, the 429 a little less slowly.)"""
 
     def rule(rec, attempt):
         return "drop" if "question item 0\n" in rec.prompt_text else "429"
 
-    srv = fake_server(rule=rule, retry_after="60")
+    def delay(rec, attempt):
+        if "question item 0\n" in rec.prompt_text:
+            return 2.0 if attempt else 0.0
+        return 1.0
+
+    srv = fake_server(rule=rule, delay_rule=delay, retry_after="60")
     client = Client(provider(srv.openai_url), concurrency=2,
                     retry=RetryPolicy(max_retries=1, stop_after=1, **FAST))
     outs = await asyncio.wait_for(client.map(requests(2)), timeout=30)
     assert all(isinstance(o, CallFailed) for o in outs)
     assert "not sent" in str(outs[1])
+    assert srv.count() == 3  # item 0 twice, item 1 once
     await client.aclose()
 
 

@@ -151,6 +151,10 @@ class CallStats:
 # The most retries per call a RetryPolicy takes (also the Python API's `retry=` bound).
 MAX_RETRIES = 20
 
+# A shared wait (`Client._pause`) longer than this many seconds is said to the user (a log
+# warning, on stderr in the CLI): a run that sat out a capped 120 s wait said nothing.
+NOTICE_WAIT = 10.0
+
 
 def _check_seconds(name: str, value: object, finite: bool = True) -> None:
     """ValueError naming RetryPolicy's field unless `value` is a number of seconds >= 0
@@ -336,11 +340,13 @@ class Client:
 
     Retries by kind of error: 408/409/425/429, 5xx, timeouts, connection failures and
     malformed bodies are retried with backoff (Retry-After honoured up to
-    `RetryPolicy.max_retry_after`); a non-retryable error (auth, bad request, a provider's
-    FatalProviderError) fails the call at once, and no later call of this client reaches the
-    provider; a request the server refuses on its own (`RequestRejected`: a prompt over the
-    model's context or one its content filter blocks) fails that call only, at once. A server
-    that cannot be reached or stops answering is not asked again (`RetryPolicy.stop_after`).
+    `RetryPolicy.max_retry_after`, and by every call: after a server asked to wait, no
+    attempt of any call starts before the wait has passed, `_pause`); a non-retryable error
+    (auth, bad request, a provider's FatalProviderError) fails the call at once, and no later
+    call of this client reaches the provider; a request the server refuses on its own
+    (`RequestRejected`: a prompt over the model's context or one its content filter blocks)
+    fails that call only, at once. A server that cannot be reached or stops answering is not
+    asked again (`RetryPolicy.stop_after`).
     Calls that time out while the server answers others halve the calls sent at a time
     (`sending_at_most`, `_note_timeout`); answers in a row win them back one by one.
     Responses are cleaned at this boundary (lone surrogates replaced) and capped at
@@ -408,6 +414,10 @@ class Client:
         # How many calls this run may send (`CallCap`; an adaptive audit's --max-calls).
         self.call_cap: CallCap | None = None
         self._stop_event: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+        # A server's Retry-After limits the account, not the one call that got it: no
+        # attempt of any call starts before this time.monotonic() (`_pause`, `_paused`).
+        self._pause_until = -math.inf
+        self._pause_said = False  # the wait under way was said to the user
         # Called with each request that got its answer (cached or not): progress bars for
         # pipelines whose number of calls is only known as they go (e.g. HUB-J discover).
         self.observers: list[Callable[[Request], None]] = []
@@ -579,23 +589,65 @@ class Client:
             self._release(held)
 
     async def _attempt(self, request: Request, attempt: int = 0) -> Response:
-        """One attempt, inside the concurrency bound; the timeout covers `generate` only.
-        None is made once the breaker has stopped the client (`RetryPolicy.stop_after`)."""
+        """One attempt, inside the concurrency bound and after any wait the server asked of
+        all calls (`_paused`); the timeout covers `generate` only. None is made once the
+        breaker has stopped the client (`RetryPolicy.stop_after`)."""
         try:
             await self._slot()
         except asyncio.CancelledError:  # cancelled while waiting for a slot: never sent
             if attempt == 0:
                 self.stats.not_sent += 1
             raise
-        started = time.monotonic()
         try:
-            return await self._send(request, attempt)
-        except (ProviderError, _Timeout, TimeoutError) as exc:
-            if classify(exc)[0] == "timeout":
-                self._note_timeout(started)
-            raise
+            try:
+                # Waiting with the slot held: when the wait ends, at most `concurrency`
+                # calls go out, the rest as slots free up (no burst of every waiting call).
+                await self._paused()
+            except asyncio.CancelledError:  # cancelled while the server asked to wait
+                if attempt == 0:
+                    self.stats.not_sent += 1
+                raise
+            started = time.monotonic()
+            try:
+                return await self._send(request, attempt)
+            except (ProviderError, _Timeout, TimeoutError) as exc:
+                if classify(exc)[0] == "timeout":
+                    self._note_timeout(started)
+                raise
         finally:
             self._sem.release()
+
+    async def _paused(self) -> None:
+        """Wait until the wait a server asked for (`_pause`) has passed; cut short when the
+        client stops sending (the breaker, the spend cap, a fatal error)."""
+        while self._stopped is None and self._fatal is None:
+            left = self._pause_until - time.monotonic()
+            if left <= 0:
+                return
+            await self._backoff(left)
+
+    def _pause(self, retry_after: float, kind: str) -> None:
+        """A failed attempt's server asked to wait `retry_after` seconds (a 429's, or a 503's,
+        Retry-After, or the wait its message names): that limits the account, so no attempt
+        of any call starts before it has passed (capped at `RetryPolicy.max_retry_after`).
+        Each call used to wait on its own while the others went out and got 429s of their
+        own: 80 requests for 40 calls. A new wait longer than `NOTICE_WAIT` is said once."""
+        wait = min(max(retry_after, 0.0), self.retry.max_retry_after)
+        now = time.monotonic()
+        if wait <= 0 or now + wait <= self._pause_until:
+            return
+        if now >= self._pause_until:  # a new wait, not one under way made longer
+            self._pause_said = False
+        self._pause_until = now + wait
+        if self._pause_said or wait <= NOTICE_WAIT:
+            return
+        self._pause_said = True
+        who = "rate limited by the server" if kind == "rate_limit" else (
+            f"the server asked to wait after a {kind} error")
+        asked = (f"it asked for {retry_after:.0f} s; capped at {wait:.0f} s"
+                 if retry_after > wait else "as it asked")
+        log.warning("%s: %s: waiting %.0f s (%s) before sending more calls",
+                    self.provider.name, who, wait, asked)
 
     async def _slot(self) -> None:
         """One of the concurrency slots; a permit owed by a narrowing (`_note_timeout`) is
@@ -685,6 +737,8 @@ class Client:
                     raise CallFailed(msg, fatal=False, kind=kind) from exc
                 if retryable and self._too_long_a_wait(retry_after, kind):
                     raise CallFailed(msg, fatal=False, kind=kind) from exc
+                if retryable and retry_after is not None:
+                    self._pause(retry_after, kind)  # before any await: all calls wait
                 if not retryable:
                     own = msg.startswith(f"{self.provider.name}:")  # named already
                     self._fatal = CallFailed(msg if own else f"{self.provider.name}: {msg}",
