@@ -25,6 +25,8 @@ seconds after it was created. `line_rule(custom_id, body, attempt)` may fail sin
 "400", "429", "500" (an HTTP error in the line / an errored result), "expired". Every line
 ever submitted is counted in `submitted` (custom_id -> times), every batch-API call in
 `api_log`; live chat calls are counted by `count()` as in FakeLLMServer.
+`batch_object(obj)` may rewrite the batch object a status check returns (drop its status, name
+one no API has) as a server that half implements the API does.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class FakeBatchServer(FakeLLMServer):
     def __init__(self, *, polls_to_finish: int = 2, finish_after: float = 0.0,
                  expire_batches: int = 0, fail_batches: int = 0,
                  line_rule: Callable[[str, dict[str, Any], int], str | None] | None = None,
+                 batch_object: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                  **kw: Any):
         super().__init__(**kw)
         self._httpd.RequestHandlerClass = _BatchHandler
@@ -54,6 +57,7 @@ class FakeBatchServer(FakeLLMServer):
         self.expire_batches = expire_batches
         self.fail_batches = fail_batches
         self.line_rule = line_rule
+        self.batch_object = batch_object or (lambda obj: obj)
         self.block = threading.Lock()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -302,7 +306,7 @@ class _BatchHandler(_Handler):
                 if b is None or b["kind"] != "openai":
                     return self._error(404, "no such batch", False)
                 fake._advance(b)
-                return self._json(200, fake.openai_batch(parts[2]))
+                return self._json(200, fake.batch_object(fake.openai_batch(parts[2])))
             # /v1/messages/batches/{id}[/results]
             if parts[:3] == ["v1", "messages", "batches"] and len(parts) in (4, 5):
                 b = fake.batches.get(parts[3])
@@ -314,7 +318,7 @@ class _BatchHandler(_Handler):
                     return self._send(200, fake.anthropic_results(parts[3]),
                                       ctype="application/binary")
                 fake._advance(b)
-                return self._json(200, fake.anthropic_batch(parts[3]))
+                return self._json(200, fake.batch_object(fake.anthropic_batch(parts[3])))
         self._send(404, b'{"error": {"message": "no such route"}}')
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name

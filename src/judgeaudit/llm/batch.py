@@ -43,6 +43,10 @@ log = logging.getLogger("judgeaudit.llm")
 
 # Final states recorded in the cache's batches table (see Cache.FINAL_BATCH_STATES).
 DONE, FAILED, CANCELLED, EXPIRED = "done", "failed", "cancelled", "expired"
+# Status checks in a row that come back without a status the batch API has (a server that
+# half implements it) before the run fails: such an answer cannot be told from a batch under
+# way, and was polled until the run was killed.
+UNKNOWN_POLLS = 3
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,10 @@ def batch_settings(params: dict[str, str], provider: str, *, max_size: int
 class BatchState:
     """A batch's state at the provider: `status` as the provider words it, `ended` once
     nothing more will change, `final` our name for how it ended (done, failed, cancelled,
-    expired), `counts` of its requests, `message` why it failed (validation errors)."""
+    expired), `counts` of its requests, `message` why it failed (validation errors).
+    `unknown` is set when the answer had no status the batch API has ("no status", "status
+    'x'"): then `status` is "(no status)" or the status named, and `raw` is the object that
+    came back (at most 300 characters)."""
 
     status: str
     ended: bool
@@ -92,6 +99,8 @@ class BatchState:
     counts: dict[str, int] = field(default_factory=dict)
     message: str | None = None
     handle: Any = None  # what the backend needs to fetch results (file ids, results URL)
+    unknown: str | None = None
+    raw: str | None = None
 
 
 @dataclass
@@ -308,10 +317,16 @@ class Batcher:
         cap = max(poll, min(10 * poll, 600.0))
         delay = poll
         last: str | None = None
+        unknown = 0  # status checks in a row without a known status
         try:
             while True:
                 st = await self._api(self.backend.state, batch_id, what="check a batch")
-                if st.status != last and self.cache is not None and not st.ended:
+                unknown = unknown + 1 if st.unknown is not None else 0
+                if unknown >= UNKNOWN_POLLS:
+                    raise _Gaveup(_unknown_status(batch_id, st, unknown), "malformed",
+                                  fatal=True)
+                if (st.status != last and self.cache is not None and not st.ended
+                        and st.unknown is None):
                     self.cache.set_batch_status(batch_id, st.status)
                 if st.ended:
                     break
@@ -462,6 +477,39 @@ class _Gaveup(Exception):
         self.message, self.kind, self.fatal = message, kind, fatal
 
 
+def described_status(status: Any, known: frozenset[str] | set[str]) -> str | None:
+    """None when `status` is one of the batch API's `known` statuses, else how to name it
+    ("no status", "status 'x'") in `BatchState.unknown`."""
+    if isinstance(status, str) and status in known:
+        return None
+    if status is None or status == "":
+        return "no status"
+    return f"status {status!r}"[:80]
+
+
+def unknown_state(status: Any, said: str, obj: Any) -> BatchState:
+    """The state of a batch whose status check came back with `said` (no status, or one
+    the API does not have): never ended; `obj`, the object as it came back, is kept short
+    (its null fields left out)."""
+    if isinstance(obj, dict):
+        obj = {k: v for k, v in obj.items() if v is not None}
+    try:
+        raw = json.dumps(obj, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        raw = repr(obj)
+    shown = status if isinstance(status, str) and status else "(no status)"
+    return BatchState(status=shown[:80], ended=False, unknown=said, raw=redact(raw)[:300])
+
+
+def _unknown_status(batch_id: str, st: BatchState, times: int) -> str:
+    """Why a run gave up on a batch whose status checks had no status it knows."""
+    return (f"the provider's status checks came back with {st.unknown} {times} times in a "
+            f"row (the last, null fields left out: {st.raw}), so this batch's state cannot be "
+            "known (does the server implement the batch API?). The batch stays recorded: the "
+            f"next run checks it again; `judgeaudit batch cancel {batch_id}` gives it up, or "
+            "run without batch=on")
+
+
 def _missing(batch_id: str, key: str, st: BatchState) -> LineResult:
     """A request with no line in its batch's results: why, by how the batch ended."""
     if st.final == EXPIRED:
@@ -485,5 +533,6 @@ def http_line_error(key: str, status: int, message: str) -> LineResult:
                       message=f"HTTP {status} in batch: {message}"[:300])
 
 
-__all__ = ["BatchBackend", "BatchSettings", "BatchState", "Batcher", "LineResult",
-           "batch_settings", "http_line_error", "identity_of", "public_params"]
+__all__ = ["UNKNOWN_POLLS", "BatchBackend", "BatchSettings", "BatchState", "Batcher",
+           "LineResult", "batch_settings", "described_status", "http_line_error",
+           "identity_of", "public_params", "unknown_state"]

@@ -11,10 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from judgeaudit.llm.base import Request, Response, http_error_kind
-from judgeaudit.llm.batch import CANCELLED, DONE, BatchState, LineResult
+from judgeaudit.llm.batch import (
+    CANCELLED,
+    DONE,
+    BatchState,
+    LineResult,
+    described_status,
+    unknown_state,
+)
 
 # The API takes batches up to 256 MB; stay clear of it.
 MAX_BYTES = 240_000_000
+
+# Every processing_status a message batch has.
+STATUSES = frozenset({"in_progress", "canceling", "ended"})
 
 # An errored request's error type -> (kind, retryable), as a live call's HTTP status would be.
 _ERROR_TYPES = {
@@ -97,6 +107,12 @@ class AnthropicBatchBackend:
 
     @staticmethod
     def _state(b: Any) -> BatchState:
+        from judgeaudit.llm.batch_openai import _as_dict
+
+        status = getattr(b, "processing_status", None)
+        said = described_status(status, STATUSES)
+        if said is not None:
+            return unknown_state(status, said, _as_dict(b))
         counts = b.request_counts.model_dump() if getattr(b, "request_counts", None) else {}
         ended = b.processing_status == "ended"
         final = (CANCELLED if getattr(b, "cancel_initiated_at", None) else DONE) if ended else None

@@ -21,13 +21,17 @@ from judgeaudit.llm.batch import (
     FAILED,
     BatchState,
     LineResult,
+    described_status,
     http_line_error,
+    unknown_state,
 )
 
 ENDPOINT = "/v1/chat/completions"
 # The Batch API takes input files up to 200 MB; stay clear of it.
 MAX_BYTES = 190_000_000
 _ENDED = {"completed": DONE, "failed": FAILED, "expired": EXPIRED, "cancelled": CANCELLED}
+# Every status a batch object has (the others: under way).
+STATUSES = frozenset({*_ENDED, "validating", "in_progress", "finalizing", "cancelling"})
 
 
 def plan_entry(key: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -136,6 +140,10 @@ class OpenAIBatchBackend:
 
     @staticmethod
     def _state(b: Any) -> BatchState:
+        status = getattr(b, "status", None)
+        said = described_status(status, STATUSES)
+        if said is not None:
+            return unknown_state(status, said, _as_dict(b))
         counts = b.request_counts.model_dump() if getattr(b, "request_counts", None) else {}
         errors = getattr(getattr(b, "errors", None), "data", None) or []
         message = "; ".join(f"{e.code}: {e.message}" for e in errors) or None
@@ -169,3 +177,14 @@ class OpenAIBatchBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+def _as_dict(obj: Any) -> Any:
+    """An SDK object as the server sent it (its fields that were set), for a message."""
+    dump = getattr(obj, "model_dump", None)
+    if dump is None:
+        return obj
+    try:
+        return dump(exclude_unset=True, mode="json")
+    except Exception:  # noqa: BLE001 - only for a message: whatever it holds
+        return repr(obj)
