@@ -19,6 +19,22 @@ def test_audit_baseline_counts_probabilities_against_the_text():
                                cache=False)
     tvp = res.to_dict()["baseline"]["text_vs_probs"]
     assert tvp["n"] == 12 and tvp["n_disagree"] == 12  # 6 items x 2 orders, all against
+    # the report says it too (README promised it; only results.json had it: t-regress)
+    assert "12 of 12 verdicts read from probabilities went against" in render_report(
+        res.to_dict())
+
+
+def test_audit_terminal_says_how_many_verdicts_went_against_the_text(tmp_path):
+    from typer.testing import CliRunner
+
+    from judgeaudit.cli.main import app
+
+    with FakeLLMServer(confidence=0.3) as srv:
+        res = CliRunner().invoke(app, ["audit", "--judge", _spec(srv), "--data",
+                                       "builtin:facts", "--n", "6", "--probes", "position",
+                                       "--no-cache", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert "text vs probabilities (unperturbed verdicts): 12 of 12 verdicts" in res.output
 
 
 def test_evaluate_page_says_how_many_verdicts_went_against_the_text():

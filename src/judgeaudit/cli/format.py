@@ -433,3 +433,14 @@ def panel_table(panel: dict[str, Any]) -> Table:
         t.add_row(str(i), r["judge"], eff, with_n(r["position_consistency"]),
                   with_n(r["accuracy"]), str(r.get("n_invalid", "n/a")))
     return t
+
+
+def text_vs_probs_line(tvp: dict[str, Any] | None, where: str = "") -> str | None:
+    """The line saying how many verdicts read from probabilities went against the answer's
+    own text (None when none did): evaluate's summary and the audit's baseline both count
+    them."""
+    if not tvp or not tvp.get("n_disagree"):
+        return None
+    return (f"text vs probabilities{where}: {tvp['n_disagree']} of {tvp['n']} verdicts read "
+            "from probabilities went against the answer's own text (the probabilities decide; "
+            "examples in results.json, text_vs_probs)")

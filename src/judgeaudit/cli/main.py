@@ -20,6 +20,7 @@ from judgeaudit.cli.format import (
     evaluate_table,
     failed_text,
     fmt_est,
+    text_vs_probs_line,
     usage_text,
 )
 from judgeaudit.cli.progress import LAST_ERROR, console, fail
@@ -136,11 +137,8 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
         f"{failed_text(c)}{usage_text(c)}; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
-    tvp = res.get("text_vs_probs") or {}
-    if tvp.get("n_disagree"):
-        console.print(f"text vs probabilities: {tvp['n_disagree']} of {tvp['n']} verdicts read "
-                      "from probabilities went against the answer's own text (the "
-                      "probabilities decide; examples in results.json, text_vs_probs)")
+    if tvp := text_vs_probs_line(res.get("text_vs_probs")):
+        console.print(tvp, highlight=False)
     if selection["kind"] == "sample":
         console.print(f"items: a random sample of {selection['n']} of {selection['of']} "
                       f"(seed {selection['seed']})")
@@ -293,6 +291,9 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     if res.get("dropped"):
         console.print("left out (distinct items, by reason): " + ", ".join(
             f"{k} {v}" for k, v in res["dropped"].items()))
+    if tvp := text_vs_probs_line((res.get("baseline") or {}).get("text_vs_probs"),
+                                 " (unperturbed verdicts)"):
+        console.print(tvp, highlight=False)
     console.print(calls_text(res), highlight=False)
     console.print(f"report: {report}")
     console.print(f"results: {path}")

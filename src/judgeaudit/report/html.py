@@ -181,6 +181,18 @@ def _cut_note(more: int) -> Markup:
             + Markup("</span>"))
 
 
+def _text_vs_probs(x: Any) -> dict[str, Any] | None:
+    """Verdicts read from probabilities that went against the answer's text: {k, n, lo, hi}
+    (the rate's interval, clustered by item); None when none did."""
+    tvp = _d(x)
+    if not tvp.get("n_disagree"):
+        return None
+    ci = _l(_d(tvp.get("rate")).get("ci95"))
+    return {"k": tvp.get("n_disagree"), "n": tvp.get("n"),
+            "lo": _num(ci[0]) if len(ci) == 2 else None,
+            "hi": _num(ci[1]) if len(ci) == 2 else None}
+
+
 def _text(x: Any, limit: int = MAX_TEXT) -> str | None:
     """A judged text as the page shows it: whole up to `limit` characters, else its first
     `limit` and a note saying how many more. A cut text is returned escaped (Markup, with its
@@ -515,7 +527,8 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
                      "accuracy_valid": _estimate(base.get("accuracy_valid")),
                      "n_invalid": _int_or_none(base.get("n_invalid")),
                      "n_verdicts": _int_or_none(base.get("n_verdicts")),
-                     "decisive_accuracy": _estimate(base.get("decisive_accuracy"))}
+                     "decisive_accuracy": _estimate(base.get("decisive_accuracy")),
+                     "text_vs_probs": _text_vs_probs(base.get("text_vs_probs"))}
         if base else None,
         "by": _str(r.get("by")),
     }
@@ -705,15 +718,9 @@ def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
                   ("n_calls_planned", "judge calls planned"), ("n_invalid", "invalid verdicts"),
                   ("n_failed_calls", "failed calls"))
     sel = _d(r.get("selection"))
-    tvp = _d(r.get("text_vs_probs"))
-    rate = _d(tvp.get("rate"))
-    ci = _l(rate.get("ci95"))
     return {
         **_common(r),
-        "text_vs_probs": {"k": tvp.get("n_disagree"), "n": tvp.get("n"),
-                          "lo": _num(ci[0]) if len(ci) == 2 else None,
-                          "hi": _num(ci[1]) if len(ci) == 2 else None}
-        if tvp.get("n_disagree") else None,
+        "text_vs_probs": _text_vs_probs(r.get("text_vs_probs")),
         "page_title": f"judgeaudit evaluate \u2013 {r.get('judge', '?')}",
         "pointwise": pointwise,
         "conventions": _conventions(r),
