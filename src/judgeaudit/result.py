@@ -699,7 +699,11 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
     cfg = d.get("config") or {}
     ba = (d.get("models") or {}).get("bias_aware") or {}
     gate = d.get("gate") or {}
-    hits = d.get("recall_hits") or {}
+    # recall with its n, the true top items (older documents: the true top-k's size)
+    hits = d.get("recall_hits") or {
+        m: {"hits": round(v * len(d["true_topk"])), "n": len(d["true_topk"])}
+        for m, v in (d.get("recall") or {}).items()
+        if isinstance(v, int | float) and d.get("true_topk")}
     return {
         "n_items": d.get("n_items"), "k": cfg.get("k"), "budget": cfg.get("budget"),
         "n_comparisons": d.get("n_comparisons"), "n_invalid": d.get("n_invalid"),
@@ -711,7 +715,6 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
                    **({"kappa": _iv_est(ba.get("kappa"), d.get("n_comparisons"))}
                       if ba.get("kappa") else {})},
         "gate": gate.get("decision"),
-        # with its n, the true top items (recall_hits; older documents: n None)
         "recall": {m: {"value": v, **{k: hits.get(m, {}).get(k) for k in ("hits", "n")}}
                    for m, v in d["recall"].items()} if d.get("recall") else d.get("recall"),
         **({"true_topk_tied": True} if d.get("true_topk_ambiguous") else {}),
@@ -722,9 +725,14 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _seeds_dict(cell: Any) -> dict[str, Any] | None:
-    """A recall cell over seeds as {value, ci95, n} (`_over_seeds`)."""
+    """A recall cell over seeds as {value, ci95, n} (`_over_seeds`; n counts seeds), with
+    `method` and, for the exact interval of the hits pooled over seeds, `hits` of `n_items`
+    (a script could not tell "exact 9/9" from a t interval over 3 seeds)."""
     est = _over_seeds(cell) if isinstance(cell, Mapping) else None
-    return None if est is None else _est_dict(est.as_dict())
+    if est is None:
+        return None
+    out = {**(_est_dict(est.as_dict()) or {}), "method": est.method}
+    return out | {k: cell[k] for k in ("hits", "n_items") if k in cell}
 
 
 def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:

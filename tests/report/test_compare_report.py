@@ -69,6 +69,13 @@ def test_results_from_before_matched_columns_still_render():
         res["probes"]["position"][key].pop("own")
     text = " ".join("".join(parse(render_report(res)).text).split())
     assert "Effects on matched items" in text and "matched items+" not in text
+    # its caption must not claim B - A is the change (it said so of any document: t-regress)
+    assert "so Effect B − Effect A is the change" not in text
+    assert "need not equal the change" in text
+    new = " ".join("".join(parse(render_report(compare(
+        _audit({"position": _probe(dict.fromkeys(ids, 0.0))}),
+        _audit({"position": _probe(dict.fromkeys(ids[:20], 0.0))})))).text).split())
+    assert "so Effect B − Effect A is the change" in new
 
 
 EVIL = "<script>alert(1)</script>"

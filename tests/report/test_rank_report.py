@@ -197,3 +197,32 @@ def test_a_long_invalid_answer_is_cut_in_the_rank_page(rank_doc):
     html = render_report(doc)
     assert "more characters; full text in results.json" in html
     assert "x" * 2_100 not in html and "&lt;b&gt;" in html and "<b>xxx" not in html
+
+
+def test_older_rank_eval_documents_say_their_invalid_verdicts_were_ties_and_json_says_how(
+        eval_doc):
+    """An old rank-eval page said only "N invalid verdicts in all" (rank's said "counted as
+    ties"); --json's recall cells did not say which interval they carry (t-regress)."""
+    from judgeaudit.result import _rank_eval_summary
+
+    doc = copy.deepcopy(eval_doc)
+    doc["config"].pop("invalid", None)
+    doc["n_invalid"] = 4
+    assert "counted as ties (written before invalid verdicts were left out" in \
+        render_report(doc)
+    cells = [c for rules in _rank_eval_summary(eval_doc)["recall"].values()
+             for bs in rules.values() for c in bs.values()]
+    assert cells and all(c["method"] in ("t over seeds", "exact (Clopper-Pearson) over pooled item hits")
+               for c in cells)
+    assert all(("hits" in c) == c["method"].startswith("exact") for c in cells)
+
+
+def test_an_older_rank_document_gives_recall_its_n_from_the_true_top_k(rank_doc):
+    from judgeaudit.result import _rank_summary
+
+    doc = copy.deepcopy(rank_doc)
+    doc.pop("recall_hits", None)
+    k = len(doc["true_topk"])
+    assert _rank_summary(doc)["recall"]
+    for cell in _rank_summary(doc)["recall"].values():
+        assert cell["n"] == k and cell["hits"] == round(cell["value"] * k)

@@ -1122,6 +1122,9 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
         "seconds": r.get("seconds"),
         "probes": probes,
         "any_left_out": any(p["left_out"] and p["a"]["over"] == "matched" for p in probes),
+        # results written before compare gave the A/B effects over the matched items
+        "columns_own": not any("over" in _d(_d(raw).get(k))
+                               for raw in _d(r.get("probes")).values() for k in ("a", "b")),
         "counts": counts,
         "looks": [(v, look(v)) for v in looks],
         "judge_differences": [str(x) for x in _l(r.get("judge_differences"))],
