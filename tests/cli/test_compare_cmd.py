@@ -381,7 +381,7 @@ def test_terminal_columns_are_over_the_matched_items(runs, tmp_path):
     cells = [c.strip() for c in re.split(r"[│|]", row) if c.strip()]
     assert cells[1].startswith("+0.100") and cells[2].startswith("+0.000"), cells
     assert cells[3].startswith("-0.100"), cells
-    assert "on matched items" in text and "so B - A is the change" in text
+    assert "A matched [95% CI]" in text and "so B - A is the change" in text
     assert ("position, each audit over all its own items (not the change's items): A +0.100 "
             "[+0.050, +0.150] (n=40), B +0.250 [+0.200, +0.300] (n=80); the table's A and B "
             "are over the 40 matched items") in text
@@ -391,7 +391,7 @@ def test_terminal_columns_are_over_the_matched_items(runs, tmp_path):
     assert j["changes"]["position"]["value"] == pytest.approx(-0.1)
     # every item matched: the plain headers, no own-items line
     r = invoke(a, a, "--out", str(tmp_path / "same"))
-    assert "on matched items" not in r.output and "all its own items" not in r.output
+    assert "matched [95% CI]" not in r.output and "all its own items" not in r.output
 
 
 def test_terminal_shows_acting_characters_as_escapes(runs, tmp_path):

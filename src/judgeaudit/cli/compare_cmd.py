@@ -74,10 +74,10 @@ def compare_table(res: dict[str, Any]) -> Table:
               title_justify="left")
     # items left out (valid in one run only): a column when any probe has them
     left_out = any(_left_out(p) for p in res["probes"].values())
-    eff = "on matched items" if left_out else "effect"
+    eff = "matched" if left_out else "effect"  # longer headers cut the change at 143 cols
     if left_out:
-        t.caption = ("A and B: each audit's effect on the items matched by id (the change's "
-                     "items, so B - A is the change); own items below")
+        t.caption = ("A and B matched: each audit's effect on the items matched by id (the "
+                     "change's items, so B - A is the change); own items below")
         t.caption_justify = "left"
     cols = [("probe", "left"), (f"A {eff} [95% CI]", "right"), (f"B {eff} [95% CI]", "right"),
             ("change B-A [95% CI]", "right"), ("q", "right"), ("compared", "left"),
