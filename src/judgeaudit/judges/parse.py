@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -59,6 +60,10 @@ class _NotJson:
 
 
 _NOT_JSON = _NotJson()
+_TICKS = re.compile(r"```")
+_FENCE_OPEN = re.compile(r"```[A-Za-z]*[ \t]*")
+_LINE_BRACE = re.compile(r"^[ \t]*\{", re.MULTILINE)
+_DECODER = json.JSONDecoder(object_pairs_hook=list)
 
 
 def _json_object(text: str) -> list[tuple[str, Any]] | None | _NotJson:
@@ -74,17 +79,89 @@ def _json_object(text: str) -> list[tuple[str, Any]] | None | _NotJson:
     if not body.startswith("{"):
         return _NOT_JSON
     try:
-        # Nested objects come back as pair lists too: not a scalar, so never read.
+        # Nested objects come back as pair lists too: read only to check they agree.
         return json.loads(body, object_pairs_hook=list)
-    except ValueError:  # broken, trailing text, a second object, a second fence
+    except (ValueError, RecursionError):  # broken, trailing text, a second object or
+        return None                       # fence, nested past what json reads
+
+
+def _is_object(value: Any) -> bool:
+    """A decoded JSON object (a list of (key, value) pairs under `object_pairs_hook=list`;
+    a JSON array decodes to a list of values, never of tuples)."""
+    return isinstance(value, list) and all(isinstance(p, tuple) for p in value)
+
+
+def _key(k: Any) -> str:
+    return _KEY_SEP.sub("_", str(k).strip().lower())
+
+
+def _has_key(pairs: list[tuple[str, Any]], keys: frozenset[str]) -> bool:
+    return any(_key(k) in keys for k, _ in pairs)
+
+
+def _line_end(text: str, i: int) -> int:
+    n = text.find("\n", i)
+    return len(text) if n < 0 else n
+
+
+def _json_in_prose(text: str, keys: frozenset[str]
+                   ) -> tuple[list[tuple[str, Any]], str] | None | _NotJson:
+    """The one JSON verdict object in an answer with prose around it, and that prose.
+
+    Objects are looked for in ```fences (the whole fence body one object) and at the start
+    of a line outside fences. None (refuse) when a verdict object (one with a key of `keys`)
+    is there but is not the only object, the text has other fences, or the object shares
+    its line with text after it (a bare one starts its line by how it is found).
+    `_NOT_JSON` when no object holds a verdict key: the answer is read as plain text."""
+    ticks = [m.start() for m in _TICKS.finditer(text)]
+    fences = list(zip(ticks[0::2], ticks[1::2], strict=False))
+    inside = fences + ([(ticks[-1], len(text))] if len(ticks) % 2 else [])
+    found: list[tuple[int, int, Any, bool]] = []  # (start, end, pairs, fenced)
+    for open_at, close_at in fences:
+        body = _FENCE_OPEN.sub("", text[open_at:close_at], count=1).strip()
+        if body.startswith("{"):
+            with contextlib.suppress(ValueError, RecursionError):  # broken: no object
+                found.append((open_at, close_at + 3, _DECODER.decode(body), True))
+    after = 0
+    for m in _LINE_BRACE.finditer(text):
+        at = m.end() - 1
+        if at < after or any(a <= at < b for a, b in inside):
+            continue
+        try:
+            value, end = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            continue
+        found.append((m.start(), end, value, False))
+        after = end
+    if not any(_has_key(v, keys) for _, _, v, _ in found):
+        return _NOT_JSON
+    if len(found) != 1:
         return None
+    start, end, pairs, fenced = found[0]
+    if (len(ticks) != (2 if fenced else 0)) or text[end:_line_end(text, end)].strip():
+        return None
+    return pairs, text[:start] + "\n" + text[end:]
+
+
+def _find_json(text: str, keys: frozenset[str]
+               ) -> tuple[list[tuple[str, Any]], str] | None | _NotJson:
+    """The answer's JSON verdict object and the prose around it ("" for an answer that is
+    the object), None for one that gives no verdict, `_NOT_JSON` for a plain-text answer."""
+    whole = _json_object(text)
+    if isinstance(whole, list):
+        return whole, ""
+    found = _json_in_prose(text, keys)
+    if isinstance(found, _NotJson) and whole is None:
+        return None  # it opens as JSON (or a JSON fence) but is none: as before
+    return found
 
 
 def _json_scalar(value: Any) -> str | None:
     """A JSON value as the text it stands for: strings as they are, integers and finite
-    numbers in decimal; None for null, true/false (not 1/0), lists and objects."""
+    numbers in decimal; None for null, true/false (not 1/0), lists and objects, and for a
+    string spanning lines ("A\\nB" is two answers, not the first)."""
     if isinstance(value, str):
-        return value
+        return None if "\n" in value.strip() or "\r" in value.strip() else value
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):
@@ -94,22 +171,62 @@ def _json_scalar(value: Any) -> str | None:
     return None
 
 
+def _key_values(value: Any, keys: frozenset[str], depth: int = 0) -> list[tuple[int, Any]]:
+    """Every value under a key of `keys` in `value`, at any depth, with its depth (0: the
+    top-level object's own keys)."""
+    got: list[tuple[int, Any]] = []
+    todo = [(value, depth)]  # not recursive: json decodes deeper than Python recurses
+    while todo:
+        value, depth = todo.pop()
+        if _is_object(value):
+            for k, v in value:
+                if _key(k) in keys:
+                    got.append((depth, v))
+                todo.append((v, depth + 1))
+        elif isinstance(value, list):
+            todo.extend((v, depth) for v in value)
+    return got
+
+
 def _read_json(pairs: list[tuple[str, Any]], keys: frozenset[str],
                read: Callable[[str], V | None], allow_float: bool = True) -> V | None:
     """The one value the object's verdict-like (score-like) keys agree on, or None: none of
-    `keys` present, or one of them unreadable (by `read`), or two that disagree."""
+    `keys` at the top level, or one of them (at any depth: {"analysis": {"verdict": "B"}}
+    under a top-level "A" is a second verdict) unreadable (by `read`, one line), or two
+    that disagree."""
+    found = _key_values(pairs, keys)
+    if not any(depth == 0 for depth, _ in found):
+        return None
     got: list[V | None] = []
-    for k, v in pairs:
-        if _KEY_SEP.sub("_", str(k).strip().lower()) not in keys:
-            continue
+    for _, v in found:
         if isinstance(v, float) and not allow_float:
             got.append(None)
             continue
         text = _json_scalar(v)
         got.append(None if text is None else read(text))
-    if not got or any(g is None for g in got) or any(g != got[0] for g in got):
+    if any(g is None for g in got) or any(g != got[0] for g in got):
         return None
     return got[0]
+
+
+def _read_answer(text: str, keys: frozenset[str], read: Callable[[str], V | None],
+                 allow_float: bool = True) -> V | None:
+    """An answer read as JSON (`_read_json`) or, when it holds no JSON verdict, as plain
+    text by `read`. Prose around a JSON verdict is allowed only where none of its lines
+    reads (by `read`) as another verdict."""
+    found = _find_json(text, keys)
+    if found is None:
+        return None
+    if isinstance(found, _NotJson):
+        return read(text)
+    pairs, prose = found
+    got = _read_json(pairs, keys, read, allow_float)
+    if got is None:
+        return None
+    for line in prose.splitlines():
+        if line.strip() and read(line) not in (None, got):
+            return None
+    return got
 
 
 def parse_choice(
@@ -120,23 +237,21 @@ def parse_choice(
     Accepts e.g. "A", " A.", "**B**", "[[A]]", "Response A", "Output (b)", "A is better",
     "B\\nExplanation: ...", a whole answer that is one lower-case letter ("b", "**a**"), a
     JSON object (bare or in a ```json fence) whose verdict-like keys ("verdict", "winner",
-    "choice", ...) all name the same one choice in any of these forms, and any of these after
-    a reasoning model's closed thinking block (`strip_reasoning`). Rejects "C", "A or B",
-    "Both", "A and B", prose that names both, "a good answer" (a lower-case letter in prose
-    is the article), JSON naming both, none or an unknown value, or with verdict keys that
-    disagree.
+    "choice", ...) all name the same one choice in any of these forms (nested ones too, and
+    each on one line), and any of these after a reasoning model's closed thinking block
+    (`strip_reasoning`). The JSON may have prose around it ('{"verdict": "A"}\\nBecause
+    ...', 'Sure!\\n```json ...```') when it is the answer's only JSON object, alone in the
+    only fence or on lines of its own, and no prose line reads (by the plain rules) as
+    another choice. Rejects "C", "A or B", "Both", "A and B", prose that names both, "a good
+    answer" (a lower-case letter in prose is the article), JSON naming both, none or an
+    unknown value, with verdict keys that disagree ({"verdict": "A", "analysis": {"verdict":
+    "B"}}) or a value on two lines, two JSON objects or fences, and 'B\\n{"verdict": "A"}'.
     """
     text = strip_reasoning(text)
     if not text or not text.strip():
         return None
-    obj = _json_object(text)
-    if obj is None:
-        return None
-    if isinstance(obj, list):
-        return _read_json(obj, _VERDICT_KEYS,
-                          lambda v: _parse_plain_choice(v, choices, allow_tie),
-                          allow_float=False)
-    return _parse_plain_choice(text, choices, allow_tie)
+    return _read_answer(text, _VERDICT_KEYS,
+                        lambda v: _parse_plain_choice(v, choices, allow_tie), allow_float=False)
 
 
 def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
@@ -187,18 +302,14 @@ def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> 
     a decimal within the range ("3.5", from judges that average) is taken as given (a
     float); a "/N" suffix must name the scale's top, K. A JSON object (bare or in a ```json
     fence) is read by its score-like keys ("score", "rating", "grade", ...): they must all
-    give the same score, each under these same rules ({"score": 4}, {"score": "4/5"}). A
+    give the same score, nested ones too, each on one line and under these same rules
+    ({"score": 4}, {"score": "4/5"}); prose around it is allowed as for `parse_choice`. A
     reasoning model's closed thinking block before the score is skipped (`strip_reasoning`).
     """
     text = strip_reasoning(text)
     if not text or not text.strip():
         return None
-    obj = _json_object(text)
-    if obj is None:
-        return None
-    if isinstance(obj, list):
-        return _read_json(obj, _SCORE_KEYS, lambda v: _parse_plain_score(v, ids))
-    return _parse_plain_score(text, ids)
+    return _read_answer(text, _SCORE_KEYS, lambda v: _parse_plain_score(v, ids))
 
 
 def _parse_plain_score(text: str, ids: tuple[str, ...]) -> float | None:
