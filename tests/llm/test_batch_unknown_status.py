@@ -112,3 +112,39 @@ def test_an_audit_against_such_a_server_ends_with_the_failure(tmp_path, monkeypa
     out = " ".join(res.output.split())
     assert f"batch {batch_id}: the provider's status checks came back with no status" in out
     assert f'"id": "{batch_id}"' in out  # what came back
+
+
+def test_batch_cancel_gives_up_a_batch_whose_status_cannot_be_read(tmp_path):
+    """The failure says `judgeaudit batch cancel ID` gives the batch up, but cancel only asked
+    the provider: the batch stayed "submitted" and the next run waited for it and failed
+    again (tester t-docs). It is now recorded as cancelled, and the next run asks its
+    requests again in a new batch."""
+    from judgeaudit.cli.main import app
+
+    db = tmp_path / "c.sqlite"
+    with FakeBatchServer(polls_to_finish=1000, batch_object=without_status("openai")) as srv:
+        async def run() -> list[Any]:
+            client = Client(provider(srv, "openai", batch="on", **FAST), Cache(db))
+            try:
+                return await asyncio.wait_for(
+                    client.map([judge_request(i) for i in range(4)]), 60)
+            finally:
+                await client.aclose()
+
+        with pytest.raises(CallFailed):
+            asyncio.run(run())
+        (batch_id,) = srv.batches
+        spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&batch=on"
+        res = CliRunner().invoke(app, ["batch", "cancel", batch_id, "--cache", str(db),
+                                       "--judge", spec])
+        assert res.exit_code == 0, res.output
+        # the next run, against the same server, gives it up and asks again in a new batch
+        srv.polls_to_finish = 1
+        srv.batch_object = lambda obj: obj if obj["id"] != batch_id else \
+            without_status("openai")(obj)
+        outs = asyncio.run(run())
+        assert not any(isinstance(o, CallFailed) for o in outs)
+        assert srv.batch_count() == 2  # a new batch for the requests the first never answered
+        cache = Cache(db)
+        assert {b["batch_id"]: b["status"] for b in cache.batches()}[batch_id] == "cancelled"
+        cache.close()

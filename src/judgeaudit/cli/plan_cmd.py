@@ -346,6 +346,7 @@ def batch_cancel(
 
     Example: judgeaudit batch cancel --all"""
     from judgeaudit.cli.runner import open_cache
+    from judgeaudit.llm.batch import CANCEL_REQUESTED
     from judgeaudit.llm.cache import FINAL_BATCH_STATES
 
     if not batch_ids and not all_:
@@ -365,13 +366,19 @@ def batch_cancel(
         return
     states = asyncio.run(_each(chosen, judge, "cancel"))
     failed = 0
+    store = open_cache(cache, False)
     for r, st in zip(chosen, states, strict=True):
         if isinstance(st, Exception):
             failed += 1
             console.print(f"{r['batch_id']}: [bold red]not cancelled[/]: {str(st)[:200]}",
                           highlight=False)
         else:
+            # noted, so a run that cannot read the batch's state gives it up and asks its
+            # requests again (it waited for it and failed again); one that can ingests the
+            # answers finished before the cancel
+            store.set_batch_status(r["batch_id"], st.final or r["status"], CANCEL_REQUESTED)
             console.print(f"{r['batch_id']}: {st.status}", highlight=False)
+    store.close()
     if failed:
         raise typer.Exit(EXIT_RUN_FAILED)
 

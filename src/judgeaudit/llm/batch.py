@@ -47,6 +47,8 @@ DONE, FAILED, CANCELLED, EXPIRED = "done", "failed", "cancelled", "expired"
 # half implements it) before the run fails: such an answer cannot be told from a batch under
 # way, and was polled until the run was killed.
 UNKNOWN_POLLS = 3
+# The cache's note on a batch `judgeaudit batch cancel` asked the provider to cancel.
+CANCEL_REQUESTED = "cancel requested by the user"
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,12 @@ class Batcher:
                         "submitted", self.provider.name, b["batch_id"], len(keys))
             self._track(b["batch_id"], keys)
 
+    def _cancel_requested(self, batch_id: str) -> bool:
+        """Whether `judgeaudit batch cancel` asked the provider to cancel this batch."""
+        return self.cache is not None and any(
+            b["batch_id"] == batch_id and b.get("info") == CANCEL_REQUESTED
+            for b in self.cache.batches())
+
     # ---- polling and results --------------------------------------------------------------
 
     async def _watch(self, batch_id: str) -> None:
@@ -322,6 +330,11 @@ class Batcher:
             while True:
                 st = await self._api(self.backend.state, batch_id, what="check a batch")
                 unknown = unknown + 1 if st.unknown is not None else 0
+                if unknown >= UNKNOWN_POLLS and self._cancel_requested(batch_id):
+                    # the user gave it up (`judgeaudit batch cancel`) and its state cannot
+                    # be read: recorded as cancelled, its requests asked again
+                    raise _Gaveup(f"cancelled by the user and its {st.unknown} cannot be "
+                                  "read", "bad_request", fatal=True)
                 if unknown >= UNKNOWN_POLLS:
                     raise _Gaveup(_unknown_status(batch_id, st, unknown), "malformed",
                                   fatal=True)
@@ -338,11 +351,13 @@ class Batcher:
         except _Gaveup as exc:
             self._release(batch_id)
             if exc.fatal and exc.kind == "bad_request":
-                # The provider does not know this batch (any more): record it as failed so
-                # no run waits on it again, and ask its requests again in a new batch.
+                # The provider does not know this batch (any more), or the user cancelled one
+                # whose state cannot be read: record it as ended so no run waits on it
+                # again, and ask its requests again in a new batch.
                 if self.cache is not None:
-                    self.cache.set_batch_status(batch_id, FAILED,
-                                                json.dumps({"message": exc.message}))
+                    self.cache.set_batch_status(
+                        batch_id, CANCELLED if self._cancel_requested(batch_id) else FAILED,
+                        json.dumps({"message": exc.message}))
                 for k in keys:
                     self._line_failed(LineResult(k, kind=exc.kind, retryable=True,
                                                  message=f"batch {batch_id}: {exc.message}"))
