@@ -160,7 +160,11 @@ def test_summary_is_small_and_json_able():
     assert s["command"] == "evaluate" and s["ok"] is False and s["reason"].startswith("run")
     # a failed run's numbers are withheld (they were shown as if results); its counts stay
     assert s["accuracy"] is None and s["numbers"].startswith("withheld: the run failed")
-    assert s["calls"] == {"made": 3, "cached": 1, "failed": 0}
+    # every calls key, null when unknown: a script reading calls["cost_usd"] of a failed
+    # run got a KeyError (README promises the key; tester t-docs)
+    from judgeaudit.result import SUMMARY_CALLS
+
+    assert s["calls"] == {**dict.fromkeys(SUMMARY_CALLS), "made": 3, "cached": 1, "failed": 0}
     assert len(json.dumps(s, allow_nan=False)) < 2000
     ok = Result.from_document(evaluate_doc()).summary()
     assert ok["accuracy"] == est(0.5, 0.1, 0.9, 2) and "numbers" not in ok

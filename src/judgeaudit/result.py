@@ -415,7 +415,8 @@ class Result(BaseModel):
         out: dict[str, Any] = {
             "command": self.command, "ok": self.ok, "reason": self.reason,
             "judge": d.get("judge"), "data": d.get("data"), "version": d.get("version"),
-            "calls": {k: c.get(k) for k in SUMMARY_CALLS if c.get(k) is not None},
+            # every key, null when unknown (a script reading calls["cost_usd"] got a KeyError)
+            "calls": {k: c.get(k) for k in SUMMARY_CALLS},
             "seconds": d.get("seconds"),
         }
         cmd = self.command
