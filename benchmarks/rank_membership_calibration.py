@@ -54,13 +54,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from rank_c_interval import machine  # the CPU flags and load a CPU figure holds for
 
 import judgeaudit as ja
 from judgeaudit.rank.fitting import fit_model, terms_fit
@@ -162,7 +162,7 @@ def main() -> None:
     res: dict = {"setup": {"judge": a.judge + "&seed=S", "items":
                            "builtin:controlled?seed=S", "k": K, "samples": 600,
                            "seeds": a.seeds, "bins": BINS[:-1] + [1.0]},
-                 "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+                 "machine": {"platform": platform.platform(), **machine()},
                  "budgets": {}}
     for b in [int(x) for x in a.budgets.split(",")]:
         t0 = time.process_time()
