@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgeaudit.files import write_atomic
-from judgeaudit.report import SCHEMA_VERSION
-from judgeaudit.report.results import plain
+from judgeaudit.results_file import SCHEMA_VERSION, plain
 
 if TYPE_CHECKING:
     import pandas as pd

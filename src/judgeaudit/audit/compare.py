@@ -55,7 +55,7 @@ from scipy import special
 
 from judgeaudit.audit.paired import effect_dict
 from judgeaudit.outcome import failure_message, run_failed
-from judgeaudit.report.results import read_results
+from judgeaudit.results_file import read_results
 from judgeaudit.stats import SPARSE_MOVERS, benjamini_hochberg, paired_estimate
 from judgeaudit.stats.types import Z95, Estimate
 

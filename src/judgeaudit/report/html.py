@@ -21,7 +21,7 @@ from markupsafe import Markup
 from judgeaudit.files import write_atomic
 from judgeaudit.outcome import probe_verdict
 from judgeaudit.report import svg
-from judgeaudit.report.results import SCHEMA_VERSION, read_results
+from judgeaudit.results_file import SCHEMA_VERSION, read_results
 
 MAX_EXAMPLES = 3  # before/after examples shown per probe
 MAX_DISAGREEMENTS = 50  # panel disagreements listed (all stay in results.json)

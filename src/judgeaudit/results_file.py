@@ -1,0 +1,82 @@
+"""results.json: plain JSON with a schema version, written atomically, so a report can be
+rebuilt from it alone and a crash never leaves half a file. A neutral module (it imports
+nothing of ours): the commands write results and `audit.compare` reads them without
+importing the report package (DESIGN's arrows: audit does not depend on report)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from judgeaudit.files import write_atomic
+
+SCHEMA_VERSION = 1
+
+
+def _text(s: str) -> str:
+    """Lone surrogates (from a reply or an input) cannot be written as UTF-8: U+FFFD."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return s
+
+
+def plain(obj: Any) -> Any:
+    """A value as results.json holds it: NaN and infinities become None, numpy scalars and
+    arrays Python numbers and lists, tuples lists, keys text, and text that is not valid
+    Unicode gets U+FFFD."""
+    if isinstance(obj, str):
+        return _text(obj)
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if obj is None or isinstance(obj, bool | int):
+        return obj
+    if isinstance(obj, Mapping):
+        return {_text(str(k)): plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [plain(v) for v in obj]
+    if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy arrays and scalars
+        return plain(obj.tolist())
+    if hasattr(obj, "item") and callable(obj.item):
+        return plain(obj.item())
+    return obj
+
+
+def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
+    doc = {"schema_version": SCHEMA_VERSION, **plain(results)}
+    return write_atomic(Path(path), json.dumps(doc, indent=2, ensure_ascii=False,
+                                               allow_nan=False) + "\n")
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no results file")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text file; expected a results.json") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: invalid JSON at column {e.colno}: {e.msg}; "
+                         "expected a results.json written by judgeaudit") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply; not a results.json") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object (a results.json written by "
+                         f"judgeaudit), got a JSON {type(doc).__name__}")
+    v = doc.get("schema_version")
+    if v is None and "command" not in doc:
+        raise ValueError(f"{path}: not a results.json written by judgeaudit (it has no "
+                         "schema_version and no command)")
+    if v != SCHEMA_VERSION:
+        import judgeaudit
+
+        raise ValueError(f"{path}: schema_version {v!r}, this judgeaudit reads {SCHEMA_VERSION}; "
+                         f"re-run the command with judgeaudit {judgeaudit.__version__}")
+    return doc
