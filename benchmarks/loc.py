@@ -5,7 +5,8 @@ Before (734752f, the last commit before issue 14): cli/ and report/results.py, w
 command's run loop, options, pipeline glue and writer lived. Now: cli/ without the commands
 that are new capabilities (compare, selfcheck, schema; plan_cmd is issue 15's), plus where
 that plumbing went (commands, session, config, result, rank/run, rank/run_eval,
-report/results, and files, the atomic writer report/results held before). The rest of src/
+results_file (report/results until ef2109e; that path now only re-exports it), and files,
+the atomic writer report/results held before). The rest of src/
 is counted too, for context.
 
     python benchmarks/loc.py            # writes benchmarks/results/loc.json
@@ -25,7 +26,7 @@ PKG = "src/judgeaudit/"
 NEW_COMMANDS = ("cli/compare_cmd.py", "cli/selfcheck_cmd.py", "cli/schema_cmd.py",
                 "cli/plan_cmd.py")
 MOVED_TO = ("commands.py", "session.py", "config.py", "result.py", "rank/run.py",
-            "rank/run_eval.py", "report/results.py", "files.py")
+            "rank/run_eval.py", "results_file.py", "report/results.py", "files.py")
 
 
 def _git(*args: str) -> str:
