@@ -159,12 +159,23 @@ def _print_rank(doc: dict) -> None:
     console.print(f"{doc['n_comparisons']} comparisons ({doc['n_invalid']} invalid: left out "
                   f"of the fit; {doc['n_ties']} ties: half a win for each side); "
                   f"{calls_text(doc)}")
+    _print_warnings(doc)
+
+
+def _print_warnings(doc: dict) -> None:
+    """A fit that did not converge (`rank.summary.convergence_warnings`): last, where it is
+    seen, and for a failed run too."""
+    for w in doc.get("warnings") or []:
+        console.print(f"[bold yellow]warning:[/] {escape(w)}")
 
 
 def _print_notes(doc: dict) -> None:
-    """What the bias terms can say (`rank.summary.bias_notes`)."""
+    """What the bias terms can say (`rank.summary.bias_notes`); the warnings the notes lead
+    with are printed as warnings (`_print_warnings`)."""
+    warned = set(doc.get("warnings") or [])
     for note in doc.get("notes") or []:
-        console.print(f"[bold yellow]note:[/] {escape(note)}")
+        if note not in warned:
+            console.print(f"[bold yellow]note:[/] {escape(note)}")
 
 
 def _print_ranking(doc: dict, k: int) -> None:

@@ -199,6 +199,14 @@ def _rank_one_update(ctx: AcquisitionContext, fit: BTFit, X: np.ndarray | None, 
             E[...] = out.T
 
 
+def _converged(fit: BTFit) -> dict:
+    """A refit's ``converged`` (the MAP and its sparse posterior's CG, when one was made) and
+    ``cg_converged`` (None without one), as `rank.summary.fit_convergence` reports them."""
+    post = getattr(fit, "_posterior", None)  # not forcing a lazy posterior
+    cg = None if post is None else bool(post.cg_converged)
+    return {"converged": bool(fit.converged) and cg is not False, "cg_converged": cg}
+
+
 def _candidate_pairs(n_items: int, groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Unordered pairs (a < b) that may be compared: all, or only within a group."""
     A, B = np.triu_indices(n_items, 1)
@@ -324,8 +332,10 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                             and cfg.exact_every > 1):  # draws the next contexts will carry
                         ctx.noise = precision_noise(ctx.factor, cfg.n_samples,
                                                     ctx.membership_seed, antithetic=True)
+                # converged: the MAP and, where the context made a sparse posterior, its
+                # CG solves (a lazy dense-size fit has none, and none is forced here)
                 result.refits.append({"step": step, "theta": drive.theta.copy(),
-                                      "converged": drive.converged,
+                                      **_converged(drive),
                                       "context": "carried" if carried else "exact"})
             cand = np.nonzero(pair_count == pair_count.min())[0]
             s = np.asarray(score(ctx, A[cand], Bq[cand]), dtype=float)

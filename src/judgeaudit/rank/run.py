@@ -143,6 +143,7 @@ async def run_rank(
     from judgeaudit.rank.membership import recall_ties
     from judgeaudit.rank.summary import (
         bias_notes,
+        convergence_warnings,
         gate_summary,
         group_notes,
         model_summary,
@@ -192,6 +193,8 @@ async def run_rank(
                        for c in run.covariates],
         "covariates_dropped": run.dropped,
         "reported_model": chosen,
+        # before "models": their `converged` covers the CG solves the ranking's intervals and
+        # P(top-k) make on first use (and the gate's, above)
         "ranking": ranking(pool, final, k, run.X, run.covariates, res.comparisons,
                            c.samples, c.seed),
         "models": {m: model_summary(pool, f, k, run.covariates, planted,
@@ -205,8 +208,14 @@ async def run_rank(
         "n_fitted": int(res.comparisons.shape[0]),  # the valid ones: invalid are left out
         "calls": bundle.client.stats.as_dict(), "run": run.run, "seconds": time.time() - t0,
     }
-    doc["notes"] = bias_notes(doc["models"]["bias_aware"], names,
-                              hierarchical=c.hierarchical, trusted=inp.trusted is not None)
+    # a fit that did not converge (MAP or the sparse posterior's CG) is a warning of its own
+    # (`warnings`, as audit and evaluate keep theirs), and leads the notes: the --json
+    # summary and scripts reading notes see it too
+    doc["converged"] = all(m["converged"] for m in doc["models"].values())
+    doc["warnings"] = convergence_warnings(doc["models"])
+    doc["notes"] = doc["warnings"] + bias_notes(doc["models"]["bias_aware"], names,
+                                                hierarchical=c.hierarchical,
+                                                trusted=inp.trusted is not None)
     doc["notes"] += group_notes(pool, k) + pool.notes
     if pool.has_quality:
         true = pool.true_topk(k)

@@ -197,19 +197,78 @@ def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[Covari
     return rows
 
 
+def fit_convergence(fit: BTFit, terms: BTFit | None = None) -> dict:
+    """Whether ``fit`` (and ``terms``, the fit its bias terms come from when another) can be
+    trusted as computed: ``converged`` is the MAP search's convergence and that of every
+    conjugate-gradient solve of a sparse posterior (above DENSE_MAX parameters: the theta
+    variances, the covariance blocks behind P(top-k), the pair variances of the gate),
+    ``map_converged`` the first alone, ``cg_converged`` the second (None: a dense
+    posterior, no CG) with ``cg`` its details (``SparsePosterior.cg_status``). A MAP that
+    converged said nothing of the CG: a run whose variances came from stopped solves was
+    reported converged. Read it after the reported quantities were computed (they are solved
+    on first use); a lazy posterior not yet made is not made here."""
+    fits = [f for f in (fit, terms) if f is not None]
+    map_ok = all(bool(f.converged) for f in fits)
+    cg = [p.cg_status() for f in fits
+          if (p := getattr(f, "_posterior", None)) is not None]  # not forcing a lazy one
+    cg_ok = None if not cg else all(c["converged"] for c in cg)
+    d: dict = {"converged": map_ok and cg_ok is not False, "map_converged": map_ok,
+               "cg_converged": cg_ok}
+    if cg:
+        worst = max(cg, key=lambda c: (not c["converged"], c["relative_residual"] or 0.0))
+        d["cg"] = {**worst, "failed_solves": sum(c["failed_solves"] for c in cg),
+                   "iterations": sum(c["iterations"] for c in cg)}
+    if not map_ok:
+        d["map_message"] = "; ".join(f.message for f in fits if not f.converged and f.message)
+    return d
+
+
+def convergence_warnings(models: dict) -> list[str]:
+    """One line per model whose fit did not converge (`fit_convergence` in its summary):
+    what stopped short and which reported numbers it touches, for the terminal, results
+    and report."""
+    out = []
+    for name, m in models.items():
+        if m.get("converged", True):
+            continue
+        label = name.replace("_", "-")
+        if m.get("map_converged") is False:
+            msg = m.get("map_message")
+            out.append(f"{label} model: the MAP fit did not converge"
+                       + (f" ({msg})" if msg else "") + ": its theta, ranking and bias terms "
+                       "are not the optimum of the model; converged is false")
+        if m.get("cg_converged") is False:
+            cg = m.get("cg") or {}
+            res, tgt = cg.get("relative_residual"), cg.get("target")
+            out.append(
+                f"{label} model: conjugate gradients of its sparse posterior did not reach "
+                f"their tolerance in {cg.get('failed_solves', '?')} solve(s) (stopped at "
+                f"{cg.get('max_iterations', '?')} iterations"
+                + (f", relative residual {res:.2g} against {tgt:.2g}"
+                   if res is not None and tgt is not None else "")
+                + "): the posterior variances behind its 95% intervals, P(top-k), bias-term "
+                "se and the gate are approximate; converged is false (the usual cause: a "
+                "tiny --lam on a sparsely linked pool, an ill-conditioned system that a "
+                "larger --lam or 'auto' conditions)")
+    return out
+
+
 def model_summary(pool: Pool, fit: BTFit, k: int, info: Sequence[CovariateInfo],
                   planted: dict | None = None, terms: BTFit | None = None,
                   terms_method: str | None = None) -> dict:
     """One model's top-k ids, thetas and (bias-aware) judge biases. ``terms``: the fit the
     biases come from when not ``fit`` (`rank.fitting.terms_fit`: a learned lam's refit at
     the Laplace evidence's); with ``terms_method`` its lam and tau are recorded as
-    ``lam_terms`` and ``tau_terms`` (``lam`` and ``tau`` stay the ranking's)."""
+    ``lam_terms`` and ``tau_terms`` (``lam`` and ``tau`` stay the ranking's). ``converged``
+    covers both fits' MAP and the CG of their sparse posteriors (`fit_convergence`: call this
+    after ``ranking``, whose variances and P(top-k) are solved on first use)."""
     top = topk_set_grouped(fit.theta, k, pool.groups)
+    tf = terms if terms is not None else fit
     d: dict = {"topk": [pool.items[i].id for i in top],
                "theta": {it.id: float(t) for it, t in zip(pool.items, fit.theta, strict=True)},
-               "converged": fit.converged, "lam": fit.lam, "tau": fit.tau}
+               **fit_convergence(fit, tf if tf is not fit else None),
+               "lam": fit.lam, "tau": fit.tau}
     if fit.position:
-        tf = terms if terms is not None else fit
         if terms_method is not None:
             d.update(lam_terms=tf.lam, tau_terms=tf.tau, lam_terms_method=terms_method)
         d["c"] = covariate_estimates(tf, info, (planted or {}).get("c"))

@@ -99,6 +99,9 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
                 "second_id": _str(c.get("second_id")), "raw": _text(c.get("raw")),
                 "error": _str(c.get("error"))} for c in comps if c.get("invalid")]
     true_topk = [str(i) for i in _l(r.get("true_topk"))]
+    # a fit that did not converge (rank.summary.convergence_warnings) leads the page; the
+    # notes, which repeat it for the --json summary, leave it out
+    warnings = [str(x) for x in _l(r.get("warnings"))]
     return {
         **_common(r),
         "data": r.get("items") or r.get("data"),  # an unfinished run's document says data
@@ -113,7 +116,15 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
         "top": top, "membership_plot": membership_plot,
         "topk": {m: [str(i) for i in _l(_d(models.get(m)).get("topk"))]
                  for m in ("naive", "bias_aware") if m in models},
-        "biases": biases, "notes": [str(x) for x in _l(r.get("notes"))],
+        "biases": biases, "warnings": warnings,
+        "notes": [str(x) for x in _l(r.get("notes")) if str(x) not in warnings],
+        "run_notes": [str(x) for x in _l(r.get("notes")) if str(x) not in warnings],
+        # each model's convergence (None: a document written before it was recorded beside
+        # the MAP's, or a dense posterior with no CG solves)
+        "fits": [{"model": str(m), "converged": _d(models.get(m)).get("converged"),
+                  "map": _d(models.get(m)).get("map_converged"),
+                  "cg": _d(models.get(m)).get("cg_converged")}
+                 for m in ("naive", "bias_aware") if m in models],
         "tau_final": ba.get("tau"),
         "bias_plot": _bias_plot(biases, "bias-aware model: c per covariate unit, kappa for "
                                         "the first-shown position (log-odds, 95% interval)"),

@@ -108,8 +108,16 @@ class SparsePosterior:
         self.A = graph.laplacian_plus(wp, self.dp)
         self.B, self.C = B, C
         self.n_probes, self.seed = int(n_probes), int(seed)
+        # Every CG solve of this posterior (the border, the probes for the theta variances,
+        # pair variances, covariance blocks for P(top-k)) reports here: ``cg_converged``
+        # turns False when one stops at _CG_MAXITER short of its tolerance; ``cg_failures``
+        # counts such solves and ``cg_residual`` is the largest relative residual one was
+        # left at (the tolerance it missed in ``cg_target``). See ``cg_status``.
         self.cg_iters = 0
         self.cg_converged = True
+        self.cg_failures = 0
+        self.cg_residual = 0.0
+        self.cg_target = 0.0
         # ``rhs`` (N + nb,): H^-1 rhs is solved together with A^-1 B (one block CG run) and
         # kept as ``rhs_solution`` (a Newton step). ``X0``: a starting guess for A^-1 B (that
         # of a nearby posterior: CG then starts from its residual)
@@ -172,6 +180,7 @@ class SparsePosterior:
         Z = dinv * Rk
         Pd = Z.copy()
         rz = np.einsum("ij,ij->j", Rk, Z)
+        rn = np.linalg.norm(Rk, axis=0)
         it = 0
         for it in range(1, _CG_MAXITER + 1):  # noqa: B007
             Q = g.project(np.asarray(A @ Pd))
@@ -188,11 +197,29 @@ class SparsePosterior:
             Pd = Z + beta * Pd
             rz = rz_new
         else:
+            rel = float(np.max(rn[active] / bnorm[active]))
+            target = float(rtol or self.rtol)
             self.cg_converged = False
+            self.cg_failures += 1
+            if rel > self.cg_residual:
+                self.cg_residual, self.cg_target = rel, target
             warnings.warn("sparse posterior: conjugate gradients did not reach tolerance "
-                          f"in {_CG_MAXITER} iterations", RuntimeWarning, stacklevel=3)
+                          f"in {_CG_MAXITER} iterations (relative residual {rel:.2g}, "
+                          f"target {target:.2g})", RuntimeWarning, stacklevel=3)
         self.cg_iters += it
         return g.project(X)
+
+    def cg_status(self) -> dict:
+        """The CG solves so far, for a results document: ``converged`` (every solve reached
+        its tolerance), ``failed_solves``, ``relative_residual`` and ``target`` (the worst
+        stopped solve's, None when none stopped short), ``max_iterations`` and
+        ``iterations`` (all solves). Read it after the quantities that are reported: the
+        theta variances and covariance blocks are solved on first use."""
+        bad = self.cg_failures > 0
+        return {"converged": self.cg_converged, "failed_solves": self.cg_failures,
+                "relative_residual": self.cg_residual if bad else None,
+                "target": self.cg_target if bad else None,
+                "max_iterations": _CG_MAXITER, "iterations": self.cg_iters}
 
     # ------------------------------------------------------------------ posterior quantities
     def solve(self, R: np.ndarray) -> np.ndarray:
