@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -341,6 +343,8 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
              else probe_names(default_only=not cfg.full))
     probes = [get_probe(name) for name in names]  # unknown: ValueError naming the known ones
     panel_specs = list(panel) if panel is not None else split_specs(cfg.panel or "")
+    if panel_specs:  # the judge itself or one panel judge twice: agreement with itself
+        _distinct_judges(panel_specs, cli, judge=cfg.judge, option="panel")
     named = probes if cfg.probes else []  # asked for by name, not by --full
     for p in named:
         if p.needs_panel and not panel_specs:
@@ -612,8 +616,19 @@ def _need_judges(specs: Sequence[str], recorded: str | None, cli: bool) -> None:
 
 
 def _judge_key(spec: str) -> Any:
-    """What makes two judge SPECs the same judge: kind, model and parameters, whatever
-    their order (`sim?a=1&b=2` is `sim?b=2&a=1`), secrets masked as the run names them."""
+    """What makes two judge SPECs the same judge: kind, model and parameters as they are
+    read, whatever their order (`sim?a=1&b=2` is `sim?b=2&a=1`) and secrets masked as the
+    run names them. A parameter given at its default is the same as leaving it out, and two
+    forms of one value are one value, where the reader provably reads them the same:
+
+    - the judge-level parameters (`template`, `orders`, `score_template`) at the defaults
+      `JUDGE_PARAM_HELP` declares (`make_judge` reads them with exactly those);
+    - a built-in provider's parameters as its own identity reads them (`_provider_key`):
+      `simhubj` is `simhubj?seed=0` is `simhubj:default?seed=0.0`.
+
+    A plugin provider's parameters are compared as given: its declared defaults are prose
+    that nothing here can check against its code."""
+    from judgeaudit.judges.factory import JUDGE_PARAM_HELP, JUDGE_PARAMS
     from judgeaudit.spec import parse_spec
 
     try:
@@ -621,24 +636,122 @@ def _judge_key(spec: str) -> Any:
     except ValueError:
         return public_spec(spec.strip())
     masked = parse_spec(sp.public())
-    return (masked.kind, masked.name, tuple(sorted(masked.params.items())))
+    judge = {k: v for k, v in masked.params.items()
+             if k in JUDGE_PARAMS and v != _declared_default(JUDGE_PARAM_HELP[k])}
+    rest = {k: v for k, v in masked.params.items() if k not in JUDGE_PARAMS}
+    return (masked.kind, _provider_key(masked.kind, masked.name, rest),
+            tuple(sorted(judge.items())))
 
 
-def _distinct_judges(specs: Sequence[str], cli: bool) -> None:
-    """ValueError when one judge is given twice. The HUB-J commands key judges by their
-    spec, so a repeat was silently folded into one (`--judges sim,sim` studied one judge);
-    and a repeat is no second judge: its verdicts are the first one's (the cache answers
-    the same request once), so discover's consensus, quantify's profile and mitigate's
-    several-judge fit would count one judge twice."""
-    seen: dict[Any, str] = {}
+# "... (default both)", "(default pairwise_v1; see ...)": a declared default that is one literal
+# value. "(default: the request's)", "(default auto, the cores ...)", "(default 0: no wait)" and
+# "(default $OPENAI_API_KEY)" are descriptions, not values.
+_DEFAULT = re.compile(r"\bdefault ([^\s(),;:$]+)[);]")
+# Parameters that a built-in provider whose cache identity holds its parameters as given
+# (openai, anthropic) reads as a number, so that `temperature=0` and `temperature=0.0` send the
+# same request: both read with `float_param` (temperature) or `int_param` (max_tokens) into the
+# value sent, and nowhere else (tests/hubj/test_judge_identity.py holds them to it).
+_READ_AS_NUMBER: dict[str, dict[str, type]] = {
+    "openai": {"temperature": float, "max_tokens": int},
+    "anthropic": {"temperature": float},
+}
+
+
+def _declared_default(meaning: str) -> str | None:
+    """The one literal value a parameter's help line (`known_params`) declares as its default,
+    or None when it declares none or describes one ("the request's", "$ENV")."""
+    m = _DEFAULT.search(meaning)
+    return m.group(1) if m else None
+
+
+def _provider_key(kind: str, name: str, params: dict[str, str]) -> Any:
+    """The provider part of `_judge_key`: for a built-in provider, the cache identity of the
+    provider the spec makes (`Provider.cache_identity`: what its answers are keyed by, so two
+    specs with one identity get the same answers, the same verdicts). For sim and simhubj it
+    holds every planted value resolved with the preset and defaults, as numbers (`seed=0`,
+    `seed=0.0` and no seed are one judge; `sim:biased?position=0` is not `sim:biased`, whose
+    preset plants position 0.5); for local, the weights, backend and decoding resolved
+    (`decode=lookup` given is not the same as left out: it picks the transformers backend where
+    `auto` may pick ik); secrets and operational parameters (timeout, pool sizes, prices) are
+    not in it: they change who pays or how a call is sent, not the verdict. The identity of
+    openai and anthropic holds the other parameters as given, so theirs are first read as the
+    provider reads them (`_as_read`). A spec the provider refuses, and a plugin provider, keep
+    their parameters as given (the refusal comes when the judge is made)."""
+    from judgeaudit.judges.factory import DEFAULT_MODEL
+    from judgeaudit.llm.base import Provider
+    from judgeaudit.llm.registry import make_provider, provider_class
+
+    given = (name, tuple(sorted(params.items())))
+    try:
+        cls = provider_class(kind)
+    except ValueError:
+        return given
+    if not cls.__module__.startswith("judgeaudit.llm.providers."):
+        return given
+    if cls.cache_identity is Provider.cache_identity:
+        params = _as_read(cls, params)
+    try:
+        ident = make_provider(kind, name or DEFAULT_MODEL.get(kind, ""), params).cache_identity()
+    except (ValueError, OSError, ImportError):
+        return given
+    return json.dumps(ident, sort_keys=True, default=str)
+
+
+def _as_read(cls: Any, params: dict[str, str]) -> dict[str, str]:
+    """`params` of a built-in provider whose identity holds them as given, as it reads them:
+    one given at the default its `known_params` declares is left out (openai's logprobs=auto,
+    prefill=instruct: read with `params.get(name, default)`), and a number in one form
+    (`_READ_AS_NUMBER`). Secret and operational parameters stay: the identity leaves them out
+    anyway, and the provider still checks them (`batch_wait=2` without batch=on is refused)."""
+    known = cls.known_params or {}
+    numbers = _READ_AS_NUMBER.get(cls.name, {})
+    out: dict[str, str] = {}
+    for k, v in params.items():
+        if k in cls.secret_params or k in cls.operational_params:
+            out[k] = v
+            continue
+        read = numbers.get(k)
+        try:
+            if read is float and math.isfinite(float(v)):
+                v = repr(float(v))
+            elif read is int and v.isdigit():
+                v = str(int(v))
+        except ValueError:
+            pass
+        default = _declared_default(known[k]) if k in known else None
+        if default is not None and v == default:
+            continue
+        out[k] = v
+    return out
+
+
+def _distinct_judges(specs: Sequence[str], cli: bool, *, judge: str | None = None,
+                     option: str = "judges") -> None:
+    """ValueError when one judge is given twice (`_judge_key`: equivalent specs too). The
+    HUB-J commands key judges by their spec, so a repeat was silently folded into one
+    (`--judges sim,sim` studied one judge); and a repeat is no second judge: its verdicts are
+    the first one's (the cache answers the same request once), so discover's consensus,
+    quantify's profile and mitigate's several-judge fit would count one judge twice.
+    `judge`: audit's judge, which its panel (`specs`, given by `option`) must not repeat
+    either: a panel of the judge itself agreed 100% with it and counted in the kappa."""
+    seen: dict[Any, tuple[str, bool]] = {}
+    if judge is not None:
+        seen[_judge_key(judge)] = (judge, True)
     for x in specs:
         key = _judge_key(x)
         if key in seen:
-            first, again = public_spec(seen[key].strip()), public_spec(x.strip())
+            was, is_judge = seen[key]
+            first, again = public_spec(was.strip()), public_spec(x.strip())
+            if is_judge:
+                same = (f"{again} is the judge itself ({opt('judge', cli)} {first})"
+                        if first == again else f"{again} is the same judge as "
+                        f"{opt('judge', cli)} {first}")
+                raise ValueError(f"{opt(option, cli)}: {same}; a panel compares the judge "
+                                 "with other judges")
             same = (f"{first} given twice" if first == again else
                     f"{first} and {again} are the same judge (given twice)")
-            raise ValueError(f"{opt('judges', cli)}: {same}; give each judge once")
-        seen[key] = x
+            raise ValueError(f"{opt(option, cli)}: {same}; give each judge once")
+        seen[key] = (x, False)
 
 
 def _made(s: Session, spec: str, option: str) -> JudgeBundle:
