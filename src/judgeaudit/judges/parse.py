@@ -357,7 +357,9 @@ def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed
     if isinstance(out, CallFailed):
         return
     reason = invalid_reason(out, valid)
-    client.note_verdict(out, reason)  # a judge answering garbage stops being paid
+    # a judge answering garbage stops being paid; the request names the answer, so one
+    # read by several probes counts once
+    client.note_verdict(out, reason, request=request)
     if reason is not None:
         client.mark_invalid(request, reason)
 

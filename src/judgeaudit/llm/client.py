@@ -85,7 +85,8 @@ class CallStats:
     the client never narrowed. `usage_estimated` counts the priced calls whose server sent no
     token counts: their tokens (and so the cost and the spend cap) are estimated from
     characters (`plan.estimated_usage`), not counted. `unreadable` counts the answers (made
-    or cached) a judge could not read as a verdict (`Client.note_verdict`), so every command's
+    or cached) a judge could not read as a verdict (`Client.note_verdict`), each answer once
+    however many probes read it (at most made + cached - shared), so every command's
     outcome can fail a judge that answers garbage past --max-failed; `first_unreadable` says
     why the first of them could not be read (the answer's start, secrets masked).
     `cancelled` counts the failed calls that a cancellation ended (Ctrl-C, SIGTERM: the run
@@ -409,6 +410,9 @@ class Client:
         # The same watch over what the judge could read (`note_verdict`): an empty or prose
         # answer is usable to the client but gives no verdict.
         self._unread: int | None = 0
+        # The answers of this run (by cache key) read as no verdict: one answer that several
+        # probes read (the audit's shared baseline) is one unreadable answer, counted once.
+        self._unread_keys: set[str] = set()
         # What this command may spend (`SpendCap`), shared with the other judges' clients.
         self.spend_cap: SpendCap | None = None
         # How many calls this run may send (`CallCap`; an adaptive audit's --max-calls).
@@ -448,8 +452,9 @@ class Client:
 
     def new_run(self) -> None:
         """Forget which requests the last run asked (`CallStats.shared`) and, without a cache,
-        their answers: a `Session(cache=False)` runs each command on calls of its own."""
-        self._asked, self._memo = set(), RunMemo()
+        their answers: a `Session(cache=False)` runs each command on calls of its own. Its
+        unreadable answers are counted again too: `CallStats` starts from zero."""
+        self._asked, self._memo, self._unread_keys = set(), RunMemo(), set()
 
     async def call(self, request: Request) -> Response:
         resp = await self._call(request)
@@ -932,7 +937,7 @@ class Client:
             log.warning("%s", self._fatal)
 
     def note_verdict(self, resp: Response, reason: str | None,
-                     reading: str = "verdicts") -> None:
+                     reading: str = "verdicts", request: Request | None = None) -> None:
         """The judge read `resp` (`reason` None) or could not (`reason` says why): when the
         first `stop_after` answers made in this run gave no verdict, this client sends no
         more calls (they fail as not sent, and the run's outcome counts them), as for
@@ -941,8 +946,21 @@ class Client:
         verdict ends the watch. Cached answers count too: a re-run of a run that failed
         this way paid for 16 new answers each time, after the 16 it had cached. `reading`:
         what the answers were read as, in the stop's reason (a G-module's or a scorer's
-        answers are no verdicts: "could not be read as G_score JSON objects")."""
+        answers are no verdicts: "could not be read as G_score JSON objects").
+
+        `request`: the request `resp` answers. Its cache key is the answer's identity: an
+        answer read again in this run (the audit's baseline verdict, read by every probe
+        that uses it: `CallStats.shared`) is counted once in `CallStats.unreadable`, which
+        counted each reading (an audit of `sim?invalid=0.3` said 217 unreadable answers of
+        540 made, where 141 were), and once in the watch, whose "the first K answers" are K
+        answers, not K readings of fewer (reading one answer again is no new evidence about
+        the judge and costs nothing). Without it each reading counts, as before."""
         if reason is not None:
+            key = None if request is None else self.key(request)
+            if key is not None:
+                if key in self._unread_keys:
+                    return
+                self._unread_keys.add(key)
             self.stats.unreadable += 1
             self.stats.first_unreadable = self.stats.first_unreadable or redact(reason)[:200]
         if self._unread is None:
