@@ -11,11 +11,17 @@ the request's choices, by cache key); `batches` and `batch_requests` keep every 
 submitted to a provider's batch API and the cache keys in it, so a killed run resumes polling
 instead of submitting again. All tables are created if missing: older cache files keep
 working.
+
+A cache that cannot be written (a team's shared, checked-in or mounted file: the file, its
+directory or its file system read-only) is opened for reading (`Cache.read_only`): a run
+whose answers are all in it runs as usual, and one that needs new calls makes them, warned
+once that they are not stored, as when the disk refuses a write mid-run (`Cache._write`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -75,7 +81,8 @@ FINAL_BATCH_STATES = frozenset({"done", "failed", "cancelled", "expired"})
 
 
 class CacheError(ValueError):
-    """The cache file cannot be used: a directory, not an SQLite database, not writable."""
+    """The cache file cannot be used: a directory, not an SQLite database, cannot be made,
+    or neither writable nor a readable judgeaudit cache."""
 
 
 def default_cache_path() -> Path:
@@ -92,6 +99,11 @@ log = logging.getLogger("judgeaudit.llm")
 
 # What SQLite says when the disk, not the statement, refuses a write.
 _DISK_REFUSED = re.compile(r"full|read-?only|disk I/O|unable to open|locked", re.IGNORECASE)
+# What it says when an existing file cannot be opened for writing (read-only file, directory
+# or file system); then the file is opened for reading (`Cache._open_read_only`).
+_READ_ONLY = re.compile(r"read-?only|unable to open", re.IGNORECASE)
+# The columns a file must have to be read as a cache (its `calls` table).
+_CALLS_COLUMNS = frozenset({"key", "provider", "model", "response"})
 
 
 @dataclass
@@ -112,21 +124,32 @@ class Cache:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_cache_path()
         self._lock = threading.Lock()
-        self._conn = self._open()
-        # Why answers are no longer stored (the disk refused a write), or None (`_write`).
+        # Why answers are no longer stored (the disk refused a write, or the cache was opened
+        # read-only), or None (`_write`).
         self.write_error: str | None = None
+        # Opened for reading only: the file could not be opened for writing (`_open`).
+        self.read_only = False
+        self._warned = False  # the warning that answers are not stored was given (`_write`)
+        self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        """Open (creating if needed) the database, or raise CacheError saying why not."""
+        """Open (creating if needed) the database, or raise CacheError saying why not. An
+        existing cache that cannot be opened for writing is opened for reading instead
+        (`_open_read_only`); a file that cannot be created still fails here."""
         where = f"cache {self.path}"
         if self.path.is_dir():
             raise CacheError(f"{where}: is a directory (give a file path, e.g. "
                              f"{self.path / 'calls.sqlite'})")
+        existed = self.path.exists()
+        if existed and not _may_write(self.path):
+            # Not even tried read-write: SQLite would open it read-only by itself and leave
+            # read-only -wal/-shm files behind, which keep the file read-only for its owner
+            # after `chmod u+w` (every write then fails "attempt to write a readonly database").
+            return self._open_read_only(None)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise CacheError(f"{where}: cannot be created: {exc.strerror or exc}") from None
-        existed = self.path.exists()
         conn = None
         try:
             conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
@@ -140,8 +163,68 @@ class Cache:
             msg = str(exc)
             if "not a database" in msg or "malformed" in msg:
                 raise CacheError(f"{where}: is not a SQLite database ({msg})") from None
+            if existed and _READ_ONLY.search(msg):  # e.g. its directory is read-only
+                return self._open_read_only(msg)
             what = "cannot be opened for writing" if existed else "cannot be created"
             raise CacheError(f"{where}: {what}: {msg}") from None
+        return conn
+
+    def _open_read_only(self, refused: str | None) -> sqlite3.Connection:
+        """Open the existing file for reading, after it could not be opened for writing
+        (`refused`: SQLite's message, or None when the file is not writable): reads work,
+        every write is skipped with one warning (`_write`), `write_error` says why.
+
+        `mode=ro` reads the file as SQLite's locks and its WAL say, so a writer elsewhere is
+        seen safely; it needs the -shm file (made beside the file when missing), so in a
+        read-only directory without one it cannot open a WAL database. Then, and for a file
+        nobody can write (no write bit, or a read-only file system) that has no WAL content,
+        `immutable=1`: the file alone, no locks, no -wal/-shm files made (answers still in a
+        leftover -wal of a killed run are not seen: they are asked again). Side tables an
+        older cache lacks are empty TEMP tables; `query_only` refuses every write."""
+        where = f"cache {self.path}"
+        why = _why_read_only(self.path) or refused or "it cannot be opened for writing"
+        wal = Path(f"{self.path}-wal")
+        wal_content = wal.exists() and wal.stat().st_size > 0
+        uri = self.path.absolute().as_uri()
+        modes = ["mode=ro", "mode=ro&immutable=1"]
+        if _nobody_writes(self.path) and not wal_content:
+            modes = modes[1:]
+        conn = None
+        last = ""
+        for mode in modes:
+            try:
+                conn = sqlite3.connect(f"{uri}?{mode}", uri=True, check_same_thread=False,
+                                       timeout=30)
+                tables = {r[0] for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table'")}
+                break
+            except sqlite3.DatabaseError as exc:
+                if conn is not None:
+                    conn.close()
+                    conn = None
+                last = str(exc)
+                if "not a database" in last or "malformed" in last:
+                    raise CacheError(f"{where}: is not a SQLite database ({last})") from None
+        if conn is None:
+            raise CacheError(f"{where}: cannot be opened for writing ({why}), nor for "
+                             f"reading: {last}")
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(calls)")}
+        if not columns >= _CALLS_COLUMNS:
+            conn.close()
+            raise CacheError(f"{where}: cannot be opened for writing ({why}), and it holds "
+                             "no judgeaudit cache (no calls table with key, provider, model "
+                             "and response)")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        for stmt in _SCHEMA.split(";"):
+            m = re.search(r"CREATE TABLE IF NOT EXISTS (\w+)", stmt)
+            if m and m.group(1) not in tables:
+                conn.execute(stmt.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+        conn.execute("PRAGMA query_only=1")
+        self.read_only = True
+        self.write_error = f"{where}: cannot be written: read-only ({why})"
+        # Not a warning: a run whose answers are all cached loses nothing. The first write
+        # that is skipped warns (`_write`); `judgeaudit cache stats` says it too.
+        log.info("%s; its answers are read, new ones are not stored", self.write_error)
         return conn
 
     def get(self, key: str) -> Response | None:
@@ -154,21 +237,26 @@ class Cache:
         refuses the write (full, read-only, an I/O error, locked past the timeout) it is
         rolled back and the cache stops storing answers, warned once, with `write_error`
         saying why: a run goes on with the answers it paid for (a re-run asks the unstored
-        ones again) instead of ending in a traceback. Returns None once it has stopped."""
+        ones again) instead of ending in a traceback. A cache opened read-only (`_open`)
+        never tries, and warns at its first write. Returns None once it has stopped."""
         with self._lock:
-            if self.write_error is not None:
+            if self.write_error is None:
+                try:
+                    out = statements(self._conn)
+                    self._conn.commit()
+                    return out
+                except sqlite3.OperationalError as exc:
+                    self._conn.rollback()
+                    if not _DISK_REFUSED.search(str(exc)):
+                        raise
+                    self.write_error = f"cache {self.path}: cannot be written: {exc}"
+            if self._warned:
                 return None
-            try:
-                out = statements(self._conn)
-                self._conn.commit()
-                return out
-            except sqlite3.OperationalError as exc:
-                self._conn.rollback()
-                if not _DISK_REFUSED.search(str(exc)):
-                    raise
-                self.write_error = f"cache {self.path}: cannot be written: {exc}"
+            self._warned = True
+        hint = ("give a writable --cache to keep them (a copy of this file keeps its answers)"
+                if self.read_only else "free space or give another --cache")
         log.warning("%s; the run goes on without storing answers (a re-run asks them again); "
-                    "free space or give another --cache", self.write_error)
+                    "%s", self.write_error, hint)
         return None
 
     def put(self, key: str, provider: str, model: str, response: Response) -> None:
@@ -236,28 +324,33 @@ class Cache:
     def add_batch(self, batch_id: str, *, provider: str, model: str, identity: str,
                   params: str, requests: list[tuple[str, str]], status: str = "submitted",
                   info: str | None = None) -> None:
-        """Record a submitted batch and its (key, choices JSON) requests, in one commit."""
+        """Record a submitted batch and its (key, choices JSON) requests, in one commit (not
+        when the cache cannot be written: `_write`; the run still polls it)."""
         now = time.time()
-        with self._lock:
-            self._conn.execute(
+
+        def add(conn: sqlite3.Connection) -> None:
+            conn.execute(
                 "INSERT OR REPLACE INTO batches(batch_id, provider, model, identity, params, "
                 "status, n, created, updated, info) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (batch_id, provider, model, identity, params, status, len(requests), now, now,
                  info))
-            self._conn.executemany(
+            conn.executemany(
                 "INSERT OR REPLACE INTO batch_requests(batch_id, key, choices) VALUES (?,?,?)",
                 [(batch_id, k, c) for k, c in requests])
-            self._conn.commit()
+
+        self._write(add)
 
     def set_batch_status(self, batch_id: str, status: str, info: str | None = None) -> None:
         """Update a batch's status; a final one (FINAL_BATCH_STATES) drops its request list."""
-        with self._lock:
-            self._conn.execute(
+
+        def update(conn: sqlite3.Connection) -> None:
+            conn.execute(
                 "UPDATE batches SET status=?, info=COALESCE(?, info), updated=? "
                 "WHERE batch_id=?", (status, info, time.time(), batch_id))
             if status in FINAL_BATCH_STATES:
-                self._conn.execute("DELETE FROM batch_requests WHERE batch_id=?", (batch_id,))
-            self._conn.commit()
+                conn.execute("DELETE FROM batch_requests WHERE batch_id=?", (batch_id,))
+
+        self._write(update)
 
     def open_batches(self, identity: str | None = None) -> list[dict]:
         """Batches not yet finished (optionally one provider identity's), oldest first, each
@@ -289,7 +382,11 @@ class Cache:
 
     def mark_invalid(self, key: str, reason: str) -> bool:
         """Mark a cached answer as one a judge could not use; returns False (and marks
-        nothing) when no call with this key is cached."""
+        nothing) when no call with this key is cached, or it cannot be written. A read-only
+        cache whose answer is marked already needs no write (and gives no warning): a fully
+        cached run re-reads the answers an earlier run marked."""
+        if self.read_only and self.invalid_reason(key) is not None:
+            return True
         cur = self._write(lambda conn: conn.execute(
             "INSERT OR REPLACE INTO invalid(key, reason, created) "
             "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM calls WHERE key=?)",
@@ -311,18 +408,20 @@ class Cache:
 
     def forget_invalid(self, provider: str | None = None, model: str | None = None) -> int:
         """Delete the calls marked invalid (all, one provider's, or one provider:model's) and
-        their marks, so they are asked again; returns how many were forgotten."""
+        their marks, so they are asked again; returns how many were forgotten (0, with
+        `write_error` saying why, when the cache cannot be written)."""
         where, args = self._filter(provider, model)
-        with self._lock:
-            keys = [r[0] for r in self._conn.execute(
+
+        def forget(conn: sqlite3.Connection) -> int:
+            keys = [r[0] for r in conn.execute(
                 "SELECT key FROM invalid JOIN calls USING (key)" + where, args)]
-            self._conn.executemany("DELETE FROM calls WHERE key=?", [(k,) for k in keys])
-            self._conn.executemany("DELETE FROM invalid WHERE key=?", [(k,) for k in keys])
+            conn.executemany("DELETE FROM calls WHERE key=?", [(k,) for k in keys])
+            conn.executemany("DELETE FROM invalid WHERE key=?", [(k,) for k in keys])
             if provider is None:  # marks whose call is gone already
-                self._conn.execute(
-                    "DELETE FROM invalid WHERE key NOT IN (SELECT key FROM calls)")
-            self._conn.commit()
-        return len(keys)
+                conn.execute("DELETE FROM invalid WHERE key NOT IN (SELECT key FROM calls)")
+            return len(keys)
+
+        return self._write(forget) or 0
 
     @staticmethod
     def _filter(provider: str | None, model: str | None) -> tuple[str, list[str]]:
@@ -380,7 +479,10 @@ class Cache:
                 for k, v in by.items()}
 
     def clear(self, provider: str | None = None, model: str | None = None) -> int:
-        """Delete entries (all, or one provider's, or one provider:model's); returns how many."""
+        """Delete entries (all, or one provider's, or one provider:model's); returns how many
+        (0, with `write_error` saying why, when the cache cannot be written). Clearing all
+        compacts the file too (VACUUM); when the disk refuses that, the entries stay deleted
+        and a warning says the file was not made smaller."""
         sql, args = "DELETE FROM calls", []
         if provider:
             sql += " WHERE provider=?"
@@ -388,18 +490,60 @@ class Cache:
             if model:
                 sql += " AND model=?"
                 args.append(model)
-        with self._lock:
-            cur = self._conn.execute(sql, args)
-            n = cur.rowcount
-            self._conn.execute("DELETE FROM invalid WHERE key NOT IN (SELECT key FROM calls)")
-            self._conn.commit()
-            if not provider:
-                self._conn.execute("VACUUM")
+
+        def delete(conn: sqlite3.Connection) -> int:
+            n = conn.execute(sql, args).rowcount
+            conn.execute("DELETE FROM invalid WHERE key NOT IN (SELECT key FROM calls)")
+            return n
+
+        n = self._write(delete)
+        if n is None:
+            return 0
+        if not provider:
+            with self._lock:
+                try:
+                    self._conn.execute("VACUUM")
+                except sqlite3.OperationalError as exc:
+                    if not _DISK_REFUSED.search(str(exc)):
+                        raise
+                    log.warning("cache %s: %d entries deleted, but the file could not be "
+                                "compacted (VACUUM: %s)", self.path, n, exc)
         return n
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _may_write(path: Path) -> bool:
+    """Whether this process may write `path` (its effective ids and capabilities: root
+    without CAP_DAC_OVERRIDE may not write a read-only file; EROFS answers no too)."""
+    return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+
+def _nobody_writes(path: Path) -> bool:
+    """No one can change the file without first changing its mode or mount: no write bit,
+    or a read-only file system. Then no writer can appear while it is read (`immutable`)."""
+    try:
+        if os.stat(path).st_mode & 0o222 == 0:
+            return True
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        return False
+
+
+def _why_read_only(path: Path) -> str | None:
+    """Why an existing cache file cannot be written, in the user's terms, or None."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "it is on a read-only file system"
+    except (OSError, AttributeError):
+        pass
+    if not _may_write(path):
+        return "the file is not writable"
+    if not _may_write(path.absolute().parent):
+        return "its directory is not writable: SQLite keeps its -wal and -shm files there"
+    return None
 
 
 def _backend_of(response: str) -> str | None:
