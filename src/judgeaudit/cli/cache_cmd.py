@@ -1,5 +1,10 @@
 """`judgeaudit cache`: inspect, clear, or forget the invalid answers of the SQLite cache of
-model calls. `register(app)` adds the sub-app to the main typer app."""
+model calls. `register(app)` adds the sub-app to the main typer app.
+
+A read-only cache (`Cache.read_only`: a shared, checked-in or mounted file) can be inspected;
+`clear` and `forget` on it fail with exit 2 before anything is asked or done, as for any
+cache file this command cannot use, and exit 3 if the disk refuses the write midway (the
+exit code of an error no command expected, such as a full disk): nothing was deleted."""
 
 from __future__ import annotations
 
@@ -46,6 +51,19 @@ def _open(path: Path | None) -> Cache:
         raise fail(str(exc)) from None
 
 
+def _refuse_read_only(c: Cache, command: str) -> None:
+    """Fail (exit 2) before `command` deletes anything from a cache opened read-only."""
+    if c.read_only:
+        c.close()
+        raise fail(f"{command}: {c.write_error}; nothing was deleted")
+
+
+def _check_written(c: Cache, command: str) -> None:
+    """Fail (exit 3) when the disk refused `command`'s deletes (rolled back: none done)."""
+    if c.write_error is not None:
+        raise fail(f"{command}: {c.write_error}; nothing was deleted", code=3)
+
+
 def _what(provider: str | None, model: str | None) -> str:
     if model and not provider:
         raise fail("--model needs --provider (a model name alone may belong to several)")
@@ -65,6 +83,8 @@ def cache_stats(cache: CacheOpt = None) -> None:
     finally:
         c.close()
     _say(f"{s.path}: {s.entries} entries, {s.bytes / 1e6:.2f} MB")
+    if c.read_only:
+        _say(f"{c.write_error}: runs read its answers and store no new ones")
     for k, v in s.by_model.items():
         backends = s.by_backend.get(k, {})
         _say(f"  {k}: {v}" + (f" ({_backends_text(backends)})" if backends else ""))
@@ -90,6 +110,7 @@ def cache_clear(
     Example: judgeaudit cache clear --provider sim --yes"""
     what = _what(provider, model)
     c = _open(cache)
+    _refuse_read_only(c, "cache clear")
     try:
         if not yes and not sys.stdin.isatty():  # a script cannot answer: it must say --yes
             raise fail(f"cache clear deletes {what} entries of {c.path} (paid-for answers): "
@@ -97,6 +118,7 @@ def cache_clear(
         if not yes and not typer.confirm(f"Delete {what} entries in {c.path}?"):
             raise typer.Exit(1)
         n = c.clear(provider, model)
+        _check_written(c, "cache clear")
     finally:
         c.close()
     _say(f"deleted {n} entries ({what})")
@@ -118,8 +140,10 @@ def cache_forget(
         raise fail("say what to forget: --invalid (the answers judges could not use)")
     what = _what(provider, model)
     c = _open(cache)
+    _refuse_read_only(c, "cache forget --invalid")
     try:
         n = c.forget_invalid(provider, model)
+        _check_written(c, "cache forget --invalid")
     finally:
         c.close()
     _say(f"forgot {n} invalid answer{'s' if n != 1 else ''} ({what}); the next run "
