@@ -142,6 +142,7 @@ async def run_rank(
     from judgeaudit.rank.live import planted_biases, rank_live
     from judgeaudit.rank.membership import recall_ties
     from judgeaudit.rank.summary import (
+        TAU_COLLAPSED,
         bias_notes,
         convergence_warnings,
         gate_summary,
@@ -213,9 +214,12 @@ async def run_rank(
     # summary and scripts reading notes see it too
     doc["converged"] = all(m["converged"] for m in doc["models"].values())
     doc["warnings"] = convergence_warnings(doc["models"])
-    doc["notes"] = doc["warnings"] + bias_notes(doc["models"]["bias_aware"], names,
-                                                hierarchical=c.hierarchical,
-                                                trusted=inp.trusted is not None)
+    ba = doc["models"]["bias_aware"]
+    if c.hierarchical:  # every bias term held near 0 by the learned tau (bias_notes says so)
+        ba["tau_collapsed"] = bool(ba.get("tau_terms", ba["tau"]) < TAU_COLLAPSED)
+    doc["notes"] = doc["warnings"] + bias_notes(ba, names, hierarchical=c.hierarchical,
+                                                trusted=inp.trusted is not None,
+                                                naive_topk=doc["models"]["naive"]["topk"])
     doc["notes"] += group_notes(pool, k) + pool.notes
     if pool.has_quality:
         true = pool.true_topk(k)

@@ -26,6 +26,12 @@ LEVEL = 0.95
 # covariate); with a strong planted length bias the default fit gave c = 0.69 [-0.97, 2.36]
 # against 3 planted, and an empirical-Bayes tau collapsed to 0.007 gave 0.000 [-0.013, 0.013].
 PRIOR_DOMINATED = 0.5**0.5
+# --hierarchical's tau below this has collapsed: every bias term is held near 0. Measured
+# (benchmarks/rank_hier_tau.py: sim judge on builtin:controlled, planted length c 0-3 and
+# position kappa 0-1, budgets 50-800, 3 seeds, 60 runs) the bias terms' tau was either
+# 0.003-0.014 (37 runs; never the 1e-3 floor: the EM iteration stops there) or 0.10 and above
+# (23 runs), nothing between.
+TAU_COLLAPSED = 0.05
 
 
 def _z(level: float = LEVEL) -> float:
@@ -78,13 +84,14 @@ def _and(names: list[str]) -> str:
 
 
 def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
-               trusted: bool) -> list[str]:
+               trusted: bool, naive_topk: Sequence[str] | None = None) -> list[str]:
     """What the bias-aware model's c and kappa can and cannot say, for the terminal, results
     and report: terms the data barely narrowed (their numbers are the prior's), an
-    empirical-Bayes tau that held them at 0, the prior spread of quality they were fit at
-    when it is not the ranking's (``lam_terms``: the Laplace evidence's, ``lam``: the
-    ranking's Laplace-EM), and the assumption that tells a covariate's bias from quality
-    when no trusted pairs check it."""
+    empirical-Bayes tau that held them at 0 (and, given the naive model's ``naive_topk``,
+    whether the bias-aware top-k is then the naive one), the prior spread of quality they
+    were fit at when it is not the ranking's (``lam_terms``: the Laplace evidence's,
+    ``lam``: the ranking's Laplace-EM), and the assumption that tells a covariate's bias
+    from quality when no trusted pairs check it."""
     terms = {**{f"c[{n}]": d for n, d in (model.get("c") or {}).items()},
              **({"kappa": model["kappa"]} if model.get("kappa") else {})}
     weak = {n: d for n, d in terms.items() if d.get("from_prior")}
@@ -107,10 +114,22 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
                 if lam and any(
                     n.startswith("c[") for n in weak) else ""))
         if hierarchical and len(weak) == len(terms):
-            notes.append(f"--hierarchical: empirical Bayes set tau to {tau:.3g}, which holds "
-                         "every bias term near 0: an estimate near 0 here is the prior's, not "
-                         "evidence of no bias (with so few bias terms tau is poorly "
-                         "estimated; rank without --hierarchical)")
+            # tau's EM step is the mean square of c and kappa; c, confounded with quality,
+            # stays at ~0 whatever was planted, so tau follows the measured kappa: with none
+            # planted it collapsed in 27 of 30 runs, with length 3 planted as well
+            # (benchmarks/rank_hier_tau.py), and the bias-aware top-k was then the naive
+            # one in 36 of the 37 collapsed runs
+            same = (tau < TAU_COLLAPSED and naive_topk is not None
+                    and set(naive_topk) == set(model.get("topk") or []))
+            notes.append(
+                f"--hierarchical: empirical Bayes set tau to {tau:.3g}, which holds every "
+                "bias term near 0" + (", so the bias-aware model corrects next to nothing "
+                                      "(its top-k is the naive model's)" if same else "")
+                + ": an estimate near 0 here is the prior's, not evidence of no bias (tau "
+                "is learned from c and kappa together and the comparisons measure kappa "
+                "only, c being confounded with item quality: with little or no position "
+                "bias measured tau collapses whatever the covariate's bias; rank without "
+                "--hierarchical)")
     if terms and model.get("lam_terms_method") == "evidence" and model.get("lam") and \
             model.get("lam_terms") and model["lam_terms"] != model["lam"]:
         notes.append(

@@ -125,7 +125,7 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
                   "map": _d(models.get(m)).get("map_converged"),
                   "cg": _d(models.get(m)).get("cg_converged")}
                  for m in ("naive", "bias_aware") if m in models],
-        "tau_final": ba.get("tau"),
+        "tau_final": ba.get("tau"), "tau_collapsed": ba.get("tau_collapsed") is True,
         "bias_plot": _bias_plot(biases, "bias-aware model: c per covariate unit, kappa for "
                                         "the first-shown position (log-odds, 95% interval)"),
         "covariates": [{"name": _str(c.get("name")), "source": _str(c.get("source")),
