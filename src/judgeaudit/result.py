@@ -228,7 +228,7 @@ def _pandas() -> Any:
         import pandas
     except ImportError:
         raise ImportError("Result.to_frame needs pandas, an optional dependency: "
-                          "pip install pandas") from None
+                          "pip install 'judgeaudit[pandas]' (or pip install pandas)") from None
     return pandas
 
 
@@ -553,7 +553,7 @@ class Result(BaseModel):
 
     def to_frame(self, table: Table | None = None, *, failed_ok: bool = False
                  ) -> pd.DataFrame:
-        """A pandas DataFrame (pandas is optional: `pip install pandas`).
+        """A pandas DataFrame (pandas is optional: `pip install 'judgeaudit[pandas]'`).
 
         Args:
             table: "probes" (audit only): one row per probe: probe, title, verdict, effect,

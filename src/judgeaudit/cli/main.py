@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
-import click
 import typer
 import typer.core
 from rich.markup import escape
@@ -44,7 +43,7 @@ class _Group(typer.core.TyperGroup):
     for (click's `no_args_is_help` exits 2, a usage error, which a careful user reads as a
     mistake). Options without a command (`judgeaudit -v`) stay a usage error, exit 2."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
             text = ctx.get_help()  # the rich help prints itself and returns ""
             if text:

@@ -25,7 +25,6 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
-import click
 import typer
 
 from judgeaudit.cli.progress import LAST_ERROR, close_bars, console, fail, growing_bar
@@ -336,8 +335,9 @@ def run_command(cfg: Any, run: Any,
 
 # What ends a command without crashing it: an exit the CLI chose (bad input, a fatal call),
 # and an OSError (a full disk), which `main` says in one line and leaves "did not finish".
-_NO_CRASH = (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException,
-             click.Abort, EOFError, OSError)
+# typer (0.27 on) carries its own click: its usage errors are `typer.TyperException`s, and
+# the separate `click` package is no dependency of it (nor of ours).
+_NO_CRASH = (typer.Exit, typer.Abort, typer.TyperException, EOFError, OSError)
 # The crashed run whose failure `record_crash` wrote (for the crash's message in `main`).
 CRASHED: dict[str, Any] = {"exc": None, "doc": None, "path": None}
 
