@@ -45,10 +45,11 @@ def test_fit_estimates_are_typed_and_name_their_interval(estimator):
     # the bias share is win - BC as shown (it was the mean fitted p - BC, which the prior
     # on theta moves off the observed win: 0.05 against win - BC = 0.037 on 5 queries)
     assert f.bias_share.value == pytest.approx(f.win.value - f.bc.value, abs=1e-12)
-    if estimator == "marginal":  # the same numbers as before the change (but the share's)
+    if estimator == "marginal":  # the same numbers as before the change (but the share's),
+        # to the optimiser's precision: scipy 1.17 / numpy 2.4 land 1e-11 from the recording
         for k in ("win", "bc", "phi"):
-            assert {x: d[k][x] for x in OLD_FIT[k]} == OLD_FIT[k]
-        assert d["bias_share"]["se"] == OLD_FIT["bias_share"]["se"]
+            assert {x: d[k][x] for x in OLD_FIT[k]} == pytest.approx(OLD_FIT[k], rel=1e-8)
+        assert d["bias_share"]["se"] == pytest.approx(OLD_FIT["bias_share"]["se"], rel=1e-8)
 
 
 def test_an_old_saved_fit_without_method_still_applies_and_reads():
