@@ -736,8 +736,9 @@ def _seeds_dict(cell: Any) -> dict[str, Any] | None:
 
 
 def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:
-    """rank-eval: mean recall per model and rule at each budget, full-data recall and the
-    judge's biases (mean estimate and interval across matrices, coverage when planted)."""
+    """rank-eval: mean recall per model and rule at each budget, full-data recall, the
+    judge's biases (mean estimate and interval across matrices, coverage when planted) and
+    whether every fit converged (`_not_converged`: the cells where some did not)."""
     return {
         "k": d.get("k"), "budgets": d.get("budgets"), "rules": d.get("rules"),
         "n_seeds": len(d.get("seeds") or []),
@@ -752,8 +753,34 @@ def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:
                    **({"kappa": {**(_iv_est(d["kappa"], d["kappa"].get("n")) or {}),
                                  "coverage": d["kappa"].get("coverage")}}
                       if d.get("kappa") else {})},
+        # fits that did not converge (their warnings also lead the notes): a script gating
+        # on recall saw nothing; None in a document written before they were counted
+        "converged": d.get("converged"),
+        "not_converged": _not_converged(d.get("convergence")),
         "notes": list(d.get("notes") or []),
     }
+
+
+def _not_converged(conv: Any) -> list[dict[str, Any]] | None:
+    """rank-eval's fits that did not converge, one row per cell with any ("fits": "recall"
+    with its model, rule and budget; "acquisition", the runs whose pair-choosing refits
+    did not, with model and rule; "matrices", the full-matrix fits, with model): its
+    ``not_converged`` of ``n``. Empty when all converged; None when not recorded."""
+    if not isinstance(conv, Mapping):
+        return None
+    rows: list[dict[str, Any]] = []
+    for m, rules in (conv.get("recall") or {}).items():
+        for r, by_b in rules.items():
+            rows += [{"fits": "recall", "model": m, "rule": r, "budget": int(b),
+                      "not_converged": t["not_converged"], "n": t["n"]}
+                     for b, t in by_b.items() if t.get("not_converged")]
+    for m, rules in (conv.get("acquisition") or {}).items():
+        rows += [{"fits": "acquisition", "model": m, "rule": r,
+                  "not_converged": t["not_converged"], "n": t["n"]}
+                 for r, t in rules.items() if t.get("not_converged")]
+    rows += [{"fits": "matrices", "model": m, "not_converged": t["not_converged"], "n": t["n"]}
+             for m, t in (conv.get("matrices") or {}).items() if t.get("not_converged")]
+    return rows
 
 
 def _rerun_hint() -> str:

@@ -255,6 +255,7 @@ def _print_eval(doc: dict) -> None:
         _print_recall(doc)
     console.print(f"{doc['n_invalid']} invalid verdicts (left out of every fit); "
                   f"{calls_text(doc)}")
+    _print_warnings(doc)  # fits that did not converge, naming their cells
 
 
 def _mean_se(cell: dict) -> str:

@@ -17,6 +17,7 @@ from judgeaudit.rank.fitting import fit_model
 from judgeaudit.rank.loop import MODELS, Oracle, run_active
 from judgeaudit.rank.membership import group_index, group_k, recall_grouped, recall_ties
 from judgeaudit.rank.simulate import SimOracle, controlled_sim_pool
+from judgeaudit.rank.summary import fit_convergence
 
 SCHEMA = "judgeaudit.rank_eval/1"
 
@@ -147,6 +148,10 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
     """Run every (oracle, seed) x model x rule loop up to max(budgets) and collect
     ``recall[model][rule][budget] = {mean, se, n}``, ``full_data[model]``, paired ``tests``
     between rules, the 2x2 ``ablation`` (model x topk/global) and the bias ``estimates``.
+    ``convergence`` counts the fits that did not converge (`rank.summary.fit_convergence`:
+    the MAP or a sparse posterior's conjugate gradients) per recall cell, per run of the
+    refits that chose the pairs, and on the full data; ``converged`` and ``warnings``
+    (`convergence_warnings`) say so, as `rank` does for its one fit.
     ``on_run()`` is called after every active loop (len(models) * len(rules) per case)."""
     budgets = sorted({int(b) for b in budgets})
     for m in models:
@@ -155,6 +160,11 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
     bmax = budgets[-1]
     per: dict = {m: {r: {b: [] for b in budgets} for r in rules} for m in models}
     full: dict = {m: [] for m in models}
+    # fit_convergence of every fit whose theta a recall comes from (per cell and on the full
+    # data), and whether every refit that chose a run's pairs converged (per model x rule)
+    conv: dict = {m: {r: {b: [] for b in budgets} for r in rules} for m in models}
+    conv_full: dict = {m: [] for m in models}
+    conv_refits: dict = {m: {r: [] for r in rules} for m in models}
     totals: list[int] = []  # each case's true top items (recall's denominator), per seed
     full_totals: list[int] = []
     est_c, est_k, cases_out = [], [], []
@@ -178,6 +188,8 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
                               None if case.planted is None else case.planted.get("c")))
                 est_k.append((fb.kappa, list(fb.kappa_interval()),
                               None if case.planted is None else case.planted.get("kappa")))
+                for m in models:  # read after the intervals: their solves are counted
+                    conv_full[m].append(fit_convergence(fits[m]))
             for m, rule in itertools.product(models, rules):
                 res = run_active(case.oracle, case.n_items, bmax, case.k, rule=rule, X=case.X,
                                  model=m, lam=lam, tau=tau, hierarchical=hierarchical,
@@ -189,6 +201,14 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
                     r = case.recall(fit.theta)
                     per[m][rule][b].append(r)
                     rec["recall"].setdefault(m, {}).setdefault(rule, {})[b] = r
+                    fc = fit_convergence(fit)
+                    conv[m][rule][b].append(fc)
+                    if not fc["converged"]:  # which case's fit, for a reader of the cases
+                        rec.setdefault("not_converged", []).append(
+                            {"model": m, "rule": rule, "budget": b,
+                             **{k: fc[k] for k in ("map_converged", "cg_converged")}})
+                conv_refits[m][rule].append(
+                    {"converged": all(x["converged"] for x in res.refits)})
                 if on_run is not None:
                     on_run()
             cases_out.append(rec)
@@ -209,7 +229,16 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
                           for r1, r2 in itertools.combinations(rules, 2)}
                       for b in budgets} for m in models},
         "cases": cases_out,
+        "convergence": {
+            "recall": {m: {r: {b: tally_convergence(conv[m][r][b]) for b in budgets}
+                           for r in rules} for m in models},
+            "acquisition": {m: {r: tally_convergence(conv_refits[m][r]) for r in rules}
+                            for m in models},
+            "full_data": {m: tally_convergence(conv_full[m]) for m in models if conv_full[m]},
+        },
     }
+    out["warnings"] = convergence_warnings(out["convergence"])
+    out["converged"] = not out["warnings"]
     if {"naive", "bias_aware"} <= set(models) and {"topk", "global"} <= set(rules):
         out["ablation"] = {}
         for b in budgets:
@@ -225,6 +254,87 @@ def rank_eval(oracles: Mapping[str, CaseFactory], budgets: Sequence[int], rules:
                 "interaction_test": paired_test(bt - bg, nt - ng),
             }
     out["estimates"] = {"c": _estimates_c(est_c), "kappa": _estimates_kappa(est_k)}
+    return out
+
+
+def tally_convergence(fits: Sequence[dict]) -> dict:
+    """How many of ``fits`` (`fit_convergence` dicts, or {"converged"} alone) did not
+    converge: ``not_converged`` of ``n``, and of those the ones whose MAP did not and whose
+    sparse posterior's CG stopped short (a fit can be both; None: not recorded)."""
+    d = {"n": len(fits), "not_converged": sum(not f["converged"] for f in fits)}
+    if fits and "map_converged" in fits[0]:
+        d["map_not_converged"] = sum(f["map_converged"] is False for f in fits)
+        d["cg_not_converged"] = sum(f["cg_converged"] is False for f in fits)
+    return d
+
+
+def _label(model: str) -> str:
+    return model.replace("_", "-") + " model"
+
+
+def convergence_parts(t: dict) -> str:
+    """" (MAP 1, CG 2)": what stopped short in a tally's fits (CG: the conjugate gradients
+    of a sparse posterior; a fit can be both)."""
+    p = [f"{what} {t[k]}" for k, what in (("map_not_converged", "MAP"),
+                                          ("cg_not_converged", "CG"))
+         if t.get(k)]
+    return f" ({', '.join(p)})" if p else ""
+
+
+def convergence_touches(tallies: Sequence[tuple[str, dict]], what: str) -> str:
+    """What stopped short in full-data fits (``tallies``: (model, tally)) does to the numbers
+    they give (``what``, their theta's): said only for the parts that did stop."""
+    maps = any(t.get("map_not_converged") for _, t in tallies)
+    cgs = any(t.get("cg_not_converged") for m, t in tallies if m == "bias_aware")
+    parts = ([f"where the MAP did not converge, {what} comes from a theta short of the "
+              "model's optimum"] if maps else []) + (
+        ["where the conjugate gradients stopped, the bias-aware fit's intervals of c and "
+         "kappa are approximate"] if cgs else [])
+    return "; ".join(parts) or "the posterior of those fits is approximate"
+
+
+def convergence_warnings(conv: dict) -> list[str]:
+    """One line per kind of fit of which some did not converge (``conv``: the
+    ``convergence`` block `rank_eval` writes, or rank-eval's), naming every cell with its
+    k of n and what the stopped solves touch; none when every fit converged."""
+    out = []
+    cells = [(m, r, b, t) for m, rules in (conv.get("recall") or {}).items()
+             for r, by_b in rules.items() for b, t in by_b.items() if t["not_converged"]]
+    if cells:
+        n_all = sum(t["n"] for rules in conv["recall"].values() for by_b in rules.values()
+                    for t in by_b.values())
+        bad = sum(t["not_converged"] for *_, t in cells)
+        groups: dict = {}
+        for m, r, b, t in cells:
+            groups.setdefault((m, r), []).append(
+                f"B={b}: {t['not_converged']} of {t['n']}{convergence_parts(t)}")
+        maps = sum(t.get("map_not_converged") or 0 for *_, t in cells)
+        cgs = sum(t.get("cg_not_converged") or 0 for *_, t in cells)
+        out.append(
+            f"{bad} of {n_all} fits behind the recall table did not converge (converged is "
+            "false): " + "; ".join(f"{_label(m)}, rule {r}: {', '.join(v)}"
+                                   for (m, r), v in groups.items())
+            + ". " + "; ".join(
+                ([f"The MAP did not converge in {maps}: their recall is that of a theta short "
+                  "of the model's optimum"] if maps else [])
+                + ([f"{'the' if maps else 'The'} conjugate gradients (CG) of the sparse "
+                    f"posterior stopped short in {cgs}: their theta and recall stand (the "
+                    "posterior, approximate, is not used by recall)"] if cgs else [])))
+    runs = [(m, r, t) for m, rules in (conv.get("acquisition") or {}).items()
+            for r, t in rules.items() if t["not_converged"]]
+    if runs:
+        out.append("the refits that chose the pairs did not all converge (MAP or the sparse "
+                   "posterior's conjugate gradients) in: "
+                   + "; ".join(f"{_label(m)}, rule {r}: {t['not_converged']} of {t['n']} runs"
+                               for m, r, t in runs)
+                   + ": those runs chose pairs by a fit short of its optimum or an approximate "
+                   "posterior")
+    full = [(m, t) for m, t in (conv.get("full_data") or {}).items() if t["not_converged"]]
+    if full:
+        out.append("the fits on the full data did not converge: "
+                   + ", ".join(f"{_label(m)} {t['not_converged']} of {t['n']}"
+                               f"{convergence_parts(t)}" for m, t in full)
+                   + ": " + convergence_touches(full, "the full-data recall"))
     return out
 
 

@@ -212,6 +212,23 @@ def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> RankEvalInpu
         dropped=[n for n in names if sds[n] == 0.0], lam_start=lam_start, eb_lam=eb)
 
 
+def matrix_convergence_warnings(tallies: dict) -> list[str]:
+    """A line when some fits on the full verdict matrices did not converge (``tallies``:
+    model -> `tally_convergence`): the bias-aware one gives c and kappa with their intervals
+    and, with the naive one, the full-data recall."""
+    from judgeaudit.rank.evaluate import convergence_parts, convergence_touches
+
+    bad = [(m, t) for m, t in tallies.items() if t["not_converged"]]
+    if not bad:
+        return []
+    return ["the fits on the full verdict matrices did not converge (MAP, or CG: the "
+            "conjugate gradients of the sparse posterior; converged is false): "
+            + ", ".join(f"{m.replace('_', '-')} model in {t['not_converged']} of {t['n']} "
+                        f"matrices{convergence_parts(t)}" for m, t in bad)
+            + ": " + convergence_touches(bad, "the full-data recall (and for the bias-aware "
+                                          "model c and kappa)")]
+
+
 async def build_matrices(session: Session, inp: RankEvalInputs
                          ) -> dict[tuple[str, str], VerdictMatrix]:
     """Judge every comparable ordered pair of every (pool, judge) once (cached). Under
@@ -236,13 +253,19 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     intervals, full-data recall) and evaluate every rule x model x seed; the results
     document. A run that judged too little (`run.status` failed) is not evaluated."""
     from judgeaudit.outcome import assess, sum_calls
-    from judgeaudit.rank.evaluate import EvalCase, rank_eval
+    from judgeaudit.rank.evaluate import (
+        EvalCase,
+        convergence_warnings,
+        rank_eval,
+        tally_convergence,
+    )
     from judgeaudit.rank.fitting import fit_model, terms_fit
     from judgeaudit.rank.live import planted_biases
     from judgeaudit.rank.membership import recall_ties
     from judgeaudit.rank.summary import (
         bias_notes,
         covariate_estimates,
+        fit_convergence,
         group_notes,
         kappa_estimate,
     )
@@ -284,7 +307,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         ft, how = terms_fit(fb, pool.n_items, comps, X if kept else None, eb_lam=inp.eb_lam,
                             tau=inp.cfg.tau, hierarchical=inp.cfg.hierarchical)
         planted = planted_biases(bundles[j], kept)
-        per_matrix.append({
+        entry = {
             "items": p, "oracle": bundles[j].public_spec, "n_comparisons": len(mat.verdicts),
             "n_invalid": mat.n_invalid, "n_ties": mat.n_ties, "n_fitted": int(len(comps)),
             "c": covariate_estimates(ft, info, planted["c"] if planted else None),
@@ -295,7 +318,12 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
             "lam": {"naive": fn.lam, "bias_aware": fb.lam},
             **({"lam_terms": ft.lam, "tau_terms": ft.tau, "lam_terms_method": how}
                if how else {}),
-        })
+        }
+        # after the intervals above (their solves count): the MAP and CG of each model's fit,
+        # the bias-aware one with the fit its c and kappa come from
+        entry["converged"] = {"naive": fit_convergence(fn),
+                              "bias_aware": fit_convergence(fb, None if ft is fb else ft)}
+        per_matrix.append(entry)
     by_seed = {s: (p, j) for s, p, j in inp.plan}
 
     def factory(seed: int) -> EvalCase:
@@ -316,11 +344,22 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
                     on_run=tracker.advance, eb_lam=inp.eb_lam)
     res.pop("estimates", None)
     c_sum, kappa_sum = summarise_estimates(per_matrix, kept)
+    # fits that did not converge, per recall cell (rule x model x budget), per rule's runs
+    # (the refits choosing pairs) and per verdict matrix (the full-data fits: c, kappa,
+    # full-data recall; rank_eval's own full-data fits are the same fits again, per seed)
+    conv = {"recall": res["convergence"]["recall"],
+            "acquisition": res["convergence"]["acquisition"],
+            "matrices": {m: tally_convergence([x["converged"][m] for x in per_matrix])
+                         for m in MODELS}}
+    warns = convergence_warnings(conv) + matrix_convergence_warnings(conv["matrices"])
     doc.update({
         "config": {**res["config"], "ties": TIES, "invalid": INVALID},
         "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],
         "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
-        "notes": bias_notes({"c": c_sum, "kappa": kappa_sum, **_lams(per_matrix)}, kept,
+        # as rank: a fit that did not converge is a warning, and leads the notes (the --json
+        # summary carries them)
+        "convergence": conv, "converged": not warns, "warnings": warns,
+        "notes": warns + bias_notes({"c": c_sum, "kappa": kappa_sum, **_lams(per_matrix)}, kept,
                             hierarchical=c.hierarchical, trusted=False)
         + sorted({n for pool in inp.pools.values() for n in group_notes(pool, k)})
         + list(dict.fromkeys(n for pool in inp.pools.values() for n in pool.notes)),
@@ -331,5 +370,6 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     return doc
 
 
-__all__ = ["RankEvalInputs", "build_matrices", "int_list", "parse_seeds", "plan_cases",
-           "prepare_rank_eval", "run_rank_eval", "summarise_estimates"]
+__all__ = ["RankEvalInputs", "build_matrices", "int_list", "matrix_convergence_warnings",
+           "parse_seeds", "plan_cases", "prepare_rank_eval", "run_rank_eval",
+           "summarise_estimates"]

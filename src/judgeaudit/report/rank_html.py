@@ -207,6 +207,34 @@ def _by_budget(cells: Any, budgets: list[str]) -> list[dict[str, Any] | None]:
     return [_cell(cells.get(b)) for b in budgets]
 
 
+def _conv(t: Any) -> dict[str, Any] | None:
+    """A tally of fits (`rank.evaluate.tally_convergence`): ``not_converged`` of ``n``, None
+    when not recorded."""
+    t = _d(t)
+    bad, n = _num(t.get("not_converged")), _num(t.get("n"))
+    return None if bad is None or n is None else {"not_converged": int(bad), "n": int(n)}
+
+
+def _conv_by_budget(cells: Any, budgets: list[str]) -> list[dict[str, Any] | None]:
+    cells = {str(b): v for b, v in _d(cells).items()}
+    return [_conv(cells.get(b)) for b in budgets]
+
+
+def _fits_converged(conv: dict[str, Any]) -> dict[str, Any]:
+    """The Settings line: how many of the recall cells', the pair-choosing runs' and the
+    full-matrix fits did not converge, each of its total."""
+    def total(tallies: list[Any]) -> dict[str, int]:
+        ts = [t for t in map(_conv, tallies) if t is not None]
+        return {"not_converged": sum(t["not_converged"] for t in ts),
+                "n": sum(t["n"] for t in ts)}
+
+    return {"recall": total([t for rules in _d(conv.get("recall")).values()
+                             for by_b in _d(rules).values() for t in _d(by_b).values()]),
+            "acquisition": total([t for rules in _d(conv.get("acquisition")).values()
+                                  for t in _d(rules).values()]),
+            "matrices": total(list(_d(conv.get("matrices")).values()))}
+
+
 def _hits(recall: Any, n_true: int) -> str | None:
     """"4 of 5": the true top items a ranking found (its recall's n), when the recall is a
     number of this pool (grouped pools count every group's top items)."""
@@ -222,9 +250,13 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
     budgets = [str(b) for b in _l(r.get("budgets"))]
     recall = _d(r.get("recall"))
     full = _d(r.get("full_data"))
+    conv = _d(r.get("convergence"))  # fits that did not converge (absent: not recorded)
     models = []
     for m, rules in recall.items():
-        rows = [{"rule": str(rule), "cells": _by_budget(cells, budgets)}
+        rows = [{"rule": str(rule), "cells": _by_budget(cells, budgets),
+                 "conv": _conv_by_budget(_d(_d(conv.get("recall")).get(m)).get(rule),
+                                         budgets),
+                 "acquisition": _conv(_d(_d(conv.get("acquisition")).get(m)).get(rule))}
                 for rule, cells in _d(rules).items()]
         fd = _cell(full.get(m))
         series = [{"label": row["rule"],
@@ -259,16 +291,21 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
             "interaction": inter.get("mean"), "interaction_se": inter.get("se"),
             "interaction_p": it.get("p_t")})
     biases = _bias_rows(r.get("c"), r.get("kappa"))
+    warnings = [str(x) for x in _l(r.get("warnings"))]
     matrices = []
     for x in _l(r.get("matrices")):
         if not isinstance(x, dict):
             continue
         fdm = _d(x.get("full_data"))
+        cm = _d(x.get("converged"))
         matrices.append({"pool": _str(x.get("items")), "oracle": _str(x.get("oracle")),
                          "n_comparisons": x.get("n_comparisons"),
                          "n_invalid": x.get("n_invalid"), "n_ties": x.get("n_ties"),
                          "naive": fdm.get("naive"), "bias_aware": fdm.get("bias_aware"),
-                         "ambiguous": bool(x.get("true_topk_ambiguous"))})
+                         "ambiguous": bool(x.get("true_topk_ambiguous")),
+                         # models whose fit on this matrix did not converge
+                         "not_converged": [str(m) for m in ("naive", "bias_aware")
+                                           if _d(cm.get(m)).get("converged") is False]})
     return {
         **_common(r),
         "judge": r.get("oracle"), "data": r.get("items"),
@@ -282,7 +319,12 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
         "pool_per_seed": bool(r.get("pool_per_seed")),
         "judge_per_seed": bool(r.get("judge_per_seed")),
         "models": models, "tests": tests, "ablation": ablation,
-        "biases": biases, "notes": [str(x) for x in _l(r.get("notes"))],
+        # fits that did not converge (rank.evaluate.convergence_warnings) lead the page; the
+        # notes, which repeat them for the --json summary, leave them out
+        "warnings": warnings,
+        "fits_converged": _fits_converged(conv) if conv else None,
+        "biases": biases, "notes": [str(x) for x in _l(r.get("notes")) if str(x) not in warnings],
+        "run_notes": [str(x) for x in _l(r.get("notes")) if str(x) not in warnings],
         "bias_plot": _bias_plot(biases, "bias-aware fit on each full matrix: mean estimate "
                                         "and mean 95% interval across matrices (log-odds)"),
         "covariates_dropped": [str(x) for x in _l(r.get("covariates_dropped"))],
