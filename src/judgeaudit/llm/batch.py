@@ -9,7 +9,10 @@ cache miss to this module's `Batcher`, which
   waits for them, so a stage becomes one batch);
 - records each batch id and the cache keys in it in the cache database (`Cache.add_batch`)
   the moment the provider accepted it, so a killed run resumes polling that batch instead of
-  submitting its requests again;
+  submitting its requests again; a cache that cannot be written (`Cache.write_error`: opened
+  read-only, or the disk refused a write) could not record it, so nothing is submitted then:
+  the first request that would be fails fatally saying which cache and what to do (a run
+  whose requests are all cached needs no batch and runs as usual);
 - polls each batch every `poll` seconds, the interval growing by half while nothing changes
   (at most ten times `poll`, at most 10 minutes), and retries status calls that fail
   transiently;
@@ -203,8 +206,35 @@ class Batcher:
         self._requests[key] = request
         self._choices[key] = tuple(request.choices)
         if key not in self._pending and key not in self._queue:
+            refused = self._unrecordable()
+            if refused is not None:  # before anything is submitted: see `_unrecordable`
+                from judgeaudit.llm.client import CallFailed
+
+                self._waiting.pop(key, None)
+                self._note_not_sent(refused)
+                raise CallFailed(refused, fatal=True, kind="other")
             self._enqueue(key, request)
         return await asyncio.shield(fut)
+
+    def _unrecordable(self) -> str | None:
+        """Why a new batch must not be submitted, or None. A submitted batch is recorded in
+        the cache so that a run stopped while it waits (hours, maybe) picks it up again; a
+        cache that cannot be written (`Cache.write_error`: read-only, or a write the disk
+        refused) cannot record it, so stopping would lose answers already paid for."""
+        if self.cache is None or self.cache.write_error is None:
+            return None
+        return (f"{self.provider.name}: batch mode (batch=on) needs a cache it can write, and "
+                f"{self.cache.write_error}. A submitted batch is recorded in the cache so that "
+                "a stopped run picks it up again; this one could not be, and its answers, "
+                "paid for, would be lost. Nothing was submitted. Give a writable cache "
+                "(--cache PATH or JUDGEAUDIT_CACHE=PATH; a copy of this file keeps its "
+                "answers), or run without batch=on (live calls: answered in this run, not "
+                "stored)")
+
+    def _note_not_sent(self, why: str) -> None:
+        self.stats.not_sent += 1
+        if self.stats.not_sent_why is None:
+            self.stats.not_sent_why = why
 
     async def aclose(self) -> None:
         """Stop polling (submitted batches stay recorded: the next run resumes them) and
@@ -252,6 +282,12 @@ class Batcher:
         items = list(self._queue.items())
         self._queue.clear()
         self._queue_bytes = 0
+        refused = self._unrecordable()
+        if refused is not None:  # e.g. a resumed batch's lines to ask again: not submitted
+            for _ in items:
+                self._note_not_sent(refused)
+            self._fail([k for k, _ in items], refused, "other", fatal=True, raw=True)
+            return
         # Split by the API's size limit: entries are built (and measured) here.
         chunk: list[tuple[str, dict[str, Any]]] = []
         size = 0
@@ -281,10 +317,18 @@ class Batcher:
                 identity=self.identity, params=json.dumps(public_params(self.provider)),
                 requests=[(k, json.dumps(list(self._choices.get(k, ())))) for k in keys])
         # Shown without -v: a run in batch mode may wait hours with its bar at 0, so it says
-        # once per batch what it waits for and that stopping it loses nothing.
+        # once per batch what it waits for and what stopping it costs: nothing when the batch
+        # is recorded; its answers when there is no cache, or the disk refused the record
+        # after `_unrecordable` let it through.
+        if self.cache is not None and self.cache.write_error is None:
+            stopping = ("Stopping now loses nothing: the same command picks the batch up "
+                        "again (judgeaudit batch status)")
+        else:
+            stopping = ("It is not recorded ("
+                        + ("no cache" if self.cache is None else self.cache.write_error)
+                        + "): stopping before it ends loses its answers, paid for")
         log.warning("%s: submitted batch %s (%d requests); the provider answers within 24 h. "
-                    "Stopping now loses nothing: the same command picks the batch up again "
-                    "(judgeaudit batch status)", self.provider.name, batch_id, len(keys))
+                    "%s", self.provider.name, batch_id, len(keys), stopping)
         self._track(batch_id, keys)
 
     def _track(self, batch_id: str, keys: list[str]) -> None:
@@ -436,14 +480,17 @@ class Batcher:
                                      fatal=False, kind=kind))
         fut.exception()
 
-    def _fail(self, keys: list[str], message: str, kind: str, *, fatal: bool) -> None:
+    def _fail(self, keys: list[str], message: str, kind: str, *, fatal: bool,
+              raw: bool = False) -> None:
+        """Fail the calls waiting on ``keys``; ``raw``: ``message`` is complete (it names the
+        provider already)."""
         from judgeaudit.llm.client import CallFailed
 
+        text = message if raw else redact(f"{self.provider.name}: {message}")
         for k in keys:
             fut = self._waiting.pop(k, None)
             if fut is not None and not fut.done():
-                fut.set_exception(CallFailed(redact(f"{self.provider.name}: {message}"),
-                                             fatal=fatal, kind=kind))
+                fut.set_exception(CallFailed(text, fatal=fatal, kind=kind))
                 fut.exception()
 
     # ---- plumbing -------------------------------------------------------------------------
