@@ -76,3 +76,10 @@ def test_results_without_the_new_sections_render_as_before():
     html = render_report(copy.deepcopy(old))
     assert 'id="dropped-table"' not in html and 'id="warnings"' not in html
     assert "Effect by" not in html
+
+
+def test_items_sentence_and_selection_sentence_are_apart():
+    d = doc()
+    d["items"]["selection"] = {"kind": "first", "n": 30, "of": 150}
+    text = text_of(render_report(d))  # the template's line break was trimmed: "given.Each"
+    assert "150 pairs judged of 150 given. Each probe takes the first 30 pairs" in text
