@@ -58,6 +58,13 @@ class ModelFilesError(RuntimeError):
     """The model's files are missing, incomplete or not the expected bytes."""
 
 
+class MissingExtraError(ImportError, ValueError):
+    """A module the local judge's backend needs is not installed: the [local] extra is
+    missing (or part of it). An ImportError, which it is, and a ValueError, which the CLI
+    reports as a usage error (exit 2) before any call: the install must change, not the
+    run, and a traceback ending in "No module named 'torch'" read as a bug."""
+
+
 @dataclass(frozen=True)
 class Preset:
     """A model shipped as PyPI part packages that concatenate, in order, into one GGUF."""
@@ -664,8 +671,12 @@ def choose_threads(threads: int | str | None) -> int:
 
 
 def set_threads(threads: int | str | None) -> int:
-    """torch intra-op threads as `choose_threads` says."""
-    import torch
+    """torch intra-op threads as `choose_threads` says (the transformers backend only: the
+    integer backends take their thread count at load and never import torch)."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise missing_extra(["torch"], "transformers") from exc
 
     n = choose_threads(threads)
     if torch.get_num_threads() != n:
@@ -686,10 +697,7 @@ def load(model: str = DEFAULT_PRESET, dtype: str | None = None) -> LoadedModel:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:
-            raise ModelFilesError(
-                f"the local judge needs torch and transformers ({exc}); install them with: "
-                f"{INSTALL_HINT}"
-            ) from None
+            raise missing_extra([exc.name or str(exc)], "transformers") from exc
         t0 = time.monotonic()
         with quiet_transformers():  # our own progress bars carry the run
             d = ensure_converted(source)
@@ -876,8 +884,8 @@ def choose_backend(requested: str | None, source: ModelSource,
        bf16 units transformers would run in fp32; with AVX512-BF16 alone, AMD Zen 4, ik
        matched transformers bf16 at a third of the memory and 7.7x its generation speed);
        else transformers.
-    An explicit backend is taken as given (a missing package is reported when the model
-    loads, so cached verdicts still replay without it).
+    An explicit backend is taken as given; what it lacks is said when the judge is made
+    (`require_backend`, before any call: a usage error naming the [local] extra).
     """
     want = (requested or "auto").strip().lower()
     if want not in ("auto", *BACKENDS):
@@ -920,3 +928,78 @@ def choose_backend(requested: str | None, source: ModelSource,
         return usable[0], (f"bf16 units without AMX: {lib} runs the quantized weights as "
                            "integers, as fast as transformers bf16 in a third of the memory")
     return usable[0], f"no bf16 units: {lib} runs the quantized weights as integers"
+
+
+# ---------------------------------------------------------------------------------------------
+# What a backend needs installed, checked before any call
+
+# Import names each backend runs on (beyond judgeaudit's own dependencies).
+_BACKEND_MODULES = {"transformers": ("torch", "transformers"),
+                    "ik": ("ik_llama_cpp", "tokenizers"),
+                    "llamacpp": ("xllamacpp", "tokenizers")}
+
+
+def required_modules(backend: str, source: ModelSource) -> list[str]:
+    """The modules `backend` imports to run `source`, in the order they are needed: the
+    backend's own; for transformers, `gguf` when the GGUF is still to be converted; and a
+    preset's part packages when the GGUF they assemble into is not in the model cache yet.
+    What the model cache already holds (a conversion, an assembled GGUF) is not needed
+    again, so a cache copied from another machine runs without the parts."""
+    mods = list(_BACKEND_MODULES[backend])
+    convert = backend == "transformers" and needs_conversion(source)
+    if convert:
+        mods.append("gguf")
+    preset = source.preset
+    if preset is not None and (convert or backend in GGUF_BACKENDS) \
+            and not gguf_path(preset).is_file():
+        mods.extend(preset.modules)
+    return mods
+
+
+def missing_modules(backend: str, source: ModelSource) -> list[str]:
+    """`required_modules` that are not installed, found without importing any (importing
+    torch takes seconds; a missing one is all that matters here)."""
+    out = []
+    for m in required_modules(backend, source):
+        try:
+            found = importlib.util.find_spec(m) is not None
+        except (ImportError, ValueError):  # a broken install, or sys.modules[m] = None
+            found = False
+        if not found:
+            out.append(m)
+    return out
+
+
+def _name_modules(mods: list[str]) -> str:
+    """Missing modules for a message: a preset's parts counted, not listed one by one."""
+    by_part = {m: p for p in PRESETS.values() for m in p.modules}
+    plain = [m for m in mods if m not in by_part]
+    parts: dict[str, list[str]] = {}
+    for m in mods:
+        if m in by_part:
+            parts.setdefault(by_part[m].name, []).append(m)
+    for name, ms in parts.items():
+        n = len(PRESETS[name].modules)
+        some = "all" if len(ms) == n else f"{len(ms)} of the"
+        plain.append(ms[0] + (f" and {len(ms) - 1} more" if len(ms) > 1 else "")
+                     + f" ({some} {n} part packages of model {name})")
+    return ", ".join(plain)
+
+
+def missing_extra(mods: list[str], backend: str, why: str = "") -> MissingExtraError:
+    """The error for a local judge whose backend lacks `mods`: the extra to install, what is
+    missing, and which backend needs it (and why that backend, when `auto` chose it)."""
+    why = why.replace(f" ({INSTALL_HINT})", "")  # said once, first
+    chosen = f", chosen because {why}" if why and why != "requested" else ""
+    msg = (f"the local judge needs the [local] extra: {INSTALL_HINT} (not installed: "
+           f"{_name_modules(mods)}; needed by backend={backend}{chosen})")
+    return MissingExtraError(msg, name=mods[0] if mods else None)
+
+
+def require_backend(backend: str, source: ModelSource, why: str = "") -> None:
+    """Raise `MissingExtraError` when `backend` lacks a module it needs to run `source`
+    (`missing_modules`): said when the judge is made, before any call, not as the
+    ModuleNotFoundError of the first call's model load."""
+    mods = missing_modules(backend, source)
+    if mods:
+        raise missing_extra(mods, backend, why)

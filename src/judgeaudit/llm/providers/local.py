@@ -79,11 +79,13 @@ from judgeaudit.llm.local_model import (
     DEFAULT_PRESET,
     GGUF_BACKENDS,
     LoadedModel,
+    MissingExtraError,
     ModelFilesError,
     choose_backend,
     choose_threads,
     cpu_summary,
     load,
+    require_backend,
     resolve,
     resolve_dtype,
     set_threads,
@@ -510,6 +512,12 @@ class LocalProvider(Provider):
             from judgeaudit.llm.gguf_backend import context_size
 
             context_size(self.params["ctx"], self.gen_batch)
+        # Checked now, before any call: without the [local] extra the first call's model
+        # load died of "No module named 'torch'" (a traceback, exit 3, "a bug in judgeaudit").
+        require_backend(self.backend, self.source, self.backend_reason)
+        if self.decode == "assisted":
+            require_backend("transformers", resolve(DRAFT_PRESET), "decode=assisted drafts "
+                            f"with {DRAFT_PRESET}")
         if self.gen_batch > 1:
             # requests must be in flight together to be batched
             self.default_concurrency = self.gen_batch  # type: ignore[misc]
@@ -575,7 +583,7 @@ class LocalProvider(Provider):
     async def generate(self, request: Request) -> Response:
         try:
             lm = self._lm or await asyncio.to_thread(self.loaded)
-        except ModelFilesError as exc:
+        except (ModelFilesError, MissingExtraError) as exc:
             raise FatalProviderError(str(exc)) from exc
         if self.backend in GGUF_BACKENDS:
             return await self._gguf(lm, request)
