@@ -65,8 +65,10 @@ def test_one_sample_t_constant_input():
 
 
 @pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
-@pytest.mark.parametrize("zero_method", ["wilcox", "pratt", "zsplit"])
+@pytest.mark.parametrize("zero_method", ["pratt", "zsplit"])
 def test_wilcoxon_matches_scipy(alternative, zero_method):
+    # "wilcox" is no longer scipy's "auto" (its normal approximation here, 30 values with
+    # zeros and ties): it is exact given the non-zero differences (test_wilcoxon_exact.py)
     x = np.round(np.random.default_rng(1).normal(0.2, 1.0, size=30), 1)
     x[:4] = 0.0
     ref = sps.wilcoxon(x, zero_method=zero_method, alternative=alternative).pvalue
