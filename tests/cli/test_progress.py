@@ -18,7 +18,8 @@ def test_plain_bar_prints_count_rate_and_eta_at_its_interval(capsys) -> None:
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2
     assert lines[0].startswith("scoring: 5/10 (0.16/s, 31 s elapsed, eta 31 s)")
-    assert lines[1].startswith("scoring: 6/15 (0.15/s, 40 s elapsed, eta 60 s)")
+    # the total grew while work was under way: it may grow again, the ETA is a lower bound
+    assert lines[1].startswith("scoring: 6/15 (0.15/s, 40 s elapsed, eta at least 60 s)")
 
 
 def test_speed_and_eta_count_the_calls_sent_not_the_answers_from_the_cache(capsys) -> None:

@@ -8,6 +8,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import typer
 from rich.console import Console
@@ -21,7 +22,6 @@ from rich.progress import (
     Task,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.text import Text
 
@@ -102,35 +102,77 @@ class CallClock:
         return None if r is None or left < 0 else left / r
 
 
+@dataclass(frozen=True)
+class Pace:
+    """What a bar says of its speed and time left. `at_least`: the ETA is a lower bound, so
+    it is shown as one ("eta at least 36 s"), never as a promise."""
+
+    rate: float | None  # work done per second; None before there is a pace to go by
+    eta: float | None   # seconds left; None when unknown
+    at_least: bool
+
+
+def pace(done: float, total: float | None, own_rate: float | None,
+         calls: CallClock | None = None, provisional: bool = False) -> Pace:
+    """Speed and ETA of a bar that has done `done` of `total` at `own_rate` per second (its
+    own pace, cache hits and all), counting the calls sent where the session says (`calls`).
+
+    - Calls sent in this bar: their pace (`CallClock`), as answers from the cache finish at
+      once.
+    - A bar counting calls that has sent none (yet): its own pace, which is never 0/s while
+      work is done (rank-eval's evaluation, which calls no model, read "0.00/s, eta -" for
+      8 minutes); the ETA from it is a lower bound: what was done came from the cache or
+      was no call, and what is left may be calls.
+    - A `provisional` total (it grew while work was under way: an audit plans each probe's
+      calls as it reaches it, 60 -> 360 -> 420 -> 480): the ETA covers the work planned so
+      far, so it is a lower bound too (the tester's audit read "eta 36 s" at 30 s and took
+      1018 s)."""
+    lower = provisional
+    rate = own_rate if own_rate and own_rate > 0 else None
+    if calls is not None and calls.base is not None:
+        sent = calls.rate()
+        if sent is not None:
+            rate = sent
+        else:
+            lower = True
+    left = None if total is None else total - done
+    if rate is None or left is None or left < 0:
+        return Pace(rate, None, False)
+    eta, lower = left / rate, lower and left > 0
+    if lower and eta < 1:  # "at least 0 s" (a burst of cache hits) says nothing
+        return Pace(rate, None, False)
+    return Pace(rate, eta, lower)
+
+
 class RateColumn(ProgressColumn):
     """Calls sent per second where the session says (`CallClock`), else the bar's speed."""
 
     def render(self, task: Task) -> Text:
-        clock = task.fields.get("clock")
-        speed = clock.rate() if isinstance(clock, CallClock) and clock.base is not None else (
-            task.finished_speed or task.speed)
+        speed = _task_pace(task).rate
         return Text(f"{speed:.1f}/s" if speed else "-/s", style="progress.data.speed")
 
 
-class EtaColumn(ProgressColumn):
-    """Time left at the pace of the calls sent (`CallClock`), else rich's estimate."""
+def _task_pace(task: Task) -> Pace:
+    clock = task.fields.get("clock")
+    own = task.finished_speed or task.speed
+    if own is None and task.elapsed and task.completed:
+        own = task.completed / task.elapsed
+    return pace(task.completed, task.total, own, clock if isinstance(clock, CallClock)
+                else None, bool(task.fields.get("provisional")))
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._rich = TimeRemainingColumn()
+
+class EtaColumn(ProgressColumn):
+    """Time left (`pace`): at the pace of the calls sent where the session counts them,
+    marked as a lower bound ("≥") where it is one."""
 
     def render(self, task: Task) -> Text:
-        clock = task.fields.get("clock")
-        if not isinstance(clock, CallClock) or clock.base is None:
-            return self._rich.render(task)
-        if task.total is None:
+        p = _task_pace(task)
+        if p.eta is None:
             return Text("-:--:--", style="progress.remaining")
-        eta = clock.eta(task.total - task.completed)
-        if eta is None:
-            return Text("-:--:--", style="progress.remaining")
-        m, sec = divmod(int(eta), 60)
+        m, sec = divmod(int(p.eta), 60)
         h, m = divmod(m, 60)
-        return Text(f"{h}:{m:02d}:{sec:02d}", style="progress.remaining")
+        return Text(f"{'≥' if p.at_least else ''}{h}:{m:02d}:{sec:02d}",
+                    style="progress.remaining")
 
 
 class PlainBar:
@@ -139,36 +181,42 @@ class PlainBar:
     `every` seconds ($JUDGEAUDIT_PROGRESS_EVERY, default 30) and once at the end."""
 
     def __init__(self, description: str, total: int, every: float | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, growing: bool = False):
         self.description, self.total, self.done = description, total, 0
         self.every = every if every is not None else float(
             os.environ.get("JUDGEAUDIT_PROGRESS_EVERY", "30"))
         self._clock = clock
         self.start = self._last = clock()
         self.calls = CallClock(clock)
+        # The total may still grow (`pace`): said by whoever made the bar, or seen when it
+        # grows after work began; `settle` ends it.
+        self.provisional = growing
 
     def note_made(self, made: int | None) -> None:
         self.calls.note(made)
 
     def line(self) -> str:
         el = self._clock() - self.start
-        rate = self.done / el if el > 0 else 0.0
-        left = self.total - self.done
-        if self.calls.base is not None:  # the pace of the calls sent, not of cache hits
-            rate = self.calls.rate() or 0.0
-            secs = self.calls.eta(left)
-            eta = "-" if secs is None else f"{secs:.0f} s"
-        else:
-            eta = f"{left / rate:.0f} s" if rate > 0 and left >= 0 else "-"
-        return (f"{self.description}: {self.done}/{self.total} ({rate:.2f}/s, "
+        p = pace(self.done, self.total, self.done / el if el > 0 else None, self.calls,
+                 self.provisional)
+        rate = "-" if p.rate is None else f"{p.rate:.2f}"
+        eta = "-" if p.eta is None else f"{'at least ' if p.at_least else ''}{p.eta:.0f} s"
+        return (f"{self.description}: {self.done}/{self.total} ({rate}/s, "
                 f"{el:.0f} s elapsed, eta {eta})")
 
     def add_total(self, n: int) -> None:
+        if self.done > 0 and n > 0:  # more planned while work is under way: may grow again
+            self.provisional = True
         self.total += n
+
+    def may_grow(self) -> None:
+        """The total is what has been planned so far, not all the work."""
+        self.provisional = True
 
     def settle(self) -> None:
         """The task ended with less work than planned (calls skipped, answers cached)."""
         self.total = self.done
+        self.provisional = False
 
     def advance(self, n: int = 1) -> None:
         self.done += n
@@ -201,7 +249,14 @@ class GrowingBar:
 
     def add_total(self, n: int) -> None:
         t = self._prog.tasks[self._task]
+        if t.completed > 0 and n > 0:  # more planned while work is under way (`pace`)
+            self.may_grow()
         self._prog.update(self._task, total=(t.total or 0) + n)
+
+    def may_grow(self) -> None:
+        """The total is what has been planned so far, not all the work: the ETA is shown
+        as a lower bound until `settle`."""
+        self._prog.update(self._task, provisional=True)
 
     def advance(self, n: int = 1) -> None:
         self._prog.advance(self._task, n)
@@ -209,14 +264,17 @@ class GrowingBar:
     def settle(self) -> None:
         """The task ended with less work than planned (rewrites skipped, a probe without
         items): the total becomes what was done, so the bar does not look cut short."""
-        self._prog.update(self._task, total=self._prog.tasks[self._task].completed)
+        self._prog.update(self._task, total=self._prog.tasks[self._task].completed,
+                          provisional=False)
 
 
 @contextmanager
-def growing_bar(description: str) -> Iterator[GrowingBar | PlainBar]:
-    """A rich bar on a terminal; plain lines (`PlainBar`) anywhere else."""
+def growing_bar(description: str, growing: bool = False) -> Iterator[GrowingBar | PlainBar]:
+    """A rich bar on a terminal; plain lines (`PlainBar`) anywhere else. `growing`: its
+    total is not known at the start (it grows as stages plan their calls), so its ETA is a
+    lower bound until the bar settles."""
     if not console.is_terminal:
-        bar = PlainBar(description, 0)
+        bar: GrowingBar | PlainBar = PlainBar(description, 0, growing=growing)
         finish = _once(bar.close)
     else:
         prog = Progress(
@@ -225,6 +283,8 @@ def growing_bar(description: str) -> Iterator[GrowingBar | PlainBar]:
             EtaColumn(), console=console, transient=False)
         prog.start()
         bar, finish = GrowingBar(prog, prog.add_task(description, total=0)), _once(prog.stop)
+        if growing:
+            bar.may_grow()
     _OPEN_BARS.append(finish)
     try:
         yield bar
