@@ -28,6 +28,62 @@ DEFAULT_MIN_VALID = 1
 DEFAULT_MAX_FAILED = 0.2
 
 
+def _count(calls: Mapping[str, Any], key: str) -> int | None:
+    """A whole-number count from call counts, None when missing or not one (a document
+    written before the count existed, or edited by hand)."""
+    x = calls.get(key)
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def answers_read(calls: Mapping[str, Any]) -> int:
+    """The distinct answers a run's judges read: made + cached - shared, the total that
+    `unreadable` is a count of (`Client.note_verdict` counts each unreadable answer once, by
+    its request's cache key). Made and cached count every call that came back, so an answer
+    that several probes read (the audit's shared baseline verdict) is in them once per
+    reading, and `shared` counts those re-readings (a request this client had answered
+    already in the run, or was answering: an identical call in flight). Failed, not-sent
+    and planned calls are in neither. Dividing by made + cached put 208 distinct unreadable
+    answers over 1040 readings of 720 answers (`sim?invalid=0.3`: "20.0%" of a judge that
+    answered 28.9% garbage). Call counts without `shared` (a document from before re-reads
+    were told apart) give made + cached, what was read."""
+    return max(0, sum(_count(calls, k) or 0 for k in ("made", "cached"))
+               - (_count(calls, "shared") or 0))
+
+
+def unreadable_share(calls: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The unreadable answers of a calls line, as the document counted them: `{"n", "of",
+    "unit"}`, or None when none were unreadable or the document does not count them (one
+    from before the count existed says nothing of it, not "0 unreadable").
+
+    unit "answers": `n` distinct unreadable answers of `of` distinct answers read (the
+    document states `answers_read`, `CallStats.as_dict`; or it shared nothing, when answers
+    and readings are one). unit "readings": both count each reading of an answer, `of` is
+    made + cached: a document without `shared` (written before re-reads were told apart,
+    when `unreadable` counted each reading too), or one whose `unreadable` is more than the
+    distinct answers read, which only a count of readings can be. unit "either": a document
+    that shared answers but does not state `answers_read` (written the day re-reads were
+    told apart): its `unreadable` counts answers or readings, and nothing in it says which;
+    `of` is then the distinct answers and `readings` made + cached, and no share is given."""
+    bad = _count(calls, "unreadable")
+    if not bad:
+        return None
+    readings = sum(_count(calls, k) or 0 for k in ("made", "cached"))
+    stated, shared = _count(calls, "answers_read"), _count(calls, "shared")
+    if stated is not None:
+        got = {"n": bad, "of": stated, "unit": "answers"}
+    elif shared is None or bad > answers_read(calls):
+        got = {"n": bad, "of": readings, "unit": "readings"}
+    elif shared == 0:
+        got = {"n": bad, "of": readings, "unit": "answers"}
+    else:
+        got = {"n": bad, "of": answers_read(calls), "unit": "either", "readings": readings}
+    if not got["of"]:
+        return None
+    if got["unit"] != "either":
+        got["share"] = bad / got["of"]
+    return got
+
+
 def assess(
     *,
     n_valid: int,
@@ -54,8 +110,8 @@ def assess(
         answers, unreadable: the judge's answers (calls that came back) and how many of
             them could not be read as a verdict; more than `max_failed` of them unreadable
             fails the run too (a judge that answers garbage). Not given: taken from `calls`
-            (its `unreadable` over its made and cached calls), for a command whose calls are
-            its judges' only.
+            (its `unreadable` over the distinct answers read, `answers_read`), for a command
+            whose calls are its judges' only.
 
     Returns:
         `{"status": "ok" | "failed", "message", "n_valid", "n_planned", "min_valid",
@@ -64,7 +120,7 @@ def assess(
     """
     made, cached, failed = (int(calls.get(k) or 0) for k in ("made", "cached", "failed"))
     if not answers and calls.get("unreadable"):
-        answers, unreadable = made + cached, int(calls["unreadable"])
+        answers, unreadable = answers_read(calls), int(calls["unreadable"])
     asked = made + cached + failed
     share = failed / asked if asked else 0.0
     first = calls.get("first_error")

@@ -30,12 +30,17 @@ def _page_text(path) -> str:
 
 
 def test_the_calls_line_says_retries_and_unreadable_answers_with_their_share():
-    calls = {"made": 240, "cached": 0, "retries": 16, "failed": 0, "unreadable": 24}
+    calls = {"made": 240, "cached": 0, "shared": 0, "retries": 16, "failed": 0,
+             "unreadable": 24}
     assert calls_text({"calls": calls, "seconds": 1.0}) == (
         "calls: 240 made, 0 from cache, 16 retries, 0 failed; 24 unreadable answers of 240 "
         "(10.0%); 1.0 s")
     # answers from the cache are answers too (the count covers them: `Client.note_verdict`)
     assert "; 3 unreadable answers of 12 (25.0%)" in calls_text(
+        {"calls": {"made": 4, "cached": 8, "shared": 0, "unreadable": 3}})
+    # a document from before re-reads were told apart (no `shared`): its counts are of
+    # readings, and the line says so (tests/cli/test_unreadable_units.py)
+    assert "; 3 unreadable of 12 answers read, each reading counted (25.0%)" in calls_text(
         {"calls": {"made": 4, "cached": 8, "unreadable": 3}})
     # none of either: the line is as before
     assert calls_text({"calls": {"made": 5, "cached": 0, "retries": 0, "failed": 0,

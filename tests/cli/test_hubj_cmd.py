@@ -426,7 +426,10 @@ def test_a_judge_answering_garbage_half_the_time_fails_the_run(shared_data, tmp_
     assert res.exit_code == 3, res.output
     doc = json.loads((tmp_path / "results.json").read_text())
     run = doc["run"]
-    assert run["answers"] == 240 and 0.15 < run["unreadable"] / 240 < 0.35, run  # 1 of 2
+    # 2 judges x 60 items x 2 orders = 240 readings; 3 items repeat in the data, so the
+    # served judge was asked 6 of its requests again (answered once, read twice): 234
+    # distinct answers, the total its distinct unreadable answers are of
+    assert run["answers"] == 234 and 0.15 < run["unreadable"] / 234 < 0.35, run  # 1 of 2
     assert "answers could not be read as a verdict" in run["message"]
     assert "the first: unparseable answer: \"I think it's fine.\"" in run["message"]
     assert doc["calls"]["unreadable"] == run["unreadable"]

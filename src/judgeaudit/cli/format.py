@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from judgeaudit.outcome import run_failed
+from judgeaudit.outcome import run_failed, unreadable_share
 
 
 def calls_text(res: dict[str, Any]) -> str:
@@ -29,15 +29,27 @@ def calls_text(res: dict[str, Any]) -> str:
 
 
 def unreadable_text(calls: dict[str, Any]) -> str:
-    """'; N unreadable answers of M (x%)': the answers (made or from cache) the judge could
-    not read as a verdict (`CallStats.unreadable`), '' when none were or the document does
-    not count them (written before the count existed). A count of this run's answers, not an
-    estimate: each command states its own invalid rate with its interval where it uses it."""
-    bad = calls.get("unreadable")
-    answers = int(calls.get("made") or 0) + int(calls.get("cached") or 0)
-    if not bad or not answers:
+    """'; N unreadable answers of M (x%)': the distinct answers (made or from cache) the judge
+    could not read as a verdict (`CallStats.unreadable`) of the distinct answers read
+    (`outcome.answers_read`: a baseline verdict read by three probes is one answer; over
+    made + cached, the readings, an audit of `sim?invalid=0.3` read "208 unreadable answers
+    of 1040 (20.0%)" for 208 of 720, 28.9%). '' when none were or the document does not
+    count them (written before the count existed). An older document is shown as it counted
+    (`outcome.unreadable_share`): "N unreadable of M answers read, each reading counted",
+    or, when it does not say whether it counted answers or readings, both totals and no
+    share. A count of this run's answers, not an estimate: each command states its own
+    invalid rate with its interval where it uses it."""
+    got = unreadable_share(calls)
+    if got is None:
         return ""
-    return f"; {int(bad)} unreadable answers of {answers} ({100 * int(bad) / answers:.1f}%)"
+    bad, of = got["n"], got["of"]
+    if got["unit"] == "either":
+        return (f"; {bad} unreadable, of {of} answers or of their {got['readings']} readings "
+                "(the document does not say which it counted)")
+    share = f"({100 * got['share']:.1f}%)"
+    if got["unit"] == "readings":
+        return f"; {bad} unreadable of {of} answers read, each reading counted {share}"
+    return f"; {bad} unreadable answers of {of} {share}"
 
 
 def cached_text(calls: dict[str, Any]) -> str:

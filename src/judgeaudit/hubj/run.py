@@ -47,7 +47,13 @@ from judgeaudit.hubj.splits import (
 from judgeaudit.hubj.validate import criteria_for_factors, validate
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.llm import Client
-from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess, sum_calls
+from judgeaudit.outcome import (
+    DEFAULT_MAX_FAILED,
+    DEFAULT_MIN_VALID,
+    answers_read,
+    assess,
+    sum_calls,
+)
 from judgeaudit.textfile import visible
 
 log = logging.getLogger("judgeaudit.hubj")
@@ -64,9 +70,11 @@ def _calls(clients: Sequence[Client]) -> dict[str, Any]:
 def _judge_answers(clients: Sequence[Client]) -> dict[str, int]:
     """The judges' answers and how many they could not read (`assess`'s `answers` and
     `unreadable`), over the judges' clients only: the G-modules' and scorer's calls in the
-    run's call counts would hide a judge answering garbage."""
+    run's call counts would hide a judge answering garbage. Both count distinct answers
+    (`outcome.answers_read`, as `CallStats.answers_read`): an answer read again in the run
+    is one answer, as it is one unreadable answer (`Client.note_verdict`)."""
     seen = {id(c): c.stats for c in clients}.values()
-    return {"answers": sum(st.made + st.cached for st in seen),
+    return {"answers": sum(answers_read(vars(st)) for st in seen),
             "unreadable": sum(st.unreadable for st in seen)}
 
 

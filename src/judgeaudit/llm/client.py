@@ -27,6 +27,7 @@ from judgeaudit.llm.base import (
 )
 from judgeaudit.llm.cache import Cache
 from judgeaudit.llm.redact import redact
+from judgeaudit.outcome import answers_read as _answers_read
 
 log = logging.getLogger("judgeaudit.llm")
 
@@ -86,7 +87,8 @@ class CallStats:
     token counts: their tokens (and so the cost and the spend cap) are estimated from
     characters (`plan.estimated_usage`), not counted. `unreadable` counts the answers (made
     or cached) a judge could not read as a verdict (`Client.note_verdict`), each answer once
-    however many probes read it (at most made + cached - shared), so every command's
+    however many probes read it: a count of the distinct answers read (`answers_read`:
+    made + cached - shared; made + cached counts every reading). Every command's
     outcome can fail a judge that answers garbage past --max-failed; `first_unreadable` says
     why the first of them could not be read (the answer's start, secrets masked).
     `cancelled` counts the failed calls that a cancellation ended (Ctrl-C, SIGTERM: the run
@@ -115,8 +117,20 @@ class CallStats:
     not_sent_why: str | None = None
     narrowed_to: int | None = None
 
+    @property
+    def answers_read(self) -> int:
+        """The distinct answers read: made + cached - shared (`outcome.answers_read`), the
+        total `unreadable` is a count of; made + cached counts a shared answer once per
+        probe that read it."""
+        return _answers_read(vars(self))
+
     def as_dict(self) -> dict:
+        """The counts as written to results.json, with `answers_read` (derived, not a field):
+        the total of `unreadable`, stated where it is counted, which also tells a document
+        whose `unreadable` counts each answer once from one written before
+        (`outcome.unreadable_share`)."""
         d = asdict(self)
+        d["answers_read"] = self.answers_read
         d["errors"] = dict(sorted(self.errors.items()))
         return d
 

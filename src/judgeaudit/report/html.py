@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from judgeaudit.files import write_atomic
-from judgeaudit.outcome import probe_verdict
+from judgeaudit.outcome import probe_verdict, unreadable_share
 from judgeaudit.report import svg
 from judgeaudit.results_file import SCHEMA_VERSION, read_results
 
@@ -458,16 +458,12 @@ def _common(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unreadable_answers(calls: dict[str, Any]) -> dict[str, Any] | None:
-    """The answers (made or from cache) the judge could not read, of all answers, with the
-    share, for the header's calls line; None when there were none or the document does not
-    count them. It was in results.json only: the header read "240 made" of a judge that
-    answered 24 of them with no verdict."""
-    bad = _int_or_none(calls.get("unreadable"))
-    made, cached = _int_or_none(calls.get("made")), _int_or_none(calls.get("cached"))
-    answered = (made or 0) + (cached or 0)
-    if not bad or not answered:
-        return None
-    return {"n": bad, "of": answered, "share": bad / answered}
+    """The distinct answers (made or from cache) the judge could not read, of the distinct
+    answers read, with the share, for the header's calls line (`outcome.unreadable_share`:
+    an older document as it counted, its `unit` "readings" or "either"); None when there
+    were none or the document does not count them. It was in results.json only: the header
+    read "240 made" of a judge that answered 24 of them with no verdict."""
+    return unreadable_share(calls)
 
 
 def _ran_on(used: dict[str, Any]) -> list[tuple[str, str]]:
