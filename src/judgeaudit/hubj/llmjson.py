@@ -187,9 +187,12 @@ async def call_json(
             # first answers are all unreadable is asked no more (discover paid for 252
             # unreadable G-module answers where a judge stops at 16; counting only the
             # retried answer came too late, after every first attempt had been sent)
+            # `req` names the answer: one read again in the run (the same request asked
+            # twice, `CallStats.shared`) is one unreadable answer, counted once in
+            # `CallStats.unreadable` and in the watch, as a judge's verdicts are
             client.note_verdict(resp, f"no usable JSON object: {str(exc)[:120]}",
                                 reading=f"{request.meta.get('module') or 'G-module'} JSON "
-                                        "objects")
+                                        "objects", request=req)
             if attempt < max_retries:
                 stats.retried += 1
                 req = _retry_request(request, text[len(request.prefill):] if text.startswith(
@@ -197,7 +200,7 @@ async def call_json(
                 continue
             record_failure(stats, request, last, str(exc)[:200])
             return None
-        client.note_verdict(resp, None)
+        client.note_verdict(resp, None, request=req)
         if attempt > 0:
             stats.recovered += 1
         elif repaired:
