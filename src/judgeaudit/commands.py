@@ -1077,22 +1077,36 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
                              f"({opt('scorer', cli)} {fitted_with})")
         for x in specs:  # every spec checked before any call
             s.judge(x)
+        fit_doc = saved
         if saved is not None:  # a judge the fit has no parameters for: before judging
             fitted = saved.get("per_judge") or {}
-            unfitted = [s.judge(x).public_spec for x in specs
-                        if s.judge(x).public_spec not in fitted]
+            # the fit's judge however either spec is written (`_judge_key`): a fit made with
+            # `simhubj` was refused for `simhubj?seed=0`, the same judge
+            by_key: dict[Any, str] = {}
+            for name in fitted:  # the first of a judge fitted twice (before one spec was one)
+                by_key.setdefault(_judge_key(str(name)), name)
+            per_judge = dict(fitted)
+            unfitted = []
+            for x in specs:
+                name = s.judge(x).public_spec
+                same = name if name in fitted else by_key.get(_judge_key(name))
+                if same is None:
+                    unfitted.append(name)
+                elif same != name:  # the fit's parameters under the name this run uses
+                    per_judge[name] = fitted[same]
             if unfitted:
                 raise ValueError(f"no fit for judge {unfitted[0]!r} in {opt('apply', cli)}; "
                                  f"fitted judges: {', '.join(fitted)}")
+            fit_doc = {**saved, "per_judge": per_judge}
         winners = await _winners(s, specs, cfg.recorded, folder, items, recorded_dir, cli)
         clients = [s.judge(x).client for x in specs]  # the judges', not the scorer's
-        if saved is not None:
+        if fit_doc is not None:
             if len(winners) != 1:
                 raise ValueError("--apply corrects one judge: give exactly one of "
                                  "--judges/--recorded" if cli else "apply corrects one judge: "
                                  "give exactly one of judges / recorded")
             (info["name"], w), = winners.items()
-            res = await run_apply(saved, info["name"], items, w, sc.client,
+            res = await run_apply(fit_doc, info["name"], items, w, sc.client,
                                   judge_clients=clients, min_valid=cfg.min_valid,
                                   max_failed=cfg.max_failed, scorer_spec=sc.public_spec)
             res.update(data=spec, scorer=sc.public_spec)
