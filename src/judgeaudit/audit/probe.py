@@ -262,6 +262,17 @@ def probe_names(default_only: bool = False) -> list[str]:
     return [n for n, c in _PROBES.items() if c.default or not default_only]
 
 
+def did_you_mean(names: Sequence[str], known: Sequence[str]) -> str:
+    """"; did you mean position?" naming the known probe closest to each unknown name, or ""
+    when none is close: one hint for --probes, --fail-on and a config file's keys (--probes
+    listed the known probes without it)."""
+    import difflib
+
+    close = [m for u in names for m in difflib.get_close_matches(u, list(known), n=1,
+                                                                cutoff=0.6)]
+    return f"; did you mean {', '.join(dict.fromkeys(close))}?" if close else ""
+
+
 def get_probe(name: str) -> Probe:
     _load_builtin()
     if name not in _PROBES:
@@ -269,6 +280,8 @@ def get_probe(name: str) -> Probe:
     if name not in _PROBES:
         from judgeaudit.plugins import unknown_suffix
 
-        raise ValueError(f"unknown probe {name!r}; known: {', '.join(sorted(_PROBES))}"
+        hint = did_you_mean([name], list(_PROBES))
+        raise ValueError(f"unknown probe {name!r}{hint + ' ' if hint else '; '}"
+                         f"known: {', '.join(sorted(_PROBES))}"
                          f"{unknown_suffix('probes', name)}")
     return _PROBES[name]()

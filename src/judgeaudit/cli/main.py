@@ -222,13 +222,11 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         run.info["fail_on"] = cfg.fail_on
     unknown = must_pass - set(run.info["names"])
     if unknown:
-        import difflib
+        from judgeaudit.audit.probe import did_you_mean
 
         known = probe_names()
-        close = [m for u in sorted(unknown) if u not in known
-                 for m in difflib.get_close_matches(u, known, n=1, cutoff=0.6)]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
         bogus = sorted(u for u in unknown if u not in known)
+        hint = did_you_mean(bogus, known)
         what = (f"unknown probe(s): {', '.join(bogus)}{hint} (known: {', '.join(known)})"
                 if bogus else f"probe(s) not run: {', '.join(sorted(unknown))} (run: "
                 f"{', '.join(run.info['names'])}); add them to --probes")
