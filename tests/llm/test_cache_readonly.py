@@ -264,3 +264,25 @@ async def test_a_client_on_a_read_only_cache_uses_its_answers_and_makes_the_rest
         await client.aclose()
         cache.close()
     assert os.listdir(tmp_path) == ["c.sqlite"]
+
+
+async def test_a_request_asked_again_on_a_read_only_cache_is_paid_for_once(
+        fake_server, tmp_path):
+    """The client read a cache that stopped storing and never its run's memory, so each
+    re-ask of a request (the audit's shared baseline, once per probe) was sent and paid for
+    again: 3 made for 1 request."""
+    srv = fake_server()
+    path = tmp_path / "c.sqlite"
+    Cache(path).close()
+    make_read_only(path)
+    spec = {"base_url": srv.openai_url, "api_key": "k"}
+    with obeying_file_modes(tmp_path):
+        cache = Cache(path)
+        client = Client(make_provider("openai", "m", spec), cache)
+        for _ in range(3):
+            out = await client.map([judge_request(0), judge_request(1)])
+            assert all(o.text in ("A", "B") for o in out)
+        assert (client.stats.made, client.stats.cached, client.stats.shared) == (2, 4, 4)
+        assert srv.count() == 2
+        await client.aclose()
+        cache.close()

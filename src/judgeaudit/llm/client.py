@@ -406,9 +406,9 @@ class Client:
         self._rng = random.Random(seed)
         self._inflight: dict[str, asyncio.Future[Response]] = {}
         self._asked: set[str] = set()  # keys answered so far (`CallStats.shared`)
-        # Without a cache, the answers of this client's run (`RunMemo`): --no-cache paid
-        # again for every request asked twice in a run (a default audit: 1040 calls for 720
-        # distinct requests).
+        # Without a cache (or with one that stopped storing), the answers of this client's
+        # run (`RunMemo`): --no-cache paid again for every request asked twice in a run (a
+        # default audit: 1040 calls for 720 distinct requests).
         self._memo = RunMemo()
         # After a fatal error (bad key, bad request) no further call reaches the provider.
         self._fatal: CallFailed | None = None
@@ -495,20 +495,19 @@ class Client:
     async def _call(self, request: Request) -> Response:
         key = request_key(self.provider, request)
         while True:
-            store = self.cache if self.cache is not None else (
-                self._memo if key in self._asked else None)
-            if store is not None:
-                hit = store.get(key)
-                if hit is not None:
-                    self.stats.cached += 1
-                    self.stats.shared += key in self._asked
-                    self._asked.add(key)
-                    if self.planner is not None:
-                        self.planner.note_cached(key)
-                    # Entries from before the text was cleaned here: clean them on the way out.
-                    if len(hit.text) > self.max_response_chars or has_lone_surrogate(hit.text):
-                        hit = self._clean(hit)
-                    return hit
+            hit = self.cache.get(key) if self.cache is not None else None
+            if hit is None and key in self._asked:  # no cache, or one that stopped storing
+                hit = self._memo.get(key)
+            if hit is not None:
+                self.stats.cached += 1
+                self.stats.shared += key in self._asked
+                self._asked.add(key)
+                if self.planner is not None:
+                    self.planner.note_cached(key)
+                # Entries from before the text was cleaned here: clean them on the way out.
+                if len(hit.text) > self.max_response_chars or has_lone_surrogate(hit.text):
+                    hit = self._clean(hit)
+                return hit
             shared = self._inflight.get(key)
             if shared is None:
                 break
@@ -549,7 +548,9 @@ class Client:
             self._asked.add(key)
             if self.cache is not None and batcher is None:  # the batcher stored it already
                 self.cache.put(key, self.provider.name, self.provider.model, resp)
-            elif self.cache is None:
+            if self.cache is None or self.cache.write_error is not None:
+                # a cache that cannot store (read-only, a full disk) paid again for every
+                # request asked twice in the run, as --no-cache did before the memo
                 self._memo.put(key, resp)
             self._note_unusable(resp)
         except asyncio.CancelledError:
