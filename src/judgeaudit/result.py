@@ -46,10 +46,10 @@ _RECORDS = frozenset({"verdicts", "comparisons", "scores", "invalid_examples", "
 
 
 # The call counts a summary carries (`Result.summary`): what a script gating on a run needs,
-# its spend, retries, the answers the judge could not read (over made + cached) and why calls
-# were not sent included; a count the run did not record is left out.
+# its spend, retries, the answers the judge could not read (over answers_read: made + cached
+# - shared, each distinct answer once) and why calls were not sent included.
 SUMMARY_CALLS = ("made", "cached", "shared", "retries", "failed", "not_sent", "not_sent_why",
-                 "cancelled", "unreadable", "cost_usd", "usage_estimated")
+                 "cancelled", "unreadable", "answers_read", "cost_usd", "usage_estimated")
 
 
 def _flag(value: Any, what: str) -> None:
