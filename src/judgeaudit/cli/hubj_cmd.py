@@ -208,8 +208,8 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
                       f"{est_ci(a['bc'])}, bias share {est_ci(a['bias_share'])} "
                       f"(n={a['n']}, {a['n_new_queries']} new queries, "
                       f"{res.get('estimator') or 'estimator not recorded'} fit; the "
-                      "intervals cover the new intercept only: phi, psi and gamma are fixed "
-                      "from the fit)")
+                      "intervals carry the new intercept's error and the fit's in phi and "
+                      "psi)")
     else:
         _print_mitigate(res, cfg.candidate, cfg.estimator)
     console.print(_json_stats_line(res["json_stats"]))
