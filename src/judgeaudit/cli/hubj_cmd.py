@@ -178,8 +178,27 @@ def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
     if noise:
         console.print("repeat noise: the flip rate of the same unrewritten test items asked "
                       "again (a new call); a susceptibility inside its interval is no "
-                      "evidence that the factor moved the judge")
-    console.print(f"answer-change rate (checker): {est_ci(res['answer_change_rate'])}")
+                      "evidence that the factor moved the judge. Each susceptibility against "
+                      "it, paired on the test items (an exact one-sided sign (McNemar) test "
+                      "of the flip at l* against the same item's repeat; b:c = items where "
+                      "the rewrite flipped more : the repeat did; 'not shown above' when "
+                      "p >= 0.05, no evidence either way):")
+        for j, per in res["per_judge"].items():
+            for f, r in per.items():
+                console.print(f"  {_shown(j)} / {_shown(f)}: "
+                              f"{_noise_test(r.get('vs_repeat_noise'))}", highlight=False)
+    ac = res["answer_change_rate"]
+    console.print(f"answer-change rate (checker): {est_ci(ac)} (n={ac.get('n', 0)} checked "
+                  "rewrites)")
+
+
+def _noise_test(x: dict[str, Any] | None) -> str:
+    """The paired test of a susceptibility against the judge's repeat noise, in words."""
+    if not x:
+        return "no test (no l*)"
+    word = "above repeat noise" if x.get("shown_above") else "not shown above repeat noise"
+    return (f"{word} (paired test p = {x['p']:.2g}; {x['rewrite_higher']}:"
+            f"{x['repeat_higher']} of n = {x['n_pairs']})")
 
 
 # ---- mitigate --------------------------------------------------------------------------------

@@ -19,7 +19,12 @@ call: repeat index 1) flips to r- this often by chance alone, since the agreemen
 chosen on one draw of its verdicts. It is the reference a susceptibility is read against (as
 the audit's probes read their robustness against the consistency rate): a factor's flip rate
 inside that interval is no evidence that the factor moved the judge. A deterministic judge
-repeats itself exactly: 0 with no call.
+repeats itself exactly: 0 with no call. Each susceptibility is tested against it on the same
+test items (`noise_test`): an exact one-sided sign (McNemar) test of the rewrite's flip at l*
+against the repeat's flip, item by item. Comparing the susceptibility's point value with the
+top of the noise interval is no test: with a planted flip rate 0.25 against noise 0.047 on
+~20 test items it called 15 of 20 runs "not above repeat noise", where the paired test
+rejected in 5 of those.
 """
 
 from __future__ import annotations
@@ -38,9 +43,10 @@ from judgeaudit.hubj.prompts import Factor
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.llm import Client
 from judgeaudit.perturb.preserve import answer_preserved
-from judgeaudit.stats import rate
+from judgeaudit.stats import binomial_test, rate
 
 LEVELS = (1, 2, 3, 4, 5)
+NOISE_ALPHA = 0.05  # the one-sided level of the paired test against repeat noise
 Key = tuple[str, str, int]  # item id, factor, level
 
 
@@ -209,8 +215,51 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
         flips = await judge_flips(bundle, by_id, rewrites, on_done)
         out.flips[name] = flips
         out.per_judge[name] = analyse(flips, [f.name for f in factors], levels, cal, test)
-        out.repeat_noise[name] = await repeat_noise(bundle, [by_id[i] for i in test])
+        test_items = [by_id[i] for i in test]
+        noise, ys = await _repeat(bundle, test_items)
+        out.repeat_noise[name] = noise
+        repeat = dict(zip(test, ys, strict=True))
+        for f, r in out.per_judge[name].items():
+            r["vs_repeat_noise"] = noise_test(flips, f, r["l_star"], test, repeat)
     return out
+
+
+def noise_test(flips: Mapping[Key, float | None], factor: str, level: int | None,
+               test: Sequence[str], repeat: Mapping[str, float | None],
+               alpha: float = NOISE_ALPHA) -> dict[str, Any] | None:
+    """Whether the factor moved the judge beyond its repeat noise, tested on the test items
+    that have both a valid flip of the rewrite at `level` (l*) and a valid repeat: an exact
+    one-sided sign test (McNemar's on the discordant pairs) that the rewrite flips more.
+    `shown_above`: p < alpha. None without an l*."""
+    if level is None:
+        return None
+    higher = lower = pairs = 0
+    for i in test:
+        a, b = flips.get((i, factor, level)), repeat.get(i)
+        if a is None or b is None:
+            continue
+        pairs += 1
+        higher += a > b
+        lower += a < b
+    p = binomial_test(higher, higher + lower, 0.5, alternative="greater")
+    return {"test": "exact one-sided sign test (McNemar), rewrite at l* vs repeat, paired "
+                    "on the test items",
+            "level": level, "n_pairs": pairs, "rewrite_higher": higher, "repeat_higher": lower,
+            "p": p, "alpha": alpha, "shown_above": p < alpha}
+
+
+async def _repeat(bundle: JudgeBundle, items: Sequence[PairwiseItem]
+                  ) -> tuple[dict[str, Any], list[float | None]]:
+    """`repeat_noise` and each item's repeat flip (None: invalid), for the paired test."""
+    if bundle.client.provider.deterministic:
+        # agreement items: the first answer kept r+ in both orders, and so does the repeat
+        return ({**rate(0, len(items)).as_dict(), "n_invalid": 0, "deterministic": True},
+                [0.0] * len(items))
+    verdicts = await bundle.pairwise.judge(list(items), repeat=1)
+    ys = [flip_value(v.winner, 2 if it.label == 1 else 1) for it, v in
+          zip(items, verdicts, strict=True)]
+    valid = [y for y in ys if y is not None]
+    return {**rate(sum(valid), len(valid)).as_dict(), "n_invalid": len(ys) - len(valid)}, ys
 
 
 async def repeat_noise(bundle: JudgeBundle, items: Sequence[PairwiseItem]) -> dict[str, Any]:
@@ -218,13 +267,7 @@ async def repeat_noise(bundle: JudgeBundle, items: Sequence[PairwiseItem]) -> di
     rewritten): each asked again as a new call (repeat 1), y as for a rewrite (1 = now
     prefers r-, 0.5 = tie or orders disagree), a Wilson interval; invalid verdicts counted.
     A deterministic provider answers a repeat as it answered first: 0 without a call."""
-    if bundle.client.provider.deterministic:
-        return {**rate(0, len(items)).as_dict(), "n_invalid": 0, "deterministic": True}
-    verdicts = await bundle.pairwise.judge(list(items), repeat=1)
-    ys = [flip_value(v.winner, 2 if it.label == 1 else 1) for it, v in
-          zip(items, verdicts, strict=True)]
-    valid = [y for y in ys if y is not None]
-    return {**rate(sum(valid), len(valid)).as_dict(), "n_invalid": len(ys) - len(valid)}
+    return (await _repeat(bundle, items))[0]
 
 
 async def agreement_items(judges: Mapping[str, JudgeBundle], items: Sequence[PairwiseItem]
@@ -240,6 +283,6 @@ async def agreement_items(judges: Mapping[str, JudgeBundle], items: Sequence[Pai
     return [it for it in items if it.id in keep], {s.judge: s.sizes() for s in splits}
 
 
-__all__ = ["LEVELS", "QuantifyOutcome", "Rewrite", "agreement_items", "analyse",
-           "cal_test_split", "flip_value", "judge_flips", "make_rewrites", "quantify",
-           "repeat_noise", "rewritten_item"]
+__all__ = ["LEVELS", "NOISE_ALPHA", "QuantifyOutcome", "Rewrite", "agreement_items", "analyse",
+           "cal_test_split", "flip_value", "judge_flips", "make_rewrites", "noise_test",
+           "quantify", "repeat_noise", "rewritten_item"]
