@@ -99,7 +99,7 @@ def _print_discover(res: dict[str, Any]) -> None:
     t = Table(title="factors found, validated on held-out disagreements "
                     "(Delta = intensity(judge-preferred) - intensity(human-preferred))")
     for c in ("set", "factor", "n", "mean Delta [95% CI]", "p (t)", "q (t)", "p (Wilcoxon)",
-              "q (Wilcoxon)", "max|r| pre-discovered"):
+              "q (Wilcoxon)", "max|r| pre-discovered: r [95% CI] n (with)"):
         t.add_column(c, justify="left" if c in ("set", "factor") else "right",
                      overflow="fold" if c == "factor" else "ellipsis")
     val = res["validation"]
@@ -113,7 +113,8 @@ def _print_discover(res: dict[str, Any]) -> None:
                       _p(row["p_t"], why_t), _p(row.get("q_t"), why_t),
                       _p(row["p_wilcoxon"]),
                       _p(row.get("q_wilcoxon")) + (" *" if row.get("significant") else ""),
-                      _p(row["max_abs_r_pre_discovered"]))
+                      _max_r((s.get("r_vs_pre_discovered") or {}).get(row["factor"]) or {},
+                             row["factor"] if set_name == "pre_discovered" else None))
     console.print(t)
     mult = val.get("multiplicity")
     if mult:  # what "significant" means here, and which factors are
@@ -121,6 +122,25 @@ def _print_discover(res: dict[str, Any]) -> None:
         console.print(f"significant (*): q (Wilcoxon) <= {mult['alpha']:g}, q = "
                       f"Benjamini-Hochberg over the {mult['m']} factors tested in this run "
                       f"on {val['n_items']} held-out items: {sig}")
+
+
+def _max_r(rs: dict[str, Any], skip: str | None) -> str:
+    """The pre-discovered factor the row correlates with most (by |r|): its r with the
+    Fisher interval and n results.json holds, and which factor it is ("-" when none)."""
+    best: tuple[str, dict[str, Any]] | None = None
+    for name, e in rs.items():
+        r = (e or {}).get("r")
+        if name == skip or r is None or (isinstance(r, float) and math.isnan(r)):
+            continue
+        if best is None or abs(r) > abs(best[1]["r"]):
+            best = (name, e)
+    if best is None:
+        return "-"
+    name, e = best
+    lo, hi = e.get("ci95") or [None, None]
+    ok = all(isinstance(x, int | float) and not math.isnan(x) for x in (lo, hi))
+    ci = f" [{lo:+.2f}, {hi:+.2f}]" if ok else ""
+    return f"{e['r']:+.2f}{ci} n={e.get('n')} ({_shown(name)})"
 
 
 # ---- quantify --------------------------------------------------------------------------------
@@ -229,6 +249,12 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
                       f"{res.get('estimator') or 'estimator not recorded'} fit; the "
                       "intervals carry the new intercept's error and the fit's in phi and "
                       "psi)")
+        k = (a.get("control_resolution") or {}).get("distinct_values")
+        if k is not None and res.get("control", "bias") == "bias":
+            console.print(f"note: the bias share is the part explained by the factor's "
+                          f"scores, whose difference took {k} distinct values here: the "
+                          "correction removes only the factor's effect those levels resolve",
+                          highlight=False)
     else:
         _print_mitigate(res, cfg.candidate, cfg.estimator)
     console.print(_json_stats_line(res["json_stats"]))

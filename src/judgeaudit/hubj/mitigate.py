@@ -270,9 +270,30 @@ class MitigateFit:
     stage1: StageOne
     per_judge: dict[str, JudgeFit]
 
+    def resolution(self) -> dict[str, Any]:
+        """How finely the control separates the queries: its distinct values. The bias share
+        is the part of the win rate the control explains, so a coarse factor scorer removes
+        only the factor's effect its levels resolve (a 5-level length score removed about
+        half of a planted length bias: share 0.018 against 0.034)."""
+        return {"distinct_values": int(np.unique(np.round(self.delta, 9)).size),
+                "n_queries": int(self.delta.size)}
+
+    def notes(self) -> list[str]:
+        """What limits the correction, said beside the numbers."""
+        if self.control != "bias":
+            return []
+        k = self.resolution()["distinct_values"]
+        return [f"the bias share is the part of the win rate explained by the factor's "
+                f"scores: their difference took {k} distinct value{'s' if k != 1 else ''} on "
+                f"these {self.delta.size} queries, and the correction removes only the "
+                "factor's effect those levels resolve; an effect finer than the scorer's "
+                "levels (e.g. length within one level) stays in BC"]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "control": self.control,
+            "control_resolution": self.resolution(),
+            "notes": self.notes(),
             "stage1": {"sigma_gamma": self.stage1.sigma, "converged": self.stage1.converged,
                        "theta": dict(zip(self.judges, self.stage1.theta.tolist(), strict=True)),
                        "phi": dict(zip(self.judges, self.stage1.phi.tolist(), strict=True))},
@@ -469,7 +490,13 @@ def apply(saved: Mapping[str, Any], judge: str, y: Sequence[float], delta: Seque
         raise ValueError(f"no fit for judge {judge!r}; fitted judges: "
                          f"{', '.join(saved['judges'])}")
     how = _apply_marginal if j.get("estimator") == "marginal" else _apply_plugin
-    return how(saved, j, judge, y, delta, query_ids)
+    out = how(saved, j, judge, y, delta, query_ids)
+    dv = np.asarray(delta, dtype=float)
+    dv = dv[np.isfinite(dv) & np.isfinite(np.asarray(y, dtype=float))]
+    # how finely the control separates these queries: the correction removes no more
+    out["control_resolution"] = {"distinct_values": int(np.unique(np.round(dv, 9)).size),
+                                 "n_queries": int(dv.size)}
+    return out
 
 
 def _apply_plugin(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,

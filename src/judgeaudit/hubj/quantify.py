@@ -23,8 +23,8 @@ repeats itself exactly: 0 with no call. Each susceptibility is tested against it
 test items (`noise_test`): an exact one-sided sign (McNemar) test of the rewrite's flip at l*
 against the repeat's flip, item by item. Comparing the susceptibility's point value with the
 top of the noise interval is no test: with a planted flip rate 0.25 against noise 0.047 on
-~20 test items it called 15 of 20 runs "not above repeat noise", where the paired test
-rejected in 5 of those.
+~20 test items it called 29 of 40 runs "not above repeat noise", 8 of them where the paired
+test rejects (it rejects in 19 of 40, and in 0 of 40 without a factor).
 """
 
 from __future__ import annotations
