@@ -95,8 +95,10 @@ def session_bars() -> Iterator[Callable[[Progress], None]]:
                 if st["bar"] is not None:  # the last task is over: it did what it did
                     st["bar"].settle()
                 stack.close()
-                st.update(task=ev.task, bar=stack.enter_context(growing_bar(ev.task)), done=0,
-                          total=0)
+                # a task begun without a total plans its calls stage by stage: its ETA
+                # is a lower bound until it ends (`progress.pace`)
+                bar = growing_bar(ev.task, growing=ev.total is None)
+                st.update(task=ev.task, bar=stack.enter_context(bar), done=0, total=0)
             st["bar"].note_made(ev.made)
             if (ev.total or 0) > st["total"]:
                 st["bar"].add_total(ev.total - st["total"])
