@@ -93,8 +93,10 @@ def test_quantify_report_shows_each_judges_repeat_noise(tmp_path, isolated_cache
         assert len(rows) == 2  # one per factor, the judge's noise in each
         for row, (f, x) in zip(rows, q["per_judge"][j].items(), strict=True):
             assert f"<code>{f}</code>" in row
-            # marked when its susceptibility is not above the noise's interval
-            assert ("not above repeat noise" in row) == (x["susceptibility"]["value"] <= hi)
+            # marked when the paired test on the same items does not put it above the noise
+            t = x["vs_repeat_noise"]
+            assert ("not shown above repeat noise" in row) == (not t["shown_above"])
+            assert "susceptibility not above repeat noise" not in row  # the old comparison
             last = " ".join(_cells(row)[-1])
             assert f"{e['value']:.3f}" in last and f"[{lo:.2f}, {hi:.2f}]" in last
             assert f"n={e['n']}" in last
@@ -147,3 +149,20 @@ def test_an_older_mitigate_document_says_its_estimator_was_not_recorded():
         assert "estimator" not in doc
         sub = _sub(render_report(doc))
         assert "estimator not recorded" in sub and "two-stage" not in sub, sub
+
+
+def test_an_older_quantify_document_without_the_paired_test_keeps_the_comparison_label():
+    """A document written before `vs_repeat_noise` is shown by what it holds: the value
+    against the noise's interval, said to be a comparison, not a test."""
+    judge = "simhubj?factor_verbosity=0,0.5,3,1,0&seed=3"
+    q = judgeaudit.quantify([judge], "builtin:facts", factors="verbosity,authority", pool=40,
+                            limit=10, levels=(1, 3, 5))
+    doc = json.loads(json.dumps(q.to_dict()))
+    for x in doc["per_judge"][judge].values():
+        del x["vs_repeat_noise"]
+    page = render_report(doc)
+    hi = doc["repeat_noise"][judge]["ci95"][1]
+    low = [f for f, x in doc["per_judge"][judge].items() if x["susceptibility"]["value"] <= hi]
+    assert low and page.count("susceptibility not above repeat noise") == len(low)
+    assert "not shown above repeat noise" not in page
+    assert "(a comparison, not a test)" in " ".join(re.sub(r"<[^>]+>", " ", page).split())

@@ -839,9 +839,9 @@ SET_TITLES = {"found": "Found factors",
 
 
 def _not_above(e: dict[str, Any] | None, ref: dict[str, Any] | None) -> bool | None:
-    """Whether the estimate's value is at most the top of the reference's 95% interval: a
-    susceptibility inside (or below) the judge's repeat noise, no evidence that the factor
-    moved it. None when either is missing."""
+    """Whether the estimate's value is at most the top of the reference's 95% interval (a
+    comparison, not a test: what quantify documents without `vs_repeat_noise` are shown
+    by). None when either is missing."""
     v = _num((e or {}).get("value"))
     ci = (ref or {}).get("ci95")
     if v is None or not isinstance(ci, list) or len(ci) != 2:
@@ -923,11 +923,15 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
                 x = _d(x)
                 by = _d(x.get("by_level"))
                 sus = _estimate(x.get("susceptibility"))
-                rows.append({"factor": str(fname),
-                             "levels": [_estimate(by.get(lv)) for lv in levels],
-                             "l_star": x.get("l_star"),
-                             "susceptibility": sus,
-                             "within_noise": _not_above(sus, noise)})
+                row = {"factor": str(fname),
+                       "levels": [_estimate(by.get(lv)) for lv in levels],
+                       "l_star": x.get("l_star"), "susceptibility": sus}
+                test = x.get("vs_repeat_noise")
+                if isinstance(test, dict):  # the paired test against the repeat noise
+                    row["noise_test"] = test
+                else:  # an older document: its value against the noise's interval
+                    row["within_noise"] = _not_above(sus, noise)
+                rows.append(row)
                 series.append({"label": str(fname),
                                "values": [_d(by.get(lv)).get("value") for lv in levels]})
             tables.append({"judge": str(judge), "rows": rows, "noise": noise})
