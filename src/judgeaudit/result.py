@@ -42,7 +42,9 @@ Table = Literal["probes", "metrics", "verdicts"]
 # Document keys that hold per-item records, not measurements: not searched for estimates.
 _RECORDS = frozenset({"verdicts", "comparisons", "scores", "invalid_examples", "examples",
                       "rewrite_examples", "item_ids", "discovery_items", "heldout_items",
-                      "calibration_items", "test_items", "plot", "heatmap"})
+                      "calibration_items", "test_items", "plot", "heatmap",
+                      # HUB-J's per-item inputs of its figures (quantify, mitigate)
+                      "item_flips", "per_query"})
 
 
 # The call counts a summary carries (`Result.summary`): what a script gating on a run needs,

@@ -25,6 +25,10 @@ opposite sign in one fit).
 The same machinery with a different control is AlpacaEval 2.0's length-controlled win rate
 (Dubois et al. 2024): Delta_x = tanh((len_candidate - len_other) / sd(len differences)).
 Controls are named one-liners in CONTROLS, so adding a control variable is one line.
+
+The fit's inputs are kept beside its numbers (`per_query`, results.json's `per_query`): each
+query's verdict value per judge and the differences the controls are computed from, so the
+fit can be re-run from the file alone.
 """
 
 from __future__ import annotations
@@ -84,6 +88,39 @@ CONTROLS: dict[str, Callable[[ControlData], np.ndarray]] = {
     "length": lambda c: np.tanh((c.len_candidate - c.len_other)  # type: ignore[operator]
                                 / _sd(c.len_candidate - c.len_other)),  # type: ignore[operator]
 }
+
+
+def _plain_number(x: float) -> float | int | None:
+    """A value as `per_query` keeps it: NaN as null, a whole number as an integer."""
+    if not math.isfinite(x):
+        return None
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def per_query(Y: np.ndarray, ctl: ControlData, judges: Sequence[str],
+              query_ids: Sequence[str]) -> dict[str, Any]:
+    """The fit's inputs, one entry per query in the order of `query_ids` (parallel lists, each
+    id once): `y` per judge (1 = prefers the candidate, 0 = the other, 0.5 = tie or orders
+    disagree, null = no valid verdict: as the fit reads Y), `score_difference` (factor score
+    of the candidate minus the other's: the bias control is tanh of it) and
+    `length_difference` (words: the length control is tanh of it over its standard
+    deviation). Every judge is kept, fitted or not. Without them the fit could not be
+    re-run from results.json: Y existed only in the run."""
+    Y = np.asarray(Y, dtype=float)
+
+    def diff(a: np.ndarray | None, b: np.ndarray | None) -> list[float | int | None] | None:
+        if a is None or b is None:
+            return None
+        return [_plain_number(float(x)) for x in np.asarray(a, float) - np.asarray(b, float)]
+
+    return {"values": "y: 1 = prefers the candidate, 0 = the other, 0.5 = tie or orders "
+                      "disagree, null = no valid verdict; bias control = "
+                      "tanh(score_difference); length control = tanh(length_difference / "
+                      "its standard deviation)",
+            "query_ids": list(query_ids),
+            "y": {j: [_plain_number(float(v)) for v in Y[i]] for i, j in enumerate(judges)},
+            "score_difference": diff(ctl.score_candidate, ctl.score_other),
+            "length_difference": diff(ctl.len_candidate, ctl.len_other)}
 
 
 @dataclass
@@ -684,4 +721,5 @@ def simulate(n_queries: int, theta: Sequence[float], phi: Sequence[float],
 
 
 __all__ = ["CONTROLS", "ESTIMATORS", "ControlData", "JudgeFit", "MitigateFit", "Planted",
-           "StageOne", "apply", "fit", "fit_marginal", "simulate", "stage_one", "stage_two"]
+           "StageOne", "apply", "fit", "fit_marginal", "per_query", "simulate", "stage_one",
+           "stage_two"]

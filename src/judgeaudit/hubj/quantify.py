@@ -25,6 +25,10 @@ against the repeat's flip, item by item. Comparing the susceptibility's point va
 top of the noise interval is no test: with a planted flip rate 0.25 against noise 0.047 on
 ~20 test items it called 29 of 40 runs "not above repeat noise", 8 of them where the paired
 test rejects (it rejects in 19 of 40, and in 0 of 40 without a factor).
+
+Every figure is kept with the per-item flips it is computed from (`QuantifyOutcome.
+item_flips`, results.json's `item_flips`), so a reader can recompute the flip rates, their
+intervals, l* and the paired test from the file alone.
 """
 
 from __future__ import annotations
@@ -186,6 +190,7 @@ class QuantifyOutcome:
     flips: dict[str, dict[Key, float | None]] = field(default_factory=dict)
     per_judge: dict[str, dict[str, Any]] = field(default_factory=dict)
     repeat_noise: dict[str, dict[str, Any]] = field(default_factory=dict)
+    repeat_flips: dict[str, list[float | None]] = field(default_factory=dict)  # per test item
 
     def answer_change(self) -> dict[str, Any]:
         checked = [rw for rw in self.rewrites if rw.same_answer is not None]
@@ -195,6 +200,38 @@ class QuantifyOutcome:
     def profile(self) -> dict[str, dict[str, float | None]]:
         return {j: {f: (r["susceptibility"] or {}).get("value") for f, r in fs.items()}
                 for j, fs in self.per_judge.items()}
+
+    def item_flips(self) -> dict[str, Any]:
+        """The per-item flips every figure is computed from, as parallel lists: each list
+        follows the document's `calibration_items` or `test_items`, so an item id is written
+        once. Per judge: `repeat` (the repeat-noise flip of each test item, what
+        `vs_repeat_noise` pairs with) and, per factor and level, `calibration` and `test`
+        (the flip of each item's rewrite). A flip is 1 (prefers the rewritten r-), 0 (keeps
+        r+), 0.5 (tie or orders disagree) or null: an unreadable verdict, or a rewrite that
+        was not judged (failed or dropped by G_check), which `not_judged` lists once per
+        factor and level for every judge (those are not counted as invalid). Without it a
+        reviewer could not recompute a flip rate, an interval or the paired test from
+        results.json: the flips existed only in the run."""
+        levels = sorted({rw.level for rw in self.rewrites})
+        factors = list(dict.fromkeys(rw.factor for rw in self.rewrites))
+        not_judged: dict[str, dict[str, list[str]]] = {}
+        for rw in self.rewrites:
+            if not rw.kept:
+                not_judged.setdefault(rw.factor, {}).setdefault(str(rw.level), []).append(
+                    rw.item_id)
+        judges = {}
+        for j, flips in self.flips.items():
+            per_factor = {f: {part: {str(lv): [_compact(flips.get((i, f, lv))) for i in ids]
+                                     for lv in levels}
+                              for part, ids in (("calibration", self.cal), ("test", self.test))}
+                          for f in factors}
+            judges[j] = {"repeat": [_compact(y) for y in self.repeat_flips.get(j, [])],
+                         "factors": per_factor}
+        return {"values": "1 = prefers the rewritten r-, 0 = keeps r+, 0.5 = tie or orders "
+                          "disagree, null = unreadable verdict or not judged (not_judged)",
+                "lists_follow": {"calibration": "calibration_items", "test": "test_items",
+                                 "repeat": "test_items"},
+                "not_judged": not_judged, "judges": judges}
 
 
 async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequence[PairwiseItem],
@@ -218,10 +255,16 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
         test_items = [by_id[i] for i in test]
         noise, ys = await _repeat(bundle, test_items)
         out.repeat_noise[name] = noise
+        out.repeat_flips[name] = list(ys)
         repeat = dict(zip(test, ys, strict=True))
         for f, r in out.per_judge[name].items():
             r["vs_repeat_noise"] = noise_test(flips, f, r["l_star"], test, repeat)
     return out
+
+
+def _compact(y: float | None) -> float | int | None:
+    """A flip as results.json keeps it: 0 and 1 as integers ("1", not "1.0")."""
+    return int(y) if y in (0.0, 1.0) else y
 
 
 def noise_test(flips: Mapping[Key, float | None], factor: str, level: int | None,

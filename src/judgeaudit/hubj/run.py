@@ -478,6 +478,8 @@ async def run_quantify(
         # reference its susceptibilities are read against
         "repeat_noise": out.repeat_noise,
         "profile": out.profile(),
+        # the per-item flips behind every number above, to recompute them from this file
+        "item_flips": out.item_flips(),
         "rewrite_examples": [rw.as_dict(with_text=True) for rw in _examples(out.rewrites)],
         "json_stats": _stats_doc(stats),
         "prompt_hashes": prompt_hashes(["G_inj" if inject == "rewrite" else "G_inj_append",
@@ -716,6 +718,8 @@ async def run_mitigate(
     return {
         **doc,
         "scores": {q: list(s) if s else None for q, s in scores.items()},
+        # the fit's inputs (Y and the controls' differences per query), to re-run it
+        "per_query": M.per_query(Y, ctl, list(winners), qids),
         "json_stats": _stats_doc(stats),
         "prompt_hashes": prompt_hashes(["G_score"]),
         "calls": calls,
@@ -808,6 +812,8 @@ async def run_apply(
             # not record one, never a guess
             "estimator": saved.get("estimator"),
             "control": saved.get("control", "bias"), "counts": counts, "applied": res,
+            # the applied verdicts and the controls' differences per query, to re-apply
+            "per_query": M.per_query(Y, ctl, [judge], qids),
             "json_stats": _stats_doc(stats), "calls": calls, "run": run,
             "seconds": round(time.perf_counter() - t0, 2)}
 
