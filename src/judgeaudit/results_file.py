@@ -46,10 +46,29 @@ def plain(obj: Any) -> Any:
     return obj
 
 
+def _dumps(obj: Any, depth: int = 0) -> str:
+    """JSON indented by 2 like `json.dumps(indent=2)`, except that a list of plain values
+    (numbers, text, booleans, nulls) stays on one line: per-item records (quantify's flips,
+    mitigate's verdicts per query) took a line per value, 17.6 bytes a flip."""
+    def one(x: Any) -> str:
+        return json.dumps(x, ensure_ascii=False, allow_nan=False)
+
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(obj, dict):
+        if not obj:
+            return "{}"
+        return "{\n" + ",\n".join(f"{inner}{one(str(k))}: {_dumps(v, depth + 1)}"
+                                   for k, v in obj.items()) + f"\n{pad}}}"
+    if isinstance(obj, list):
+        if not obj or all(not isinstance(x, dict | list) for x in obj):
+            return one(obj)
+        return "[\n" + ",\n".join(f"{inner}{_dumps(v, depth + 1)}" for v in obj) + f"\n{pad}]"
+    return one(obj)
+
+
 def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
     doc = {"schema_version": SCHEMA_VERSION, **plain(results)}
-    return write_atomic(Path(path), json.dumps(doc, indent=2, ensure_ascii=False,
-                                               allow_nan=False) + "\n")
+    return write_atomic(Path(path), _dumps(doc) + "\n")
 
 
 def read_results(path: str | Path) -> dict[str, Any]:
