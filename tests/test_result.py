@@ -288,7 +288,8 @@ def test_summaries_give_intervals_and_n_not_bare_numbers():
         "l_star": 3, "susceptibility": {"value": 0.5, "ci95": [0.2, 0.8], "n": 10}}}}}
                              ).summary()
     assert q["susceptibility"]["j"]["verbosity"] == {"value": 0.5, "ci95": [0.2, 0.8],
-                                                     "n": 10, "l_star": 3}
+                                                     "n": 10, "l_star": 3,
+                                                     "vs_repeat_noise": None}  # older doc
     re = Result.from_document({"command": "rank-eval", "recall": {"bt": {"topk": {
         "40": {"mean": 0.6, "se": 0.1, "n": 5}}}}}).summary()
     cell = re["recall"]["bt"]["topk"]["40"]

@@ -476,8 +476,11 @@ class Result(BaseModel):
             out["n_items"] = d.get("n_items")
             out["profile"] = d.get("profile")
             # the profile's numbers with their interval, n and level (they were bare)
+            # with the paired test against the repeat noise (None in older results): the
+            # interval beside the noise's is no test
             out["susceptibility"] = {
-                j: {f: {**(_est_dict(r.get("susceptibility")) or {}), "l_star": r.get("l_star")}
+                j: {f: {**(_est_dict(r.get("susceptibility")) or {}), "l_star": r.get("l_star"),
+                        "vs_repeat_noise": _noise_test(r.get("vs_repeat_noise"))}
                     for f, r in per.items()}
                 for j, per in (d.get("per_judge") or {}).items()}
             if d.get("repeat_noise"):  # each judge's flips on a repeat: the reference a
@@ -489,6 +492,9 @@ class Result(BaseModel):
             out["per_judge"] = {j: {"win": _est_dict(r.get("win")), "bc": _est_dict(r.get("bc"))}
                                 for j, r in (d.get("per_judge") or {}).items()}
             out["estimator"] = d.get("estimator")  # whose BC it is (marginal / two_stage)
+            # what limits the correction (a coarse scorer), as the terminal says it
+            out["control_resolution"] = d.get("control_resolution")
+            out["notes"] = list(d.get("notes") or [])
             if d.get("not_fitted"):  # judges left out of the fit, with why
                 out["not_fitted"] = {j: {"win": _est_dict(r.get("win")),
                                          "reason": r.get("reason")}
@@ -498,6 +504,8 @@ class Result(BaseModel):
             out["per_judge"] = {a["judge"]: {k: _est_dict(a.get(k))
                                              for k in ("win", "bc", "bias_share")}} if a else {}
             out["estimator"] = d.get("estimator")  # the applied fit's (None: not recorded)
+            out["control_resolution"] = a.get("control_resolution") if a else None
+            out["notes"] = list(d.get("notes") or [])
         elif cmd == "discover":
             out["factors"] = [f.get("name") for f in
                               ((d.get("discover") or {}).get("factors") or [])]
@@ -720,10 +728,21 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
         "recall": {m: {"value": v, **{k: hits.get(m, {}).get(k) for k in ("hits", "n")}}
                    for m, v in d["recall"].items()} if d.get("recall") else d.get("recall"),
         **({"true_topk_tied": True} if d.get("true_topk_ambiguous") else {}),
+        # whether the fit converged (its optimiser and its CG solves; the warnings lead the
+        # notes), as rank-eval's summary gives it; None in a document written before
+        "converged": d.get("converged"),
         # what the bias terms can say (mostly the prior, the identifying assumption): a
         # script gating on c saw no warning
         "notes": list(d.get("notes") or []),
     }
+
+
+def _noise_test(t: Any) -> dict[str, Any] | None:
+    """quantify's paired test of a susceptibility against the repeat noise, for a summary."""
+    if not isinstance(t, Mapping):
+        return None
+    return {k: t.get(k) for k in ("p", "n_pairs", "rewrite_higher", "repeat_higher",
+                                  "shown_above")}
 
 
 def _seeds_dict(cell: Any) -> dict[str, Any] | None:
