@@ -621,8 +621,11 @@ def _judge_key(spec: str) -> Any:
     run names them. A parameter given at its default is the same as leaving it out, and two
     forms of one value are one value, where the reader provably reads them the same:
 
-    - the judge-level parameters (`template`, `orders`, `score_template`) at the defaults
+    - the judge-level parameters (`template`, `score_template`) at the defaults
       `JUDGE_PARAM_HELP` declares (`make_judge` reads them with exactly those);
+    - `orders` not at all: `orders=one` asks the first of the two orders the judge asks, so
+      its answers are the judge's own (a panel with it agreed with the judge on every pair
+      it shared; a HUB-J consensus counted one rater twice);
     - a built-in provider's parameters as its own identity reads them (`_provider_key`):
       `simhubj` is `simhubj?seed=0` is `simhubj:default?seed=0.0`.
 
@@ -637,7 +640,8 @@ def _judge_key(spec: str) -> Any:
         return public_spec(spec.strip())
     masked = parse_spec(sp.public())
     judge = {k: v for k, v in masked.params.items()
-             if k in JUDGE_PARAMS and v != _declared_default(JUDGE_PARAM_HELP[k])}
+             if k in JUDGE_PARAMS and k != "orders"
+             and v != _declared_default(JUDGE_PARAM_HELP[k])}
     rest = {k: v for k, v in masked.params.items() if k not in JUDGE_PARAMS}
     return (masked.kind, _provider_key(masked.kind, masked.name, rest),
             tuple(sorted(judge.items())))

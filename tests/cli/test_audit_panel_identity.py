@@ -27,6 +27,9 @@ def _audit(tmp_path, judge: str, panel: str):
     ("sim", "sim?seed=2,sim", "--panel: sim is the judge itself (--judge sim); a panel "
                               "compares the judge with other judges"),
     ("sim", "sim?seed=0", "--panel: sim?seed=0 is the same judge as --judge sim"),
+    # one order's answers are the judge's own (the panel "agreed" on every pair it shared)
+    ("sim?position=0.5", "sim?position=0.5&orders=one,sim?seed=5",
+     "--panel: sim?position=0.5&orders=one is the same judge as --judge sim?position=0.5"),
     ("sim?seed=1", "sim?seed=2,sim?seed=2.0",
      "--panel: sim?seed=2 and sim?seed=2.0 are the same judge (given twice); give each judge "
      "once"),

@@ -80,6 +80,8 @@ def test_a_value_that_is_no_default_of_this_preset_keeps_two_judges(tmp_path):
     ("sim", "sim:default?seed=0.0&noise=1&probs=noisy"),
     ("simhubj?factor_x=1", "simhubj?factor_x=1,2,3,4,5"),  # c means c * level
     ("sim?orders=both&score_template=pointwise_v1", "sim"),
+    # one order's answers are the judge's own first-order answers: the same rater
+    ("sim?position=0.5", "sim?position=0.5&orders=one"),
     ("openai:m?temperature=0", "openai:m?temperature=0.0"),
     ("openai:m?logprobs=auto&prefill=instruct", "openai:m"),
     ("openai:m?max_tokens=016", "openai:m?max_tokens=16"),
@@ -96,7 +98,6 @@ def test_specs_read_the_same_are_one_judge(a, b):
 @pytest.mark.parametrize(("a", "b"), [
     ("sim:positional", "sim:positional?position=0"),
     ("sim?seed=1", "sim?seed=2"),
-    ("sim", "sim?orders=one"),
     ("openai:m", "openai:m?temperature=0"),  # the request's temperature, not 0
     ("openai:m", "openai:m?batch_wait=2"),  # refused without batch=on: not merged away
     ("local?backend=ik", "local?backend=transformers"),
