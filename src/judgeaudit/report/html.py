@@ -850,6 +850,18 @@ def _not_above(e: dict[str, Any] | None, ref: dict[str, Any] | None) -> bool | N
     return None if hi is None else v <= hi
 
 
+def _max_r(rs: dict[str, Any], skip: Any) -> dict[str, Any] | None:
+    """The correlation with the largest |r| in a row of discover's r table (skipping the
+    factor itself): r, its Fisher interval, n and the other factor; None when there is none
+    (older documents hold only the bare max |r|)."""
+    best = None
+    for other, e in rs.items():
+        r = _num(_d(e).get("r"))
+        if other != skip and r is not None and (best is None or abs(r) > abs(best["r"])):
+            best = {"r": r, "ci95": _d(e).get("ci95"), "n": _d(e).get("n"), "with": str(other)}
+    return best
+
+
 def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
     """discover / quantify / mitigate (HUB-J): splits, factor tables, flip-rate and profile
     plots, bias-controlled win rates, and the JSON-parsing counts of every G module."""
@@ -889,12 +901,18 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
         pts = []
         for set_name, s in _d(val.get("sets")).items():
             rows = []
+            vs_pre, within = _d(_d(s).get("r_vs_pre_discovered")), _d(_d(s).get("r_within"))
             for f in _l(_d(s).get("factors")):
                 f = _d(f)
                 ci = f.get("ci95") or [None, None]
+                name = f.get("factor")
                 rows.append({**{k: f.get(k) for k in (
                     "n", "mean_delta", "p_t", "q_t", "p_wilcoxon", "q_wilcoxon",
                     "share_positive", "max_abs_r_pre_discovered", "max_abs_r_within_set")},
+                    # the r behind each max |r|, with its interval, n and partner
+                    "r_pre": _max_r(_d(vs_pre.get(name)),
+                                    name if set_name == "pre_discovered" else None),
+                    "r_within": _max_r(_d(within.get(name)), name),
                     "significant": f.get("significant") is True,
                     "factor": _str(f.get("factor")), "definition": _str(f.get("definition")),
                     "ci95": ci})
