@@ -17,7 +17,7 @@ def test_the_probes_option_names_the_closest_probe(tmp_path, monkeypatch):
                                    str(tmp_path / "out")])
     assert res.exit_code == 2
     text = " ".join(res.output.split())
-    assert "unknown probe 'positon'; did you mean position? known: authority," in text
+    assert "unknown probe 'positon'; did you mean position?; known: authority," in text
 
 
 def test_the_api_and_every_option_share_one_hint():

@@ -281,7 +281,7 @@ def get_probe(name: str) -> Probe:
         from judgeaudit.plugins import unknown_suffix
 
         hint = did_you_mean([name], list(_PROBES))
-        raise ValueError(f"unknown probe {name!r}{hint + ' ' if hint else '; '}"
+        raise ValueError(f"unknown probe {name!r}{hint}; "
                          f"known: {', '.join(sorted(_PROBES))}"
                          f"{unknown_suffix('probes', name)}")
     return _PROBES[name]()
