@@ -22,7 +22,7 @@ def test_the_probes_option_names_the_closest_probe(tmp_path, monkeypatch):
 
 def test_the_api_and_every_option_share_one_hint():
     with pytest.raises(ValueError, match=r"unknown probe 'verbosty'; did you mean "
-                                         r"verbosity\? known: "):
+                                         r"verbosity\?; known: "):
         get_probe("verbosty")
     with pytest.raises(ValueError, match=r"unknown probe 'zzzz'; known: authority"):
         get_probe("zzzz")  # nothing close: no hint
