@@ -89,3 +89,9 @@ def test_wilcoxon_detects_a_planted_shift():
 def test_unknown_alternative_is_an_error():
     with pytest.raises(ValueError, match="alternative"):
         binomial_test(1, 2, alternative="bigger")
+
+
+def test_wilcoxon_float_noise_neither_breaks_nor_makes_a_tie():
+    """0.1 + 0.2 is not 0.3 in floats: the two ranked apart (p 0.5 against 0.75)."""
+    assert wilcoxon_signed_rank([0.1 + 0.2, -0.3, 0.5]) == wilcoxon_signed_rank([0.3, -0.3, 0.5])
+    assert wilcoxon_signed_rank([1e-16, 1.0, 2.0]) == wilcoxon_signed_rank([1.0, 2.0])
