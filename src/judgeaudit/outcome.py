@@ -147,7 +147,10 @@ def assess(
         why = calls.get("not_sent_why") or (
             "the server could not be reached, never answered in time or stopped answering "
             "(run again when it answers: finished calls are cached)")
-        if not_sent:
+        if not_sent and failed and first and why in first:  # said once (a batch refused
+            # on a read-only cache gave its paragraph twice)
+            message += f"; {not_sent} of them not sent, for that reason"
+        elif not_sent:
             message += f"; {not_sent} of them not sent: {why}"
         elif failed and calls.get("not_sent_why"):
             # every call was under way when the client stopped sending (a server asking to

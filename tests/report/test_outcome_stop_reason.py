@@ -69,3 +69,14 @@ def test_an_audit_stopped_by_a_daily_quota_says_so_in_its_error_record_and_repor
     page = " ".join(re.sub(r"<[^>]+>", " ", (out / "report.html").read_text()).split())
     assert f"4 failed ({WHY})" in page  # the header's calls line
     assert page.count("asks to wait 1.0 h") == 2  # and the run's reason
+
+
+def test_a_not_sent_reason_already_given_as_the_first_error_is_not_repeated():
+    """A batch refused on a read-only cache: the first error and the not-sent reason are one
+    paragraph, which the message gave twice."""
+    why = "batch mode (batch=on) needs a cache it can write ... Nothing was submitted."
+    calls = {"made": 0, "cached": 8, "failed": 8, "not_sent": 8, "not_sent_why": why,
+             "first_error": f"openai: {why}"}
+    run = assess(n_valid=0, n_planned=8, calls=calls, what="items")
+    assert run["message"].count(why) == 1
+    assert run["message"].endswith("; 8 of them not sent, for that reason")
