@@ -903,8 +903,9 @@ def choose_backend(requested: str | None, source: ModelSource,
        bf16 units transformers would run in fp32; with AVX512-BF16 alone, AMD Zen 4, ik
        matched transformers bf16 at a third of the memory and 7.7x its generation speed);
        else transformers.
-    An explicit backend is taken as given; what it lacks is said when the judge is made
-    (`require_backend`, before any call: a usage error naming the [local] extra).
+    An explicit backend is taken as given; what it lacks is said before the judge's first
+    call the cache does not answer (`require_backend`: a usage error naming the [local]
+    extra), so cached verdicts still replay without it.
     """
     want = (requested or "auto").strip().lower()
     if want not in ("auto", *BACKENDS):
@@ -1017,8 +1018,9 @@ def missing_extra(mods: list[str], backend: str, why: str = "") -> MissingExtraE
 
 def require_backend(backend: str, source: ModelSource, why: str = "") -> None:
     """Raise `MissingExtraError` when `backend` lacks a module it needs to run `source`
-    (`missing_modules`): said when the judge is made, before any call, not as the
-    ModuleNotFoundError of the first call's model load."""
+    (`missing_modules`). The local provider checks it before its first call that the call
+    cache does not answer (`LocalProvider.prepare`), not when the judge is made: a run whose
+    answers are all cached replays without the backend."""
     mods = missing_modules(backend, source)
     if mods:
         raise missing_extra(mods, backend, why)

@@ -512,12 +512,10 @@ class LocalProvider(Provider):
             from judgeaudit.llm.gguf_backend import context_size
 
             context_size(self.params["ctx"], self.gen_batch)
-        # Checked now, before any call: without the [local] extra the first call's model
-        # load died of "No module named 'torch'" (a traceback, exit 3, "a bug in judgeaudit").
-        require_backend(self.backend, self.source, self.backend_reason)
-        if self.decode == "assisted":
-            require_backend("transformers", resolve(DRAFT_PRESET), "decode=assisted drafts "
-                            f"with {DRAFT_PRESET}")
+        # What the backend needs installed is checked at the first call the cache does not
+        # answer (`prepare`), not here: a run whose every answer is cached replays on a
+        # machine without the backend (ac3d160 refused it here, exit 2).
+        self._extra_checked = False
         if self.gen_batch > 1:
             # requests must be in flight together to be batched
             self.default_concurrency = self.gen_batch  # type: ignore[misc]
@@ -580,7 +578,29 @@ class LocalProvider(Provider):
             self._draft = load(DRAFT_PRESET, self.dtype)
         return self._lm
 
+    def require_extra(self) -> None:
+        """Raise `MissingExtraError` (an ImportError and a ValueError: the CLI's usage error,
+        exit 2) when the backend, or decode=assisted's draft model, lacks a module it needs
+        (`require_backend`): without the [local] extra the first model load died of "No
+        module named 'torch'" (a traceback, exit 3, "a bug in judgeaudit"). Once it passed,
+        it is not checked again."""
+        if self._extra_checked:
+            return
+        require_backend(self.backend, self.source, self.backend_reason)
+        if self.decode == "assisted":
+            require_backend("transformers", resolve(DRAFT_PRESET), "decode=assisted drafts "
+                            f"with {DRAFT_PRESET}")
+        self._extra_checked = True
+
+    async def prepare(self) -> None:
+        """Before the first call the cache does not answer (the client runs this only for
+        a call it is about to make, after the cache and the planner): the missing-extra
+        check (`require_extra`), so nothing is computed without the backend, and a fully
+        cached run, or a plan (--plan-only), never needs it."""
+        self.require_extra()
+
     async def generate(self, request: Request) -> Response:
+        self.require_extra()  # a caller without a Client (which runs `prepare` first)
         try:
             lm = self._lm or await asyncio.to_thread(self.loaded)
         except (ModelFilesError, MissingExtraError) as exc:
