@@ -4,7 +4,9 @@ ac3d160 checked the [local] extra when the judge was made, so a run whose every 
 in the call cache (planned with --plan-only, answered elsewhere, ingested) was refused with
 exit 2 where it had replayed ("0 made, 6 from cache"). The check is now made at the first
 call the cache does not answer: still before that call computes anything, still a usage
-error (exit 2) with the same message.
+error (exit 2) with the same message. Where pyproject.toml's markers leave a backend's
+package out of the [local] extra, the message says so and names what works instead of
+advising an install that cannot bring it.
 
 The CLI runs in a fresh interpreter where the whole [local] extra is not installed as far as
 it can tell (`test_local_missing_extra._run_without`), so nothing can be computed. No model
@@ -18,16 +20,19 @@ import contextlib
 import json
 import sqlite3
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 from test_local_missing_extra import EXTRA, WANTED, _cli, _run_without
 
 from judgeaudit.llm import Cache, Client
+from judgeaudit.llm import local_model as lm
 from judgeaudit.llm.base import Message, Request, Response
 from judgeaudit.llm.local_model import MissingExtraError
 from judgeaudit.llm.providers.local import LocalProvider
 
+ROOT = Path(__file__).resolve().parents[2]
 AUDIT = ["audit", "--probes", "position", "--data", "builtin:facts"]
 
 
@@ -120,3 +125,55 @@ def test_the_provider_answers_from_the_cache_and_refuses_at_a_miss(monkeypatch, 
     assert (client.stats.made, client.stats.cached) == (0, 1)
     assert cache.stats().entries == 1
     cache.close()
+
+
+@pytest.mark.parametrize(("env", "instead"), [
+    (("linux", "aarch64", (3, 12)), "backend=llamacpp or backend=transformers"),
+    (("linux", "x86_64", (3, 14)), "backend=llamacpp or backend=transformers"),
+    (("darwin", "arm64", (3, 12)), "backend=transformers"),
+])
+def test_a_backend_the_extra_leaves_out_here_is_named_with_what_works(monkeypatch, env,
+                                                                      instead):
+    """`pip install 'judgeaudit[local]'` cannot bring ik-llama-cpp-python to ARM or to
+    Python 3.14, nor xllamacpp to macOS: the message says the backend cannot be installed
+    on this platform and what works instead, not the install advice."""
+    monkeypatch.setattr(lm, "marker_env", lambda: env)
+    monkeypatch.setattr(lm, "cpu_flags", lambda: {"asimd"} if env[1] != "x86_64" else {
+        "avx2", "fma", "f16c", "bmi2"})
+    monkeypatch.setattr(lm.platform, "machine", lambda: env[1])
+    backend = "llamacpp" if env[0] == "darwin" else "ik"
+    msg = str(lm.missing_extra([lm._INTEGER_PACKAGES[backend][0], "tokenizers"], backend,
+                               "requested"))
+    plat = {"linux": "Linux", "darwin": "macOS"}[env[0]]
+    assert msg.startswith(f"the local judge's backend={backend} cannot be installed on this "
+                          f"platform ({plat} {env[1]}, Python {env[2][0]}.{env[2][1]}): "), msg
+    assert f"use {instead} with the [local] extra: {lm.INSTALL_HINT}" in msg, msg
+    assert WANTED not in msg
+    where = {"ik": "ik-llama-cpp-python only on Linux x86_64 with Python < 3.14",
+             "llamacpp": "xllamacpp only on Linux x86_64 or aarch64"}[backend]
+    assert f"the [local] extra installs {where}" in msg
+    # where the extra does install it, the advice stands
+    monkeypatch.setattr(lm, "marker_env", lambda: ("linux", "x86_64", (3, 12)))
+    assert str(lm.missing_extra(["ik_llama_cpp"], "ik")).startswith(WANTED)
+
+
+def test_where_the_extra_installs_each_backend_is_what_pyproject_says():
+    """`extra_installs` against the environment markers of pyproject.toml's [local] extra,
+    evaluated by pip's own marker logic (packaging) over platforms, machines and Pythons;
+    and no other package of the extra has a marker."""
+    markers = pytest.importorskip("packaging.markers")
+    requirements = pytest.importorskip("packaging.requirements")
+    local = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
+        "project"]["optional-dependencies"]["local"]
+    reqs = {r.name: r for r in map(requirements.Requirement, local)}
+    by_package = {pkg: b for b, (_, pkg, _) in lm._INTEGER_PACKAGES.items()}
+    assert {n for n, r in reqs.items() if r.marker is not None} == set(by_package)
+    for name, backend in by_package.items():
+        marker: markers.Marker = reqs[name].marker
+        for plat in ("linux", "darwin", "win32"):
+            for machine in ("x86_64", "aarch64", "arm64", "AMD64"):
+                for minor in range(10, 16):
+                    env = {"sys_platform": plat, "platform_machine": machine,
+                           "python_version": f"3.{minor}", "extra": "local"}
+                    assert lm.extra_installs(backend, (plat, machine, (3, minor))) == \
+                        marker.evaluate(env), (name, env)

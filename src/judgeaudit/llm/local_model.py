@@ -932,7 +932,10 @@ def choose_backend(requested: str | None, source: ModelSource,
         return "transformers", "the CPU cannot run the prebuilt integer backends' wheels"
     if not usable:
         pkgs = " or ".join(_INTEGER_PACKAGES[b][1] for b in integer_backends())
-        return "transformers", f"{pkgs} is not installed (pip install 'judgeaudit[local]')"
+        if any(extra_installs(b) for b in integer_backends()):
+            return "transformers", f"{pkgs} is not installed ({INSTALL_HINT})"
+        return "transformers", (f"{pkgs} is not installed, and the [local] extra installs no "
+                                f"integer backend on {this_platform()}")
     if source.kind == "gguf":
         from judgeaudit.llm.gguf_meta import GGUFError, read_metadata
         from judgeaudit.llm.gguf_tokenizer import tokenizer_supported
@@ -1006,14 +1009,71 @@ def _name_modules(mods: list[str]) -> str:
     return ", ".join(plain)
 
 
+# Where the [local] extra installs each integer backend's package: pyproject.toml's
+# environment markers on it (sys_platform, platform_machine, python_version below), checked
+# against them by tests/llm/test_local_replay.py. transformers and torch have no marker.
+_EXTRA_MARKERS: dict[str, tuple[str, tuple[str, ...], tuple[int, int] | None]] = {
+    "ik": ("linux", ("x86_64",), (3, 14)),
+    "llamacpp": ("linux", ("x86_64", "aarch64"), None),
+}
+_PLATFORM_NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows"}
+
+
+def marker_env() -> tuple[str, str, tuple[int, int]]:
+    """(sys_platform, platform_machine, python_version) as pip's markers read them here."""
+    return sys.platform, platform.machine(), (sys.version_info[0], sys.version_info[1])
+
+
+def extra_installs(backend: str, env: tuple[str, str, tuple[int, int]] | None = None) -> bool:
+    """Whether `pip install 'judgeaudit[local]'` installs `backend`'s package here (or in
+    `env`, as `marker_env` gives it): pyproject.toml's markers leave ik-llama-cpp-python out
+    beyond Linux x86_64 with Python < 3.14, and xllamacpp beyond Linux x86_64 and aarch64,
+    as their wheels are."""
+    if backend not in _EXTRA_MARKERS:
+        return True
+    plat, machines, below = _EXTRA_MARKERS[backend]
+    sys_platform, machine, python = env or marker_env()
+    return sys_platform == plat and machine in machines and (below is None or python < below)
+
+
+def this_platform() -> str:
+    """This platform as the markers see it, for messages: "Linux aarch64, Python 3.14"."""
+    sys_platform, machine, python = marker_env()
+    return (f"{_PLATFORM_NAMES.get(sys_platform, sys_platform)} {machine}, "
+            f"Python {python[0]}.{python[1]}")
+
+
+def installable_text(backend: str) -> str:
+    """Where the [local] extra installs `backend`'s package, for messages: "Linux x86_64 with
+    Python < 3.14"."""
+    plat, machines, below = _EXTRA_MARKERS[backend]
+    where = f"{_PLATFORM_NAMES.get(plat, plat)} {' or '.join(machines)}"
+    if below is not None:
+        where += f" with Python < {below[0]}.{below[1]}"
+    return where
+
+
 def missing_extra(mods: list[str], backend: str, why: str = "") -> MissingExtraError:
     """The error for a local judge whose backend lacks `mods`: the extra to install, what is
-    missing, and which backend needs it (and why that backend, when `auto` chose it)."""
+    missing, and which backend needs it (and why that backend, when `auto` chose it). Where
+    the extra does not install the backend's own package on this platform (`extra_installs`)
+    installing it cannot help: the message says so and names the backends that work here."""
     why = why.replace(f" ({INSTALL_HINT})", "")  # said once, first
     chosen = f", chosen because {why}" if why and why != "requested" else ""
-    msg = (f"the local judge needs the [local] extra: {INSTALL_HINT} (not installed: "
-           f"{_name_modules(mods)}; needed by backend={backend}{chosen})")
-    return MissingExtraError(msg, name=mods[0] if mods else None)
+    missing = f"not installed: {_name_modules(mods)}; needed by backend={backend}{chosen}"
+    name = mods[0] if mods else None
+    if backend in _EXTRA_MARKERS and _INTEGER_PACKAGES[backend][0] in mods \
+            and not extra_installs(backend):
+        instead = [b for b in GGUF_BACKENDS if b != backend and extra_installs(b)
+                   and llamacpp_cpu_ok()]
+        options = " or ".join(f"backend={b}" for b in [*instead, "transformers"])
+        msg = (f"the local judge's backend={backend} cannot be installed on this platform "
+               f"({this_platform()}): the [local] extra installs "
+               f"{_INTEGER_PACKAGES[backend][1]} only on {installable_text(backend)}; use "
+               f"{options} with the [local] extra: {INSTALL_HINT} ({missing})")
+        return MissingExtraError(msg, name=name)
+    msg = f"the local judge needs the [local] extra: {INSTALL_HINT} ({missing})"
+    return MissingExtraError(msg, name=name)
 
 
 def require_backend(backend: str, source: ModelSource, why: str = "") -> None:
