@@ -129,6 +129,13 @@ def ingest(
         raise fail(f"--cache {cache}: no such cache file; give the --cache the plan was made "
                    "with")
     store = open_cache(cache, False)
+    if store.read_only:  # refused now: it warned "the run goes on without storing
+        # answers" (a run's message: ingest is nothing but storing), then failed, exit 2
+        why = store.write_error
+        store.close()
+        raise fail(f"ingest: {why}; nothing was stored: ingest stores answers, so make it "
+                   "writable or ingest into a writable copy with --cache COPY (a copy keeps "
+                   "its answers and the planned requests the answers are matched with)")
     t0 = time.perf_counter()
     try:
         rep = run_ingest(results, store, plan=plan)
