@@ -86,10 +86,12 @@ def test_an_explicit_integer_backend_names_its_own_missing_package(tmp_path):
 
 def test_the_api_raises_a_clean_error_with_the_same_text(tmp_path):
     """judgeaudit.audit: a ValueError with the CLI's text; the provider itself raises a
-    MissingExtraError, an ImportError naming the module and a ValueError; set_threads (the
-    transformers backend's first torch import) the same, not a bare ModuleNotFoundError."""
+    MissingExtraError, an ImportError naming the module and a ValueError, before its first
+    call the cache does not answer (`prepare`: it is made without the backend, so cached
+    verdicts replay, tests/llm/test_local_replay.py); set_threads (the transformers
+    backend's first torch import) the same, not a bare ModuleNotFoundError."""
     code = """
-import json, judgeaudit
+import asyncio, json, judgeaudit
 from judgeaudit.llm.local_model import MissingExtraError, set_threads
 from judgeaudit.llm.providers.local import LocalProvider
 out = {}
@@ -97,7 +99,8 @@ try:
     judgeaudit.audit(judge="local", data="builtin:facts", n=30)
 except Exception as exc:
     out["api"] = [isinstance(exc, ValueError), str(exc)]
-for name, make in (("ik", lambda: LocalProvider("qwen-1.5b", {"backend": "ik"})),
+for name, make in (("ik", lambda: asyncio.run(
+                        LocalProvider("qwen-1.5b", {"backend": "ik"}).prepare())),
                    ("threads", lambda: set_threads(1))):
     try:
         make()

@@ -100,6 +100,22 @@ def test_the_first_uncached_call_says_the_missing_extra_before_anything_is_compu
     assert _rows(d / "calls.sqlite") == 6
 
 
+def test_a_missing_extra_found_at_a_miss_leaves_the_run_folder_as_it_was(cached_run):
+    """The run had begun (its folder said "did not finish; run the same command again to
+    resume", which cannot help): the folder's earlier results are put back, byte for byte,
+    and a folder that had none has none."""
+    judge, d = cached_run
+    (d / "kept").mkdir(exist_ok=True)
+    (d / "kept" / "results.json").write_text('{"earlier": true}\n', encoding="utf-8")
+    for out in ("kept", "fresh"):
+        proc = _run_without(EXTRA, _cli([*AUDIT, "--judge", judge, "--n", "4", "--out", out]),
+                            d)
+        assert proc.returncode == 2, proc.stderr
+    assert (d / "kept" / "results.json").read_text(encoding="utf-8") == '{"earlier": true}\n'
+    assert sorted(p.name for p in (d / "kept").iterdir()) == ["results.json"]
+    assert not (d / "fresh" / "results.json").exists()
+
+
 def test_the_provider_answers_from_the_cache_and_refuses_at_a_miss(monkeypatch, tmp_path):
     """In process, through a real Client and a real SQLite cache: a local judge without
     its backend is made; a cached request is answered; the first uncached one raises the

@@ -292,6 +292,7 @@ def run_command(cfg: Any, run: Any,
         planner.max_cost = getattr(cfg, "max_cost", None)
         planner.command = type(cfg).command  # named in --json, as every command's summary
     store = open_cache(cfg.cache, cfg.no_cache)
+    found: dict[str, bytes | None] = {}  # the folder's files as work found them (`_restore`)
     with show() as bars:
 
         def progress(ev: Progress) -> None:
@@ -299,6 +300,7 @@ def run_command(cfg: Any, run: Any,
             # is behind it, so bad input leaves the folder as it was): until the results
             # replace it, the folder says this run has not finished (`unfinished_document`).
             if planner is None and _UNFINISHED["doc"] is None:
+                found.update(_snapshot(cfg.out))
                 _UNFINISHED["doc"] = run.unfinished_document(sess)
                 write_failed(cfg.out, _UNFINISHED["doc"], announce=False)
                 _UNFINISHED["refresh"] = lambda: write_failed(
@@ -322,6 +324,15 @@ def run_command(cfg: Any, run: Any,
                         if planner is None:  # the folder says this run failed, and why
                             write_failed(cfg.out, run.failed_document(sess, exc))
                         raise
+                    except ValueError:
+                        # Bad input found once work had begun (a local judge without its
+                        # backend, said at its first call the cache does not answer): the
+                        # folder goes back to what it held, as for bad input found before;
+                        # it said "did not finish; run the same command again to resume",
+                        # which cannot help.
+                        if found:
+                            _restore(cfg.out, found)
+                        raise
             finally:
                 await sess.aclose()
 
@@ -333,6 +344,25 @@ def run_command(cfg: Any, run: Any,
             raise
         finally:
             _UNFINISHED["doc"] = _UNFINISHED["refresh"] = None
+
+
+_KEPT = ("results.json", "report.html")  # what a run writes into its folder
+
+
+def _snapshot(out: Path) -> dict[str, bytes | None]:
+    """The folder's results files as they are (None: absent), for `_restore`."""
+    return {name: (out / name).read_bytes() if (out / name).is_file() else None
+            for name in _KEPT}
+
+
+def _restore(out: Path, found: dict[str, bytes | None]) -> None:
+    """Put the folder's results files back as `_snapshot` found them."""
+    for name, data in found.items():
+        with contextlib.suppress(OSError):
+            if data is None:
+                (out / name).unlink(missing_ok=True)
+            else:
+                (out / name).write_bytes(data)
 
 
 # What ends a command without crashing it: an exit the CLI chose (bad input, a fatal call),
