@@ -566,23 +566,36 @@ def _apply_plugin(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
     se_bc = math.sqrt((float(w_bc.mean()) * se) ** 2 + var_fixed)
     share = float(yv.mean()) - bc  # win - BC, as shown
     se_share = math.sqrt((float(w_full.mean() - w_bc.mean()) * se) ** 2 + var_fixed)
+    return _applied(judge, query_ids, gam_map, yv, (bc, se_bc), (share, se_share),
+                    (theta, se), (phi, psi), cov_fixed, cov_source, var_fixed,
+                    "theta' fitted on these verdicts; phi and psi from the fit, their "
+                    "uncertainty carried into the intervals (delta method); gamma fixed from "
+                    "the fit (0 for new queries)")
+
+
+def _applied(judge: str, query_ids: Sequence[str], gam_map: Mapping[str, Any], yv: np.ndarray,
+             bc: tuple[float, float], share: tuple[float, float], theta: tuple[float, float],
+             fixed: tuple[float, float], cov_fixed: np.ndarray, cov_source: str,
+             var_fixed_share: float, note: str) -> dict[str, Any]:
+    """What `apply` returns, from either way of applying (`_apply_plugin`, `_apply_marginal`):
+    BC and the bias share as (value, se), theta' as (value, se), (phi, psi) and their saved
+    covariance, and the part of the share's variance that is the fit's."""
     n = int(yv.size)
+    phi, psi = fixed
     se_fixed = np.sqrt(np.clip(np.diag(cov_fixed), 0, None))
     return {
         "judge": judge, "n": n,
         "n_new_queries": int(sum(1 for q in query_ids if q not in gam_map)),
         "win": win_rate(yv).as_dict(),
-        "bc": _normal(bc, se_bc, n, "delta", clip=True).as_dict(),
-        "bias_share": _normal(share, se_share, n, "delta").as_dict(),
-        "theta": {"value": theta, "se": se}, "phi": phi, "psi": psi,
+        "bc": _normal(bc[0], bc[1], n, "delta", clip=True).as_dict(),
+        "bias_share": _normal(share[0], share[1], n, "delta").as_dict(),
+        "theta": {"value": theta[0], "se": theta[1]}, "phi": phi, "psi": psi,
         "fixed_from_fit": {"phi": {"value": phi, "se": float(se_fixed[0])},
                            "psi": {"value": psi, "se": float(se_fixed[1])},
                            "uncertainty_from": cov_source},
         # the share of the BC / bias-share variance that is the fit's (phi, psi), not theta'
-        "share_var_from_fit": (var_fixed / se_share**2) if se_share > 0 else None,
-        "note": "theta' fitted on these verdicts; phi and psi from the fit, their "
-                "uncertainty carried into the intervals (delta method); gamma fixed from the "
-                "fit (0 for new queries)",
+        "share_var_from_fit": (var_fixed_share / share[1]**2) if share[1] > 0 else None,
+        "note": note,
     }
 
 
@@ -662,23 +675,12 @@ def _apply_marginal(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
     var_fixed = np.clip(np.einsum("ik,kl,il->i", grad, cov_fixed, grad), 0, None)
     se_bc = math.sqrt(var_bc_y + float(var_fixed[0]))
     se_share = math.sqrt(var_share_y + float(var_fixed[1]))
-    se_fixed = np.sqrt(np.clip(np.diag(cov_fixed), 0, None))
-    gam_map = saved.get("gamma", {})
-    return {
-        "judge": judge, "n": n,
-        "n_new_queries": int(sum(1 for q in query_ids if q not in gam_map)),
-        "win": win_rate(yv).as_dict(),
-        "bc": _normal(bc, se_bc, n, "delta", clip=True).as_dict(),
-        "bias_share": _normal(share, se_share, n, "delta").as_dict(),
-        "theta": {"value": theta, "se": 1.0 / math.sqrt(info)}, "phi": phi, "psi": psi,
-        "fixed_from_fit": {"phi": {"value": phi, "se": float(se_fixed[0])},
-                           "psi": {"value": psi, "se": float(se_fixed[1])},
-                           "uncertainty_from": cov_source},
-        "share_var_from_fit": (float(var_fixed[1]) / se_share**2) if se_share > 0 else None,
-        "note": "theta' fitted on these verdicts with each query's effect integrated over "
-                "N(0, 1), as in the marginal fit; phi and psi from the fit, their "
-                "uncertainty carried into the intervals (delta method)",
-    }
+    return _applied(judge, query_ids, saved.get("gamma", {}), yv, (bc, se_bc),
+                    (share, se_share), (theta, 1.0 / math.sqrt(info)), (phi, psi), cov_fixed,
+                    cov_source, float(var_fixed[1]),
+                    "theta' fitted on these verdicts with each query's effect integrated over "
+                    "N(0, 1), as in the marginal fit; phi and psi from the fit, their "
+                    "uncertainty carried into the intervals (delta method)")
 
 
 # ---- simulation with a planted truth (tests, acceptance scripts) -----------------------------
