@@ -69,9 +69,9 @@ MIN_VALID_HELP = ("Fewest results with a valid verdict for the run to count (ite
                   "in rank and rank-eval, scores in scoring-bias, G-module answers in discover, "
                   "judge verdicts in quantify and mitigate); below it the run fails (exit 3).")
 MAX_FAILED_HELP = ("Largest share (0-1) of failed calls, and of the judges' answers that cannot "
-                   "be read as a verdict, before the run fails (exit 3). The audit counts its "
-                   "baseline verdicts' answers (the probes' own unreadable answers are counted "
-                   "in each probe's n_invalid), the HUB-J commands their judges' answers.")
+                   "be read as a verdict, before the run fails (exit 3). The audit counts every "
+                   "distinct answer of its judge (baseline and probes, as the calls line does; "
+                   "not the panel's), the HUB-J commands their judges' answers.")
 ITEMS_HELP = ("Pool SPEC: builtin:controlled[?seed=0&n=30&k=5&topic=moon&design=balanced] | "
               'jsonl:PATH (one {"id", "prompt", "response", "quality"?, numeric fields...} per '
               "line) | csv:PATH (the same columns; a .csv or .tsv path needs no prefix)")

@@ -57,9 +57,11 @@ def test_an_audit_puts_its_unreadable_answers_over_the_answers_it_read(tmp_path,
     assert line in _page_text(out / "report.html")
     readings = calls["made"] + calls["cached"]
     assert f"of {readings}" not in _said(r.output)  # not over the readings (20.0%)
-    # the run's gate reads the baseline's verdicts, as before: both orders of 40 items
+    # the run's gate counts the same answers as the calls line: every distinct answer of
+    # the judge (it counted only the baseline's 80, both orders of 40 items, until the
+    # gate was aligned: tests/cli/test_audit_gate_counts_all_answers.py)
     run = json.loads((out / "results.json").read_text())["run"]
-    assert (run["status"], run["answers"]) == ("failed", 80)
+    assert (run["status"], run["answers"], run["unreadable"]) == ("failed", distinct, bad)
 
     # again from the cache: every call cached, the same answers and the same line
     again = runner.invoke(app, [*args[:-1], str(tmp_path / "again")])

@@ -27,6 +27,7 @@ from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.outcome import (
     DEFAULT_MAX_FAILED,
     DEFAULT_MIN_VALID,
+    answers_read,
     assess,
     probe_verdict,
     sum_calls,
@@ -321,15 +322,18 @@ async def run_battery(
     baseline = _baseline_section(union, base)
     judges = [bundle.public_spec] + [b.public_spec for b in panel]
     calls = sum_calls([b.client.stats.as_dict() for b in [bundle, *panel]])
-    answered = [o for v in base for o in v.orders if o.error is None]
     # calls the user's budget kept from being sent (an adaptive run's last round) are not
     # failures of the judge: counted, they failed a warm re-run of a run that passed
     judged = ({**calls, "failed": max(0, int(calls.get("failed") or 0) - unsent_by_budget)}
               if unsent_by_budget else calls)
+    # every distinct answer of the audited judge, as its calls line counts them (the panel's
+    # are not its own): a judge that reads its baseline and answers garbage to the probes'
+    # rewrites had "75.0% unreadable" on the calls line and a run that passed
+    own = bundle.client.stats.as_dict()
     run = assess(n_valid=sum(any(o.valid for o in v.orders) for v in base),
                  n_planned=len(union), calls=judged, min_valid=min_valid,
-                 max_failed=max_failed, answers=len(answered),
-                 unreadable=sum(not o.valid for o in answered))
+                 max_failed=max_failed, answers=answers_read(own),
+                 unreadable=int(own.get("unreadable") or 0))
     if run["status"] == "failed":
         for d in docs.values():
             d["verdict"] = "run_failed"
