@@ -265,8 +265,77 @@ class JudgeFit:
         }
 
 
-def stage_two(y: np.ndarray, delta: np.ndarray, gamma: np.ndarray) -> JudgeFit:
-    """Per-judge ML fit with gamma fixed; BC, bias share and their delta-method intervals."""
+# ---- standard errors ------------------------------------------------------------------------
+#
+# The Wald covariance is the binomial model's: Var(y) = p (1 - p). A verdict of 0.5 (a tie, or
+# the two orders disagreeing) has a smaller variance than that (y^2 <= y on [0, 1]), so with
+# ties the model-based standard errors overstate the spread of the estimates; a sandwich
+# (robust) covariance, clustered by query, measures that spread from the fit's own scores and
+# also stays right when the verdicts of one query are more alike than the model says. By
+# simulation (benchmarks/mitigate_ties.py: verdicts the mean of two independently drawn orders,
+# 150 seeds) the sandwich se of phi matched the sd of phi-hat across seeds (0.176 against
+# 0.171, 3 judges, 150 queries) where the model's was 0.234. It is nonetheless not used to
+# narrow the intervals: ties also pull both fits' phi toward 0 (marginal: the Bernoulli
+# quasi-likelihood inside the integral over z weighs a two-order verdict as one draw, so z's
+# posterior is too wide; -0.20 on a planted 1.2), and the sandwich interval covered the
+# planted phi in 65% to 89% of seeds where the model's covered 86% to 100%. So an interval is
+# the model's, widened to the sandwich's where that is larger (`_larger`): never narrower than
+# before, wider when the data are more dispersed than the model allows. Each judge reports
+# both standard errors and their ratio (`dispersion`), so the narrowing ties would allow is
+# visible.
+
+SE_METHODS = ("larger", "model", "sandwich")
+SE_DEFAULT = "larger"
+SE_LABELS = {"larger": "the binomial model's, widened to the sandwich (clustered by query) "
+                       "where that is larger",
+             "model": "the binomial model's (observed information)",
+             "sandwich": "sandwich, clustered by query"}
+
+
+def _larger(model: np.ndarray, robust: np.ndarray) -> np.ndarray:
+    """The smallest covariance at least as large as both (in the matrix order): the model's
+    plus the positive part of (robust - model). Every linear combination (phi, BC, the
+    share) then gets a variance >= both of theirs, and no parameter is narrowed."""
+    diff = (robust - model + (robust - model).T) / 2
+    lam, vec = np.linalg.eigh(diff)
+    return model + (vec * np.clip(lam, 0.0, None)) @ vec.T
+
+
+def _choose_cov(model: np.ndarray, robust: np.ndarray, se: str
+                ) -> tuple[np.ndarray, dict[str, Any]]:
+    """The covariance `se` asks for, and what each judge reports about it: the method, both
+    standard errors of (theta, phi, psi) and the variance ratios sandwich / model (the
+    `dispersion`: below 1 with ties, above 1 when verdicts are more dispersed than binomial)."""
+    if se not in SE_METHODS:
+        raise ValueError(f"mitigate: se={se!r}: expected one of {SE_METHODS}")
+    chosen = {"model": model, "sandwich": robust}.get(se)
+    if chosen is None:
+        chosen = _larger(model, robust)
+    vm, vr = np.diag(model), np.diag(robust)
+    names = ("theta", "phi", "psi")
+    return chosen, {
+        "se_method": se, "se_method_text": SE_LABELS[se],
+        "se_model": {k: float(math.sqrt(max(v, 0.0))) for k, v in zip(names, vm, strict=True)},
+        "se_sandwich": {k: float(math.sqrt(max(v, 0.0)))
+                        for k, v in zip(names, vr, strict=True)},
+        "dispersion": {k: (float(b / a) if a > 0 else None)
+                       for k, a, b in zip(names, vm, vr, strict=True)}}
+
+
+def _logistic_sandwich(X: np.ndarray, y: np.ndarray, coef: np.ndarray, cov: np.ndarray,
+                       offset: np.ndarray | float = 0.0) -> np.ndarray:
+    """HC1 sandwich of a logistic fit of independent verdicts (one per query): bread the
+    fit's covariance, meat sum_i (y_i - p_i)^2 x_i x_i', times n / (n - k), as statsmodels'
+    GLM(cov_type="HC1")."""
+    n, k = X.shape
+    s = X * (y - _p(X @ coef + offset))[:, None]
+    return cov @ (s.T @ s) @ cov * (n / max(n - k, 1))
+
+
+def stage_two(y: np.ndarray, delta: np.ndarray, gamma: np.ndarray, se: str = SE_DEFAULT
+              ) -> JudgeFit:
+    """Per-judge ML fit with gamma fixed; BC, bias share and their delta-method intervals.
+    `se`: which covariance the intervals use (SE_METHODS; see `_choose_cov`)."""
     ok = np.isfinite(y)
     y, d, g = y[ok], delta[ok], gamma[ok]
     n = int(y.size)
@@ -276,9 +345,11 @@ def stage_two(y: np.ndarray, delta: np.ndarray, gamma: np.ndarray) -> JudgeFit:
     fit = fit_logistic(X, y, l2=1.0 / PRIOR_SD**2)
     beta = np.zeros(3)
     beta[np.array(use)] = fit.coef
-    cov = np.zeros((3, 3))
     ix = np.nonzero(use)[0]
-    cov[np.ix_(ix, ix)] = fit.cov
+    cov_model, cov_rob = np.zeros((3, 3)), np.zeros((3, 3))
+    cov_model[np.ix_(ix, ix)] = fit.cov
+    cov_rob[np.ix_(ix, ix)] = _logistic_sandwich(X, y, fit.coef, fit.cov)
+    cov, se_info = _choose_cov(cov_model, cov_rob, se)
     theta, phi, psi = beta
     p_full = _p(theta + phi * d + psi * g)
     p_bc = _p(theta + psi * g)
@@ -294,7 +365,7 @@ def stage_two(y: np.ndarray, delta: np.ndarray, gamma: np.ndarray) -> JudgeFit:
         win=win_rate(y),
         bc=_normal(bc, se_bc, n, "delta", clip=True),
         bias_share=_normal(share, se_share, n, "delta"),
-        n=n, converged=fit.converged,
+        n=n, converged=fit.converged, extra=se_info,
     )
 
 
@@ -315,12 +386,36 @@ class MitigateFit:
         return {"distinct_values": int(np.unique(np.round(self.delta, 9)).size),
                 "n_queries": int(self.delta.size)}
 
+    def se_note(self) -> str | None:
+        """Which standard errors the intervals use, and how far ties would narrow them (the
+        sandwich against the model's, phi's variance ratio per judge): shown so a user sees
+        the method and why a smaller sandwich was not taken (module section "standard
+        errors")."""
+        fits = [(j, f.extra) for j, f in self.per_judge.items() if "se_method" in f.extra]
+        if not fits:
+            return None
+        method = fits[0][1]["se_method"]
+        ratios = ", ".join(f"{j} {e['dispersion']['phi']:.2f}" for j, e in fits
+                           if (e.get("dispersion") or {}).get("phi") is not None)
+        text = f"standard errors: {SE_LABELS[method]} (se_method={method})"
+        if ratios:
+            text += f"; sandwich / model variance of phi: {ratios}"
+        if method == "larger":
+            text += ("; a ratio below 1 (ties, 0.5 verdicts, have less variance than the "
+                     "binomial model's) is not used to narrow the intervals: ties also pull "
+                     "phi toward 0, and the narrower intervals missed a planted phi in up to "
+                     "a third of simulated runs")
+        return text
+
     def notes(self) -> list[str]:
-        """What limits the correction, said beside the numbers."""
+        """What limits the correction and which standard errors the intervals use, said
+        beside the numbers."""
+        se = self.se_note()
+        out = [se] if se else []
         if self.control != "bias":
-            return []
+            return out
         k = self.resolution()["distinct_values"]
-        return [f"the bias share is the part of the win rate explained by the factor's "
+        return out + [f"the bias share is the part of the win rate explained by the factor's "
                 f"scores: their difference took {k} distinct value{'s' if k != 1 else ''} on "
                 f"these {self.delta.size} queries, and the correction removes only the "
                 "factor's effect those levels resolve; an effect finer than the scorer's "
@@ -344,10 +439,12 @@ ESTIMATORS = ("marginal", "two_stage")
 
 
 def fit(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str], query_ids: Sequence[str],
-        control: str = "bias", loo: bool = True, estimator: str = "marginal") -> MitigateFit:
+        control: str = "bias", loo: bool = True, estimator: str = "marginal",
+        se: str = SE_DEFAULT) -> MitigateFit:
     """Y: (J, N) with nan where a judge has no (valid) verdict. `estimator`: "marginal" (the
     default, `fit_marginal`) or "two_stage" (the paper's Stage I + Stage II; `loo`: Stage II
-    of judge m uses gamma fitted without judge m)."""
+    of judge m uses gamma fitted without judge m). `se`: the intervals' covariance
+    (SE_METHODS: "larger", the default, is the model's widened to the sandwich's)."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"mitigate: estimator={estimator!r}: expected one of {ESTIMATORS}")
     Y = np.asarray(Y, dtype=float)
@@ -359,7 +456,7 @@ def fit(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str], query_ids: Sequ
     if not np.all(np.isfinite(delta)):
         raise ValueError("mitigate: the control has missing values; drop those queries first")
     if estimator == "marginal":
-        return fit_marginal(Y, delta, judges, query_ids, control)
+        return fit_marginal(Y, delta, judges, query_ids, control, se=se)
     s1 = stage_one(Y, delta)
     per = {}
     for i, j in enumerate(judges):
@@ -368,7 +465,7 @@ def fit(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str], query_ids: Sequ
             # gamma from the other judges only: judge i's own verdicts do not leak into the
             # covariate its Stage II is fitted on
             gamma = stage_one(np.delete(Y, i, axis=0), delta).gamma
-        per[j] = stage_two(Y[i], delta, gamma)
+        per[j] = stage_two(Y[i], delta, gamma, se=se)
         per[j].extra["gamma_from"] = "other judges" if loo and len(judges) > 1 else "all"
         per[j].extra["estimator"] = "two_stage"
     return MitigateFit(list(judges), list(query_ids), control, delta, s1, per)
@@ -395,10 +492,10 @@ def _gh(n: int = GH_NODES) -> tuple[np.ndarray, np.ndarray]:
     return x, w / w.sum()
 
 
-def _marginal_terms(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray,
-                    z: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """Negative penalised log marginal likelihood, its gradient, and the posterior weights of
-    z's nodes per query (N, Q). y = 0.5 (ties) enters as a quasi-likelihood."""
+def _marginal_parts(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray,
+                    z: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per query: the log marginal likelihood (N,), the posterior weights of z's nodes (N, Q)
+    and the posterior-weighted residuals y - p per judge, query and node (J, N, Q)."""
     J = Y.shape[0]
     th, ph, ps = params[:J], params[J:2 * J], params[2 * J:]
     eta = th[:, None, None] + ph[:, None, None] * d[None, :, None] \
@@ -409,16 +506,33 @@ def _marginal_terms(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.n
     lse = special.logsumexp(a, axis=1)
     post = np.exp(a - lse[:, None])
     r = np.where(m, y - special.expit(eta), 0.0) * post[None]
+    return lse, post, r
+
+
+def _query_scores(r: np.ndarray, d: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Each query's score (N, 3J) over (theta, phi, psi) of every judge, without the prior:
+    the queries are independent given the parameters, so these are what a sandwich
+    clustered by query sums (their sum is the gradient of the unpenalised likelihood)."""
     rp = r.sum(2)
+    return np.concatenate([rp.T, (rp * d[None]).T, (r * z[None, None]).sum(2).T], axis=1)
+
+
+def _marginal_terms(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray,
+                    z: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """Negative penalised log marginal likelihood, its gradient, and the posterior weights of
+    z's nodes per query (N, Q). y = 0.5 (ties) enters as a quasi-likelihood."""
+    lse, post, r = _marginal_parts(params, Y, mask, d, z, w)
     l2 = 1.0 / PRIOR_SD**2
-    grad = np.concatenate([rp.sum(1), (rp * d[None]).sum(1), (r * z[None, None]).sum((1, 2))])
+    grad = _query_scores(r, d, z).sum(0)
     value = float(lse.sum()) - 0.5 * l2 * float(params @ params)
     return -value, -(grad - l2 * params), post
 
 
 def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
-                 query_ids: Sequence[str], control: str = "bias") -> MitigateFit:
-    """Maximum (weakly penalised) marginal likelihood of all judges jointly; see above."""
+                 query_ids: Sequence[str], control: str = "bias", se: str = SE_DEFAULT
+                 ) -> MitigateFit:
+    """Maximum (weakly penalised) marginal likelihood of all judges jointly; see above.
+    `se`: which covariance the intervals use (SE_METHODS; `_choose_cov`)."""
     from scipy import optimize
 
     J, N = Y.shape
@@ -449,8 +563,13 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
         e[i] = eps
         H[:, i] = (f(p + e)[1] - f(p - e)[1]) / (2 * eps)
     H = (H + H.T) / 2
-    cov = np.linalg.pinv(H)
-    _, _, post = _marginal_terms(p, Yf, mask, delta, z, w)
+    cov_model = np.linalg.pinv(H)
+    _, post, r = _marginal_parts(p, Yf, mask, delta, z, w)
+    # sandwich clustered by query, with the small-sample factor N / (N - 1); a phi pinned at 0
+    # (its control constant for the judge) has no score
+    S = _query_scores(r, delta, z)
+    S[:, J:2 * J][:, ~phi_free] = 0.0
+    cov_rob = cov_model @ (S.T @ S) @ cov_model * (N / max(N - 1, 1))
     gamma = post @ z
     gamma_se = np.sqrt(np.clip(post @ z**2 - gamma**2, 0, None))
     per: dict[str, JudgeFit] = {}
@@ -477,15 +596,18 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
         n = int(ok.sum())
         vpost = [float((((post[ok] * fx**2).sum(1) - (post[ok] * fx).sum(1) ** 2)).sum()) / n**2
                  for fx in (fb, fs)]
-        se = np.sqrt(np.clip(np.diag(G @ cov @ G.T) + np.array(vpost), 0, None))
+        cov, se_info = _choose_cov(cov_model[np.ix_(ix, ix)], cov_rob[np.ix_(ix, ix)], se)
+        Gj = G[:, ix]
+        sd = np.sqrt(np.clip(np.diag(Gj @ cov @ Gj.T) + np.array(vpost), 0, None))
         yv = Y[j][ok]
         per[name] = JudgeFit(
-            float(th), float(ph), float(ps), cov[np.ix_(ix, ix)],
+            float(th), float(ph), float(ps), cov,
             win=win_rate(yv),
-            bc=_normal(float(v[0]), float(se[0]), n, "delta", clip=True),
-            bias_share=_normal(float(yv.mean()) - float(v[0]), float(se[1]), n, "delta"),
+            bc=_normal(float(v[0]), float(sd[0]), n, "delta", clip=True),
+            bias_share=_normal(float(yv.mean()) - float(v[0]), float(sd[1]), n, "delta"),
             n=n, converged=bool(res.success),
-            extra={"estimator": "marginal", "gamma_from": "posterior of z (all judges)"})
+            extra={"estimator": "marginal", "gamma_from": "posterior of z (all judges)",
+                   **se_info})
     s1 = StageOne(gamma, gamma_se, p[:J].copy(), p[J:2 * J].copy(), 1.0, bool(res.success))
     return MitigateFit(list(judges), list(query_ids), control, delta, s1, per)
 
@@ -503,6 +625,13 @@ def _fixed_cov(j: Mapping[str, Any]) -> tuple[np.ndarray, str]:
     se = [float((j.get(k) or {}).get("se") or 0.0) for k in ("phi", "psi")]
     return np.diag(np.square(se)), ("the fit's standard errors of phi and psi (no covariance "
                                     "saved: taken as uncorrelated)")
+
+
+def _fit_se_method(j: Mapping[str, Any]) -> str:
+    """Which covariance a saved fit's (phi, psi) uncertainty is: the fit's own record, or the
+    model's for a fit saved before the method was recorded (it used no other)."""
+    m = j.get("se_method")
+    return str(m) if m else "model (the fit predates se_method: model-based)"
 
 
 def apply(saved: Mapping[str, Any], judge: str, y: Sequence[float], delta: Sequence[float],
@@ -554,7 +683,9 @@ def _apply_plugin(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
     l2 = 1.0 / PRIOR_SD**2
     f = fit_logistic(np.ones((yv.size, 1)), yv, offset=off, l2=l2)
     theta = float(f.coef[0])
-    se = float(f.se[0])
+    ones = np.ones((yv.size, 1))
+    var_rob = float(_logistic_sandwich(ones, yv, f.coef, f.cov, offset=off)[0, 0])
+    se = math.sqrt(max(float(f.cov[0, 0]), var_rob))  # the model's, or the sandwich if larger
     p_full, p_bc = _p(theta + off), _p(theta + psi * g)
     bc = float(p_bc.mean())
     w_full, w_bc = p_full * (1 - p_full), p_bc * (1 - p_bc)
@@ -570,16 +701,17 @@ def _apply_plugin(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
                     (theta, se), (phi, psi), cov_fixed, cov_source, var_fixed,
                     "theta' fitted on these verdicts; phi and psi from the fit, their "
                     "uncertainty carried into the intervals (delta method); gamma fixed from "
-                    "the fit (0 for new queries)")
+                    "the fit (0 for new queries)", _fit_se_method(j))
 
 
 def _applied(judge: str, query_ids: Sequence[str], gam_map: Mapping[str, Any], yv: np.ndarray,
              bc: tuple[float, float], share: tuple[float, float], theta: tuple[float, float],
              fixed: tuple[float, float], cov_fixed: np.ndarray, cov_source: str,
-             var_fixed_share: float, note: str) -> dict[str, Any]:
+             var_fixed_share: float, note: str, fit_se_method: str) -> dict[str, Any]:
     """What `apply` returns, from either way of applying (`_apply_plugin`, `_apply_marginal`):
     BC and the bias share as (value, se), theta' as (value, se), (phi, psi) and their saved
-    covariance, and the part of the share's variance that is the fit's."""
+    covariance, and the part of the share's variance that is the fit's; `fit_se_method`: which
+    covariance the fit saved (`_fit_se_method`)."""
     n = int(yv.size)
     phi, psi = fixed
     se_fixed = np.sqrt(np.clip(np.diag(cov_fixed), 0, None))
@@ -592,7 +724,9 @@ def _applied(judge: str, query_ids: Sequence[str], gam_map: Mapping[str, Any], y
         "theta": {"value": theta[0], "se": theta[1]}, "phi": phi, "psi": psi,
         "fixed_from_fit": {"phi": {"value": phi, "se": float(se_fixed[0])},
                            "psi": {"value": psi, "se": float(se_fixed[1])},
-                           "uncertainty_from": cov_source},
+                           "uncertainty_from": cov_source, "se_method": fit_se_method},
+        # the new verdicts' part: the model's variance, or the sandwich's where larger
+        "se_method": "larger", "se_method_text": SE_LABELS["larger"],
         # the share of the BC / bias-share variance that is the fit's (phi, psi), not theta'
         "share_var_from_fit": (var_fixed_share / share[1]**2) if share[1] > 0 else None,
         "note": note,
@@ -661,10 +795,14 @@ def _apply_marginal(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
     info = float((a * dp).sum()) + l2
     sb = _p(theta + psi * z)
     dbc = float((sb * (1 - sb)) @ w)
-    var_y = pb * (1 - pb)  # the model's variance of each verdict
+    # each verdict's variance: the model's, p (1 - p), and the squared residual (the sandwich,
+    # times n / (n - 1)); each interval takes the larger total, as the fit's do (`_larger`)
+    var_y = pb * (1 - pb)
+    res2 = (yv - pb) ** 2 * (n / max(n - 1, 1))
     g_bc = dbc * a / info  # d BC / d y_x
-    var_bc_y = float((g_bc**2 * var_y).sum())
-    var_share_y = float(((1.0 / n - g_bc) ** 2 * var_y).sum())
+    var_bc_y = max(float((g_bc**2 * var_y).sum()), float((g_bc**2 * res2).sum()))
+    var_share_y = max(float(((1.0 / n - g_bc) ** 2 * var_y).sum()),
+                      float(((1.0 / n - g_bc) ** 2 * res2).sum()))
     cov_fixed, cov_source = _fixed_cov(j)
     grad = np.zeros((2, 2))  # rows: BC, share; columns: phi, psi
     for k, v in enumerate((phi, psi)):
@@ -675,12 +813,13 @@ def _apply_marginal(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
     var_fixed = np.clip(np.einsum("ik,kl,il->i", grad, cov_fixed, grad), 0, None)
     se_bc = math.sqrt(var_bc_y + float(var_fixed[0]))
     se_share = math.sqrt(var_share_y + float(var_fixed[1]))
+    var_theta = max(1.0 / info, float(((a / info) ** 2 * res2).sum()))
     return _applied(judge, query_ids, saved.get("gamma", {}), yv, (bc, se_bc),
-                    (share, se_share), (theta, 1.0 / math.sqrt(info)), (phi, psi), cov_fixed,
+                    (share, se_share), (theta, math.sqrt(var_theta)), (phi, psi), cov_fixed,
                     cov_source, float(var_fixed[1]),
                     "theta' fitted on these verdicts with each query's effect integrated over "
                     "N(0, 1), as in the marginal fit; phi and psi from the fit, their "
-                    "uncertainty carried into the intervals (delta method)")
+                    "uncertainty carried into the intervals (delta method)", _fit_se_method(j))
 
 
 # ---- simulation with a planted truth (tests, acceptance scripts) -----------------------------
@@ -704,10 +843,13 @@ class Planted:
 
 def simulate(n_queries: int, theta: Sequence[float], phi: Sequence[float],
              psi: Sequence[float] | None = None, gamma_sd: float = 1.0, seed: int = 0,
-             tie_rate: float = 0.0) -> Planted:
+             tie_rate: float = 0.0, orders: int = 1) -> Planted:
     """Verdicts from the model itself: Delta_x = tanh(score difference) with integer 1-5
     scores, gamma_x ~ N(0, gamma_sd^2), y ~ Bernoulli(sigmoid(theta + phi Delta + psi gamma));
-    `tie_rate` of the verdicts become 0.5 (ties carry half a win)."""
+    `tie_rate` of the verdicts become 0.5 (ties carry half a win). `orders` = 2: each verdict
+    is the mean of two independent draws, as a judge asked in both orders with fresh noise (0.5
+    when they disagree): the mean is the model's, the variance p(1 - p) / 2, so the planted
+    parameters stay the truth while ties make the binomial variance too large."""
     rng = np.random.default_rng(seed)
     th, ph = np.asarray(theta, float), np.asarray(phi, float)
     ps = np.ones_like(th) if psi is None else np.asarray(psi, float)
@@ -716,7 +858,7 @@ def simulate(n_queries: int, theta: Sequence[float], phi: Sequence[float],
     delta = np.tanh((s_c - s_o).astype(float))
     gamma = rng.normal(0.0, gamma_sd, n_queries)
     eta = th[:, None] + ph[:, None] * delta[None] + ps[:, None] * gamma[None]
-    Y = (rng.random(eta.shape) < _p(eta)).astype(float)
+    Y = np.mean([rng.random(eta.shape) < _p(eta) for _ in range(max(1, orders))], axis=0)
     if tie_rate > 0:
         Y[rng.random(Y.shape) < tie_rate] = 0.5
     return Planted(Y, delta, gamma, th, ph, ps)
