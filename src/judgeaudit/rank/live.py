@@ -33,7 +33,7 @@ from judgeaudit.judges import JudgeBundle
 from judgeaudit.llm import CallFailed
 from judgeaudit.llm.plan import PlannedStop
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
-from judgeaudit.rank.fitting import terms_fit
+from judgeaudit.rank.fitting import membership_fit, terms_fit
 from judgeaudit.rank.loop import LoopResult, ProgressHook, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
 from judgeaudit.stats.bradley_terry import BTFit
@@ -183,9 +183,28 @@ class LiveRun:
     # evidence's lam; the ranking stays `result.bias_aware`'s.
     terms: BTFit | None = None
     terms_method: str | None = None
+    # The fits P(top-k) is drawn from, made on first use by `p_fit` (the bias-aware one is
+    # `terms` when that is the evidence's), and the options the run's fits were made with.
+    p_fits: dict[str, BTFit] = field(default_factory=dict)
+    fit_options: dict = field(default_factory=dict)
     # The run's outcome (`outcome.assess`, unit: comparisons with a valid verdict):
     # a failed run's ranking is no result.
     run: dict | None = None
+
+    def p_fit(self, model: str) -> BTFit:
+        """The fit ``model``'s P(top-k) is drawn from (`rank.fitting.membership_fit`): with a
+        learned lam, a refit at the Laplace evidence's lam, whose probabilities are
+        calibrated where Laplace-EM's lam (too tight) makes them underconfident; else the
+        model's own fit. The ranking stays ``result``'s. Made on first use: a model that is
+        not reported costs nothing."""
+        if model not in self.p_fits:
+            X = self.X if model == "bias_aware" and self.X.shape[1] else None
+            o = self.fit_options
+            self.p_fits[model] = membership_fit(
+                model, self.result.fit(model), self.X.shape[0], self.result.comparisons, X,
+                eb_lam=bool(o.get("eb_lam")), tau=float(o.get("tau", 1.0)),
+                hierarchical=bool(o.get("hierarchical")))
+        return self.p_fits[model]
 
     @property
     def n_invalid(self) -> int:
@@ -252,7 +271,9 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
         terms_fit, res.bias_aware, pool.n_items, res.comparisons, X if X.shape[1] else None,
         eb_lam=eb_lam, tau=tau, hierarchical=hierarchical)
     out = LiveRun(result=res, verdicts=oracle.log, X=X, covariates=info, dropped=dropped,
-                  terms=terms, terms_method=how)
+                  terms=terms, terms_method=how,
+                  p_fits={"bias_aware": terms} if how == "evidence" else {},
+                  fit_options={"eb_lam": eb_lam, "tau": tau, "hierarchical": hierarchical})
     out.run = assess(n_valid=out.n_valid, n_planned=len(out.verdicts),
                      calls=bundle.client.stats.as_dict(), min_valid=min_valid,
                      max_failed=max_failed, what="comparisons")

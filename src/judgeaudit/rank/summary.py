@@ -177,15 +177,19 @@ def membership(fit: BTFit, k: int, groups: np.ndarray | None, n_samples: int = 1
 
 
 def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[CovariateInfo],
-            comparisons: np.ndarray, n_samples: int = 1500, seed: int = 0) -> list[dict]:
+            comparisons: np.ndarray, n_samples: int = 1500, seed: int = 0,
+            p_fit: BTFit | None = None) -> list[dict]:
     """Items by posterior mean theta (best first; within each prompt group when there are
-    several), each with its 95% interval, P(in top k), the covariates and its record."""
+    several), each with its 95% interval, P(in top k), the covariates and its record.
+    ``p_fit``: the fit P(in top k) is drawn from when it is not ``fit``
+    (`rank.fitting.membership_fit`: with a learned lam, the Laplace evidence's; Laplace-EM's
+    is too tight for calibrated probabilities); order, intervals and top k stay ``fit``'s."""
     groups = pool.groups
     theta = fit.theta
     var = np.clip(fit.theta_var, 0.0, None)
     se = np.sqrt(var)
     z = _z()
-    p = membership(fit, k, groups, n_samples, seed)
+    p = membership(fit if p_fit is None else p_fit, k, groups, n_samples, seed)
     top = set(topk_set_grouped(theta, k, groups).tolist())
     comps = np.asarray(comparisons, dtype=float).reshape(-1, 3)
     n_cmp = np.zeros(pool.n_items, dtype=int)
