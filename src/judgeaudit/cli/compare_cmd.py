@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from judgeaudit.cli.progress import console, fail
 from judgeaudit.cli.runner import (
@@ -26,6 +26,7 @@ from judgeaudit.cli.runner import (
     gate_record,
     write_outputs,
 )
+from judgeaudit.cli.terminal import shown, styled
 from judgeaudit.config import CompareConfig
 from judgeaudit.outcome import EXIT_GATE
 from judgeaudit.textfile import visible
@@ -42,8 +43,9 @@ def _say(text: str) -> None:
 
 
 def _cell(text: Any) -> str:
-    """Untrusted text for the rich table: markup escaped, acting characters shown."""
-    return escape(visible(str(text)))
+    """Untrusted text for the rich table: acting characters shown (`terminal.shown`; the
+    console prints no markup)."""
+    return shown(text)
 
 
 def _eff(e: dict[str, Any] | None) -> str:
@@ -94,7 +96,7 @@ def compare_table(res: dict[str, Any]) -> Table:
         t.add_row(_cell(name), _eff(p["a"]["effect"]), _eff(p["b"]["effect"]),
                   _eff(p["change"]), "n/a" if q is None else f"{q:.2g}", how,
                   *([only] if left_out else []),
-                  f"[{VERDICT_STYLE.get(v, 'white')}]{_cell(v.replace('_', ' '))}[/]")
+                  Text(_cell(v.replace("_", " ")), style=VERDICT_STYLE.get(v, "white")))
     return t
 
 
@@ -235,13 +237,14 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
     _say(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run
     if failing:
-        console.print(f"[bold red]fail-on:[/] {_cell(', '.join(sorted(failing)))} got worse")
+        console.print(styled("fail-on:", "bold red", f"{', '.join(sorted(failing))} got worse"))
     if missing:
-        console.print(f"[bold red]fail-on:[/] audit B lacks probe(s) audit A ran: "
-                      f"{_cell(', '.join(missing))} (their bias in B is unknown: re-run audit "
-                      "B with them" + ("" if allow_missing else
-                                       ", or pass --allow-missing to gate on the probes both "
-                                       "ran") + ")")
+        console.print(styled("fail-on:", "bold red",
+                             f"audit B lacks probe(s) audit A ran: {', '.join(missing)} "
+                             "(their bias in B is unknown: re-run audit B with them"
+                             + ("" if allow_missing else
+                                ", or pass --allow-missing to gate on the probes both ran")
+                             + ")"))
     if failing or missing:
         raise typer.Exit(EXIT_GATE)
 

@@ -7,6 +7,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from judgeaudit.cli.terminal import shown
 from judgeaudit.outcome import run_failed, unreadable_share
 
 
@@ -177,7 +178,7 @@ def evaluate_table(res: dict[str, Any]) -> Any:
         parts.append(left)
     if conv.get("description"):
         # plain text: the description's "[verdict = label]" is not console markup
-        parts.append(Text(f"conventions: {conv['description']}"))
+        parts.append(Text(shown(f"conventions: {conv['description']}")))
     bd = res.get("breakdown")
     if bd and bd.get("rows"):
         b = Table(title=f"by {bd.get('by')}", title_justify="left")
@@ -218,7 +219,7 @@ def _evaluate_failed_text(res: dict[str, Any], pointwise: bool) -> Text:
     if run.get("calls_failed"):
         counts.append(f"{run['calls_failed']} of {run.get('calls_asked')} calls failed")
     lines.append("counts: " + "; ".join(counts) + " (the reason: the error line below)")
-    return Text("\n".join(lines))
+    return Text(shown("\n".join(lines)))
 
 
 def _left_out_text(res: dict[str, Any], pointwise: bool) -> str:
@@ -265,7 +266,7 @@ def _cell_width(cell: Any, wraps: bool) -> int:
     that wraps its longest word."""
     from rich.cells import cell_len
 
-    text = cell.plain if isinstance(cell, Text) else str(cell)
+    text = cell.plain if isinstance(cell, Text) else shown(cell)
     parts = text.split() if wraps else text.split("\n")
     return max((cell_len(x) for x in parts), default=0)
 
@@ -286,7 +287,7 @@ def _fitted_table(title: str, layouts: list[tuple[list[Column], int]],
             t.add_column(head, justify=just, no_wrap=not wraps,  # type: ignore[arg-type]
                          overflow="fold")
         for row in zip(*(cells for _, _, cells, _ in cols), strict=True):
-            t.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in row))
+            t.add_row(*(c if isinstance(c, Text) else Text(shown(c)) for c in row))
         return t
     return None
 
@@ -322,8 +323,8 @@ def _audit_summary(res: dict[str, Any], width: int | None) -> Any:
     2. the interval under its effect, no padding, each reason left out on its own line;
     3. n, q and MDE stacked in one column, the flag and the items left out under the verdict;
     4. no table: a few short lines per probe, which wrap only between words."""
-    title = f"audit of {res['judge']} on {res['data']}"
-    rows = [(name, _audit_cells(p)) for name, p in res["probes"].items()]
+    title = shown(f"audit of {res['judge']} on {res['data']}")
+    rows = [(shown(name), _audit_cells(p)) for name, p in res["probes"].items()]
     names = [name for name, _ in rows]
     cs = [c for _, c in rows]
 
@@ -376,12 +377,13 @@ def _audit_summary(res: dict[str, Any], width: int | None) -> Any:
 def _breakdown(by: str, rows: list[tuple[str, dict[str, Any]]], width: int | None) -> Any:
     """Each probe's effect per value of --by, laid out as the summary is (`_audit_summary`):
     one line per row, the interval under its effect, or a few lines of text per row."""
+    by = shown(by)
     title = f"effect by {by}"
     cells = []
     for name, r in rows:
         e = r.get("effect") or {}
         lo, hi = e.get("ci95") or [None, None]
-        cells.append({"probe": name, "value": str(r.get("value")),
+        cells.append({"probe": shown(name), "value": shown(r.get("value")),
                       "effect": _num(e.get("value"), "{:+.2f}"),
                       "ci": "" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]",
                       "n": str(r.get("n", 0)), "items": str(r.get("n_items", "")),

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from judgeaudit.cli.format import calls_text, est_ci
@@ -21,6 +20,7 @@ from judgeaudit.cli.runner import (
     run_command,
     write_outputs,
 )
+from judgeaudit.cli.terminal import shown, styled
 from judgeaudit.config import DiscoverConfig, MitigateConfig, QuantifyConfig
 from judgeaudit.outcome import run_failed
 from judgeaudit.textfile import visible
@@ -28,10 +28,10 @@ from judgeaudit.textfile import visible
 
 def _shown(text: Any) -> str:
     """Model-written text (a factor's name, a judge spec, a reason quoting an answer) for the
-    terminal: acting characters as escapes (`visible`) and Rich markup escaped, as rank does;
+    terminal: acting characters as escapes (`terminal.shown`; the console prints no markup);
     a G-module's factor name with ESC sequences reached the terminal raw (the HTML report
     escapes it)."""
-    return markup_escape(visible(str(text)))
+    return shown(text)
 
 
 def _p(x: Any, why: str | None = None) -> str:
@@ -82,7 +82,7 @@ def discover(cfg: DiscoverConfig, json_out: bool) -> None:
     from judgeaudit.commands import prepare_discover
 
     res = run_command(cfg, checked(lambda: prepare_discover(
-        cfg, on_stage=lambda msg: console.print(f"[bold]discover:[/] {msg}"),
+        cfg, on_stage=lambda msg: console.print(styled("discover:", "bold", msg)),
         recorded_dir=cfg.out / "recorded", cli=True)))
     path, report = write_outputs(cfg.out, res)
     if not run_failed(res):  # a failed run's numbers are no result

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import sys
 from pathlib import Path
@@ -11,7 +10,6 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 import typer.core
-from rich.markup import escape
 
 from judgeaudit.cli.format import (
     cached_text,
@@ -33,6 +31,7 @@ from judgeaudit.cli.runner import (
     run_command,
     write_outputs,
 )
+from judgeaudit.cli.terminal import SafeConsole, json_line, shown, styled
 from judgeaudit.config import AuditConfig, EvaluateConfig
 from judgeaudit.outcome import EXIT_RUN_FAILED, EXIT_TERMINATED
 
@@ -100,10 +99,14 @@ def _main(
 
 
 def _redact_logs() -> None:
-    """Keys never reach the log: the HTTP libraries log request URLs under -v."""
+    """Keys never reach the log: the HTTP libraries log request URLs under -v. Nor do raw
+    control characters: a server's error body is quoted in the client's "retrying" and
+    "stopped answering" lines (`terminal.SafeLogFilter`, after the redaction)."""
+    from judgeaudit.cli.terminal import install_log_escaping
     from judgeaudit.llm.redact import install_log_redaction
 
     install_log_redaction()
+    install_log_escaping()
 
 
 @app.command()
@@ -124,11 +127,11 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     pointwise, selection = run.info["pointwise"], run.info["selection"]
     path = write_results(cfg.out / "results.json", res)
     for w in res.get("warnings") or []:
-        console.print(f"[bold yellow]warning:[/] {w}")
+        console.print(styled("warning:", "bold yellow", w))
     console.print(evaluate_table(res))
     order_mixup = _replay_order_warning(res)
     if order_mixup:
-        console.print(f"[bold yellow]warning:[/] {escape(order_mixup)}")
+        console.print(styled("warning:", "bold yellow", order_mixup))
     c = res["calls"]
     what = "scores" if pointwise else "verdicts"
     console.print(
@@ -209,12 +212,12 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     if list_probes:
         probes = [get_probe(name) for name in probe_names()]
         if json_out:  # one JSON object on stdout, as --json gives everywhere
-            typer.echo(json.dumps({"probes": [
+            typer.echo(json_line({"probes": [
                 {"name": p.name, "default": bool(p.default), "description": p.description}
-                for p in probes]}, ensure_ascii=False))
+                for p in probes]}))
         for p in probes:
             tag = "default" if p.default else "--full"
-            console.print(f"[bold]{p.name}[/] ({tag}): {p.description}")
+            console.print(styled(p.name, "bold", f"({tag}): {p.description}"))
         raise typer.Exit(0)
     mode, must_pass = _parse_fail_on(cfg.fail_on)
     run = checked(lambda: prepare_audit(cfg, cli=True))
@@ -246,7 +249,7 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     from judgeaudit.cli.format import audit_table, panel_table
 
     for w in res.get("warnings") or []:
-        console.print(f"[bold yellow]warning:[/] {w}")
+        console.print(styled("warning:", "bold yellow", w))
     console.print(audit_table(res, console.width))
     from judgeaudit.audit.length_control import length_lines
 
@@ -301,7 +304,7 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
                    "unreadable), so the gate cannot pass; run again with a larger budget",
                    EXIT_RUN_FAILED)
     if failing:
-        console.print(f"[bold red]fail-on:[/] {', '.join(sorted(failing))}")
+        console.print(styled("fail-on:", "bold red", ", ".join(sorted(failing))))
         raise typer.Exit(1)
 
 
@@ -380,16 +383,14 @@ def judges() -> None:
     """List providers, local model presets and prompt templates.
 
     Example: judgeaudit judges"""
-    from rich.console import Console
-
     from judgeaudit.judges.factory import JUDGE_PARAM_HELP
     from judgeaudit.judges.templates import builtin_templates, load_template
     from judgeaudit.llm import available
     from judgeaudit.llm.registry import provider_class
 
-    out = Console(highlight=False)  # the listing is the command's output: stdout, greppable
+    out = SafeConsole(highlight=False)  # the listing is the command's output: stdout, greppable
     out.print("providers: " + ", ".join(available()))
-    out.print("[bold]every judge[/] parameters:", highlight=False)
+    out.print(styled("every judge", "bold", "parameters:"), highlight=False)
     for key, meaning in JUDGE_PARAM_HELP.items():
         out.print(f"  {key}: {meaning}", highlight=False, markup=False)
     for name in available():
@@ -400,13 +401,13 @@ def judges() -> None:
         # replay's options are open-ended (any other key filters a column): param_help
         known = cls.known_params or getattr(cls, "param_help", None)
         if known:
-            out.print(f"[bold]{name}[/] parameters:", highlight=False)
+            out.print(styled(name, "bold", "parameters:"), highlight=False)
             for key, meaning in known.items():
                 out.print(f"  {key}: {meaning}", highlight=False, markup=False)
         presets = _sim_presets(cls)
         if presets:  # `sim:biased`, as `audit --help` uses it
-            out.print(f"[bold]{name}[/] presets ({name}:PRESET; parameters given override "
-                      "the preset's):", highlight=False)
+            out.print(styled(name, "bold", f"presets ({name}:PRESET; parameters given "
+                             "override the preset's):"), highlight=False)
             for preset, values in presets.items():
                 what = ", ".join(f"{k}={v:g}" for k, v in values.items()) or "no bias"
                 out.print(f"  {preset}: {what}", highlight=False, markup=False)
@@ -515,9 +516,8 @@ def main() -> None:
         if exc.code == 2 and tee is not None and not LAST_ERROR.get("json"):
             # an option the parser refused (--n 0, an unknown option, a missing --config):
             # --json still prints one object, with the error the parser printed
-            typer.echo(json.dumps({**_command_named(), "ok": False,
-                                   "reason": tee.error_text() or "bad usage", "exit_code": 2},
-                                  ensure_ascii=False))
+            typer.echo(json_line({**_command_named(), "ok": False,
+                                  "reason": tee.error_text() or "bad usage", "exit_code": 2}))
         raise
     except BrokenPipeError:  # past PipeSafe (nothing known writes around it): the command
         # ended where it wrote, so its outcome is unknown: a failed run, never a gate's 1
@@ -578,19 +578,20 @@ def _crashed(exc: Exception) -> NoReturn:
         where = f": {exc.filename}" if exc.filename else ""
         reason = f"{exc.strerror or exc}{where}"
         # (it said the finished calls were in the cache under --no-cache too)
-        sys.stderr.write(f"error: {reason} (the run failed: exit 3; a re-run takes the calls "
-                         "it finished from the cache, unless --no-cache was given)\n")
+        sys.stderr.write(f"error: {shown(reason)} (the run failed: exit 3; a re-run takes the "
+                         "calls it finished from the cache, unless --no-cache was given)\n")
     else:
-        traceback.print_exc()
+        # (an exception's message may quote data: its acting characters shown)
+        sys.stderr.write(shown(traceback.format_exc()))
         reason, plugin = crash_reason(exc)
         doc = CRASHED["doc"] if CRASHED["exc"] is exc else None
         saved = f"; recorded in {CRASHED['path']}" if doc is not None else ""
         if plugin:
-            sys.stderr.write(f"error: {reason} (the run failed: exit 3{saved}; see the "
+            sys.stderr.write(f"error: {shown(reason)} (the run failed: exit 3{saved}; see the "
                              "traceback above, and report it to the plugin's authors)\n")
         else:
-            sys.stderr.write(f"error: {reason}; please report it with the traceback above (the "
-                             f"run failed: exit 3{saved})\n")
+            sys.stderr.write(f"error: {shown(reason)}; please report it with the traceback "
+                             f"above (the run failed: exit 3{saved})\n")
     sys.stderr.flush()
     if "--json" in sys.argv[1:]:  # --json prints one object whatever ends the run
         if doc is not None:
@@ -599,7 +600,7 @@ def _crashed(exc: Exception) -> NoReturn:
             summary = {**Result.from_document(doc).summary(), "exit_code": EXIT_RUN_FAILED}
         else:
             summary = {"ok": False, "reason": reason, "exit_code": EXIT_RUN_FAILED}
-        typer.echo(json.dumps(summary, ensure_ascii=False))
+        typer.echo(json_line(summary))
     sys.exit(EXIT_RUN_FAILED)
 
 

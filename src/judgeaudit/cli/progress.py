@@ -11,8 +11,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,11 +23,12 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from judgeaudit.cli.terminal import SafeConsole, styled
 from judgeaudit.spec import mask_secrets
-from judgeaudit.textfile import visible
 
 # Wide enough for the results tables when output is piped (rich assumes 80 columns then).
-console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS")
+# Markup off and acting characters shown (`terminal.SafeConsole`): data prints as written.
+console = SafeConsole(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS")
                   else 140)
 
 
@@ -59,11 +58,11 @@ def fail(msg: str, code: int = 2) -> typer.Exit:
     traceback comes first (masked the same way)."""
     close_bars()
     if SHOW_TRACEBACKS and sys.exc_info()[0] is not None:
-        console.print(escape(mask_secrets(traceback.format_exc().rstrip())), highlight=False)
+        console.print(mask_secrets(traceback.format_exc().rstrip()), highlight=False)
     # one line in a log file or a pipe (it was cut at the console's width mid-word, and a
     # grep for the message missed it); a terminal wraps it itself
     # (a server's message or a model's answer quoted in it: its acting characters shown)
-    console.print(f"[bold red]error:[/] {escape(visible(mask_secrets(msg)))}",
+    console.print(styled("error:", "bold red", mask_secrets(msg)),
                   soft_wrap=not console.is_terminal)
     LAST_ERROR["msg"] = mask_secrets(msg)
     return typer.Exit(code)
@@ -278,8 +277,8 @@ def growing_bar(description: str, growing: bool = False) -> Iterator[GrowingBar 
         finish = _once(bar.close)
     else:
         prog = Progress(
-            SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-            MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
+            SpinnerColumn(), TextColumn("{task.description}", style="bold", markup=False),
+            BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
             EtaColumn(), console=console, transient=False)
         prog.start()
         bar, finish = GrowingBar(prog, prog.add_task(description, total=0)), _once(prog.stop)

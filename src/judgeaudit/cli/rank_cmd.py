@@ -19,7 +19,6 @@ import numpy as np
 import typer
 from rich.console import Group
 from rich.live import Live
-from rich.markup import escape as markup_escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -40,19 +39,20 @@ from judgeaudit.cli.runner import (
     run_command,
     write_outputs,
 )
+from judgeaudit.cli.terminal import shown, styled
 from judgeaudit.config import RankConfig, RankEvalConfig
 from judgeaudit.outcome import run_failed
 from judgeaudit.rank.run_eval import parse_seeds
-from judgeaudit.textfile import visible
 
 if TYPE_CHECKING:
     from judgeaudit.session import Progress as ProgressEvent
 
 
 def escape(text: str) -> str:
-    """Rich markup escaped and acting characters shown (`visible`): item ids come from the
-    user's pool file, and an ESC or a right-to-left override in one reached the terminal."""
-    return markup_escape(visible(text))
+    """Acting characters shown (`terminal.shown`; the console prints no markup): item ids
+    come from the user's pool file, and an ESC or a right-to-left override in one reached
+    the terminal."""
+    return shown(text)
 
 
 def _fmt_iv(d: dict) -> str:
@@ -166,7 +166,7 @@ def _print_warnings(doc: dict) -> None:
     """A fit that did not converge (`rank.summary.convergence_warnings`): last, where it is
     seen, and for a failed run too."""
     for w in doc.get("warnings") or []:
-        console.print(f"[bold yellow]warning:[/] {escape(w)}")
+        console.print(styled("warning:", "bold yellow", w))
 
 
 def _print_notes(doc: dict) -> None:
@@ -175,7 +175,7 @@ def _print_notes(doc: dict) -> None:
     warned = set(doc.get("warnings") or [])
     for note in doc.get("notes") or []:
         if note not in warned:
-            console.print(f"[bold yellow]note:[/] {escape(note)}")
+            console.print(styled("note:", "bold yellow", note))
 
 
 def _print_ranking(doc: dict, k: int) -> None:

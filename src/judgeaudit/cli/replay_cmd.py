@@ -11,13 +11,13 @@ Exit codes: 0 at least one item matched, 2 unreadable input (data, verdict file,
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Annotated, Any
 
 import typer
 
 from judgeaudit.cli.progress import console, fail
+from judgeaudit.cli.terminal import json_line, styled
 
 EXAMPLES = 5
 
@@ -156,7 +156,7 @@ def replay_check(
     _say(f"verdict file: {path} ({filters})")
     _say(index.detected)
     for note in index.notes:
-        console.print(f"[bold yellow]note:[/] {_escape(note)}")
+        console.print(styled("note:", "bold yellow", note))
     _say(f"records read: {index.n_records}; kept by the filters: {index.n_rows}; "
          f"verdicts (item, order): {len(index.verdicts)}; scores: {len(index.scores)}")
     _say(f"data: {data} ({len(items)} items)")
@@ -191,20 +191,21 @@ def replay_check(
              + (f"; {res['tie_labelled']} tie-labelled items left out, as evaluate --ties "
                 "drop does" if res["tie_labelled"] else "") + ")")
         if hi < 0.5:
-            console.print("[bold yellow]warning:[/] labels may be inverted (A/B or 1/2 "
-                          f"swapped?): accuracy {acc['value']:.1%} with its 95% interval "
-                          "below 50%")
+            console.print(styled("warning:", "bold yellow",
+                                 "labels may be inverted (A/B or 1/2 swapped?): accuracy "
+                                 f"{acc['value']:.1%} with its 95% interval below 50%"))
     if not res["matched"]:
         how = ("records are matched by their texts (prompt and the two responses): check "
                "that the data holds the same texts" if index.by_text else
                "records are matched by item id: compare the ids above with the data "
                "loader's ids (docs/bring-your-own-verdicts.md)")
-        console.print(f"[bold red]error:[/] no item of the data has a recorded verdict; {how}")
+        console.print(styled("error:", "bold red",
+                             f"no item of the data has a recorded verdict; {how}"))
     if json_out:  # a script checking a file before paying for nothing read only the exit code
         doc = check_summary(res, path, replay_params, data, len(items), index)
         if not res["matched"]:  # as every command's failed --json object says why
             doc["reason"] = f"no item of the data has a recorded verdict; {how}"
-        typer.echo(json.dumps(doc, ensure_ascii=False))
+        typer.echo(json_line(doc))
     if not res["matched"]:
         raise typer.Exit(3)
 
@@ -222,12 +223,6 @@ def check_summary(res: dict[str, Any], path: str, params: dict[str, str], data: 
             "values": res["values"], "accuracy": res["accuracy"],
             "tie_labelled": res["tie_labelled"],
             "scores_unreadable": len(res["scores_unreadable"])}
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 def register(app: typer.Typer) -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_a
 import typer
 
 from judgeaudit.cli.progress import LAST_ERROR, close_bars, console, fail, growing_bar
+from judgeaudit.cli.terminal import json_line, styled
 from judgeaudit.config import CommandConfig, Exclusive, RunFields, field_error
 from judgeaudit.outcome import (
     EXIT_INTERRUPTED,
@@ -495,9 +496,9 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
         if terminated:
             console.print(TERMINATED_TEXT.format(where=where), highlight=False, markup=False)
         else:
-            console.print(f"[bold yellow]interrupted:[/] finished calls are in the cache"
-                          f"{where}; run the same command again to resume (no finished call "
-                          "is made twice)")
+            console.print(styled("interrupted:", "bold yellow",
+                                 f"finished calls are in the cache{where}; run the same "
+                                 "command again to resume (no finished call is made twice)"))
         print_unfinished()
         raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
     except CallFailed as exc:
@@ -647,9 +648,8 @@ def config_command(model: type[C], *extra: inspect.Parameter
             except typer.Exit as exc:  # bad input: --json still prints one object (stdout
                 # was empty, so a script parsing it failed on the usage errors above all)
                 if json_out and exc.exit_code == EXIT_USAGE and LAST_ERROR["msg"]:
-                    typer.echo(json.dumps({"command": model.command, "ok": False,
-                                           "reason": LAST_ERROR["msg"], "exit_code": 2},
-                                          ensure_ascii=False))
+                    typer.echo(json_line({"command": model.command, "ok": False,
+                                          "reason": LAST_ERROR["msg"], "exit_code": 2}))
                     LAST_ERROR["json"] = "printed"
                 raise
             finally:
@@ -677,9 +677,10 @@ def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path | str]:
         return path, write_report(path)
     except OSError as exc:
         why = exc.strerror or str(exc)
-        console.print(f"[bold yellow]warning:[/] report.html could not be written ({why}); "
-                      f"results.json is complete: rebuild the report with judgeaudit report "
-                      f"{out} once there is room", highlight=False)
+        console.print(styled("warning:", "bold yellow",
+                             f"report.html could not be written ({why}); results.json is "
+                             f"complete: rebuild the report with judgeaudit report {out} once "
+                             "there is room"), highlight=False)
         return path, f"not written ({why})"
 
 
@@ -688,7 +689,7 @@ def print_json(doc: Mapping[str, Any]) -> None:
     human output stays on stderr."""
     from judgeaudit.result import Result
 
-    typer.echo(json.dumps(Result.from_document(doc).summary(), ensure_ascii=False))
+    typer.echo(json_line(Result.from_document(doc).summary()))
 
 
 def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from judgeaudit.cli.format import calls_text, est_ci
@@ -19,6 +18,7 @@ from judgeaudit.cli.runner import (
     run_command,
     write_outputs,
 )
+from judgeaudit.cli.terminal import styled
 from judgeaudit.config import ScoringBiasConfig
 from judgeaudit.outcome import run_failed
 
@@ -138,10 +138,10 @@ def scoring_bias(cfg: ScoringBiasConfig, json_out: bool) -> None:
 
 def _print_results(res: dict[str, Any], cfg: ScoringBiasConfig | None = None) -> None:
     for w in res.get("warnings") or []:
-        console.print(f"[bold yellow]warning:[/] {escape(w)}")
+        console.print(styled("warning:", "bold yellow", w))
     console.print(results_table(res))
     for line in _left_out_lines(res, cfg):
-        console.print(escape(line), highlight=False)
+        console.print(line, highlight=False)
     et = expected_table(res)
     if et is not None:
         console.print(et)

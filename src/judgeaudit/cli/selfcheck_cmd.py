@@ -6,15 +6,15 @@ Exit codes: 0 every check passed, 1 a check failed."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from judgeaudit.cli.progress import console
 from judgeaudit.cli.runner import JsonOpt
+from judgeaudit.cli.terminal import json_line
 
 if TYPE_CHECKING:
     from judgeaudit.selfcheck import Check, Scenario, SelfCheckReport
@@ -26,9 +26,8 @@ def _table(report: SelfCheckReport) -> Table:
         t.add_column(col)
     last = None
     for c in report.checks:
-        t.add_row(escape(c.scenario if c.scenario != last else ""), escape(c.check),
-                  escape(c.expected), escape(c.observed),
-                  "[bold green]PASS[/]" if c.passed else "[bold red]FAIL[/]")
+        t.add_row(c.scenario if c.scenario != last else "", c.check, c.expected, c.observed,
+                  Text("PASS", "bold green") if c.passed else Text("FAIL", "bold red"))
         last = c.scenario
     return t
 
@@ -65,7 +64,7 @@ def selfcheck(json_out: JsonOpt = False) -> None:
                   f"{report.seconds:.1f} s" + ("" if report.ok else f"; {n_bad} FAILED"),
                   markup=False, highlight=False)
     if json_out:
-        typer.echo(json.dumps(report.as_dict(), ensure_ascii=False))
+        typer.echo(json_line(report.as_dict()))
     if not report.ok:
         raise typer.Exit(1)
 
