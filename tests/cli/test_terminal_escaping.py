@@ -136,3 +136,23 @@ def test_json_line_escapes_what_json_dumps_leaves_raw():
     assert json.loads(line) == obj
     assert_no_acting(line)
     assert "\ud800" not in line and "é" in line
+
+
+def test_the_console_escapes_text_objects_and_keeps_markup_a_call_asks_for():
+    """A rich Text built from data (a plugin's probe name in a bold cell) is escaped as it
+    is rendered, not only strings; markup still works where a call passes markup=True."""
+    import io
+
+    from rich.text import Text
+
+    from judgeaudit.cli.terminal import SafeConsole
+
+    buf = io.StringIO()
+    con = SafeConsole(file=buf, width=80, color_system=None)
+    con.print(Text.assemble(("probe\x1b[2J\u202e", "bold"), " [red]x[/red]"))
+    con.print("[bold]plain[/bold] \x1b]8;;http://evil/\x07")
+    con.print("[bold]styled[/bold]", markup=True)
+    out = buf.getvalue()
+    assert_no_acting(out)
+    assert out.splitlines() == ["probe\\x1b[2J\\u202e [red]x[/red]",
+                                "[bold]plain[/bold] \\x1b]8;;http://evil/\\x07", "styled"]
