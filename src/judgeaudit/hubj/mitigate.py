@@ -12,7 +12,8 @@ judge; with few judges per query its ML estimate is infinite whenever all judges
 Stage I is penalised: gamma ~ N(0, sigma^2) with sigma^2 set by empirical Bayes (a few
 fixed-point steps sigma^2 = mean(gamma^2 + se^2)); theta and phi are unpenalised.
 Stage II, per judge, gamma fixed:  y_mx ~ sigmoid(theta_m + phi_m Delta_x + psi_m gamma_x) by
-maximum likelihood, Wald standard errors (judgeaudit.stats.fit_logistic).
+maximum likelihood, Wald standard errors (judgeaudit.stats.fit_logistic), widened to a
+sandwich where that is larger (section "standard errors": with ties it is smaller, unused).
     Win_m = mean_x y_mx                      (= mean fitted p: the intercept's score equation)
     BC_m  = mean_x sigmoid(theta_m + psi_m gamma_x)        (the control set to 0)
     bias share Delta_m = Win_m - BC_m
@@ -325,8 +326,8 @@ def _choose_cov(model: np.ndarray, robust: np.ndarray, se: str
 def _logistic_sandwich(X: np.ndarray, y: np.ndarray, coef: np.ndarray, cov: np.ndarray,
                        offset: np.ndarray | float = 0.0) -> np.ndarray:
     """HC1 sandwich of a logistic fit of independent verdicts (one per query): bread the
-    fit's covariance, meat sum_i (y_i - p_i)^2 x_i x_i', times n / (n - k), as statsmodels'
-    GLM(cov_type="HC1")."""
+    fit's covariance, meat sum_i (y_i - p_i)^2 x_i x_i' (statsmodels' GLM(cov_type="HC0")),
+    times n / (n - k) for the k fitted coefficients (MacKinnon and White's HC1)."""
     n, k = X.shape
     s = X * (y - _p(X @ coef + offset))[:, None]
     return cov @ (s.T @ s) @ cov * (n / max(n - k, 1))
