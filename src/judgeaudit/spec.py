@@ -26,15 +26,27 @@ SECRET_NAMES = re.compile(rf"(?i)(?:^|[^a-z0-9]){_SECRET_WORD}$")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s?#:]*(?::[^@\s'\"<>]*)?)@")
 
 
+# A secret in a URL's query string: `?api-key=K`, `&subscription-key=K` (Azure APIM),
+# `?code=K` (Azure Functions), `&sig=K` (a SAS), also percent-encoded inside a value
+# (`%3Fapi-key%3DK`, %253F when encoded twice). Names whose last word is a secret one, never
+# a word that merely ends in one (`monkey`, `max_tokens`).
+_ENC = r"%(?:25)*"
+_QUERY_SECRET = re.compile(
+    rf"(?i)((?:[?&;]|{_ENC}(?:3F|26))(?:[a-z0-9_-]*[_-])?(?:api_?key|apikey|key|token|"
+    rf"secret|password|passwd|pwd|auth|sig|signature|code)(?:=|{_ENC}3D))"
+    rf"(?:(?!{_ENC}26)[^&#\s'\",)])+")
+
+
 def mask_url(value: str) -> str:
     """`http://user:KEY@host/v1` -> `http://user:***@host/v1`; `http://KEY@host` ->
-    `http://***@host`. Values without userinfo are returned unchanged."""
+    `http://***@host`; a secret query value (`?api-key=KEY`, `%3Fcode%3DKEY`) -> `***`.
+    Values without either are returned unchanged."""
 
     def sub(m: re.Match[str]) -> str:
         user, sep, _ = m.group(2).partition(":")
         return f"{m.group(1)}{user}:***@" if sep else f"{m.group(1)}***@"
 
-    return _USERINFO.sub(sub, value)
+    return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub(sub, value))
 
 
 @dataclass(frozen=True)

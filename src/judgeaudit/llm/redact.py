@@ -2,8 +2,17 @@
 
 `redact(text)` masks what a key can hide in: the password of URL userinfo
 (`http://user:KEY@host` -> `http://user:***@host`), secret-named query values (`?api_key=`,
-`key=`, `token=`, ...), Authorization / Bearer / x-api-key header values and anything shaped
-like an API key (`sk-...`, `sk-ant-...`, `key-...`).
+`key=`, `token=`, `subscription-key=`, `?code=`, ..., also percent-encoded inside another
+value: `%3Fapi-key%3DKEY`), Authorization / Bearer / x-api-key header values and anything
+shaped like an API key (`sk-...`, `sk-ant-...`, `key-...`).
+
+Patterns miss a secret echoed bare ("password URLcanary rejected"), so the secrets this
+process knows are masked too, wherever and however they appear (as given, percent-encoded,
+JSON-escaped, inside base64 such as a Basic header): the keys of the provider environment
+variables (`SECRET_ENV`), the passwords of the URLs in `URL_ENV`, and every value a provider
+registers (`register_secret`: its api_key; `register_url`: its base_url's userinfo).
+`mask_known(text)` masks only those (for model answers, which the patterns would garble:
+"key-value store"); `redact` masks both.
 
 `install_log_redaction()` puts a `RedactingFilter` on the root logger's handlers and on the
 HTTP and SDK loggers, so a record is redacted before any handler writes it (under `-v` httpx
@@ -12,8 +21,14 @@ logs every request URL, userinfo included).
 
 from __future__ import annotations
 
+import base64
+import functools
+import json
 import logging
+import os
 import re
+import threading
+import urllib.parse
 
 # Anything shaped like an API key; shared with the provider error messages.
 KEYLIKE = re.compile(r"\b(sk-(?:ant-)?|key-)[A-Za-z0-9_\-*.]{3,}")
@@ -21,10 +36,24 @@ KEYLIKE = re.compile(r"\b(sk-(?:ant-)?|key-)[A-Za-z0-9_\-*.]{3,}")
 # password runs to the @ whatever it holds but spaces and quotes: a spec's percent-decoded
 # key may hold / ? # (http://user:sk-Ab/cd@host was shown whole in an error)
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:@/\s?#]*):([^@\s'\"<>]*)@")
-# ?api_key=... &key=... token=... (query strings, form bodies, "key=value" text)
+# scheme://TOKEN@host: userinfo without a password is the credential itself (a token as the
+# user name, as GitHub and some gateways take it)
+_BARE_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^:@/\s?#'\"<>]+@")
+# ?api_key=... &key=... token=... (query strings, form bodies, "key=value" text), also
+# percent-encoded inside another value (a spec's base_url=...%3Fapi-key%3DKEY, %253F twice
+# encoded). Names: the usual ones and any whose last word is key/token/secret/password
+# (subscription-key: Azure APIM, x-api-key, refresh_token, sas_token); never a word that
+# merely ends in one (monkey=3, max_tokens=8).
+_ENC_SEP = r"%(?:25)*(?:3F|26)"
+_EQ = r"(?:=|%(?:25)*3D)"
+_VALUE = r"(?:(?!%(?:25)*26)[^&\s#;,)\"'])+"
 _QUERY = re.compile(
-    r"(?i)((?:^|[?&;\s,(\"'])(?:api[_-]?key|apikey|key|token|access[_-]?token|auth|"
-    r"password|passwd|secret|client[_-]?secret|sig|signature)=)[^&\s#;,)\"']+")
+    rf"(?i)((?:^|[?&;\s,(\"']|{_ENC_SEP})(?:api[_-]?key|apikey|key|token|access[_-]?token|"
+    r"auth|password|passwd|pwd|secret|client[_-]?secret|sig|signature|"
+    rf"[a-z0-9_-]*[_-](?:key|token|secret|password)){_EQ}){_VALUE}")
+# Names that are secrets only in a URL's query (after ? or &): Azure Functions' and OAuth's
+# `code=` ("error code=429" in prose stays).
+_URL_QUERY = re.compile(rf"(?i)((?:[?&]|{_ENC_SEP})code{_EQ}){_VALUE}")
 # Authorization: Bearer X / Basic X / X, x-api-key: X (headers, dict reprs, JSON). After
 # `=` the value is the token attached to it (or a quoted one): "api-key= has a space" lost
 # the word "has" to the mask; after a header's `:` a space is the header syntax.
@@ -52,13 +81,139 @@ def _basic(m: re.Match[str]) -> str:
     return m.group(1) + MASK if b":" in decoded else m.group(0)
 
 
-def redact(text: str) -> str:
-    """`text` with URL passwords, secret query values, auth headers and key-shaped strings
-    masked by `***`."""
+# ---- the secrets this process knows -------------------------------------------------------
+
+# Environment variables holding keys (the providers' and the model hub's), and URLs whose
+# userinfo password is a secret (the providers' base URLs, the proxies).
+SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HF_TOKEN",
+              "HUGGING_FACE_HUB_TOKEN")
+URL_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
+           "https_proxy", "http_proxy", "all_proxy")
+# Shorter values are not masked as text: a 3-character "password" would eat every word
+# holding it. Model answers (`mask_known` on data) take a longer floor still, so a weak
+# password cannot garble the answers stored (`DATA_MIN_CHARS`).
+MIN_CHARS = 4
+DATA_MIN_CHARS = 8
+# Placeholders sent where a server wants no key: not secrets.
+_PLACEHOLDERS = frozenset({"empty", "none", "null", "dummy", "x"})
+_registered: set[str] = set()
+_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Mask `value` (and its whitespace-stripped form) wherever it appears from now on, in
+    this process: an API key a provider sends, a password it was given."""
+    for v in {value, value.strip()} if value else ():
+        if len(v) >= MIN_CHARS and v.lower() not in _PLACEHOLDERS:
+            with _lock:
+                _registered.add(v)
+
+
+def url_credentials(url: str | None) -> list[str]:
+    """The secrets in a URL's userinfo: its password (as written and percent-decoded); the
+    user name too when there is no password (`http://TOKEN@host`: the name is the
+    credential). A user name beside a password names an account and is not one."""
+    if not url or "@" not in url:
+        return []
+    m = re.match(r"(?i)^\s*[a-z][a-z0-9+.\-]*://([^/?#]*)@", url)
+    if m is None:
+        return []
+    user, sep, password = m.group(1).partition(":")
+    secret = password if sep else user
+    return [v for v in {secret, urllib.parse.unquote(secret)} if v]
+
+
+def register_url(url: str | None) -> None:
+    """Register the credentials of a URL's userinfo (`url_credentials`)."""
+    for v in url_credentials(url):
+        register_secret(v)
+
+
+def known_secrets() -> list[str]:
+    """Every secret to mask now, longest first: the registered ones, the keys in
+    `SECRET_ENV` and the userinfo credentials of the URLs in `URL_ENV` (read now: ingest and
+    a cached run mask $OPENAI_API_KEY without a provider having sent it)."""
+    with _lock:  # a provider may register one from another thread meanwhile
+        found = set(_registered)
+    for name in SECRET_ENV:
+        v = (os.environ.get(name) or "").strip()
+        if len(v) >= MIN_CHARS and v.lower() not in _PLACEHOLDERS:
+            found.add(v)
+    for name in URL_ENV:
+        found.update(v for v in url_credentials(os.environ.get(name))
+                     if len(v) >= MIN_CHARS)
+    return sorted(found, key=len, reverse=True)
+
+
+def _b64_cores(raw: bytes) -> set[str]:
+    """The base64 characters that encode only `raw`'s bits, at each of the three alignments
+    it can have inside a longer encoded string (`Basic base64(user:KEY)` holds KEY at offset
+    5): whatever surrounds it, one of them is in the encoding."""
+    cores = set()
+    for pad in range(3):
+        enc = base64.b64encode(b"\0" * pad + raw + b"\0\0").decode()
+        first, last = -(-8 * pad // 6), 8 * (pad + len(raw)) // 6
+        core = enc[first:last]
+        if len(core) >= 8:  # shorter ones match by chance
+            cores.update({core, core.replace("+", "-").replace("/", "_")})
+    return cores
+
+
+_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-=")
+
+
+@functools.lru_cache(maxsize=512)
+def _pattern(secret: str) -> tuple[re.Pattern[str], frozenset[str]]:
+    """How `secret` can appear in text, as one pattern: as given, percent-encoded (whole or
+    URL-style), form-encoded, JSON-escaped, and inside base64 (`_b64_cores`, the second
+    value: such a match is widened to the whole base64 run around it, so no decodable
+    remainder is left)."""
+    plain = {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote(secret),
+             urllib.parse.quote_plus(secret), json.dumps(secret)[1:-1]}
+    cores = frozenset(_b64_cores(secret.encode()))
+    forms = sorted(plain | cores, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, forms))), cores
+
+
+def _mask_one(text: str, secret: str) -> str:
+    pattern, cores = _pattern(secret)
+    out, at = [], 0
+    for m in pattern.finditer(text):
+        start, end = m.span()
+        if start < at:
+            continue
+        if m.group() in cores:  # the whole base64 token around it
+            while start > at and text[start - 1] in _B64_CHARS:
+                start -= 1
+            while end < len(text) and text[end] in _B64_CHARS:
+                end += 1
+        out += [text[at:start], MASK]
+        at = end
+    return "".join(out) + text[at:] if out else text
+
+
+def mask_known(text: str, min_chars: int = MIN_CHARS) -> str:
+    """`text` with every known secret (`known_secrets`) of at least `min_chars` characters
+    masked by `***`, in each of its forms (`_pattern`). Unlike `redact` it changes nothing
+    else, so it may run over a model's answer."""
     if not text:
         return text
+    for secret in known_secrets():
+        if len(secret) >= min_chars:
+            text = _mask_one(text, secret)
+    return text
+
+
+def redact(text: str) -> str:
+    """`text` with the known secrets (`mask_known`), URL passwords, secret query values, auth
+    headers and key-shaped strings masked by `***`."""
+    if not text:
+        return text
+    text = mask_known(text)
     text = _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", text)
+    text = _BARE_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     text = _QUERY.sub(lambda m: m.group(1) + MASK, text)
+    text = _URL_QUERY.sub(lambda m: m.group(1) + MASK, text)
     text = _AUTH_HEADER.sub(
         lambda m: m.group(1) + (f"{m.group(2)} " if m.group(2) else "") + MASK, text)
     text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
@@ -108,4 +263,5 @@ def install_log_redaction() -> RedactingFilter:
     return _FILTER
 
 
-__all__ = ["KEYLIKE", "RedactingFilter", "install_log_redaction", "redact", "redact_url"]
+__all__ = ["KEYLIKE", "RedactingFilter", "install_log_redaction", "known_secrets", "mask_known",
+           "redact", "redact_url", "register_secret", "register_url", "url_credentials"]
