@@ -47,6 +47,7 @@ from judgeaudit.llm.providers.openai import (
     api_key,
     billed,
     check_base_url,
+    check_key,
     float_param,
     http_timeout,
     int_param,
@@ -54,6 +55,7 @@ from judgeaudit.llm.providers.openai import (
     price_for,
     sdk_http_client,
     server_message,
+    warn_cleartext,
 )
 from judgeaudit.llm.redact import redact_url
 from judgeaudit.llm.registry import register
@@ -108,6 +110,7 @@ class AnthropicProvider(Provider):
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model, params)
         p = self.params
+        check_key(p, self.key_env, self.name)
         self.base_url: str | None = check_base_url(p.get("base_url") or None,
                                                    ("/v1/messages", "/messages"))
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
@@ -141,6 +144,9 @@ class AnthropicProvider(Provider):
                 f"{self.name}: no API key: set ${self.key_env} or pass api_key=... in the "
                 f"judge spec", kind="auth"
             )
+        if not self.params.get("api_key"):
+            warn_cleartext(self.key_env, [self.base_url or os.environ.get("ANTHROPIC_BASE_URL")],
+                           self.name)
         return key
 
     async def prepare(self) -> None:
@@ -157,10 +163,15 @@ class AnthropicProvider(Provider):
                      or "https://api.anthropic.com")
             http = sdk_http_client(anthropic, where, max_connections=self.max_connections,
                                    timeout=self.timeout, provider=self.name)
+            key = self._api_key()
+            # The key goes in x-api-key, as the Messages API documents it: SDK 2.x sends an
+            # api_key as `Authorization: Bearer`, which Anthropic-compatible servers and
+            # gateways that check x-api-key refuse.
             self._sdk_client = anthropic.AsyncAnthropic(
-                api_key=self._api_key(), base_url=self.base_url,
+                api_key=key, base_url=self.base_url,
                 timeout=http_timeout(anthropic, self.timeout),
                 max_retries=0, http_client=http,
+                default_headers={"X-Api-Key": key, "Authorization": anthropic.Omit()},
             )
             self._loop = loop
         return self._sdk_client

@@ -1,10 +1,11 @@
 """`openai`: any OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp, Ollama)
 through the official `openai` SDK.
 
-Spec parameters (all strings): `base_url`, `api_key` (else $OPENAI_API_KEY; "EMPTY" for a
-local server when neither is set), `temperature` (overrides the request's), `logprobs`
-("auto": ask for the top-20 next-token logprobs when the request has `choices`; "off"),
-`prefill` ("instruct": most chat servers cannot continue an assistant turn, so the user
+Spec parameters (all strings): `base_url`, `api_key` (else $OPENAI_API_KEY, which goes to
+any base_url as the SDK sends it, warned once over plain http:// to another machine;
+"EMPTY" for a local server when neither is set), `temperature` (overrides the request's),
+`logprobs` ("auto": ask for the top-20 next-token logprobs when the request has `choices`;
+"off"), `prefill` ("instruct": most chat servers cannot continue an assistant turn, so the user
 message gets an answer-format line and the model's text comes back as-is; "assistant": send
 the prefill as a partial assistant turn, for vLLM/llama.cpp servers that continue it),
 `max_tokens` (overrides the request's: room for a reasoning model to think),
@@ -66,7 +67,7 @@ from judgeaudit.llm.base import (
     unusable_answer,
 )
 from judgeaudit.llm.redact import redact as redact_text
-from judgeaudit.llm.redact import redact_url
+from judgeaudit.llm.redact import redact_url, register_secret, register_url
 from judgeaudit.llm.registry import register
 
 log = logging.getLogger("judgeaudit.llm")
@@ -103,8 +104,9 @@ KNOWN_PARAMS: dict[str, str] = {
     "base_url": "server URL, http(s)://host[:port][/path], or several separated by '|' "
                 "(spread by fewest calls in flight) (default $OPENAI_BASE_URL or "
                 "api.openai.com)",
-    "api_key": "API key (default $OPENAI_API_KEY; not needed when base_url or "
-               "$OPENAI_BASE_URL names a server: it is then sent as 'EMPTY')",
+    "api_key": "API key (default $OPENAI_API_KEY, sent to base_url too; not needed when "
+               "base_url or $OPENAI_BASE_URL names a server: with neither key set, 'EMPTY' "
+               "is sent)",
     "temperature": "sampling temperature, overrides the request's (default: the request's)",
     "max_tokens": "most tokens the model may write, overrides the request's (8 for a verdict); "
                   "a reasoning model (o-series, gpt-5, a thinking Qwen) spends tokens thinking "
@@ -224,6 +226,7 @@ def check_base_url(url: str | None, endpoints: Sequence[str] = ("/chat/completio
     whole, every call would go to .../chat/completions/chat/completions, a 404 each)."""
     if url is None:
         return None
+    register_url(url)  # its password is masked wherever it is echoed (`redact`)
     # a password holding / ? # (a spec decodes %2F once) splits the URL before its @: say how
     # to write it, not that the URL lacks the form it has
     raw_pw = re.match(r"(?i)^[a-z][a-z0-9+.\-]*://[^:@/\s]*:([^@\s]*)@", url.strip())
@@ -389,7 +392,42 @@ def api_key(params: dict[str, str], key_env: str, provider: str) -> str | None:
             f"{provider}: the API key from {source} has a space, a line break or a "
             f"character that is not printable ASCII at position {bad + 1} of {len(key)}; "
             "set it again as the bare key", kind="auth")
+    register_secret(key)  # masked wherever a server echoes it (`redact`)
     return key
+
+
+def check_key(params: dict[str, str], key_env: str, provider: str) -> None:
+    """A ValueError (bad input: exit 2, before anything runs) when the key the provider
+    would send is malformed (`api_key`); at the first call it failed the whole run as a
+    refused call (exit 3). Both the parameter and the variable's key are registered as
+    secrets (`redact`), sent or not."""
+    register_secret(params.get("api_key"))
+    register_secret(os.environ.get(key_env))
+    try:
+        api_key(params, key_env, provider)
+    except FatalProviderError as exc:
+        raise ValueError(str(exc)) from None
+
+
+# (variable, host) pairs warned about already: a key sent in clear text is said once.
+_CLEARTEXT_WARNED: set[tuple[str, str]] = set()
+
+
+def warn_cleartext(key_env: str, urls: Iterable[str | None], provider: str) -> None:
+    """Warn once per host when the key from `$key_env` goes over plain http:// to a host
+    that is not this machine: the SDKs' convention (a key from the environment is sent to
+    any base_url, which proxies rely on) puts it in clear text on the network."""
+    for url in urls:
+        if not url or not url.strip().lower().startswith("http://") or is_loopback(url):
+            continue
+        host = urllib.parse.urlsplit(url.strip()).hostname or url
+        if (key_env, host) in _CLEARTEXT_WARNED:
+            continue
+        _CLEARTEXT_WARNED.add((key_env, host))
+        log.warning("%s: the key from $%s is sent to %s over plain http://, readable on the "
+                    "network; use https://, or give the server its own key (api_key=... in "
+                    "the judge spec; api_key=EMPTY for a server that wants none)", provider,
+                    key_env, redact_url(url.strip()))
 
 
 # Top logprobs asked per token: OpenAI's and vLLM's most. A server allowing fewer (text-
@@ -740,6 +778,7 @@ class OpenAIProvider(Provider):
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model, params)
         p = self.params
+        check_key(p, self.key_env, self.name)
         self.base_urls = split_base_urls(p.get("base_url") or None)
         self.base_url: str | None = self.base_urls[0] if self.base_urls else None
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
@@ -800,6 +839,9 @@ class OpenAIProvider(Provider):
     def _api_key(self) -> str:
         key = api_key(self.params, self.key_env, self.name)
         if key is not None:
+            if not self.params.get("api_key"):
+                warn_cleartext(self.key_env,
+                               self.base_urls or [os.environ.get("OPENAI_BASE_URL")], self.name)
             return key
         if self.base_url or os.environ.get("OPENAI_BASE_URL"):
             return "EMPTY"  # local servers (vLLM, llama.cpp) accept any key
