@@ -34,6 +34,7 @@ from typing import Any
 import platformdirs
 
 from judgeaudit.llm.base import Response
+from judgeaudit.llm.redact import redact
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -327,6 +328,7 @@ class Cache:
         """Record a submitted batch and its (key, choices JSON) requests, in one commit (not
         when the cache cannot be written: `_write`; the run still polls it)."""
         now = time.time()
+        info = _masked(info)
 
         def add(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -342,6 +344,7 @@ class Cache:
 
     def set_batch_status(self, batch_id: str, status: str, info: str | None = None) -> None:
         """Update a batch's status; a final one (FINAL_BATCH_STATES) drops its request list."""
+        info = _masked(info)
 
         def update(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -513,6 +516,13 @@ class Cache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _masked(info: str | None) -> str | None:
+    """A batch's info as stored: its messages are the provider's (an error echoing the key:
+    "bad key Bearer sk-..."), so secrets are masked (`redact`) as on the terminal. Answers
+    are masked before they get here (`client.clean_response`)."""
+    return redact(info) if info else info
 
 
 def _may_write(path: Path) -> bool:

@@ -26,7 +26,7 @@ from judgeaudit.llm.base import (
     sanitize,
 )
 from judgeaudit.llm.cache import Cache
-from judgeaudit.llm.redact import redact
+from judgeaudit.llm.redact import DATA_MIN_CHARS, mask_known, redact
 from judgeaudit.outcome import answers_read as _answers_read
 
 log = logging.getLogger("judgeaudit.llm")
@@ -504,8 +504,10 @@ class Client:
                 self._asked.add(key)
                 if self.planner is not None:
                     self.planner.note_cached(key)
-                # Entries from before the text was cleaned here: clean them on the way out.
-                if len(hit.text) > self.max_response_chars or has_lone_surrogate(hit.text):
+                # Entries from before the text was cleaned here: clean them on the way out
+                # (one stored before keys were masked too: it goes on to the results).
+                if (len(hit.text) > self.max_response_chars or has_lone_surrogate(hit.text)
+                        or mask_known(hit.text, DATA_MIN_CHARS) is not hit.text):
                     hit = self._clean(hit)
                 return hit
             shared = self._inflight.get(key)
@@ -1073,11 +1075,15 @@ class RunMemo:
 
 
 def clean_response(resp: Response, cap: int) -> Response:
-    """A provider's response made safe to cache and write: lone surrogates replaced (noted in
-    raw["sanitized"]), text over the size cap `cap` cut (raw["truncated_from"], `invalid`
-    set), a raw payload over the cap dropped (raw["dropped_raw_chars"]). The client applies
-    it to every answer; `judgeaudit ingest` and batch results go through it too."""
+    """A provider's response made safe to cache and write: the secrets this process knows
+    masked (`redact.mask_known`: a server echoing the key or the Basic credentials of a
+    base_url's password put them in the cache and the results), lone surrogates replaced
+    (noted in raw["sanitized"]), text over the size cap `cap` cut (raw["truncated_from"],
+    `invalid` set), a raw payload over the cap dropped (raw["dropped_raw_chars"]). The
+    client applies it to every answer; `judgeaudit ingest` and batch results go through it
+    too: the one way into the cache's calls table."""
     text, fixed_text = sanitize(resp.text if isinstance(resp.text, str) else "")
+    text = mask_known(text, DATA_MIN_CHARS)
     raw, fixed_raw, raw_json = resp.raw, False, None
     if raw is not None:
         # One dump finds a lone surrogate anywhere in it (the walk in `sanitize` is the slow
@@ -1085,12 +1091,18 @@ def clean_response(resp: Response, cap: int) -> Response:
         raw_json = json.dumps(raw, ensure_ascii=False, default=str)
         if has_lone_surrogate(raw_json):
             raw, fixed_raw = sanitize(raw)
-            raw_json = None
+            raw_json = json.dumps(raw, ensure_ascii=False, default=str)
+        masked = mask_known(raw_json, DATA_MIN_CHARS)
+        if masked is not raw_json:
+            try:
+                raw, raw_json = json.loads(masked), masked
+            except ValueError:  # a secret that spanned JSON syntax: keep nothing of it
+                raw, raw_json = {"dropped_raw_chars": len(raw_json)}, None
     probs, fixed_probs = sanitize(resp.probs) if resp.probs is not None else (None, False)
     notes: dict[str, Any] = {}
     if fixed_text or fixed_raw or fixed_probs:
         notes["sanitized"] = "lone surrogate replaced"
-    invalid = resp.invalid
+    invalid = mask_known(resp.invalid) if resp.invalid else resp.invalid
     if len(text) > cap:
         notes["truncated_from"] = len(text)
         invalid = f"response of {len(text)} chars exceeds the cap of {cap}"
@@ -1100,7 +1112,8 @@ def clean_response(resp: Response, cap: int) -> Response:
                    else json.dumps(raw, ensure_ascii=False, default=str))
         if size > cap:
             raw = {"dropped_raw_chars": size}
-    if not notes and text is resp.text and raw is resp.raw and probs is resp.probs:
+    if (not notes and text is resp.text and raw is resp.raw and probs is resp.probs
+            and invalid is resp.invalid):
         return resp
     if notes:
         raw = {**(raw or {}), **notes}

@@ -33,6 +33,7 @@ from typing import Any
 from judgeaudit.files import atomic_file
 from judgeaudit.llm.base import CHARS_PER_TOKEN, Provider, Request, Usage
 from judgeaudit.llm.cache import Cache, CacheError
+from judgeaudit.llm.redact import redact
 
 PLANNED = "planned"
 
@@ -286,7 +287,9 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
     erred: list[tuple[int, str, str]] = []  # (line, message, custom_id) of each error
 
     def error_at(n: int, message: str, key: str) -> None:
-        erred.append((n, message, key))
+        # masked as a live call's error is (`redact`): an executor's error line quoting
+        # the key the server refused ("Incorrect API key provided: sk-...")
+        erred.append((n, redact(message), key))
 
     def flush(batch: list[tuple[str, dict[str, Any], int]]) -> None:
         meta = cache.planned([k for k, _, _ in batch])
