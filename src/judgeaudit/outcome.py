@@ -144,9 +144,7 @@ def assess(
             message += f" (first error: {first})"
         elif failed and not not_sent:
             message += f" ({failed} calls failed)"
-        why = calls.get("not_sent_why") or (
-            "the server could not be reached, never answered in time or stopped answering "
-            "(run again when it answers: finished calls are cached)")
+        why = not_sent_reason(calls)
         if not_sent and failed and first and why in first:  # said once (a batch refused
             # on a read-only cache gave its paragraph twice)
             message += f"; {not_sent} of them not sent, for that reason"
@@ -199,6 +197,29 @@ def run_failed(doc: Mapping[str, Any]) -> bool:
     """True when a results document records a failed run (documents from before the `run`
     section count as ok)."""
     return (doc.get("run") or {}).get("status") == "failed"
+
+
+_GAVE_UP = {
+    "connection": "could not be reached",
+    "timeout": "never answered in time",
+    "server": "answered only server errors (HTTP 5xx)",
+    "malformed": "answered only broken bodies (not the expected JSON)",
+    "rate_limit": "answered only 429s (rate limit)",
+}
+
+
+def not_sent_reason(calls: Mapping[str, Any], *, hint: bool = True) -> str:
+    """Why the client stopped sending a run's calls: its own word (`not_sent_why`: the spend
+    cap, a server asking to wait hours), else what the failed attempts were (`errors` by
+    kind). A server answering 500s at once was said to be one that "could not be reached,
+    never answered in time or stopped answering"."""
+    if calls.get("not_sent_why"):
+        return str(calls["not_sent_why"])
+    kinds = sorted(k for k, v in (calls.get("errors") or {}).items() if v)
+    what = (" or ".join(_GAVE_UP[k] for k in kinds) if kinds and set(kinds) <= set(_GAVE_UP)
+            else "could not be reached, never answered in time or stopped answering")
+    return (f"the server {what}"
+            + (" (run again when it answers: finished calls are cached)" if hint else ""))
 
 
 def failure_message(doc: Mapping[str, Any]) -> str:

@@ -52,6 +52,7 @@ from judgeaudit.outcome import (
     DEFAULT_MIN_VALID,
     answers_read,
     assess,
+    not_sent_reason,
     sum_calls,
 )
 from judgeaudit.textfile import visible
@@ -138,9 +139,7 @@ def _discover_outcome(*, n_valid: int, n_planned: int, calls: Mapping[str, Any],
     else:  # no live judge: `assess` counted the G-module LLM's answers (re-asks included)
         unit, read_as, first_bad = "G-module LLM answers", "", calls.get("first_unreadable")
     first, not_sent = calls.get("first_error"), int(calls.get("not_sent") or 0)
-    why = calls.get("not_sent_why") or (
-        "the server could not be reached, never answered in time or stopped answering (run "
-        "again when it answers: finished calls are cached)")
+    why = not_sent_reason(calls)
     over = run["failed_share"] > max_failed
 
     def calls_text() -> str:

@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from judgeaudit.files import write_atomic
-from judgeaudit.outcome import probe_verdict, unreadable_share
+from judgeaudit.outcome import not_sent_reason, probe_verdict, unreadable_share
 from judgeaudit.report import svg
 from judgeaudit.results_file import SCHEMA_VERSION, read_results
 
@@ -131,7 +131,8 @@ def _env() -> Environment:
     )
     env.filters.update(fmt=fmt, signed=fmt_signed, ci=fmt_ci, pval=fmt_p, int=fmt_int,
                        seconds=fmt_seconds, human=humanize, vlabel=verdict_label,
-                       vclass=verdict_class, vglyph=verdict_glyph)
+                       vclass=verdict_class, vglyph=verdict_glyph,
+                       not_sent_why=lambda calls: not_sent_reason(calls, hint=False))
     return env
 
 
