@@ -61,17 +61,20 @@ def test_an_audit_counts_each_unreadable_answer_once(tmp_path, isolated_cache):
     assert calls["unreadable"] == garbage == Cache(isolated_cache).count_invalid()
     assert calls["unreadable"] <= calls["made"] + calls["cached"] - calls["shared"]
     assert f"; {garbage} unreadable answers of" in " ".join(res.output.split())
-    # the run's outcome reads the baseline verdicts, as before: 10 of 40 items unreadable in
-    # both orders trips --max-failed 0.2 ...
+    # the run's outcome counts the same distinct answers as the calls line (it read only the
+    # baseline's 80 until tests/cli/test_audit_gate_counts_all_answers.py): a quarter of
+    # the items unreadable in every order and rewrite trips --max-failed 0.2 ...
     run = doc["run"]
-    assert (run["status"], run["answers"], run["unreadable"]) == ("failed", 80, 20)
-    assert run["message"].startswith("run failed: 20 of 80 answers could not be read as a "
-                                     "verdict (more than --max-failed 0.2")
+    read = calls["made"] + calls["cached"] - calls["shared"]
+    assert (run["status"], run["answers"], run["unreadable"]) == ("failed", read, garbage)
+    assert garbage / read == 0.25
+    assert run["message"].startswith(f"run failed: {garbage} of {read} answers could not be "
+                                     "read as a verdict (more than --max-failed 0.2")
     # ... and not 0.3; the answers from the cache are counted once too
     assert again.exit_code == 0, again.output
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
     assert doc["calls"]["unreadable"] == garbage and doc["calls"]["made"] == 0
-    assert (doc["run"]["status"], doc["run"]["unreadable"]) == ("ok", 20)
+    assert (doc["run"]["status"], doc["run"]["unreadable"]) == ("ok", garbage)
 
 
 async def test_the_watch_stops_after_k_answers_not_k_readings(tmp_path):
