@@ -197,7 +197,7 @@ async def run_rank(
         # before "models": their `converged` covers the CG solves the ranking's intervals and
         # P(top-k) make on first use (and the gate's, above)
         "ranking": ranking(pool, final, k, run.X, run.covariates, res.comparisons,
-                           c.samples, c.seed),
+                           c.samples, c.seed, p_fit=run.p_fit(chosen)),
         "models": {m: model_summary(pool, f, k, run.covariates, planted,
                                     *((run.terms, run.terms_method) if m == "bias_aware"
                                       else (None, None)))
