@@ -272,6 +272,28 @@ async def test_the_anthropic_answers_are_stored_masked_and_the_key_goes_in_x_api
     assert not leaked(sqlite_dump(tmp_path / "c.sqlite"), SPEC_KEY)
 
 
+async def test_an_answer_cached_before_keys_were_masked_is_masked_on_its_way_out(
+        monkeypatch, tmp_path):
+    """A cache written by an earlier version keeps an echoed key; read back, the answer
+    that goes on to the results has it masked."""
+    from judgeaudit.llm import Response
+
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    p = make_provider("openai", "m", {"base_url": "http://127.0.0.1:9/v1"})
+    cache = Cache(tmp_path / "old.sqlite")
+    client = Client(p, cache)
+    stored = Response(text=f"A (the key was Bearer {ENV_KEY})")
+    with sqlite3.connect(tmp_path / "old.sqlite") as conn:  # as the old client stored it
+        conn.execute("INSERT INTO calls(key, provider, model, response, created) "
+                     "VALUES (?,?,?,?,?)", (client.key(judge_request(0)), "openai", "m",
+                                            stored.to_json(), 0.0))
+    out = await client.call(judge_request(0))
+    await client.aclose()
+    cache.close()
+    assert client.stats.cached == 1 and out.text.startswith("A (the key was")
+    assert not leaked(out.text, ENV_KEY), out.text
+
+
 async def test_a_failed_batch_whose_message_echoes_the_key_is_recorded_masked(tmp_path):
     def echo_key(obj: dict[str, Any]) -> dict[str, Any]:
         if obj.get("errors"):

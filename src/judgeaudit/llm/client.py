@@ -26,7 +26,7 @@ from judgeaudit.llm.base import (
     sanitize,
 )
 from judgeaudit.llm.cache import Cache
-from judgeaudit.llm.redact import DATA_MIN_CHARS, mask_known, redact
+from judgeaudit.llm.redact import DATA_MIN_CHARS, known_secrets, mask_known, redact
 from judgeaudit.outcome import answers_read as _answers_read
 
 log = logging.getLogger("judgeaudit.llm")
@@ -507,7 +507,8 @@ class Client:
                 # Entries from before the text was cleaned here: clean them on the way out
                 # (one stored before keys were masked too: it goes on to the results).
                 if (len(hit.text) > self.max_response_chars or has_lone_surrogate(hit.text)
-                        or mask_known(hit.text, DATA_MIN_CHARS) is not hit.text):
+                        or (len(hit.text) >= DATA_MIN_CHARS  # a verdict letter holds none
+                            and mask_known(hit.text, DATA_MIN_CHARS) is not hit.text)):
                     hit = self._clean(hit)
                 return hit
             shared = self._inflight.get(key)
@@ -1083,7 +1084,8 @@ def clean_response(resp: Response, cap: int) -> Response:
     client applies it to every answer; `judgeaudit ingest` and batch results go through it
     too: the one way into the cache's calls table."""
     text, fixed_text = sanitize(resp.text if isinstance(resp.text, str) else "")
-    text = mask_known(text, DATA_MIN_CHARS)
+    secrets = known_secrets()
+    text = mask_known(text, DATA_MIN_CHARS, secrets)
     raw, fixed_raw, raw_json = resp.raw, False, None
     if raw is not None:
         # One dump finds a lone surrogate anywhere in it (the walk in `sanitize` is the slow
@@ -1092,7 +1094,7 @@ def clean_response(resp: Response, cap: int) -> Response:
         if has_lone_surrogate(raw_json):
             raw, fixed_raw = sanitize(raw)
             raw_json = json.dumps(raw, ensure_ascii=False, default=str)
-        masked = mask_known(raw_json, DATA_MIN_CHARS)
+        masked = mask_known(raw_json, DATA_MIN_CHARS, secrets)
         if masked is not raw_json:
             try:
                 raw, raw_json = json.loads(masked), masked
@@ -1102,7 +1104,7 @@ def clean_response(resp: Response, cap: int) -> Response:
     notes: dict[str, Any] = {}
     if fixed_text or fixed_raw or fixed_probs:
         notes["sanitized"] = "lone surrogate replaced"
-    invalid = mask_known(resp.invalid) if resp.invalid else resp.invalid
+    invalid = mask_known(resp.invalid, secrets=secrets) if resp.invalid else resp.invalid
     if len(text) > cap:
         notes["truncated_from"] = len(text)
         invalid = f"response of {len(text)} chars exceeds the cap of {cap}"

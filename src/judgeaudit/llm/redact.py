@@ -96,17 +96,18 @@ MIN_CHARS = 4
 DATA_MIN_CHARS = 8
 # Placeholders sent where a server wants no key: not secrets.
 _PLACEHOLDERS = frozenset({"empty", "none", "null", "dummy", "x"})
-_registered: set[str] = set()
+_registered: frozenset[str] = frozenset()  # replaced, never changed: read without a lock
 _lock = threading.Lock()
 
 
 def register_secret(value: str | None) -> None:
     """Mask `value` (and its whitespace-stripped form) wherever it appears from now on, in
     this process: an API key a provider sends, a password it was given."""
+    global _registered
     for v in {value, value.strip()} if value else ():
-        if len(v) >= MIN_CHARS and v.lower() not in _PLACEHOLDERS:
+        if len(v) >= MIN_CHARS and v.lower() not in _PLACEHOLDERS and v not in _registered:
             with _lock:
-                _registered.add(v)
+                _registered = _registered | {v}
 
 
 def url_credentials(url: str | None) -> list[str]:
@@ -133,15 +134,24 @@ def known_secrets() -> list[str]:
     """Every secret to mask now, longest first: the registered ones, the keys in
     `SECRET_ENV` and the userinfo credentials of the URLs in `URL_ENV` (read now: ingest and
     a cached run mask $OPENAI_API_KEY without a provider having sent it)."""
-    with _lock:  # a provider may register one from another thread meanwhile
-        found = set(_registered)
-    for name in SECRET_ENV:
-        v = (os.environ.get(name) or "").strip()
+    env = os.environ
+    return _known(_registered, tuple(env.get(name) for name in _ENV_NAMES))
+
+
+_ENV_NAMES = (*SECRET_ENV, *URL_ENV)
+
+
+@functools.lru_cache(maxsize=64)
+def _known(registered: frozenset[str], env: tuple[str | None, ...]) -> list[str]:
+    """`known_secrets` for these registered values and environment values (cached: every
+    answer stored asks)."""
+    found = set(registered)
+    for v in env[:len(SECRET_ENV)]:
+        v = (v or "").strip()
         if len(v) >= MIN_CHARS and v.lower() not in _PLACEHOLDERS:
             found.add(v)
-    for name in URL_ENV:
-        found.update(v for v in url_credentials(os.environ.get(name))
-                     if len(v) >= MIN_CHARS)
+    for url in env[len(SECRET_ENV):]:
+        found.update(v for v in url_credentials(url) if len(v) >= MIN_CHARS)
     return sorted(found, key=len, reverse=True)
 
 
@@ -192,13 +202,15 @@ def _mask_one(text: str, secret: str) -> str:
     return "".join(out) + text[at:] if out else text
 
 
-def mask_known(text: str, min_chars: int = MIN_CHARS) -> str:
-    """`text` with every known secret (`known_secrets`) of at least `min_chars` characters
-    masked by `***`, in each of its forms (`_pattern`). Unlike `redact` it changes nothing
-    else, so it may run over a model's answer."""
+def mask_known(text: str, min_chars: int = MIN_CHARS,
+               secrets: list[str] | None = None) -> str:
+    """`text` with every known secret (`secrets`, default `known_secrets()`: pass it to mask
+    several texts at the cost of one look at the environment) of at least `min_chars`
+    characters masked by `***`, in each of its forms (`_pattern`). Unlike `redact` it
+    changes nothing else, so it may run over a model's answer."""
     if not text:
         return text
-    for secret in known_secrets():
+    for secret in known_secrets() if secrets is None else secrets:
         if len(secret) >= min_chars:
             text = _mask_one(text, secret)
     return text
