@@ -177,7 +177,7 @@ def test_summary_is_small_and_json_able():
     pos = full["probes"]["position"]
     assert a["effects"]["position"] == {"value": pos["effect"]["value"],
                                         "ci95": pos["effect"]["ci95"], "n": pos["n"],
-                                        "q": pos["q"]}
+                                        "q": pos["q"], "n_invalid": pos.get("n_invalid")}
     assert set(a["effects"]) == set(a["verdicts"])
     json.dumps(a, allow_nan=False)
 

@@ -427,9 +427,19 @@ class Result(BaseModel):
             out["verdicts"] = {name: p.get("verdict")
                                for name, p in (d.get("probes") or {}).items()}
             # The headline numbers: each probe's effect with its interval, n and q.
+            # n_invalid: the probe's unreadable or failed answers, which its n leaves out (a
+            # run passed with beauty's n = 3 and 17 of 20 unreadable, and --json hid it)
             out["effects"] = {name: {**(_est_dict({**(p.get("effect") or {}),
-                                                   "n": p.get("n")}) or {}), "q": p.get("q")}
+                                                   "n": p.get("n")}) or {}), "q": p.get("q"),
+                                     "n_invalid": p.get("n_invalid")}
                               for name, p in (d.get("probes") or {}).items()}
+            base = d.get("baseline") if isinstance(d.get("baseline"), dict) else {}
+            if base:  # the unperturbed verdicts: how many were read, and their accuracy
+                out["baseline"] = {
+                    "n_labelled": base.get("n_labelled"), "n_verdicts": base.get("n_verdicts"),
+                    "n_invalid": base.get("n_invalid"),
+                    "accuracy": _est_dict(base.get("accuracy")),
+                    "accuracy_valid": _est_dict(base.get("accuracy_valid"))}
             beyond = {name: _est_dict(lc.get("beyond_length"))
                       for name, p in (d.get("probes") or {}).items()
                       if (lc := (p.get("rates") or {}).get("length_control"))}
@@ -441,7 +451,13 @@ class Result(BaseModel):
             out["flagged"] = flagged(d.get("probes") or {})
             if d.get("gate"):  # --fail-on: its outcome (the exit code said it alone)
                 out["gate"] = g = d["gate"]
-                if g.get("outcome") == "unchecked":  # exit 3 beside ok: true before
+                why = g.get("why") if isinstance(g.get("why"), dict) else {}
+                if g.get("outcome") == "unchecked" and why:  # a named probe measured nothing
+                    out["ok"] = False
+                    out["reason"] = (f"fail-on {g.get('fail_on')}: " + "; ".join(
+                        f"{k} measured nothing ({v})" for k, v in why.items())
+                        + ", so the gate cannot pass")
+                elif g.get("outcome") == "unchecked":  # exit 3 beside ok: true before
                     out["ok"] = False
                     out["reason"] = (f"fail-on {g.get('fail_on')}: the threshold check of "
                                      f"{', '.join(g.get('by') or [])} could not be made (no "
@@ -545,7 +561,8 @@ class Result(BaseModel):
                                       "n_only_a", "n_only_b") if f in (p.get("items") or {})},
                                   "p": p.get("p"), "q": p.get("q")}
                               for k, p in (d.get("probes") or {}).items()}
-            out.update({k: d[k] for k in ("items", "only_in_a", "only_in_b") if k in d})
+            out.update({k: d[k] for k in ("items", "only_in_a", "only_in_b",
+                                          "versions_differ") if k in d})
             out.update({k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
                                           "paired", "unpaired") if k in s})
             if d.get("gate"):

@@ -174,8 +174,35 @@ def item_counts(a: Mapping[str, Any], b: Mapping[str, Any],
     if not ids_a and not ids_b:
         return None
     both = ids_a & ids_b
-    return {"a": len(ids_a), "b": len(ids_b), "n_matched": len(both),
-            "n_only_a": len(ids_a - both), "n_only_b": len(ids_b - both)}
+    out: dict[str, Any] = {"a": len(ids_a), "b": len(ids_b), "n_matched": len(both),
+                           "n_only_a": len(ids_a - both), "n_only_b": len(ids_b - both)}
+    unused = unused_probes(a, b, names)
+    if unused:  # "all matched by id" must not cover a probe that used no item in a run
+        out["unused"] = unused
+    return out
+
+
+def unused_probes(a: Mapping[str, Any], b: Mapping[str, Any],
+                  names: Sequence[str]) -> dict[str, str]:
+    """The probes of `names` that measured nothing in a run (n = 0, or verdict not_run), by
+    which run: "A", "B" or "A and B". The run-level item counts are the union over the
+    probes, so a probe that used none of them (position of a judge that answers in one
+    order only) hid behind "40 items, all matched by id"."""
+    out: dict[str, str] = {}
+    for name in names:
+        sides = [lab for lab, doc in (("A", a), ("B", b))
+                 if _measured_nothing((doc.get("probes") or {}).get(name))]
+        if sides:
+            out[name] = " and ".join(sides)
+    return out
+
+
+def _measured_nothing(p: Any) -> bool:
+    if not isinstance(p, dict):
+        return False
+    n = p.get("n")
+    return p.get("verdict") == "not_run" or (isinstance(n, int) and not isinstance(n, bool)
+                                            and n == 0)
 
 
 def items_line(counts: Mapping[str, Any] | None) -> str:
@@ -184,10 +211,17 @@ def items_line(counts: Mapping[str, Any] | None) -> str:
         return ""
     head = (f"items matched by id: {counts['n_matched']} in both runs (A judged "
             f"{counts['a']}, B {counts['b']})")
-    if not counts["n_only_a"] and not counts["n_only_b"]:
-        return head
-    return (f"{head}; {counts['n_only_a']} only in A and {counts['n_only_b']} only in B are "
-            "left out of the paired changes")
+    if counts["n_only_a"] or counts["n_only_b"]:
+        head = (f"{head}; {counts['n_only_a']} only in A and {counts['n_only_b']} only in B "
+                "are left out of the paired changes")
+    return head + unused_text(counts.get("unused"))
+
+
+def unused_text(unused: Any) -> str:
+    """"; position used no item in B" for the probes that measured nothing in a run."""
+    if not isinstance(unused, dict) or not unused:
+        return ""
+    return "; " + ", ".join(f"{k} used no item in {v}" for k, v in unused.items())
 
 
 def missing_note(only_in_a: Sequence[str]) -> str:
@@ -221,6 +255,23 @@ def judge_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
             else:
                 out.append(f"{spec}: {key} {_brief(va)} in A, {_brief(vb)} in B")
     return out
+
+
+def version_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """When the two audits were written by different judgeaudit versions: a change in
+    judgeaudit (its prompt templates, answer parsing, probes' rewrites) can move the effects
+    as a change of judge does, so it is said beside them (A/B of 0.0.1 and 0.1.0 were
+    compared without a word). Not a failure: comparing across an upgrade is a use."""
+    va, vb = a.get("version"), b.get("version")
+    if va == vb:
+        return None
+
+    def name(v: Any) -> str:
+        return f"judgeaudit {v}" if v is not None else "a judgeaudit that recorded no version"
+
+    return (f"A was written by {name(va)} and B by {name(vb)}: a change in judgeaudit (its "
+            "prompts, answer parsing or probes) can move the effects as well as the judge; "
+            "re-run both audits with one version to compare the judges alone")
 
 
 def adaptive_notes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -570,6 +621,10 @@ def compare(
     names = [n for n in pa_all if n in pb_all]
     doc["judge_differences"] = judge_differences(a, b)
     doc["notes"] = adaptive_notes(a, b)
+    versions = version_note(a, b)
+    if versions:  # said in the terminal, results.json and the report; not a failure
+        doc["versions_differ"] = {"a": a.get("version"), "b": b.get("version")}
+        doc["notes"].insert(0, versions)
     doc["only_in_a"] = [n for n in pa_all if n not in pb_all]
     doc["only_in_b"] = [n for n in pb_all if n not in pa_all]
     failed = _failed_run(a, b, a_path, b_path)
@@ -582,7 +637,7 @@ def compare(
     # the run-level item match, said beside the per-probe counts (the terminal showed only
     # "n=30" per probe, never the 10 items of each run left out)
     counts = doc["items"] = item_counts(a, b, names)
-    if counts and (counts["n_only_a"] or counts["n_only_b"]):
+    if counts and (counts["n_only_a"] or counts["n_only_b"] or counts.get("unused")):
         doc["notes"].append(items_line(counts))
     probes: dict[str, dict[str, Any]] = {}
     changes = []

@@ -125,10 +125,14 @@ def items_header(res: dict[str, Any]) -> str:
     c = res.get("items")
     if not isinstance(c, dict):
         return f"{na} items" if na == nb else f"A {na} items, B {nb}"
+    from judgeaudit.audit.compare import unused_text
+
     if not c.get("n_only_a") and not c.get("n_only_b"):
-        return f"{c.get('n_matched')} items, all matched by id"
+        # a probe that used no item in a run is not covered by "all matched" (`unused`)
+        return f"{c.get('n_matched')} items, all matched by id{unused_text(c.get('unused'))}"
     return (f"A {c.get('a')} items, B {c.get('b')}: {c.get('n_matched')} matched by id, "
-            f"{c.get('n_only_a')} only in A, {c.get('n_only_b')} only in B")
+            f"{c.get('n_only_a')} only in A, {c.get('n_only_b')} only in B"
+            f"{unused_text(c.get('unused'))}")
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
@@ -170,6 +174,7 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
         check_same_data,
         load_audit,
         missing_note,
+        unused_probes,
     )
     from judgeaudit.audit.compare import compare as run_compare
 
@@ -204,9 +209,13 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
     dropped = list(res.get("only_in_a") or [])
     missing = [] if mode == "never" else \
         [n for n in dropped if not allow_missing or n in must_not]
+    # a probe the gate names that measured nothing in either run (n = 0, not run): its
+    # change is unknown, so it fails the gate as a missing one does (it passed, exit 0)
+    empty = unused_probes(a, b, sorted(must_not & common)) if mode == "probes" else {}
     if mode != "never":  # in results.json and --json, not only in the exit code
-        res["gate"] = {**gate_record(res, cfg.fail_on, failing | set(missing)),
+        res["gate"] = {**gate_record(res, cfg.fail_on, failing | set(missing) | set(empty)),
                        "worse": sorted(failing), "missing": missing,
+                       **({"unmeasured": empty} if empty else {}),
                        "allow_missing": allow_missing}
     path, report = write_outputs(out, res)
     if res["run"]["status"] == "ok":
@@ -245,8 +254,25 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
                              + ("" if allow_missing else
                                 ", or pass --allow-missing to gate on the probes both ran")
                              + ")"))
-    if failing or missing:
+    if empty:
+        console.print(styled("fail-on:", "bold red", "; ".join(
+            f"{k} measured nothing in {v} ({_why_empty(a, b, k, v)})" for k, v in empty.items())
+            + " (its change is unknown, so the gate cannot pass)"))
+    if failing or missing or empty:
         raise typer.Exit(EXIT_GATE)
+
+
+def _why_empty(a: dict[str, Any], b: dict[str, Any], name: str, sides: str) -> str:
+    """Why a probe measured nothing in the runs `sides` ("A", "B", "A and B"): its "not
+    run:" notes, else its left-out reasons, else n = 0."""
+    from judgeaudit.cli.runner import unmeasured_probes
+
+    parts = []
+    for lab, doc in (("A", a), ("B", b)):
+        if lab in sides.split(" and "):
+            why = unmeasured_probes(doc.get("probes") or {}, [name]).get(name, "n = 0")
+            parts.append(f"{lab}: {why}" if sides == "A and B" else why)
+    return "; ".join(parts)
 
 
 def register(app: typer.Typer) -> None:

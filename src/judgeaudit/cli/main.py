@@ -29,6 +29,8 @@ from judgeaudit.cli.runner import (
     gate_record,
     print_json,
     run_command,
+    unmeasured_probes,
+    unmeasured_text,
     write_outputs,
 )
 from judgeaudit.cli.terminal import SafeConsole, json_line, shown, styled
@@ -241,10 +243,13 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     biased, flags = set(res["summary"]["biased"]), set(flagged(res["probes"]))
     failing = {"never": set(), "biased": biased, "flag": flags, "any": biased | flags,
                "probes": biased & must_pass}[mode]
-    # a gate it could not check (a threshold without data) cannot pass
+    # a gate it could not check (a threshold without data, a named probe that measured
+    # nothing) cannot pass
     unchecked = unchecked_flags(res["probes"]) if mode in ("flag", "any") else []
+    unmeasured = unmeasured_probes(res["probes"], must_pass) if mode == "probes" else {}
     if mode != "never":  # in results.json and --json, not only in the exit code
-        res["gate"] = gate_record(res, cfg.fail_on, failing, unchecked)
+        res["gate"] = gate_record(res, cfg.fail_on, failing, [*unchecked, *unmeasured],
+                                  why=unmeasured)
     path, report = write_outputs(cfg.out, res)
     from judgeaudit.cli.format import audit_table, panel_table
 
@@ -298,6 +303,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     console.print(f"report: {report}")
     console.print(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run
+    if unmeasured and not failing:
+        raise fail(unmeasured_text(cfg.fail_on, unmeasured), EXIT_RUN_FAILED)
     if unchecked and not failing:
         raise fail(f"fail-on {mode}: the threshold check of {', '.join(unchecked)} could not "
                    "be made (no valid verdict for its rate: calls not sent or answers "

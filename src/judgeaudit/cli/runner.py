@@ -693,10 +693,12 @@ def print_json(doc: Mapping[str, Any]) -> None:
 
 
 def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
-                unchecked: Sequence[str] = ()) -> dict[str, Any]:
+                unchecked: Sequence[str] = (), why: Mapping[str, str] | None = None
+                ) -> dict[str, Any]:
     """The release gate's outcome as results.json and --json keep it (it was only the exit
     code): "run_failed" (no gate passes a failed run), "tripped" by the probes in `by`,
-    "unchecked" (a threshold without data, which no gate passes), or "passed"."""
+    "unchecked" (a threshold without data, or a probe the gate names that measured nothing,
+    which no gate passes; `why` says why, per probe), or "passed"."""
     if run_failed(res):
         outcome, by = "run_failed", []
     elif failing:
@@ -705,7 +707,36 @@ def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
         outcome, by = "unchecked", sorted(unchecked)
     else:
         outcome, by = "passed", []
-    return {"fail_on": fail_on, "outcome": outcome, "by": by}
+    rec = {"fail_on": fail_on, "outcome": outcome, "by": by}
+    if outcome == "unchecked" and why:
+        rec["why"] = {k: why[k] for k in by if k in why}
+    return rec
+
+
+def unmeasured_probes(probes: Mapping[str, Any], names: set[str] | Sequence[str]
+                      ) -> dict[str, str]:
+    """The probes a `--fail-on PROBE,...` gate names that measured nothing (verdict not_run,
+    or n = 0), each with why (its "not run:" note, else its left-out reasons): such a gate
+    could not be checked, so it cannot pass (it passed, exit 0, on a position probe whose
+    every pair the judge answered in one order only, and on a not_run authority)."""
+    out: dict[str, str] = {}
+    for name in sorted(names):
+        p = probes.get(name) or {}
+        if p.get("verdict") == "run_failed" or (p.get("verdict") != "not_run" and p.get("n")):
+            continue
+        notes = [str(x).removeprefix("not run: ") for x in p.get("notes") or []
+                 if str(x).startswith("not run:")]
+        left = ", ".join(f"{k} {v}" for k, v in (p.get("dropped") or {}).items())
+        out[name] = "; ".join(notes) or (f"n = 0, every item left out ({left})" if left
+                                         else "n = 0, no item measured")
+    return out
+
+
+def unmeasured_text(fail_on: str | None, why: dict[str, str]) -> str:
+    """The line saying a named-probe gate could not be checked, and why, probe by probe."""
+    return (f"fail-on {fail_on}: " + "; ".join(f"{k} measured nothing ({v})"
+                                              for k, v in why.items())
+            + ", so the gate cannot pass (a probe that did not measure cannot clear it)")
 
 
 def finish(res: Mapping[str, Any], json_out: bool) -> None:

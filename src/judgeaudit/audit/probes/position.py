@@ -41,6 +41,12 @@ class PositionProbe(Probe):
             flag=flag, n_invalid=len(m["dropped"]["invalid_verdict"]))
         for reason, idx in m["dropped"].items():
             drop(res, reason, [ctx.items[i].id for i in idx])
+        one = len(m["dropped"]["single_order"])
+        if not m["n"] and one and one == len(ctx.items):
+            # a judge that answers in one order only cannot show a position bias: the
+            # probe did not run (verdict not_run, `battery.not_run`), not "underpowered"
+            res.notes.append(f"not run: the judge answered all {one} pairs in one order only; "
+                             "position needs both orders of a pair")
         if m["n"]:
             res.plot = {
                 "kind": "bars", "title": "Per-item outcome over the two orders",
