@@ -166,10 +166,10 @@ def _given(model, name):
     return {"n": 10, "sample": 20, "limit": 5, "panel": "sim", "apply": Path("fit.json"),
             "candidate": "response_1", "estimator": "two_stage",
             "factors_from": Path("d.json"), "generator": "sim", "reviewer": "sim",
-            "max_n": 60, "round_size": 5, "max_calls": 100}[name]
+            "max_n": 60, "round_size": 5, "max_calls": 100, "cache": Path("c.sqlite")}[name]
 
 
-RULES = [(c, rule) for c, m in sorted(CONFIGS.items()) for rule in m.conflicts]
+RULES = [(c, rule) for c, m in sorted(CONFIGS.items()) for rule in m.all_conflicts()]
 
 
 @pytest.mark.parametrize(("command", "rule"), RULES)

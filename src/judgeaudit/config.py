@@ -148,6 +148,17 @@ class CommandConfig(BaseModel):
         return schema
 
     @classmethod
+    def all_conflicts(cls) -> tuple[Conflict, ...]:
+        """The `conflicts` of this class and of every class it derives from (a command's own
+        rules and, for one that calls a judge, `RunFields`' cache rule), each once."""
+        out: list[Conflict] = []
+        for klass in reversed(cls.__mro__):
+            for rule in vars(klass).get("conflicts", ()):
+                if rule not in out:
+                    out.append(rule)
+        return tuple(out)
+
+    @classmethod
     def default(cls, name: str) -> Any:
         """The default of field `name` (what the CLI uses when the option is not given)."""
         return cls.model_fields[name].default
@@ -161,6 +172,11 @@ class CommandConfig(BaseModel):
 class RunFields(CommandConfig):
     """Settings of every command that calls a judge."""
 
+    # --cache on the command line wins over a file's no_cache = true, and --no-cache over a
+    # file's cache (the file's was silently the one used); both typed is a usage error
+    conflicts: ClassVar[tuple[Conflict, ...]] = (
+        Exclusive(("cache",), ("no_cache",), "one names the cache to use, the other uses "
+                                             "none"),)
     cache: Path | None = _f(None, CACHE_HELP)
     no_cache: bool = _f(False, NO_CACHE_HELP)
     min_valid: PosInt = _f(DEFAULT_MIN_VALID, MIN_VALID_HELP)
@@ -229,7 +245,9 @@ class AuditConfig(RunFields):
     fail_on: str | None = _f(None, (
         "Exit 1 when: 'biased' (any probe biased), 'flag' (any production threshold "
         "exceeded), 'any' (either), or a comma-separated list of probe names that must not be "
-        "biased."))
+        "biased (a named probe that measured nothing, n = 0 or not run, fails the gate: "
+        "exit 3). 'none': no gate (turns off a --config file's fail_on); an empty value is "
+        "refused."))
     seed: Seed = _f(0, SEED_HELP)
     alpha: OpenUnit = _f(0.05, "False discovery rate for 'biased' (0 < alpha < 1).")
     note: str | None = _f(None, "A note kept in results.json and shown in the report (e.g. how "
@@ -455,7 +473,8 @@ class CompareConfig(CommandConfig):
                                         "report.html).")
     fail_on: str | None = _f(None, (
         "Exit 1 when: 'worse' (any probe got worse), or a comma-separated list of probe names "
-        "that must not get worse."))
+        "that must not get worse (or that measured nothing, n = 0, in either audit). 'none': "
+        "no gate (turns off a --config file's fail_on); an empty value is refused."))
     allow_missing: bool = _f(False, (
         "With --fail-on: pass the gate although audit B lacks probes audit A ran (they are "
         "still listed). Without it any gate fails (exit 1) on such a probe: B's bias there is "

@@ -136,14 +136,15 @@ def items_header(res: dict[str, Any]) -> str:
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
-    if value is None:  # an empty value is refused below: it turned the gate off silently
-        return "never", set()
+    if value is None or value.strip() == "none":  # none: turns off a config file's gate
+        return "never", set()  # an empty value is refused below: it turned the gate off
     value = value.strip()
     if value == "worse":
         return "worse", set()
     names = {v.strip() for v in value.split(",") if v.strip()}
     if not names:
-        raise fail("--fail-on: expected 'worse' or a comma-separated list of probe names")
+        raise fail("--fail-on: expected 'worse', a comma-separated list of probe names, or "
+                   "none (no gate)")
     return "probes", names
 
 
@@ -180,7 +181,7 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
 
     run_a, run_b, out, allow_missing = cfg.run_a, cfg.run_b, cfg.out, cfg.allow_missing
     mode, must_not = _parse_fail_on(cfg.fail_on)
-    if allow_missing and mode == "never":
+    if allow_missing and cfg.fail_on is None:  # (--fail-on none turns a gate off)
         raise fail("--allow-missing applies to a --fail-on gate; give --fail-on too (or leave "
                    "--allow-missing out)")
     try:

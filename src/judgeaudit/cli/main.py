@@ -185,7 +185,7 @@ def _replay_order_warning(res: Any) -> str:
 
 
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
-    if value is None:
+    if value is None or value.strip() == "none":  # none: turns off a config file's gate
         return "never", set()
     value = value.strip()
     if value in ("biased", "flag", "any"):
@@ -193,7 +193,7 @@ def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
     names = {v.strip() for v in value.split(",") if v.strip()}
     if not names:  # `--fail-on "$GATE"` with GATE unset turned the gate off silently
         raise fail("--fail-on is empty: give biased, flag, any or probe names (leave the "
-                   "option out for no gate)")
+                   "option out, or give none, for no gate)")
     return "probes", names
 
 

@@ -163,7 +163,7 @@ def toml_text(value: Any) -> str:
 
 def settle_config_file(model: type[CommandConfig], values: dict[str, Any], path: Any,
                        source: Callable[[str], str]) -> dict[str, Any]:
-    """Resolve a `--config` file against the command line by `model.conflicts`, where
+    """Resolve a `--config` file against the command line by `model.all_conflicts()`, where
     `source(name)` says where a value came from ("file", "cli" or "default"). What the user
     typed wins: a file's setting that excludes a flag given on the command line, or that
     applies only with a flag the command line turned off, is set aside (`values` gets the
@@ -189,7 +189,7 @@ def settle_config_file(model: type[CommandConfig], values: dict[str, Any], path:
     changed = True
     while changed:  # a setting set aside may leave others without their flag (max_n)
         changed = False
-        for rule in model.conflicts:
+        for rule in model.all_conflicts():
             if isinstance(rule, Exclusive):
                 for mine, other in ((rule.first, rule.second), (rule.second, rule.first)):
                     typed = [k for k in mine if source(k) == "cli" and given(k)]
@@ -209,7 +209,7 @@ def settle_config_file(model: type[CommandConfig], values: dict[str, Any], path:
     def shown(keys: Sequence[str]) -> str:
         return ", ".join(f"{k} = {toml_text(values[k])}" for k in keys)
 
-    for rule in model.conflicts:  # what is left: conflicts within the file, or the command line
+    for rule in model.all_conflicts():  # what is left: within the file, or the command line
         if isinstance(rule, Exclusive):
             first = [k for k in rule.first if given(k)]
             second = [k for k in rule.second if given(k)]
@@ -245,7 +245,7 @@ def check_file_names(model: type[CommandConfig], path: Any, filed: Mapping[str, 
 
     lists = {"probes": filed.get("probes")}
     gate = filed.get("fail_on")
-    if gate is not None and gate.strip() not in ("biased", "flag", "any"):
+    if gate is not None and gate.strip() not in ("biased", "flag", "any", "none"):
         lists["fail_on"] = gate
     known = probe_names()
     for key, text in lists.items():
@@ -284,6 +284,9 @@ def run_command(cfg: Any, run: Any,
     from judgeaudit.cli.plan_cmd import active_planner
     from judgeaudit.session import Session
 
+    if cfg.cache is not None and cfg.no_cache:  # both typed (a file's yields to a flag)
+        raise fail(f"--cache {cfg.cache} and --no-cache cannot be given together (one names "
+                   "the cache to use, the other uses none): give one")
     check_out_dir(cfg.out)
     planner = active_planner()
     if planner is not None and cfg.no_cache:
