@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from judgeaudit.cli.progress import close_bars, console, fail
+from judgeaudit.cli.terminal import shown as escaped
+from judgeaudit.cli.terminal import styled
 from judgeaudit.llm.base import CHARS_PER_TOKEN
 from judgeaudit.outcome import EXIT_RUN_FAILED
 from judgeaudit.textfile import visible
@@ -78,8 +80,9 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
             "unpriced": sorted(planner.unpriced)}, ensure_ascii=False))
     if stopped is not None:
         what = str(stopped).splitlines()[0][:200] if str(stopped) else type(stopped).__name__
-        console.print(f"[dim]the command stopped without answers ({what}); that is expected "
-                      "before the planned requests are answered[/]", highlight=False)
+        console.print(Text(f"the command stopped without answers ({escaped(what)}); that is "
+                           "expected before the planned requests are answered", style="dim"),
+                      highlight=False)
     if n == 0:
         cached = f"all {m} requests are cached" if m != 1 else "its 1 request is cached"
         console.print(f"nothing to plan: {cached}; run the command without "
@@ -147,7 +150,7 @@ def ingest(
     finally:
         store.close()
     dt = time.perf_counter() - t0
-    where = escape(str(results))  # printed as rich markup: a [ in a name is text
+    where = str(results)  # the console reads no markup: a [ in a name is text
     n_err = sum(rep.errors.values())
     console.print(f"ingested {count(rep.ingested, 'answer')} of {count(rep.lines, 'line')} into "
                   f"{store.path} in {dt:.1f} s" + (
@@ -156,9 +159,9 @@ def ingest(
                       if rep.replaced else ""), highlight=False)
     if n_err:
         kinds = ", ".join(f"{k} {v}" for k, v in rep.errors.items())
-        console.print(f"[bold yellow]{count(n_err, 'error line')}[/] ({kinds}), not cached; "
-                      f"first at {where}:{rep.first_error_line}: {_shown(rep.first_error or '')}",
-                      highlight=False)
+        console.print(styled(count(n_err, 'error line'), "bold yellow",
+                             f"({kinds}), not cached; first at {where}:{rep.first_error_line}: "
+                             f"{_shown(rep.first_error or '')}"), highlight=False)
     if rep.errors_answered:
         key, err_line, ans_line = rep.first_answered
         console.print(f"{count(rep.errors_answered, 'error line')} answered by a later line "
@@ -167,26 +170,30 @@ def ingest(
                       f"{ans_line})", highlight=False)
     if rep.unknown:
         line, key = rep.first_unknown or (0, "")
-        console.print(f"[bold yellow]{count(rep.unknown, 'answer')} to "
-                      f"{'a request' if rep.unknown == 1 else 'requests'} not planned with "
-                      f"this cache[/] (a different --cache?), not stored; first at "
-                      f"{where}:{line}: custom_id {_shown(key)}", highlight=False)
+        console.print(Text.assemble(
+            (f"{count(rep.unknown, 'answer')} to "
+             f"{'a request' if rep.unknown == 1 else 'requests'} not planned with this cache",
+             "bold yellow"),
+            f" (a different --cache?), not stored; first at {escaped(where)}:{line}: custom_id "
+            f"{_shown(key)}"), highlight=False)
     if rep.unreadable == rep.lines > 0:  # nothing in it is an answer: the wrong file
         raise fail(f"ingest {results}: no line is a batch output line (line "
                    f"{rep.unreadable_lines[0]} first; expected JSON objects with custom_id "
                    "and response.body or error, as the OpenAI batch API and vllm run-batch "
                    "write)")
     if rep.unreadable:
-        console.print(f"[bold yellow]{count(rep.unreadable, 'unreadable line')}[/] in "
-                      f"{where} ({_where(rep.unreadable_lines, rep.unreadable)}: not JSON "
-                      "objects with custom_id and response.body or error), not stored",
-                      highlight=False)
+        console.print(styled(count(rep.unreadable, 'unreadable line'), "bold yellow",
+                             f"in {where} ({_where(rep.unreadable_lines, rep.unreadable)}: "
+                             "not JSON objects with custom_id and response.body or error), "
+                             "not stored"), highlight=False)
     if rep.requests:  # some, not all (all is refused above): a plan's lines mixed in
-        console.print(f"[bold yellow]{count(rep.requests, 'line')}[/] in {where} "
-                      f"{'is a request' if rep.requests == 1 else 'are requests'} (method, "
-                      f"url, body), not {'an answer' if rep.requests == 1 else 'answers'} "
-                      f"({_where(rep.request_lines, rep.requests)}; a plan's lines in the "
-                      "output file?), skipped", highlight=False)
+        console.print(styled(count(rep.requests, 'line'), "bold yellow",
+                             f"in {where} "
+                             f"{'is a request' if rep.requests == 1 else 'are requests'} "
+                             f"(method, url, body), not "
+                             f"{'an answer' if rep.requests == 1 else 'answers'} "
+                             f"({_where(rep.request_lines, rep.requests)}; a plan's lines in "
+                             "the output file?), skipped"), highlight=False)
     if rep.duplicates:
         _say_duplicates(rep, where)
     if rep.unanswered:
@@ -197,7 +204,7 @@ def ingest(
     if rep.not_in_plan:
         console.print(f"{count(rep.not_in_plan, 'answer')} "
                       f"{'is to a request' if rep.not_in_plan == 1 else 'are to requests'} "
-                      f"not in {escape(str(plan))}", highlight=False)
+                      f"not in {plan}", highlight=False)
     if rep.ingested == 0:  # an empty file too (with --plan): nothing stored is a failure
         raise typer.Exit(EXIT_RUN_FAILED)
 
@@ -205,9 +212,9 @@ def ingest(
 def _shown(text: str) -> str:
     """Text from the results file (an error line's message, a custom_id) as it may be
     printed: acting characters as escapes (`\\x1b`, `\\r`, `\\u202e`), as the final `error:`
-    line shows them, and rich markup escaped. Raw, a server's error body cleared the screen
-    and planted links."""
-    return escape(visible(text).replace("\r", "\\r"))
+    line shows them (the console reads no markup, so brackets print as written). Raw, a
+    server's error body cleared the screen and planted links."""
+    return visible(text).replace("\r", "\\r")
 
 
 def count(n: int, noun: str) -> str:
@@ -233,12 +240,13 @@ def _say_duplicates(rep: Any, where: str) -> None:
     if rep.duplicates_differing:
         d = rep.duplicates_differing
         same = rep.duplicates - d
-        console.print(
-            f"[bold yellow]{count(d, 'repeated custom_id')} with a different answer than "
-            f"the first[/] in {where} ({pairs}): the first line of each is kept, the "
-            "later ignored; check which is right (an output file joined with a rerun's?)"
+        console.print(Text.assemble(
+            (f"{count(d, 'repeated custom_id')} with a different answer than the first",
+             "bold yellow"),
+            f" in {escaped(where)} ({pairs}): the first line of each is kept, the later "
+            "ignored; check which is right (an output file joined with a rerun's?)"
             + (f"; {same} more {'repeats' if same == 1 else 'repeat'} the same answer"
-               if same else ""), highlight=False)
+               if same else "")), highlight=False)
     else:
         console.print(f"{count(rep.duplicates, 'repeated custom_id')} with the same answer "
                       f"in {where} ({pairs}); the first line of each kept", highlight=False)
@@ -386,8 +394,9 @@ def batch_cancel(
     for r, st in zip(chosen, states, strict=True):
         if isinstance(st, Exception):
             failed += 1
-            console.print(f"{r['batch_id']}: [bold red]not cancelled[/]: {str(st)[:200]}",
-                          highlight=False)
+            console.print(Text.assemble(f"{escaped(r['batch_id'])}: ",
+                                        ("not cancelled", "bold red"),
+                                        f": {escaped(str(st)[:200])}"), highlight=False)
         else:
             # noted, so a run that cannot read the batch's state gives it up and asks its
             # requests again (it waited for it and failed again); one that can ingests the

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,13 +63,6 @@ def _shown_segments(segments: Iterable[Segment]) -> Iterable[Segment]:
             yield Segment(shown(seg.text), seg.style, seg.control)
 
 
-# Modules that still print rich markup through the shared console without saying so
-# (`markup=True`): their prints keep the old default. Transitional: plan_cmd (owned by
-# another change) escapes its data for markup; once its markup prints pass markup=True,
-# this set goes.
-MARKUP_MODULES = frozenset({"judgeaudit.cli.plan_cmd"})
-
-
 class SafeConsole(Console):
     """A rich Console for untrusted text: markup is off by default (data is never read as
     markup unless a call passes `markup=True`), and no acting character of the text it
@@ -83,8 +75,6 @@ class SafeConsole(Console):
         super().__init__(**kwargs)
 
     def print(self, *objects: Any, markup: bool | None = None, **kwargs: Any) -> None:
-        if markup is None and sys._getframe(1).f_globals.get("__name__") in MARKUP_MODULES:
-            markup = True  # see MARKUP_MODULES
         super().print(*objects, markup=markup, **kwargs)
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
