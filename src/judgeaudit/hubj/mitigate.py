@@ -14,6 +14,9 @@ fixed-point steps sigma^2 = mean(gamma^2 + se^2)); theta and phi are unpenalised
 Stage II, per judge, gamma fixed:  y_mx ~ sigmoid(theta_m + phi_m Delta_x + psi_m gamma_x) by
 maximum likelihood, Wald standard errors (judgeaudit.stats.fit_logistic), widened to a
 sandwich where that is larger (section "standard errors": with ties it is smaller, unused).
+The default estimator is the marginal one (section "one-step marginal likelihood"), which
+counts each verdict 1 / kappa_m times, kappa_m the dispersion of judge m's verdicts (about
+0.5 when each is the mean of two orders; section "dispersion of tie verdicts").
     Win_m = mean_x y_mx                      (= mean fitted p: the intercept's score equation)
     BC_m  = mean_x sigmoid(theta_m + psi_m gamma_x)        (the control set to 0)
     bias share Delta_m = Win_m - BC_m
@@ -270,20 +273,19 @@ class JudgeFit:
 #
 # The Wald covariance is the binomial model's: Var(y) = p (1 - p). A verdict of 0.5 (a tie, or
 # the two orders disagreeing) has a smaller variance than that (y^2 <= y on [0, 1]), so with
-# ties the model-based standard errors overstate the spread of the estimates; a sandwich
-# (robust) covariance, clustered by query, measures that spread from the fit's own scores and
-# also stays right when the verdicts of one query are more alike than the model says. By
-# simulation (benchmarks/mitigate_ties.py: verdicts the mean of two independently drawn orders,
-# 150 seeds) the sandwich se of phi matched the sd of phi-hat across seeds (0.176 against
-# 0.171, 3 judges, 150 queries) where the model's was 0.234. It is nonetheless not used to
-# narrow the intervals: ties also pull both fits' phi toward 0 (marginal: the Bernoulli
-# quasi-likelihood inside the integral over z weighs a two-order verdict as one draw, so z's
-# posterior is too wide; -0.20 on a planted 1.2), and the sandwich interval covered the
-# planted phi in 65% to 89% of seeds where the model's covered 86% to 100%. So an interval is
-# the model's, widened to the sandwich's where that is larger (`_larger`): never narrower than
-# before, wider when the data are more dispersed than the model allows. Each judge reports
-# both standard errors and their ratio (`dispersion`), so the narrowing ties would allow is
-# visible.
+# ties the binomial standard errors overstate the spread of the estimates; a sandwich (robust)
+# covariance, clustered by query, measures that spread from the fit's own scores and also
+# stays right when the verdicts of one query are more alike than the model says. The marginal
+# fit (the default) now models the ties' variance itself, kappa_m p (1 - p) per judge (section
+# "dispersion of tie verdicts"): its model se then matches the spread, and the sandwich with it
+# (benchmarks/mitigate_ties.py). The two-stage fit keeps the binomial variance: there the
+# sandwich se matched the sd of phi-hat across seeds (0.176 against 0.171, 3 judges, 150
+# queries, two-order verdicts) where the model's was 0.234, but its phi is pulled toward 0
+# (gamma plugged in) and the sandwich interval covered the planted phi in 67% to 87% of seeds
+# where the model's covered 81% to 96%. So in both fits an interval is the model's, widened to
+# the sandwich's where that is larger (`_larger`): never narrower than the model's, wider when
+# the data are more dispersed than the model allows. Each judge reports both standard errors
+# and their ratio (`dispersion`).
 
 SE_METHODS = ("larger", "model", "sandwich")
 SE_DEFAULT = "larger"
@@ -401,18 +403,39 @@ class MitigateFit:
         text = f"standard errors: {SE_LABELS[method]} (se_method={method})"
         if ratios:
             text += f"; sandwich / model variance of phi: {ratios}"
-        if method == "larger":
+        if method == "larger" and any(e.get("kappa", {}).get("estimated") for _, e in fits):
+            text += ("; a ratio below 1 is not used to narrow the intervals, and with ties "
+                     "there is little to narrow: the model's variance is kappa p (1 - p) "
+                     "(dispersion kappa, below)")
+        elif method == "larger":
             text += ("; a ratio below 1 (ties, 0.5 verdicts, have less variance than the "
                      "binomial model's) is not used to narrow the intervals: ties also pull "
                      "phi toward 0, and the narrower intervals missed a planted phi in up to "
                      "a third of simulated runs")
         return text
 
+    def kappa_note(self) -> str | None:
+        """Each judge's dispersion kappa (marginal fit, some verdict a tie): its value, se and
+        n, and what it means (section "dispersion of tie verdicts")."""
+        ks = {j: f.extra["kappa"] for j, f in self.per_judge.items() if "kappa" in f.extra}
+        if not any(k.get("estimated") for k in ks.values()):
+            return None
+        parts = ", ".join(f"{j} {k['value']:.2f} (se {k['se']:.2f}, n {k['n']})"
+                          if k.get("estimated") else f"{j} 1 (all verdicts 0 or 1)"
+                          for j, k in ks.items())
+        floor = [j for j, k in ks.items() if k.get("at_floor")]
+        return (f"dispersion kappa per judge: {parts}. kappa is the variance of a judge's "
+                "verdicts as a fraction of one binary verdict's p (1 - p): ties (0.5) make it "
+                "below 1, about 0.5 when each verdict is the mean of two independently drawn "
+                "orders; the marginal fit counts each verdict 1 / kappa times, so ties do not "
+                "pull phi toward 0 (they did, by 0.2 on a planted 1.2, when each counted once)"
+                + (f"; at its floor {KAPPA_MIN} (nearly every verdict a tie): "
+                   f"{', '.join(floor)}" if floor else ""))
+
     def notes(self) -> list[str]:
-        """What limits the correction and which standard errors the intervals use, said
-        beside the numbers."""
-        se = self.se_note()
-        out = [se] if se else []
+        """What limits the correction, which standard errors the intervals use and the
+        judges' dispersion kappa, said beside the numbers."""
+        out = [x for x in (self.se_note(), self.kappa_note()) if x]
         if self.control != "bias":
             return out
         k = self.resolution()["distinct_values"]
@@ -484,6 +507,7 @@ def fit(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str], query_ids: Sequ
 # quadrature) gives the maximum-likelihood estimates of the model itself, with standard errors
 # from the observed information. BC_m and the bias share average, per query, over z's
 # posterior; their intervals add the posterior variance of z to the delta-method variance.
+# A tie verdict (0.5) enters as a quasi-likelihood, counted 1 / kappa_m times (below).
 
 GH_NODES = 21
 
@@ -494,19 +518,26 @@ def _gh(n: int = GH_NODES) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _marginal_parts(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray,
-                    z: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    z: np.ndarray, w: np.ndarray, kw: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per query: the log marginal likelihood (N,), the posterior weights of z's nodes (N, Q)
-    and the posterior-weighted residuals y - p per judge, query and node (J, N, Q)."""
+    and the posterior-weighted residuals y - p per judge, query and node (J, N, Q). `kw`: each
+    judge's verdicts counted 1 / kappa times (`_kappa`); None counts each once (every judge's
+    kappa is 1), by the same operations as before kappa existed."""
     J = Y.shape[0]
     th, ph, ps = params[:J], params[J:2 * J], params[2 * J:]
     eta = th[:, None, None] + ph[:, None, None] * d[None, :, None] \
         + ps[:, None, None] * z[None, None, :]
     y, m = Y[:, :, None], mask[:, :, None]
     ll = np.where(m, y * -np.logaddexp(0.0, -eta) + (1 - y) * -np.logaddexp(0.0, eta), 0.0)
+    if kw is not None:
+        ll = ll * kw[:, None, None]
     a = ll.sum(0) + np.log(w)[None]
     lse = special.logsumexp(a, axis=1)
     post = np.exp(a - lse[:, None])
     r = np.where(m, y - special.expit(eta), 0.0) * post[None]
+    if kw is not None:
+        r = r * kw[:, None, None]
     return lse, post, r
 
 
@@ -519,14 +550,86 @@ def _query_scores(r: np.ndarray, d: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 
 def _marginal_terms(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray,
-                    z: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+                    z: np.ndarray, w: np.ndarray, kw: np.ndarray | None = None
+                    ) -> tuple[float, np.ndarray, np.ndarray]:
     """Negative penalised log marginal likelihood, its gradient, and the posterior weights of
-    z's nodes per query (N, Q). y = 0.5 (ties) enters as a quasi-likelihood."""
-    lse, post, r = _marginal_parts(params, Y, mask, d, z, w)
+    z's nodes per query (N, Q). y = 0.5 (ties) enters as a quasi-likelihood, each judge's
+    counted 1 / kappa times (`kw`, see `_kappa`)."""
+    lse, post, r = _marginal_parts(params, Y, mask, d, z, w, kw)
     l2 = 1.0 / PRIOR_SD**2
     grad = _query_scores(r, d, z).sum(0)
     value = float(lse.sum()) - 0.5 * l2 * float(params @ params)
     return -value, -(grad - l2 * params), post
+
+
+# ---- dispersion of tie verdicts (kappa) ------------------------------------------------------
+#
+# A verdict in {0, 0.5, 1} has variance kappa p (1 - p) with kappa <= 1 (y^2 <= y on [0, 1]):
+# the mean of two independently drawn orders has kappa = 1/2, a binary verdict kappa = 1.
+# Inside the integral over z, the Bernoulli quasi-likelihood counted once per verdict weighs a
+# two-order verdict as one draw: z's posterior is then too wide, psi-hat shrinks (0.27 where
+# 1.0 was planted) and phi-hat goes to the population-averaged slope, toward 0 (-0.20 on a
+# planted 1.2; coverage of the planted phi 79-87%). Counting each verdict of judge m
+# 1 / kappa_m times (the quasi-likelihood of a dispersion-kappa family) restores the two
+# draws' likelihood exactly when kappa = 1/2 (y = 1: p^2; y = 1/2: p (1 - p) up to a
+# constant). kappa_m is estimated by a fixed point beside the fit:
+#     kappa_m = sum_x E_post[(y_mx - p_mx)^2] / sum_x E_post[p_mx (1 - p_mx)]
+# (z's posterior at the current fit; at the truth both sums average to the same
+# E_z[kappa p (1 - p)] and E_z[p (1 - p)]), clipped to [KAPPA_MIN, 1]. A judge whose verdicts
+# are all 0 or 1 keeps kappa = 1 exactly (a Bernoulli's variance is p (1 - p)); when every
+# judge's are, the fit is the one before kappa existed, operation for operation. By
+# simulation (benchmarks/mitigate_ties.py) kappa took the bias of phi-hat from -0.16 / -0.20
+# to within a few hundredths and the model se to the sd of phi-hat.
+# The two-stage fit has no kappa: its Stage II is a logistic fit of one judge with gamma
+# fixed, whose estimating equation sum (y - p) x = 0 is unbiased for fractional y, and a
+# constant weight per judge would not move its estimates (only the weak prior's share); its
+# phi error with ties was no larger than without (-0.09 against -0.11 planted 1.2, 4 judges;
+# -0.14 against -0.14, 3 judges): that is the plug-in attenuation the marginal fit exists for.
+
+KAPPA_MIN = 0.05   # a floor: a judge answering 0.5 nearly always would otherwise weigh ~inf
+KAPPA_STEPS = 30
+KAPPA_TOL = 1e-3
+
+
+def _fractional(Y: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per judge: whether any valid verdict is neither 0 nor 1 (a tie)."""
+    return np.array([bool(np.any((Y[j][mask[j]] != 0.0) & (Y[j][mask[j]] != 1.0)))
+                     for j in range(Y.shape[0])])
+
+
+def _kappa(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray, z: np.ndarray,
+           w: np.ndarray, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each judge's kappa (the fixed point's update, unclipped) and its standard error from
+    the per-query terms (a ratio of sums: sqrt(sum (a_x - kappa b_x)^2) / sum b_x)."""
+    J = Y.shape[0]
+    eta = params[:J, None, None] + params[J:2 * J, None, None] * d[None, :, None] \
+        + params[2 * J:, None, None] * z[None, None, :]
+    p = special.expit(eta)
+    a = np.where(mask, (post[None] * (Y[:, :, None] - p) ** 2).sum(2), 0.0)
+    b = np.where(mask, (post[None] * p * (1 - p)).sum(2), 0.0)
+    k = a.sum(1) / np.maximum(b.sum(1), 1e-300)
+    n = mask.sum(1)
+    se = np.sqrt(((a - k[:, None] * b) ** 2 * mask).sum(1) * n / np.maximum(n - 1, 1)) \
+        / np.maximum(b.sum(1), 1e-300)
+    return k, se
+
+
+def _kappa_record(fractional: bool, value: float, se: float, n: int, steps: int,
+                  converged: bool) -> dict[str, Any]:
+    """What results.json says of a judge's kappa: its value, se and n, and what it means."""
+    if not fractional:
+        return {"value": 1.0, "se": 0.0, "n": n, "estimated": False,
+                "meaning": KAPPA_MEANING + "; every verdict of this judge is 0 or 1: kappa 1, "
+                                          "not estimated"}
+    return {"value": value, "se": se, "n": n, "estimated": True, "steps": steps,
+            "converged": converged, "at_floor": value <= KAPPA_MIN,
+            "meaning": KAPPA_MEANING}
+
+
+KAPPA_MEANING = ("kappa: the variance of this judge's verdicts as a fraction of a single "
+                 "binary verdict's p (1 - p); ties (0.5) make it below 1, about 0.5 for the "
+                 "mean of two independently drawn orders; the marginal fit counts each "
+                 "verdict 1 / kappa times, so ties do not pull phi toward 0")
 
 
 def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
@@ -543,14 +646,46 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
     phi_free = np.array([np.ptp(delta[mask[j]]) > 0 if mask[j].any() else False
                          for j in range(J)])
 
+    kw: np.ndarray | None = None  # 1 / kappa per judge; None while every kappa is 1
+
     def f(p: np.ndarray) -> tuple[float, np.ndarray]:
-        v, g, _ = _marginal_terms(p, Yf, mask, delta, z, w)
+        v, g, _ = _marginal_terms(p, Yf, mask, delta, z, w, kw)
         g[J:2 * J][~phi_free] = 0.0
         return v, g
 
-    x0 = np.concatenate([np.zeros(J), np.zeros(J), np.full(J, 0.5)])
-    res = optimize.minimize(f, x0, jac=True, method="L-BFGS-B",
-                            options={"maxiter": 500, "gtol": 1e-7})
+    def solve(x0: np.ndarray, **tight: float) -> Any:
+        return optimize.minimize(f, x0, jac=True, method="L-BFGS-B",
+                                 options={"maxiter": 500, "gtol": 1e-7, **tight})
+
+    res = solve(np.concatenate([np.zeros(J), np.zeros(J), np.full(J, 0.5)]))
+    # kappa by fixed point (section "dispersion of tie verdicts"), each step refitting from
+    # the last; judges whose verdicts are all 0/1 keep kappa = 1 and, if every judge's are,
+    # nothing here runs
+    frac = _fractional(Yf, mask)
+    kappa, kappa_se = np.ones(J), np.zeros(J)
+    kappa_steps, kappa_converged = 0, True
+    if frac.any():
+        kappa_converged = False
+        for step in range(1, KAPPA_STEPS + 1):
+            kappa_steps = step
+            post = _marginal_terms(res.x, Yf, mask, delta, z, w, kw)[2]
+            k_new = np.where(frac, np.clip(_kappa(res.x, Yf, mask, delta, z, w, post)[0],
+                                           KAPPA_MIN, 1.0), 1.0)
+            change = float(np.max(np.abs(k_new - kappa)))
+            kappa = k_new
+            kw = 1.0 / kappa
+            # from the last fit, but every psi at least 0.5 away from 0: psi = 0 for all
+            # judges is a stationary point (z -> -z), where a fit with kappa 1 can stop and
+            # a refit started there stays; tighter than the first fit, so that kappa's steps
+            # are not lost in the optimiser's tolerance
+            x0 = res.x.copy()
+            x0[2 * J:] = np.where(np.abs(x0[2 * J:]) < 0.5, 0.5, x0[2 * J:])
+            res = solve(x0, ftol=1e-13)
+            if change < KAPPA_TOL:
+                kappa_converged = True
+                break
+        post = _marginal_terms(res.x, Yf, mask, delta, z, w, kw)[2]
+        kappa_se = np.where(frac, _kappa(res.x, Yf, mask, delta, z, w, post)[1], 0.0)
     p = res.x
     # psi's sign is not identified (z -> -z): report the orientation where most judges' psi
     # is positive
@@ -565,7 +700,7 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
         H[:, i] = (f(p + e)[1] - f(p - e)[1]) / (2 * eps)
     H = (H + H.T) / 2
     cov_model = np.linalg.pinv(H)
-    _, post, r = _marginal_parts(p, Yf, mask, delta, z, w)
+    _, post, r = _marginal_parts(p, Yf, mask, delta, z, w, kw)
     # sandwich clustered by query, with the small-sample factor N / (N - 1); a phi pinned at 0
     # (its control constant for the judge) has no score
     S = _query_scores(r, delta, z)
@@ -608,7 +743,9 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
             bias_share=_normal(float(yv.mean()) - float(v[0]), float(sd[1]), n, "delta"),
             n=n, converged=bool(res.success),
             extra={"estimator": "marginal", "gamma_from": "posterior of z (all judges)",
-                   **se_info})
+                   **se_info, "kappa": _kappa_record(bool(frac[j]), float(kappa[j]),
+                                                     float(kappa_se[j]), n, kappa_steps,
+                                                     kappa_converged)})
     s1 = StageOne(gamma, gamma_se, p[:J].copy(), p[J:2 * J].copy(), 1.0, bool(res.success))
     return MitigateFit(list(judges), list(query_ids), control, delta, s1, per)
 
@@ -633,6 +770,16 @@ def _fit_se_method(j: Mapping[str, Any]) -> str:
     model's for a fit saved before the method was recorded (it used no other)."""
     m = j.get("se_method")
     return str(m) if m else "model (the fit predates se_method: model-based)"
+
+
+def _fit_kappa(j: Mapping[str, Any]) -> tuple[float, str]:
+    """The dispersion kappa a saved marginal fit found for the judge (section "dispersion of
+    tie verdicts"), and where it came from: a fit saved before kappa existed has none and is
+    taken as 1, the binomial variance it was fitted with."""
+    k = j.get("kappa")
+    if isinstance(k, Mapping) and k.get("value") is not None:
+        return float(k["value"]), "the fit's"
+    return 1.0, "the fit predates kappa: taken as 1 (the binomial variance it was fitted with)"
 
 
 def apply(saved: Mapping[str, Any], judge: str, y: Sequence[float], delta: Sequence[float],
@@ -708,11 +855,13 @@ def _apply_plugin(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
 def _applied(judge: str, query_ids: Sequence[str], gam_map: Mapping[str, Any], yv: np.ndarray,
              bc: tuple[float, float], share: tuple[float, float], theta: tuple[float, float],
              fixed: tuple[float, float], cov_fixed: np.ndarray, cov_source: str,
-             var_fixed_share: float, note: str, fit_se_method: str) -> dict[str, Any]:
+             var_fixed_share: float, note: str, fit_se_method: str,
+             kappa: tuple[float, str] | None = None) -> dict[str, Any]:
     """What `apply` returns, from either way of applying (`_apply_plugin`, `_apply_marginal`):
     BC and the bias share as (value, se), theta' as (value, se), (phi, psi) and their saved
     covariance, and the part of the share's variance that is the fit's; `fit_se_method`: which
-    covariance the fit saved (`_fit_se_method`)."""
+    covariance the fit saved (`_fit_se_method`); `kappa`: the dispersion the new verdicts'
+    model variance used and where it came from (`_fit_kappa`; marginal fits only)."""
     n = int(yv.size)
     phi, psi = fixed
     se_fixed = np.sqrt(np.clip(np.diag(cov_fixed), 0, None))
@@ -725,7 +874,9 @@ def _applied(judge: str, query_ids: Sequence[str], gam_map: Mapping[str, Any], y
         "theta": {"value": theta[0], "se": theta[1]}, "phi": phi, "psi": psi,
         "fixed_from_fit": {"phi": {"value": phi, "se": float(se_fixed[0])},
                            "psi": {"value": psi, "se": float(se_fixed[1])},
-                           "uncertainty_from": cov_source, "se_method": fit_se_method},
+                           "uncertainty_from": cov_source, "se_method": fit_se_method,
+                           **({"kappa": {"value": kappa[0], "from": kappa[1]}}
+                              if kappa is not None else {})},
         # the new verdicts' part: the model's variance, or the sandwich's where larger
         "se_method": "larger", "se_method_text": SE_LABELS["larger"],
         # the share of the BC / bias-share variance that is the fit's (phi, psi), not theta'
@@ -796,9 +947,12 @@ def _apply_marginal(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
     info = float((a * dp).sum()) + l2
     sb = _p(theta + psi * z)
     dbc = float((sb * (1 - sb)) @ w)
-    # each verdict's variance: the model's, p (1 - p), and the squared residual (the sandwich,
-    # times n / (n - 1)); each interval takes the larger total, as the fit's do (`_larger`)
-    var_y = pb * (1 - pb)
+    # each verdict's variance: the model's and the squared residual (the sandwich, times
+    # n / (n - 1)); each interval takes the larger total, as the fit's do (`_larger`). The
+    # model's is Var_z(p) + E_z[kappa p (1 - p)] = pb (1 - pb) - (1 - kappa) E_z[p (1 - p)]
+    # (dp is E_z[p (1 - p)]): the binomial's, pb (1 - pb), when kappa is 1
+    kappa, kappa_from = _fit_kappa(j)
+    var_y = pb * (1 - pb) - (1.0 - kappa) * dp
     res2 = (yv - pb) ** 2 * (n / max(n - 1, 1))
     g_bc = dbc * a / info  # d BC / d y_x
     var_bc_y = max(float((g_bc**2 * var_y).sum()), float((g_bc**2 * res2).sum()))
@@ -814,13 +968,15 @@ def _apply_marginal(saved: Mapping[str, Any], j: Mapping[str, Any], judge: str,
     var_fixed = np.clip(np.einsum("ik,kl,il->i", grad, cov_fixed, grad), 0, None)
     se_bc = math.sqrt(var_bc_y + float(var_fixed[0]))
     se_share = math.sqrt(var_share_y + float(var_fixed[1]))
-    var_theta = max(1.0 / info, float(((a / info) ** 2 * res2).sum()))
+    var_theta = max(1.0 / info - (1.0 - kappa) * float(((a / info) ** 2 * dp).sum()),
+                    float(((a / info) ** 2 * res2).sum()))
     return _applied(judge, query_ids, saved.get("gamma", {}), yv, (bc, se_bc),
                     (share, se_share), (theta, math.sqrt(var_theta)), (phi, psi), cov_fixed,
                     cov_source, float(var_fixed[1]),
                     "theta' fitted on these verdicts with each query's effect integrated over "
                     "N(0, 1), as in the marginal fit; phi and psi from the fit, their "
-                    "uncertainty carried into the intervals (delta method)", _fit_se_method(j))
+                    "uncertainty carried into the intervals (delta method)", _fit_se_method(j),
+                    kappa=(kappa, kappa_from))
 
 
 # ---- simulation with a planted truth (tests, acceptance scripts) -----------------------------
