@@ -1,9 +1,12 @@
-"""mitigate's standard errors with tie verdicts: before (the binomial model's), after (the
-model's widened to a sandwich clustered by query where that is larger: se_method "larger",
-the default) and the rejected option (the sandwich alone, narrower with ties).
+"""mitigate's estimates and standard errors with tie verdicts: the se methods before (the
+model's), after (the model's widened to a sandwich clustered by query where that is larger:
+se_method "larger", the default) and the rejected option (the sandwich alone). The marginal
+fit's model is the one with each judge's dispersion kappa (the variance of a verdict over
+p (1 - p), estimated per judge; `mitigate` section "dispersion of tie verdicts"); the
+two-stage fit's is the binomial one.
 
 Verdicts are drawn from the model (`judgeaudit.hubj.mitigate.simulate`), in three kinds:
-  binary       one draw per verdict (no ties);
+  binary       one draw per verdict (no ties; kappa 1, the fit before kappa);
   ties         the mean of two independent draws, as a judge asked in both orders with fresh
                noise gives them (0.5 when the orders disagree): the mean is the model's, so the
                planted parameters stay the truth, and the variance is p (1 - p) / 2;
@@ -13,15 +16,18 @@ Verdicts are drawn from the model (`judgeaudit.hubj.mitigate.simulate`), in thre
                less) than one shared effect allows.
 Per judge, over seeds: the sd of phi-hat, the mean se of phi by each method, the coverage of
 the planted phi, BC and bias share (planted from the realised query effects) with Wilson
-intervals, and the mean error of phi-hat. `misspecified` is one judge (Stage II alone) whose
-verdicts are a coin flip where the fitted p is near 0 or 1: there the model understates the
-spread and the sandwich is larger; its truth is the slope the fit converges to (a fit on
-200,000 verdicts). `diagnosis` refits the ties kind with each verdict's quasi-likelihood
-counted twice inside the integral over z (the two draws' likelihood): it shows where the
-ties' bias in phi comes from; it is not what mitigate does.
+intervals, the mean error of phi-hat, the mean psi-hat (planted 1 for binary and ties) and
+the mean kappa. `misspecified` is one judge (Stage II alone) whose verdicts are a coin flip
+where the fitted p is near 0 or 1: there the model understates the spread and the sandwich is
+larger; its truth is the slope the fit converges to (a fit on 200,000 verdicts).
+`diagnosis` refits the ties kind with kappa held at 1 (each verdict's quasi-likelihood counted
+once inside the integral over z: the marginal fit before kappa) and as shipped.
 
-    nice -n 5 python benchmarks/mitigate_ties.py            # 100 seeds, about 9 minutes;
-                                                            # writes
+    nice -n 5 python benchmarks/mitigate_ties.py            # 100 seeds, about 14 minutes
+    nice -n 5 python benchmarks/mitigate_ties.py --scenarios J4_N400 --skip-extras
+    nice -n 5 python benchmarks/mitigate_ties.py --scenarios J3_N150   # the same in two runs
+                                                            # (7 minutes each): each merges
+                                                            # its part into
                                                             # benchmarks/results/mitigate_ties.json
 """
 
@@ -31,13 +37,11 @@ import argparse
 import json
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rank_c_interval import machine  # the CPU flags and load a CPU figure holds for
-from scipy import special
 
 from judgeaudit.hubj import mitigate as M
 from judgeaudit.stats import fit_logistic, rate
@@ -76,6 +80,11 @@ def summarise(rows: list[dict[str, Any]], planted_phi: list[float]) -> dict[str,
     phis = np.array([[j["phi"] for j in r["before"]] for r in rows])
     out["sd_phi_hat"] = np.std(phis, axis=0, ddof=1).round(4).tolist()
     out["mean_error_phi"] = (phis.mean(0) - np.asarray(planted_phi)).round(4).tolist()
+    out["mean_psi_hat"] = np.mean([[j["psi"] for j in r["before"]] for r in rows], 0
+                                  ).round(3).tolist()
+    kap = [[j["kappa"] for j in r["before"]] for r in rows]
+    out["mean_kappa"] = (np.mean(kap, 0).round(3).tolist()
+                         if all(k is not None for ks in kap for k in ks) else None)
     for label in METHODS:
         se = np.array([[j["se"] for j in r[label]] for r in rows])
         hits = {k: np.array([[j[k] for j in r[label]] for r in rows]).sum(0)
@@ -107,12 +116,15 @@ def run_kind(name: str, sc: dict[str, Any], kind: str, seeds: range,
                        for k, t in (("phi", sc["phi"][j]), ("bc", bc[j]),
                                     ("bias_share", share[j]))}
                 row[label].append({"phi": r["phi"]["value"], "se": r["phi"]["se"],
+                                   "psi": r["psi"]["value"],
+                                   "kappa": (r.get("kappa") or {}).get("value"),
                                    "hit_phi": hit["phi"], "hit_bc": hit["bc"],
                                    "hit_share": hit["bias_share"]})
         rows.append(row)
     out = summarise(rows, sc["phi"])
     out["seconds"] = round(time.perf_counter() - t0, 1)
-    print(f"{name} {kind} {estimator}: sd {out['sd_phi_hat']} before "
+    print(f"{name} {kind} {estimator}: error {out['mean_error_phi']} kappa "
+          f"{out['mean_kappa']} sd {out['sd_phi_hat']} before "
           f"{out['before']['mean_se_phi']} after {out['after']['mean_se_phi']} sandwich "
           f"{out['sandwich_only']['mean_se_phi']}; min coverage of phi before "
           f"{out['before']['min_coverage_phi']:.2f} after {out['after']['min_coverage_phi']:.2f}"
@@ -145,50 +157,31 @@ def misspecified(seeds: range, n: int = 400) -> dict[str, Any]:
                for label, v in rows.items()}}
 
 
-def _weighted_terms(k: float) -> Callable[..., Any]:
-    """`mitigate._marginal_terms` with each verdict's quasi-likelihood counted k times."""
-    def terms(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray,
-              z: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        J = Y.shape[0]
-        th, ph, ps = params[:J], params[J:2 * J], params[2 * J:]
-        eta = th[:, None, None] + ph[:, None, None] * d[None, :, None] \
-            + ps[:, None, None] * z[None, None, :]
-        y, m = Y[:, :, None], mask[:, :, None]
-        ll = k * np.where(m, y * -np.logaddexp(0.0, -eta) + (1 - y) * -np.logaddexp(0.0, eta),
-                          0.0)
-        a = ll.sum(0) + np.log(w)[None]
-        lse = special.logsumexp(a, axis=1)
-        post = np.exp(a - lse[:, None])
-        r = k * np.where(m, y - special.expit(eta), 0.0) * post[None]
-        grad = M._query_scores(r, d, z).sum(0)
-        l2 = 1.0 / M.PRIOR_SD**2
-        return -(float(lse.sum()) - 0.5 * l2 * float(params @ params)), \
-            -(grad - l2 * params), post
-    return terms
-
-
 def diagnosis(seeds: range) -> dict[str, Any]:
-    """Mean error of the marginal phi-hat with ties, the quasi-likelihood counted once (as
-    mitigate does) and twice (the likelihood of the two draws), and psi-hat's mean."""
+    """Mean error of the marginal phi-hat with ties, kappa held at 1 (every judge taken as
+    binary: the fit before kappa) and estimated (as shipped), and psi-hat's mean."""
     sc = SCENARIOS["J4_N400"]
     judges, qids = [f"j{i}" for i in range(4)], [str(i) for i in range(sc["n"])]
     out: dict[str, Any] = {"scenario": "J4_N400", "kind": "ties", "n_seeds": len(seeds)}
-    original = M._marginal_terms
+    original = M._fractional
     try:
-        for k in (1.0, 2.0):
-            M._marginal_terms = _weighted_terms(k)  # type: ignore[assignment]
+        for label in ("kappa_1", "kappa_estimated"):
+            if label == "kappa_1":
+                M._fractional = lambda Y, mask: np.zeros(Y.shape[0], dtype=bool)  # type: ignore[assignment]
+            else:
+                M._fractional = original  # type: ignore[assignment]
             ph, ps = [], []
             for s in seeds:
                 Y, d, _, _ = draw(sc["n"], sc["theta"], sc["phi"], 1000 + s, "ties")
                 f = M.fit(Y, d, judges, qids, se="model")
                 ph.append([f.per_judge[j].phi for j in judges])
                 ps.append([f.per_judge[j].psi for j in judges])
-            out[f"counted_{int(k)}x"] = {
+            out[label] = {
                 "mean_error_phi": (np.mean(ph, 0) - sc["phi"]).round(4).tolist(),
                 "sd_phi_hat": np.std(ph, 0, ddof=1).round(4).tolist(),
                 "mean_psi_hat": np.mean(ps, 0).round(3).tolist(), "planted_psi": 1.0}
     finally:
-        M._marginal_terms = original  # type: ignore[assignment]
+        M._fractional = original  # type: ignore[assignment]
     return out
 
 
@@ -196,30 +189,52 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--diagnosis-seeds", type=int, default=40)
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS),
+                    help="comma-separated; the others' results are kept from the file")
+    ap.add_argument("--skip-extras", action="store_true",
+                    help="keep misspecified and diagnosis from the file")
     a = ap.parse_args()
+    names = [x for x in a.scenarios.split(",") if x]
+    unknown = [x for x in names if x not in SCENARIOS]
+    if unknown:
+        ap.error(f"--scenarios: unknown {unknown}; expected some of {list(SCENARIOS)}")
     t0 = time.perf_counter()
-    res: dict[str, Any] = {
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    partial = set(names) != set(SCENARIOS) or a.skip_extras
+    res: dict[str, Any] = (json.loads(OUT.read_text(encoding="utf-8"))
+                           if partial and OUT.exists() else {"results": {}})
+    res.update({
         "what": "mitigate's phi / BC / bias-share intervals by se method: before = the "
-                "binomial model's, after = se_method 'larger' (the model's widened to the "
+                "model's (marginal: with each judge's dispersion kappa; two-stage: "
+                "binomial), after = se_method 'larger' (the model's widened to the "
                 "query-clustered sandwich where larger; the default), sandwich_only = the "
                 "rejected narrowing. Coverage of planted values with Wilson intervals.",
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                 text=True, check=False).stdout.strip(),
-        "scenarios": SCENARIOS, "results": {}}
-    for name, sc in SCENARIOS.items():
+        "scenarios": SCENARIOS})
+    res.setdefault("parts", {})
+    for name in names:
+        sc = SCENARIOS[name]
+        t1 = time.perf_counter()
         for kind in KINDS[name]:
             for est in M.ESTIMATORS:
                 res["results"][f"{name}/{kind}/{est}"] = run_kind(
                     name, sc, kind, range(a.seeds), est)
-    res["misspecified"] = misspecified(range(2 * a.seeds))
-    print("misspecified:", {k: v for k, v in res["misspecified"].items()
-                            if k in ("sd_phi_hat", "before", "after")}, flush=True)
-    res["diagnosis"] = diagnosis(range(a.diagnosis_seeds))
-    print("diagnosis:", res["diagnosis"], flush=True)
-    res["seconds"] = round(time.perf_counter() - t0, 1)
-    res["machine"] = machine()
+        res["parts"][name] = {"commit": commit, "seconds": round(time.perf_counter() - t1, 1),
+                              "machine": machine()}
+    if not a.skip_extras:
+        t1 = time.perf_counter()
+        res["misspecified"] = misspecified(range(2 * a.seeds))
+        print("misspecified:", {k: v for k, v in res["misspecified"].items()
+                                if k in ("sd_phi_hat", "before", "after")}, flush=True)
+        res["diagnosis"] = diagnosis(range(a.diagnosis_seeds))
+        print("diagnosis:", res["diagnosis"], flush=True)
+        res["parts"]["extras"] = {"commit": commit,
+                                  "seconds": round(time.perf_counter() - t1, 1),
+                                  "machine": machine()}
+    for k in ("commit", "seconds", "machine"):  # per part now
+        res.pop(k, None)
     OUT.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}")
+    print(f"wrote {OUT} ({time.perf_counter() - t0:.0f} s)")
 
 
 if __name__ == "__main__":
