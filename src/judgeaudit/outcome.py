@@ -200,26 +200,31 @@ def run_failed(doc: Mapping[str, Any]) -> bool:
 
 
 _GAVE_UP = {
-    "connection": "could not be reached",
-    "timeout": "never answered in time",
-    "server": "answered only server errors (HTTP 5xx)",
-    "malformed": "answered only broken bodies (not the expected JSON)",
-    "rate_limit": "answered only 429s (rate limit)",
+    "connection": "connection failures",
+    "timeout": "timeouts",
+    "server": "server errors (HTTP 5xx)",
+    "malformed": "broken answers (not the expected JSON)",
+    "rate_limit": "rate limits (HTTP 429)",
 }
 
 
 def not_sent_reason(calls: Mapping[str, Any], *, hint: bool = True) -> str:
     """Why the client stopped sending a run's calls: its own word (`not_sent_why`: the spend
     cap, a server asking to wait hours), else what the failed attempts were (`errors` by
-    kind). A server answering 500s at once was said to be one that "could not be reached,
-    never answered in time or stopped answering"."""
+    kind, most first; retried attempts that later succeeded are among them, so the counts
+    say what failed, not that nothing else happened). A server answering 500s at once was
+    said to be one that "could not be reached, never answered in time or stopped
+    answering"."""
     if calls.get("not_sent_why"):
         return str(calls["not_sent_why"])
-    kinds = sorted(k for k, v in (calls.get("errors") or {}).items() if v)
-    what = (" or ".join(_GAVE_UP[k] for k in kinds) if kinds and set(kinds) <= set(_GAVE_UP)
-            else "could not be reached, never answered in time or stopped answering")
-    return (f"the server {what}"
-            + (" (run again when it answers: finished calls are cached)" if hint else ""))
+    errors = {k: int(v) for k, v in (calls.get("errors") or {}).items() if v}
+    if errors and set(errors) <= set(_GAVE_UP):
+        kinds = sorted(errors, key=lambda k: (-errors[k], k))
+        what = ("the server kept failing (failed attempts: "
+                + ", ".join(f"{errors[k]} {_GAVE_UP[k]}" for k in kinds) + ")")
+    else:
+        what = "the server could not be reached, never answered in time or stopped answering"
+    return what + (" (run again when it answers: finished calls are cached)" if hint else "")
 
 
 def failure_message(doc: Mapping[str, Any]) -> str:

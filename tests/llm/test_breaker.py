@@ -181,7 +181,7 @@ def test_the_run_outcome_says_how_many_calls_were_not_sent(tmp_path):
     assert f"{calls['not_sent']} of them not sent" in res.reason
     assert "finished calls are cached" in res.reason
     page = res.html()
-    assert f"{calls['not_sent']} not sent: the server could not be reached" in page
+    assert f"{calls['not_sent']} not sent: the server kept failing (failed attempts: " in page
 
 
 def test_an_adaptive_audit_sends_no_further_round_once_the_server_stops():
