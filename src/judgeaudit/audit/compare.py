@@ -99,8 +99,13 @@ def load_audit(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
         raise CompareError(f"{p}: no such folder or file")
+    from judgeaudit.report.shape import check_shape
+
     try:
         doc = read_results(p)
+        # a section of the wrong type (hand-edited "probes": "x") is named with its field;
+        # it was "not an audit result (command 'audit')"
+        check_shape(doc, p / "results.json" if p.is_dir() else p)
     except (FileNotFoundError, ValueError) as exc:
         raise CompareError(str(exc)) from None
     command = doc.get("command", "audit" if "probes" in doc else None)

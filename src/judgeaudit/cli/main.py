@@ -27,7 +27,6 @@ from judgeaudit.cli.runner import (
     config_command,
     finish,
     gate_record,
-    print_json,
     run_command,
     unmeasured_probes,
     unmeasured_text,
@@ -370,8 +369,9 @@ def report(
     from judgeaudit.report import read_results, write_report
 
     try:
-        path = write_report(results, out)
+        path = write_report(results, out)  # a damaged file: ValueError naming it and the field
         doc = read_results(results) if json_out else None
+        summary = _report_summary(results, doc) if doc is not None else None
     except ValueError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:
@@ -381,8 +381,24 @@ def report(
                        ) from None
         raise fail(str(exc)) from None
     console.print(f"report: {path}")
-    if doc is not None:
-        print_json(doc)
+    if summary is not None:
+        typer.echo(json_line(summary))
+
+
+def _report_summary(results: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """`report --json`'s summary of a results file, as the command that wrote it prints it;
+    a field the summary reads that has a type judgeaudit never writes there is bad input
+    (ValueError naming the file; it was exit 3, "a bug")."""
+    from judgeaudit.report.shape import check_shape, unreadable
+    from judgeaudit.result import Result
+
+    path = results / "results.json" if results.is_dir() else results
+    check_shape(doc, path)
+    try:
+        return Result.from_document(doc).summary()
+    except (TypeError, AttributeError, KeyError) as exc:
+        logging.getLogger("judgeaudit.report").info("summarising %s", path, exc_info=True)
+        raise unreadable(path, exc) from exc
 
 
 @app.command()

@@ -9,6 +9,7 @@ too), so it can be opened offline and attached to a CI run."""
 from __future__ import annotations
 
 import difflib
+import logging
 import math
 import re
 from collections.abc import Callable
@@ -1218,8 +1219,17 @@ def write_report(results_dir_or_file: str | Path, out_path: str | Path | None = 
     results_file = src / "results.json" if src.is_dir() else src
     if not results_file.is_file():
         raise FileNotFoundError(f"{results_file}: no results file")
+    from judgeaudit.report.shape import check_shape, unreadable
+
     try:
-        html = render_report(read_results(results_file))
+        doc = read_results(results_file)
+        check_shape(doc, results_file)  # a section of the wrong type: bad input, named
+        try:
+            html = render_report(doc)
+        except (TypeError, AttributeError, KeyError) as exc:  # deeper than check_shape looks
+            logging.getLogger("judgeaudit.report").info("rendering %s", results_file,
+                                                        exc_info=True)  # shown under -v
+            raise unreadable(results_file, exc) from exc
     except ValueError as exc:
         msg = str(exc)
         raise ValueError(msg if str(results_file) in msg else f"{results_file}: {msg}") from None
