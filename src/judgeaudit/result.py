@@ -720,6 +720,26 @@ def _iv_est(d: Any, n: Any) -> dict[str, Any] | None:
                if k in d}}
 
 
+RECALL_CI_NOTE = ("recall's 95% interval is Wilson's for hits of n, the true top items of "
+                  "this pool (known only where the pool gives each item's quality: "
+                  "builtin:controlled, or a pool file with a quality field), read as "
+                  "independent trials: it says how far one pool's recall can be from the "
+                  "method's on pools like it")
+
+
+def recall_interval(hits: Any, n: Any) -> dict[str, Any]:
+    """A recall's 95% interval from its hits of n true top items: {"ci95", "method"}
+    (Wilson), or {} when the counts are missing. `rank` gave recall 0.8 (4 of 5) with none;
+    every number a user sees carries its uncertainty."""
+    ok = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (hits, n))
+    if not ok or n <= 0 or not 0 <= hits <= n:
+        return {}
+    from judgeaudit.stats.intervals import wilson
+
+    lo, hi = wilson(hits, n)
+    return {"ci95": [float(lo), float(hi)], "method": "wilson"}
+
+
 def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
     """rank: the reported model, its top-k (best first), the judge's biases with intervals,
     the gate's decision and recall when true quality is known."""
@@ -742,7 +762,8 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
                    **({"kappa": _iv_est(ba.get("kappa"), d.get("n_comparisons"))}
                       if ba.get("kappa") else {})},
         "gate": gate.get("decision"),
-        "recall": {m: {"value": v, **{k: hits.get(m, {}).get(k) for k in ("hits", "n")}}
+        "recall": {m: {"value": v, **{k: hits.get(m, {}).get(k) for k in ("hits", "n")},
+                       **recall_interval(hits.get(m, {}).get("hits"), hits.get(m, {}).get("n"))}
                    for m, v in d["recall"].items()} if d.get("recall") else d.get("recall"),
         **({"true_topk_tied": True} if d.get("true_topk_ambiguous") else {}),
         # whether the fit converged (its optimiser and its CG solves; the warnings lead the

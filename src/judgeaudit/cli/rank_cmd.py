@@ -146,11 +146,26 @@ def rank(cfg: RankConfig, json_out: bool) -> None:
     view.inp = run.info["inputs"]
     doc = run_command(cfg, run, show=view.show)
     console.print()
+    _recall_intervals(doc)
     path, report = write_outputs(cfg.out, doc)
     _print_rank(doc)
     console.print(f"results: {path}")
     console.print(f"report: {report}")
     finish(doc, json_out)
+
+
+def _recall_intervals(doc: dict) -> None:
+    """Each recall's hits of n get their 95% interval in results.json (`recall_interval`),
+    with what it means in `recall_note`."""
+    from judgeaudit.result import RECALL_CI_NOTE, recall_interval
+
+    hits = doc.get("recall_hits")
+    if not isinstance(hits, dict) or not hits:
+        return
+    for h in hits.values():
+        if isinstance(h, dict):
+            h.update(recall_interval(h.get("hits"), h.get("n")))
+    doc["recall_note"] = RECALL_CI_NOTE
 
 
 def _print_rank(doc: dict) -> None:
@@ -208,10 +223,19 @@ def _print_ranking(doc: dict, k: int) -> None:
     console.print(escape(f"top-{k} naive: {', '.join(doc['models']['naive']['topk'])}"))
     console.print(escape(f"top-{k} bias-aware: {', '.join(ba['topk'])}"))
     if "recall" in doc:
+        from judgeaudit.result import recall_interval
+
         n_true = len(doc.get("true_topk") or [])
-        console.print("recall@k vs true quality: " + ", ".join(
-            f"{m} {v:.2f} ({round(v * n_true)} of {n_true} true top items)"
-            for m, v in doc["recall"].items()))
+
+        def shown_recall(m: str, v: float) -> str:
+            h = (doc.get("recall_hits") or {}).get(m) or {
+                "hits": round(v * n_true), "n": n_true}
+            ci = recall_interval(h.get("hits"), h.get("n")).get("ci95")
+            iv = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+            return f"{m} {v:.2f}{iv} ({h.get('hits')} of {h.get('n')} true top items)"
+
+        console.print("recall@k vs true quality (95% Wilson interval): " + ", ".join(
+            shown_recall(m, v) for m, v in doc["recall"].items()), highlight=False)
         if doc.get("true_topk_ambiguous"):
             console.print(f"the true top-{k} is tied at the boundary: items of the same "
                           "quality there are interchangeable, so recall counts any of them as "
