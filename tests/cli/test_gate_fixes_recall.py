@@ -8,7 +8,6 @@ import json
 from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
-from judgeaudit.result import recall_interval
 from judgeaudit.stats.intervals import wilson
 
 runner = CliRunner()
@@ -38,6 +37,8 @@ def test_rank_recall_has_a_wilson_interval_in_json_results_and_terminal(tmp_path
 
 def test_recall_interval_of_a_document_written_before_it():
     """The summary derives it from hits of n, so older results.json get it too."""
+    from judgeaudit.result import recall_interval
+
     assert recall_interval(4, 5) == {"ci95": list(map(float, wilson(4, 5))),
                                      "method": "wilson"}
     assert recall_interval(None, 5) == {} and recall_interval(1, 0) == {}
