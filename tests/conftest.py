@@ -60,3 +60,15 @@ def _unload_local_models():
     _release_local_models()
     yield
     _release_local_models()
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets():
+    """Each test starts and ends with no registered secret (`redact.reset_secrets`): the
+    registry is process-wide, so a key one test's provider registered ("wrong", "sk-1")
+    was masked in every later test's text, and results depended on the order."""
+    from judgeaudit.llm.redact import reset_secrets
+
+    reset_secrets()
+    yield
+    reset_secrets()

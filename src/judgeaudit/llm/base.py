@@ -264,6 +264,13 @@ class Provider(abc.ABC):
         is a usage error, not a run that fails after its judges were paid for."""
         return None
 
+    def check_sendable(self) -> None:  # noqa: B027 - optional hook
+        """Raise ValueError (bad input: exit 2) when no call can be sent as configured (a
+        malformed key). The client runs it before the first call the cache does not answer,
+        live or batched, as `LocalProvider.prepare` checks its backend: a fully cached run
+        or a plan (--plan-only) sends nothing and needs none of it. The default finds
+        nothing."""
+
     async def prepare(self) -> None:  # noqa: B027 - optional hook
         """One-time setup the client runs before an attempt and outside its timeout (SDK
         import, connection pool): a call's timeout then measures the call alone. Cheap once

@@ -26,7 +26,7 @@ from judgeaudit.llm.base import (
     sanitize,
 )
 from judgeaudit.llm.cache import Cache
-from judgeaudit.llm.redact import DATA_MIN_CHARS, known_secrets, mask_known, redact
+from judgeaudit.llm.redact import known_secrets, mask_data, mask_known, mentions_known, redact
 from judgeaudit.outcome import answers_read as _answers_read
 
 log = logging.getLogger("judgeaudit.llm")
@@ -445,6 +445,7 @@ class Client:
         # Batch mode (a provider whose `batch_backend()` is not None, e.g. batch=on): cache
         # misses go to a Batcher (judgeaudit.llm.batch), one per event loop.
         self._batcher: Any = None
+        self._sendable = False  # `Provider.check_sendable` passed (before the first send)
 
     @property
     def stopped(self) -> str | None:
@@ -507,8 +508,7 @@ class Client:
                 # Entries from before the text was cleaned here: clean them on the way out
                 # (one stored before keys were masked too: it goes on to the results).
                 if (len(hit.text) > self.max_response_chars or has_lone_surrogate(hit.text)
-                        or (len(hit.text) >= DATA_MIN_CHARS  # a verdict letter holds none
-                            and mask_known(hit.text, DATA_MIN_CHARS) is not hit.text)):
+                        or mentions_known(hit.text)):
                     hit = self._clean(hit)
                 return hit
             shared = self._inflight.get(key)
@@ -597,6 +597,7 @@ class Client:
         if self._fatal is not None:
             self._not_sent_after_fatal()
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+        self._check_sendable()
         self._count_call()
         held = await self._hold(request, wait=False)
         if self._stopped is not None:
@@ -680,11 +681,19 @@ class Client:
             self._slots_owed -= 1
             await self._sem.acquire()
 
+    def _check_sendable(self) -> None:
+        """The provider's check of what a call needs (`Provider.check_sendable`: a malformed
+        key is bad input, exit 2), once, before the first call that is sent."""
+        if not self._sendable:
+            self.provider.check_sendable()
+            self._sendable = True
+
     async def _send(self, request: Request, attempt: int) -> Response:
         if self._fatal is not None:
             if attempt == 0:  # never sent (a retry of a sent call was sent already)
                 self._not_sent_after_fatal()
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
+        self._check_sendable()
         if attempt == 0:
             self._count_call()
         held = await self._hold(request)
@@ -1085,7 +1094,8 @@ def clean_response(resp: Response, cap: int) -> Response:
     too: the one way into the cache's calls table."""
     text, fixed_text = sanitize(resp.text if isinstance(resp.text, str) else "")
     secrets = known_secrets()
-    text = mask_known(text, DATA_MIN_CHARS, secrets)
+    if secrets:
+        text = mask_known(text, secrets)
     raw, fixed_raw, raw_json = resp.raw, False, None
     if raw is not None:
         # One dump finds a lone surrogate anywhere in it (the walk in `sanitize` is the slow
@@ -1094,17 +1104,19 @@ def clean_response(resp: Response, cap: int) -> Response:
         if has_lone_surrogate(raw_json):
             raw, fixed_raw = sanitize(raw)
             raw_json = json.dumps(raw, ensure_ascii=False, default=str)
-        masked = mask_known(raw_json, DATA_MIN_CHARS, secrets)
-        if masked is not raw_json:
-            try:
-                raw, raw_json = json.loads(masked), masked
-            except ValueError:  # a secret that spanned JSON syntax: keep nothing of it
-                raw, raw_json = {"dropped_raw_chars": len(raw_json)}, None
+        # masked in its strings, where the dump shows a secret may be: the payload keeps its
+        # shape and numbers (it was dropped whole, and a key of digits ate a timestamp)
+        if secrets and mentions_known(raw_json, secrets):
+            raw = mask_data(raw, secrets)
+            raw_json = json.dumps(raw, ensure_ascii=False, default=str)
+            left = mask_known(raw_json, secrets)
+            if left is not raw_json:  # in a value that is no string (shown by its str())
+                raw, raw_json = {"raw_masked": left}, None
     probs, fixed_probs = sanitize(resp.probs) if resp.probs is not None else (None, False)
     notes: dict[str, Any] = {}
     if fixed_text or fixed_raw or fixed_probs:
         notes["sanitized"] = "lone surrogate replaced"
-    invalid = mask_known(resp.invalid, secrets=secrets) if resp.invalid else resp.invalid
+    invalid = mask_known(resp.invalid, secrets) if resp.invalid and secrets else resp.invalid
     if len(text) > cap:
         notes["truncated_from"] = len(text)
         invalid = f"response of {len(text)} chars exceeds the cap of {cap}"

@@ -10,9 +10,13 @@ Patterns miss a secret echoed bare ("password URLcanary rejected"), so the secre
 process knows are masked too, wherever and however they appear (as given, percent-encoded,
 JSON-escaped, inside base64 such as a Basic header): the keys of the provider environment
 variables (`SECRET_ENV`), the passwords of the URLs in `URL_ENV`, and every value a provider
-registers (`register_secret`: its api_key; `register_url`: its base_url's userinfo).
-`mask_known(text)` masks only those (for model answers, which the patterns would garble:
-"key-value store"); `redact` masks both.
+registers (`register_secret`: its api_key once it passed the provider's check;
+`register_url`: its base_url's userinfo; `reset_secrets` forgets them). One length rule
+holds everywhere: under 4 characters or a documented placeholder (`PLACEHOLDERS`: EMPTY,
+ollama, lm-studio, ...) is no secret; under 12 is masked only as a whole token; longer,
+wherever it appears. `mask_known(text)` masks only those (for model answers, which the
+patterns would garble: "key-value store"; `mask_data` for a raw payload); `redact` masks
+both. Neither raises, whatever the secret holds (a byte that is not UTF-8 in a variable).
 
 `install_log_redaction()` puts a `RedactingFilter` on the root logger's handlers and on the
 HTTP and SDK loggers, so a record is redacted before any handler writes it (under `-v` httpx
@@ -29,6 +33,8 @@ import os
 import re
 import threading
 import urllib.parse
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 # Anything shaped like an API key; shared with the provider error messages.
 KEYLIKE = re.compile(r"\b(sk-(?:ant-)?|key-)[A-Za-z0-9_\-*.]{3,}")
@@ -89,25 +95,53 @@ SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HF
               "HUGGING_FACE_HUB_TOKEN")
 URL_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
            "https_proxy", "http_proxy", "all_proxy")
-# Shorter values are not masked as text: a 3-character "password" would eat every word
-# holding it. Model answers (`mask_known` on data) take a longer floor still, so a weak
-# password cannot garble the answers stored (`DATA_MIN_CHARS`).
+# One rule for every text (messages, logs, answers, raw payloads, invalid reasons): a known
+# secret shorter than MIN_CHARS is never masked (a 3-character "password" would eat every
+# word holding it); one shorter than ANYWHERE_CHARS only as a whole token, not inside a
+# longer word or number (OPENAI_API_KEY=test turned "12 tests; latest" into "12 ***s;
+# la***"; 12345678 ate "created": 1712345678); a longer one wherever it appears (a real
+# key: 40-160 characters, found inside a percent-encoded query or a base64 run too).
 MIN_CHARS = 4
-DATA_MIN_CHARS = 8
-# Placeholders sent where a server wants no key: not secrets.
-_PLACEHOLDERS = frozenset({"empty", "none", "null", "dummy", "x"})
+ANYWHERE_CHARS = 12
+# What local servers document to send where they want no key (vLLM's EMPTY, Ollama's ollama,
+# LM Studio's lm-studio, llama.cpp's sk-no-key-required, LocalAI's and text-generation-
+# webui's not-needed, ...): not secrets, so never masked ("http://ollama:11434" was shown as
+# "http://***:11434"). A key a server was started with (vLLM --api-key token-abc123) is one.
+PLACEHOLDERS = frozenset({
+    "empty", "none", "null", "x", "dummy", "placeholder", "ollama", "lm-studio", "lmstudio",
+    "not-needed", "not_needed", "no-key", "nokey", "no-key-required", "sk-no-key-required",
+    "your-api-key", "your_api_key"})
 _registered: frozenset[str] = frozenset()  # replaced, never changed: read without a lock
 _lock = threading.Lock()
 
 
+def is_secret(value: str | None) -> bool:
+    """Whether `value` is masked as a secret: a string of `MIN_CHARS` or more (stripped)
+    that is not a documented placeholder (`PLACEHOLDERS`)."""
+    if not isinstance(value, str):
+        return False
+    v = value.strip()
+    return len(v) >= MIN_CHARS and v.lower() not in PLACEHOLDERS
+
+
 def register_secret(value: str | None) -> None:
-    """Mask `value` (and its whitespace-stripped form) wherever it appears from now on, in
-    this process: an API key a provider sends, a password it was given."""
+    """Mask `value` (whitespace-stripped) wherever it appears from now on, in this process
+    (until `reset_secrets`): an API key a provider sends, a password it was given."""
     global _registered
-    for v in {value, value.strip()} if value else ():
-        if len(v) >= MIN_CHARS and v.lower() not in _PLACEHOLDERS and v not in _registered:
-            with _lock:
-                _registered = _registered | {v}
+    if not is_secret(value):
+        return
+    v = value.strip()  # type: ignore[union-attr]
+    if v not in _registered:
+        with _lock:
+            _registered = _registered | {v}
+
+
+def reset_secrets() -> None:
+    """Forget every registered secret (`register_secret`): a new session in a notebook, a
+    test. The environment's keys stay masked (they are read each time)."""
+    global _registered
+    with _lock:
+        _registered = frozenset()
 
 
 def url_credentials(url: str | None) -> list[str]:
@@ -130,29 +164,50 @@ def register_url(url: str | None) -> None:
         register_secret(v)
 
 
-def known_secrets() -> list[str]:
+_ENV_NAMES = (*SECRET_ENV, *URL_ENV)
+try:  # the keys of os.environ's own mapping (bytes on POSIX, upper case on Windows)
+    _ENV_KEYS: tuple[object, ...] | None = tuple(map(os.environ.encodekey, _ENV_NAMES))
+except Exception:  # not CPython's os._Environ
+    _ENV_KEYS = None
+
+
+def _env_values() -> tuple[object, ...]:
+    """The values of `_ENV_NAMES` now, as os.environ stores them: read from its mapping
+    directly (0.5 us; `os.environ.get` encodes each name and decodes each value: 12 us, most
+    of the cost of an answer with no secret). Decoded only when they change (`_known`)."""
+    env = os.environ
+    data = getattr(env, "_data", None)
+    if _ENV_KEYS is not None and type(data) is dict:
+        return tuple(map(data.get, _ENV_KEYS))
+    return tuple(map(env.get, _ENV_NAMES))
+
+
+def known_secrets() -> tuple[str, ...]:
     """Every secret to mask now, longest first: the registered ones, the keys in
     `SECRET_ENV` and the userinfo credentials of the URLs in `URL_ENV` (read now: ingest and
     a cached run mask $OPENAI_API_KEY without a provider having sent it)."""
-    env = os.environ
-    return _known(_registered, tuple(env.get(name) for name in _ENV_NAMES))
+    return _known(_registered, _env_values())
 
 
-_ENV_NAMES = (*SECRET_ENV, *URL_ENV)
+def _decoded(value: object) -> str:
+    """An environment value as os.environ gives it (bytes: surrogate-escaped, as Python
+    decodes a byte that is not UTF-8)."""
+    if isinstance(value, bytes):
+        return os.fsdecode(value)
+    return value if isinstance(value, str) else ""
 
 
 @functools.lru_cache(maxsize=64)
-def _known(registered: frozenset[str], env: tuple[str | None, ...]) -> list[str]:
+def _known(registered: frozenset[str], env: tuple[object, ...]) -> tuple[str, ...]:
     """`known_secrets` for these registered values and environment values (cached: every
     answer stored asks)."""
     found = set(registered)
     for v in env[:len(SECRET_ENV)]:
-        v = (v or "").strip()
-        if len(v) >= MIN_CHARS and v.lower() not in _PLACEHOLDERS:
-            found.add(v)
+        if is_secret(v := _decoded(v)):
+            found.add(v.strip())
     for url in env[len(SECRET_ENV):]:
-        found.update(v for v in url_credentials(url) if len(v) >= MIN_CHARS)
-    return sorted(found, key=len, reverse=True)
+        found.update(v for v in url_credentials(_decoded(url)) if is_secret(v))
+    return tuple(sorted(found, key=len, reverse=True))
 
 
 def _b64_cores(raw: bytes) -> set[str]:
@@ -170,29 +225,65 @@ def _b64_cores(raw: bytes) -> set[str]:
 
 
 _B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-=")
+_WORD = re.compile(r"\w")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Matcher(NamedTuple):
+    """How one secret is found: `needles`, the substrings a text must hold for the pattern
+    to have a chance (a plain `in` check, 20x cheaper than the regex on a text without
+    one); `pattern`, every form as one regex; `cores`, its base64 forms."""
+
+    needles: tuple[str, ...]
+    shortest: int
+    pattern: re.Pattern[str]
+    cores: frozenset[str]
+
+
+def _token(form: str) -> str:
+    """`form` as a pattern matching it only as a whole token: not preceded or followed by a
+    word character where its own edge is one."""
+    left = r"(?<!\w)" if _WORD.match(form[0]) else ""
+    right = r"(?!\w)" if _WORD.match(form[-1]) else ""
+    return left + re.escape(form) + right
 
 
 @functools.lru_cache(maxsize=512)
-def _pattern(secret: str) -> tuple[re.Pattern[str], frozenset[str]]:
-    """How `secret` can appear in text, as one pattern: as given, percent-encoded (whole or
-    URL-style), form-encoded, JSON-escaped, and inside base64 (`_b64_cores`, the second
-    value: such a match is widened to the whole base64 run around it, so no decodable
-    remainder is left)."""
-    plain = {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote(secret),
-             urllib.parse.quote_plus(secret), json.dumps(secret)[1:-1]}
-    cores = frozenset(_b64_cores(secret.encode()))
+def _matcher(secret: str) -> _Matcher:
+    """How `secret` can appear in text: as given, JSON-escaped, percent-encoded (whole or
+    URL-style), form-encoded and inside base64 (`_b64_cores`: such a match is widened to
+    the whole base64 run around it, so no decodable remainder is left). A value holding a
+    byte that is not UTF-8 (os.environ keeps it as a lone surrogate, \\udce9) is encoded
+    back to that byte (and, as an answer holding it is stored, to U+FFFD); a form that
+    cannot be built is left out, never raised."""
+    plain = {secret, json.dumps(secret)[1:-1]}
+    if _SURROGATE.search(secret):  # as an answer is stored: each replaced by U+FFFD
+        plain.add(_SURROGATE.sub("\ufffd", secret))
+    cores: set[str] = set()
+    try:
+        raw = secret.encode("utf-8", "surrogateescape")
+    except UnicodeError:  # a surrogate no byte decodes to: only the forms above
+        raw = None
+    if raw is not None:
+        plain |= {urllib.parse.quote(raw, safe=""), urllib.parse.quote(raw),
+                  urllib.parse.quote_plus(raw)}
+        cores = _b64_cores(raw)
+    whole = len(secret) < ANYWHERE_CHARS
     forms = sorted(plain | cores, key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, forms))), cores
+    pattern = "|".join(_token(f) if whole and f not in cores else re.escape(f) for f in forms)
+    return _Matcher(tuple(forms), min(map(len, forms)), re.compile(pattern), frozenset(cores))
 
 
 def _mask_one(text: str, secret: str) -> str:
-    pattern, cores = _pattern(secret)
+    m = _matcher(secret)
+    if len(text) < m.shortest or not any(n in text for n in m.needles):
+        return text
     out, at = [], 0
-    for m in pattern.finditer(text):
-        start, end = m.span()
+    for found in m.pattern.finditer(text):
+        start, end = found.span()
         if start < at:
             continue
-        if m.group() in cores:  # the whole base64 token around it
+        if found.group() in m.cores:  # the whole base64 token around it
             while start > at and text[start - 1] in _B64_CHARS:
                 start -= 1
             while end < len(text) and text[end] in _B64_CHARS:
@@ -202,24 +293,62 @@ def _mask_one(text: str, secret: str) -> str:
     return "".join(out) + text[at:] if out else text
 
 
-def mask_known(text: str, min_chars: int = MIN_CHARS,
-               secrets: list[str] | None = None) -> str:
+def mentions_known(text: str, secrets: Iterable[str] | None = None) -> bool:
+    """Whether `text` may hold a known secret in one of its forms (a substring check, no
+    regex): False means `mask_known` would return it unchanged."""
+    if not text or not isinstance(text, str):
+        return False
+    for secret in known_secrets() if secrets is None else secrets:
+        try:
+            m = _matcher(secret)
+        except Exception:  # never raise: say it may, and let mask_known decide
+            return True
+        if len(text) >= m.shortest and any(n in text for n in m.needles):
+            return True
+    return False
+
+
+def mask_known(text: str, secrets: Iterable[str] | None = None) -> str:
     """`text` with every known secret (`secrets`, default `known_secrets()`: pass it to mask
-    several texts at the cost of one look at the environment) of at least `min_chars`
-    characters masked by `***`, in each of its forms (`_pattern`). Unlike `redact` it
-    changes nothing else, so it may run over a model's answer."""
-    if not text:
+    several texts at the cost of one look at the environment) masked by `***`, in each of
+    its forms (`_matcher`), by the one length rule (`ANYWHERE_CHARS`). Unlike `redact` it
+    changes nothing else, so it may run over a model's answer. It never raises (a logging
+    filter or a cache write that raised would break the run): a secret whose forms cannot
+    be built is masked as written."""
+    if not text or not isinstance(text, str):
         return text
     for secret in known_secrets() if secrets is None else secrets:
-        if len(secret) >= min_chars:
+        try:
             text = _mask_one(text, secret)
+        except Exception:
+            text = text.replace(secret, MASK) if secret else text
     return text
+
+
+def mask_data(obj: Any, secrets: Iterable[str] | None = None) -> Any:
+    """`obj` (a JSON-like payload: dicts, lists, strings) with `mask_known` applied to every
+    string in it, keys too; the same object when nothing changed. A raw payload keeps its
+    shape (`raw["backend"]` feeds the cache's statistics) and its numbers (a key of digits
+    does not eat a timestamp)."""
+    secrets = known_secrets() if secrets is None else tuple(secrets)
+    if isinstance(obj, str):
+        return mask_known(obj, secrets)
+    if isinstance(obj, dict):
+        items = [(mask_data(k, secrets), mask_data(v, secrets)) for k, v in obj.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, obj.items(),
+                                                                 strict=True)):
+            return obj
+        return dict(items)
+    if isinstance(obj, list | tuple):
+        out = [mask_data(v, secrets) for v in obj]
+        return obj if all(a is b for a, b in zip(out, obj, strict=True)) else type(obj)(out)
+    return obj
 
 
 def redact(text: str) -> str:
     """`text` with the known secrets (`mask_known`), URL passwords, secret query values, auth
-    headers and key-shaped strings masked by `***`."""
-    if not text:
+    headers and key-shaped strings masked by `***`. Never raises (`mask_known`)."""
+    if not text or not isinstance(text, str):
         return text
     text = mask_known(text)
     text = _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", text)
@@ -247,6 +376,15 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a broken format string: leave it to the handler's error path
             return True
+        try:
+            self._redact(record, message)
+        except Exception:  # never raise into the code that logged; never show it unchecked
+            record.msg, record.args, record.exc_text = _WITHHELD, None, None
+            record.exc_info = record.stack_info = None
+        return True
+
+    @staticmethod
+    def _redact(record: logging.LogRecord, message: str) -> None:
         record.msg = redact(message)
         record.args = None
         if record.exc_info and not record.exc_text:
@@ -255,7 +393,9 @@ class RedactingFilter(logging.Filter):
             record.exc_text = redact(record.exc_text)
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
-        return True
+
+
+_WITHHELD = "(a log message withheld: it could not be checked for secrets)"
 
 
 # Loggers whose records may carry request URLs or headers: filtered where they are logged,
@@ -275,5 +415,7 @@ def install_log_redaction() -> RedactingFilter:
     return _FILTER
 
 
-__all__ = ["KEYLIKE", "RedactingFilter", "install_log_redaction", "known_secrets", "mask_known",
-           "redact", "redact_url", "register_secret", "register_url", "url_credentials"]
+__all__ = ["ANYWHERE_CHARS", "KEYLIKE", "MIN_CHARS", "PLACEHOLDERS", "RedactingFilter",
+           "install_log_redaction", "is_secret", "known_secrets", "mask_data", "mask_known",
+           "mentions_known", "redact", "redact_url", "register_secret", "register_url",
+           "reset_secrets", "url_credentials"]

@@ -1,6 +1,8 @@
 """`anthropic`: Claude models through the official `anthropic` SDK (Messages API).
 
-Spec parameters (strings): `api_key` (else $ANTHROPIC_API_KEY), `base_url`, `temperature`,
+Spec parameters (strings): `api_key` (else $ANTHROPIC_API_KEY), `auth` (the header the key
+goes in: `x-api-key`, as the Messages API documents, by default; `bearer` for a gateway that
+takes only `Authorization: Bearer KEY`, what SDK 2.x sends), `base_url`, `temperature`,
 `timeout` (seconds, default 60), `max_connections` (default 64), `price_in`/`price_out` (USD
 per million tokens). Any other parameter is refused (`KNOWN_PARAMS`); `base_url` must be
 http(s)://host[:port][/path].
@@ -53,6 +55,7 @@ from judgeaudit.llm.providers.openai import (
     int_param,
     map_sdk_error,
     price_for,
+    register_key,
     sdk_http_client,
     server_message,
     warn_cleartext,
@@ -76,9 +79,15 @@ ANTHROPIC_PRICES: dict[str, tuple[float, float]] = {
     "claude-opus-4-1": (15.00, 75.00),
 }
 
+# The headers the key can go in (`auth`).
+AUTH_HEADERS = ("x-api-key", "bearer")
+
 # The spec parameters read here (name -> meaning and default); anything else is refused.
 KNOWN_PARAMS: dict[str, str] = {
     "api_key": "API key (default $ANTHROPIC_API_KEY)",
+    "auth": "the header the key is sent in: x-api-key, as the Messages API documents; "
+            "bearer: Authorization: Bearer KEY, for a gateway that takes only that "
+            "(default x-api-key)",
     "base_url": "server URL, http(s)://host[:port][/path] (default $ANTHROPIC_BASE_URL or "
                 "api.anthropic.com)",
     "temperature": "sampling temperature, sent as an extra body field (default: not sent)",
@@ -103,14 +112,19 @@ class AnthropicProvider(Provider):
 
     name: ClassVar[str] = "anthropic"
     default_concurrency: ClassVar[int] = 8
-    operational_params: ClassVar[frozenset[str]] = OPERATIONAL_PARAMS
+    # how the key is sent changes who answers, not what: kept out of the cache key
+    operational_params: ClassVar[frozenset[str]] = OPERATIONAL_PARAMS | {"auth"}
     key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
     known_params: ClassVar[dict[str, str] | None] = KNOWN_PARAMS
 
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model, params)
         p = self.params
-        check_key(p, self.key_env, self.name)
+        register_key(p, self.key_env, self.name)
+        self.auth = (p.get("auth") or "x-api-key").strip().lower()
+        if self.auth not in AUTH_HEADERS:
+            raise ValueError(f"{self.name} parameter auth={p['auth']!r}: expected "
+                             f"{' or '.join(AUTH_HEADERS)}")
         self.base_url: str | None = check_base_url(p.get("base_url") or None,
                                                    ("/v1/messages", "/messages"))
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
@@ -136,6 +150,10 @@ class AnthropicProvider(Provider):
         """The server, fit for messages (a URL password masked)."""
         return redact_url(self.base_url or os.environ.get("ANTHROPIC_BASE_URL")
                           or "api.anthropic.com")
+
+    def check_sendable(self) -> None:
+        """A malformed key is bad input (`check_key`), found before the first call sent."""
+        check_key(self.params, self.key_env, self.name)
 
     def _api_key(self) -> str:
         key = api_key(self.params, self.key_env, self.name)
@@ -164,14 +182,17 @@ class AnthropicProvider(Provider):
             http = sdk_http_client(anthropic, where, max_connections=self.max_connections,
                                    timeout=self.timeout, provider=self.name)
             key = self._api_key()
-            # The key goes in x-api-key, as the Messages API documents it: SDK 2.x sends an
-            # api_key as `Authorization: Bearer`, which Anthropic-compatible servers and
-            # gateways that check x-api-key refuse.
+            # The key goes in one header (`auth`): x-api-key by default, as the Messages API
+            # documents it (SDK 2.x sends an api_key as `Authorization: Bearer`, which
+            # servers and gateways that check x-api-key refuse); bearer for a gateway that
+            # takes only that. Never both: the key is not sent twice.
+            headers = ({"X-Api-Key": key, "Authorization": anthropic.Omit()}
+                       if self.auth == "x-api-key" else
+                       {"Authorization": f"Bearer {key}", "X-Api-Key": anthropic.Omit()})
             self._sdk_client = anthropic.AsyncAnthropic(
                 api_key=key, base_url=self.base_url,
                 timeout=http_timeout(anthropic, self.timeout),
-                max_retries=0, http_client=http,
-                default_headers={"X-Api-Key": key, "Authorization": anthropic.Omit()},
+                max_retries=0, http_client=http, default_headers=headers,
             )
             self._loop = loop
         return self._sdk_client

@@ -66,8 +66,14 @@ from judgeaudit.llm.base import (
     http_error_kind,
     unusable_answer,
 )
+from judgeaudit.llm.redact import (
+    is_secret,
+    mask_known,
+    redact_url,
+    register_secret,
+    register_url,
+)
 from judgeaudit.llm.redact import redact as redact_text
-from judgeaudit.llm.redact import redact_url, register_secret, register_url
 from judgeaudit.llm.registry import register
 
 log = logging.getLogger("judgeaudit.llm")
@@ -366,12 +372,11 @@ def retry_after_from(headers: Any) -> float | None:
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """Remove every secret (and anything shaped like an API key, a URL password, a key in a
-    query string or an auth header: `judgeaudit.llm.redact`) from a message."""
-    for s in secrets:
-        for v in (s, s.strip()) if s else ():  # the key as given and as sent (`api_key`)
-            if len(v) >= 4:
-                text = text.replace(v, "***")
-    return redact_text(text)
+    query string or an auth header: `judgeaudit.llm.redact`) from a message, by the one
+    rule of `redact.mask_known` (a placeholder such as api_key=ollama is none: a plain
+    replace turned "http://ollama:11434" into "http://***:11434")."""
+    given = sorted({s.strip() for s in secrets if s and is_secret(s)}, key=len, reverse=True)
+    return redact_text(mask_known(text, given) if given else text)
 
 
 def api_key(params: dict[str, str], key_env: str, provider: str) -> str | None:
@@ -397,16 +402,24 @@ def api_key(params: dict[str, str], key_env: str, provider: str) -> str | None:
 
 
 def check_key(params: dict[str, str], key_env: str, provider: str) -> None:
-    """A ValueError (bad input: exit 2, before anything runs) when the key the provider
-    would send is malformed (`api_key`); at the first call it failed the whole run as a
-    refused call (exit 3). Both the parameter and the variable's key are registered as
-    secrets (`redact`), sent or not."""
-    register_secret(params.get("api_key"))
-    register_secret(os.environ.get(key_env))
+    """A ValueError (bad input: exit 2) when the key the provider would send is malformed
+    (`api_key`); as a refused call it failed the whole run (exit 3). The providers run it
+    before their first call that is sent (`Provider.check_sendable`), not when the judge is
+    made: a fully cached run or a plan sends no key. A key that passes is registered as a
+    secret (`api_key`); one refused never is (it is not sent, and a refused "wrong" stayed
+    masked in every later message of the process)."""
     try:
         api_key(params, key_env, provider)
     except FatalProviderError as exc:
         raise ValueError(str(exc)) from None
+
+
+def register_key(params: dict[str, str], key_env: str, provider: str) -> None:
+    """Register the key the provider would send as a secret when it is well formed (a
+    malformed one is refused at the first call sent: `check_key`), so a message before any
+    call masks it too."""
+    with contextlib.suppress(FatalProviderError):
+        api_key(params, key_env, provider)
 
 
 # (variable, host) pairs warned about already: a key sent in clear text is said once.
@@ -778,7 +791,7 @@ class OpenAIProvider(Provider):
     def __init__(self, model: str, params: dict[str, str] | None = None):
         super().__init__(model, params)
         p = self.params
-        check_key(p, self.key_env, self.name)
+        register_key(p, self.key_env, self.name)
         self.base_urls = split_base_urls(p.get("base_url") or None)
         self.base_url: str | None = self.base_urls[0] if self.base_urls else None
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
@@ -835,6 +848,10 @@ class OpenAIProvider(Provider):
             return f"{len(self.servers)} servers (" + "|".join(
                 redact_url(s.url) for s in self.servers) + ")"
         return redact_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
+
+    def check_sendable(self) -> None:
+        """A malformed key is bad input (`check_key`), found before the first call sent."""
+        check_key(self.params, self.key_env, self.name)
 
     def _api_key(self) -> str:
         key = api_key(self.params, self.key_env, self.name)
