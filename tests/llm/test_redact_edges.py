@@ -232,3 +232,17 @@ def test_anthropic_auth_is_checked_listed_and_kept_out_of_the_cache_key():
                             text=True, env={**os.environ, "PYTHONPATH": str(SRC),
                                             "COLUMNS": "200"}, timeout=60)
     assert listed.returncode == 0 and "auth" in listed.stdout and "bearer" in listed.stdout
+
+
+# ---- 8: --plan-only --json prints its line as the other --json lines are ------------------
+
+def test_plan_only_json_escapes_acting_characters(tmp_path):
+    """A plan path holding U+202E (right-to-left override) was printed raw on stdout:
+    json_line escapes it as every other --json line does, and json.loads reads it back."""
+    plan = "plan\u202e.jsonl"
+    res = cli(["--plan-only", plan, "evaluate", "--judge", "sim?position=1", "--data",
+               "builtin:facts", "--limit", "2", "--json"], tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    line = res.stdout.splitlines()[-1]
+    assert "\u202e" not in res.stdout and "\\u202e" in line
+    assert json.loads(line)["plan"] == plan

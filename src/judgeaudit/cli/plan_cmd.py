@@ -21,8 +21,8 @@ import typer
 from rich.text import Text
 
 from judgeaudit.cli.progress import close_bars, console, fail
+from judgeaudit.cli.terminal import json_line, styled
 from judgeaudit.cli.terminal import shown as escaped
-from judgeaudit.cli.terminal import styled
 from judgeaudit.llm.base import CHARS_PER_TOKEN
 from judgeaudit.outcome import EXIT_RUN_FAILED
 from judgeaudit.textfile import visible
@@ -70,14 +70,14 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
     from judgeaudit.cli.runner import JSON_REQUESTED
 
     if JSON_REQUESTED.get():  # --json: what was planned, for a script, on stdout
-        typer.echo(json.dumps({
+        typer.echo(json_line({
             "command": getattr(planner, "command", None), "ok": True,
             "plan": str(path), "planned": n, "cached": m,
             "stopped": None if stopped is None else str(stopped).splitlines()[0][:200],
             "prompt_tokens_estimate": round(planner.prompt_chars / CHARS_PER_TOKEN),
             "completion_tokens_max": planner.max_completion,
             "cost_usd_estimate": planner.cost_usd or None,
-            "unpriced": sorted(planner.unpriced)}, ensure_ascii=False))
+            "unpriced": sorted(planner.unpriced)}))
     if stopped is not None:
         what = str(stopped).splitlines()[0][:200] if str(stopped) else type(stopped).__name__
         console.print(Text(f"the command stopped without answers ({escaped(what)}); that is "
