@@ -246,3 +246,15 @@ def test_plan_only_json_escapes_acting_characters(tmp_path):
     line = res.stdout.splitlines()[-1]
     assert "\u202e" not in res.stdout and "\\u202e" in line
     assert json.loads(line)["plan"] == plan
+
+
+async def test_a_malformed_key_is_bad_input_at_the_first_batched_call(monkeypatch):
+    from fakebatch import FakeBatchServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test key-0123456789")
+    with FakeBatchServer() as srv:
+        client = Client(make_provider("openai", "fake", {
+            "base_url": srv.openai_url, "batch": "on", "poll": "0.02", "batch_wait": "0.05"}))
+        with pytest.raises(ValueError, match=r"\$OPENAI_API_KEY has a space"):
+            await client.call(judge_request(0))
+        await client.aclose()
