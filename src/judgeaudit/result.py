@@ -765,6 +765,7 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
         "recall": {m: {"value": v, **{k: hits.get(m, {}).get(k) for k in ("hits", "n")},
                        **recall_interval(hits.get(m, {}).get("hits"), hits.get(m, {}).get("n"))}
                    for m, v in d["recall"].items()} if d.get("recall") else d.get("recall"),
+        **({"recall_note": RECALL_CI_NOTE} if d.get("recall") else {}),
         **({"true_topk_tied": True} if d.get("true_topk_ambiguous") else {}),
         # whether the fit converged (its optimiser and its CG solves; the warnings lead the
         # notes), as rank-eval's summary gives it; None in a document written before

@@ -55,10 +55,21 @@ def escape(text: str) -> str:
     return shown(text)
 
 
+def _num(x: float, spec: str = "+.3f") -> str:
+    """``x`` formatted, a value that is 0 up to rounding as 0 (not -0.000)."""
+    s = format(x, spec)
+    try:
+        if float(s) == 0.0:
+            return format(0.0, spec)
+    except ValueError:  # nan, inf
+        pass
+    return s
+
+
 def _fmt_iv(d: dict) -> str:
-    s = f"{d['estimate']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
+    s = f"{_num(d['estimate'])} [{_num(d['lo'])}, {_num(d['hi'])}]"
     if "planted" in d:
-        s += f"  planted {d['planted']:+.3f}"
+        s += f"  planted {_num(d['planted'])}"
         if "covered" in d:
             s += " (covered)" if d["covered"] else " (NOT covered)"
     return s
@@ -131,10 +142,13 @@ class _RankingView:
 def rank(cfg: RankConfig, json_out: bool) -> None:
     """Find the top-k of a pool with a judge under a comparison budget, correcting for the
     judge's covariate and position biases (bias-aware Bayesian Bradley-Terry, top-k-aware active
-    comparisons). Exit 3 when the run judged too little (--min-valid comparisons with a valid
-    verdict, at most --max-failed of the calls failed or of the answers unreadable). With
-    --plan-only each round of comparisons is planned in turn: ingest its answers and re-run for
-    the next round.
+    comparisons). Items answering different prompts are never compared: each prompt group
+    (items with the same prompt text) is ranked on its own and --k applies within each group
+    (5 prompts at --k 3 give 15 items), so at least one group needs 2 items. Items never
+    usefully compared are counted, listed and never marked in the top-k. Exit 3 when the run
+    judged too little (--min-valid comparisons with a valid verdict, at most --max-failed of
+    the calls failed or of the answers unreadable). With --plan-only each round of comparisons
+    is planned in turn: ingest its answers and re-run for the next round.
 
     Example: judgeaudit rank --judge 'sim?length=1&position=0.3' --items
     'builtin:controlled?n=16&k=4' --budget 60 --samples 300 --out out/rank"""
@@ -146,26 +160,11 @@ def rank(cfg: RankConfig, json_out: bool) -> None:
     view.inp = run.info["inputs"]
     doc = run_command(cfg, run, show=view.show)
     console.print()
-    _recall_intervals(doc)
     path, report = write_outputs(cfg.out, doc)
     _print_rank(doc)
     console.print(f"results: {path}")
     console.print(f"report: {report}")
     finish(doc, json_out)
-
-
-def _recall_intervals(doc: dict) -> None:
-    """Each recall's hits of n get their 95% interval in results.json (`recall_interval`),
-    with what it means in `recall_note`."""
-    from judgeaudit.result import RECALL_CI_NOTE, recall_interval
-
-    hits = doc.get("recall_hits")
-    if not isinstance(hits, dict) or not hits:
-        return
-    for h in hits.values():
-        if isinstance(h, dict):
-            h.update(recall_interval(h.get("hits"), h.get("n")))
-    doc["recall_note"] = RECALL_CI_NOTE
 
 
 def _print_rank(doc: dict) -> None:
@@ -193,26 +192,66 @@ def _print_notes(doc: dict) -> None:
             console.print(styled("note:", "bold yellow", note))
 
 
+def _quality(v: object) -> str:
+    """A quality value in one format for the column (it mixed 2, 1.8333 and 1.75)."""
+    return f"{v:.2f}" if isinstance(v, int | float) and not isinstance(v, bool) else "—"
+
+
+def _rows_shown(rows: list[dict], k: int, n_groups: int) -> int:
+    """How many rows of a group the terminal shows: 2k (at least 10) for one group, k + 2
+    for each of several."""
+    return max(2 * k, 10) if n_groups <= 1 else k + 2
+
+
 def _print_ranking(doc: dict, k: int) -> None:
-    t = Table(title=f"ranking ({doc['reported_model']} model), top-{k} marked",
-              title_justify="left")
-    for col in ("rank", "id", "theta [95%]", "P(top-k)"):
-        t.add_column(col, justify="left" if col == "id" else "right")
-    has_q = any("quality" in r for r in doc["ranking"])
+    rows = doc["ranking"]
+    groups: dict[int, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(int(r.get("group", 0)), []).append(r)
+    n_groups = len(groups)
+    title = f"ranking ({doc['reported_model']} model), top-{k} marked *"
+    if n_groups > 1:
+        title += f"; {n_groups} prompt groups, each ranked on its own, top-{k} within each"
+    t = Table(title=title, title_justify="left")
+    cols = (["group"] if n_groups > 1 else []) + ["rank", "id", "theta [95%]", "P(top-k)",
+                                                   "compared"]
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("id", "group") else "right")
+    has_q = any("quality" in r for r in rows)
     if has_q:
         t.add_column("quality", justify="right")
-    for r in doc["ranking"][: max(2 * k, 10)]:
-        row = [str(r["rank"]) + ("*" if r["in_topk"] else ""), escape(r["id"]),
-               f"{r['theta']:+.2f} [{r['lo']:+.2f}, {r['hi']:+.2f}]", f"{r['p_topk']:.2f}"]
-        if has_q:
-            row.append(f"{r.get('quality', float('nan')):g}")
-        t.add_row(*row)
+    for g, grows in groups.items():
+        n_show = _rows_shown(grows, k, n_groups)
+        for r in grows[:n_show]:
+            mark = "*" if r["in_topk"] else ("?" if r.get("uncompared") else "")
+            row = ([f"g{g}"] if n_groups > 1 else []) + [
+                str(r["rank"]) + mark, escape(r["id"]),
+                f"{_num(r['theta'], '+.2f')} [{_num(r['lo'], '+.2f')}, {_num(r['hi'], '+.2f')}]",
+                f"{r['p_topk']:.2f}", str(r.get("n_compared", "?"))]
+            if has_q:
+                row.append(_quality(r.get("quality")))
+            t.add_row(*row)
+        if len(grows) > n_show:
+            more = len(grows) - n_show
+            t.add_row(*([f"g{g}"] if n_groups > 1 else []), "",
+                      f"... {more} more item{'s' if more > 1 else ''} (results.json)",
+                      *[""] * (len(cols) - (3 if n_groups > 1 else 2) + int(has_q)))
     console.print(t)
+    if n_groups > 1:
+        console.print(escape("groups: " + "; ".join(
+            f"g{g} {_first_words(grows[0].get('prompt'))} ({len(grows)} items)"
+            for g, grows in groups.items())), highlight=False)
+    if any(r.get("uncompared") for r in rows):
+        console.print(f"?: no usable comparison ({doc.get('n_uncompared', '?')} items): "
+                      "theta and place are the prior's; never marked in the top-k",
+                      highlight=False)
     ba = doc["models"]["bias_aware"]
+    n = doc.get("n_fitted", doc.get("n_comparisons"))
     for name, d in ba["c"].items():
         console.print(escape(f"c[{name}] = {_fmt_iv(d)}  (per SD "
-                             f"{d['per_sd']['estimate']:+.3f})"))
-    console.print(f"kappa (position, first shown) = {_fmt_iv(ba['kappa'])}")
+                             f"{_num(d['per_sd']['estimate'])}; n = {n} comparisons)"))
+    console.print(f"kappa (position, first shown) = {_fmt_iv(ba['kappa'])}  "
+                  f"(n = {n} comparisons)")
     _print_notes(doc)
     if doc["covariates_dropped"]:
         console.print(f"left out (constant over the pool): {', '.join(doc['covariates_dropped'])}")
@@ -220,8 +259,9 @@ def _print_ranking(doc: dict, k: int) -> None:
         g = doc["gate"]
         console.print(escape(f"gate: correction {g['decision'].upper()} "
                              f"({g['n_trusted']} trusted pairs): {g['reason']}"))
-    console.print(escape(f"top-{k} naive: {', '.join(doc['models']['naive']['topk'])}"))
-    console.print(escape(f"top-{k} bias-aware: {', '.join(ba['topk'])}"))
+    per = f" (within each of {n_groups} prompt groups)" if n_groups > 1 else ""
+    console.print(escape(f"top-{k}{per} naive: {', '.join(doc['models']['naive']['topk'])}"))
+    console.print(escape(f"top-{k}{per} bias-aware: {', '.join(ba['topk'])}"))
     if "recall" in doc:
         from judgeaudit.result import recall_interval
 
@@ -248,7 +288,9 @@ def _print_ranking(doc: dict, k: int) -> None:
 @config_command(RankEvalConfig)
 def rank_eval_cmd(cfg: RankEvalConfig, json_out: bool) -> None:
     """Evaluate acquisition rules x models offline: recall@k against budget over seeds, with
-    paired tests, full-data recall and the judge's estimated biases with intervals. Exit 3 when
+    paired tests, full-data recall and the judge's estimated biases with intervals. As in
+    rank, items are compared only within a prompt group and --k applies within each group.
+    Exit 3 when
     building the verdict matrices judged too little (--min-valid valid verdicts, at most
     --max-failed of the calls failed or of the answers unreadable); the rules are then not
     evaluated.
@@ -298,6 +340,20 @@ def _mean_se(cell: dict) -> str:
     return f"{mean:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
+def _over(d: dict, n_matrices: int) -> str:
+    """What a rank-eval bias line is: the mean estimate and mean interval over the verdict
+    matrices, with their n (the report said so; the terminal did not)."""
+    n = d.get("n", n_matrices)
+    return (f"(mean over n = {n} matri{'x' if n == 1 else 'ces'}, with their mean 95% "
+            "interval)")
+
+
+def _first_words(prompt: object, n: int = 6) -> str:
+    """A prompt's first words, quoted, for a group's label."""
+    words = str(prompt or "").split()
+    return repr(" ".join(words[:n]) + (" ..." if len(words) > n else ""))
+
+
 EXACT_NOTE = ("exact h/n: every seed gave the same recall, so no t interval; the exact "
               "(Clopper-Pearson) interval of the h hits among the n true top items pooled over "
               "the seeds, treating each item hit as independent")
@@ -324,12 +380,14 @@ def _print_recall(doc: dict) -> None:
         console.print(f"the true top-{doc['k']} is tied at the boundary: items of the same "
                       "quality there are interchangeable, so recall counts any of them as a "
                       "hit", highlight=False)
+    n_mat = len(doc.get("matrices") or [])
     for name, d in doc["c"].items():
         extra = f", coverage {d['coverage']:.2f}" if "coverage" in d else ""
-        console.print(escape(f"c[{name}] = {_fmt_iv(d)}{extra}"))
+        console.print(escape(f"c[{name}] = {_fmt_iv(d)}{extra}  {_over(d, n_mat)}"))
     kd = doc["kappa"]
     console.print(f"kappa = {_fmt_iv(kd)}"
-                  + (f", coverage {kd['coverage']:.2f}" if "coverage" in kd else ""))
+                  + (f", coverage {kd['coverage']:.2f}" if "coverage" in kd else "")
+                  + f"  {_over(kd, n_mat)}")
     _print_notes(doc)
     if doc["covariates_dropped"]:
         console.print(f"left out (constant): {', '.join(doc['covariates_dropped'])}")
