@@ -113,20 +113,24 @@ async def test_a_key_with_a_line_break_after_it_is_sent_without_it(monkeypatch, 
 
 
 async def test_a_key_with_a_space_inside_is_refused_before_any_call(monkeypatch):
-    """Refused when the judge is made (a ValueError: the CLI's bad input, exit 2), not at
-    the first call as a failed run (exit 3)."""
+    """Refused at the first call to be sent (a ValueError: the CLI's bad input, exit 2),
+    not as a failed run (exit 3); not when the judge is made (a cached run sends no key)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test key-0123456789")
     with FakeLLMServer() as srv:
+        client = Client(make_provider("openai", "fake", {"base_url": srv.openai_url}))
         with pytest.raises(ValueError) as err:
-            make_provider("openai", "fake", {"base_url": srv.openai_url})
+            await client.call(judge_request(0))
+        await client.aclose()
         assert srv.count() == 0
     assert "$OPENAI_API_KEY" in str(err.value) and "position 8 of 22" in str(err.value)
     assert "key-0123456789" not in str(err.value)
     # given as the spec's api_key: named as the parameter, the message intact (it read
     # "the API key from api_key= has a space", which the secret mask cut to "api_key= ***")
+    client = Client(make_provider("openai", "fake", {"base_url": "http://127.0.0.1:9/v1",
+                                                     "api_key": "ab cd"}))
     with pytest.raises(ValueError) as err:
-        make_provider("openai", "fake", {"base_url": "http://127.0.0.1:9/v1",
-                                         "api_key": "ab cd"})
+        await client.call(judge_request(0))
+    await client.aclose()
     assert "the API key from the api_key parameter has a space" in str(err.value)
 
 
