@@ -126,7 +126,9 @@ def paired_test(x: Sequence[float], y: Sequence[float]) -> dict:
     # 1e-16 made a t of 3.6e15 and a p of 2e-16 out of two equal differences)
     d = np.round(np.asarray(x, float) - np.asarray(y, float), 12)
     n = int(d.shape[0])
-    out = {"mean_diff": float(d.mean()), "se": float(d.std(ddof=1) / math.sqrt(n)) if n > 1
+    # the mean and se rounded alike: a mean of differences that cancel printed 9.999e-14
+    out = {"mean_diff": round(float(d.mean()), 12) + 0.0,
+           "se": round(float(d.std(ddof=1) / math.sqrt(n)), 12) + 0.0 if n > 1
            else float("nan"), "n": n, "t": float("nan"), "p_t": 1.0, "p_wilcoxon": 1.0}
     if n > 1 and np.any(d != 0):
         if np.std(d) > 0:

@@ -53,6 +53,9 @@ class Verdict:
     raw: str  # what the judge said
     p_first: float | None = None
     error: str | None = None
+    # the kind of a failed call (`llm.base.ERROR_KINDS`: too_long names an item over the
+    # judge's context); None when the judge answered
+    error_kind: str | None = None
 
     @property
     def invalid(self) -> bool:
@@ -101,7 +104,8 @@ async def judge_pair(bundle: JudgeBundle, pool: Pool, first: int, second: int) -
     ov = judge.check(request, order, out)  # type: ignore[arg-type]
     y = Y_OF_CHOICE.get(ov.choice) if ov.choice is not None else None
     return Verdict(first, second, order, y, ov.choice if y is not None else None, ov.raw,
-                   ov.p_first, ov.error)
+                   ov.p_first, ov.error,
+                   out.kind if isinstance(out, CallFailed) else None)
 
 
 async def judge_pairs(bundle: JudgeBundle, pool: Pool, pairs: Sequence[tuple[int, int]],

@@ -90,6 +90,43 @@ def _trusted_rows(trusted: Trusted, pool: Pool) -> np.ndarray | None:
     return np.array(rows, dtype=float)
 
 
+def check_groups(pool: Pool, *, cli: bool = False) -> None:
+    """Items are compared only with items answering the same prompt (a prompt group), so a
+    pool whose every item has a prompt of its own has nothing to compare: say so (it read
+    "--budget must be in 1..0")."""
+    if max_budget(pool) == 0:
+        raise ValueError(
+            f"{pool.source}: every one of its {pool.n_items} items answers a prompt of its own "
+            f"({pool.n_groups} prompt groups of 1 item): items are compared, and the top-k "
+            f"({opt('k', cli)}) chosen, only within a prompt group (items with the same "
+            "'prompt' text), so at least one group needs 2 items; give the items that "
+            "answer the same question the same prompt")
+
+
+def too_long_summary(verdicts: Sequence[Verdict], pool: Pool) -> dict[str, Any] | None:
+    """Calls the server refused as over the judge's context (kind too_long): how many and
+    the items of those comparisons, most often involved first (the long item leads)."""
+    bad = [v for v in verdicts if v.error_kind == "too_long"]
+    if not bad:
+        return None
+    count: dict[str, int] = {}
+    for v in bad:
+        for i in (v.first, v.second):
+            iid = pool.items[i].id
+            count[iid] = count.get(iid, 0) + 1
+    items = sorted(count, key=lambda x: -count[x])
+    return {"n_calls": len(bad), "items": {i: count[i] for i in items}}
+
+
+def too_long_warning(tl: dict[str, Any]) -> str:
+    """The terminal's and report's line for `too_long_summary`."""
+    shown = ", ".join(f"{i!r} ({n})" for i, n in list(tl["items"].items())[:5])
+    more = len(tl["items"]) - 5
+    return (f"{tl['n_calls']} call{'s' if tl['n_calls'] > 1 else ''} failed as too long for "
+            f"the judge's context (no verdict: left out of the fit); items in those "
+            f"comparisons (calls): {shown}{f' and {more} more' if more > 0 else ''}")
+
+
 @dataclass
 class RankInputs:
     """A checked `rank` request: its settings (`cfg`) and what was derived from them, all
@@ -119,6 +156,7 @@ def prepare_rank(cfg: RankConfig, *, cli: bool = False) -> RankInputs:
     if not 0 < k < pool.n_items:
         raise ValueError(f"{opt('k', cli)} must be in 1..{pool.n_items - 1} for this pool, "
                          f"got {k}")
+    check_groups(pool, cli=cli)
     if not 0 < cfg.budget <= max_budget(pool):
         raise ValueError(f"{opt('budget', cli)} must be in 1..{max_budget(pool)} (every "
                          f"comparable pair in both orders) for this pool, got {cfg.budget}")
@@ -144,11 +182,15 @@ async def run_rank(
     from judgeaudit.rank.summary import (
         TAU_COLLAPSED,
         bias_notes,
+        collinear_warnings,
+        compared_counts,
         convergence_warnings,
         gate_summary,
         group_notes,
         model_summary,
         ranking,
+        selection_theta,
+        uncompared_warnings,
     )
 
     t0 = time.time()
@@ -177,6 +219,8 @@ async def run_rank(
     final = fits[chosen]
     tpl = bundle.pairwise.template
     planted = planted_biases(bundle, names)
+    n_cmp = compared_counts(pool.n_items, res.comparisons)
+    compared = n_cmp > 0
     doc: dict[str, Any] = {
         "command": "rank", "version": session.stamps()["version"],
         "judge": bundle.public_spec, "items": c.items, "pool": pool.meta,
@@ -200,20 +244,28 @@ async def run_rank(
                            c.samples, c.seed, p_fit=run.p_fit(chosen)),
         "models": {m: model_summary(pool, f, k, run.covariates, planted,
                                     *((run.terms, run.terms_method) if m == "bias_aware"
-                                      else (None, None)))
+                                      else (None, None)), compared=compared)
                    for m, f in fits.items()},
         "planted": planted,
         "gate": gate_summary(gate) if gate else None,
         "comparisons": [dict(v.as_dict(pool), step=i) for i, v in enumerate(run.verdicts)],
         "n_comparisons": len(run.verdicts), "n_invalid": run.n_invalid, "n_ties": run.n_ties,
         "n_fitted": int(res.comparisons.shape[0]),  # the valid ones: invalid are left out
+        # items with no usable comparison: their theta and place are the prior's
+        "n_uncompared": int(np.sum(~compared)),
+        "uncompared": [pool.items[i].id for i in np.flatnonzero(~compared)[:20]],
+        "too_long": too_long_summary(run.verdicts, pool),
         "calls": bundle.client.stats.as_dict(), "run": run.run, "seconds": time.time() - t0,
     }
     # a fit that did not converge (MAP or the sparse posterior's CG) is a warning of its own
     # (`warnings`, as audit and evaluate keep theirs), and leads the notes: the --json
     # summary and scripts reading notes see it too
     doc["converged"] = all(m["converged"] for m in doc["models"].values())
-    doc["warnings"] = convergence_warnings(doc["models"])
+    doc["warnings"] = (convergence_warnings(doc["models"])
+                       + uncompared_warnings(pool, n_cmp, k,
+                                             {m: d["topk"] for m, d in doc["models"].items()})
+                       + ([too_long_warning(doc["too_long"])] if doc["too_long"] else [])
+                       + collinear_warnings(run.X, run.covariates))
     ba = doc["models"]["bias_aware"]
     if c.hierarchical:  # every bias term held near 0 by the learned tau (bias_notes says so)
         ba["tau_collapsed"] = bool(ba.get("tau_terms", ba["tau"]) < TAU_COLLAPSED)
@@ -223,7 +275,9 @@ async def run_rank(
     doc["notes"] += group_notes(pool, k) + pool.notes
     if pool.has_quality:
         true = pool.true_topk(k)
-        doc["recall"] = {m: recall_ties(f.theta, pool.quality, k, pool.groups)
+        # of the top k reported (`selection_theta`: items never compared come last)
+        doc["recall"] = {m: recall_ties(selection_theta(f.theta, compared), pool.quality, k,
+                                        pool.groups)
                          for m, f in fits.items()}
         # each recall's n (the true top items) and hits, as the terminal says "4 of 5"
         doc["recall_hits"] = {m: {"hits": int(round(v * len(true))), "n": int(len(true))}
@@ -233,5 +287,5 @@ async def run_rank(
     return doc
 
 
-__all__ = ["INVALID", "TIES", "RankInputs", "check_rules", "covariate_names", "opt",
-           "parse_lam", "prepare_rank", "run_rank"]
+__all__ = ["INVALID", "TIES", "RankInputs", "check_groups", "check_rules", "covariate_names",
+           "opt", "parse_lam", "prepare_rank", "run_rank", "too_long_summary"]

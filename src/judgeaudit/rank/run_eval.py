@@ -20,6 +20,7 @@ from judgeaudit.rank.pool import Pool, load_pool
 from judgeaudit.rank.run import (
     INVALID,
     TIES,
+    check_groups,
     check_rules,
     covariate_names,
     opt,
@@ -200,6 +201,7 @@ def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> RankEvalInpu
         if not 0 < k < pool.n_items:
             raise ValueError(f"{opt('k', cli)} must be below the pool size ({pool.n_items}) "
                              f"of {spec}")
+        check_groups(pool, cli=cli)
         if budget_list[-1] > max_budget(pool) or budget_list[0] < 1:
             raise ValueError(f"{opt('budgets', cli)} must be in 1..{max_budget(pool)} for "
                              f"{spec}")
@@ -264,6 +266,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
     from judgeaudit.rank.membership import recall_ties
     from judgeaudit.rank.summary import (
         bias_notes,
+        collinear_warnings,
         covariate_estimates,
         fit_convergence,
         group_notes,
@@ -351,7 +354,12 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
             "acquisition": res["convergence"]["acquisition"],
             "matrices": {m: tally_convergence([x["converged"][m] for x in per_matrix])
                          for m in MODELS}}
-    warns = convergence_warnings(conv) + matrix_convergence_warnings(conv["matrices"])
+    warns = (convergence_warnings(conv) + matrix_convergence_warnings(conv["matrices"])
+             + list(dict.fromkeys(
+                 w for spec, pool in inp.pools.items()
+                 for w in collinear_warnings(*pool.covariates(kept),
+                                             where="the pool" if len(inp.pools) == 1
+                                             else spec))))
     doc.update({
         "config": {**res["config"], "ties": TIES, "invalid": INVALID},
         "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],

@@ -176,12 +176,98 @@ def membership(fit: BTFit, k: int, groups: np.ndarray | None, n_samples: int = 1
                                     n_samples, seed)
 
 
+def compared_counts(n_items: int, comparisons: np.ndarray) -> np.ndarray:
+    """Valid comparisons per item (invalid and failed calls are not in ``comparisons``)."""
+    comps = np.asarray(comparisons, dtype=float).reshape(-1, 3)
+    n_cmp = np.zeros(n_items, dtype=int)
+    np.add.at(n_cmp, comps[:, 0].astype(int), 1)
+    np.add.at(n_cmp, comps[:, 1].astype(int), 1)
+    return n_cmp
+
+
+# How far below every compared item an item never compared is put when a top k is chosen:
+# its theta is the prior's, so it enters a top k only when its group has too few compared.
+_UNCOMPARED_SHIFT = 1e6
+
+
+def selection_theta(theta: np.ndarray, compared: np.ndarray | None) -> np.ndarray:
+    """theta for choosing a top k: items with no usable comparison (``compared`` False) below
+    every compared one, in their own order. With --budget 1 on 25 items the top 3 held two
+    items never compared (theta +0.00, the prior's) ahead of a compared one that lost."""
+    theta = np.asarray(theta, dtype=float)
+    if compared is None or bool(np.all(compared)):
+        return theta
+    return np.where(compared, theta, theta - _UNCOMPARED_SHIFT)
+
+
+def uncompared_warnings(pool: Pool, n_cmp: np.ndarray, k: int,
+                        topk: dict[str, list[str]]) -> list[str]:
+    """Items with no usable comparison (never compared, or every comparison failed or was
+    unreadable): how many with the first ids, and each model's top k that had to take one
+    because its group has too few compared items (the budget was too small)."""
+    bad = [pool.items[i].id for i in np.flatnonzero(n_cmp == 0)]
+    if not bad:
+        return []
+    out = [f"{len(bad)} of {pool.n_items} items have no usable comparison (never compared, "
+           f"or every comparison failed or was unreadable): {_ids(bad)}; their theta and "
+           "place are the prior's, not the judge's, and they are never marked in the top-k"]
+    bad_set = set(bad)
+    for model, ids in topk.items():
+        forced = [i for i in ids if i in bad_set]
+        if forced:
+            out.append(f"the {model.replace('_', '-')} top-{k} has to include "
+                       f"{len(forced)} item{'s' if len(forced) > 1 else ''} never usefully "
+                       f"compared ({_ids(forced)}): too few compared items "
+                       f"{'in its prompt group' if pool.groups is not None else 'in the pool'}"
+                       " (the budget was too small); raise --budget")
+    return out
+
+
+def _ids(ids: Sequence[str], n: int = 5) -> str:
+    """The first ``n`` ids quoted, with how many more."""
+    shown = ", ".join(repr(i) for i in ids[:n])
+    return shown + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
+# Above this |Pearson r| over the pool two covariates are one measurement: the fit can only
+# split their joint effect between them (log words and verbosity, both word counts, split a
+# planted 1.5 into 0.57 and 0.58, each interval spanning 0).
+COLLINEAR_R = 0.95
+
+
+def collinear_warnings(X: np.ndarray, info: Sequence[CovariateInfo],
+                       where: str = "the pool") -> list[str]:
+    """One warning per pair of chosen covariates whose values over ``where`` correlate above
+    `COLLINEAR_R` in absolute value, naming both and r; neither is dropped (the user chose
+    them)."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] < 2 or X.shape[0] < 3:
+        return []
+    out = []
+    for a in range(X.shape[1]):
+        for b in range(a + 1, X.shape[1]):
+            xa, xb = X[:, a], X[:, b]
+            if not (np.std(xa) > 0 and np.std(xb) > 0):
+                continue
+            r = float(np.corrcoef(xa, xb)[0, 1])
+            if abs(r) > COLLINEAR_R:
+                out.append(
+                    f"covariates {info[a].name} and {info[b].name} are collinear over "
+                    f"{where} (r = {r:+.3f}, n = {X.shape[0]} items): the fit cannot tell "
+                    "their biases apart and splits the joint effect between them, so each "
+                    "c and its interval say little on its own; keep one of them "
+                    "(--covariates)")
+    return out
+
+
 def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[CovariateInfo],
             comparisons: np.ndarray, n_samples: int = 1500, seed: int = 0,
             p_fit: BTFit | None = None) -> list[dict]:
     """Items by posterior mean theta (best first; within each prompt group when there are
     several), each with its 95% interval, P(in top k), the covariates and its record.
-    ``p_fit``: the fit P(in top k) is drawn from when it is not ``fit``
+    Items with no usable comparison (``n_compared`` 0, ``uncompared`` true) come after the
+    compared ones of their group and are never marked in the top k: their theta is the
+    prior's. ``p_fit``: the fit P(in top k) is drawn from when it is not ``fit``
     (`rank.fitting.membership_fit`: with a learned lam, the Laplace evidence's; Laplace-EM's
     is too tight for calibrated probabilities); order, intervals and top k stay ``fit``'s."""
     groups = pool.groups
@@ -190,17 +276,16 @@ def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[Covari
     se = np.sqrt(var)
     z = _z()
     p = membership(fit if p_fit is None else p_fit, k, groups, n_samples, seed)
-    top = set(topk_set_grouped(theta, k, groups).tolist())
     comps = np.asarray(comparisons, dtype=float).reshape(-1, 3)
-    n_cmp = np.zeros(pool.n_items, dtype=int)
+    n_cmp = compared_counts(pool.n_items, comps)
+    compared = n_cmp > 0
+    top = set(topk_set_grouped(selection_theta(theta, compared), k, groups).tolist())
     wins = np.zeros(pool.n_items)
     for f, s, y in comps:
-        n_cmp[int(f)] += 1
-        n_cmp[int(s)] += 1
         wins[int(f)] += y
         wins[int(s)] += 1.0 - y
     g = groups if groups is not None else np.zeros(pool.n_items, dtype=int)
-    order = np.lexsort((np.arange(pool.n_items), -theta, g))
+    order = np.lexsort((np.arange(pool.n_items), -theta, ~compared, g))
     rows, rank, last = [], 0, None
     for i in order:
         rank = rank + 1 if g[i] == last else 1
@@ -208,9 +293,11 @@ def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[Covari
         it = pool.items[i]
         row = {"rank": rank, "id": it.id, "theta": float(theta[i]),
                "lo": float(theta[i] - z * se[i]), "hi": float(theta[i] + z * se[i]),
-               "p_topk": float(p[i]), "in_topk": bool(i in top),
+               "p_topk": float(p[i]), "in_topk": bool(i in top and compared[i]),
                "n_compared": int(n_cmp[i]), "wins": float(wins[i]),
                "covariates": {ci.name: float(X[i, m] + ci.mean) for m, ci in enumerate(info)}}
+        if not compared[i]:
+            row["uncompared"] = True
         if groups is not None:
             row["group"] = int(g[i])
             row["prompt"] = it.prompt
@@ -278,14 +365,17 @@ def convergence_warnings(models: dict) -> list[str]:
 
 def model_summary(pool: Pool, fit: BTFit, k: int, info: Sequence[CovariateInfo],
                   planted: dict | None = None, terms: BTFit | None = None,
-                  terms_method: str | None = None) -> dict:
+                  terms_method: str | None = None,
+                  compared: np.ndarray | None = None) -> dict:
     """One model's top-k ids, thetas and (bias-aware) judge biases. ``terms``: the fit the
     biases come from when not ``fit`` (`rank.fitting.terms_fit`: a learned lam's refit at
     the Laplace evidence's); with ``terms_method`` its lam and tau are recorded as
     ``lam_terms`` and ``tau_terms`` (``lam`` and ``tau`` stay the ranking's). ``converged``
     covers both fits' MAP and the CG of their sparse posteriors (`fit_convergence`: call this
-    after ``ranking``, whose variances and P(top-k) are solved on first use)."""
-    top = topk_set_grouped(fit.theta, k, pool.groups)
+    after ``ranking``, whose variances and P(top-k) are solved on first use). ``compared``:
+    which items have a usable comparison; the top k takes the others only when too few are
+    compared (`selection_theta`)."""
+    top = topk_set_grouped(selection_theta(fit.theta, compared), k, pool.groups)
     tf = terms if terms is not None else fit
     d: dict = {"topk": [pool.items[i].id for i in top],
                "theta": {it.id: float(t) for it, t in zip(pool.items, fit.theta, strict=True)},
