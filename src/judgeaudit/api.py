@@ -168,11 +168,11 @@ def _strings(x: Any, what: str) -> list[str]:
     """A list argument as a list of strings; anything else is a ValueError naming the
     argument (it was an AttributeError or TypeError from deep inside)."""
     if isinstance(x, str | bytes | Mapping) or not isinstance(x, Iterable):
-        raise ValueError(f"{what}: expected a string or a list of strings, got {x!r}")
+        raise ValueError(f"{what}: expected a string or a list of strings, got {_cut(x)}")
     out = list(x)
     for i, v in enumerate(out):
         if not isinstance(v, str):
-            raise ValueError(f"{what}[{i}]: expected a string, got {v!r}")
+            raise ValueError(f"{what}[{i}]: expected a string, got {_cut(v)}")
     return out
 
 
@@ -196,9 +196,19 @@ def _selection(x: str | Sequence[str] | None, what: str, default: str) -> list[s
     ([] or "") a ValueError: it ran the default silently."""
     names = _names(x, what)
     if names == []:
-        raise ValueError(f"{what}: an empty selection ({x!r}); give names, or leave {what} "
+        raise ValueError(f"{what}: an empty selection ({_cut(x)}); give names, or leave {what} "
                          f"out for {default}")
     return names or []
+
+
+CUT = 200
+
+
+def _cut(value: Any) -> str:
+    """A value's repr for an error message, cut to its first `CUT` characters: a list of
+    items given where a string was expected was repeated whole (a 23,941-character message)."""
+    r = repr(value)
+    return r if len(r) <= CUT else r[:CUT] + f"... ({len(r)} characters)"
 
 
 def _doc_arg(x: Any, what: str, wanted: str = "a results.json path, a Result or a dict"
@@ -207,7 +217,7 @@ def _doc_arg(x: Any, what: str, wanted: str = "a results.json path, a Result or 
     type is a ValueError naming the argument (it was a TypeError from opening it)."""
     if x is None or isinstance(x, str | os.PathLike | Result | Mapping):
         return x
-    raise ValueError(f"{what}: expected {wanted}, got {x!r}")
+    raise ValueError(f"{what}: expected {wanted}, got {_cut(x)}")
 
 
 def _loose_names(x: Any, what: str) -> Any:
@@ -223,13 +233,13 @@ def _trusted(x: Any) -> Any:
         return Path(x)
     if isinstance(x, bytes | Mapping) or not isinstance(x, Iterable):
         raise ValueError(f"trusted: expected a file or a list of (better, worse) pairs of "
-                         f"item ids, got {x!r}")
+                         f"item ids, got {_cut(x)}")
     pairs = list(x)
     for i, v in enumerate(pairs):
         if (isinstance(v, str | bytes) or not isinstance(v, Sequence) or len(v) != 2
                 or not all(isinstance(s, str) for s in v)):
             raise ValueError(f"trusted[{i}]: expected a (better, worse) pair of item ids, "
-                             f"got {v!r}")
+                             f"got {_cut(v)}")
     return [tuple(v) for v in pairs]
 
 
@@ -238,7 +248,7 @@ def _seeds(x: Any) -> Any:
     if isinstance(x, int | str) or (isinstance(x, Iterable) and not isinstance(
             x, bytes | Mapping)):
         return x
-    raise ValueError(f"seeds: expected a count, a range or a list of seeds, got {x!r}")
+    raise ValueError(f"seeds: expected a count, a range or a list of seeds, got {_cut(x)}")
 
 
 def _levels(x: Any) -> str:
@@ -246,11 +256,11 @@ def _levels(x: Any) -> str:
     if isinstance(x, str):
         return x
     if isinstance(x, Mapping) or not isinstance(x, Iterable):
-        raise ValueError(f"levels: expected a list of levels 1-5, got {x!r}")
+        raise ValueError(f"levels: expected a list of levels 1-5, got {_cut(x)}")
     out = list(x)
     for i, v in enumerate(out):
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ValueError(f"levels[{i}]: expected an integer 1-5, got {v!r}")
+            raise ValueError(f"levels[{i}]: expected an integer 1-5, got {_cut(v)}")
     return ",".join(str(v) for v in out)
 
 
@@ -330,7 +340,7 @@ def _check(cls: type[CommandConfig], /, **values: Any) -> None:
             continue
         wanted = field_error(cls, name, v)
         if wanted is not None:
-            raise ValueError(f"{name}: expected {wanted}, got {v!r}")
+            raise ValueError(f"{name}: expected {wanted}, got {_cut(v)}")
 
 
 def _config(cls: type[C], loose: Mapping[str, Any] | None = None, /, **values: Any) -> C:
@@ -352,9 +362,9 @@ async def _execute(run: Run, *, session: Session | None, opts: dict[str, Any],
     from judgeaudit.llm import CallFailed
 
     if not isinstance(raise_on_failure, bool):  # [1] or "no" is truthy: it raised
-        raise ValueError(f"raise_on_failure: expected True or False, got {raise_on_failure!r}")
+        raise ValueError(f"raise_on_failure: expected True or False, got {_cut(raise_on_failure)}")
     if session is not None and not isinstance(session, Session):  # an AttributeError later
-        raise ValueError(f"session: expected a judgeaudit.Session, got {session!r}")
+        raise ValueError(f"session: expected a judgeaudit.Session, got {_cut(session)}")
     if session is not None:
         given = {k: v for k, v in opts.items() if v is not None and k != "seed"}
         if given:
@@ -385,7 +395,7 @@ def _opts(cache: Any, concurrency: int | None, timeout: float | None, retry: Any
     _check(EvaluateConfig, concurrency=concurrency, timeout=timeout, max_cost=max_cost)
     _at_most("retry", retry, MAX_RETRIES, "retries per call")
     if progress is not None and not callable(progress):  # a TypeError at the first call
-        raise ValueError(f"progress: expected a callable(Progress), got {progress!r}")
+        raise ValueError(f"progress: expected a callable(Progress), got {_cut(progress)}")
     return {"cache": cache, "concurrency": concurrency, "timeout": timeout, "retry": retry,
             "seed": seed, "progress": progress, "max_cost": max_cost}
 
@@ -579,7 +589,7 @@ def _references_out(cfg: ScoringBiasConfig, out: Any) -> None:
     if out is not None:
         if not isinstance(out, str | os.PathLike) or isinstance(out, bytes):
             raise ValueError(f"references_out: expected a file path (str or os.PathLike), "
-                             f"got {out!r}")
+                             f"got {_cut(out)}")
         if Path(out).expanduser().is_dir():
             raise ValueError(f"references_out: {str(out)!r} is a directory; expected a file "
                              "path, e.g. DIR/references.json")
@@ -684,7 +694,7 @@ scoring_bias = _sync_twin(ascoring_bias)
 
 async def arank(
     judge: str,
-    items: str = "builtin:controlled",
+    items: str | os.PathLike[str] | Sequence[Mapping[str, Any]] = "builtin:controlled",
     *,
     k: int | None = None,
     budget: int = 120,
@@ -719,7 +729,8 @@ async def arank(
     Args:
         judge: judge SPEC, e.g. "sim?length=1&position=0.3", "openai:MODEL?base_url=URL".
         items: pool SPEC: "builtin:controlled[?seed=0&n=30&k=5&topic=moon]" or
-            "jsonl:PATH" (one {"id", "prompt", "response", "quality"?, ...} per line).
+            "jsonl:PATH" (one {"id", "prompt", "response", "quality"?, ...} per line), or
+            a list of such dicts.
         k: size of the top set (default: the pool's, else 5).
         budget: comparisons (judge calls) to spend; at most every comparable pair in
             both orders.
@@ -759,11 +770,17 @@ async def arank(
         from judgeaudit.config import field_error
 
         raise ValueError(f"rule: expected {field_error(RankConfig, 'rule', rule)}, got "
-                         f"{rule!r}")
+                         f"{_cut(rule)}")
+    loose: dict[str, Any] = {"covariates": _loose_names(covariates, "covariates"), "lam": lam,
+                             "trusted": _trusted(trusted)}
+    if not isinstance(items, str | os.PathLike):  # a list of item dicts, as the README says
+        loose["items"] = _pool_records(items)
+    else:
+        loose["items"] = os.fspath(items)
+    _check(RankConfig, items=loose["items"])
     cfg = _config(
-        RankConfig, {"covariates": _loose_names(covariates, "covariates"), "lam": lam,
-                     "trusted": _trusted(trusted)},
-        judge=judge, items=items, k=k, budget=budget, rule=rule, model=model, seed=seed, tau=tau,
+        RankConfig, loose,
+        judge=judge, k=k, budget=budget, rule=rule, model=model, seed=seed, tau=tau,
         hierarchical=hierarchical, refit_every=refit_every, samples=samples,
         min_valid=min_valid, max_failed=max_failed)
     return await _execute(prepare_rank(cfg), session=session, opts=opts,
@@ -771,6 +788,18 @@ async def arank(
 
 
 rank = _sync_twin(arank)
+
+
+def _pool_records(items: Any) -> Any:
+    """rank's items given as a list of dicts ({"id", "prompt", "response", "quality"?, ...})
+    as `rank.pool.PoolRecords` (checked when the pool is built); another type is a
+    ValueError naming what is taken."""
+    from judgeaudit.rank.pool import PoolRecords
+
+    if isinstance(items, bytes | Mapping) or not isinstance(items, Iterable):
+        raise ValueError(f"items: expected a pool SPEC or a list of item dicts, got "
+                         f"{_cut(items)}")
+    return PoolRecords(items)
 
 
 async def arank_eval(
@@ -922,7 +951,7 @@ async def adiscover(
         min_agreement=min_agreement, seed=seed, min_valid=min_valid, max_failed=max_failed)
     if embedder is not None and not callable(getattr(embedder, "encode", None)):
         raise ValueError(f"embedder: expected a sentence embedder (encode(texts) -> array, "
-                         f"name), got {embedder!r}")
+                         f"name), got {_cut(embedder)}")
     run = prepare_discover(cfg, data=data, judges=_specs(judges, "judges"),
                            embedder=embedder)
     return await _execute(run, session=session, opts=opts, raise_on_failure=raise_on_failure)

@@ -28,6 +28,7 @@ Each column's standard deviation is reported so c can be read per SD as well.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -406,6 +407,45 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
     return Pool(items=items, source=src, meta={"kind": kind, "path": str(p)}, notes=notes)
 
 
+class PoolRecords(str):
+    """A pool given as Python records (the API's ``items=[{"id", "prompt", "response",
+    "quality"?, ...}, ...]``, as `scoring_bias` takes its data): a string, so the Config and
+    the results document hold its description ("a list of 25 items"), carrying the records
+    `load_pool` builds the pool from."""
+
+    records: list[Any]
+
+    def __new__(cls, records: Any) -> PoolRecords:
+        rows = list(records)
+        self = super().__new__(cls, f"a list of {len(rows)} items")
+        self.records = rows
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copies keep the records
+        return (PoolRecords, (self.records,))
+
+
+def records_pool(records: PoolRecords) -> Pool:
+    """The pool of `PoolRecords`, each record checked as a JSON Lines pool's line is; a
+    problem names the record as items[i]."""
+    rows = []
+    for i, rec in enumerate(records.records):
+        if not isinstance(rec, Mapping):
+            raise ValueError(f"items[{i}]: expected a dict with id, prompt and response, got "
+                             f"{type(rec).__name__}")
+        rec = dict(rec)
+        if isinstance(rec.get("id"), int) and not isinstance(rec.get("id"), bool):
+            rec["id"] = str(rec["id"])  # as a JSON Lines file's 1 would be read
+        rows.append((i, rec))
+    if len(rows) < 2:
+        raise ValueError(f"items: a ranking pool needs at least 2 items, got {len(rows)}")
+    try:
+        return _records_pool(Path("items"), rows, str(records), "list")
+    except DataError as e:
+        where = "" if e.where is None else f"[{e.where}]"
+        raise ValueError(f"items{where}: {e.problem}") from None
+
+
 def bare_pool_path(text: str) -> bool:
     """A pool given as a file path without a kind (`pool.jsonl`, `pool.csv`, `pool.tsv`, in
     any case, and compressed: `pool.jsonl.gz`, `.bz2`, `.xz`, as the readers open them),
@@ -428,7 +468,10 @@ def load_pool(spec: str, k: int | None = None, k_option: str = "k") -> Pool:
     `csv:PATH` or `PATH.csv`/`.tsv`. `k`:
     the top-k size asked for (`--k`); a built-in pool without its own `&k=` is built for it
     (its design keeps the k-th and (k+1)-th qualities apart). `k_option`: that option's name
-    as the caller typed it (`--k` or `k`), for a message about it."""
+    as the caller typed it (`--k` or `k`), for a message about it. `PoolRecords` (the API's
+    list of items) are built as they are."""
+    if isinstance(spec, PoolRecords):
+        return records_pool(spec)
     text = spec.strip()
     if bare_pool_path(text):
         return (jsonl_pool if _bare_kind(text) == "jsonl" else csv_pool)(text, source=text)
