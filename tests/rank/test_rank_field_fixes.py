@@ -150,3 +150,11 @@ def test_rank_eval_warns_about_collinear_covariates(tmp_path):
                                seeds=1, samples=100, covariates="a,b", cache=False)
     assert any("covariates a and b are collinear" in w and "r = -1.000" in w
                for w in res["warnings"])
+
+
+def test_the_report_marks_items_never_compared_and_warns(tmp_path):
+    res = judgeaudit.rank(SIM, "builtin:controlled?n=12&k=3", k=3, budget=1, samples=100,
+                          min_valid=1, cache=False)
+    html = res.report(tmp_path / "r.html").read_text()
+    assert html.count("prior only") == 10 + 1  # 10 rows and the table's note
+    assert "10 of 12 items have no usable comparison" in html

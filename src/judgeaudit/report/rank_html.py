@@ -66,6 +66,8 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
             "lo": x.get("lo"), "hi": x.get("hi"), "p_topk": x.get("p_topk"),
             "p_pct": max(0.0, min(100.0, 100.0 * (_num(x.get("p_topk")) or 0.0))),
             "in_topk": bool(x.get("in_topk")), "n_compared": x.get("n_compared"),
+            # no usable comparison: theta and place are the prior's (rank.summary.ranking)
+            "uncompared": bool(x.get("uncompared")),
             "wins": x.get("wins"), "quality": x.get("quality"), "group": x.get("group"),
             "prompt": _str(x.get("prompt")),
             "covariates": [(str(n), v) for n, v in _d(x.get("covariates")).items()],
