@@ -92,6 +92,11 @@ def test_bias_lines_give_their_n_and_zero_prints_as_zero(app, tmp_path):
     assert re.search(rf"c\[length\] = .*n = {n} comparisons\)", r.output)
     assert re.search(rf"kappa \(position, first shown\) = .*\(n = {n} comparisons\)", r.output)
     assert "-0.000" not in r.output and "-0.00 " not in r.output
+    # the quality column in one format (it mixed 2, 1.8333 and 1.75)
+    cells = [ln.split("│")[-2].strip() for ln in r.output.splitlines()
+             if ln.startswith("│") and ln.count("│") > 6 and "more item" not in ln]
+    assert len(cells) == 10 and all(re.fullmatch(r"-?\d+\.\d\d", c) for c in cells), cells
+    assert "... 2 more items (results.json)" in r.output
     e = _run(app, ["rank-eval", "--oracle", SIM, "--items", "builtin:controlled?n=10&k=2",
                    "--rules", "random", "--seeds", "2", "--budgets", "10", "--samples", "100",
                    "--out", str(tmp_path / "e")], tmp_path)
