@@ -150,3 +150,13 @@ def test_compare_says_when_the_audits_were_written_by_different_versions(two_aud
     assert json.loads(res.stdout.splitlines()[0])["versions_differ"]["a"] == "0.0.1"
     same = runner.invoke(app, ["compare", str(a), str(a), "--out", str(tmp_path / "s")])
     assert "was written by" not in same.output
+
+
+def test_a_tripped_gate_still_says_which_named_probe_measured_nothing(tmp_path):
+    res = _audit(tmp_path / "a", ONE_ORDER + "&authority=5", "--fail-on",
+                 "position,authority", "--n", "40", "--json")
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.output.split())
+    assert "fail-on: authority" in text and "note: fail-on position,authority: position " \
+        "measured nothing" in text
+    assert json.loads(res.stdout.splitlines()[0])["gate"]["outcome"] == "tripped"

@@ -304,6 +304,9 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     finish(res, json_out)  # before the gate: no gate passes a failed run
     if unmeasured and not failing:
         raise fail(unmeasured_text(cfg.fail_on, unmeasured), EXIT_RUN_FAILED)
+    if unmeasured:  # tripped anyway; the probes it could not check are said too
+        console.print("note: " + unmeasured_text(cfg.fail_on, unmeasured), highlight=False,
+                      markup=False)
     if unchecked and not failing:
         raise fail(f"fail-on {mode}: the threshold check of {', '.join(unchecked)} could not "
                    "be made (no valid verdict for its rate: calls not sent or answers "
