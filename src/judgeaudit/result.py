@@ -756,6 +756,9 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
         "n_comparisons": d.get("n_comparisons"), "n_invalid": d.get("n_invalid"),
         "reported_model": d.get("reported_model"),
         "topk": [r.get("id") for r in d.get("ranking") or [] if r.get("in_topk")],
+        # items whose place is the prior's (no usable comparison), and calls over the judge's
+        # context, as fields a script can read (they were only in the notes' text)
+        **{key: d[key] for key in ("n_uncompared", "uncompared", "too_long") if key in d},
         # {value, ci95, n} as every other command gives them (they were estimate/lo/hi)
         "biases": {**{f"c[{n}]": _iv_est(v, d.get("n_comparisons"))
                       for n, v in (ba.get("c") or {}).items()},

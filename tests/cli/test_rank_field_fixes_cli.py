@@ -77,7 +77,8 @@ def test_uncompared_items_are_marked_and_warned_about(app, tmp_path):
     out = " ".join(r.output.split())
     assert "warning: 23 of 25 items have no usable comparison" in out
     assert "has to include 1 item never usefully compared" in out
-    assert re.search(r"│\s+3\?\s+│", r.output)  # an uncompared row: no star, a ?
+    assert re.search(r"│\s+3\*\?\s+│", r.output)  # the one the top-3 has to take: *?
+    assert re.search(r"│\s+4\?\s+│", r.output)  # an uncompared row outside it: a ? only
     assert "?: no usable comparison (23 items)" in out
     assert "... 15 more items (results.json)" in out  # 10 rows of 25 shown
 

@@ -26,16 +26,19 @@ def _records(n: int, prompts: int = 1, **fields) -> list[dict]:
              **{k: f(i) for k, f in fields.items()}} for i in range(n)]
 
 
-def test_items_never_compared_are_counted_and_never_marked_in_the_top_k():
+def test_items_never_compared_are_counted_and_enter_the_top_k_only_when_forced():
     """--budget 1 on 25 items: the top-3 held two items with 0 comparisons (theta +0.00, the
-    prior's) and nothing said that 23 items were never compared."""
+    prior's) and nothing said that 23 items were never compared. Now the compared items come
+    first, and the one the top-3 has to take is marked in it and flagged uncompared: the
+    table, models.topk, recall and --json's topk are one list (a reviewer found three)."""
     res = judgeaudit.rank(SIM, "builtin:controlled?n=25&k=3", k=3, budget=1, samples=200,
                           min_valid=1, cache=False)
     assert res["n_uncompared"] == 23
     rows = res["ranking"]
     never = [r for r in rows if r["n_compared"] == 0]
-    assert len(never) == 23 and all(r["uncompared"] and not r["in_topk"] for r in never)
-    assert sum(r["in_topk"] for r in rows) == 2  # only the two compared items
+    assert len(never) == 23 and all(r["uncompared"] for r in never)
+    assert sum(r["in_topk"] for r in never) == 1  # the one the top-3 has to take
+    assert sum(r["in_topk"] for r in rows) == 3
     assert len(res["uncompared"]) == 20 and set(res["uncompared"]) <= {r["id"] for r in never}
     # compared items come first: an uncompared item's place is the prior's
     assert [r["n_compared"] > 0 for r in rows[:2]] == [True, True]
@@ -45,7 +48,12 @@ def test_items_never_compared_are_counted_and_never_marked_in_the_top_k():
     assert "top-3 has to include 1 item never usefully compared" in text
     forced = set(res["models"]["bias_aware"]["topk"]) & {r["id"] for r in never}
     assert len(forced) == 1 and next(iter(forced)) in text
-    assert "23 of 25 items" in " ".join(res.summary()["notes"])  # --json carries it
+    assert {r["id"] for r in rows if r["in_topk"]} == set(res["models"]["bias_aware"]["topk"])
+    summary = res.summary()
+    assert "23 of 25 items" in " ".join(summary["notes"])  # --json carries it
+    assert summary["n_uncompared"] == 23 and summary["uncompared"] == res["uncompared"]
+    if res["reported_model"] == "bias_aware":
+        assert set(summary["topk"]) == set(res["models"]["bias_aware"]["topk"])
 
 
 def test_calls_over_the_context_name_their_item():

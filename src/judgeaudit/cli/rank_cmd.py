@@ -223,7 +223,7 @@ def _print_ranking(doc: dict, k: int) -> None:
     for g, grows in groups.items():
         n_show = _rows_shown(grows, k, n_groups)
         for r in grows[:n_show]:
-            mark = "*" if r["in_topk"] else ("?" if r.get("uncompared") else "")
+            mark = ("*" if r["in_topk"] else "") + ("?" if r.get("uncompared") else "")
             row = ([f"g{g}"] if n_groups > 1 else []) + [
                 str(r["rank"]) + mark, escape(r["id"]),
                 f"{_num(r['theta'], '+.2f')} [{_num(r['lo'], '+.2f')}, {_num(r['hi'], '+.2f')}]",
@@ -243,7 +243,8 @@ def _print_ranking(doc: dict, k: int) -> None:
             for g, grows in groups.items())), highlight=False)
     if any(r.get("uncompared") for r in rows):
         console.print(f"?: no usable comparison ({doc.get('n_uncompared', '?')} items): "
-                      "theta and place are the prior's; never marked in the top-k",
+                      "theta and place are the prior's; in the top-k (*?) only where too few "
+                      "items were compared",
                       highlight=False)
     ba = doc["models"]["bias_aware"]
     n = doc.get("n_fitted", doc.get("n_comparisons"))

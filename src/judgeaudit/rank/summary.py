@@ -210,7 +210,8 @@ def uncompared_warnings(pool: Pool, n_cmp: np.ndarray, k: int,
         return []
     out = [f"{len(bad)} of {pool.n_items} items have no usable comparison (never compared, "
            f"or every comparison failed or was unreadable): {_ids(bad)}; their theta and "
-           "place are the prior's, not the judge's, and they are never marked in the top-k"]
+           "place are the prior's, not the judge's, and they enter the top-k only where too "
+           "few items were compared"]
     bad_set = set(bad)
     for model, ids in topk.items():
         forced = [i for i in ids if i in bad_set]
@@ -293,7 +294,7 @@ def ranking(pool: Pool, fit: BTFit, k: int, X: np.ndarray, info: Sequence[Covari
         it = pool.items[i]
         row = {"rank": rank, "id": it.id, "theta": float(theta[i]),
                "lo": float(theta[i] - z * se[i]), "hi": float(theta[i] + z * se[i]),
-               "p_topk": float(p[i]), "in_topk": bool(i in top and compared[i]),
+               "p_topk": float(p[i]), "in_topk": bool(i in top),
                "n_compared": int(n_cmp[i]), "wins": float(wins[i]),
                "covariates": {ci.name: float(X[i, m] + ci.mean) for m, ci in enumerate(info)}}
         if not compared[i]:
