@@ -161,3 +161,41 @@ def test_apply_takes_the_fits_kappa_and_an_old_fit_without_one_as_1():
     assert now["theta"]["se"] < before["theta"]["se"]
     assert now["bias_share"]["se"] <= before["bias_share"]["se"]
     assert np.isfinite(now["bias_share"]["se"]) and now["bias_share"]["se"] > 0
+
+
+def test_a_judge_with_too_few_verdicts_keeps_kappa_1():
+    """Two tie-bearing verdicts (0.5, 1.0): the fit matched them almost exactly, kappa fell to
+    its floor (0.05) and each counted 20 times: BC 0.94 [0.79, 1.00] from two verdicts (a
+    reviewer). Below KAPPA_MIN_N verdicts kappa is 1 (not estimated), and the notes say so."""
+    p = M.simulate(150, THETA, PHI, seed=3, orders=2)
+    Y = p.Y.copy()
+    Y[2, :] = np.nan
+    Y[2, :2] = [0.5, 1.0]
+    fit = M.fit_marginal(Y, p.delta, JUDGES, [f"q{i}" for i in range(150)])
+    k = fit.per_judge["c"].extra["kappa"]
+    assert (k["value"], k["estimated"], k.get("too_few"), k["n"]) == (1.0, False, True, 2)
+    assert fit.per_judge["c"].bc.se > 0.3  # two verdicts say little: an interval to match
+    assert fit.per_judge["a"].extra["kappa"]["estimated"]  # the others are still estimated
+    note = fit.kappa_note() or ""
+    assert "c 1 (n 2: too few verdicts to estimate it)" in note
+    assert f"kept at 1 below {M.KAPPA_MIN_N} verdicts: c" in note
+
+
+def test_a_kappa_that_did_not_converge_is_said_in_the_notes(monkeypatch):
+    """The fixed point stopped at its step cap with converged false only in results.json's
+    kappa record; the notes (terminal, report) said nothing."""
+    p = M.simulate(150, THETA, PHI, seed=3, orders=2)
+    monkeypatch.setattr(M, "KAPPA_STEPS", 1)
+    fit = M.fit_marginal(p.Y, p.delta, JUDGES, [f"q{i}" for i in range(150)])
+    assert not fit.per_judge["a"].extra["kappa"]["converged"]
+    assert "NOT CONVERGED after 1 steps" in (fit.kappa_note() or "")
+
+
+def test_sparse_verdicts_converge_within_the_step_cap():
+    """85% of the verdicts missing: 30 steps stopped short (converged at step 49)."""
+    p = M.simulate(150, THETA, PHI, seed=3, orders=2)
+    Y = p.Y.copy()
+    Y[np.random.default_rng(0).random(Y.shape) < 0.85] = np.nan
+    fit = M.fit_marginal(Y, p.delta, JUDGES, [f"q{i}" for i in range(150)])
+    ks = [f.extra["kappa"] for f in fit.per_judge.values()]
+    assert all(k["converged"] for k in ks if k["estimated"]), ks

@@ -421,16 +421,24 @@ class MitigateFit:
         if not any(k.get("estimated") for k in ks.values()):
             return None
         parts = ", ".join(f"{j} {k['value']:.2f} (se {k['se']:.2f}, n {k['n']})"
-                          if k.get("estimated") else f"{j} 1 (all verdicts 0 or 1)"
+                          if k.get("estimated") else
+                          f"{j} 1 (n {k['n']}: too few verdicts to estimate it)"
+                          if k.get("too_few") else f"{j} 1 (all verdicts 0 or 1)"
                           for j, k in ks.items())
         floor = [j for j, k in ks.items() if k.get("at_floor")]
+        short = [j for j, k in ks.items() if k.get("estimated") and not k.get("converged")]
+        few = [j for j, k in ks.items() if k.get("too_few")]
         return (f"dispersion kappa per judge: {parts}. kappa is the variance of a judge's "
                 "verdicts as a fraction of one binary verdict's p (1 - p): ties (0.5) make it "
                 "below 1, about 0.5 when each verdict is the mean of two independently drawn "
                 "orders; the marginal fit counts each verdict 1 / kappa times, so ties do not "
                 "pull phi toward 0 (they did, by 0.2 on a planted 1.2, when each counted once)"
                 + (f"; at its floor {KAPPA_MIN} (nearly every verdict a tie): "
-                   f"{', '.join(floor)}" if floor else ""))
+                   f"{', '.join(floor)}" if floor else "")
+                + (f"; kept at 1 below {KAPPA_MIN_N} verdicts: {', '.join(few)}"
+                   if few else "")
+                + (f"; NOT CONVERGED after {KAPPA_STEPS} steps (its last value is used): "
+                   f"{', '.join(short)}" if short else ""))
 
     def notes(self) -> list[str]:
         """What limits the correction, which standard errors the intervals use and the
@@ -587,7 +595,11 @@ def _marginal_terms(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.n
 # -0.14 against -0.14, 3 judges): that is the plug-in attenuation the marginal fit exists for.
 
 KAPPA_MIN = 0.05   # a floor: a judge answering 0.5 nearly always would otherwise weigh ~inf
-KAPPA_STEPS = 30
+# Fewer valid verdicts than this and a judge's kappa is not estimated (kept at 1, the wider
+# binomial variance): with two verdicts the fit matches them almost exactly, kappa fell to its
+# floor and each verdict counted 20 times (BC 0.94 [0.79, 1.00] from 0.5 and 1.0; a reviewer)
+KAPPA_MIN_N = 20
+KAPPA_STEPS = 60   # 30 stopped short on sparse data (85% of Y missing converged at step 49)
 KAPPA_TOL = 1e-3
 
 
@@ -621,6 +633,10 @@ def _kappa_record(fractional: bool, value: float, se: float, n: int, steps: int,
         return {"value": 1.0, "se": 0.0, "n": n, "estimated": False,
                 "meaning": KAPPA_MEANING + "; every verdict of this judge is 0 or 1: kappa 1, "
                                           "not estimated"}
+    if n < KAPPA_MIN_N:
+        return {"value": 1.0, "se": 0.0, "n": n, "estimated": False, "too_few": True,
+                "meaning": KAPPA_MEANING + f"; fewer than {KAPPA_MIN_N} verdicts: kappa 1 "
+                                          "(the binomial variance, wider), not estimated"}
     return {"value": value, "se": se, "n": n, "estimated": True, "steps": steps,
             "converged": converged, "at_floor": value <= KAPPA_MIN,
             "meaning": KAPPA_MEANING}
@@ -662,15 +678,16 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
     # the last; judges whose verdicts are all 0/1 keep kappa = 1 and, if every judge's are,
     # nothing here runs
     frac = _fractional(Yf, mask)
+    estimate = frac & (mask.sum(1) >= KAPPA_MIN_N)
     kappa, kappa_se = np.ones(J), np.zeros(J)
     kappa_steps, kappa_converged = 0, True
-    if frac.any():
+    if estimate.any():
         kappa_converged = False
         for step in range(1, KAPPA_STEPS + 1):
             kappa_steps = step
             post = _marginal_terms(res.x, Yf, mask, delta, z, w, kw)[2]
-            k_new = np.where(frac, np.clip(_kappa(res.x, Yf, mask, delta, z, w, post)[0],
-                                           KAPPA_MIN, 1.0), 1.0)
+            k_new = np.where(estimate, np.clip(_kappa(res.x, Yf, mask, delta, z, w, post)[0],
+                                               KAPPA_MIN, 1.0), 1.0)
             change = float(np.max(np.abs(k_new - kappa)))
             kappa = k_new
             kw = 1.0 / kappa
@@ -685,7 +702,7 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
                 kappa_converged = True
                 break
         post = _marginal_terms(res.x, Yf, mask, delta, z, w, kw)[2]
-        kappa_se = np.where(frac, _kappa(res.x, Yf, mask, delta, z, w, post)[1], 0.0)
+        kappa_se = np.where(estimate, _kappa(res.x, Yf, mask, delta, z, w, post)[1], 0.0)
     p = res.x
     # psi's sign is not identified (z -> -z): report the orientation where most judges' psi
     # is positive
