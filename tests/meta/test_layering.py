@@ -53,12 +53,13 @@ def test_package_imports_only_what_it_depends_on(package):
     assert not bad, "\n".join(bad)
 
 
-NEUTRAL = ["spec", "files", "textfile", "outcome", "results_file"]
+NEUTRAL = ["spec", "files", "textfile", "outcome", "results_file", "results_shape"]
 
 
 @pytest.mark.parametrize("module", NEUTRAL)
 def test_neutral_modules_import_nothing_of_ours(module):
-    """spec.py, files.py, textfile.py, outcome.py (the run rule and exit codes) and
-    results_file.py (results.json) serve every package, so they import none of its packages,
+    """spec.py, files.py, textfile.py, outcome.py (the run rule and exit codes),
+    results_file.py (results.json) and results_shape.py (its sections' types) serve every
+    package, so they import none of its packages,
     only one another."""
     assert _imports(SRC / f"{module}.py") <= set(NEUTRAL) - {module}

@@ -99,7 +99,7 @@ def load_audit(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
         raise CompareError(f"{p}: no such folder or file")
-    from judgeaudit.report.shape import check_shape
+    from judgeaudit.results_shape import check_shape
 
     try:
         doc = read_results(p)

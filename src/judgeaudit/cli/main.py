@@ -392,8 +392,8 @@ def _report_summary(results: Path, doc: dict[str, Any]) -> dict[str, Any]:
     """`report --json`'s summary of a results file, as the command that wrote it prints it;
     a field the summary reads that has a type judgeaudit never writes there is bad input
     (ValueError naming the file; it was exit 3, "a bug")."""
-    from judgeaudit.report.shape import check_shape, unreadable
     from judgeaudit.result import Result
+    from judgeaudit.results_shape import check_shape, unreadable
 
     path = results / "results.json" if results.is_dir() else results
     check_shape(doc, path)

@@ -1219,7 +1219,7 @@ def write_report(results_dir_or_file: str | Path, out_path: str | Path | None = 
     results_file = src / "results.json" if src.is_dir() else src
     if not results_file.is_file():
         raise FileNotFoundError(f"{results_file}: no results file")
-    from judgeaudit.report.shape import check_shape, unreadable
+    from judgeaudit.results_shape import check_shape, unreadable
 
     try:
         doc = read_results(results_file)

@@ -2,7 +2,9 @@
 section judgeaudit writes as an object or a list must be one. A file edited by hand with
 `"probes": "x"` ended `report --json` with "a bug ... traceback above" (exit 3), rendered an
 empty report without --json (exit 0), and `compare` called it "not an audit result (command
-'audit')". It is bad input: exit 2, naming the file and the field (`check_shape`)."""
+'audit')". It is bad input: exit 2, naming the file and the field (`check_shape`). A neutral
+module (it imports none of our packages): the report and the audit's compare both read
+results."""
 
 from __future__ import annotations
 
