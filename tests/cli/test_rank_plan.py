@@ -44,6 +44,8 @@ def test_rank_plans_round_by_round_and_the_last_run_equals_a_direct_run(tmp_path
             assert srv.count() == n_direct + 4 * (r - 1)  # planning calls nothing
             assert f"ranking round {r} (comparisons {4 * r - 3}-{4 * r})" in text
             assert f"round {r + 1} depends on their answers" in text
+            # and how to plan more per round (a rank tester ran 188 cycles for budget 1500)
+            assert "(a round is --refit-every 4 comparisons: a larger value plans more" in text
             assert f"planned 4 requests to {plan} ({4 * (r - 1)} already cached)" in text
             assert not (tmp_path / "planned" / "results.json").exists()
             lines = [json.loads(x) for x in plan.read_text().splitlines()]

@@ -142,8 +142,9 @@ class BridgeOracle:
     the answers never makes."""
 
     def __init__(self, bundle: JudgeBundle, pool: Pool, loop: asyncio.AbstractEventLoop,
-                 on_done: Callable[[Verdict], None] | None = None):
+                 on_done: Callable[[Verdict], None] | None = None, refit_every: int = 8):
         self.bundle, self.pool, self.loop, self.on_done = bundle, pool, loop, on_done
+        self.refit_every = refit_every
         self.log: list[Verdict] = []
         self.stop = threading.Event()
         self.rounds = 0
@@ -170,7 +171,10 @@ class BridgeOracle:
             r = self.rounds
             raise PlannedStop(
                 f"ranking round {r} (comparisons {first}-{len(self.log)}): {planned} requests "
-                f"planned; round {r + 1} depends on their answers: ingest them, then re-run",
+                f"planned; round {r + 1} depends on their answers: ingest them, then re-run "
+                f"(a round is --refit-every {self.refit_every} comparisons: a larger value "
+                "plans more per round, so fewer plan-ingest cycles, at some cost in how "
+                "closely the picks follow the verdicts)",
                 stage="ranking", n_planned=planned, round=r)
         return [math.nan if v.y is None else v.y for v in verdicts]  # NaN: left out
 
@@ -261,7 +265,7 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
         raise ValueError(f"budget {budget} exceeds the {max_budget(pool)} distinct ordered "
                          "comparisons of this pool")
     X, info, dropped = select_covariates(pool, covariates)
-    oracle = BridgeOracle(bundle, pool, asyncio.get_running_loop(), on_call)
+    oracle = BridgeOracle(bundle, pool, asyncio.get_running_loop(), on_call, refit_every)
     try:
         res = await asyncio.to_thread(
             run_active, None, pool.n_items, budget, k, rule=rule,
