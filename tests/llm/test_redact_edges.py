@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from fakeserver import FakeLLMServer, judge_request
-from test_secret_leaks import EchoAuthServer, leaked
+from test_secret_leaks import EchoAuthServer, cli, leaked
 
 from judgeaudit.llm import Cache, Client, Response, make_provider
 from judgeaudit.llm.client import clean_response
@@ -41,18 +41,6 @@ pytestmark = pytest.mark.usefixtures("no_key_env")
 SRC = Path(__file__).resolve().parents[2] / "src"
 LONG_KEY = "sk-proj-EDGEcanaryR8w3Nq5Vt"
 NOT_UTF8 = "abcd\udce9fghijk"  # b"abcd\xe9fghijk" as os.environ decodes it
-
-
-def cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """`python -m judgeaudit ARGS` in `tmp_path`, its cache there, `env` added (a value with
-    a lone surrogate reaches the child as the byte it stands for)."""
-    full = {k: v for k, v in os.environ.items()
-            if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
-                         "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")}
-    full.update(PYTHONPATH=str(SRC), JUDGEAUDIT_CACHE=str(tmp_path / "cache.sqlite"),
-                COLUMNS="200", **env)
-    return subprocess.run([sys.executable, "-m", "judgeaudit", *args], cwd=tmp_path,
-                          env=full, capture_output=True, text=True, timeout=120)
 
 
 # ---- 1: a key variable holding a byte that is not UTF-8 ----------------------------------

@@ -25,7 +25,6 @@ from judgeaudit.cli.terminal import json_line, styled
 from judgeaudit.cli.terminal import shown as escaped
 from judgeaudit.llm.base import CHARS_PER_TOKEN
 from judgeaudit.outcome import EXIT_RUN_FAILED
-from judgeaudit.textfile import visible
 
 _PLANNER: Any = None  # judgeaudit.llm.plan.Planner of this invocation, or None
 
@@ -161,12 +160,12 @@ def ingest(
         kinds = ", ".join(f"{k} {v}" for k, v in rep.errors.items())
         console.print(styled(count(n_err, 'error line'), "bold yellow",
                              f"({kinds}), not cached; first at {where}:{rep.first_error_line}: "
-                             f"{_shown(rep.first_error or '')}"), highlight=False)
+                             f"{escaped(rep.first_error or '')}"), highlight=False)
     if rep.errors_answered:
         key, err_line, ans_line = rep.first_answered
         console.print(f"{count(rep.errors_answered, 'error line')} answered by a later line "
                       f"of the same custom_id, the answer kept (first: custom_id "
-                      f"{_shown(key[:12])}, error at {where}:{err_line}, answer at line "
+                      f"{escaped(key[:12])}, error at {where}:{err_line}, answer at line "
                       f"{ans_line})", highlight=False)
     if rep.unknown:
         line, key = rep.first_unknown or (0, "")
@@ -175,7 +174,7 @@ def ingest(
              f"{'a request' if rep.unknown == 1 else 'requests'} not planned with this cache",
              "bold yellow"),
             f" (a different --cache?), not stored; first at {escaped(where)}:{line}: custom_id "
-            f"{_shown(key)}"), highlight=False)
+            f"{escaped(key)}"), highlight=False)
     if rep.unreadable == rep.lines > 0:  # nothing in it is an answer: the wrong file
         raise fail(f"ingest {results}: no line is a batch output line (line "
                    f"{rep.unreadable_lines[0]} first; expected JSON objects with custom_id "
@@ -209,14 +208,6 @@ def ingest(
         raise typer.Exit(EXIT_RUN_FAILED)
 
 
-def _shown(text: str) -> str:
-    """Text from the results file (an error line's message, a custom_id) as it may be
-    printed: acting characters as escapes (`\\x1b`, `\\r`, `\\u202e`), as the final `error:`
-    line shows them (the console reads no markup, so brackets print as written). Raw, a
-    server's error body cleared the screen and planted links."""
-    return visible(text).replace("\r", "\\r")
-
-
 def count(n: int, noun: str) -> str:
     """`n` and `noun`, plural unless n is 1 ("1 line", "0 lines", "2 error lines")."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
@@ -233,7 +224,7 @@ def _say_duplicates(rep: Any, where: str) -> None:
     (an output file concatenated with a rerun's, a broken executor) are warned about with
     their lines: which one is right is not known here."""
     shown = [d for d in rep.duplicate_lines if d[3]] or rep.duplicate_lines
-    pairs = "; ".join(f"custom_id {_shown(key[:12])} at lines {kept} and {n}"
+    pairs = "; ".join(f"custom_id {escaped(key[:12])} at lines {kept} and {n}"
                       for key, kept, n, _ in shown[:3])
     if len(shown) < (rep.duplicates_differing or rep.duplicates):
         pairs += "; ..."
