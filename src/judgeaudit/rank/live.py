@@ -34,7 +34,7 @@ from judgeaudit.llm import CallFailed
 from judgeaudit.llm.plan import PlannedStop
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.rank.fitting import membership_fit, terms_fit
-from judgeaudit.rank.loop import LoopResult, ProgressHook, run_active
+from judgeaudit.rank.loop import LoopResult, ProgressHook, TooLong, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
 from judgeaudit.stats.bradley_terry import BTFit
 
@@ -176,7 +176,9 @@ class BridgeOracle:
                 "plans more per round, so fewer plan-ingest cycles, at some cost in how "
                 "closely the picks follow the verdicts)",
                 stage="ranking", n_planned=planned, round=r)
-        return [math.nan if v.y is None else v.y for v in verdicts]  # NaN: left out
+        # NaN: left out of the fit; TooLong: also of further picks (rank.loop)
+        return [(TooLong() if v.error_kind == "too_long" else math.nan) if v.y is None
+                else v.y for v in verdicts]
 
 
 @dataclass
@@ -299,6 +301,9 @@ class VerdictMatrix:
     y: np.ndarray
     verdicts: list[Verdict]
     invalid: np.ndarray | None = None  # bool [first, second]: judged, no readable verdict
+    # bool [first, second]: refused as too long for the judge's context (replayed as
+    # `loop.TooLong`, so a replayed loop leaves them out of its picks as a live one does)
+    too_long: np.ndarray | None = None
 
     @property
     def n_items(self) -> int:
@@ -322,17 +327,21 @@ class VerdictMatrix:
         return np.column_stack([a, b, self.y[a, b]]).astype(float)
 
     def oracle(self) -> MatrixOracle:
-        return MatrixOracle(self.y, self.invalid)
+        return MatrixOracle(self.y, self.invalid, self.too_long)
 
 
 class MatrixOracle:
     """Replays a verdict matrix: ``oracle(i, j, first)`` -> y[first, other], NaN for a pair
-    judged without a readable verdict (``invalid``), which the loop counts and leaves out."""
+    judged without a readable verdict (``invalid``), which the loop counts and leaves out;
+    `loop.TooLong` for one refused as too long (``too_long``), which it also stops picking."""
 
-    def __init__(self, y: np.ndarray, invalid: np.ndarray | None = None):
+    def __init__(self, y: np.ndarray, invalid: np.ndarray | None = None,
+                 too_long: np.ndarray | None = None):
         self.y = np.asarray(y, dtype=float)
         self.invalid = (np.zeros(self.y.shape, dtype=bool) if invalid is None
                         else np.asarray(invalid, dtype=bool))
+        self.too_long = (np.zeros(self.y.shape, dtype=bool) if too_long is None
+                         else np.asarray(too_long, dtype=bool))
         self.calls = 0
 
     def __call__(self, i: int, j: int, first: int) -> float:
@@ -342,7 +351,7 @@ class MatrixOracle:
         v = self.y[first, second]
         if np.isnan(v) and self.invalid[first, second]:
             self.calls += 1
-            return math.nan
+            return TooLong() if self.too_long[first, second] else math.nan
         if np.isnan(v):
             raise ValueError(f"no recorded verdict for ({first} shown before {second})")
         self.calls += 1
@@ -367,12 +376,14 @@ async def full_matrix(bundle: JudgeBundle, pool: Pool,
     verdicts = await judge_pairs(bundle, pool, ordered_pairs(pool), on_done)
     y = np.full((pool.n_items, pool.n_items), np.nan)
     bad = np.zeros((pool.n_items, pool.n_items), dtype=bool)
+    long = np.zeros_like(bad)
     for v in verdicts:
         if v.y is None:
             bad[v.first, v.second] = True
+            long[v.first, v.second] = v.error_kind == "too_long"
         else:
             y[v.first, v.second] = v.y
-    return VerdictMatrix(y=y, verdicts=verdicts, invalid=bad)
+    return VerdictMatrix(y=y, verdicts=verdicts, invalid=bad, too_long=long)
 
 
 # Sim covariates whose per-text value is exactly what the pool computes (injection and

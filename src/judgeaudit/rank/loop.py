@@ -15,6 +15,14 @@ into a tie). Comparisons with a verdict are recorded as rows (first, second, y).
 oracle judges the picks made between two refits together (they do not depend on each other's
 verdicts), e.g. concurrently through the async client (judgeaudit.rank.live).
 
+Pairs too long for the judge: a batch oracle may return ``TooLong()`` (a NaN) for a pair the
+judge's context could not hold. Such a pair is not picked again (its other order is as long),
+nor is any pair of an item with ``DROP_AFTER`` or more calls refused as too long and no verdict
+(one refusal does not say which of the two items is long; two with different partners and
+none answered do). A pick the rule would have made on one of those goes to the best pair
+left, and is counted (``result.left_out``); a too-long call is paid for or waited on and can
+never give a verdict, and a ranking rule keeps choosing an item it knows nothing about.
+
 Cost of a round (issue 15): the refit is damped Newton from the previous MAP (sparse solves,
 the empirical-Bayes tau update included); its posterior is not computed by the fit but
 once by ``_context``: one inverse of the Hessian (float32 when Gershgorin's bound and the
@@ -55,6 +63,20 @@ BatchOracle = Callable[[list[tuple[int, int]]], Sequence[float]]  # [(first, sec
 ProgressHook = Callable[[int, BTFit, AcquisitionContext], None]
 
 
+class TooLong(float):
+    """No verdict because the pair's prompt is over the judge's context: a NaN (to anything
+    that knows only NaN, no verdict), which the loop also takes as "do not ask this pair
+    again" (module docstring)."""
+
+    def __new__(cls) -> TooLong:
+        return super().__new__(cls, math.nan)
+
+
+# An item is left out of further picks after this many too-long calls with no verdict: the
+# first refusal of a pair may be its partner's fault.
+DROP_AFTER = 2
+
+
 # Carried contexts (see the module docstring) from this many parameters on: below it the
 # exact context costs a few ms (N = 100: ~3 ms) and every refit gets one.
 CARRY_MIN = 500
@@ -92,6 +114,10 @@ class LoopResult:
     steps: list[dict] = field(default_factory=list)  # one per acquisition
     refits: list[dict] = field(default_factory=list)  # one per refit of the driving model
     checkpoints: dict[int, dict[str, BTFit]] = field(default_factory=dict)
+    # pairs no longer picked as too long for the judge (module docstring): "items" (indices)
+    # and "pairs" left out, "picks" the rule would have made on them (made on other pairs),
+    # "unspent" budget when no other pair was left; empty when no call was too long
+    left_out: dict = field(default_factory=dict)
 
     def fit(self, model: str) -> BTFit:
         return self.naive if model == "naive" else self.bias_aware
@@ -284,6 +310,14 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
         item_counts = np.zeros(n_items)
         rows: list[tuple[int, int, float]] = []
         pending: list[dict] = []
+        pending_t: list[int] = []  # the candidate-pair index of each pending pick
+        # too long for the judge (TooLong verdicts): pairs, and per item its refused calls
+        # and its verdicts; `excluded` is what the picks leave out (module docstring)
+        pair_too_long = np.zeros(A.shape[0], dtype=bool)
+        item_too_long = np.zeros(n_items, dtype=int)
+        item_answered = np.zeros(n_items, dtype=int)
+        excluded = np.zeros(A.shape[0], dtype=bool)
+        n_skipped = 0
         result = LoopResult(comparisons=np.zeros((0, 3)), naive=None, bias_aware=None,  # type: ignore[arg-type]
                             config=cfg)
         drive = _fit(model, n_items, np.zeros((0, 3)), Xd, cfg, None)
@@ -293,18 +327,24 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
         age = 0  # refits since the last exact context
 
         def flush() -> None:
+            nonlocal excluded
             if not pending:
                 return
             ys = list(batch_oracle([(st["first"], st["second"]) for st in pending]))
             if len(ys) != len(pending):
                 raise ValueError(f"batch oracle returned {len(ys)} verdicts for {len(pending)} "
                                  "pairs")
-            for st, y in zip(pending, ys, strict=True):
-                y = float(y)
+            for st, t, y_in in zip(pending, pending_t, ys, strict=True):
+                y = float(y_in)
                 if math.isnan(y):  # no verdict: counted as asked, left out of the fit
                     st["invalid"] = True
+                    if isinstance(y_in, TooLong):
+                        st["too_long"] = True
+                        pair_too_long[t] = True
+                        item_too_long[[st["first"], st["second"]]] += 1
                     result.steps.append(st)
                     continue
+                item_answered[[st["first"], st["second"]]] += 1
                 if y not in (0.0, 0.5, 1.0):
                     raise ValueError(f"oracle returned {y!r} for pair ({st['first']}, "
                                      f"{st['second']}); expected 1 (first preferred), 0 (second "
@@ -313,6 +353,10 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                 rows.append((st["first"], st["second"], y))
                 result.steps.append(st)
             pending.clear()
+            pending_t.clear()
+            if pair_too_long.any():
+                dropped = (item_too_long >= DROP_AFTER) & (item_answered == 0)
+                excluded = pair_too_long | dropped[A] | dropped[Bq]
             if on_batch is not None:
                 on_batch(len(result.steps), drive, ctx)
 
@@ -337,9 +381,27 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                 result.refits.append({"step": step, "theta": drive.theta.copy(),
                                       **_converged(drive),
                                       "context": "carried" if carried else "exact"})
-            cand = np.nonzero(pair_count == pair_count.min())[0]
+            if excluded.any():
+                if excluded.all():  # every pair left is too long: the budget stays unspent
+                    result.left_out["unspent"] = budget - step
+                    break
+                level = pair_count[~excluded].min()
+                cand = np.nonzero(~excluded & (pair_count == level))[0]
+            else:
+                cand = np.nonzero(pair_count == pair_count.min())[0]
             s = np.asarray(score(ctx, A[cand], Bq[cand]), dtype=float)
             best = float(np.max(s))
+            if excluded.any():
+                # the pick the rule would have made among every pair (the fewest-asked
+                # first): a left-out one is counted as skipped and as asked, so the count
+                # follows what the loop would have picked without leaving pairs out
+                low = pair_count.min()
+                cx = np.nonzero(excluded & (pair_count == low))[0]
+                if cx.shape[0]:
+                    sx = np.asarray(score(ctx, A[cx], Bq[cx]), dtype=float)
+                    if low < level or float(np.max(sx)) > best:
+                        n_skipped += 1
+                        pair_count[cx[int(np.argmax(sx))]] += 1
             ties = cand[s >= best - 1e-12 * max(abs(best), 1e-300)]
             t = int(ties[rng.integers(ties.shape[0])])
             a, b = int(A[t]), int(Bq[t])
@@ -350,6 +412,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
             second = b if first == a else a
             pending.append({"step": step, "first": first, "second": second, "y": None,
                             "score": best, "n_candidates": int(cand.shape[0])})
+            pending_t.append(t)
             pair_count[t] += 1
             last_first[t] = first
             item_counts[a] += 1
@@ -362,6 +425,13 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                 warm.update(fits)
                 result.checkpoints[step + 1] = fits
         flush()
+        if pair_too_long.any():
+            dropped = (item_too_long >= DROP_AFTER) & (item_answered == 0)
+            result.left_out.update(
+                items=[int(i) for i in np.flatnonzero(dropped)],
+                pairs=int(np.count_nonzero(pair_too_long | dropped[A] | dropped[Bq])),
+                picks=n_skipped)
+            result.left_out.setdefault("unspent", 0)
 
         comps = np.asarray(rows, dtype=float).reshape(-1, 3)
         result.comparisons = comps

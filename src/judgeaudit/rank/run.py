@@ -11,7 +11,7 @@ Python), so each user reads the name they typed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,9 +103,13 @@ def check_groups(pool: Pool, *, cli: bool = False) -> None:
             "answer the same question the same prompt")
 
 
-def too_long_summary(verdicts: Sequence[Verdict], pool: Pool) -> dict[str, Any] | None:
+def too_long_summary(verdicts: Sequence[Verdict], pool: Pool,
+                     left_out: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """Calls the server refused as over the judge's context (kind too_long): how many and
-    the items of those comparisons, most often involved first (the long item leads)."""
+    the items of those comparisons, most often involved first (the long item leads); with
+    the loop's `left_out` (`rank.loop`), what the picks left out after those refusals:
+    the items (every call too long) and pairs no longer asked, the picks the rule made on
+    them that went to other pairs, and the budget left unspent when no pair was left."""
     bad = [v for v in verdicts if v.error_kind == "too_long"]
     if not bad:
         return None
@@ -115,16 +119,37 @@ def too_long_summary(verdicts: Sequence[Verdict], pool: Pool) -> dict[str, Any] 
             iid = pool.items[i].id
             count[iid] = count.get(iid, 0) + 1
     items = sorted(count, key=lambda x: -count[x])
-    return {"n_calls": len(bad), "items": {i: count[i] for i in items}}
+    out: dict[str, Any] = {"n_calls": len(bad), "items": {i: count[i] for i in items}}
+    if left_out:
+        out.update(items_left_out=[pool.items[i].id for i in left_out.get("items", [])],
+                   pairs_left_out=int(left_out.get("pairs", 0)),
+                   picks_skipped=int(left_out.get("picks", 0)),
+                   unspent=int(left_out.get("unspent", 0)))
+    return out
 
 
 def too_long_warning(tl: dict[str, Any]) -> str:
     """The terminal's and report's line for `too_long_summary`."""
     shown = ", ".join(f"{i!r} ({n})" for i, n in list(tl["items"].items())[:5])
     more = len(tl["items"]) - 5
-    return (f"{tl['n_calls']} call{'s' if tl['n_calls'] > 1 else ''} failed as too long for "
+    text = (f"{tl['n_calls']} call{'s' if tl['n_calls'] > 1 else ''} failed as too long for "
             f"the judge's context (no verdict: left out of the fit); items in those "
             f"comparisons (calls): {shown}{f' and {more} more' if more > 0 else ''}")
+    if "pairs_left_out" not in tl:  # a document written before picks left them out
+        return text
+    gone = tl["items_left_out"]
+    names = ", ".join(repr(i) for i in gone[:5]) + (f" and {len(gone) - 5} more"
+                                                     if len(gone) > 5 else "")
+    n_p = tl["pairs_left_out"]
+    text += (f"; not asked again: {n_p} pair{'s' if n_p != 1 else ''}"
+             + (f", every pair of {names} (each call of "
+                f"{'it' if len(gone) == 1 else 'each'} too long)" if gone else "")
+             + f"; {tl['picks_skipped']} pick{'s' if tl['picks_skipped'] != 1 else ''} the "
+             "rule made on them went to other pairs instead")
+    if tl["unspent"]:
+        text += (f"; {tl['unspent']} comparisons of the budget were not made: every pair "
+                 "left was too long")
+    return text
 
 
 @dataclass
@@ -254,7 +279,7 @@ async def run_rank(
         # items with no usable comparison: their theta and place are the prior's
         "n_uncompared": int(np.sum(~compared)),
         "uncompared": [pool.items[i].id for i in np.flatnonzero(~compared)[:20]],
-        "too_long": too_long_summary(run.verdicts, pool),
+        "too_long": too_long_summary(run.verdicts, pool, res.left_out),
         "calls": bundle.client.stats.as_dict(), "run": run.run, "seconds": time.time() - t0,
     }
     # a fit that did not converge (MAP or the sparse posterior's CG) is a warning of its own
