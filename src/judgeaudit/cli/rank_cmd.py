@@ -147,8 +147,10 @@ def rank(cfg: RankConfig, json_out: bool) -> None:
     (5 prompts at --k 3 give 15 items), so at least one group needs 2 items. Items never
     usefully compared are counted, listed and never marked in the top-k. Exit 3 when the run
     judged too little (--min-valid comparisons with a valid verdict, at most --max-failed of
-    the calls failed or of the answers unreadable). With --plan-only each round of comparisons
-    is planned in turn: ingest its answers and re-run for the next round.
+    the calls failed or of the answers unreadable). With --plan-only the random and
+    roundrobin rules plan the whole budget in one run (their picks do not depend on the
+    answers); the other rules plan one round (--refit-every comparisons) per run: ingest its
+    answers and re-run for the next round.
 
     Example: judgeaudit rank --judge 'sim?length=1&position=0.3' --items
     'builtin:controlled?n=16&k=4' --budget 60 --samples 300 --out out/rank"""

@@ -33,6 +33,7 @@ from judgeaudit.judges import JudgeBundle
 from judgeaudit.llm import CallFailed
 from judgeaudit.llm.plan import PlannedStop
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
+from judgeaudit.rank.acquisition import answer_free
 from judgeaudit.rank.fitting import membership_fit, terms_fit
 from judgeaudit.rank.loop import LoopResult, ProgressHook, TooLong, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
@@ -139,15 +140,20 @@ class BridgeOracle:
     Under `--plan-only` (a planner on the client) a round whose requests were planned instead
     of answered ends the loop with `PlannedStop`: the next round's picks depend on these
     answers, and picking them from unanswered (tie) verdicts would plan requests a run with
-    the answers never makes."""
+    the answers never makes. A rule whose picks do not depend on the answers
+    (``answer_free``, `rank.acquisition.ANSWER_FREE`) plans on to the end of the budget
+    (``budget``) and stops there: one plan, one ingest."""
 
     def __init__(self, bundle: JudgeBundle, pool: Pool, loop: asyncio.AbstractEventLoop,
-                 on_done: Callable[[Verdict], None] | None = None, refit_every: int = 8):
+                 on_done: Callable[[Verdict], None] | None = None, refit_every: int = 8,
+                 *, answer_free: bool = False, budget: int = 0, rule: str = ""):
         self.bundle, self.pool, self.loop, self.on_done = bundle, pool, loop, on_done
         self.refit_every = refit_every
+        self.answer_free, self.budget, self.rule = answer_free, budget, rule
         self.log: list[Verdict] = []
         self.stop = threading.Event()
         self.rounds = 0
+        self.planned = 0  # requests planned so far (answer-free rules plan every round)
 
     def __call__(self, pairs: list[tuple[int, int]]) -> list[float]:
         if self.stop.is_set():
@@ -167,7 +173,11 @@ class BridgeOracle:
         self.log.extend(verdicts)
         self.rounds += 1
         planned = self.bundle.client.stats.planned - planned_before
-        if planned:
+        self.planned += planned
+        if self.answer_free:
+            if len(self.log) >= self.budget:
+                self.stop_planned()
+        elif planned:
             r = self.rounds
             raise PlannedStop(
                 f"ranking round {r} (comparisons {first}-{len(self.log)}): {planned} requests "
@@ -177,6 +187,22 @@ class BridgeOracle:
                 "closely the picks follow the verdicts)",
                 stage="ranking", n_planned=planned, round=r)
         # NaN: left out of the fit; TooLong: also of further picks (rank.loop)
+        return self.ys(verdicts)
+
+    def stop_planned(self) -> None:
+        """An answer-free rule's run under --plan-only, at its end: `PlannedStop` when any
+        of its comparisons was planned (its picks did not wait for answers)."""
+        if self.planned:
+            raise PlannedStop(
+                f"ranking: {self.planned} requests planned for comparisons 1-{len(self.log)} "
+                f"in this one run (the whole budget: the {self.rule} rule's picks do not "
+                "depend on the answers): ingest them, then re-run",
+                stage="ranking", n_planned=self.planned, round=None)
+
+    @staticmethod
+    def ys(verdicts: Sequence[Verdict]) -> list[float]:
+        """The loop's y per verdict: NaN for no verdict, `TooLong` for one over the
+        judge's context."""
         return [(TooLong() if v.error_kind == "too_long" else math.nan) if v.y is None
                 else v.y for v in verdicts]
 
@@ -267,7 +293,8 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
         raise ValueError(f"budget {budget} exceeds the {max_budget(pool)} distinct ordered "
                          "comparisons of this pool")
     X, info, dropped = select_covariates(pool, covariates)
-    oracle = BridgeOracle(bundle, pool, asyncio.get_running_loop(), on_call, refit_every)
+    oracle = BridgeOracle(bundle, pool, asyncio.get_running_loop(), on_call, refit_every,
+                          answer_free=answer_free(rule), budget=budget, rule=rule)
     try:
         res = await asyncio.to_thread(
             run_active, None, pool.n_items, budget, k, rule=rule,
@@ -277,6 +304,8 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
             eb_lam=eb_lam)
     finally:
         oracle.stop.set()
+    if oracle.answer_free:  # the loop ended short of the budget (every pair left too long)
+        oracle.stop_planned()
     terms, how = await asyncio.to_thread(
         terms_fit, res.bias_aware, pool.n_items, res.comparisons, X if X.shape[1] else None,
         eb_lam=eb_lam, tau=tau, hierarchical=hierarchical)

@@ -44,6 +44,17 @@ RULES: dict[str, Rule] = _Rules({
 })
 
 
+# Rules whose picks do not depend on the verdicts (they read only which pairs were asked, and
+# the loop's random stream): a whole budget of their picks is known before any answer, so
+# `--plan-only` plans it in one run instead of round by round.
+ANSWER_FREE: set[str] = {"random", "roundrobin"}
+
+
+def answer_free(name: str) -> bool:
+    """Whether rule ``name``'s picks are the same whatever the judge answers."""
+    return name in ANSWER_FREE
+
+
 def get_rule(name: str) -> Rule:
     try:
         return RULES[name]
@@ -70,11 +81,15 @@ def _load_plugins() -> None:
     plugins.load_group("acquisition", add)
 
 
-def register(name: str, rule: Rule) -> None:
-    """Add a rule under ``name`` (a new rule is one new module plus this call)."""
+def register(name: str, rule: Rule, *, answer_free: bool = False) -> None:
+    """Add a rule under ``name`` (a new rule is one new module plus this call);
+    ``answer_free``: its picks never depend on the verdicts (see ANSWER_FREE)."""
     if name in RULES:
         raise ValueError(f"acquisition rule {name!r} is already registered")
     RULES[name] = rule
+    if answer_free:
+        ANSWER_FREE.add(name)
 
 
-__all__ = ["RULES", "AcquisitionContext", "Rule", "get_rule", "register", "rule_names"]
+__all__ = ["ANSWER_FREE", "RULES", "AcquisitionContext", "Rule", "answer_free", "get_rule",
+           "register", "rule_names"]
