@@ -804,7 +804,7 @@ def _pool_records(items: Any) -> Any:
 
 async def arank_eval(
     oracle: str = "sim",
-    items: str = "builtin:controlled",
+    items: str | os.PathLike[str] | Sequence[Mapping[str, Any]] = "builtin:controlled",
     *,
     k: int | None = None,
     budgets: str | Sequence[int] = (60, 120, 200),
@@ -837,8 +837,9 @@ async def arank_eval(
     Args:
         oracle: judge SPEC used as oracle; a `sim` spec without seed= draws fresh verdicts
             per seed.
-        items: pool SPEC with true quality; "builtin:controlled" without seed= draws a new
-            pool per seed.
+        items: pool SPEC with true quality ("jsonl:PATH", a path, ...) or a list of item
+            dicts with a "quality" each, as in `rank`; "builtin:controlled" without seed=
+            draws a new pool per seed.
         k: top-k size (default: the pool's, else 5).
         budgets: budgets to report recall at ("60,120" or a list).
         rules: acquisition rules to compare ("topk,random" or a list).
@@ -864,11 +865,16 @@ async def arank_eval(
     opts = _opts(cache, concurrency, timeout, retry, 0, progress, max_cost)
     _at_most("samples", samples, MAX_SAMPLES, "Monte-Carlo draws")
     _seed_count(seeds)
+    # the pool in every form `rank` takes it: a list of item dicts too
+    pool = (os.fspath(items) if isinstance(items, str | os.PathLike)
+            else _pool_records(items))
+    _check(RankEvalConfig, items=pool)
     cfg = _config(
         RankEvalConfig, {"budgets": budgets, "rules": _loose_names(rules, "rules"),
                          "seeds": _seeds(seeds),
-                         "covariates": _loose_names(covariates, "covariates"), "lam": lam},
-        oracle=oracle, items=items, k=k, tau=tau, hierarchical=hierarchical,
+                         "covariates": _loose_names(covariates, "covariates"), "lam": lam,
+                         "items": pool},
+        oracle=oracle, k=k, tau=tau, hierarchical=hierarchical,
         refit_every=refit_every, samples=samples, min_valid=min_valid, max_failed=max_failed)
     return await _execute(prepare_rank_eval(cfg), session=session, opts=opts,
                           raise_on_failure=raise_on_failure)

@@ -450,7 +450,10 @@ def bare_pool_path(text: str) -> bool:
     """A pool given as a file path without a kind (`pool.jsonl`, `pool.csv`, `pool.tsv`, in
     any case, and compressed: `pool.jsonl.gz`, `.bz2`, `.xz`, as the readers open them),
     which is no spec to parse. `POOL.JSONL` and `pool.jsonl.gz` said "kind must be a
-    word"."""
+    word". `PoolRecords` (the API's list of items) are no spec to parse either: True, so
+    rank-eval's plan (`rank.run_eval.plan_cases`) takes them as one fixed pool."""
+    if isinstance(text, PoolRecords):
+        return True
     t = text.strip()
     return (_bare_kind(t) is not None
             and not t.lower().startswith(("jsonl:", "csv:", "builtin:")))
