@@ -17,11 +17,12 @@ verdicts), e.g. concurrently through the async client (judgeaudit.rank.live).
 
 Pairs too long for the judge: a batch oracle may return ``TooLong()`` (a NaN) for a pair the
 judge's context could not hold. Such a pair is not picked again (its other order is as long),
-nor is any pair of an item with ``DROP_AFTER`` or more calls refused as too long and no verdict
-(one refusal does not say which of the two items is long; two with different partners and
-none answered do). A pick the rule would have made on one of those goes to the best pair
-left, and is counted (``result.left_out``); a too-long call is paid for or waited on and can
-never give a verdict, and a ranking rule keeps choosing an item it knows nothing about.
+nor is any pair of an item with no verdict refused as too long with ``DROP_AFTER`` or more
+partners, one of which has a verdict (`_too_long_items`: one refusal does not say which of
+the two items is long, and an item refused only beside other long items may be short). A
+pick the rule would have made on one of those goes to the best pair left, and is counted
+(``result.left_out``); a too-long call is paid for or waited on and can never give a
+verdict, and a ranking rule keeps choosing an item it knows nothing about.
 
 Cost of a round (issue 15): the refit is damped Newton from the previous MAP (sparse solves,
 the empirical-Bayes tau update included); its posterior is not computed by the fit but
@@ -72,9 +73,19 @@ class TooLong(float):
         return super().__new__(cls, math.nan)
 
 
-# An item is left out of further picks after this many too-long calls with no verdict: the
-# first refusal of a pair may be its partner's fault.
+# An item is left out of further picks after too-long refusals with this many partners (and
+# no verdict of its own): the first refusal of a pair may be its partner's fault.
 DROP_AFTER = 2
+
+
+def _too_long_items(refused_with: Sequence[set[int]], answered: np.ndarray) -> np.ndarray:
+    """The items known too long for the judge: no verdict, refused as too long beside
+    ``DROP_AFTER`` or more partners, at least one of which has a verdict (fits the context
+    with some item). A short item refused only beside long ones is not blamed: with two
+    long items in a pool it was, and then never compared."""
+    return np.array([answered[i] == 0 and len(w) >= DROP_AFTER
+                     and any(answered[j] > 0 for j in w)
+                     for i, w in enumerate(refused_with)], dtype=bool)
 
 
 # Carried contexts (see the module docstring) from this many parameters on: below it the
@@ -314,7 +325,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
         # too long for the judge (TooLong verdicts): pairs, and per item its refused calls
         # and its verdicts; `excluded` is what the picks leave out (module docstring)
         pair_too_long = np.zeros(A.shape[0], dtype=bool)
-        item_too_long = np.zeros(n_items, dtype=int)
+        refused_with: list[set[int]] = [set() for _ in range(n_items)]
         item_answered = np.zeros(n_items, dtype=int)
         excluded = np.zeros(A.shape[0], dtype=bool)
         n_skipped = 0
@@ -341,7 +352,8 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                     if isinstance(y_in, TooLong):
                         st["too_long"] = True
                         pair_too_long[t] = True
-                        item_too_long[[st["first"], st["second"]]] += 1
+                        refused_with[st["first"]].add(st["second"])
+                        refused_with[st["second"]].add(st["first"])
                     result.steps.append(st)
                     continue
                 item_answered[[st["first"], st["second"]]] += 1
@@ -355,7 +367,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
             pending.clear()
             pending_t.clear()
             if pair_too_long.any():
-                dropped = (item_too_long >= DROP_AFTER) & (item_answered == 0)
+                dropped = _too_long_items(refused_with, item_answered)
                 excluded = pair_too_long | dropped[A] | dropped[Bq]
             if on_batch is not None:
                 on_batch(len(result.steps), drive, ctx)
@@ -426,7 +438,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                 result.checkpoints[step + 1] = fits
         flush()
         if pair_too_long.any():
-            dropped = (item_too_long >= DROP_AFTER) & (item_answered == 0)
+            dropped = _too_long_items(refused_with, item_answered)
             result.left_out.update(
                 items=[int(i) for i in np.flatnonzero(dropped)],
                 pairs=int(np.count_nonzero(pair_too_long | dropped[A] | dropped[Bq])),
