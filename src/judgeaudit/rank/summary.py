@@ -90,7 +90,8 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
     empirical-Bayes tau that held them at 0 (and, given the naive model's ``naive_topk``,
     whether the bias-aware top-k is then the naive one), the prior spread of quality they
     were fit at when it is not the ranking's (``lam_terms``: the Laplace evidence's,
-    ``lam``: the ranking's Laplace-EM), and the assumption that tells a covariate's bias
+    ``lam``: the ranking's Laplace-EM) with their weaker prior (``tau_terms``,
+    rank.fitting.TERMS_TAU), and the assumption that tells a covariate's bias
     from quality when no trusted pairs check it."""
     terms = {**{f"c[{n}]": d for n, d in (model.get("c") or {}).items()},
              **({"kappa": model["kappa"]} if model.get("kappa") else {})}
@@ -107,7 +108,8 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
             f"known of {'it' if len(weak) == 1 else 'them'} (posterior sd as a share of the "
             f"prior's {tau:.3g}: {ratios}; above 0.71 the prior holds more than half the "
             "precision), so the estimate and interval are mostly the prior's "
-            "(" + ("tau learned by --hierarchical" if hierarchical else "--tau") + "), not a "
+            "(" + ("tau learned by --hierarchical" if hierarchical else
+                   "--tau" if tau == model.get("tau") else f"prior sd {tau:.3g}") + "), not a "
             "measurement of the judge" + (
                 f"; c's sd also rests on the prior spread of quality (lam {lam:.3g}, "
                 f"sd {lam ** -0.5:.2g} logits): a tighter one makes c look measured"
@@ -132,11 +134,16 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
                 "--hierarchical)")
     if terms and model.get("lam_terms_method") == "evidence" and model.get("lam") and \
             model.get("lam_terms") and model["lam_terms"] != model["lam"]:
+        tt, t = model.get("tau_terms"), model.get("tau")
         notes.append(
             f"{_and(list(terms))}: from a fit at the Laplace evidence's prior spread of "
             f"quality (lam {model['lam_terms']:.3g}, sd {model['lam_terms'] ** -0.5:.2g} "
             f"logits); the ranking's lam is Laplace-EM's {model['lam']:.3g} (it ranks better, "
-            "but with few comparisons it is too tight for the bias terms' intervals)")
+            "but with few comparisons it is too tight for the bias terms' intervals)" + (
+                f"; that fit's prior on them is weak (sd {tt:.3g}; the ranking's is {t:.3g}): "
+                "the comparisons tell c from quality only through the spread of quality, "
+                f"so a prior sd of {t:.3g} would pull c towards 0 however many were judged"
+                if tt and t and tt > t and not hierarchical else ""))
     if covariates and not trusted:
         notes.append(
             "c is told apart from item quality only by the model's assumption that quality "
