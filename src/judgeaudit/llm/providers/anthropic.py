@@ -47,6 +47,7 @@ from judgeaudit.llm.providers.openai import (
     OPERATIONAL_PARAMS,
     add_choice_line,
     api_key,
+    base_url_param,
     billed,
     check_base_url,
     check_key,
@@ -125,7 +126,7 @@ class AnthropicProvider(Provider):
         if self.auth not in AUTH_HEADERS:
             raise ValueError(f"{self.name} parameter auth={p['auth']!r}: expected "
                              f"{' or '.join(AUTH_HEADERS)}")
-        self.base_url: str | None = check_base_url(p.get("base_url") or None,
+        self.base_url: str | None = check_base_url(base_url_param(p, self.name),
                                                    ("/v1/messages", "/messages"))
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)

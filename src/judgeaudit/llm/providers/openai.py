@@ -744,6 +744,22 @@ def parse_chat_completion(data: dict[str, Any], choices: Sequence[str],
     )
 
 
+EMPTY_BASE_URL = ("base_url is empty: give the server's URL, or leave the parameter out for the "
+                  "provider's default")
+
+
+def base_url_param(params: dict[str, str], provider: str) -> str | None:
+    """The spec's `base_url`, None when it is not given; a ValueError when it is given empty
+    (`base_url=` or a bare `base_url`): read as "not given", it sent every call, with the
+    key, to the provider's hosted API instead of the server the user meant."""
+    if "base_url" not in params:
+        return None
+    raw = params["base_url"]
+    if not raw.strip():
+        raise ValueError(f"{provider}: {EMPTY_BASE_URL}")
+    return raw
+
+
 def split_base_urls(raw: str | None) -> list[str]:
     """`base_url` as a list: one URL, or several separated by '|' (each checked)."""
     if raw is None or not raw.strip():
@@ -792,7 +808,7 @@ class OpenAIProvider(Provider):
         super().__init__(model, params)
         p = self.params
         register_key(p, self.key_env, self.name)
-        self.base_urls = split_base_urls(p.get("base_url") or None)
+        self.base_urls = split_base_urls(base_url_param(p, self.name))
         self.base_url: str | None = self.base_urls[0] if self.base_urls else None
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
