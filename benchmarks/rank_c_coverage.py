@@ -19,6 +19,8 @@ models (the ranking is not changed: compare them) and CPU seconds.
 
     python benchmarks/rank_c_coverage.py --mode before --seeds 40
     python benchmarks/rank_c_coverage.py --mode after --seeds 40
+    python benchmarks/rank_c_coverage.py --mode before --settings controlled --budgets 50,100
+    (and --mode after: small budgets, where the evidence's lam is least sure)
 
 Each adds its rows to benchmarks/results/rank_c_coverage.json (keyed by mode, setting,
 rule and budget), with the CPU flags and the load average while it ran.
@@ -137,6 +139,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=40)
     ap.add_argument("--settings", default="tester,controlled")
     ap.add_argument("--rules", default="topk", help="acquisition rules, comma separated")
+    ap.add_argument("--budgets", default=None,
+                    help="budgets, comma separated, instead of each setting's (tester 300; "
+                         "controlled 200,800)")
     a = ap.parse_args()
     if a.mode == "before":
         F.TERMS_TAU = 0.0  # max(tau, 0) = tau: the previous terms_fit
@@ -145,7 +150,9 @@ def main() -> None:
         for setting in a.settings.split(","):
             planted = 1.5 if setting == "tester" else 3.0
             for rule in a.rules.split(","):
-                for budget in SETTINGS[setting]:
+                budgets = ([int(b) for b in a.budgets.split(",")] if a.budgets
+                           else SETTINGS[setting])
+                for budget in budgets:
                     load0, t0 = os.getloadavg(), time.process_time()
                     rows = [one(setting, budget, s, rule, Path(td)) for s in range(a.seeds)]
                     summ = summary(rows, planted)

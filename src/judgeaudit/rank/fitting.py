@@ -68,7 +68,10 @@ whose point is to learn tau from the terms, they stay at its tau. In rank
 (topk rule; random 1.29 -> 1.49), covering 38/40 -> 38/40 (37 -> 39); controlled, budget
 200 and 800: 0.60 and 0.62, 0/40 covered and 40/40 marked -> 2.52 and 2.88, 40/40 covered,
 none marked (the interval, sd ~1.9, is conservative there: the pool's design keeps length
-and quality nearly orthogonal, which the prior on theta does not know). Ranking, theta,
+and quality nearly orthogonal, which the prior on theta does not know). At budgets 50 and
+100, controlled: 0/40 covered (8 and 4 unmarked, all missing) -> 38/40 and 40/40; tester:
+37/40 and 33/40 -> 38/40 and 38/40 (at 50 c scatters, mean 2.20 +- 0.23, sd of c 1.1: the
+evidence's lam is least sure there). Ranking, theta,
 recall unchanged; CPU the same within the load's noise. P(top-k) stays drawn from the
 evidence refit at the ranking's tau (``membership_fit``; ``terms_tau`` says when the terms'
 fit is that one).
