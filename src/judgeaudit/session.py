@@ -76,6 +76,15 @@ def _retry_policy(retry: RetryPolicy | int | None) -> RetryPolicy | None:
     return RetryPolicy(max_retries=retry)
 
 
+def _redact_logs() -> None:
+    """No secret a run knows reaches a log record, in the API as in the CLI: a script that
+    ran `logging.basicConfig(level=logging.INFO)` got httpx's "HTTP Request: POST
+    http://user:KEY@host/..." line per call (`llm.redact.install_log_redaction`)."""
+    from judgeaudit.llm.redact import install_log_redaction
+
+    install_log_redaction()
+
+
 class Session:
     """The cache, judges, call totals, stamps and progress of one or more commands.
 
@@ -116,6 +125,7 @@ class Session:
     ):
         from judgeaudit.llm import SpendCap
 
+        _redact_logs()
         self.spend_cap = None if max_cost is None else SpendCap(max_cost)
         self.seed = seed
         self.planner = planner
@@ -234,6 +244,7 @@ class Session:
             raise RuntimeError("a Session runs one command at a time; await the running one "
                                "first or give each concurrent command its own Session")
         self._busy = True
+        _redact_logs()  # logging configured after the session opened; SDK loggers made since
         if self.spend_cap is not None:
             self.spend_cap.reset()
         try:

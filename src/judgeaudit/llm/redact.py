@@ -19,8 +19,10 @@ patterns would garble: "key-value store"; `mask_data` for a raw payload); `redac
 both. Neither raises, whatever the secret holds (a byte that is not UTF-8 in a variable).
 
 `install_log_redaction()` puts a `RedactingFilter` on the root logger's handlers and on the
-HTTP and SDK loggers, so a record is redacted before any handler writes it (under `-v` httpx
-logs every request URL, userinfo included).
+HTTP, SDK and judgeaudit loggers, so a record is redacted before any handler writes it (under
+`-v`, or a script's `logging.basicConfig(level=logging.INFO)`, httpx logs every request URL,
+userinfo included). The CLI installs it, and so does every `Session` when it opens (the
+Python API).
 """
 
 from __future__ import annotations
@@ -401,14 +403,27 @@ _WITHHELD = "(a log message withheld: it could not be checked for secrets)"
 # Loggers whose records may carry request URLs or headers: filtered where they are logged,
 # before they propagate (the root handlers' filter covers their children too).
 SDK_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "anthropic")
+# ... and ours (a retry line quotes a server's error, which may echo the key).
+OWN_LOGGERS = ("judgeaudit",)
 _FILTER = RedactingFilter()
 
 
+def _loggers() -> list[logging.Logger]:
+    """The SDK loggers and ours, and every child of them that exists now (a logger's filter
+    sees only the records logged on it: `httpcore.http11`'s pass `httpcore`'s untouched)."""
+    roots = (*SDK_LOGGERS, *OWN_LOGGERS)
+    names = set(roots) | {
+        name for name, lg in list(logging.Logger.manager.loggerDict.items())
+        if isinstance(lg, logging.Logger) and name.split(".", 1)[0] in roots}
+    return [logging.getLogger(name) for name in sorted(names)]
+
+
 def install_log_redaction() -> RedactingFilter:
-    """Add the redacting filter to the root logger's handlers and to the HTTP/SDK loggers
-    (idempotent; call it after logging is configured, e.g. after `basicConfig`)."""
-    targets: list[logging.Filterer] = [*logging.getLogger().handlers]
-    targets += [logging.getLogger(name) for name in SDK_LOGGERS]
+    """Add the redacting filter to the root logger's handlers and to the HTTP/SDK loggers and
+    ours (`_loggers`). Idempotent and cheap: the CLI calls it after configuring logging, and
+    every `judgeaudit.session.Session` when it opens, so a script that configured logging
+    (`logging.basicConfig(level=logging.INFO)`) before calling the API logs no secret."""
+    targets: list[logging.Filterer] = [*logging.getLogger().handlers, *_loggers()]
     for t in targets:
         if not any(isinstance(f, RedactingFilter) for f in t.filters):
             t.addFilter(_FILTER)
