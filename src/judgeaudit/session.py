@@ -76,6 +76,14 @@ def _retry_policy(retry: RetryPolicy | int | None) -> RetryPolicy | None:
     return RetryPolicy(max_retries=retry)
 
 
+class _Judges(dict[str, "JudgeBundle"]):
+    """`Session.judges`: keyed by the specs as given (two keys for one model are two judges),
+    shown with their secrets masked (a notebook cell showing `s.judges` showed the key)."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{public_spec(k)!r}: {v!r}" for k, v in self.items()) + "}"
+
+
 def _redact_logs() -> None:
     """No secret a run knows reaches a log record, in the API as in the CLI: a script that
     ran `logging.basicConfig(level=logging.INFO)` got httpx's "HTTP Request: POST
@@ -188,8 +196,9 @@ class Session:
 
     @property
     def judges(self) -> dict[str, JudgeBundle]:
-        """The judges made so far, by the spec they were asked for."""
-        return dict(self._bundles)
+        """The judges made so far, by the spec they were asked for (shown with its secrets
+        masked: `_Judges`)."""
+        return _Judges(self._bundles)
 
     # ---- totals and stamps -----------------------------------------------------------------
 

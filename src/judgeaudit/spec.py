@@ -65,9 +65,16 @@ class Spec:
         """The spec as text with secrets masked, safe to log or store: parameters named in
         `secret` or looking like secrets (`*key*`, `token`, `password`, ...) and the
         password of any URL userinfo (`base_url=http://user:KEY@host`)."""
-        params = {k: ("***" if k in secret or SECRET_NAMES.search(k) else mask_url(v))
-                  for k, v in self.params.items()}
-        return str(Spec(self.kind, mask_url(self.name), params))
+        return str(Spec(self.kind, mask_url(self.name), self._public_params(secret)))
+
+    def _public_params(self, secret: frozenset[str] = frozenset({"api_key"})) -> dict[str, str]:
+        return {k: ("***" if k in secret or SECRET_NAMES.search(k) else mask_url(v))
+                for k, v in self.params.items()}
+
+    def __repr__(self) -> str:
+        """Masked as `public` masks: a notebook showing `session.judges` showed the key."""
+        return (f"Spec(kind={self.kind!r}, name={mask_url(self.name)!r}, "
+                f"params={self._public_params()!r})")
 
 
 def _enc(text: str) -> str:
@@ -94,11 +101,29 @@ def split_specs(text: str) -> list[str]:
 
 def public_spec(text: str) -> str:
     """A spec string as it may be shown: parsed and masked (`Spec.public`), or, when it does
-    not parse, with URL userinfo and secret-looking parameter values masked as text."""
+    not parse, with URL userinfo and secret-looking parameter values masked as text
+    (`_masked_text`)."""
     try:
         return parse_spec(text).public()
     except ValueError:
-        return mask_secrets(text)
+        return _masked_text(text)
+
+
+def _masked_text(text: str) -> str:
+    """A spec's text, parsed or not, with the value of every parameter whose name looks like
+    a secret (`SECRET_NAMES`: api_key, key, token, password, authorization, ...) masked, and
+    URL userinfo and `api_key=...`-style values elsewhere (`mask_secrets`). Each piece
+    between `?` and `&` is one parameter: `?api_key=K?x=1` keeps its `?x=1`,
+    `?api_key=A&api_key=B` masks both. For the errors of a spec that does not parse, which
+    repeated the key."""
+    def piece(p: str) -> str:
+        name, eq, _ = p.partition("=")
+        if eq and SECRET_NAMES.search(unquote(name).strip()):
+            return f"{name}=***"
+        return mask_secrets(p)
+
+    head, sep, query = text.partition("?")
+    return mask_secrets(head) + sep + "".join(piece(p) for p in re.split(r"([?&])", query))
 
 
 # The value is the token attached to the `=` / `:` (or a quoted one after spaces:
@@ -119,15 +144,16 @@ def parse_spec(text: str) -> Spec:
     text = text.strip()
     if not text:
         raise ValueError("empty spec; expected kind[:name][?key=value&...]")
+    shown = _masked_text(text)  # what an error may quote: never the key
     head, _, query = text.partition("?")
     kind, _, name = head.partition(":")
     if not kind or not kind.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"bad spec {text!r}: kind must be a word, e.g. 'local' or 'jsonl:PATH'")
+        raise ValueError(f"bad spec {shown!r}: kind must be a word, e.g. 'local' or 'jsonl:PATH'")
     params: dict[str, str] = {}
     if query:
         if "?" in query:  # `?api_key=K?base_url=U`: U was read into the key, the call went
             # to the provider's default host
-            raise ValueError(f"bad spec {text!r}: a second '?' among the parameters; join "
+            raise ValueError(f"bad spec {shown!r}: a second '?' among the parameters; join "
                              "parameters with '&' (a '?' inside a value is written %3F)")
         # Split on `&` and the first `=`, then percent-decode: not `parse_qsl`, which
         # form-decodes `+` to a space (a key `ab+cd` was read as `ab cd`).
@@ -137,8 +163,8 @@ def parse_spec(text: str) -> Spec:
             raw_k, _, raw_v = piece.partition("=")
             k, v = unquote(raw_k), unquote(raw_v)
             if not k:
-                raise ValueError(f"bad spec {text!r}: empty parameter name")
+                raise ValueError(f"bad spec {shown!r}: empty parameter name")
             if k in params:  # the last one won silently
-                raise ValueError(f"bad spec {text!r}: parameter {k!r} given twice")
+                raise ValueError(f"bad spec {shown!r}: parameter {k!r} given twice")
             params[k] = v
     return Spec(kind.lower(), name, params)
