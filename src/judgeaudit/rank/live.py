@@ -34,7 +34,7 @@ from judgeaudit.llm import CallFailed
 from judgeaudit.llm.plan import PlannedStop
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.rank.acquisition import answer_free
-from judgeaudit.rank.fitting import membership_fit, terms_fit
+from judgeaudit.rank.fitting import membership_fit, terms_fit, terms_tau
 from judgeaudit.rank.loop import LoopResult, ProgressHook, TooLong, run_active
 from judgeaudit.rank.pool import CovariateInfo, Pool
 from judgeaudit.stats.bradley_terry import BTFit
@@ -311,7 +311,10 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
         eb_lam=eb_lam, tau=tau, hierarchical=hierarchical)
     out = LiveRun(result=res, verdicts=oracle.log, X=X, covariates=info, dropped=dropped,
                   terms=terms, terms_method=how,
-                  p_fits={"bias_aware": terms} if how == "evidence" else {},
+                  # P(top-k) from the evidence refit at the ranking's tau: the terms' fit is
+                  # another when their prior is wider (rank.fitting.terms_tau)
+                  p_fits={"bias_aware": terms} if how == "evidence"
+                  and terms_tau(tau, hierarchical) == tau else {},
                   fit_options={"eb_lam": eb_lam, "tau": tau, "hierarchical": hierarchical})
     out.run = assess(n_valid=out.n_valid, n_planned=len(out.verdicts),
                      calls=bundle.client.stats.as_dict(), min_valid=min_valid,
