@@ -112,11 +112,12 @@ class Session:
             a worker thread, so the callback is called from that thread.
         planner: a `judgeaudit.llm.plan.Planner` (the CLI's --plan-only): every judge's cache
             misses are planned instead of sent.
-        max_cost: a spend cap per command in USD at list prices (`judgeaudit.llm.SpendCap`):
-            once the command's calls have cost this much, the rest are not sent (calls under
-            way finish). A judge that may bill at a price not known here (a hosted model
-            missing from the price table, a remote server) needs price_in and price_out in
-            its spec.
+        max_cost: a spend cap for the session in USD at list prices
+            (`judgeaudit.llm.SpendCap`): once the calls of its commands have cost this much
+            together, the rest are not sent (calls under way finish); a later command starts
+            with what the earlier ones left. A judge that may bill at a price not known here
+            (a hosted model missing from the price table, a remote server) needs price_in and
+            price_out in its spec.
     """
 
     def __init__(
@@ -242,9 +243,10 @@ class Session:
     def command(self) -> Iterator[Session]:
         """Run one command in this session: the pipelines read their call counts from the
         judges' clients, so the counts of earlier commands move to the session's totals and
-        each command starts from zero (its spend cap too), and a server an earlier command
-        stopped asking (it could not be reached) is asked again; without a cache no command takes
-        another's answers (`Client.new_run`). One command at a time."""
+        each command starts from zero (the spend cap goes on from what earlier ones spent),
+        and a server an earlier command stopped asking (it could not be reached) is asked
+        again; without a cache no command takes another's answers (`Client.new_run`). One
+        command at a time."""
         from judgeaudit.llm import CallStats
 
         if self._closed:
@@ -254,8 +256,8 @@ class Session:
                                "first or give each concurrent command its own Session")
         self._busy = True
         _redact_logs()  # logging configured after the session opened; SDK loggers made since
-        if self.spend_cap is not None:
-            self.spend_cap.reset()
+        if self.spend_cap is not None:  # the session's cap: what earlier commands left
+            self.spend_cap.new_command()
         try:
             for b in self._bundles.values():
                 b.client.reset_breaker()

@@ -1,6 +1,7 @@
-"""The spend cap (`SpendCap`, `Session(max_cost=...)`, `--max-cost`): once a command's calls
-have cost the cap at list prices, no more are sent. Priced calls to a real server on
-loopback (its answers carry token counts, as OpenAI's do); the price is given in the spec."""
+"""The spend cap (`SpendCap`, `Session(max_cost=...)`, `--max-cost`): once a session's calls
+(all its commands') have cost the cap at list prices, no more are sent. Priced calls to a
+real server on loopback (its answers carry token counts, as OpenAI's do); the price is given
+in the spec."""
 
 from __future__ import annotations
 
@@ -136,17 +137,25 @@ async def test_the_cap_is_shared_by_a_judge_and_its_panel(fake_server):
     assert a.client.stats.made == 4 and b.client.stats.not_sent == 2
 
 
-async def test_each_command_of_a_session_starts_with_the_whole_cap(fake_server):
+async def test_a_session_s_cap_counts_every_command(fake_server):
+    """The cap is the session's: a later command starts with what the earlier ones left (it
+    was each command's, so a session of two commands could spend twice the cap)."""
     srv = fake_server()
     cost, ceiling = await one_call_cost(srv.openai_url), ceiling_of(srv.openai_url)
     srv.reset()
     spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0"
-    async with Session(cache=False, max_cost=cap_for(2, cost, ceiling), concurrency=1) as s:
-        for start in (0, 100):
-            with s.command():
-                j = s.judge(spec)
-                await j.client.map(requests(5, start=start))
-                assert j.client.stats.made == 2 and j.client.stats.not_sent == 3
+    async with Session(cache=False, max_cost=cap_for(4, cost, ceiling), concurrency=1) as s:
+        with s.command():
+            await s.judge(spec).client.map(requests(2))
+        with s.command():
+            j = s.judge(spec)
+            outs = await j.client.map(requests(5, start=100))
+            assert j.client.stats.made == 2 and j.client.stats.not_sent == 3
+        assert "of it by earlier commands of the session" in str(outs[-1])
+        with s.command():  # nothing left: not one call
+            outs = await s.judge(spec).client.map(requests(2, start=200))
+            assert all(isinstance(o, CallFailed) and o.kind == "spend_cap" for o in outs)
+        assert s.calls()["made"] == 4 and s.spend_cap.spent <= s.spend_cap.limit
     assert srv.count() == 4
 
 
@@ -155,14 +164,15 @@ async def test_a_cached_answer_costs_nothing(fake_server, tmp_path):
     cost, ceiling = await one_call_cost(srv.openai_url), ceiling_of(srv.openai_url)
     srv.reset()
     spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&price_in=1&price_out=0"
-    async with Session(cache=tmp_path / "c.sqlite", max_cost=cap_for(3, cost, ceiling),
+    async with Session(cache=tmp_path / "c.sqlite", max_cost=cap_for(6, cost, ceiling),
                        concurrency=1) as s:
         with s.command():
             await s.judge(spec).client.map(requests(3))
         with s.command():  # the same 3 from the cache, then 3 new ones up to the cap
             j = s.judge(spec)
-            await j.client.map(requests(6))
+            await j.client.map(requests(8))
             assert j.client.stats.cached == 3 and j.client.stats.made == 3
+            assert j.client.stats.not_sent == 2
     assert srv.count() == 6
 
 

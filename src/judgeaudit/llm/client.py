@@ -242,8 +242,10 @@ class RetryPolicy:
 
 
 class SpendCap:
-    """A limit in USD on what one command's calls may cost at list prices, shared by its
-    judges' clients (`Session(max_cost=...)`, `--max-cost`). Each call holds its ceiling
+    """A limit in USD on what a session's calls may cost at list prices, shared by its
+    judges' clients (`Session(max_cost=...)`, `--max-cost`: a CLI run and a sync API call are
+    one command in a session of their own). A session's later command starts with what the
+    earlier ones left (`new_command`). Each call holds its ceiling
     while it is under way (`hold`: the prompt at characters / 4, the completion at its
     max_tokens) and is not sent when that could take the spend past `limit`; then no more
     calls are sent and the rest fail as not sent. A call that would fit once the calls under
@@ -260,10 +262,19 @@ class SpendCap:
         self.spent = 0.0
         self.held = 0.0  # the ceilings of the calls under way
         self.refused: float | None = None  # the ceiling of the first call that did not fit
+        self.before = 0.0  # what earlier commands of the session spent
         self._waiters: list[asyncio.Future[None]] = []
 
     def reset(self) -> None:
-        self.spent, self.held, self.refused = 0.0, 0.0, None
+        """Forget everything spent: the whole limit is left again."""
+        self.spent, self.held, self.refused, self.before = 0.0, 0.0, None, 0.0
+        self._waiters = []
+
+    def new_command(self) -> None:
+        """A command of the session starts: it may spend what the earlier ones left (a
+        session's cap was the cap of each command, so three commands could spend three
+        times `max_cost`)."""
+        self.before, self.held, self.refused = self.spent, 0.0, None
         self._waiters = []
 
     def could_fit(self, ceiling: float) -> bool:
@@ -295,8 +306,10 @@ class SpendCap:
         nxt = "" if self.refused is None else (
             f"; the next call could cost up to ${self.refused:.4f}")
         under_way = f", ${self.held:.4f} held by calls under way" if self.held > 1e-12 else ""
-        return (f"the spend cap is reached (${self.spent:.4f} spent{under_way} of max_cost "
-                f"${self.limit:g} when sending stopped{nxt}; run again with a higher "
+        earlier = (f", ${self.before:.4f} of it by earlier commands of the session"
+                   if self.before > 1e-12 else "")
+        return (f"the spend cap is reached (${self.spent:.4f} spent{earlier}{under_way} of "
+                f"max_cost ${self.limit:g} when sending stopped{nxt}; run again with a higher "
                 "max_cost: finished calls are cached)")
 
 
