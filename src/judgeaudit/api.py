@@ -141,6 +141,25 @@ def _sync_twin(afn: Callable[P, Awaitable[T]]) -> Callable[P, T]:
     return fn
 
 
+# CLI options the functions do not take, with what the API does instead: `out=` was met with
+# "did you mean 'timeout'?".
+_RESULT = "the function returns a Result"
+CLI_ONLY = {
+    "out": f"out is the CLI's --out; {_RESULT}: write it with res.to_json(DIR) "
+           "(DIR/results.json) or res.report(PATH) (the HTML report)",
+    "fail_on": f"fail_on is the CLI's --fail-on (an exit code); {_RESULT}: gate on it in "
+               "the script (res.ok, res.summary())",
+    "json": f"json is the CLI's --json; {_RESULT}: res.to_dict(), res.summary(), "
+            "res.to_json()",
+    "config": "config is the CLI's --config FILE; give the settings as arguments",
+    "plan_only": "plan_only is the CLI's: plan the calls with `judgeaudit --plan-only "
+                 "PLAN.jsonl COMMAND ...`, ingest the answers, then call the function with the "
+                 "same cache (it reads them there)",
+    "verbose": "verbose is the CLI's -v; configure logging instead "
+               "(logging.basicConfig(level=logging.INFO))",
+}
+
+
 def _bind(name: str, sig: inspect.Signature, args: tuple[Any, ...],
           kwargs: dict[str, Any]) -> None:
     """A call that does not fit the signature: TypeError naming the function the user called
@@ -152,7 +171,9 @@ def _bind(name: str, sig: inspect.Signature, args: tuple[Any, ...],
     except TypeError as exc:
         hint = ""
         unknown = [k for k in kwargs if k not in sig.parameters]
-        if unknown:
+        if unknown and unknown[0] in CLI_ONLY:
+            hint = f"; {CLI_ONLY[unknown[0]]}"
+        elif unknown:
             close = difflib.get_close_matches(unknown[0], list(sig.parameters), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else (
                 f"; it takes {', '.join(sig.parameters)}")
