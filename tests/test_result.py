@@ -191,7 +191,7 @@ def test_to_frame_probes_for_audit_metrics_otherwise():
     assert f.loc[f.probe == "position", "n"].item() == a["probes"]["position"]["n"]
     assert {"effect", "ci_lo", "ci_hi", "p", "q", "verdict"} <= set(f.columns)
     m = Result.from_document(evaluate_doc()).to_frame()
-    assert list(m.columns) == ["metric", "value", "ci_lo", "ci_hi", "n"]
+    assert list(m.columns) == ["metric", "value", "ci_lo", "ci_hi", "n", "method"]
     row = m.set_index("metric").loc["accuracy"]
     assert (row.value, row.ci_lo, row.ci_hi, row.n) == (0.5, 0.1, 0.9, 2)
     with pytest.raises(ValueError, match="^an evaluate result has no probes"):  # not "a e"

@@ -584,14 +584,16 @@ class Result(BaseModel):
 
         Args:
             table: "probes" (audit only): one row per probe: probe, title, verdict, effect,
-                ci_lo, ci_hi, n, p, q, mde, flag_exceeds, n_invalid. "metrics": one row per
-                number with an interval (`estimates()`): metric (its dotted path), value,
-                ci_lo, ci_hi, n. "verdicts": one row per verdict: evaluate's per-order
-                verdicts (pairwise: item_id, order, winner, choice, p_first, valid, error,
-                raw; pointwise: item_id, score, gold, raw, error), scoring-bias' scores
-                (template, repeat, item_id, score) and rank's comparisons (step, first_id,
-                second_id, order, y, choice, p_first, valid, error, raw). Default:
-                "probes" for audit, "metrics" for every other command.
+                ci_lo, ci_hi, n, p, q, mde, flag_exceeds, n_invalid, method. "metrics": one
+                row per number with an interval (`estimates()`): metric (its dotted path),
+                value, ci_lo, ci_hi, n, method. `method` names how the interval was made, or
+                why there is none (a NaN interval: "none: every item's Delta is the same
+                ..."); empty where the document does not say. "verdicts": one row per
+                verdict: evaluate's per-order verdicts (pairwise: item_id, order, winner,
+                choice, p_first, valid, error, raw; pointwise: item_id, score, gold, raw,
+                error), scoring-bias' scores (template, repeat, item_id, score) and rank's
+                comparisons (step, first_id, second_id, order, y, choice, p_first, valid,
+                error, raw). Default: "probes" for audit, "metrics" for every other command.
             failed_ok: a failed run's "probes" and "metrics" are not results (`summary()`
                 withholds them): without this they raise `RunFailed`; with it the table
                 holds them, for diagnosis. Its "verdicts" (records, not numbers) are given
@@ -608,11 +610,13 @@ class Result(BaseModel):
         if table == "probes":
             return pd.DataFrame(self._probe_rows(), columns=[
                 "probe", "title", "verdict", "effect", "ci_lo", "ci_hi", "n", "p", "q", "mde",
-                "flag_exceeds", "n_invalid"])
+                "flag_exceeds", "n_invalid", "method"])
         if table == "metrics":
             rows = [{"metric": k, "value": e.value, "ci_lo": e.ci95[0], "ci_hi": e.ci95[1],
-                     "n": e.n} for k, e in self.estimates(failed_ok=True).items()]
-            return pd.DataFrame(rows, columns=["metric", "value", "ci_lo", "ci_hi", "n"])
+                     "n": e.n, "method": e.method}
+                    for k, e in self.estimates(failed_ok=True).items()]
+            return pd.DataFrame(rows, columns=["metric", "value", "ci_lo", "ci_hi", "n",
+                                               "method"])
         if table == "verdicts":
             return pd.DataFrame(self._verdict_rows())
         raise ValueError(f"table {table!r}: expected 'probes', 'metrics' or 'verdicts'")
@@ -630,7 +634,7 @@ class Result(BaseModel):
                          "n": p.get("n"), "p": p.get("p"), "q": p.get("q"),
                          "mde": p.get("mde"),
                          "flag_exceeds": (p.get("flag") or {}).get("exceeds"),
-                         "n_invalid": p.get("n_invalid")})
+                         "n_invalid": p.get("n_invalid"), "method": eff.get("method")})
         return rows
 
     def _verdict_rows(self) -> list[dict[str, Any]]:
