@@ -76,7 +76,8 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
             "prompt_tokens_estimate": round(planner.prompt_chars / CHARS_PER_TOKEN),
             "completion_tokens_max": planner.max_completion,
             "cost_usd_estimate": planner.cost_usd or None,
-            "unpriced": sorted(planner.unpriced)}))
+            "unpriced": sorted(planner.unpriced),
+            "simulated": dict(getattr(planner, "simulated", {}))}))
     if stopped is not None:
         what = str(stopped).splitlines()[0][:200] if str(stopped) else type(stopped).__name__
         console.print(Text(f"the command stopped without answers ({escaped(what)}); that is "
@@ -92,6 +93,14 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
             f"{'it' if n == 1 else 'them'} (vllm run-batch, a provider's batch API, ...), then "
             "`judgeaudit ingest OUTPUT.jsonl` and re-run this command", highlight=False)
         console.print(f"the planned requests: {planner.estimate()}", highlight=False)
+        sims = getattr(planner, "simulated", None)
+        if sims:
+            console.print(styled(
+                f"{sum(sims.values())} of them for a simulated judge "
+                f"({', '.join(sorted(sims))})", "bold yellow",
+                ": judgeaudit answers those itself (they are planned only so the plan counts "
+                "the whole run); run the command without --plan-only for the simulation's "
+                "verdicts: answers ingested for them replace the simulation's"), highlight=False)
         console.print("requests that depend on these answers (a rewrite before its judgement, "
                       "the next round of an active ranking) are planned stage by stage: re-run "
                       "with --plan-only after each ingest until it plans 0 requests",
@@ -161,6 +170,13 @@ def ingest(
         console.print(styled(count(n_err, 'error line'), "bold yellow",
                              f"({kinds}), not cached; first at {where}:{rep.first_error_line}: "
                              f"{escaped(rep.first_error or '')}"), highlight=False)
+    if rep.simulated:
+        n_sim = sum(rep.simulated.values())
+        console.print(styled(count(n_sim, 'answer'), "bold yellow",
+                             f"{'is' if n_sim == 1 else 'are'} for a simulated judge "
+                             f"({', '.join(sorted(rep.simulated))}): stored, "
+                             "replacing what the simulation would answer; the re-run reads "
+                             "these, not the simulation's verdicts"), highlight=False)
     if rep.errors_answered:
         key, err_line, ans_line = rep.first_answered
         console.print(f"{count(rep.errors_answered, 'error line')} answered by a later line "

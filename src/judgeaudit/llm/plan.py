@@ -106,6 +106,19 @@ def read_parse_info(info: str) -> tuple[tuple[str, ...], str]:
     return tuple(data), ""
 
 
+def simulated(provider: str) -> bool:
+    """True for a provider judgeaudit answers itself from the request's meta (sim, simhubj,
+    replay: `Provider.uses_meta`), which a plan's body does not carry: its requests are
+    planned only so a plan counts the whole run, and an answer ingested for one replaces
+    the simulation's verdict."""
+    from judgeaudit.llm.registry import provider_class
+
+    try:
+        return bool(provider_class(provider).uses_meta)
+    except (KeyError, ValueError):
+        return False
+
+
 class Planner:
     """Collects the distinct requests a command would send (one per cache key, in the order
     first asked) and the cache keys it found answered already."""
@@ -122,6 +135,8 @@ class Planner:
         self.cost_usd = 0.0
         self.unpriced: set[str] = set()  # models that may bill at a price not known here
         self.max_cost: float | None = None  # the command's --max-cost, to compare with
+        # provider -> planned requests of a simulated judge (`simulated`)
+        self.simulated: Counter[str] = Counter()
 
     @property
     def n(self) -> int:
@@ -140,6 +155,8 @@ class Planner:
         body = plan_body(request, provider)
         self.lines[key] = plan_entry(key, body)
         self.meta[key] = (provider.name, provider.model, parse_info(request, body))
+        if simulated(provider.name):
+            self.simulated[provider.name] += 1
         chars, out, cost = body_ceiling(body, provider.price_per_mtok)
         self.prompt_chars += chars
         self.max_completion += out
@@ -218,6 +235,8 @@ class IngestReport:
     errors_answered: int = 0
     first_answered: tuple[str, int, int] | None = None
     plan_lines: int | None = None
+    # provider -> answers stored for a simulated judge's requests (`simulated`)
+    simulated: dict[str, int] = field(default_factory=dict)
     unanswered: int | None = None
     not_in_plan: int | None = None
 
@@ -309,6 +328,8 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                 error_at(n, f"{key[:12]}: not a chat completion", key)
                 continue
             rows.append((key, provider, model, clean_response(resp, cap)))
+            if simulated(provider):
+                rep.simulated[provider] = rep.simulated.get(provider, 0) + 1
             answered.add(key)
         rep.replaced += len(cache.has([r[0] for r in rows]))
         cache.put_many(rows)
@@ -385,4 +406,5 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
 
 
 __all__ = ["PLANNED", "IngestReport", "PlanGivenAsAnswers", "PlannedStop", "Planner", "ingest",
-           "is_planned", "is_request_line", "plan_body", "read_plan_keys", "write_jsonl"]
+           "is_planned", "is_request_line", "plan_body", "read_plan_keys", "simulated",
+           "write_jsonl"]
