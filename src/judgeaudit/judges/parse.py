@@ -40,6 +40,37 @@ def reasoning_cut_off(text: str) -> bool:
 
 _TIE_WORDS = {"tie", "draw", "equal", "same"}  # "both"/"neither" stay invalid
 
+# End-of-sequence tokens a server leaves at the end of the answer when it does not strip
+# them ("A</s>"): not part of the verdict.
+_EOS = re.compile(r"(?:\s*(?:</s>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|end_of_text\|>|"
+                  r"<\|eom_id\|>|<\|end\|>|<end_of_turn>|<eos>))+\s*$", re.IGNORECASE)
+
+# A label before the verdict, followed by ':' ("Verdict: A", "**Final verdict:** [[B]]",
+# "Better: Response A"): every label reads as "Answer:" does. The verdict may be on the
+# label's line or, when the label line holds nothing else, on the next one.
+_LABELS = (r"(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:verdict|answer|choice|decision|"
+           r"judge?ment|selection|result|winner|output|response|preferred(?:\s+response)?|"
+           r"better(?:\s+response)?|best(?:\s+response)?)")
+_LABEL_COLON = re.compile(r"^[\s#>*_]*" + _LABELS + r"[\s*_]*[:=][\s*_]*", re.IGNORECASE)
+
+# One short sentence that names exactly one choice and nothing else on its line: "The better
+# response is A.", "I choose Response B". Anchored at both ends: "I would not choose A", "I
+# choose A over B" and longer prose do not match and stay invalid.
+_SENTENCE = re.compile(
+    r"^(?:(?:the|my)\s+(?:better|best|preferred|stronger|winning)\s+(?:response|answer|output|"
+    r"one|choice)\s+is|(?:my\s+(?:verdict|choice|answer)\s+is)|i\s+(?:would\s+)?(?:choose|pick|"
+    r"select|prefer|go\s+with|vote\s+for))\s+(?:(?:response|output|answer)\s+)?[*_\[(\"']*"
+    r"(\w+)[*_\])\"']*\s*[.!]?$", re.IGNORECASE)
+
+# A choice followed at once by a verb and a negation or a worse-than ("A is not better", "A
+# isn't the better one", "A is worse"): the line names the choice only to reject it.
+_AFTER_CHOICE_VERB = frozenset({"is", "was", "would", "does", "did", "seems", "looks",
+                                "appears", "should", "could", "has", "isn", "wasn", "doesn",
+                                "didn", "wouldn", "shouldn", "couldn", "fails", "lacks"})
+_NEGATION = re.compile(r"\b(?:not|never|cannot|worse|worst|inferior|weaker|poorer|fails|"
+                       r"lacks)\b|n[\'\u2019]t\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.,;:!?\n]")
+
 # JSON answers ({"verdict": "A"}): the keys that hold a verdict or a score, compared after
 # lower-casing and turning spaces/hyphens into "_". Other keys ("reason", "feedback") are
 # the judge's commentary and are not read.
@@ -53,6 +84,25 @@ _SCORE_KEYS = frozenset({"score", "rating", "grade", "final_score", "overall_sco
                          "final_rating", "overall_rating"})
 _FENCE = re.compile(r"^```[A-Za-z]*[ \t]*\n(.*)\n[ \t]*```$", re.DOTALL)
 _KEY_SEP = re.compile(r"[\s\-]+")
+
+
+def _strip_eos(text: str) -> str:
+    """The answer without end-of-sequence tokens at its end."""
+    return _EOS.sub("", text or "")
+
+
+def _negated_after(line: str, token: str) -> bool:
+    """True when the clause right after the choice `token` (up to ',', '.', ...) starts with
+    a verb and negates the choice or ranks it worse: "A is not better", "A isn't", "B is
+    worse"; "A, though B is not bad" and "A. B is not ..." are not."""
+    at = re.search(r"(?<![A-Za-z0-9])" + re.escape(token) + r"(?![A-Za-z0-9])", line)
+    if at is None:
+        return False
+    rest = line[at.end():]
+    cut = _CLAUSE_END.search(rest)
+    clause = rest if cut is None else rest[:cut.start()]
+    words = [w for w in re.split(r"[\s'\u2019*_\])\"]+", clause.lower()) if w]
+    return bool(words) and words[0] in _AFTER_CHOICE_VERB and bool(_NEGATION.search(clause))
 
 
 class _NotJson:
@@ -235,7 +285,11 @@ def parse_choice(
     """Return the single choice `text` names, "tie" (if allowed), or None.
 
     Accepts e.g. "A", " A.", "**B**", "[[A]]", "Response A", "Output (b)", "A is better",
-    "B\\nExplanation: ...", a whole answer that is one lower-case letter ("b", "**a**"), a
+    "B\\nExplanation: ...", any of these after a label and a colon ("Verdict: A", "**Final
+    verdict:** [[B]]", "Better: Response A", "Verdict:\\nA"), one short sentence naming
+    one choice ("The better response is A.", "I choose B"), end-of-sequence tokens at the
+    end ("A</s>", "B<|im_end|>") left out, a whole answer that is one lower-case letter
+    ("b", "**a**"), a
     JSON object (bare or in a ```json fence) whose verdict-like keys ("verdict", "winner",
     "choice", ...) all name the same one choice in any of these forms (nested ones too, and
     each on one line), and any of these after a reasoning model's closed thinking block
@@ -244,38 +298,55 @@ def parse_choice(
     only fence or on lines of its own, and no prose line reads (by the plain rules) as
     another choice. Rejects "C", "A or B", "Both", "A and B", prose that names both, "a good
     answer" (a lower-case letter in prose is the article), JSON naming both, none or an
-    unknown value, with verdict keys that disagree ({"verdict": "A", "analysis": {"verdict":
-    "B"}}) or a value on two lines, two JSON objects or fences, and 'B\\n{"verdict": "A"}'.
+    unknown value, a choice the line goes on to reject ("A is not better", "I would not
+    choose A", "B is worse"), with verdict keys that disagree ({"verdict": "A",
+    "analysis": {"verdict": "B"}}) or a value on two lines, two JSON objects or fences,
+    and 'B\\n{"verdict": "A"}'.
     """
-    text = strip_reasoning(text)
+    text = _strip_eos(strip_reasoning(_strip_eos(text)))
     if not text or not text.strip():
         return None
     return _read_answer(text, _VERDICT_KEYS,
                         lambda v: _parse_plain_choice(v, choices, allow_tie), allow_float=False)
 
 
-def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
-    """`parse_choice` on an answer in plain text (no JSON)."""
+def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
+                        after_label: bool = False) -> str | None:
+    """`parse_choice` on an answer in plain text (no JSON). `after_label`: `text` is what
+    follows a "Verdict:"-like label, whose own line may hold nothing else."""
     if not text or not text.strip():
         return None
+    if not after_label:
+        label = _LABEL_COLON.match(text)
+        if label is not None:
+            rest = text[label.end():]
+            if not rest.split("\n", 1)[0].strip():  # "Verdict:\nA": the verdict's own line
+                rest = rest.lstrip()
+            return _parse_plain_choice(rest, choices, allow_tie, after_label=True)
     first_line = text.strip().splitlines()[0]
     tokens = [t for t in _STRIP.split(first_line) if t]
     if not tokens:
         return None
+    by_lower = {c.lower(): c for c in choices}
+    sentence = _SENTENCE.match(first_line.strip())
+    if sentence is not None:
+        return by_lower.get(sentence.group(1).lower())
     lowered = [t.lower() for t in tokens]
     # Letters match case-sensitively ("a" is usually the article), except right after a
-    # label word: "Output (b)", "response a".
+    # label word ("Output (b)", "response a") or alone on the line after a label and a
+    # colon ("Verdict: b").
     labelled = lowered[0] in {"response", "output", "answer", "assistant"} and len(tokens) > 1
     if labelled:
         tokens, lowered = tokens[1:], lowered[1:]
+    labelled = labelled or (after_label and len(tokens) == 1)
     head = tokens[0]
-    by_lower = {c.lower(): c for c in choices}
     named = {t for t in tokens if t in choices}
     hit = by_lower.get(head.lower()) if labelled else (head if head in choices else None)
     if hit is not None:
         named.add(hit)
-        # The first token is a choice; refuse if another choice is also named ("A or B").
-        if len(named) > 1:
+        # The first token is a choice; refuse if another choice is also named ("A or B"),
+        # or if the line goes on to reject it ("A is not better").
+        if len(named) > 1 or _negated_after(first_line, head):
             return None
         return hit
     if allow_tie and lowered[0] in _TIE_WORDS and not named:
@@ -306,7 +377,7 @@ def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> 
     ({"score": 4}, {"score": "4/5"}); prose around it is allowed as for `parse_choice`. A
     reasoning model's closed thinking block before the score is skipped (`strip_reasoning`).
     """
-    text = strip_reasoning(text)
+    text = _strip_eos(strip_reasoning(_strip_eos(text)))
     if not text or not text.strip():
         return None
     return _read_answer(text, _SCORE_KEYS, lambda v: _parse_plain_score(v, ids))
