@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from judgeaudit.audit.battery import check_runnable, plan_items, run_battery
+from judgeaudit.audit.metrics import INVALID_REASONS
 from judgeaudit.audit.paired import paired_stats
 from judgeaudit.audit.probe import get_probe
 from judgeaudit.data import load
@@ -53,7 +54,7 @@ async def test_position_uses_every_pair_and_shift_probes_the_labelled_ones():
     assert pos["n"] == len(items)  # the sim never says tie in one order nor fails
     assert verb["n_items"] == lab
     assert verb["dropped"]["no_label"] == no_label and verb["dropped"]["tie_label"] == tie
-    assert verb["n"] + verb["dropped"].get("invalid_verdict", 0) \
+    assert verb["n"] + sum(verb["dropped"].get(r, 0) for r in INVALID_REASONS) \
         + verb["dropped"].get("perturbation_not_applicable", 0) == lab
     assert any("left out" in n for n in verb["notes"])
     # overall: distinct items, by reason; and 60 in, 60 judged (was: 60 in, 'lab items')
@@ -112,11 +113,13 @@ async def test_invalid_verdicts_are_counted_by_reason():
                             ["position", "authority"], seed=4)
     for name in ("position", "authority"):
         p = res["probes"][name]
-        bad = p["dropped"].get("invalid_verdict", 0)
+        # the sim's invalid answers are prose with no verdict: unparseable, no call failed
+        bad = p["dropped"].get("unparseable", 0)
         assert bad > 0, name
+        assert "not_sent" not in p["dropped"] and "call_failed" not in p["dropped"], name
         assert p["n"] + sum(p["dropped"].values()) == p["n_items"], (name, p["dropped"])
-    assert res["dropped"]["invalid_verdict"] >= res["probes"]["position"]["dropped"][
-        "invalid_verdict"]
+    assert res["dropped"]["unparseable"] >= res["probes"]["position"]["dropped"][
+        "unparseable"]
 
 
 def test_mde_follows_the_realised_standard_error_not_n_alone():

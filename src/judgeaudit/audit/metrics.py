@@ -15,6 +15,29 @@ from judgeaudit.stats import rate
 from judgeaudit.stats.intervals import clustered_rate
 from judgeaudit.stats.types import Estimate
 
+# The reasons an invalid verdict leaves an item out, most upstream first (`why_invalid`).
+INVALID_REASONS: tuple[str, ...] = ("not_sent", "call_failed", "unparseable")
+
+
+def _failures(verdict: Any) -> set[str]:
+    """How the invalid parts of one verdict failed: a pairwise verdict's invalid orders, a
+    binary or score verdict itself ("not_sent", "call_failed", or "unparseable" for an
+    answer with no verdict). A valid verdict gives none."""
+    orders = getattr(verdict, "orders", None)
+    if orders is not None:
+        return {o.failed or "unparseable" for o in orders if not o.valid}
+    if getattr(verdict, "passed", 0) is None or getattr(verdict, "score", 0) is None:
+        return {getattr(verdict, "failed", None) or "unparseable"}
+    return set()
+
+
+def why_invalid(*verdicts: Any) -> str:
+    """The left-out reason of an item because a verdict it needs is invalid: "not_sent"
+    when a call of it was never sent, else "call_failed" when one failed, else
+    "unparseable" (an answer came back with no readable verdict)."""
+    found: set[str] = set().union(*(_failures(v) for v in verdicts))
+    return next((r for r in INVALID_REASONS if r in found), "unparseable")
+
 
 def rate_estimate(successes: float, n: int) -> Estimate:
     """successes / n with its Wilson interval; n = 0 -> no value and no interval (null in
@@ -89,16 +112,17 @@ def position(verdicts: Sequence[PairwiseVerdict], seed: int = 0,
     p: exact sign test of items choosing first-shown in both orders vs second-shown in both
     (items consistent across orders carry no position information); the MDE is that test's
     at this n and discordance. Needs no label. Items left out, by reason (positions):
-    `dropped` = {single_order, invalid_verdict, tie_verdict}."""
+    `dropped` = {single_order, not_sent, call_failed, unparseable, tie_verdict}; the three
+    invalid-verdict reasons as `why_invalid` tells them apart."""
     f: list[float] = []
     valid: list[int] = []
-    dropped: dict[str, list[int]] = {"single_order": [], "invalid_verdict": [],
-                                     "tie_verdict": []}
+    dropped: dict[str, list[int]] = {"single_order": [],
+                                     **{r: [] for r in INVALID_REASONS}, "tie_verdict": []}
     for i, v in enumerate(verdicts):
         if len(v.orders) != 2:
             dropped["single_order"].append(i)
         elif not all(o.valid for o in v.orders):
-            dropped["invalid_verdict"].append(i)
+            dropped[why_invalid(v)].append(i)
         elif any(o.winner == 0 for o in v.orders):
             dropped["tie_verdict"].append(i)
         else:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import abc
 import copy
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from judgeaudit.audit.metrics import why_invalid
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.judges.pairwise import PairwiseJudge, PairwiseVerdict
@@ -105,7 +106,13 @@ DROP_REASONS: dict[str, str] = {
     "not_pairwise": "not a pairwise item (the audit judges pairs)",
     "no_label": "no label: the probe needs to know the better response",
     "tie_label": "tie label: the probe needs a better response (label 1 or 2)",
-    "invalid_verdict": "a verdict it needs was unparseable or its call failed",
+    "not_sent": "a call for a verdict it needs was never sent (spend or call cap, the "
+                "client stopped sending, --plan-only)",
+    "call_failed": "a call for a verdict it needs was sent and failed",
+    "unparseable": "a verdict it needs came back with no readable verdict",
+    # results written before the split into the three reasons above
+    "invalid_verdict": "a verdict it needs was unparseable or its call failed (results "
+                       "written before not_sent, call_failed and unparseable were told apart)",
     "tie_verdict": "a tie verdict in one order (no first-slot information)",
     "single_order": "judged in one order only (position needs both)",
     "perturbation_not_applicable": "the perturbation failed its answer-preservation check "
@@ -124,6 +131,13 @@ def drop(res: ProbeResult, reason: str, ids: Sequence[str]) -> None:
         if i not in seen:
             seen.add(i)
             have.append(i)
+
+
+def drop_invalid(res: ProbeResult, items: Iterable[tuple[str, Sequence[Any]]]) -> None:
+    """Record items left out for an invalid verdict, each (item id, the verdicts it needs)
+    under its reason (`why_invalid`)."""
+    for item_id, verdicts in items:
+        drop(res, why_invalid(*verdicts), [item_id])
 
 
 class AuditContext:

@@ -10,7 +10,14 @@ from typing import Any, ClassVar
 
 from judgeaudit.audit.length_control import length_control, words_added, words_summary
 from judgeaudit.audit.metrics import estimate, same_winner_rate, shift
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, threshold_flag
+from judgeaudit.audit.probe import (
+    AuditContext,
+    Probe,
+    ProbeResult,
+    drop,
+    drop_invalid,
+    threshold_flag,
+)
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.pairwise import PairwiseVerdict
 from judgeaudit.perturb import perturb_items
@@ -70,7 +77,7 @@ class ShiftProbe(Probe):
         drop(res, "perturbation_not_applicable",
              [r.original.id if r.original is not None else r.item.id
               for r in results if not r.preserved])
-        drop(res, "invalid_verdict", [originals[i].id for i in m["invalid"]])
+        drop_invalid(res, [(originals[i].id, (before[i], after[i])) for i in m["invalid"]])
         res.rates["robustness_rate"] = same_winner_rate(before, after)
         res.rates["consistency_rate"] = await consistency_rate(ctx, originals)
         res.rates["target_win_before"] = _win_rate(before, targets)

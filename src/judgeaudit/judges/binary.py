@@ -7,7 +7,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from judgeaudit.data.schema import PointwiseItem
-from judgeaudit.judges.parse import RAW_KEEP, map_checked, mark_if_invalid, parse_choice
+from judgeaudit.judges.parse import (
+    RAW_KEEP,
+    call_failure,
+    map_checked,
+    mark_if_invalid,
+    parse_choice,
+)
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -19,6 +25,7 @@ class BinaryVerdict:
     passed: bool | None           # None = invalid
     p_pass: float | None = None
     error: str | None = None
+    failed: str | None = None     # "not_sent" / "call_failed" (`parse.call_failure`)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -44,7 +51,7 @@ class BinaryJudge:
 
     def read(self, item_id: str, out: Response | CallFailed) -> BinaryVerdict:
         if isinstance(out, CallFailed):
-            return BinaryVerdict(item_id, "", None, error=str(out))
+            return BinaryVerdict(item_id, "", None, error=str(out), failed=call_failure(out))
         if out.invalid:  # e.g. over the response size cap: no verdict, whatever it says
             return BinaryVerdict(item_id, out.text[:RAW_KEEP], None, error=out.invalid)
         pos, neg = self.template.labels[0], self.template.labels[1]

@@ -14,6 +14,7 @@ from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.data.slots import render_order
 from judgeaudit.judges.parse import (
     RAW_KEEP,
+    call_failure,
     map_checked,
     mark_if_invalid,
     parse_choice,
@@ -35,6 +36,9 @@ class OrderVerdict:
     winner: Winner | None         # canonical winner, None = invalid
     p_first: float | None = None  # P(shown-first response preferred), when known
     error: str | None = None      # call failure after retries
+    # Why a call gave no answer (`parse.call_failure`): "not_sent" or "call_failed"; None
+    # when the call answered (valid or not).
+    failed: str | None = None
     # Where the verdict was read from probabilities: what the answer's text says, read as
     # text alone would be ("A"/"B"/"tie"; None = unreadable text, or no probabilities).
     text_choice: str | None = None
@@ -162,7 +166,8 @@ class PairwiseJudge:
         """Parse one order's output; `labels[0]` names the response shown first. `choice` is
         recorded as "A"/"B" (first/second shown) whatever the template's labels."""
         if isinstance(out, CallFailed):
-            return OrderVerdict(order, raw="", choice=None, winner=None, error=str(out))
+            return OrderVerdict(order, raw="", choice=None, winner=None, error=str(out),
+                                failed=call_failure(out))
         if out.invalid:  # e.g. over the response size cap: no verdict, whatever it says
             return OrderVerdict(order, out.text[:RAW_KEEP], None, None, error=out.invalid)
         first, second = labels[0], labels[1]

@@ -420,6 +420,28 @@ def invalid_reason(out: Response, valid: bool) -> str | None:
     return f"unparseable answer: {text[:80]!r}"
 
 
+# Kinds of failed calls that were never sent (`CallFailed.kind`): written to the plan
+# (--plan-only), or refused by the run's call cap or spend cap.
+_NOT_SENT_KINDS = frozenset({"planned", "call_cap", "spend_cap"})
+# How the client words a call it refused to send: stopped for the run (spend cap, a server
+# that stopped answering, a judge whose answers could not be read) or planned.
+_NOT_SENT_WORDS = re.compile(r"\bnot sent\b|\bno more calls were sent\b")
+
+
+def call_failure(exc: CallFailed) -> str:
+    """Why a call gave no answer, as a left-out reason: "not_sent" (never sent: planned, a
+    cap, the client stopped sending) or "call_failed" (sent, and it failed). A `sent`
+    attribute on the failure decides when it has one; otherwise its kind and the client's
+    wording do. A call refused after an earlier fatal failure carries that failure's message
+    and counts as "call_failed" (the client does not say it was not sent)."""
+    sent = getattr(exc, "sent", None)
+    if isinstance(sent, bool):
+        return "call_failed" if sent else "not_sent"
+    if exc.kind in _NOT_SENT_KINDS or _NOT_SENT_WORDS.search(str(exc)):
+        return "not_sent"
+    return "call_failed"
+
+
 def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed,
                     valid: bool) -> None:
     """Tell the client's cache that `request`'s answer gave no verdict, so `judgeaudit cache

@@ -12,7 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from judgeaudit.data.schema import PointwiseItem
-from judgeaudit.judges.parse import RAW_KEEP, map_checked, mark_if_invalid, parse_score
+from judgeaudit.judges.parse import (
+    RAW_KEEP,
+    call_failure,
+    map_checked,
+    mark_if_invalid,
+    parse_score,
+)
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
@@ -68,6 +74,7 @@ class ScoreVerdict:
     score: float | None               # 1..K (decimals where the judge averages), None = invalid
     probs: dict[str, float] | None = None
     error: str | None = None
+    failed: str | None = None         # "not_sent" / "call_failed" (`parse.call_failure`)
 
     @property
     def expected(self) -> float | None:
@@ -153,7 +160,7 @@ class RubricJudge:
         probable id where the provider gives probabilities, else the strictly parsed text."""
         ids = score_ids or self.score_ids
         if isinstance(out, CallFailed):
-            return ScoreVerdict(item_id, "", None, error=str(out))
+            return ScoreVerdict(item_id, "", None, error=str(out), failed=call_failure(out))
         if out.invalid:  # e.g. over the response size cap: no score, whatever it says
             return ScoreVerdict(item_id, out.text[:RAW_KEEP], None, error=out.invalid)
         if out.probs and all(s in out.probs for s in ids):

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from judgeaudit.audit.metrics import estimate
 from judgeaudit.audit.paired import credit_of, paired_difference
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
+from judgeaudit.audit.probe import (
+    AuditContext,
+    Probe,
+    ProbeResult,
+    drop_invalid,
+    register_probe,
+)
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.templates import load_template
 
@@ -31,7 +37,7 @@ class ChainOfThoughtProbe(Probe):
         res = ProbeResult.from_stats(
             d, [it.id for it in ctx.items],
             n_invalid=sum(not o.valid for v in cot for o in v.orders))
-        drop(res, "invalid_verdict", [ctx.items[i].id for i in d["invalid"]])
+        drop_invalid(res, [(ctx.items[i].id, (base[i], cot[i])) for i in d["invalid"]])
         va, vb = [x for x in a if x is not None], [x for x in b if x is not None]
         res.rates["accuracy_without"] = estimate(sum(va), len(va))
         res.rates["accuracy_with_reasoning"] = estimate(sum(vb), len(vb))

@@ -8,7 +8,13 @@ import numpy as np
 
 from judgeaudit.audit.metrics import estimate
 from judgeaudit.audit.paired import credit_of, paired_difference
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
+from judgeaudit.audit.probe import (
+    AuditContext,
+    Probe,
+    ProbeResult,
+    drop_invalid,
+    register_probe,
+)
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.templates import parse_template
 from judgeaudit.perturb.prompt_format import builtin_template_text, prompt_variants
@@ -74,14 +80,14 @@ class FormatSensitivityProbe(Probe):
             points.append({"label": v.name, **_point(r["accuracy"])})
             if d["effect"] is not None and (best is None or abs(d["effect"]) >
                                             abs(best[1]["effect"])):
-                best = (v, d)
+                best = (v, d, verdicts)
         if best is None:
             return ProbeResult(None, (None, None), 0, None, None,
                                notes=["no variant produced valid verdicts"])
-        v, d = best
+        v, d, best_verdicts = best
         res = ProbeResult.from_stats(d, [it.id for it in ctx.items],
                                      p=min(1.0, d["p"] * len(rows)))
-        drop(res, "invalid_verdict", [ctx.items[i].id for i in d["invalid"]])
+        drop_invalid(res, [(ctx.items[i].id, (base[i], best_verdicts[i])) for i in d["invalid"]])
         res.notes.append(f"largest accuracy move: variant {v.name!r} ({v.description}); "
                          f"p is Bonferroni-adjusted over {len(rows)} variants")
         for vv, dd, moves in rows:

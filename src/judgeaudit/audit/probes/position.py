@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judgeaudit.audit.metrics import position
+from judgeaudit.audit.metrics import INVALID_REASONS, position
 from judgeaudit.audit.panel import consistency_any
 from judgeaudit.audit.probe import (
     AuditContext,
@@ -38,7 +38,7 @@ class PositionProbe(Probe):
                    # LLMBar's positional agreement: same outcome in both orders, all items
                    "position_consistency": consistency_any(verdicts),
                    "consistency_decisive": m.get("consistency")} if fr else {},
-            flag=flag, n_invalid=len(m["dropped"]["invalid_verdict"]))
+            flag=flag, n_invalid=sum(len(m["dropped"][r]) for r in INVALID_REASONS))
         for reason, idx in m["dropped"].items():
             drop(res, reason, [ctx.items[i].id for i in idx])
         one = len(m["dropped"]["single_order"])

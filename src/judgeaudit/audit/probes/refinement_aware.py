@@ -7,7 +7,14 @@ import numpy as np
 
 from judgeaudit.audit.length_control import control_rates, pad, words_summary
 from judgeaudit.audit.paired import paired_difference
-from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, drop, register_probe
+from judgeaudit.audit.probe import (
+    AuditContext,
+    Probe,
+    ProbeResult,
+    drop,
+    drop_invalid,
+    register_probe,
+)
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.llm.features import word_count
 from judgeaudit.perturb import perturb_pointwise
@@ -45,7 +52,7 @@ class RefinementAwareProbe(Probe):
                                      n_dropped=len(items) - n)
         drop(res, "perturbation_not_applicable",
              [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
-        drop(res, "invalid_verdict", [kept_src[i].id for i in d["invalid"]])
+        drop_invalid(res, [(kept_src[i].id, (scores[i], scores[n + i])) for i in d["invalid"]])
         await self._length(ctx, kept, plain, told, span, res)
         pairs = np.array([(a, b) for a, b in zip(plain, told, strict=True)
                           if a is not None and b is not None])

@@ -15,6 +15,7 @@ from judgeaudit.audit.probe import (
     Probe,
     ProbeResult,
     drop,
+    drop_invalid,
     register_probe,
 )
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
@@ -57,8 +58,10 @@ class SelfPreferenceProbe(Probe):
         pairs = [PairwiseItem(id=f"{it.id}~self", prompt=it.prompt, response_1=text,
                               response_2=it.response_1 if it.label == 1 else it.response_2)
                  for it, text in own]
-        mine = [_win(v) for v in await ctx.judge(pairs)]
-        others = [[_win(v) for v in await ctx.judge(pairs, bundle=b)] for b in ctx.panel]
+        mine_v = await ctx.judge(pairs)
+        others_v = [await ctx.judge(pairs, bundle=b) for b in ctx.panel]
+        mine = [_win(v) for v in mine_v]
+        others = [[_win(v) for v in vs] for vs in others_v]
         ok = [i for i, (m, *os_) in enumerate(zip(mine, *others, strict=True))
               if m is not None and all(x is not None for x in os_)]
         rows = [(mine[i], float(np.mean([o[i] for o in others]))) for i in ok]
@@ -66,8 +69,8 @@ class SelfPreferenceProbe(Probe):
                           n_dropped=len(ctx.items) - len(own))
         got = {it.id for it, _ in own}
         drop(res, "no_own_answer", [it.id for it in ctx.items if it.id not in got])
-        drop(res, "invalid_verdict", [own[i][0].id for i in sorted(set(range(len(own)))
-                                                                   - set(ok))])
+        drop_invalid(res, [(own[i][0].id, (mine_v[i], *(vs[i] for vs in others_v)))
+                           for i in sorted(set(range(len(own))) - set(ok))])
         if rows:
             arr = np.array(rows)
             d = arr[:, 0] - arr[:, 1]

@@ -10,6 +10,7 @@ from judgeaudit.audit.probe import (
     Probe,
     ProbeResult,
     drop,
+    drop_invalid,
     register_probe,
     threshold_flag,
 )
@@ -65,7 +66,7 @@ class SycophancyPassProbe(Probe):
                                      n_dropped=len(wrong) - n)
         drop(res, "perturbation_not_applicable",
              [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
-        drop(res, "invalid_verdict", [kept_src[i].id for i in d["invalid"]])
+        drop_invalid(res, [(kept_src[i].id, (verdicts[i], verdicts[n + i])) for i in d["invalid"]])
         pass_conf = estimate(sum(1 for x in conf if x), sum(1 for x in conf if x is not None))
         res.rates["pass_rate_wrong_plain"] = estimate(sum(1 for x in plain if x),
                                                       sum(1 for x in plain if x is not None))
