@@ -148,11 +148,40 @@ def _read_local(path: Path, split: str | None) -> Rows:
 
 def _read_csv(path: Path) -> Rows:
     """CSV rows keyed by the header, each with the line it starts on (`textfile.read_csv`:
-    comma, semicolon or tab separated, every row checked against the header)."""
+    comma, semicolon or tab separated, every row checked against the header). Rows whose
+    every cell is empty are skipped and said in the run's notes: a spreadsheet saved as CSV
+    ends in such rows (";;;;"), and they made the whole file unloadable ("field 'id' ...
+    empty")."""
     try:
-        return read_csv(read_text(path))[1]
+        rows = read_csv(read_text(path))[1]
     except TextProblem as e:
         raise DataError(str(path), e.line, e.problem) from None
+    kept = [(line, rec) for line, rec in rows if not _all_empty(rec)]
+    empty = [int(line) for line, rec in rows if _all_empty(rec)]
+    if empty and not kept:
+        raise DataError(str(path), None, f"no rows with a value after the header line: its "
+                        f"{len(empty)} row(s) have every cell empty")
+    if empty:
+        left_out(f"{path.name}: {len(empty)} empty row{'s' if len(empty) > 1 else ''} skipped "
+                 f"({_lines_text(empty)}): every cell empty, as a spreadsheet's trailing rows")
+    return kept
+
+
+def _all_empty(rec: dict[str, Any]) -> bool:
+    """Every cell of a CSV row empty or spaces only (";;;;" from a spreadsheet)."""
+    return all(not (v or "").strip() for v in rec.values())
+
+
+def _lines_text(lines: list[int]) -> str:
+    """"line 7", "lines 31-33", "lines 4, 31-33": runs of consecutive lines joined."""
+    runs: list[list[int]] = []
+    for n in sorted(lines):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    parts = [str(a) if a == b else f"{a}-{b}" for a, b in runs]
+    return ("line " if len(lines) == 1 else "lines ") + ", ".join(parts)
 
 
 def _read_hub(name: str, params: dict[str, str]) -> Rows:
