@@ -70,6 +70,22 @@ def _normal(value: float, se: float, n: int, method: str, clip: bool = False) ->
     return Estimate(float(value), (float(lo), float(hi)), n, se=float(se), method=method)
 
 
+def _share_estimate(value: float, se: float, n: int, phi: float, phi_se: float) -> Estimate:
+    """The bias share win - BC +- Z95 se, its interval widened to reach 0 when phi's Wald
+    interval contains 0. The model's share (mean fitted p - BC) is 0 at phi = 0, but the
+    shown one is the observed win - BC, which the prior on theta moves off the fitted mean
+    (by -0.0015 at a win of 0.045): LLMBar's GPT-4 (Natural, Vanilla) had phi +0.40
+    [-1.62, 2.42] beside a share -0.0015 [-0.0023, -0.0006], a share that excluded 0 with
+    the opposite sign to phi (1 of 153 recorded fits). phi = 0 is a value the data allow
+    then, and a share of 0 with it."""
+    est = _normal(value, se, n, "delta")
+    lo, hi = est.ci95
+    if abs(phi) <= Z95 * phi_se and not lo <= 0.0 <= hi:
+        return Estimate(est.value, (min(lo, 0.0), max(hi, 0.0)), n, se=est.se,
+                        method="delta, widened to 0 (phi's interval contains 0)")
+    return est
+
+
 @dataclass
 class ControlData:
     """Per-query inputs of the control variables (arrays of length N)."""
@@ -367,7 +383,8 @@ def stage_two(y: np.ndarray, delta: np.ndarray, gamma: np.ndarray, se: str = SE_
         float(theta), float(phi), float(psi), cov,
         win=win_rate(y),
         bc=_normal(bc, se_bc, n, "delta", clip=True),
-        bias_share=_normal(share, se_share, n, "delta"),
+        bias_share=_share_estimate(share, se_share, n, float(phi),
+                                   math.sqrt(max(float(cov[1, 1]), 0.0))),
         n=n, converged=fit.converged, extra=se_info,
     )
 
@@ -426,7 +443,9 @@ class MitigateFit:
                           if k.get("too_few") else f"{j} 1 (all verdicts 0 or 1)"
                           for j, k in ks.items())
         floor = [j for j, k in ks.items() if k.get("at_floor")]
-        short = [j for j, k in ks.items() if k.get("estimated") and not k.get("converged")]
+        short = [j for j, k in ks.items() if k.get("estimated") and not k.get("converged")
+                 and k.get("stopped") != "quadrature"]
+        unresolved = [j for j, k in ks.items() if k.get("stopped") == "quadrature"]
         few = [j for j, k in ks.items() if k.get("too_few")]
         return (f"dispersion kappa per judge: {parts}. kappa is the variance of a judge's "
                 "verdicts as a fraction of one binary verdict's p (1 - p): ties (0.5) make it "
@@ -438,7 +457,11 @@ class MitigateFit:
                 + (f"; kept at 1 below {KAPPA_MIN_N} verdicts: {', '.join(few)}"
                    if few else "")
                 + (f"; NOT CONVERGED after {KAPPA_STEPS} steps (its last value is used): "
-                   f"{', '.join(short)}" if short else ""))
+                   f"{', '.join(short)}" if short else "")
+                + ("; NOT CONVERGED: kappa kept falling while psi grew past what the "
+                   f"{GH_NODES} quadrature nodes resolve, so the last step they integrated is "
+                   "used (kappa and psi are not told apart by these data; BC and the share "
+                   f"are from that step): {', '.join(unresolved)}" if unresolved else ""))
 
     def notes(self) -> list[str]:
         """What limits the correction, which standard errors the intervals use and the
@@ -603,6 +626,60 @@ KAPPA_STEPS = 60   # 30 stopped short on sparse data (85% of Y missing converged
 KAPPA_TOL = 1e-3
 
 
+# ---- kappa's fixed point: when it has settled ------------------------------------------------
+#
+# kappa_m and judge m's loading psi_m trade off: a smaller kappa counts the judge's verdicts
+# more, its own ties and non-ties then say more about z, psi_m grows and the next kappa is
+# smaller again. Where the model fits (normal query effects) the other judges pin psi_m and
+# the fixed point contracts (steps 0.05, 0.01, 0.004, 0.001: ratio about 0.4); where it does
+# not (the sim judges' query effect is the humans' label, two-valued) kappa of a judge with
+# no control effect drifted by 0.004-0.01 a step for 30 steps (0.63 -> 0.30, psi 0.6 -> 2.9)
+# until psi outgrew the 21 nodes (spacing 0.68: sigmoid(psi z) jumps between them), the
+# quadrature put each tie on the node z = 0, every residual vanished and kappa fell to its
+# floor in two steps: psi 12.3, phi 0, BC 0.486 [0.480, 0.493] beside a win interval
+# [0.438, 0.535], marked converged because a step at the floor moves nothing (the tester's
+# run; 3 of 10 seeds). The BC of that judge was 0.487 for every kappa from 0.3 to 1, its
+# interval [0.44, 0.53]. So a step is taken as settled only when its change is below
+# KAPPA_TOL and the change still to come (geometric, from the ratios of the last changes) is
+# under half of kappa's standard error (`_settled`), and each refit's likelihood is
+# integrated again on 2 * GH_NODES + 1 nodes: a difference above QUAD_TOL (log-likelihood
+# units) stops the fixed point at the step before, not converged, and any fit whose
+# integral the check fails is not converged either. On the tester's 10 seeds the tie judge's
+# BC interval is now 0.83-0.90 of the win interval's width and covers the truth in 10 of 10
+# (was 0.14 in 3, 2 of them missing); 7 of the 10 fits say NOT CONVERGED (kappa drifting,
+# 5 stopped by the quadrature check), 3 converge (kappa 0.37-0.44).
+
+QUAD_TOL = 0.5  # log-likelihood units: negligible beside a likelihood ratio test's 1.92
+RATIO_CAP = 0.99  # a ratio of changes at or above 1 is a drift: 99 more steps of it assumed
+KAPPA_TAIL_SE = 0.5  # settled: the change still to come under half of kappa's se
+
+
+def _settled(changes: Sequence[np.ndarray], se: np.ndarray) -> bool:
+    """Whether kappa's fixed point has settled, from its changes per judge so far (last
+    last): the last change below KAPPA_TOL, and the change still to come (geometric: change
+    r / (1 - r), r the largest ratio of successive changes over the last three steps, capped
+    at RATIO_CAP; a slow drift after a fast start is not taken for convergence) under
+    KAPPA_TAIL_SE of each judge's kappa se. Fewer than three steps: not settled."""
+    if len(changes) < 3:
+        return False
+    c = np.asarray(changes[-3:])
+    if float(np.max(c[-1])) >= KAPPA_TOL:
+        return False
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(c[:-1] > 0, c[1:] / c[:-1], 0.0).max(0)
+    r = np.minimum(r, RATIO_CAP)
+    return bool(np.all(c[-1] * r / (1.0 - r) <= KAPPA_TAIL_SE * se))
+
+
+def _quadrature_error(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray,
+                      kw: np.ndarray | None) -> float:
+    """|log marginal likelihood on GH_NODES nodes - on 2 GH_NODES + 1|: about 0 while the
+    nodes resolve every sigmoid(psi z), large once a psi outgrows their spacing."""
+    coarse = _marginal_terms(params, Y, mask, d, *_gh(), kw)[0]
+    fine = _marginal_terms(params, Y, mask, d, *_gh(2 * GH_NODES + 1), kw)[0]
+    return abs(coarse - fine)
+
+
 def _fractional(Y: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Per judge: whether any valid verdict is neither 0 nor 1 (a tie)."""
     return np.array([bool(np.any((Y[j][mask[j]] != 0.0) & (Y[j][mask[j]] != 1.0)))
@@ -627,8 +704,10 @@ def _kappa(params: np.ndarray, Y: np.ndarray, mask: np.ndarray, d: np.ndarray, z
 
 
 def _kappa_record(fractional: bool, value: float, se: float, n: int, steps: int,
-                  converged: bool) -> dict[str, Any]:
-    """What results.json says of a judge's kappa: its value, se and n, and what it means."""
+                  converged: bool, stopped: str = "") -> dict[str, Any]:
+    """What results.json says of a judge's kappa: its value, se and n, and what it means;
+    `stopped`: why the fixed point stopped unsettled ("steps": the step cap; "quadrature":
+    a refit whose psi the nodes could not integrate, the step before it kept)."""
     if not fractional:
         return {"value": 1.0, "se": 0.0, "n": n, "estimated": False,
                 "meaning": KAPPA_MEANING + "; every verdict of this judge is 0 or 1: kappa 1, "
@@ -639,6 +718,7 @@ def _kappa_record(fractional: bool, value: float, se: float, n: int, steps: int,
                                           "(the binomial variance, wider), not estimated"}
     return {"value": value, "se": se, "n": n, "estimated": True, "steps": steps,
             "converged": converged, "at_floor": value <= KAPPA_MIN,
+            **({"stopped": stopped} if not converged and stopped else {}),
             "meaning": KAPPA_MEANING}
 
 
@@ -680,15 +760,17 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
     frac = _fractional(Yf, mask)
     estimate = frac & (mask.sum(1) >= KAPPA_MIN_N)
     kappa, kappa_se = np.ones(J), np.zeros(J)
-    kappa_steps, kappa_converged = 0, True
+    kappa_steps, kappa_converged, stopped = 0, True, ""
     if estimate.any():
         kappa_converged = False
+        changes: list[np.ndarray] = []
         for step in range(1, KAPPA_STEPS + 1):
             kappa_steps = step
             post = _marginal_terms(res.x, Yf, mask, delta, z, w, kw)[2]
-            k_new = np.where(estimate, np.clip(_kappa(res.x, Yf, mask, delta, z, w, post)[0],
-                                               KAPPA_MIN, 1.0), 1.0)
-            change = float(np.max(np.abs(k_new - kappa)))
+            k_raw, k_se = _kappa(res.x, Yf, mask, delta, z, w, post)
+            k_new = np.where(estimate, np.clip(k_raw, KAPPA_MIN, 1.0), 1.0)
+            changes.append(np.abs(k_new - kappa))
+            last = (kappa, kw, res)
             kappa = k_new
             kw = 1.0 / kappa
             # from the last fit, but every psi at least 0.5 away from 0: psi = 0 for all
@@ -698,11 +780,20 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
             x0 = res.x.copy()
             x0[2 * J:] = np.where(np.abs(x0[2 * J:]) < 0.5, 0.5, x0[2 * J:])
             res = solve(x0, ftol=1e-13)
-            if change < KAPPA_TOL:
+            if _quadrature_error(res.x, Yf, mask, delta, kw) > QUAD_TOL:
+                # a psi too large for the nodes (section "kappa's fixed point"): the last
+                # step whose likelihood the nodes did integrate is kept, marked not converged
+                kappa, kw, res = last
+                stopped = "quadrature"
+                break
+            if _settled(changes, np.where(estimate, k_se, np.inf)):
                 kappa_converged = True
                 break
+        if not kappa_converged and not stopped:
+            stopped = "steps"
         post = _marginal_terms(res.x, Yf, mask, delta, z, w, kw)[2]
         kappa_se = np.where(estimate, _kappa(res.x, Yf, mask, delta, z, w, post)[1], 0.0)
+    quad_ok = _quadrature_error(res.x, Yf, mask, delta, kw) <= QUAD_TOL
     p = res.x
     # psi's sign is not identified (z -> -z): report the orientation where most judges' psi
     # is positive
@@ -757,13 +848,19 @@ def fit_marginal(Y: np.ndarray, delta: np.ndarray, judges: Sequence[str],
             float(th), float(ph), float(ps), cov,
             win=win_rate(yv),
             bc=_normal(float(v[0]), float(sd[0]), n, "delta", clip=True),
-            bias_share=_normal(float(yv.mean()) - float(v[0]), float(sd[1]), n, "delta"),
-            n=n, converged=bool(res.success),
+            bias_share=_share_estimate(float(yv.mean()) - float(v[0]), float(sd[1]), n,
+                                       float(ph), math.sqrt(max(float(cov[1, 1]), 0.0))),
+            # converged: the optimiser stopped at an optimum, the nodes integrated its
+            # likelihood, and (when estimated) kappa's fixed point settled
+            n=n, converged=bool(res.success) and quad_ok
+            and (kappa_converged or not bool(estimate[j])),
             extra={"estimator": "marginal", "gamma_from": "posterior of z (all judges)",
                    **se_info, "kappa": _kappa_record(bool(frac[j]), float(kappa[j]),
                                                      float(kappa_se[j]), n, kappa_steps,
-                                                     kappa_converged)})
-    s1 = StageOne(gamma, gamma_se, p[:J].copy(), p[J:2 * J].copy(), 1.0, bool(res.success))
+                                                     kappa_converged, stopped),
+                   "quadrature_ok": bool(quad_ok)})
+    s1 = StageOne(gamma, gamma_se, p[:J].copy(), p[J:2 * J].copy(), 1.0,
+                  bool(res.success) and quad_ok and kappa_converged)
     return MitigateFit(list(judges), list(query_ids), control, delta, s1, per)
 
 
