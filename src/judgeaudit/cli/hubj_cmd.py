@@ -55,9 +55,34 @@ def _splits_table(doc: dict[str, Any]) -> Table:
 
 
 def _calls_line(res: dict[str, Any], path: Path, report: Path | str) -> None:
-    """The calls line, then where results.json and report.html are (or why the report is
-    not: `write_outputs` says it as text, where `.stem` of it crashed the command)."""
-    console.print(f"{calls_text(res)}\nresults: {path}\nreport: {report}")
+    """The calls line, then the judges' own unreadable answers (`_judge_line`), then where
+    results.json and report.html are (or why the report is not: `write_outputs` says it as
+    text, where `.stem` of it crashed the command)."""
+    console.print(calls_text(res))
+    line = _judge_line(res.get("run") or {})
+    if line:
+        console.print(line, highlight=False, markup=False)
+    console.print(f"results: {path}\nreport: {report}")
+
+
+def _judge_line(run: dict[str, Any]) -> str | None:
+    """The judges' unreadable verdict answers as --max-failed counts them (`run.answers`,
+    `run.unreadable`, and each judge's, `run.answers_by_judge`): the calls line counts every
+    answer of the run, G-module and scorer answers too, so a judge that is also the
+    generator read "182 unreadable answers of 1120 (16.2%)" where its own share was 182 of
+    640 (28%). None when no judge answer was unreadable."""
+    answers, bad = run.get("answers") or 0, run.get("unreadable") or 0
+    if not answers or not bad:
+        return None
+    rows = run.get("answers_by_judge") or {}
+    over = set(run.get("judges_over_max_failed") or [])
+    each = "; ".join(f"{_shown(j)} {r['unreadable']} of {r['answers']}"
+                     + (f" ({r['unreadable'] / r['answers']:.1%})" if r["answers"] else "")
+                     + (" ABOVE --max-failed" if j in over else "")
+                     for j, r in rows.items()) if len(rows) > 1 else ""
+    return (f"judge verdicts: {bad} unreadable answers of {answers} ({bad / answers:.1%}), "
+            f"the share --max-failed {run.get('max_failed', 0.2):g} is checked against"
+            + (f"; by judge: {each}" if each else ""))
 
 
 def _json_stats_line(stats: dict[str, Any]) -> str:

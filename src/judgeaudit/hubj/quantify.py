@@ -191,6 +191,9 @@ class QuantifyOutcome:
     per_judge: dict[str, dict[str, Any]] = field(default_factory=dict)
     repeat_noise: dict[str, dict[str, Any]] = field(default_factory=dict)
     repeat_flips: dict[str, list[float | None]] = field(default_factory=dict)  # per test item
+    # what the rewriting read on each client (id: (answers, unreadable)): G_inj and G_check
+    # answers, no verdicts, on a client a judge may share (the generator by default)
+    rewrite_answers: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def answer_change(self) -> dict[str, Any]:
         checked = [rw for rw in self.rewrites if rw.same_answer is not None]
@@ -244,9 +247,13 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
     """Rewrite once, judge with every judge. `items` must already be agreement items (see
     `agreement_items`)."""
     cal, test = cal_test_split([it.id for it in items], n_cal, cal_frac, seed)
+    g_clients = [gen, *([checker] if checker else [])]
+    before = _answer_counts(g_clients)
     rewrites = await make_rewrites(gen, items, factors, criteria, levels, stats, checker,
                                    on_violation, on_done, inject)
-    out = QuantifyOutcome(list(items), rewrites, cal, test)
+    after = _answer_counts(g_clients)
+    out = QuantifyOutcome(list(items), rewrites, cal, test, rewrite_answers={
+        k: (a - before[k][0], u - before[k][1]) for k, (a, u) in after.items()})
     by_id = {it.id: it for it in items}
     for name, bundle in judges.items():
         flips = await judge_flips(bundle, by_id, rewrites, on_done)
@@ -260,6 +267,11 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
         for f, r in out.per_judge[name].items():
             r["vs_repeat_noise"] = noise_test(flips, f, r["l_star"], test, repeat)
     return out
+
+
+def _answer_counts(clients: Sequence[Client]) -> dict[int, tuple[int, int]]:
+    """Each distinct client's distinct answers read and unreadable answers so far."""
+    return {id(c): (c.stats.answers_read, c.stats.unreadable) for c in clients}
 
 
 def _compact(y: float | None) -> float | int | None:

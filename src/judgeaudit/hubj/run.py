@@ -68,15 +68,73 @@ def _calls(clients: Sequence[Client]) -> dict[str, Any]:
     return sum_calls([c.stats.as_dict() for c in seen.values()])
 
 
-def _judge_answers(clients: Sequence[Client]) -> dict[str, int]:
+AnswerCounts = dict[int, tuple[int, int]]  # id(client): (distinct answers read, unreadable)
+
+
+def answer_counts(clients: Sequence[Client]) -> AnswerCounts:
+    """Each distinct client's answers read and unreadable answers so far: taken before and
+    after a G-module or scorer stage, their difference (`spent`) is what that stage read on a
+    client that may also be a judge's."""
+    return {id(c): (c.stats.answers_read, c.stats.unreadable) for c in clients}
+
+
+def spent(before: AnswerCounts, clients: Sequence[Client]) -> AnswerCounts:
+    """What each client read since `before` (`answer_counts`)."""
+    now = answer_counts(clients)
+    return {k: (a - before.get(k, (0, 0))[0], u - before.get(k, (0, 0))[1])
+            for k, (a, u) in now.items()}
+
+
+def _judge_answers(clients: Sequence[Client], not_verdicts: Sequence[AnswerCounts] = ()
+                   ) -> dict[str, int]:
     """The judges' answers and how many they could not read (`assess`'s `answers` and
     `unreadable`), over the judges' clients only: the G-modules' and scorer's calls in the
     run's call counts would hide a judge answering garbage. Both count distinct answers
     (`outcome.answers_read`, as `CallStats.answers_read`): an answer read again in the run
-    is one answer, as it is one unreadable answer (`Client.note_verdict`)."""
-    seen = {id(c): c.stats for c in clients}.values()
-    return {"answers": sum(answers_read(vars(st)) for st in seen),
-            "unreadable": sum(st.unreadable for st in seen)}
+    is one answer, as it is one unreadable answer (`Client.note_verdict`).
+
+    `not_verdicts`: what G-module or scorer stages read on these clients (`spent`), taken
+    out: a judge that is also the generator (quantify's default), the scorer or the
+    G-module LLM shares one client, and its G-module answers diluted the gate. `quantify
+    --judges 'simhubj?...&invalid=0.25'` passed with "182 unreadable of 1120 (16.2%)", 480
+    of them readable G_inj/G_check answers; the judge's own share was 182 of 640 (28%)."""
+    seen = {id(c): c.stats for c in clients}
+    answers = sum(answers_read(vars(st)) for st in seen.values())
+    unreadable = sum(st.unreadable for st in seen.values())
+    for part in not_verdicts:
+        for k, (a, u) in part.items():
+            if k in seen:
+                answers -= a
+                unreadable -= u
+    return {"answers": max(answers, 0), "unreadable": max(unreadable, 0)}
+
+
+def judge_answer_rows(named: Sequence[tuple[str, Client]],
+                      not_verdicts: Sequence[AnswerCounts] = ()) -> dict[str, dict[str, int]]:
+    """Each live judge's own answers and unreadable answers (`_judge_answers` of its client
+    alone; a client two judges share is counted under the first), for the gate per judge and
+    the terminal's line: pooled over judges, a judge answering 9% garbage beside a clean one
+    read 4.5%."""
+    rows: dict[str, dict[str, int]] = {}
+    seen: set[int] = set()
+    for name, c in named:
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        rows[name] = _judge_answers([c], not_verdicts)
+    return rows
+
+
+def judge_gate(run: dict[str, Any], rows: Mapping[str, Mapping[str, int]], max_failed: float
+               ) -> dict[str, Any]:
+    """`run` with `answers_by_judge` (`judge_answer_rows`) and `judges_over_max_failed`, the
+    judges whose own unreadable share is above `max_failed`. The gate stays on the pooled
+    verdict answers: a judge answering garbage beside good ones is stopped alone and left
+    out of the fit (`not_fitted`), the others' numbers kept; it is named, not hidden in the
+    pooled share."""
+    over = [name for name, r in rows.items()
+            if r["answers"] and r["unreadable"] / r["answers"] > max_failed]
+    return {**run, "answers_by_judge": dict(rows), "judges_over_max_failed": over}
 
 
 def _allowed(share: float, total: int) -> int:
@@ -113,7 +171,8 @@ def _stage_reasons(stats: Mapping[str, JSONStats], max_failed: float,
 def _discover_outcome(*, n_valid: int, n_planned: int, calls: Mapping[str, Any],
                       judge_clients: Sequence[Client], min_valid: int, max_failed: float,
                       callers: str, lead: str | None = None,
-                      stages: Sequence[str] = ()) -> dict[str, Any]:
+                      stages: Sequence[str] = (),
+                      not_verdicts: Sequence[AnswerCounts] = ()) -> dict[str, Any]:
     """discover's `run` section (`assess`), its message stating every count with its unit
     and its total: "120 of 140 calls to the G-module LLM failed (--max-failed 0.2 allows
     28)", "12 of 40 judge answers could not be read as a verdict (... allows 8)", "only 0
@@ -126,8 +185,9 @@ def _discover_outcome(*, n_valid: int, n_planned: int, calls: Mapping[str, Any],
     their answers could not be read, the cause of it, which then lead ("no consensus
     disagreement ... use more or harder items" came first, the 20 of 20 unreadable judge
     answers behind it last). `stages`: the G-module stages' own reasons
-    (`_stage_reasons`)."""
-    judged = _judge_answers(judge_clients)
+    (`_stage_reasons`). `not_verdicts`: the G-module answers read on a judge's client (the
+    --llm being a judge), left out of the judges' answers (`_judge_answers`)."""
+    judged = _judge_answers(judge_clients, not_verdicts)
     run = assess(n_valid=n_valid, n_planned=n_planned, calls=calls, min_valid=min_valid,
                  max_failed=max_failed, what="G-module requests", **judged)
     asked, failed = run["calls_asked"], run["calls_failed"]
@@ -270,6 +330,7 @@ async def run_discover(
         held = held[:holdout_limit]
     by_id = {it.id: it for it in items}
     stats: dict[str, JSONStats] = {}
+    g_before = answer_counts([llm])  # the judges answered already: what follows is G-modules
     if on_stage:
         on_stage(f"G_extract on {len(disc)} disagreement items", len(disc))
     feats = await extract_features(llm, [by_id[i] for i in disc],
@@ -312,7 +373,8 @@ async def run_discover(
                                  min_valid=min_valid, max_failed=max_failed,
                                  callers="G-module LLM and judges" if judge_clients
                                  else "G-module LLM",
-                                 stages=_stage_reasons(stats, max_failed, validation)),
+                                 stages=_stage_reasons(stats, max_failed, validation),
+                                 not_verdicts=[spent(g_before, [llm])]),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
@@ -445,7 +507,10 @@ async def run_quantify(
     run = assess(n_valid=sum(y is not None for fl in out.flips.values() for y in fl.values()),
                  n_planned=len(out.rewrites) * len(judges), calls=calls, min_valid=min_valid,
                  max_failed=max_failed, what="judge verdicts on rewrites",
-                 **_judge_answers([b.client for b in judges.values()]))
+                 **_judge_answers([b.client for b in judges.values()],
+                                  [out.rewrite_answers]))
+    run = judge_gate(run, judge_answer_rows([(n, b.client) for n, b in judges.items()],
+                                            [out.rewrite_answers]), max_failed)
     failed_rw = sum(1 for rw in out.rewrites if rw.text is None)
     unchecked = sum(1 for rw in out.rewrites if rw.text is not None and rw.same_answer is None)
     changed = sum(1 for rw in out.rewrites if rw.same_answer is False)
@@ -682,14 +747,21 @@ async def run_mitigate(
     fitted."""
     t0 = time.perf_counter()
     stats = {"G_score": JSONStats()}
+    before = answer_counts([scorer])  # a scorer that is a judge: its G_score answers are
+    # no verdicts (`_judge_answers`)
     scores = await _scores_if_judged(scorer, items, factor, criteria, stats["G_score"],
                                      winners, on_done)
+    scored = spent(before, [scorer])
     Y, ctl, qids, counts = mitigation_inputs(items, winners, scores, candidate)
     calls = _calls([scorer, *judge_clients])
     run = assess(n_valid=int(np.isfinite(Y).sum()), n_planned=len(winners) * len(items),
                  calls=calls, min_valid=min_valid, max_failed=max_failed,
                  what="judge verdicts on queries with factor scores",
-                 **_judge_answers(judge_clients))
+                 **_judge_answers(judge_clients, [scored]))
+    live = [n for n in winners if not n.startswith("recorded:")]
+    if len(live) == len(judge_clients):  # the live judges, in the order their clients came
+        run = judge_gate(run, judge_answer_rows(list(zip(live, judge_clients, strict=True)),
+                                                [scored]), max_failed)
     run = _scorer_failed(run, stats["G_score"], scorer, len(items), len(qids), max_failed,
                          scorer_spec)
     doc: dict[str, Any] = {
@@ -786,15 +858,17 @@ async def run_apply(
     factor = Factor(f["name"], f["definition"])
     criteria = {int(k): v for k, v in saved["criteria"].items()}
     stats = {"G_score": JSONStats()}
+    before = answer_counts([scorer])
     scores = await _scores_if_judged(scorer, items, factor, criteria, stats["G_score"],
                                      {judge: winners}, on_done)
+    scored = spent(before, [scorer])
     Y, ctl, qids, counts = mitigation_inputs(items, {judge: winners}, scores,
                                              saved.get("candidate", "rejected"))
     calls = _calls([scorer, *judge_clients])
     run = assess(n_valid=int(np.isfinite(Y).sum()), n_planned=len(items), calls=calls,
                  min_valid=min_valid, max_failed=max_failed,
                  what="judge verdicts on queries with factor scores",
-                 **_judge_answers(judge_clients))
+                 **_judge_answers(judge_clients, [scored]))
     run = _scorer_failed(run, stats["G_score"], scorer, len(items), len(qids), max_failed,
                          scorer_spec)
     res = None

@@ -1,0 +1,71 @@
+"""Field fixes of `quantify` / `mitigate` / `discover` reporting (tester's findings): the
+unreadable-answer gate counts the judges' verdict answers only, each judge's own share."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from judgeaudit.cli.main import app
+
+runner = CliRunner()
+
+
+def _data(shared_data) -> str:
+    return f"pandalm:{shared_data / 'pandalm_testset'}"
+
+
+def test_quantify_gate_counts_the_judges_answers_not_the_generators(shared_data, tmp_path,
+                                                                     isolated_cache):
+    """The judge is the generator (the default): its 480 readable G_inj/G_check answers
+    diluted 182 unreadable verdicts of 640 (28%) to 16.2%, and the run passed --max-failed
+    0.2."""
+    judge = "simhubj?factor_verbosity=0,0.5,3,1,0&invalid=0.25"
+    res = runner.invoke(app, ["quantify", "--judges", judge, "--data", _data(shared_data),
+                              "--limit", "24", "--out", str(tmp_path)])
+    r = json.loads((tmp_path / "results.json").read_text())
+    assert r["generator"] == judge
+    run = r["run"]
+    assert run["status"] == "failed", run
+    assert res.exit_code == 3, res.output
+    assert run["answers"] == 640 and run["unreadable"] == 182
+    assert "182 of 640 answers could not be read" in run["message"]
+    # the terminal says the share the gate checked, beside the run's calls line
+    assert "judge verdicts: 182 unreadable answers of 640 (28.4%)" in res.output
+
+
+def test_mitigate_line_shows_each_judges_own_share(shared_data, tmp_path, isolated_cache):
+    """A judge answering 9% garbage beside a clean one: the terminal showed only the calls
+    line's "36 unreadable answers of 1200 (3.0%)" (scorer answers included). The gate stays
+    on the judges' pooled verdicts (a garbage judge is left out of the fit, the others
+    kept), but each judge's own share is shown and one above --max-failed named."""
+    bad, good = "sim?quality=1&length=1&invalid=0.1&seed=1", "sim?quality=1&seed=2"
+    args = ["mitigate", "--judges", f"{bad},{good}", "--data", _data(shared_data),
+            "--scorer", "simhubj?score_from=length", "--factor", "length", "--limit", "200",
+            "--out", str(tmp_path)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    run = json.loads((tmp_path / "results.json").read_text())["run"]
+    assert run["answers_by_judge"] == {bad: {"answers": 400, "unreadable": 36},
+                                       good: {"answers": 400, "unreadable": 0}}
+    assert run["answers"] == 800 and run["judges_over_max_failed"] == []
+    text = " ".join(res.output.split())
+    assert f"{bad} 36 of 400 (9.0%)" in text
+    res = runner.invoke(app, [*args, "--max-failed", "0.08"])
+    text = " ".join(res.output.split())
+    assert f"{bad} 36 of 400 (9.0%) ABOVE --max-failed" in text, text
+
+
+def test_mitigate_scorer_that_is_the_judge_is_not_counted_as_verdicts(shared_data, tmp_path,
+                                                                      isolated_cache):
+    """--scorer the judge's own spec: its 400 G_score answers (all readable) are no
+    verdicts, so the gate's count is the 400 verdict answers."""
+    judge = "simhubj?invalid=0.1&score_from=length"
+    res = runner.invoke(app, ["mitigate", "--judges", judge, "--scorer", judge, "--data",
+                              _data(shared_data), "--factor", "length", "--limit", "200",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    run = json.loads((tmp_path / "results.json").read_text())["run"]
+    assert run["answers"] == 400, run
+    assert 0 < run["unreadable"] < 80
