@@ -108,7 +108,7 @@ def test_csv_pool_reads_as_the_same_jsonl_pool(tmp_path):
     ([{"id": "a", "prompt": "p", "response": "r"}, {"prompt": "p", "response": "s"}],
      ":2: field 'id': missing"),
     ([{"id": "a", "prompt": "p", "response": "r"}, {"id": "a", "prompt": "p", "response": "s"}],
-     ":2: field 'id': 'a' already used on line 1"),
+     ":2: field 'id': 'a' already used at line 1"),
     ([{"id": "a", "prompt": "p", "response": 3}], ":1: field 'response': expected a string"),
     ([{"id": "a", "prompt": "p", "response": "r", "quality": "high"}],
      ":1: field 'quality': expected a finite number"),

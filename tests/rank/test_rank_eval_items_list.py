@@ -46,3 +46,16 @@ def test_a_bad_record_or_type_is_named_as_rank_names_it():
     no_quality = [{k: v for k, v in r.items() if k != "quality"} for r in recs]
     with pytest.raises(ValueError, match="quality"):
         _eval(no_quality)
+
+
+def test_a_list_of_items_names_records_not_lines():
+    """A duplicate id in a list of items said "already used on line 0", and a trusted pair
+    naming no item "not an item id of the pool a list of 3 items"."""
+    recs = [{"id": "a", "prompt": "q", "response": "x"}, {"id": "b", "prompt": "q",
+            "response": "y"}, {"id": "a", "prompt": "q", "response": "z"}]
+    with pytest.raises(ValueError) as err:
+        judgeaudit.rank("sim", recs, k=1, budget=2, cache=False)
+    assert "items[2]: field 'id': 'a' already used at items[0]" in str(err.value)
+    with pytest.raises(ValueError) as err:
+        judgeaudit.rank("sim", recs[:2], k=1, budget=2, cache=False, trusted=[("a", "zz")])
+    assert "not an item id of the pool (a list of 2 items)" in str(err.value)

@@ -368,8 +368,10 @@ def _records_pool(p: Path, records: Any, src: str, kind: str) -> Pool:
         if not obj["id"]:
             raise DataError(str(p), lineno, "field 'id': must not be empty")
         if obj["id"] in seen:
-            raise DataError(str(p), lineno, f"field 'id': {obj['id']!r} already used on line "
-                                            f"{seen[obj['id']]}")
+            first = (f"items[{seen[obj['id']]}]" if kind == "list"
+                     else f"line {seen[obj['id']]}")
+            raise DataError(str(p), lineno, f"field 'id': {obj['id']!r} already used at "
+                                            f"{first}")
         seen[obj["id"]] = lineno
         if not obj["response"].strip():
             if kind == "csv":

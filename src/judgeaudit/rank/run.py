@@ -81,7 +81,7 @@ def _trusted_rows(trusted: Trusted, pool: Pool) -> np.ndarray | None:
     for better, worse in trusted:
         for v in (better, worse):
             if str(v) not in index:
-                raise ValueError(f"trusted: {v!r} is not an item id of the pool {pool.source}")
+                raise ValueError(f"trusted: {v!r} is not an item id of the pool ({pool.source})")
         if str(better) == str(worse):
             raise ValueError(f"trusted: better and worse name the same item {better!r}")
         rows.append((index[str(better)], index[str(worse)], 1.0))
