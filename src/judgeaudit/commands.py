@@ -357,8 +357,9 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
         raise ValueError(f"{opt('n', cli)} and {opt('sample', cli)} both choose the items; "
                          "give one of them")
     if cfg.adaptive and (cfg.n is not None or cfg.sample is not None or panel_specs):
-        raise ValueError("--adaptive chooses the items itself (--max-n); not with --n, "
-                         "--sample or --panel")
+        raise ValueError(f"{opt('adaptive', cli)} chooses the items itself "
+                         f"({opt('max_n', cli)}); not with {opt('n', cli)}, "
+                         f"{opt('sample', cli)} or {opt('panel', cli)}")
     if not cfg.adaptive:  # the adaptive run's settings would be silently ignored
         given = [opt(k, cli) for k in ("max_calls", "max_n", "round_size")
                  if getattr(cfg, k) != type(cfg).model_fields[k].default]
