@@ -69,3 +69,21 @@ def test_mitigate_scorer_that_is_the_judge_is_not_counted_as_verdicts(shared_dat
     run = json.loads((tmp_path / "results.json").read_text())["run"]
     assert run["answers"] == 400, run
     assert 0 < run["unreadable"] < 80
+
+
+def test_quantify_shows_and_writes_the_holm_adjusted_p(shared_data, tmp_path, isolated_cache):
+    """Each row's test against repeat noise is adjusted over the run's judge x factor rows;
+    the flag follows the adjusted p, and the terminal and results.json carry it."""
+    judge = "simhubj?factor_verbosity=0,0.5,3,1,0&seed=3"
+    res = runner.invoke(app, ["quantify", "--judges", judge, "--data", _data(shared_data),
+                              "--factors", "verbosity,authority", "--pool", "60", "--limit",
+                              "24", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    r = json.loads((tmp_path / "results.json").read_text())
+    assert r["multiplicity"]["method"] == "holm" and r["multiplicity"]["m"] == 2
+    for f in ("verbosity", "authority"):
+        t = r["per_judge"][judge][f]["vs_repeat_noise"]
+        assert t["p_adjusted"] == min(1.0, t["p_adjusted"]) >= t["p"]
+        assert t["shown_above"] == (t["p_adjusted"] < 0.05)
+    text = " ".join(res.output.split())
+    assert "Holm-adjusted p =" in text and "adjusted by Holm over the 2 judge x factor" in text

@@ -226,8 +226,10 @@ def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
                       "evidence that the factor moved the judge. Each susceptibility against "
                       "it, paired on the test items (an exact one-sided sign (McNemar) test "
                       "of the flip at l* against the same item's repeat; b:c = items where "
-                      "the rewrite flipped more : the repeat did; 'not shown above' when "
-                      "p >= 0.05, no evidence either way):")
+                      "the rewrite flipped more : the repeat did; p adjusted by Holm over "
+                      f"the {(res.get('multiplicity') or {}).get('m', '?')} judge x factor "
+                      "rows of this run; 'not shown above' when the adjusted p >= 0.05, no "
+                      "evidence either way):")
         for j, per in res["per_judge"].items():
             for f, r in per.items():
                 console.print(f"  {_shown(j)} / {_shown(f)}: "
@@ -242,7 +244,9 @@ def _noise_test(x: dict[str, Any] | None) -> str:
     if not x:
         return "no test (no l*)"
     word = "above repeat noise" if x.get("shown_above") else "not shown above repeat noise"
-    return (f"{word} (paired test p = {x['p']:.2g}; {x['rewrite_higher']}:"
+    adj = (f", Holm-adjusted p = {x['p_adjusted']:.2g}"  # over one row it is p itself
+           if x.get("p_adjusted") is not None and (x.get("m") or 1) > 1 else "")
+    return (f"{word} (paired test p = {x['p']:.2g}{adj}; {x['rewrite_higher']}:"
             f"{x['repeat_higher']} of n = {x['n_pairs']})")
 
 

@@ -26,6 +26,14 @@ top of the noise interval is no test: with a planted flip rate 0.25 against nois
 ~20 test items it called 29 of 40 runs "not above repeat noise", 8 of them where the paired
 test rejects (it rejects in 19 of 40, and in 0 of 40 without a factor).
 
+A run makes one such test per (judge, factor) row, so `shown_above` is decided on Holm's
+adjusted p over the rows of the run (`holm`, `adjust_noise_tests`): with 2 unbiased judges x
+6 factors each row was flagged in 2.5% of runs but some row in 5 of 20. Holm, not
+Benjamini-Hochberg (which discover uses over ~14 candidate factors): a line "above repeat
+noise" is read as a finding about that judge and factor, so the chance of any false one per
+run is what is held at 5% (family-wise, whatever the other rows' truth), and with the 2-12
+rows of a run Holm loses little power against BH.
+
 Every figure is kept with the per-item flips it is computed from (`QuantifyOutcome.
 item_flips`, results.json's `item_flips`), so a reader can recompute the flip rates, their
 intervals, l* and the paired test from the file alone.
@@ -194,6 +202,7 @@ class QuantifyOutcome:
     # what the rewriting read on each client (id: (answers, unreadable)): G_inj and G_check
     # answers, no verdicts, on a client a judge may share (the generator by default)
     rewrite_answers: dict[int, tuple[int, int]] = field(default_factory=dict)
+    multiplicity: dict[str, Any] = field(default_factory=dict)  # `adjust_noise_tests`
 
     def answer_change(self) -> dict[str, Any]:
         checked = [rw for rw in self.rewrites if rw.same_answer is not None]
@@ -237,6 +246,38 @@ class QuantifyOutcome:
                 "not_judged": not_judged, "judges": judges}
 
 
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's (1979) step-down adjusted p-values: the i-th smallest p times (m - i + 1),
+    made monotone and capped at 1. "adjusted p < alpha" controls the family-wise error rate
+    at alpha over the m tests, under any dependence between them."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def adjust_noise_tests(per_judge: Mapping[str, Mapping[str, Any]],
+                       alpha: float = NOISE_ALPHA) -> dict[str, Any]:
+    """Holm over every (judge, factor) row's paired test against repeat noise
+    (`vs_repeat_noise`, edited in place): each gets `p_adjusted`, `adjustment` ("holm"),
+    `m` (the rows tested) and `shown_above` = p_adjusted < alpha (`shown_above_unadjusted`
+    keeps p < alpha). Returns the summary results.json keeps as `multiplicity`."""
+    rows = [r["vs_repeat_noise"] for per in per_judge.values() for r in per.values()
+            if r.get("vs_repeat_noise")]
+    adj = holm([t["p"] for t in rows])
+    for t, a in zip(rows, adj, strict=True):
+        t.update(p_adjusted=a, adjustment="holm", m=len(rows),
+                 shown_above_unadjusted=t["p"] < alpha, shown_above=a < alpha)
+    return {"method": "holm", "alpha": alpha, "m": len(rows),
+            "over": "every (judge, factor) row's paired test against repeat noise in this run",
+            "shown_above": [[j, f] for j, per in per_judge.items() for f, r in per.items()
+                            if (r.get("vs_repeat_noise") or {}).get("shown_above")]}
+
+
 async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequence[PairwiseItem],
                    factors: Sequence[Factor], criteria: Mapping[str, Mapping[int, str]],
                    stats: dict[str, JSONStats], *, levels: Sequence[int] = LEVELS,
@@ -266,6 +307,7 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
         repeat = dict(zip(test, ys, strict=True))
         for f, r in out.per_judge[name].items():
             r["vs_repeat_noise"] = noise_test(flips, f, r["l_star"], test, repeat)
+    out.multiplicity = adjust_noise_tests(out.per_judge)
     return out
 
 
@@ -338,6 +380,6 @@ async def agreement_items(judges: Mapping[str, JudgeBundle], items: Sequence[Pai
     return [it for it in items if it.id in keep], {s.judge: s.sizes() for s in splits}
 
 
-__all__ = ["LEVELS", "NOISE_ALPHA", "QuantifyOutcome", "Rewrite", "agreement_items", "analyse",
-           "cal_test_split", "flip_value", "judge_flips", "make_rewrites", "noise_test",
-           "quantify", "repeat_noise", "rewritten_item"]
+__all__ = ["LEVELS", "NOISE_ALPHA", "QuantifyOutcome", "Rewrite", "adjust_noise_tests",
+           "agreement_items", "analyse", "cal_test_split", "flip_value", "holm", "judge_flips",
+           "make_rewrites", "noise_test", "quantify", "repeat_noise", "rewritten_item"]

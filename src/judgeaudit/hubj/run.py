@@ -541,6 +541,8 @@ async def run_quantify(
         # each judge's flip rate from asking the same test items again (no rewrite): the
         # reference its susceptibilities are read against
         "repeat_noise": out.repeat_noise,
+        # how the rows' tests against it were adjusted (Holm over judge x factor rows)
+        "multiplicity": out.multiplicity,
         "profile": out.profile(),
         # the per-item flips behind every number above, to recompute them from this file
         "item_flips": out.item_flips(),
