@@ -358,6 +358,8 @@ async def run_battery(
                          if dropped.get(k) or any(k in d["dropped"] for d in docs.values())},
         "dropped_note": "distinct items left out of at least one probe, by reason (an item "
                         "can count under several); per probe in probes.*.dropped",
+        # what the judge said when it gave no verdict (the calls line counts them)
+        "unreadable_examples": ctx.unreadable_examples(),
         "baseline": {k: v for k, v in baseline.items() if k != "warnings"},
         "warnings": baseline["warnings"],
         **({"by": by} if by is not None else {}),

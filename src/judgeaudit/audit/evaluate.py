@@ -239,10 +239,13 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
     by_order_calls = [o for v in verdicts for o in v.orders]
     n_failed = sum(o.error is not None for o in by_order_calls)
     n_invalid = sum(not o.valid for o in by_order_calls)
-    invalid_examples = [
-        {"item_id": v.item_id, "order": o.order, "raw": o.raw[:200], "error": o.error}
+    # answers with no verdict first, then failed calls (no answer to show): twenty failed
+    # calls at the top hid every unreadable answer from the report
+    invalid_examples = sorted((
+        {"item_id": v.item_id, "order": o.order, "raw": o.raw[:200], "error": o.error,
+         "failed": o.failed}
         for v in verdicts for o in v.orders if not o.valid
-    ][:20]
+    ), key=lambda x: x["failed"] is not None)[:20]
 
     n_tie_labels = sum(it.label == 0 for it in items)
     three_way = ties == "keep" and n_tie_labels > 0
@@ -493,8 +496,9 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
         "n_failed_calls": n_failed,
         "n_decimal": sum(d for _, d in scored),
         "invalid_rate": estimate(len(invalid), len(verdicts)),
-        "invalid_examples": [{"item_id": v.item_id, "raw": (v.raw or "")[:200],
-                              "error": v.error} for v in invalid][:20],
+        "invalid_examples": sorted(({"item_id": v.item_id, "raw": (v.raw or "")[:200],
+                                     "error": v.error, "failed": v.failed} for v in invalid),
+                                   key=lambda x: x["failed"] is not None)[:20],
         "score_range": [1, k],
         "correlation": levels,
         "exact_agreement": estimate(int((x == y).sum()), int(x.size)),

@@ -15,6 +15,7 @@ from judgeaudit.audit.metrics import why_invalid
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.judges.pairwise import PairwiseJudge, PairwiseVerdict
+from judgeaudit.judges.parse import reasoning_cut_off
 from judgeaudit.stats.types import Estimate
 
 UNCHECKED = ("no valid verdict for this rate (calls not sent or answers unreadable), so the "
@@ -140,6 +141,10 @@ def drop_invalid(res: ProbeResult, items: Iterable[tuple[str, Sequence[Any]]]) -
         drop(res, why_invalid(*verdicts), [item_id])
 
 
+# How many unreadable answers an audit keeps as examples (results.json and the report).
+MAX_UNREADABLE_EXAMPLES = 5
+
+
 class AuditContext:
     """Shared state of one audit: the judge, the items, and memoised verdicts so that the
     unperturbed judgments are made once for all probes (the client cache makes repeats of
@@ -186,6 +191,31 @@ class AuditContext:
             for it, v in zip(todo, verdicts, strict=True):
                 self._memo[(it.id, repeat, tag)] = v
         return [self._memo[(it.id, repeat, tag)] for it in items]
+
+    def unreadable_examples(self, limit: int = MAX_UNREADABLE_EXAMPLES
+                            ) -> list[dict[str, Any]]:
+        """Up to `limit` answers of the audited judge (pairwise, any probe, distinct texts,
+        cut to 200 characters) that gave no verdict, with why: the calls line counts them,
+        and a report that showed only the count left the user to guess what the judge
+        said. Failed calls are not answers and are not shown."""
+        prefix = self.bundle.public_spec + "|"
+        seen: set[str] = set()
+        out: list[dict[str, Any]] = []
+        for (item_id, _repeat, tag), v in self._memo.items():
+            if not tag.startswith(prefix):
+                continue  # a panel judge's
+            for o in v.orders:
+                if o.valid or o.failed is not None or o.raw in seen:
+                    continue
+                seen.add(o.raw)
+                why = o.error or ("empty answer" if not o.raw.strip() else
+                                  "reasoning cut off before a verdict"
+                                  if reasoning_cut_off(o.raw) else "unparseable answer")
+                out.append({"item_id": item_id, "order": o.order, "raw": o.raw[:200],
+                            "why": why})
+                if len(out) >= limit:
+                    return out
+        return out
 
     def view(self, items: Sequence[PairwiseItem]) -> AuditContext:
         """The same audit (judge, memoised verdicts, progress) over other items: each probe

@@ -449,6 +449,25 @@ def panel_table(panel: dict[str, Any]) -> Table:
     return t
 
 
+def unreadable_line(examples: Any, shown: int = 2, cut: int = 80) -> str | None:
+    """One line quoting what the judge said when it gave no verdict (the first `shown` of
+    a run's examples, each escaped and cut to `cut` characters), or None when there are
+    none. Failed calls (no answer) are left out. The calls line gave only a count."""
+    rows = [x for x in (examples or []) if isinstance(x, dict) and not x.get("failed")
+            and x.get("raw") is not None][:shown]
+    if not rows:
+        return None
+
+    def one(x: dict[str, Any]) -> str:
+        raw = str(x.get("raw") or "")
+        text = repr(raw[:cut]) + ("..." if len(raw) > cut else "")
+        order = f" ({x['order']})" if x.get("order") else ""
+        return f"{x.get('item_id')}{order}: {text}"
+
+    return "unreadable answers, e.g. " + "; ".join(one(x) for x in rows) + \
+        " (distinct ones in the report and results.json)"
+
+
 def text_vs_probs_line(tvp: dict[str, Any] | None, where: str = "") -> str | None:
     """The line saying how many verdicts read from probabilities went against the answer's
     own text (None when none did): evaluate's summary and the audit's baseline both count

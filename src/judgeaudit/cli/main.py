@@ -18,6 +18,7 @@ from judgeaudit.cli.format import (
     failed_text,
     fmt_est,
     text_vs_probs_line,
+    unreadable_line,
     usage_text,
 )
 from judgeaudit.cli.progress import LAST_ERROR, console, fail
@@ -140,6 +141,8 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
         f"{failed_text(c)}{usage_text(c)}; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
+    if said := unreadable_line(res.get("invalid_examples")):
+        console.print(said, highlight=False, markup=False)
     if tvp := text_vs_probs_line(res.get("text_vs_probs")):
         console.print(tvp, highlight=False)
     if selection["kind"] == "sample":
@@ -299,6 +302,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
                                  " (unperturbed verdicts)"):
         console.print(tvp, highlight=False)
     console.print(calls_text(res), highlight=False)
+    if said := unreadable_line(res.get("unreadable_examples")):
+        console.print(said, highlight=False, markup=False)
     console.print(f"report: {report}")
     console.print(f"results: {path}")
     finish(res, json_out)  # before the gate: no gate passes a failed run

@@ -486,6 +486,18 @@ def _ran_on(used: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+# Unreadable answers the audit report shows (results.json keeps as many).
+MAX_UNREADABLE_SHOWN = 5
+
+
+def _unreadable_examples(raw: Any) -> list[dict[str, Any]]:
+    """The audit's examples of answers that gave no verdict (`unreadable_examples`), each
+    cut to 200 characters; [] for a document written before they were kept."""
+    return [{"item_id": _str(x.get("item_id")), "order": _str(x.get("order")),
+             "raw": _text(x.get("raw"), 200), "why": _text(x.get("why"), 300)}
+            for x in _l(raw)[:MAX_UNREADABLE_SHOWN] if isinstance(x, dict)]
+
+
 def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
     alpha = _num(r.get("alpha"))
     alpha = 0.05 if alpha is None else alpha
@@ -521,6 +533,7 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
         if sel else None,
         "dropped": _drop_counts(r.get("dropped")),
         "drop_reasons": {str(k): str(v) for k, v in _d(r.get("drop_reasons")).items()},
+        "unreadable_examples": _unreadable_examples(r.get("unreadable_examples")),
         "baseline": {"accuracy": _estimate(base.get("accuracy")),
                      "accuracy_valid": _estimate(base.get("accuracy_valid")),
                      "n_invalid": _int_or_none(base.get("n_invalid")),
