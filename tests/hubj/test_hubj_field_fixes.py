@@ -59,3 +59,20 @@ def test_quantify_rows_are_adjusted_for_multiplicity_null_and_planted():
         others = [x for x in summary["shown_above"] if x != ["j0", "f0"]]
         assert len(others) <= 1
     assert hits >= 45, hits
+
+
+def test_validate_states_the_smallest_attainable_p():
+    """n held-out Deltas, m factors: the smallest exact two-sided Wilcoxon p is 2/2^n; BH at
+    0.05 over m needs p <= 0.05/m of a factor alone, or k factors at p <= 0.05 k/m."""
+    import numpy as np
+
+    from judgeaudit.hubj.validate import attainable, multiplicity
+
+    a = attainable(6, 14)
+    assert a == {"n": 6, "m": 14, "smallest_p": 2 / 64, "factors_needed": 9,
+                 "n_for_one_alone": 10, "limited": True}
+    assert attainable(3, 14)["factors_needed"] is None  # 0.25 > 0.05: none can pass
+    assert attainable(12, 14)["limited"] is False
+    d = {f"f{k}": np.array([1.0, 2, 1, 3, 1, 2]) for k in range(14)}
+    _per, summary = multiplicity(d)
+    assert summary["attainable"]["smallest_p"] == 2 / 64 and summary["m"] == 14

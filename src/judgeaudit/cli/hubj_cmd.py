@@ -147,6 +147,24 @@ def _print_discover(res: dict[str, Any]) -> None:
         console.print(f"significant (*): q (Wilcoxon) <= {mult['alpha']:g}, q = "
                       f"Benjamini-Hochberg over the {mult['m']} factors tested in this run "
                       f"on {val['n_items']} held-out items: {sig}")
+        note = _attainable_note(mult.get("attainable"), mult["alpha"])
+        if note:
+            console.print(note, highlight=False, markup=False)
+
+
+def _attainable_note(a: dict[str, Any] | None, alpha: float) -> str | None:
+    """Why "significant: none" may say nothing: with few held-out items the smallest exact
+    Wilcoxon p is above what Benjamini-Hochberg needs of a factor alone (`validate.
+    attainable`)."""
+    if not a or not a.get("limited"):
+        return None
+    need = a.get("factors_needed")
+    can = ("no factor can pass" if need is None else
+           f"a factor can pass only if at least {need} of them reach it together")
+    return (f"note: with {a['n']} held-out items the smallest attainable Wilcoxon p is "
+            f"{a['smallest_p']:.2g}; a factor alone needs p <= {alpha / a['m']:.2g} to pass "
+            f"Benjamini-Hochberg at q {alpha:g} over {a['m']} factors, so {can}: hold out "
+            f"more (--holdout, more items): {a['n_for_one_alone']} or more held-out items")
 
 
 def _max_r(rs: dict[str, Any], skip: str | None) -> str:
