@@ -110,7 +110,8 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
         except _BadValue as e:
             raise DataError(source, lineno, f"field {e.field!r}: {e.problem}") from None
         except ValidationError as e:
-            raise DataError(source, lineno, explain_validation(e, model)) from None
+            raise DataError(source, lineno, explain_validation(e, model)
+                            + _hf_reads(e, path)) from None
         ids_seen.add(item.id, source, lineno)
         items.append(item)
     if empty:
@@ -118,6 +119,24 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
         left_out(f"jsonl {source}: {len(empty)} of {len(items)} items have an empty response "
                  f"(first: line {line}, field {field!r}); they are judged as empty answers")
     return items
+
+
+def _hf_reads(err: ValidationError, path: Path) -> str:
+    """For unknown fields that `hf:` reads under another name ("preference", "winner",
+    "response_a", "chosen"): where to load the file instead (empty when there are none).
+    The refusal named the allowed fields only, not the loader that takes the user's."""
+    from judgeaudit.data.loaders.hf import DEFAULTS
+
+    reads = {alias: target for target, aliases in DEFAULTS.items() for alias in aliases
+             if alias != target}
+    reads.update(chosen="response_1/response_2 (shuffled)",
+                 rejected="response_1/response_2 (shuffled)")
+    found = [str(e["loc"][0]) for e in err.errors(include_url=False)
+             if e["type"] == "extra_forbidden" and e["loc"] and str(e["loc"][0]) in reads]
+    if not found:
+        return ""
+    what = ", ".join(f"{f!r} as {reads[f]}" for f in found)
+    return f"; hf:{path} reads {what}"
 
 
 def json_hint(path: Path) -> str:
