@@ -132,3 +132,30 @@ def test_an_item_takes_its_most_upstream_reason():
 
 def test_results_from_before_the_split_keep_their_reason_and_its_meaning():
     assert "invalid_verdict" in DROP_REASONS  # a results file written before still reads
+
+
+def test_chain_of_thought_counts_only_answers_without_a_verdict_line(tmp_path):
+    """Its note said every invalid reasoning verdict "had no final verdict line", failed
+    calls included: here 4 calls fail (item 5's prompts, too long) and 2 answers (item 3)
+    are prose with no verdict line."""
+    from judgeaudit.cli.main import app
+
+    def answer(text: str) -> str:
+        if "question item 3\n" in text:
+            return "I cannot decide between them."
+        if "think step by step" in text:
+            return "Both are fine.\nThe better response is Response " + default_answer(text)
+        return default_answer(text)
+
+    write_pairs(tmp_path / "pairs.jsonl", 10)
+    out = tmp_path / "out"
+    with FakeLLMServer(answer=answer, rule=_rule) as srv:
+        res = runner.invoke(app, ["audit", "--judge", f"openai:m?base_url={srv.openai_url}"
+                                  "&api_key=k", "--data", f"jsonl:{tmp_path / 'pairs.jsonl'}",
+                                  "--probes", "cot", "--max-failed", "1",
+                                  "--out", str(out)])
+    assert (out / "results.json").exists(), res.output
+    doc = json.loads((out / "results.json").read_text())
+    cot = doc["probes"]["cot"]
+    assert cot["dropped"] == {"call_failed": 1, "unparseable": 1}, (res.output, cot)
+    assert "2 reasoning outputs had no final verdict line" in cot["notes"]

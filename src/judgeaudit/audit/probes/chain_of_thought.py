@@ -41,6 +41,8 @@ class ChainOfThoughtProbe(Probe):
         va, vb = [x for x in a if x is not None], [x for x in b if x is not None]
         res.rates["accuracy_without"] = estimate(sum(va), len(va))
         res.rates["accuracy_with_reasoning"] = estimate(sum(vb), len(vb))
-        if res.n_invalid:
-            res.notes.append(f"{res.n_invalid} reasoning outputs had no final verdict line")
+        # answers with no verdict line, not calls that failed or were never sent
+        no_line = sum(not o.valid and o.failed is None for v in cot for o in v.orders)
+        if no_line:
+            res.notes.append(f"{no_line} reasoning outputs had no final verdict line")
         return res
