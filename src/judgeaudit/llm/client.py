@@ -430,6 +430,9 @@ class Client:
         # are no longer sent (None: they are).
         self._reached = False
         self._given_up = 0
+        # When a call last got its answer (time.monotonic()): a call that gives up counts
+        # toward "stopped answering" only when none was answered since it was first sent.
+        self._last_answer = -math.inf
         self._stopped: CallFailed | None = None
         self._first_failure: float | None = None  # of an attempt, while nothing answered
         # Answers made so far that could not be used, while none could (`_note_unusable`).
@@ -625,10 +628,12 @@ class Client:
         finally:  # the caller counts the cost (`_account`) before anything else runs
             self._release(held)
 
-    async def _attempt(self, request: Request, attempt: int = 0) -> Response:
+    async def _attempt(self, request: Request, attempt: int = 0,
+                       sent: list[float] | None = None) -> Response:
         """One attempt, inside the concurrency bound and after any wait the server asked of
         all calls (`_paused`); the timeout covers `generate` only. None is made once the
-        breaker has stopped the client (`RetryPolicy.stop_after`)."""
+        breaker has stopped the client (`RetryPolicy.stop_after`). `sent` gets the time
+        (time.monotonic()) the attempt went out."""
         try:
             await self._slot()
         except asyncio.CancelledError:  # cancelled while waiting for a slot: never sent
@@ -645,6 +650,8 @@ class Client:
                     self.stats.not_sent += 1
                 raise
             started = time.monotonic()
+            if sent is not None:
+                sent.append(started)
             try:
                 return await self._send(request, attempt)
             except (ProviderError, _Timeout, TimeoutError) as exc:
@@ -768,9 +775,10 @@ class Client:
 
     async def _call_with_retries(self, request: Request) -> Response:
         attempt = 0
+        sent: list[float] = []  # when each attempt went out
         while True:
             try:
-                resp = await self._attempt(request, attempt)
+                resp = await self._attempt(request, attempt, sent)
             except (ProviderError, _Timeout, TimeoutError, ConnectionError) as exc:
                 kind, retryable, retry_after = classify(exc)
                 msg = redact(str(exc) or type(exc).__name__)
@@ -790,7 +798,7 @@ class Client:
                                              fatal=True, kind=kind)
                     raise CallFailed(str(self._fatal), fatal=True, kind=kind) from exc
                 if attempt >= self.retry.max_retries:
-                    self._give_up(kind, msg)
+                    self._give_up(kind, msg, sent[0] if sent else math.inf)
                     raise CallFailed(
                         f"{self.provider.name}: gave up after {attempt + 1} attempts: {msg}",
                         fatal=False, kind=kind,
@@ -801,6 +809,7 @@ class Client:
                 await self._backoff(wait)
                 continue
             self._reached, self._given_up = True, 0
+            self._last_answer = time.monotonic()
             self._widen()
             return self._clean(resp)
 
@@ -842,10 +851,17 @@ class Client:
         elif now - self._first_failure >= self.retry.window():
             self._trip(why, kind, msg)
 
-    def _give_up(self, kind: str, msg: str) -> None:
-        """A call gave up after its retries: trip the breaker (`RetryPolicy.stop_after`) when
-        the server was never reached or has stopped answering."""
-        self._given_up += 1
+    def _give_up(self, kind: str, msg: str, first_sent: float = math.inf) -> None:
+        """A call first sent at `first_sent` gave up after its retries: trip the breaker
+        (`RetryPolicy.stop_after`) when the server was never reached or has stopped
+        answering. It counts toward "stopped answering" only when no call was answered since
+        it was first sent: a server that fails some prompts (an HTTP 500 on 11% of them)
+        answers the others meanwhile, and its failing calls, each retrying for about 30 s,
+        gave up in a row after the others were done, which cut off a server that had
+        answered 426 prompts of 480. A server that stopped answering answers nothing after
+        the calls sent to it, so those count as before."""
+        if self._last_answer < first_sent:
+            self._given_up += 1
         if self._limit() == 0 or self._stopped is not None:
             return
         why = self._unreached(kind)
