@@ -707,6 +707,10 @@ def message_text(content: Any) -> str:
     raise TypeError(f"message content of type {type(content).__name__}")
 
 
+# Why a reply with an empty `choices` list holds no verdict.
+NO_CHOICES = "no choices in the reply (a content filter?)"
+
+
 def parse_chat_completion(data: dict[str, Any], choices: Sequence[str],
                           prefill: str = "") -> Response:
     """A chat.completion object -> Response: the text, the probabilities of `choices` from
@@ -715,6 +719,16 @@ def parse_chat_completion(data: dict[str, Any], choices: Sequence[str],
     has it cut off, so the text is the continuation, as from every other server. Raises
     KeyError, IndexError, TypeError or AttributeError on a body that is not a chat
     completion."""
+    usage = data.get("usage") or {}
+    if data.get("choices") == [] and isinstance(usage, dict) and usage:
+        # Answered (HTTP 200) and billed (its usage), with nothing in it: a content filter
+        # that drops the answer. One answer with no verdict, not a retry: retried, 40 calls
+        # took 256 requests whose tokens were never counted, past --max-cost. (Without usage
+        # it is no sign of a paid answer: malformed, retried as before.)
+        return Response(text="", usage=Usage(int(usage.get("prompt_tokens") or 0),
+                                             int(usage.get("completion_tokens") or 0)),
+                        invalid=NO_CHOICES,
+                        raw={"model": data.get("model"), "finish_reason": None, "choices": 0})
     choice = data["choices"][0]
     text = message_text(choice["message"].get("content"))
     if prefill and text.lstrip().startswith(prefill.strip()):
@@ -726,7 +740,6 @@ def parse_chat_completion(data: dict[str, Any], choices: Sequence[str],
         first = logprobs["content"][0]
         top = [(t["token"], t["logprob"]) for t in first.get("top_logprobs") or []]
         probs = choice_probs(top, choices, sampled=first.get("token"))
-    usage = data.get("usage") or {}
     written = int(usage.get("completion_tokens") or 0)
     refusal = choice["message"].get("refusal")
     return Response(
