@@ -52,6 +52,7 @@ from judgeaudit.llm.providers.openai import (
     check_base_url,
     check_key,
     float_param,
+    html_error,
     http_timeout,
     int_param,
     map_sdk_error,
@@ -271,10 +272,16 @@ class AnthropicProvider(Provider):
         return err if err is not None else exc
 
     def parse_body(self, content: bytes) -> Response:
-        """A 200 body -> Response; anything that is not a message is a retryable error."""
+        """A 200 body -> Response; anything that is not a message is a retryable error,
+        except an HTML page that names no gateway error (`html_error`: a login page), which
+        is fatal."""
         try:
             return parse_message(json.loads(content))
         except (ValueError, KeyError, TypeError, AttributeError):
+            page = html_error(self.name, redact_url(self.where), content,
+                              "an Anthropic Messages API")
+            if page is not None:
+                raise page from None
             snippet = content[:80].decode("utf-8", "replace")
             raise ProviderError(f"{self.name}: malformed response from {self.where} "
                                 f"(not a message): {snippet!r}", retryable=True,

@@ -209,6 +209,47 @@ def sdk_http_client(sdk: Any, url: str, *, max_connections: int, timeout: float 
                                  f"environment cannot be used: {exc}") from None
 
 
+_HTML_START = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b",
+                         re.IGNORECASE | re.DOTALL)
+_HTML_NAME = re.compile(rb"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_TAG = re.compile(r"<[^>]*>")
+# A gateway's error page sent with 200 (some proxies do): the server behind it may come back,
+# so it is retried as a malformed answer is, unlike a login page, which stays one.
+_GATEWAY_PAGE = re.compile(r"\b50[0-4]\b|bad gateway|service (temporarily )?unavailable|"
+                           r"gateway time-?out", re.IGNORECASE)
+
+
+def html_page(content: bytes) -> str | None:
+    """The name of the page (its <title>, else its first <h1>, else its first words, at
+    most 100 characters, secrets masked) when a 200's body is an HTML page, not an API's
+    JSON (a login page or a portal in front of the server); None when it is no HTML page."""
+    head = content[:4096]
+    if not _HTML_START.match(head):
+        return None
+    found = sorted(_HTML_NAME.findall(content[:65536]), key=lambda m: m[0].lower() != b"title")
+    raw = found[0][1] if found else content[:2048]
+    text = _HTML_TAG.sub(" ", raw.decode("utf-8", "replace"))
+    text = " ".join(text.split())[:100]
+    return redact_url(redact_text(text)) or "(a page with no title)"
+
+
+def html_error(provider: str, where: str, content: bytes, api: str) -> ProviderError | None:
+    """The error for a 200 whose body is an HTML page (`html_page`), else None: fatal, since
+    every call would get the same page (a login page answered 137 requests in 39 s before
+    the breaker stopped it), unless the page names a gateway error (502, 503, 504), which
+    is retried as before."""
+    name = html_page(content)
+    if name is None:
+        return None
+    text = f"{provider}: base_url {where} returns HTML (not {api}): {name!r}"
+    if _GATEWAY_PAGE.search(name):
+        return ProviderError(f"{text}; a gateway error, retried", retryable=True,
+                             kind="malformed")
+    return FatalProviderError(f"{text}; check base_url (the API's root, e.g. "
+                              "http://host:8000/v1) and that no login stands in front of it",
+                              kind="bad_request")
+
+
 def error_in_body(data: Any) -> tuple[int | None, str] | None:
     """(the HTTP status it names, its message) when a 200's body is an error object instead
     of an answer (`{"error": {"message", "code"}}` or `{"error": "..."}`), else None."""
@@ -1171,8 +1212,9 @@ class OpenAIProvider(Provider):
     def parse_body(self, content: bytes, request: Request, where: str | None = None
                    ) -> Response:
         """A 200 body -> Response; a body that is not a chat completion is a retryable error
-        (proxies answer 200 with HTML; servers under load truncate), an error object in it
-        the error it names (`error_in_body`)."""
+        (servers under load truncate), an error object in it the error it names
+        (`error_in_body`), an HTML page a fatal one unless it names a gateway error
+        (`html_error`: a login page in front of the server answers every call the same)."""
         data: Any = None
         try:
             data = json.loads(content)
@@ -1181,6 +1223,10 @@ class OpenAIProvider(Provider):
             error = error_in_body(data)
             if error is not None:
                 raise self._body_error(*error, where or self.where) from None
+            page = html_error(self.name, redact_url(where or self.where), content,
+                              "an OpenAI-compatible API")
+            if page is not None:
+                raise page from None
             snippet = content[:80].decode("utf-8", "replace")
             raise ProviderError(f"{self.name}: malformed response from {where or self.where} "
                                 f"(not a chat completion): {snippet!r}", retryable=True,
