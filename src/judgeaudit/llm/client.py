@@ -309,8 +309,9 @@ class SpendCap:
         earlier = (f", ${self.before:.4f} of it by earlier commands of the session"
                    if self.before > 1e-12 else "")
         return (f"the spend cap is reached (${self.spent:.4f} spent{earlier}{under_way} of "
-                f"max_cost ${self.limit:g} when sending stopped{nxt}; run again with a higher "
-                "max_cost: finished calls are cached)")
+                f"max_cost ${self.limit:g} when sending stopped{nxt}; the cap counts this "
+                "run's calls only and a re-run pays only for the calls not cached: re-run with "
+                "--max-cost X to spend up to X more)")
 
 
 def _set_done(fut: asyncio.Future[None]) -> None:
