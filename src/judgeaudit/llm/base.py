@@ -137,6 +137,22 @@ def unusable_answer(text: str, stop: str | None, written: int, *, field: str = "
     return None
 
 
+def cut_reason(reason: str, resp: Response, max_tokens: int | None = None) -> str:
+    """`reason` (why an answer gives no verdict) saying that the answer was cut at the token
+    limit when it was (finish_reason "length", stop_reason "max_tokens"): a verdict cut
+    short ("The better response is Response") read as a plain unparseable answer, and only
+    an empty cut answer named the limit (`unusable_answer`). `max_tokens`: the request's."""
+    raw = resp.raw if isinstance(resp.raw, dict) else {}
+    field = next((f for f in ("finish_reason", "stop_reason")
+                  if raw.get(f) in ("length", "max_tokens")), None)
+    if field is None or "token limit" in reason:
+        return reason
+    of = f" of max_tokens={max_tokens}" if max_tokens else ""
+    room = (f"max_tokens={max(64, 4 * max_tokens)}" if max_tokens else "a larger max_tokens")
+    return (f"{reason} (cut at the token limit: {resp.usage.completion_tokens} tokens "
+            f"written{of}, {field} {raw[field]}; give it room with {room} in the judge spec)")
+
+
 class ProviderError(Exception):
     """A failure the client should classify: `retryable` errors are retried with backoff,
     others fail the call at once (and stop the client: see `Client`). `kind` is one of
@@ -374,7 +390,8 @@ def sanitize(value: Any) -> tuple[Any, bool]:
 
 __all__ = [
     "ERROR_KINDS", "PER_REQUEST_KINDS", "FatalProviderError", "Message", "Provider",
-    "ProviderError", "Request", "RequestRejected", "http_error_kind", "unusable_answer",
+    "ProviderError", "Request", "RequestRejected", "cut_reason", "http_error_kind",
+    "unusable_answer",
     "Response", "Usage", "check_params", "describe_params", "request_key",
     "replace_lone_surrogates", "sanitize",
 ]

@@ -21,6 +21,7 @@ from judgeaudit.llm.base import (
     Request,
     RequestRejected,
     Response,
+    cut_reason,
     has_lone_surrogate,
     request_key,
     sanitize,
@@ -1011,8 +1012,11 @@ class Client:
         counted each reading (an audit of `sim?invalid=0.3` said 217 unreadable answers of
         540 made, where 141 were), and once in the watch, whose "the first K answers" are K
         answers, not K readings of fewer (reading one answer again is no new evidence about
-        the judge and costs nothing). Without it each reading counts, as before."""
+        the judge and costs nothing). Without it each reading counts, as before.
+
+        An answer cut at the token limit has its reason say so (`cut_reason`)."""
         if reason is not None:
+            reason = cut_reason(reason, resp, None if request is None else request.max_tokens)
             key = None if request is None else self.key(request)
             if key is not None:
                 if key in self._unread_keys:
