@@ -208,6 +208,31 @@ _GAVE_UP = {
 }
 
 
+# The causes of retries, short, for the calls line (`retries_text`).
+_RETRIED = {
+    "rate_limit": "HTTP 429",
+    "server": "HTTP 5xx",
+    "timeout": "timeouts",
+    "connection": "connection failures",
+    "malformed": "broken answers",
+}
+
+
+def retries_text(calls: Mapping[str, Any]) -> str:
+    """'N retries (15 HTTP 429, 5 HTTP 5xx)': the retries of a calls line with their causes,
+    most first (`CallStats.retried`); 'N retries' when the document does not count them by
+    cause (written before), '' when there were none. A line said "20 retries" alone."""
+    n = _count(calls, "retries") or 0
+    if not n:
+        return ""
+    by = {str(k): int(v) for k, v in (calls.get("retried") or {}).items()
+          if isinstance(v, int) and v > 0}
+    if not by:
+        return f"{n} retries"
+    kinds = sorted(by, key=lambda k: (-by[k], k))
+    return f"{n} retries (" + ", ".join(f"{by[k]} {_RETRIED.get(k, k)}" for k in kinds) + ")"
+
+
 def not_sent_reason(calls: Mapping[str, Any], *, hint: bool = True) -> str:
     """Why the client stopped sending a run's calls: its own word (`not_sent_why`: the spend
     cap, a server asking to wait hours), else what the failed attempts were (`errors` by

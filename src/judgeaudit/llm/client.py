@@ -76,10 +76,11 @@ class CallStats:
       request was written to the plan instead (a non-fatal `CallFailed` of kind "planned").
 
     `retries` counts attempts after a retryable error (each reached the provider: setup such
-    as an SDK import is not timed); `errors` counts every failed attempt by kind
-    (`ERROR_KINDS`: rate_limit, server, timeout, connection, malformed, auth, bad_request,
-    too_long, refused, other) and `first_error` keeps the first one's message (redacted, at
-    most 300 chars).
+    as an SDK import is not timed), `retried` the same by the kind of the error each came
+    after (a calls line said "20 retries" without the cause); `errors` counts every failed
+    attempt by kind (`ERROR_KINDS`: rate_limit, server, timeout, connection, malformed,
+    auth, bad_request, too_long, refused, other) and `first_error` keeps the first one's
+    message (redacted, at most 300 chars).
     `not_sent` counts the failed calls that were never sent (counted in `failed` too);
     `not_sent_why` says why when the spend cap (`SpendCap`) or a server asking to wait for
     hours (`RetryPolicy.longest_wait`) stopped them; `narrowed_to` is the fewest calls sent at
@@ -113,6 +114,7 @@ class CallStats:
     cancelled: int = 0
     shared: int = 0
     errors: dict[str, int] = field(default_factory=dict)
+    retried: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
     first_unreadable: str | None = None
     not_sent_why: str | None = None
@@ -133,6 +135,7 @@ class CallStats:
         d = asdict(self)
         d["answers_read"] = self.answers_read
         d["errors"] = dict(sorted(self.errors.items()))
+        d["retried"] = dict(sorted(self.retried.items()))
         return d
 
     def record_error(self, kind: str, message: str) -> None:
@@ -631,11 +634,11 @@ class Client:
             self._release(held)
 
     async def _attempt(self, request: Request, attempt: int = 0,
-                       sent: list[float] | None = None) -> Response:
+                       sent: list[float] | None = None, after: str = "other") -> Response:
         """One attempt, inside the concurrency bound and after any wait the server asked of
         all calls (`_paused`); the timeout covers `generate` only. None is made once the
         breaker has stopped the client (`RetryPolicy.stop_after`). `sent` gets the time
-        (time.monotonic()) the attempt went out."""
+        (time.monotonic()) the attempt went out; `after`: the kind of error a retry follows."""
         try:
             await self._slot()
         except asyncio.CancelledError:  # cancelled while waiting for a slot: never sent
@@ -655,7 +658,7 @@ class Client:
             if sent is not None:
                 sent.append(started)
             try:
-                return await self._send(request, attempt)
+                return await self._send(request, attempt, after)
             except (ProviderError, _Timeout, TimeoutError) as exc:
                 if classify(exc)[0] == "timeout":
                     self._note_timeout(started)
@@ -710,7 +713,7 @@ class Client:
             self.provider.check_sendable()
             self._sendable = True
 
-    async def _send(self, request: Request, attempt: int) -> Response:
+    async def _send(self, request: Request, attempt: int, after: str = "other") -> Response:
         if self._fatal is not None:
             if attempt == 0:  # never sent (a retry of a sent call was sent already)
                 self._not_sent_after_fatal()
@@ -725,6 +728,7 @@ class Client:
             raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
         if attempt:
             self.stats.retries += 1  # counted as it is sent: a stopped retry is none
+            self.stats.retried[after] = self.stats.retried.get(after, 0) + 1
         try:
             await self.provider.prepare()
             if self.timeout is None:
@@ -778,9 +782,10 @@ class Client:
     async def _call_with_retries(self, request: Request) -> Response:
         attempt = 0
         sent: list[float] = []  # when each attempt went out
+        after = "other"  # the kind of the error the next attempt retries
         while True:
             try:
-                resp = await self._attempt(request, attempt, sent)
+                resp = await self._attempt(request, attempt, sent, after)
             except (ProviderError, _Timeout, TimeoutError, ConnectionError) as exc:
                 kind, retryable, retry_after = classify(exc)
                 msg = redact(str(exc) or type(exc).__name__)
@@ -807,7 +812,7 @@ class Client:
                     ) from exc
                 wait = self.retry.delay(attempt, retry_after, self._rng)
                 log.info("retrying %s in %.2fs after: %s", self.provider.name, wait, msg)
-                attempt += 1
+                attempt, after = attempt + 1, kind
                 await self._backoff(wait)
                 continue
             self._reached, self._given_up = True, 0
