@@ -111,3 +111,63 @@ def test_discover_says_when_too_few_held_out_items_can_pass_bh(shared_data, tmp_
     text = " ".join(res.output.split())
     assert "note: with 6 held-out items the smallest attainable Wilcoxon p is 0.031" in text
     assert f"over {mult['m']} factors" in text and "hold out more" in text
+
+
+def _marked(path, n_decisive=24, n_tie=4, n_split=3, n_none=2):
+    """Items with a decisive label, a tie label, annotators split (majority share 1/3 <
+    0.5) and no label."""
+    rows = []
+    for k in range(n_decisive + n_tie + n_split + n_none):
+        row = {"id": f"x{k}", "prompt": f"Question {k}?",
+               "response_1": "A short answer." + " more words" * (k % 5),
+               "response_2": "Another answer here." + " extra" * (k % 3),
+               "label": 1 + k % 2}
+        if k >= n_decisive:
+            row["label"] = 0
+        if k >= n_decisive + n_tie:
+            row.update(label=1, annotator_labels=[1, 2, 0])
+        if k >= n_decisive + n_tie + n_split:
+            row.pop("label")
+            row.pop("annotator_labels")
+        rows.append(json.dumps(row))
+    path.write_text("\n".join(rows) + "\n")
+    return f"jsonl:{path}"
+
+
+def test_items_left_out_are_counted_by_reason(tmp_path, isolated_cache):
+    """mitigate reported n=410 of 492 with the 82 tie-labelled items nowhere; each reason
+    an item was left out is now in the terminal and results.json."""
+    data = _marked(tmp_path / "marked.jsonl")
+    res = runner.invoke(app, ["mitigate", "--judges", "sim?length=2&seed=1", "--data", data,
+                              "--scorer", "simhubj?score_from=length", "--factor", "length",
+                              "--limit", "20", "--out", str(tmp_path / "m")])
+    assert res.exit_code in (0, 3), res.output
+    doc = json.loads((tmp_path / "m" / "results.json").read_text())
+    assert doc["human_filter"] == {"loaded": 33, "kept": 24, "min_agreement": 0.5, "used": 20,
+                                   "left_out": {"tie": 4, "no_label": 2,
+                                                "annotator_split": 3}}
+    text = " ".join(res.output.split())
+    assert ("items: 33 loaded, 24 with a decisive human label (left out: 4 tie labels, 2 "
+            "without a label, 3 with annotators split below --min-agreement 0.5); 20 of them "
+            "used") in text
+
+
+def test_quantify_terminal_shows_string_check_flags_and_the_split(shared_data, tmp_path,
+                                                                   isolated_cache):
+    """"196 of 240 kept rewrites flagged by the string check" and the agree/disagree split
+    were in the report and results.json only; the terminal said "240/240 rewrites kept"."""
+    judge = "simhubj?factor_verbosity=0,0.5,3,1,0"
+    res = runner.invoke(app, ["quantify", "--judges", judge, "--data", _data(shared_data),
+                              "--limit", "24", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    r = json.loads((tmp_path / "results.json").read_text())
+    rw = r["rewrites"]
+    assert rw["string_check_flags"] > 0
+    text = " ".join(res.output.split())
+    assert (f"{rw['kept']}/{rw['total']} rewrites kept, {rw['string_check_flags']} of the "
+            f"{rw['kept']} kept flagged by the string check") in text
+    s = r["splits"]["per_judge"][judge]
+    assert f"agreement / disagreement with humans (n={r['splits']['n_items']} items)" in text
+    assert f"│ {s['agree']} │ {s['disagree']} │" in " ".join(
+        res.output.replace(" ", "").replace("│", " │ ").split())
+    assert f"items: {r['human_filter']['loaded']} loaded" in text

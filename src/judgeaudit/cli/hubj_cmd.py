@@ -93,6 +93,32 @@ def _json_stats_line(stats: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _with_human_counts(res: dict[str, Any], data: Any, min_agreement: float,
+                       used: int | None) -> dict[str, Any]:
+    """`res` with `human_filter` (`splits.human_filter_counts`: the items loaded, kept, and
+    each reason one was left out), shown on the terminal (`_human_line`) and in results.json.
+    The data is read again for the count (the run's own reading drops the items it does not
+    keep); a data set that cannot be read here adds nothing."""
+    if not isinstance(res, dict) or "human_filter" in res:
+        return res
+    from judgeaudit.commands import load_data
+    from judgeaudit.hubj.splits import human_filter_counts
+
+    try:
+        loaded, _spec = load_data(data)
+    except Exception:  # noqa: BLE001 - the run read it; a count is no reason to fail
+        return res
+    return {**res, "human_filter": human_filter_counts(loaded, min_agreement, used)}
+
+
+def _human_line(res: dict[str, Any]) -> None:
+    from judgeaudit.hubj.splits import human_filter_text
+
+    c = res.get("human_filter")
+    if c:
+        console.print(human_filter_text(c), highlight=False, markup=False)
+
+
 # ---- discover --------------------------------------------------------------------------------
 
 @config_command(DiscoverConfig)
@@ -109,7 +135,10 @@ def discover(cfg: DiscoverConfig, json_out: bool) -> None:
     res = run_command(cfg, checked(lambda: prepare_discover(
         cfg, on_stage=lambda msg: console.print(styled("discover:", "bold", msg)),
         recorded_dir=cfg.out / "recorded", cli=True)))
+    res = _with_human_counts(res, cfg.data, cfg.min_agreement,
+                             (res.get("splits") or {}).get("n_items"))
     path, report = write_outputs(cfg.out, res)
+    _human_line(res)
     if not run_failed(res):  # a failed run's numbers are no result
         _print_discover(res)
     elif res.get("splits") and not res.get("discover"):  # why there was nothing to find
@@ -203,7 +232,10 @@ def quantify(cfg: QuantifyConfig, json_out: bool) -> None:
 
     run = checked(lambda: prepare_quantify(cfg, cli=True))
     res = run_command(cfg, run)
+    res = _with_human_counts(res, cfg.data, cfg.min_agreement,
+                             (res.get("splits") or {}).get("n_items"))
     path, report = write_outputs(cfg.out, res)
+    _human_line(res)
     if not run_failed(res):  # a failed run's numbers are no result
         _print_quantify(res, run.info["levels"])
     if res.get("json_stats"):
@@ -213,8 +245,15 @@ def quantify(cfg: QuantifyConfig, json_out: bool) -> None:
 
 
 def _print_quantify(res: dict[str, Any], lv: list[int]) -> None:
+    if res.get("splits"):  # where the agreement items came from (report/results.json only)
+        console.print(_splits_table(res["splits"]))
+    rw = res["rewrites"]
+    flags = rw.get("string_check_flags")
     t = Table(title=f"flip rate by level (n={res['n_items']} agreement items; "
-                    f"{res['rewrites']['kept']}/{res['rewrites']['total']} rewrites kept)")
+                    f"{rw['kept']}/{rw['total']} rewrites kept"
+                    + (f", {flags} of the {rw['kept']} kept flagged by the string check (new "
+                       "numbers or entities dropped; kept, see the report)" if flags else "")
+                    + ")")
     t.add_column("judge", overflow="fold")
     t.add_column("factor", overflow="fold")  # a long name wraps, never cut short
     for x in lv:
@@ -285,7 +324,12 @@ def mitigate(cfg: MitigateConfig, json_out: bool) -> None:
 
     run = checked(lambda: prepare_mitigate(cfg, recorded_dir=cfg.out / "recorded", cli=True))
     res = run_command(cfg, run)
+    counts = res.get("counts") or {}
+    res = _with_human_counts(res, cfg.data, cfg.min_agreement,
+                             counts["queries"] + counts.get("dropped_no_score", 0)
+                             if "queries" in counts else None)
     path, report = write_outputs(cfg.out, res)
+    _human_line(res)
     if run_failed(res):  # a failed run's numbers are no result
         pass
     elif run.info["apply"]:

@@ -46,6 +46,39 @@ def human_filter(items: Iterable[PairwiseItem], min_agreement: float = 0.5
     return [it for it in items if it.label in (1, 2) and annotator_share(it) >= min_agreement]
 
 
+def human_filter_counts(items: Iterable[Any], min_agreement: float = 0.5,
+                        used: int | None = None) -> dict[str, Any]:
+    """What `human_filter` kept of the pairwise items loaded and why each other item was left
+    out: `tie` (the human label is a tie), `no_label`, `annotator_split` (the majority label
+    was given by fewer than `min_agreement` of the annotators). `used`: the items the run
+    took of those kept (--limit / --pool), when fewer. The kept count was shown alone
+    ("decisive human label (842)" of 945 loaded; mitigate's 82 tie-labelled items of 492
+    vanished from every output)."""
+    pairs = [it for it in items if isinstance(it, PairwiseItem)]
+    tie = sum(1 for it in pairs if it.label == 0)
+    none = sum(1 for it in pairs if it.label is None)
+    split_ = sum(1 for it in pairs if it.label in (1, 2) and annotator_share(it) < min_agreement)
+    kept = len(pairs) - tie - none - split_
+    out: dict[str, Any] = {"loaded": len(pairs), "kept": kept, "min_agreement": min_agreement,
+                           "left_out": {"tie": tie, "no_label": none,
+                                        "annotator_split": split_}}
+    if used is not None and used < kept:
+        out["used"] = used
+    return out
+
+
+def human_filter_text(c: Mapping[str, Any]) -> str:
+    """`human_filter_counts` in words, for the terminal: "items: 492 loaded, 410 with a
+    decisive human label (left out: 82 tie labels, 0 without a label, 0 with annotators
+    split below --min-agreement 0.5)"."""
+    lo = c.get("left_out") or {}
+    used = f"; {c['used']} of them used" if c.get("used") is not None else ""
+    return (f"items: {c['loaded']} loaded, {c['kept']} with a decisive human label (left out: "
+            f"{lo.get('tie', 0)} tie labels, {lo.get('no_label', 0)} without a label, "
+            f"{lo.get('annotator_split', 0)} with annotators split below --min-agreement "
+            f"{c.get('min_agreement', 0.5):g}){used}")
+
+
 @dataclass
 class Split:
     judge: str
@@ -194,5 +227,6 @@ def label_counts(items: Iterable[PairwiseItem]) -> dict[str, int]:
 
 
 __all__ = ["PANDALM_JUDGES", "Split", "annotator_share", "consensus",
-           "convert_pandalm_verdicts", "human_filter", "label_counts", "replay_winners",
+           "convert_pandalm_verdicts", "human_filter", "human_filter_counts",
+           "human_filter_text", "label_counts", "replay_winners",
            "split", "summary", "verdict_winners"]
