@@ -177,7 +177,8 @@ def test_summary_is_small_and_json_able():
     pos = full["probes"]["position"]
     assert a["effects"]["position"] == {"value": pos["effect"]["value"],
                                         "ci95": pos["effect"]["ci95"], "n": pos["n"],
-                                        "q": pos["q"], "n_invalid": pos.get("n_invalid")}
+                                        "q": pos["q"], "n_invalid": pos.get("n_invalid"),
+                                        "left_out": pos.get("dropped") or {}}
     assert set(a["effects"]) == set(a["verdicts"])
     json.dumps(a, allow_nan=False)
 

@@ -431,8 +431,12 @@ class Result(BaseModel):
             # run passed with beauty's n = 3 and 17 of 20 unreadable, and --json hid it)
             out["effects"] = {name: {**(_est_dict({**(p.get("effect") or {}),
                                                    "n": p.get("n")}) or {}), "q": p.get("q"),
-                                     "n_invalid": p.get("n_invalid")}
+                                     "n_invalid": p.get("n_invalid"),
+                                     # the items its n left out, by why (not_sent,
+                                     # call_failed, unparseable, single_order, ...)
+                                     "left_out": dict(p.get("dropped") or {})}
                               for name, p in (d.get("probes") or {}).items()}
+            out["left_out"] = dict(d.get("dropped") or {})
             base = d.get("baseline") if isinstance(d.get("baseline"), dict) else {}
             if base:  # the unperturbed verdicts: how many were read, and their accuracy
                 out["baseline"] = {

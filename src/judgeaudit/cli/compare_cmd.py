@@ -245,8 +245,8 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
              f"{len(s['no_change'])} no change, {len(s['underpowered'])} underpowered")
     _say(f"report: {report}")
     _say(f"results: {path}")
-    finish(res, json_out)  # before the gate: no gate passes a failed run
-    if failing:
+    finish(res, json_out, 1 if failing or missing or empty else 0)  # before the gate: no
+    if failing:  # gate passes a failed run
         console.print(styled("fail-on:", "bold red", f"{', '.join(sorted(failing))} got worse"))
     if missing:
         console.print(styled("fail-on:", "bold red",

@@ -306,7 +306,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         console.print(said, highlight=False, markup=False)
     console.print(f"report: {report}")
     console.print(f"results: {path}")
-    finish(res, json_out)  # before the gate: no gate passes a failed run
+    code = (1 if failing else EXIT_RUN_FAILED if unmeasured or unchecked else 0)
+    finish(res, json_out, code)  # before the gate: no gate passes a failed run
     if unmeasured and not failing:
         raise fail(unmeasured_text(cfg.fail_on, unmeasured), EXIT_RUN_FAILED)
     if unmeasured:  # tripped anyway; the probes it could not check are said too

@@ -687,12 +687,14 @@ def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path | str]:
         return path, f"not written ({why})"
 
 
-def print_json(doc: Mapping[str, Any]) -> None:
+def print_json(doc: Mapping[str, Any], exit_code: int = 0) -> None:
     """`--json`: the result's summary (`Result.summary()`) as one JSON object on stdout; the
-    human output stays on stderr."""
+    human output stays on stderr. A run that will exit non-zero says so (`exit_code`), as a
+    usage error's JSON does."""
     from judgeaudit.result import Result
 
-    typer.echo(json_line(Result.from_document(doc).summary()))
+    summary = Result.from_document(doc).summary()
+    typer.echo(json_line({**summary, "exit_code": exit_code} if exit_code else summary))
 
 
 def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
@@ -742,10 +744,11 @@ def unmeasured_text(fail_on: str | None, why: dict[str, str]) -> str:
             + ", so the gate cannot pass (a probe that did not measure cannot clear it)")
 
 
-def finish(res: Mapping[str, Any], json_out: bool) -> None:
-    """How every run command ends: the summary on stdout with --json (`print_json`), then a
-    failed run exits 3 whatever a gate would say, with its one-line reason."""
+def finish(res: Mapping[str, Any], json_out: bool, exit_code: int = 0) -> None:
+    """How every run command ends: the summary on stdout with --json (`print_json`, with
+    the exit code the command is about to give: `exit_code` from its gate), then a failed
+    run exits 3 whatever a gate would say, with its one-line reason."""
     if json_out:
-        print_json(res)
+        print_json(res, EXIT_RUN_FAILED if run_failed(res) else exit_code)
     if run_failed(res):
         raise fail(failure_message(res), EXIT_RUN_FAILED)
