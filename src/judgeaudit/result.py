@@ -508,9 +508,20 @@ class Result(BaseModel):
                 out["repeat_noise"] = {j: {**(_est_dict(e) or {}),
                                            "n_invalid": (e or {}).get("n_invalid")}
                                        for j, e in d["repeat_noise"].items()}
+            rw = d.get("rewrites") or {}
+            out["rewrites"] = {k: rw.get(k) for k in ("total", "kept", "string_check_flags")}
+            out["splits"] = d.get("splits")  # the agree / disagree split per judge
+            out["human_filter"] = d.get("human_filter")  # items left out, by reason
+            out["multiplicity"] = d.get("multiplicity")  # Holm over judge x factor rows
         elif cmd == "mitigate":
-            out["per_judge"] = {j: {"win": _est_dict(r.get("win")), "bc": _est_dict(r.get("bc"))}
+            counts = d.get("counts") or {}
+            # bias share, phi and each judge's unreadable verdicts, as the terminal shows
+            out["per_judge"] = {j: {"win": _est_dict(r.get("win")), "bc": _est_dict(r.get("bc")),
+                                    "bias_share": _est_dict(r.get("bias_share")),
+                                    "phi": r.get("phi"),
+                                    "n_invalid": counts.get(f"invalid:{j}")}
                                 for j, r in (d.get("per_judge") or {}).items()}
+            out["human_filter"] = d.get("human_filter")
             out["estimator"] = d.get("estimator")  # whose BC it is (marginal / two_stage)
             # what limits the correction (a coarse scorer), as the terminal says it
             out["control_resolution"] = d.get("control_resolution")
@@ -546,6 +557,9 @@ class Result(BaseModel):
             if isinstance(mult, Mapping):  # what "significant" means, over which factors
                 out["multiplicity"] = {k: mult.get(k) for k in ("method", "alpha", "m",
                                                                 "significant")}
+                if mult.get("attainable"):  # the smallest p its held-out items allow
+                    out["multiplicity"]["attainable"] = mult["attainable"]
+            out["human_filter"] = d.get("human_filter")
         elif cmd == "rank":  # a failed run's document names them as the others do
             out["data"] = d.get("items", d.get("data"))
             out.update(_rank_summary(d))
@@ -791,8 +805,8 @@ def _noise_test(t: Any) -> dict[str, Any] | None:
     """quantify's paired test of a susceptibility against the repeat noise, for a summary."""
     if not isinstance(t, Mapping):
         return None
-    return {k: t.get(k) for k in ("p", "n_pairs", "rewrite_higher", "repeat_higher",
-                                  "shown_above")}
+    return {k: t.get(k) for k in ("p", "p_adjusted", "n_pairs", "rewrite_higher",
+                                  "repeat_higher", "shown_above")}
 
 
 def _seeds_dict(cell: Any) -> dict[str, Any] | None:

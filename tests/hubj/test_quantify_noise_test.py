@@ -93,7 +93,7 @@ def test_the_report_template_words_the_label_as_the_paired_test(tmp_path, isolat
 
     judge, flat = "simhubj?factor_verbosity=0,0.5,3,1,0&seed=3", "simhubj?seed=4"
     q = judgeaudit.quantify([judge, flat], "builtin:facts", factors="verbosity,authority",
-                            pool=40, limit=10, levels=(1, 3, 5))
+                            pool=40, limit=20, levels=(1, 3, 5))
     assert q.ok
     doc = json.loads(json.dumps(q.to_dict()))
     ctx = H._hubj_view(doc)
