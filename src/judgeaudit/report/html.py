@@ -887,6 +887,11 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
         "page_title": f"judgeaudit {cmd}",
         "kind": cmd,
         "n_items": r.get("n_items", splits.get("n_items")),
+        "human_filter": ({**{k: _d(r.get("human_filter")).get(k)
+                             for k in ("loaded", "kept", "used")},
+                          "left_out": sorted((str(k), v) for k, v in _d(_d(
+                              r.get("human_filter")).get("left_out")).items() if v)}
+                         if r.get("human_filter") else None),
         "splits": {"per_judge": sorted((str(k), _d(v)) for k, v in
                                        _d(splits.get("per_judge")).items()),
                    "consensus_agree": splits.get("consensus_agree"),
