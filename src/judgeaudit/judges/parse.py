@@ -359,23 +359,52 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
     return None
 
 
-_SCORE_RE = re.compile(
-    r"^\s*(?:score\s*[:=]?\s*)?\**\s*(\d+\.\d+|[A-Za-z0-9]+)\s*\**\s*(?:/\s*(\d+))?\s*[.)]?\s*$",
-    re.I,
-)
+# A score's own labels, with a colon (or "is"): "Rating: [[4]]", "**Final score:** 4",
+# "Overall: 4/5", "Score 4" (the prefill's own word, kept from before). The verdict reader's
+# labels (`_LABELS`: "Verdict:", "Answer:", ...) read the same way.
+_SCORE_LABELS = (r"(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:score|rating|grade|mark|"
+                 r"evaluation|assessment|overall)")
+_SCORE_LABEL = re.compile(
+    r"^[\s#>*_]*(?:" + _SCORE_LABELS + r"|" + _LABELS + r")[\s*_]*"
+    r"(?:[:=][\s*_]*|\s+is\s+|\s+(?=[\[*\d]))", re.IGNORECASE)
+_TOKEN = r"\d+\.\d+|[A-Za-z0-9]+"
+# One score: "4", "**4**", "[[4]]", "3.5", with "/5" or "out of 5" after it.
+_SCORE_VALUE = (r"(?:\[\[\s*(?P<b>" + _TOKEN + r")\s*\]\]|\**\s*(?P<p>" + _TOKEN +
+                r")\s*\**)\s*(?:(?:/|\bout\s+of\b)\s*(?P<top>\d+))?\s*[.)!]?\s*$")
+_SCORE_RE = re.compile(r"^\s*" + _SCORE_VALUE, re.IGNORECASE)
+# One short sentence giving one score and nothing else: "I'd give it a 4 out of 5", "I would
+# rate this response 4/5.", "The score is 4", "My rating would be [[4]]". Anchored at both
+# ends: "I'd give it a 3 or a 4" and longer prose stay invalid.
+_SCORE_SENTENCE = re.compile(
+    r"^\s*(?:i(?:['\u2019]d|\s+would)?\s+(?:give|rate|score|grade)\s+(?:it|this|that|"
+    r"(?:this|the)\s+(?:response|answer|output))\s+(?:(?:a|an|as|at)\s+)?|"
+    r"(?:the|my)\s+(?:final\s+|overall\s+)?(?:score|rating|grade)\s+(?:is|would\s+be)\s+)"
+    + _SCORE_VALUE, re.IGNORECASE)
+# Benchmarks' own judge formats: Prometheus ends "[RESULT] 4"; MT-Bench (FastChat) writes its
+# explanation, then "Rating: [[4]]" once. Read anywhere in the answer, as replay reads a
+# recorded answer: one "[[N]]" (two are no score), or "[RESULT] N" at the end.
+_BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)\s*\)?\s*$"
+                          r"|^(?!.*\[\[.*\[\[).*?\[\[\s*(\d+(?:\.\d+)?)\s*\]\]", re.S)
 
 
 def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
     """Map a score answer to 1..len(ids) by its id (ids[k-1] means score k), or None.
 
-    The first line must be exactly one id (optionally "Score: 4", "4/5", "**4**"); roman
-    numerals and letter ids compare case-insensitively. Where the ids are the numerals 1..K,
-    a decimal within the range ("3.5", from judges that average) is taken as given (a
-    float); a "/N" suffix must name the scale's top, K. A JSON object (bare or in a ```json
-    fence) is read by its score-like keys ("score", "rating", "grade", ...): they must all
-    give the same score, nested ones too, each on one line and under these same rules
-    ({"score": 4}, {"score": "4/5"}); prose around it is allowed as for `parse_choice`. A
-    reasoning model's closed thinking block before the score is skipped (`strip_reasoning`).
+    The first line must be exactly one id, optionally after a label ("Score: 4", "Rating:
+    [[4]]", "**Final score:** 4", "Overall: 4", "Verdict: 4", the label alone on its line
+    and the id on the next), in [[brackets]], bold, or with "/N" or "out of N" after it;
+    or one short sentence giving one score ("I'd give it a 4 out of 5", "The score is 4").
+    A benchmark's judge format is read anywhere in the answer: MT-Bench's one "[[4]]" after
+    its explanation, Prometheus's "[RESULT] 4" at the end (replay reads recorded answers by
+    these rules). Roman numerals and letter ids compare case-insensitively. Where the ids
+    are the numerals 1..K, a decimal within the range ("3.5", from judges that average) is
+    taken as given (a float); "/N" and "out of N" must name the scale's top, K. Readings
+    that disagree ("4\nRating: [[3]]") and prose naming two scores give None. A JSON object
+    (bare or in a ```json fence) is read by its score-like keys ("score", "rating", "grade",
+    ...): they must all give the same score, nested ones too, each on one line and under
+    these same rules ({"score": 4}, {"score": "4/5"}); prose around it is allowed as for
+    `parse_choice`. A reasoning model's closed thinking block before the score is skipped
+    (`strip_reasoning`). `score_off_scale` says why a number the judge gave is not a score.
     """
     text = _strip_eos(strip_reasoning(_strip_eos(text)))
     if not text or not text.strip():
@@ -383,14 +412,30 @@ def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> 
     return _read_answer(text, _SCORE_KEYS, lambda v: _parse_plain_score(v, ids))
 
 
-def _parse_plain_score(text: str, ids: tuple[str, ...]) -> float | None:
-    """`parse_score` on an answer in plain text (no JSON)."""
-    if not text or not text.strip():
-        return None
-    m = _SCORE_RE.match(text.strip().splitlines()[0])
-    if not m:
-        return None
-    token, top = m.group(1).lower(), m.group(2)
+def _score_tokens(text: str) -> list[tuple[str, str | None]]:
+    """Every (token, top) an answer in plain text gives by the rules of `parse_score`, not yet
+    mapped to the scale: its first line (with a label, the label's next line, a sentence)
+    and a benchmark marker anywhere. Empty when none reads."""
+    got: list[tuple[str, str | None]] = []
+    body = text.strip()
+    label = _SCORE_LABEL.match(body)
+    if label is not None:
+        rest = body[label.end():]
+        if not rest.split("\n", 1)[0].strip():  # "Rating:\n4": the score's own line
+            rest = rest.lstrip()
+        body = rest
+    first = body.splitlines()[0] if body.strip() else ""
+    m = _SCORE_RE.match(first) or _SCORE_SENTENCE.match(first)
+    if m is not None:
+        got.append(((m.group("b") or m.group("p")).lower(), m.group("top")))
+    bench = _BENCH_SCORE.search(text)
+    if bench is not None:
+        got.append(((bench.group(1) or bench.group(2)).lower(), None))
+    return got
+
+
+def _on_scale(token: str, top: str | None, ids: tuple[str, ...]) -> float | None:
+    """The score k (1..len(ids)) `token` names on the scale `ids`, or None."""
     if top is not None and int(top) != len(ids):
         return None
     for k, sid in enumerate(ids, start=1):
@@ -404,9 +449,48 @@ def _parse_plain_score(text: str, ids: tuple[str, ...]) -> float | None:
     return None
 
 
-def invalid_reason(out: Response, valid: bool) -> str | None:
+def _parse_plain_score(text: str, ids: tuple[str, ...]) -> float | None:
+    """`parse_score` on an answer in plain text (no JSON): the one score every reading
+    gives, None when none reads or two disagree."""
+    if not text or not text.strip():
+        return None
+    got = [_on_scale(t, top, ids) for t, top in _score_tokens(text)]
+    if not got or any(g is None for g in got) or any(g != got[0] for g in got):
+        return None
+    return got[0]
+
+
+def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
+                    ) -> str | None:
+    """Why an answer that `parse_score` cannot map reads as a number off the judge's scale
+    ("score 8.5 is not on the scale 1..5"), or None when it is no such number (garbage,
+    two scores). The answer is then invalid all the same; only its message differs from
+    "unparseable"."""
+    text = _strip_eos(strip_reasoning(_strip_eos(text or "")))
+    if not text.strip() or parse_score(text, ids) is not None:
+        return None
+    tokens = _score_tokens(text)
+    if len(tokens) != 1:
+        return None
+    token, top = tokens[0]
+    k = len(ids)
+    scale = (f"1..{k}" if ids == tuple(str(i) for i in range(1, k + 1))
+             else "/".join(ids))
+    if top is not None and int(top) != k:
+        return f"a score out of {top}, not on the scale {scale}"
+    try:
+        v = float(token)
+    except ValueError:
+        return None
+    if ids == tuple(str(i) for i in range(1, k + 1)) or not 1 <= v <= k:
+        return f"score {token} is not on the scale {scale}"
+    return None
+
+
+def invalid_reason(out: Response, valid: bool, why: str | None = None) -> str | None:
     """Why an answer the call did return gives no verdict (None when it gives one): the
-    client's own mark (over the size cap), else an empty or unparseable answer."""
+    client's own mark (over the size cap), else an empty or unparseable answer; `why`, the
+    reader's own reason (a score off the scale), names it in place of "unparseable"."""
     if out.invalid:
         return out.invalid
     if valid:
@@ -417,6 +501,8 @@ def invalid_reason(out: Response, valid: bool) -> str | None:
     if reasoning_cut_off(text):
         return (f"reasoning cut off before a verdict: {text[:80]!r} (a reasoning model ran out "
                 "of tokens while thinking: turn its thinking off on the server)")
+    if why:
+        return f"{why}: {text[:80]!r}"
     return f"unparseable answer: {text[:80]!r}"
 
 
@@ -443,13 +529,13 @@ def call_failure(exc: CallFailed) -> str:
 
 
 def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed,
-                    valid: bool) -> None:
+                    valid: bool, why: str | None = None) -> None:
     """Tell the client's cache that `request`'s answer gave no verdict, so `judgeaudit cache
     forget --invalid` can drop it and a later run asks again (failed calls are not cached,
     so there is nothing to mark)."""
     if isinstance(out, CallFailed):
         return
-    reason = invalid_reason(out, valid)
+    reason = invalid_reason(out, valid, why)
     # a judge answering garbage stops being paid; the request names the answer, so one
     # read by several probes counts once
     client.note_verdict(out, reason, request=request)

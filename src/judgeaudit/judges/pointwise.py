@@ -18,6 +18,7 @@ from judgeaudit.judges.parse import (
     map_checked,
     mark_if_invalid,
     parse_score,
+    score_off_scale,
 )
 from judgeaudit.judges.templates import Template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
@@ -184,7 +185,10 @@ class RubricJudge:
               score_ids: tuple[str, ...] | None = None) -> ScoreVerdict:
         """`read`, marking an answer that gives no score as invalid in the client's cache."""
         verdict = self.read(item_id, out, score_ids)
-        mark_if_invalid(self.client, request, out, verdict.score is not None)
+        why = (score_off_scale(out.text, score_ids or self.score_ids)
+               if verdict.score is None and isinstance(out, Response) and not out.invalid
+               else None)
+        mark_if_invalid(self.client, request, out, verdict.score is not None, why)
         return verdict
 
     async def score_variants(
