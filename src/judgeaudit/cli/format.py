@@ -87,13 +87,19 @@ def failed_text(calls: dict[str, Any]) -> str:
     return f"{calls.get('failed', 0)} failed" + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def _fixed(x: float, digits: int) -> str:
+    """`x` to `digits` decimals, a value that rounds to 0 as 0 ("-0.00" read as a sign)."""
+    s = f"{x:.{digits}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0 else s
+
+
 def est_ci(e: Any, digits: int = 3) -> str:
     """'value [lo, hi]' of an estimate dict, '-' when it has no value."""
     if not isinstance(e, dict) or e.get("value") is None:
         return "-"
     lo, hi = e.get("ci95") or [None, None]
-    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
-    return f"{e['value']:.{digits}f}{ci}"
+    ci = f" [{_fixed(lo, 2)}, {_fixed(hi, 2)}]" if lo is not None and hi is not None else ""
+    return f"{_fixed(e['value'], digits)}{ci}"
 
 
 def fmt_est(est: dict[str, Any] | None, pct: bool = True) -> tuple[str, str, str]:
