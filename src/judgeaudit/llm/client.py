@@ -551,6 +551,14 @@ class Client:
             self.stats.cached += 1
             self.stats.shared += 1
             return resp
+        refusal = getattr(self.cache, "refusal", None)
+        refused = refusal(key) if refusal is not None else None
+        if refused is not None:  # a too-long refusal `judgeaudit ingest` kept: fails as it did
+            if self.planner is not None:
+                self.planner.note_cached(key)
+            self.stats.failed += 1
+            self.stats.record_error(refused[0], refused[1])
+            raise CallFailed(refused[1], fatal=False, kind=refused[0])
         if self.planner is not None:  # --plan-only: record the request instead of sending it
             self.planner.add(key, request, self.provider)
             self.stats.planned += 1
