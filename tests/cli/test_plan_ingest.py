@@ -156,28 +156,29 @@ def test_ingest_counts_error_lines_and_never_caches_them(tmp_path, monkeypatch, 
         res = invoke("ingest", output, "--plan", plan)
         text = " ".join(res.output.split())
         assert "ingested 6 answers of 11 lines" in text
-        assert "2 error lines (too_long 2)" in text  # "context length exceeded"
+        # "context length exceeded": kept as too-long refusals, not as answers (the re-run
+        # fails them as a live call failed; tests/cli/test_rank_plan_too_long3.py)
+        assert "2 error lines (too_long 2), 2 too-long refusals kept in the cache" in text
         assert "1 answer to a request not planned with this cache" in text
         assert "1 unreadable line in" in text and "(line 11:" in text  # where it is
-        assert "2 of 8 planned requests have no answer" in text
-        # A second ingest of nothing counts the answers the first one stored (it said
-        # "8 of 8 planned requests have no answer", though 6 were cached).
+        assert "planned requests have no answer" not in text
+        # A second ingest of nothing counts the answers (and refusals) the first one stored
+        # (it said "8 of 8 planned requests have no answer", though 6 were cached).
         (tmp_path / "none.jsonl").write_text("")
         res = invoke("ingest", tmp_path / "none.jsonl", "--plan", plan, ok=False)
         text = " ".join(res.output.split())
-        assert "2 of 8 planned requests have no answer" in text
+        assert "planned requests have no answer" not in text
         assert res.exit_code == 3  # nothing stored, as for any other ingest (it exited 0)
         cache = Cache(cache_path)
         assert cache.get(keys[0]) is None and cache.get(keys[1]) is None
+        assert cache.refusal(keys[0])[0] == cache.refusal(keys[1])[0] == "too_long"
         assert cache.get(keys[2]) is not None  # its answer came first; the late line is a repeat
         assert cache.get("f" * 64) is None
         cache.close()
-        # The next plan asks only the two unanswered requests again.
+        # The next plan asks nothing again: the refused two fail as a live call did.
         res = invoke("--plan-only", tmp_path / "plan2.jsonl", *args)
-        again = [json.loads(x)["custom_id"] for x in
-                 (tmp_path / "plan2.jsonl").read_text().splitlines()]
-        assert sorted(again) == sorted(keys[:2])
-        assert "(6 already cached)" in " ".join(res.output.split())
+        assert (tmp_path / "plan2.jsonl").read_text() == ""
+        assert "nothing to plan: all 8 requests are cached" in " ".join(res.output.split())
 
 
 def test_plan_only_refuses_no_cache_and_ingest_refuses_a_missing_file(tmp_path, monkeypatch):

@@ -167,8 +167,13 @@ def ingest(
                       if rep.replaced else ""), highlight=False)
     if n_err:
         kinds = ", ".join(f"{k} {v}" for k, v in rep.errors.items())
+        kept = rep.refusals_kept
+        fate = ("not cached" if not kept else
+                f"{kept} too-long {'refusal' if kept == 1 else 'refusals'} kept in the cache (the "
+                "re-run fails them as a live run would, and does not plan them again)"
+                + (", the others not cached" if kept < n_err else ""))
         console.print(styled(count(n_err, 'error line'), "bold yellow",
-                             f"({kinds}), not cached; first at {where}:{rep.first_error_line}: "
+                             f"({kinds}), {fate}; first at {where}:{rep.first_error_line}: "
                              f"{escaped(rep.first_error or '')}"), highlight=False)
     if rep.simulated:
         n_sim = sum(rep.simulated.values())

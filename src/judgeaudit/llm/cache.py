@@ -9,8 +9,10 @@ Two side tables serve batch work (judgeaudit.llm.plan, judgeaudit.llm.batch): `p
 what `judgeaudit ingest` needs to parse an answer to a planned request (provider, model and
 the request's choices, by cache key); `batches` and `batch_requests` keep every batch
 submitted to a provider's batch API and the cache keys in it, so a killed run resumes polling
-instead of submitting again. All tables are created if missing: older cache files keep
-working.
+instead of submitting again; `refusals` keeps the too-long refusals `judgeaudit ingest` read
+from a plan's output (the server said the prompt is over the model's context), so the re-run
+fails those calls as the live call failed instead of planning them again and again. All
+tables are created if missing: older cache files keep working.
 
 A cache that cannot be written (a team's shared, checked-in or mounted file: the file, its
 directory or its file system read-only) is opened for reading (`Cache.read_only`): a run
@@ -55,6 +57,12 @@ CREATE TABLE IF NOT EXISTS planned (
     provider TEXT NOT NULL,
     model TEXT NOT NULL,
     choices TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS refusals (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    message TEXT NOT NULL,
     created REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS batches (
@@ -268,6 +276,7 @@ class Cache:
                          "VALUES (?,?,?,?,?)",
                          (key, provider, model, response.to_json(), time.time()))
             conn.execute("DELETE FROM invalid WHERE key=?", (key,))
+            conn.execute("DELETE FROM refusals WHERE key=?", (key,))
 
         self._write(put)
 
@@ -282,6 +291,7 @@ class Cache:
                 "INSERT OR REPLACE INTO calls(key, provider, model, response, created) "
                 "VALUES (?,?,?,?,?)", [(k, p, m, r.to_json(), now) for k, p, m, r in rows])
             conn.executemany("DELETE FROM invalid WHERE key=?", [(r[0],) for r in rows])
+            conn.executemany("DELETE FROM refusals WHERE key=?", [(r[0],) for r in rows])
 
         self._write(put)
 
@@ -319,6 +329,26 @@ class Cache:
                         f"({marks})", chunk):
                     out[k] = (p, m, c)
         return out
+
+    # ---- refusals ingested from a plan's output (judgeaudit ingest) -----------------------
+
+    def put_refusals(self, rows: list[tuple[str, str, str]]) -> None:
+        """Keep (key, kind, message) of requests the server refused for themselves (a prompt
+        over the model's context: kind too_long), so a re-run fails them as a live call was
+        failed, without sending or planning them again (`Client._call`)."""
+        if not rows:
+            return
+        now = time.time()
+        self._write(lambda conn: conn.executemany(
+            "INSERT OR REPLACE INTO refusals(key, kind, message, created) VALUES (?,?,?,?)",
+            [(k, kind, redact(msg)[:500], now) for k, kind, msg in rows]))
+
+    def refusal(self, key: str) -> tuple[str, str] | None:
+        """(kind, message) of a refusal kept for `key` (`put_refusals`), or None."""
+        with self._lock:
+            row = self._conn.execute("SELECT kind, message FROM refusals WHERE key=?",
+                                     (key,)).fetchone()
+        return (row[0], row[1]) if row else None
 
     # ---- provider batches (batch=on) -------------------------------------------------------
 
@@ -497,6 +527,10 @@ class Cache:
         def delete(conn: sqlite3.Connection) -> int:
             n = conn.execute(sql, args).rowcount
             conn.execute("DELETE FROM invalid WHERE key NOT IN (SELECT key FROM calls)")
+            # refusals kept by ingest go with their provider's (or every) entry
+            conn.execute("DELETE FROM refusals" + (
+                "" if not provider else " WHERE key IN (SELECT key FROM planned"
+                + sql[len("DELETE FROM calls"):] + ")"), args)
             return n
 
         n = self._write(delete)

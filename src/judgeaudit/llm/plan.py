@@ -17,7 +17,11 @@ through. No secret is in a plan: keys and URLs are not part of a body.
 also writes) into the cache under each custom_id, parsing each body exactly as the openai
 provider parses a live reply; the requests' choices (needed for the probabilities read off
 logprobs), provider and model come from the cache's `planned` table, written with the plan.
-Error lines are counted and reported, never cached. The command then runs from the cache.
+Error lines are counted and reported, never cached as answers; a too-long refusal (kind
+too_long: the prompt is over the model's context) of a planned request is kept in the cache's
+`refusals` table, so the re-run fails that call as a live run's call failed (the ranking
+leaves the pair out) instead of planning it again each cycle. Other error kinds are planned
+again. The command then runs from the cache.
 """
 
 from __future__ import annotations
@@ -239,6 +243,8 @@ class IngestReport:
     simulated: dict[str, int] = field(default_factory=dict)
     unanswered: int | None = None
     not_in_plan: int | None = None
+    # Error lines of kind too_long kept as refusals (`Cache.put_refusals`): not planned again
+    refusals_kept: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -393,6 +399,7 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
     if pending:
         flush(pending)
     rep.errors = {k: v for k, v in sorted(errors.items()) if v}
+    keep_refusals(rep, cache, seen, erred)
     if erred:  # the first in the file (answers are parsed a chunk at a time, later)
         rep.first_error_line, rep.first_error, _ = min(erred)
     if plan is not None:
@@ -400,9 +407,36 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
         planned = set(keys)
         rep.plan_lines = len(planned)
         missing = list(planned - answered)  # those answered by an earlier ingest count
-        rep.unanswered = len(missing) - len(cache.has(missing))
+        rep.unanswered = (len(missing) - len(cache.has(missing))
+                          - sum(cache.refusal(k) is not None for k in missing))
         rep.not_in_plan = len(seen.keys() - planned)
     return rep
+
+
+# Error kinds ingest keeps as the request's outcome: the server refused this request for
+# itself (its prompt is over the model's context), so asking again cannot help.
+KEPT_REFUSALS = frozenset({"too_long"})
+
+
+def keep_refusals(rep: IngestReport, cache: Cache,
+                  seen: dict[str, tuple[int, bytes, str | None]],
+                  erred: list[tuple[int, str, str]]) -> None:
+    """Store the too-long refusals among the error lines (`KEPT_REFUSALS`) of requests planned
+    with this cache and not answered, so the next run fails them as a live call failed
+    (`Client._call`) and plans them no more: 17 pairs over the judge's context were planned
+    again every cycle, and the ranking never left round 1."""
+    kept = {key: (n, kind) for key, (n, _, kind) in seen.items() if kind in KEPT_REFUSALS}
+    if not kept:
+        return
+    message = {key: msg.removeprefix(f"{key[:12]}: ") for _, msg, key in erred}
+    keys = list(kept)
+    planned = cache.planned(keys)
+    answered = cache.has(keys)
+    rows = [(k, str(kept[k][1]), message.get(k, "too long for the model's context"))
+            for k in keys if k in planned and k not in answered]
+    cache.put_refusals(rows)
+    if cache.write_error is None:
+        rep.refusals_kept = len(rows)
 
 
 __all__ = ["PLANNED", "IngestReport", "PlanGivenAsAnswers", "PlannedStop", "Planner", "ingest",
