@@ -25,6 +25,7 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -317,9 +318,23 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
                   and terms_tau(tau, hierarchical) == tau else {},
                   fit_options={"eb_lam": eb_lam, "tau": tau, "hierarchical": hierarchical})
     out.run = assess(n_valid=out.n_valid, n_planned=len(out.verdicts),
-                     calls=bundle.client.stats.as_dict(), min_valid=min_valid,
+                     calls=gate_calls(bundle.client.stats.as_dict()), min_valid=min_valid,
                      max_failed=max_failed, what="comparisons")
     return out
+
+
+def gate_calls(calls: dict[str, Any]) -> dict[str, Any]:
+    """The calls --max-failed judges a ranking by: without the too-long refusals. A pair over
+    the judge's context is a left-out item, counted and named in the run's `too_long`, not a
+    judge that fails: the first round of topk, made before any answer, could put 9 of 40
+    calls on the one long item of a pool (its covariate is the most extreme), and the run
+    failed (exit 3) on a judge that answered every other call."""
+    n_long = int((calls.get("errors") or {}).get("too_long") or 0)
+    if not n_long:
+        return calls
+    failed = max(int(calls.get("failed") or 0) - n_long, 0)
+    return {**calls, "failed": failed, "first_error": calls.get("first_error") if failed
+            else None}
 
 
 # ---- full ordered-pair matrix, for offline evaluation ----------------------------------------
