@@ -58,6 +58,16 @@ def active_planner() -> Any:
     return _PLANNER
 
 
+def first_line(text: str, limit: int = 600) -> str:
+    """A stop message's first line, cut only past `limit` characters and then at a word
+    boundary with "...": a cut at 200 characters ended rank's message mid-word ("so fe)")."""
+    line = text.splitlines()[0] if text else ""
+    if len(line) <= limit:
+        return line
+    cut = line.rfind(" ", 0, limit)
+    return line[:cut if cut > 0 else limit].rstrip(" ,;:(") + "..."
+
+
 def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
     """Write the plan, say what to do next, and exit 0 (results are not written)."""
     try:
@@ -72,14 +82,14 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
         typer.echo(json_line({
             "command": getattr(planner, "command", None), "ok": True,
             "plan": str(path), "planned": n, "cached": m,
-            "stopped": None if stopped is None else str(stopped).splitlines()[0][:200],
+            "stopped": None if stopped is None else first_line(str(stopped)),
             "prompt_tokens_estimate": round(planner.prompt_chars / CHARS_PER_TOKEN),
             "completion_tokens_max": planner.max_completion,
             "cost_usd_estimate": planner.cost_usd or None,
             "unpriced": sorted(planner.unpriced),
             "simulated": dict(getattr(planner, "simulated", {}))}))
     if stopped is not None:
-        what = str(stopped).splitlines()[0][:200] if str(stopped) else type(stopped).__name__
+        what = first_line(str(stopped)) if str(stopped) else type(stopped).__name__
         console.print(Text(f"the command stopped without answers ({escaped(what)}); that is "
                            "expected before the planned requests are answered", style="dim"),
                       highlight=False)

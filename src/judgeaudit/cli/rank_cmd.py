@@ -172,10 +172,24 @@ def rank(cfg: RankConfig, json_out: bool) -> None:
 def _print_rank(doc: dict) -> None:
     if not run_failed(doc):  # a failed run's ranking is no result
         _print_ranking(doc, int(doc["config"]["k"]))
-    console.print(f"{doc['n_comparisons']} comparisons ({doc['n_invalid']} invalid: left out "
+    console.print(f"{doc['n_comparisons']} comparisons ({invalid_text(doc)}: left out "
                   f"of the fit; {doc['n_ties']} ties: half a win for each side); "
                   f"{calls_text(doc)}")
     _print_warnings(doc)
+
+
+def invalid_text(doc: dict) -> str:
+    """The comparisons without a verdict, with the too-long refusals said apart: "5 invalid"
+    read as unreadable answers where the judge's server refused prompts over its context."""
+    comps = doc.get("comparisons") or []
+    n_long = sum(c.get("error_kind") == "too_long" for c in comps)
+    if not n_long:
+        return f"{doc['n_invalid']} invalid"
+    failed = sum(bool(c.get("error_kind")) and c.get("error_kind") != "too_long"
+                 for c in comps)
+    unread = sum(bool(c.get("invalid")) and not c.get("error_kind") for c in comps)
+    return (f"{n_long} too long for the judge, {unread} unreadable"
+            + (f", {failed} failed" if failed else ""))
 
 
 def _print_warnings(doc: dict) -> None:
