@@ -367,8 +367,12 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         # as rank: a fit that did not converge is a warning, and leads the notes (the --json
         # summary carries them)
         "convergence": conv, "converged": not warns, "warnings": warns,
-        "notes": warns + bias_notes({"c": c_sum, "kappa": kappa_sum, **_lams(per_matrix)}, kept,
-                            hierarchical=c.hierarchical, trusted=False)
+        "notes": warns + bias_notes(
+            {"c": c_sum, "kappa": kappa_sum, **_lams(per_matrix), "tau": c.tau,
+             # the terms' prior sd where every matrix's came from the weak-prior refit
+             "tau_terms": min((m.get("tau_terms") or c.tau for m in per_matrix),
+                              default=c.tau)}, kept,
+            hierarchical=c.hierarchical, trusted=False)
         + sorted({n for pool in inp.pools.values() for n in group_notes(pool, k)})
         + list(dict.fromkeys(n for pool in inp.pools.values() for n in pool.notes)),
         "matrices": per_matrix, "cases": res["cases"],

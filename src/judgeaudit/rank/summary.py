@@ -132,9 +132,11 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
                 "only, c being confounded with item quality: with little or no position "
                 "bias measured tau collapses whatever the covariate's bias; rank without "
                 "--hierarchical)")
+    tt, t = model.get("tau_terms"), model.get("tau")
+    weak_prior = bool(terms and tt and t and tt > t and not hierarchical)
     if terms and model.get("lam_terms_method") == "evidence" and model.get("lam") and \
             model.get("lam_terms") and model["lam_terms"] != model["lam"]:
-        tt, t = model.get("tau_terms"), model.get("tau")
+        weak_prior = False  # said in this note
         notes.append(
             f"{_and(list(terms))}: from a fit at the Laplace evidence's prior spread of "
             f"quality (lam {model['lam_terms']:.3g}, sd {model['lam_terms'] ** -0.5:.2g} "
@@ -144,6 +146,12 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
                 "the comparisons tell c from quality only through the spread of quality, "
                 f"so a prior sd of {t:.3g} would pull c towards 0 however many were judged"
                 if tt and t and tt > t and not hierarchical else ""))
+    if weak_prior:  # rank-eval's, and rank's at a given lam, lacked the sentence
+        notes.append(
+            f"{_and(list(terms))}: from a fit whose prior on them is weak (sd {tt:.3g}; the "
+            f"ranking's is {t:.3g}, --tau): the comparisons tell c from quality only through "
+            f"the spread of quality, so a prior sd of {t:.3g} would pull c towards 0 however "
+            "many were judged")
     if covariates and not trusted:
         notes.append(
             "c is told apart from item quality only by the model's assumption that quality "
