@@ -487,10 +487,22 @@ class Result(BaseModel):
             rec = d.get("recommended") or {}
             out["recommended"] = rec.get("template")
             out["recommended_notes"] = list(rec.get("notes") or [])  # e.g. not clearly better
+            out["recommended_best_by_spearman"] = rec.get("best_by_spearman")
             out["reference_pull"] = _est_dict(d.get("reference_pull"))
-            out["templates"] = {name: {k: _est_dict(t.get(k)) for k in ("mad", "shift",
-                                                                       "spearman")}
-                                for name, t in (d.get("perturbations") or {}).items()}
+            out["reference_pull_note"] = d.get("reference_pull_note")
+            out["n_gold"] = d.get("n_gold")
+            # every column the terminal's table shows, with each test's Holm-adjusted p
+            out["templates"] = {
+                name: {**{k: _est_dict(t.get(k)) for k in ("fp", "mad", "shift", "spearman",
+                                                          "pearson")},
+                       "spearman_diff": _est_dict((t.get("vs_baseline") or {})
+                                                  .get("spearman_diff")),
+                       "n": t.get("n"), "n_gold": (t.get("spearman") or {}).get("n"),
+                       "n_invalid": t.get("n_invalid"), "n_missing": t.get("n_missing"),
+                       "n_decimal": t.get("n_decimal"), "distribution": t.get("distribution"),
+                       "tests": t.get("tests")}
+                for name, t in (d.get("perturbations") or {}).items()}
+            out["multiplicity"] = d.get("multiplicity")  # Holm over the run's templates
             out["warnings"] = list(d.get("warnings") or [])
         elif cmd == "quantify":
             out["n_items"] = d.get("n_items")

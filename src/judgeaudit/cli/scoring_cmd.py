@@ -38,8 +38,40 @@ def results_table(res: dict[str, Any]) -> Table:
         t.add_row(name + (" (vs repeat)" if name == "baseline" else ""), est_ci(e["fp"]),
                   est_ci(e["mad"]), est_ci(e["shift"]), est_ci(e["spearman"]), est_ci(e["pearson"]),
                   est_ci(diff), _n_text(e), _n_gold_text(e, diff), str(e["n_invalid"]),
-                  "/".join(str(dist[k]) for k in ("1", "2", "3", "4", "5")))
+                  _dist_text(dist))
     return t
+
+
+def _dist_text(dist: dict[str, int]) -> str:
+    """Counts of 1..5, then any decimal scores as their own bins ("3.5:2"): rounding them
+    in hid half points (1.5 and 2.5 both landed in 2)."""
+    main = "/".join(str(dist.get(k, 0)) for k in ("1", "2", "3", "4", "5"))
+    half = [f"{k}:{v}" for k, v in dist.items()
+            if k != "invalid" and k not in ("1", "2", "3", "4", "5") and v]
+    return main + (" + " + " ".join(half) if half else "")
+
+
+def _multiplicity_lines(res: dict[str, Any]) -> list[str]:
+    """Which templates move scores / change agreement with gold by the Holm-adjusted p over
+    the run's templates (the table's raw intervals are per template: with 6 templates one
+    of them excludes 0 by chance in about a quarter of runs)."""
+    mult = res.get("multiplicity")
+    if not isinstance(mult, dict):
+        return []
+    per = {n: e.get("tests") or {} for n, e in res["perturbations"].items()}
+    lines = []
+    for fam, what in (("shift", "move scores (shift"),
+                      ("spearman_diff", "change agreement with gold (d Spearman")):
+        m = (mult.get("m") or {}).get(fam) or 0
+        if not m:
+            continue
+        sig = (mult.get("significant") or {}).get(fam) or []
+        shown = ", ".join(
+            f"{n} (p {per[n][fam]['p']:.3g}, adjusted {per[n][fam]['p_adjusted']:.3g})"
+            for n in sig) or "none"
+        lines.append(f"templates that {what}, {mult['tests'][fam]}; Holm over {m} "
+                     f"template{'s' if m > 1 else ''}, alpha {mult['alpha']}): {shown}")
+    return lines
 
 
 def _n_of(est: Any) -> int | None:
@@ -140,7 +172,7 @@ def _print_results(res: dict[str, Any], cfg: ScoringBiasConfig | None = None) ->
     for w in res.get("warnings") or []:
         console.print(styled("warning:", "bold yellow", w))
     console.print(results_table(res))
-    for line in _left_out_lines(res, cfg):
+    for line in _multiplicity_lines(res) + _left_out_lines(res, cfg):
         console.print(line, highlight=False)
     et = expected_table(res)
     if et is not None:
@@ -150,10 +182,11 @@ def _print_results(res: dict[str, Any], cfg: ScoringBiasConfig | None = None) ->
         console.print(f"recommended template: {rec['template']} (Spearman "
                       f"{est_ci(rec['spearman'])})" + ("" if rec["clearly_better"] else
                                                    "; " + "; ".join(rec["notes"])))
-    if res.get("reference_pull"):
+    if res.get("reference_pull_note"):
+        console.print(f"reference pull: - ({res['reference_pull_note']})", highlight=False)
+    elif res.get("reference_pull"):
         pull = res["reference_pull"]
-        console.print(f"reference pull (slope toward the reference's score): {est_ci(pull)}"
-                      + (" (no Ref-k row was scored)" if _n_of(pull) == 0 else ""))
+        console.print(f"reference pull (slope toward the reference's score): {est_ci(pull)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+from scipy import stats as sps
+
 import judgeaudit
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.scoring import metrics as M
 from judgeaudit.scoring.perturbations import K, References, ScoringPerturbation
+from judgeaudit.stats import wilcoxon_signed_rank
 
 BASELINE = "baseline"
 SPAN = float(K - 1)  # scores are 1..K: two differ by at most K - 1
@@ -87,6 +91,24 @@ async def score_all(judge: RubricJudge, items: Sequence[PointwiseItem],
     return table
 
 
+def distribution(scores: Sequence[float | None], k: int = K) -> dict[str, int]:
+    """Counts per score "1".."k", "invalid", and each decimal score a judge gave ("3.5") as
+    its own bin, as evaluate's score_counts keep it: binning by round() put 1.5 and 2.5 both
+    in "2" (banker's rounding) and hid that the judge answered half points."""
+    out = {str(c): 0 for c in range(1, k + 1)}
+    out["invalid"] = 0
+    for x in scores:
+        key = "invalid" if x is None else f"{float(x):g}"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _bins(dists: Sequence[dict[str, int]], k: int = K) -> list[str]:
+    """The distribution columns: 1..k with any decimal bins in their place, then invalid."""
+    keys = {c for d in dists for c in d if c != "invalid"} | {str(c) for c in range(1, k + 1)}
+    return sorted(keys, key=float) + ["invalid"]
+
+
 def _n_invalid(table: ScoreTable, name: str) -> int:
     return sum(1 for v in table.verdicts[name][0] if v is not None and v.score is None)
 
@@ -108,8 +130,9 @@ def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
         "shift": M.shift(s, other, seed, nb, SPAN) if other is not None else M._none(),
         "spearman": M.correlation(s, gold, "spearman", seed, nb),
         "pearson": M.correlation(s, gold, "pearson", seed, nb),
-        "distribution": M.distribution([x for x, v in zip(s, table.verdicts[name][0],
-                                                          strict=True) if v is not None]),
+        "distribution": distribution([x for x, v in zip(s, table.verdicts[name][0],
+                                                        strict=True) if v is not None]),
+        "n_decimal": sum(x is not None and not float(x).is_integer() for x in s),
         "n": valid,
         "n_invalid": _n_invalid(table, name),
         "n_missing": table.missing.get(name, 0),
@@ -137,25 +160,119 @@ def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
     return e
 
 
+ALPHA = 0.05  # the family-wise error rate Holm holds over the run's templates
+
+
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input's order (monotone, capped at 1)."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    adj = [1.0] * len(ps)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        adj[i] = running
+    return adj
+
+
+def _spearman_rows(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Spearman of each row of `x` with `g` (nan where a row is constant)."""
+    rx = sps.rankdata(x, axis=-1)
+    rg = sps.rankdata(g)
+    dx = rx - rx.mean(axis=-1, keepdims=True)
+    dg = rg - rg.mean()
+    den = np.sqrt((dx * dx).sum(axis=-1) * (dg * dg).sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, (dx * dg).sum(axis=-1) / np.where(den > 0, den, 1), np.nan)
+
+
+def spearman_diff_p(perturbed: Sequence[float | None], baseline: Sequence[float | None],
+                    gold: Sequence[float | None], seed: int = 0, n_perm: int = 2000
+                    ) -> float | None:
+    """Two-sided paired permutation p of "Spearman(perturbed, gold) - Spearman(baseline,
+    gold)": under no difference the two scores of an item are exchangeable, so each item's
+    pair is swapped at random (`n_perm` draws, p = (1 + as extreme) / (1 + n_perm)). None
+    where the difference is undefined (fewer than 4 items, constant scores)."""
+    rows = [(p, b, g) for p, b, g in zip(perturbed, baseline, gold, strict=True)
+            if p is not None and b is not None and g is not None]
+    if len(rows) < 4:
+        return None
+    arr = np.asarray(rows, dtype=float)
+    a, b, g = arr[:, 0], arr[:, 1], arr[:, 2]
+    d0 = _spearman_rows(np.stack([a, b]), g)
+    if not np.all(np.isfinite(d0)):
+        return None
+    obs = abs(float(d0[0] - d0[1]))
+    swap = np.random.default_rng(seed).random((n_perm, a.size)) < 0.5
+    pa, pb = np.where(swap, b, a), np.where(swap, a, b)
+    d = _spearman_rows(pa, g) - _spearman_rows(pb, g)
+    extreme = int(np.sum(np.nan_to_num(np.abs(d), nan=0.0) >= obs - 1e-12))
+    return (1 + extreme) / (1 + n_perm)
+
+
+def template_tests(table: ScoreTable, names: Sequence[str], gold: list[float | None],
+                   seed: int = 0, n_perm: int = 2000) -> dict[str, Any]:
+    """Each template against the baseline, by two tests whose p-values are Holm-adjusted over
+    the run's templates, one family per question: does it move scores (shift: Wilcoxon
+    signed-rank on the paired differences, exact up to stats' limit) and does it change the
+    agreement with gold (d Spearman: `spearman_diff_p`)? With 6 unbiased templates on 100
+    items some template's raw interval excluded 0 in 20-33% of seeded runs; a flag
+    ("significant") follows the adjusted p, holding the family-wise rate near `ALPHA`. The
+    raw intervals stay as they are."""
+    base = table.get(BASELINE)
+    others = [n for n in names if n != BASELINE]
+    raw: dict[str, dict[str, float | None]] = {"shift": {}, "spearman_diff": {}}
+    for n in others:
+        x, y = M._pairs(table.get(n), base)
+        raw["shift"][n] = wilcoxon_signed_rank(x - y) if x.size else None
+        raw["spearman_diff"][n] = spearman_diff_p(table.get(n), base, gold, seed, n_perm)
+    per: dict[str, dict[str, Any]] = {n: {} for n in others}
+    significant: dict[str, list[str]] = {}
+    for fam, ps in raw.items():
+        tested = [n for n in others if ps[n] is not None]
+        adj = dict(zip(tested, holm([float(ps[n]) for n in tested]), strict=True))  # type: ignore[arg-type]
+        for n in others:
+            pa = adj.get(n)
+            per[n][fam] = {"p": ps[n], "p_adjusted": pa,
+                           "significant": None if pa is None else pa < ALPHA}
+        significant[fam] = [n for n in tested if adj[n] < ALPHA]
+    return {
+        "per_template": per,
+        "multiplicity": {
+            "method": "holm", "alpha": ALPHA,
+            "m": {fam: sum(ps[n] is not None for n in others) for fam, ps in raw.items()},
+            "tests": {"shift": "Wilcoxon signed-rank on the paired score differences",
+                      "spearman_diff": f"paired permutation ({n_perm} item swaps)"},
+            "significant": significant,
+            "note": "each question's p-values are Holm-adjusted over the run's templates "
+                    "(family-wise rate alpha); the 95% intervals are per template, unadjusted",
+        },
+    }
+
+
 FEW_ITEMS = 10  # below this many items the bootstrap intervals over items are not trusted
 
 
 def recommend(table: ScoreTable, names: Sequence[str], gold: list[float | None],
               perts: dict[str, dict[str, Any]], seed: int,
               nb: int = M.N_BOOT) -> dict[str, Any] | None:
-    """The template with the highest Spearman with gold (among those applied to every item),
-    with its interval, and a note when the paired bootstrap cannot tell it from the runner-up
-    or from the baseline."""
+    """The template to use: the one with the highest Spearman with gold (among those applied
+    to every item) only where its paired improvement over the baseline has a 95% interval
+    above 0, else the baseline ("keep the baseline"): on an exact tie (the same scores under
+    every template) the first-sorted template was recommended at "+0.000 [+0.000, +0.000]".
+    `best_by_spearman` keeps the top template by its estimate; notes say when the paired
+    bootstrap cannot tell it from the runner-up or from the baseline."""
     cands = [(perts[n]["spearman"]["value"], n) for n in names
              if perts[n]["spearman"]["value"] is not None and perts[n]["n_missing"] == 0]
     if not cands:
         return None
-    cands.sort(reverse=True)
+    cands.sort(key=lambda c: (c[0], c[1] == BASELINE), reverse=True)  # ties: the baseline
     best = cands[0][1]
-    out: dict[str, Any] = {"template": best, "spearman": perts[best]["spearman"],
+    out: dict[str, Any] = {"template": best, "best_by_spearman": best,
+                           "spearman": perts[best]["spearman"],
                            "pearson": perts[best]["pearson"], "criterion": "spearman with gold",
                            "notes": []}
     runner_up = cands[1][1] if len(cands) > 1 else None
+    above_baseline = best == BASELINE
     for label, other in (("runner-up", runner_up),
                          ("baseline", BASELINE if BASELINE not in (best, runner_up) else None)):
         if other is None:  # (the baseline as runner-up is compared once, as the runner-up)
@@ -164,14 +281,22 @@ def recommend(table: ScoreTable, names: Sequence[str], gold: list[float | None],
         out[f"vs_{label.replace('-', '_')}"] = {"template": other, "spearman_diff": d}
         lo = d["ci95"][0]
         if d["value"] is None:
-            out["notes"].append(f"cannot be compared with the {label} {other!r}: its "
+            out["notes"].append(f"{best!r} cannot be compared with the {label} {other!r}: its "
                                 "correlation with gold is undefined (constant scores?)")
         elif lo is None or lo <= 0:
             out["notes"].append(
-                f"not clearly better than the {label} {other!r}: Spearman difference "
+                f"{best!r} is not clearly better than the {label} {other!r}: Spearman difference "
                 f"{_f(d['value'])}, 95% CI [{_f(d['ci95'][0])}, {_f(d['ci95'][1])}] "
                 "includes 0")
+        elif other == BASELINE:
+            above_baseline = True
     n_gold = sum(g is not None for g in gold)
+    if best != BASELINE and not above_baseline:
+        out["template"] = BASELINE
+        out["spearman"], out["pearson"] = (perts[BASELINE]["spearman"],
+                                           perts[BASELINE]["pearson"])
+        out["notes"].insert(0, f"keep the baseline: no template's Spearman improvement over it "
+                               f"has a 95% interval above 0 (the best by Spearman is {best!r})")
     if n_gold < FEW_ITEMS:
         out["notes"].append(f"only {n_gold} items with a gold score: a correlation's bootstrap "
                             "interval over so few can collapse to a point, so this is no "
@@ -231,9 +356,13 @@ def build_results(table: ScoreTable, perts: Sequence[ScoringPerturbation], *, re
     gold = [it.score for it in table.items]
     names = [p.name for p in perts]
     pert_docs = {n: _entry(table, n, gold, seed, repeats, nb) for n in names}
+    tests = template_tests(table, names, gold, seed, nb)
+    for n, t in tests["per_template"].items():
+        pert_docs[n]["tests"] = t
     by_ref = {p.reference_score: table.get(p.name) for p in perts
               if p.reference_score is not None}
     ensemble = [p.name for p in perts if p.reference_score is None]
+    ref_scored = sorted(k for k, v in by_ref.items() if any(x is not None for x in v))
     invalid: list[dict[str, Any]] = []
     for n in names:
         for v in table.verdicts[n][0]:
@@ -241,6 +370,7 @@ def build_results(table: ScoreTable, perts: Sequence[ScoringPerturbation], *, re
                 invalid.append({"template": n, "item_id": v.item_id, "raw": v.raw,
                                 "error": v.error})
     tsha = judge.template.sha256
+    cols = _bins([pert_docs[n]["distribution"] for n in names])
     return {
         "perturbations": pert_docs,
         "templates": {p.name: {"description": p.description, **p.spec(),
@@ -248,14 +378,53 @@ def build_results(table: ScoreTable, perts: Sequence[ScoringPerturbation], *, re
         "prompt_hashes": {p.name: p.sha256(tsha) for p in perts},
         "repeat_noise": {"fp": pert_docs[BASELINE]["fp"], "mad": pert_docs[BASELINE]["mad"]},
         "reference_pull": M.reference_pull(by_ref, seed, nb) if len(by_ref) >= 2 else None,
+        "reference_pull_note": _pull_note(by_ref, ref_scored),
         "recommended": recommend(table, names, gold, pert_docs, seed, nb),
         "mitigation": mitigation(table, ensemble, gold, repeats, seed, nb),
-        "heatmap": {"rows": names, "cols": ["1", "2", "3", "4", "5", "invalid"],
-                    "values": [[pert_docs[n]["distribution"][c] for c in
-                                ("1", "2", "3", "4", "5", "invalid")] for n in names]},
+        "heatmap": {"rows": names, "cols": cols,
+                    "values": [[pert_docs[n]["distribution"].get(c, 0) for c in cols]
+                               for n in names]},
+        "multiplicity": tests["multiplicity"],
         "invalid_examples": invalid,
         "n_gold": sum(g is not None for g in gold),
     }
+
+
+def gold_scale_warnings(items: Sequence[PointwiseItem], k: int = K) -> list[str]:
+    """A warning when gold scores lie outside the rubric's 1..k, as evaluate gives: the
+    judge scores on 1..k, so gold on 1-10 or 0-100 (or one stray 9) is another scale; the
+    correlations still rank both, but the data was likely meant for another rubric."""
+    off = sorted({float(it.score) for it in items
+                  if it.score is not None and not 1 <= float(it.score) <= k})
+    if not off:
+        return []
+    n_off = sum(it.score is not None and not 1 <= float(it.score) <= k for it in items)
+    n_gold = sum(it.score is not None for it in items)
+    return [f"{n_off} of {n_gold} gold score(s) lie outside the rubric's 1..{k} (e.g. "
+            f"{', '.join(f'{x:g}' for x in off[:3])}; gold range {min_gold(items):g}.."
+            f"{max_gold(items):g}): the judge scores on 1..{k}, the correlations compare "
+            "the two as they are; is the data on another scale?"]
+
+
+def min_gold(items: Sequence[PointwiseItem]) -> float:
+    return min(float(it.score) for it in items if it.score is not None)
+
+
+def max_gold(items: Sequence[PointwiseItem]) -> float:
+    return max(float(it.score) for it in items if it.score is not None)
+
+
+def _pull_note(by_ref: dict[int, Any], scored: Sequence[int]) -> str | None:
+    """Why the reference pull has no estimate, when it has none: the slope is fitted within
+    each item across Ref-k levels, so it needs two or more levels scored (with only ref_5
+    run the terminal said "no Ref-k row was scored" beside a scored ref_5 row)."""
+    if not by_ref or len(scored) >= 2:
+        return None
+    ran = ", ".join(f"ref_{k}" for k in sorted(by_ref))
+    got = ", ".join(f"ref_{k}" for k in scored) or "none"
+    return (f"needs two or more Ref-k levels scored on the same items (the slope is fitted "
+            f"within an item across levels); run: {ran}; scored: {got}; add levels with "
+            "--perturbations ref_1,...,ref_5")
 
 
 async def run_scoring_bias(
@@ -301,7 +470,8 @@ async def run_scoring_bias(
         "n_items": len(items),
         "warnings": ([f"only {len(items)} items: the bootstrap intervals over items are too "
                       f"narrow to trust below {FEW_ITEMS} (they can collapse to a point); use "
-                      f"--limit {FEW_ITEMS} or more"] if len(items) < FEW_ITEMS else []),
+                      f"--limit {FEW_ITEMS} or more"] if len(items) < FEW_ITEMS else [])
+        + gold_scale_warnings(items),
         "repeats": repeats,
         "seed": seed,
         "n_boot": n_boot,

@@ -112,6 +112,9 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
         except ValidationError as e:
             raise DataError(source, lineno, explain_validation(e, model)
                             + _hf_reads(e, path)) from None
+        off = _levels_off_scale(item)
+        if off:
+            raise DataError(source, lineno, off)
         ids_seen.add(item.id, source, lineno)
         items.append(item)
     if empty:
@@ -119,6 +122,24 @@ def load_items(path: Path, ids: str = "required") -> list[Item]:
         left_out(f"jsonl {source}: {len(empty)} of {len(items)} items have an empty response "
                  f"(first: line {line}, field {field!r}); they are judged as empty answers")
     return items
+
+
+def _levels_off_scale(item: PairwiseItem | PointwiseItem) -> str | None:
+    """Why a pointwise item's rubric levels cannot be shown, or None: the rubric judge's
+    scale is 1..5 (scoring/perturbations.K), and levels keyed otherwise ("6".."10") were cut
+    from the prompt without a word, so a 1-10 rubric was judged as its first half."""
+    levels = getattr(item, "rubric_levels", None)
+    if not levels:
+        return None
+    scale = [str(k) for k in range(1, 6)]
+    off = [k for k in levels if k not in scale]
+    if not off:
+        return None
+    shown = ", ".join(repr(k) for k in off[:5]) + (", ..." if len(off) > 5 else "")
+    return (f"field 'rubric_levels': {len(off)} level(s) the rubric judge cannot show "
+            f"({shown}); its scale is 1..5, so levels are keyed '1'..'5' (a 1-10 rubric "
+            "would be judged on its first five levels); map the rubric onto 1..5 or leave "
+            "rubric_levels out")
 
 
 def _hf_reads(err: ValidationError, path: Path) -> str:
