@@ -28,7 +28,7 @@ def test_no_score_moved_is_not_a_zero_width_interval():
     assert M.shift(a, a)["ci95"] == [0.0, 0.0]
 
 
-def test_few_moves_are_exact_and_five_take_the_bounded_score_interval():
+def test_few_moves_are_exact_and_five_take_the_t_interval():
     a = [3.0] * 30
     b = [3.0] * 28 + [5.0, 4.0]  # two items moved, by 2 and by 1
     d = np.array(a) - np.array(b)
@@ -37,7 +37,7 @@ def test_few_moves_are_exact_and_five_take_the_bounded_score_interval():
     assert shift["ci95"] == pytest.approx(list(movers_ci(d, SPAN)))
     assert shift["ci95"][0] < d.mean() < shift["ci95"][1]
     five = [3.0] * 25 + [4.0] * 5
-    assert M.shift(a, five, span=SPAN)["method"] == "score-bounded"
+    assert M.shift(a, five, span=SPAN)["method"] == "t"
     # a missing score on either side leaves the item out, as before
     assert M.mad([None, *a[1:]], b, span=SPAN)["n"] == 29
 
