@@ -401,6 +401,12 @@ class MitigateConfig(RunFields):
     seed: Seed = _f(0, SEED_HELP)
 
 
+# --tau: the ranking's prior; the c and kappa reported take a weaker one (rank.fitting.
+# terms_tau): the help said "Prior sd of c and kappa", yet the reported c did not move with it
+TAU_HELP = ("Prior sd of c and kappa in the ranking's fit (> 0): the c it corrects by. The c "
+            "and kappa reported come from a fit at max(--tau, 10) when --lam is auto, so "
+            "they hardly move with it; with --hierarchical tau is learned.")
+
 class RankConfig(RunFields):
     """`judgeaudit rank`: the top-k of a pool under a comparison budget."""
 
@@ -428,7 +434,7 @@ class RankConfig(RunFields):
     out: Path = _f(Path("out/rank"), "Output directory (results.json, report.html).")
     seed: Seed = _f(0, SEED_HELP)
     lam: str = _f("auto", LAM_HELP)
-    tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
+    tau: PosFloat = _f(1.0, TAU_HELP)
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
     refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
     samples: Draws = _f(1500, "Monte-Carlo draws for top-k membership (1-100000).")
@@ -455,7 +461,7 @@ class RankEvalConfig(RunFields):
     covariates: str | None = _f(None, COV_HELP)
     out: Path = _f(Path("out/rank-eval"), "Output directory (results.json, report.html).")
     lam: str = _f("auto", LAM_HELP)
-    tau: PosFloat = _f(1.0, "Prior sd of c and kappa (> 0).")
+    tau: PosFloat = _f(1.0, TAU_HELP)
     hierarchical: bool = _f(False, "Learn tau by empirical Bayes.")
     refit_every: PosInt = _f(8, "Refit after this many comparisons (>= 1).")
     samples: Draws = _f(1500, "Monte-Carlo draws for top-k membership (1-100000).")

@@ -146,6 +146,17 @@ def bias_notes(model: dict, covariates: Sequence[str], *, hierarchical: bool,
                 "the comparisons tell c from quality only through the spread of quality, "
                 f"so a prior sd of {t:.3g} would pull c towards 0 however many were judged"
                 if tt and t and tt > t and not hierarchical else ""))
+    ranking_c = model.get("c_ranking") or {}
+    if ranking_c:  # reported c averaged 1.34 on the tester's pool, the ranking's own 0.93
+        shown = "; ".join(
+            f"c[{n}] = {e['estimate']:+.2f} [{e['lo']:+.2f}, {e['hi']:+.2f}]"
+            + (f" (reported {terms[f'c[{n}]']['estimate']:+.2f})"
+               if f"c[{n}]" in terms else "") for n, e in ranking_c.items())
+        sd = next(iter(ranking_c.values())).get("prior_sd")
+        notes.append(
+            f"the ranking corrects by {shown}: its fit's prior sd on c is "
+            f"{sd:.3g} (--tau), which pulls c towards 0; the c reported is from the bias "
+            f"terms' fit" + (f" (prior sd {tt:.3g})" if tt else ""))
     if weak_prior:  # rank-eval's, and rank's at a given lam, lacked the sentence
         notes.append(
             f"{_and(list(terms))}: from a fit whose prior on them is weak (sd {tt:.3g}; the "
@@ -402,6 +413,9 @@ def model_summary(pool: Pool, fit: BTFit, k: int, info: Sequence[CovariateInfo],
             d.update(lam_terms=tf.lam, tau_terms=tf.tau, lam_terms_method=terms_method)
         d["c"] = covariate_estimates(tf, info, (planted or {}).get("c"))
         d["kappa"] = kappa_estimate(tf, (planted or {}).get("kappa"))
+        if tf is not fit and info:  # the c the ranking corrects by was shown nowhere
+            d["c_ranking"] = {n: {k: e[k] for k in ("estimate", "se", "lo", "hi", "prior_sd")}
+                              for n, e in covariate_estimates(fit, info).items()}
     return d
 
 
