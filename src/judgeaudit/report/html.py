@@ -750,6 +750,20 @@ def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _scoring_tests(mult: dict[str, Any]) -> dict[str, Any] | None:
+    """scoring-bias's Holm-adjusted questions (shift, change of Spearman) for the page; None
+    for results written before them."""
+    if not mult:
+        return None
+    labels = {"shift": "moves scores (shift)", "spearman_diff": "changes agreement with gold"}
+    m, tests, sig = _d(mult.get("m")), _d(mult.get("tests")), _d(mult.get("significant"))
+    return {"method": _str(mult.get("method")), "alpha": mult.get("alpha"),
+            "note": _str(mult.get("note")),
+            "rows": [{"label": labels.get(str(k), str(k)), "test": _str(tests.get(k)),
+                      "m": m.get(k), "significant": [str(t) for t in _l(sig.get(k))]}
+                     for k in m]}
+
+
 def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
     """scoring-bias: one row per template, the distribution heatmap, an interval plot of the
     correlation change, the recommendation and the mitigation table."""
@@ -775,7 +789,9 @@ def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
                          "pearson": _estimate(_d(e.get("expected")).get("pearson"))}
             if isinstance(e.get("expected"), dict) else None,
         })
-    cols = ["1", "2", "3", "4", "5", "invalid"]
+    # the run's own columns (half points such as "2.5" keep theirs); older results: 1-5
+    cols = [str(c) for c in _l(_d(r.get("heatmap")).get("cols"))] or [
+        "1", "2", "3", "4", "5", "invalid"]
     heat = None
     if rows:
         values = []
@@ -813,6 +829,7 @@ def _scoring_view(r: dict[str, Any]) -> dict[str, Any]:
         "has_expected": any(row["expected"] for row in rows),
         "heatmap": heat,
         "diff_plot": diff_plot,
+        "tests": _scoring_tests(_d(r.get("multiplicity"))),
         "repeat_noise": _d(r.get("repeat_noise")),
         "reference_pull": _estimate(r.get("reference_pull")),
         "recommended": {"template": _str(rec.get("template")),
