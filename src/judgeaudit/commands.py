@@ -302,7 +302,9 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
     # a run made its calls and passed with every metric at n=0.
     if pointwise and all(getattr(it, "score", None) is None for it in items):
         raise ValueError(f"data {spec!r}: none of the {len(items)} items has a gold score, so "
-                         "there is nothing to evaluate the judge's scores against")
+                         "there is nothing to evaluate the judge's scores against (the gold "
+                         "score is read from a field 'score' or 'rating'; for a column of "
+                         "another name: hf:PATH?score=COLUMN)")
     if not pointwise and all(getattr(it, "label", None) is None for it in items):
         raise ValueError(f"data {spec!r}: none of the {len(items)} pairs has a label (1, 2 or "
                          "tie), so there is nothing to evaluate the verdicts against; to "

@@ -182,6 +182,9 @@ def test_report_of_a_pointwise_run_with_missing_pieces_renders():
      "none of the 4 pairs has a label"),
     ([{"id": f"s{i}", "prompt": "q", "response": "a"} for i in range(3)],
      "none of the 3 items has a gold score"),
+    ([{"id": f"s{i}", "prompt": "q", "response": "a"} for i in range(3)],
+     "the gold score is read from a field 'score' or 'rating'; for a column of another name: "
+     "hf:PATH?score=COLUMN"),
 ])
 def test_data_with_nothing_to_evaluate_against_is_refused_before_any_call(
         rows, needle, tmp_path, isolated_cache):
