@@ -2,9 +2,10 @@
 
 Stability against the baseline: flip rate FP (share of items whose score changed; Wilson
 interval, which unlike a percentile bootstrap does not collapse to [0, 0] when nothing
-flipped), mean absolute deviation MAD and mean signed shift (Student's t interval,
-`stats.intervals.score_shift_estimate`; exact, `stats.movers_ci` over the scale's span, where
-fewer than 5 items are off the common difference). The audit's score interval of a bounded
+flipped), mean absolute deviation MAD and mean signed shift (each end the farther of Student's
+t interval's and the studentized bootstrap's, `stats.intervals.score_shift_estimate`; exact,
+`stats.movers_ci` over the scale's span, where fewer than 5 items are off the common
+difference). The audit's score interval of a bounded
 mean took its variance over the scale's span, +-4, where the differences stay within +-2: at
 n = 20 it was 1.7x as wide and covered 100% (benchmarks/results/scoring_shift_interval.json).
 Accuracy against gold: Spearman and Pearson (BCa bootstrap over items), and a paired
@@ -65,12 +66,13 @@ def _mean_boot(d: np.ndarray, seed: int, n_boot: int = N_BOOT,
                span: float | None = None, sizes: bool = False) -> dict[str, Any]:
     """mean(d) with its 95% interval. With `span` (every d is a difference of two integer
     scores, in [-span, span]): `stats.intervals.score_shift_estimate`, exact where fewer than
-    5 items are off the common value (so never [0, 0] for "nothing moved"), else Student's t.
+    5 items are off the common value (so never [0, 0] for "nothing moved"), else the farther
+    end of Student's t and the studentized bootstrap. One item: no interval.
     Without it (abs_dev_diff), `stats.paired_estimate`'s percentile bootstrap. `sizes`: every
     d is in [0, span] (MAD), so the interval starts at 0 at least."""
     if d.size == 0:
         return _none()
-    est = (score_shift_estimate(d, span) if span is not None  # one item: no interval
+    est = (score_shift_estimate(d, span, seed=seed, n_boot=n_boot) if span is not None
            else paired_estimate(d, seed=seed, n_boot=n_boot))
     lo, hi = est.ci95
     return Estimate(est.value, (max(0.0, lo) if sizes and lo == lo else lo, hi), est.n,
