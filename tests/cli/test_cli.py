@@ -73,7 +73,7 @@ def test_evaluate_openai_server_with_faults_and_wrong_labels(tmp_path, isolated_
         doc2 = json.loads((tmp_path / "out2" / "results.json").read_text())
         assert srv.count() == before and doc2["calls"] == doc["calls"] | {
             "made": 0, "cached": 24, "retries": 0, "prompt_tokens": 0,
-            "completion_tokens": 0, "errors": {}, "first_error": None}
+            "completion_tokens": 0, "errors": {}, "retried": {}, "first_error": None}
 
 
 def test_evaluate_auth_error_fails_at_once_with_a_clear_message(tmp_path, isolated_cache,
