@@ -92,7 +92,7 @@ def test_an_audit_against_a_server_answering_429s_says_its_retries(tmp_path, iso
     assert r.exit_code == 0, r.output
     doc = json.loads((out / "results.json").read_text())
     assert doc["calls"]["retries"] == 5 and sent == doc["calls"]["made"] + 5
-    assert f"calls: {doc['calls']['made']} made, 0 from cache, 5 retries, 0 failed" in _said(
-        r.output)
+    assert (f"calls: {doc['calls']['made']} made, 0 from cache, 5 retries (5 HTTP 429), 0 "
+            "failed") in _said(r.output)  # with their cause, on purpose
     assert json.loads(r.stdout)["calls"]["retries"] == 5
     assert "5 retries" in _page_text(out / "report.html")

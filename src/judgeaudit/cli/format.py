@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from judgeaudit.cli.terminal import shown
-from judgeaudit.outcome import run_failed, unreadable_share
+from judgeaudit.outcome import retries_text, run_failed, unreadable_share
 
 
 def calls_text(res: dict[str, Any]) -> str:
@@ -20,9 +20,9 @@ def calls_text(res: dict[str, Any]) -> str:
     read "4 made, 0 from cache, 0 failed" while its report said "16 retries"."""
     c = res.get("calls") or {}
     narrowed = c.get("narrowed_to")
-    retries = int(c.get("retries") or 0)
+    retries = retries_text(c)  # with their causes: "20 retries (15 HTTP 429, 5 HTTP 5xx)"
     return (f"calls: {c.get('made', 0)} made, {cached_text(c)}, "
-            + (f"{retries} retries, " if retries else "")
+            + (f"{retries}, " if retries else "")
             + f"{failed_text(c)}{unreadable_text(c)}{usage_text(c)}"
             + (f"; at most {narrowed} at a time after timeouts in the server's queue"
                if narrowed else "")

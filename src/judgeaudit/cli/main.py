@@ -35,7 +35,7 @@ from judgeaudit.cli.runner import (
 )
 from judgeaudit.cli.terminal import SafeConsole, json_line, shown, styled
 from judgeaudit.config import AuditConfig, EvaluateConfig
-from judgeaudit.outcome import EXIT_RUN_FAILED, EXIT_TERMINATED
+from judgeaudit.outcome import EXIT_RUN_FAILED, EXIT_TERMINATED, retries_text
 
 
 class _Group(typer.core.TyperGroup):
@@ -137,7 +137,7 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     c = res["calls"]
     what = "scores" if pointwise else "verdicts"
     console.print(
-        f"calls: {c['made']} made, {cached_text(c)}, {c['retries']} retries, "
+        f"calls: {c['made']} made, {cached_text(c)}, {retries_text(c) or '0 retries'}, "
         f"{failed_text(c)}{usage_text(c)}; {res['n_invalid']} invalid {what} of "
         f"{res['n_calls_planned']}; {res['seconds']:.1f} s; prompt {res['prompt_hash'][:12]}"
     )
