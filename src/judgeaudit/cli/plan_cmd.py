@@ -131,7 +131,8 @@ def ingest(
                         "or the user cache dir).")] = None,
 ) -> None:
     """Store the answers to planned requests in the cache; re-run the planned command
-    after it (it then makes no call for them). Error lines are counted, never cached.
+    after it (it then makes no call for them). Error lines are counted, never cached as
+    answers; a too-long refusal is kept, so the next plan does not ask it again.
 
     Example (after `judgeaudit --plan-only plan.jsonl audit ...` and running plan.jsonl with
     vllm run-batch): judgeaudit ingest batch_output.jsonl --plan plan.jsonl"""
