@@ -63,3 +63,31 @@ def test_a_session_installs_the_filter_on_logging_configured_before_it():
             assert sum(isinstance(f, RedactingFilter) for f in target.filters) == 1, target
     finally:
         logging.getLogger().removeHandler(handler)
+
+
+OWN_SCRIPT = textwrap.dedent("""
+    import logging, sys
+    import judgeaudit
+    from judgeaudit.llm.redact import register_secret
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+    with judgeaudit.Session(cache=False).command():
+        pass
+    log = logging.getLogger("myapp")
+    log.info("config key=%s", "value")
+    log.info("key-value store ready; sk-learn version 1.4; auth=ok")
+    register_secret("{key}")
+    log.info("token in my own line: %s", "{key}")
+""")
+
+
+def test_a_session_leaves_the_script_s_own_log_lines_alone_but_for_known_secrets():
+    """A Session put the full redacting filter on the root handlers: a script's own lines
+    read "config key=***", "key-*** store ready", "sk-*** version 1.4", "auth=***". Now
+    those handlers mask only the secrets judgeaudit knows (and URL passwords)."""
+    done = subprocess.run([sys.executable, "-c", OWN_SCRIPT.format(key=KEY)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    err = done.stderr
+    assert "config key=value" in err
+    assert "key-value store ready; sk-learn version 1.4; auth=ok" in err
+    assert "token in my own line: ***" in err and KEY not in err

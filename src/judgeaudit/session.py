@@ -90,7 +90,7 @@ def _redact_logs() -> None:
     http://user:KEY@host/..." line per call (`llm.redact.install_log_redaction`)."""
     from judgeaudit.llm.redact import install_log_redaction
 
-    install_log_redaction()
+    install_log_redaction(own_program=True)  # the script's own records: known secrets only
 
 
 class Session:

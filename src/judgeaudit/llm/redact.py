@@ -400,12 +400,36 @@ class RedactingFilter(logging.Filter):
 _WITHHELD = "(a log message withheld: it could not be checked for secrets)"
 
 
+class KnownSecretsFilter(RedactingFilter):
+    """`RedactingFilter` for handlers that also write a program's own records (the Python
+    API puts it on the root logger's handlers): it changes a record only where it holds a
+    secret judgeaudit knows (`mask_known`, and a URL's password), never by the key-shaped
+    patterns `redact` also masks ("config key=value" became "key=***", "sk-learn" "sk-***"
+    in a script's own log), and leaves `args` alone otherwise."""
+
+    @staticmethod
+    def _redact(record: logging.LogRecord, message: str) -> None:
+        texts = [message, record.exc_text or "", record.stack_info or ""]
+        if not any(mentions_known(t) or _USERINFO.search(t) for t in texts):
+            return
+        def clean(t: str) -> str:
+            return _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", mask_known(t))
+        record.msg, record.args = clean(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = clean(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = clean(record.exc_text)
+        if record.stack_info:
+            record.stack_info = clean(record.stack_info)
+
+
 # Loggers whose records may carry request URLs or headers: filtered where they are logged,
 # before they propagate (the root handlers' filter covers their children too).
 SDK_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "anthropic")
 # ... and ours (a retry line quotes a server's error, which may echo the key).
 OWN_LOGGERS = ("judgeaudit",)
 _FILTER = RedactingFilter()
+_KNOWN_FILTER = KnownSecretsFilter()
 
 
 def _loggers() -> list[logging.Logger]:
@@ -418,19 +442,25 @@ def _loggers() -> list[logging.Logger]:
     return [logging.getLogger(name) for name in sorted(names)]
 
 
-def install_log_redaction() -> RedactingFilter:
+def install_log_redaction(*, own_program: bool = False) -> RedactingFilter:
     """Add the redacting filter to the root logger's handlers and to the HTTP/SDK loggers and
     ours (`_loggers`). Idempotent and cheap: the CLI calls it after configuring logging, and
     every `judgeaudit.session.Session` when it opens, so a script that configured logging
-    (`logging.basicConfig(level=logging.INFO)`) before calling the API logs no secret."""
-    targets: list[logging.Filterer] = [*logging.getLogger().handlers, *_loggers()]
-    for t in targets:
-        if not any(isinstance(f, RedactingFilter) for f in t.filters):
-            t.addFilter(_FILTER)
+    (`logging.basicConfig(level=logging.INFO)`) before calling the API logs no secret.
+    `own_program` (the API: the root handlers write the program's own records too): those
+    handlers get `KnownSecretsFilter`, which masks only the secrets judgeaudit knows."""
+    root = _KNOWN_FILTER if own_program else _FILTER
+    for h in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in h.filters):
+            h.addFilter(root)
+    for lg in _loggers():
+        if not any(isinstance(f, RedactingFilter) and not isinstance(f, KnownSecretsFilter)
+                   for f in lg.filters):
+            lg.addFilter(_FILTER)
     return _FILTER
 
 
-__all__ = ["ANYWHERE_CHARS", "KEYLIKE", "MIN_CHARS", "PLACEHOLDERS", "RedactingFilter",
-           "install_log_redaction", "is_secret", "known_secrets", "mask_data", "mask_known",
-           "mentions_known", "redact", "redact_url", "register_secret", "register_url",
-           "reset_secrets", "url_credentials"]
+__all__ = ["ANYWHERE_CHARS", "KEYLIKE", "MIN_CHARS", "PLACEHOLDERS", "KnownSecretsFilter",
+           "RedactingFilter", "install_log_redaction", "is_secret", "known_secrets",
+           "mask_data", "mask_known", "mentions_known", "redact", "redact_url",
+           "register_secret", "register_url", "reset_secrets", "url_credentials"]
