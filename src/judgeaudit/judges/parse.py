@@ -310,6 +310,20 @@ def parse_choice(
                         lambda v: _parse_plain_choice(v, choices, allow_tie), allow_float=False)
 
 
+# Words that name a choice right after them: "Output (a)", "Response b", "Assistant A".
+_LABEL_WORDS = frozenset({"response", "output", "answer", "assistant"})
+
+
+def _folder(choices: tuple[str, ...]) -> Callable[[str], str | None]:
+    """How a token is matched to a choice in any case: by its lower-case form, or, where two
+    choices differ only in case (AlpacaEval's "m"/"M"), as written (folding "m" to "M"
+    would read one model's verdict as the other's)."""
+    if len({c.lower() for c in choices}) < len(choices):
+        return lambda t: t if t in choices else None
+    by_lower = {c.lower(): c for c in choices}
+    return lambda t: by_lower.get(t.lower())
+
+
 def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
                         after_label: bool = False) -> str | None:
     """`parse_choice` on an answer in plain text (no JSON). `after_label`: `text` is what
@@ -327,21 +341,25 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
     tokens = [t for t in _STRIP.split(first_line) if t]
     if not tokens:
         return None
-    by_lower = {c.lower(): c for c in choices}
+    fold = _folder(choices)
     sentence = _SENTENCE.match(first_line.strip())
     if sentence is not None:
-        return by_lower.get(sentence.group(1).lower())
+        return fold(sentence.group(1))
     lowered = [t.lower() for t in tokens]
+    # Every choice the line names: as written, and in any case right after a label word
+    # ("Output (a) is fine. Output (b) is better." names both).
+    named = {t for t in tokens if t in choices}
+    named |= {c for w, t in zip(lowered, tokens[1:], strict=False)
+              if w in _LABEL_WORDS and (c := fold(t)) is not None}
     # Letters match case-sensitively ("a" is usually the article), except right after a
     # label word ("Output (b)", "response a") or alone on the line after a label and a
     # colon ("Verdict: b").
-    labelled = lowered[0] in {"response", "output", "answer", "assistant"} and len(tokens) > 1
+    labelled = lowered[0] in _LABEL_WORDS and len(tokens) > 1
     if labelled:
         tokens, lowered = tokens[1:], lowered[1:]
     labelled = labelled or (after_label and len(tokens) == 1)
     head = tokens[0]
-    named = {t for t in tokens if t in choices}
-    hit = by_lower.get(head.lower()) if labelled else (head if head in choices else None)
+    hit = fold(head) if labelled else (head if head in choices else None)
     if hit is not None:
         named.add(hit)
         # The first token is a choice; refuse if another choice is also named ("A or B"),
@@ -354,9 +372,7 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
     # ...and when the whole answer is that one letter in lower case ("b", "**a**."): there
     # it cannot be the article. "a\nThe first one." is not the whole answer.
     whole = [t for t in _STRIP.split(text) if t]
-    if len(whole) == 1 and whole[0].lower() in by_lower:
-        return by_lower[whole[0].lower()]
-    return None
+    return fold(whole[0]) if len(whole) == 1 else None
 
 
 # A score's own labels, with a colon (or "is"): "Rating: [[4]]", "**Final score:** 4",
