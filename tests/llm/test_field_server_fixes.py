@@ -320,3 +320,16 @@ async def test_the_spend_cap_stop_says_a_re_run_spends_up_to_the_cap_more(field_
     assert "higher max_cost" not in stop
     assert client.stats.not_sent_why and "up to X more" in client.stats.not_sent_why
     await client.aclose()
+
+
+def test_the_cut_answer_hint_works_for_anthropic_too():
+    """The hint says "give it room with max_tokens=64 in the judge spec", but anthropic
+    refused the parameter ("unknown parameter 'max_tokens'"): it now takes it, as openai
+    does, and sends it in place of the request's."""
+    p = make_provider("anthropic", "m", {"base_url": "http://127.0.0.1:9/v1",
+                                          "api_key": "k", "max_tokens": "64"})
+    req = judge_request(1)
+    assert p.batch_params(req)["max_tokens"] == 64 and req.max_tokens != 64
+    plain = make_provider("anthropic", "m", {"base_url": "http://127.0.0.1:9/v1",
+                                              "api_key": "k"})
+    assert plain.batch_params(req)["max_tokens"] == req.max_tokens

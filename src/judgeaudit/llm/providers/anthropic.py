@@ -93,6 +93,8 @@ KNOWN_PARAMS: dict[str, str] = {
     "base_url": "server URL, http(s)://host[:port][/path] (default $ANTHROPIC_BASE_URL or "
                 "api.anthropic.com)",
     "temperature": "sampling temperature, sent as an extra body field (default: not sent)",
+    "max_tokens": "most tokens the model may write, overrides the request's (8 for a verdict); "
+                  "give an answer cut at the limit room, e.g. 64 (default: the request's)",
     "timeout": "seconds per HTTP request (default 60)",
     "max_connections": "HTTP connection pool size (default 64)",
     "price_in": "USD per million input tokens (default: built-in table, hosted only)",
@@ -131,6 +133,8 @@ class AnthropicProvider(Provider):
                                                    ("/v1/messages", "/messages"))
         self.timeout = float_param(p, "timeout", self.name, default=60.0, positive=True)
         self.temperature = float_param(p, "temperature", self.name, default=None)
+        self.max_tokens = (int_param(p, "max_tokens", self.name, default=1)
+                           if "max_tokens" in p else None)
         self.max_connections = int_param(p, "max_connections", self.name, default=64)
         hosted = self.base_url is None and not os.environ.get("ANTHROPIC_BASE_URL")
         self.price_per_mtok = price_for(model, p, ANTHROPIC_PRICES, self.name, hosted)
@@ -219,7 +223,8 @@ class AnthropicProvider(Provider):
         live call sends, the prefill as a final assistant turn while the model takes one."""
         use_prefill = bool(request.prefill.strip()) and self._prefill_ok
         system, msgs = self.build(request, prefill=use_prefill)
-        params: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens,
+        params: dict[str, Any] = {"model": self.model,
+                                  "max_tokens": self.max_tokens or request.max_tokens,
                                   "messages": msgs}
         if system is not None:
             params["system"] = system
@@ -246,7 +251,8 @@ class AnthropicProvider(Provider):
         for attempt in (0, 1):
             system, msgs = self.build(request, prefill=use_prefill)
             kwargs: dict[str, Any] = {
-                "model": self.model, "messages": msgs, "max_tokens": request.max_tokens,
+                "model": self.model, "messages": msgs,
+                "max_tokens": self.max_tokens or request.max_tokens,
             }
             if system is not None:
                 kwargs["system"] = system
