@@ -1,12 +1,16 @@
 """Verdict and score reader faults a reviewer found (review 3): a label word before a
 lower-case choice ("Output (b)") counts when checking that a line names both choices;
-choices that differ only in case (AlpacaEval's "m"/"M") match as written."""
+choices that differ only in case (AlpacaEval's "m"/"M") match as written; a labelled value
+reads only when it is a bare choice, not a sentence about it, and two labelled verdicts that
+disagree are no verdict."""
 
 from __future__ import annotations
 
 import pytest
 
+from judgeaudit.judges.binary import BinaryJudge
 from judgeaudit.judges.parse import parse_choice
+from judgeaudit.llm import Response
 
 # ---- 1. a line naming both choices by their labelled forms is no verdict ------------------
 
@@ -46,3 +50,46 @@ def test_choices_differing_only_in_case_match_as_written(text: str, want: str) -
 def test_choices_differing_only_in_case_are_not_both_named_by_one() -> None:
     assert parse_choice("m or M", MM) is None
     assert parse_choice("Output (m) is better than Output (M)", MM) is None
+
+
+# ---- 3. a labelled value reads only when it is a bare choice ---------------------------------
+
+@pytest.mark.parametrize(("text", "choices"), [
+    ("Verdict: A loses", ("A", "B")), ("Verdict: A is less helpful", ("A", "B")),
+    ("Choice: A is the loser", ("A", "B")), ("Verdict: 2 is less accurate", ("1", "2")),
+    ("Winner: Response B, though it misses the point", ("A", "B")),
+])
+def test_a_sentence_about_a_labelled_choice_is_no_verdict(text, choices) -> None:
+    assert parse_choice(text, choices, allow_tie=True) is None
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Verdict: A", "A"), ("Verdict: [[B]]", "B"), ("Verdict: Output (b)", "B"),
+    ("Verdict: A is better", "A"), ("Verdict: B wins", "B"), ("Verdict: tie", "tie"),
+    ("Final verdict: Response B is the better response.", "B"),
+    ("Verdict: A. It cites its source.", "A"), ("Verdict: A\n\nFinal verdict: A", "A"),
+])
+def test_a_bare_labelled_choice_still_reads(text: str, want: str) -> None:
+    assert parse_choice(text, allow_tie=True) == want
+
+
+@pytest.mark.parametrize("text", [
+    "Verdict: A\n\nAfter reconsidering, final verdict: B",
+    "Verdict: A\n\nFinal verdict:\nB",
+    "A\nExplanation: it cites its source.\nFinal answer: B",
+])
+def test_two_labelled_verdicts_that_disagree_are_invalid(text: str) -> None:
+    assert parse_choice(text) is None
+
+
+# ---- 5. a labelled YES/NO reads only when the value is the bare word --------------------------
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Verdict: No problems with this response.", None),
+    ("Result: No issues found, the response is correct.", None),
+    ("Verdict: No.", False), ("Verdict: yes</s>", True), ("Result: YES!", True),
+    ("NO, the answer is wrong", False),   # unlabelled: read as before
+])
+def test_a_labelled_yes_no_reads_only_as_the_bare_word(text: str, want: bool | None) -> None:
+    judge = BinaryJudge(client=None, template="binary_yes_no_v1")
+    assert judge.read("x", Response(text=text)).passed is want

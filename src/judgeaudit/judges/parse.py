@@ -324,10 +324,51 @@ def _folder(choices: tuple[str, ...]) -> Callable[[str], str | None]:
     return lambda t: by_lower.get(t.lower())
 
 
-def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
-                        after_label: bool = False) -> str | None:
-    """`parse_choice` on an answer in plain text (no JSON). `after_label`: `text` is what
-    follows a "Verdict:"-like label, whose own line may hold nothing else."""
+# A "Verdict:"-like label anywhere in a line ("After reconsidering, final verdict: B"), and
+# where its value starts: a second labelled verdict that disagrees with the first makes the
+# answer invalid.
+_LABEL_ANYWHERE = re.compile(r"(?<![A-Za-z])" + _LABELS + r"[\s*_]*[:=][ \t*_]*([^\n]*)",
+                             re.IGNORECASE)
+# What may follow a choice in a labelled value: nothing, or that it is the better one ("A is
+# better", "A wins", "B is the better response"). Anything else is a sentence about the
+# choice ("A loses", "A is less helpful", "No problems with this response"), not a verdict.
+_BARE_TAIL = re.compile(
+    r"(?:(?:is|was)\s+(?:the\s+)?(?:better|best|preferred|stronger|superior|winner)"
+    r"(?:\s+(?:one|response|answer|output|choice|option))?|wins)?")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def _bare_value(line: str) -> bool:
+    """True when `line` (a label's value) up to its first sentence end is one choice in an
+    accepted form ("A", "[[A]]", "Output (a)", "Response B is better", "tie", "YES."), not a
+    sentence about it: "A loses", "A is less helpful", "NO PROBLEMS WITH THIS RESPONSE"."""
+    end = _SENTENCE_END.search(line)
+    tokens = [t.lower() for t in _STRIP.split(line if end is None else line[:end.start()]) if t]
+    if len(tokens) > 1 and tokens[0] in _LABEL_WORDS:
+        tokens = tokens[1:]
+    return bool(tokens) and _BARE_TAIL.fullmatch(" ".join(tokens[1:])) is not None
+
+
+def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
+    """`parse_choice` on an answer in plain text (no JSON): the verdict its opening gives
+    (`_opening_choice`), None when a labelled verdict later on gives another one ("Verdict:
+    A ... final verdict: B")."""
+    got = _opening_choice(text, choices, allow_tie)
+    if got is None:
+        return None
+    for m in _LABEL_ANYWHERE.finditer(text):
+        # the label's own line, or its next one when it holds nothing else ("Verdict:\nB")
+        other = _opening_choice(text[m.start(1):], choices, allow_tie, after_label=True)
+        if other is not None and other != got:
+            return None
+    return got
+
+
+def _opening_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
+                    after_label: bool = False) -> str | None:
+    """The verdict an answer's opening gives by the rules of `parse_choice`. `after_label`:
+    `text` is what follows a "Verdict:"-like label, whose own line may hold nothing else, and
+    whose value reads only when bare (`_bare_value`)."""
     if not text or not text.strip():
         return None
     if not after_label:
@@ -336,7 +377,7 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
             rest = text[label.end():]
             if not rest.split("\n", 1)[0].strip():  # "Verdict:\nA": the verdict's own line
                 rest = rest.lstrip()
-            return _parse_plain_choice(rest, choices, allow_tie, after_label=True)
+            return _opening_choice(rest, choices, allow_tie, after_label=True)
     first_line = text.strip().splitlines()[0]
     tokens = [t for t in _STRIP.split(first_line) if t]
     if not tokens:
@@ -345,6 +386,8 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
     sentence = _SENTENCE.match(first_line.strip())
     if sentence is not None:
         return fold(sentence.group(1))
+    if after_label and not _bare_value(first_line):
+        return None
     lowered = [t.lower() for t in tokens]
     # Every choice the line names: as written, and in any case right after a label word
     # ("Output (a) is fine. Output (b) is better." names both).
