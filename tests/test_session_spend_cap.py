@@ -37,6 +37,9 @@ async def test_two_commands_share_one_cap():
         assert a.calls["not_sent"] == 0 and a.calls["cost_usd"] == pytest.approx(one)
         assert b.calls["not_sent"] > 0 and 0 < b.calls["made"] < a.calls["made"]
         assert "of it by earlier commands of the session" in b.calls["not_sent_why"]
+        # and it says the cap is the session's, not "this run's calls only"
+        assert "the cap counts this session's commands together" in b.calls["not_sent_why"]
+        assert "this run's calls only" not in b.calls["not_sent_why"]
         assert total["cost_usd"] <= cap
         assert total["made"] == a.calls["made"] + b.calls["made"]
 

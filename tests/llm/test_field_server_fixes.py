@@ -315,8 +315,9 @@ async def test_the_spend_cap_stop_says_a_re_run_spends_up_to_the_cap_more(field_
     stop = next(str(o) for o in outs if isinstance(o, CallFailed))
     assert "spend cap is reached" in stop
     assert "the cap counts this run's calls only" in stop
-    assert "a re-run pays only for the calls not cached" in stop
-    assert "re-run with --max-cost X to spend up to X more" in stop
+    # on purpose: a re-run without a cache pays for every call, and the API's name is max_cost
+    assert "pays again only for the calls its cache does not hold" in stop
+    assert "re-run with max_cost (--max-cost) X to spend up to X more" in stop
     assert "higher max_cost" not in stop
     assert client.stats.not_sent_why and "up to X more" in client.stats.not_sent_why
     await client.aclose()

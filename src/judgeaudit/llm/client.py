@@ -312,10 +312,13 @@ class SpendCap:
         under_way = f", ${self.held:.4f} held by calls under way" if self.held > 1e-12 else ""
         earlier = (f", ${self.before:.4f} of it by earlier commands of the session"
                    if self.before > 1e-12 else "")
+        scope = ("the cap counts this session's commands together" if self.before > 1e-12
+                 else "the cap counts this run's calls only")
         return (f"the spend cap is reached (${self.spent:.4f} spent{earlier}{under_way} of "
-                f"max_cost ${self.limit:g} when sending stopped{nxt}; the cap counts this "
-                "run's calls only and a re-run pays only for the calls not cached: re-run with "
-                "--max-cost X to spend up to X more)")
+                f"max_cost ${self.limit:g} when sending stopped{nxt}; {scope}, and a re-run has "
+                "a cap of its own and pays again only for the calls its cache does not hold "
+                "(all of them without a cache): re-run with max_cost (--max-cost) X to spend "
+                "up to X more)")
 
 
 def _set_done(fut: asyncio.Future[None]) -> None:
