@@ -129,9 +129,10 @@ def judge_gate(run: dict[str, Any], rows: Mapping[str, Mapping[str, int]], max_f
                ) -> dict[str, Any]:
     """`run` with `answers_by_judge` (`judge_answer_rows`) and `judges_over_max_failed`, the
     judges whose own unreadable share is above `max_failed`. The gate stays on the pooled
-    verdict answers: a judge answering garbage beside good ones is stopped alone and left
-    out of the fit (`not_fitted`), the others' numbers kept; it is named, not hidden in the
-    pooled share."""
+    verdict answers: only a judge answering nothing but garbage is stopped alone (the verdict
+    watch) and left out of the fit (`not_fitted`), the others' numbers kept; one above
+    `max_failed` but answering some is still fitted and reported on the items it answered,
+    and named here (the terminal's "ABOVE --max-failed"), not hidden in the pooled share."""
     over = [name for name, r in rows.items()
             if r["answers"] and r["unreadable"] / r["answers"] > max_failed]
     return {**run, "answers_by_judge": dict(rows), "judges_over_max_failed": over}
