@@ -2,14 +2,14 @@
 lower-case choice ("Output (b)") counts when checking that a line names both choices;
 choices that differ only in case (AlpacaEval's "m"/"M") match as written; a labelled value
 reads only when it is a bare choice, not a sentence about it, and two labelled verdicts that
-disagree are no verdict."""
+disagree are no verdict; two score markers that disagree are no score."""
 
 from __future__ import annotations
 
 import pytest
 
 from judgeaudit.judges.binary import BinaryJudge
-from judgeaudit.judges.parse import parse_choice
+from judgeaudit.judges.parse import parse_choice, parse_score
 from judgeaudit.llm import Response
 
 # ---- 1. a line naming both choices by their labelled forms is no verdict ------------------
@@ -93,3 +93,22 @@ def test_two_labelled_verdicts_that_disagree_are_invalid(text: str) -> None:
 def test_a_labelled_yes_no_reads_only_as_the_bare_word(text: str, want: bool | None) -> None:
     judge = BinaryJudge(client=None, template="binary_yes_no_v1")
     assert judge.read("x", Response(text=text)).passed is want
+
+
+# ---- 4. two score markers that disagree are no score -----------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "Rating: [[4]]\nRating: [[2]]", "Score: 4\nIt is clear.\nFinal score: 2",
+    "Rating: [[4]]\nOn reflection [[3]] is fairer.", "Feedback ... [[2]] ... [RESULT] 3",
+    "Score: 4\nFinal score: 2/5",
+])
+def test_score_markers_that_disagree_give_no_score(text: str) -> None:
+    assert parse_score(text) is None
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Rating: [[4]]\nRating: [[4]]", 4), ("Score: 4\nFinal score: 4/5", 4),
+    ("Rating: [[4]]\nThe response is clear.", 4), ("Feedback ... [RESULT] 3", 3),
+])
+def test_score_markers_that_agree_still_read(text: str, want: float) -> None:
+    assert parse_score(text) == want

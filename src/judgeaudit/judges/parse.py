@@ -446,6 +446,16 @@ _BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)\s*\)?\s*$"
                           r"|^(?!.*\[\[.*\[\[).*?\[\[\s*(\d+(?:\.\d+)?)\s*\]\]", re.S)
 
 
+# Score markers anywhere in an answer ("[[4]]", "[RESULT] 4") and a later line that is a
+# score's own label and a number ("Final score: 2", "Rating: [[2]]"): all must agree with the
+# score read. Only numbers: "The response is clear." is no second reading.
+_MARKERS = re.compile(r"\[\[\s*(\d+(?:\.\d+)?)\s*\]\]"
+                      r"|\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+_NUMBER_VALUE = _SCORE_VALUE.replace(_TOKEN, r"\d+(?:\.\d+)?")
+_LATER_SCORE = re.compile(r"^[\s#>*_]*" + _SCORE_LABELS + r"[\s*_]*(?:[:=][\s*_]*|\s+is\s+)"
+                          + _NUMBER_VALUE, re.IGNORECASE)
+
+
 def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
     """Map a score answer to 1..len(ids) by its id (ids[k-1] means score k), or None.
 
@@ -458,7 +468,8 @@ def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> 
     these rules). Roman numerals and letter ids compare case-insensitively. Where the ids
     are the numerals 1..K, a decimal within the range ("3.5", from judges that average) is
     taken as given (a float); "/N" and "out of N" must name the scale's top, K. Readings
-    that disagree ("4\nRating: [[3]]") and prose naming two scores give None. A JSON object
+    that disagree ("4\nRating: [[3]]", "Rating: [[4]]\nRating: [[2]]": every "[[N]]" and
+    every later labelled score line must agree) and prose naming two scores give None. A JSON object
     (bare or in a ```json fence) is read by its score-like keys ("score", "rating", "grade",
     ...): they must all give the same score, nested ones too, each on one line and under
     these same rules ({"score": 4}, {"score": "4/5"}); prose around it is allowed as for
@@ -490,7 +501,15 @@ def _score_tokens(text: str) -> list[tuple[str, str | None]]:
     bench = _BENCH_SCORE.search(text)
     if bench is not None:
         got.append(((bench.group(1) or bench.group(2)).lower(), None))
-    return got
+    if got:
+        # Every other score the answer marks must agree with the one read: each "[[N]]" and
+        # each later line that is a labelled score ("Rating: [[4]]\nRating: [[2]]" is none).
+        got += [(m.group(1) or m.group(2), None) for m in _MARKERS.finditer(text)]
+        for line in text.strip().splitlines()[1:]:
+            value = _LATER_SCORE.match(line)
+            if value is not None:
+                got.append((value.group("b") or value.group("p"), value.group("top")))
+    return list(dict.fromkeys(got))
 
 
 def _on_scale(token: str, top: str | None, ids: tuple[str, ...]) -> float | None:
