@@ -57,7 +57,6 @@ def test_choices_differing_only_in_case_are_not_both_named_by_one() -> None:
 @pytest.mark.parametrize(("text", "choices"), [
     ("Verdict: A loses", ("A", "B")), ("Verdict: A is less helpful", ("A", "B")),
     ("Choice: A is the loser", ("A", "B")), ("Verdict: 2 is less accurate", ("1", "2")),
-    ("Winner: Response B, though it misses the point", ("A", "B")),
 ])
 def test_a_sentence_about_a_labelled_choice_is_no_verdict(text, choices) -> None:
     assert parse_choice(text, choices, allow_tie=True) is None
@@ -68,6 +67,9 @@ def test_a_sentence_about_a_labelled_choice_is_no_verdict(text, choices) -> None
     ("Verdict: A is better", "A"), ("Verdict: B wins", "B"), ("Verdict: tie", "tie"),
     ("Final verdict: Response B is the better response.", "B"),
     ("Verdict: A. It cites its source.", "A"), ("Verdict: A\n\nFinal verdict: A", "A"),
+    # a clause after the choice is its reason, not a sentence about it (on purpose: it read
+    # None when the value had to be bare up to a sentence end)
+    ("Winner: Response B, though it misses the point", "B"), ("A, because it is exact", "A"),
 ])
 def test_a_bare_labelled_choice_still_reads(text: str, want: str) -> None:
     assert parse_choice(text, allow_tie=True) == want
@@ -112,3 +114,20 @@ def test_score_markers_that_disagree_give_no_score(text: str) -> None:
 ])
 def test_score_markers_that_agree_still_read(text: str, want: float) -> None:
     assert parse_score(text) == want
+
+
+# ---- an unlabelled opening reads only when bare, as a labelled value does ------------------
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Output (a) provides a concise summary of the text.\n...\nTherefore, Output (b) is "
+     "better.", None),
+    ("Response B follows the instruction closely; Response A does not.", None),
+    ("A is the better response.", "A"), ("B\nExplanation: it is exact.", "B"),
+    ("YES, THE ANSWER IS NOT HARMFUL", "YES"), ("**A**", "A"), ("[[B]]", "B"),
+])
+def test_an_unlabelled_opening_reads_only_as_a_bare_choice(text: str, want: str | None
+                                                          ) -> None:
+    """A chain of thought's opening ("Output (a) provides a concise summary ...") read as A:
+    in 24 of LLMBar's 924 GPT-4 CoT answers opposite to the verdict at their end."""
+    choices = ("YES", "NO") if text.startswith("YES") else ("A", "B")
+    assert parse_choice(text, choices) == want

@@ -335,13 +335,16 @@ _LABEL_ANYWHERE = re.compile(r"(?<![A-Za-z])" + _LABELS + r"[\s*_]*[:=][ \t*_]*(
 _BARE_TAIL = re.compile(
     r"(?:(?:is|was)\s+(?:the\s+)?(?:better|best|preferred|stronger|superior|winner)"
     r"(?:\s+(?:one|response|answer|output|choice|option))?|wins)?")
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+# Where a value's first clause ends: "A. It cites...", "YES, THE ANSWER IS NOT HARMFUL",
+# "B; the other one rambles" read as the choice before it.
+_SENTENCE_END = re.compile(r"[.!?,;](?=\s|$)")
 
 
 def _bare_value(line: str) -> bool:
-    """True when `line` (a label's value) up to its first sentence end is one choice in an
-    accepted form ("A", "[[A]]", "Output (a)", "Response B is better", "tie", "YES."), not a
-    sentence about it: "A loses", "A is less helpful", "NO PROBLEMS WITH THIS RESPONSE"."""
+    """True when `line` (an answer's first line, or a label's value) up to its first clause
+    end is one choice in an accepted form ("A", "[[A]]", "Output (a)", "Response B is
+    better", "tie", "YES."), not a sentence about it: "A loses", "A is less helpful", "NO
+    PROBLEMS WITH THIS RESPONSE"."""
     end = _SENTENCE_END.search(line)
     tokens = [t.lower() for t in _STRIP.split(line if end is None else line[:end.start()]) if t]
     if len(tokens) > 1 and tokens[0] in _LABEL_WORDS:
@@ -386,7 +389,10 @@ def _opening_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
     sentence = _SENTENCE.match(first_line.strip())
     if sentence is not None:
         return fold(sentence.group(1))
-    if after_label and not _bare_value(first_line):
+    # A value, labelled or not, reads only when bare: "Output (a) provides a concise
+    # summary" is prose about one output (a chain of thought's opening), not a verdict; it
+    # read A, opposite to the verdict at its end in 24 of LLMBar's 924 GPT-4 CoT answers.
+    if not _bare_value(first_line):
         return None
     lowered = [t.lower() for t in tokens]
     # Every choice the line names: as written, and in any case right after a label word
