@@ -334,3 +334,16 @@ def test_the_cut_answer_hint_works_for_anthropic_too():
     plain = make_provider("anthropic", "m", {"base_url": "http://127.0.0.1:9/v1",
                                               "api_key": "k"})
     assert plain.batch_params(req)["max_tokens"] == req.max_tokens
+
+
+def test_the_spend_cap_holds_anthropic_s_spec_max_tokens():
+    """The hold (and a plan line) took the request's 8 tokens where the spec's max_tokens
+    allowed 4096: a $0.05 cap let 16 calls spend $4.80 on a long answer."""
+    from judgeaudit.llm.plan import plan_body
+
+    p = make_provider("anthropic", "m", {"base_url": "http://127.0.0.1:9/v1", "api_key": "k",
+                                          "max_tokens": "4096"})
+    assert plan_body(judge_request(1), p)["max_tokens"] == 4096
+    plain = make_provider("anthropic", "m", {"base_url": "http://127.0.0.1:9/v1",
+                                              "api_key": "k"})
+    assert plan_body(judge_request(1), plain)["max_tokens"] == judge_request(1).max_tokens

@@ -67,8 +67,15 @@ def plan_body(request: Request, provider: Provider) -> dict[str, Any]:
     from judgeaudit.llm.providers.openai import chat_body
 
     temperature = getattr(provider, "temperature", None)
-    return chat_body(request, provider.model,
+    body = chat_body(request, provider.model,
                      temperature=temperature if isinstance(temperature, float) else None)
+    # a spec's max_tokens overrides the request's (anthropic): the plan line, its estimate
+    # and the spend cap's hold must count what the model may write (it held 8 tokens where
+    # the spec allowed 4096, and a capped run spent $4.80 of a $0.05 cap)
+    own_max = getattr(provider, "max_tokens", None)
+    if isinstance(own_max, int) and not isinstance(own_max, bool) and own_max > 0:
+        body["max_tokens"] = own_max
+    return body
 
 
 def body_ceiling(body: dict[str, Any], price: tuple[float, float] | None
