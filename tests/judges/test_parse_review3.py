@@ -131,3 +131,33 @@ def test_an_unlabelled_opening_reads_only_as_a_bare_choice(text: str, want: str 
     in 24 of LLMBar's 924 GPT-4 CoT answers opposite to the verdict at their end."""
     choices = ("YES", "NO") if text.startswith("YES") else ("A", "B")
     assert parse_choice(text, choices) == want
+
+
+# ---- a later marker or verdict sentence that disagrees (review4) ---------------------------
+
+@pytest.mark.parametrize("text", [
+    "[[A]]\nOn second thought, my final verdict is [[B]]", "[[A]]\n\nExplanation: ...\n\n[[B]]",
+    "A\nThe final verdict is [[B]].", "A\nThe better response is B.", "A\nI choose B",
+    "tie\n[[A]]",
+])
+def test_a_later_marker_or_verdict_sentence_naming_another_choice_is_no_verdict(text) -> None:
+    assert parse_choice(text, allow_tie=True) is None
+
+
+@pytest.mark.parametrize("text", [
+    "Score: 4\nRevised score: 2", "Score: 4\n**Revised Score:** 2",
+    "Rating: [[4]]\n\nAfter reflection, revised rating: 2", "4\nAdjusted score: 2/5",
+    "Score: 4\nFinal verdict: 2", "Rating: 4\nFinal rating - 2", "Score: 4\n- Score: 2",
+    "Score: 4\n1. Score: 2", "4\nRating:\n2", "Score: 4\nI'd give it a 2 out of 5",
+    "4\nI would rate this response 2.",
+])
+def test_a_later_revised_score_that_disagrees_is_no_score(text) -> None:
+    assert parse_score(text) is None
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("[[A]]\n[[A]]", "A"), ("A\nExplanation: [[A]] is fine", "A"), ("[[B]]", "B")])
+def test_later_markers_that_agree_still_read(text: str, want: str) -> None:
+    assert parse_choice(text) == want
+    assert parse_score("Rating: [[4]]\nThe response is clear.") == 4
+    assert parse_score("Score: 4\nScore: 4") == 4

@@ -56,6 +56,7 @@ _LABEL_COLON = re.compile(r"^[\s#>*_]*" + _LABELS + r"[\s*_]*[:=][\s*_]*", re.IG
 # One short sentence that names exactly one choice and nothing else on its line: "The better
 # response is A.", "I choose Response B". Anchored at both ends: "I would not choose A", "I
 # choose A over B" and longer prose do not match and stay invalid.
+_BRACKETED = re.compile(r"\[\[\s*([^\[\]\n]{1,20}?)\s*\]\]")
 _SENTENCE = re.compile(
     r"^(?:(?:the|my)\s+(?:better|best|preferred|stronger|winning)\s+(?:response|answer|output|"
     r"one|choice)\s+is|(?:my\s+(?:verdict|choice|answer)\s+is)|i\s+(?:would\s+)?(?:choose|pick|"
@@ -359,6 +360,14 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool) ->
     got = _opening_choice(text, choices, allow_tie)
     if got is None:
         return None
+    fold = _folder(choices)
+    # a later "[[B]]" marker, or a line that is a verdict sentence ("The better response is
+    # B.", "I choose B"), naming another choice: "[[A]]\nOn second thought ... [[B]]" read A
+    later = [fold(m.group(1)) for m in _BRACKETED.finditer(text)]
+    later += [fold(m.group(1)) for line in text.strip().splitlines()[1:]
+              if (m := _SENTENCE.match(line.strip()))]
+    if any(c is not None and c != got for c in later):
+        return None
     for m in _LABEL_ANYWHERE.finditer(text):
         # the label's own line, or its next one when it holds nothing else ("Verdict:\nB")
         other = _opening_choice(text[m.start(1):], choices, allow_tie, after_label=True)
@@ -458,8 +467,13 @@ _BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)\s*\)?\s*$"
 _MARKERS = re.compile(r"\[\[\s*(\d+(?:\.\d+)?)\s*\]\]"
                       r"|\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _NUMBER_VALUE = _SCORE_VALUE.replace(_TOKEN, r"\d+(?:\.\d+)?")
-_LATER_SCORE = re.compile(r"^[\s#>*_]*" + _SCORE_LABELS + r"[\s*_]*(?:[:=][\s*_]*|\s+is\s+)"
-                          + _NUMBER_VALUE, re.IGNORECASE)
+_LABEL_ALONE = re.compile(r"^[\s#>*_]*[^\n]*?\b(?:score|rating|grade)[\s*_]*[:=][\s*_]*$",
+                          re.IGNORECASE)
+# ... any words before the label ("Revised score: 2", "After reflection, revised rating: 2",
+# "- Score: 2", "1. Score: 2") and a dash as its separator ("Final rating - 2").
+_LATER_SCORE = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict)[\s*_]*"
+                          r"(?:[:=\-\u2013][\s*_]*|\s+is\s+)" + _NUMBER_VALUE,
+                          re.IGNORECASE)
 
 
 def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
@@ -511,8 +525,11 @@ def _score_tokens(text: str) -> list[tuple[str, str | None]]:
         # Every other score the answer marks must agree with the one read: each "[[N]]" and
         # each later line that is a labelled score ("Rating: [[4]]\nRating: [[2]]" is none).
         got += [(m.group(1) or m.group(2), None) for m in _MARKERS.finditer(text)]
-        for line in text.strip().splitlines()[1:]:
-            value = _LATER_SCORE.match(line)
+        lines = text.strip().splitlines()
+        for i, line in enumerate(lines[1:], start=1):
+            value = _LATER_SCORE.match(line) or _SCORE_SENTENCE.match(line.strip())
+            if value is None and _LABEL_ALONE.match(line) and i + 1 < len(lines):
+                value = _SCORE_RE.match(lines[i + 1])  # "Rating:\n2"
             if value is not None:
                 got.append((value.group("b") or value.group("p"), value.group("top")))
     return list(dict.fromkeys(got))
