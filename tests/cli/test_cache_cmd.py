@@ -56,9 +56,9 @@ def test_forget_invalid_by_provider_and_model_then_all(app, filled):
     code, out = run(app, "cache", "forget", "--invalid", "--provider", "openai", "--model", "b",
                     "--cache", str(filled))
     assert code == 0, out
-    assert "forgot 1 invalid answer (openai:b)" in out
+    assert "forgot 1 invalid answer or too-long refusal (openai:b)" in out
     code, out = run(app, "cache", "forget", "--invalid", "--cache", str(filled))
-    assert code == 0 and "forgot 2 invalid answers (all)" in out
+    assert code == 0 and "forgot 2 invalid answers or too-long refusals (all)" in out
     c = Cache(filled)
     assert c.stats().entries == 1 and c.count_invalid() == 0 and c.get("o3").text == "A"
     c.close()

@@ -90,6 +90,9 @@ def cache_stats(cache: CacheOpt = None) -> None:
         _say(f"  {k}: {v}" + (f" ({_backends_text(backends)})" if backends else ""))
     _say(f"{s.invalid} invalid answer{'s' if s.invalid != 1 else ''} marked"
                   + (" (judgeaudit cache forget --invalid asks them again)" if s.invalid else ""))
+    if s.refusals:
+        _say(f"{s.refusals} too-long refusal{'s' if s.refusals != 1 else ''} kept by ingest "
+             "(judgeaudit cache forget --invalid asks them again)")
 
 
 def _backends_text(counts: dict[str, int]) -> str:
@@ -146,8 +149,8 @@ def cache_forget(
         _check_written(c, "cache forget --invalid")
     finally:
         c.close()
-    _say(f"forgot {n} invalid answer{'s' if n != 1 else ''} ({what}); the next run "
-                  "asks them again")
+    _say(f"forgot {n} invalid answer{'s' if n != 1 else ''} or too-long refusal"
+         f"{'s' if n != 1 else ''} ({what}); the next run asks them again")
 
 
 def register(app: typer.Typer) -> None:

@@ -125,6 +125,7 @@ class CacheStats:
     # The embedded judge's entries ("local:MODEL") per backend that made them (`Cache.
     # local_backends`): its backends key apart but all store provider "local".
     by_backend: dict[str, dict[str, int]] = field(default_factory=dict)
+    refusals: int = 0  # too-long refusals kept by ingest (see Cache.put_refusals)
 
 
 class Cache:
@@ -452,7 +453,14 @@ class Cache:
             conn.executemany("DELETE FROM invalid WHERE key=?", [(k,) for k in keys])
             if provider is None:  # marks whose call is gone already
                 conn.execute("DELETE FROM invalid WHERE key NOT IN (SELECT key FROM calls)")
-            return len(keys)
+            # too-long refusals ingest kept (a server given a longer context answers them
+            # now): they were forgettable only with every answer of their provider
+            refused = [r[0] for r in conn.execute(
+                "SELECT key FROM refusals" + ("" if not where else
+                                              " WHERE key IN (SELECT key FROM planned"
+                                              + where + ")"), args)]
+            conn.executemany("DELETE FROM refusals WHERE key=?", [(k,) for k in refused])
+            return len(keys) + len(refused)
 
         return self._write(forget) or 0
 
@@ -474,9 +482,10 @@ class Cache:
             ).fetchall()
             n_invalid = self._conn.execute(
                 "SELECT COUNT(*) FROM invalid JOIN calls USING (key)").fetchone()[0]
+            n_refused = self._conn.execute("SELECT COUNT(*) FROM refusals").fetchone()[0]
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
         return CacheStats(str(self.path), n, size, {k: v for k, v in rows}, n_invalid,
-                          self.local_backends())
+                          self.local_backends(), n_refused)
 
     def local_backends(self) -> dict[str, dict[str, int]]:
         """The embedded judge's entries per model and backend: {"local:MODEL": {backend: n}}.

@@ -560,8 +560,10 @@ class Client:
             if self.planner is not None:
                 self.planner.note_cached(key)
             self.stats.failed += 1
-            self.stats.record_error(refused[0], refused[1])
-            raise CallFailed(refused[1], fatal=False, kind=refused[0])
+            why = (f"{refused[1]} (a refusal judgeaudit ingest kept; `judgeaudit cache forget "
+                   "--invalid` asks it again)")
+            self.stats.record_error(refused[0], why)
+            raise CallFailed(why, fatal=False, kind=refused[0])
         if self.planner is not None:  # --plan-only: record the request instead of sending it
             self.planner.add(key, request, self.provider)
             self.stats.planned += 1
