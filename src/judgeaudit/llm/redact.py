@@ -385,16 +385,27 @@ class RedactingFilter(logging.Filter):
             record.exc_info = record.stack_info = None
         return True
 
-    @staticmethod
-    def _redact(record: logging.LogRecord, message: str) -> None:
-        record.msg = redact(message)
-        record.args = None
+    def _redact(self, record: logging.LogRecord, message: str) -> None:
         if record.exc_info and not record.exc_text:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-        elif record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        texts = [message, record.exc_text or "", record.stack_info or ""]
+        if not self._touches(texts):
+            return
+        record.msg, record.args = self._clean(message), None
+        if record.exc_text:
+            record.exc_text = self._clean(record.exc_text)
         if record.stack_info:
-            record.stack_info = redact(record.stack_info)
+            record.stack_info = self._clean(record.stack_info)
+
+    @staticmethod
+    def _touches(texts: list[str]) -> bool:
+        """Whether a record must be rewritten: always (its message may hold a key-shaped
+        string only `redact` finds)."""
+        return True
+
+    @staticmethod
+    def _clean(text: str) -> str:
+        return redact(text)
 
 
 _WITHHELD = "(a log message withheld: it could not be checked for secrets)"
@@ -408,19 +419,12 @@ class KnownSecretsFilter(RedactingFilter):
     in a script's own log), and leaves `args` alone otherwise."""
 
     @staticmethod
-    def _redact(record: logging.LogRecord, message: str) -> None:
-        texts = [message, record.exc_text or "", record.stack_info or ""]
-        if not any(mentions_known(t) or _USERINFO.search(t) for t in texts):
-            return
-        def clean(t: str) -> str:
-            return _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", mask_known(t))
-        record.msg, record.args = clean(message), None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = clean(logging.Formatter().formatException(record.exc_info))
-        elif record.exc_text:
-            record.exc_text = clean(record.exc_text)
-        if record.stack_info:
-            record.stack_info = clean(record.stack_info)
+    def _touches(texts: list[str]) -> bool:
+        return any(mentions_known(t) or _USERINFO.search(t) for t in texts)
+
+    @staticmethod
+    def _clean(text: str) -> str:
+        return _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", mask_known(text))
 
 
 # Loggers whose records may carry request URLs or headers: filtered where they are logged,
