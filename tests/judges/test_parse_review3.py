@@ -138,7 +138,7 @@ def test_an_unlabelled_opening_reads_only_as_a_bare_choice(text: str, want: str 
 @pytest.mark.parametrize("text", [
     "[[A]]\nOn second thought, my final verdict is [[B]]", "[[A]]\n\nExplanation: ...\n\n[[B]]",
     "A\nThe final verdict is [[B]].", "A\nThe better response is B.", "A\nI choose B",
-    "tie\n[[A]]",
+    "tie\n[[A]]", '{"verdict": "A"}\nOn reflection, the final verdict is [[B]]',
 ])
 def test_a_later_marker_or_verdict_sentence_naming_another_choice_is_no_verdict(text) -> None:
     assert parse_choice(text, allow_tie=True) is None

@@ -307,8 +307,14 @@ def parse_choice(
     text = _strip_eos(strip_reasoning(_strip_eos(text)))
     if not text or not text.strip():
         return None
-    return _read_answer(text, _VERDICT_KEYS,
-                        lambda v: _parse_plain_choice(v, choices, allow_tie), allow_float=False)
+    got = _read_answer(text, _VERDICT_KEYS,
+                       lambda v: _parse_plain_choice(v, choices, allow_tie), allow_float=False)
+    if got is not None:  # a "[[B]]" anywhere (prose after a JSON verdict too) disagreeing
+        fold = _folder(choices)
+        if any((c := fold(m.group(1))) is not None and c != got
+               for m in _BRACKETED.finditer(text)):
+            return None
+    return got
 
 
 # Words that name a choice right after them: "Output (a)", "Response b", "Assistant A".
