@@ -91,3 +91,26 @@ def test_a_session_leaves_the_script_s_own_log_lines_alone_but_for_known_secrets
     assert "config key=value" in err
     assert "key-value store ready; sk-learn version 1.4; auth=ok" in err
     assert "token in my own line: ***" in err and KEY not in err
+
+
+EXTRA_SCRIPT = textwrap.dedent("""
+    import logging, sys
+    import judgeaudit
+    from judgeaudit.llm.redact import register_secret
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(message)s | %(key)s")
+    with judgeaudit.Session(cache=False).command():
+        pass
+    register_secret("{key}")
+    logging.getLogger("myapp").info("a line", extra={{"key": "{key}"}})
+    logging.getLogger("myapp").info("plain", extra={{"key": "value"}})
+""")
+
+
+def test_a_known_secret_in_an_extra_field_is_masked_too():
+    """A field given with `extra=` that the format shows ("%(key)s") went out in clear."""
+    done = subprocess.run([sys.executable, "-c", EXTRA_SCRIPT.format(key=KEY)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "a line | ***" in done.stderr and KEY not in done.stderr
+    assert "plain | value" in done.stderr

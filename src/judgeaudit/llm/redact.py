@@ -388,9 +388,14 @@ class RedactingFilter(logging.Filter):
     def _redact(self, record: logging.LogRecord, message: str) -> None:
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
-        texts = [message, record.exc_text or "", record.stack_info or ""]
+        # fields given with `extra=` a format string may show ("%(key)s")
+        extras = {k: v for k, v in vars(record).items()
+                  if k not in _RECORD_FIELDS and isinstance(v, str)}
+        texts = [message, record.exc_text or "", record.stack_info or "", *extras.values()]
         if not self._touches(texts):
             return
+        for k, v in extras.items():
+            setattr(record, k, self._clean(v))
         record.msg, record.args = self._clean(message), None
         if record.exc_text:
             record.exc_text = self._clean(record.exc_text)
@@ -409,6 +414,8 @@ class RedactingFilter(logging.Filter):
 
 
 _WITHHELD = "(a log message withheld: it could not be checked for secrets)"
+# A LogRecord's own attributes: any other is a field given with `extra=`.
+_RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
 
 class KnownSecretsFilter(RedactingFilter):
