@@ -72,3 +72,11 @@ def _forget_secrets():
     reset_secrets()
     yield
     reset_secrets()
+
+
+@pytest.fixture
+def no_keys(monkeypatch):
+    """No OpenAI key or base URL from the environment: a test's judge talks only to the
+    loopback server it names."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)

@@ -18,12 +18,6 @@ runner = CliRunner()
 N = 30
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def _judge_that_cannot_read_longer_prompts(limit: int):
     def answer(text: str) -> str:
         return "Hmm, hard to say." if len(text) > limit else default_answer(text)

@@ -72,12 +72,6 @@ def test_an_audit_shows_its_unreadable_answers_in_the_terminal_json_and_report(
     assert json.loads(rep.stdout)["calls"] == s["calls"] == Result.load(out).summary()["calls"]
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.usefixtures("no_keys")
 def test_an_audit_against_a_server_answering_429s_says_its_retries(tmp_path, isolated_cache):
     data = tmp_path / "pairs.jsonl"

@@ -29,12 +29,6 @@ def write_items(path: Path, n: int) -> list[int]:
     return labels
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def test_evaluate_openai_server_with_faults_and_wrong_labels(tmp_path, isolated_cache, no_keys):
     data = tmp_path / "items.jsonl"
     write_items(data, 12)

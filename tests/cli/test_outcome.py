@@ -22,12 +22,6 @@ runner = CliRunner()
 CANARY = "sk-canary-7f3a9"
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def always_429(rec, attempt):
     return "429"
 

@@ -27,12 +27,6 @@ VOLATILE = {"seconds", "calls", "started", "finished", "created", "elapsed", "ti
             "version", "run", "cache"}
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def execute(plan: Path, out: Path, base: str, *, fail: set[str] = frozenset()) -> int:
     """Answer every plan line through the server at `base` (a stand-in for vllm run-batch):
     OpenAI batch output lines; custom_ids in `fail` get an error line instead."""

@@ -10,13 +10,7 @@ import json
 import pytest
 from fakeserver import FakeLLMServer
 
-from tests.cli.test_plan_ingest import (  # noqa: F401 (no_keys: a fixture)
-    _sim_plan_and_answers,
-    _write,
-    execute,
-    invoke,
-    no_keys,
-)
+from tests.cli.test_plan_ingest import _sim_plan_and_answers, _write, execute, invoke
 
 
 def _said(res) -> str:

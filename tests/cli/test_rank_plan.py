@@ -15,12 +15,6 @@ from tests.cli.test_plan_ingest import execute, invoke, stable
 POOL = "builtin:controlled?seed=1&n=8&k=3"
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def test_rank_plans_round_by_round_and_the_last_run_equals_a_direct_run(tmp_path, monkeypatch,
                                                                          no_keys):
     with FakeLLMServer() as srv:

@@ -15,12 +15,6 @@ from judgeaudit.llm import Cache
 from tests.cli.test_plan_ingest import execute, invoke, stable
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def _pool(path) -> None:
     rows = [{"id": f"it-{i:02d}", "prompt": "question", "quality": float(i),
              "response": ("LONGITEM " if i == 2 else "") + "word " * (3 + i) + f"answer {i}"}

@@ -18,12 +18,6 @@ from tests.cli.test_plan_ingest import execute, invoke, stable
 POOL = "builtin:controlled?seed=1&n=8&k=3"
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.parametrize("rule", ["random", "roundrobin"])
 def test_an_answer_free_rule_plans_its_whole_budget_in_one_run(rule, tmp_path, monkeypatch,
                                                                 no_keys):

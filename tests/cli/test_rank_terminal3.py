@@ -5,23 +5,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from fakeserver import FakeLLMServer
 
 from tests.cli.test_plan_ingest import invoke
-
-
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def _pool(path) -> None:
-    rows = [{"id": f"it-{i:02d}", "prompt": "question", "quality": float(i),
-             "response": ("LONGITEM " if i == 2 else "") + "word " * (3 + i) + f"answer {i}"}
-            for i in range(6)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+from tests.cli.test_rank_plan_too_long3 import _pool
 
 
 def test_the_terminal_says_too_long_apart_from_unreadable(tmp_path, monkeypatch, no_keys):

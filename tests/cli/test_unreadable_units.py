@@ -112,12 +112,6 @@ def test_unreadable_share_says_what_each_document_counted():
     assert answers_read({"made": 3, "cached": 1}) == 4  # no `shared`: what was read
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.usefixtures("no_keys")
 async def test_the_max_failed_fallback_divides_answers_by_answers(tmp_path):
     """A command whose outcome reads its judges' call counts (`assess` without `answers`:

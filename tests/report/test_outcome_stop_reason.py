@@ -39,12 +39,6 @@ def test_the_reason_names_why_the_client_stopped_sending_when_no_call_was_left_u
     assert run["message"].endswith("Rate limit reached)")
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.usefixtures("no_keys")
 def test_an_audit_stopped_by_a_daily_quota_says_so_in_its_error_record_and_report(
         tmp_path, isolated_cache):

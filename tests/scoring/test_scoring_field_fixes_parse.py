@@ -8,21 +8,9 @@ import hashlib
 import json
 from pathlib import Path
 
-import typer
 from typer.testing import CliRunner
 
-
-def _app() -> typer.Typer:
-    from judgeaudit.cli.scoring_cmd import register
-
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        """Group."""
-
-    register(app)
-    return app
+from tests.scoring.test_scoring_field_fixes import _app
 
 
 def test_a_live_judge_answering_mt_benchs_format_is_read(fake_server, tmp_path: Path) -> None:
