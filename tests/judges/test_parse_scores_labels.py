@@ -43,12 +43,7 @@ def test_the_top_named_must_be_the_scales() -> None:
     assert parse_score("Rating: [[8]]", ten) == 8 and parse_score("4 out of 5", ten) is None
 
 
-# Replay reads "[[N]]" / "[RESULT] N" by a regex of its own (llm/providers/replay.py
-# _score_text), so an answer whose first line and marker disagree reads there as the marker's
-# score; /tmp/scoreux/replay.diff makes it call parse_score (not this helper's file).
-_REPLAY_OWN = pytest.mark.xfail(strict=True, reason="replay's own regex (diff given to lead)")
-ALIKE = [pytest.param(t, marks=_REPLAY_OWN) if t == "4\nRating: [[3]]" else t
-         for t in [t for t, _ in READ] + REFUSED]
+ALIKE = [t for t, _ in READ] + REFUSED
 
 
 @pytest.mark.parametrize("text", ALIKE)
@@ -68,3 +63,12 @@ def test_a_number_off_the_scale_says_so() -> None:
     assert invalid_reason(Response(text="8.5"), False, why) == \
         "score 8.5 is not on the scale 1..5: '8.5'"
     assert invalid_reason(Response(text="N/A"), False, None) == "unparseable answer: 'N/A'"
+
+
+def test_replay_with_letter_score_ids_leaves_a_disagreeing_answer_invalid() -> None:
+    """With score ids other than 1..n, replay maps a benchmark's marker to the k-th id; an
+    opening score that disagrees with the marker is not mapped (left for the judge to refuse)."""
+    meta = {"score_ids": ["A", "B", "C", "D", "E"]}
+    assert ReplayProvider._score_text("Rating: [[3]]", meta) == "C"
+    assert ReplayProvider._score_text("4\nRating: [[3]]", meta) == "4\nRating: [[3]]"
+    assert ReplayProvider._score_text("3\nRating: [[3]]", meta) == "C"

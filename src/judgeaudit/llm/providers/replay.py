@@ -462,6 +462,7 @@ def _fastchat_texts(path: Path, table: Table, options: dict[str, str]
 # Prometheus's answer ends "[RESULT] N"; FastChat's single-answer grading holds "[[N]]" once.
 _BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)\s*\)?\s*$"
                           r"|^(?!.*\[\[.*\[\[).*?\[\[\s*(\d+(?:\.\d+)?)\s*\]\]", re.S)
+_LEAD_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(?:\n|$)")
 
 
 def _score_ids(meta: dict[str, Any]) -> list[str]:
@@ -568,7 +569,11 @@ class ReplayProvider(Provider):
             return score
         m = _BENCH_SCORE.search(score)
         if m is not None:
-            score = m.group(1) or m.group(2)
+            lead = _LEAD_NUMBER.match(score)
+            marked = m.group(1) or m.group(2)
+            if lead is not None and float(lead.group(1)) != float(marked):
+                return score  # an opening score and a marker that disagree: left invalid
+            score = marked
         try:
             k = float(score)
         except ValueError:
