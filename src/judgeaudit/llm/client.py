@@ -11,6 +11,7 @@ import math
 import os
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -51,12 +52,15 @@ def classify(exc: BaseException) -> tuple[str, bool, float | None]:
 
 class CallFailed(Exception):
     """A call that still failed after every retry (or failed fatally). `kind` is the kind of
-    its last failed attempt (see `judgeaudit.llm.base.ERROR_KINDS`)."""
+    its last failed attempt (see `judgeaudit.llm.base.ERROR_KINDS`); `gave_up`: it was sent
+    and used up its retries (the breaker's answer rate counts it, `AnswerWindow`)."""
 
-    def __init__(self, message: str, *, fatal: bool, kind: str = "other"):
+    def __init__(self, message: str, *, fatal: bool, kind: str = "other",
+                 gave_up: bool = False):
         super().__init__(message)
         self.fatal = fatal
         self.kind = kind
+        self.gave_up = gave_up
 
 
 @dataclass
@@ -82,8 +86,9 @@ class CallStats:
     auth, bad_request, too_long, refused, other) and `first_error` keeps the first one's
     message (redacted, at most 300 chars).
     `not_sent` counts the failed calls that were never sent (counted in `failed` too);
-    `not_sent_why` says why when the spend cap (`SpendCap`) or a server asking to wait for
-    hours (`RetryPolicy.longest_wait`) stopped them; `narrowed_to` is the fewest calls sent at
+    `not_sent_why` says why when the spend cap (`SpendCap`), a server asking to wait for
+    hours (`RetryPolicy.longest_wait`) or one answering almost no call (`AnswerWindow`)
+    stopped them; `narrowed_to` is the fewest calls sent at
     a time after calls timed out in the server's queue (`Client._note_timeout`), None when
     the client never narrowed. `usage_estimated` counts the priced calls whose server sent no
     token counts: their tokens (and so the cost and the spend cap) are estimated from
@@ -196,7 +201,10 @@ class RetryPolicy:
     failed on connection errors or timeouts for as long as one call's retries wait
     (`window`: a wrong port in about 30 s, a host dropping connections in about 40 s, where
     waiting for one call of many to use up its own retries took minutes), or when
-    `stop_after` calls in a row give up with no call answered between them. It stops too
+    `stop_after` calls in a row give up with no call answered between them, or when fewer
+    than `RATE_FLOOR` (10%) of the last `rate_window` finished calls, max(50, 5 x stop_after),
+    were answered (`AnswerWindow`: a server answering 1 call in 100 answers between the
+    others, so they never gave up "in a row"). It stops too
     when its first `stop_after` answers are all unusable (`Response.invalid`: a reasoning
     model that spends the whole token budget thinking, a refusal, an answer over the size
     cap): every later call would be paid for and wasted the same way. None: max(8, 2 x
@@ -234,6 +242,13 @@ class RetryPolicy:
             raise ValueError(f"RetryPolicy.stop_after: expected None or a whole number >= 0 "
                              f"(0: never stop), got {k!r}")
 
+    def rate_window(self, limit: int) -> int:
+        """How many finished calls the answer-rate rule looks at (`AnswerWindow`) for the
+        breaker's count `limit` (`Client._limit`): 50 at least, so a server failing 11% of
+        prompts (answering about 44 of 50) is nowhere near the floor (5 of 50), nor is one
+        answering half of them (the chance of fewer than 5 of 50 is about 2e-10)."""
+        return max(RATE_WINDOW_MIN, 5 * limit)
+
     def window(self) -> float:
         """Seconds one call's retries wait in all, without jitter (about 31 s by default)."""
         return sum(min(self.max_delay, self.base_delay * 2**k) for k in range(self.max_retries))
@@ -243,6 +258,63 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_retry_after)
         backoff = min(self.max_delay, self.base_delay * (2**attempt))
         return backoff * rng.uniform(0.5, 1.5)  # jitter: spread retries of many callers
+
+
+# The answer-rate rule of the breaker (`AnswerWindow`): fewer than RATE_FLOOR of the last
+# `RetryPolicy.rate_window` finished calls answered stops the client.
+RATE_FLOOR = 0.10
+RATE_WINDOW_MIN = 50
+
+
+class AnswerWindow:
+    """Whether each of the last finished calls was answered, in the order the calls were
+    first sent (not the order they finished): a server that fails 11% of prompts answers
+    the others in a few seconds while each failing call retries for about 30 s, so in
+    finishing order the failures come in a bunch at the end of a stage (54 in a row of 480)
+    and a window in that order read "nothing answered". In sending order the window holds
+    the last calls before the first one still under way, which mix as the prompts do (a
+    slow call holds back the calls after it until it ends: the window lags, it never
+    skips).
+
+    `open` numbers a call as it starts; `close` says how it ended: True answered, False gave
+    up after its retries, None neither (not sent, refused for its own prompt, cancelled,
+    fatal), which is left out."""
+
+    def __init__(self) -> None:
+        self._next = 0  # the number of the next call opened
+        self._frontier = 0  # the first call not yet settled into `_last`
+        self._ended: dict[int, bool | None] = {}  # closed calls past the frontier
+        self._last: deque[bool] = deque()  # settled outcomes, oldest first
+        self.answered = 0  # answered calls in `_last`
+
+    def open(self) -> int:
+        seq, self._next = self._next, self._next + 1
+        return seq
+
+    def close(self, seq: int, answered: bool | None, size: int) -> None:
+        """Call `seq` ended; settle every call up to the first still under way, keeping
+        the last `size` outcomes."""
+        self._ended[seq] = answered
+        while self._frontier in self._ended:
+            outcome = self._ended.pop(self._frontier)
+            self._frontier += 1
+            if outcome is None:
+                continue
+            self._last.append(outcome)
+            self.answered += outcome
+            while len(self._last) > size:
+                self.answered -= self._last.popleft()
+
+    def low(self, size: int) -> bool:
+        """Whether the last `size` settled calls are all in and fewer than `RATE_FLOOR` of
+        them were answered."""
+        return len(self._last) >= size and self.answered < RATE_FLOOR * size
+
+    def clear(self) -> None:
+        """Forget the outcomes (a fresh start: `Client.reset_breaker`); calls under way
+        still settle in order."""
+        self._last.clear()
+        self.answered = 0
 
 
 class SpendCap:
@@ -443,6 +515,10 @@ class Client:
         self._last_answer = -math.inf
         self._stopped: CallFailed | None = None
         self._first_failure: float | None = None  # of an attempt, while nothing answered
+        # The answer rate of the last finished calls, in sending order (`AnswerWindow`), and
+        # the last give-up's (kind, message), quoted when the rate stops the client.
+        self._answers = AnswerWindow()
+        self._last_give_up: tuple[str, str] = ("other", "")
         # Answers made so far that could not be used, while none could (`_note_unusable`).
         self._unusable: int | None = 0
         # The same watch over what the judge could read (`note_verdict`): an empty or prose
@@ -488,6 +564,7 @@ class Client:
         A fatal error (a bad key, a bad request) is not reset: it would fail again."""
         self._reached, self._given_up, self._stopped = False, 0, None
         self._first_failure = self._stop_event = None
+        self._answers.clear()
 
     def new_run(self) -> None:
         """Forget which requests the last run asked (`CallStats.shared`) and, without a cache,
@@ -793,6 +870,44 @@ class Client:
                     self.provider.name, self.sending_at_most, was)
 
     async def _call_with_retries(self, request: Request) -> Response:
+        """`_retrying`, its outcome noted in the answer-rate window (`_note_outcome`)."""
+        seq = self._answers.open()
+        answered: bool | None = None
+        try:
+            resp = await self._retrying(request)
+            answered = True
+            return resp
+        except CallFailed as exc:
+            answered = False if exc.gave_up else None
+            raise
+        finally:
+            self._note_outcome(seq, answered)
+
+    def _note_outcome(self, seq: int, answered: bool | None) -> None:
+        """Call `seq` ended (`AnswerWindow.close`): stop the client when fewer than
+        `RATE_FLOOR` of the last `RetryPolicy.rate_window` finished calls were answered. The
+        in-a-row rule (`_give_up`) misses such a server: it answers a call now and then, so
+        its other calls never give up "with nothing answered since they were sent"."""
+        limit = self._limit()
+        size = self.retry.rate_window(limit)
+        self._answers.close(seq, answered, size)
+        if limit == 0 or self._stopped is not None or not self._answers.low(size):
+            return
+        kind, msg = self._last_give_up
+        n = self._answers.answered
+        why = (f"the server answers almost no call ({n} of the last {size} calls answered, "
+               f"{n / size:.0%}; the others gave up after {self.retry.max_retries + 1} "
+               "attempts each), so the remaining calls were not sent: check the server (its "
+               "log, its load) and run again when it answers: finished calls are cached")
+        # said in the run's outcome (`outcome.not_sent_reason`), which otherwise names only
+        # the kinds of the failed attempts
+        self.stats.not_sent_why = why
+        self._stop(f"{why}; last error: {msg}", kind)
+        log.warning("%s: %s (last error: %s)", self.provider.name, why, msg)
+
+    async def _retrying(self, request: Request) -> Response:
+        """One call's attempts, with backoff between them, until one is answered or the
+        retries are used up."""
         attempt = 0
         sent: list[float] = []  # when each attempt went out
         after = "other"  # the kind of the error the next attempt retries
@@ -821,7 +936,7 @@ class Client:
                     self._give_up(kind, msg, sent[0] if sent else math.inf)
                     raise CallFailed(
                         f"{self.provider.name}: gave up after {attempt + 1} attempts: {msg}",
-                        fatal=False, kind=kind,
+                        fatal=False, kind=kind, gave_up=True,
                     ) from exc
                 wait = self.retry.delay(attempt, retry_after, self._rng)
                 log.info("retrying %s in %.2fs after: %s", self.provider.name, wait, msg)
@@ -880,6 +995,7 @@ class Client:
         gave up in a row after the others were done, which cut off a server that had
         answered 426 prompts of 480. A server that stopped answering answers nothing after
         the calls sent to it, so those count as before."""
+        self._last_give_up = (kind, msg)
         if self._last_answer < first_sent:
             self._given_up += 1
         if self._limit() == 0 or self._stopped is not None:
