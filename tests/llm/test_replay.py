@@ -16,7 +16,12 @@ from judgeaudit.data import PairwiseItem
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.llm import Cache, Client, Request, make_provider
 from judgeaudit.llm.base import RequestRejected, request_key
-from judgeaudit.llm.providers.replay import ReplayFileError, ReplayProvider, load_index
+from judgeaudit.llm.providers.replay import (
+    UNREADABLE_SCORES,
+    ReplayFileError,
+    ReplayProvider,
+    load_index,
+)
 
 
 def _shared() -> Path:
@@ -220,6 +225,10 @@ def _original(text: str, order: str) -> int | None:
     return _BACK[order].get(text)
 
 
+def _credit(winner: int | None, label: int) -> float:
+    return 1.0 if winner == label else 0.5 if winner == 0 else 0.0
+
+
 async def test_reproduces_all_499_published_llmbar_statistics(llmbar):
     stats = [json.loads(line) for line in (llmbar / "judge_statistics.jsonl").open()]
     assert len(stats) == 499
@@ -238,19 +247,33 @@ async def test_reproduces_all_499_published_llmbar_statistics(llmbar):
                 datasets[subset] = json.loads(dataset.read_text())
             data = datasets[subset]
             correct = agree = agree_strict = 0.0
+            unreadable = 0
             for idx, item in enumerate(data):
                 item_id = f"{subset}:{idx}"
-                w12 = _original((await provider.generate(req(item_id, "12"))).text, "12")
+                t12 = (await provider.generate(req(item_id, "12"))).text
+                w12 = _original(t12, "12")
                 w21 = _original((await provider.generate(req(item_id, "21"))).text, "21")
-                # Accuracy: each order scores 1 if it names the gold output; unparseable
-                # (None) counts as wrong; the item scores the mean over the two orders.
-                correct += ((w12 == item["label"]) + (w21 == item["label"])) / 2
+                unreadable += t12.startswith(UNREADABLE_SCORES)
+                # Accuracy: each order scores 1 if it names the gold output, a tie (Rating's
+                # equal scores) half; unparseable (None) counts as wrong; the item scores the
+                # mean over the two orders.
+                correct += (_credit(w12, item["label"]) + _credit(w21, item["label"])) / 2
                 # Positional agreement as the authors count it: same recorded winner in both
                 # orders, where two unparseable verdicts also count as agreeing.
                 agree += w12 == w21
                 agree_strict += w12 == w21 and w12 is not None
             n = len(data)
             where = f"{subset} {judge} {strategy}"
+            if strategy.startswith("Rating"):
+                # Read from the scores: LLMBar gave an unreadable score half a pair (its
+                # except branch picks the first-shown output in both orders), replay counts
+                # it invalid; each output was rated alone, so the orders always agree (the
+                # published `equal` counts LLMBar's tie-break of equal scores as a flip).
+                assert correct / n == pytest.approx(
+                    _pct(st["correct_average"]) - 0.5 * unreadable / n, abs=1e-6), where
+                assert agree == n, where
+                continue
+            assert unreadable == 0, where
             assert correct / n == pytest.approx(_pct(st["correct_average"]), abs=1e-6), where
             assert agree / n == pytest.approx(_pct(st["equal"]), abs=1e-6), where
             strict_mismatch += abs(agree_strict / n - _pct(st["equal"])) > 1e-6

@@ -377,11 +377,18 @@ async def test_fastchat_judgments_join_mtbench_items_and_evaluate(shared_data, t
     judge = make_judge(spec, cache=Cache(tmp_path / "c.sqlite"))
     res = await evaluate(judge, picked, kappa_boot=0)
     assert res["n_invalid"] == 1 and res["n_failed_calls"] == 0
-    # credit per item: [w == label] averaged over the two orders; tie and error count wrong
+    # credit per item: [w == label] averaged over the two orders; on these two-way labels a
+    # tie counts half (the mean rule's tie, as LLMBar counts equal Rating scores), an error
+    # wrong
+    assert all(it.label in (1, 2) for it in picked)
     expected = 0.0
     orig = {"model_1": 1, "model_2": 2}
+
+    def credit(w: str, label: int | None) -> float:
+        return 1.0 if orig.get(w) == label else 0.5 if w == "tie" else 0.0
+
     for it, (w1, w2) in zip(picked, winners, strict=True):
-        expected += ((orig.get(w1) == it.label) + (orig.get(w2) == it.label)) / 2
+        expected += (credit(w1, it.label) + credit(w2, it.label)) / 2
     assert res["accuracy"]["value"] == pytest.approx(expected / 3)
     # the data's own ids never entered: renamed items find the same verdicts
     renamed = [it.model_copy(update={"id": f"other:{k}"}) for k, it in enumerate(picked)]
@@ -404,8 +411,9 @@ async def test_evaluate_on_a_two_files_pair_gives_the_hand_counted_accuracy(tmp_
                        cache=Cache(tmp_path / "c.sqlite"))
     res = await evaluate(judge, items, kappa_boot=0)
     # e0: 1 and 1 -> 1; e1: A in 12 = 1 (wrong), A in 21 = 2 (right) -> 0.5;
-    # e2: tie (wrong), B in 21 = 1 (right) -> 0.5; e3: unparseable, B in 21 = 1 (wrong) -> 0
-    assert res["accuracy"]["value"] == pytest.approx(2 / 4)
+    # e2: tie (half: two-way labels), B in 21 = 1 (right) -> 0.75; e3: unparseable, B in 21 = 1
+    # (wrong) -> 0
+    assert res["accuracy"]["value"] == pytest.approx(2.25 / 4)
     assert res["accuracy"]["n"] == 4 and res["n_invalid"] == 1
     assert res["position_consistency"]["value"] == pytest.approx(1 / 4)
     assert res["calls"]["made"] == 8

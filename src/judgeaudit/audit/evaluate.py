@@ -11,7 +11,10 @@ Pair rules (`pair_rule`), per item over the orders the judge was asked (both by 
 item judged in one order is scored on that order alone):
 - mean (LLMBar's rule, the default; reproduces its published statistics exactly): the mean
   over the asked orders of 1[verdict == label]; orders that disagree count half, an
-  unparseable or failed order counts as wrong.
+  unparseable or failed order counts as wrong. On two-way accuracy (no tie label counted) a
+  tie verdict counts half too: LLMBar's Rating strategies record equal scores as one order
+  right and one wrong, which replay reads as a tie in both orders; on three-way accuracy a
+  tie verdict on a decisive label is wrong.
 - sum (JudgeBench's rule): each order scores +1 when right, -1 when it names the other
   response, 0 when it says tie or gives no answer (unparseable or failed); the pair is right
   when the sum is > 0.
@@ -66,6 +69,11 @@ TIE_MODES = ("keep", "drop")
 RULE_TEXT = {
     "mean": "mean (LLMBar): per pair, the mean over the asked orders of [verdict = label]; "
             "orders that disagree count half, an unparseable or failed order counts as wrong",
+}
+# Added to the mean rule's text on two-way accuracy (no tie label counted).
+MEAN_TIE_HALF = ("; a tie verdict counts half (as LLMBar's Rating counts equal scores: one "
+                 "order right, one wrong)")
+RULE_TEXT |= {
     "sum": "sum (JudgeBench): each asked order scores +1 when right, -1 when it names the "
            "other response, 0 when it says tie or gives no answer (unparseable or failed); "
            "the pair is right when the sum is > 0",
@@ -159,14 +167,27 @@ def order_points(o: OrderVerdict, label: int) -> int:
     return -1
 
 
-def pair_credit(label: int, orders: Sequence[OrderVerdict], rule: str) -> float:
-    """One pair's credit in [0, 1] under `rule` (see the module docstring)."""
+def order_credit(o: OrderVerdict, label: int, three_way: bool = False) -> float:
+    """The mean rule's credit of one order: 1 right; on two-way accuracy a tie verdict on a
+    decisive label 0.5 (no preference, as LLMBar credits equal Rating scores); else 0."""
+    if order_right(o, label):
+        return 1.0
+    if not three_way and o.winner == 0 and label in (1, 2):
+        return 0.5
+    return 0.0
+
+
+def pair_credit(label: int, orders: Sequence[OrderVerdict], rule: str,
+                three_way: bool = False) -> float:
+    """One pair's credit in [0, 1] under `rule` (see the module docstring). `three_way`:
+    tie labels are counted, so a tie verdict is a class of its own (wrong on a decisive
+    label) rather than no preference (half under the mean rule)."""
     if rule not in PAIR_RULES:
         raise ValueError(f"pair rule must be one of {', '.join(PAIR_RULES)}, got {rule!r}")
     if not orders:
         return 0.0
     if rule == "mean":
-        return float(np.mean([order_right(o, label) for o in orders]))
+        return float(np.mean([order_credit(o, label, three_way) for o in orders]))
     if rule == "sum":
         return 1.0 if sum(order_points(o, label) for o in orders) > 0 else 0.0
     return 1.0 if all(order_right(o, label) for o in orders) else 0.0
@@ -194,7 +215,12 @@ def conventions(pair_rule: str, ties: str, *, ties_default: bool, n_tie_labels: 
     else:
         tie_text = (f"ties drop: the {n_tie_labels} tie-labelled pairs are left out of accuracy "
                     "and kappa")
-    parts = [RULE_TEXT[pair_rule], tie_text, "unlabelled pairs are left out",
+    three_way = ties == "keep" and n_tie_labels > 0
+    rule_text = RULE_TEXT[pair_rule] + (MEAN_TIE_HALF if pair_rule == "mean" and not three_way
+                                         else "")
+    if pair_rule == "mean" and three_way:
+        tie_text += ", and a tie verdict on a decisive label is wrong"
+    parts = [rule_text, tie_text, "unlabelled pairs are left out",
              "kappa compares the pair's consensus with the label (orders that disagree make "
              "a tie, so a flip on a tie-labelled pair agrees with it"
              + (f"; no interval: {KAPPA_CONSTANT[kappa_constant]}, which makes kappa 0 by "
@@ -221,9 +247,10 @@ def _counted(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
     return [(it, v) for it, v in zip(items, verdicts, strict=True) if it.label in ok]
 
 
-def _accuracy(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]], rule: str
-              ) -> dict[str, Any]:
-    credit = [pair_credit(it.label, v.orders, rule) for it, v in pairs]  # type: ignore[arg-type]
+def _accuracy(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]], rule: str,
+              three_way: bool = False) -> dict[str, Any]:
+    credit = [pair_credit(it.label, v.orders, rule, three_way)  # type: ignore[arg-type]
+              for it, v in pairs]
     return estimate(sum(credit), len(credit))
 
 
@@ -281,9 +308,9 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         "invalid_examples": invalid_examples,
         # how often probabilities decided against the answer's own text (the verdict stays)
         "text_vs_probs": text_vs_probs(verdicts),
-        "accuracy": _accuracy(counted, pair_rule),
-        "accuracy_valid": _accuracy(valid_all, pair_rule),
-        "accuracy_by_rule": {r: _accuracy(counted, r) for r in PAIR_RULES},
+        "accuracy": _accuracy(counted, pair_rule, three_way),
+        "accuracy_valid": _accuracy(valid_all, pair_rule, three_way),
+        "accuracy_by_rule": {r: _accuracy(counted, r, three_way) for r in PAIR_RULES},
         "decisive_accuracy": clustered_rate(decisive_by_item).as_dict(),
         "position_consistency": estimate(same, len(two)) if asked_two else None,
         "position_consistency_valid": (estimate(same_valid, len(two_valid)) if asked_two
@@ -326,12 +353,13 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
     out["warnings"] = label_warnings(out["accuracy"], out["cohen_kappa"],
                                      decisive=out["decisive_accuracy"], three_way=three_way)
     if by is not None:
-        out["breakdown"] = pairwise_breakdown(items, verdicts, by, pair_rule, ties)
+        out["breakdown"] = pairwise_breakdown(items, verdicts, by, pair_rule, ties, three_way)
     return out
 
 
 def pairwise_breakdown(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
-                       by: str, pair_rule: str, ties: str) -> dict[str, Any]:
+                       by: str, pair_rule: str, ties: str, three_way: bool = False
+                       ) -> dict[str, Any]:
     """Accuracy (under the same rule and tie handling) per value of `by`."""
     groups: dict[str, list[int]] = {}
     for i, it in enumerate(items):
@@ -343,7 +371,7 @@ def pairwise_breakdown(items: Sequence[PairwiseItem], verdicts: Sequence[Pairwis
         vs = [verdicts[i] for i in idx]
         calls = [o for v in vs for o in v.orders]
         rows.append({"value": key, "n_items": len(idx),
-                     "accuracy": _accuracy(_counted(its, vs, ties), pair_rule),
+                     "accuracy": _accuracy(_counted(its, vs, ties), pair_rule, three_way),
                      "n_invalid": sum(not o.valid for o in calls), "n_calls": len(calls)})
     return {"by": by, "metric": "accuracy", "rows": rows}
 

@@ -15,7 +15,11 @@ Formats (replay_formats.py, one small parser each, registered by name):
   Pointwise: `score` (one per item; returned as text, a number k mapped to score id k).
 - `wide` (the LLMBar judge_verdicts.csv layout): `winner_original_order` (verdict when
   response_1 was shown first) and `winner_swapped_order` (when response_2 was shown first),
-  both in ORIGINAL output numbering: "1", "2", "0"/"tie", "" = unparseable.
+  both in ORIGINAL output numbering: "1", "2", "0"/"tie", "" = unparseable. Where the file
+  has `score_1` and `score_2` with a score in a kept record (LLMBar's Rating strategies:
+  each output rated alone), the scores decide instead: the higher wins in both orders, equal
+  scores are a tie, an unreadable score is an invalid verdict (LLMBar's winner columns record
+  equal scores as a win of the output shown second and unreadable ones as a first-shown pick).
   For both, the item key is `item_id`, or `subset` + `idx` joined as "<subset>:<idx>".
 - `nested`: one record per item (`id`/`item_id`) with `judgments` [{order, verdict}], or
   `game1`/`game2` (`g1`/`g2`) holding the two orders' verdicts.
@@ -50,10 +54,11 @@ from __future__ import annotations
 import difflib
 import hashlib
 import logging
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -78,6 +83,7 @@ from judgeaudit.llm.providers.replay_formats import (
     Table,
     formats_help,
     no_verdict_columns,
+    presented,
     read_table,
     sniff,
     text_key,
@@ -138,6 +144,9 @@ class ReplayIndex:
     notes: list[str] = field(default_factory=list)
     files: tuple[Path, ...] = ()
     n_records: int = 0                     # records in the file(s) before filtering
+    # how verdicts were read when not from the verdict columns as written ("" = as written):
+    # SCORE_READING when a wide file's score_1/score_2 decided them (`_rating_rows`)
+    reading: str = ""
 
     def __post_init__(self) -> None:
         self.by_text = any(k.startswith(TEXT_PREFIX) for k, _ in self.verdicts)
@@ -268,6 +277,9 @@ def load_index(path: str | Path, filters: dict[str, str]) -> ReplayIndex:
 
     inputs = Inputs(kept_tables[0], options, kept_tables[1] if two else None, **inputs_extra)
     rows = fmt.parse(inputs)
+    reading = ""
+    if name == "wide":
+        rows, reading = _rating_rows(rows, columns, notes)
     verdicts, scores, labels = _index(rows, fmt, columns, params, options, column_filters,
                                       stats[0][0].name)
     shas = [sha for _, sha, _ in read] + [_read(s, p, k)[1] for s, p, k in companions]
@@ -276,9 +288,70 @@ def load_index(path: str | Path, filters: dict[str, str]) -> ReplayIndex:
     idx = ReplayIndex(stats[0][0], sha, size, columns, verdicts, scores, kept, name, detected,
                       labels, notes, tuple(p for p, _ in stats) + tuple(p for _, p, _ in
                                                                         companions),
-                      sum(len(t.records) for t in tables))
+                      sum(len(t.records) for t in tables), reading)
     _INDEXES[key] = idx
     return idx
+
+
+# A wide file with per-output scores (LLMBar's Rating strategies: each output rated on its
+# own, so neither order exists) is read from the scores: LLMBar's evaluate.py writes
+# `"1" if score_1 > score_2 else "2"` (and the swapped order likewise), so equal scores are
+# recorded as a win of the output shown second in both orders, and an unreadable score (its
+# `except` branch) as a win of the output shown first. Read from the winner columns, both
+# looked like position bias; read from the scores they are a tie and an invalid verdict.
+SCORE_COLUMNS = ("score_1", "score_2")
+SCORE_READING = ("score_1/score_2 decide: the higher score wins in both orders, equal scores "
+                 "are a tie, an unreadable score is an invalid verdict")
+UNREADABLE_SCORES = "no readable recorded scores"
+
+
+def _number(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _rating_rows(rows: list[Row], columns: tuple[str, ...], notes: list[str]
+                 ) -> tuple[list[Row], str]:
+    """Wide rows whose file holds score_1 and score_2, with a score in any kept record: every
+    verdict read from the two scores (SCORE_READING); the reading and a note with its counts.
+    A winner column that names the other output where the scores differ is refused: the file
+    then means something else by its scores."""
+    if not all(c in columns for c in SCORE_COLUMNS) or not any(
+            text_of(r.record.get(c)).strip() for r in rows for c in SCORE_COLUMNS):
+        return rows, ""
+    out: list[Row] = []
+    n_tie = n_bad = 0
+    for row in rows:
+        raw = [text_of(row.record.get(c)).strip() for c in SCORE_COLUMNS]
+        s1, s2 = (_number(x) for x in raw)
+        if s1 is None or s2 is None:
+            n_bad += 1
+            text = f"{UNREADABLE_SCORES}: score_1={raw[0]!r} score_2={raw[1]!r}"
+            out.append(replace(row, verdicts=tuple((o, text) for o, _ in row.verdicts)))
+            continue
+        if s1 == s2:
+            n_tie += 1
+            out.append(replace(row, verdicts=tuple((o, "tie") for o, _ in row.verdicts)))
+            continue
+        better = "1" if s1 > s2 else "2"
+        for (order, recorded), col in zip(row.verdicts, WIDE, strict=True):
+            if recorded and recorded != presented(better, order):
+                raise ReplayFileError(
+                    row.src, row.line, f"field {col!r}: the scores (score_1={raw[0]}, "
+                    f"score_2={raw[1]}) make output {better} the winner, but the column "
+                    f"records {text_of(row.record.get(col))!r}; a wide file's score_1/score_2 "
+                    "are read as the scores of the two outputs (LLMBar's Rating strategies)")
+        out.append(replace(row, verdicts=tuple((o, presented(better, o))
+                                               for o, _ in row.verdicts)))
+    notes.append(f"verdicts read from score_1/score_2, not the winner columns ({len(rows)} "
+                 f"records): the higher score wins in both orders; {n_tie} with equal scores "
+                 f"are ties and {n_bad} with an unreadable score invalid, where the winner "
+                 "columns record LLMBar's tie-break (the output shown second wins) and a "
+                 "first-shown pick; each output was rated alone, so the orders always agree")
+    return out, SCORE_READING
 
 
 def _passes(rec: dict[str, Any], filters: dict[str, str]) -> bool:
@@ -505,6 +578,9 @@ class ReplayProvider(Provider):
             "model": str(self.index.path),
             "params": dict(sorted(self.filters.items())),
             "file": {"size": self.index.size, "sha256": self.index.sha256},
+            # verdicts read from scores differ from the winner columns' (a cache written
+            # before they were is not served)
+            **({"reading": self.index.reading} if self.index.reading else {}),
         }
 
     def recorded_orders(self, item_id: str, prompt: str | None = None,
