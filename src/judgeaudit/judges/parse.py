@@ -297,7 +297,15 @@ def parse_choice(
     (`strip_reasoning`). The JSON may have prose around it ('{"verdict": "A"}\\nBecause
     ...', 'Sure!\\n```json ...```') when it is the answer's only JSON object, alone in the
     only fence or on lines of its own, and no prose line reads (by the plain rules) as
-    another choice. Rejects "C", "A or B", "Both", "A and B", prose that names both, "a good
+    another choice. A chain of thought whose opening is no verdict is read by its end
+    (`_closing_choice`): its last line when that is a verdict by these rules ("...\n\nFinal
+    verdict: [[A]]"), or its last sentence when that names one winner and nothing turns it
+    ("Therefore, Output (a) is better.", "So the better output is Output (b).", "Output (b)
+    is better than Output (a) because ..."); a hedge, a negation, a condition, a contrast
+    after it, an opening that refuses to choose ("Both\n..."), or a concluding sentence,
+    "[[X]]" or "Final verdict: X" anywhere naming another choice leave it invalid (and make
+    an answer whose opening gives a verdict invalid too). Rejects "C", "A or B", "Both", "A
+    and B", prose that names both, "a good
     answer" (a lower-case letter in prose is the article), JSON naming both, none or an
     unknown value, a choice the line goes on to reject ("A is not better", "I would not
     choose A", "B is worse"), with verdict keys that disagree ({"verdict": "A",
@@ -313,6 +321,9 @@ def parse_choice(
         fold = _folder(choices)
         if any((c := fold(m.group(1))) is not None and c != got
                for m in _BRACKETED.finditer(text)):
+            return None
+        # ... or a concluding sentence anywhere ("Therefore, Output (b) is better.")
+        if any(c != got for c in _conclusions(text, choices)):
             return None
     return got
 
@@ -364,7 +375,12 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool) ->
     (`_opening_choice`), None when a labelled verdict later on gives another one ("Verdict:
     A ... final verdict: B")."""
     got = _opening_choice(text, choices, allow_tie)
-    if got is None:
+    end = _closing_choice(text, choices, allow_tie)
+    if got is None:  # a chain of thought: its verdict at the end, unless it opened refusing
+        if end is None or _refused_opening(text, choices):
+            return None
+        got = end
+    elif end is not None and end != got:  # "A\n... Therefore, Output (b) is better."
         return None
     fold = _folder(choices)
     # a later "[[B]]" marker, or a line that is a verdict sentence ("The better response is
@@ -437,6 +453,194 @@ def _opening_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
     # it cannot be the article. "a\nThe first one." is not the whole answer.
     whole = [t for t in _STRIP.split(text) if t]
     return fold(whole[0]) if len(whole) == 1 else None
+
+
+# ---- a chain of thought's closing verdict ----------------------------------------------------
+# An answer that reasons first ("Output (a) provides ... On the other hand, Output (b) ...")
+# and gives its verdict at the end ("Therefore, Output (b) is better."): all 924 of LLMBar's
+# GPT-4 CoT answers, every one invalid when only the opening was read. The end is read only
+# when its last sentence is one verdict sentence with nothing around it that could turn it.
+
+
+def _choice_re(name: str) -> str:
+    """One choice as a verdict sentence names it: "Output (a)", "Response B", "[[A]]", "A";
+    the label word in group `name`_l, what opens around it ("[[", "**") in `name`_b."""
+    return (r"(?:(?P<" + name + r"_l>output|response|answer|assistant)\s*)?"
+            r"(?P<" + name + r"_b>[\[(\"'*_]*)(?P<" + name + r">[A-Za-z0-9]+)[\])\"'*_]*")
+
+
+_WINS = (r"(?:is|was)\s+(?:(?:clearly|slightly|significantly|much|far|definitely|overall|"
+         r"marginally|somewhat)\s+)?(?:the\s+)?(?:(?:clear|overall)\s+)?(?:better|best|preferred|"
+         r"superior|stronger|winner|winning)(?:\s+(?:one|response|answer|output|choice|option))?"
+         r"|wins")
+_OTHER = r"(?:the\s+other(?:\s+(?:one|response|answer|output))?|" + _choice_re("o") + r")"
+# The verdict itself: "<choice> is better [than <other>]", "the better output is <choice>",
+# "my final verdict is <choice>", "I would choose <choice> [over <other>]". No hedge ("may
+# be", "seems", "is probably") and no negation fits between the choice and its verb. Not
+# "the answer is 2": in a judged math answer that is the math, not a verdict.
+_CORE = re.compile(
+    r"(?:" + _choice_re("c") + r"\s+(?:" + _WINS + r")(?:\s+(?:than|over)\s+" + _OTHER + r")?"
+    r"|(?P<named>(?:the|my)\s+(?:final\s+|overall\s+)?(?:(?:better|best|preferred|stronger|"
+    r"superior|winning)\s+(?:response|answer|output|one|choice|option)|verdict|choice|"
+    r"decision)\s+(?:is|would\s+be)\s+" + _choice_re("n") +
+    r"|i\s+(?:would\s+)?(?:choose|pick|select|prefer|go\s+with|vote\s+for)\s+"
+    + _choice_re("i") + r")(?:\s+over\s+" + _OTHER.replace("?P<o", "?P<p") + r")?)",
+    re.IGNORECASE)
+# Words a concluding sentence opens with ("Therefore, ...", "So the better output is ...",
+# "Based on the above, ..."); a sentence opening otherwise ("On the other hand, Output (b) is
+# better", "However, ...") is a step of the comparison, not its conclusion.
+_CONCLUDE = re.compile(
+    r"^(?:therefore|thus|hence|so|overall|ultimately|consequently|accordingly|finally|"
+    r"in\s+(?:conclusion|summary|sum|short|the\s+end|this\s+case|light\s+of|view\s+of|line\s+"
+    r"with|accordance\s+with)|to\s+(?:conclude|sum\s+up|summarize|summarise)|all\s+(?:in\s+all|"
+    r"things\s+considered)|on\s+balance|as\s+a\s+result|for\s+(?:this|these)\s+reasons?|based\s+"
+    r"on|considering|given|taking|after|according\s+to)\b", re.IGNORECASE)
+# A clause before the verdict that turns it into a hedge or a condition ("if accuracy
+# matters", "it is unclear whether", "not counting style"): the sentence stays invalid.
+_HEDGE = re.compile(r"\b(?:not|no|never|neither|nor|cannot|unclear|uncertain|unsure|hard|"
+                    r"difficult|if|unless|whether|perhaps|maybe|arguably|possibly|probably|"
+                    r"likely|might|may|could|would|seems?|appears?|tie|equally|however|but|yet|"
+                    r"though|although)\b|n['\u2019]t\b", re.IGNORECASE)
+# ... except a concession that names no winner ("even though both outputs are not perfect",
+# "while Output (a) is more detailed"): it grants a point and leaves the verdict as it is.
+_CONCESSION = re.compile(r"^\s*(?:even\s+though|although|though|while|whereas|despite|"
+                         r"in\s+spite\s+of|albeit)\b", re.IGNORECASE)
+_VERDICT_WORD = re.compile(r"\b(?:better|best|preferred|superior|stronger|winner|wins?)\b",
+                           re.IGNORECASE)
+# What may follow the verdict: its reason ("because it follows the instruction", ", as Output
+# (a) rambles"), with no contrast or restriction in it ("but", "though", "only", "unless").
+_REASON = re.compile(r"^\s*,?\s*(?:because|since|due\s+to|given|thanks\s+to|considering|"
+                     r"overall|here|in\s+this\s+case|according\s+to|based\s+on|in\s+line\s+"
+                     r"with|in\s+accordance\s+with|as\s+(?:it|its|they|their|this|that|the\s+"
+                     r"other)|,\s*(?:as|which))\b", re.IGNORECASE)
+_TURN = re.compile(r"\b(?:but|however|though|although|yet|whereas|while|unless|if|except|"
+                   r"only|partially|partly|arguably|perhaps|maybe)\b", re.IGNORECASE)
+# Where a sentence ends ("... is better." "...\"climatic variables.\" Therefore, ...").
+_SENT_SPLIT = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+")
+_EDGE_MARKUP = re.compile(r"^[\s#>*_\-]+|[\s*_.!]+$")
+
+
+def _names_choice(clause: str, choices: tuple[str, ...]) -> bool:
+    """True when `clause` names a choice: as written, or in any case after a label word."""
+    tokens = [t for t in _STRIP.split(clause) if t]
+    fold = _folder(choices)
+    return any(t in choices for t in tokens) or any(
+        w.lower() in _LABEL_WORDS and fold(t) is not None
+        for w, t in zip(tokens, tokens[1:], strict=False))
+
+
+def _lead_ok(lead: str, choices: tuple[str, ...]) -> bool:
+    """True when `lead`, what a sentence says before its verdict, leaves the verdict as it is:
+    nothing, or a concluding word ("Therefore,") and clauses that name no choice and hedge
+    nothing, or concede a point without naming a winner."""
+    if not lead.strip():
+        return True
+    opener = _CONCLUDE.match(lead.strip())
+    if opener is None or not (lead.rstrip().endswith(",") or not lead.strip()[opener.end():]):
+        return False
+    for clause in lead.strip()[opener.end():].split(","):
+        if _CONCESSION.match(clause):
+            if _VERDICT_WORD.search(clause):
+                return False
+        elif _HEDGE.search(clause) or _names_choice(clause, choices):
+            return False
+    return True
+
+
+def _verdict_sentence(sentence: str, choices: tuple[str, ...]) -> str | None:
+    """The one choice `sentence` gives as the winner ("Therefore, Output (a) is better.", "So
+    the better output is Output (b).", "Output (b) is better than Output (a) because ..."),
+    or None: no verdict, a hedge or condition around it, a second choice that is not the
+    loser, a contrast after it ("..., but Output (b) is more accurate")."""
+    s = _EDGE_MARKUP.sub("", sentence)
+    fold = _folder(choices)
+    opener = _CONCLUDE.match(s)  # "So the better output is ...": no comma after "So"
+    starts = sorted({0, *(m.end() for m in re.finditer(r",\s*", s)),
+                     *([len(s) - len(s[opener.end():].lstrip())] if opener else [])})
+    for at in starts:
+        m = _CORE.match(s, at)
+        if m is None:
+            continue
+        name = "n" if m.group("n") else ("i" if m.group("i") else "c")
+        token, labelled = m.group(name), m.group(name + "_l") is not None
+        got = fold(token) if labelled else (token if token in choices else None)
+        if not labelled and not m.group(name + "_b") and token.isdigit():
+            return None  # "So, 2 is the best option": a number the judged answer is about
+        if got is None or not _lead_ok(s[:at], choices):
+            return None
+        for other in ("o", "p"):
+            if m.group(other) is not None:
+                lost = fold(m.group(other))
+                if lost is None or lost == got or (m.group(other + "_l") is None
+                                                   and m.group(other) not in choices):
+                    return None
+        tail = s[m.end():]
+        if tail.strip() and (_REASON.match(tail) is None or _TURN.search(tail)):
+            return None
+        return got
+    return None
+
+
+def _closing_choice(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
+    """The verdict a chain of thought gives at its end, after its reasoning: its last line
+    when that is a verdict by the opening's rules ("Final verdict: [[A]]", "Output (b)"), else
+    its last sentence when that is one verdict sentence (`_verdict_sentence`). None for an
+    answer of one sentence (the opening's rules read it) or one that ends otherwise."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    last = lines[-1].strip()
+    if len(lines) > 1:
+        tokens = [t for t in _STRIP.split(last) if t]
+        # one lower-case letter alone is no verdict here ("a" is the whole-answer rule's)
+        if not (len(tokens) == 1 and tokens[0] not in choices):
+            got = _opening_choice(last, choices, allow_tie)
+            if got is not None:
+                return got
+    sentences = [s for s in _SENT_SPLIT.split(last) if s.strip()]
+    if len(lines) == 1 and len(sentences) < 2:
+        return None
+    return _verdict_sentence(sentences[-1], choices)
+
+
+# An opening that refuses to choose ("Both", "Neither.", "A or B", "Tie" where ties are not
+# allowed): the answer stays invalid whatever its end says.
+_REFUSING = frozenset({"or", "and", "both", "neither", "nor", "none", "tie", "draw", "equal",
+                       "equally", "same"})
+
+
+def _refused_opening(text: str, choices: tuple[str, ...]) -> bool:
+    """True when the answer's first line, up to its first clause end, is only choices and
+    words that refuse to pick one of them ("Both", "A or B", "Neither.")."""
+    body = text.strip()
+    label = _LABEL_COLON.match(body)
+    if label is not None:
+        body = body[label.end():].strip()
+    first = body.splitlines()[0] if body else ""
+    end = _SENTENCE_END.search(first)
+    tokens = [t.lower() for t in _STRIP.split(first if end is None else first[:end.start()])
+              if t]
+    allowed = _REFUSING | _LABEL_WORDS | {c.lower() for c in choices}
+    return bool(tokens) and all(t in allowed for t in tokens) and (
+        any(t in _REFUSING for t in tokens)
+        or len({t for t in tokens if t in {c.lower() for c in choices}}) > 1)
+
+
+def _conclusions(text: str, choices: tuple[str, ...]) -> list[str]:
+    """Every choice a concluding sentence anywhere in the answer gives ("Therefore, Output (a)
+    is better.", "The better response is B", "I choose A"): each must agree with the verdict
+    read; a chain of thought that concludes twice, differently, gives none."""
+    got: list[str] = []
+    for line in text.strip().splitlines():
+        for s in _SENT_SPLIT.split(line):
+            s = _EDGE_MARKUP.sub("", s)
+            m = _CORE.search(s)
+            if m is None or not (_CONCLUDE.match(s) or m.group("named") or m.group("i")):
+                continue
+            c = _verdict_sentence(s, choices)
+            if c is not None:
+                got.append(c)
+    return got
 
 
 # A score's own labels, with a colon (or "is"): "Rating: [[4]]", "**Final score:** 4",
