@@ -19,6 +19,11 @@ item judged in one order is scored on that order alone):
   response, 0 when it says tie or gives no answer (unparseable or failed); the pair is right
   when the sum is > 0.
 - both: the pair is right only when every asked order is right.
+- mtbench (MT-Bench's agreement "without tie", FastChat's compute_agreement.py): the pair's
+  verdict is the winner every asked order names; orders that differ (one unreadable
+  included) make it a tie, and ties are left out, as are tie-labelled pairs (FastChat bans
+  ties on both sides); a pair with no valid order counts as wrong (FastChat's "error" vote
+  disagrees with the human one). Its estimate carries `n_left_out`.
 Tie labels (`ties`): keep (the default when the data has tie labels; three-way accuracy): a
 tie-labelled pair counts, and an order is right on it when it says tie (under `sum` an order
 naming a winner there scores -1); drop: tie-labelled pairs are left out of accuracy and kappa
@@ -64,7 +69,7 @@ from judgeaudit.stats.correlation import (
 from judgeaudit.stats.intervals import clustered_rate
 from judgeaudit.stats.types import Estimate
 
-PAIR_RULES = ("mean", "sum", "both")
+PAIR_RULES = ("mean", "sum", "both", "mtbench")
 TIE_MODES = ("keep", "drop")
 RULE_TEXT = {
     "mean": "mean (LLMBar): per pair, the mean over the asked orders of [verdict = label]; "
@@ -79,6 +84,10 @@ RULE_TEXT |= {
            "the pair is right when the sum is > 0",
     "both": "both: the pair is right only when every asked order is right (an unparseable or "
             "failed order is not right)",
+    "mtbench": "mtbench (MT-Bench's agreement without tie, FastChat): the pair's verdict is the "
+               "winner every asked order names; orders that differ (one unreadable included) "
+               "make a tie, and ties and tie-labelled pairs are left out of n; a pair with no "
+               "valid order counts as wrong",
 }
 SINGLE_ORDER_TEXT = "a pair judged in one order is scored on that order alone"
 MISSING = "(missing)"
@@ -177,6 +186,19 @@ def order_credit(o: OrderVerdict, label: int, three_way: bool = False) -> float:
     return 0.0
 
 
+def mtbench_credit(label: int, orders: Sequence[OrderVerdict]) -> float | None:
+    """The mtbench rule's credit: 1 or 0 when every asked order names the same winner (or
+    none is valid: wrong), None (left out) for a tie label, a tie or orders that differ."""
+    if label == 0 or not orders:
+        return None
+    if not any(o.valid for o in orders):
+        return 0.0
+    named = {o.winner for o in orders}
+    if len(named) != 1 or None in named or 0 in named:
+        return None
+    return float(named == {label})
+
+
 def pair_credit(label: int, orders: Sequence[OrderVerdict], rule: str,
                 three_way: bool = False) -> float:
     """One pair's credit in [0, 1] under `rule` (see the module docstring). `three_way`:
@@ -190,6 +212,11 @@ def pair_credit(label: int, orders: Sequence[OrderVerdict], rule: str,
         return float(np.mean([order_credit(o, label, three_way) for o in orders]))
     if rule == "sum":
         return 1.0 if sum(order_points(o, label) for o in orders) > 0 else 0.0
+    if rule == "mtbench":
+        got = mtbench_credit(label, orders)
+        if got is None:
+            raise ValueError("the mtbench rule leaves this pair out; use mtbench_credit")
+        return got
     return 1.0 if all(order_right(o, label) for o in orders) else 0.0
 
 
@@ -216,6 +243,9 @@ def conventions(pair_rule: str, ties: str, *, ties_default: bool, n_tie_labels: 
         tie_text = (f"ties drop: the {n_tie_labels} tie-labelled pairs are left out of accuracy "
                     "and kappa")
     three_way = ties == "keep" and n_tie_labels > 0
+    if pair_rule == "mtbench" and n_tie_labels:
+        tie_text = (f"the {n_tie_labels} tie-labelled pairs are left out of accuracy whatever "
+                    f"--ties says (the rule drops ties; kappa follows ties {ties})")
     rule_text = RULE_TEXT[pair_rule] + (MEAN_TIE_HALF if pair_rule == "mean" and not three_way
                                          else "")
     if pair_rule == "mean" and three_way:
@@ -249,6 +279,10 @@ def _counted(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
 
 def _accuracy(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]], rule: str,
               three_way: bool = False) -> dict[str, Any]:
+    if rule == "mtbench":
+        got = [mtbench_credit(it.label, v.orders) for it, v in pairs]  # type: ignore[arg-type]
+        kept = [c for c in got if c is not None]
+        return {**estimate(sum(kept), len(kept)), "n_left_out": len(got) - len(kept)}
     credit = [pair_credit(it.label, v.orders, rule, three_way)  # type: ignore[arg-type]
               for it, v in pairs]
     return estimate(sum(credit), len(credit))

@@ -164,8 +164,10 @@ def evaluate_table(res: dict[str, Any]) -> Any:
                          f"{g.get('n_groups_x_constant')} with one judge score, "
                          f"{g.get('n_groups_y_constant')} with one gold score)")
     else:
+        mtbench = conv.get("pair_rule") == "mtbench"
         rows = [
-            ("accuracy (invalid = wrong)", res.get("accuracy"), True),
+            ("agreement without tie (MT-Bench)" if mtbench else "accuracy (invalid = wrong)",
+             res.get("accuracy"), True),
             ("accuracy (valid only)", res.get("accuracy_valid"), True),
             ("decisive verdicts naming the label", res.get("decisive_accuracy"), True),
             ("position consistency (both unreadable = same)",
@@ -179,6 +181,9 @@ def evaluate_table(res: dict[str, Any]) -> Any:
         for name, est, pct in rows:
             if est is not None:
                 t.add_row(name, *fmt_est(est, pct))
+        mt = (res.get("accuracy_by_rule") or {}).get("mtbench")
+        if mt and mt.get("n_left_out") is not None:
+            parts.append(_mtbench_text(mt, chosen=mtbench))
     left = _left_out_text(res, pointwise)
     if left:
         parts.append(left)
@@ -206,6 +211,17 @@ def evaluate_table(res: dict[str, Any]) -> Any:
                           *fmt_est(r.get("accuracy"), True))
         parts.append(b)
     return Group(*parts) if len(parts) > 1 else t
+
+
+def _mtbench_text(est: dict[str, Any], chosen: bool) -> str:
+    """MT-Bench's agreement without tie (FastChat) with its n and the pairs it leaves out:
+    the accuracy row when it is the pair rule, else beside the table (the benchmark's own
+    number for MT-Bench data)."""
+    left = f"{est['n_left_out']} pairs left out: a tie, orders that differ or a tie label"
+    if chosen:
+        return f"agreement without tie (MT-Bench rule): {left}"
+    value, ci, n = fmt_est(est, True)
+    return (f"MT-Bench's agreement without tie (FastChat): {value} {ci} (n = {n}; {left})")
 
 
 def _evaluate_failed_text(res: dict[str, Any], pointwise: bool) -> Text:
