@@ -208,3 +208,12 @@ def test_llmbar_answers_read_right_and_never_wrong(shared_data: Path) -> None:
     cot = [c for f, c in counts.items() if "CoT" in f]
     assert sum(sum(c.values()) for c in cot) == 924
     assert sum(c["right"] for c in cot) == 923
+
+
+def test_a_long_run_of_dots_is_read_in_linear_time() -> None:
+    # the end's markup was trimmed by an anchored regex, quadratic in a run of dots: 50,000
+    # dots took about 12 s; by str.strip they take milliseconds
+    import time
+    start = time.perf_counter()
+    assert parse_choice(REASONS + "." * 50_000 + "x") is None
+    assert time.perf_counter() - start < 2.0

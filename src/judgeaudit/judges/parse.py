@@ -517,7 +517,12 @@ _TURN = re.compile(r"\b(?:but|however|though|although|yet|whereas|while|unless|i
                    r"only|partially|partly|arguably|perhaps|maybe)\b", re.IGNORECASE)
 # Where a sentence ends ("... is better." "...\"climatic variables.\" Therefore, ...").
 _SENT_SPLIT = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+")
-_EDGE_MARKUP = re.compile(r"^[\s#>*_\-]+|[\s*_.!]+$")
+
+
+def _trim_markup(sentence: str) -> str:
+    """`sentence` without markup and end punctuation at its edges ("**...**", "- ", "."); by
+    str.strip, linear where an anchored regex is quadratic in a long run of dots."""
+    return sentence.lstrip(" \t\r\f\v#>*_-").rstrip(" \t\r\f\v*_.!")
 
 
 def _names_choice(clause: str, choices: tuple[str, ...]) -> bool:
@@ -552,7 +557,7 @@ def _verdict_sentence(sentence: str, choices: tuple[str, ...]) -> str | None:
     the better output is Output (b).", "Output (b) is better than Output (a) because ..."),
     or None: no verdict, a hedge or condition around it, a second choice that is not the
     loser, a contrast after it ("..., but Output (b) is more accurate")."""
-    s = _EDGE_MARKUP.sub("", sentence)
+    s = _trim_markup(sentence)
     fold = _folder(choices)
     opener = _CONCLUDE.match(s)  # "So the better output is ...": no comma after "So"
     starts = sorted({0, *(m.end() for m in re.finditer(r",\s*", s)),
@@ -633,7 +638,7 @@ def _conclusions(text: str, choices: tuple[str, ...]) -> list[str]:
     got: list[str] = []
     for line in text.strip().splitlines():
         for s in _SENT_SPLIT.split(line):
-            s = _EDGE_MARKUP.sub("", s)
+            s = _trim_markup(s)
             m = _CORE.search(s)
             if m is None or not (_CONCLUDE.match(s) or m.group("named") or m.group("i")):
                 continue
