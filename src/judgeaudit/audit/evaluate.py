@@ -505,7 +505,10 @@ def pointwise_conventions(k: int, decimals: bool) -> dict[str, Any]:
                         f"gold score; {dec}; an unparseable or failed score is counted "
                         "(n_invalid) and left out of every statistic; items without a gold "
                         "score are left out (n_unscored); exact agreement = judge score equal "
-                        "to the gold score; MAE = mean |judge - gold| (t interval)."),
+                        "to the gold score, over items whose gold score is an integer (as "
+                        "prometheus-eval: a mean of several ratings such as 3.67 no integer "
+                        "score can equal; n_gold_non_integer says how many are left out); "
+                        "MAE = mean |judge - gold| (t interval)."),
     }
 
 
@@ -527,6 +530,7 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
           if s is not None and it.score is not None]
     x = np.array([judge[i] for i in ok], dtype=float)
     y = np.array([items[i].score for i in ok], dtype=float)
+    whole = np.equal(np.mod(y, 1), 0)
     levels: dict[str, Any] = {
         "item": correlations(x, y, n_boot=n_boot, seed=seed).as_dict(),
         "group": None, "system": None,
@@ -563,7 +567,10 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
                                    key=lambda x: x["failed"] is not None)[:20],
         "score_range": [1, k],
         "correlation": levels,
-        "exact_agreement": estimate(int((x == y).sum()), int(x.size)),
+        # on integer gold scores only, as prometheus-eval's eval/utils.py: a gold score that
+        # is a mean of ratings (3.67) no integer answer can equal
+        "exact_agreement": {**estimate(int((x == y)[whole].sum()), int(whole.sum())),
+                            "n_gold_non_integer": int((~whole).sum())},
         "mae": _mae(np.abs(x - y)),
         "mean_judge_score": _finite(float(x.mean())) if x.size else None,
         "mean_gold_score": _finite(float(y.mean())) if y.size else None,

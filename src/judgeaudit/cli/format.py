@@ -154,9 +154,15 @@ def evaluate_table(res: dict[str, Any]) -> Any:
             for stat, name in (("pearson", "Pearson r"), ("spearman", "Spearman rho"),
                                ("kendall", "Kendall tau-b")):
                 t.add_row(f"{name}, {level} level ({unit})", *fmt_est(c.get(stat), False))
-        t.add_row("exact agreement", *fmt_est(res.get("exact_agreement"), True))
+        exact = res.get("exact_agreement") or {}
+        t.add_row("exact agreement (integer gold scores)" if "n_gold_non_integer" in exact
+                  else "exact agreement", *fmt_est(exact or None, True))
         t.add_row("mean absolute error", *fmt_est(res.get("mae"), False))
         t.add_row("invalid scores", *fmt_est(res.get("invalid_rate"), True))
+        if exact.get("n_gold_non_integer"):
+            parts.append(f"exact agreement: {exact['n_gold_non_integer']} items whose gold "
+                         "score is not an integer (a mean of ratings) left out; the correlations "
+                         "and MAE use them")
         g = corr.get("group")
         if g:
             parts.append(f"group level: {g.get('n_groups_used')} of {g.get('n_groups')} groups "

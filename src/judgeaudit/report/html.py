@@ -619,8 +619,9 @@ _EVAL_ROWS = [
     ("invalid_rate", "Invalid verdict rate", "unparseable or failed calls among all calls"),
 ]
 _POINT_ROWS = [
-    ("exact_agreement", "Exact agreement", "share of scored items whose judge score equals "
-     "the gold score; Wilson interval"),
+    ("exact_agreement", "Exact agreement", "share of scored items with an integer gold score "
+     "whose judge score equals it (a gold score that is a mean of ratings is left out); Wilson "
+     "interval"),
     ("mae", "Mean absolute error", "mean |judge score - gold score|; t interval"),
     ("invalid_rate", "Invalid score rate", "unparseable or failed calls among all calls"),
 ]
