@@ -217,3 +217,15 @@ def test_a_long_run_of_dots_is_read_in_linear_time() -> None:
     start = time.perf_counter()
     assert parse_choice(REASONS + "." * 50_000 + "x") is None
     assert time.perf_counter() - start < 2.0
+
+
+def test_a_long_run_of_blank_lines_is_read_in_linear_time() -> None:
+    # end-of-sequence tokens were stripped by "(\s*token)+\s*$", quadratic in a run of
+    # whitespace not at the end: 50,000 blank lines took about 35 s; now milliseconds, and
+    # the tokens are still left out
+    import time
+    start = time.perf_counter()
+    assert parse_choice(REASONS + " \n" * 50_000 + "x") is None
+    assert parse_choice("A" + " \n" * 50_000 + "</s>") == "A"
+    assert time.perf_counter() - start < 2.0
+    assert parse_choice(REASONS + "Therefore, Output (b) is better. </s>\n<|im_end|>\n") == "B"

@@ -42,8 +42,8 @@ _TIE_WORDS = {"tie", "draw", "equal", "same"}  # "both"/"neither" stay invalid
 
 # End-of-sequence tokens a server leaves at the end of the answer when it does not strip
 # them ("A</s>"): not part of the verdict.
-_EOS = re.compile(r"(?:\s*(?:</s>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|end_of_text\|>|"
-                  r"<\|eom_id\|>|<\|end\|>|<end_of_turn>|<eos>))+\s*$", re.IGNORECASE)
+_EOS = re.compile(r"(?:</s>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|end_of_text\|>|"
+                  r"<\|eom_id\|>|<\|end\|>|<end_of_turn>|<eos>)\Z", re.IGNORECASE)
 
 # A label before the verdict, followed by ':' ("Verdict: A", "**Final verdict:** [[B]]",
 # "Better: Response A"): every label reads as "Answer:" does. The verdict may be on the
@@ -89,7 +89,13 @@ _KEY_SEP = re.compile(r"[\s\-]+")
 
 def _strip_eos(text: str) -> str:
     """The answer without end-of-sequence tokens at its end."""
-    return _EOS.sub("", text or "")
+    text = text or ""
+    rest, found = text.rstrip(), False
+    # one token at a time, whitespace by str.rstrip: "(\s*token)+\s*$" as one regex took
+    # seconds on a long run of blank lines (quadratic)
+    while (m := _EOS.search(rest)) is not None:
+        rest, found = rest[:m.start()].rstrip(), True
+    return rest if found else text
 
 
 def _negated_after(line: str, token: str) -> bool:
