@@ -546,7 +546,8 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
         sc = system_correlations(x[keep], y[keep], [field_key(items[ok[j]], system_field)
                                                     for j in keep], n_boot=n_boot, seed=seed)
         levels["system"] = {**sc.as_dict(), "field": system_field,
-                            "n_items_missing_field": len(ok) - len(keep)}
+                            "n_items_missing_field": len(ok) - len(keep),
+                            **small_systems(sc.extra.get("systems") or [])}
     counts: dict[str, int] = {}
     for s in judge:
         if s is not None:
@@ -592,6 +593,9 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
             f"{n_off} gold score(s) lie outside the rubric's 1..{k} (e.g. "
             f"{', '.join(f'{x:g}' for x in off[:3])}): exact agreement and the mean absolute "
             "error compare them as they are; is the data on another scale?")
+    system = levels.get("system") or {}
+    if system.get("small_systems"):
+        out["warnings"].append(small_systems_warning(system))
     if by is not None:
         groups: dict[str, list[int]] = {}
         for j, i in enumerate(ok):
@@ -609,6 +613,39 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
                                           if field_key(it, by) == key)})
         out["breakdown"] = {"by": by, "metric": "correlation", "rows": rows}
     return out
+
+
+# A system with fewer than this share of the median system's items is named: its mean is
+# noisier than the others', yet each system's mean weighs the same in the system level.
+SMALL_SYSTEM_SHARE = 0.5
+SMALL_SYSTEM_RULE = (f"a system with fewer than {SMALL_SYSTEM_SHARE:.0%} of the median "
+                     "system's items")
+
+
+def small_systems(systems: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The systems whose item count is small beside the others' (SMALL_SYSTEM_RULE), with
+    the median count they were compared with."""
+    ns = [int(s.get("n", 0)) for s in systems]
+    if len(ns) < 2:
+        return {"small_systems": [], "median_system_n": float(ns[0]) if ns else None}
+    med = float(np.median(ns))
+    small = [{"system": s.get("system"), "n": int(s.get("n", 0))} for s in systems
+             if int(s.get("n", 0)) < SMALL_SYSTEM_SHARE * med]
+    return {"small_systems": small, "median_system_n": med, "small_system_rule":
+            SMALL_SYSTEM_RULE}
+
+
+def small_systems_warning(system: dict[str, Any]) -> str:
+    names = ", ".join(f"{s['system']} (n = {s['n']})" for s in system["small_systems"][:5])
+    more = len(system["small_systems"]) - 5
+    if more > 0:
+        names += f" and {more} more"
+    return (f"system level ({system.get('field')}): {names}"
+            f" {'has' if len(system['small_systems']) == 1 else 'have'} fewer than "
+            f"{SMALL_SYSTEM_SHARE:.0%} of the median system's {system['median_system_n']:g} "
+            "items; every system's mean weighs the same in the system-level correlation, so a "
+            "mean of a few items moves it as much as one of many (see the item level, or leave "
+            "such systems out)")
 
 
 def _verdict_doc(v: Any, item: PointwiseItem, score: float | None) -> dict[str, Any]:

@@ -163,6 +163,13 @@ def evaluate_table(res: dict[str, Any]) -> Any:
             parts.append(f"exact agreement: {exact['n_gold_non_integer']} items whose gold "
                          "score is not an integer (a mean of ratings) left out; the correlations "
                          "and MAE use them")
+        sysl = corr.get("system")
+        if sysl and sysl.get("systems"):
+            parts.append(_systems_text(sysl))
+        for level in ("item", "group", "system"):
+            why = _no_interval_text(corr.get(level), level)
+            if why:
+                parts.append(why)
         g = corr.get("group")
         if g:
             parts.append(f"group level: {g.get('n_groups_used')} of {g.get('n_groups')} groups "
@@ -217,6 +224,46 @@ def evaluate_table(res: dict[str, Any]) -> Any:
                           *fmt_est(r.get("accuracy"), True))
         parts.append(b)
     return Group(*parts) if len(parts) > 1 else t
+
+
+def _systems_text(sysl: dict[str, Any], most: int = 12) -> str:
+    """Each system's item count (every system's mean weighs the same at system level, so a
+    system of few items shows here), the small ones marked."""
+    small = {str(s.get("system")) for s in sysl.get("small_systems") or []}
+    systems = sysl.get("systems") or []
+    cells = [f"{s.get('system')} {s.get('n')}{' (small)' if str(s.get('system')) in small else ''}"
+             for s in systems[:most]]
+    more = f", ... {len(systems) - most} more" if len(systems) > most else ""
+    rule = (f"; small: {sysl.get('small_system_rule')} ({sysl.get('median_system_n'):g})"
+            if small else "")
+    return (f"system level: items per system by {sysl.get('field')}: {', '.join(cells)}{more}"
+            f"{rule}")
+
+
+def _no_interval_text(c: dict[str, Any] | None, level: str) -> str:
+    """Why a correlation with a value has no interval (its estimate's method says: a
+    perfect correlation every resample repeats, too few units), which the table's empty cell
+    did not say."""
+    if not c:
+        return ""
+    names = {"pearson": "Pearson", "spearman": "Spearman", "kendall": "Kendall"}
+    why: dict[str, list[str]] = {}
+    for key, name in names.items():
+        e = c.get(key) or {}
+        lo, hi = e.get("ci95") or (None, None)
+        v = e.get("value")
+        if v is None or v != v or (lo is not None and hi is not None):
+            continue
+        method = str(e.get("method") or "")
+        reason = (method.split(":", 1)[1].strip() if method.startswith("none:")
+                  else f"too few {'systems' if level == 'system' else 'units'} "
+                       f"(n = {e.get('n')})")
+        why.setdefault(reason, []).append(name)
+    def _names(ns: list[str]) -> str:
+        return ns[0] if len(ns) == 1 else f"{', '.join(ns[:-1])} and {ns[-1]}"
+
+    return "; ".join(f"{level} level: no interval for {_names(ns)}: {r}"
+                     for r, ns in why.items())
 
 
 def _mtbench_text(est: dict[str, Any], chosen: bool) -> str:

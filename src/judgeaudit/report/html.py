@@ -643,6 +643,26 @@ def _conventions(r: dict[str, Any]) -> dict[str, Any]:
             "ties": _str(c.get("ties")), "description": _str(c.get("description")) or ""}
 
 
+def _systems_n(c: dict[str, Any]) -> str:
+    """Each system's item count, the small ones (the evaluate rule) marked."""
+    small = {str(_d(s).get("system")) for s in _l(c.get("small_systems"))}
+    cells = [f"{_d(s).get('system')!s} {fmt_int(_d(s).get('n'))}"
+             + (" (small)" if str(_d(s).get("system")) in small else "")
+             for s in _l(c.get("systems"))]
+    rule = f"; small: {c.get('small_system_rule')!s}" if small else ""
+    return (", ".join(cells) or "not recorded") + rule
+
+
+def _interval_method(est: dict[str, Any], level_method: Any) -> str | None:
+    """How the interval was made, or, where the estimate has none, why (its own method says:
+    'none: a perfect correlation ...'), which the level's method did not."""
+    own = _str(est.get("method"))
+    ci = est.get("ci95")
+    if own and own.startswith("none") and not (isinstance(ci, list) and None not in ci):
+        return own
+    return _str(level_method)
+
+
 def _correlation_levels(r: dict[str, Any]) -> list[dict[str, Any]]:
     levels = []
     for level, label in (("item", "Item level"), ("group", "Group level"),
@@ -661,10 +681,12 @@ def _correlation_levels(r: dict[str, Any]) -> list[dict[str, Any]]:
                     f"{fmt_int(c.get('n_groups_y_constant'))} with one gold score left out)")
         else:
             note = (f"mean scores of {fmt_int(c.get('n_systems'))} systems "
-                    f"({c.get('field')!s}) correlated across systems")
+                    f"({c.get('field')!s}) correlated across systems, each weighing the same; "
+                    "items per system: " + _systems_n(c))
         levels.append({
             "level": level, "label": label, "note": note,
-            "rows": [{"stat": name, "est": _estimate(c.get(key)), "method": _str(method.get(key))}
+            "rows": [{"stat": name, "est": _estimate(c.get(key)),
+                      "method": _interval_method(_d(c.get(key)), method.get(key))}
                      for key, name in _CORR_STATS],
         })
     return levels
