@@ -386,9 +386,55 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
     out["n_valid"] = sum(any(o.valid for o in v.orders) for v in verdicts)
     out["warnings"] = label_warnings(out["accuracy"], out["cohen_kappa"],
                                      decisive=out["decisive_accuracy"], three_way=three_way)
+    spread = subset_mean(items, verdicts, pair_rule, ties, three_way, seed=seed)
+    if spread is not None:
+        out["accuracy_subset_mean"] = spread
     if by is not None:
         out["breakdown"] = pairwise_breakdown(items, verdicts, by, pair_rule, ties, three_way)
     return out
+
+
+SUBSET_KEY = "subset"
+
+
+def subset_mean(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
+                pair_rule: str, ties: str, three_way: bool, *, seed: int = 0,
+                n_boot: int = 2000) -> dict[str, Any] | None:
+    """When the counted pairs span several subsets (metadata `subset`, as the llmbar loader
+    sets it: `subset=LLMBar/Adversarial` is four), the unweighted mean of the subsets'
+    accuracies, as LLMBar's papers report an "Average" (the pooled accuracy weighs each pair
+    the same, so the largest subset counts most). Its interval: a percentile bootstrap
+    resampling pairs within each subset. None for one subset."""
+    groups: dict[str, list[tuple[PairwiseItem, PairwiseVerdict]]] = {}
+    for it, v in _counted(items, verdicts, ties):
+        key = it.metadata.get(SUBSET_KEY)
+        if key is None:
+            return None
+        groups.setdefault(str(key), []).append((it, v))
+    if len(groups) < 2:
+        return None
+    credits: dict[str, np.ndarray] = {}
+    for key in sorted(groups):
+        if pair_rule == "mtbench":
+            got = [mtbench_credit(it.label, v.orders) for it, v in groups[key]]  # type: ignore[arg-type]
+            c = np.array([x for x in got if x is not None], dtype=float)
+        else:
+            c = np.array([pair_credit(it.label, v.orders, pair_rule, three_way)  # type: ignore[arg-type]
+                          for it, v in groups[key]], dtype=float)
+        if c.size == 0:
+            return None
+        credits[key] = c
+    value = float(np.mean([c.mean() for c in credits.values()]))
+    rng = np.random.default_rng(seed)
+    boot = np.mean([c[rng.integers(0, c.size, size=(n_boot, c.size))].mean(axis=1)
+                    for c in credits.values()], axis=0)
+    lo, hi = (float(q) for q in np.percentile(boot, [2.5, 97.5]))
+    return {"value": value, "ci95": [lo, hi], "n": len(credits),
+            "n_items": int(sum(c.size for c in credits.values())),
+            "method": f"percentile bootstrap resampling pairs within each subset ({n_boot} "
+                      f"resamples, seed {seed})",
+            "subsets": [{"subset": k, "n": int(c.size), "accuracy": float(c.mean())}
+                        for k, c in credits.items()]}
 
 
 def pairwise_breakdown(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],

@@ -194,6 +194,9 @@ def evaluate_table(res: dict[str, Any]) -> Any:
         for name, est, pct in rows:
             if est is not None:
                 t.add_row(name, *fmt_est(est, pct))
+        spread = res.get("accuracy_subset_mean")
+        if spread:
+            parts.append(_subset_mean_text(res.get("accuracy") or {}, spread))
         mt = (res.get("accuracy_by_rule") or {}).get("mtbench")
         if mt and mt.get("n_left_out") is not None:
             parts.append(_mtbench_text(mt, chosen=mtbench))
@@ -264,6 +267,19 @@ def _no_interval_text(c: dict[str, Any] | None, level: str) -> str:
 
     return "; ".join(f"{level} level: no interval for {_names(ns)}: {r}"
                      for r, ns in why.items())
+
+
+def _subset_mean_text(pooled: dict[str, Any], spread: dict[str, Any]) -> str:
+    """The accuracy row pools several subsets, each pair weighing the same; the papers'
+    "Average" is the unweighted mean of the subsets': both, named."""
+    value, ci, _ = fmt_est(spread, True)
+    subsets = spread.get("subsets") or []
+    each = ", ".join(f"{str(s['subset']).rsplit('/', 1)[-1]} {100 * s['accuracy']:.1f}% "
+                     f"(n = {s['n']})" for s in subsets[:8])
+    more = f", ... {len(subsets) - 8} more" if len(subsets) > 8 else ""
+    return (f"accuracy above pools {spread.get('n')} subsets (n = {pooled.get('n')}, each pair "
+            f"weighing the same); unweighted mean of the subsets (as LLMBar's 'Average'): "
+            f"{value} {ci} over {each}{more}")
 
 
 def _mtbench_text(est: dict[str, Any], chosen: bool) -> str:

@@ -717,6 +717,16 @@ def _evaluate_view(r: dict[str, Any]) -> dict[str, Any]:
         if key == "decisive_accuracy" and e is None:
             continue  # older results
         rows.append({"key": key, "label": label, "help": help_, "est": e})
+    spread = _d(r.get("accuracy_subset_mean"))
+    if spread and not pointwise:
+        rows.insert(1, {
+            "key": "accuracy_subset_mean",
+            "label": f"Accuracy, unweighted mean of {fmt_int(spread.get('n'))} subsets",
+            "help": "the Accuracy row pools the subsets, each pair weighing the same; this is "
+                    "the mean of the subsets' accuracies, as LLMBar's Average ("
+                    + ", ".join(f"{_d(x).get('subset')!s} n = {fmt_int(_d(x).get('n'))}"
+                                for x in _l(spread.get("subsets"))) + ")",
+            "est": _estimate(spread)})
     for order, e in _d(r.get("per_order_accuracy")).items():
         rows.append({"key": f"per_order_accuracy.{order}", "label": f"Accuracy, order {order}",
                      "help": "only the calls asked in this presentation order",
