@@ -119,8 +119,10 @@ def test_score_markers_that_agree_still_read(text: str, want: float) -> None:
 # ---- an unlabelled opening reads only when bare, as a labelled value does ------------------
 
 @pytest.mark.parametrize(("text", "want"), [
+    # its end is read (on purpose, tests/judges/test_parse_cot_end.py: it read None when
+    # only the opening was read); its opening is still not read as A
     ("Output (a) provides a concise summary of the text.\n...\nTherefore, Output (b) is "
-     "better.", None),
+     "better.", "B"),
     ("Response B follows the instruction closely; Response A does not.", None),
     ("A is the better response.", "A"), ("B\nExplanation: it is exact.", "B"),
     ("YES, THE ANSWER IS NOT HARMFUL", "YES"), ("**A**", "A"), ("[[B]]", "B"),
