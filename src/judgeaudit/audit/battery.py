@@ -287,11 +287,10 @@ async def run_battery(
     order = {it.id: i for i, it in enumerate(pairs)}
     union.sort(key=lambda it: order[it.id])
     ctx = AuditContext(bundle, union, seed=seed, panel=panel, on_calls=on_calls,
-                       on_done=on_done, alpha=alpha, length_control=length_control
-                       ) if context is None else context.view(union)
+                       on_done=on_done, alpha=alpha, length_control=length_control,
+                       together=True) if context is None else context.view(union)
     t0 = time.perf_counter()
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    base = await ctx.baseline()  # shared by every probe
 
     async def one(p: Probe) -> ProbeResult:
         plan = plans[p.name]
@@ -300,8 +299,19 @@ async def run_battery(
             return ProbeResult(None, (None, None), 0, None, None, notes=[why])
         return await p.run(ctx.view(plan.items))
 
-    results: list[ProbeResult] = list(await asyncio.gather(*(one(p) for p in probes)))
-    panel_doc = await panel_section(ctx.view(panel_plan.items)) if panel_plan else None
+    # The baseline (shared by every probe), the probes and the panel are asked together:
+    # in batch mode each stage awaited on its own was a batch, one provider window each.
+    async def panel_part() -> dict[str, Any] | None:
+        return await panel_section(ctx.view(panel_plan.items)) if panel_plan else None
+
+    if ctx.together:
+        base, panel_doc, *found = await ctx.ask(ctx.baseline(), panel_part(),
+                                                *(one(p) for p in probes))
+    else:  # as before: the baseline, the probes (at once), then the panel
+        base = await ctx.baseline()
+        found = list(await asyncio.gather(*(one(p) for p in probes)))
+        panel_doc = await panel_part()
+    results: list[ProbeResult] = list(found)
     qs = benjamini_hochberg([r.p if r.p is not None else float("nan") for r in results])
     docs, summary = {}, {"biased": [], "not_biased": [], "underpowered": []}
     dropped: dict[str, set[str]] = {}

@@ -52,7 +52,7 @@ async def panel_section(ctx: AuditContext) -> dict[str, Any]:
     labels = [judge_label(b) for b in bundles]
     if len(set(labels)) != len(labels):
         labels = [f"{i + 1}:{lab}" for i, lab in enumerate(labels)]
-    per_judge = [await ctx.judge(ctx.items, bundle=b) for b in bundles]
+    per_judge = await ctx.ask(*(ctx.judge(ctx.items, bundle=b) for b in bundles))
     rows = [judge_row(lab, ctx.items, v, ctx.seed) for lab, v in zip(labels, per_judge,
                                                                        strict=True)]
     ranking = sorted(rows, key=lambda r: -abs(r["position_effect"]["value"] or 0.0))

@@ -5,9 +5,10 @@ unperturbed verdicts between them, and adds q-values and verdicts across the rep
 from __future__ import annotations
 
 import abc
+import asyncio
 import copy
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -161,6 +162,7 @@ class AuditContext:
         on_done: Callable[[], None] | None = None,
         alpha: float = 0.05,
         length_control: bool = False,
+        together: bool = False,
     ):
         self.bundle = bundle
         # Probes that lengthen a response also judge a length-matched control
@@ -173,6 +175,14 @@ class AuditContext:
         self._on_calls = on_calls  # announce planned calls (grows the progress total)
         self._on_done = on_done
         self._memo: dict[tuple[str, int, str], PairwiseVerdict] = {}
+        # `together` (the fixed-n battery): the stages of the audit, none of which depends on
+        # another's answers, are asked at once (`ask`), so that in batch mode they go in one
+        # batch; a verdict being asked is then shared by its key (`_inflight`): a second ask
+        # waits for the first's answer instead of counting (and asking) it again. The adaptive
+        # audit, whose rounds and budget cut follow the stages' order and whose per-probe
+        # calls count each probe's asks, keeps them one after another.
+        self.together = together
+        self._inflight: dict[tuple[str, int, str], asyncio.Future[None]] = {}
 
     async def judge(
         self, items: Sequence[PairwiseItem], *, repeat: int = 0,
@@ -183,14 +193,59 @@ class AuditContext:
         b = bundle or self.bundle
         pj = judge or b.pairwise
         tag = b.public_spec + "|" + pj.template.sha256
-        todo = [it for it in items if (it.id, repeat, tag) not in self._memo]
+        todo, others = [], set()
+        for it in items:
+            k = (it.id, repeat, tag)
+            if k in self._memo:
+                continue
+            if self.together and k in self._inflight:
+                others.add(self._inflight[k])
+            else:
+                todo.append(it)
         if todo:
-            if self._on_calls:
-                self._on_calls(pj.n_calls(todo))
-            verdicts = await pj.judge(todo, repeat=repeat, on_done=self._on_done)
-            for it, v in zip(todo, verdicts, strict=True):
-                self._memo[(it.id, repeat, tag)] = v
+            mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            keys = [(it.id, repeat, tag) for it in todo]
+            for k in keys:
+                self._inflight[k] = mine
+            try:
+                if self._on_calls:
+                    self._on_calls(pj.n_calls(todo))
+                verdicts = await pj.judge(todo, repeat=repeat, on_done=self._on_done)
+                for it, v in zip(todo, verdicts, strict=True):
+                    self._memo[(it.id, repeat, tag)] = v
+            except BaseException as exc:
+                if isinstance(exc, asyncio.CancelledError):
+                    mine.cancel()
+                else:
+                    mine.set_exception(exc)
+                    mine.exception()  # retrieved: whoever waits on it raises it too
+                raise
+            else:
+                mine.set_result(None)
+            finally:
+                for k in keys:
+                    if self._inflight.get(k) is mine:
+                        del self._inflight[k]
+        for fut in others:
+            await asyncio.shield(fut)
         return [self._memo[(it.id, repeat, tag)] for it in items]
+
+    async def ask(self, *stages: Awaitable[Any]) -> list[Any]:
+        """The stages' results: asked at once when `together` (a stage awaited before the
+        next is asked was a batch of its own in batch mode: a fixed-n audit sent 80, 400, 80,
+        then 160 requests, each after the one before ended), else one after another."""
+        if self.together:
+            return list(await asyncio.gather(*stages))
+        out: list[Any] = []
+        try:
+            for s in stages:
+                out.append(await s)
+        finally:
+            for s in stages[len(out) + 1:]:  # not reached: closed, never left unawaited
+                close = getattr(s, "close", None)
+                if close is not None:
+                    close()
+        return out
 
     def unreadable_examples(self, limit: int = MAX_UNREADABLE_EXAMPLES
                             ) -> list[dict[str, Any]]:

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from judgeaudit.audit.length_control import length_control, words_added, words_summary
+from judgeaudit.audit.length_control import (
+    control_items,
+    length_control,
+    words_added,
+    words_summary,
+)
 from judgeaudit.audit.metrics import estimate, same_winner_rate, shift
 from judgeaudit.audit.probe import (
     AuditContext,
@@ -28,11 +33,11 @@ MAX_EXAMPLES = 3
 
 async def consistency_rate(ctx: AuditContext, items: list[PairwiseItem]) -> dict[str, Any]:
     """CR: the same unperturbed judgment repeated (a new call: repeat index 1)."""
-    base = await ctx.judge(items)
     if ctx.bundle.client.provider.deterministic:
         # A deterministic judge repeats itself exactly: CR = 1 without paying for repeats.
+        base = await ctx.judge(items)
         return same_winner_rate(base, base) | {"deterministic": True}
-    again = await ctx.judge(items, repeat=1)
+    base, again = await ctx.ask(ctx.judge(items), ctx.judge(items, repeat=1))
     return same_winner_rate(base, again)
 
 
@@ -68,8 +73,20 @@ class ShiftProbe(Probe):
                                 seed=ctx.seed, **self.options)
         kept = [r for r in results if r.preserved]
         originals = [r.original for r in kept]
-        before = await ctx.judge(originals)
-        after = await ctx.judge([r.item for r in kept])
+        added = [words_added(r) for r in kept]
+        words = words_summary(added)
+        controlled = (words is not None and ctx.length_control and words["max"] > 0
+                      and not self.length_is_the_cue)
+        # Every request of this probe depends on the items only, never on an answer, so its
+        # stages can be asked together (`AuditContext.ask`: one batch in batch mode); the
+        # length control and equal-substance check below find their verdicts memoised.
+        stages = [ctx.judge(originals), ctx.judge([r.item for r in kept]),
+                  consistency_rate(ctx, originals)]
+        if controlled:
+            stages.append(ctx.judge(control_items(kept, added, ctx.seed, self.name)))
+        if self.equal_substance_flag is not None:
+            stages.append(ctx.judge(self._twins(ctx)))
+        before, after, cr, *_ = await ctx.ask(*stages)
         targets = [_target_side(r) for r in kept]
         m = shift(before, after, targets, seed=ctx.seed, alpha=ctx.alpha)
         res = ProbeResult.from_stats(m, [o.id for o in originals],
@@ -79,17 +96,15 @@ class ShiftProbe(Probe):
               for r in results if not r.preserved])
         drop_invalid(res, [(originals[i].id, (before[i], after[i])) for i in m["invalid"]])
         res.rates["robustness_rate"] = same_winner_rate(before, after)
-        res.rates["consistency_rate"] = await consistency_rate(ctx, originals)
+        res.rates["consistency_rate"] = cr
         res.rates["target_win_before"] = _win_rate(before, targets)
         res.rates["target_win_after"] = _win_rate(after, targets)
         if res.n_dropped:
             res.notes.append(f"{res.n_dropped} perturbation(s) failed the answer-preservation "
                              "check and were dropped")
-        added = [words_added(r) for r in kept]
-        words = words_summary(added)
         if words is not None:  # it lengthens a response: the cue or its length?
             res.rates["words_added"] = words
-            if ctx.length_control and words["max"] > 0 and not self.length_is_the_cue:
+            if controlled:
                 res.rates["length_control"], line = await length_control(
                     ctx, self.name, kept, before, after, targets, added)
                 res.notes.append(line)
@@ -105,18 +120,22 @@ class ShiftProbe(Probe):
         res.examples = _examples(kept, before, after)
         return res
 
-    async def _equal_substance(self, ctx: AuditContext, res: ProbeResult) -> None:
-        """Better response vs a perturbed copy of itself (same substance): share of consensus
-        verdicts for the copy; ties count half."""
+    def _twins(self, ctx: AuditContext) -> list[PairwiseItem]:
+        """The equal-substance check's items: the better response against its perturbed
+        copy (those whose perturbation preserved the answer)."""
         twins = []
         for it in ctx.items:
             better = it.response_1 if it.label == 1 else it.response_2
             twins.append(it.model_copy(update={
                 "id": f"{it.id}~twin", "response_1": better, "response_2": better,
                 "label": 0, "quality": None}))
-        perturbed = [r for r in perturb_items(twins, self.perturbation, target="response_2",
+        return [r.item for r in perturb_items(twins, self.perturbation, target="response_2",
                                               seed=ctx.seed, **self.options) if r.preserved]
-        verdicts = await ctx.judge([r.item for r in perturbed])
+
+    async def _equal_substance(self, ctx: AuditContext, res: ProbeResult) -> None:
+        """Better response vs a perturbed copy of itself (same substance): share of consensus
+        verdicts for the copy; ties count half."""
+        verdicts = await ctx.judge(self._twins(ctx))
         credit = [(0.5 if v.winner == 0 else float(v.winner == 2))
                   for v in verdicts if v.winner is not None]
         est = estimate(sum(credit), len(credit))

@@ -27,10 +27,9 @@ class ChainOfThoughtProbe(Probe):
     default = False
 
     async def run(self, ctx: AuditContext) -> ProbeResult:
-        base = await ctx.baseline()
         pj = PairwiseJudge(ctx.bundle.client, load_template("pairwise_cot_v1"),
                            both_orders=ctx.bundle.pairwise.both_orders, seed=ctx.seed)
-        cot = await ctx.judge(ctx.items, judge=pj)
+        base, cot = await ctx.ask(ctx.baseline(), ctx.judge(ctx.items, judge=pj))
         a = [credit_of(v, it.label) for it, v in zip(ctx.items, base, strict=True)]
         b = [credit_of(v, it.label) for it, v in zip(ctx.items, cot, strict=True)]
         d = paired_difference(a, b, seed=ctx.seed, alpha=ctx.alpha, span=1.0)  # credits
