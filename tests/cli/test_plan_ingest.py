@@ -162,7 +162,7 @@ def test_ingest_counts_error_lines_and_never_caches_them(tmp_path, monkeypatch, 
         res = invoke("ingest", tmp_path / "none.jsonl", "--plan", plan, ok=False)
         text = " ".join(res.output.split())
         assert "planned requests have no answer" not in text
-        assert res.exit_code == 3  # nothing stored, as for any other ingest (it exited 0)
+        assert res.exit_code == 2  # an empty file is an input error (it exited 3, then 0)
         cache = Cache(cache_path)
         assert cache.get(keys[0]) is None and cache.get(keys[1]) is None
         assert cache.refusal(keys[0])[0] == cache.refusal(keys[1])[0] == "too_long"
@@ -396,7 +396,7 @@ def test_ingest_counts_in_the_singular_when_there_is_one(tmp_path, monkeypatch):
     plan, lines, ans = _sim_plan_and_answers(tmp_path, monkeypatch)
     path = _write(tmp_path / "one.jsonl", [dict(ans[0], custom_id="f" * 64)])
     code, text = _ingest_text(path)
-    assert code == 3 and "ingested 0 answers of 1 line into" in text
+    assert code == 2 and "ingested 0 answers of 1 line into" in text
     assert "1 answer to a request not planned with this cache" in text
     path = _write(tmp_path / "two.jsonl", [ans[0], "not json"])
     res = invoke("ingest", path, "--plan", plan)

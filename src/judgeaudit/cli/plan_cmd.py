@@ -148,6 +148,7 @@ def ingest(
     if results.stat().st_size == 0 and plan is None:  # with --plan it still says what is left
         raise fail(f"RESULTS {results}: empty file (did the batch run write nothing?); with "
                    "--plan PLAN it reports the planned requests still unanswered")
+    from judgeaudit.cli.progress import progress_bar
     if cache is not None and not cache.exists():  # a typo would create an empty cache
         raise fail(f"--cache {cache}: no such cache file; give the --cache the plan was made "
                    "with")
@@ -161,7 +162,8 @@ def ingest(
                    "its answers and the planned requests the answers are matched with)")
     t0 = time.perf_counter()
     try:
-        rep = run_ingest(results, store, plan=plan)
+        with progress_bar("ingesting", _n_lines(results)) as advance:
+            rep = run_ingest(results, store, plan=plan, on_lines=advance)
     except PlanGivenAsAnswers as exc:
         raise fail(str(exc)) from None
     except (ValueError, OSError) as exc:
@@ -176,6 +178,8 @@ def ingest(
                       f" ({rep.replaced} of them replaced "
                       f"{'an answer' if rep.replaced == 1 else 'answers'} already cached)"
                       if rep.replaced else ""), highlight=False)
+    if rep.ingested:
+        _say_usage(rep)
     if n_err:
         kinds = ", ".join(f"{k} {v}" for k, v in rep.errors.items())
         kept = rep.refusals_kept
@@ -207,6 +211,10 @@ def ingest(
              "bold yellow"),
             f" (a different --cache?), not stored; first at {escaped(where)}:{line}: custom_id "
             f"{escaped(key)}"), highlight=False)
+    if rep.cut_last_line is not None:
+        console.print(styled(f"the last line ({rep.cut_last_line:,}) is cut off", "bold yellow",
+                             f"in {where}: was the executor stopped while writing? Not stored; "
+                             "its request is planned again"), highlight=False)
     if rep.unreadable == rep.lines > 0:  # nothing in it is an answer: the wrong file
         raise fail(f"ingest {results}: no line is a batch output line (line "
                    f"{rep.unreadable_lines[0]} first; expected JSON objects with custom_id "
@@ -236,13 +244,58 @@ def ingest(
         console.print(f"{count(rep.not_in_plan, 'answer')} "
                       f"{'is to a request' if rep.not_in_plan == 1 else 'are to requests'} "
                       f"not in {plan}", highlight=False)
-    if rep.ingested == 0:  # an empty file too (with --plan): nothing stored is a failure
+    # input errors (exit 2, as README says): an empty file, or answers to nothing planned
+    # in this cache (a wrong --cache); both exited 3 as a run that failed
+    if rep.lines == 0 or (rep.cut_last_line is not None and rep.lines == 1):
+        raise fail(f"ingest {results}: empty file, no answer in it (did the executor write "
+                   "nothing, or is this the wrong file?)" + (
+                       "; the planned requests above are still unanswered" if plan else ""))
+    if rep.unknown and rep.unknown == rep.lines:  # not one line answers a request planned here
+        raise fail(f"ingest {results}: none of its {count(rep.lines, 'answer')} is to a request "
+                   f"planned with the cache {store.path} (wrong --cache? give the cache the "
+                   "plan was made with: --cache PATH or JUDGEAUDIT_CACHE); nothing stored")
+    if rep.ingested == 0:  # nothing stored is a failure
         raise typer.Exit(EXIT_RUN_FAILED)
 
 
 def count(n: int, noun: str) -> str:
     """`n` and `noun`, plural unless n is 1 ("1 line", "0 lines", "2 error lines")."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _n_lines(path: Path) -> int:
+    """The lines in `path` (a progress bar's total), counted by its newlines."""
+    n, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += block.count(b"\n")
+            last = block[-1:]
+    return n + (last != b"\n")
+
+
+def _say_usage(rep: Any) -> None:
+    """What the stored answers used and cost, from their own `usage`: the provider's bill
+    for them (the plan's figure was an upper bound), and how many the judge can hardly read
+    (empty, or cut at max_tokens), told without its parser."""
+    n = rep.ingested
+    text = (f"the {count(n, 'answer')} stored used {rep.prompt_tokens:,} prompt + "
+            f"{rep.completion_tokens:,} completion tokens (their usage)")
+    if rep.cost_usd is not None:
+        priced = n - rep.unpriced
+        text += (f", ${rep.cost_usd:.4f} at the judge spec's prices"
+                 + (f" ({priced} of {n} priced)" if rep.unpriced else "")
+                 + ": the provider's bill for these answers (the plan's estimate was an upper "
+                 "bound)")
+    else:
+        text += "; their price is not known (give price_in and price_out in the judge spec)"
+    console.print(text, highlight=False)
+    if rep.empty or rep.cut:
+        parts = [f"{rep.empty} empty" if rep.empty else "",
+                 f"{rep.cut} cut off at max_tokens (finish_reason length)" if rep.cut else ""]
+        console.print(styled(f"{' and '.join(p for p in parts if p)} of {n} answers",
+                             "bold yellow",
+                             ": the judge reads no verdict in those; the re-run counts them "
+                             "unreadable"), highlight=False)
 
 
 def _where(lines: list[int], total: int) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,14 +98,22 @@ def estimated_usage(request: Request, provider: Provider, text: str) -> Usage:
     return Usage(-(-chars // CHARS_PER_TOKEN), -(-len(text) // CHARS_PER_TOKEN))
 
 
-def parse_info(request: Request, body: dict[str, Any]) -> str:
+def parse_info(request: Request, body: dict[str, Any],
+               price: tuple[float, float] | None = None) -> str:
     """What `ingest` needs to parse the answer to a planned request, as the JSON the cache's
     `planned` table keeps: the choices, and the assistant turn the body ends with when the
-    prefill was sent as one (llama.cpp's server repeats it before its continuation)."""
+    prefill was sent as one (llama.cpp's server repeats it before its continuation); and the
+    judge spec's price per million tokens (in, out) when known, so ingest can say what the
+    answers cost as a live run prices its calls."""
     msgs = body.get("messages") or []
+    info: dict[str, Any] = {"choices": list(request.choices)}
     if request.prefill and msgs and msgs[-1].get("role") == "assistant":
-        return json.dumps({"choices": list(request.choices), "prefill": msgs[-1]["content"]})
-    return json.dumps(list(request.choices))
+        info["prefill"] = msgs[-1]["content"]
+    if price is not None:
+        info["price"] = [float(price[0]), float(price[1])]
+    if len(info) == 1:
+        return json.dumps(list(request.choices))
+    return json.dumps(info)
 
 
 def read_parse_info(info: str) -> tuple[tuple[str, ...], str]:
@@ -115,6 +123,19 @@ def read_parse_info(info: str) -> tuple[tuple[str, ...], str]:
     if isinstance(data, dict):
         return tuple(data["choices"]), str(data.get("prefill") or "")
     return tuple(data), ""
+
+
+def read_price(info: str) -> tuple[float, float] | None:
+    """The price per million tokens (in, out) `parse_info` kept, or None (not known, or
+    planned before prices were kept)."""
+    try:
+        data = json.loads(info)
+        if isinstance(data, dict) and data.get("price") is not None:
+            a, b = data["price"]
+            return float(a), float(b)
+    except (ValueError, TypeError, KeyError):
+        pass
+    return None
 
 
 def simulated(provider: str) -> bool:
@@ -165,7 +186,8 @@ class Planner:
 
         body = plan_body(request, provider)
         self.lines[key] = plan_entry(key, body)
-        self.meta[key] = (provider.name, provider.model, parse_info(request, body))
+        self.meta[key] = (provider.name, provider.model,
+                          parse_info(request, body, provider.price_per_mtok))
         if simulated(provider.name):
             self.simulated[provider.name] += 1
         chars, out, cost = body_ceiling(body, provider.price_per_mtok)
@@ -252,6 +274,20 @@ class IngestReport:
     not_in_plan: int | None = None
     # Error lines of kind too_long kept as refusals (`Cache.put_refusals`): not planned again
     refusals_kept: int = 0
+    # What the stored answers say they used (their `usage`), and cost at the judge spec's
+    # price where the plan knew it (`parse_info`): the provider's bill for those answers, not
+    # an estimate. `unpriced`: stored answers of requests planned with no known price.
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    unpriced: int = 0
+    # Stored answers the judge can hardly read, told without its parser: empty, or cut at
+    # max_tokens (finish_reason "length").
+    empty: int = 0
+    cut: int = 0
+    # The file's last line, when it is cut off (no newline and not JSON: an executor stopped
+    # while writing); not counted in `unreadable`.
+    cut_last_line: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -297,14 +333,16 @@ def read_plan_keys(path: str | Path) -> list[str]:
 
 
 def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
-           max_response_chars: int | None = None, chunk: int = 5000) -> IngestReport:
+           max_response_chars: int | None = None, chunk: int = 5000,
+           on_lines: Callable[[int], None] | None = None) -> IngestReport:
     """Store the answers of an OpenAI-batch-format output file (`vllm run-batch`, a batch
     API's output and error files, any executor writing that format) in `cache`.
 
     Of lines repeating a custom_id the first is kept (the report says which lines, and
-    whether their answers differ), except that an answer replaces an error line. A file
-    whose every line is a request (the plan itself) raises `PlanGivenAsAnswers` and stores
-    nothing."""
+    whether their answers differ), except that an answer replaces an error line or a line
+    whose body is no chat completion (malformed). A file whose every line is a request (the
+    plan itself) raises `PlanGivenAsAnswers` and stores nothing. `on_lines(n)`: n more lines
+    read (a progress bar)."""
     from judgeaudit.llm.batch_openai import read_output_line
     from judgeaudit.llm.client import clean_response, default_max_response_chars
     from judgeaudit.llm.providers.openai import parse_chat_completion
@@ -341,6 +379,7 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                 error_at(n, f"{key[:12]}: not a chat completion", key)
                 continue
             rows.append((key, provider, model, clean_response(resp, cap)))
+            _count_usage(rep, resp, read_price(info))
             if simulated(provider):
                 rep.simulated[provider] = rep.simulated.get(provider, 0) + 1
             answered.add(key)
@@ -354,8 +393,12 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
         rep.ingested += len(rows)
 
     pending: list[tuple[str, dict[str, Any], int]] = []
+    told = n = 0
     with open(results, encoding="utf-8") as f:
         for n, raw in enumerate(f, 1):
+            if on_lines is not None and n - told >= 1000:
+                on_lines(n - told)
+                told = n
             if not raw.strip():
                 continue
             rep.lines += 1
@@ -368,10 +411,20 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                     continue
                 line = read_output_line(d)
             except ValueError:
+                if not raw.endswith("\n") and raw.strip().startswith("{"):
+                    # the last line, with no newline and cut mid-object: named on its own
+                    # (an executor stopped while writing), not lumped with unreadable lines
+                    rep.cut_last_line = n
+                    continue
                 rep.unreadable += 1
                 if len(rep.unreadable_lines) < _MAX_LISTED:
                     rep.unreadable_lines.append(n)
                 continue
+            if line.body is not None and not _is_completion(line.body):
+                # no chat completion ({"foo": "bar"}): an error line, so that a later
+                # answer to the same custom_id replaces it instead of being dropped as a
+                # repeat (the request was planned, and paid for, again)
+                line = type(line)(line.key, kind="malformed", message="not a chat completion")
             digest = _answer_digest(line)
             kind = None if line.body is not None else line.kind or "other"
             if line.key in seen and seen[line.key][2] is not None and kind is None:
@@ -398,6 +451,8 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
             if len(pending) >= chunk:
                 flush(pending)
                 pending = []
+    if on_lines is not None and n > told:
+        on_lines(n - told)
     if rep.requests and rep.requests == rep.lines:  # nothing was stored: no line is an answer
         raise PlanGivenAsAnswers(
             f"{results} is a plan of requests, not answers (its lines have "
@@ -418,6 +473,35 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                           - sum(cache.refusal(k) is not None for k in missing))
         rep.not_in_plan = len(seen.keys() - planned)
     return rep
+
+
+def _is_completion(body: Any) -> bool:
+    """Whether an answer line's body reads as a chat completion (`parse_chat_completion`,
+    with no choices to read probabilities of: those come with the planned request)."""
+    from judgeaudit.llm.providers.openai import parse_chat_completion
+
+    try:
+        parse_chat_completion(body, ())
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def _count_usage(rep: IngestReport, resp: Any, price: tuple[float, float] | None) -> None:
+    """Add a stored answer's tokens (and cost at `price`) and whether it is empty or cut
+    at max_tokens to `rep`."""
+    pt, ct = resp.usage.prompt_tokens, resp.usage.completion_tokens
+    rep.prompt_tokens += pt
+    rep.completion_tokens += ct
+    if price is None:
+        rep.unpriced += 1
+    else:
+        rep.cost_usd = (rep.cost_usd or 0.0) + (pt * price[0] + ct * price[1]) / 1e6
+    raw = resp.raw if isinstance(resp.raw, dict) else {}
+    if raw.get("finish_reason") == "length":
+        rep.cut += 1
+    elif not (resp.text or "").strip():
+        rep.empty += 1
 
 
 # Error kinds ingest keeps as the request's outcome: the server refused this request for
