@@ -317,6 +317,14 @@ class AnswerWindow:
         self.answered = 0
 
 
+def _usd(x: float) -> str:
+    """Dollars to 4 decimals, or 3 significant digits below $0.01 ($0.0000128, not
+    "$0.0000"), so that the spend cap's sum can be added up."""
+    if x >= 0.01 or x <= 0:
+        return f"${x:.4f}"
+    return f"${x:.{max(4, 2 - math.floor(math.log10(x)))}f}"
+
+
 class SpendCap:
     """A limit in USD on what a session's calls may cost at list prices, shared by its
     judges' clients (`Session(max_cost=...)`, `--max-cost`: a CLI run and a sync API call are
@@ -379,9 +387,13 @@ class SpendCap:
                 fut.get_loop().call_soon_threadsafe(_set_done, fut)
 
     def why(self) -> str:
+        # the sum that stopped it, in figures a user can add up: a small ceiling shown as
+        # "$0.0000" (a batch's request) explained nothing
         nxt = "" if self.refused is None else (
-            f"; the next call could cost up to ${self.refused:.4f}")
-        under_way = f", ${self.held:.4f} held by calls under way" if self.held > 1e-12 else ""
+            f"; the next call could cost up to {_usd(self.refused)}, and "
+            f"{_usd(self.spent)} + {_usd(self.held)} + {_usd(self.refused)} is over the cap")
+        under_way = (f", {_usd(self.held)} held by calls under way (each at its most: its "
+                     "max_tokens)" if self.held > 1e-12 else "")
         earlier = (f", ${self.before:.4f} of it by earlier commands of the session"
                    if self.before > 1e-12 else "")
         scope = ("the cap counts this session's commands together" if self.before > 1e-12
