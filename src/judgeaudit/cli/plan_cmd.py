@@ -76,6 +76,10 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
         raise fail(f"--plan-only {planner.path}: cannot write ({exc.strerror or exc})") from None
     n, m = planner.n, len(planner.cached)
     close_bars()
+    made = getattr(planner, "creates_dir", None)
+    if made is not None and made.is_dir():
+        console.print(f"created the directory {made} for the plan (it did not exist)",
+                      highlight=False)
     from judgeaudit.cli.runner import JSON_REQUESTED
 
     if JSON_REQUESTED.get():  # --json: what was planned, for a script, on stdout
@@ -111,6 +115,11 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
                 ": judgeaudit answers those itself (they are planned only so the plan counts "
                 "the whole run); run the command without --plan-only for the simulation's "
                 "verdicts: answers ingested for them replace the simulation's"), highlight=False)
+        console.print("every planned request is paid for, even if the judge's answers cannot "
+                      "be read (a live run stops after a run of unreadable answers); to check "
+                      "first, plan a small pilot (--n 5 or --limit 10), execute and ingest it "
+                      "(ingest counts answers empty or cut at max_tokens), and re-run it before "
+                      "planning the rest", highlight=False)
         console.print("requests that depend on these answers (a rewrite before its judgement, "
                       "the next round of an active ranking) are planned stage by stage: re-run "
                       "with --plan-only after each ingest until it plans 0 requests",

@@ -327,8 +327,8 @@ class Batcher:
             stopping = ("It is not recorded ("
                         + ("no cache" if self.cache is None else self.cache.write_error)
                         + "): stopping before it ends loses its answers, paid for")
-        log.warning("%s: submitted batch %s (%d requests); the provider answers within 24 h. "
-                    "%s", self.provider.name, batch_id, len(keys), stopping)
+        log.warning("%s: submitted batch %s (%s); the provider answers within 24 h. "
+                    "%s", self.provider.name, batch_id, _requests(len(keys)), stopping)
         self._track(batch_id, keys)
 
     def _track(self, batch_id: str, keys: list[str]) -> None:
@@ -351,8 +351,8 @@ class Batcher:
                 self._choices[k] = tuple(json.loads(choices))
                 keys.append(k)
             self.resumed.append(b["batch_id"])
-            log.warning("%s: waiting for batch %s (%d requests) that an earlier run "
-                        "submitted", self.provider.name, b["batch_id"], len(keys))
+            log.warning("%s: waiting for batch %s (%s) that an earlier run "
+                        "submitted", self.provider.name, b["batch_id"], _requests(len(keys)))
             self._track(b["batch_id"], keys)
 
     def _cancel_requested(self, batch_id: str) -> bool:
@@ -531,6 +531,11 @@ class Batcher:
                 log.info("%s: %s failed (%s); again in %.1fs", self.provider.name, what, exc,
                          wait)
                 await asyncio.sleep(wait)
+
+
+def _requests(n: int) -> str:
+    """"1 request", "2 requests" ("(1 requests)" was shown)."""
+    return f"{n} request" if n == 1 else f"{n} requests"
 
 
 class _Gaveup(Exception):

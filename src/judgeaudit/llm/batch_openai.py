@@ -59,7 +59,8 @@ def read_output_line(d: Any) -> LineResult:
                               message=f"expired in its batch: {msg}"[:300])
         if code == "batch_cancelled":
             return LineResult(key, kind="other", message=f"cancelled: {msg}"[:300])
-        return LineResult(key, kind="other", message=f"failed in batch ({code}): {msg}"[:300])
+        said = f" ({code})" if code else ""  # "(None)" said nothing
+        return LineResult(key, kind="other", message=f"failed in batch{said}: {msg}"[:300])
     if not isinstance(resp, dict):
         return LineResult(key, kind="malformed", retryable=True,
                           message="batch line with neither response nor error")

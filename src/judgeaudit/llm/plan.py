@@ -157,6 +157,10 @@ class Planner:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        # The outermost directory of the plan's path that does not exist yet: writing the
+        # plan creates it, and the plan message says so (it was created silently).
+        missing = [d for d in self.path.absolute().parents if not d.exists()]
+        self.creates_dir: Path | None = missing[-1] if missing else None
         self.lines: dict[str, dict[str, Any]] = {}
         self.meta: dict[str, tuple[str, str, str]] = {}
         self.cached: set[str] = set()
