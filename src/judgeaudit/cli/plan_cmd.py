@@ -296,7 +296,8 @@ def _say_usage(rep: Any) -> None:
                  + ": the provider's bill for these answers (the plan's estimate was an upper "
                  "bound)")
     else:
-        text += "; their price is not known (give price_in and price_out in the judge spec)"
+        text += ("; the plan kept no price for them (give price_in and price_out in the judge "
+                 "spec when planning)")
     console.print(text, highlight=False)
     if rep.empty or rep.cut:
         parts = [f"{rep.empty} empty" if rep.empty else "",

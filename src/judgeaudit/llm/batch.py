@@ -6,7 +6,8 @@ cache miss to this module's `Batcher`, which
 
 - collects requests and submits them as one batch once `batch_size` are waiting or no new one
   has joined for `batch_wait` seconds (one stage of a pipeline asks its calls together, then
-  waits for them, so a stage becomes one batch);
+  waits for them, so a stage becomes one batch; a fixed-n audit asks all its stages at once,
+  `AuditContext.ask`, so it is one batch, and lines to ask again go in the next);
 - records each batch id and the cache keys in it in the cache database (`Cache.add_batch`)
   the moment the provider accepted it, so a killed run resumes polling that batch instead of
   submitting its requests again; a cache that cannot be written (`Cache.write_error`: opened
