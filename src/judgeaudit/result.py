@@ -239,7 +239,9 @@ _SUMMARY_KEEP_FAILED = frozenset({
     "command", "ok", "reason", "judge", "data", "version", "calls", "seconds", "verdicts",
     "n", "n_items", "n_invalid", "warnings", "flags_unchecked", "gate",
     # settings, not results: a failed rank gave k and budget as null beside the ones asked
-    "k", "budget", "budgets", "rules", "n_seeds", "notes", "estimator"})
+    "k", "budget", "budgets", "rules", "n_seeds", "notes", "estimator",
+    # the judges a HUB-J run left out past --max-failed, with their counts: why it failed
+    "judges_left_out"})
 
 
 class Result(BaseModel):
@@ -597,6 +599,13 @@ class Result(BaseModel):
                                           "paired", "unpaired") if k in s})
             if d.get("gate"):
                 out["gate"] = d["gate"]
+        left = (self.run.model_dump(exclude_unset=True) or {}).get("judges_left_out")
+        if left and isinstance(left, Mapping) and cmd in ("discover", "quantify", "mitigate"):
+            # each judge left out of the numbers past --max-failed, with its own counts
+            out["judges_left_out"] = {
+                j: {k: (x or {}).get(k) for k in ("calls_asked", "calls_failed", "answers",
+                                                  "unreadable", "reason")}
+                for j, x in left.items()}
         if not self.ok:  # numbers from a run that failed are not results: a failed rank
             # named the first four items its top-k, a failed evaluate an accuracy of 0
             for k in out:

@@ -307,11 +307,12 @@ def test_a_judge_without_a_valid_verdict_is_shown_not_dropped(shared_data, tmp_p
                                                               isolated_cache):
     """A judge whose every verdict was unreadable vanished from the table, its reason in
     results.json wrong ("every verdict goes the same way"); each judge's n and invalid
-    count were not shown (the title's n counts queries)."""
+    count were not shown (the title's n counts queries). --max-failed 1 lets it through: a
+    judge past --max-failed on its own is left out and fails the run (exit 3)."""
     res = runner.invoke(app, ["mitigate", "--judges", "sim?length=2&seed=1,sim?invalid=0.999",
                               "--scorer", "simhubj?score_from=length", "--data",
                               _data(shared_data), "--factor", "length", "--limit", "40",
-                              "--max-failed", "0.9", "--out", str(tmp_path)])
+                              "--max-failed", "1", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert "not fitted: sim?invalid=0.999: no valid verdict (all 40 unreadable or failed)" in text
@@ -392,7 +393,9 @@ def test_mitigate_shows_the_other_fit_beside_and_names_its_own(shared_data, tmp_
 def test_a_judge_answering_garbage_is_stopped_alone_not_the_run(shared_data, tmp_path,
                                                                isolated_cache):
     """A judge whose first 16 answers give no verdict is asked no more, but only it: a fatal
-    stop ended the whole run, the other judges' fits lost with it."""
+    stop ended the whole run, the other judges' fits lost with it. The run fails (exit 3, as
+    the README says of a judge stopped so), the judge named as left out of the fit; the
+    other judge's fit is still made and kept in results.json."""
     from fakeserver import FakeLLMServer
 
     with FakeLLMServer(answer="I think it's fine.") as srv:
@@ -402,9 +405,10 @@ def test_a_judge_answering_garbage_is_stopped_alone_not_the_run(shared_data, tmp
                                   "--factor", "length", "--limit", "60", "--max-failed", "0.9",
                                   "--out", str(tmp_path)])
         asked = srv.count()
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 3, res.output
     doc = json.loads((tmp_path / "results.json").read_text())
     assert "sim?length=1" in doc["per_judge"] and len(doc["not_fitted"]) == 1
+    assert list(doc["run"]["judges_left_out"]) == [bad.replace("api_key=k", "api_key=***")]
     assert asked < 40 and doc["calls"]["not_sent"] > 80
     assert "could not be read as verdicts" in doc["calls"]["not_sent_why"]
 

@@ -62,7 +62,24 @@ def _calls_line(res: dict[str, Any], path: Path, report: Path | str) -> None:
     line = _judge_line(res.get("run") or {})
     if line:
         console.print(line, highlight=False, markup=False)
+    for line in _left_out_lines(res.get("run") or {}):
+        console.print(line, highlight=False, markup=False)
     console.print(f"results: {path}\nreport: {report}")
+
+
+def _left_out_lines(run: dict[str, Any]) -> list[str]:
+    """One line per judge the gate per judge left out (`run.judges_left_out`), with its own
+    counts: the run's calls line pools every judge's calls with the generator's and
+    scorer's, and a judge failing 20 of 24 calls beside good ones was only named "ABOVE
+    --max-failed" (on unreadable answers; on failed calls not at all), its numbers kept."""
+    out = []
+    for j, x in (run.get("judges_left_out") or {}).items():
+        out.append(f"left out: {_shown(j)}: {x.get('calls_failed', 0)} of "
+                   f"{x.get('calls_asked', 0)} of its calls failed, {x.get('unreadable', 0)} "
+                   f"of {x.get('answers', 0)} of its answers unreadable (more than --max-failed "
+                   f"{run.get('max_failed', 0.2):g} of either); the other judges' numbers "
+                   "leave it out")
+    return out
 
 
 def _judge_line(run: dict[str, Any]) -> str | None:

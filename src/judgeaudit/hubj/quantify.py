@@ -199,9 +199,10 @@ class QuantifyOutcome:
     per_judge: dict[str, dict[str, Any]] = field(default_factory=dict)
     repeat_noise: dict[str, dict[str, Any]] = field(default_factory=dict)
     repeat_flips: dict[str, list[float | None]] = field(default_factory=dict)  # per test item
-    # what the rewriting read on each client (id: (answers, unreadable)): G_inj and G_check
-    # answers, no verdicts, on a client a judge may share (the generator by default)
-    rewrite_answers: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # what the rewriting read and asked on each client (id: (answers, unreadable, calls
+    # asked, calls failed), `client_counts`): G_inj and G_check answers, no verdicts, on a
+    # client a judge may share (the generator by default)
+    rewrite_answers: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
     multiplicity: dict[str, Any] = field(default_factory=dict)  # `adjust_noise_tests`
 
     def answer_change(self) -> dict[str, Any]:
@@ -244,6 +245,18 @@ class QuantifyOutcome:
                 "lists_follow": {"calibration": "calibration_items", "test": "test_items",
                                  "repeat": "test_items"},
                 "not_judged": not_judged, "judges": judges}
+
+    def leave_out(self, names: Sequence[str]) -> None:
+        """Drop judges whose own calls or answers failed past --max-failed (`run.
+        judge_gate`) from every number, and adjust the other rows' tests again: a judge
+        that failed most prompts was reported on the few it answered and counted in
+        Holm's m, raising every other row's adjusted p."""
+        if not any(n in self.per_judge for n in names):
+            return
+        for part in (self.per_judge, self.flips, self.repeat_noise, self.repeat_flips):
+            for n in names:
+                part.pop(n, None)
+        self.multiplicity = adjust_noise_tests(self.per_judge)
 
 
 def holm(ps: Sequence[float]) -> list[float]:
@@ -289,12 +302,12 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
     `agreement_items`)."""
     cal, test = cal_test_split([it.id for it in items], n_cal, cal_frac, seed)
     g_clients = [gen, *([checker] if checker else [])]
-    before = _answer_counts(g_clients)
+    before = {id(c): client_counts(c) for c in g_clients}
     rewrites = await make_rewrites(gen, items, factors, criteria, levels, stats, checker,
                                    on_violation, on_done, inject)
-    after = _answer_counts(g_clients)
+    after = {id(c): client_counts(c) for c in g_clients}
     out = QuantifyOutcome(list(items), rewrites, cal, test, rewrite_answers={
-        k: (a - before[k][0], u - before[k][1]) for k, (a, u) in after.items()})
+        k: counts_since(before[k], now) for k, now in after.items()})
     by_id = {it.id: it for it in items}
     for name, bundle in judges.items():
         flips = await judge_flips(bundle, by_id, rewrites, on_done)
@@ -311,9 +324,19 @@ async def quantify(judges: Mapping[str, JudgeBundle], gen: Client, items: Sequen
     return out
 
 
-def _answer_counts(clients: Sequence[Client]) -> dict[int, tuple[int, int]]:
-    """Each distinct client's distinct answers read and unreadable answers so far."""
-    return {id(c): (c.stats.answers_read, c.stats.unreadable) for c in clients}
+def client_counts(client: Client) -> tuple[int, int, int, int]:
+    """A client's distinct answers read, unreadable answers, calls asked (made + cached +
+    failed) and calls failed so far: taken before and after a G-module stage, the difference
+    is what that stage read and asked on a client a judge may share, so that a judge's own
+    share of failed calls and unreadable answers can be told apart from it."""
+    st = client.stats
+    return (st.answers_read, st.unreadable, st.made + st.cached + st.failed, st.failed)
+
+
+def counts_since(before: tuple[int, int, int, int], now: tuple[int, int, int, int]
+                 ) -> tuple[int, int, int, int]:
+    """What a client read and asked between two `client_counts`."""
+    return (now[0] - before[0], now[1] - before[1], now[2] - before[2], now[3] - before[3])
 
 
 def _compact(y: float | None) -> float | int | None:
@@ -381,5 +404,6 @@ async def agreement_items(judges: Mapping[str, JudgeBundle], items: Sequence[Pai
 
 
 __all__ = ["LEVELS", "NOISE_ALPHA", "QuantifyOutcome", "Rewrite", "adjust_noise_tests",
-           "agreement_items", "analyse", "cal_test_split", "flip_value", "holm", "judge_flips",
-           "make_rewrites", "noise_test", "quantify", "repeat_noise", "rewritten_item"]
+           "agreement_items", "analyse", "cal_test_split", "client_counts", "counts_since",
+           "flip_value", "holm", "judge_flips", "make_rewrites", "noise_test", "quantify",
+           "repeat_noise", "rewritten_item"]

@@ -34,7 +34,7 @@ from judgeaudit.hubj.embed import Embedder
 from judgeaudit.hubj.gmodules import g_score
 from judgeaudit.hubj.llmjson import JSONStats
 from judgeaudit.hubj.prompts import Factor, prompt_hashes
-from judgeaudit.hubj.quantify import LEVELS, quantify
+from judgeaudit.hubj.quantify import LEVELS, client_counts, counts_since, quantify
 from judgeaudit.hubj.splits import (
     Split,
     Winner,
@@ -68,21 +68,21 @@ def _calls(clients: Sequence[Client]) -> dict[str, Any]:
     return sum_calls([c.stats.as_dict() for c in seen.values()])
 
 
-AnswerCounts = dict[int, tuple[int, int]]  # id(client): (distinct answers read, unreadable)
+AnswerCounts = dict[int, tuple[int, int, int, int]]  # id(client): `quantify.client_counts`
+# (distinct answers read, unreadable, calls asked, calls failed)
 
 
 def answer_counts(clients: Sequence[Client]) -> AnswerCounts:
-    """Each distinct client's answers read and unreadable answers so far: taken before and
-    after a G-module or scorer stage, their difference (`spent`) is what that stage read on a
-    client that may also be a judge's."""
-    return {id(c): (c.stats.answers_read, c.stats.unreadable) for c in clients}
+    """Each distinct client's answers read, unreadable answers, calls asked and failed so
+    far: taken before and after a G-module or scorer stage, their difference (`spent`) is
+    what that stage read and asked on a client that may also be a judge's."""
+    return {id(c): client_counts(c) for c in clients}
 
 
 def spent(before: AnswerCounts, clients: Sequence[Client]) -> AnswerCounts:
-    """What each client read since `before` (`answer_counts`)."""
-    now = answer_counts(clients)
-    return {k: (a - before.get(k, (0, 0))[0], u - before.get(k, (0, 0))[1])
-            for k, (a, u) in now.items()}
+    """What each client read and asked since `before` (`answer_counts`)."""
+    return {k: counts_since(before.get(k, (0, 0, 0, 0)), now)
+            for k, now in answer_counts(clients).items()}
 
 
 def _judge_answers(clients: Sequence[Client], not_verdicts: Sequence[AnswerCounts] = ()
@@ -102,7 +102,7 @@ def _judge_answers(clients: Sequence[Client], not_verdicts: Sequence[AnswerCount
     answers = sum(answers_read(vars(st)) for st in seen.values())
     unreadable = sum(st.unreadable for st in seen.values())
     for part in not_verdicts:
-        for k, (a, u) in part.items():
+        for k, (a, u, *_calls) in part.items():
             if k in seen:
                 answers -= a
                 unreadable -= u
@@ -125,17 +125,106 @@ def judge_answer_rows(named: Sequence[tuple[str, Client]],
     return rows
 
 
-def judge_gate(run: dict[str, Any], rows: Mapping[str, Mapping[str, int]], max_failed: float
+def judge_call_rows(named: Sequence[tuple[str, Client]],
+                    not_verdicts: Sequence[AnswerCounts] = ()) -> dict[str, dict[str, Any]]:
+    """Each live judge's own calls: `asked` (made + cached + failed) and `failed`, less what
+    G-module or scorer stages asked on its client (`spent`), with its client's first error
+    (`first_error`, masked by the client) for the reason `judge_gate` gives. Pooled with the
+    generator's and the other judges' calls, a judge failing 80% of its prompts passed
+    --max-failed 0.2 and was reported on the few it answered."""
+    rows: dict[str, dict[str, Any]] = {}
+    seen: set[int] = set()
+    for name, c in named:
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        _a, _u, asked, failed = client_counts(c)
+        for part in not_verdicts:
+            if id(c) in part:
+                asked -= part[id(c)][2]
+                failed -= part[id(c)][3]
+        rows[name] = {"asked": max(asked, 0), "failed": max(failed, 0),
+                      "first_error": c.stats.first_error,
+                      "first_unreadable": c.stats.first_unreadable}
+    return rows
+
+
+def judges_over(rows: Mapping[str, Mapping[str, int]], calls: Mapping[str, Mapping[str, Any]],
+                max_failed: float, n_judges: int = 2) -> dict[str, dict[str, Any]]:
+    """The judges whose own calls failed, or whose own answers could not be read, past
+    `max_failed` (`judge_answer_rows`, `judge_call_rows`): {judge: its counts and the
+    reason}, in the order given. None of a run of one judge (`n_judges`, recorded ones
+    included): there is no other to keep, and the pooled gate (`assess`) is its own."""
+    out: dict[str, dict[str, Any]] = {}
+    if n_judges < 2:
+        return out
+    for name in dict.fromkeys([*rows, *calls]):
+        r = rows.get(name) or {"answers": 0, "unreadable": 0}
+        c = calls.get(name) or {"asked": 0, "failed": 0}
+        parts = []
+        if c["asked"] and c["failed"] / c["asked"] > max_failed:
+            first = c.get("first_error")
+            parts.append(f"{c['failed']} of its {c['asked']} calls failed (--max-failed "
+                         f"{max_failed:g} allows {_allowed(max_failed, c['asked'])}"
+                         + (f"; first error: {visible(first)})" if first else ")"))
+        if r["answers"] and r["unreadable"] / r["answers"] > max_failed:
+            first = c.get("first_unreadable")
+            parts.append(f"{r['unreadable']} of its {r['answers']} answers could not be read "
+                         f"as a verdict (--max-failed {max_failed:g} allows "
+                         f"{_allowed(max_failed, r['answers'])}"
+                         + (f"; the first: {visible(first)})" if first else ")"))
+        if parts:
+            out[name] = {"calls_asked": c["asked"], "calls_failed": c["failed"],
+                         "answers": r["answers"], "unreadable": r["unreadable"],
+                         "reason": "; ".join(parts)}
+    return out
+
+
+def judge_gate(run: dict[str, Any], rows: Mapping[str, Mapping[str, int]], max_failed: float,
+               calls: Mapping[str, Mapping[str, Any]] | None = None,
+               left_from: str = "the fit", numbers: bool = True, n_judges: int = 2
                ) -> dict[str, Any]:
-    """`run` with `answers_by_judge` (`judge_answer_rows`) and `judges_over_max_failed`, the
-    judges whose own unreadable share is above `max_failed`. The gate stays on the pooled
-    verdict answers: only a judge answering nothing but garbage is stopped alone (the verdict
-    watch) and left out of the fit (`not_fitted`), the others' numbers kept; one above
-    `max_failed` but answering some is still fitted and reported on the items it answered,
-    and named here (the terminal's "ABOVE --max-failed"), not hidden in the pooled share."""
-    over = [name for name, r in rows.items()
-            if r["answers"] and r["unreadable"] / r["answers"] > max_failed]
-    return {**run, "answers_by_judge": dict(rows), "judges_over_max_failed": over}
+    """`run` with `answers_by_judge` (`judge_answer_rows`), `calls_by_judge`
+    (`judge_call_rows`) and the gate per judge: a judge whose own calls failed, or whose own
+    answers could not be read, past `max_failed` (`judges_over`) is left out of the numbers
+    (`left_from`: the fit, the flip rates and Holm's m, the consensus; the caller leaves it
+    out), named in `judges_over_max_failed` and, with its counts and reason, in
+    `judges_left_out`, and the run fails (exit 3), as one judge's does: the README's
+    failed run. The pooled gate (`assess`) stays too. A judge failing most prompts beside
+    good ones was fitted on the few it answered, counted in Holm's m, and the run exited 0,
+    only the terminal's "ABOVE --max-failed" naming it. The others' numbers are still
+    computed without it (results.json keeps them; `numbers` False: there are none), so a
+    re-run without the judge finds their answers in the cache. `n_judges`: the run's judges,
+    recorded ones included (one alone is never left out: `judges_over`)."""
+    calls = calls or {}
+    left = judges_over(rows, calls, max_failed, n_judges)
+    out = {**run, "answers_by_judge": dict(rows), "judges_over_max_failed": list(left)}
+    if calls:
+        out["calls_by_judge"] = {n: {"asked": c["asked"], "failed": c["failed"]}
+                                 for n, c in calls.items()}
+    if not left:
+        return out
+    out["judges_left_out"] = left
+    them = "it" if len(left) == 1 else "them"
+    said = ("; ".join(f"judge {visible(n)} is left out of {left_from}: {x['reason']}"
+                      for n, x in left.items())
+            + (f"; results.json keeps the other judges' numbers without {them}: run again "
+               f"without {them} for a result" if numbers else ""))
+    if run.get("status") == "failed" and run.get("message"):
+        out["message"] = f"{run['message']}; {said}"
+    else:
+        out["message"] = f"run failed: {said}"
+    out["status"] = "failed"
+    return out
+
+
+def _live_named(winners: Mapping[str, Any], judge_clients: Sequence[Client]
+                ) -> list[tuple[str, Client]]:
+    """The live judges (not `recorded:`) with their clients, in the order both came; none
+    when they cannot be matched (the per-judge gate is then not made)."""
+    live = [n for n in winners if not n.startswith("recorded:")]
+    return list(zip(live, judge_clients, strict=True)) if len(live) == len(judge_clients) \
+        else []
 
 
 def _allowed(share: float, total: int) -> int:
@@ -262,11 +351,16 @@ def splits_for(items: Sequence[PairwiseItem], winners: Mapping[str, Mapping[str,
     return [split(name, items, w) for name, w in winners.items()]
 
 
-def splits_doc(splits: Sequence[Split], n_items: int, min_agreement: float) -> dict[str, Any]:
+def splits_doc(splits: Sequence[Split], n_items: int, min_agreement: float,
+               left_out: Sequence[str] = ()) -> dict[str, Any]:
+    """Each judge's split and the consensus counts, over the judges not `left_out`
+    (`judge_gate`: their rows stay, to show what they answered)."""
+    kept = [s for s in splits if s.judge not in left_out]
     return {"n_items": n_items, "min_annotator_agreement": min_agreement,
             "per_judge": {s.judge: s.sizes() for s in splits},
-            "consensus_disagree": len(consensus(splits, "disagree")),
-            "consensus_agree": len(consensus(splits, "agree"))}
+            "consensus_disagree": len(consensus(kept, "disagree")),
+            "consensus_agree": len(consensus(kept, "agree")),
+            **({"left_out_of_consensus": list(left_out)} if left_out else {})}
 
 
 # ---- discover --------------------------------------------------------------------------------
@@ -293,19 +387,33 @@ async def run_discover(
     `calls` and in the run's outcome (unit: G-module answers)."""
     t0 = time.perf_counter()
     splits = splits_for(items, winners)
-    dis = consensus(splits, "disagree")
+    # a live judge whose own calls failed or answers were unreadable past --max-failed is
+    # left out of the consensus (its invalid verdicts shrank it: no item is a consensus
+    # disagreement unless every judge disagrees), and the run fails naming it (`judge_gate`)
+    named = _live_named(winners, judge_clients)
+    rows, call_rows = judge_answer_rows(named), judge_call_rows(named)
+    left = judges_over(rows, call_rows, max_failed, len(winners))
+    dis = consensus([s for s in splits if s.judge not in left], "disagree")
+
+    def gated(run: dict[str, Any], numbers: bool = True) -> dict[str, Any]:
+        return judge_gate(run, rows, max_failed, call_rows, left_from="the consensus",
+                          numbers=numbers, n_judges=len(winners))
 
     def nothing_to_discover(lead: str) -> dict[str, Any]:
         """The failed run's document, before any G-module call: the judges' calls only."""
         calls = _calls(list(judge_clients))
         return {"command": "discover", "judges": list(winners),
-                "splits": splits_doc(splits, len(items), min_agreement), "calls": calls,
-                "json_stats": {},
-                "run": _discover_outcome(n_valid=0, n_planned=0, calls=calls,
-                                         judge_clients=judge_clients, min_valid=min_valid,
-                                         max_failed=max_failed, callers="judges", lead=lead),
+                "splits": splits_doc(splits, len(items), min_agreement, list(left)),
+                "calls": calls, "json_stats": {},
+                "run": gated(_discover_outcome(
+                    n_valid=0, n_planned=0, calls=calls, judge_clients=judge_clients,
+                    min_valid=min_valid, max_failed=max_failed, callers="judges", lead=lead),
+                    numbers=False),
                 "seconds": round(time.perf_counter() - t0, 2)}
 
+    if len(left) == len(winners):  # no judge left to find a consensus of
+        return nothing_to_discover("every judge is left out (above --max-failed), so there "
+                                   "is nothing to discover factors from")
     if not dis:  # nothing to discover from: no G-module call, and the reason as it is (it
         # said "0 of 0 G-module answers have a valid verdict")
         return nothing_to_discover(
@@ -358,7 +466,7 @@ async def run_discover(
         "embedder": getattr(embedder, "name", type(embedder).__name__),
         "config": {**cfg.as_dict(), "holdout": holdout, "limit": limit,
                    "holdout_limit": holdout_limit},
-        "splits": splits_doc(splits, len(items), min_agreement),
+        "splits": splits_doc(splits, len(items), min_agreement, list(left)),
         "discovery_items": disc,
         "heldout_items": held,
         "discover": outcome.as_dict(),
@@ -368,14 +476,13 @@ async def run_discover(
         "json_stats": _stats_doc(stats),
         "prompt_hashes": prompt_hashes(),
         "calls": calls,
-        "run": _discover_outcome(n_valid=sum(st.calls - st.failed for st in stats.values()),
-                                 n_planned=sum(st.calls for st in stats.values()),
-                                 calls=calls, judge_clients=judge_clients,
-                                 min_valid=min_valid, max_failed=max_failed,
-                                 callers="G-module LLM and judges" if judge_clients
-                                 else "G-module LLM",
-                                 stages=_stage_reasons(stats, max_failed, validation),
-                                 not_verdicts=[spent(g_before, [llm])]),
+        "run": gated(_discover_outcome(
+            n_valid=sum(st.calls - st.failed for st in stats.values()),
+            n_planned=sum(st.calls for st in stats.values()), calls=calls,
+            judge_clients=judge_clients, min_valid=min_valid, max_failed=max_failed,
+            callers="G-module LLM and judges" if judge_clients else "G-module LLM",
+            stages=_stage_reasons(stats, max_failed, validation),
+            not_verdicts=[spent(g_before, [llm])])),
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
@@ -448,7 +555,14 @@ async def run_quantify(
     splits = splits_for(items, agreement)
     all_clients = ([gen, *(b.client for b in judges.values())]
                    + ([checker] if checker else []))
-    agree = set(consensus(splits, "agree"))
+    named = [(n, b.client) for n, b in judges.items()]
+    # a judge already past --max-failed on the agreement items is left out before the
+    # rewrites: of the consensus (its invalid verdicts shrank the agreement items of every
+    # judge) and of the judging (`judge_gate` fails the run naming it)
+    early = judges_over(judge_answer_rows(named), judge_call_rows(named), max_failed,
+                        len(judges))
+    asked = {n: b for n, b in judges.items() if n not in early}
+    agree = set(consensus([s for s in splits if s.judge not in early], "agree"))
     agr_items = [it for it in items if it.id in agree]
     n_agree = len(agr_items)
     if max_words is not None:
@@ -470,7 +584,12 @@ async def run_quantify(
                        min_valid=min_valid, max_failed=max_failed,
                        what="judge verdicts on the agreement items",
                        **_judge_answers([b.client for b in judges.values()]))
-        if not agr_items:
+        stage = judge_gate(stage, judge_answer_rows(named), max_failed,
+                           judge_call_rows(named), left_from="the agreement items",
+                           numbers=False, n_judges=len(judges))
+        if not asked:
+            why = "every judge is left out (above --max-failed): nothing to quantify"
+        elif not agr_items:
             why = ("no agreement items (no item where every judge picks the human-preferred "
                    f"response, of the {len(items)} items judged); use more items or other "
                    "judges")
@@ -490,7 +609,7 @@ async def run_quantify(
             stage = {**stage, "status": "failed", "message": f"run failed: quantify: {why}"}
         return {"command": "quantify", "judges": list(judges),
                 "factors": [f.as_dict() for f in factors], "levels": list(levels),
-                "splits": splits_doc(splits, len(items), min_agreement),
+                "splits": splits_doc(splits, len(items), min_agreement, list(early)),
                 "n_items": len(agr_items),
                 "n_agreement_items": n_agree, "inject": inject, "per_judge": {},
                 "profile": {}, "json_stats": {}, "calls": calls, "run": stage,
@@ -499,19 +618,24 @@ async def run_quantify(
     if on_stage:
         on_stage(f"rewriting {len(agr_items)} items x {len(factors)} factors x "
                  f"{len(levels)} levels, then judging")
-    out = await quantify(judges, gen, agr_items, factors, criteria, stats, levels=levels,
+    out = await quantify(asked, gen, agr_items, factors, criteria, stats, levels=levels,
                          n_cal=n_cal, cal_frac=cal_frac, seed=seed, checker=checker,
                          on_violation=on_violation, on_done=on_done, inject=inject)
     kept = sum(1 for rw in out.rewrites if rw.kept)
     string_flags = sum(1 for rw in out.rewrites if rw.kept and rw.string_ok is False)
     calls = _calls(all_clients)
     run = assess(n_valid=sum(y is not None for fl in out.flips.values() for y in fl.values()),
-                 n_planned=len(out.rewrites) * len(judges), calls=calls, min_valid=min_valid,
+                 n_planned=len(out.rewrites) * len(asked), calls=calls, min_valid=min_valid,
                  max_failed=max_failed, what="judge verdicts on rewrites",
                  **_judge_answers([b.client for b in judges.values()],
                                   [out.rewrite_answers]))
-    run = judge_gate(run, judge_answer_rows([(n, b.client) for n, b in judges.items()],
-                                            [out.rewrite_answers]), max_failed)
+    # every judge's own calls and answers over the whole run (agreement items, rewrites,
+    # repeats; the generator's and checker's on a shared client taken out): one past
+    # --max-failed is left out of every number and of Holm's m, and the run fails
+    run = judge_gate(run, judge_answer_rows(named, [out.rewrite_answers]), max_failed,
+                     judge_call_rows(named, [out.rewrite_answers]),
+                     left_from="the flip rates and Holm's m", n_judges=len(judges))
+    out.leave_out(list(run.get("judges_left_out") or {}))
     failed_rw = sum(1 for rw in out.rewrites if rw.text is None)
     unchecked = sum(1 for rw in out.rewrites if rw.text is not None and rw.same_answer is None)
     changed = sum(1 for rw in out.rewrites if rw.same_answer is False)
@@ -527,7 +651,7 @@ async def run_quantify(
         "factors": [f.as_dict() for f in factors],
         "criteria": {k: {str(lv): t for lv, t in v.items()} for k, v in criteria.items()},
         "levels": list(levels),
-        "splits": splits_doc(splits, len(items), min_agreement),
+        "splits": splits_doc(splits, len(items), min_agreement, list(early)),
         "n_items": len(agr_items),
         "n_agreement_items": n_agree,
         "item_filter": {"max_words_rejected": max_words, "limit": limit},
@@ -761,12 +885,15 @@ async def run_mitigate(
                  calls=calls, min_valid=min_valid, max_failed=max_failed,
                  what="judge verdicts on queries with factor scores",
                  **_judge_answers(judge_clients, [scored]))
-    live = [n for n in winners if not n.startswith("recorded:")]
-    if len(live) == len(judge_clients):  # the live judges, in the order their clients came
-        run = judge_gate(run, judge_answer_rows(list(zip(live, judge_clients, strict=True)),
-                                                [scored]), max_failed)
     run = _scorer_failed(run, stats["G_score"], scorer, len(items), len(qids), max_failed,
                          scorer_spec)
+    fit_them = run["status"] != "failed"  # the pooled gate and the scorer passed
+    named = _live_named(winners, judge_clients)
+    if named:  # a judge past --max-failed on its own is left out of the fit, and fails the run
+        run = judge_gate(run, judge_answer_rows(named, [scored]), max_failed,
+                         judge_call_rows(named, [scored]), left_from="the fit",
+                         n_judges=len(winners))
+    left = run.get("judges_left_out") or {}
     doc: dict[str, Any] = {
         "command": "mitigate",
         "judges": list(winners),
@@ -776,17 +903,27 @@ async def run_mitigate(
         "estimator": estimator,  # the setting, kept when the run fails before the fit
         "counts": counts,
     }
-    if run["status"] != "failed":
+    names = list(winners)
+    fitted = [j for j, n in enumerate(names) if n not in left]
+    if fit_them and fitted:  # the others still fitted when a judge is left out (results.json
+        # keeps them; the run has failed): the fit a re-run without it gives
         try:
             if len(qids) < 5:
                 raise ValueError(f"mitigate: only {len(qids)} queries with factor scores; "
                                  "need >= 5")
-            fit = run_mitigate_fit(Y, ctl, list(winners), qids, estimator=estimator)
+            fit = run_mitigate_fit(Y[fitted], ctl, [names[j] for j in fitted], qids,
+                                   estimator=estimator)
         except ValueError as exc:  # the verdicts cannot be fitted, after they were paid for:
             # a failed run saying why (it exited 2 as bad input, its folder saying the run
             # had not finished)
             run = _unfitted(run, exc)
         else:
+            for j, n in enumerate(names):  # shown with its win rate and why, as a judge
+                # with no finite fit is
+                if n in left:
+                    fit["not_fitted"][n] = {
+                        "win": M.win_rate(Y[j][np.isfinite(Y[j])]).as_dict(),
+                        "reason": f"left out (above --max-failed): {left[n]['reason']}"}
             doc["per_judge"] = fit.pop("judges")
             doc.update(fit)
     return {
@@ -831,7 +968,10 @@ def _scorer_failed(run: dict[str, Any], st: JSONStats, scorer: Client, n_queries
 
 
 def _unfitted(run: dict[str, Any], exc: ValueError) -> dict[str, Any]:
-    """The run's outcome when its verdicts cannot be fitted: failed, with the reason."""
+    """The run's outcome when its verdicts cannot be fitted: failed, with the reason (after
+    the reason it had failed for already: a judge left out by `judge_gate`)."""
+    if run.get("status") == "failed" and run.get("message"):
+        return {**run, "message": f"{run['message']}; and the other judges: {exc}"}
     return {**run, "status": "failed", "message": f"run failed: {exc}"}
 
 
