@@ -233,6 +233,19 @@ def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
     return doc
 
 
+def _in_batch_mode(bundles: Sequence[JudgeBundle]) -> bool:
+    """Whether any of the judges sends its calls through a provider's batch API (batch=on):
+    then the audit's stages are asked at once (`AuditContext.ask`), one batch instead of one
+    per stage. Live judges keep the stages' order: their calls already run concurrently
+    within a stage, and the breaker, which judges a server by its calls in the order sent,
+    stopped a server answering 1 request in 200 early only when a stage came first (asked
+    all at once, every call was tried before any gave up)."""
+    from judgeaudit.llm.batch import BatchSettings
+
+    return any(isinstance(getattr(b.client.provider, "batch", None), BatchSettings)
+               for b in bundles)
+
+
 async def run_battery(
     bundle: JudgeBundle,
     items: Sequence[PairwiseItem],
@@ -288,7 +301,8 @@ async def run_battery(
     union.sort(key=lambda it: order[it.id])
     ctx = AuditContext(bundle, union, seed=seed, panel=panel, on_calls=on_calls,
                        on_done=on_done, alpha=alpha, length_control=length_control,
-                       together=True) if context is None else context.view(union)
+                       together=_in_batch_mode([bundle, *panel])
+                       ) if context is None else context.view(union)
     t0 = time.perf_counter()
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

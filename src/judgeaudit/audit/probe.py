@@ -175,12 +175,13 @@ class AuditContext:
         self._on_calls = on_calls  # announce planned calls (grows the progress total)
         self._on_done = on_done
         self._memo: dict[tuple[str, int, str], PairwiseVerdict] = {}
-        # `together` (the fixed-n battery): the stages of the audit, none of which depends on
-        # another's answers, are asked at once (`ask`), so that in batch mode they go in one
-        # batch; a verdict being asked is then shared by its key (`_inflight`): a second ask
-        # waits for the first's answer instead of counting (and asking) it again. The adaptive
-        # audit, whose rounds and budget cut follow the stages' order and whose per-probe
-        # calls count each probe's asks, keeps them one after another.
+        # `together` (the fixed-n battery of a judge in batch mode, `battery._in_batch_mode`):
+        # the stages of the audit, none of which depends on another's answers, are asked at
+        # once (`ask`), so that they go in one batch; a verdict being asked is then shared by
+        # its key (`_inflight`): a second ask waits for the first's answer instead of counting
+        # (and asking) it again. Live judges and the adaptive audit (whose rounds and budget
+        # cut follow the stages' order and whose per-probe calls count each probe's asks)
+        # keep them one after another.
         self.together = together
         self._inflight: dict[tuple[str, int, str], asyncio.Future[None]] = {}
 
