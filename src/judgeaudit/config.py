@@ -197,10 +197,12 @@ class EvaluateConfig(RunFields):
     limit: PosInt | None = _f(None, "Use only the first N items (N >= 1).")
     sample: PosInt | None = _f(None, "Use N items drawn at random (seeded by --seed, kept in "
                                      "data order); not with --limit.")
-    pair_rule: Literal["mean", "sum", "both"] | None = _f(None, (
+    pair_rule: Literal["mean", "sum", "both", "mtbench"] | None = _f(None, (
         "Pairwise accuracy rule: mean (LLMBar, default: per pair the mean over the orders of "
-        "[verdict = label]) | sum (JudgeBench: +1 right, -1 wrong, 0 tie or no answer per "
-        "order; right when the sum > 0) | both (right only when both orders are right)."))
+        "[verdict = label]; a tie verdict counts half on two-way labels) | sum (JudgeBench: "
+        "+1 right, -1 wrong, 0 tie or no answer per order; right when the sum > 0) | both "
+        "(right only when both orders are right) | mtbench (MT-Bench's agreement without "
+        "tie: orders that differ count as a tie; ties and tie labels left out)."))
     ties: Literal["keep", "drop"] | None = _f(None, (
         "Tie-labelled pairs: keep (default when the data has tie labels: three-way accuracy, "
         "a tie verdict is right on them) | drop (left out of accuracy and kappa)."))

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from judgeaudit.audit.evaluate import pair_credit
 from judgeaudit.audit.metrics import estimate, position, text_vs_probs
 from judgeaudit.audit.probe import AuditContext
 from judgeaudit.data.spec import parse_spec
@@ -34,7 +35,7 @@ def consistency_any(verdicts: list[PairwiseVerdict]) -> dict[str, Any]:
 
 def judge_row(label: str, items, verdicts: list[PairwiseVerdict], seed: int) -> dict[str, Any]:
     m = position(verdicts, seed=seed)
-    credit = [float(np.mean([o.winner == it.label for o in v.orders]))
+    credit = [pair_credit(it.label, v.orders, "mean")  # evaluate's rule: a tie counts half
               for it, v in zip(items, verdicts, strict=True) if it.label in (1, 2)]
     return {
         "judge": label,
