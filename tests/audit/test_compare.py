@@ -154,8 +154,12 @@ def test_compare_uses_each_runs_span_and_says_when_one_is_missing():
     assert p["verdict"] == "underpowered", p["reason"]
     assert not any("per-item bound" in n for n in p["notes"])
     del b["probes"]["position"]["span"]  # results written before runs recorded it
+    p = compare(a, b)["probes"]["position"]  # A's bound is assumed for B (its values fit)
+    assert p["change"]["method"] == "clopper-pearson-movers" and p["verdict"] == "underpowered"
+    assert any("run B records no per-item bound" in n for n in p["notes"]), p["notes"]
+    del a["probes"]["position"]["span"]  # neither run: the bootstrap's [0, 0], underpowered
     p = compare(a, b)["probes"]["position"]
-    assert p["change"]["method"] == "bootstrap-percentile" and p["verdict"] == "no_change"
+    assert p["change"]["method"] == "bootstrap-percentile" and p["verdict"] == "underpowered"
     assert any("only 0 matched item(s) changed" in n and "per-item bound" in n
                for n in p["notes"]), p["notes"]
 
@@ -377,10 +381,12 @@ def test_the_run_level_item_counts_say_what_is_left_out():
     ids = [f"j:{i}" for i in range(40)]
     va = {i: 0.0 for i in ids}
     vb = {(i + "-edited" if k < 10 else i): 0.0 for k, i in enumerate(ids)}
-    a = audit_doc({"position": values_doc(va), "verbosity": values_doc(va, title="V")},
-                  n_items=40)
-    b = audit_doc({"position": values_doc(vb), "verbosity": values_doc(vb, title="V")},
-                  n_items=40)
+    # (each run records its per-item bound, as audits do: without it the comparison also
+    # notes an earlier build, tests/audit/test_compare_baseline_without_span.py)
+    a = audit_doc({"position": {**values_doc(va), "span": 0.5},
+                   "verbosity": {**values_doc(va, title="V"), "span": 1.0}}, n_items=40)
+    b = audit_doc({"position": {**values_doc(vb), "span": 0.5},
+                   "verbosity": {**values_doc(vb, title="V"), "span": 1.0}}, n_items=40)
     res = compare_paths_docs(a, b)
     assert res["items"] == {"a": 40, "b": 40, "n_matched": 30, "n_only_a": 10, "n_only_b": 10}
     assert res["notes"] == ["items matched by id: 30 in both runs (A judged 40, B 40); 10 "

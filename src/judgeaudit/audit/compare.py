@@ -279,6 +279,19 @@ def version_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
             "re-run both audits with one version to compare the judges alone")
 
 
+def older_build_note(older: Mapping[str, Sequence[str]]) -> str:
+    """What a run whose probes record no per-item bound (`span`) means: it was written by a
+    judgeaudit build from before runs recorded it, although its version string may match
+    (0.1.0 on both sides hid it, and a baseline of 40 unchanged items read "no change"
+    with +0.000 [+0.000, +0.000] on every probe)."""
+    runs = " and ".join(f"run {k} ({', '.join(v)})" for k, v in older.items())
+    return (f"{runs} record(s) no per-item bound (span): written by an earlier judgeaudit "
+            "build, whatever the version says; the bound is taken from the other run where "
+            "it has one and the values fit it, else a change of fewer than "
+            f"{SPARSE_MOVERS} items is underpowered, never 'no change'; re-run the baseline "
+            "with this version")
+
+
 def adaptive_notes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     """What comparing an adaptive audit (`audit --adaptive`) means: each of its probes judged
     the items before it stopped, so the matched items are a data-dependent prefix of the
@@ -403,6 +416,21 @@ def _change_span(pa: Mapping[str, Any], pb: Mapping[str, Any]) -> float | None:
     """The bound of one item's change B - A: span A + span B, when both runs record it."""
     sa, sb = _finite(pa.get("span")), _finite(pb.get("span"))
     return None if sa is None or sb is None or sa <= 0 or sb <= 0 else sa + sb
+
+
+def _assumed_span(pa: Mapping[str, Any], pb: Mapping[str, Any], va: Mapping[str, float],
+                  vb: Mapping[str, float]) -> dict[str, Any] | None:
+    """For a run that records no per-item bound beside one that does (results of an earlier
+    build beside the current one): {"run": the run lacking it, "span": the other run's
+    bound}, when the two are the same probe (same metric) and each of the lacking run's
+    per-item values lies within that bound; else None (nothing to assume it from)."""
+    sa, sb = _finite(pa.get("span")), _finite(pb.get("span"))
+    if (sa is None) == (sb is None) or pa.get("metric") != pb.get("metric"):
+        return None
+    run, span, vals = ("A", sb, va) if sa is None else ("B", sa, vb)
+    if span is None or span <= 0 or any(abs(x) > span + 1e-9 for x in vals.values()):
+        return None
+    return {"run": run, "span": span}
 
 
 def _margin(pa: Mapping[str, Any], pb: Mapping[str, Any]) -> float:
@@ -646,6 +674,7 @@ def compare(
         doc["notes"].append(items_line(counts))
     probes: dict[str, dict[str, Any]] = {}
     changes = []
+    older: dict[str, list[str]] = {}  # run -> its probes that record no per-item bound
     for name in names:
         pa, pb = pa_all[name], pb_all[name]
         pa = pa if isinstance(pa, dict) else {}
@@ -653,9 +682,22 @@ def compare(
         va, why_a = per_item_values(pa)
         vb, why_b = per_item_values(pb)
         notes: list[str] = []
+        unbounded = False  # too few changes for the bootstrap, and no bound for movers_ci
         if va is not None and vb is not None:
-            ch = paired_change(va, vb, seed=seed, span=_change_span(pa, pb))
+            span, assumed = _change_span(pa, pb), None
+            if span is None:
+                assumed = _assumed_span(pa, pb, va, vb)
+                span = None if assumed is None else 2 * assumed["span"]
+            ch = paired_change(va, vb, seed=seed, span=span)
             pairing = "paired"
+            if assumed is not None:
+                lacking = assumed["run"]
+                older.setdefault(lacking, []).append(name)
+                notes.append(f"run {lacking} records no per-item bound (span; results written "
+                             "by an earlier judgeaudit build): the other run's bound "
+                             f"{assumed['span']:g} is assumed for both (each of run {lacking}'s "
+                             "per-item values lies within it); re-run that audit with this "
+                             "version to compare on its own record")
             ids = [k for k in va if k in vb]
             side_a, side_b = (_side(pa, va, ids, _seed(a, seed)),
                               _side(pb, vb, ids, _seed(b, seed)))
@@ -669,11 +711,16 @@ def compare(
                 notes.append("no item has a valid value in both runs")
             elif (ch["n_up"] + ch["n_down"] < SPARSE_MOVERS
                   and ch["estimate"].method == "bootstrap-percentile"):
-                notes.append(f"only {ch['n_up'] + ch['n_down']} matched item(s) changed and a "
-                             "run records no per-item bound (span; results from an older "
-                             "judgeaudit, or a probe without one): the bootstrap interval "
-                             "of so few changes is too narrow, so read 'no change' with "
-                             "care; re-running the audit records it")
+                unbounded = True
+                for lab, p in (("A", pa), ("B", pb)):
+                    if _finite(p.get("span")) is None:
+                        older.setdefault(lab, []).append(name)
+                notes.append(f"only {ch['n_up'] + ch['n_down']} matched item(s) changed and "
+                             "a run records no per-item bound (span; results from an earlier "
+                             "judgeaudit build, or a probe without one): the bootstrap "
+                             "interval of so few changes is too narrow (none changed: [0, 0] "
+                             "at any n), so it cannot say 'no change'; re-run the baseline "
+                             "with this version")
         else:
             ch = unpaired_change(_effect(pa), _effect(pb))
             pairing = "unpaired"
@@ -697,6 +744,7 @@ def compare(
             "items": {k: ch[k] for k in ("n_matched", "n_only_a", "n_only_b", "n_up",
                                          "n_down") if k in ch},
             "notes": notes,
+            **({"no_bound": True} if unbounded else {}),
         }
         for side, p in (("A", pa), ("B", pb)):
             if _effect(p)[0] is None:
@@ -711,10 +759,18 @@ def compare(
         p = probes[name]
         p["q"] = qv
         p["verdict"], p["reason"] = classify(ch, qv, alpha, p["margin"])
+        if p.get("no_bound") and p["verdict"] == "no_change":
+            p["verdict"], p["reason"] = "underpowered", (
+                f"{p['reason']}, but only {ch['n_up'] + ch['n_down']} item(s) changed and a run "
+                "records no per-item bound, so that interval is too narrow to tell: re-run the "
+                "baseline with this version")
         summary[p["verdict"]].append(name)
         summary[p["pairing"]].append(name)
     doc["summary"] = summary
     doc["probes"] = probes
+    if older:  # the same version string can hide an earlier build: said at the top
+        doc["older_build"] = {k: sorted(v) for k, v in sorted(older.items())}
+        doc["notes"].insert(0, older_build_note(doc["older_build"]))
     note = position_note(probes)
     if note:
         doc["notes"].append(note)
