@@ -248,8 +248,10 @@ class AuditConfig(RunFields):
         "Exit 1 when: 'biased' (any probe biased), 'flag' (any production threshold "
         "exceeded), 'any' (either), or a comma-separated list of probe names that must not be "
         "biased (a named probe that measured nothing, n = 0 or not run, fails the gate: "
-        "exit 3). 'none': no gate (turns off a --config file's fail_on); an empty value is "
-        "refused."))
+        "exit 3). Add ',undecided' (biased,undecided) to fail also on the gated probes the "
+        "data could not decide (underpowered; adaptive: stopped by the budget undecided), "
+        "which a passing gate lists. 'none': no gate (turns off a --config file's fail_on); "
+        "an empty value is refused."))
     seed: Seed = _f(0, SEED_HELP)
     alpha: OpenUnit = _f(0.05, "False discovery rate for 'biased' (0 < alpha < 1).")
     note: str | None = _f(None, "A note kept in results.json and shown in the report (e.g. how "
@@ -481,8 +483,10 @@ class CompareConfig(CommandConfig):
                                         "report.html).")
     fail_on: str | None = _f(None, (
         "Exit 1 when: 'worse' (any probe got worse), or a comma-separated list of probe names "
-        "that must not get worse (or that measured nothing, n = 0, in either audit). 'none': "
-        "no gate (turns off a --config file's fail_on); an empty value is refused."))
+        "that must not get worse (or that measured nothing, n = 0, in either audit). Add "
+        "',underpowered' (worse,underpowered) to fail also on the gated probes whose change "
+        "the data cannot tell, which a passing gate lists. 'none': no gate (turns off a "
+        "--config file's fail_on); an empty value is refused."))
     allow_missing: bool = _f(False, (
         "With --fail-on: pass the gate although audit B lacks probes audit A ran (they are "
         "still listed). Without it any gate fails (exit 1) on such a probe: B's bias there is "

@@ -24,6 +24,9 @@ from judgeaudit.cli.runner import (
     config_command,
     finish,
     gate_record,
+    split_undecided,
+    undecided_line,
+    undecided_probes,
     write_outputs,
 )
 from judgeaudit.cli.terminal import shown, styled
@@ -180,7 +183,8 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
     from judgeaudit.audit.compare import compare as run_compare
 
     run_a, run_b, out, allow_missing = cfg.run_a, cfg.run_b, cfg.out, cfg.allow_missing
-    mode, must_not = _parse_fail_on(cfg.fail_on)
+    gate_on, fail_undecided = split_undecided(cfg.fail_on, "compare")
+    mode, must_not = _parse_fail_on(gate_on)
     if allow_missing and cfg.fail_on is None:  # (--fail-on none turns a gate off)
         raise fail("--allow-missing applies to a --fail-on gate; give --fail-on too (or leave "
                    "--allow-missing out)")
@@ -213,9 +217,16 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
     # a probe the gate names that measured nothing in either run (n = 0, not run): its
     # change is unknown, so it fails the gate as a missing one does (it passed, exit 0)
     empty = unused_probes(a, b, sorted(must_not & common)) if mode == "probes" else {}
+    # the gated probes the data could not decide (underpowered): said whatever the outcome,
+    # and failing the gate with --fail-on ...,underpowered (they passed it silently)
+    undecided = [] if mode == "never" or res["run"]["status"] != "ok" else \
+        undecided_probes(res, must_not if mode == "probes" else None)
+    if fail_undecided:
+        failing = failing | set(undecided)
     if mode != "never":  # in results.json and --json, not only in the exit code
-        res["gate"] = {**gate_record(res, cfg.fail_on, failing | set(missing) | set(empty)),
-                       "worse": sorted(failing), "missing": missing,
+        res["gate"] = {**gate_record(res, cfg.fail_on, failing | set(missing) | set(empty),
+                                     undecided=undecided),
+                       "worse": sorted(failing - set(undecided)), "missing": missing,
                        **({"unmeasured": empty} if empty else {}),
                        "allow_missing": allow_missing}
     path, report = write_outputs(out, res)
@@ -245,9 +256,16 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
              f"{len(s['no_change'])} no change, {len(s['underpowered'])} underpowered")
     _say(f"report: {report}")
     _say(f"results: {path}")
+    if (line := undecided_line(res.get("gate") or {}, "compare")) is not None:
+        console.print(styled("gate:", "bold yellow", line), highlight=False)
     finish(res, json_out, 1 if failing or missing or empty else 0)  # before the gate: no
     if failing:  # gate passes a failed run
-        console.print(styled("fail-on:", "bold red", f"{', '.join(sorted(failing))} got worse"))
+        worse_ones = sorted(failing - set(undecided))
+        said = [f"{', '.join(worse_ones)} got worse"] if worse_ones else []
+        if fail_undecided and undecided:
+            said.append(f"{', '.join(undecided)} underpowered (the data cannot tell whether "
+                        "they changed; a larger --n in both audits can)")
+        console.print(styled("fail-on:", "bold red", "; ".join(said)))
     if missing:
         console.print(styled("fail-on:", "bold red",
                              f"audit B lacks probe(s) audit A ran: {', '.join(missing)} "

@@ -28,7 +28,11 @@ from judgeaudit.cli.runner import (
     config_command,
     finish,
     gate_record,
+    recorded_exit_code,
     run_command,
+    split_undecided,
+    undecided_line,
+    undecided_probes,
     unmeasured_probes,
     unmeasured_text,
     write_outputs,
@@ -223,7 +227,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
             tag = "default" if p.default else "--full"
             console.print(styled(p.name, "bold", f"({tag}): {p.description}"))
         raise typer.Exit(0)
-    mode, must_pass = _parse_fail_on(cfg.fail_on)
+    gate_on, fail_undecided = split_undecided(cfg.fail_on, "audit")  # biased,undecided
+    mode, must_pass = _parse_fail_on(gate_on)
     run = checked(lambda: prepare_audit(cfg, cli=True))
     if mode != "never":  # a run a fatal error ends records its gate too
         run.info["fail_on"] = cfg.fail_on
@@ -249,9 +254,15 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     # nothing) cannot pass
     unchecked = unchecked_flags(res["probes"]) if mode in ("flag", "any") else []
     unmeasured = unmeasured_probes(res["probes"], must_pass) if mode == "probes" else {}
+    # probes a verdict gate could not decide (underpowered; adaptive: the budget stopped
+    # them undecided): said, and failing it with ...,undecided (they passed silently)
+    undecided = undecided_probes(res, must_pass if mode == "probes" else None) \
+        if mode in ("biased", "any", "probes") else []
+    if fail_undecided:
+        failing = failing | set(undecided)
     if mode != "never":  # in results.json and --json, not only in the exit code
         res["gate"] = gate_record(res, cfg.fail_on, failing, [*unchecked, *unmeasured],
-                                  why=unmeasured)
+                                  why=unmeasured, undecided=undecided)
     path, report = write_outputs(cfg.out, res)
     from judgeaudit.cli.format import audit_table, panel_table
 
@@ -306,6 +317,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
         console.print(said, highlight=False, markup=False)
     console.print(f"report: {report}")
     console.print(f"results: {path}")
+    if (said := undecided_line(res.get("gate") or {}, "audit")) is not None:
+        console.print(styled("gate:", "bold yellow", said), highlight=False)
     code = (1 if failing else EXIT_RUN_FAILED if unmeasured or unchecked else 0)
     finish(res, json_out, code)  # before the gate: no gate passes a failed run
     if unmeasured and not failing:
@@ -319,7 +332,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
                    "unreadable), so the gate cannot pass; run again with a larger budget",
                    EXIT_RUN_FAILED)
     if failing:
-        console.print(styled("fail-on:", "bold red", ", ".join(sorted(failing))))
+        console.print(styled("fail-on:", "bold red", ", ".join(
+            f"{n} (undecided)" if n in undecided else n for n in sorted(failing))))
         raise typer.Exit(1)
 
 
@@ -391,7 +405,11 @@ def report(
         raise fail(str(exc)) from None
     console.print(f"report: {path}")
     if summary is not None:
-        typer.echo(json_line(summary))
+        # the exit code the command that wrote it gave, as its --json said (a tripped gate
+        # read exit_code null, a failed audit ok: false beside exit 0); report itself exits
+        # 0: it rebuilt the report, and the gate's step already failed with that code
+        code = recorded_exit_code(doc or {})
+        typer.echo(json_line({**summary, "exit_code": code} if code else summary))
 
 
 def _report_summary(results: Path, doc: dict[str, Any]) -> dict[str, Any]:

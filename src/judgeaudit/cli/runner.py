@@ -245,6 +245,9 @@ def check_file_names(model: type[CommandConfig], path: Any, filed: Mapping[str, 
 
     lists = {"probes": filed.get("probes")}
     gate = filed.get("fail_on")
+    if gate is not None:  # its undecided word is no probe name (`split_undecided`)
+        gate = ",".join(v for v in str(gate).split(",")
+                        if v.strip() != UNDECIDED_WORD["audit"])
     if gate is not None and gate.strip() not in ("biased", "flag", "any", "none"):
         lists["fail_on"] = gate
     known = probe_names()
@@ -697,13 +700,77 @@ def print_json(doc: Mapping[str, Any], exit_code: int = 0) -> None:
     typer.echo(json_line({**summary, "exit_code": exit_code} if exit_code else summary))
 
 
+# The word a --fail-on list may add to fail on the probes the run could not decide: a
+# compare's "underpowered" changes, an audit's "underpowered" verdicts (an adaptive probe
+# stopped by its budget undecided). Without it such a gate passed with exit 0 and no word.
+UNDECIDED_WORD = {"compare": "underpowered", "audit": "undecided"}
+
+
+def split_undecided(value: str | None, command: str) -> tuple[str | None, bool]:
+    """(the --fail-on value without the undecided word, whether it was given): `worse,
+    underpowered` -> ("worse", True), `biased,undecided` -> ("biased", True). The word alone
+    is refused, since it names no gate for the decided probes."""
+    word = UNDECIDED_WORD[command]
+    if value is None:
+        return None, False
+    parts = [v.strip() for v in value.split(",")]
+    if word not in parts:
+        return value, False
+    rest = [v for v in parts if v and v != word]
+    if not rest:
+        raise fail(f"--fail-on {value}: '{word}' is added to a gate ("
+                   + ("worse,underpowered or PROBE,...,underpowered"
+                      if command == "compare" else "biased,undecided, any,undecided or "
+                      "PROBE,...,undecided") + "), not a gate alone")
+    return ",".join(rest), True
+
+
+def undecided_probes(res: Mapping[str, Any], names: set[str] | Sequence[str] | None = None
+                     ) -> list[str]:
+    """The probes (of `names`, else all) whose verdict is "underpowered": the data could not
+    tell (a compare's change neither clear nor inside the margin; an audit's probe neither
+    biased nor inside its no-bias range, an adaptive one stopped by the budget undecided)."""
+    probes = res.get("probes") or {}
+    return sorted(n for n, p in probes.items()
+                  if isinstance(p, Mapping) and p.get("verdict") == "underpowered"
+                  and (names is None or n in names))
+
+
+def undecided_line(gate: Mapping[str, Any], command: str) -> str | None:
+    """The terminal's line for a gate that passed with probes it could not decide (it passed
+    with no word), or None."""
+    und = gate.get("undecided") or []
+    if not und or gate.get("outcome") != "passed":
+        return None
+    word = UNDECIDED_WORD.get(command, "undecided")
+    return (f"passed, undecided: {len(und)} probe{'' if len(und) == 1 else 's'} "
+            f"({', '.join(und)}) underpowered, which the gate cannot check (the data cannot "
+            f"tell); --fail-on {gate.get('fail_on')},{word} fails on them")
+
+
+def recorded_exit_code(doc: Mapping[str, Any]) -> int:
+    """The exit code the command that wrote `doc` gave, read back from the document (for
+    `report --json`): 3 a failed run, 1 a tripped gate, 3 an audit gate it could not check
+    ("unchecked"; compare records a probe it could not gate as tripped), else 0."""
+    if run_failed(doc):
+        return EXIT_RUN_FAILED
+    gate = doc.get("gate") if isinstance(doc.get("gate"), Mapping) else {}
+    if gate.get("outcome") == "tripped":
+        return 1
+    if gate.get("outcome") == "unchecked":
+        return EXIT_RUN_FAILED
+    return 0
+
+
 def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
-                unchecked: Sequence[str] = (), why: Mapping[str, str] | None = None
-                ) -> dict[str, Any]:
+                unchecked: Sequence[str] = (), why: Mapping[str, str] | None = None,
+                undecided: Sequence[str] = ()) -> dict[str, Any]:
     """The release gate's outcome as results.json and --json keep it (it was only the exit
     code): "run_failed" (no gate passes a failed run), "tripped" by the probes in `by`,
     "unchecked" (a threshold without data, or a probe the gate names that measured nothing,
-    which no gate passes; `why` says why, per probe), or "passed"."""
+    which no gate passes; `why` says why, per probe), or "passed". `undecided`: the gated
+    probes the run could not decide, kept whatever the outcome (a gate that passed with
+    them said nothing of them)."""
     if run_failed(res):
         outcome, by = "run_failed", []
     elif failing:
@@ -712,7 +779,9 @@ def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
         outcome, by = "unchecked", sorted(unchecked)
     else:
         outcome, by = "passed", []
-    rec = {"fail_on": fail_on, "outcome": outcome, "by": by}
+    rec: dict[str, Any] = {"fail_on": fail_on, "outcome": outcome, "by": by}
+    if undecided and outcome != "run_failed":
+        rec["undecided"] = sorted(undecided)
     if outcome == "unchecked" and why:
         rec["why"] = {k: why[k] for k in by if k in why}
     return rec
