@@ -198,6 +198,17 @@ def _baseline_section(items: Sequence[PairwiseItem], base: Sequence[Any]) -> dic
             "warnings": label_warnings(acc, None, decisive=dec)}
 
 
+def _sent_after_all(dropped: dict[str, Any]) -> None:
+    """Move a probe's items left out as "not_sent" to "call_failed" (in place), for a run
+    whose clients sent every call (their `not_sent` is 0). A call the breaker stopped while
+    it waited to retry failed with the client's "not sent: ..." message, which
+    `parse.call_failure` reads as never sent: a closed port gave calls.failed 10, not_sent 0
+    beside 5 items left out as "never sent"."""
+    ids = dropped.pop("not_sent", None)
+    if ids:
+        dropped["call_failed"] = sorted({*dropped.get("call_failed", ()), *ids})
+
+
 def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
                plan: ProbePlan) -> dict[str, Any]:
     doc = probe.header()
@@ -326,6 +337,9 @@ async def run_battery(
         found = list(await asyncio.gather(*(one(p) for p in probes)))
         panel_doc = await panel_part()
     results: list[ProbeResult] = list(found)
+    if not any(int(b.client.stats.as_dict().get("not_sent") or 0) for b in [bundle, *panel]):
+        for r in results:  # every call was sent: none of its items is "never sent"
+            _sent_after_all(r.dropped)
     qs = benjamini_hochberg([r.p if r.p is not None else float("nan") for r in results])
     docs, summary = {}, {"biased": [], "not_biased": [], "underpowered": []}
     dropped: dict[str, set[str]] = {}
