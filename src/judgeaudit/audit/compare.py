@@ -774,6 +774,9 @@ def compare(
     note = position_note(probes)
     if note:
         doc["notes"].append(note)
+    note = length_note(probes, pa_all, pb_all)
+    if note:
+        doc["notes"].append(note)
     doc["run"] = {"status": "ok", "message": ""}
     doc["seconds"] = time.perf_counter() - t0
     return doc
@@ -793,6 +796,45 @@ def position_note(probes: Mapping[str, Mapping[str, Any]]) -> str | None:
             "changed too: the other probes are measured on the judge's verdict over both "
             "orders, which a change in position bias moves as well (more or fewer order "
             "disagreements to tip), so read their changes together with position's")
+
+
+def _adds_words(p: Any) -> bool:
+    """Whether an audit's probe lengthens the response (1 word or more on average), or its
+    audit noted that its shift may be length (the `length:` note)."""
+    if not isinstance(p, Mapping):
+        return False
+    added = (p.get("rates") or {}).get("words_added") if isinstance(p.get("rates"),
+                                                                    Mapping) else None
+    mean = _finite(added.get("mean")) if isinstance(added, Mapping) else None
+    return (mean is not None and mean >= 1) or any(
+        str(n).startswith("length:") for n in p.get("notes") or [])
+
+
+def length_note(probes: Mapping[str, Mapping[str, Any]], pa: Mapping[str, Any],
+                pb: Mapping[str, Any]) -> str | None:
+    """When the judge's preference for length changed (verbosity got worse or better, or an
+    audit noted a probe's shift may be length) and probes that add words to the response
+    changed too: their change may be the length preference's. A length-only change (sim
+    length 0 -> 1.5) listed authority and injection as worse with no word of it, while the
+    audit itself warned that such shifts may be length."""
+    verb = (probes.get("verbosity") or {}).get("verdict")
+    noted = sorted(n for n in probes if n != "verbosity" and any(
+        str(x).startswith("length:") for doc in (pa, pb)
+        for x in ((doc.get(n) or {}).get("notes") or [] if isinstance(doc.get(n), Mapping)
+                  else [])))
+    moved = [n for n, p in probes.items()
+             if n not in ("verbosity", "position") and p.get("verdict") in ("improved", "worse")
+             and (_adds_words(pa.get(n)) or _adds_words(pb.get(n)))]
+    if not moved or (verb not in ("improved", "worse") and not noted):
+        return None
+    why = (f"the judge's preference for length got {'worse' if verb == 'worse' else 'better'}"
+           " (verbosity)" if verb in ("improved", "worse") else
+           f"an audit notes that the shift of {', '.join(noted)} may be the judge's "
+           "preference for length")
+    return (f"{why}, and {', '.join(moved)} changed too: these probes add words to the "
+            "response, so their change may be the length preference's, not their cue's; "
+            "read them together with verbosity's (--length-control in both audits measures "
+            "each cue beyond its length)")
 
 
 def compare_paths(path_a: str | Path, path_b: str | Path, **kw: Any) -> dict[str, Any]:
