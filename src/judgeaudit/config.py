@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -670,26 +672,51 @@ def unknown_key(model: type[CommandConfig], key: str, where: str = "") -> Config
                        f"{', '.join(sorted(fields))})")
 
 
+def key_lines(path: str | Path) -> dict[str, int]:
+    """The line (from 1) of each top-level `key = ...` in a TOML file, for errors that name a
+    key (tomllib gives no positions for valid TOML); {} when the file cannot be read. A key
+    under a [table] header is not top-level and is not listed."""
+    try:
+        text = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    out: dict[str, int] = {}
+    for i, line in enumerate(text.splitlines(), start=1):
+        if re.match(r"\s*\[", line):  # a table: its keys are not the command's settings
+            break
+        m = re.match(r"""\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*=""", line)
+        if m:
+            out.setdefault(next(g for g in m.groups() if g is not None), i)
+    return out
+
+
+def line_of(lines: Mapping[str, int] | None, key: str) -> str:
+    """"line 3: " for a key found at that line of the config file, else ""."""
+    n = (lines or {}).get(key)
+    return f"line {n}: " if n else ""
+
+
 def check_fields(model: type[CommandConfig], values: dict[str, Any],
-                 where: str = "") -> dict[str, Any]:
+                 where: str = "", lines: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Validate some of `model`'s fields (a config file need not give them all): each key
     must be a field and each value must fit the field's type and range, strictly
     (`field_error`); a text option takes the forms `text_forms` gives (a list for a
     comma-separated one, a number for one that holds numbers). Returns the values as the
     model holds them (paths as `Path`, lists joined with commas); ConfigError names `where`,
-    the key and what was expected."""
+    the key, its line in the file (`lines`, from `key_lines`) and what was expected."""
     fields = model.model_fields
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key not in fields:
-            raise unknown_key(model, key, where)
+            raise unknown_key(model, key, where + line_of(lines, key))
         wanted = None
         if is_text(fields[key]):
             value, wanted = _text_value(model, key, value)
         if wanted is None:
             wanted = field_error(model, key, value)
         if wanted is not None:
-            raise ConfigError(f"{where}key {key!r}: expected {wanted}, got {value!r}")
+            raise ConfigError(f"{where}{line_of(lines, key)}key {key!r}: expected {wanted}, "
+                              f"got {value!r}")
         out[key] = TypeAdapter(fields[key].annotation).validate_python(value)
     return out
 
@@ -719,7 +746,8 @@ def load_config_file(path: str | Path, command: str) -> dict[str, Any]:
     (key by key: a file may give only some settings). Values are as the model holds them
     (paths as `Path`). ConfigError names the file, the key and what was expected."""
     model = config_model(command)
-    return check_fields(model, read_config_file(path), where=f"--config {path}: ")
+    return check_fields(model, read_config_file(path), where=f"--config {path}: ",
+                        lines=key_lines(path))
 
 
 __all__ = [

@@ -138,6 +138,14 @@ def items_header(res: dict[str, Any]) -> str:
             f"{unused_text(c.get('unused'))}")
 
 
+# audit's --fail-on outcomes, which compare's --fail-on does not take (it read them as probe
+# names: "not in both audits ... audit A did not run them")
+AUDIT_GATE_WORDS = frozenset({"biased", "flag", "any", "undecided", "not_biased"})
+COMPARE_GATE_WORDS = ("worse (any probe got worse), a comma-separated list of probe names that "
+                      "must not get worse, either with ',underpowered' to fail on undecided "
+                      "probes too, or none")
+
+
 def _parse_fail_on(value: str | None) -> tuple[str, set[str]]:
     if value is None or value.strip() == "none":  # none: turns off a config file's gate
         return "never", set()  # an empty value is refused below: it turned the gate off
@@ -195,7 +203,20 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
         raise fail(str(exc)) from None
     common = set(a["probes"]) & set(b["probes"])
     unknown = must_not - set(a["probes"])
+    words = sorted(unknown & AUDIT_GATE_WORDS)
+    if words:  # an audit's outcome given to compare: say which ones compare takes
+        raise fail(f"--fail-on {cfg.fail_on}: {', '.join(words)} is an outcome of audit's "
+                   f"--fail-on; compare's takes {COMPARE_GATE_WORDS}")
     if unknown:
+        from judgeaudit.audit.probe import did_you_mean, probe_names
+
+        known = sorted({*a["probes"], *b["probes"], *probe_names()})
+        bogus = sorted(u for u in unknown if u not in known)
+        if bogus:  # a typo: no probe of that name at all
+            raise fail(f"--fail-on names unknown probe(s): {', '.join(bogus)}"
+                       f"{did_you_mean(bogus, known)} (compared: "
+                       f"{', '.join(sorted(common)) or 'none'}; --fail-on takes "
+                       f"{COMPARE_GATE_WORDS})")
         raise fail(f"--fail-on names probe(s) not in both audits: {', '.join(sorted(unknown))}"
                    f" (audit A, the baseline, did not run them; compared: "
                    f"{', '.join(sorted(common)) or 'none'})")

@@ -258,8 +258,10 @@ def check_file_names(model: type[CommandConfig], path: Any, filed: Mapping[str, 
         if bad:
             close = difflib.get_close_matches(bad[0], known, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else ""
-            raise fail(f"--config {path}: key {key!r}: unknown probe {bad[0]!r}{hint} "
-                       f"(known: {', '.join(sorted(known))})")
+            from judgeaudit.config import key_lines, line_of
+
+            raise fail(f"--config {path}: {line_of(key_lines(path), key)}key {key!r}: unknown "
+                       f"probe {bad[0]!r}{hint} (known: {', '.join(sorted(known))})")
 
 
 def _sources(ctx: Any) -> Callable[[str], str]:
