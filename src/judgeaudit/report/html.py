@@ -1219,6 +1219,13 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
         "notes": [str(x) for x in _l(r.get("notes"))],
         "only_in_a": [str(n) for n in _l(r.get("only_in_a"))],
         "only_in_b": [str(n) for n in _l(r.get("only_in_b"))],
+        # the --fail-on gate: its outcome, the probes that tripped it and those it could not
+        # decide (underpowered), which a passing gate said nowhere
+        "gate": ({"fail_on": _str(_d(r.get("gate")).get("fail_on")),
+                  "outcome": _str(_d(r.get("gate")).get("outcome")),
+                  "by": [str(n) for n in _l(_d(r.get("gate")).get("by"))],
+                  "undecided": [str(n) for n in _l(_d(r.get("gate")).get("undecided"))]}
+                 if _d(r.get("gate")) else None),
         "n_paired": len(_l(summary.get("paired"))),
         "n_unpaired": len(_l(summary.get("unpaired"))),
         "method": {k: _str(method.get(k)) for k in ("paired", "unpaired", "verdicts")},
