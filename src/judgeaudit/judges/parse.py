@@ -56,7 +56,7 @@ _LABEL_COLON = re.compile(r"^[\s#>*_]*" + _LABELS + r"[\s*_]*[:=][\s*_]*", re.IG
 # One short sentence that names exactly one choice and nothing else on its line: "The better
 # response is A.", "I choose Response B". Anchored at both ends: "I would not choose A", "I
 # choose A over B" and longer prose do not match and stay invalid.
-_BRACKETED = re.compile(r"\[\[\s*([^\[\]\n]{1,20}?)\s*\]\]")
+_BRACKETED = re.compile(r"\[\[\s*+([^\[\]\n]{1,20}?)\s*+\]\]")  # \s*+: no backtracking
 _SENTENCE = re.compile(
     r"^(?:(?:the|my)\s+(?:better|best|preferred|stronger|winning)\s+(?:response|answer|output|"
     r"one|choice)\s+is|(?:my\s+(?:verdict|choice|answer)\s+is)|i\s+(?:would\s+)?(?:choose|pick|"
@@ -470,9 +470,10 @@ def _opening_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
 
 def _choice_re(name: str) -> str:
     """One choice as a verdict sentence names it: "Output (a)", "Response B", "[[A]]", "A";
-    the label word in group `name`_l, what opens around it ("[[", "**") in `name`_b."""
+    the label word in group `name`_l, what opens around it ("[[", "**") in `name`_b. The
+    runs around it are bounded: "[[" x 6,000 took 1.7 s to search when they were not."""
     return (r"(?:(?P<" + name + r"_l>output|response|answer|assistant)\s*)?"
-            r"(?P<" + name + r"_b>[\[(\"'*_]*)(?P<" + name + r">[A-Za-z0-9]+)[\])\"'*_]*")
+            r"(?P<" + name + r"_b>[\[(\"'*_]{0,8})(?P<" + name + r">[A-Za-z0-9]+)[\])\"'*_]{0,8}")
 
 
 _WINS = (r"(?:is|was)\s+(?:(?:clearly|slightly|significantly|much|far|definitely|overall|"
@@ -664,9 +665,11 @@ _SCORE_LABEL = re.compile(
     r"(?:[:=][\s*_]*|\s+is\s+|\s+(?=[\[*\d]))", re.IGNORECASE)
 _TOKEN = r"\d+\.\d+|[A-Za-z0-9]+"
 # One score: "4", "**4**", "[[4]]", "3.5", with "/5" or "out of 5" after it.
-_SCORE_VALUE = (r"(?:\[\[\s*(?P<b>" + _TOKEN + r")\s*\]\]|\**\s*(?P<p>" + _TOKEN +
-                r")\s*\**)\s*(?:(?:/|\bout\s+of\b)\s*(?P<top>\d+))?\s*[.)!]?\s*$")
-_SCORE_RE = re.compile(r"^\s*" + _SCORE_VALUE, re.IGNORECASE)
+# Possessive \s*+: each whitespace run is taken whole (what follows never starts with a space),
+# so a long run of spaces cannot make the match backtrack (500 spaces took 21 s with \s*).
+_SCORE_VALUE = (r"(?:\[\[\s*+(?P<b>" + _TOKEN + r")\s*+\]\]|\**+\s*+(?P<p>" + _TOKEN +
+                r")\s*+\**+)\s*+(?:(?:/|\bout\s++of\b)\s*+(?P<top>\d+))?\s*+[.)!]?\s*+$")
+_SCORE_RE = re.compile(r"^\s*+" + _SCORE_VALUE, re.IGNORECASE)
 # One short sentence giving one score and nothing else: "I'd give it a 4 out of 5", "I would
 # rate this response 4/5.", "The score is 4", "My rating would be [[4]]". Anchored at both
 # ends: "I'd give it a 3 or a 4" and longer prose stay invalid.
