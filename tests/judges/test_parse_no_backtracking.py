@@ -44,3 +44,11 @@ def test_the_bounded_runs_still_read_their_usual_markup() -> None:
     assert parse_choice("**[[A]]** is better") == "A"
     assert parse_choice("Output (a) is short.\nTherefore, Output (b) is better than "
                         "Output (a).") == "B"
+
+
+def test_evaluates_decimal_score_reader_does_not_backtrack_on_a_run_of_spaces() -> None:
+    from judgeaudit.audit.evaluate import decimal_score
+    start = time.perf_counter()
+    assert decimal_score("4" + " " * 5000 + "5", ("1", "2", "3", "4", "5")) is None
+    assert time.perf_counter() - start < BOUND_S
+    assert decimal_score("Score: **3.5** / 5.", ("1", "2", "3", "4", "5")) == 3.5

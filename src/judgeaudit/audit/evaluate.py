@@ -496,7 +496,8 @@ def label_warnings(accuracy: dict[str, Any] | None, kappa: dict[str, Any] | None
 # ---------------------------------------------------------------- pointwise
 
 _NUMBER = re.compile(
-    r"^\s*(?:score\s*[:=]?\s*)?\**\s*(\d+(?:\.\d+)?|\.\d+)\s*\**\s*(?:/\s*(\d+))?\s*[.)]?\s*$",
+    r"^\s*+(?:score\s*+[:=]?\s*+)?\**+\s*+(\d+(?:\.\d+)?|\.\d+)\s*+\**+\s*+(?:/\s*+(\d+))?\s*+"
+    r"[.)]?\s*+$",  # possessive: a run of spaces cannot make it backtrack
     re.I)
 
 
