@@ -88,8 +88,8 @@ def _masked(spec: str) -> str:
 def test_quantify_leaves_a_judge_failing_past_max_failed_out_of_the_numbers_and_holm(
         shared_data, tmp_path):
     """The served judge answers every agreement item, then half of its rewrite prompts fail
-    (about 50% of its calls, 17% of the run's): it was in per_judge, Holm's m was 4 (2 judges
-    x 2 factors) and the run exited 0."""
+    (241 of its 640 calls; 241 of the run's 1,760, 13.7%, under the pooled 0.2): it was in
+    per_judge, Holm's m was 4 (2 judges x 2 factors) and the run exited 0."""
     with FakeLLMServer(answer=_human_picker(shared_data), rule=_rewrites_fail) as srv:
         bad = f"openai:m?base_url={srv.openai_url}&api_key=k&logprobs=off"
         res = _quantify(shared_data, tmp_path, bad, "--json")
