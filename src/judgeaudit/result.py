@@ -859,6 +859,12 @@ def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:
                    **({"kappa": {**(_iv_est(d["kappa"], d["kappa"].get("n")) or {}),
                                  "coverage": d["kappa"].get("coverage")}}
                       if d.get("kappa") else {})},
+        # the c the ranking's own fit corrects by (beside c from the evidence refit, as
+        # rank's c_ranking), with its prior sd; absent when c is the ranking's fit's
+        **({"c_ranking": {f"c[{n}]": {**(_iv_est(v, v.get("n")) or {}),
+                                      "prior_sd": v.get("prior_sd")}
+                          for n, v in d["c_ranking"].items()}}
+           if isinstance(d.get("c_ranking"), Mapping) and d["c_ranking"] else {}),
         # fits that did not converge (their warnings also lead the notes): a script gating
         # on recall saw nothing; None in a document written before they were counted
         "converged": d.get("converged"),

@@ -401,6 +401,9 @@ def _print_recall(doc: dict) -> None:
     for name, d in doc["c"].items():
         extra = f", coverage {d['coverage']:.2f}" if "coverage" in d else ""
         console.print(escape(f"c[{name}] = {_fmt_iv(d)}{extra}  {_over(d, n_mat)}"))
+    for name, d in (doc.get("c_ranking") or {}).items():  # as rank's note gives it
+        console.print(escape(f"c[{name}] the ranking corrects by (c_ranking, prior sd "
+                             f"{d['prior_sd']:.3g}, --tau) = {_fmt_iv(d)}  {_over(d, n_mat)}"))
     kd = doc["kappa"]
     console.print(f"kappa = {_fmt_iv(kd)}"
                   + (f", coverage {kd['coverage']:.2f}" if "coverage" in kd else "")

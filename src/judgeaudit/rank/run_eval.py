@@ -128,6 +128,26 @@ def summarise_estimates(per_matrix: list[dict], names: list[str]) -> tuple[dict,
     return c, kappa
 
 
+def summarise_c_ranking(per_matrix: list[dict], names: list[str]) -> dict:
+    """Across matrices, the c the ranking's own fit corrects by (`c_ranking`, as `rank`
+    reports it beside c from the evidence refit, `rank.fitting.terms_fit`): mean estimate,
+    mean interval bounds and se, their sd, n and the prior sd (--tau) that fit has on c.
+    Empty when no matrix's terms came from a refit (the ranking's fit gives c itself)."""
+    rows = [m["c_ranking"] for m in per_matrix if m.get("c_ranking")]
+    out = {}
+    for n in names:
+        got = [r[n] for r in rows if n in r]
+        if not got:
+            continue
+        est = np.array([r["estimate"] for r in got])
+        out[n] = {"estimate": float(est.mean()), "se": float(np.mean([r["se"] for r in got])),
+                  "lo": float(np.mean([r["lo"] for r in got])),
+                  "hi": float(np.mean([r["hi"] for r in got])), "n": len(got),
+                  "sd": float(est.std(ddof=1)) if len(got) > 1 else None,
+                  "prior_sd": got[0]["prior_sd"]}
+    return out
+
+
 def _lams(per_matrix: list[dict]) -> dict:
     """The median over matrices of the ranking's bias-aware lam and of the bias terms' (for
     `bias_notes`), when the terms came from the Laplace evidence's lam in every matrix."""
@@ -322,6 +342,10 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
             **({"lam_terms": ft.lam, "tau_terms": ft.tau, "lam_terms_method": how}
                if how else {}),
         }
+        if ft is not fb and info:  # the c the ranking corrects by, as rank gives it
+            entry["c_ranking"] = {n: {x: e[x] for x in ("estimate", "se", "lo", "hi",
+                                                        "prior_sd")}
+                                  for n, e in covariate_estimates(fb, info).items()}
         # after the intervals above (their solves count): the MAP and CG of each model's fit,
         # the bias-aware one with the fit its c and kappa come from
         entry["converged"] = {"naive": fit_convergence(fn),
@@ -347,6 +371,7 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
                     on_run=tracker.advance, eb_lam=inp.eb_lam)
     res.pop("estimates", None)
     c_sum, kappa_sum = summarise_estimates(per_matrix, kept)
+    c_rank = summarise_c_ranking(per_matrix, kept)
     # fits that did not converge, per recall cell (rule x model x budget), per rule's runs
     # (the refits choosing pairs) and per verdict matrix (the full-data fits: c, kappa,
     # full-data recall; rank_eval's own full-data fits are the same fits again, per seed)
@@ -364,11 +389,15 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         "config": {**res["config"], "ties": TIES, "invalid": INVALID},
         "recall": res["recall"], "full_data": res["full_data"], "tests": res["tests"],
         "ablation": res.get("ablation"), "c": c_sum, "kappa": kappa_sum,
+        # the c the ranking's own fit corrects by, beside c from the evidence refit (rank's
+        # `c_ranking`); absent when c comes from the ranking's fit
+        **({"c_ranking": c_rank} if c_rank else {}),
         # as rank: a fit that did not converge is a warning, and leads the notes (the --json
         # summary carries them)
         "convergence": conv, "converged": not warns, "warnings": warns,
         "notes": warns + bias_notes(
             {"c": c_sum, "kappa": kappa_sum, **_lams(per_matrix), "tau": c.tau,
+             "c_ranking": c_rank,
              # the terms' prior sd where every matrix's came from the weak-prior refit
              "tau_terms": min((m.get("tau_terms") or c.tau for m in per_matrix),
                               default=c.tau)}, kept,
@@ -384,4 +413,4 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
 
 __all__ = ["RankEvalInputs", "build_matrices", "int_list", "matrix_convergence_warnings",
            "parse_seeds", "plan_cases", "prepare_rank_eval", "run_rank_eval",
-           "summarise_estimates"]
+           "summarise_c_ranking", "summarise_estimates"]

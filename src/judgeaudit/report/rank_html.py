@@ -293,6 +293,14 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
             "interaction": inter.get("mean"), "interaction_se": inter.get("se"),
             "interaction_p": it.get("p_t")})
     biases = _bias_rows(r.get("c"), r.get("kappa"))
+    # the c the ranking's own fit corrects by, beside c from the evidence refit (rank's
+    # c_ranking, in its note); absent when c is the ranking's fit's
+    biases += [{"term": f"c[{name}] (ranking)", "kind": "covariate",
+                "name": f"{name}: what the ranking corrects by" + (
+                    f" (prior sd {sd:.3g}, --tau)"
+                    if (sd := _num(_d(raw).get("prior_sd"))) is not None else ""), **iv}
+               for name, raw in _d(r.get("c_ranking")).items()
+               if (iv := _iv(raw)) is not None]
     warnings = [str(x) for x in _l(r.get("warnings"))]
     matrices = []
     for x in _l(r.get("matrices")):
