@@ -79,8 +79,9 @@ class Spec:
 
 def _enc(text: str) -> str:
     """Percent-encode what would change a spec's meaning (`&`, `=`, `?`, `%`, `+`, `#`,
-    spaces, non-ASCII); URL punctuation such as `:`, `/`, `@` and `,` stays readable."""
-    return quote(text, safe="/:@,;*!$'()~[]")
+    spaces, non-ASCII); URL punctuation such as `:`, `/`, `@`, `,` and the
+    replicas' `|` stay readable."""
+    return quote(text, safe="/:@,;*!$'()~[]|")
 
 
 _SPEC_START = re.compile(r"^[A-Za-z][\w-]*(?:[:?]|$)")
