@@ -26,8 +26,11 @@ mean fitted p equals it only without the prior on theta (PRIOR_SD), and taking t
 one made the shown share differ from win - BC (0.050 against 0.037 on 5 queries, of
 opposite sign in one fit).
 
-The same machinery with a different control is AlpacaEval 2.0's length-controlled win rate
-(Dubois et al. 2024): Delta_x = tanh((len_candidate - len_other) / sd(len differences)).
+The same machinery with a length control gives a length-controlled win rate in the manner of
+AlpacaEval 2.0 (Dubois et al. 2024): Delta_x = tanh((len_candidate - len_other) / sd(len
+differences)), lengths in words, with this fit's query effect. It is not AlpacaEval's own
+figure: its GLM measures characters (sd with ddof 1), adds a fixed instruction-difficulty term
+and L1 regularisation (0.510 here against 0.5103 by its minimal formula on PandaLM).
 Controls are named one-liners in CONTROLS, so adding a control variable is one line.
 
 The fit's inputs are kept beside its numbers (`per_query`, results.json's `per_query`): each
