@@ -436,9 +436,16 @@ class Result(BaseModel):
                                      "n_invalid": p.get("n_invalid"),
                                      # the items its n left out, by why (not_sent,
                                      # call_failed, unparseable, single_order, ...)
-                                     "left_out": dict(p.get("dropped") or {})}
+                                     "left_out": dict(p.get("dropped") or {}),
+                                     # an adaptive probe's stop: why, its e-value, its
+                                     # rounds, and whether the budget stopped it undecided
+                                     **_adaptive_stop(p)}
                               for name, p in (d.get("probes") or {}).items()}
             out["left_out"] = dict(d.get("dropped") or {})
+            ad = d.get("adaptive")
+            if isinstance(ad, Mapping):  # the adaptive run's own stop (results.json only)
+                out["adaptive"] = {k: ad.get(k) for k in ("rounds", "stopped_by", "stop",
+                                                          "max_calls", "max_cost", "calls")}
             base = d.get("baseline") if isinstance(d.get("baseline"), dict) else {}
             if base:  # the unperturbed verdicts: how many were read, and their accuracy
                 out["baseline"] = {
@@ -839,6 +846,20 @@ def _seeds_dict(cell: Any) -> dict[str, Any] | None:
         return None
     out = {**(_est_dict(est.as_dict()) or {}), "method": est.method}
     return out | {k: cell[k] for k in ("hits", "n_items") if k in cell}
+
+
+def _adaptive_stop(p: Mapping[str, Any]) -> dict[str, Any]:
+    """{"adaptive": {stop_reason, stop_reason_text, evalue, rounds, budget_stop}} for a probe
+    of an adaptive audit (results.json's `probes.*.adaptive`), else {}: its --json summary
+    gave only value, ci95, n and q (null), so a script could not tell a probe the budget
+    stopped undecided from one that cleared."""
+    ad = p.get("adaptive")
+    if not isinstance(ad, Mapping):
+        return {}
+    return {"adaptive": {"stop_reason": ad.get("stop_reason"),
+                         "stop_reason_text": ad.get("stop_reason_text"),
+                         "evalue": ad.get("evalue"), "rounds": ad.get("rounds"),
+                         "budget_stop": ad.get("stop_reason") == "budget"}}
 
 
 def _rank_eval_summary(d: Mapping[str, Any]) -> dict[str, Any]:
