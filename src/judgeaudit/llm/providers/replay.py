@@ -17,9 +17,10 @@ Formats (replay_formats.py, one small parser each, registered by name):
   response_1 was shown first) and `winner_swapped_order` (when response_2 was shown first),
   both in ORIGINAL output numbering: "1", "2", "0"/"tie", "" = unparseable. Where the file
   has `score_1` and `score_2` with a score in a kept record (LLMBar's Rating strategies:
-  each output rated alone), the scores decide instead: the higher wins in both orders, equal
-  scores are a tie, an unreadable score is an invalid verdict (LLMBar's winner columns record
-  equal scores as a win of the output shown second and unreadable ones as a first-shown pick).
+  each output rated alone), a row's scores decide instead: the higher wins in both orders,
+  equal scores are a tie, an unreadable score is an invalid verdict (LLMBar's winner columns
+  record equal scores as a win of the output shown second and unreadable ones as a
+  first-shown pick). A row with both score cells empty is read from its winner columns.
   For both, the item key is `item_id`, or `subset` + `idx` joined as "<subset>:<idx>".
 - `nested`: one record per item (`id`/`item_id`) with `judgments` [{order, verdict}], or
   `game1`/`game2` (`g1`/`g2`) holding the two orders' verdicts.
@@ -302,6 +303,10 @@ def load_index(path: str | Path, filters: dict[str, str]) -> ReplayIndex:
 SCORE_COLUMNS = ("score_1", "score_2")
 SCORE_READING = ("score_1/score_2 decide: the higher score wins in both orders, equal scores "
                  "are a tie, an unreadable score is an invalid verdict")
+# A row with both score cells empty recorded no rating: its winner columns are its verdicts.
+# Said in the cache identity only when such a row exists (a cache written when those rows
+# were read as unreadable scores is then not served; an all-scored file's cache still is).
+WINNER_FALLBACK = "; a row with both score cells empty is read from its winner columns"
 UNREADABLE_SCORES = "no readable recorded scores"
 
 
@@ -315,17 +320,23 @@ def _number(text: str) -> float | None:
 
 def _rating_rows(rows: list[Row], columns: tuple[str, ...], notes: list[str]
                  ) -> tuple[list[Row], str]:
-    """Wide rows whose file holds score_1 and score_2, with a score in any kept record: every
-    verdict read from the two scores (SCORE_READING); the reading and a note with its counts.
-    A winner column that names the other output where the scores differ is refused: the file
-    then means something else by its scores."""
+    """Wide rows whose file holds score_1 and score_2, with a score in any kept record: a row
+    with any score text is read from its two scores (SCORE_READING; an unreadable score is an
+    invalid verdict, as LLMBar's Rating rows with one score missing are), a row with both
+    score cells empty from its winner columns (a user's file that rated only some rows); the
+    reading and a note with its counts. A winner column that names the other output where the
+    scores differ is refused: the file then means something else by its scores."""
     if not all(c in columns for c in SCORE_COLUMNS) or not any(
             text_of(r.record.get(c)).strip() for r in rows for c in SCORE_COLUMNS):
         return rows, ""
     out: list[Row] = []
-    n_tie = n_bad = 0
+    n_tie = n_bad = n_winners = 0
     for row in rows:
         raw = [text_of(row.record.get(c)).strip() for c in SCORE_COLUMNS]
+        if not any(raw):
+            n_winners += 1
+            out.append(row)
+            continue
         s1, s2 = (_number(x) for x in raw)
         if s1 is None or s2 is None:
             n_bad += 1
@@ -346,12 +357,15 @@ def _rating_rows(rows: list[Row], columns: tuple[str, ...], notes: list[str]
                     "are read as the scores of the two outputs (LLMBar's Rating strategies)")
         out.append(replace(row, verdicts=tuple((o, presented(better, o))
                                                for o, _ in row.verdicts)))
-    notes.append(f"verdicts read from score_1/score_2, not the winner columns ({len(rows)} "
-                 f"records): the higher score wins in both orders; {n_tie} with equal scores "
-                 f"are ties and {n_bad} with an unreadable score invalid, where the winner "
-                 "columns record LLMBar's tie-break (the output shown second wins) and a "
-                 "first-shown pick; each output was rated alone, so the orders always agree")
-    return out, SCORE_READING
+    n_scores = len(rows) - n_winners
+    notes.append(f"verdicts of {n_scores} of {len(rows)} records read from score_1/score_2, "
+                 f"not the winner columns: the higher score wins in both orders; {n_tie} with "
+                 f"equal scores are ties and {n_bad} with an unreadable score invalid, where "
+                 "the winner columns record LLMBar's tie-break (the output shown second wins) "
+                 "and a first-shown pick; each output was rated alone, so the orders always "
+                 "agree" + (f"; {n_winners} of {len(rows)} records, with both score cells "
+                            "empty, read from their winner columns" if n_winners else ""))
+    return out, SCORE_READING + (WINNER_FALLBACK if n_winners else "")
 
 
 def _passes(rec: dict[str, Any], filters: dict[str, str]) -> bool:
