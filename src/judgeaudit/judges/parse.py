@@ -304,13 +304,16 @@ def parse_choice(
     ...', 'Sure!\\n```json ...```') when it is the answer's only JSON object, alone in the
     only fence or on lines of its own, and no prose line reads (by the plain rules) as
     another choice. A chain of thought whose opening is no verdict is read by its end
-    (`_closing_choice`): its last line when that is a verdict by these rules ("...\n\nFinal
-    verdict: [[A]]"), or its last sentence when that names one winner and nothing turns it
+    (`_closing_choice`): its last line when that is an explicit verdict ("...\n\nFinal
+    verdict: [[A]]", "Verdict:\nB", a bare choice after the reasoning's prose; not a bare
+    choice under any other heading, "Worse output:\nOutput (b)", nor a line ending with ':'),
+    or its last sentence when that names one winner and nothing turns it
     ("Therefore, Output (a) is better.", "So the better output is Output (b).", "Output (b)
-    is better than Output (a) because ..."); a hedge, a negation, a condition, a contrast
-    after it, an opening that refuses to choose ("Both\n..."), or a concluding sentence,
-    "[[X]]" or "Final verdict: X" anywhere naming another choice leave it invalid (and make
-    an answer whose opening gives a verdict invalid too). Rejects "C", "A or B", "Both", "A
+    is better than Output (a) because ..."); a hedge, a negation, a condition, a restriction
+    ("Considering only style, ..."), a contrast after it, an opening that refuses to choose
+    ("Both\n..."), or a verdict sentence ("Output (a) is better."), "[[X]]" or "Final
+    verdict: X" anywhere naming another choice leave it invalid (and make an answer whose
+    opening gives a verdict invalid too). Rejects "C", "A or B", "Both", "A
     and B", prose that names both, "a good
     answer" (a lower-case letter in prose is the article), JSON naming both, none or an
     unknown value, a choice the line goes on to reject ("A is not better", "I would not
@@ -381,12 +384,13 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool) ->
     (`_opening_choice`), None when a labelled verdict later on gives another one ("Verdict:
     A ... final verdict: B")."""
     got = _opening_choice(text, choices, allow_tie)
-    end = _closing_choice(text, choices, allow_tie)
     if got is None:  # a chain of thought: its verdict at the end, unless it opened refusing
-        if end is None or _refused_opening(text, choices):
+        got = _closing_choice(text, choices, allow_tie)
+        if got is None or _refused_opening(text, choices):
             return None
-        got = end
-    elif end is not None and end != got:  # "A\n... Therefore, Output (b) is better."
+    elif any(end not in (None, got)  # "A\n... Therefore, Output (b) is better.", "A\nB"
+             for end in (_closing_choice(text, choices, allow_tie),
+                         _closing_choice(text, choices, allow_tie, loose=True))):
         return None
     fold = _folder(choices)
     # a later "[[B]]" marker, or a line that is a verdict sentence ("The better response is
@@ -504,10 +508,13 @@ _CONCLUDE = re.compile(
     r"on|considering|given|taking|after|according\s+to)\b", re.IGNORECASE)
 # A clause before the verdict that turns it into a hedge or a condition ("if accuracy
 # matters", "it is unclear whether", "not counting style"): the sentence stays invalid.
+# "only", "alone", "solely" restrict it to one criterion ("Considering only style, ...",
+# "Based on conciseness alone, ..."): a criterion's winner, not the answer's.
 _HEDGE = re.compile(r"\b(?:not|no|never|neither|nor|cannot|unclear|uncertain|unsure|hard|"
                     r"difficult|if|unless|whether|perhaps|maybe|arguably|possibly|probably|"
                     r"likely|might|may|could|would|seems?|appears?|tie|equally|however|but|yet|"
-                    r"though|although)\b|n['\u2019]t\b", re.IGNORECASE)
+                    r"though|although|only|alone|solely|purely|exclusively)\b|n['\u2019]t\b",
+                    re.IGNORECASE)
 # ... except a concession that names no winner ("even though both outputs are not perfect",
 # "while Output (a) is more detailed"): it grants a point and leaves the verdict as it is.
 _CONCESSION = re.compile(r"^\s*(?:even\s+though|although|though|while|whereas|despite|"
@@ -593,22 +600,97 @@ def _verdict_sentence(sentence: str, choices: tuple[str, ...]) -> str | None:
     return None
 
 
-def _closing_choice(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
+# A heading that names the verdict without a colon ("## Final Verdict", "**Decision**"): the
+# line after it is the verdict's own, as after "Final verdict:".
+_VERDICT_HEADING = re.compile(r"^[\s#>*_]*(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?"
+                              r"(?:verdict|decision|judge?ment)[\s#*_]*$", re.IGNORECASE)
+# Where a line of prose ends: a sentence's end, after closing markup or quotes.
+_PROSE_TAIL = " \t*_\"')]\u201d\u2019"
+
+
+def _whole_bare(line: str) -> bool:
+    """True when `line`, all of it, is one choice and at most that it is the better one
+    ("Output (b)", "**B**", "Response A is better."), not a sentence that goes on after its
+    first clause ("B is better? No, the first one is.", "Output (b) is better, but ...")."""
+    tokens = [t.lower() for t in _STRIP.split(line) if t]
+    if len(tokens) > 1 and tokens[0] in _LABEL_WORDS:
+        tokens = tokens[1:]
+    return bool(tokens) and _BARE_TAIL.fullmatch(" ".join(tokens[1:])) is not None
+
+
+def _turned(value: str) -> bool:
+    """True when what follows a labelled verdict's first clause turns it: a question ("B?
+    No, ..."), a contrast or condition in the rest of its sentence ("B, but only for
+    formatting", "B, unless accuracy matters"), or a later sentence opening with one
+    ("B. However, ..."); its reason ("B, as it answers the question.") does not."""
+    end = _SENTENCE_END.search(value)
+    if end is None:
+        return False
+    if value[end.start()] == "?":
+        return True
+    rest = _SENT_SPLIT.split(value[end.start():], maxsplit=1)
+    first, later = rest[0], rest[1] if len(rest) > 1 else ""
+    return bool(_TURN.search(first)) or any(
+        _TURN.match(_trim_markup(s)) for s in _SENT_SPLIT.split(later) if s.strip())
+
+
+def _last_line_choice(prev: str, last: str, choices: tuple[str, ...],
+                      allow_tie: bool) -> str | None:
+    """The verdict an answer's last line gives when it is an explicit one: a verdict label on
+    it ("Final verdict: [[A]]") or alone on the line before ("Verdict:\nB", "## Final
+    Verdict\nB") with nothing after it that turns it (`_turned`); or, the line all of it
+    one bare choice (`_whole_bare`), a [[X]] marker, or a choice after a line of prose that
+    names no other ("...a short example.\n\nB"). A bare choice after any other line is no
+    verdict: the loser under a heading ("Worse output:\nOutput (b)"), the last of a ranking
+    ("Output (a)\nOutput (b)"), a criterion's ("**Conciseness**\nOutput (b)"); nor is a
+    line ending with ':' ("Output (b):", a heading, or an answer cut off at max_tokens)."""
+    if last.rstrip(" \t*_").endswith(":"):
+        return None
+    label = _LABEL_COLON.match(last)
+    if label is not None:
+        value: str | None = last[label.end():]
+    else:
+        above = _LABEL_COLON.match(prev)
+        explicit = (above is not None and not prev[above.end():].strip()) \
+            or _VERDICT_HEADING.match(prev) is not None
+        value = last if explicit else None
+    if value is not None:
+        got = _opening_choice(value, choices, allow_tie, after_label=True)
+        return None if got is None or _turned(value) else got
+    tokens = [t for t in _STRIP.split(last) if t]
+    # one lower-case letter alone is no verdict here ("a" is the whole-answer rule's)
+    if (len(tokens) == 1 and tokens[0] not in choices) or not _whole_bare(last):
+        return None
+    got = _opening_choice(last, choices, allow_tie)
+    if got is None or _BRACKETED.search(last):
+        return got
+    if not prev.rstrip(_PROSE_TAIL).endswith((".", "!", "?")):
+        return None
+    above_got = _opening_choice(prev, choices, allow_tie)
+    return got if above_got in (None, got) else None
+
+
+def _closing_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
+                    loose: bool = False) -> str | None:
     """The verdict a chain of thought gives at its end, after its reasoning: its last line
-    when that is a verdict by the opening's rules ("Final verdict: [[A]]", "Output (b)"), else
-    its last sentence when that is one verdict sentence (`_verdict_sentence`). None for an
-    answer of one sentence (the opening's rules read it) or one that ends otherwise."""
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    when that is an explicit verdict (`_last_line_choice`), else its last sentence when that
+    is one verdict sentence (`_verdict_sentence`). None for an answer of one sentence (the
+    opening's rules read it) or one that ends otherwise. `loose`: the last line is read by
+    the opening's rules whatever comes before it ("Worse output:\nOutput (b)" gives B), for
+    finding an end that contradicts an opening verdict, never for reading one."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     if not lines:
         return None
-    last = lines[-1].strip()
+    last = lines[-1]
     if len(lines) > 1:
-        tokens = [t for t in _STRIP.split(last) if t]
-        # one lower-case letter alone is no verdict here ("a" is the whole-answer rule's)
-        if not (len(tokens) == 1 and tokens[0] not in choices):
-            got = _opening_choice(last, choices, allow_tie)
-            if got is not None:
-                return got
+        if loose:
+            tokens = [t for t in _STRIP.split(last) if t]
+            got = None if len(tokens) == 1 and tokens[0] not in choices \
+                else _opening_choice(last, choices, allow_tie)
+        else:
+            got = _last_line_choice(lines[-2], last, choices, allow_tie)
+        if got is not None:
+            return got
     sentences = [s for s in _SENT_SPLIT.split(last) if s.strip()]
     if len(lines) == 1 and len(sentences) < 2:
         return None
@@ -639,15 +721,16 @@ def _refused_opening(text: str, choices: tuple[str, ...]) -> bool:
 
 
 def _conclusions(text: str, choices: tuple[str, ...]) -> list[str]:
-    """Every choice a concluding sentence anywhere in the answer gives ("Therefore, Output (a)
-    is better.", "The better response is B", "I choose A"): each must agree with the verdict
-    read; a chain of thought that concludes twice, differently, gives none."""
+    """Every choice a verdict sentence anywhere in the answer gives ("Therefore, Output (a)
+    is better.", "The better response is B", "I choose A", and one with no concluding word,
+    "Output (a) is better."): each must agree with the verdict read; a chain of thought that
+    concludes twice, differently, or gives per-criterion winners ("**Accuracy**\nOutput (a)
+    is better.\n**Conciseness**\nOutput (b) is better.") gives none."""
     got: list[str] = []
     for line in text.strip().splitlines():
         for s in _SENT_SPLIT.split(line):
             s = _trim_markup(s)
-            m = _CORE.search(s)
-            if m is None or not (_CONCLUDE.match(s) or m.group("named") or m.group("i")):
+            if _CORE.search(s) is None:
                 continue
             c = _verdict_sentence(s, choices)
             if c is not None:
