@@ -12,6 +12,7 @@ import pytest
 from fakeserver import FakeLLMServer
 
 from judgeaudit.llm import Cache
+from judgeaudit.llm.client import _usd
 from tests.cli.test_cli import write_items
 from tests.cli.test_plan_ingest import execute, invoke
 
@@ -70,7 +71,7 @@ def test_ingest_says_the_answers_tokens_and_cost(planned):
     assert f"ingesting: {len(rows)}/{len(rows)} (" in text  # the progress bar's last line
     cost = (pt * 2 + ct * 10) / 1e6
     assert (f"the {len(rows)} answers stored used {pt:,} prompt + {ct:,} completion tokens "
-            f"(their usage), ${cost:.4f} at the judge spec's prices: the provider's bill "
+            f"(their usage), {_usd(cost)} at the judge spec's prices: the provider's bill "
             "for these answers") in text
 
 

@@ -284,18 +284,43 @@ def _n_lines(path: Path) -> int:
 
 def _say_usage(rep: Any) -> None:
     """What the stored answers used and cost, from their own `usage`: the provider's bill
-    for them (the plan's figure was an upper bound), and how many the judge can hardly read
-    (empty, or cut at max_tokens), told without its parser."""
+    for them (the plan's figure was an upper bound) at the price the plan kept, named (list
+    prices are a live call's: a provider's batch API bills half); answers with no usage are
+    counted apart, not summed as 0 tokens; and how many the judge can hardly read (empty, or
+    cut at max_tokens), told without its parser."""
+    from judgeaudit.llm.client import _usd
+    from judgeaudit.llm.plan import RATE_WORDS
+
     n = rep.ingested
+    with_usage = n - rep.no_usage
     text = (f"the {count(n, 'answer')} stored used {rep.prompt_tokens:,} prompt + "
-            f"{rep.completion_tokens:,} completion tokens (their usage)")
+            f"{rep.completion_tokens:,} completion tokens (their usage")
+    if rep.no_usage:
+        text += (f"; {rep.no_usage} of them gave no usage (null or missing): left out of the "
+                 "sums" + (f" and the bill, which covers the other {with_usage}"
+                           if rep.cost_usd is not None else ""))
+    text += ")"
     if rep.cost_usd is not None:
-        priced = n - rep.unpriced
-        text += (f", ${rep.cost_usd:.4f} at the judge spec's prices"
-                 + (f" ({priced} of {n} priced)" if rep.unpriced else "")
-                 + ": the provider's bill for these answers (the plan's estimate was an upper "
-                 "bound)")
-    else:
+        by_rate = dict(rep.cost_by_rate)
+        # a cache planned before the rate was kept: "" (said as the spec's prices, as before)
+        words = {r: RATE_WORDS.get(r, RATE_WORDS["spec"]) for r in by_rate}
+        if len(by_rate) == 1:
+            text += f", {_usd(rep.cost_usd)} at {words[next(iter(by_rate))]}"
+        else:
+            text += f", {_usd(rep.cost_usd)} (" + ", ".join(
+                f"{_usd(c)} at {words[r]}" for r, c in sorted(by_rate.items())) + ")"
+        if rep.unpriced:
+            text += f" ({with_usage - rep.unpriced} of {n} priced)"
+        if "list" in by_rate:
+            text += (f": the bill for these answers sent as live calls (the plan's estimate was "
+                     f"an upper bound); through a provider's batch API (OpenAI, Anthropic) they "
+                     f"bill half, {_usd(by_rate['list'] / 2)} (batch=on in the "
+                     "judge spec when planning prices them at that rate), and on a server of "
+                     "your own (vllm run-batch) nothing")
+        else:
+            text += (": the provider's bill for these answers (the plan's estimate was an upper "
+                     "bound)")
+    elif with_usage:
         text += ("; the plan kept no price for them (give price_in and price_out in the judge "
                  "spec when planning)")
     console.print(text, highlight=False)

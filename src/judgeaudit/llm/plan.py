@@ -98,19 +98,42 @@ def estimated_usage(request: Request, provider: Provider, text: str) -> Usage:
     return Usage(-(-chars // CHARS_PER_TOKEN), -(-len(text) // CHARS_PER_TOKEN))
 
 
+# Which price a provider's `price_per_mtok` is, said wherever a plan or ingest prices requests:
+# the plan route is meant for batch executors (a provider's batch API bills half the list
+# price; vllm run-batch on a server of one's own bills nothing), so "the provider's bill" at
+# list prices would overstate a batch API's bill twofold.
+RATE_WORDS = {
+    "spec": "the judge spec's prices",  # price_in/price_out
+    "batch": "the batch rate (half the list price: the judge spec says batch=on)",
+    "list": "list prices",
+}
+
+
+def price_basis(provider: Provider) -> str | None:
+    """'spec' (price_in/price_out given), 'batch' (the built-in list price halved for
+    batch=on: openai, anthropic) or 'list' (the built-in list price); None with no price."""
+    if provider.price_per_mtok is None:
+        return None
+    if "price_in" in provider.params:
+        return "spec"
+    return "batch" if getattr(provider, "batch", None) is not None else "list"
+
+
 def parse_info(request: Request, body: dict[str, Any],
-               price: tuple[float, float] | None = None) -> str:
+               price: tuple[float, float] | None = None, rate: str | None = None) -> str:
     """What `ingest` needs to parse the answer to a planned request, as the JSON the cache's
     `planned` table keeps: the choices, and the assistant turn the body ends with when the
     prefill was sent as one (llama.cpp's server repeats it before its continuation); and the
     judge spec's price per million tokens (in, out) when known, so ingest can say what the
-    answers cost as a live run prices its calls."""
+    answers cost as a live run prices its calls, with which price it is (`price_basis`)."""
     msgs = body.get("messages") or []
     info: dict[str, Any] = {"choices": list(request.choices)}
     if request.prefill and msgs and msgs[-1].get("role") == "assistant":
         info["prefill"] = msgs[-1]["content"]
     if price is not None:
         info["price"] = [float(price[0]), float(price[1])]
+        if rate is not None:
+            info["rate"] = rate
     if len(info) == 1:
         return json.dumps(list(request.choices))
     return json.dumps(info)
@@ -136,6 +159,17 @@ def read_price(info: str) -> tuple[float, float] | None:
     except (ValueError, TypeError, KeyError):
         pass
     return None
+
+
+def read_rate(info: str) -> str | None:
+    """Which price `parse_info` kept (a `RATE_WORDS` key), or None (planned before the rate
+    was kept, or no price)."""
+    try:
+        data = json.loads(info)
+    except ValueError:
+        return None
+    rate = data.get("rate") if isinstance(data, dict) else None
+    return rate if rate in RATE_WORDS else None
 
 
 def simulated(provider: str) -> bool:
@@ -170,6 +204,7 @@ class Planner:
         self.max_completion = 0
         self.cost_usd = 0.0
         self.unpriced: set[str] = set()  # models that may bill at a price not known here
+        self.rates: set[str] = set()  # which prices `cost_usd` is at (`price_basis`)
         self.max_cost: float | None = None  # the command's --max-cost, to compare with
         # provider -> planned requests of a simulated judge (`simulated`)
         self.simulated: Counter[str] = Counter()
@@ -190,8 +225,9 @@ class Planner:
 
         body = plan_body(request, provider)
         self.lines[key] = plan_entry(key, body)
+        rate = price_basis(provider)
         self.meta[key] = (provider.name, provider.model,
-                          parse_info(request, body, provider.price_per_mtok))
+                          parse_info(request, body, provider.price_per_mtok, rate))
         if simulated(provider.name):
             self.simulated[provider.name] += 1
         chars, out, cost = body_ceiling(body, provider.price_per_mtok)
@@ -199,11 +235,14 @@ class Planner:
         self.max_completion += out
         if cost is not None:
             self.cost_usd += cost
+            if rate is not None:
+                self.rates.add(rate)
         elif provider.billed:
             self.unpriced.add(f"{provider.name}:{provider.model}")
 
     def estimate(self) -> str:
-        """What the planned requests would use, and cost at list prices where known: prompt
+        """What the planned requests would use, and cost at list prices where known (the batch
+        rate where the spec says batch=on, named; `price_basis`): prompt
         tokens estimated from their characters (`CHARS_PER_TOKEN`), completion tokens at
         most each request's max_tokens, so the cost is an estimate with its completions at
         their ceiling."""
@@ -211,7 +250,10 @@ class Planner:
                 f"(characters / {CHARS_PER_TOKEN}) and at most {self.max_completion:,} "
                 "completion tokens")
         if self.cost_usd > 0:
-            text += f"; about ${self.cost_usd:.4f} at list prices (completions at max_tokens)"
+            # a spec's price_in/price_out is said as list prices, as a live run says it
+            at = ("list prices" if "batch" not in self.rates else RATE_WORDS["batch"]
+                  if self.rates == {"batch"} else f"list prices and {RATE_WORDS['batch']}")
+            text += f"; about ${self.cost_usd:.4f} at {at} (completions at max_tokens)"
             if self.max_cost is not None and self.cost_usd > self.max_cost:
                 text += (f", above --max-cost ${self.max_cost:g}: a run with it would stop "
                          f"after about {self.max_cost / self.cost_usd:.0%} of these requests")
@@ -285,6 +327,12 @@ class IngestReport:
     completion_tokens: int = 0
     cost_usd: float | None = None
     unpriced: int = 0
+    # Of `ingested`, answers whose `usage` is null or missing: their tokens are not known, so
+    # neither the sums nor the cost count them (said, not silently left out).
+    no_usage: int = 0
+    # The cost of the priced answers by which price the plan kept (`RATE_WORDS` key, "" for
+    # a cache planned before the rate was kept).
+    cost_by_rate: dict[str, float] = field(default_factory=dict)
     # Stored answers the judge can hardly read, told without its parser: empty, or cut at
     # max_tokens (finish_reason "length").
     empty: int = 0
@@ -383,7 +431,8 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
                 error_at(n, f"{key[:12]}: not a chat completion", key)
                 continue
             rows.append((key, provider, model, clean_response(resp, cap)))
-            _count_usage(rep, resp, read_price(info))
+            _count_usage(rep, resp, read_price(info), read_rate(info) or "",
+                         _has_usage(body))
             if simulated(provider):
                 rep.simulated[provider] = rep.simulated.get(provider, 0) + 1
             answered.add(key)
@@ -491,16 +540,31 @@ def _is_completion(body: Any) -> bool:
     return True
 
 
-def _count_usage(rep: IngestReport, resp: Any, price: tuple[float, float] | None) -> None:
-    """Add a stored answer's tokens (and cost at `price`) and whether it is empty or cut
-    at max_tokens to `rep`."""
+def _has_usage(body: Any) -> bool:
+    """Whether an answer's body says its tokens (`usage` with prompt_tokens or
+    completion_tokens): a null or missing usage reads as 0 tokens, which is not what it
+    used."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    return isinstance(usage, dict) and any(
+        isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens"))
+
+
+def _count_usage(rep: IngestReport, resp: Any, price: tuple[float, float] | None, rate: str,
+                 has_usage: bool) -> None:
+    """Add a stored answer's tokens (and cost at `price`, by `rate`) and whether it is empty
+    or cut at max_tokens to `rep`; an answer with no usage is counted apart (`no_usage`)."""
     pt, ct = resp.usage.prompt_tokens, resp.usage.completion_tokens
-    rep.prompt_tokens += pt
-    rep.completion_tokens += ct
-    if price is None:
+    if not has_usage:
+        rep.no_usage += 1
+    elif price is None:
         rep.unpriced += 1
     else:
-        rep.cost_usd = (rep.cost_usd or 0.0) + (pt * price[0] + ct * price[1]) / 1e6
+        cost = (pt * price[0] + ct * price[1]) / 1e6
+        rep.cost_usd = (rep.cost_usd or 0.0) + cost
+        rep.cost_by_rate[rate] = rep.cost_by_rate.get(rate, 0.0) + cost
+    if has_usage:
+        rep.prompt_tokens += pt
+        rep.completion_tokens += ct
     raw = resp.raw if isinstance(resp.raw, dict) else {}
     if raw.get("finish_reason") == "length":
         rep.cut += 1
@@ -534,6 +598,6 @@ def keep_refusals(rep: IngestReport, cache: Cache,
         rep.refusals_kept = len(rows)
 
 
-__all__ = ["PLANNED", "IngestReport", "PlanGivenAsAnswers", "PlannedStop", "Planner", "ingest",
-           "is_planned", "is_request_line", "plan_body", "read_plan_keys", "simulated",
-           "write_jsonl"]
+__all__ = ["PLANNED", "RATE_WORDS", "IngestReport", "PlanGivenAsAnswers", "PlannedStop",
+           "Planner", "ingest", "is_planned", "is_request_line", "plan_body", "price_basis",
+           "read_plan_keys", "read_rate", "simulated", "write_jsonl"]
