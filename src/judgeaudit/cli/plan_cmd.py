@@ -259,8 +259,11 @@ def ingest(
         raise fail(f"ingest {results}: empty file, no answer in it (did the executor write "
                    "nothing, or is this the wrong file?)" + (
                        "; the planned requests above are still unanswered" if plan else ""))
-    if rep.unknown and rep.unknown == rep.lines:  # not one line answers a request planned here
-        raise fail(f"ingest {results}: none of its {count(rep.lines, 'answer')} is to a request "
+    if rep.ids and rep.ids_planned == 0:  # not one line is to a request planned here
+        # (whatever else the file holds: a cut-off, malformed or error line made it exit 3)
+        what = (f"its {count(rep.lines, 'answer')}" if rep.unknown == rep.lines
+                else f"the {rep.ids} custom_ids in its {count(rep.lines, 'line')}")
+        raise fail(f"ingest {results}: none of {what} is to a request "
                    f"planned with the cache {store.path} (wrong --cache? give the cache the "
                    "plan was made with: --cache PATH or JUDGEAUDIT_CACHE); nothing stored")
     if rep.ingested == 0:  # nothing stored is a failure

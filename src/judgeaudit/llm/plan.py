@@ -340,6 +340,11 @@ class IngestReport:
     # The file's last line, when it is cut off (no newline and not JSON: an executor stopped
     # while writing); not counted in `unreadable`.
     cut_last_line: int | None = None
+    # When nothing was stored: the custom_ids the file's lines name (answers and error lines)
+    # and how many of them were planned with this cache; none (a wrong --cache) is an input
+    # error whatever else the file holds (a cut-off, malformed or error line made it exit 3).
+    ids: int = 0
+    ids_planned: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -373,7 +378,7 @@ def _answer_digest(line: Any) -> bytes:
 
 def read_plan_keys(path: str | Path) -> list[str]:
     keys = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:
         for n, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
@@ -447,7 +452,9 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
 
     pending: list[tuple[str, dict[str, Any], int]] = []
     told = n = 0
-    with open(results, encoding="utf-8") as f:
+    # utf-8-sig: a byte order mark (a Windows editor's save) is no part of line 1, which read
+    # as unreadable and its request was planned, and paid for, again
+    with open(results, encoding="utf-8-sig") as f:
         for n, raw in enumerate(f, 1):
             if on_lines is not None and n - told >= 1000:
                 on_lines(n - told)
@@ -517,6 +524,9 @@ def ingest(results: str | Path, cache: Cache, *, plan: str | Path | None = None,
     keep_refusals(rep, cache, seen, erred)
     if erred:  # the first in the file (answers are parsed a chunk at a time, later)
         rep.first_error_line, rep.first_error, _ = min(erred)
+    rep.ids = len(seen)
+    if rep.ingested == 0:  # was any of it for this cache? (a stored answer says so)
+        rep.ids_planned = len(cache.planned(list(seen)))
     if plan is not None:
         keys = read_plan_keys(plan)
         planned = set(keys)
