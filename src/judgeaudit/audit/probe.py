@@ -178,12 +178,17 @@ class AuditContext:
         # `together` (the fixed-n battery of a judge in batch mode, `battery._in_batch_mode`):
         # the stages of the audit, none of which depends on another's answers, are asked at
         # once (`ask`), so that they go in one batch; a verdict being asked is then shared by
-        # its key (`_inflight`): a second ask waits for the first's answer instead of counting
-        # (and asking) it again. Live judges and the adaptive audit (whose rounds and budget
-        # cut follow the stages' order and whose per-probe calls count each probe's asks)
-        # keep them one after another.
+        # its key (`_inflight`): a second ask waits for the first's answer instead of asking
+        # it again, and is counted as the client counts a shared call (`_count_shared`).
+        # Live judges and the adaptive audit (whose rounds and budget cut follow the stages'
+        # order and whose per-probe calls count each probe's asks) keep them one after
+        # another.
         self.together = together
         self._inflight: dict[tuple[str, int, str], asyncio.Future[None]] = {}
+        # The keys the baseline stage asks: a probe's ask of one waits for it in flight when
+        # together, where a live run's probes (asked after the baseline) read it from the
+        # memo; either way the client is not asked (`_count_shared`).
+        self._baseline_keys: set[tuple[str, int, str]] = set()
 
     async def judge(
         self, items: Sequence[PairwiseItem], *, repeat: int = 0,
@@ -194,13 +199,15 @@ class AuditContext:
         b = bundle or self.bundle
         pj = judge or b.pairwise
         tag = b.public_spec + "|" + pj.template.sha256
-        todo, others = [], set()
+        todo, others, waited = [], set(), []
         for it in items:
             k = (it.id, repeat, tag)
             if k in self._memo:
                 continue
             if self.together and k in self._inflight:
                 others.add(self._inflight[k])
+                if k not in self._baseline_keys:
+                    waited.append(k)
             else:
                 todo.append(it)
         if todo:
@@ -229,6 +236,7 @@ class AuditContext:
                         del self._inflight[k]
         for fut in others:
             await asyncio.shield(fut)
+        _count_shared(b.client.stats, [self._memo[k] for k in waited])
         return [self._memo[(it.id, repeat, tag)] for it in items]
 
     async def ask(self, *stages: Awaitable[Any]) -> list[Any]:
@@ -287,7 +295,34 @@ class AuditContext:
         return self._on_done
 
     async def baseline(self, items: Sequence[PairwiseItem] | None = None) -> list[PairwiseVerdict]:
-        return await self.judge(self.items if items is None else items)
+        todo = self.items if items is None else items
+        if self.together:
+            tag = self.bundle.public_spec + "|" + self.bundle.pairwise.template.sha256
+            self._baseline_keys.update((it.id, 0, tag) for it in todo)
+        return await self.judge(todo)
+
+
+def _count_shared(stats: Any, verdicts: Sequence[PairwiseVerdict]) -> None:
+    """Count the calls of verdicts asked again while in flight (`together`) as the client
+    counts a live run's ask of a call in flight: answered, one from cache and shared; failed,
+    failed; planned (--plan-only), planned. Probes asked at once ask some verdicts of one
+    another; live they reach the client, which counts them shared, so a batch-mode audit
+    read calls asked 540, shared 0 where the identical live run read 780 and 240. The
+    baseline's verdicts are not counted (`_baseline_keys`): live, the probes read them from
+    the memo after the baseline, without the client."""
+    for v in verdicts:
+        for o in v.orders:
+            if o.failed is None:
+                stats.cached += 1
+                stats.shared += 1
+            elif PLANNED_MARK in (o.error or ""):
+                stats.planned += 1
+            else:
+                stats.failed += 1
+
+
+# The message of a call `--plan-only` planned instead of sending (`Client._call`).
+PLANNED_MARK = "planned, not sent (--plan-only)"
 
 
 # What a probe that `needs_writing` asks of its judge (`Provider.cannot_serve`).
