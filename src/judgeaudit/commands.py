@@ -133,6 +133,68 @@ def needs(bundle: JudgeBundle, role: str, *metas: Mapping[str, Any],
                              "writes text (local, openai:MODEL, anthropic:MODEL)")
 
 
+@dataclass(frozen=True)
+class Role:
+    """A model a command runs, for `local_roles_ready`: its spec, the option that sets it,
+    the option's default (None: no default; another option's value, as quantify's
+    --generator) and, when not the option itself, how the option reached it ("the first of
+    --judges")."""
+
+    spec: str
+    option: str
+    default: str | None = None
+    via: str | None = None
+
+    def says(self) -> str:
+        """Which option sets the role, and how to give another model."""
+        if self.via is not None:
+            return f"{self.via} is {public_spec(self.spec)}; pass {self.option} SPEC to use " \
+                   "another model"
+        if self.default is not None and self.spec == self.default:
+            return f"{self.option} defaults to {self.default}; pass {self.option} SPEC to " \
+                   "use another model"
+        return f"{self.option} is {public_spec(self.spec)}; pass another {self.option} SPEC " \
+               "to use another model"
+
+
+def _default(cfg: Any, name: str) -> str | None:
+    """The default of `cfg`'s option `name` when the option is at it (for `Role`: "--scorer
+    defaults to local"), else None."""
+    value = type(cfg).model_fields[name].default
+    return value if isinstance(value, str) and getattr(cfg, name) == value else None
+
+
+def local_roles_ready(s: Session, roles: Sequence[Role]) -> None:
+    """Before any call: ValueError (exit 2, `MissingExtraError`) when a role the embedded
+    judge plays cannot run here (the [local] extra missing: `LocalProvider.require_extra`)
+    and the cache holds no answer of its model, so its first call must fail. The provider
+    checks the same before its own first uncached call, but a run reaches that call after
+    the other roles' calls: mitigate without [local] sent its judges' 114 paid requests, then
+    stopped at the default --scorer local (the README says a missing [local] stops the run
+    before anything is sent). A cache holding answers of that model lets the run go on: they
+    replay, and the provider still stops at its first miss. A plan (--plan-only) sends
+    nothing and needs no backend."""
+    from judgeaudit.llm.local_model import MissingExtraError
+
+    if s.planner is not None:
+        return
+    held: dict[str, dict[str, int]] | None = None
+    for role in roles:
+        provider = s.judge(role.spec).client.provider
+        check = getattr(provider, "require_extra", None)
+        if provider.name != "local" or check is None:
+            continue
+        try:
+            check()
+        except MissingExtraError as exc:
+            if s.cache is not None:
+                if held is None:
+                    held = s.cache.local_backends()
+                if sum((held.get(f"local:{provider.model}") or {}).values()):
+                    continue
+            raise MissingExtraError(f"{exc}; {role.says()}", name=exc.name) from None
+
+
 # ---- input -------------------------------------------------------------------------------
 
 def _as_items(data: Sequence[Any]) -> list[Any]:
@@ -385,6 +447,9 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
         if writers:  # its own answers are compared with the items' (self_preference)
             needs(bundle, opt("judge", cli), WRITING, part=f"probe {', '.join(writers)}")
         others = [s.judge(p) for p in panel_specs]
+        if others:  # a local panel judge is asked after the judge's calls were paid
+            local_roles_ready(s, [Role(cfg.judge, opt("judge", cli), _default(cfg, "judge")),
+                                  *(Role(p, opt("panel", cli)) for p in panel_specs)])
         tr = s.tracker("auditing")
         if cfg.adaptive:
             from judgeaudit.audit.adaptive import run_adaptive
@@ -514,6 +579,15 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
             needs(s.judge(gen_spec), opt("generator", cli) if cfg.generator else
                   f"{opt('judge', cli)} (the generator by default)", {"task": "generate"})
             s.judge(rev_spec)
+            # the reviewer is asked after the generator's calls, the judge after both
+            local_roles_ready(s, [
+                Role(gen_spec, opt("generator", cli)) if cfg.generator else
+                Role(gen_spec, opt("generator", cli), via=f"{opt('judge', cli)} (the "
+                     "generator by default)"),
+                Role(rev_spec, opt("reviewer", cli)) if cfg.reviewer else
+                Role(rev_spec, opt("reviewer", cli), via=f"{opt('judge', cli)} (the "
+                     "reviewer by default)"),
+                Role(cfg.judge, opt("judge", cli), _default(cfg, "judge"))])
         try:
             rubric = RubricJudge(main.client, cfg.template)
         except ValueError as exc:
@@ -872,6 +946,8 @@ def prepare_discover(cfg: DiscoverConfig, *, data: Data | None = None,
         needs(g, opt("llm", cli), G_EXTRACT.needs, G_CONSTRUCT.needs, G_ASSIGN.needs)
         for x in specs:  # every spec checked before any call
             s.judge(x)
+        local_roles_ready(s, [*(Role(x, opt("judges", cli)) for x in specs),
+                              Role(cfg.llm, opt("llm", cli), _default(cfg, "llm"))])
         emb = embedder
         if emb is None:
             from judgeaudit.hubj.embed import MiniLMEmbedder
@@ -981,6 +1057,13 @@ def prepare_quantify(cfg: QuantifyConfig, *, data: Data | None = None,
         needs(gen, role, (G_INJ if cfg.inject == "rewrite" else G_INJ_APPEND).needs,
               *([G_CRIT.needs] if missing else []))
         needs(chk or gen, opt("checker", cli) if chk else role, G_CHECK.needs)
+        local_roles_ready(s, [
+            *(Role(x, opt("judges", cli), _default(cfg, "judges") if judges is None
+                   else None) for x in specs),
+            Role(cfg.generator, opt("generator", cli)) if cfg.generator else
+            Role(specs[0], opt("generator", cli), via=f"{opt('judges', cli)}'s first judge "
+                 "(the generator by default)"),
+            *([Role(cfg.checker, opt("checker", cli))] if cfg.checker else [])])
         if missing:
             got, _src = await criteria_for_factors(gen.client, missing, JSONStats())
             crit.update(got)
@@ -1084,6 +1167,8 @@ def prepare_mitigate(cfg: MitigateConfig, *, data: Data | None = None,
                              f"({opt('scorer', cli)} {fitted_with})")
         for x in specs:  # every spec checked before any call
             s.judge(x)
+        local_roles_ready(s, [*(Role(x, opt("judges", cli)) for x in specs),
+                              Role(cfg.scorer, opt("scorer", cli), _default(cfg, "scorer"))])
         fit_doc = saved
         if saved is not None:  # a judge the fit has no parameters for: before judging
             fitted = saved.get("per_judge") or {}
