@@ -498,6 +498,17 @@ def _unreadable_examples(raw: Any) -> list[dict[str, Any]]:
             for x in _l(raw)[:MAX_UNREADABLE_SHOWN] if isinstance(x, dict)]
 
 
+def _gate(r: dict[str, Any]) -> dict[str, Any] | None:
+    """A `--fail-on` gate's record for a page (audit, compare): its outcome, the probes that
+    tripped it and those it could not decide, which a passing gate said nowhere."""
+    g = _d(r.get("gate"))
+    if not g:
+        return None
+    return {"fail_on": _str(g.get("fail_on")), "outcome": _str(g.get("outcome")),
+            "by": [str(n) for n in _l(g.get("by"))],
+            "undecided": [str(n) for n in _l(g.get("undecided"))]}
+
+
 def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
     alpha = _num(r.get("alpha"))
     alpha = 0.05 if alpha is None else alpha
@@ -525,6 +536,7 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
         "counts": counts,
         "forest": forest,
         "panel": _panel(r.get("panel")),
+        "gate": _gate(r),
         "warnings": [str(w) for w in _l(r.get("warnings"))],
         "items": {"given": items.get("given"), "pairwise": items.get("pairwise"),
                   "used": items.get("used")} if items else None,
@@ -1221,11 +1233,7 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
         "only_in_b": [str(n) for n in _l(r.get("only_in_b"))],
         # the --fail-on gate: its outcome, the probes that tripped it and those it could not
         # decide (underpowered), which a passing gate said nowhere
-        "gate": ({"fail_on": _str(_d(r.get("gate")).get("fail_on")),
-                  "outcome": _str(_d(r.get("gate")).get("outcome")),
-                  "by": [str(n) for n in _l(_d(r.get("gate")).get("by"))],
-                  "undecided": [str(n) for n in _l(_d(r.get("gate")).get("undecided"))]}
-                 if _d(r.get("gate")) else None),
+        "gate": _gate(r),
         "n_paired": len(_l(summary.get("paired"))),
         "n_unpaired": len(_l(summary.get("unpaired"))),
         "method": {k: _str(method.get(k)) for k in ("paired", "unpaired", "verdicts")},
