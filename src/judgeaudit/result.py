@@ -422,6 +422,10 @@ class Result(BaseModel):
             "calls": {k: c.get(k) for k in SUMMARY_CALLS},
             "seconds": d.get("seconds"),
         }
+        # earlier runs' answers: `cached` counts the requests shared within this run too (a
+        # first run read "cached 160" to a script where the terminal said "0 from cache")
+        if isinstance(c.get("cached"), int):
+            out["calls"]["from_cache"] = c["cached"] - int(c.get("shared") or 0)
         cmd = self.command
         if cmd == "audit":
             s = d.get("summary") or {}
