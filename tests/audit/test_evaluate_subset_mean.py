@@ -4,7 +4,6 @@ LLMBar's "Average" (GPT-4 Vanilla: 81.0 pooled over 319 pairs, 80.8 the mean of 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from judgeaudit.data import PairwiseItem, load
 from judgeaudit.judges import make_judge
 from judgeaudit.judges.pairwise import OrderVerdict, PairwiseVerdict
 from judgeaudit.report import render_report
+from tests.conftest import shared_data_dir
 
 
 def _case(per_subset: dict[str, tuple[int, int]]):
@@ -68,9 +68,7 @@ def test_the_report_has_the_subset_mean_row():
 
 
 def _llmbar() -> Path:
-    env = os.environ.get("JUDGEAUDIT_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    d = root / "llmbar"
+    d = shared_data_dir() / "llmbar"
     if not (d / "judge_verdicts.csv").exists():
         pytest.skip(f"shared data absent: {d / 'judge_verdicts.csv'} (set JUDGEAUDIT_SHARED_DATA)")
     return d

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from fakeserver import FakeLLMServer
@@ -23,8 +23,7 @@ from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
 from judgeaudit.hubj.quantify import holm
-from judgeaudit.llm.base import Provider, Request, Response
-from judgeaudit.llm.registry import register
+from tests.hubj.test_discover_reason import _ReasonScript  # G modules answering by rule
 
 runner = CliRunner()
 SIM = "simhubj?factor_verbosity=0,0.5,3,1,0&seed=3"
@@ -180,27 +179,6 @@ def test_mitigate_leaves_a_judge_failing_past_max_failed_out_of_the_fit(shared_d
     assert summary["judges_left_out"][name]["calls_failed"] == left["calls_failed"]
 
 
-@register
-class _DiscoverScript(Provider):
-    """G modules answering JSON by rule, so that discover runs to its end."""
-
-    name: ClassVar[str] = "test-hubj-failed-judge-script"
-    deterministic: ClassVar[bool] = True
-
-    async def generate(self, request: Request) -> Response:
-        mod = request.meta["module"]
-        if mod == "G_extract":
-            return Response(text='{"name": "longer answer", "reason": "more words", '
-                                 '"definition": "The response uses many more words."}]}')
-        if mod == "G_construct":
-            return Response(text='{"name": "wordiness", "definition": "The response is long '
-                                 'and uses many words."}]}')
-        if mod == "G_crit":
-            return Response(text='few words", "2": "some", "3": "many", "4": "more", '
-                                 '"5": "most"}')
-        return Response(text="1}", probs={c: float(c == "1") for c in request.choices})
-
-
 def test_discover_leaves_a_judge_failing_past_max_failed_out_of_the_consensus(
         shared_data, tmp_path, stub_embedder):
     """Beside the recorded PandaLM judges, a served judge failing half its prompts (and
@@ -210,7 +188,7 @@ def test_discover_leaves_a_judge_failing_past_max_failed_out_of_the_consensus(
     with FakeLLMServer(answer=_human_picker(shared_data), rule=_all_fail) as srv:
         bad = f"openai:m?base_url={srv.openai_url}&api_key=k&logprobs=off"
         res = runner.invoke(app, ["discover", "--recorded", "pandalm", "--judges", bad,
-                                  "--llm", "test-hubj-failed-judge-script:x", "--data",
+                                  "--llm", f"{_ReasonScript.name}:x", "--data",
                                   _data(shared_data), "--limit", "4", "--holdout-limit", "4",
                                   "--iterations", "1", "--out", str(tmp_path)])
     name = _masked(bad)

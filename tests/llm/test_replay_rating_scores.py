@@ -5,7 +5,6 @@ and a first-shown pick, which read as position bias."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from judgeaudit.data import PairwiseItem, load
 from judgeaudit.judges import make_judge
 from judgeaudit.llm import Cache, Request
 from judgeaudit.llm.providers.replay import ReplayFileError, ReplayProvider
+from tests.conftest import shared_data_dir
 
 HEADER = ("subset,idx,judge,strategy,sample,label,winner_original_order,winner_swapped_order,"
           "score_1,score_2\n")
@@ -91,9 +91,7 @@ async def test_evaluate_counts_the_tie_half_and_the_unreadable_invalid(tmp_path)
 # ---- the recorded LLMBar file --------------------------------------------------------------
 
 def _llmbar() -> Path:
-    env = os.environ.get("JUDGEAUDIT_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    d = root / "llmbar"
+    d = shared_data_dir() / "llmbar"
     if not (d / "judge_verdicts.csv").exists():
         pytest.skip(f"shared data absent: {d / 'judge_verdicts.csv'} (set JUDGEAUDIT_SHARED_DATA)")
     return d
