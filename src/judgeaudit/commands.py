@@ -1238,6 +1238,8 @@ def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
     inp = check(cfg, cli=cli)
 
     async def body(s: Session) -> dict[str, Any]:
+        # its one role, before the loop: the provider's own stop named no option
+        local_roles_ready(s, [Role(cfg.judge, opt("judge", cli), _default(cfg, "judge"))])
         warn_rounds(s.judge(cfg.judge), -(-cfg.budget // cfg.refit_every), "rank",
                     "a larger --refit-every means fewer, larger batches")
         return await run_rank(s, inp, on_batch=on_batch, on_call=on_call)
@@ -1263,6 +1265,10 @@ def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> Run:
     inp = check(cfg, cli=cli)
 
     async def body(s: Session) -> dict[str, Any]:
+        # the oracle (one spec per seed for a seedless sim) before the matrices are built:
+        # a local one without [local] stopped inside them, naming no option
+        local_roles_ready(s, [Role(j, opt("oracle", cli), _default(cfg, "oracle"))
+                              for j in inp.judges])
         return await run_rank_eval(s, inp)
 
     return Run("rank-eval", public_spec(cfg.oracle), cfg.items, body, lambda: inp.n_calls,
