@@ -516,7 +516,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
         summarize,
         write_references,
     )
-    from judgeaudit.scoring.run import n_calls, run_scoring_bias
+    from judgeaudit.scoring.run import n_calls, run_scoring_bias, scored_repeats
 
     unused_generation(cfg, cli)
     names = [p.strip() for p in (cfg.perturbations or "").split(",") if p.strip()]
@@ -567,8 +567,10 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
                              f"{next(iter(refs))!r}; the data's: {', '.join(sorted(known)[:3])}"
                              ", ...)")
 
+    reps = cfg.repeats  # baseline scorings per item: a deterministic judge's once
+
     async def body(s: Session) -> dict[str, Any]:
-        nonlocal refs
+        nonlocal refs, reps
         main = s.judge(cfg.judge)
         if main.client.provider.name == "replay":
             raise ValueError(f"{opt('judge', cli)} {main.public_spec}: a replay judge serves "
@@ -609,7 +611,8 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
             ref_info = {**info, "summary": summarize(results)}
             if references_out is not None:
                 ref_info["file"] = str(write_references(references_out, results, info))
-        tr = s.tracker("scoring", n_calls(items, perts, refs, cfg.repeats))
+        reps = scored_repeats(main.client.provider, cfg.repeats)
+        tr = s.tracker("scoring", n_calls(items, perts, refs, reps))
         res = await run_scoring_bias(rubric, items, perts, references=refs,
                                      repeats=cfg.repeats, seed=cfg.seed,
                                      judge_spec=main.public_spec, data_spec=spec,
@@ -620,7 +623,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
         return res
 
     return Run("scoring-bias", public_spec(cfg.judge), spec, body,
-               lambda: n_calls(items, perts, refs, cfg.repeats), cfg.min_valid, cfg.max_failed,
+               lambda: n_calls(items, perts, refs, reps), cfg.min_valid, cfg.max_failed,
                unit="scores")
 
 

@@ -22,6 +22,10 @@ from judgeaudit.cli.terminal import styled
 from judgeaudit.config import ScoringBiasConfig
 from judgeaudit.outcome import run_failed
 
+# judgeaudit.scoring.run.BY_CONSTRUCTION, not imported: that module loads numpy and scipy
+# and the CLI imports this one at startup
+BY_CONSTRUCTION = "by construction"
+
 
 def results_table(res: dict[str, Any]) -> Table:
     """One row per template. `n` is the scores each number but the correlations uses (FP,
@@ -35,11 +39,22 @@ def results_table(res: dict[str, Any]) -> Table:
     for name, e in res["perturbations"].items():
         dist = e["distribution"]
         diff = (e.get("vs_baseline") or {}).get("spearman_diff")
-        t.add_row(name + (" (vs repeat)" if name == "baseline" else ""), est_ci(e["fp"]),
-                  est_ci(e["mad"]), est_ci(e["shift"]), est_ci(e["spearman"]), est_ci(e["pearson"]),
+        fixed = _by_construction(e)
+        t.add_row(name + (" (vs repeat)" if name == "baseline" else ""),
+                  *((fixed,) * 3 if fixed else (est_ci(e["fp"]), est_ci(e["mad"]),
+                                                est_ci(e["shift"]))),
+                  est_ci(e["spearman"]), est_ci(e["pearson"]),
                   est_ci(diff), _n_text(e), _n_gold_text(e, diff), str(e["n_invalid"]),
                   _dist_text(dist))
     return t
+
+
+def _by_construction(e: dict[str, Any]) -> str | None:
+    """'0 (by construction)' for the baseline row of a deterministic judge, whose repeat was
+    not asked: '0.000' alone read as a measured 0 (with no interval, nothing says why)."""
+    fp = e.get("fp")
+    return ("0 (by construction)" if isinstance(fp, dict) and fp.get("method") == BY_CONSTRUCTION
+            else None)
 
 
 def _dist_text(dist: dict[str, int]) -> str:
@@ -72,6 +87,16 @@ def _multiplicity_lines(res: dict[str, Any]) -> list[str]:
         lines.append(f"templates that {what}, {mult['tests'][fam]}; Holm over {m} "
                      f"template{'s' if m > 1 else ''}, alpha {mult['alpha']}): {shown}")
     return lines
+
+
+def _repeat_lines(res: dict[str, Any]) -> list[str]:
+    """Why the baseline row's repeat noise is 0 with no interval, where no repeat was asked
+    (a deterministic judge given --repeats N scored once)."""
+    noise = res.get("repeat_noise")
+    if not isinstance(noise, dict) or not noise.get("by_construction"):
+        return []
+    asked = res.get("repeats_asked")
+    return [f"{noise.get('note')} (--repeats {asked} asked)" if asked else str(noise.get("note"))]
 
 
 def _n_of(est: Any) -> int | None:
@@ -172,7 +197,7 @@ def _print_results(res: dict[str, Any], cfg: ScoringBiasConfig | None = None) ->
     for w in res.get("warnings") or []:
         console.print(styled("warning:", "bold yellow", w))
     console.print(results_table(res))
-    for line in _multiplicity_lines(res) + _left_out_lines(res, cfg):
+    for line in _repeat_lines(res) + _multiplicity_lines(res) + _left_out_lines(res, cfg):
         console.print(line, highlight=False)
     et = expected_table(res)
     if et is not None:

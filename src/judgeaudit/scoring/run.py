@@ -23,6 +23,7 @@ from scipy import stats as sps
 import judgeaudit
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
+from judgeaudit.llm.base import Provider
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.scoring import metrics as M
 from judgeaudit.scoring.perturbations import K, References, ScoringPerturbation
@@ -31,6 +32,21 @@ from judgeaudit.stats import wilcoxon_signed_rank
 BASELINE = "baseline"
 SPAN = float(K - 1)  # scores are 1..K: two differ by at most K - 1
 MAX_INVALID_EXAMPLES = 20
+BY_CONSTRUCTION = "by construction"  # the method of a repeat noise no call measured
+
+
+def scored_repeats(provider: Provider, repeats: int) -> int:
+    """The baseline scorings per item a run asks: 1 for a deterministic provider (local
+    logits: the same request, the same output), whose repeats would only copy repeat 0 (the
+    embedded judge computed each again; the repeat is part of the cache key) and then report
+    a repeat noise of 0 with an interval as if it had been measured. Any other judge is asked
+    every repeat: a hosted API at temperature 0 is not guaranteed to answer alike."""
+    return 1 if repeats >= 2 and provider.deterministic else repeats
+
+
+def _by_construction(n: int) -> dict[str, Any]:
+    """A repeat noise of 0 that no call measured: no interval, the method says why."""
+    return {"value": 0.0, "ci95": None, "n": n, "method": BY_CONSTRUCTION}
 
 
 @dataclass
@@ -114,7 +130,7 @@ def _n_invalid(table: ScoreTable, name: str) -> int:
 
 
 def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
-           repeats: int, nb: int) -> dict[str, Any]:
+           repeats: int, nb: int, deterministic: bool = False) -> dict[str, Any]:
     s = table.get(name)
     base = table.get(BASELINE)
     if name == BASELINE:
@@ -123,11 +139,18 @@ def _entry(table: ScoreTable, name: str, gold: list[float | None], seed: int,
     else:
         other, compared = base, "baseline"
     valid = sum(x is not None for x in s)
+    fixed = name == BASELINE and deterministic
+    if fixed:
+        compared = ("a repeat: 0 by construction (a deterministic judge answers a repeat as "
+                    "it answered first; none was asked)")
     e: dict[str, Any] = {
         "compared_with": compared,
-        "fp": M.flip_rate(s, other) if other is not None else M._none(),
-        "mad": M.mad(s, other, seed, nb, SPAN) if other is not None else M._none(),
-        "shift": M.shift(s, other, seed, nb, SPAN) if other is not None else M._none(),
+        "fp": _by_construction(valid) if fixed else M.flip_rate(s, other)
+        if other is not None else M._none(),
+        "mad": _by_construction(valid) if fixed else M.mad(s, other, seed, nb, SPAN)
+        if other is not None else M._none(),
+        "shift": _by_construction(valid) if fixed else M.shift(s, other, seed, nb, SPAN)
+        if other is not None else M._none(),
         "spearman": M.correlation(s, gold, "spearman", seed, nb),
         "pearson": M.correlation(s, gold, "pearson", seed, nb),
         "distribution": distribution([x for x, v in zip(s, table.verdicts[name][0],
@@ -310,10 +333,18 @@ def _f(x: float | None) -> str:
 
 
 def mitigation(table: ScoreTable, ensemble: Sequence[str], gold: list[float | None],
-               repeats: int, seed: int, nb: int = M.N_BOOT) -> dict[str, Any]:
+               repeats: int, seed: int, nb: int = M.N_BOOT,
+               deterministic: bool = False) -> dict[str, Any]:
     """Average / majority over repeated baseline scorings and over several templates: does
     each lower MAD against a held-out baseline repeat (the last one) compared with a single
-    baseline scoring?"""
+    baseline scoring? Not for a deterministic judge: its held-out repeat is repeat 0 itself,
+    so every option would be measured against a copy of the single scoring."""
+    if deterministic:
+        return {"available": False, "by_construction": True,
+                "note": "the judge is deterministic (the same prompt, the same score): a "
+                        "repeat equals repeat 0, so averaging repeats has no noise to reduce "
+                        "and there is no held-out repeat to test template averaging against; "
+                        "no repeat was asked"}
     if repeats < 2:
         return {"available": False,
                 "note": "needs --repeats >= 2 (a held-out repeat); a deterministic judge "
@@ -350,12 +381,20 @@ def mitigation(table: ScoreTable, ensemble: Sequence[str], gold: list[float | No
     return {"available": True, "heldout": f"baseline repeat {repeats - 1}", "options": rows}
 
 
+DETERMINISTIC_NOTE = ("repeat noise 0 by construction: the judge is deterministic (the same "
+                      "prompt, the same score), so the baseline was scored once and no repeat "
+                      "was asked; a measured 0 would only restate that")
+
+
 def build_results(table: ScoreTable, perts: Sequence[ScoringPerturbation], *, repeats: int,
-                  seed: int, judge: RubricJudge, n_boot: int = M.N_BOOT) -> dict[str, Any]:
+                  seed: int, judge: RubricJudge, n_boot: int = M.N_BOOT,
+                  deterministic: bool = False) -> dict[str, Any]:
+    """The results' numbers; `deterministic`: the judge's repeats were not asked (a
+    deterministic provider), so its repeat noise is 0 by construction, not measured."""
     nb = n_boot
     gold = [it.score for it in table.items]
     names = [p.name for p in perts]
-    pert_docs = {n: _entry(table, n, gold, seed, repeats, nb) for n in names}
+    pert_docs = {n: _entry(table, n, gold, seed, repeats, nb, deterministic) for n in names}
     tests = template_tests(table, names, gold, seed, nb)
     for n, t in tests["per_template"].items():
         pert_docs[n]["tests"] = t
@@ -376,11 +415,13 @@ def build_results(table: ScoreTable, perts: Sequence[ScoringPerturbation], *, re
         "templates": {p.name: {"description": p.description, **p.spec(),
                                "sha256": p.sha256(tsha)} for p in perts},
         "prompt_hashes": {p.name: p.sha256(tsha) for p in perts},
-        "repeat_noise": {"fp": pert_docs[BASELINE]["fp"], "mad": pert_docs[BASELINE]["mad"]},
+        "repeat_noise": {"fp": pert_docs[BASELINE]["fp"], "mad": pert_docs[BASELINE]["mad"],
+                         **({"by_construction": True, "note": DETERMINISTIC_NOTE}
+                            if deterministic else {})},
         "reference_pull": M.reference_pull(by_ref, seed, nb) if len(by_ref) >= 2 else None,
         "reference_pull_note": _pull_note(by_ref, ref_scored),
         "recommended": recommend(table, names, gold, pert_docs, seed, nb),
-        "mitigation": mitigation(table, ensemble, gold, repeats, seed, nb),
+        "mitigation": mitigation(table, ensemble, gold, repeats, seed, nb, deterministic),
         "heatmap": {"rows": names, "cols": cols,
                     "values": [[pert_docs[n]["distribution"].get(c, 0) for c in cols]
                                for n in names]},
@@ -453,6 +494,8 @@ async def run_scoring_bias(
         raise ValueError("the first perturbation must be the baseline")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
+    asked = repeats
+    repeats = scored_repeats(judge.client.provider, repeats)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     before = judge.client.stats.as_dict()
@@ -460,7 +503,8 @@ async def run_scoring_bias(
                             on_done=on_done)
     after = judge.client.stats.as_dict()
     calls = _calls_since(before, after)
-    doc = build_results(table, perts, repeats=repeats, seed=seed, judge=judge, n_boot=n_boot)
+    doc = build_results(table, perts, repeats=repeats, seed=seed, judge=judge, n_boot=n_boot,
+                        deterministic=repeats < asked)
     n_valid, n_asked = table.n_scored()
     return {
         "command": "scoring-bias",
@@ -472,7 +516,8 @@ async def run_scoring_bias(
                       f"narrow to trust below {FEW_ITEMS} (they can collapse to a point); use "
                       f"--limit {FEW_ITEMS} or more"] if len(items) < FEW_ITEMS else [])
         + gold_scale_warnings(items),
-        "repeats": repeats,
+        "repeats": repeats,  # the baseline scorings asked per item
+        "repeats_asked": asked,
         "seed": seed,
         "n_boot": n_boot,
         "template": {"name": judge.template.name, "sha256": judge.template.sha256},
@@ -509,5 +554,6 @@ def n_calls(items: Sequence[PointwiseItem], perts: Sequence[ScoringPerturbation]
     return len(plan(items, perts, references, repeats)[0])
 
 
-__all__ = ["BASELINE", "ScoreTable", "build_results", "mitigation", "n_calls", "plan",
-           "recommend", "run_scoring_bias", "score_all"]
+__all__ = ["BASELINE", "BY_CONSTRUCTION", "ScoreTable", "build_results", "mitigation",
+           "n_calls", "plan", "recommend", "run_scoring_bias", "score_all",
+           "scored_repeats"]
