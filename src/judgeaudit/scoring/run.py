@@ -11,6 +11,7 @@ shared prompt prefix (system + instruction + response) across templates.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ BASELINE = "baseline"
 SPAN = float(K - 1)  # scores are 1..K: two differ by at most K - 1
 MAX_INVALID_EXAMPLES = 20
 BY_CONSTRUCTION = "by construction"  # the method of a repeat noise no call measured
+
+log = logging.getLogger("judgeaudit.scoring")
 
 
 def scored_repeats(provider: Provider, repeats: int) -> int:
@@ -386,6 +389,47 @@ DETERMINISTIC_NOTE = ("repeat noise 0 by construction: the judge is deterministi
                       "was asked; a measured 0 would only restate that")
 
 
+def repeat_calls(judge: RubricJudge, items: Sequence[PointwiseItem],
+                 perts: Sequence[ScoringPerturbation], references: References | None,
+                 repeats: int) -> dict[str, Any] | None:
+    """What the baseline's repeats 1..repeats-1 add to a run whose calls may cost money (a
+    billed provider, or one priced above 0): the calls not in the cache and, where the price
+    is known, their estimated cost (the plan's estimate: prompt tokens as characters /
+    `CHARS_PER_TOKEN`, answers at their max_tokens). None for free or deterministic judges.
+    Said before sending, not acted on: stopping the repeats once the first items agree would
+    bias the repeat noise toward 0."""
+    from judgeaudit.llm.plan import RATE_WORDS, body_ceiling, plan_body, price_basis
+
+    provider = judge.client.provider
+    price = provider.price_per_mtok
+    if repeats < 2 or provider.deterministic or not (provider.billed or (price and any(price))):
+        return None
+    jobs = plan(items, perts, references, repeats)[0]
+    reqs = [judge.request(it, rep, var) for it, var, rep in jobs if rep >= 1]
+    cache = judge.client.cache
+    todo = [r for r in reqs if cache is None or cache.get(judge.client.key(r)) is None]
+    basis = price_basis(provider)
+    cost = (None if price is None else
+            sum(float(body_ceiling(plan_body(r, provider), price)[2] or 0.0) for r in todo))
+    return {"extra_calls": len(todo), "cached": len(reqs) - len(todo), "of_planned": len(jobs),
+            "cost_usd_estimate": cost, "price": None if basis is None else RATE_WORDS[basis],
+            "note": "the baseline's repeats measure the judge's repeat noise: a hosted API is "
+                    "not guaranteed to answer the same prompt alike, at temperature 0 too; "
+                    "--repeats 1 leaves them out (no repeat noise, no mitigation check)"}
+
+
+def _repeat_calls_text(spec: str, repeats: int, rc: dict[str, Any]) -> str:
+    """The line said before the repeats are sent: calls, cost and which price it is."""
+    cost = rc["cost_usd_estimate"]
+    priced = ("no price known (give price_in/price_out in the judge spec)" if cost is None
+              else f"about ${cost:,.4f} at {rc['price']} (prompt tokens estimated as "
+                   "characters / 4, answers at their max_tokens)")
+    cached = f", {rc['cached']} more in the cache" if rc["cached"] else ""
+    return (f"{spec}: --repeats {repeats} adds {rc['extra_calls']} paid calls (baseline "
+            f"repeats 1..{repeats - 1}{cached}) to the run's {rc['of_planned']}: {priced}; "
+            f"{rc['note']}")
+
+
 def build_results(table: ScoreTable, perts: Sequence[ScoringPerturbation], *, repeats: int,
                   seed: int, judge: RubricJudge, n_boot: int = M.N_BOOT,
                   deterministic: bool = False) -> dict[str, Any]:
@@ -496,6 +540,10 @@ async def run_scoring_bias(
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     asked = repeats
     repeats = scored_repeats(judge.client.provider, repeats)
+    extra = repeat_calls(judge, items, perts, references, repeats)
+    if extra is not None and extra["extra_calls"]:  # before any is sent
+        log.warning("%s", _repeat_calls_text(judge_spec or judge.client.provider.name,
+                                             repeats, extra))
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     before = judge.client.stats.as_dict()
@@ -518,6 +566,7 @@ async def run_scoring_bias(
         + gold_scale_warnings(items),
         "repeats": repeats,  # the baseline scorings asked per item
         "repeats_asked": asked,
+        "repeat_calls": extra,
         "seed": seed,
         "n_boot": n_boot,
         "template": {"name": judge.template.name, "sha256": judge.template.sha256},
@@ -555,5 +604,5 @@ def n_calls(items: Sequence[PointwiseItem], perts: Sequence[ScoringPerturbation]
 
 
 __all__ = ["BASELINE", "BY_CONSTRUCTION", "ScoreTable", "build_results", "mitigation",
-           "n_calls", "plan", "recommend", "run_scoring_bias", "score_all",
+           "n_calls", "plan", "recommend", "repeat_calls", "run_scoring_bias", "score_all",
            "scored_repeats"]
