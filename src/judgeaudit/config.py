@@ -672,22 +672,72 @@ def unknown_key(model: type[CommandConfig], key: str, where: str = "") -> Config
                        f"{', '.join(sorted(fields))})")
 
 
-def key_lines(path: str | Path) -> dict[str, int]:
-    """The line (from 1) of each top-level `key = ...` in a TOML file, for errors that name a
-    key (tomllib gives no positions for valid TOML); {} when the file cannot be read. A key
-    under a [table] header is not top-level and is not listed."""
+_KEY = r"""(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)"""
+_KEY_PATH = re.compile(rf"\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*=")
+_HEADER = re.compile(rf"\s*\[(\[?)\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*\]\]?\s*(?:#.*)?$")
+
+
+def _key_parts(text: str) -> tuple[str, ...]:
+    """`a."b.c".d` -> ("a", "b.c", "d"): a TOML dotted key's parts, quotes taken off."""
+    parts = re.findall(_KEY, text)
+    return tuple(json.loads(p) if p.startswith('"') else p.strip("'") for p in parts)
+
+
+@dataclass(frozen=True)
+class TomlLines:
+    """Where the keys of a TOML file are (lines from 1), for errors that name a line:
+    tomllib gives no positions for valid TOML. `keys`: the first line of each key path (a
+    top-level key `("n",)`, a key under a table `("judge", "model")`, each prefix of a dotted
+    key); `tables`: the line of each `[table]` header (`[[table]]`'s first); `top`: the
+    top-level keys, above the first header."""
+
+    keys: dict[tuple[str, ...], int]
+    tables: dict[tuple[str, ...], int]
+    top: dict[str, int]
+
+
+def toml_lines(path: str | Path) -> TomlLines:
+    """The lines of a TOML file's keys and tables (`TomlLines`); empty when the file cannot
+    be read. A read of the lines, not a parser: lines inside a multi-line string are
+    skipped."""
+    out = TomlLines({}, {}, {})
     try:
         text = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8")
     except (OSError, UnicodeDecodeError):
-        return {}
-    out: dict[str, int] = {}
+        return out
+    table: tuple[str, ...] = ()
+    in_string: str | None = None  # the delimiter of the multi-line string the line is in
     for i, line in enumerate(text.splitlines(), start=1):
-        if re.match(r"\s*\[", line):  # a table: its keys are not the command's settings
-            break
-        m = re.match(r"""\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*=""", line)
-        if m:
-            out.setdefault(next(g for g in m.groups() if g is not None), i)
+        if in_string is not None:
+            if line.count(in_string) % 2:
+                in_string = None
+            continue
+        head = _HEADER.match(line)
+        if head:
+            table = _key_parts(head.group(2))
+            out.tables.setdefault(table, i)
+            continue
+        m = _KEY_PATH.match(line)
+        if not m:
+            continue
+        parts = _key_parts(m.group(1))
+        if not out.tables:
+            out.top.setdefault(parts[0], i)
+        for n in range(1, len(parts) + 1):
+            out.keys.setdefault(table + parts[:n], i)
+        rest = line[m.end():]
+        for quote in ('"""', "'''"):
+            if rest.count(quote) % 2:
+                in_string = quote
     return out
+
+
+def key_lines(path: str | Path) -> dict[str, int]:
+    """The line (from 1) of each top-level key of a TOML file (`key = ...`, and the first
+    part of a dotted `key.x = ...`), for errors that name a key; {} when the file cannot be
+    read. A key under a [table] header is not top-level and is not listed (`toml_lines`
+    gives those)."""
+    return toml_lines(path).top
 
 
 def line_of(lines: Mapping[str, int] | None, key: str) -> str:
@@ -696,24 +746,96 @@ def line_of(lines: Mapping[str, int] | None, key: str) -> str:
     return f"line {n}: " if n else ""
 
 
+def _value_error(model: type[CommandConfig], key: str, value: Any) -> tuple[Any, str | None]:
+    """(the value as the field takes it, None), or (value, what field `key` expects)."""
+    wanted = None
+    if is_text(model.model_fields[key]):
+        value, wanted = _text_value(model, key, value)
+    if wanted is None:
+        wanted = field_error(model, key, value)
+    return value, wanted
+
+
+def _is_table(value: Any) -> bool:
+    """A TOML table (or an array of tables, `[[x]]`) as tomllib reads it."""
+    return isinstance(value, dict) or (
+        isinstance(value, list) and bool(value) and all(isinstance(x, dict) for x in value))
+
+
+def _leaves(path: tuple[str, ...], value: Any) -> list[tuple[tuple[str, ...], Any]]:
+    """The (key path, value) of every key under a table that holds no table, in file order."""
+    if isinstance(value, dict):
+        return [leaf for k, v in value.items() for leaf in _leaves((*path, k), v)]
+    if _is_table(value):
+        return [leaf for x in value for leaf in _leaves(path, x)]
+    return [(path, value)]
+
+
+def _first_line(toml: TomlLines, prefix: tuple[str, ...]) -> int | None:
+    """The first line that gives `prefix` or a key or table under it."""
+    found = [n for where in (toml.keys, toml.tables) for k, n in where.items()
+             if k[:len(prefix)] == prefix]
+    return min(found, default=None)
+
+
+def table_error(model: type[CommandConfig], key: str, value: Any, where: str,
+                toml: TomlLines) -> ConfigError:
+    """The error of a `[table]` in a config file: no command's settings take a table (each
+    is a top-level `key = value`), and a key written below a [table] header belongs to that
+    table, so a setting there was read as none. Names the line and the table of the first
+    setting found in it (with what the setting expects when its value does not fit), else
+    the table's line and why the table is no setting."""
+    first = min(toml.tables.values(), default=None)
+    above = f"above the first [table] header (line {first})" if first else "at the top"
+    tail = (f"`{model.command}` takes no tables: its settings are top-level keys, written "
+            f"{above}")
+    for path, v in _leaves((key,), value):
+        name = path[-1]
+        if name not in model.model_fields or len(path) < 2:
+            continue
+        table = max((t for t in toml.tables if path[:len(t)] == t and len(t) < len(path)),
+                    key=len, default=path[:-1])
+        line = toml.keys.get(path) or toml.tables.get(table)
+        _, wanted = _value_error(model, name, v)
+        also = f" ({name} expects {wanted}, got {v!r})" if wanted else ""
+        return ConfigError(f"{where}{f'line {line}: ' if line else ''}"
+                           f"[{'.'.join(table)}] key {name!r}: expected a top-level key, "
+                           f"not one of a table{also}; {tail}")
+    line = _first_line(toml, (key,))
+    at = f"line {line}: " if line else ""
+    inner = next((p for p, _ in _leaves((key,), value) if len(p) > 1), None)
+    holds = (f" (key {'.'.join(inner[1:])!r} at line {toml.keys[inner]})"
+             if inner and inner in toml.keys else "")
+    if key in model.model_fields:
+        wanted = _value_error(model, key, {})[1]  # what it takes: a table is none of it
+        return ConfigError(f"{where}{at}[{key}]: expected `{key} = ...` ({wanted}) as a "
+                           f"top-level key, got a table{holds}; {tail}")
+    head, known, keys = str(unknown_key(model, key, f"{where}{at}[{key}]: ")).partition(
+        " (known keys: ")
+    head = head.replace(f"unknown key {key!r} for `{model.command}`",
+                        f"unknown table {key!r} for `{model.command}`{holds}", 1)
+    return ConfigError(f"{head}{'' if head.endswith('?') else ';'} {tail}{known}{keys}")
+
+
 def check_fields(model: type[CommandConfig], values: dict[str, Any],
-                 where: str = "", lines: Mapping[str, int] | None = None) -> dict[str, Any]:
+                 where: str = "", lines: Mapping[str, int] | None = None,
+                 toml: TomlLines | None = None) -> dict[str, Any]:
     """Validate some of `model`'s fields (a config file need not give them all): each key
     must be a field and each value must fit the field's type and range, strictly
     (`field_error`); a text option takes the forms `text_forms` gives (a list for a
     comma-separated one, a number for one that holds numbers). Returns the values as the
     model holds them (paths as `Path`, lists joined with commas); ConfigError names `where`,
-    the key, its line in the file (`lines`, from `key_lines`) and what was expected."""
+    the key, its line in the file (`lines`, from `key_lines`) and what was expected. With
+    `toml` (the file's `toml_lines`), a `[table]` of the file is refused naming its line
+    and the setting found in it (`table_error`)."""
     fields = model.model_fields
     out: dict[str, Any] = {}
     for key, value in values.items():
+        if toml is not None and key not in toml.top and _is_table(value):
+            raise table_error(model, key, value, where, toml)
         if key not in fields:
             raise unknown_key(model, key, where + line_of(lines, key))
-        wanted = None
-        if is_text(fields[key]):
-            value, wanted = _text_value(model, key, value)
-        if wanted is None:
-            wanted = field_error(model, key, value)
+        value, wanted = _value_error(model, key, value)
         if wanted is not None:
             raise ConfigError(f"{where}{line_of(lines, key)}key {key!r}: expected {wanted}, "
                               f"got {value!r}")
@@ -746,8 +868,9 @@ def load_config_file(path: str | Path, command: str) -> dict[str, Any]:
     (key by key: a file may give only some settings). Values are as the model holds them
     (paths as `Path`). ConfigError names the file, the key and what was expected."""
     model = config_model(command)
+    toml = toml_lines(path)
     return check_fields(model, read_config_file(path), where=f"--config {path}: ",
-                        lines=key_lines(path))
+                        lines=toml.top, toml=toml)
 
 
 __all__ = [

@@ -133,10 +133,24 @@ def _opt_pattern(key: str) -> str:
     return rf"(?<![\w-])--{re.escape(key.replace('_', '-'))}(?![\w-])"
 
 
+def lines_at(path: Any, keys: Sequence[str], form: str = "{}: ") -> str:
+    """The lines of a config file's `keys` ("line 3", "lines 1, 3"), set in `form`; "" when
+    none is found (`config.key_lines`)."""
+    from judgeaudit.config import key_lines
+
+    lines = key_lines(path)
+    found = sorted({n for k in keys if (n := lines.get(k))})
+    if not found:
+        return ""
+    return form.format(f"line{'s' if len(found) > 1 else ''} "
+                       f"{', '.join(str(n) for n in found)}")
+
+
 def name_config_file(msg: str) -> str:
     """A command's message about an option that the `--config` file gave (not the command
-    line), as the file's: "--budgets: expected ..." -> "--config f.toml: key 'budgets':
-    expected ..."; an option named further in is followed by where its value came from."""
+    line), as the file's: "--budgets: expected ..." -> "--config f.toml: line 2: key
+    'budgets': expected ..."; an option named further in (a file's key against a flag typed)
+    is followed by where its value came from, with its line."""
     current = CONFIG_FILE.get()
     if current is None:
         return msg
@@ -144,11 +158,11 @@ def name_config_file(msg: str) -> str:
     for key in keys:
         m = re.match(_opt_pattern(key), msg)
         if m:
-            return f"--config {path}: key {key!r}{msg[m.end():]}"
+            return f"--config {path}: {lines_at(path, [key])}key {key!r}{msg[m.end():]}"
     named = [key for key in keys if re.search(_opt_pattern(key), msg)]
     if named:
         return (f"{msg} ({', '.join(f'{k} = {toml_text(keys[k])}' for k in named)}: from "
-                f"--config {path})")
+                f"--config {path}{lines_at(path, named, ', {}')})")
     return msg
 
 
@@ -214,22 +228,27 @@ def settle_config_file(model: type[CommandConfig], values: dict[str, Any], path:
             first = [k for k in rule.first if given(k)]
             second = [k for k in rule.second if given(k)]
             if first and second and any(source(k) == "file" for k in [*first, *second]):
-                raise fail(f"{where}: {shown(first)} and {shown(second)} cannot be given "
+                at = lines_at(path, [k for k in [*first, *second] if source(k) == "file"])
+                raise fail(f"{where}: {at}{shown(first)} and {shown(second)} cannot be given "
                            f"together ({rule.why}); give one of them")
         elif not values[rule.flag]:
             filed = [k for k in rule.keys if source(k) == "file" and given(k)]
             if filed:
                 state = (f"the file sets {rule.flag} = false" if source(rule.flag) == "file"
                          else f"{rule.flag} is not set")
-                raise fail(f"{where}: {shown(filed)} appl{'ies' if len(filed) == 1 else 'y'} "
-                           f"only with {rule.flag} = true, and {state} ({rule.why})")
-    if aside:
+                at = lines_at(path, [*filed, *([rule.flag] if source(rule.flag) == "file"
+                                               else [])])
+                raise fail(f"{where}: {at}{shown(filed)} "
+                           f"appl{'ies' if len(filed) == 1 else 'y'} only with {rule.flag} = "
+                           f"true, and {state} ({rule.why})")
+    if aside:  # each group with its lines in the file and the flag it yields to
         by_cause: dict[str, list[str]] = {}
-        for k, (v, cause) in aside.items():
-            by_cause.setdefault(cause, []).append(f"{k} = {toml_text(v)}")
+        for k, (_v, cause) in aside.items():
+            by_cause.setdefault(cause, []).append(k)
         console.print(f"note: {where}: " + "; ".join(
-            f"{', '.join(keys)} set aside for {cause}" for cause, keys in by_cause.items()),
-            highlight=False, markup=False)
+            f"{', '.join(f'{k} = {toml_text(aside[k][0])}' for k in keys)} set aside for "
+            f"{cause}{lines_at(path, keys, ' ({} of the file)')}"
+            for cause, keys in by_cause.items()), highlight=False, markup=False)
     return {k: values[k] for k in values if source(k) == "file" and k not in aside}
 
 
@@ -258,9 +277,7 @@ def check_file_names(model: type[CommandConfig], path: Any, filed: Mapping[str, 
         if bad:
             close = difflib.get_close_matches(bad[0], known, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else ""
-            from judgeaudit.config import key_lines, line_of
-
-            raise fail(f"--config {path}: {line_of(key_lines(path), key)}key {key!r}: unknown "
+            raise fail(f"--config {path}: {lines_at(path, [key])}key {key!r}: unknown "
                        f"probe {bad[0]!r}{hint} (known: {', '.join(sorted(known))})")
 
 
