@@ -64,7 +64,32 @@ def _calls_line(res: dict[str, Any], path: Path, report: Path | str) -> None:
         console.print(line, highlight=False, markup=False)
     for line in _left_out_lines(res.get("run") or {}):
         console.print(line, highlight=False, markup=False)
+    line = _own_calls_line(res.get("run") or {})
+    if line:
+        console.print(line, highlight=False, markup=False)
     console.print(f"results: {path}\nreport: {report}")
+
+
+def _own_calls_line(run: dict[str, Any]) -> str | None:
+    """--apply's failed calls by role (`run.calls_by_judge`, `run.scorer_calls`), each checked
+    against --max-failed on its own: the calls line pools the judge's with the scorer's, and
+    a judge failing 53 of its 160 calls read "53 failed" of 320. None for other runs."""
+    sc = run.get("scorer_calls")
+    if not sc:
+        return None
+    over = set(run.get("judges_over_max_failed") or [])
+    limit = run.get("max_failed", 0.2)
+
+    def part(who: str, c: dict[str, Any], above: bool) -> str:
+        share = f" ({c['failed'] / c['asked']:.1%})" if c.get("asked") else ""
+        return (f"{who} {c.get('failed', 0)} of {c.get('asked', 0)}{share}"
+                + (" ABOVE --max-failed" if above else ""))
+
+    rows = [part(f"judge {_shown(j)}", c, j in over)
+            for j, c in (run.get("calls_by_judge") or {}).items()]
+    rows.append(part(f"scorer {_shown(sc.get('spec') or '--scorer')}", sc,
+                     bool(sc.get("asked")) and sc.get("failed", 0) / sc["asked"] > limit))
+    return (f"failed calls, each checked against --max-failed {limit:g}: " + "; ".join(rows))
 
 
 def _left_out_lines(run: dict[str, Any]) -> list[str]:

@@ -939,15 +939,12 @@ async def run_mitigate(
     }
 
 
-def _scorer_failed(run: dict[str, Any], st: JSONStats, scorer: Client, n_queries: int,
-                   n_scored: int, max_failed: float, scorer_spec: str | None
-                   ) -> dict[str, Any]:
-    """The run's outcome naming the factor scorer when it is why the run failed: its G_score
-    requests got no usable answer for no query, or for more than `max_failed` of them. An
-    unreachable or garbage --scorer read "only 0 of 20 judge verdicts on queries with factor
-    scores have a valid verdict" and advised wait=SECONDS in the judge's spec."""
+def _scorer_reason(st: JSONStats, scorer: Client, n_queries: int, n_scored: int,
+                   max_failed: float, scorer_spec: str | None) -> str | None:
+    """Why the factor scorer failed the run, or None: its G_score requests got no usable
+    answer for no query, or for more than `max_failed` of them (`_scorer_failed`)."""
     if not st.calls or (n_scored and st.failed / st.calls <= max_failed):
-        return run
+        return None
     cs = scorer.stats
     first = cs.not_sent_why if cs.not_sent and cs.not_sent_why else None
     first = first or cs.first_error or cs.first_unreadable or (
@@ -955,16 +952,79 @@ def _scorer_failed(run: dict[str, Any], st: JSONStats, scorer: Client, n_queries
     if first:  # the client's advice is worded for a judge
         first = first.replace("let the judge wait for it: wait=SECONDS in its spec",
                               "let the scorer wait for it: wait=SECONDS in its --scorer spec")
-    who = f"--scorer {scorer_spec}" if scorer_spec else "--scorer"
-    why = (f"the factor scorer ({who}) failed: {st.failed} of {st.calls} G_score requests got "
-           f"no usable answer (--max-failed {max_failed:g} allows "
-           f"{_allowed(max_failed, st.calls)}), so {n_scored} of {n_queries} queries have "
-           "factor scores" + (f"; the first: {visible(first)}" if first else ""))
+    return (f"the factor scorer ({_who(scorer_spec)}) failed: {st.failed} of {st.calls} "
+            f"G_score requests got no usable answer (--max-failed {max_failed:g} allows "
+            f"{_allowed(max_failed, st.calls)}), so {n_scored} of {n_queries} queries have "
+            "factor scores" + (f"; the first: {visible(first)}" if first else ""))
+
+
+def _who(scorer_spec: str | None) -> str:
+    return f"--scorer {scorer_spec}" if scorer_spec else "--scorer"
+
+
+def _scorer_failed(run: dict[str, Any], st: JSONStats, scorer: Client, n_queries: int,
+                   n_scored: int, max_failed: float, scorer_spec: str | None
+                   ) -> dict[str, Any]:
+    """The run's outcome naming the factor scorer when it is why the run failed: its G_score
+    requests got no usable answer for no query, or for more than `max_failed` of them. An
+    unreachable or garbage --scorer read "only 0 of 20 judge verdicts on queries with factor
+    scores have a valid verdict" and advised wait=SECONDS in the judge's spec."""
+    why = _scorer_reason(st, scorer, n_queries, n_scored, max_failed, scorer_spec)
+    if why is None:
+        return run
     rest = run.get("message", "").removeprefix("run failed: ")
     judged = "" if not rest else f"; besides (counted over the scorer's calls too): {rest}"
     if run["status"] == "failed" and not n_scored:  # the judges' count is a consequence
         judged = ""
     return {**run, "status": "failed", "message": f"run failed: {why}{judged}"}
+
+
+def _apply_gate(run: dict[str, Any], *, n_valid: int, n_planned: int,
+                calls: Mapping[str, Any], judged: Mapping[str, int], min_valid: int,
+                max_failed: float, named: Sequence[tuple[str, Client]],
+                scored: AnswerCounts, scorer: Client, st: JSONStats, n_queries: int,
+                n_scored: int, scorer_spec: str | None) -> dict[str, Any]:
+    """--apply's outcome with --max-failed checked against the judge's own calls and the
+    factor scorer's own, not their pool: a judge failing 53 of its 160 calls hid under the
+    scorer's 160 (53 of 320, 16.6%) and exited 0, and a scorer failing 77 of its 160 added
+    "besides: 77 of 320 calls failed" as if a second cause. `run` is `assess` over the pool
+    (its counts stay the run's); its own reasons (--min-valid, the judge's unreadable
+    answers) are kept, the pooled share's is replaced by the two own ones, which
+    `calls_by_judge` and `scorer_calls` report whether or not they failed the run."""
+    s_asked, s_failed = (scored.get(id(scorer)) or (0, 0, 0, 0))[2:]
+    own = judge_call_rows(named, [scored])
+    rest = assess(n_valid=n_valid, n_planned=n_planned, min_valid=min_valid,
+                  max_failed=max_failed, what="judge verdicts on queries with factor scores",
+                  calls={k: v for k, v in calls.items()
+                         if k not in ("failed", "not_sent", "first_error", "not_sent_why")},
+                  **judged)
+    pooled_over = run["failed_share"] > max_failed
+    if pooled_over and sum(c["failed"] for c in own.values()) + s_failed < run["calls_failed"]:
+        return run  # calls that are neither's (none known): the pooled gate stands
+    parts = []
+    scorer_why = _scorer_reason(st, scorer, n_queries, n_scored, max_failed, scorer_spec)
+    if scorer_why is None and s_asked and s_failed / s_asked > max_failed:
+        first = scorer.stats.first_error
+        scorer_why = (f"the factor scorer ({_who(scorer_spec)}) failed: {s_failed} of its "
+                      f"{s_asked} calls failed (--max-failed {max_failed:g} allows "
+                      f"{_allowed(max_failed, s_asked)}"
+                      + (f"; first error: {visible(first)})" if first else ")"))
+    if scorer_why:
+        parts.append(scorer_why)
+    over = judges_over({}, own, max_failed, n_judges=2)  # its calls (answers: in `rest`)
+    parts.extend(f"judge {visible(n)}: {x['reason']}" for n, x in over.items())
+    if rest["status"] == "failed" and not (scorer_why and not n_scored):  # no scores: the
+        # judge verdicts' count is the scorer's consequence
+        parts.append(rest["message"].removeprefix("run failed: "))
+    out = {**run, "status": "failed" if parts else "ok",
+           "message": "run failed: " + "; ".join(parts) if parts else "",
+           "calls_by_judge": {n: {"asked": c["asked"], "failed": c["failed"]}
+                              for n, c in own.items()},
+           "scorer_calls": {"spec": scorer_spec, "asked": s_asked, "failed": s_failed},
+           "judges_over_max_failed": list(over)}
+    if named:
+        out["answers_by_judge"] = judge_answer_rows(named, [scored])
+    return out
 
 
 def _unfitted(run: dict[str, Any], exc: ValueError) -> dict[str, Any]:
@@ -1008,12 +1068,16 @@ async def run_apply(
     Y, ctl, qids, counts = mitigation_inputs(items, {judge: winners}, scores,
                                              saved.get("candidate", "rejected"))
     calls = _calls([scorer, *judge_clients])
-    run = assess(n_valid=int(np.isfinite(Y).sum()), n_planned=len(items), calls=calls,
-                 min_valid=min_valid, max_failed=max_failed,
-                 what="judge verdicts on queries with factor scores",
-                 **_judge_answers(judge_clients, [scored]))
-    run = _scorer_failed(run, stats["G_score"], scorer, len(items), len(qids), max_failed,
-                         scorer_spec)
+    judged = _judge_answers(judge_clients, [scored])
+    n_valid = int(np.isfinite(Y).sum())
+    run = assess(n_valid=n_valid, n_planned=len(items), calls=calls, min_valid=min_valid,
+                 max_failed=max_failed, what="judge verdicts on queries with factor scores",
+                 **judged)
+    run = _apply_gate(run, n_valid=n_valid, n_planned=len(items), calls=calls, judged=judged,
+                      min_valid=min_valid, max_failed=max_failed,
+                      named=_live_named({judge: winners}, judge_clients), scored=scored,
+                      scorer=scorer, st=stats["G_score"], n_queries=len(items),
+                      n_scored=len(qids), scorer_spec=scorer_spec)
     res = None
     if run["status"] != "failed":
         delta = M.CONTROLS[saved.get("control", "bias")](ctl)
