@@ -659,7 +659,9 @@ async def ascoring_bias(
             ids_letters, ids_roman, ref_1..ref_5 (default: all).
         ids: extra score-id schemes "NAME=w,x,y,z,t" (run as ids_NAME).
         limit: use only the first N items.
-        repeats: baseline scorings per item (>= 2 gives the repeat noise; at most 100).
+        repeats: baseline scorings per item (>= 2 gives the repeat noise; at most 100). A
+            deterministic judge (local: logits) is scored once whatever this says; its repeat
+            noise is 0 by construction. A paid judge's repeats are announced with their cost.
         references: Ref-k answers: a references.json path or {item_id: {k: text}}; default:
             the data's own (builtin:graded's level-k answers, else Ref-5 = the reference).
         generate_references: write Ref-1..4 by generation and review first.

@@ -516,6 +516,9 @@ class Result(BaseModel):
                        "tests": t.get("tests")}
                 for name, t in (d.get("perturbations") or {}).items()}
             out["multiplicity"] = d.get("multiplicity")  # Holm over the run's templates
+            # repeats scored per item (1 for a deterministic judge), those asked for, and
+            # the paid calls the repeats added (None in older results)
+            out["repeats"] = {k: d.get(k) for k in ("repeats", "repeats_asked", "repeat_calls")}
             out["warnings"] = list(d.get("warnings") or [])
         elif cmd == "quantify":
             out["n_items"] = d.get("n_items")
