@@ -293,7 +293,8 @@ class ScoringBiasConfig(RunFields):
     limit: PosInt | None = _f(None, "Use only the first N items (N >= 1).")
     repeats: Repeats = _f(3, (
         "Baseline scorings per item (>= 2 gives the repeat noise and a held-out repeat for the "
-        "mitigation check; use 1 for a deterministic judge such as local)."))
+        "mitigation check). A deterministic judge such as local is scored once whatever N "
+        "is; a paid judge's repeats are announced with their cost before sending."))
     references: Path | None = _f(None, (
         "Ref-k answers: a references.json written by --generate-references, or {item_id: {k: "
         "text}}. Without it Ref-5 is the dataset's reference and Ref-1..4 are skipped "
