@@ -197,6 +197,9 @@ def evaluate_table(res: dict[str, Any]) -> Any:
         spread = res.get("accuracy_subset_mean")
         if spread:
             parts.append(_subset_mean_text(res.get("accuracy") or {}, spread))
+        nv = _no_verdict_text(res.get("accuracy") or {}, conv.get("pair_rule"))
+        if nv:
+            parts.append(nv)
         mt = (res.get("accuracy_by_rule") or {}).get("mtbench")
         if mt and mt.get("n_left_out") is not None:
             parts.append(_mtbench_text(mt, chosen=mtbench))
@@ -282,11 +285,31 @@ def _subset_mean_text(pooled: dict[str, Any], spread: dict[str, Any]) -> str:
             f"{value} {ci} over {each}{more}")
 
 
+def _no_verdict_text(est: dict[str, Any], rule: str | None) -> str:
+    """The mean, sum and both rules count a pair whose order gave no verdict in n with no
+    credit for that order: say how many and why (a refused call read as a wrong answer)."""
+    failed = est.get("n_no_verdict_failed") or 0
+    unreadable = est.get("n_no_verdict_unreadable") or 0
+    if not failed and not unreadable:
+        return ""
+    what = [f"{failed} with a failed or refused call" if failed else "",
+            f"{unreadable} with an unreadable answer" if unreadable else ""]
+    return (f"accuracy ({rule or 'mean'} rule) counts {failed + unreadable} of {est.get('n')} "
+            f"pairs with an order without a verdict, that order as wrong: "
+            f"{' and '.join(w for w in what if w)}")
+
+
 def _mtbench_text(est: dict[str, Any], chosen: bool) -> str:
     """MT-Bench's agreement without tie (FastChat) with its n and the pairs it leaves out:
     the accuracy row when it is the pair rule, else beside the table (the benchmark's own
     number for MT-Bench data)."""
-    left = f"{est['n_left_out']} pairs left out: a tie, orders that differ or a tie label"
+    reasons = est.get("left_out")
+    if isinstance(reasons, dict) and reasons:
+        from judgeaudit.audit.evaluate import MTBENCH_LEFT_OUT
+        left = (f"{est['n_left_out']} pairs left out: "
+                + ", ".join(f"{n} {MTBENCH_LEFT_OUT.get(k, k)}" for k, n in reasons.items()))
+    else:
+        left = f"{est['n_left_out']} pairs left out: a tie, orders that differ or a tie label"
     if chosen:
         return f"agreement without tie (MT-Bench rule): {left}"
     value, ci, n = fmt_est(est, True)
