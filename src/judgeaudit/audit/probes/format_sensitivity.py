@@ -4,9 +4,11 @@ accuracy, TPR and TNR should not move; the production check flags a move of > 3 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from judgeaudit.audit.metrics import estimate
+from judgeaudit.audit.metrics import estimate, why_invalid
 from judgeaudit.audit.paired import credit_of, paired_difference
 from judgeaudit.audit.probe import (
     AuditContext,
@@ -61,6 +63,10 @@ class FormatSensitivityProbe(Probe):
         level = ctx.alpha / max(1, len(prompt_variants(text)))
         points = [{"label": "original", **_point(base_rates["accuracy"])}]
         variants = prompt_variants(text)
+        # every variant's left-out items, (variant, [(item id, (baseline, variant verdict))]):
+        # only the reported variant's were counted, so a variant whose every answer was
+        # unreadable showed n = 0 beside n_invalid 0 and dropped {}
+        left: list[tuple[str, list[tuple[str, tuple[Any, Any]]]]] = []
         for v in variants:
             vt_text = v.text.rstrip("\n")
             if v.choices:
@@ -77,17 +83,21 @@ class FormatSensitivityProbe(Probe):
             biggest = max((abs(x) for x in moves.values() if x is not None), default=0.0)
             max_move = max(max_move, biggest)
             rows.append((v, d, moves))
+            left.append((v.name, [(ctx.items[i].id, (base[i], verdicts[i]))
+                                  for i in d["invalid"]]))
             points.append({"label": v.name, **_point(r["accuracy"])})
             if d["effect"] is not None and (best is None or abs(d["effect"]) >
                                             abs(best[1]["effect"])):
                 best = (v, d, verdicts)
         if best is None:
-            return ProbeResult(None, (None, None), 0, None, None,
-                               notes=["no variant produced valid verdicts"])
+            res = ProbeResult(None, (None, None), 0, None, None,
+                              notes=["no variant produced valid verdicts"])
+            _count_left_out(res, left, len(ctx.items))
+            return res
         v, d, best_verdicts = best
         res = ProbeResult.from_stats(d, [it.id for it in ctx.items],
                                      p=min(1.0, d["p"] * len(rows)))
-        drop_invalid(res, [(ctx.items[i].id, (base[i], best_verdicts[i])) for i in d["invalid"]])
+        _count_left_out(res, left, len(ctx.items))
         res.notes.append(f"largest accuracy move: variant {v.name!r} ({v.description}); "
                          f"p is Bonferroni-adjusted over {len(rows)} variants")
         for vv, dd, moves in rows:
@@ -100,6 +110,39 @@ class FormatSensitivityProbe(Probe):
         res.plot = {"kind": "points", "title": "Accuracy per prompt variant",
                     "xlabel": "accuracy", "points": points}
         return res
+
+
+def _count_left_out(res: ProbeResult,
+                    left: list[tuple[str, list[tuple[str, tuple[Any, Any]]]]],
+                    n_items: int) -> None:
+    """Count every variant's items without a valid verdict (baseline's or the variant's) in
+    `res.dropped` (distinct items left out of at least one variant, by reason) and
+    `res.n_invalid` (their number), and name each variant that left items out in a note, a
+    variant that measured nothing first: the effect is one variant's, and the others' unreadable
+    answers went uncounted."""
+    ids: set[str] = set()
+    empty, partial = [], []
+    for name, items in left:
+        drop_invalid(res, items)
+        ids.update(i for i, _ in items)
+        if not items:
+            continue
+        reasons: dict[str, int] = {}
+        for _, vs in items:
+            why = why_invalid(*vs)
+            reasons[why] = reasons.get(why, 0) + 1
+        why_text = ", ".join(f"{r} {k}" for r, k in sorted(reasons.items()))
+        if len(items) >= n_items:
+            empty.append(f"variant {name!r} measured nothing: {len(items)} of {n_items} items "
+                         f"without a valid verdict ({why_text}); its accuracy change has n = 0")
+        else:
+            partial.append(f"variant {name!r}: {len(items)} of {n_items} items left out "
+                           f"({why_text})")
+    res.n_invalid = max(res.n_invalid, len(ids))
+    res.notes.extend(empty + partial)
+    if ids:
+        res.notes.append("dropped counts the distinct items left out of at least one variant "
+                         "(each variant's effect uses its own valid items)")
 
 
 def _point(credit: list[float | None]) -> dict:
