@@ -18,8 +18,9 @@ wherever it appears. `mask_known(text)` masks only those (for model answers, whi
 patterns would garble: "key-value store"; `mask_data` for a raw payload); `redact` masks
 both. Neither raises, whatever the secret holds (a byte that is not UTF-8 in a variable).
 
-`install_log_redaction()` puts a `RedactingFilter` on the root logger's handlers and on the
-HTTP, SDK and judgeaudit loggers, so a record is redacted before any handler writes it (under
+`install_log_redaction()` redacts each log record as it is made (a record factory) and puts a
+`RedactingFilter` on the root logger's handlers and on the HTTP, SDK and judgeaudit loggers,
+so a record is redacted before any handler writes it, whenever logging is configured (under
 `-v`, or a script's `logging.basicConfig(level=logging.INFO)`, httpx logs every request URL,
 userinfo included). The CLI installs it, and so does every `Session` when it opens (the
 Python API).
@@ -439,6 +440,7 @@ class KnownSecretsFilter(RedactingFilter):
 SDK_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "anthropic")
 # ... and ours (a retry line quotes a server's error, which may echo the key).
 OWN_LOGGERS = ("judgeaudit",)
+_REDACTED_ROOTS = frozenset((*SDK_LOGGERS, *OWN_LOGGERS))
 _FILTER = RedactingFilter()
 _KNOWN_FILTER = KnownSecretsFilter()
 
@@ -453,13 +455,51 @@ def _loggers() -> list[logging.Logger]:
     return [logging.getLogger(name) for name in sorted(names)]
 
 
+def _redact_record(record: logging.LogRecord) -> None:
+    """Redact a record as it is made: an HTTP/SDK logger's or ours (`SDK_LOGGERS`,
+    `OWN_LOGGERS`, children included) by `RedactingFilter`, any other (a program's own) by
+    `KnownSecretsFilter`. Never raises into the code that logged."""
+    try:
+        top = (record.name or "").split(".", 1)[0]
+        (_FILTER if top in _REDACTED_ROOTS else _KNOWN_FILTER).filter(record)
+    except Exception:  # the filters catch their own errors; this is the last guard
+        record.msg, record.args, record.exc_text = _WITHHELD, None, None
+        record.exc_info = record.stack_info = None
+
+
+def _install_record_factory() -> None:
+    """Redact every record when it is made (`logging.setLogRecordFactory`, wrapping the
+    factory in place), before any filter or handler sees it, whatever logger made it and
+    whenever logging was configured. The filters alone left gaps: a logger's filter sees
+    only records logged on it, not its children's, and handlers are filtered only if they
+    existed at the last install. `anthropic._base_client` (made when the SDK is first
+    imported, inside a command) logged "Sending HTTP Request: POST http://user:KEY@host"
+    to a handler a script put on the `anthropic` logger, and to the root handler
+    ANTHROPIC_LOG=debug makes at that import. Not wrapped twice; a factory a program sets
+    later that calls the previous one keeps it."""
+    current = logging.getLogRecordFactory()
+    if getattr(current, "_judgeaudit_redacts", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = current(*args, **kwargs)
+        _redact_record(record)
+        return record
+
+    factory._judgeaudit_redacts = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
 def install_log_redaction(*, own_program: bool = False) -> RedactingFilter:
-    """Add the redacting filter to the root logger's handlers and to the HTTP/SDK loggers and
-    ours (`_loggers`). Idempotent and cheap: the CLI calls it after configuring logging, and
+    """Redact every log record as it is made (`_install_record_factory`), and add the
+    redacting filter to the root logger's handlers and to the HTTP/SDK loggers and ours
+    (`_loggers`). Idempotent and cheap: the CLI calls it after configuring logging, and
     every `judgeaudit.session.Session` when it opens, so a script that configured logging
-    (`logging.basicConfig(level=logging.INFO)`) before calling the API logs no secret.
-    `own_program` (the API: the root handlers write the program's own records too): those
-    handlers get `KnownSecretsFilter`, which masks only the secrets judgeaudit knows."""
+    (`logging.basicConfig(level=logging.INFO)`) before or after calling the API logs no
+    secret. `own_program` (the API: the root handlers write the program's own records too):
+    those handlers get `KnownSecretsFilter`, which masks only the secrets judgeaudit knows,
+    as the record factory does for every logger but the HTTP/SDK ones and ours."""
+    _install_record_factory()
     root = _KNOWN_FILTER if own_program else _FILTER
     for h in logging.getLogger().handlers:
         if not any(isinstance(f, RedactingFilter) for f in h.filters):
