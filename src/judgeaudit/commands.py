@@ -521,7 +521,9 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
     unused_generation(cfg, cli)
     names = [p.strip() for p in (cfg.perturbations or "").split(",") if p.strip()]
     perts = resolve(names or None, seed=cfg.seed, id_maps=cfg.ids or ())
-    loaded, spec = load_data(cfg.data if data is None else data)
+    # what the loader noted (empty responses judged as empty answers), for the warnings as
+    # evaluate gives them: scoring-bias dropped them unsaid
+    loaded, spec, notes = load_data_noted(cfg.data if data is None else data)
     items = [it for it in loaded if isinstance(it, PointwiseItem)]
     if not items:
         raise ValueError(f"data {spec!r} has no pointwise items (scoring-bias scores single "
@@ -620,6 +622,8 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
                                      max_failed=cfg.max_failed)
         if ref_info is not None:
             res["references"] = ref_info
+        if notes:
+            res["warnings"] = [*notes, *(res.get("warnings") or [])]
         return res
 
     return Run("scoring-bias", public_spec(cfg.judge), spec, body,
