@@ -24,7 +24,7 @@ async def test_forget_invalid_drops_kept_refusals_and_stats_count_them(tmp_path)
     with pytest.raises(CallFailed) as err:
         await client.call(req)
     assert err.value.kind == "too_long"
-    assert "a refusal judgeaudit ingest kept" in str(err.value)
+    assert "a refusal kept in the cache from an earlier run or ingest" in str(err.value)
     assert "cache forget --invalid" in str(err.value)
     assert cache.stats().refusals == 1
     await client.aclose()

@@ -78,11 +78,15 @@ def usage_text(calls: dict[str, Any]) -> str:
 
 
 def failed_text(calls: dict[str, Any]) -> str:
-    """'N failed', with how many of them were never sent (the client's breaker) and how many
-    an interruption cancelled (they read as failures of the server)."""
+    """'N failed', with how many of them were never sent (the client's breaker), how many
+    an interruption cancelled (they read as failures of the server) and how many were a
+    too-long refusal kept in the cache (`CallStats.refused_cached`: not sent again)."""
     not_sent, cancelled = calls.get("not_sent"), calls.get("cancelled")
+    kept = calls.get("refused_cached")
     notes = [f"{not_sent} not sent" if not_sent else "",
-             f"{cancelled} cancelled by the interruption" if cancelled else ""]
+             f"{cancelled} cancelled by the interruption" if cancelled else "",
+             f"{kept} too long for the model's context, a refusal kept in the cache and not "
+             "sent again (`judgeaudit cache forget --invalid` asks again)" if kept else ""]
     notes = [x for x in notes if x]
     return f"{calls.get('failed', 0)} failed" + (f" ({'; '.join(notes)})" if notes else "")
 

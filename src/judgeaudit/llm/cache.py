@@ -10,8 +10,9 @@ what `judgeaudit ingest` needs to parse an answer to a planned request (provider
 the request's choices, by cache key); `batches` and `batch_requests` keep every batch
 submitted to a provider's batch API and the cache keys in it, so a killed run resumes polling
 instead of submitting again; `refusals` keeps the too-long refusals `judgeaudit ingest` read
-from a plan's output (the server said the prompt is over the model's context), so the re-run
-fails those calls as the live call failed instead of planning them again and again. All
+from a plan's output and those a live run got (the server said the prompt is over the model's
+context), so the re-run fails those calls as the live call failed instead of planning or
+sending them again and again (`refused_by` names a live refusal's provider and model). All
 tables are created if missing: older cache files keep working.
 
 A cache that cannot be written (a team's shared, checked-in or mounted file: the file, its
@@ -64,6 +65,11 @@ CREATE TABLE IF NOT EXISTS refusals (
     kind TEXT NOT NULL,
     message TEXT NOT NULL,
     created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS refused_by (
+    key TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY,
@@ -333,16 +339,27 @@ class Cache:
 
     # ---- refusals ingested from a plan's output (judgeaudit ingest) -----------------------
 
-    def put_refusals(self, rows: list[tuple[str, str, str]]) -> None:
+    def put_refusals(self, rows: list[tuple[str, str, str]], *, provider: str | None = None,
+                     model: str | None = None) -> None:
         """Keep (key, kind, message) of requests the server refused for themselves (a prompt
         over the model's context: kind too_long), so a re-run fails them as a live call was
-        failed, without sending or planning them again (`Client._call`)."""
+        failed, without sending or planning them again (`Client._call`). Ingest's are named
+        by their plan (`planned`); a live run's by `provider` and `model` (`refused_by`), so
+        `cache forget --invalid --provider P` and `cache clear --provider P` find them."""
         if not rows:
             return
         now = time.time()
-        self._write(lambda conn: conn.executemany(
-            "INSERT OR REPLACE INTO refusals(key, kind, message, created) VALUES (?,?,?,?)",
-            [(k, kind, redact(msg)[:500], now) for k, kind, msg in rows]))
+
+        def put(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT OR REPLACE INTO refusals(key, kind, message, created) VALUES (?,?,?,?)",
+                [(k, kind, redact(msg)[:500], now) for k, kind, msg in rows])
+            if provider is not None:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO refused_by(key, provider, model) VALUES (?,?,?)",
+                    [(r[0], provider, model or "") for r in rows])
+
+        self._write(put)
 
     def refusal(self, key: str) -> tuple[str, str] | None:
         """(kind, message) of a refusal kept for `key` (`put_refusals`), or None."""
@@ -458,8 +475,10 @@ class Cache:
             refused = [r[0] for r in conn.execute(
                 "SELECT key FROM refusals" + ("" if not where else
                                               " WHERE key IN (SELECT key FROM planned"
-                                              + where + ")"), args)]
+                                              + where + ") OR key IN (SELECT key FROM "
+                                              "refused_by" + where + ")"), args + args)]
             conn.executemany("DELETE FROM refusals WHERE key=?", [(k,) for k in refused])
+            conn.execute("DELETE FROM refused_by WHERE key NOT IN (SELECT key FROM refusals)")
             return len(keys) + len(refused)
 
         return self._write(forget) or 0
@@ -537,9 +556,12 @@ class Cache:
             n = conn.execute(sql, args).rowcount
             conn.execute("DELETE FROM invalid WHERE key NOT IN (SELECT key FROM calls)")
             # refusals kept by ingest go with their provider's (or every) entry
+            where = sql[len("DELETE FROM calls"):]
             conn.execute("DELETE FROM refusals" + (
-                "" if not provider else " WHERE key IN (SELECT key FROM planned"
-                + sql[len("DELETE FROM calls"):] + ")"), args)
+                "" if not provider else " WHERE key IN (SELECT key FROM planned" + where
+                + ") OR key IN (SELECT key FROM refused_by" + where + ")"),
+                args + args if provider else args)
+            conn.execute("DELETE FROM refused_by WHERE key NOT IN (SELECT key FROM refusals)")
             return n
 
         n = self._write(delete)

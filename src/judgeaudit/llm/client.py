@@ -118,6 +118,8 @@ class CallStats:
     unreadable: int = 0
     cancelled: int = 0
     shared: int = 0
+    # failed calls that were a too-long refusal kept in the cache (not sent again)
+    refused_cached: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     retried: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
@@ -645,12 +647,14 @@ class Client:
             return resp
         refusal = getattr(self.cache, "refusal", None)
         refused = refusal(key) if refusal is not None else None
-        if refused is not None:  # a too-long refusal `judgeaudit ingest` kept: fails as it did
+        if refused is not None:  # a too-long refusal kept (ingest, a live run): fails as it did
             if self.planner is not None:
                 self.planner.note_cached(key)
             self.stats.failed += 1
-            why = (f"{refused[1]} (a refusal judgeaudit ingest kept; `judgeaudit cache forget "
-                   "--invalid` asks it again)")
+            self.stats.refused_cached += 1
+            why = (f"{refused[1]} (a refusal kept in the cache from an earlier run or ingest, "
+                   "not sent again; `judgeaudit cache forget --invalid` or `judgeaudit cache "
+                   "clear` asks it again, e.g. after the server's context was raised)")
             self.stats.record_error(refused[0], why)
             raise CallFailed(why, fatal=False, kind=refused[0])
         if self.planner is not None:  # --plan-only: record the request instead of sending it
@@ -669,6 +673,8 @@ class Client:
                     resp = await self._call_batched(batcher, key, request)
             except BaseException as exc:
                 self._count_failed(exc)
+                if batcher is None:
+                    self._keep_refusal(key, exc)
                 raise
             self._account(resp, request)
             self._asked.add(key)
@@ -692,6 +698,20 @@ class Client:
         finally:
             if self._inflight.get(key) is fut:
                 del self._inflight[key]
+
+    def _keep_refusal(self, key: str, exc: BaseException) -> None:
+        """Keep a live call the server refused for its own prompt (over the model's context:
+        `KEPT_REFUSALS`) in the cache's refusals, as ingest keeps a plan's: a re-run of
+        evaluate or audit sent every such prompt again and got the same 400 each time."""
+        from judgeaudit.llm.plan import KEPT_REFUSALS
+
+        if (self.cache is None or not isinstance(exc, CallFailed) or exc.fatal
+                or exc.kind not in KEPT_REFUSALS):
+            return
+        put = getattr(self.cache, "put_refusals", None)
+        if put is not None:
+            put([(key, exc.kind, str(exc))], provider=self.provider.name,
+                model=self.provider.model)
 
     @property
     def batched(self) -> bool:
