@@ -14,7 +14,7 @@ from judgeaudit.judges.parse import (
     mark_if_invalid,
     parse_choice,
 )
-from judgeaudit.judges.templates import Template, load_template
+from judgeaudit.judges.templates import Template, check_template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
 
@@ -35,6 +35,7 @@ class BinaryJudge:
     def __init__(self, client: Client, template: Template | str = "binary_pass_fail_v1"):
         self.client = client
         self.template = load_template(template) if isinstance(template, str) else template
+        check_template(self.template, "binary")  # before any call
 
     def request(self, item: PointwiseItem, repeat: int = 0) -> Request:
         t = self.template

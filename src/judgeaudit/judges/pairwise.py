@@ -20,7 +20,7 @@ from judgeaudit.judges.parse import (
     parse_choice,
     strip_reasoning,
 )
-from judgeaudit.judges.templates import Template, load_template
+from judgeaudit.judges.templates import Template, check_template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
 Order = Literal["12", "21"]
@@ -120,6 +120,7 @@ class PairwiseJudge:
     ):
         self.client = client
         self.template = load_template(template) if isinstance(template, str) else template
+        check_template(self.template, "pairwise")  # before any call
         self.both_orders = both_orders
         self.seed = seed
         # A judge that can only answer some orders (a one-order recording): asked those.

@@ -20,7 +20,7 @@ from judgeaudit.judges.parse import (
     parse_score,
     score_off_scale,
 )
-from judgeaudit.judges.templates import Template, load_template
+from judgeaudit.judges.templates import Template, check_template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
 
 DEFAULT_RUBRIC = "Is the response correct, helpful and faithful to the instruction?"
@@ -99,6 +99,7 @@ class RubricJudge:
     ):
         self.client = client
         self.template = load_template(template) if isinstance(template, str) else template
+        check_template(self.template, "pointwise", scale=len(score_ids))  # before any call
         self.score_ids = score_ids
 
     def request(self, item: PointwiseItem, repeat: int = 0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import string
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -24,34 +25,43 @@ class Template:
     # Reasoning templates: no forced verdict token; the verdict is read from the last line
     # matching this regex (group 1 = a label), after a longer generation.
     final_pattern: str | None = None
+    # The file a user's template was read from (None for a built-in): messages name it.
+    source: str | None = None
+
+    @property
+    def where(self) -> str:
+        """How messages name this template: its file, or its built-in name."""
+        return self.source or self.name
 
     def render_user(self, **fields: str) -> str:
         # str.format parses only the template; inserted (untrusted) text is never re-parsed.
         return self.user.format(**fields)
 
 
-def parse_template(name: str, text: str) -> Template:
+def parse_template(name: str, text: str, source: str | None = None) -> Template:
+    """A template from its text; `source` is the file it came from (named in messages)."""
+    where = source or name
     parts = _SECTION.split(text)
     # parts = [preamble, name1, body1, name2, body2, ...]
     sections = {parts[i]: parts[i + 1].strip("\n") for i in range(1, len(parts) - 1, 2)}
     missing = {"system", "user"} - set(sections)
     if missing:
-        raise ValueError(f"template {name!r} lacks section(s) {sorted(missing)} ('### system')")
+        raise ValueError(f"template {where!r} lacks section(s) {sorted(missing)} ('### system')")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     labels = tuple(x.strip() for x in sections.get("labels", "A, B").split(",") if x.strip())
     if len(labels) < 2 or len(set(labels)) != len(labels):
-        raise ValueError(f"template {name!r}: '### labels' needs distinct labels, e.g. 'A, B'")
+        raise ValueError(f"template {where!r}: '### labels' needs distinct labels, e.g. 'A, B'")
     final = sections.get("final", "").strip() or None
     if final is not None:
         try:
             if re.compile(final).groups < 1:
                 raise ValueError("no group")
         except (re.error, ValueError):
-            raise ValueError(f"template {name!r}: '### final' must be a regex with one group "
+            raise ValueError(f"template {where!r}: '### final' must be a regex with one group "
                              "capturing the label") from None
     return Template(
         name, sections["system"], sections["user"], sections.get("prefill", "").strip(), digest,
-        labels, final,
+        labels, final, source,
     )
 
 
@@ -64,7 +74,7 @@ def load_template(name_or_path: str) -> Template:
     """A built-in template by name (`pairwise_v1`) or a user's template file by path."""
     p = Path(name_or_path)
     if p.suffix == ".txt" and p.exists():
-        return parse_template(p.stem, p.read_text(encoding="utf-8"))
+        return parse_template(p.stem, p.read_text(encoding="utf-8"), str(p))
     res = resources.files("judgeaudit.judges").joinpath("templates", f"{name_or_path}.txt")
     if not res.is_file():
         raise ValueError(
@@ -72,3 +82,134 @@ def load_template(name_or_path: str) -> Template:
             " (or give a path to a .txt template file)"
         )
     return parse_template(name_or_path, res.read_text(encoding="utf-8"))
+
+
+# What each judge kind fills in a template's user section: the placeholders it must use (a
+# template without one never shows the judge that text) and those it may use; what each holds.
+KIND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "pairwise": (("prompt", "response_a", "response_b"), ()),
+    "pointwise": (("prompt", "response"),
+                  ("reference_block", "rubric", "levels", "scale_note", "answer_instruction")),
+    "binary": (("prompt", "response"), ("reference_block",)),
+}
+FIELD_HELP = {
+    "prompt": "the instruction", "response_a": "the response shown first",
+    "response_b": "the response shown second", "response": "the response judged",
+    "reference_block": "the reference answer, when the item has one", "rubric": "the rubric",
+    "levels": "the score levels, one a line",
+    "scale_note": "a sentence on the scale (scoring-bias variants)",
+    "answer_instruction": "a sentence on how to answer (scoring-bias variants)",
+}
+# Text in braces shaped like a placeholder (sections sent as written are checked for these).
+_NAMED = re.compile(r"\{\s*([A-Za-z_]\w*)\s*\}")
+# A scale a score template names on a line about scores: "1 to 10", "0-10", "out of 10",
+# "10-point". Other numbers ("in 1-2 sentences") are not on such a line, or not 0/1-based.
+_SCALE_LINE = re.compile(r"\b(?:scor\w*|scale|rat(?:e|ed|ing)|grade|points?|marks?)\b",
+                         re.IGNORECASE)
+_RANGE = re.compile(r"(?<![\d.])([01])\s*(?:to|-|\u2013|\u2014|\.\.|through)\s*(\d+)(?!\.?\d)",
+                    re.IGNORECASE)
+_OUT_OF = re.compile(r"\bout\s+of\s+(\d+)(?!\.?\d)|(?<![\d.])(\d+)[- ]point\b",
+                     re.IGNORECASE)
+
+
+def _names(fields: tuple[str, ...]) -> str:
+    names = [f"{{{f}}}" for f in fields]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _user_fields(user: str) -> tuple[list[str], list[str], str | None]:
+    """(bare placeholder names, brace texts that are no placeholder, a brace error) of a
+    user section, read by the same parser `render_user`'s str.format uses."""
+    names: list[str] = []
+    odd: list[str] = []
+    try:
+        for _lit, field, spec, conv in string.Formatter().parse(user):
+            if field is None:
+                continue
+            if field.isidentifier() and not spec and not conv:
+                names.append(field)
+            else:
+                odd.append("{" + field + (f"!{conv}" if conv else "")
+                           + (f":{spec}" if spec else "") + "}")
+    except ValueError as exc:  # "Single '}' encountered", "expected '}' before end of string"
+        return names, odd, str(exc)
+    return names, odd, None
+
+
+def _mentions(text: str, label: str, fold: bool) -> bool:
+    pat = r"(?<![A-Za-z0-9_])" + re.escape(label) + r"(?![A-Za-z0-9_])"
+    return re.search(pat, text, re.IGNORECASE if fold else 0) is not None
+
+
+def _other_scale(text: str, k: int) -> str | None:
+    """The first line about scores that names a scale other than 1..k, or None."""
+    for line in text.splitlines():
+        if not _SCALE_LINE.search(line):
+            continue
+        for m in _RANGE.finditer(line):
+            if (int(m.group(1)), int(m.group(2))) != (1, k):
+                return line.strip()
+        for m in _OUT_OF.finditer(line):
+            if int(m.group(1) or m.group(2)) != k:
+                return line.strip()
+    return None
+
+
+def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
+    """Refuse, before any call, a template its judge would fill wrongly: a placeholder the
+    kind needs missing (the judge never sees that text, and still answers), one it does not
+    fill (str.format fails mid-run), braces that are no placeholder, verdict labels it never
+    names (the reader takes only the template's `### labels`), a score template on another
+    scale than the judge reads (1..`scale`). One ValueError names every problem and the file.
+    """
+    must, may = KIND_FIELDS[kind]
+    problems: list[str] = []
+    names, odd, brace_error = _user_fields(t.user)
+    if brace_error:
+        problems.append(f"the user section has a brace that opens or closes no placeholder "
+                        f"({brace_error})")
+    for f in dict.fromkeys(names):
+        if f not in must and f not in may:
+            problems.append(f"the user section names {{{f}}}, which a {kind} judge does not "
+                            "fill")
+    for raw in dict.fromkeys(odd):
+        problems.append(f"the user section has {raw!r}, which is no placeholder")
+    if not brace_error:
+        for f in must:
+            if f not in names:
+                problems.append(f"the user section lacks {{{f}}} ({FIELD_HELP[f]}), so the "
+                                "judge would never see it")
+    for section, text in (("system", t.system), ("prefill", t.prefill)):
+        for f in dict.fromkeys(_NAMED.findall(text)):
+            problems.append(f"the {section} section names {{{f}}}, but that section is sent "
+                            "as written (placeholders are filled in the user section only)")
+    if problems:
+        may_s = f"; it may also use {_names(may)}" if may else "; it may use no other"
+        odd_hint = (" A literal brace in the user section is written doubled: {{ and }} "
+                    "(e.g. {{\"verdict\": \"A\"}}); the system section is sent as written."
+                    if odd or brace_error else "")
+        raise ValueError(
+            f"template {t.where!r} cannot be used as a {kind} template: "
+            + "; ".join(problems) + f". A {kind} template's user section must use "
+            f"{_names(must)}{may_s}." + odd_hint)
+    if kind in ("pairwise", "binary"):
+        text = "\n".join((t.system, _NAMED.sub(" ", t.user), t.prefill))
+        fold = len({x.lower() for x in t.labels}) == len(t.labels)
+        unnamed = [x for x in t.labels[:2] if not _mentions(text, x, fold)]
+        if unnamed:
+            raise ValueError(
+                f"template {t.where!r} never names the verdict label(s) "
+                f"{', '.join(map(repr, unnamed))}, so the judge is not asked for them; the "
+                f"answer is read only for the template's labels ({', '.join(t.labels[:2])}, "
+                "set under '### labels', default A, B; the first names the response shown "
+                "first). If the template asks for other labels (1/2, X/Y), declare them: a "
+                "line '### labels' followed by e.g. '1, 2'.")
+    if kind == "pointwise":
+        line = _other_scale("\n".join((t.system, t.user, t.prefill)), scale)
+        if line is not None:
+            raise ValueError(
+                f"template {t.where!r} asks for scores on another scale than 1..{scale} "
+                f"({line!r}), but the judge reads scores on 1..{scale} only: an answer above "
+                f"{scale} would be refused as off the scale and one within it read as if on "
+                f"1..{scale}. Rewrite the template for the scale 1..{scale} ({{levels}} "
+                "lists the levels); a template cannot set another scale.")
