@@ -146,6 +146,18 @@ def test_labels_the_template_never_names_are_refused_with_what_the_reader_takes(
         assert srv.count() == 8 and "0 invalid verdicts of 8" in text(res)
 
 
+def test_answers_in_labels_the_template_does_not_declare_name_it_when_the_run_fails(tmp_path):
+    # Names A and B (so the load check passes), yet asks for 1/2: every answer unreadable.
+    body = PAIR_USER + "Which is better? Answer 1 if Response A is, 2 if Response B is."
+    tpl = write(tmp_path, "onetwo.txt", SYSTEM + body + "\n")
+    with FakeLLMServer(answer="2") as srv:
+        res = run(tmp_path, srv, "pair", tpl)
+    out = text(res)
+    assert res.exit_code == 3, res.output
+    assert f"no verdict label of template '{tpl}' (A or B;" in out
+    assert "declares them under '### labels'" in out
+
+
 def test_a_score_template_missing_the_response_is_refused(tmp_path):
     body = SCORE_USER.replace("{response}", "") + "Score the response from 1 to 5."
     tpl = write(tmp_path, "noresp.txt", SYSTEM + body + "\n### prefill\nScore:\n")
@@ -162,6 +174,15 @@ def test_a_score_template_on_another_scale_is_refused(tmp_path, command, scale):
     with FakeLLMServer(answer="4") as srv:
         refused(run(tmp_path, srv, "point", tpl, command), srv, tpl,
                 "another scale than 1..5", repr(scale), "Rewrite the template")
+
+
+def test_an_off_scale_answer_to_a_user_template_names_it(tmp_path):
+    tpl = write(tmp_path, "five.txt", SYSTEM + SCORE_USER + "Score it from 1 to 5.\n")
+    with FakeLLMServer(answer="8") as srv:
+        res = run(tmp_path, srv, "point", tpl)
+    assert res.exit_code == 3, res.output
+    assert (f"score 8 is not on the scale 1..5 (the scale of template '{tpl}')"
+            in text(res))
 
 
 def test_a_user_template_that_fits_runs(tmp_path):

@@ -107,6 +107,16 @@ def to_canonical(choice: str | None, order: Order) -> Winner | None:
     return first if choice == "A" else 3 - first  # type: ignore[return-value]
 
 
+def unread_why(t: Template) -> str | None:
+    """What an unreadable answer's message says of a user's template (None for a built-in):
+    its file and the labels the answer is read for, as a template asking for others (1/2,
+    X/Y) that also names A and B passes `check_template` and has every answer unreadable."""
+    if t.source is None:
+        return None
+    return (f"no verdict label of template {t.source!r} ({' or '.join(t.labels[:2])}; a "
+            "template asking for others declares them under '### labels')")
+
+
 class PairwiseJudge:
     """A judge = a client (one provider behind cache/retries) + a prompt template."""
 
@@ -188,8 +198,9 @@ class PairwiseJudge:
     def check(self, request: Request, order: Order, out: Response | CallFailed) -> OrderVerdict:
         """`read` with this judge's labels, marking an answer that gives no verdict as
         invalid in the client's cache (so it can be forgotten and asked again)."""
-        verdict = self.read(order, out, self.template.labels, self.template.final_pattern)
-        mark_if_invalid(self.client, request, out, verdict.valid)
+        t = self.template
+        verdict = self.read(order, out, t.labels, t.final_pattern)
+        mark_if_invalid(self.client, request, out, verdict.valid, unread_why(t))
         return verdict
 
     async def judge(

@@ -189,6 +189,8 @@ class RubricJudge:
         why = (score_off_scale(out.text, score_ids or self.score_ids)
                if verdict.score is None and isinstance(out, Response) and not out.invalid
                else None)
+        if why and self.template.source:  # a user's template: say which one reads 1..K
+            why += f" (the scale of template {self.template.source!r})"
         mark_if_invalid(self.client, request, out, verdict.score is not None, why)
         return verdict
 
