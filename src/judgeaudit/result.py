@@ -240,8 +240,9 @@ _SUMMARY_KEEP_FAILED = frozenset({
     "n", "n_items", "n_invalid", "warnings", "flags_unchecked", "gate",
     # settings, not results: a failed rank gave k and budget as null beside the ones asked
     "k", "budget", "budgets", "rules", "n_seeds", "notes", "estimator",
-    # the judges a HUB-J run left out past --max-failed, with their counts: why it failed
-    "judges_left_out"})
+    # the judges a HUB-J run left out past --max-failed, with their counts: why it failed;
+    # mitigate --apply's judge and scorer calls, each checked on its own
+    "judges_left_out", "calls_by_role"})
 
 
 class Result(BaseModel):
@@ -620,6 +621,11 @@ class Result(BaseModel):
                 j: {k: (x or {}).get(k) for k in ("calls_asked", "calls_failed", "answers",
                                                   "unreadable", "reason")}
                 for j, x in left.items()}
+        run_doc = self.run.model_dump(exclude_unset=True) or {}
+        if cmd in ("mitigate", "mitigate-apply") and run_doc.get("scorer_calls"):
+            # --apply checks its judge and its scorer each on its own calls: both shares
+            out["calls_by_role"] = {"judges": run_doc.get("calls_by_judge"),
+                                    "scorer": run_doc.get("scorer_calls")}
         if not self.ok:  # numbers from a run that failed are not results: a failed rank
             # named the first four items its top-k, a failed evaluate an accuracy of 0
             for k in out:
