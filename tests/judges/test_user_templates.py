@@ -176,6 +176,23 @@ def test_a_score_template_on_another_scale_is_refused(tmp_path, command, scale):
                 "another scale than 1..5", repr(scale), "Rewrite the template")
 
 
+@pytest.mark.parametrize(("line", "refused"), [
+    ("Score between 1 and 10.", True), ("Give it a score like 7/10.", True),
+    ("Rate it on a 10-point scale.", True), ("Score from 0 to 5.", True),
+    ("Score the response from 1 to 5.", False), ("Give a score out of 5.", False),
+    ("Explain in 1-2 sentences, then score it.", False), ("Use 1-10 words.", False),
+])
+def test_the_scale_check_reads_lines_about_scores(tmp_path, line, refused):
+    from judgeaudit.judges.templates import check_template, load_template
+
+    tpl = load_template(str(write(tmp_path, "s.txt", SYSTEM + SCORE_USER + line + "\n")))
+    if refused:
+        with pytest.raises(ValueError, match="another scale than 1..5"):
+            check_template(tpl, "pointwise")
+    else:
+        check_template(tpl, "pointwise")
+
+
 def test_an_off_scale_answer_to_a_user_template_names_it(tmp_path):
     tpl = write(tmp_path, "five.txt", SYSTEM + SCORE_USER + "Score it from 1 to 5.\n")
     with FakeLLMServer(answer="8") as srv:

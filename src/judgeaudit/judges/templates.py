@@ -102,14 +102,16 @@ FIELD_HELP = {
 }
 # Text in braces shaped like a placeholder (sections sent as written are checked for these).
 _NAMED = re.compile(r"\{\s*([A-Za-z_]\w*)\s*\}")
-# A scale a score template names on a line about scores: "1 to 10", "0-10", "out of 10",
-# "10-point". Other numbers ("in 1-2 sentences") are not on such a line, or not 0/1-based.
+# A scale a score template names on a line about scores: "1 to 10", "0-10", "between 1 and
+# 10", "out of 10", "10-point", "7/10". Other numbers are not on such a line, not 0/1-based,
+# or count something ("in 1-2 sentences").
 _SCALE_LINE = re.compile(r"\b(?:scor\w*|scale|rat(?:e|ed|ing)|grade|points?|marks?)\b",
                          re.IGNORECASE)
-_RANGE = re.compile(r"(?<![\d.])([01])\s*(?:to|-|\u2013|\u2014|\.\.|through)\s*(\d+)(?!\.?\d)",
-                    re.IGNORECASE)
-_OUT_OF = re.compile(r"\bout\s+of\s+(\d+)(?!\.?\d)|(?<![\d.])(\d+)[- ]point\b",
-                     re.IGNORECASE)
+_RANGE = re.compile(r"(?<![\d.])([01])\s*(?:to|-|\u2013|\u2014|\.\.|through|(?<=\s)and)\s*"
+                    r"(\d+)(?!\.?\d)(?!\s*(?:sentence|word|paragraph|line|bullet|example|item|"
+                    r"reason|step|token|character|minute|point\w*\s+(?:per|each)))", re.IGNORECASE)
+_OUT_OF = re.compile(r"\bout\s+of\s+(\d+)(?!\.?\d)|(?<![\d.])(\d+)[- ]point\b|"
+                     r"(?<![\d.])(?:\d+|\b[XN])\s*/\s*(\d+)(?!\.?\d)", re.IGNORECASE)
 
 
 def _names(fields: tuple[str, ...]) -> str:
@@ -150,7 +152,7 @@ def _other_scale(text: str, k: int) -> str | None:
             if (int(m.group(1)), int(m.group(2))) != (1, k):
                 return line.strip()
         for m in _OUT_OF.finditer(line):
-            if int(m.group(1) or m.group(2)) != k:
+            if int(m.group(1) or m.group(2) or m.group(3)) != k:
                 return line.strip()
     return None
 
