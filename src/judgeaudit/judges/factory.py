@@ -14,11 +14,18 @@ from judgeaudit.spec import Spec, parse_spec
 
 # Judge-level parameters, read here for every provider (`judgeaudit judges` lists them).
 JUDGE_PARAM_HELP = {
-    "template": "pairwise prompt template (default pairwise_v1; see the templates below)",
+    "template": ("pairwise prompt template: a built-in name (default pairwise_v1; see the "
+                 "templates below) or a .txt file with '### system' and '### user' sections; "
+                 "its user section must use {prompt}, {response_a} and {response_b} and no "
+                 "other placeholder (a literal brace is written {{ or }}), and the answer is "
+                 "read for the labels A, B unless it declares others under '### labels'"),
     "orders": ("both | one: judge each pair in both orders, or in one order picked at random "
                "per item (seeded); a replay judge asks the orders its file records "
                "(default both)"),
-    "score_template": "pointwise scoring template (default pointwise_v1)",
+    "score_template": ("pointwise scoring template: a built-in name (default pointwise_v1) "
+                       "or a .txt file whose user section must use {prompt} and {response} "
+                       "and may use {reference_block}, {rubric} and {levels}; scores are read "
+                       "on 1..5, so a template asking for another scale is refused"),
 }
 JUDGE_PARAMS = set(JUDGE_PARAM_HELP)
 # Default model name per provider when the spec gives none.
