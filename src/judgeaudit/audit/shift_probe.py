@@ -24,6 +24,7 @@ from judgeaudit.audit.probe import (
     threshold_flag,
 )
 from judgeaudit.data.schema import PairwiseItem
+from judgeaudit.data.slots import render_order
 from judgeaudit.judges.pairwise import PairwiseVerdict
 from judgeaudit.perturb import perturb_items
 from judgeaudit.perturb.base import get as get_perturbation
@@ -117,7 +118,8 @@ class ShiftProbe(Probe):
             "series": [{"label": "before", "values": _outcomes(before, targets)},
                        {"label": "after", "values": _outcomes(after, targets)}],
         }
-        res.examples = _examples(kept, before, after)
+        labels = ctx.bundle.pairwise.template.labels
+        res.examples = _examples(kept, before, after, (labels[0], labels[1]))
         return res
 
     def _twins(self, ctx: AuditContext) -> list[PairwiseItem]:
@@ -158,18 +160,23 @@ def _outcomes(verdicts: list[PairwiseVerdict], targets: list[int]) -> list[int]:
     return c
 
 
-def _examples(kept, before, after) -> list[dict[str, Any]]:
-    """Prefer items whose verdict moved; then any."""
+def _examples(kept, before, after, labels: tuple[str, str] = ("A", "B")
+              ) -> list[dict[str, Any]]:
+    """Prefer items whose verdict moved; then any. A perturbed text that names a response by
+    its letter (bandwagon, injection kind=letter) is shown as the judge saw it in order 12,
+    response_1 first (`render_order`), the order the example lists the responses in: the
+    report never shows a raw `<<LETTER:...>>` slot."""
     order = sorted(range(len(kept)), key=lambda i: before[i].winner == after[i].winner)
     out = []
     for i in order[:MAX_EXAMPLES]:
         r, o = kept[i], kept[i].original
+        shown = render_order(r.item, "12", labels)
         out.append({
-            "item_id": o.id, "prompt": r.item.prompt,
+            "item_id": o.id, "prompt": shown.prompt,
             "before": {"prompt": o.prompt, "response_1": o.response_1,
                        "response_2": o.response_2, "verdict": _verdict_text(before[i])},
-            "after": {"prompt": r.item.prompt, "response_1": r.item.response_1,
-                      "response_2": r.item.response_2, "verdict": _verdict_text(after[i])},
+            "after": {"prompt": shown.prompt, "response_1": shown.response_1,
+                      "response_2": shown.response_2, "verdict": _verdict_text(after[i])},
             "changed": r.changed,
         })
     return out

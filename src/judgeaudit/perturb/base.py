@@ -10,8 +10,10 @@ depend on item order. Every result says whether the answer-bearing content survi
 Order-dependent text. Some perturbations must name a response by its presented letter
 ("90% of people believe Response B is better", "answer B"), and presentation order is chosen
 later by the judge. Such text carries a slot `<<LETTER:response_1>>` / `<<LETTER:response_2>>`
-naming the canonical response (`judgeaudit.data.slots`, re-exported here); the judge fills the
-slots per order with `render_order(item, order)` when it builds each request.
+naming the canonical response (`slot(side)`, `judgeaudit.data.slots`, re-exported here); the
+judge fills the slots per order with `render_order(item, order)` when it builds each request.
+`apply` marks the item as having slots (a `LetterSlots` in its metadata) and picks a tag its
+data does not contain, so only slots made here are ever filled, never data that looks like one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.data.slots import SLOT_RE as SLOT_RE  # re-exported for perturbations
+from judgeaudit.data.slots import SLOTS_KEY, LetterSlots, free_tag, using_tag
 from judgeaudit.data.slots import needs_order as needs_order
 from judgeaudit.data.slots import render_order as render_order
 from judgeaudit.data.slots import slot as slot
@@ -214,6 +217,12 @@ class Perturbation(abc.ABC):
         if target != self.target_default:
             new_id += f"@{target}"
 
+        with using_tag(tag := free_tag(item)):
+            return self._apply(item, target, rng, opts, sides, new_id, tag)
+
+    def _apply(self, item: PairwiseItem, target: Target | str, rng: random.Random,
+               opts: dict[str, Any], sides: tuple[Target, ...], new_id: str, tag: str
+               ) -> PerturbResult:
         update: dict[str, str] = {}
         edits: list[Edit] = []
         also: list[Target] = []
@@ -254,6 +263,9 @@ class Perturbation(abc.ABC):
         metadata = dict(item.metadata)
         metadata["perturbations"] = [*item.metadata.get("perturbations", []), record]
         metadata["perturbation"] = record
+        slots = LetterSlots(tag)
+        if any(slots.pattern().search(t) for t in update.values()):
+            metadata[SLOTS_KEY] = slots  # render_order fills this item's slots, and only them
         new = item.model_copy(update={**update, "id": new_id, "metadata": metadata})
         return PerturbResult(new, sides[0], variant, ok, reason, item, tuple(also))
 
