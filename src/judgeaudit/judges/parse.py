@@ -331,8 +331,11 @@ def parse_choice(
         if any((c := fold(m.group(1))) is not None and c != got
                for m in _BRACKETED.finditer(text)):
             return None
-        # ... or a concluding sentence anywhere ("Therefore, Output (b) is better.")
-        if any(c != got for c in _conclusions(text, choices)):
+        # ... or a concluding sentence anywhere ("Therefore, Output (b) is better."), unless
+        # the answer ends on a marked verdict naming `got` ("Final verdict: [[A]]"): a plain
+        # sentence before it is a step of the reasoning, not the verdict
+        if _marked_end(text, choices, allow_tie) != got \
+                and any(c != got for c in _conclusions(text, choices)):
             return None
     return got
 
@@ -396,8 +399,9 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool) ->
     # a later "[[B]]" marker, or a line that is a verdict sentence ("The better response is
     # B.", "I choose B"), naming another choice: "[[A]]\nOn second thought ... [[B]]" read A
     later = [fold(m.group(1)) for m in _BRACKETED.finditer(text)]
-    later += [fold(m.group(1)) for line in text.strip().splitlines()[1:]
-              if (m := _SENTENCE.match(line.strip()))]
+    if _marked_end(text, choices, allow_tie) != got:  # a marked end outweighs a sentence
+        later += [fold(m.group(1)) for line in text.strip().splitlines()[1:]
+                  if (m := _SENTENCE.match(line.strip()))]
     if any(c is not None and c != got for c in later):
         return None
     for m in _LABEL_ANYWHERE.finditer(text):
@@ -519,6 +523,11 @@ _CORE = re.compile(
     r"|i\s+(?:would\s+)?(?:choose|pick|select|prefer|go\s+with|vote\s+for)\s+"
     + _choice_re("i") + r")(?:\s+over\s+" + _OTHER.replace("?P<o", "?P<p") + r")?)",
     re.IGNORECASE)
+# Where a verdict sentence may be, for finding one: `_CORE` not inside a word. Every start
+# `_verdict_sentence` tries follows a non-alphanumeric or the sentence's start, so this finds
+# a sentence whenever it could read one; searched with `_CORE` itself, each start inside a
+# long word ("a" x 50,000) re-read the rest of it (quadratic: about 60 s).
+_CORE_AT = re.compile(r"(?<![A-Za-z0-9])(?:" + _CORE.pattern + ")", re.IGNORECASE)
 # Words a concluding sentence opens with ("Therefore, ...", "So the better output is ...",
 # "Based on the above, ..."); a sentence opening otherwise ("On the other hand, Output (b) is
 # better", "However, ...") is a step of the comparison, not its conclusion.
@@ -545,7 +554,7 @@ _VERDICT_WORD = re.compile(r"\b(?:better|best|preferred|superior|stronger|winner
                            re.IGNORECASE)
 # What may follow the verdict: its reason ("because it follows the instruction", ", as Output
 # (a) rambles"), with no contrast or restriction in it ("but", "though", "only", "unless").
-_REASON = re.compile(r"^\s*,?\s*(?:because|since|due\s+to|given|thanks\s+to|considering|"
+_REASON = re.compile(r"^\s*+,?\s*+(?:because|since|due\s+to|given|thanks\s+to|considering|"
                      r"overall|here|in\s+this\s+case|according\s+to|based\s+on|in\s+line\s+"
                      r"with|in\s+accordance\s+with|as\s+(?:it|its|they|their|this|that|the\s+"
                      r"other)|,\s*(?:as|which))\b", re.IGNORECASE)
@@ -580,6 +589,9 @@ def _lead_ok(lead: str, choices: tuple[str, ...]) -> bool:
     if opener is None or not (lead.rstrip().endswith(",") or not lead.strip()[opener.end():]):
         return False
     for clause in lead.strip()[opener.end():].split(","):
+        if not clause.strip():
+            continue  # "Therefore,,,": an empty clause says nothing (and 200,000 of them
+            # cost ~2 s, each matched against every rule and `_folder` built anew)
         if _CONCESSION.match(clause):
             if _VERDICT_WORD.search(clause):
                 return False
@@ -596,7 +608,8 @@ def _verdict_sentence(sentence: str, choices: tuple[str, ...]) -> str | None:
     s = _trim_markup(sentence)
     fold = _folder(choices)
     opener = _CONCLUDE.match(s)  # "So the better output is ...": no comma after "So"
-    starts = sorted({0, *(m.end() for m in re.finditer(r",\s*", s)),
+    # after each run of commas: a start inside one (",,") is a comma, where no verdict opens
+    starts = sorted({0, *(m.end() for m in re.finditer(r"(?:,\s*+)++", s)),
                      *([len(s) - len(s[opener.end():].lstrip())] if opener else [])})
     for at in starts:
         m = _CORE.match(s, at)
@@ -692,6 +705,28 @@ def _last_line_choice(prev: str, last: str, choices: tuple[str, ...],
     return got if above_got in (None, got) else None
 
 
+def _marked_end(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
+    """The verdict an answer's last line marks as its verdict: a "Verdict:"-like label on it
+    or alone on the line above ("Final verdict: [[A]]", "Verdict:\nB", "## Final
+    Verdict\nB") or a "[[X]]" marker on it, read by `_last_line_choice`; None otherwise. It
+    outweighs a plain verdict sentence before it ("The better response is Response B\n
+    Final verdict: [[A]]" reads A), never another marked verdict."""
+    end = len(text.rstrip())
+    cut = text.rfind("\n", 0, end)
+    last = text[cut + 1:end].strip()
+    if not last:
+        return None
+    before = text[:cut].rstrip() if cut >= 0 else ""
+    prev = before[before.rfind("\n") + 1:].strip()
+    if not prev:
+        return None  # one line: the opening's rules read it
+    above = _LABEL_COLON.match(prev)
+    marked = _LABEL_COLON.match(last) is not None or _BRACKETED.search(last) is not None \
+        or (above is not None and not prev[above.end():].strip()) \
+        or _VERDICT_HEADING.match(prev) is not None
+    return _last_line_choice(prev, last, choices, allow_tie) if marked else None
+
+
 def _closing_choice(text: str, choices: tuple[str, ...], allow_tie: bool,
                     loose: bool = False) -> str | None:
     """The verdict a chain of thought gives at its end, after its reasoning: its last line
@@ -752,12 +787,130 @@ def _conclusions(text: str, choices: tuple[str, ...]) -> list[str]:
     for line in text.strip().splitlines():
         for s in _SENT_SPLIT.split(line):
             s = _trim_markup(s)
-            if _CORE.search(s) is None:
+            if _CORE_AT.search(s) is None:
                 continue
             c = _verdict_sentence(s, choices)
             if c is not None:
                 got.append(c)
     return got
+
+
+# ---- a reasoning template's final verdict ----------------------------------------------------
+# A reasoning template (its '### final' regex, pairwise_cot_v1's "The better response is
+# Response ([AB])\W*$") asks for its verdict on the answer's last line. The answer may also
+# quote a response ('Response B ends with "The better response is Response B".'), echo the
+# item's text (a response that itself ends with that line), state a plain verdict sentence
+# ("Response B is better.") or mark one ("Final verdict: [[A]]"). The verdict is the last
+# marked one: the template's own line, a "[[X]]" marker or a "Verdict:"-like label, outside
+# quotes and echoes; plain sentences only say when it is contradicted after it.
+_QUOTE_PAIRS = (('"', '"'), ("\u201c", "\u201d"), ("`", "`"))
+_QUOTE_BEFORE = frozenset("'\u2018\u00ab\"\u201c`")
+_FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)")
+_MARKER_TOKEN = re.compile(r"\w{1,20}")
+
+
+_EDGE = " \t*_#-.!"
+
+
+def _quoted_spans(line: str) -> list[tuple[int, int]]:
+    """Where `line` is inside double quotes, curly double quotes or backticks: each opening
+    mark to its closing one, or to the line's end when it has none (a quote cut short). A
+    quote that is the whole line ('"The better response is Response A"', as the template
+    words its request) is the judge's own line, not a quote of something else."""
+    spans: list[tuple[int, int]] = []
+    for open_q, close_q in _QUOTE_PAIRS:
+        at = 0
+        while (start := line.find(open_q, at)) >= 0:
+            end = line.find(close_q, start + 1)
+            end = len(line) if end < 0 else end + 1
+            if line[:start].strip(_EDGE) or line[end:].strip(_EDGE):
+                spans.append((start, end))
+            at = end
+    return spans
+
+
+def _norm_line(line: str) -> str:
+    """A line compared for echoes: without edge markup and with its whitespace runs single."""
+    return " ".join(line.strip(" \t\r\f\v#>*_-").split())
+
+
+def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
+                shown: Sequence[str] = ()) -> str | None:
+    """The label a reasoning template's answer ends on, or None.
+
+    Verdict-like things, in the answer's order: the template's own line (a match of
+    `pattern`, group 1 the label), a "[[X]]" marker and a "Verdict:"-like label with a bare
+    value (all three *marked*), and a plain verdict sentence ("Response B is better.",
+    "Therefore, Output (a) is better.", "I choose B"). None of them counts inside quotes
+    (double, curly or back quotes, "> " lines, ``` fences) or on a line that is a line of
+    a response the judge was shown (`shown`: an echo of the item's text). The answer reads
+    as the last marked one when everything after it agrees with it ("The better response is
+    Response B\\nFinal verdict: [[A]]" reads A); None when nothing is marked, when a plain
+    sentence after it disagrees, or when it names no label (a tie, "[[C]]": the template
+    asks for one of `labels`)."""
+    text = _strip_eos(strip_reasoning(_strip_eos(text or "")))
+    if not text.strip():
+        return None
+    echoes = {n for s in shown for ln in (s or "").splitlines() if (n := _norm_line(ln))}
+    fold = _folder(labels)
+    found: list[tuple[int, str, bool]] = []  # (position, choice or "?", marked)
+    compiled = re.compile(pattern, re.MULTILINE)
+    at, fenced = 0, False
+    for line in text.split("\n"):
+        start, at = at, at + len(line) + 1
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or line.lstrip().startswith(">") or (echoes and _norm_line(line) in echoes):
+            continue
+        spans = _quoted_spans(line)
+
+        def quoted(i: int, spans: list[tuple[int, int]] = spans, line: str = line) -> bool:
+            return any(a <= i < b for a, b in spans) or (
+                i > 0 and line[i - 1] in _QUOTE_BEFORE and bool(line[:i - 1].strip(_EDGE)))
+
+        taken: list[tuple[int, int]] = []
+        for m in compiled.finditer(line):
+            if m.end() > m.start() and not quoted(m.start()):
+                label = m.group(1)
+                found.append((start + m.start(), label if label in labels else "?", True))
+                taken.append((m.start(), m.end()))
+        for m in _BRACKETED.finditer(line):
+            if not quoted(m.start()) and _MARKER_TOKEN.fullmatch(m.group(1).strip()):
+                found.append((start + m.start(), fold(m.group(1).strip()) or "?", True))
+                taken.append((m.start(), m.end()))
+        label_at = _LABEL_COLON.match(line)
+        if label_at is not None and not quoted(label_at.end()):
+            value = line[label_at.end():]
+            got = _opening_choice(value, labels, True, after_label=True)
+            if got is not None and not _turned(value):
+                found.append((start + label_at.end(), got if got in labels else "?", True))
+                taken.append((0, len(line)))
+        blank = list(line)
+        for a, b in spans + taken:
+            blank[a:b] = " " * (b - a)
+        open_line = "".join(blank)
+        if _CORE_AT.search(open_line) is None and _SENTENCE.match(open_line.strip()) is None:
+            continue
+        sentence = _SENTENCE.match(open_line.strip())
+        if sentence is not None and (c := fold(sentence.group(1))) is not None:
+            found.append((start, c, False))
+            continue
+        pos = 0
+        for part in _SENT_SPLIT.split(open_line):
+            where = open_line.find(part, pos)
+            pos = where + len(part)
+            if _CORE_AT.search(part) is not None \
+                    and (c := _verdict_sentence(part, labels)) is not None:
+                found.append((start + where, c, False))
+    found.sort()
+    marked = [i for i, (_, _, is_marked) in enumerate(found) if is_marked]
+    if not marked:
+        return None
+    last = found[marked[-1]][1]
+    if last == "?" or any(c != last for _, c, _ in found[marked[-1]:]):
+        return None
+    return last
 
 
 # A score's own labels, with a colon (or "is"): "Rating: [[4]]", "**Final score:** 4",
