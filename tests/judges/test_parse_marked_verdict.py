@@ -75,6 +75,14 @@ def test_a_last_verdict_naming_no_label_is_no_verdict() -> None:
     assert final("Reasons.\nThe better response is Response A\nFinal verdict: tie") is None
 
 
+def test_only_a_verdict_label_marks_a_verdict() -> None:
+    assert final("Reasons.\nFinal verdict: B") == "B"
+    assert final("Reasons.\n**Decision:** [[B]]") == "B"
+    # in a chain of thought "Answer:" / "Output:" more often head what a response says
+    assert final("Response B gives:\nAnswer: B") is None
+    assert final("Reasons.\nOutput: A") is None
+
+
 def test_the_old_readings_of_the_template_line_hold() -> None:
     text = ("Response A says 4. The better response is Response B? No.\n"
             "The better response is Response A")

@@ -807,6 +807,12 @@ _QUOTE_PAIRS = (('"', '"'), ("\u201c", "\u201d"), ("`", "`"))
 _QUOTE_BEFORE = frozenset("'\u2018\u00ab\"\u201c`")
 _FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)")
 _MARKER_TOKEN = re.compile(r"\w{1,20}")
+# The labels that mark a final verdict ("Final verdict: A", "**Decision:** B"): not "Answer:",
+# "Output:" or "Response:", which in a chain of thought more often head what a response says.
+_FINAL_LABEL = re.compile(
+    r"^[\s#>*_]*(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:verdict|choice|decision|"
+    r"judge?ment|winner|preferred(?:\s+response)?|better\s+response|best\s+response)"
+    r"[\s*_]*[:=][\s*_]*", re.IGNORECASE)
 
 
 _EDGE = " \t*_#-.!"
@@ -839,8 +845,9 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
     """The label a reasoning template's answer ends on, or None.
 
     Verdict-like things, in the answer's order: the template's own line (a match of
-    `pattern`, group 1 the label), a "[[X]]" marker and a "Verdict:"-like label with a bare
-    value (all three *marked*), and a plain verdict sentence ("Response B is better.",
+    `pattern`, group 1 the label), a "[[X]]" marker and a verdict label with a bare value
+    ("Final verdict: A", "Decision: B"; not "Answer:", "Output:", `_FINAL_LABEL`) (all three
+    *marked*), and a plain verdict sentence ("Response B is better.",
     "Therefore, Output (a) is better.", "I choose B"). None of them counts inside quotes
     (double, curly or back quotes, "> " lines, ``` fences) or on a line that is a line of
     a response the judge was shown (`shown`: an echo of the item's text). The answer reads
@@ -879,7 +886,7 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
             if not quoted(m.start()) and _MARKER_TOKEN.fullmatch(m.group(1).strip()):
                 found.append((start + m.start(), fold(m.group(1).strip()) or "?", True))
                 taken.append((m.start(), m.end()))
-        label_at = _LABEL_COLON.match(line)
+        label_at = _FINAL_LABEL.match(line)
         if label_at is not None and not quoted(label_at.end()):
             value = line[label_at.end():]
             got = _opening_choice(value, labels, True, after_label=True)
