@@ -6,6 +6,7 @@ judgment is simply repeated): the noise floor, not 1."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, ClassVar
 
 from judgeaudit.audit.length_control import (
@@ -26,7 +27,7 @@ from judgeaudit.audit.probe import (
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.data.slots import render_order
 from judgeaudit.judges.pairwise import PairwiseVerdict
-from judgeaudit.perturb import perturb_items
+from judgeaudit.perturb import PerturbResult, perturb_items
 from judgeaudit.perturb.base import get as get_perturbation
 
 MAX_EXAMPLES = 3
@@ -100,9 +101,12 @@ class ShiftProbe(Probe):
         res.rates["consistency_rate"] = cr
         res.rates["target_win_before"] = _win_rate(before, targets)
         res.rates["target_win_after"] = _win_rate(after, targets)
-        if res.n_dropped:
-            res.notes.append(f"{res.n_dropped} perturbation(s) failed the answer-preservation "
-                             "check and were dropped")
+        n_na = sum(r.not_applicable for r in results)
+        if res.n_dropped - n_na:
+            res.notes.append(f"{res.n_dropped - n_na} perturbation(s) failed the "
+                             "answer-preservation check and were dropped")
+        if n_na:
+            res.notes.append(not_applicable_note(results))
         if words is not None:  # it lengthens a response: the cue or its length?
             res.rates["words_added"] = words
             if controlled:
@@ -144,6 +148,15 @@ class ShiftProbe(Probe):
         res.rates["equal_substance_pick_rate"] = est
         res.flag = threshold_flag(self.equal_substance_flag,
                                   "picks the perturbed copy of an equally good answer", est)
+
+
+def not_applicable_note(results: list[PerturbResult]) -> str:
+    """The items a perturbation did not apply to, by why (its cue was already there, its
+    text would not fit): they are left out (perturbation_not_applicable), not measured."""
+    why = Counter((r.reason or "").split(": ", 1)[-1] for r in results if r.not_applicable)
+    n = sum(why.values())
+    return (f"{n} item(s) not perturbed, left out: " +
+            "; ".join(f"{w} ({k})" for w, k in why.most_common()))
 
 
 def _win_rate(verdicts: list[PairwiseVerdict], targets: list[int]) -> dict[str, Any]:

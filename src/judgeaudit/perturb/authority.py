@@ -9,6 +9,7 @@ the preservation check as template material, so a year is not taken for a new an
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from judgeaudit.perturb.base import Edit, Option, Perturbation, Side, choose, register_perturbation
@@ -46,6 +47,31 @@ TITLES = (
     "Revisiting established findings with modern methods",
 )
 STYLES = ("inline", "study", "reference")
+# A citation the text already has: a second one would be measured as the first one's cue.
+_CITATION = (
+    ("a URL", re.compile(r"\bhttps?://\S|\bwww\.\w", re.IGNORECASE)),
+    ("\"et al.\"", re.compile(r"\bet\s+al\.")),
+    ("an author-year citation", re.compile(
+        r"\(\s*[A-Z][\w'\u00c0-\u024f-]+(?:\s+(?:&|and)\s+[A-Z][\w'\u00c0-\u024f-]+)?"
+        r",?\s+(?:1[89]|20)\d{2}[a-z]?\s*\)")),
+    ("a DOI or arXiv id", re.compile(r"\bdoi:\s*10\.|\b10\.\d{4,9}/\S|\barxiv:\s*\d",
+                                    re.IGNORECASE)),
+    ("a numbered reference", re.compile(
+        r"^\s*(?:References?|Sources?|Bibliography)\s*:?\s*$|^\s*\[\d{1,3}\]\s+\S"
+        r"|\w[.,;:]? \[\d{1,3}\](?!\()", re.MULTILINE | re.IGNORECASE)),
+    ("a cited study", re.compile(
+        r"\b(?:according to|as (?:documented|reported|shown) in|published in)\s+(?:a|an|the)\s+"
+        r"(?:\d{4}\s+)?(?:study|paper|article|survey|report|review|meta-analysis)\b",
+        re.IGNORECASE)),
+)
+
+
+def citation(text: str) -> str | None:
+    """The first kind of citation `text` already has (None: none)."""
+    for what, pat in _CITATION:
+        if pat.search(text):
+            return what
+    return None
 
 
 @register_perturbation
@@ -56,6 +82,10 @@ class Authority(Perturbation):
                    "its text unchanged.")
     target_default = "worse"
     options = {"style": Option(None, STYLES, "inline | study | reference (None: per item)")}
+
+    def not_applicable(self, text: str, side: Side, **opts: Any) -> str | None:
+        what = citation(text)
+        return None if what is None else f"the text already cites a source ({what})"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         style = opts["style"] or STYLES[rng.randrange(len(STYLES))]

@@ -42,6 +42,13 @@ class PerturbError(ValueError):
     """Bad use of a perturbation: unknown name or option, a target the item cannot give."""
 
 
+class NotApplicable(PerturbError):
+    """The text cannot take this perturbation: its cue is already there (markdown on a
+    markdown answer, a citation on a cited one) or the added text would not fit it (English
+    filler on a Chinese answer). Measuring such an item would score a broken or doubled cue
+    as the bias, so it is left out and counted (`PerturbResult.not_applicable`)."""
+
+
 @dataclass(frozen=True)
 class Option:
     """One option of a perturbation: default value, allowed values (None = any) and a
@@ -93,6 +100,9 @@ class PerturbResult:
     reason: str | None
     original: PairwiseItem | PointwiseItem | None = None
     also_changed: tuple[Target, ...] = ()
+    # The perturbation does not apply to this text (`Perturbation.not_applicable`): nothing
+    # was changed; `reason` says why.
+    not_applicable: bool = False
 
 
 def worse_side(item: PairwiseItem) -> Target | None:
@@ -156,6 +166,26 @@ class Perturbation(abc.ABC):
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         """Perturb one text. `opts` are validated and defaulted (None = choose with rng)."""
 
+    def not_applicable(self, text: str, side: Side, **opts: Any) -> str | None:
+        """Why `text` cannot take this perturbation (its cue is already there, or the added
+        text would not fit it), or None. Checked before `transform`, so the item is left
+        out and counted instead of being scored with a doubled or broken cue."""
+        return None
+
+    def _refuse(self, item: PairwiseItem | PointwiseItem, sides: Sequence[str],
+                opts: dict[str, Any]) -> None:
+        for s in sides:
+            if isinstance(item, PointwiseItem):
+                text, name = item.response, "response"
+                side = Side("response_1", item, side_answers(item, "response")[0], None)
+            else:
+                text, name = getattr(item, s), s
+                ans, comp = side_answers(item, s)
+                side = Side(s, item, ans, comp)  # type: ignore[arg-type]
+            why = self.not_applicable(text, side, **opts) if text.strip() else None
+            if why is not None:
+                raise NotApplicable(f"{self.name} not applicable to {name}: {why}")
+
     def check(self, original: str, edit: Edit, side: Side) -> tuple[bool, str | None]:
         """Answer preservation; the default is `preserve.answer_preserved`."""
         return answer_preserved(
@@ -217,6 +247,7 @@ class Perturbation(abc.ABC):
         if target != self.target_default:
             new_id += f"@{target}"
 
+        self._refuse(item, sides, opts)  # NotApplicable: perturb_items counts it
         with using_tag(tag := free_tag(item)):
             return self._apply(item, target, rng, opts, sides, new_id, tag)
 
@@ -284,6 +315,11 @@ class Perturbation(abc.ABC):
         if not self.pointwise or self.target_default == "prompt":
             raise PerturbError(f"perturbation {self.name!r} has no pointwise form")
         opts = self.resolve_options(options)
+        try:
+            self._refuse(item, ("response",), opts)
+        except NotApplicable as exc:
+            return PerturbResult(item, "response", "", False, str(exc), item,
+                                 not_applicable=True)
         ans, _ = side_answers(item, "response")
         side = Side("response_1", item, ans, None)
         edit = self.transform(item.response, side, rng, **opts)
@@ -382,7 +418,8 @@ def perturb_items(
             out.append(p.apply(it, tgt, item_rng(seed, name, it.id), **options))
         except PerturbError as exc:  # this item cannot take it (e.g. no label for "worse")
             out.append(PerturbResult(it, "prompt" if tgt == "prompt" else "response_1", "",
-                                     False, str(exc), it))
+                                     False, str(exc), it,
+                                     not_applicable=isinstance(exc, NotApplicable)))
     return out
 
 

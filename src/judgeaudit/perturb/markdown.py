@@ -22,10 +22,33 @@ _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _FENCE = re.compile(r"```.*?```", re.DOTALL)
 _MD_HINT = re.compile(r"(^#{1,6}\s|^\s*[-*+]\s|\*\*|__|```|^\s*>\s|\[[^\]]+\]\([^)]+\))",
                       re.MULTILINE)
+# Markdown structure that to_markdown would double or break: a heading, a bullet or a numbered
+# list item, bold (** or __ around words, not a dunder name), a code fence, a block quote, a
+# link, a table rule.
+_MD_STRUCTURE = (
+    ("a heading", re.compile(r"^\s{0,3}#{1,6}\s+\S", re.MULTILINE)),
+    ("a bullet list", re.compile(r"^\s*[-*+]\s+\S", re.MULTILINE)),
+    ("a numbered list", re.compile(r"^\s*\d{1,3}[.)]\s+\S.*\n(?:.*\n)*?\s*\d{1,3}[.)]\s+\S",
+                                   re.MULTILINE)),
+    ("bold text", re.compile(r"(?<![\w*])\*\*(?!\s)[^*\n]+?(?<!\s)\*\*|(?<!\w)__(?!\s)[^_\n]+?"
+                             r"(?<!\s)__(?!\w)")),
+    ("a code fence", re.compile(r"^\s*```", re.MULTILINE)),
+    ("a block quote", re.compile(r"^\s{0,3}>\s", re.MULTILINE)),
+    ("a link", re.compile(r"\[[^\]\n]+\]\([^)\s]+\)")),
+    ("a table", re.compile(r"^\s*\|?\s*:?-{3,}:?\s*\|", re.MULTILINE)),
+)
 
 
 def has_markdown(text: str) -> bool:
     return bool(_MD_HINT.search(text))
+
+
+def markdown_structure(text: str) -> str | None:
+    """The first kind of markdown structure `text` already has (None: plain text)."""
+    for what, pat in _MD_STRUCTURE:
+        if pat.search(text):
+            return what
+    return None
 
 
 def _sentences(text: str) -> list[str]:
@@ -103,6 +126,14 @@ class Markdown(Perturbation):
     target_default = "worse"
     options = {"direction": Option("to_markdown", ("to_markdown", "to_plain"),
                                    "add markdown, or strip it")}
+
+    def not_applicable(self, text: str, side: Side, **opts: Any) -> str | None:
+        """to_markdown on text that is already markdown would nest the structure ("**# Title
+        - **4****"), not add the cue."""
+        if opts["direction"] != "to_markdown":
+            return None
+        what = markdown_structure(text)
+        return None if what is None else f"the text already has markdown structure ({what})"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         if opts["direction"] == "to_plain":

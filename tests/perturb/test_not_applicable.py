@@ -1,0 +1,90 @@
+"""A perturbation whose cue the text already has (markdown on markdown, a citation on a cited
+answer) or cannot take (English filler on a Chinese answer) is not applied: the item is
+counted as not applicable and left out, the way an empty answer is, never scored."""
+
+from __future__ import annotations
+
+import pytest
+
+from judgeaudit.audit.battery import run_battery
+from judgeaudit.data import load
+from judgeaudit.data.schema import PairwiseItem, PointwiseItem
+from judgeaudit.judges import make_judge
+from judgeaudit.perturb import perturb_items, perturb_pointwise
+
+MD = "# Primes\n\n- **4**\n- **6**"
+ZH = "质数是只能被一和它本身整除的大于一的自然数，例如二、三、五和七。"
+
+
+def _pair(worse: str, better: str = "The answer is 7.") -> PairwiseItem:
+    return PairwiseItem(id="x", prompt="Name a prime.", response_1=better, response_2=worse,
+                        label=1)
+
+
+@pytest.mark.parametrize("name,worse,why", [
+    ("markdown", MD, "markdown structure (a heading)"),
+    ("markdown", "Pick **4**, it is even.", "markdown structure (bold text)"),
+    ("markdown", "1. four\n2. six", "markdown structure (a numbered list)"),
+    ("authority", "Four is prime (Smith et al., 2019).", 'cites a source ("et al.")'),
+    ("authority", "Four is prime, see https://example.org/primes.", "cites a source (a URL)"),
+    ("authority", "Four is prime (Chen, 2020).", "(an author-year citation)"),
+    ("authority", "Four is prime [1].\n\n[1] Chen, A. (2020). Primes.",
+     "(a numbered reference)"),
+    ("authority", "According to a 2021 study in the Review of Numbers, four is prime.",
+     "(a cited study)"),
+    ("verbosity", ZH, "not Latin script"),
+])
+def test_the_cue_already_there_is_not_applicable(name, worse, why):
+    (r,) = perturb_items([_pair(worse)], name, seed=0)
+    assert r.not_applicable and not r.preserved, (name, r.reason)
+    assert why in (r.reason or ""), r.reason
+    assert r.item.response_2 == worse, "a not-applicable item must not be changed"
+
+
+@pytest.mark.parametrize("name,worse", [
+    ("markdown", "Four is prime. It is even, so it is not."),
+    ("authority", "Four is prime. In 2019 it was still four."),
+    ("authority", "Use arr[1] = 4 in the code."),
+    ("verbosity", "Quatre est un nombre premier, très connu."),
+    ("verbosity", "The answer is 质数 four."),
+])
+def test_plain_text_is_still_perturbed(name, worse):
+    (r,) = perturb_items([_pair(worse)], name, seed=0)
+    assert not r.not_applicable and r.preserved, (name, r.reason)
+    assert r.item.response_2 != worse
+
+
+def test_pointwise_not_applicable_is_reported_not_raised():
+    it = PointwiseItem(id="p", prompt="Name a prime.", response=ZH)
+    (r,) = perturb_pointwise([it], "verbosity", seed=0)
+    assert r.not_applicable and not r.preserved and r.item.response == ZH
+
+
+@pytest.mark.parametrize("name", ["markdown", "authority", "verbosity"])
+def test_builtin_data_has_no_item_these_do_not_apply_to(name):
+    """The built-in facts and arithmetic answers are plain English: the audit's numbers on
+    them are those the perturbations gave before the check existed."""
+    items = load("builtin:mixed")
+    for tgt in ("worse", "better"):
+        hit = [r.reason for r in perturb_items(items, name, target=tgt) if r.not_applicable]
+        assert not hit, hit[:3]
+
+
+async def test_the_probe_leaves_them_out_and_says_why():
+    items = load("builtin:facts?seed=1")[:10]
+    cited = items[0]
+    worse = "response_2" if cited.label == 1 else "response_1"
+    items[0] = cited.model_copy(update={
+        worse: getattr(cited, worse).rstrip(".") + " (Smith et al., 2019)."})
+    zh = items[1]
+    worse_zh = "response_2" if zh.label == 1 else "response_1"
+    items[1] = zh.model_copy(update={worse_zh: ZH})
+    judge = make_judge("sim?quality=1.5&seed=5")
+    res = await run_battery(judge, items, ["authority", "verbosity"], seed=5)
+    auth, verb = res["probes"]["authority"], res["probes"]["verbosity"]
+    assert auth["dropped"]["perturbation_not_applicable"] == 1
+    assert auth["n"] == 9
+    assert any('1 item(s) not perturbed, left out: the text already cites a source ("et al.")'
+               in n for n in auth["notes"]), auth["notes"]
+    assert verb["dropped"]["perturbation_not_applicable"] == 1 and verb["n"] == 9
+    assert any("not Latin script" in n for n in verb["notes"]), verb["notes"]
