@@ -1,6 +1,7 @@
 """Consensus, order mapping and invalid handling of pairwise verdicts (pure logic)."""
 
 from judgeaudit.data import PairwiseItem
+from judgeaudit.data.slots import SLOTS_KEY, LetterSlots
 from judgeaudit.judges.pairwise import OrderVerdict, PairwiseJudge, PairwiseVerdict, to_canonical
 from judgeaudit.llm import CallFailed, Response
 
@@ -68,8 +69,11 @@ def test_single_order_mode_picks_a_seeded_random_order_per_item():
 
 
 def test_letter_slots_are_filled_per_presentation_order():
+    # the slots of a perturbation (an item marked with LetterSlots; since bfc4e1d a data
+    # item's literal "<<LETTER:...>>" is left as written: tests/data/test_slots_data_text.py)
     item = ITEM.model_copy(update={
-        "prompt": "2+2? 90% of people believe Response <<LETTER:response_2>> is better."})
+        "prompt": "2+2? 90% of people believe Response <<LETTER:response_2>> is better.",
+        "metadata": {**ITEM.metadata, SLOTS_KEY: LetterSlots()}})
     judge = PairwiseJudge(client=None)
     assert "Response B is better" in judge.request(item, "12").meta["prompt"]
     assert "Response A is better" in judge.request(item, "21").meta["prompt"]
