@@ -114,7 +114,54 @@ def test_parse_choice_still_refuses_marked_disagreement(text: str) -> None:
     assert parse_choice(text) is None
 
 
-# ---- 3. linear time -------------------------------------------------------------------------
+# ---- 3. a tie at the end reads only where the template defines one -------------------------
+
+R = "Output (a) lists four items. Output (b) lists three.\n\n"
+
+
+@pytest.mark.parametrize("end", [
+    "Therefore, both outputs are equally good.", "Final verdict: [[C]]", "Therefore, it's a tie.",
+    "Therefore, Output (a) and Output (b) are equally good.", "So neither output is better.",
+])
+def test_a_closing_tie_reads_as_a_tie_only_with_a_tie_label(end: str) -> None:
+    assert parse_choice(R + end, allow_tie=True, tie_labels=("C",)) == "tie"
+    assert parse_choice(R + end, allow_tie=True) is None       # the template has no tie
+    assert parse_choice(R + end, tie_labels=("C",)) is None    # nor does the caller allow one
+
+
+@pytest.mark.parametrize("text", [
+    "[[A]]\n" + R + "Therefore, both outputs are equally good.",   # a winner, then a tie
+    "Final verdict: [[C]]\n" + R + "Therefore, Output (a) is better.",  # a tie, then a winner
+    R + "Therefore, both outputs are equally good, but Output (a) is shorter.",
+    "Both outputs are equally good.",                              # no chain of thought
+])
+def test_a_tie_that_something_else_turns_stays_invalid(text: str) -> None:
+    assert parse_choice(text, allow_tie=True, tie_labels=("C",)) is None
+
+
+def test_a_tie_label_keeps_the_winners_readings() -> None:
+    assert parse_choice(R + "Therefore, Output (a) is better.", allow_tie=True,
+                        tie_labels=("C",)) == "A"
+    assert parse_choice("B", allow_tie=True, tie_labels=("C",)) == "B"
+    assert parse_choice("C", allow_tie=True, tie_labels=("C",)) == "tie"
+    # a marked tie at the end outweighs a plain sentence before it, as a marked winner does
+    assert parse_choice(R + "Therefore, Output (a) is better.\nFinal verdict: [[C]]",
+                        allow_tie=True, tie_labels=("C",)) == "tie"
+
+
+def test_the_reasoning_reader_reads_a_tie_only_with_a_tie_label() -> None:
+    end = "Reasons.\nThe better response is Response A\nFinal verdict: [[C]]"
+    assert final(end) is None
+    assert parse_final(end, PAT, COT.labels, tie_labels=("C",)) == "tie"
+    assert parse_final("Reasons.\nFinal verdict: tie", PAT, COT.labels, tie_labels=("C",)
+                       ) == "tie"
+    # a closing tie after the template's line contradicts it, tie label or not
+    tie_after = "Reasons.\nThe better response is Response A\nTherefore, both are equally good."
+    assert final(tie_after) is None
+    assert parse_final(tie_after, PAT, COT.labels, tie_labels=("C",)) is None
+
+
+# ---- 4. linear time -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", [
     "a" * 50_000,                                        # _CORE searched inside a long word
@@ -124,12 +171,17 @@ def test_parse_choice_still_refuses_marked_disagreement(text: str) -> None:
     "Reasons. Therefore" + "," * 200_000 + " Output (a) is better.",  # _lead_ok's clauses
     '"' * 50_000, "`" * 50_000, "[[" * 25_000, "[[A]] " * 8_000, "```\n" * 12_000,
     'Response A is better. "The better response is Response B" [[A]], ' * 800,
+    "Reasons. Therefore, both outputs are equally good" + " " * 50_000 + "x",
+    "Reasons. Therefore" + ", both" * 10_000 + " are equally good.",
+    "Reasons.\nboth " + "(a) and " * 7_000 + "are tied.",
 ])
 def test_readers_take_linear_time(text: str) -> None:
     start = time.perf_counter()
     final(text, (text[:1000],))
+    parse_final(text, PAT, COT.labels, tie_labels=("C",))
     parse_choice(text, allow_tie=True)
-    assert time.perf_counter() - start < 1.0
+    parse_choice(text, allow_tie=True, tie_labels=("C",))
+    assert time.perf_counter() - start < 2.0
 
 
 def test_a_lead_of_commas_still_reads() -> None:

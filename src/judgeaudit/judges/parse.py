@@ -287,9 +287,16 @@ def _read_answer(text: str, keys: frozenset[str], read: Callable[[str], V | None
 
 
 def parse_choice(
-    text: str, choices: tuple[str, ...] = ("A", "B"), allow_tie: bool = False
+    text: str, choices: tuple[str, ...] = ("A", "B"), allow_tie: bool = False,
+    tie_labels: tuple[str, ...] = (),
 ) -> str | None:
     """Return the single choice `text` names, "tie" (if allowed), or None.
+
+    `tie_labels` (with `allow_tie`): labels the template defines as a tie (MT-Bench's "C"):
+    read as a choice would be ("[[C]]", "Final verdict: C") and returned as "tie"; a chain
+    of thought then also reads as a tie when it ends on a tie sentence ("Therefore, both
+    outputs are equally good.", `_tie_end`) and names no winner anywhere. Without them a
+    tie sentence at the end stays invalid, as a template asking for A or B has no tie.
 
     Accepts e.g. "A", " A.", "**B**", "[[A]]", "Response A", "Output (b)", "A is better",
     "B\\nExplanation: ...", any of these after a label and a colon ("Verdict: A", "**Final
@@ -324,6 +331,19 @@ def parse_choice(
     text = _strip_eos(strip_reasoning(_strip_eos(text)))
     if not text or not text.strip():
         return None
+    ties = tuple(t for t in tie_labels if t not in choices) if allow_tie else ()
+    if ties:  # the tie label read as one more choice, then named "tie"
+        got = _choice(text, choices + ties, allow_tie)
+        if got is None:
+            return "tie" if _tie_end(text, choices + ties) else None
+        if got not in ties and _tie_end(text, choices + ties, alone=False):
+            return None  # a winner and a tie at the end: which one is meant is unclear
+        return "tie" if got in ties else got
+    return _choice(text, choices, allow_tie)
+
+
+def _choice(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
+    """`parse_choice` on an answer already stripped, without tie labels."""
     got = _read_answer(text, _VERDICT_KEYS,
                        lambda v: _parse_plain_choice(v, choices, allow_tie), allow_float=False)
     if got is not None:  # a "[[B]]" anywhere (prose after a JSON verdict too) disagreeing
@@ -841,7 +861,7 @@ def _norm_line(line: str) -> str:
 
 
 def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
-                shown: Sequence[str] = ()) -> str | None:
+                shown: Sequence[str] = (), tie_labels: tuple[str, ...] = ()) -> str | None:
     """The label a reasoning template's answer ends on, or None.
 
     Verdict-like things, in the answer's order: the template's own line (a match of
@@ -853,14 +873,23 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
     a response the judge was shown (`shown`: an echo of the item's text). The answer reads
     as the last marked one when everything after it agrees with it ("The better response is
     Response B\\nFinal verdict: [[A]]" reads A); None when nothing is marked, when a plain
-    sentence after it disagrees, or when it names no label (a tie, "[[C]]": the template
-    asks for one of `labels`)."""
+    sentence after it disagrees (a closing tie, "Therefore, both are equally good.", too),
+    or when it names no label ("[[C]]", "Final verdict: tie": the template asks for one of
+    `labels`). "tie" where the template defines tie labels (`tie_labels`, "C") and the last
+    marked verdict names one."""
     text = _strip_eos(strip_reasoning(_strip_eos(text or "")))
     if not text.strip():
         return None
     echoes = {n for s in shown for ln in (s or "").splitlines() if (n := _norm_line(ln))}
-    fold = _folder(labels)
-    found: list[tuple[int, str, bool]] = []  # (position, choice or "?", marked)
+    ties = tuple(t for t in tie_labels if t not in labels)
+    fold = _folder(labels + ties)
+
+    def name(label: str | None) -> str:
+        """A label as read: itself, "tie" for a tie label, "?" for anything else."""
+        return label if label in labels else ("tie" if label in ties or label == "tie"
+                                              else "?")
+
+    found: list[tuple[int, str, bool]] = []  # (position, choice / "tie" / "?", marked)
     compiled = re.compile(pattern, re.MULTILINE)
     at, fenced = 0, False
     for line in text.split("\n"):
@@ -879,25 +908,25 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
         taken: list[tuple[int, int]] = []
         for m in compiled.finditer(line):
             if m.end() > m.start() and not quoted(m.start()):
-                label = m.group(1)
-                found.append((start + m.start(), label if label in labels else "?", True))
+                found.append((start + m.start(), name(m.group(1)), True))
                 taken.append((m.start(), m.end()))
         for m in _BRACKETED.finditer(line):
             if not quoted(m.start()) and _MARKER_TOKEN.fullmatch(m.group(1).strip()):
-                found.append((start + m.start(), fold(m.group(1).strip()) or "?", True))
+                found.append((start + m.start(), name(fold(m.group(1).strip())), True))
                 taken.append((m.start(), m.end()))
         label_at = _FINAL_LABEL.match(line)
         if label_at is not None and not quoted(label_at.end()):
             value = line[label_at.end():]
-            got = _opening_choice(value, labels, True, after_label=True)
+            got = _opening_choice(value, labels + ties, True, after_label=True)
             if got is not None and not _turned(value):
-                found.append((start + label_at.end(), got if got in labels else "?", True))
+                found.append((start + label_at.end(), name(got), True))
                 taken.append((0, len(line)))
         blank = list(line)
         for a, b in spans + taken:
             blank[a:b] = " " * (b - a)
         open_line = "".join(blank)
-        if _CORE_AT.search(open_line) is None and _SENTENCE.match(open_line.strip()) is None:
+        if _CORE_AT.search(open_line) is None and _SENTENCE.match(open_line.strip()) is None \
+                and not _TIE_WORD.search(open_line):
             continue
         sentence = _SENTENCE.match(open_line.strip())
         if sentence is not None and (c := fold(sentence.group(1))) is not None:
@@ -910,14 +939,66 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
             if _CORE_AT.search(part) is not None \
                     and (c := _verdict_sentence(part, labels)) is not None:
                 found.append((start + where, c, False))
+            elif _TIE_WORD.search(part) and _tie_sentence(part, labels):
+                found.append((start + where, "tie", False))
     found.sort()
     marked = [i for i, (_, _, is_marked) in enumerate(found) if is_marked]
     if not marked:
         return None
     last = found[marked[-1]][1]
-    if last == "?" or any(c != last for _, c, _ in found[marked[-1]:]):
+    if last == "?" or (last == "tie" and not ties) \
+            or any(c != last for _, c, _ in found[marked[-1]:]):
         return None
     return last
+
+
+# A chain of thought's closing tie: "Therefore, both outputs are equally good.", "So it is a
+# tie.", "Output (a) and Output (b) are equally helpful.", "Neither response is better."
+_TIE_SENTENCE = re.compile(
+    r"(?:both\s+(?:(?:outputs?|responses?|answers?)\s+)?(?:\(?\w{1,3}\)?\s+and\s+\(?\w{1,3}\)?\s+)?"
+    r"|(?:output|response|answer)\s*\(?\w{1,3}\)?\s+and\s+(?:output|response|answer)\s*"
+    r"\(?\w{1,3}\)?\s+)are\s+(?:equally\s+(?:good|bad|helpful|valid|correct|accurate|strong|"
+    r"acceptable|poor|relevant|useful)|(?:of\s+)?(?:equal|the\s+same)\s+quality|tied)"
+    r"|(?:it(?:'s|\s+is)|this\s+is)\s+a\s+tie|neither\s+(?:output|response|answer)\s+is\s+better",
+    re.IGNORECASE)
+
+
+_TIE_WORD = re.compile(r"(?i)\b(?:equal|equally|same|tie|tied|neither)\b")
+
+
+def _tie_sentence(sentence: str, choices: tuple[str, ...]) -> bool:
+    """True when `sentence` is one closing tie (`_TIE_SENTENCE`, all of it after a lead that
+    `_lead_ok` allows: "Therefore,", "Overall,")."""
+    s = _trim_markup(sentence)
+    opener = _CONCLUDE.match(s)
+    starts = {0, *(m.end() for m in re.finditer(r",\s*+", s))}
+    if opener is not None:
+        starts.add(len(s) - len(s[opener.end():].lstrip()))
+    return any((m := _TIE_SENTENCE.match(s, at)) is not None and m.end() == len(s)
+               and _lead_ok(s[:at], choices) for at in sorted(starts))
+
+
+def _tie_end(text: str, choices: tuple[str, ...], alone: bool = True) -> bool:
+    """True when the answer's last sentence is a closing tie (`_tie_sentence`) and, if
+    `alone`, it is a chain of thought (more than that sentence) naming no winner elsewhere:
+    no "[[X]]" marker or verdict sentence, no verdict label or opening naming a choice."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return False
+    sentences = [x for x in _SENT_SPLIT.split(lines[-1]) if x.strip()]
+    if not sentences or not _tie_sentence(sentences[-1], choices):
+        return False
+    if not alone:
+        return True
+    if len(lines) == 1 and len(sentences) < 2:
+        return False
+    fold = _folder(choices)
+    return not (any(fold(m.group(1)) is not None for m in _BRACKETED.finditer(text))
+                or _conclusions(text, choices)
+                or _opening_choice(text, choices, False) is not None
+                or any(_opening_choice(_label_value(text, m.start(1)), choices, False,
+                                       after_label=True) is not None
+                       for m in _LABEL_ANYWHERE.finditer(text)))
 
 
 # A score's own labels, with a colon (or "is"): "Rating: [[4]]", "**Final score:** 4",
