@@ -105,13 +105,19 @@ class Run:
         """What the output folder holds while the run is under way, until its results
         replace it: a failed run saying it did not finish. So a run that is interrupted or
         killed (even by SIGKILL) never leaves an earlier run's results there as its own."""
-        doc = self.failed_document(sess, RuntimeError(UNFINISHED))
-        doc["run"].update(message=f"run failed: {UNFINISHED}", unfinished=True)
+        why = UNFINISHED if sess.cache is not None else UNFINISHED_NO_CACHE
+        doc = self.failed_document(sess, RuntimeError(why))
+        doc["run"].update(message=f"run failed: {why}", unfinished=True)
         return doc
 
 
 UNFINISHED = ("the run did not finish (interrupted, killed, or still running); run the same "
               "command again to resume: finished calls are in the cache")
+# Without a cache (--no-cache, a Session with cache=False) nothing is kept to resume from: it
+# promised a resume, and the re-run paid for every call again.
+UNFINISHED_NO_CACHE = ("the run did not finish (interrupted, killed, or still running); its "
+                       "answers were not kept (no cache): running it again pays for every "
+                       "call again")
 
 
 def opt(name: str, cli: bool) -> str:

@@ -8,8 +8,12 @@ to exit code 3 and the report shows the reason instead of verdicts.
 Exit codes (every command):
     0 ok, 1 gate tripped (`--fail-on`), 2 usage or input error, 3 run failed (too few
     valid verdicts or too many failed calls), 130 interrupted (Ctrl-C; finished calls are
-    in the cache and a re-run resumes), 143 terminated (SIGTERM; the same). An error no
-    command expected (a full disk, a bug) exits 3 too, never 1 (`judgeaudit.cli.main`).
+    in the cache and a re-run resumes; under --no-cache nothing is kept and a re-run pays
+    again), 143 terminated (SIGTERM; the same). Signals in quick succession are one
+    interruption with the first one's code. The interrupted run's results.json records it
+    (`run.interrupted`, `run.exit_code`), so `judgeaudit report DIR --json` says 130 or 143;
+    a run killed with no chance to write (kill -9) reads as failed, 3. An error no command
+    expected (a full disk, a bug) exits 3 too, never 1 (`judgeaudit.cli.main`).
 """
 
 from __future__ import annotations

@@ -154,7 +154,7 @@ def test_sigterm_held_up_ends_after_the_grace_period(monkeypatch):
     monkeypatch.setattr(os, "_exit", fake_exit)
     monkeypatch.setattr(main, "SIGTERM_GRACE", 0.2)
     monkeypatch.setattr(main, "_TERMINATING", {"asked": False})
-    monkeypatch.setattr(runner, "terminate_run", lambda: True)  # a run that never ends
+    monkeypatch.setattr(runner, "terminate_run", lambda *_: True)  # a run that never ends
     t0 = time.monotonic()
     main._on_sigterm(signal.SIGTERM, None)
     assert not codes  # the run was asked to wind down, not ended
@@ -163,7 +163,7 @@ def test_sigterm_held_up_ends_after_the_grace_period(monkeypatch):
 
     codes.clear()
     monkeypatch.setattr(main, "_TERMINATING", {"asked": False})
-    monkeypatch.setattr(runner, "terminate_run", lambda: False)  # no run under way
+    monkeypatch.setattr(runner, "terminate_run", lambda *_: False)  # no run under way
     main._on_sigterm(signal.SIGTERM, None)
     assert codes == [143]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -490,67 +491,88 @@ def _register_commands() -> None:
 _register_commands()
 
 
-# Seconds a SIGTERM'd run has to wind down (its calls under way cancelled and counted, its
-# unfinished document written) before the process ends regardless: a worker thread in a
-# local model's forward pass, or anything else that holds the run up, must not keep a
-# container past its stop timeout (docker waits 10 s before SIGKILL).
+# Seconds a run a signal stopped has to wind down (its calls under way cancelled and
+# counted, its unfinished document written) before the process ends regardless: a worker
+# thread in a local model's forward pass, or anything else that holds the run up, must not
+# keep a container past its stop timeout (docker waits 10 s before SIGKILL).
 SIGTERM_GRACE = 5.0
+# Seconds after the first signal in which later ones are the same request (a double Ctrl-C,
+# a supervisor's SIGINT then SIGTERM): ignored, so the run still says how it ended, once.
+# A signal after that ends the process at once (`_end_now`): the user insists.
+REPEAT_WINDOW = 1.0
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM (a CI job cancelled, a container stopped, `kill`) ends a run the way Ctrl-C
-    does: its task is cancelled, so the calls under way are counted as cancelled, the calls
-    line and --json say so, and the run's folder says it was interrupted; then it says how to
-    resume and exits 143 (128 + 15) (`runner.run_async`). It is held to `SIGTERM_GRACE`
-    seconds; a second SIGTERM, or one when no run is under way, ends the process at once.
-    Nothing is lost either way: every finished call is already committed to the cache (as
-    after a kill -9, tests/llm/test_resume.py)."""
+def _on_signal(signum: int, frame: object) -> None:
+    """SIGINT (Ctrl-C) and SIGTERM (a CI job cancelled, a container stopped, `kill`) end a
+    run the same way: its task is cancelled, so the calls under way are counted as
+    cancelled, the calls line and --json say so, and the run's folder says it was
+    interrupted, by which signal, with its exit code; then it says, in one line, what a
+    re-run costs (resume from the cache, or pay again under --no-cache) and exits 130
+    (SIGINT) or 143 (SIGTERM) (`runner.run_async`). The first signal decides the exit
+    code: later ones within `REPEAT_WINDOW` seconds are ignored (in quick succession they
+    lost the message, or printed two, exit 130 or 143 by chance); one after it, or the run
+    not winding down within `SIGTERM_GRACE` seconds, ends the process at once, with the
+    message if it was not said yet. SIGINT when no run is under way raises
+    KeyboardInterrupt as Python does; SIGTERM ends the process at once. Nothing is lost
+    either way: every finished call is already committed to the cache (as after a kill -9,
+    tests/llm/test_resume.py)."""
     import threading
+    import time
 
     from judgeaudit.cli import runner
 
-    if not _TERMINATING["asked"]:
-        _TERMINATING["asked"] = True
-        if runner.terminate_run():
+    st = _TERMINATING
+    if not st.get("asked"):
+        st.update(asked=True, signal=signum, at=time.monotonic())
+        if runner.terminate_run(signum):
             timer = threading.Timer(SIGTERM_GRACE, _end_now)
             timer.daemon = True
             timer.start()
             return
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+    elif time.monotonic() - st.get("at", 0.0) < REPEAT_WINDOW:
+        return  # the same request again: the first one is being handled
     _end_now()
 
 
-_TERMINATING = {"asked": False}
+_on_sigterm = _on_signal  # its name before SIGINT came through it too
+_TERMINATING: dict[str, Any] = {"asked": False, "signal": None, "at": 0.0}
 
 
 def _end_now() -> NoReturn:
-    """End the process at once with exit 143, saying so and how to resume (and, when the run
-    had not said it yet, the calls it made and its --json summary)."""
+    """End the process at once with the first signal's exit code (143 SIGTERM, 130
+    SIGINT), saying so and what a re-run costs, unless the run said it already (and, when
+    it had not, the calls it made and its --json summary)."""
     import contextlib
     import os
 
-    from judgeaudit.cli.runner import TERMINATED_TEXT, print_unfinished
+    from judgeaudit.cli import runner
 
+    signum = _TERMINATING.get("signal") or signal.SIGTERM
     with contextlib.suppress(Exception):  # ending now matters more than the summary
-        print_unfinished()
+        if runner._RUNNING["stop"] is None:
+            runner._RUNNING["stop"] = signum
+        runner.say_stopped()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
-        sys.stderr.write(TERMINATED_TEXT.format(where="") + "\n")
         sys.stderr.flush()
-    os._exit(EXIT_TERMINATED)
+    os._exit(runner.stop_code(signum) or EXIT_TERMINATED)
 
 
 def main() -> None:
     """Console entry point. After Ctrl-C (exit 130) the process ends at once instead of
     waiting for a local model's forward pass in its worker thread to finish: every finished
     call is already committed to the cache. SIGTERM ends it the same way, with exit 143
-    (`_on_sigterm`). A reader that goes away (`| head -1`) ends no run: what is written
+    (`_on_signal`). A reader that goes away (`| head -1`) ends no run: what is written
     after it is discarded and the exit code is the run's own (`crash.PipeSafe`)."""
     import os
-    import signal
 
     from judgeaudit.cli.crash import guard_std_streams, silence_std_streams
 
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, _on_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored
+        signal.signal(signal.SIGINT, _on_signal)  # (a background job's SIGINT stays so)
     guard_std_streams()
     wants_json = "--json" in sys.argv[1:]
     tee = _Tee(sys.stderr) if wants_json else None

@@ -17,6 +17,7 @@ import logging
 import operator
 import os
 import re
+import signal
 import sys
 import types
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -318,6 +319,7 @@ def run_command(cfg: Any, run: Any,
         planner.max_cost = getattr(cfg, "max_cost", None)
         planner.command = type(cfg).command  # named in --json, as every command's summary
     store = open_cache(cfg.cache, cfg.no_cache)
+    _RUNNING["cached"] = store is not None  # for a signal before the run (`main._end_now`)
     found: dict[str, bytes | None] = {}  # the folder's files as work found them (`_restore`)
     with show() as bars:
 
@@ -330,7 +332,7 @@ def run_command(cfg: Any, run: Any,
                 _UNFINISHED["doc"] = run.unfinished_document(sess)
                 write_failed(cfg.out, _UNFINISHED["doc"], announce=False)
                 _UNFINISHED["refresh"] = lambda: write_failed(
-                    cfg.out, run.unfinished_document(sess), announce=False)
+                    cfg.out, mark_stopped(run.unfinished_document(sess)), announce=False)
             bars(ev)
 
         sess = Session(cache=store if store is not None else False,
@@ -363,7 +365,8 @@ def run_command(cfg: Any, run: Any,
                 await sess.aclose()
 
         try:
-            return checked(lambda: run_async(go, cache_path=store and str(store.path)))
+            return checked(lambda: run_async(go, cache_path=store and str(store.path),
+                                             cached=store is not None))
         except Exception as exc:
             if _UNFINISHED["doc"] is not None and not isinstance(exc, _NO_CRASH):
                 record_crash(cfg.out, run, sess, exc)  # (never under --plan-only: no doc)
@@ -447,8 +450,9 @@ def write_failed(out: Path, doc: dict[str, Any], announce: bool = True) -> dict[
 
 def print_unfinished() -> None:
     """After an interruption (Ctrl-C, SIGTERM): the folder's unfinished document rewritten
-    with the calls made so far and, with --json, its summary. Once per run: the SIGTERM
-    handler's last resort (`terminate_run`) does not print it a second time."""
+    with the calls made so far and the signal that ended it (`mark_stopped`) and, with
+    --json, its summary with the exit code. Once per run: the hard stop (`main._end_now`)
+    does not print it a second time."""
     if _RUNNING["reported"]:
         return
     _RUNNING["reported"] = True
@@ -464,27 +468,89 @@ def print_unfinished() -> None:
 
         console.print(calls_text(doc), highlight=False)
     if doc is not None and JSON_REQUESTED.get():
-        print_json(doc)
+        print_json(mark_stopped(doc), stop_code() or 0)
 
 
-# The pipeline under way in `run_async` (its asyncio task and loop), so that SIGTERM ends it
-# as Ctrl-C does (`terminate_run`): the task cancelled, the calls under way counted as
-# cancelled, the unfinished document rewritten. "terminated": SIGTERM asked for it;
-# "reported": the unfinished document was printed (`print_unfinished`).
-_RUNNING: dict[str, Any] = {"task": None, "loop": None, "terminated": False,
-                            "reported": False}
-TERMINATED_TEXT = ("terminated (SIGTERM): finished calls are in the cache{where}; run the "
-                   "same command again to resume (no finished call is made twice)")
+# The pipeline under way in `run_async` (its asyncio task and loop), so that a signal ends
+# it the same way whichever it is (`terminate_run`): the task cancelled, the calls under way
+# counted as cancelled, the unfinished document rewritten. "stop": the signal that asked for
+# it (the first one: later ones are the same request, `main._on_signal`); "terminated": it
+# was SIGTERM; "cached": the run keeps its answers (a cache; not --no-cache) and "where" the
+# cache's path in the message; "said": the stop line was printed; "reported": the
+# unfinished document was printed (`print_unfinished`).
+_RUNNING: dict[str, Any] = {"task": None, "loop": None, "terminated": False, "stop": None,
+                            "cached": True, "where": "", "said": False, "reported": False}
+_STOP_WORDS = {signal.SIGINT: ("interrupted", EXIT_INTERRUPTED),
+               signal.SIGTERM: ("terminated", EXIT_TERMINATED)}
 
 
-def terminate_run() -> bool:
-    """SIGTERM while a pipeline runs (called from the signal handler, in the main thread):
-    cancel its task as Ctrl-C does, so the calls under way end as cancelled and `run_async`
-    says so and exits 143. False when no pipeline is under way (nothing to cancel)."""
+def stop_code(signum: int | None = None) -> int | None:
+    """The exit code of a run the signal `signum` (default: the one that stopped the run
+    under way) ended: 130 SIGINT, 143 SIGTERM; None when no signal stopped it."""
+    signum = _RUNNING["stop"] if signum is None else signum
+    return _STOP_WORDS[signum][1] if signum in _STOP_WORDS else None
+
+
+def resume_text(cached: bool, where: str = "") -> str:
+    """What a run that did not finish leaves for the next one: with a cache, its finished
+    calls (a re-run resumes and pays only for the rest); without one (--no-cache, a Session
+    with cache=False), nothing (a re-run pays for every call again)."""
+    if cached:
+        return (f"finished calls are in the cache{where}; run the same command again to "
+                "resume (no finished call is made twice)")
+    return ("the answers were not kept (no cache: --no-cache); running the same command "
+            "again pays for every call again")
+
+
+def stop_text(signum: int, cached: bool, where: str = "") -> str:
+    """The one line a run a signal ended says: which signal, and what a re-run costs."""
+    word = _STOP_WORDS.get(signum, ("interrupted", 0))[0]
+    name = signal.Signals(signum).name
+    return f"{word} ({name}): {resume_text(cached, where)}"
+
+
+def mark_stopped(doc: dict[str, Any]) -> dict[str, Any]:
+    """The unfinished document of the run a signal ended, saying so: `run.interrupted` the
+    signal's name, `run.exit_code` the process's (130, 143), and a reason naming them, so
+    that `judgeaudit report DIR --json` says that code, not 3 (a run killed with no chance
+    to write, kill -9, keeps the generic "did not finish" reason)."""
+    signum = _RUNNING["stop"]
+    run = doc.get("run")
+    if signum not in _STOP_WORDS or not isinstance(run, dict):
+        return doc
+    word, code = _STOP_WORDS[signum]
+    name = signal.Signals(signum).name
+    reason = (f"{word} ({name}): the run did not finish; "
+              f"{resume_text(_RUNNING['cached'], _RUNNING['where'])}")
+    run.update(message=f"run failed: {reason}", interrupted=name, exit_code=code,
+               unfinished=True)
+    doc["error"] = reason
+    return doc
+
+
+def say_stopped() -> None:
+    """The stop line and the unfinished document (`print_unfinished`), once per run,
+    whoever gets there first: the pipeline winding down (`run_async`) or the hard stop
+    (`main._end_now`)."""
+    signum = _RUNNING["stop"] or signal.SIGINT
+    if not _RUNNING["said"]:
+        _RUNNING["said"] = True
+        close_bars()
+        text = stop_text(signum, _RUNNING["cached"], _RUNNING["where"])
+        word, rest = text.split(" ", 1)
+        console.print(styled(word, "bold yellow", rest), highlight=False)
+    print_unfinished()
+
+
+def terminate_run(signum: int = signal.SIGTERM) -> bool:
+    """A signal while a pipeline runs (called from the signal handler, in the main thread):
+    cancel its task, so the calls under way end as cancelled and `run_async` says so and
+    exits 130 (SIGINT) or 143 (SIGTERM). False when no pipeline is under way (nothing to
+    cancel)."""
     task, loop = _RUNNING["task"], _RUNNING["loop"]
     if task is None or loop is None or task.done() or loop.is_closed():
         return False
-    _RUNNING["terminated"] = True
+    _RUNNING.update(stop=signum, terminated=signum == signal.SIGTERM)
     try:
         loop.call_soon_threadsafe(task.cancel)  # also wakes a loop blocked in select()
     except RuntimeError:  # the loop closed meanwhile
@@ -492,12 +558,14 @@ def terminate_run() -> bool:
     return True
 
 
-def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None) -> T:
+def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None,
+              cached: bool = True) -> T:
     """Run a pipeline. Ctrl-C: every finished call is already committed to the cache, so say
     so, say how to resume, and exit 130; SIGTERM (`terminate_run`) the same way, with exit
-    143. A call that failed fatally (bad key, bad request) exits 3 with its message. Under
-    `--plan-only` the plan is written after the pipeline and the command exits 0 here,
-    before any results are written."""
+    143; without a cache (`cached` False) say that a re-run pays again. A call that failed
+    fatally (bad key, bad request) exits 3 with its message. Under `--plan-only` the plan is
+    written after the pipeline and the command exits 0 here, before any results are
+    written."""
     from judgeaudit.cli.plan_cmd import active_planner, finish_plan
     from judgeaudit.llm import CallFailed
 
@@ -509,23 +577,17 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
             _RUNNING.update(task=None, loop=None)
 
     planner = active_planner()
-    _RUNNING.update(terminated=False, reported=False)
+    _RUNNING.update(terminated=False, stop=None, said=False, reported=False, cached=cached,
+                    where=f" ({cache_path})" if cache_path else "")
     try:
         result = asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        terminated = _RUNNING["terminated"]
-        if not terminated and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
-            raise  # a cancellation nobody here asked for
-        where = f" ({cache_path})" if cache_path else ""
-        close_bars()
-        if terminated:
-            console.print(TERMINATED_TEXT.format(where=where), highlight=False, markup=False)
-        else:
-            console.print(styled("interrupted:", "bold yellow",
-                                 f"finished calls are in the cache{where}; run the same "
-                                 "command again to resume (no finished call is made twice)"))
-        print_unfinished()
-        raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
+        if _RUNNING["stop"] is None:
+            if not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                raise  # a cancellation nobody here asked for
+            _RUNNING["stop"] = signal.SIGINT  # Ctrl-C without the CLI's handler (the API)
+        say_stopped()
+        raise typer.Exit(stop_code() or EXIT_INTERRUPTED) from None
     except CallFailed as exc:
         if planner is not None:
             finish_plan(planner, stopped=exc)
@@ -535,6 +597,9 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
         if planner is not None and planner.n:
             finish_plan(planner, stopped=exc)
         raise
+    if _RUNNING["stop"] is not None:  # a signal as the pipeline ended: what was asked for
+        say_stopped()
+        raise typer.Exit(stop_code() or EXIT_INTERRUPTED)
     if planner is not None:  # --plan-only: write the plan, not the results; exit 0
         finish_plan(planner)
     return result
@@ -771,8 +836,9 @@ def recorded_exit_code(doc: Mapping[str, Any]) -> int:
     """The exit code the command that wrote `doc` gave, read back from the document (for
     `report --json`): 3 a failed run, 1 a tripped gate, 3 an audit gate it could not check
     ("unchecked"; compare records a probe it could not gate as tripped), else 0."""
-    if run_failed(doc):
-        return EXIT_RUN_FAILED
+    if run_failed(doc):  # a run a signal ended says its code (`mark_stopped`)
+        code = (doc.get("run") or {}).get("exit_code")
+        return code if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) else EXIT_RUN_FAILED
     gate = doc.get("gate") if isinstance(doc.get("gate"), Mapping) else {}
     if gate.get("outcome") == "tripped":
         return 1
