@@ -8,18 +8,21 @@ from judgeaudit.cli import progress
 def test_plain_bar_prints_count_rate_and_eta_at_its_interval(capsys) -> None:
     now = [0.0]
     bar = progress.PlainBar("scoring", 10, every=30, clock=lambda: now[0])
-    bar.advance(2)  # 0 s: nothing yet
+    bar.advance(2)  # 0 s: the first line (the total is known), then the interval
+    now[0] = 29.0
+    bar.advance(1)  # within the interval: nothing
     now[0] = 31.0
-    bar.advance(3)  # 31 s: a line
+    bar.advance(2)  # 31 s: a line
     now[0] = 40.0
     bar.add_total(5)
     bar.advance()  # within the interval: nothing
     bar.close()
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2
-    assert lines[0].startswith("scoring: 5/10 (0.16/s, 31 s elapsed, eta 31 s)")
+    assert len(lines) == 3
+    assert lines[0] == "scoring: 2/10 (-/s, 0 s elapsed, eta -)"
+    assert lines[1].startswith("scoring: 5/10 (0.16/s, 31 s elapsed, eta 31 s)")
     # the total grew while work was under way: it may grow again, the ETA is a lower bound
-    assert lines[1].startswith("scoring: 6/15 (0.15/s, 40 s elapsed, eta at least 60 s)")
+    assert lines[2].startswith("scoring: 6/15 (0.15/s, 40 s elapsed, eta at least 60 s)")
 
 
 def test_speed_and_eta_count_the_calls_sent_not_the_answers_from_the_cache(capsys) -> None:
@@ -81,5 +84,7 @@ def test_a_failed_run_ends_with_its_error_not_with_a_progress_line(tmp_path, mon
     assert bar and error and max(bar) < min(error), res.output
     assert planned.exit_code == 0
     lines = planned.output.strip().splitlines()
-    assert lines[0].startswith("auditing: ") and lines[1].startswith("planned ")
-    assert not any(ln.startswith("auditing: ") for ln in lines[1:]), planned.output
+    # the bar's first line (as soon as its total is known) and its last, then the plan
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("planned "))
+    assert at >= 1 and all(ln.startswith("auditing: ") for ln in lines[:at]), planned.output
+    assert not any(ln.startswith("auditing: ") for ln in lines[at:]), planned.output

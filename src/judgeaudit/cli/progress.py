@@ -26,10 +26,14 @@ from rich.text import Text
 from judgeaudit.cli.terminal import SafeConsole, styled
 from judgeaudit.spec import mask_secrets
 
-# Wide enough for the results tables when output is piped (rich assumes 80 columns then).
+# Off a terminal (a log file, CI) rich assumes 80 columns: the results tables are laid out
+# in `PIPED_WIDTH` instead, wide enough that no cell is cut mid-number (a table is only as
+# wide as its cells need); every other line is printed whole, never wrapped
+# (`terminal.SafeConsole`). $COLUMNS, when set, is the width asked for.
 # Markup off and acting characters shown (`terminal.SafeConsole`): data prints as written.
+PIPED_WIDTH = 240
 console = SafeConsole(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS")
-                  else 140)
+                      else PIPED_WIDTH)
 
 
 # What finishes each progress bar on screen, newest last (`close_bars`).
@@ -174,18 +178,30 @@ class EtaColumn(ProgressColumn):
                     style="progress.remaining")
 
 
+# Seconds after a plain bar began by which its first line is printed even with no total
+# known yet (`PlainBar`).
+FIRST_LINE_BY = 10.0
+
+
 class PlainBar:
     """Progress for a stderr that is not a terminal (a log file, CI): rich draws nothing
     there until the end, so a plain line (done/total, rate, elapsed, eta) is printed every
-    `every` seconds ($JUDGEAUDIT_PROGRESS_EVERY, default 30) and once at the end."""
+    `every` seconds ($JUDGEAUDIT_PROGRESS_EVERY, default 30) and once at the end. The first
+    line comes as soon as the first total is known or `first_by` seconds after the bar began
+    (whichever is first; a 20k audit's first line came at 66 s): a log shows at once that
+    work began and how much is planned, and says so when the total grows as work is
+    planned."""
 
     def __init__(self, description: str, total: int, every: float | None = None,
-                 clock: Callable[[], float] = time.monotonic, growing: bool = False):
+                 clock: Callable[[], float] = time.monotonic, growing: bool = False,
+                 first_by: float = FIRST_LINE_BY):
         self.description, self.total, self.done = description, total, 0
         self.every = every if every is not None else float(
             os.environ.get("JUDGEAUDIT_PROGRESS_EVERY", "30"))
         self._clock = clock
         self.start = self._last = clock()
+        self.first_by = first_by
+        self._shown = False  # a line was printed (`_first`)
         self.calls = CallClock(clock)
         # The total may still grow (`pace`): said by whoever made the bar, or seen when it
         # grows after work began; `settle` ends it.
@@ -193,6 +209,17 @@ class PlainBar:
 
     def note_made(self, made: int | None) -> None:
         self.calls.note(made)
+        self._first()
+
+    def _first(self) -> None:
+        """The first line, once the total is known or `first_by` seconds have passed."""
+        if not self._shown and (self.total > 0 or self._clock() - self.start >= self.first_by):
+            self._print(self.line() + ("; the total grows as work is planned"
+                                       if self.provisional else ""))
+
+    def _print(self, line: str) -> None:
+        self._shown, self._last = True, self._clock()
+        console.print(line, highlight=False)
 
     def line(self) -> str:
         el = self._clock() - self.start
@@ -207,6 +234,7 @@ class PlainBar:
         if self.done > 0 and n > 0:  # more planned while work is under way: may grow again
             self.provisional = True
         self.total += n
+        self._first()
 
     def may_grow(self) -> None:
         """The total is what has been planned so far, not all the work."""
@@ -219,12 +247,13 @@ class PlainBar:
 
     def advance(self, n: int = 1) -> None:
         self.done += n
-        if self._clock() - self._last >= self.every:
-            self._last = self._clock()
-            console.print(self.line(), highlight=False)
+        if not self._shown:
+            self._first()
+        elif self._clock() - self._last >= self.every:
+            self._print(self.line())
 
     def close(self) -> None:
-        console.print(self.line(), highlight=False)
+        self._print(self.line())
 
 
 @contextmanager

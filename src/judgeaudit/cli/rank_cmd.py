@@ -37,6 +37,7 @@ from judgeaudit.cli.runner import (
     config_command,
     finish,
     run_command,
+    session_bars,
     write_outputs,
 )
 from judgeaudit.cli.terminal import shown, styled
@@ -126,6 +127,13 @@ class _RankingView:
 
     @contextmanager
     def show(self) -> Iterator[Callable[[ProgressEvent], None]]:
+        if not console.is_terminal:
+            # a log file or CI: a Live draws nothing there until the end (a 100 s rank wrote
+            # 0 bytes at 85 s), so plain progress lines as every command writes them
+            # (`progress.PlainBar`: the first at once, then every 30 s)
+            with session_bars() as bars:
+                yield bars
+            return
         with ExitStack() as stack:
 
             def on_progress(ev: ProgressEvent) -> None:

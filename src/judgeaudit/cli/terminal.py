@@ -68,14 +68,22 @@ class SafeConsole(Console):
     markup unless a call passes `markup=True`), and no acting character of the text it
     renders reaches the terminal (`shown`). Strings are escaped before they are laid out,
     so tables measure what is written; any other renderable's text is escaped as it is
-    rendered (its control segments, rich's own cursor moves, are left alone)."""
+    rendered (its control segments, rich's own cursor moves, are left alone).
+
+    Off a terminal (a log file, a pipe, CI) a line of text is printed whole: rich wrapped
+    it at the console's width, mid-value ("...; 8.2 " then "s" on the next line), and a
+    `grep calls:` got a cut line. Tables and other renderables keep the console's width."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("markup", False)
         super().__init__(**kwargs)
 
-    def print(self, *objects: Any, markup: bool | None = None, **kwargs: Any) -> None:
-        super().print(*objects, markup=markup, **kwargs)
+    def print(self, *objects: Any, markup: bool | None = None,
+              soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        if soft_wrap is None and not self.is_terminal and all(
+                isinstance(o, str | Text) for o in objects):
+            soft_wrap = True
+        super().print(*objects, markup=markup, soft_wrap=soft_wrap, **kwargs)
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         # markup tags hold no acting character, so escaping first changes none of them
