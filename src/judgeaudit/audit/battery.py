@@ -21,7 +21,14 @@ from judgeaudit.audit.length_control import add_length_notes
 from judgeaudit.audit.metrics import estimate, text_vs_probs
 from judgeaudit.audit.paired import POWER, effect_dict, paired_stats
 from judgeaudit.audit.panel import panel_section
-from judgeaudit.audit.probe import DROP_REASONS, AuditContext, Probe, ProbeResult, get_probe
+from judgeaudit.audit.probe import (
+    ASKER,
+    DROP_REASONS,
+    AuditContext,
+    Probe,
+    ProbeResult,
+    get_probe,
+)
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.outcome import (
@@ -314,10 +321,13 @@ async def run_battery(
                        on_done=on_done, alpha=alpha, length_control=length_control,
                        together=_in_batch_mode([bundle, *panel])
                        ) if context is None else context.view(union)
+    if context is None:  # count a probe's ask of another's verdict as shared, however timed
+        ctx._seen = {}
     t0 = time.perf_counter()
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     async def one(p: Probe) -> ProbeResult:
+        ASKER.set(p.name)  # this task's asks are the probe's (`AuditContext._seen`)
         plan = plans[p.name]
         why = cannot_run(p, plan, len(pairs)) if not plan.items else cannot_judge(p, bundle)
         if why:

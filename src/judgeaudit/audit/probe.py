@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextvars
 import copy
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -189,6 +190,15 @@ class AuditContext:
         # together, where a live run's probes (asked after the baseline) read it from the
         # memo; either way the client is not asked (`_count_shared`).
         self._baseline_keys: set[tuple[str, int, str]] = set()
+        # The verdict keys asked so far in this run, each with the probe that asked it first
+        # (`ASKER`; None: not counted, the adaptive audit's rounds, whose per-round calls
+        # leave memoised verdicts out): a probe's ask of a verdict another probe asked is
+        # counted shared (`_count_shared`) whether it came from the memo, the audit's
+        # in-flight ask or the client's; only the last two were, so the split depended on
+        # timing: one audit read shared 8, 12 or 16 fresh and 16 on its re-run from the
+        # cache. A probe reading its own verdict again is no ask (never sent twice, however
+        # timed), and the baseline's keys stay uncounted (`_baseline_keys`).
+        self._seen: dict[tuple[str, int, str], str | None] | None = None
 
     async def judge(
         self, items: Sequence[PairwiseItem], *, repeat: int = 0,
@@ -202,6 +212,12 @@ class AuditContext:
         todo, others, waited = [], set(), []
         for it in items:
             k = (it.id, repeat, tag)
+            if self._seen is not None:
+                asker = ASKER.get()
+                first = self._seen.setdefault(k, asker)
+                if (k in self._memo and first != asker and k not in self._baseline_keys
+                        and not (self.together and k in self._inflight)):
+                    waited.append(k)  # another probe asked it: a shared ask, as live
             if k in self._memo:
                 continue
             if self.together and k in self._inflight:
@@ -296,10 +312,16 @@ class AuditContext:
 
     async def baseline(self, items: Sequence[PairwiseItem] | None = None) -> list[PairwiseVerdict]:
         todo = self.items if items is None else items
-        if self.together:
+        if self.together or self._seen is not None:
             tag = self.bundle.public_spec + "|" + self.bundle.pairwise.template.sha256
             self._baseline_keys.update((it.id, 0, tag) for it in todo)
         return await self.judge(todo)
+
+
+# The probe asking for verdicts (set per probe's task by the battery): who asked a verdict
+# first (`AuditContext._seen`), so another probe's ask of it counts as shared.
+ASKER: contextvars.ContextVar[str | None] = contextvars.ContextVar("judgeaudit_asker",
+                                                                  default=None)
 
 
 def _count_shared(stats: Any, verdicts: Sequence[PairwiseVerdict]) -> None:
