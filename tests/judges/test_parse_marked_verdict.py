@@ -168,7 +168,6 @@ def test_the_reasoning_reader_reads_a_tie_only_with_a_tie_label() -> None:
     "A\n" + "a" * 50_000,
     "Reasons.\nThe better response is Response A" + "\u00a0" * 50_000 + "x",  # _REASON
     "Reasons. Therefore, Output (a) is better" + "\u00a0" * 50_000 + "x",
-    "Reasons. Therefore" + "," * 200_000 + " Output (a) is better.",  # _lead_ok's clauses
     '"' * 50_000, "`" * 50_000, "[[" * 25_000, "[[A]] " * 8_000, "```\n" * 12_000,
     'Response A is better. "The better response is Response B" [[A]], ' * 800,
     "Reasons. Therefore, both outputs are equally good" + " " * 50_000 + "x",
@@ -186,3 +185,12 @@ def test_readers_take_linear_time(text: str) -> None:
 
 def test_a_lead_of_commas_still_reads() -> None:
     assert parse_choice("Reasons. Therefore" + ", " * 1000 + "Output (a) is better.") == "A"
+
+
+def test_a_long_lead_of_commas_is_read_fast() -> None:
+    # each empty clause went through every lead rule, `_folder` built anew for each, twice:
+    # 500,000 commas took 3.3 s (200,000 about 2 s for a tester); now about 0.3 s
+    text = "Reasons. Therefore" + "," * 500_000 + " Output (a) is better."
+    start = time.perf_counter()
+    assert parse_choice(text) == "A"
+    assert time.perf_counter() - start < 2.0
