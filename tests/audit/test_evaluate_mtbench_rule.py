@@ -29,7 +29,7 @@ CASES = {
     "flip": (2, (1, 2)),         # orders differ: a tie, left out
     "tie": (1, (0, 0)),          # a tie, left out
     "half": (2, (2, "x")),       # one unreadable order: orders differ, left out
-    "none": (1, ("x", "x")),     # no valid order: no verdict, left out (counted by reason)
+    "none": (1, ("x", "x")),     # no valid order: wrong (FastChat's "error" vote), counted
     "tielabel": (0, (0, 0)),     # tie label: left out whatever --ties says
 }
 
@@ -50,18 +50,20 @@ def test_mtbench_rule_counts_by_hand():
     got = {it.id: mtbench_credit(it.label, v.orders)  # type: ignore[arg-type]
            for it, v in zip(items, verdicts, strict=True)}
     assert got == {"right": 1.0, "wrong": 0.0, "flip": None, "tie": None, "half": None,
-                   "none": None, "tielabel": None}
+                   "none": 0.0, "tielabel": None}
     for ties in ("keep", "drop"):
         res = summarize(items, verdicts, pair_rule="mtbench", ties=ties, kappa_boot=0)
-        assert res["accuracy"]["value"] == pytest.approx(1 / 2)
-        assert res["accuracy"]["n"] == 2
-        assert res["accuracy"]["ci95"][0] < 1 / 2 < res["accuracy"]["ci95"][1]
-        # left out: flip, tie, half, none and (with ties keep, counted at first) the tie label
-        assert res["accuracy"]["n_left_out"] == (5 if ties == "keep" else 4)
+        assert res["accuracy"]["value"] == pytest.approx(1 / 3)
+        assert res["accuracy"]["n"] == 3
+        assert res["accuracy"]["ci95"][0] < 1 / 3 < res["accuracy"]["ci95"][1]
+        # left out: flip, tie, half and (with ties keep, counted at first) the tie label
+        assert res["accuracy"]["n_left_out"] == (4 if ties == "keep" else 3)
+        # the pair with no verdict is counted (a disagreement) and said to be
+        assert res["accuracy"]["n_no_verdict_unreadable"] == 1
         assert "mtbench (MT-Bench's agreement without tie" in res["conventions"]["description"]
     # every run carries it beside its own rule
     mean = summarize(items, verdicts, kappa_boot=0)
-    assert mean["accuracy_by_rule"]["mtbench"]["n"] == 2
+    assert mean["accuracy_by_rule"]["mtbench"]["n"] == 3
 
 
 def test_the_terminal_shows_mtbench_agreement_with_its_n():
@@ -72,10 +74,9 @@ def test_the_terminal_shows_mtbench_agreement_with_its_n():
     con = Console(width=200, record=True)
     con.print(evaluate_table(res))
     out = " ".join(con.export_text().split())
-    assert "MT-Bench's agreement without tie (FastChat): 50.0%" in out
-    assert ("(n = 2; 4 pairs left out: 1 no verdict: no order's answer could be read, 1 one "
-            "order without a verdict (orders differ), 1 a tie verdict, 1 orders that name "
-            "different winners)") in out
+    assert "MT-Bench's agreement without tie (FastChat): 33.3%" in out
+    assert ("(n = 3; 3 pairs left out: 1 one order without a verdict (orders differ), 1 a "
+            "tie verdict, 1 orders that name different winners)") in out
 
 
 def _shared() -> Path:

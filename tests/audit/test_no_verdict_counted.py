@@ -1,11 +1,13 @@
 """A pair whose calls gave no verdict is counted and shown, never folded into a number.
 
-The mtbench rule (MT-Bench's agreement without tie) leaves such a pair out, as MT-Bench has
-no judge vote for it: a pair refused as too long for the judge's context read as a
-disagreement ("85.7% (n = 7; 0 pairs left out)"). The mean, sum and both rules keep it in n
-with no credit for that order, and now say how many such pairs they counted and whether the
-call failed or the answer was unreadable. A real OpenAI-shaped server on loopback: item 5's
-prompt is refused as too long, items 3 and 4 get prose with no verdict in one order."""
+A pair refused as too long for the judge's context read as a silent disagreement ("85.7%
+(n = 7; 0 pairs left out)"). The mtbench rule (MT-Bench's agreement without tie) still
+counts a pair with no verdict in any order as a disagreement, as FastChat's "error" vote
+does (its judge call gave up, or its answer did not parse), and the mean, sum and both rules
+keep such a pair in n with no credit for that order; every rule now says how many such
+pairs it counted and whether the call failed or the answer was unreadable. A real
+OpenAI-shaped server on loopback: item 5's prompt is refused as too long, items 3 and 4 get
+prose with no verdict in one order."""
 
 from __future__ import annotations
 
@@ -55,18 +57,21 @@ def _evaluate(tmp_path, rule: str) -> tuple[object, dict, int]:
     return res, json.loads((out / "results.json").read_text()), sent
 
 
-def test_mtbench_leaves_a_refused_pair_out_with_its_reason(tmp_path):
+def test_mtbench_counts_a_refused_pair_as_fastchat_and_says_so(tmp_path):
     res, doc, sent = _evaluate(tmp_path, "mtbench")
     assert res.exit_code == 0, res.output
     assert sent == 16  # 8 pairs, both orders, each sent once (too long: no retry)
     acc = doc["accuracy"]
-    # 5 pairs both orders right; 3, 4: one order unreadable; 5: refused in both orders
-    assert (acc["n"], acc["n_left_out"]) == (5, 3)
-    assert acc["value"] == pytest.approx(1.0)
-    assert acc["left_out"] == {"no_verdict_failed": 1, "one_order_without_verdict": 2}
+    # 5 pairs both orders right; 3, 4: one order unreadable (left out); 5: refused in both
+    # orders (FastChat's "error" vote: a disagreement, counted)
+    assert (acc["n"], acc["n_left_out"]) == (6, 2)
+    assert acc["value"] == pytest.approx(5 / 6)
+    assert acc["left_out"] == {"one_order_without_verdict": 2}
+    assert (acc["n_no_verdict_failed"], acc["n_no_verdict_unreadable"]) == (1, 0)
     text = " ".join(res.output.split())
-    assert ("3 pairs left out: 1 no verdict: every order's call failed or was refused (none "
-            "answered), 2 one order without a verdict (orders differ)") in text
+    assert "2 pairs left out: 2 one order without a verdict (orders differ)" in text
+    assert ("accuracy (mtbench rule) counts 1 of 6 pairs with no verdict in any order, as a "
+            "disagreement (FastChat's 'error' vote): 1 with a failed or refused call") in text
 
 
 @pytest.mark.parametrize("rule", ["mean", "sum", "both"])
@@ -89,9 +94,9 @@ def test_no_verdict_failed_and_unreadable_are_told_apart():
              for i in range(2)]
     verdicts = [PairwiseVerdict("0", [failed, failed]), PairwiseVerdict("1", [unread, unread])]
     res = summarize(items, verdicts, pair_rule="mtbench", kappa_boot=0)
-    assert res["accuracy"]["n"] == 0
-    assert res["accuracy"]["left_out"] == {"no_verdict_failed": 1, "no_verdict_unreadable": 1}
-    for rule in ("mean", "sum", "both"):
+    assert (res["accuracy"]["n"], res["accuracy"]["value"]) == (2, 0.0)
+    assert res["accuracy"]["left_out"] == {}
+    for rule in ("mtbench", "mean", "sum", "both"):
         acc = res["accuracy_by_rule"][rule]
         assert (acc["n"], acc["value"]) == (2, 0.0)
         assert (acc["n_no_verdict_failed"], acc["n_no_verdict_unreadable"]) == (1, 1)

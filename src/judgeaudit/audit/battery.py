@@ -14,6 +14,7 @@ from judgeaudit.audit.evaluate import (
     check_field,
     field_key,
     label_warnings,
+    no_verdict_counted,
     pair_credit,
     select_items,
 )
@@ -180,9 +181,10 @@ def breakdown(units: Sequence[tuple[str, float]], items: Sequence[PairwiseItem],
 
 def _mean_accuracy(pairs: Sequence[tuple[PairwiseItem, Any]]) -> dict[str, Any]:
     """Accuracy under the mean pair rule with its Wilson interval: `evaluate`'s computation
-    (`pair_credit`, `estimate`), so the audit's baseline and evaluate's numbers agree."""
+    (`pair_credit`, `estimate`), so the audit's baseline and evaluate's numbers agree, with
+    the pairs it counted that had an order without a verdict (`no_verdict_counted`)."""
     credit = [pair_credit(it.label, v.orders, "mean") for it, v in pairs]  # type: ignore[arg-type]
-    return estimate(sum(credit), len(credit))
+    return {**estimate(sum(credit), len(credit)), **no_verdict_counted(pairs)}
 
 
 def _baseline_section(items: Sequence[PairwiseItem], base: Sequence[Any]) -> dict[str, Any]:

@@ -22,11 +22,13 @@ item judged in one order is scored on that order alone):
 - mtbench (MT-Bench's agreement "without tie", FastChat's compute_agreement.py): the pair's
   verdict is the winner every asked order names; orders that differ (one unreadable
   included) make it a tie, and ties are left out, as are tie-labelled pairs (FastChat bans
-  ties on both sides) and pairs with no verdict at all (every call failed, was refused or
-  answered unreadably: no judge vote). Its estimate carries `n_left_out` and `left_out`
-  (count per reason, `MTBENCH_LEFT_OUT`). The other rules keep a pair whose order has no
-  verdict in n and give that order no credit; their estimates count such pairs
-  (`n_no_verdict_failed`, `n_no_verdict_unreadable`).
+  ties on both sides). A pair with no verdict in any order (every call failed, was refused
+  or answered unreadably) counts as a disagreement, as FastChat's "error" vote (its judge
+  call gave up or its answer did not parse) disagrees with the human one. Its estimate
+  carries `n_left_out` and `left_out` (count per reason, `MTBENCH_LEFT_OUT`). Every rule
+  keeps a pair whose order has no verdict in n (mtbench: when no order has one) with no
+  credit for that order, and counts such pairs (`n_no_verdict_failed`,
+  `n_no_verdict_unreadable`), so a number built on refusals says so.
 Tie labels (`ties`): keep (the default when the data has tie labels; three-way accuracy): a
 tie-labelled pair counts, and an order is right on it when it says tie (under `sum` an order
 naming a winner there scores -1); drop: tie-labelled pairs are left out of accuracy and kappa
@@ -89,8 +91,9 @@ RULE_TEXT |= {
             "failed order is not right)",
     "mtbench": "mtbench (MT-Bench's agreement without tie, FastChat): the pair's verdict is the "
                "winner every asked order names; orders that differ (one unreadable included) "
-               "make a tie, and ties, tie-labelled pairs and pairs with no verdict (every "
-               "call failed, refused or unreadable) are left out of n, each counted by reason",
+               "make a tie, and ties and tie-labelled pairs are left out of n, each counted by "
+               "reason; a pair with no verdict in any order (every call failed, refused or "
+               "unreadable) counts as a disagreement, as FastChat's 'error' vote does",
 }
 SINGLE_ORDER_TEXT = "a pair judged in one order is scored on that order alone"
 MISSING = "(missing)"
@@ -190,10 +193,11 @@ def order_credit(o: OrderVerdict, label: int, three_way: bool = False) -> float:
 
 
 def mtbench_credit(label: int, orders: Sequence[OrderVerdict]) -> float | None:
-    """The mtbench rule's credit: 1 or 0 when every asked order names the same winner, None
-    (left out) for a tie label, a tie, orders that differ, or no verdict at all (every call
-    failed or was unreadable: MT-Bench leaves a pair without a judge vote out; counting it
-    wrong made a context-length refusal read as a disagreement). `mtbench_reason` says why."""
+    """The mtbench rule's credit: 1 or 0 when every asked order names the same winner, 0
+    when no order has a verdict (FastChat's "error" vote: a judge call that gave up or an
+    answer that did not parse disagrees with the human vote; counted apart by
+    `no_verdict_counted`), None (left out) for a tie label, a tie or orders that differ.
+    `mtbench_reason` says why a pair is left out."""
     return None if mtbench_reason(label, orders) else _mtbench_right(label, orders)
 
 
@@ -204,8 +208,7 @@ def _mtbench_right(label: int, orders: Sequence[OrderVerdict]) -> float:
 # Why the mtbench rule leaves a pair out, in the order they are checked; shown by name.
 MTBENCH_LEFT_OUT = {
     "tie_label": "a tie label",
-    "no_verdict_failed": "no verdict: every order's call failed or was refused (none answered)",
-    "no_verdict_unreadable": "no verdict: no order's answer could be read",
+    "no_order": "no order asked",
     "one_order_without_verdict": "one order without a verdict (orders differ)",
     "tie": "a tie verdict",
     "orders_differ": "orders that name different winners",
@@ -214,13 +217,11 @@ MTBENCH_LEFT_OUT = {
 
 def mtbench_reason(label: int | None, orders: Sequence[OrderVerdict]) -> str | None:
     """Why the mtbench rule leaves this pair out (a `MTBENCH_LEFT_OUT` key), None when it
-    counts. A pair with no verdict says whether its calls failed (no answer) or answered
-    unreadably, so a refused call is not confused with a judge that could not decide."""
+    counts (a pair with no verdict in any order counts, as a disagreement)."""
     if label == 0 or not orders:
-        return "tie_label" if label == 0 else "no_verdict_failed"
+        return "tie_label" if label == 0 else "no_order"
     if not any(o.valid for o in orders):
-        return ("no_verdict_unreadable" if any(o.error is None for o in orders)
-                else "no_verdict_failed")
+        return None
     named = {o.winner for o in orders}
     if None in named:
         return "one_order_without_verdict"
@@ -319,8 +320,10 @@ def _accuracy(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]], rule: str,
             why = mtbench_reason(it.label, v.orders)
             if why:
                 reasons[why] = reasons.get(why, 0) + 1
+        counted = [pv for pv, c in zip(pairs, got, strict=True) if c is not None]
         return {**estimate(sum(kept), len(kept)), "n_left_out": len(got) - len(kept),
-                "left_out": {k: reasons[k] for k in MTBENCH_LEFT_OUT if k in reasons}}
+                "left_out": {k: reasons[k] for k in MTBENCH_LEFT_OUT if k in reasons},
+                **no_verdict_counted(counted)}
     credit = [pair_credit(it.label, v.orders, rule, three_way)  # type: ignore[arg-type]
               for it, v in pairs]
     return {**estimate(sum(credit), len(credit)), **no_verdict_counted(pairs)}
@@ -328,8 +331,9 @@ def _accuracy(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]], rule: str,
 
 def no_verdict_counted(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]]
                        ) -> dict[str, int]:
-    """The mean, sum and both rules keep a pair whose order gave no verdict in n and give that
-    order no credit (wrong; sum: 0 points): how many counted pairs had such an order, split
+    """Every rule keeps a pair whose order gave no verdict in n (mtbench: when no order gave
+    one) and gives that order no credit (wrong; sum: 0 points): how many counted pairs had
+    such an order, split
     into a failed or refused call (no answer) and an unreadable answer, so a number built on
     refusals says so."""
     failed = sum(any(o.error is not None for o in v.orders) for _, v in pairs)

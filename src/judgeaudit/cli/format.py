@@ -290,17 +290,19 @@ def _subset_mean_text(pooled: dict[str, Any], spread: dict[str, Any]) -> str:
 
 
 def _no_verdict_text(est: dict[str, Any], rule: str | None) -> str:
-    """The mean, sum and both rules count a pair whose order gave no verdict in n with no
-    credit for that order: say how many and why (a refused call read as a wrong answer)."""
+    """Every rule counts a pair whose order gave no verdict in n with no credit for that
+    order (mtbench: a pair with no verdict in any order, a disagreement): say how many and
+    why (a refused call read as a wrong answer)."""
     failed = est.get("n_no_verdict_failed") or 0
     unreadable = est.get("n_no_verdict_unreadable") or 0
     if not failed and not unreadable:
         return ""
     what = [f"{failed} with a failed or refused call" if failed else "",
             f"{unreadable} with an unreadable answer" if unreadable else ""]
+    how = ("pairs with no verdict in any order, as a disagreement (FastChat's 'error' vote)"
+           if rule == "mtbench" else "pairs with an order without a verdict, that order as wrong")
     return (f"accuracy ({rule or 'mean'} rule) counts {failed + unreadable} of {est.get('n')} "
-            f"pairs with an order without a verdict, that order as wrong: "
-            f"{' and '.join(w for w in what if w)}")
+            f"{how}: {' and '.join(w for w in what if w)}")
 
 
 def _mtbench_text(est: dict[str, Any], chosen: bool) -> str:
