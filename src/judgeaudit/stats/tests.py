@@ -18,6 +18,38 @@ Alternative = Literal["two-sided", "greater", "less"]
 _ALTERNATIVES = ("two-sided", "greater", "less")
 
 
+# A test on finitely many items never gives p = 0 (every outcome has a positive
+# probability under the null), but its exact p underflows double precision: below ~1e-308
+# digits are lost and past 5e-324 it is 0.0 (a 20,000-item audit's sign test recorded p = 0
+# and its table read q = 0). Such a p (below P_UNDERFLOW) is recorded as P_FLOOR, read
+# "p < 1e-300" (`floor_p`, `p_text`): a number in JSON, never 0.0, and a bound, not an
+# estimate. A p between the two is a double like any other and kept as computed.
+P_FLOOR = 1e-300
+P_UNDERFLOW = 1e-308
+
+
+def floor_p(p: float) -> float:
+    """`p`, or P_FLOOR where it underflowed (below P_UNDERFLOW); nan stays nan."""
+    return p if p != p or p >= P_UNDERFLOW else P_FLOOR
+
+
+def p_text(p: float | None, spec: str = ".2g") -> str:
+    """A p- or q-value for a table: `spec` digits, "< 1e-300" at the floor (`P_FLOOR`: the
+    exact value underflowed; 0 from an older results file is read the same way: no test on
+    finite data gives it), "n/a" when there is none."""
+    if p is None or p != p:
+        return "n/a"
+    if p <= P_FLOOR:
+        return f"< {P_FLOOR:.0e}"
+    return format(p, spec)
+
+
+def normal_p(z: float) -> float:
+    """Two-sided p of a normal statistic z (erfc(|z| / sqrt 2)), floored (`floor_p`): past
+    |z| ~ 38 erfc underflows to 0."""
+    return floor_p(float(math.erfc(abs(z) / math.sqrt(2))))
+
+
 def _check_alternative(alternative: str) -> None:
     if alternative not in _ALTERNATIVES:
         raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
@@ -42,7 +74,10 @@ def binomial_test(k: int, n: int, p0: float = 0.5,
         raise ValueError(f"binomial_test: p0 must be in [0, 1], got {p0!r}")
     if n == 0:
         return 1.0
-    return float(stats.binomtest(k, n, p0, alternative=alternative).pvalue)
+    p = float(stats.binomtest(k, n, p0, alternative=alternative).pvalue)
+    if (p0 == 0.0 and k > 0) or (p0 == 1.0 and k < n):  # impossible under the null: 0 exactly
+        return p
+    return floor_p(p)
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -55,7 +90,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     m = b + c
     if m == 0:
         return 1.0
-    return float(min(1.0, 2.0 * stats.binom.cdf(min(b, c), m, 0.5)))
+    return floor_p(float(min(1.0, 2.0 * stats.binom.cdf(min(b, c), m, 0.5))))
 
 
 def one_sample_t(x: Any, mu: float = 0.0,
@@ -79,7 +114,7 @@ def one_sample_t(x: Any, mu: float = 0.0,
         toward = (alternative == "greater") == (diff > 0)
         return t, 0.0 if toward else 1.0
     res = stats.ttest_1samp(a, mu, alternative=alternative)
-    return float(res.statistic), float(res.pvalue)
+    return float(res.statistic), floor_p(float(res.pvalue))
 
 
 # Up to this many non-zero differences the "wilcox" signed-rank p is exact (the DP below
@@ -143,6 +178,6 @@ def wilcoxon_signed_rank(x: Any, alternative: Alternative = "two-sided",
             return _signed_rank_exact(nz, alternative)
         res = stats.wilcoxon(nz, zero_method="wilcox", alternative=alternative,
                              method="asymptotic")
-        return float(res.pvalue)
+        return floor_p(float(res.pvalue))
     res = stats.wilcoxon(a, zero_method=zero_method, alternative=alternative)
-    return float(res.pvalue)
+    return floor_p(float(res.pvalue))
