@@ -5,7 +5,6 @@ failed calls are recorded as invalid, never coerced."""
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -18,7 +17,7 @@ from judgeaudit.judges.parse import (
     map_checked,
     mark_if_invalid,
     parse_choice,
-    strip_reasoning,
+    parse_final,
 )
 from judgeaudit.judges.templates import Template, check_template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
@@ -173,7 +172,7 @@ class PairwiseJudge:
 
     @staticmethod
     def read(order: Order, out: Response | CallFailed, labels: tuple[str, ...] = ("A", "B"),
-             final_pattern: str | None = None) -> OrderVerdict:
+             final_pattern: str | None = None, shown: Sequence[str] = ()) -> OrderVerdict:
         """Parse one order's output; `labels[0]` names the response shown first. `choice` is
         recorded as "A"/"B" (first/second shown) whatever the template's labels."""
         if isinstance(out, CallFailed):
@@ -182,9 +181,8 @@ class PairwiseJudge:
         if out.invalid:  # e.g. over the response size cap: no verdict, whatever it says
             return OrderVerdict(order, out.text[:RAW_KEEP], None, None, error=out.invalid)
         first, second = labels[0], labels[1]
-        if final_pattern:
-            found = re.findall(final_pattern, strip_reasoning(out.text), flags=re.MULTILINE)
-            label = found[-1] if found else None
+        if final_pattern:  # the last marked verdict, never a quote or an echo of `shown`
+            label = parse_final(out.text, final_pattern, (first, second), shown)
         else:
             label = parse_choice(out.text, (first, second), allow_tie=True)
         said = {first: "A", second: "B", "tie": "tie"}.get(label) if label else None
@@ -199,7 +197,8 @@ class PairwiseJudge:
         """`read` with this judge's labels, marking an answer that gives no verdict as
         invalid in the client's cache (so it can be forgotten and asked again)."""
         t = self.template
-        verdict = self.read(order, out, t.labels, t.final_pattern)
+        verdict = self.read(order, out, t.labels, t.final_pattern,
+                            tuple(request.meta.get("shown") or ()))
         mark_if_invalid(self.client, request, out, verdict.valid, unread_why(t))
         return verdict
 
