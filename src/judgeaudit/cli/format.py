@@ -9,6 +9,7 @@ from rich.text import Text
 
 from judgeaudit.cli.terminal import shown
 from judgeaudit.outcome import retries_text, run_failed, unreadable_share
+from judgeaudit.stats.tests import p_text
 
 
 def calls_text(res: dict[str, Any]) -> str:
@@ -424,7 +425,7 @@ def _audit_cells(p: dict[str, Any]) -> dict[str, Any]:
         _flag_text(flag["value"], flag["threshold"], bool(flag["exceeds"])))
     return {"effect": _num(e["value"], "{:+.2f}"),
             "ci": "" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]",
-            "n": str(p["n"]), "q": _num(p["q"], "{:.1g}"), "mde": _num(p["mde"], "{:.2f}"),
+            "n": str(p["n"]), "q": p_text(p["q"], ".1g"), "mde": _num(p["mde"], "{:.2f}"),
             "verdict": v, "flag": ftxt,
             "left": [f"{k} {c}" for k, c in (p.get("dropped") or {}).items()]}
 
@@ -507,7 +508,7 @@ def _breakdown(by: str, rows: list[tuple[str, dict[str, Any]]], width: int | Non
                       "effect": _num(e.get("value"), "{:+.2f}"),
                       "ci": "" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]",
                       "n": str(r.get("n", 0)), "items": str(r.get("n_items", "")),
-                      "p": _num(r.get("p"), "{:.2g}")})
+                      "p": p_text(r.get("p"), ".2g")})
 
     def cols(sep: str) -> list[Column]:
         return [("probe", "left", [c["probe"] for c in cells], False),
