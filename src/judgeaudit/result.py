@@ -51,7 +51,8 @@ _RECORDS = frozenset({"verdicts", "comparisons", "scores", "invalid_examples", "
 # its spend, retries, the answers the judge could not read (over answers_read: made + cached
 # - shared, each distinct answer once) and why calls were not sent included.
 SUMMARY_CALLS = ("made", "cached", "shared", "retries", "failed", "not_sent", "not_sent_why",
-                 "cancelled", "unreadable", "answers_read", "cost_usd", "usage_estimated")
+                 "cancelled", "unreadable", "answers_read", "cost_usd", "usage_estimated",
+                 "refused_cached")
 
 
 def _flag(value: Any, what: str) -> None:

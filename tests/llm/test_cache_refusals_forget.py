@@ -31,7 +31,7 @@ async def test_forget_invalid_drops_kept_refusals_and_stats_count_them(tmp_path)
     cache.close()
     runner = CliRunner()
     out = runner.invoke(app, ["cache", "stats", "--cache", str(path)]).output
-    assert "1 too-long refusal kept by ingest" in " ".join(out.split())
+    assert "1 too-long refusal kept from runs or ingest (not sent again" in " ".join(out.split())
     out = runner.invoke(app, ["cache", "forget", "--invalid", "--cache", str(path)]).output
     assert "forgot 1 invalid answer or too-long refusal" in " ".join(out.split())
     again = Cache(path)

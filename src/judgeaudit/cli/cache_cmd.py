@@ -91,8 +91,8 @@ def cache_stats(cache: CacheOpt = None) -> None:
     _say(f"{s.invalid} invalid answer{'s' if s.invalid != 1 else ''} marked"
                   + (" (judgeaudit cache forget --invalid asks them again)" if s.invalid else ""))
     if s.refusals:
-        _say(f"{s.refusals} too-long refusal{'s' if s.refusals != 1 else ''} kept by ingest "
-             "(judgeaudit cache forget --invalid asks them again)")
+        _say(f"{s.refusals} too-long refusal{'s' if s.refusals != 1 else ''} kept from runs "
+             "or ingest (not sent again; judgeaudit cache forget --invalid asks them again)")
 
 
 def _backends_text(counts: dict[str, int]) -> str:

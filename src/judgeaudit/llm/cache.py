@@ -131,7 +131,7 @@ class CacheStats:
     # The embedded judge's entries ("local:MODEL") per backend that made them (`Cache.
     # local_backends`): its backends key apart but all store provider "local".
     by_backend: dict[str, dict[str, int]] = field(default_factory=dict)
-    refusals: int = 0  # too-long refusals kept by ingest (see Cache.put_refusals)
+    refusals: int = 0  # too-long refusals kept by runs and ingest (see Cache.put_refusals)
 
 
 class Cache:
