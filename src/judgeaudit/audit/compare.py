@@ -51,12 +51,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from judgeaudit.audit.paired import effect_dict
 from judgeaudit.outcome import failure_message, run_failed
 from judgeaudit.results_file import read_results
 from judgeaudit.stats import SPARSE_MOVERS, benjamini_hochberg, paired_estimate
+from judgeaudit.stats.tests import normal_p
 from judgeaudit.stats.types import Z95, Estimate
 
 VERDICTS = ("improved", "worse", "no_change", "underpowered")
@@ -518,7 +518,7 @@ def unpaired_change(ea: tuple[float | None, ...], eb: tuple[float | None, ...]
     if se == 0:
         out["p"] = 1.0 if b == a else 0.0
         return _with_estimate(out, Estimate(b - a, (b - a, b - a), 0, method="wald"))
-    out["p"] = float(special.erfc(abs(b - a) / se / math.sqrt(2)))
+    out["p"] = normal_p((b - a) / se)  # floored: erfc underflows to 0 past |z| ~ 38
     return _with_estimate(out, Estimate(b - a, (b - a - Z95 * se, b - a + Z95 * se), 0,
                                         method="wald"))
 

@@ -32,6 +32,7 @@ from judgeaudit.cli.runner import (
 from judgeaudit.cli.terminal import shown, styled
 from judgeaudit.config import CompareConfig
 from judgeaudit.outcome import EXIT_GATE
+from judgeaudit.stats.tests import p_text
 from judgeaudit.textfile import visible
 
 VERDICT_STYLE = {"improved": "bold green", "worse": "bold red", "no_change": "cyan",
@@ -97,7 +98,7 @@ def compare_table(res: dict[str, Any]) -> Table:
                 else "n/a")
         v = p["verdict"]
         t.add_row(_cell(name), _eff(p["a"]["effect"]), _eff(p["b"]["effect"]),
-                  _eff(p["change"]), "n/a" if q is None else f"{q:.2g}", how,
+                  _eff(p["change"]), p_text(q), how,
                   *([only] if left_out else []),
                   Text(_cell(v.replace("_", " ")), style=VERDICT_STYLE.get(v, "white")))
     return t

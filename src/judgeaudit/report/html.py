@@ -66,12 +66,14 @@ def fmt_ci(ci: Any, digits: int = 3, signed: bool = True) -> str:
 
 
 def fmt_p(p: Any) -> str:
-    """p- and q-values: three significant digits, scientific below 0.001."""
+    """p- and q-values: three significant digits, scientific below 0.001; "< 1e-300" where
+    the exact value underflowed (stored as 1e-300; an older results file's 0 is read the
+    same way: no test on finite data gives 0)."""
     v = _num(p)
     if v is None:
         return fmt(p)
-    if v == 0:
-        return "0"
+    if v <= 1e-300:
+        return "< 1e-300"
     if v < 0.001:
         return f"{v:.1e}"
     return f"{v:.3g}"
