@@ -132,3 +132,37 @@ def test_unfinished_document_without_a_cache_promises_no_resume(tmp_path):
     kept = run.unfinished_document(Session(cache=tmp_path / "c.sqlite"))
     assert kept["run"]["message"] == f"run failed: {UNFINISHED}"
     assert recorded_exit_code(kept) == 3
+
+
+def test_later_signals_are_the_same_request_until_the_window_ends(monkeypatch):
+    """In the handler itself: a signal during the first one's window is ignored (no second
+    message, no other exit code); one after it ends the process at once with the first
+    signal's code (130), as the grace timer does if the run never winds down."""
+    import threading
+
+    from judgeaudit.cli import main, runner
+
+    codes: list[int] = []
+    said: list[int] = []
+    two = threading.Semaphore(0)
+
+    def fake_exit(code: int) -> None:
+        codes.append(code)
+        two.release()
+
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr(main, "SIGTERM_GRACE", 0.2)
+    monkeypatch.setattr(main, "REPEAT_WINDOW", 60.0)
+    monkeypatch.setattr(main, "_TERMINATING", {"asked": False, "signal": None, "at": 0.0})
+    monkeypatch.setitem(runner._RUNNING, "stop", None)
+    monkeypatch.setattr(runner, "terminate_run", lambda *_: True)  # a run that never ends
+    monkeypatch.setattr(runner, "say_stopped", lambda: said.append(runner._RUNNING["stop"]))
+    main._on_signal(signal.SIGINT, None)
+    main._on_signal(signal.SIGINT, None)
+    main._on_signal(signal.SIGTERM, None)
+    assert main._TERMINATING["signal"] == signal.SIGINT
+    main._TERMINATING["at"] -= 120  # the window is over: the user insists
+    main._on_signal(signal.SIGTERM, None)
+    assert codes == [130] and said == [signal.SIGINT]
+    assert two.acquire(timeout=10)  # the first one's exit, then the grace timer's
+    assert two.acquire(timeout=10) and codes == [130, 130]
