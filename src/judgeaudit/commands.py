@@ -107,7 +107,8 @@ class Run:
         killed (even by SIGKILL) never leaves an earlier run's results there as its own."""
         why = UNFINISHED if sess.cache is not None else UNFINISHED_NO_CACHE
         doc = self.failed_document(sess, RuntimeError(why))
-        doc["run"].update(message=f"run failed: {why}", unfinished=True)
+        doc["run"].update(message=f"run failed: {why}", unfinished=True,
+                          **({} if sess.cache is not None else {"no_cache": True}))
         return doc
 
 
