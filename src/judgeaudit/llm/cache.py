@@ -15,6 +15,14 @@ context), so the re-run fails those calls as the live call failed instead of pla
 sending them again and again (`refused_by` names a live refusal's provider and model). All
 tables are created if missing: older cache files keep working.
 
+A cache file judgeaudit makes is marked (`APPLICATION_ID` in the SQLite header, `PRAGMA
+application_id`; `PRAGMA user_version` says the schema, `SCHEMA_VERSION`), and an older one is
+marked the first time it is opened for writing. Nothing is written to an existing file before
+it is known to be a cache (`_not_a_cache`): empty (0 bytes, or a database with nothing in
+it), marked, or an older cache (only judgeaudit's tables, with their columns). Anything else
+(another tool's database given as --cache) is refused, left byte for byte as it was: it was
+silently given judgeaudit's tables and switched to WAL, or failed late "no such column".
+
 A cache that cannot be written (a team's shared, checked-in or mounted file: the file, its
 directory or its file system read-only) is opened for reading (`Cache.read_only`): a run
 whose answers are all in it runs as usual, and one that needs new calls makes them, warned
@@ -90,6 +98,29 @@ CREATE TABLE IF NOT EXISTS batch_requests (
     PRIMARY KEY (batch_id, key)
 );
 """
+
+# judgeaudit's mark in a cache file's SQLite header (`PRAGMA application_id`): "JAUD".
+APPLICATION_ID = 0x4A415544
+# `PRAGMA user_version` of a marked cache: 1 is the tables of `_SCHEMA` (every cache before
+# the mark has a subset of them, with the same columns).
+SCHEMA_VERSION = 1
+_MARK = f"PRAGMA application_id={APPLICATION_ID}; PRAGMA user_version={SCHEMA_VERSION};"
+
+
+def _schema_tables() -> dict[str, frozenset[str]]:
+    """Every table of `_SCHEMA` and its columns: what an unmarked (older) cache may hold."""
+    con = sqlite3.connect(":memory:")
+    try:
+        con.executescript(_SCHEMA)
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {n: frozenset(r[1] for r in con.execute(f"PRAGMA table_info({n})"))
+                for n in names}
+    finally:
+        con.close()
+
+
+_TABLES = _schema_tables()
+_INDEXES = frozenset({"calls_provider"})
 
 # Batch states after which nothing more comes back (`Cache.open_batches` leaves them out).
 FINAL_BATCH_STATES = frozenset({"done", "failed", "cancelled", "expired"})
@@ -169,10 +200,18 @@ class Cache:
         conn = None
         try:
             conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            marked = False
+            if existed:  # only read until it is known to be a cache: a refused file is unchanged
+                foreign = _not_a_cache(conn)
+                if foreign is not None:
+                    conn.close()
+                    conn = None
+                    raise CacheError(_refusal(self.path, foreign))
+                marked = conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
-            conn.commit()
+            # one transaction: another process opening the new file sees it empty or whole
+            conn.executescript("BEGIN;" + _SCHEMA + ("" if marked else _MARK) + "COMMIT;")
         except sqlite3.DatabaseError as exc:
             if conn is not None:
                 conn.close()
@@ -230,6 +269,10 @@ class Cache:
             raise CacheError(f"{where}: cannot be opened for writing ({why}), and it holds "
                              "no judgeaudit cache (no calls table with key, provider, model "
                              "and response)")
+        foreign = _not_a_cache(conn)
+        if foreign is not None:  # e.g. another tool's `calls` table, or more than a cache
+            conn.close()
+            raise CacheError(_refusal(self.path, foreign))
         conn.execute("PRAGMA temp_store=MEMORY")
         for stmt in _SCHEMA.split(";"):
             m = re.search(r"CREATE TABLE IF NOT EXISTS (\w+)", stmt)
@@ -581,6 +624,61 @@ class Cache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _not_a_cache(conn: sqlite3.Connection) -> str | None:
+    """What an existing database holds when it is not a judgeaudit cache ("holds tables
+    users"), or None when it may be used as one: marked (`APPLICATION_ID`), empty (nothing in
+    its schema, no other application's id), or an older cache (a `calls` table, and only
+    `_SCHEMA`'s tables, with their columns, and its index). Reads only."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app_id == APPLICATION_ID:
+        return None
+    rows = conn.execute("SELECT type, name FROM sqlite_master "
+                        "WHERE name NOT LIKE 'sqlite~_%' ESCAPE '~' ORDER BY type, name"
+                        ).fetchall()
+    if app_id != 0:  # another application marked it as its own
+        return (f"is another application's SQLite database (application_id {app_id:#010x})"
+                + (f" and {_holds(conn, rows)}" if rows else ""))
+    if not rows:
+        return None
+    tables = {name for kind, name in rows if kind == "table"}
+    extra = [name for kind, name in rows if kind != "table" and name not in _INDEXES]
+    if "calls" in tables and not extra and all(
+            _TABLES.get(t) == _columns(conn, t) for t in tables):
+        return None
+    return _holds(conn, rows)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> frozenset[str]:
+    return frozenset(r[1] for r in conn.execute(f'PRAGMA table_info("{table}")'))
+
+
+def _holds(conn: sqlite3.Connection, rows: list[tuple[str, str]], most: int = 8) -> str:
+    """"holds tables calls (columns id, body), users": a database's schema, in short (a
+    table judgeaudit also names is shown with its columns: it is not judgeaudit's)."""
+    tables = [name for kind, name in rows if kind == "table"]
+    named = []
+    for t in tables[:most]:
+        cols = _columns(conn, t)
+        named.append(f"{t} (columns {', '.join(sorted(cols))})"
+                     if t in _TABLES and cols != _TABLES[t] else t)
+    if len(tables) > most:
+        named.append(f"and {len(tables) - most} more")
+    if named:
+        return f"holds table{'s' if len(tables) != 1 else ''} {', '.join(named)}"
+    plural = {"index": "indexes", "view": "views", "trigger": "triggers"}
+    kinds = sorted({kind for kind, _ in rows})
+    return "holds no tables but " + "; ".join(
+        plural.get(kind, kind) + " " + ", ".join(n for k, n in rows if k == kind)
+        for kind in kinds)
+
+
+def _refusal(path: Path, foreign: str) -> str:
+    """The refusal of a file that is not a judgeaudit cache: it names the file and what it
+    holds, and says it is unchanged."""
+    return (f"cache {path}: {foreign}, not a judgeaudit cache; it was left unchanged; give "
+            "--cache a new file (or an existing judgeaudit cache)")
 
 
 def _masked(info: str | None) -> str | None:
