@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgeaudit.files import write_atomic
+from judgeaudit.outcome import EXIT_INTERRUPTED, EXIT_RUN_FAILED, EXIT_TERMINATED, run_failed
 from judgeaudit.results_file import SCHEMA_VERSION, plain
 
 if TYPE_CHECKING:
@@ -59,6 +60,23 @@ def _flag(value: Any, what: str) -> None:
     """`failed_ok` must be a bool: "no" or [0] is truthy and gave a failed run's numbers."""
     if not isinstance(value, bool):
         raise ValueError(f"{what}: failed_ok: expected True or False, got {value!r}")
+
+
+
+def recorded_exit_code(doc: Mapping[str, Any]) -> int:
+    """The exit code the command that wrote `doc` gave, read back from the document (the
+    summary's `exit_code`, so `report --json` says it too): 3 a failed run (130 or 143 one a
+    signal ended, `run.exit_code`), 1 a tripped gate, 3 an audit gate it could not check
+    ("unchecked"; compare records a probe it could not gate as tripped), else 0."""
+    if run_failed(doc):
+        code = (doc.get("run") or {}).get("exit_code")
+        return code if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) else EXIT_RUN_FAILED
+    gate = doc.get("gate") if isinstance(doc.get("gate"), Mapping) else {}
+    if gate.get("outcome") == "tripped":
+        return 1
+    if gate.get("outcome") == "unchecked":
+        return EXIT_RUN_FAILED
+    return 0
 
 
 class RunFailed(Exception):
@@ -419,6 +437,8 @@ class Result(BaseModel):
         c = self.calls
         out: dict[str, Any] = {
             "command": self.command, "ok": self.ok, "reason": self.reason,
+            # always, 0 too: a script reading d["exit_code"] of a passing run got a KeyError
+            "exit_code": recorded_exit_code({**d, "run": self.run.model_dump()}),
             "judge": d.get("judge"), "data": d.get("data"), "version": d.get("version"),
             # every key, null when unknown (a script reading calls["cost_usd"] got a KeyError)
             "calls": {k: c.get(k) for k in SUMMARY_CALLS},

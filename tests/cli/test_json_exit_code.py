@@ -49,4 +49,4 @@ def test_a_tripped_gate_s_json_says_exit_code_1_and_a_passing_run_none(tmp_path,
     assert _json(res)["exit_code"] == 1
     ok = runner.invoke(app, ["audit", "--judge", "sim?seed=2", "--n", "10", "--probes",
                              "position", "--json", "--out", str(tmp_path / "o2")])
-    assert ok.exit_code == 0 and "exit_code" not in _json(ok)
+    assert ok.exit_code == 0 and _json(ok)["exit_code"] == 0

@@ -776,12 +776,12 @@ def write_outputs(out: Path, res: Mapping[str, Any]) -> tuple[Path, Path | str]:
 
 def print_json(doc: Mapping[str, Any], exit_code: int = 0) -> None:
     """`--json`: the result's summary (`Result.summary()`) as one JSON object on stdout; the
-    human output stays on stderr. A run that will exit non-zero says so (`exit_code`), as a
-    usage error's JSON does."""
+    human output stays on stderr. It always says the exit code the run is about to give
+    (`exit_code`, 0 too: a script reading d["exit_code"] of a passing run got a KeyError),
+    as a usage error's JSON and replay-check's do."""
     from judgeaudit.result import Result
 
-    summary = Result.from_document(doc).summary()
-    typer.echo(json_line({**summary, "exit_code": exit_code} if exit_code else summary))
+    typer.echo(json_line({**Result.from_document(doc).summary(), "exit_code": exit_code}))
 
 
 # The word a --fail-on list may add to fail on the probes the run could not decide: a
@@ -834,17 +834,10 @@ def undecided_line(gate: Mapping[str, Any], command: str) -> str | None:
 
 def recorded_exit_code(doc: Mapping[str, Any]) -> int:
     """The exit code the command that wrote `doc` gave, read back from the document (for
-    `report --json`): 3 a failed run, 1 a tripped gate, 3 an audit gate it could not check
-    ("unchecked"; compare records a probe it could not gate as tripped), else 0."""
-    if run_failed(doc):  # a run a signal ended says its code (`mark_stopped`)
-        code = (doc.get("run") or {}).get("exit_code")
-        return code if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) else EXIT_RUN_FAILED
-    gate = doc.get("gate") if isinstance(doc.get("gate"), Mapping) else {}
-    if gate.get("outcome") == "tripped":
-        return 1
-    if gate.get("outcome") == "unchecked":
-        return EXIT_RUN_FAILED
-    return 0
+    `report --json`): `judgeaudit.result.recorded_exit_code`, which every summary carries."""
+    from judgeaudit.result import recorded_exit_code as recorded
+
+    return recorded(doc)
 
 
 def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
