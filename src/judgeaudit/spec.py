@@ -20,6 +20,36 @@ from urllib.parse import quote, unquote
 # masked too, so two judges differing only there read as one).
 _SECRET_WORD = r"(?:apikey|key|token|secret|password|passwd|pwd|auth|authorization|bearer)"
 SECRET_NAMES = re.compile(rf"(?i)(?:^|[^a-z0-9]){_SECRET_WORD}$")
+# What local servers document to send where they want no key (vLLM's EMPTY, Ollama's ollama,
+# LM Studio's lm-studio, llama.cpp's sk-no-key-required, LocalAI's and text-generation-
+# webui's not-needed, ...): not secrets, so never masked ("http://ollama:11434" was shown as
+# "http://***:11434", `api_key=EMPTY` as `api_key=***`). A key a server was started with
+# (vLLM --api-key token-abc123) is one. Here, in the neutral module, for `llm.redact` too.
+PLACEHOLDERS = frozenset({
+    "empty", "none", "null", "x", "dummy", "placeholder", "ollama", "lm-studio", "lmstudio",
+    "not-needed", "not_needed", "no-key", "nokey", "no-key-required", "sk-no-key-required",
+    "your-api-key", "your_api_key"})
+# An elided value, as a hint writes one: "pass api_key=... in the judge spec" (shown as
+# "api_key=***", which hid what to pass)
+_ELIDED = re.compile(r"\.{3,}|\u2026")
+
+
+def is_placeholder(value: str | None) -> bool:
+    """Whether a key's value is a documented placeholder (`PLACEHOLDERS`, any case) or an
+    elision (`...`): shown as written, never masked, since it hides nothing and masking it
+    hid what a local server was sent or what a hint asks for."""
+    if not isinstance(value, str):
+        return False
+    v = unquote(value).strip().strip("'\"").strip()
+    return v.lower() in PLACEHOLDERS or bool(_ELIDED.fullmatch(v))
+
+
+def _mask_value(m: re.Match[str]) -> str:
+    """A secret-named value's match as shown: its name and `***`, or as written when the
+    value is a placeholder (`is_placeholder`)."""
+    value = m.group(0)[len(m.group(1)):]
+    return m.group(0) if is_placeholder(value) else m.group(1) + "***"
+
 # URL userinfo: `scheme://user:PASSWORD@host` (and a bare `scheme://TOKEN@host`).
 # scheme://USER[:PASSWORD]@: the password runs to the @ whatever it holds but spaces and
 # quotes (a percent-decoded key may hold / ? #: http://user:sk-Ab/cd@host was shown whole)
@@ -46,7 +76,7 @@ def mask_url(value: str) -> str:
         user, sep, _ = m.group(2).partition(":")
         return f"{m.group(1)}{user}:***@" if sep else f"{m.group(1)}***@"
 
-    return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub(sub, value))
+    return _QUERY_SECRET.sub(_mask_value, _USERINFO.sub(sub, value))
 
 
 @dataclass(frozen=True)
@@ -68,7 +98,8 @@ class Spec:
         return str(Spec(self.kind, mask_url(self.name), self._public_params(secret)))
 
     def _public_params(self, secret: frozenset[str] = frozenset({"api_key"})) -> dict[str, str]:
-        return {k: ("***" if k in secret or SECRET_NAMES.search(k) else mask_url(v))
+        return {k: ("***" if (k in secret or SECRET_NAMES.search(k)) and not is_placeholder(v)
+                     else mask_url(v))
                 for k, v in self.params.items()}
 
     def __repr__(self) -> str:
@@ -118,8 +149,8 @@ def _masked_text(text: str) -> str:
     `?api_key=A&api_key=B` masks both. For the errors of a spec that does not parse, which
     repeated the key."""
     def piece(p: str) -> str:
-        name, eq, _ = p.partition("=")
-        if eq and SECRET_NAMES.search(unquote(name).strip()):
+        name, eq, value = p.partition("=")
+        if eq and SECRET_NAMES.search(unquote(name).strip()) and not is_placeholder(value):
             return f"{name}=***"
         return mask_secrets(p)
 
@@ -138,7 +169,7 @@ _SECRET_VALUE = re.compile(
 def mask_secrets(text: str) -> str:
     """Mask URL userinfo passwords and `api_key=...`-style values in free text (an error
     message that quotes a spec or a URL)."""
-    return _SECRET_VALUE.sub(r"\1***", mask_url(text))
+    return _SECRET_VALUE.sub(_mask_value, mask_url(text))
 
 
 def parse_spec(text: str) -> Spec:

@@ -39,6 +39,8 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from judgeaudit.spec import PLACEHOLDERS, is_placeholder
+
 # Anything shaped like an API key; shared with the provider error messages.
 KEYLIKE = re.compile(r"\b(sk-(?:ant-)?|key-)[A-Za-z0-9_\-*.]{3,}")
 # scheme://user:PASSWORD@  (the user part stays: it names an account, not a secret). The
@@ -106,14 +108,10 @@ URL_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "HTTPS_PROXY", "HTTP_PROXY",
 # key: 40-160 characters, found inside a percent-encoded query or a base64 run too).
 MIN_CHARS = 4
 ANYWHERE_CHARS = 12
-# What local servers document to send where they want no key (vLLM's EMPTY, Ollama's ollama,
-# LM Studio's lm-studio, llama.cpp's sk-no-key-required, LocalAI's and text-generation-
-# webui's not-needed, ...): not secrets, so never masked ("http://ollama:11434" was shown as
-# "http://***:11434"). A key a server was started with (vLLM --api-key token-abc123) is one.
-PLACEHOLDERS = frozenset({
-    "empty", "none", "null", "x", "dummy", "placeholder", "ollama", "lm-studio", "lmstudio",
-    "not-needed", "not_needed", "no-key", "nokey", "no-key-required", "sk-no-key-required",
-    "your-api-key", "your_api_key"})
+# What local servers document to send where they want no key (EMPTY, ollama, lm-studio,
+# sk-no-key-required, not-needed, ...) and an elision (`api_key=...`): not secrets, never
+# masked, by the patterns either (`judgeaudit.spec.is_placeholder`, shared with the spec's
+# own masking).
 _registered: frozenset[str] = frozenset()  # replaced, never changed: read without a lock
 _lock = threading.Lock()
 
@@ -356,13 +354,29 @@ def redact(text: str) -> str:
     text = mask_known(text)
     text = _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", text)
     text = _BARE_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    text = _QUERY.sub(lambda m: m.group(1) + MASK, text)
-    text = _URL_QUERY.sub(lambda m: m.group(1) + MASK, text)
-    text = _AUTH_HEADER.sub(
-        lambda m: m.group(1) + (f"{m.group(2)} " if m.group(2) else "") + MASK, text)
-    text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    text = _QUERY.sub(_named, text)
+    text = _URL_QUERY.sub(_named, text)
+    text = _AUTH_HEADER.sub(_header, text)
+    text = _BEARER.sub(_named, text)
     text = _BASIC.sub(_basic, text)
-    return KEYLIKE.sub(lambda m: m.group(1) + MASK, text)
+    return KEYLIKE.sub(lambda m: m.group(0) if is_placeholder(m.group(0))
+                       else m.group(1) + MASK, text)
+
+
+def _named(m: re.Match[str]) -> str:
+    """A `name=VALUE` (or `Bearer VALUE`) match masked after its group 1, unless the value
+    is a placeholder or an elision (`api_key=EMPTY`, "pass api_key=... in the judge spec"
+    were shown as `api_key=***`, which hid what to pass)."""
+    value = m.group(0)[len(m.group(1)):]
+    return m.group(0) if is_placeholder(value) else m.group(1) + MASK
+
+
+def _header(m: re.Match[str]) -> str:
+    """An auth header's value masked (its scheme word kept), unless a placeholder."""
+    value = m.group(0)[m.end(2) - m.start(0):] if m.group(2) else m.group(0)[len(m.group(1)):]
+    if is_placeholder(value):
+        return m.group(0)
+    return m.group(1) + (f"{m.group(2)} " if m.group(2) else "") + MASK
 
 
 def redact_url(url: str) -> str:
