@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fakeserver import judge_request, sent_key
 
-from judgeaudit.llm import CallFailed, Client, FatalProviderError, ProviderError, make_provider
+from judgeaudit.llm import Client, FatalProviderError, ProviderError, make_provider
 from judgeaudit.llm.base import Message, Request, request_key
 from judgeaudit.llm.providers.anthropic import AnthropicProvider
 
@@ -113,10 +113,10 @@ async def test_missing_key_is_fatal_and_names_the_env_var(fake_server):
     p = make_provider("anthropic", "claude-fake", {"base_url": srv.anthropic_url})
     with pytest.raises(FatalProviderError, match=r"\$ANTHROPIC_API_KEY"):
         await p.generate(judge_request(1))
-    client = Client(p)
-    with pytest.raises(CallFailed) as ei:
+    client = Client(p)  # before any call: bad input (exit 2), as a malformed key is
+    with pytest.raises(ValueError, match=r"\$ANTHROPIC_API_KEY"):
         await client.call(judge_request(1))
-    assert ei.value.fatal and srv.count() == 0
+    assert srv.count() == 0
 
 
 async def test_env_key_is_used(fake_server, monkeypatch):

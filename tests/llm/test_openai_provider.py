@@ -14,7 +14,6 @@ from fakeserver import GOOD, judge_request, sent_key
 
 from judgeaudit.judges.parse import parse_choice
 from judgeaudit.llm import (
-    CallFailed,
     Client,
     FatalProviderError,
     ProviderError,
@@ -296,10 +295,10 @@ async def test_missing_key_is_fatal_and_names_the_env_var():
     p = make_provider("openai", "gpt-4o-mini", {})  # hosted, no key anywhere
     with pytest.raises(FatalProviderError, match=r"\$OPENAI_API_KEY"):
         await p.generate(judge_request(1))
-    client = Client(p)
-    with pytest.raises(CallFailed) as ei:
+    client = Client(p)  # before any call: bad input (exit 2), as a malformed key is
+    with pytest.raises(ValueError, match=r"\$OPENAI_API_KEY"):
         await client.call(judge_request(1))
-    assert ei.value.fatal and client.stats.retries == 0
+    assert client.stats.retries == 0
 
 
 async def test_key_from_param_env_or_empty_for_local_servers(fake_server, monkeypatch):

@@ -158,16 +158,21 @@ class AnthropicProvider(Provider):
                           or "api.anthropic.com")
 
     def check_sendable(self) -> None:
-        """A malformed key is bad input (`check_key`), found before the first call sent."""
+        """A malformed key (`check_key`) or none at all is bad input (exit 2), found before
+        the first call sent (a missing one failed the run at its first call, exit 3); a
+        fully cached run or a plan sends no key and needs none."""
         check_key(self.params, self.key_env, self.name)
+        if api_key(self.params, self.key_env, self.name) is None:
+            raise ValueError(self._no_key())
+
+    def _no_key(self) -> str:
+        return (f"{self.name}: no API key: set ${self.key_env} or pass api_key=... in the "
+                "judge spec")
 
     def _api_key(self) -> str:
         key = api_key(self.params, self.key_env, self.name)
         if key is None:
-            raise FatalProviderError(
-                f"{self.name}: no API key: set ${self.key_env} or pass api_key=... in the "
-                f"judge spec", kind="auth"
-            )
+            raise FatalProviderError(self._no_key(), kind="auth")
         if not self.params.get("api_key"):
             warn_cleartext(self.key_env, [self.base_url or os.environ.get("ANTHROPIC_BASE_URL")],
                            self.name)

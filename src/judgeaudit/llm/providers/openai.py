@@ -920,8 +920,23 @@ class OpenAIProvider(Provider):
         return redact_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
 
     def check_sendable(self) -> None:
-        """A malformed key is bad input (`check_key`), found before the first call sent."""
+        """A malformed key (`check_key`), or none where one is needed (no base_url, no
+        $OPENAI_BASE_URL), is bad input (exit 2), found before the first call sent: a missing
+        key failed the first call and with it the run (exit 3, "5 of the 6 calls not sent")
+        where a malformed one exited 2. A fully cached run or a plan sends no key and needs
+        none (the client runs this before the first call the cache does not answer)."""
         check_key(self.params, self.key_env, self.name)
+        if api_key(self.params, self.key_env, self.name) is None and not self._keyless():
+            raise ValueError(self._no_key())
+
+    def _keyless(self) -> bool:
+        """Whether the calls go to a server of the user's own (base_url or $OPENAI_BASE_URL):
+        local servers (vLLM, llama.cpp) accept any key, so none is needed."""
+        return bool(self.base_url or os.environ.get("OPENAI_BASE_URL"))
+
+    def _no_key(self) -> str:
+        return (f"{self.name}: no API key: set ${self.key_env}, or pass api_key=... in the "
+                "judge spec, or point base_url=... at a local OpenAI-compatible server")
 
     def _api_key(self) -> str:
         key = api_key(self.params, self.key_env, self.name)
@@ -930,12 +945,9 @@ class OpenAIProvider(Provider):
                 warn_cleartext(self.key_env,
                                self.base_urls or [os.environ.get("OPENAI_BASE_URL")], self.name)
             return key
-        if self.base_url or os.environ.get("OPENAI_BASE_URL"):
+        if self._keyless():
             return "EMPTY"  # local servers (vLLM, llama.cpp) accept any key
-        raise FatalProviderError(
-            f"{self.name}: no API key: set ${self.key_env}, or pass api_key=... in the judge "
-            f"spec, or point base_url=... at a local OpenAI-compatible server", kind="auth"
-        )
+        raise FatalProviderError(self._no_key(), kind="auth")
 
     async def prepare(self) -> None:
         """Import the SDK and build its client for this loop before the timed call (the
