@@ -92,7 +92,9 @@ def test_evaluate_sim_and_cache_stats(tmp_path, isolated_cache):
                 "judge", "data", "prompt_hash", "version"):
         assert key in doc, key
     assert doc["n"] == 30 and doc["calls"]["made"] == 60
-    assert set(doc["accuracy"]) == {"value", "ci95", "n", "method"}
+    # the estimate, and the pairs counted with an order that gave no verdict (8fd3ef9)
+    assert set(doc["accuracy"]) == {"value", "ci95", "n", "method", "n_no_verdict_failed",
+                                    "n_no_verdict_unreadable"}
     stats = runner.invoke(app, ["cache", "stats"])
     assert "60 entries" in stats.output and "sim:default" in stats.output
     cleared = runner.invoke(app, ["cache", "clear", "--provider", "sim", "--yes"])

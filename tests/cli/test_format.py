@@ -97,7 +97,7 @@ def test_the_audit_table_never_cuts_a_word_or_number_in_a_narrow_terminal():
     and number on one line, at 40, 60, 80 and a wide terminal alike."""
     whole = ["format_sensitivity", "refinement_aware", "self_preference", "verbosity",
              "position", "underpowered", "not_biased", "biased", "run_failed", "not_run",
-             "-0.48", "[-0.58, -0.38]", "1234", "2e-05", "0.001", "0.15", "0.90>0.70",
+             "-0.48", "[-0.58, -0.38]", "1234", "2.1e-05", "0.001", "0.15", "0.90>0.70",
              "unchecked", "(n=0)", "no label 2", "unparseable 17"]
     for width in (40, 60, 80, 200):
         text = _render(_audit_doc(), width)

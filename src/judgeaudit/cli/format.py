@@ -425,7 +425,7 @@ def _audit_cells(p: dict[str, Any]) -> dict[str, Any]:
         _flag_text(flag["value"], flag["threshold"], bool(flag["exceeds"])))
     return {"effect": _num(e["value"], "{:+.2f}"),
             "ci": "" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]",
-            "n": str(p["n"]), "q": p_text(p["q"], ".1g"), "mde": _num(p["mde"], "{:.2f}"),
+            "n": str(p["n"]), "q": p_text(p["q"], ".2g"), "mde": _num(p["mde"], "{:.2f}"),
             "verdict": v, "flag": ftxt,
             "left": [f"{k} {c}" for k, c in (p.get("dropped") or {}).items()]}
 
