@@ -386,7 +386,9 @@ def redact_url(url: str) -> str:
 
 class RedactingFilter(logging.Filter):
     """Redacts every record's message (and its formatted traceback) in place: `msg` becomes
-    the redacted full message and `args` None, so no handler can format the secret back in."""
+    the redacted full message and `args` None, so no handler can format the secret back in.
+    A traceback is replaced (`exc_text`) only when it holds a secret, so a handler's own
+    `formatException` still runs for every other record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -401,19 +403,26 @@ class RedactingFilter(logging.Filter):
         return True
 
     def _redact(self, record: logging.LogRecord, message: str) -> None:
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        # The traceback is checked as the stock formatter writes it, but kept on the record
+        # (`exc_text`) only when it held a secret: a set `exc_text` is what every handler's
+        # formatter writes instead of calling its own `formatException`, so setting it always
+        # changed how a program's handlers showed its exceptions once a Session opened.
+        trace = record.exc_text or ""
+        if record.exc_info and not trace:
+            trace = logging.Formatter().formatException(record.exc_info)
         # fields given with `extra=` a format string may show ("%(key)s")
         extras = {k: v for k, v in vars(record).items()
                   if k not in _RECORD_FIELDS and isinstance(v, str)}
-        texts = [message, record.exc_text or "", record.stack_info or "", *extras.values()]
+        texts = [message, trace, record.stack_info or "", *extras.values()]
         if not self._touches(texts):
             return
         for k, v in extras.items():
             setattr(record, k, self._clean(v))
         record.msg, record.args = self._clean(message), None
-        if record.exc_text:
-            record.exc_text = self._clean(record.exc_text)
+        if trace:
+            cleaned = self._clean(trace)
+            if cleaned != trace:
+                record.exc_text = cleaned
         if record.stack_info:
             record.stack_info = self._clean(record.stack_info)
 
