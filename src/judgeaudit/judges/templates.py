@@ -102,16 +102,40 @@ FIELD_HELP = {
 }
 # Text in braces shaped like a placeholder (sections sent as written are checked for these).
 _NAMED = re.compile(r"\{\s*([A-Za-z_]\w*)\s*\}")
-# A scale a score template names on a line about scores: "1 to 10", "0-10", "between 1 and
-# 10", "out of 10", "10-point", "7/10". Other numbers are not on such a line, not 0/1-based,
-# or count something ("in 1-2 sentences").
-_SCALE_LINE = re.compile(r"\b(?:scor\w*|scale|rat(?:e|ed|ing)|grade|points?|marks?)\b",
-                         re.IGNORECASE)
-_RANGE = re.compile(r"(?<![\d.])([01])\s*(?:to|-|\u2013|\u2014|\.\.|through|(?<=\s)and)\s*"
-                    r"(\d+)(?!\.?\d)(?!\s*(?:sentence|word|paragraph|line|bullet|example|item|"
-                    r"reason|step|token|character|minute|point\w*\s+(?:per|each)))", re.IGNORECASE)
-_OUT_OF = re.compile(r"\bout\s+of\s+(\d+)(?!\.?\d)|(?<![\d.])(\d+)[- ]point\b|"
-                     r"(?<![\d.])(?:\d+|\b[XN])\s*/\s*(\d+)(?!\.?\d)", re.IGNORECASE)
+# Phrases that state the scale a score template asks for; each needs a scale or score word
+# beside its numbers, so a banded rubric on 1..k ("1-2 = poor, 4-5 = good", "between 1 and
+# 2", "1 through 3"), a count ("3/4 of the sub-questions", "0-1 errors", "a 10-point plan",
+# "a 1-point difference") or "24/7" is not read as a scale. One is another scale than 1..k
+# when its top is above k or its bottom is 0 (`_other_scale`).
+_NUM = r"(?<![\d.])(\d+)(?!\.?\d)"
+_TO = r"\s*(?:to|-|\u2013|\u2014|\.\.|through)\s*"
+_SCORE_WORD = r"\b(?:scor(?:e|es|ed|ing)|rat(?:e|es|ed|ing|ings)|grade[sd]?|mark(?:s|ed)?)\b"
+# Up to three words between a score word and its numbers ("score the response from"), none
+# of which starts a condition ("score 2 if 9 out of 10 ..." is no scale).
+_GAP = (r"(?:\s*[:,]?\s+(?!(?:if|when|unless|where|while|for|and|or|but|whether)\b)"
+        r"[\w()'\u2019-]+){0,3}?")
+_SCALE_PHRASES = (
+    # "on a scale of 1 to 10", "scale from 0-5", "scale: 1-10"
+    ("range", re.compile(r"\bscale\s*(?:of|from|:)?\s*" + _NUM + _TO + _NUM, re.IGNORECASE)),
+    # "1-10 scale", "0 to 10 rating scale", "1-10 point scale"
+    ("range", re.compile(_NUM + _TO + _NUM + r"[- ](?:point\s+)?(?:\w+\s+)?scale\b",
+                         re.IGNORECASE)),
+    # "score it from 1 to 10", "scores range from 0 to 10", "rate the response 1-10"
+    ("range", re.compile(_SCORE_WORD + _GAP + r"\s*[:,]?\s+(?:from\s+)?" + _NUM + _TO + _NUM
+                         + r"(?!\s*(?:=|:|sentence|word|paragraph|line|bullet|example|item|"
+                         r"reason|step|token|character|minute|error|mistake|point\w*\s+(?:per|each)))",
+                         re.IGNORECASE)),
+    # "a score between 1 and 10" (a range inside 1..k is a band of it)
+    ("top", re.compile(_SCORE_WORD + _GAP + r"\s+between\s+" + _NUM + r"\s+and\s+" + _NUM,
+                       re.IGNORECASE)),
+    # "a score out of 10", "rate it 7 out of 10"
+    ("top", re.compile(_SCORE_WORD + _GAP + r"\s+out\s+of\s+" + _NUM, re.IGNORECASE)),
+    # "a score like 7/10", "score: X/10" (a score is not above its top: "24/7" is none)
+    ("ratio", re.compile(_SCORE_WORD + _GAP + r"\s*[:,]?\s*(?<![\d.])(\d+|\b[XN])\s*/\s*" + _NUM,
+                         re.IGNORECASE)),
+    # "a 10-point scale", "10 point rating scale" (not "a 10-point plan")
+    ("top", re.compile(_NUM + r"[- ]point\s+(?:\w+\s+)?(?:scale|rating)\b", re.IGNORECASE)),
+)
 
 
 def _names(fields: tuple[str, ...]) -> str:
@@ -143,17 +167,26 @@ def _mentions(text: str, label: str, fold: bool) -> bool:
     return re.search(pat, text, re.IGNORECASE if fold else 0) is not None
 
 
-def _other_scale(text: str, k: int) -> str | None:
-    """The first line about scores that names a scale other than 1..k, or None."""
+def _other_scale(text: str, k: int) -> tuple[str, str] | None:
+    """(the phrase, its line) of the first phrase stating a scale other than 1..k, or None.
+    A stated scale is another one when its top is above k or its bottom is 0; a range whose
+    top is at most k (and bottom 1 or more) is a band of 1..k, never another scale."""
     for line in text.splitlines():
-        if not _SCALE_LINE.search(line):
-            continue
-        for m in _RANGE.finditer(line):
-            if (int(m.group(1)), int(m.group(2))) != (1, k):
-                return line.strip()
-        for m in _OUT_OF.finditer(line):
-            if int(m.group(1) or m.group(2) or m.group(3)) != k:
-                return line.strip()
+        for kind, pat in _SCALE_PHRASES:
+            for m in pat.finditer(line):
+                nums = [g for g in m.groups() if g is not None]
+                if kind == "range":
+                    lo, hi = int(nums[-2]), int(nums[-1])
+                    other = hi > k or lo == 0
+                elif kind == "ratio":
+                    top = int(nums[-1])
+                    score = nums[-2]
+                    other = top > k and (not score.isdigit() or int(score) <= top)
+                else:
+                    lo_hi = [int(x) for x in nums]
+                    other = lo_hi[-1] > k
+                if other:
+                    return m.group(0).strip(), line.strip()
     return None
 
 
@@ -207,11 +240,16 @@ def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
                 "first). If the template asks for other labels (1/2, X/Y), declare them: a "
                 "line '### labels' followed by e.g. '1, 2'.")
     if kind == "pointwise":
-        line = _other_scale("\n".join((t.system, t.user, t.prefill)), scale)
-        if line is not None:
+        found = _other_scale("\n".join((t.system, t.user, t.prefill)), scale)
+        if found is not None:
+            phrase, line = found
             raise ValueError(
-                f"template {t.where!r} asks for scores on another scale than 1..{scale} "
-                f"({line!r}), but the judge reads scores on 1..{scale} only: an answer above "
-                f"{scale} would be refused as off the scale and one within it read as if on "
-                f"1..{scale}. Rewrite the template for the scale 1..{scale} ({{levels}} "
-                "lists the levels); a template cannot set another scale.")
+                f"template {t.where!r} asks for scores on another scale than 1..{scale}: "
+                f"{phrase!r} (in the line {line!r}), but the judge reads scores on "
+                f"1..{scale} only: an answer above {scale} would be refused as off the scale "
+                f"and one within it read as if on 1..{scale}. Rewrite the template for the "
+                f"scale 1..{scale} ({{levels}} lists the levels); a template cannot set "
+                "another scale. If that phrase does not set the scale the judge answers on, "
+                "reword it: the check reads only phrases such as 'on a scale of 1 to 10', "
+                "'1-10 scale', 'score it from 1 to 10', 'out of 10' or '7/10' after a score "
+                "word, 'a 10-point scale' and 'a score between 1 and 10'.")
