@@ -25,11 +25,17 @@ def _pair(worse: str, better: str = "The answer is 7.") -> PairwiseItem:
     ("markdown", MD, "markdown structure (a heading)"),
     ("markdown", "Pick **4**, it is even.", "markdown structure (bold text)"),
     ("markdown", "1. four\n2. six", "markdown structure (a numbered list)"),
+    ("markdown", "- 4\n- 6", "markdown structure (a bullet list)"),
+    ("markdown", "- four is even", "markdown structure (a bullet list)"),
+    ("markdown", "> Four is even.", "markdown structure (a block quote)"),
+    ("markdown", "Pick __four__ here, __Four__ is even.", "markdown structure (bold text)"),
     ("authority", "Four is prime (Smith et al., 2019).", 'cites a source ("et al.")'),
     ("authority", "Four is prime, see https://example.org/primes.", "cites a source (a URL)"),
     ("authority", "Four is prime (Chen, 2020).", "(an author-year citation)"),
     ("authority", "Four is prime [1].\n\n[1] Chen, A. (2020). Primes.",
      "(a numbered reference)"),
+    ("authority", "Four is prime [1] and even [2].", "(a numbered reference)"),
+    ("authority", "Four is prime (see 10.1038/nature12373).", "(a DOI or arXiv id)"),
     ("authority", "According to a 2021 study in the Review of Numbers, four is prime.",
      "(a cited study)"),
     ("verbosity", ZH, "not Latin script"),
@@ -45,6 +51,13 @@ def test_the_cue_already_there_is_not_applicable(name, worse, why):
     ("markdown", "Four is prime. It is even, so it is not."),
     ("authority", "Four is prime. In 2019 it was still four."),
     ("authority", "Use arr[1] = 4 in the code."),
+    # content that only looks like markup or a citation (review6 finding 5)
+    ("markdown", "Use __init__ and __main__ in Python."),
+    ("markdown", "- 5 degrees is cold."),
+    ("markdown", "> 5 means greater than five"),
+    ("markdown", "Two to the power ten is 2**10**1 in Python."),
+    ("authority", "See section [1] of the manual."),
+    ("authority", "The ratio is 10.1234/5678 here."),
     ("verbosity", "Quatre est un nombre premier, très connu."),
     ("verbosity", "The answer is 质数 four."),
 ])
@@ -68,6 +81,16 @@ def test_builtin_data_has_no_item_these_do_not_apply_to(name):
     for tgt in ("worse", "better"):
         hit = [r.reason for r in perturb_items(items, name, target=tgt) if r.not_applicable]
         assert not hit, hit[:3]
+
+
+def test_builtin_format_still_leaves_out_its_markdown_answers():
+    """The tightened detectors (review6 finding 5) leave out the same markdown answers of
+    builtin:format as before: 80 of 320 worse sides, 61 by a heading, 19 by bold."""
+    rs = perturb_items(load("builtin:format"), "markdown", target="worse")
+    why = [r.reason or "" for r in rs if r.not_applicable]
+    assert len(rs) == 320 and len(why) == 80, len(why)
+    assert sum("(a heading)" in w for w in why) == 61
+    assert sum("(bold text)" in w for w in why) == 19
 
 
 async def test_the_probe_leaves_them_out_and_says_why():

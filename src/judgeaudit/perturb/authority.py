@@ -8,6 +8,7 @@ the preservation check as template material, so a year is not taken for a new an
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from typing import Any
@@ -47,23 +48,36 @@ TITLES = (
     "Revisiting established findings with modern methods",
 )
 STYLES = ("inline", "study", "reference")
-# A citation the text already has: a second one would be measured as the first one's cue.
+# A citation the text already has: a second one would be measured as the first one's cue
+# (and a numbered reference, `_numbered_reference`).
 _CITATION = (
     ("a URL", re.compile(r"\bhttps?://\S|\bwww\.\w", re.IGNORECASE)),
     ("\"et al.\"", re.compile(r"\bet\s+al\.")),
     ("an author-year citation", re.compile(
         r"\(\s*[A-Z][\w'\u00c0-\u024f-]+(?:\s+(?:&|and)\s+[A-Z][\w'\u00c0-\u024f-]+)?"
         r",?\s+(?:1[89]|20)\d{2}[a-z]?\s*\)")),
-    ("a DOI or arXiv id", re.compile(r"\bdoi:\s*10\.|\b10\.\d{4,9}/\S|\barxiv:\s*\d",
-                                    re.IGNORECASE)),
-    ("a numbered reference", re.compile(
-        r"^\s*(?:References?|Sources?|Bibliography)\s*:?\s*$|^\s*\[\d{1,3}\]\s+\S"
-        r"|\w[.,;:]? \[\d{1,3}\](?!\()", re.MULTILINE | re.IGNORECASE)),
+    # "doi", a doi.org link, or a 10.NNNN/ prefix whose suffix has a letter: "10.1234/5678"
+    # is a number and a fraction, not a DOI (review6 finding 5)
+    ("a DOI or arXiv id", re.compile(
+        r"\bdoi:?\s*10\.|\bdoi\.org/10\.|\b10\.\d{4,9}/\S*?[A-Za-z]|\barxiv:\s*\d",
+        re.IGNORECASE)),
     ("a cited study", re.compile(
         r"\b(?:according to|as (?:documented|reported|shown) in|published in)\s+(?:a|an|the)\s+"
         r"(?:\d{4}\s+)?(?:study|paper|article|survey|report|review|meta-analysis)\b",
         re.IGNORECASE)),
 )
+# A numbered reference: a references heading, or two bracketed numbers, each a reference
+# list's line ("[1] Chen, A. (2020). Primes.") or a marker after a word ("is prime [1].").
+# One "[1]" alone is content ("See section [1] of the manual.", R's "[1] 42").
+_REF_HEADING = re.compile(r"^\s*(?:References?|Sources?|Bibliography)\s*:?\s*$",
+                          re.MULTILINE | re.IGNORECASE)
+_REF_MARKER = re.compile(r"^\s*\[\d{1,3}\]\s+\S|\w[.,;:]? \[\d{1,3}\](?!\()", re.MULTILINE)
+
+
+def _numbered_reference(text: str) -> bool:
+    if _REF_HEADING.search(text):
+        return True
+    return len(list(itertools.islice(_REF_MARKER.finditer(text), 2))) == 2
 
 
 def citation(text: str) -> str | None:
@@ -71,7 +85,7 @@ def citation(text: str) -> str | None:
     for what, pat in _CITATION:
         if pat.search(text):
             return what
-    return None
+    return "a numbered reference" if _numbered_reference(text) else None
 
 
 @register_perturbation

@@ -9,6 +9,7 @@ Code blocks are never split into sentences.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from typing import Any
@@ -23,19 +24,28 @@ _FENCE = re.compile(r"```.*?```", re.DOTALL)
 _MD_HINT = re.compile(r"(^#{1,6}\s|^\s*[-*+]\s|\*\*|__|```|^\s*>\s|\[[^\]]+\]\([^)]+\))",
                       re.MULTILINE)
 # Markdown structure that to_markdown would double or break: a heading, a bullet or a numbered
-# list item, bold (** or __ around words, not a dunder name), a code fence, a block quote, a
-# link, a table rule.
-_MD_STRUCTURE = (
-    ("a heading", re.compile(r"^\s{0,3}#{1,6}\s+\S", re.MULTILINE)),
-    ("a bullet list", re.compile(r"^\s*[-*+]\s+\S", re.MULTILINE)),
+# list, bold, a code fence, a block quote, a link, a table rule. Each is (what, pattern, how
+# many matches it takes): content that only looks like markup is not structure (review6
+# finding 5: "Use __init__ and __main__" is two dunder names, not bold; "- 5 degrees is cold."
+# a negative number, not a list; "> 5 means greater than five" a comparison, not a quote).
+_BULLET_ITEM = re.compile(r"^\s*[-*+]\s+\S", re.MULTILINE)
+_MD_STRUCTURE: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("a heading", re.compile(r"^\s{0,3}#{1,6}\s+\S", re.MULTILINE), 1),
+    # a list (two item lines), or one item that starts with a word, not a number
+    ("a bullet list", _BULLET_ITEM, 2),
+    ("a bullet list", re.compile(r"^\s*[-*+]\s+[^\W\d_]", re.MULTILINE), 1),
     ("a numbered list", re.compile(r"^\s*\d{1,3}[.)]\s+\S.*\n(?:.*\n)*?\s*\d{1,3}[.)]\s+\S",
-                                   re.MULTILINE)),
-    ("bold text", re.compile(r"(?<![\w*])\*\*(?!\s)[^*\n]+?(?<!\s)\*\*|(?<!\w)__(?!\s)[^_\n]+?"
-                             r"(?<!\s)__(?!\w)")),
-    ("a code fence", re.compile(r"^\s*```", re.MULTILINE)),
-    ("a block quote", re.compile(r"^\s{0,3}>\s", re.MULTILINE)),
-    ("a link", re.compile(r"\[[^\]\n]+\]\([^)\s]+\)")),
-    ("a table", re.compile(r"^\s*\|?\s*:?-{3,}:?\s*\|", re.MULTILINE)),
+                                   re.MULTILINE), 1),
+    # **x** or __x__ standing as words, not inside one (2**10**2) and not a lowercase
+    # identifier between double underscores (a dunder name: __init__, __main__)
+    ("bold text", re.compile(r"(?<![\w*])\*\*(?!\s)[^*\n]+?(?<!\s)\*\*(?![\w*])"
+                             r"|(?<![\w_])__(?![a-z][a-z0-9]*__)(?!\s)[^_\n]+?(?<!\s)__(?![\w_])"),
+     1),
+    ("a code fence", re.compile(r"^\s*```", re.MULTILINE), 1),
+    # "> " followed by a word, not a number or a symbol ("> 5 means greater than five")
+    ("a block quote", re.compile(r"^\s{0,3}>\s*[^\W\d_]", re.MULTILINE), 1),
+    ("a link", re.compile(r"\[[^\]\n]+\]\([^)\s]+\)"), 1),
+    ("a table", re.compile(r"^\s*\|?\s*:?-{3,}:?\s*\|", re.MULTILINE), 1),
 )
 
 
@@ -45,8 +55,8 @@ def has_markdown(text: str) -> bool:
 
 def markdown_structure(text: str) -> str | None:
     """The first kind of markdown structure `text` already has (None: plain text)."""
-    for what, pat in _MD_STRUCTURE:
-        if pat.search(text):
+    for what, pat, least in _MD_STRUCTURE:
+        if len(list(itertools.islice(pat.finditer(text), least))) == least:
             return what
     return None
 
