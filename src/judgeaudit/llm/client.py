@@ -702,11 +702,16 @@ class Client:
     def _keep_refusal(self, key: str, exc: BaseException) -> None:
         """Keep a live call the server refused for its own prompt (over the model's context:
         `KEPT_REFUSALS`) in the cache's refusals, as ingest keeps a plan's: a re-run of
-        evaluate or audit sent every such prompt again and got the same 400 each time."""
+        evaluate or audit sent every such prompt again and got the same 400 each time. Only
+        a refusal its provider marks `keep_refusal` (openai/anthropic's `ContextRefusal`: a
+        remote model's context, a property of the request and the cache key): an embedded
+        backend's length check depends on its ctx, kept out of the key, and a 413 on a
+        proxy's body-size limit, so a kept one outlived its cause (raising ctx did nothing)."""
         from judgeaudit.llm.plan import KEPT_REFUSALS
 
         if (self.cache is None or not isinstance(exc, CallFailed) or exc.fatal
-                or exc.kind not in KEPT_REFUSALS):
+                or exc.kind not in KEPT_REFUSALS
+                or not getattr(exc.__cause__, "keep_refusal", False)):
             return
         put = getattr(self.cache, "put_refusals", None)
         if put is not None:

@@ -539,6 +539,32 @@ def server_code(exc: Any) -> str:
     return " ".join(str(err[k]) for k in ("code", "type") if isinstance(err.get(k), str))
 
 
+class ContextRefusal(RequestRejected):
+    """A prompt over a remote model's context (HTTP 400/422 context_length_exceeded and its
+    kin): a property of the request and of the model the cache keys it by, so the client keeps
+    it in the cache's refusals (`keep_refusal`, `Client._keep_refusal`) and a re-run does not
+    send it again. Other refusals stay plain `RequestRejected`s and are sent again by a
+    re-run: a 413 (a body-size limit of the server or a proxy in front of it, not the model's)
+    and llama.cpp's server's 'exceeds the available context size' (its --ctx-size, a runtime
+    setting the cache key does not hold), as the embedded backends' length check."""
+
+    keep_refusal: ClassVar[bool] = True
+
+
+# llama.cpp's server refusing a prompt over the context it was started with (--ctx-size per
+# slot), which the user can raise: not the model's context (`ContextRefusal`)
+_SERVER_CONTEXT = re.compile(r"exceed_context_size|available context size", re.IGNORECASE)
+
+
+def rejected(text: str, kind: str, status: int | None, message: str) -> RequestRejected:
+    """The per-request refusal (`PER_REQUEST_KINDS`) of an HTTP answer (`status`, the
+    server's code and `message`): a `ContextRefusal`, kept in the cache, only for a prompt
+    over the model's own context; else a `RequestRejected`, sent again by a re-run."""
+    if kind == "too_long" and status != 413 and not _SERVER_CONTEXT.search(message):
+        return ContextRefusal(text, kind=kind)
+    return RequestRejected(text, kind=kind)
+
+
 def map_sdk_error(
     exc: Exception,
     sdk: Any,
@@ -599,8 +625,11 @@ def map_sdk_error(
         if kind in PER_REQUEST_KINDS:
             why = {"too_long": "the prompt is too long for the model",
                    "refused": "the server's content filter refused this prompt"}[kind]
-            return RequestRejected(f"{provider}: HTTP {status} from {where}: {why}: {detail}",
-                                   kind=kind)
+            if status == 413:
+                why += (" (HTTP 413: over a body-size limit of the server or a proxy in front "
+                        "of it; not kept in the cache, a re-run sends it again)")
+            return rejected(f"{provider}: HTTP {status} from {where}: {why}: {detail}", kind,
+                            status, f"{server_code(exc)} {server_message(exc)}")
         if 300 <= status < 400:
             resp = getattr(exc, "response", None)
             to = redact_url(str(getattr(resp, "headers", {}).get("location") or ""))
@@ -1252,7 +1281,7 @@ class OpenAIProvider(Provider):
         code = f" (code {status})" if status else ""
         text = f"{self.name}: {where} answered 200 with an error{code}: {message[:300]}"
         if kind in PER_REQUEST_KINDS:
-            return RequestRejected(text, kind=kind)
+            return rejected(text, kind, status, message)
         if retryable:
             return ProviderError(text, retryable=True, kind=kind)
         return FatalProviderError(text, kind=kind)
