@@ -91,7 +91,8 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
             "completion_tokens_max": planner.max_completion,
             "cost_usd_estimate": planner.cost_usd or None,
             "unpriced": sorted(planner.unpriced),
-            "simulated": dict(getattr(planner, "simulated", {}))}))
+            "simulated": dict(getattr(planner, "simulated", {})),
+            "exit_code": 0}))  # finish_plan exits 0; every --json says its code (4465670)
     if stopped is not None:
         what = first_line(str(stopped)) if str(stopped) else type(stopped).__name__
         console.print(Text(f"the command stopped without answers ({escaped(what)}); that is "

@@ -63,8 +63,8 @@ def selfcheck(json_out: JsonOpt = False) -> None:
     console.print(f"{len(report.checks) - n_bad} of {len(report.checks)} checks passed in "
                   f"{report.seconds:.1f} s" + ("" if report.ok else f"; {n_bad} FAILED"),
                   markup=False, highlight=False)
-    if json_out:
-        typer.echo(json_line(report.as_dict()))
+    if json_out:  # with the exit code it gives, as every other --json (4465670)
+        typer.echo(json_line({**report.as_dict(), "exit_code": 0 if report.ok else 1}))
     if not report.ok:
         raise typer.Exit(1)
 
