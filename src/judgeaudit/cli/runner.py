@@ -71,6 +71,7 @@ def check_out_dir(out: Path) -> Path:
 
 def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
     from judgeaudit.llm import Cache
+    from judgeaudit.llm.cache import default_cache_path
 
     if no_cache:
         return None
@@ -82,7 +83,11 @@ def open_cache(cache: Path | None, no_cache: bool):  # -> Cache | None
         env = os.environ.get("JUDGEAUDIT_CACHE")  # named where it came from, not "default"
         where = f"--cache {cache}" if cache else (
             f"$JUDGEAUDIT_CACHE {env}" if env else "the default cache")
-        raise fail(f"{where}: {exc}{hint}") from None
+        msg = str(exc)
+        own = f"cache {Path(cache) if cache else default_cache_path()}: "
+        if msg.startswith(own):  # the cache names its file too: once is enough
+            msg = msg[len(own):]
+        raise fail(f"{where}: {msg}{hint}") from None
 
 
 @contextmanager
