@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import math
@@ -848,15 +849,77 @@ def _quoted_spans(line: str) -> list[tuple[int, int]]:
     quote that is the whole line ('"The better response is Response A"', as the template
     words its request) is the judge's own line, not a quote of something else."""
     spans: list[tuple[int, int]] = []
+    # where the line's text starts and ends inside its edge markup: found once, not sliced
+    # per quote (a line of many quotes stays linear)
+    first = len(line) - len(line.lstrip(_EDGE))
+    last = len(line.rstrip(_EDGE))
     for open_q, close_q in _QUOTE_PAIRS:
         at = 0
         while (start := line.find(open_q, at)) >= 0:
             end = line.find(close_q, start + 1)
             end = len(line) if end < 0 else end + 1
-            if line[:start].strip(_EDGE) or line[end:].strip(_EDGE):
+            if first < start or end < last:
                 spans.append((start, end))
             at = end
     return spans
+
+
+# A lead-in that concludes, before the template's own line quoted in full ('Final answer:
+# "The better response is Response A"', '**Final Answer:** "..."', 'So my conclusion is
+# “...”', "Therefore, '...'."): the judge copies the quotes the template's request
+# puts around its line. Reporting what a response says ('Response B restates: "..."',
+# 'Note: Response B ends with "..."') is no such lead-in and stays a quote.
+_CONCLUDING_LEAD = re.compile(
+    r"(?:(?:so|thus|therefore|hence|overall|ultimately|finally|in\s+conclusion|in\s+summary|"
+    r"to\s+conclude|to\s+summari[sz]e|all\s+in\s+all|in\s+the\s+end)(?:[\s*_]*,)?\s*)?"
+    r"(?:(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:verdict|answer|conclusion|choice|"
+    r"decision|judge?ment)[\s*_]*(?::|=|\s+is|\s+would\s+be|\s+will\s+be)?)?",
+    re.IGNORECASE)
+# The marks a judge puts around the line it copies: double, curly and single quotes.
+_COPY_QUOTES = (('"', '"'), ("\u201c", "\u201d"), ("'", "'"), ("\u2018", "\u2019"))
+
+
+def _concluding_quote(line: str, compiled: re.Pattern[str]) -> int | None:
+    """Where the template's own line starts in `line` when the line is a concluding lead-in
+    (`_CONCLUDING_LEAD`, not empty) and that line, all of it, in quotes, with only edge
+    markup after the closing quote; None otherwise. Linear: the lead-in is matched once."""
+    body = line.strip(_EDGE)
+    for open_q, close_q in _COPY_QUOTES:
+        at = body.find(open_q)
+        if at <= 0 or not body.endswith(close_q) or len(body) - 1 <= at:
+            continue
+        lead = body[:at].strip(" \t*_#-")
+        lead_m = _CONCLUDING_LEAD.fullmatch(lead)
+        if not lead or lead_m is None:
+            continue
+        inner = body[at + 1:-1].strip(" \t*_")
+        m = compiled.match(inner)
+        if m is None or m.end() < len(inner.rstrip(".!")) or open_q in inner \
+                or (close_q != open_q and close_q in inner):
+            continue
+        raw = body[at + 1:-1]
+        return (len(line) - len(line.lstrip(_EDGE))) + at + 1 \
+            + len(raw) - len(raw.lstrip(" \t*_"))
+    return None
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` sorted and joined where they overlap: disjoint, so a bisect finds the one
+    covering an index and many quoted spans on one line stay linear."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+def _covered(merged: list[tuple[int, int]], starts: list[int], i: int) -> bool:
+    """True when index `i` is inside one of the disjoint sorted spans `merged`."""
+    k = bisect.bisect_right(starts, i) - 1
+    return k >= 0 and i < merged[k][1]
 
 
 def _norm_line(line: str) -> str:
@@ -895,25 +958,46 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
 
     found: list[tuple[int, str, bool]] = []  # (position, choice / "tie" / "?", marked)
     compiled = re.compile(pattern, re.MULTILINE)
+    lines = text.split("\n")
+    fence_lines = [i for i, ln in enumerate(lines) if _FENCE_LINE.match(ln)]
+    # a fence opened and never closed (an odd number of ``` lines) hides nothing: its last
+    # opening is a stray mark, and the verdict after it is still the judge's own line
+    stray = fence_lines[-1] if len(fence_lines) % 2 else -1
     at, fenced = 0, False
-    for line in text.split("\n"):
+    for number, line in enumerate(lines):
         start, at = at, at + len(line) + 1
         if _FENCE_LINE.match(line):
-            fenced = not fenced
+            fenced = fenced if number == stray else not fenced
             continue
         if fenced or line.lstrip().startswith(">") or (echoes and _norm_line(line) in echoes):
             continue
         spans = _quoted_spans(line)
+        merged = _merged(spans)
+        starts = [a for a, _ in merged]
+        lead_end = len(line) - len(line.lstrip(_EDGE))  # first character that is not markup
+        own = _concluding_quote(line, compiled)
 
-        def quoted(i: int, spans: list[tuple[int, int]] = spans, line: str = line) -> bool:
-            return any(a <= i < b for a, b in spans) or (
-                i > 0 and line[i - 1] in _QUOTE_BEFORE and bool(line[:i - 1].strip(_EDGE)))
+        def quoted(i: int, merged: list[tuple[int, int]] = merged, starts: list[int] = starts,
+                   line: str = line, lead_end: int = lead_end, own: int | None = own) -> bool:
+            if i == own:
+                return False
+            return _covered(merged, starts, i) or (
+                i > 0 and line[i - 1] in _QUOTE_BEFORE and lead_end < i - 1)
 
         taken: list[tuple[int, int]] = []
         for m in compiled.finditer(line):
             if m.end() > m.start() and not quoted(m.start()):
                 found.append((start + m.start(), name(m.group(1)), True))
                 taken.append((m.start(), m.end()))
+        if not taken and ("**" in line or "__" in line):
+            # the template's line with its label in bold ("The better response is
+            # **Response A**"): read when that line, unbolded, is the whole line
+            plain = line.replace("**", "").replace("__", "")
+            m = compiled.search(plain)
+            if m is not None and not plain[:m.start()].strip(_EDGE) \
+                    and not _quoted_spans(plain):
+                found.append((start, name(m.group(1)), True))
+                taken.append((0, len(line)))
         for m in _BRACKETED.finditer(line):
             if not quoted(m.start()) and _MARKER_TOKEN.fullmatch(m.group(1).strip()):
                 found.append((start + m.start(), name(fold(m.group(1).strip())), True))
@@ -925,10 +1009,11 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
             if got is not None and not _turned(value):
                 found.append((start + label_at.end(), name(got), True))
                 taken.append((0, len(line)))
-        blank = list(line)
-        for a, b in spans + taken:
-            blank[a:b] = " " * (b - a)
-        open_line = "".join(blank)
+        pieces, done = [], 0
+        for a, b in _merged(spans + taken):
+            pieces += [line[done:a], " " * (b - a)]
+            done = b
+        open_line = "".join([*pieces, line[done:]])
         if _CORE_AT.search(open_line) is None and _SENTENCE.match(open_line.strip()) is None \
                 and not _TIE_WORD.search(open_line):
             continue
