@@ -936,8 +936,12 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
     ("Final verdict: A", "Decision: B"; not "Answer:", "Output:", `_FINAL_LABEL`) (all three
     *marked*), and a plain verdict sentence ("Response B is better.",
     "Therefore, Output (a) is better.", "I choose B"). None of them counts inside quotes
-    (double, curly or back quotes, "> " lines, ``` fences) or on a line that is a line of
-    a response the judge was shown (`shown`: an echo of the item's text). The answer reads
+    (double, curly or back quotes, "> " lines, ``` fences; a last ``` never closed opens
+    nothing) or on a line that is a line of a response the judge was shown (`shown`: an echo
+    of the item's text). The template's line quoted in full after a concluding lead-in
+    ('Final answer: "The better response is Response A"', `_concluding_quote`) is the
+    judge's own, as is that line with bold inside it; a quote reporting what a response
+    says ('Response B restates: "..."') is not. The answer reads
     as the last marked one when everything after it agrees with it ("The better response is
     Response B\\nFinal verdict: [[A]]" reads A); None when nothing is marked, when a plain
     sentence after it disagrees (a closing tie, "Therefore, both are equally good.", too),
