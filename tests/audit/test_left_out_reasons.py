@@ -66,7 +66,8 @@ def test_a_failed_call_and_an_unreadable_answer_are_left_out_under_their_own_rea
     assert "invalid_verdict" not in doc["drop_reasons"]
     assert doc["drop_reasons"]["call_failed"] == DROP_REASONS["call_failed"]
     text = " ".join(res.output.split())
-    assert "left out (distinct items, by reason): call_failed 1, unparseable 2" in text
+    assert ("left out (distinct items, by reason; an item left out by two probes for two "
+            "reasons counts under each): call_failed 1, unparseable 2") in text
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "call failed" in html and "unparseable" in html
     assert DROP_REASONS["unparseable"] in html

@@ -300,8 +300,11 @@ def _no_verdict_text(est: dict[str, Any], rule: str | None) -> str:
         return ""
     what = [f"{failed} with a failed or refused call" if failed else "",
             f"{unreadable} with an unreadable answer" if unreadable else ""]
-    how = ("pairs with no verdict in any order, as a disagreement (FastChat's 'error' vote)"
-           if rule == "mtbench" else "pairs with an order without a verdict, that order as wrong")
+    how = {"mtbench": "pairs with no verdict in any order, as a disagreement (FastChat's "
+                      "'error' vote)",
+           "sum": "pairs with an order without a verdict, that order scoring 0 (neither right "
+                  "nor wrong)"}.get(rule or "mean",
+                                   "pairs with an order without a verdict, that order as wrong")
     return (f"accuracy ({rule or 'mean'} rule) counts {failed + unreadable} of {est.get('n')} "
             f"{how}: {' and '.join(w for w in what if w)}")
 

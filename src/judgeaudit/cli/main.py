@@ -308,8 +308,11 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
             if note.startswith("the budget"):
                 console.print(f"note: {note}", highlight=False, markup=False)
     if res.get("dropped"):
-        console.print("left out (distinct items, by reason): " + ", ".join(
-            f"{k} {v}" for k, v in res["dropped"].items()))
+        # distinct items per reason: an item one probe left out for one reason and another
+        # for another counts under both, so the counts need not add up to the items left out
+        console.print("left out (distinct items, by reason; an item left out by two probes "
+                      "for two reasons counts under each): " + ", ".join(
+                          f"{k} {v}" for k, v in res["dropped"].items()))
     if tvp := text_vs_probs_line((res.get("baseline") or {}).get("text_vs_probs"),
                                  " (unperturbed verdicts)"):
         console.print(tvp, highlight=False)

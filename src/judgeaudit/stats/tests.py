@@ -41,7 +41,12 @@ def p_text(p: float | None, spec: str = ".2g") -> str:
         return "n/a"
     if p <= P_FLOOR:
         return f"< {P_FLOOR:.0e}"
-    return format(p, spec)
+    shown = format(p, spec)
+    for digits in (3, 4, 5, 6):  # rounded onto the usual alpha: more digits say which side
+        if p == 0.05 or float(shown) != 0.05:
+            break
+        shown = format(p, f".{digits}g")
+    return shown
 
 
 def normal_p(z: float) -> float:
