@@ -133,7 +133,8 @@ def assess(
         reasons.append(f"{failed} of {asked} calls failed")
     if answers and unreadable / answers > max_failed:
         first_bad = calls.get("first_unreadable")
-        reasons.append(f"{unreadable} of {answers} answers could not be read as a verdict "
+        reading = "a score" if what == "scores" else "a verdict"  # a scorer gives no verdict
+        reasons.append(f"{unreadable} of {answers} answers could not be read as {reading} "
                        f"(more than --max-failed {max_failed:g}"
                        + (f"; the first: {first_bad})" if first_bad else ")"))
     if n_valid < min_valid:

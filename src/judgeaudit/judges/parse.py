@@ -947,7 +947,8 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
     sentence after it disagrees (a closing tie, "Therefore, both are equally good.", too),
     or when it names no label ("[[C]]", "Final verdict: tie": the template asks for one of
     `labels`). "tie" where the template defines tie labels (`tie_labels`, "C") and the last
-    marked verdict names one."""
+    marked verdict names one. An answer that is one label and nothing else ("A", the content
+    after a provider's separate reasoning_content) reads as that label."""
     text = _strip_eos(strip_reasoning(_strip_eos(text or "")))
     if not text.strip():
         return None
@@ -959,6 +960,12 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
         """A label as read: itself, "tie" for a tie label, "?" for anything else."""
         return label if label in labels else ("tie" if label in ties or label == "tie"
                                               else "?")
+
+    bare = text.strip()
+    if bare in labels + ties:
+        # the whole answer is one label ("A" after the provider's separate reasoning_content):
+        # nothing else is there to quote, echo or contradict it
+        return name(bare)
 
     found: list[tuple[int, str, bool]] = []  # (position, choice / "tie" / "?", marked)
     compiled = re.compile(pattern, re.MULTILINE)
@@ -1139,6 +1146,44 @@ _LATER_SCORE = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict)[\s*_]*"
                           re.IGNORECASE)
 
 
+# A reasoning judge's closing score, on a line of its own after its reasoning: "Score: 4",
+# "**Score: 4**", "**Final score:** 4", "Final answer: Score: 4", "So, my rating is 4/5."
+# Only a score's own label (score, rating, grade) reads; a lead-in ("Final answer:",
+# "Therefore,") may come before it, edge markup around it. Nothing else on the line: "Score: 4
+# because ..." and "Response B scores 3 steps" are no closing score.
+_END_LABEL = (
+    r"^[\s*_]*(?:(?:so|thus|therefore|hence|overall|finally|in\s+conclusion|in\s+summary)"
+    r"[\s*_]*,?[\s*_]*)?(?:(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:answer|verdict|"
+    r"evaluation|assessment|conclusion)[\s*_]*:[\s*_]*)?(?:(?:my|the)\s+)?(?:final\s+|"
+    r"overall\s+)?(?:score|rating|grade)[\s*_]*(?::|=|\s+is)[\s*_]*+")
+_END_SCORE = re.compile(_END_LABEL + _SCORE_VALUE, re.IGNORECASE)
+# A labelled score with more on its line ("Score: 3 because it is terse"): never read, but an
+# earlier such number that differs from the closing score makes the answer no score.
+_END_SCORE_LOOSE = re.compile(_END_LABEL + r"\[*+\s*+(\d+(?:\.\d+)?)(?![\d.]*[A-Za-z])",
+                              re.IGNORECASE)
+
+
+def _end_score(text: str) -> tuple[str, str | None] | None:
+    """The (token, top) of the last line that is a closing score (`_END_SCORE`), or None.
+    Lines in ``` fences, "> " quotes and lines that open with a quote mark are quotes of
+    something else, never the judge's score."""
+    got: tuple[str, str | None] | None = None
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+            continue
+        body = line.strip().lstrip("#").lstrip()
+        if body.startswith("- "):
+            body = body[2:]
+        if fenced or not body or body[0] in "\"'\u201c\u2018`>":
+            continue
+        m = _END_SCORE.match(body)
+        if m is not None:
+            got = ((m.group("b") or m.group("p")).lower(), m.group("top"))
+    return got
+
+
 def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
     """Map a score answer to 1..len(ids) by its id (ids[k-1] means score k), or None.
 
@@ -1165,7 +1210,8 @@ def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> 
     return _read_answer(text, _SCORE_KEYS, lambda v: _parse_plain_score(v, ids))
 
 
-def _score_tokens(text: str) -> list[tuple[str, str | None]]:
+def _score_tokens(text: str, ids: tuple[str, ...] | None = None
+                  ) -> list[tuple[str, str | None]]:
     """Every (token, top) an answer in plain text gives by the rules of `parse_score`, not yet
     mapped to the scale: its first line (with a label, the label's next line, a sentence)
     and a benchmark marker anywhere. Empty when none reads."""
@@ -1180,16 +1226,30 @@ def _score_tokens(text: str) -> list[tuple[str, str | None]]:
     first = body.splitlines()[0] if body.strip() else ""
     m = _SCORE_RE.match(first) or _SCORE_SENTENCE.match(first)
     if m is not None:
-        got.append(((m.group("b") or m.group("p")).lower(), m.group("top")))
+        token = (m.group("b") or m.group("p")).lower()
+        # a heading word opening a reasoning answer ("Analysis", "**Evaluation**") is no
+        # score of the scale `ids`: not read, so the answer's end can be
+        if ids is None or not token.isalpha() or token in {i.lower() for i in ids}:
+            got.append((token, m.group("top")))
     bench = _BENCH_SCORE.search(text)
     if bench is not None:
         got.append(((bench.group(1) or bench.group(2)).lower(), None))
+    first_line = 1
+    if not got and (end := _end_score(text)) is not None:
+        # a reasoning judge's answer: its opening is reasoning, its last labelled line the
+        # score; every labelled score before it, the first line's too, must agree
+        got.append(end)
+        first_line = 0
+        for line in text.splitlines():
+            loose = _END_SCORE_LOOSE.match(line.strip().lstrip("#-").lstrip())
+            if loose is not None and loose.group(1) != end[0]:
+                got.append((loose.group(1), None))
     if got:
         # Every other score the answer marks must agree with the one read: each "[[N]]" and
         # each later line that is a labelled score ("Rating: [[4]]\nRating: [[2]]" is none).
         got += [(m.group(1) or m.group(2), None) for m in _MARKERS.finditer(text)]
         lines = text.strip().splitlines()
-        for i, line in enumerate(lines[1:], start=1):
+        for i, line in enumerate(lines[first_line:], start=first_line):
             value = _LATER_SCORE.match(line) or _SCORE_SENTENCE.match(line.strip())
             if value is None and _LABEL_ALONE.match(line) and i + 1 < len(lines):
                 value = _SCORE_RE.match(lines[i + 1])  # "Rating:\n2"
@@ -1218,7 +1278,7 @@ def _parse_plain_score(text: str, ids: tuple[str, ...]) -> float | None:
     gives, None when none reads or two disagree."""
     if not text or not text.strip():
         return None
-    got = [_on_scale(t, top, ids) for t, top in _score_tokens(text)]
+    got = [_on_scale(t, top, ids) for t, top in _score_tokens(text, ids)]
     if not got or any(g is None for g in got) or any(g != got[0] for g in got):
         return None
     return got[0]
@@ -1233,7 +1293,7 @@ def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
     text = _strip_eos(strip_reasoning(_strip_eos(text or "")))
     if not text.strip() or parse_score(text, ids) is not None:
         return None
-    tokens = _score_tokens(text)
+    tokens = _score_tokens(text, ids)
     if len(tokens) != 1:
         return None
     token, top = tokens[0]
@@ -1292,6 +1352,25 @@ def call_failure(exc: CallFailed) -> str:
     return "call_failed"
 
 
+def _cot_hint(request: Request, text: str | None) -> str:
+    """A hint for an unreadable pairwise answer under a template that asks for a bare label
+    (its request has `choices`) when the answer reasons and ends on the reasoning template's
+    line ("... The better response is Response B"): pairwise_cot_v1 reads such answers, the
+    bare-label template never does, and its verdict watch stopped runs of them (22 of 22
+    unreadable). "" otherwise."""
+    if (request.meta or {}).get("task") != "pairwise" or tuple(request.choices) != ("A", "B"):
+        return ""
+    from judgeaudit.judges.templates import load_template  # templates are data: load late
+
+    body = _strip_eos(strip_reasoning(_strip_eos(text or ""))).strip()
+    pattern = load_template("pairwise_cot_v1").final_pattern or ""
+    label = parse_final(body, pattern) if "\n" in body else None
+    if label not in ("A", "B"):
+        return ""
+    return (f' (it reasons, then ends "The better response is Response {label}": '
+            "try template=pairwise_cot_v1)")
+
+
 def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed,
                     valid: bool, why: str | None = None) -> None:
     """Tell the client's cache that `request`'s answer gave no verdict, so `judgeaudit cache
@@ -1300,9 +1379,12 @@ def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed
     if isinstance(out, CallFailed):
         return
     reason = invalid_reason(out, valid, why)
+    if reason is not None and not out.invalid:
+        reason += _cot_hint(request, out.text)
     # a judge answering garbage stops being paid; the request names the answer, so one
-    # read by several probes counts once
-    client.note_verdict(out, reason, request=request)
+    # read by several probes counts once; a score judge's answers are read as scores
+    reading = "scores" if (request.meta or {}).get("task") == "pointwise" else "verdicts"
+    client.note_verdict(out, reason, reading=reading, request=request)
     if reason is not None:
         client.mark_invalid(request, reason)
 
