@@ -149,7 +149,8 @@ def _pair_case():
             if w == "x":
                 ovs.append(OrderVerdict(order, "Both are fine", None, None))
             elif w == "f":
-                ovs.append(OrderVerdict(order, "", None, None, error="timeout after 3 retries"))
+                ovs.append(OrderVerdict(order, "", None, None, error="timeout after 3 retries",
+                                            failed="call_failed"))
             else:
                 ovs.append(OrderVerdict(order, str(w), "tie" if w == 0 else "A", w))
         verdicts.append(PairwiseVerdict(key, ovs))
@@ -364,7 +365,8 @@ def _point_case():
     for k, r in enumerate(raw):
         sid = int(r) if r in {"1", "2", "3", "4", "5"} else None
         verdicts.append(ScoreVerdict(f"p{k}", r, sid))
-    verdicts[9] = ScoreVerdict("p9", "", None, error="timeout after 3 retries")
+    verdicts[9] = ScoreVerdict("p9", "", None, error="timeout after 3 retries",
+                               failed="call_failed")
     return items, verdicts
 
 

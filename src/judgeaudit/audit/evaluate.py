@@ -64,6 +64,7 @@ import numpy as np
 from judgeaudit.audit.metrics import estimate, text_vs_probs
 from judgeaudit.data.schema import PairwiseItem, PointwiseItem
 from judgeaudit.judges.pairwise import OrderVerdict, PairwiseVerdict
+from judgeaudit.llm.base import EMPTY_ANSWER
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.stats import cohen_kappa, kappa_ci, mean_ci
 from judgeaudit.stats.correlation import (
@@ -335,11 +336,23 @@ def no_verdict_counted(pairs: Sequence[tuple[PairwiseItem, PairwiseVerdict]]
     one) and gives that order no credit (wrong; sum: 0 points): how many counted pairs had
     such an order, split
     into a failed or refused call (no answer) and an unreadable answer, so a number built on
-    refusals says so."""
-    failed = sum(any(o.error is not None for o in v.orders) for _, v in pairs)
-    unreadable = sum(not any(o.error is not None for o in v.orders)
+    refusals says so. An answer (cut, empty, unreadable) is no failed call: its `error` says
+    why it gave no verdict, `failed` is None."""
+    failed = sum(any(o.failed is not None for o in v.orders) for _, v in pairs)
+    unreadable = sum(not any(o.failed is not None for o in v.orders)
                      and any(not o.valid for o in v.orders) for _, v in pairs)
     return {"n_no_verdict_failed": failed, "n_no_verdict_unreadable": unreadable}
+
+
+def no_verdict_kinds(verdicts: Sequence[Any]) -> dict[str, int]:
+    """Of the answers that gave no verdict (`verdicts`: order or score verdicts; valid ones
+    and failed calls are skipped), how many were cut at the token limit (`n_cut`: a larger
+    max_tokens may give a verdict) and how many were empty (`n_empty`). A cut answer was
+    recorded with no reason, so nine cut answers of a run read as plain unreadable ones."""
+    answered = [v for v in verdicts if getattr(v, "failed", None) is None
+                and (v.score is None if hasattr(v, "score") else not v.valid)]
+    return {"n_cut": sum(bool(getattr(v, "cut", False)) for v in answered),
+            "n_empty": sum(v.error == EMPTY_ANSWER for v in answered)}
 
 
 def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict],
@@ -352,7 +365,9 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         raise ValueError(f"pair rule must be one of {', '.join(PAIR_RULES)}, got {pair_rule!r}")
     ties, ties_default = resolve_ties(ties)
     by_order_calls = [o for v in verdicts for o in v.orders]
-    n_failed = sum(o.error is not None for o in by_order_calls)
+    # failed calls gave no answer; an answer with no verdict (cut, empty) has an error too
+    # but is an answer: counting it failed left it out of run.answers (14 of 20 answers read)
+    n_failed = sum(o.failed is not None for o in by_order_calls)
     n_invalid = sum(not o.valid for o in by_order_calls)
     # answers with no verdict first, then failed calls (no answer to show): twenty failed
     # calls at the top hid every unreadable answer from the report
@@ -369,7 +384,7 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
 
     asked_two = any(len(v.orders) == 2 for v in verdicts)
     two = [v for v in verdicts
-           if len(v.orders) == 2 and all(o.error is None for o in v.orders)]
+           if len(v.orders) == 2 and all(o.failed is None for o in v.orders)]
     same = sum(v.orders[0].winner == v.orders[1].winner for v in two)
     two_valid = [v for v in two if all(o.valid for o in v.orders)]
     same_valid = sum(v.orders[0].winner == v.orders[1].winner for v in two_valid)
@@ -392,6 +407,7 @@ def summarize(items: Sequence[PairwiseItem], verdicts: Sequence[PairwiseVerdict]
         "n_calls_planned": len(by_order_calls),
         "n_invalid": n_invalid,
         "n_failed_calls": n_failed,
+        **no_verdict_kinds(by_order_calls),
         "invalid_rate": clustered_rate(invalid_by_item).as_dict(),
         "invalid_examples": invalid_examples,
         # how often probabilities decided against the answer's own text (the verdict stays)
@@ -625,7 +641,7 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
     k = len(score_ids)
     scored = [judge_score(v, score_ids) for v in verdicts]
     judge = [s for s, _ in scored]
-    n_failed = sum(v.error is not None for v in verdicts)
+    n_failed = sum(v.failed is not None for v in verdicts)
     invalid = [v for v, s in zip(verdicts, judge, strict=True) if s is None]
     ok = [i for i, (it, s) in enumerate(zip(items, judge, strict=True))
           if s is not None and it.score is not None]
@@ -662,6 +678,7 @@ def summarize_pointwise(items: Sequence[PointwiseItem], verdicts: Sequence[Any],
         "n_calls_planned": len(verdicts),
         "n_invalid": len(invalid),
         "n_failed_calls": n_failed,
+        **no_verdict_kinds(invalid),
         "n_decimal": sum(d for _, d in scored),
         "invalid_rate": estimate(len(invalid), len(verdicts)),
         "invalid_examples": sorted(({"item_id": v.item_id, "raw": (v.raw or "")[:200],

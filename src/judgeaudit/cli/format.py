@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.table import Table
@@ -211,6 +212,8 @@ def evaluate_table(res: dict[str, Any]) -> Any:
     left = _left_out_text(res, pointwise)
     if left:
         parts.append(left)
+    if cut := cut_text(res):
+        parts.append(cut)
     if conv.get("description"):
         # plain text: the description's "[verdict = label]" is not console markup
         parts.append(Text(shown(f"conventions: {conv['description']}")))
@@ -343,7 +346,27 @@ def _evaluate_failed_text(res: dict[str, Any], pointwise: bool) -> Text:
     if run.get("calls_failed"):
         counts.append(f"{run['calls_failed']} of {run.get('calls_asked')} calls failed")
     lines.append("counts: " + "; ".join(counts) + " (the reason: the error line below)")
+    if cut := cut_text(res):
+        lines.append(cut)
     return Text(shown("\n".join(lines)))
+
+
+def cut_text(res: dict[str, Any]) -> str:
+    """'of the 29 invalid: 15 cut at max_tokens (4000) (...), 14 empty' from evaluate's
+    n_cut / n_empty ('' when neither), the limits named by the examples' reasons: a cut
+    answer read as a plain unreadable one, and the token limit was named only when it was
+    the run's first."""
+    n_cut, n_empty = int(res.get("n_cut") or 0), int(res.get("n_empty") or 0)
+    if not (n_cut or n_empty):
+        return ""
+    limits = sorted({m.group(1) for x in res.get("invalid_examples") or []
+                     if isinstance(x, dict)
+                     for m in [re.match(r"cut at max_tokens \((\d+)\)", str(x.get("error")))]
+                     if m})
+    at = f" ({', '.join(limits)})" if limits else ""
+    said = ([f"{n_cut} cut at max_tokens{at} (a larger max_tokens in the judge spec may "
+             "give a verdict)"] if n_cut else []) + ([f"{n_empty} empty"] if n_empty else [])
+    return f"of the {res.get('n_invalid', 0)} invalid: " + ", ".join(said)
 
 
 def _left_out_text(res: dict[str, Any], pointwise: bool) -> str:
@@ -586,7 +609,11 @@ def unreadable_line(examples: Any, shown: int = 2, cut: int = 80) -> str | None:
         raw = str(x.get("raw") or "")
         text = repr(raw[:cut]) + ("..." if len(raw) > cut else "")
         order = f" ({x['order']})" if x.get("order") else ""
-        return f"{x.get('item_id')}{order}: {text}"
+        # a cut or empty answer says so (its reason's head: `no_verdict_why`)
+        why = str(x.get("error") or x.get("why") or "")
+        tag = (f" [{why.split(':')[0]}]" if why.startswith("cut at max_tokens")
+               or why == "empty answer" else "")
+        return f"{x.get('item_id')}{order}{tag}: {text}"
 
     return "unreadable answers, e.g. " + "; ".join(one(x) for x in rows) + \
         " (distinct ones in the report and results.json)"

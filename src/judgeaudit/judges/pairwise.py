@@ -21,6 +21,7 @@ from judgeaudit.judges.parse import (
 )
 from judgeaudit.judges.templates import Template, check_template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
+from judgeaudit.llm.base import limit_sent, no_verdict_why, stopped_at_limit
 
 Order = Literal["12", "21"]
 Winner = Literal[0, 1, 2]  # canonical: 1 = response_1, 2 = response_2, 0 = tie
@@ -41,6 +42,9 @@ class OrderVerdict:
     # Where the verdict was read from probabilities: what the answer's text says, read as
     # text alone would be ("A"/"B"/"tie"; None = unreadable text, or no probabilities).
     text_choice: str | None = None
+    # An answer with no verdict that stopped at the token limit (its `error` says "cut at
+    # max_tokens (N)"): counted apart, as a larger max_tokens may give a verdict.
+    cut: bool = False
 
     @property
     def valid(self) -> bool:
@@ -172,14 +176,20 @@ class PairwiseJudge:
 
     @staticmethod
     def read(order: Order, out: Response | CallFailed, labels: tuple[str, ...] = ("A", "B"),
-             final_pattern: str | None = None, shown: Sequence[str] = ()) -> OrderVerdict:
+             final_pattern: str | None = None, shown: Sequence[str] = (),
+             max_tokens: int | None = None) -> OrderVerdict:
         """Parse one order's output; `labels[0]` names the response shown first. `choice` is
-        recorded as "A"/"B" (first/second shown) whatever the template's labels."""
+        recorded as "A"/"B" (first/second shown) whatever the template's labels. An answer
+        with no verdict that was cut at the token limit (`max_tokens`: the limit sent) or
+        empty says so in `error` (`no_verdict_why`); `failed` stays None (it answered)."""
         if isinstance(out, CallFailed):
             return OrderVerdict(order, raw="", choice=None, winner=None, error=str(out),
                                 failed=call_failure(out))
         if out.invalid:  # e.g. over the response size cap: no verdict, whatever it says
-            return OrderVerdict(order, out.text[:RAW_KEEP], None, None, error=out.invalid)
+            cut = stopped_at_limit(out)
+            why = no_verdict_why(out, max_tokens) if cut else None
+            return OrderVerdict(order, out.text[:RAW_KEEP], None, None,
+                                error=f"{why}: {out.invalid}" if why else out.invalid, cut=cut)
         first, second = labels[0], labels[1]
         if final_pattern:  # the last marked verdict, never a quote or an echo of `shown`
             label = parse_final(out.text, final_pattern, (first, second), shown)
@@ -191,6 +201,9 @@ class PairwiseJudge:
             choice: str | None = "A" if pa >= out.probs[second] else "B"
             return OrderVerdict(order, out.text, choice, to_canonical(choice, order), pa,
                                 text_choice=said)
+        if said is None:
+            return OrderVerdict(order, out.text, None, None, error=no_verdict_why(out, max_tokens),
+                                cut=stopped_at_limit(out))
         return OrderVerdict(order, out.text, said, to_canonical(said, order))
 
     def check(self, request: Request, order: Order, out: Response | CallFailed) -> OrderVerdict:
@@ -198,7 +211,8 @@ class PairwiseJudge:
         invalid in the client's cache (so it can be forgotten and asked again)."""
         t = self.template
         verdict = self.read(order, out, t.labels, t.final_pattern,
-                            tuple(request.meta.get("shown") or ()))
+                            tuple(request.meta.get("shown") or ()),
+                            limit_sent(getattr(self.client, "provider", None), request))
         mark_if_invalid(self.client, request, out, verdict.valid, unread_why(t))
         return verdict
 

@@ -22,6 +22,7 @@ from judgeaudit.judges.parse import (
 )
 from judgeaudit.judges.templates import Template, check_template, load_template
 from judgeaudit.llm import CallFailed, Client, Message, Request, Response
+from judgeaudit.llm.base import limit_sent, no_verdict_why, stopped_at_limit
 
 DEFAULT_RUBRIC = "Is the response correct, helpful and faithful to the instruction?"
 DEFAULT_LEVELS = {
@@ -76,6 +77,7 @@ class ScoreVerdict:
     probs: dict[str, float] | None = None
     error: str | None = None
     failed: str | None = None         # "not_sent" / "call_failed" (`parse.call_failure`)
+    cut: bool = False                 # no score, and cut at the token limit (`error` says so)
 
     @property
     def expected(self) -> float | None:
@@ -157,19 +159,28 @@ class RubricJudge:
         )
 
     def read(self, item_id: str, out: Response | CallFailed,
-             score_ids: tuple[str, ...] | None = None) -> ScoreVerdict:
+             score_ids: tuple[str, ...] | None = None,
+             max_tokens: int | None = None) -> ScoreVerdict:
         """Map the answer back to 1..K by id (`score_ids`, default the judge's own): the most
-        probable id where the provider gives probabilities, else the strictly parsed text."""
+        probable id where the provider gives probabilities, else the strictly parsed text. A
+        cut (`max_tokens`: the limit sent) or empty answer with no score says so in `error`."""
         ids = score_ids or self.score_ids
         if isinstance(out, CallFailed):
             return ScoreVerdict(item_id, "", None, error=str(out), failed=call_failure(out))
         if out.invalid:  # e.g. over the response size cap: no score, whatever it says
-            return ScoreVerdict(item_id, out.text[:RAW_KEEP], None, error=out.invalid)
+            cut = stopped_at_limit(out)
+            why = no_verdict_why(out, max_tokens) if cut else None
+            return ScoreVerdict(item_id, out.text[:RAW_KEEP], None,
+                                error=f"{why}: {out.invalid}" if why else out.invalid, cut=cut)
         if out.probs and all(s in out.probs for s in ids):
             best = max(ids, key=lambda s: out.probs[s])  # type: ignore[index]
             probs = {s: float(out.probs[s]) for s in ids}
             return ScoreVerdict(item_id, out.text, ids.index(best) + 1, probs)
-        return ScoreVerdict(item_id, out.text, parse_score(out.text, ids))
+        score = parse_score(out.text, ids)
+        if score is None:  # a cut or empty answer says so (`no_verdict_why`)
+            return ScoreVerdict(item_id, out.text, None, error=no_verdict_why(out, max_tokens),
+                                cut=stopped_at_limit(out))
+        return ScoreVerdict(item_id, out.text, score)
 
     async def score(
         self,
@@ -185,7 +196,8 @@ class RubricJudge:
     def check(self, request: Request, item_id: str, out: Response | CallFailed,
               score_ids: tuple[str, ...] | None = None) -> ScoreVerdict:
         """`read`, marking an answer that gives no score as invalid in the client's cache."""
-        verdict = self.read(item_id, out, score_ids)
+        verdict = self.read(item_id, out, score_ids,
+                            limit_sent(getattr(self.client, "provider", None), request))
         why = (score_off_scale(out.text, score_ids or self.score_ids)
                if verdict.score is None and isinstance(out, Response) and not out.invalid
                else None)

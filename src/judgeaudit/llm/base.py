@@ -137,6 +137,38 @@ def unusable_answer(text: str, stop: str | None, written: int, *, field: str = "
     return None
 
 
+# The reason of an answer with no text that stopped on its own (`no_verdict_why`).
+EMPTY_ANSWER = "empty answer"
+
+
+def stopped_at_limit(resp: Response) -> bool:
+    """True when generation stopped at the token limit (OpenAI finish_reason "length",
+    Anthropic stop_reason "max_tokens"): such an answer may have been cut before its
+    verdict, and a judge says so rather than calling it unreadable."""
+    raw = resp.raw if isinstance(resp.raw, dict) else {}
+    return any(raw.get(f) in ("length", "max_tokens") for f in ("finish_reason", "stop_reason"))
+
+
+def no_verdict_why(resp: Response, max_tokens: int | None = None) -> str | None:
+    """Why an answer that gave no verdict gave none, when its shape says so: "cut at
+    max_tokens (N)" (N the limit sent, `limit_sent`, else the tokens written) or "empty answer";
+    None for an answer with text that simply could not be read. A cut answer was recorded
+    with no reason unless it happened to be the run's first unreadable one."""
+    if stopped_at_limit(resp):
+        return f"cut at max_tokens ({max_tokens or resp.usage.completion_tokens})"
+    if not resp.text.strip():
+        return EMPTY_ANSWER
+    return None
+
+
+def limit_sent(provider: Any, request: Request) -> int:
+    """The token limit the server was sent: the judge spec's `max_tokens` (a provider's
+    override, room for a reasoning model), else the request's. A cut answer named the
+    request's 384 under max_tokens=4000."""
+    override = getattr(provider, "max_tokens", None)
+    return override if isinstance(override, int) and override > 0 else request.max_tokens
+
+
 def cut_reason(reason: str, resp: Response, max_tokens: int | None = None) -> str:
     """`reason` (why an answer gives no verdict) saying that the answer was cut at the token
     limit when it was (finish_reason "length", stop_reason "max_tokens"): a verdict cut
@@ -389,9 +421,9 @@ def sanitize(value: Any) -> tuple[Any, bool]:
 
 
 __all__ = [
-    "ERROR_KINDS", "PER_REQUEST_KINDS", "FatalProviderError", "Message", "Provider",
+    "EMPTY_ANSWER", "ERROR_KINDS", "PER_REQUEST_KINDS", "FatalProviderError", "Message", "Provider",
     "ProviderError", "Request", "RequestRejected", "cut_reason", "http_error_kind",
-    "unusable_answer",
+    "limit_sent", "no_verdict_why", "stopped_at_limit", "unusable_answer",
     "Response", "Usage", "check_params", "describe_params", "request_key",
     "replace_lone_surrogates", "sanitize",
 ]
