@@ -16,18 +16,21 @@ from judgeaudit.stats.intervals import clustered_rate
 from judgeaudit.stats.types import Estimate
 
 # The reasons an invalid verdict leaves an item out, most upstream first (`why_invalid`).
-INVALID_REASONS: tuple[str, ...] = ("not_sent", "call_failed", "unparseable")
+INVALID_REASONS: tuple[str, ...] = ("not_sent", "call_failed", "cut", "unparseable")
 
 
 def _failures(verdict: Any) -> set[str]:
     """How the invalid parts of one verdict failed: a pairwise verdict's invalid orders, a
-    binary or score verdict itself ("not_sent", "call_failed", or "unparseable" for an
-    answer with no verdict). A valid verdict gives none."""
+    binary or score verdict itself ("not_sent", "call_failed", "cut" for an answer cut at
+    max_tokens with no verdict, or "unparseable" for another answer with none). A valid
+    verdict gives none."""
     orders = getattr(verdict, "orders", None)
     if orders is not None:
-        return {o.failed or "unparseable" for o in orders if not o.valid}
+        return {o.failed or ("cut" if getattr(o, "cut", False) else "unparseable")
+                for o in orders if not o.valid}
     if getattr(verdict, "passed", 0) is None or getattr(verdict, "score", 0) is None:
-        return {getattr(verdict, "failed", None) or "unparseable"}
+        return {getattr(verdict, "failed", None)
+                or ("cut" if getattr(verdict, "cut", False) else "unparseable")}
     return set()
 
 

@@ -112,8 +112,10 @@ DROP_REASONS: dict[str, str] = {
     "not_sent": "a call for a verdict it needs was never sent (spend or call cap, the "
                 "client stopped sending, --plan-only)",
     "call_failed": "a call for a verdict it needs was sent and failed",
+    "cut": "a verdict it needs came back cut at max_tokens with no verdict (a larger "
+           "max_tokens in the judge spec may give one)",
     "unparseable": "a verdict it needs came back with no readable verdict",
-    # results written before the split into the three reasons above
+    # results written before the split into the reasons above
     "invalid_verdict": "a verdict it needs was unparseable or its call failed (results "
                        "written before not_sent, call_failed and unparseable were told apart)",
     "tie_verdict": "a tie verdict in one order (no first-slot information)",
