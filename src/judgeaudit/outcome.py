@@ -98,6 +98,7 @@ def assess(
     what: str = "items",
     answers: int = 0,
     unreadable: int = 0,
+    reading: str | None = None,
 ) -> dict[str, Any]:
     """The `run` section of a results document.
 
@@ -116,6 +117,8 @@ def assess(
             fails the run too (a judge that answers garbage). Not given: taken from `calls`
             (its `unreadable` over the distinct answers read, `answers_read`), for a command
             whose calls are its judges' only.
+        reading: what an answer is read as, for the message ("a score" for a scoring
+            judge); default: "a score" when `what` is "scores", else "a verdict".
 
     Returns:
         `{"status": "ok" | "failed", "message", "n_valid", "n_planned", "min_valid",
@@ -133,7 +136,8 @@ def assess(
         reasons.append(f"{failed} of {asked} calls failed")
     if answers and unreadable / answers > max_failed:
         first_bad = calls.get("first_unreadable")
-        reading = "a score" if what == "scores" else "a verdict"  # a scorer gives no verdict
+        # a scorer gives no verdict
+        reading = reading or ("a score" if what == "scores" else "a verdict")
         reasons.append(f"{unreadable} of {answers} answers could not be read as {reading} "
                        f"(more than --max-failed {max_failed:g}"
                        + (f"; the first: {first_bad})" if first_bad else ")"))

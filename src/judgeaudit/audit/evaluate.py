@@ -817,7 +817,7 @@ async def evaluate(bundle: Any, items: Sequence[PairwiseItem | PointwiseItem], *
                 "prompt_hash": rubric.template.sha256}
         docs = [_verdict_doc(v, it, s)
                 for v, it, s in zip(verdicts, pointwise, scores, strict=True)]
-        what = "items"
+        what, reading = "items", "a score"
     else:
         if group_by is not None or system_field is not None:
             raise ValueError("--group-by and --system-field apply to pointwise data (a gold "
@@ -832,7 +832,7 @@ async def evaluate(bundle: Any, items: Sequence[PairwiseItem | PointwiseItem], *
                 "prompt_hash": bundle.pairwise.template.sha256,
                 "both_orders": bundle.pairwise.both_orders, "task": "pairwise"}
         docs = [v.as_dict() for v in pverdicts]
-        what = "items"
+        what, reading = "items", "a verdict"
     n_planned = len(items)
     return {
         "command": "evaluate",
@@ -844,7 +844,7 @@ async def evaluate(bundle: Any, items: Sequence[PairwiseItem | PointwiseItem], *
         **summary,
         "calls": calls,
         "run": assess(n_valid=summary["n_valid"], n_planned=n_planned, calls=calls,
-                      min_valid=min_valid, max_failed=max_failed, what=what,
+                      min_valid=min_valid, max_failed=max_failed, what=what, reading=reading,
                       answers=summary["n_calls_planned"] - summary["n_failed_calls"],
                       unreadable=summary["n_invalid"] - summary["n_failed_calls"]),
         "seconds": elapsed,

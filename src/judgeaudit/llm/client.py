@@ -24,6 +24,7 @@ from judgeaudit.llm.base import (
     Response,
     cut_reason,
     has_lone_surrogate,
+    limit_sent,
     request_key,
     sanitize,
 )
@@ -1187,14 +1188,15 @@ class Client:
 
         An answer cut at the token limit has its reason say so (`cut_reason`)."""
         if reason is not None:
-            reason = cut_reason(reason, resp, None if request is None else request.max_tokens)
+            reason = cut_reason(reason, resp,
+                                None if request is None else limit_sent(self.provider, request))
             key = None if request is None else self.key(request)
             if key is not None:
                 if key in self._unread_keys:
                     return
                 self._unread_keys.add(key)
             self.stats.unreadable += 1
-            self.stats.first_unreadable = self.stats.first_unreadable or redact(reason)[:200]
+            self.stats.first_unreadable = self.stats.first_unreadable or redact(reason)[:400]
         if self._unread is None:
             return
         if reason is None:
