@@ -1,9 +1,10 @@
 """A reasoning judge's answer read by its end (reasontest findings 2, 3, 4).
 
 Scores: a reasoning answer that ends "Score: 4", "**Score: 4**", "Final answer: Score: 4" or
-"Score: 4" and a remark was unreadable (parse_score read only the opening: 27/40 and 32/40
-unreadable in scoring-bias). Its last labelled line now reads, by an explicit label only,
-never from a quote, and an earlier labelled score that disagrees leaves it no score.
+"Score: 4" and a remark stays unreadable, counted and shown (parse_score reads the opening).
+Reading the last labelled line (df99328) was reverted: a reviewer made it read scores the
+judge had withdrawn in another form ("Score: 4 ... Final answer: 2" read 4), scores from an
+example or a reference's evaluation, and it backtracked (30 s on a line of spaces).
 Verdicts: a content that is only "A" after the provider's reasoning_content was unreadable
 under a reasoning template (parse_final). A run stopped for answers that end on the reasoning
 template's line under the bare-label template now says to try pairwise_cot_v1; a scorer's
@@ -36,8 +37,27 @@ ENDS = [
 
 
 @pytest.mark.parametrize(("end", "want"), ENDS)
-def test_a_reasoning_answer_reads_by_its_last_labelled_score(end: str, want: float) -> None:
-    assert parse_score(THINK + end) == want
+def test_a_reasoning_answers_closing_score_stays_unread(end: str, want: float) -> None:
+    assert parse_score(THINK + end) is None  # invalid and counted, never a guess
+
+
+@pytest.mark.parametrize("text", [
+    "Let me weigh the rubric.\nScore: 4\nHmm, no - it never cites the source.\n\nFinal answer: 2",
+    "Let me weigh it.\nScore: 4\nActually it is worse.\n\\boxed{2}",
+    "Reference answer evaluation:\nScore: 5\n\nResponse evaluation: it is weak, deserving a two.",
+    "The response is weak and deserves a 2.\n\nExample of the required format:\nScore: 3",
+    "I would rate this a 2 because of errors.\nOverall rating: 4",
+])
+def test_a_withdrawn_or_example_score_is_never_read(text: str) -> None:
+    assert parse_score(text) is None
+
+
+def test_long_runs_after_a_lead_in_stay_fast() -> None:
+    import time
+    t0 = time.perf_counter()
+    parse_score("The response is fine.\nOverall" + " " * 20000 + ".")
+    parse_score("Analysis\nso" + "*" * 50000 + "x")
+    assert time.perf_counter() - t0 < 5  # 30 s and 187 s with df99328's end reader
 
 
 @pytest.mark.parametrize("end", [
@@ -55,18 +75,10 @@ def test_no_score_from_a_quote_an_unlabelled_number_or_a_disagreement(end: str) 
     assert parse_score(THINK + end) is None
 
 
-def test_the_off_scale_rule_holds_at_the_end() -> None:
-    assert parse_score(THINK + "Score: 8") is None
-    assert score_off_scale(THINK + "Score: 8") == "score 8 is not on the scale 1..5"
-    assert score_off_scale(THINK + "Score: 4 out of 10") == \
-        "a score out of 10, not on the scale 1..5"
-    ten = tuple(str(k) for k in range(1, 11))
-    assert parse_score(THINK + "Score: 8", ten) == 8
-
-
-def test_a_heading_word_opening_the_answer_does_not_hide_its_end() -> None:
-    assert parse_score("Analysis\n" + THINK + "**Score:** 4") == 4
-    assert parse_score("**Evaluation**\n" + THINK + "Rating: [[3]]") == 3
+def test_a_heading_word_opening_the_answer_is_not_called_an_off_scale_score() -> None:
+    assert parse_score("Analysis\n" + THINK + "**Score:** 4") is None
+    assert score_off_scale("Analysis\n" + THINK + "**Score:** 4") is None
+    assert parse_score("**Evaluation**\n" + THINK + "Rating: [[3]]") == 3  # a marker
 
 
 def test_an_answer_read_by_its_opening_reads_as_before() -> None:
@@ -143,7 +155,8 @@ async def test_a_scorers_unreadable_answers_are_said_to_be_no_scores(server) -> 
     assert "answers could not be read as a verdict (" in run["message"]
 
 
-async def test_a_reasoning_scorer_over_http_is_read(server) -> None:
+async def test_a_reasoning_scorer_over_http_is_counted_unreadable(server) -> None:
     client = _client(server, THINK + "**Score: 4**\n\nI hope this helps!")
     scores = await RubricJudge(client).score(POINTS[:3])
-    assert [s.score for s in scores] == [4, 4, 4]
+    assert [s.score for s in scores] == [None, None, None]
+    assert client.stats.unreadable == 3

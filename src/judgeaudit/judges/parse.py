@@ -1146,44 +1146,6 @@ _LATER_SCORE = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict)[\s*_]*"
                           re.IGNORECASE)
 
 
-# A reasoning judge's closing score, on a line of its own after its reasoning: "Score: 4",
-# "**Score: 4**", "**Final score:** 4", "Final answer: Score: 4", "So, my rating is 4/5."
-# Only a score's own label (score, rating, grade) reads; a lead-in ("Final answer:",
-# "Therefore,") may come before it, edge markup around it. Nothing else on the line: "Score: 4
-# because ..." and "Response B scores 3 steps" are no closing score.
-_END_LABEL = (
-    r"^[\s*_]*(?:(?:so|thus|therefore|hence|overall|finally|in\s+conclusion|in\s+summary)"
-    r"[\s*_]*,?[\s*_]*)?(?:(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:answer|verdict|"
-    r"evaluation|assessment|conclusion)[\s*_]*:[\s*_]*)?(?:(?:my|the)\s+)?(?:final\s+|"
-    r"overall\s+)?(?:score|rating|grade)[\s*_]*(?::|=|\s+is)[\s*_]*+")
-_END_SCORE = re.compile(_END_LABEL + _SCORE_VALUE, re.IGNORECASE)
-# A labelled score with more on its line ("Score: 3 because it is terse"): never read, but an
-# earlier such number that differs from the closing score makes the answer no score.
-_END_SCORE_LOOSE = re.compile(_END_LABEL + r"\[*+\s*+(\d+(?:\.\d+)?)(?![\d.]*[A-Za-z])",
-                              re.IGNORECASE)
-
-
-def _end_score(text: str) -> tuple[str, str | None] | None:
-    """The (token, top) of the last line that is a closing score (`_END_SCORE`), or None.
-    Lines in ``` fences, "> " quotes and lines that open with a quote mark are quotes of
-    something else, never the judge's score."""
-    got: tuple[str, str | None] | None = None
-    fenced = False
-    for line in text.splitlines():
-        if _FENCE_LINE.match(line):
-            fenced = not fenced
-            continue
-        body = line.strip().lstrip("#").lstrip()
-        if body.startswith("- "):
-            body = body[2:]
-        if fenced or not body or body[0] in "\"'\u201c\u2018`>":
-            continue
-        m = _END_SCORE.match(body)
-        if m is not None:
-            got = ((m.group("b") or m.group("p")).lower(), m.group("top"))
-    return got
-
-
 def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
     """Map a score answer to 1..len(ids) by its id (ids[k-1] means score k), or None.
 
@@ -1228,28 +1190,23 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
     if m is not None:
         token = (m.group("b") or m.group("p")).lower()
         # a heading word opening a reasoning answer ("Analysis", "**Evaluation**") is no
-        # score of the scale `ids`: not read, so the answer's end can be
+        # score of the scale `ids`: not read (nor named as an off-scale "score analysis")
         if ids is None or not token.isalpha() or token in {i.lower() for i in ids}:
             got.append((token, m.group("top")))
     bench = _BENCH_SCORE.search(text)
     if bench is not None:
         got.append(((bench.group(1) or bench.group(2)).lower(), None))
-    first_line = 1
-    if not got and (end := _end_score(text)) is not None:
-        # a reasoning judge's answer: its opening is reasoning, its last labelled line the
-        # score; every labelled score before it, the first line's too, must agree
-        got.append(end)
-        first_line = 0
-        for line in text.splitlines():
-            loose = _END_SCORE_LOOSE.match(line.strip().lstrip("#-").lstrip())
-            if loose is not None and loose.group(1) != end[0]:
-                got.append((loose.group(1), None))
+    # A reasoning answer's closing "Score: 4" is not read (df99328 read it, then reverted):
+    # a score the judge later withdrew in another form ("Final answer: 2", "\boxed{2}"), one
+    # from an example or a reference's evaluation, or a prose score before it ("I would rate
+    # this a 2") read silently wrong, where the opening-only reader leaves it unreadable,
+    # counted and shown.
     if got:
         # Every other score the answer marks must agree with the one read: each "[[N]]" and
         # each later line that is a labelled score ("Rating: [[4]]\nRating: [[2]]" is none).
         got += [(m.group(1) or m.group(2), None) for m in _MARKERS.finditer(text)]
         lines = text.strip().splitlines()
-        for i, line in enumerate(lines[first_line:], start=first_line):
+        for i, line in enumerate(lines[1:], start=1):
             value = _LATER_SCORE.match(line) or _SCORE_SENTENCE.match(line.strip())
             if value is None and _LABEL_ALONE.match(line) and i + 1 < len(lines):
                 value = _SCORE_RE.match(lines[i + 1])  # "Rating:\n2"
