@@ -448,8 +448,8 @@ def write_failed(out: Path, doc: dict[str, Any], announce: bool = True) -> dict[
         write_report(out)
     if announce:  # where it is, as every other run says (a run a bad key ended did not)
         console.print(f"results: {out / 'results.json'}", highlight=False)
-        if JSON_REQUESTED.get():
-            print_json(doc)
+        if JSON_REQUESTED.get():  # the code the run gives (3), not a passing run's 0
+            print_json(doc, recorded_exit_code(doc))
     return doc
 
 
