@@ -101,3 +101,55 @@ def test_a_banded_rubric_runs_through_scoring_bias(tmp_path):
                                    "--out", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     assert "another scale" not in res.output
+
+
+# review7 finding 2: a bare range A..B (A 0 or 1, B above k) on a line with a score word
+# states the scale even without "scale" / "from" beside it: 151c258 accepted these, and a
+# judge answering 6..10 was refused as off the scale while 1..5 was read as if on 1..5.
+BARE_RANGE = [
+    ("Score (1-10):", "(1-10)"),
+    ("Score (1 to 10)", "(1 to 10)"),
+    ("Give a number between 1 and 10 as your score.", "between 1 and 10"),
+    ("Output a score in 1..10", "score in 1..10"),
+    ("Give it a 1 to 10 rating.", "1 to 10"),
+    ("Your rating (0\u20137) goes on the last line.", "(0\u20137)"),
+    ("The grade is a whole number in the range 1\u20137.", "1\u20137"),
+]
+# A range on a line with a score word that is no scale: a count ("=" / ":" or a count word
+# after it), a band within 1..k, or a line with no score word.
+BARE_NOT_SCALE = [
+    "Deduct from the score when 1-10 errors remain.",
+    "Score each answer; 1-10 = too short to judge.",
+    "Rate the answer: 0-1: none of the steps are shown.",
+    "Use 1-10 examples of your own when you rate it.",
+    "The answer lists 1 to 10 reasons; judge whether each is sound.",
+]
+
+
+def test_the_reviewers_ten_point_template_is_refused():
+    path = Path("/tmp/review7/t10b.txt")
+    text = path.read_text(encoding="utf-8") if path.exists() else (
+        "### system\nYou are a judge.\n### user\nInstruction:\n{prompt}\n\nResponse:\n"
+        "{response}\n\nRate the response for helpfulness.\nScore (1-10):\n")
+    from judgeaudit.judges.templates import parse_template
+
+    with pytest.raises(ValueError, match=r"another scale than 1\.\.5: '\(1-10\)'"):
+        check_template(parse_template("t10b", text, str(path)), "pointwise")
+
+
+@pytest.mark.parametrize(("line", "phrase"), BARE_RANGE)
+def test_a_bare_range_on_a_line_with_a_score_word_is_refused(tmp_path, line, phrase):
+    tpl = load_template(str(write(tmp_path, line)))
+    with pytest.raises(ValueError) as exc:
+        check_template(tpl, "pointwise")
+    assert f"another scale than 1..5: {phrase!r} (in the line {line!r})" in str(exc.value)
+
+
+@pytest.mark.parametrize("line", BARE_NOT_SCALE)
+def test_a_bare_range_that_counts_or_has_no_score_word_is_no_scale(tmp_path, line):
+    check_template(load_template(str(write(tmp_path, line))), "pointwise")
+
+
+def test_a_bare_range_within_k_is_a_band(tmp_path):
+    tpl = load_template(str(write(tmp_path, "Score (1-10):")))
+    check_template(tpl, "pointwise", scale=10)

@@ -107,13 +107,18 @@ _NAMED = re.compile(r"\{\s*([A-Za-z_]\w*)\s*\}")
 # 2", "1 through 3"), a count ("3/4 of the sub-questions", "0-1 errors", "a 10-point plan",
 # "a 1-point difference") or "24/7" is not read as a scale. One is another scale than 1..k
 # when its top is above k or its bottom is 0 (`_other_scale`).
-_NUM = r"(?<![\d.])(\d+)(?!\.?\d)"
+# A whole number, not part of a decimal ("1.5"); "..10" is a range's top ("1..10").
+_NUM = r"(?:(?<![\d.])|(?<=\d\.\.))(\d+)(?!\.?\d)"
 _TO = r"\s*(?:to|-|\u2013|\u2014|\.\.|through)\s*"
 _SCORE_WORD = r"\b(?:scor(?:e|es|ed|ing)|rat(?:e|es|ed|ing|ings)|grade[sd]?|mark(?:s|ed)?)\b"
 # Up to three words between a score word and its numbers ("score the response from"), none
 # of which starts a condition ("score 2 if 9 out of 10 ..." is no scale).
 _GAP = (r"(?:\s*[:,]?\s+(?!(?:if|when|unless|where|while|for|and|or|but|whether)\b)"
         r"[\w()'\u2019-]+){0,3}?")
+# After a range, what makes it a count or a band's label, not a scale ("1-2 sentences",
+# "0-1 errors", "1-2 = poor", "0-1: none").
+_COUNTS = (r"(?!\s*(?:=|:|sentence|word|paragraph|line|bullet|example|item|reason|step|token|"
+           r"character|minute|error|mistake|point\w*\s+(?:per|each)))")
 _SCALE_PHRASES = (
     # "on a scale of 1 to 10", "scale from 0-5", "scale: 1-10"
     ("range", re.compile(r"\bscale\s*(?:of|from|:)?\s*" + _NUM + _TO + _NUM, re.IGNORECASE)),
@@ -122,9 +127,7 @@ _SCALE_PHRASES = (
                          re.IGNORECASE)),
     # "score it from 1 to 10", "scores range from 0 to 10", "rate the response 1-10"
     ("range", re.compile(_SCORE_WORD + _GAP + r"\s*[:,]?\s+(?:from\s+)?" + _NUM + _TO + _NUM
-                         + r"(?!\s*(?:=|:|sentence|word|paragraph|line|bullet|example|item|"
-                         r"reason|step|token|character|minute|error|mistake|point\w*\s+(?:per|each)))",
-                         re.IGNORECASE)),
+                         + _COUNTS, re.IGNORECASE)),
     # "a score between 1 and 10" (a range inside 1..k is a band of it)
     ("top", re.compile(_SCORE_WORD + _GAP + r"\s+between\s+" + _NUM + r"\s+and\s+" + _NUM,
                        re.IGNORECASE)),
@@ -136,6 +139,15 @@ _SCALE_PHRASES = (
     # "a 10-point scale", "10 point rating scale" (not "a 10-point plan")
     ("top", re.compile(_NUM + r"[- ]point\s+(?:\w+\s+)?(?:scale|rating)\b", re.IGNORECASE)),
 )
+# A line naming a score (not "mark": "mark each of the 1-10 steps" is no scale) ...
+_LINE_SCORE_WORD = re.compile(r"\b(?:scor(?:e|es|ed|ing)|rat(?:e|es|ed|ing|ings)|grade[sd]?)\b",
+                              re.IGNORECASE)
+# ... and a range from 0 or 1 anywhere on it, bare or in parentheses: "Score (1-10):", "a 1
+# to 10 rating", "a number between 1 and 10 as your score", "a score in 1..10". Another
+# scale only when its top is above k: a top at most k is a band of 1..k ("1-2 = poor").
+_LO = r"(?<![\d.])([01])(?!\.?\d)"
+_BARE_RANGE = re.compile(r"\(?(?:\bbetween\s+" + _LO + r"\s+and\s+|" + _LO + _TO + r")" + _NUM
+                         + _COUNTS + r"\)?", re.IGNORECASE)
 
 
 def _names(fields: tuple[str, ...]) -> str:
@@ -186,6 +198,10 @@ def _other_scale(text: str, k: int) -> tuple[str, str] | None:
                     lo_hi = [int(x) for x in nums]
                     other = lo_hi[-1] > k
                 if other:
+                    return m.group(0).strip(), line.strip()
+        if _LINE_SCORE_WORD.search(line):
+            for m in _BARE_RANGE.finditer(line):
+                if int(m.group(3)) > k:
                     return m.group(0).strip(), line.strip()
     return None
 
@@ -252,4 +268,6 @@ def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
                 "another scale. If that phrase does not set the scale the judge answers on, "
                 "reword it: the check reads only phrases such as 'on a scale of 1 to 10', "
                 "'1-10 scale', 'score it from 1 to 10', 'out of 10' or '7/10' after a score "
-                "word, 'a 10-point scale' and 'a score between 1 and 10'.")
+                "word, 'a 10-point scale', 'a score between 1 and 10', and a range from 0 or 1 "
+                "('1-10', '(1 to 10)', 'between 1 and 10') on a line with a score word "
+                "unless a count word, '=' or ':' follows it ('1-10 errors', '1-10 = poor').")
