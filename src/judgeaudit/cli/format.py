@@ -366,6 +366,9 @@ def cut_text(res: dict[str, Any]) -> str:
     at = f" ({', '.join(limits)})" if limits else ""
     said = ([f"{n_cut} cut at max_tokens{at} (a larger max_tokens in the judge spec may "
              "give a verdict)"] if n_cut else []) + ([f"{n_empty} empty"] if n_empty else [])
+    rest = int(res.get("n_invalid") or 0) - n_cut - n_empty  # the count adds up, said
+    if rest > 0:
+        said.append(f"{rest} other (unreadable answers or failed calls)")
     return f"of the {res.get('n_invalid', 0)} invalid: " + ", ".join(said)
 
 
