@@ -36,6 +36,9 @@ def _pair(worse: str, better: str = "The answer is 7.") -> PairwiseItem:
      "(a numbered reference)"),
     ("authority", "Four is prime [1] and even [2].", "(a numbered reference)"),
     ("authority", "Four is prime (see 10.1038/nature12373).", "(a DOI or arXiv id)"),
+    # a suffix of digits with a dot is a DOI too (review7 finding 8: b9b03a5 missed these)
+    ("authority", "See 10.1145/3290605.3300233 for the proof.", "(a DOI or arXiv id)"),
+    ("authority", "IEEE paper 10.1109/5.771073 shows it.", "(a DOI or arXiv id)"),
     ("authority", "According to a 2021 study in the Review of Numbers, four is prime.",
      "(a cited study)"),
     ("verbosity", ZH, "not Latin script"),
@@ -58,6 +61,8 @@ def test_the_cue_already_there_is_not_applicable(name, worse, why):
     ("markdown", "Two to the power ten is 2**10**1 in Python."),
     ("authority", "See section [1] of the manual."),
     ("authority", "The ratio is 10.1234/5678 here."),
+    ("authority", "The ratio is 10.1234/5678."),
+    ("authority", "The ratios are 10.1234/5678. 3.5/7 is half."),
     ("verbosity", "Quatre est un nombre premier, très connu."),
     ("verbosity", "The answer is 质数 four."),
 ])

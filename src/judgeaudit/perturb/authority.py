@@ -56,10 +56,12 @@ _CITATION = (
     ("an author-year citation", re.compile(
         r"\(\s*[A-Z][\w'\u00c0-\u024f-]+(?:\s+(?:&|and)\s+[A-Z][\w'\u00c0-\u024f-]+)?"
         r",?\s+(?:1[89]|20)\d{2}[a-z]?\s*\)")),
-    # "doi", a doi.org link, or a 10.NNNN/ prefix whose suffix has a letter: "10.1234/5678"
-    # is a number and a fraction, not a DOI (review6 finding 5)
+    # "doi", a doi.org link, or a 10.NNNN/ prefix whose suffix has a letter or an inner dot
+    # ("10.1145/3290605.3300233", "10.1109/5.771073"): "10.1234/5678" alone is a number and a
+    # fraction, not a DOI (review6 finding 5), and a sentence's closing period is no dot of it
     ("a DOI or arXiv id", re.compile(
-        r"\bdoi:?\s*10\.|\bdoi\.org/10\.|\b10\.\d{4,9}/\S*?[A-Za-z]|\barxiv:\s*\d",
+        r"\bdoi:?\s*10\.|\bdoi\.org/10\.|\b10\.\d{4,9}/\S*?(?:[A-Za-z]|\.\w)"
+        r"|\barxiv:\s*\d",
         re.IGNORECASE)),
     ("a cited study", re.compile(
         r"\b(?:according to|as (?:documented|reported|shown) in|published in)\s+(?:a|an|the)\s+"
