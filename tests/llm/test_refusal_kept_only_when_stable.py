@@ -7,7 +7,13 @@ refusals whose cause the key does not hold: the embedded llama.cpp/ik backends' 
 check ("exceeds the llamacpp context of N tokens; raise it with local?ctx=N", while ctx is
 a runtime parameter left out of the key: the re-run with the larger ctx the message asks
 for got the kept refusal), llama.cpp's server's "available context size" (its --ctx-size)
-and a 413 (a proxy's body-size limit). Those are sent again by a re-run now.
+and a 413 (a proxy's body-size limit). Those are sent again by a re-run now. So is a
+self-hosted server's (review7 finding 6: vLLM's "This model's maximum context length is 64
+tokens" is its --max-model-len, a runtime setting; kept, the re-run after raising it failed
+every prompt from the cache): only a hosted API's (api.openai.com, *.openai.azure.com,
+api.anthropic.com, openrouter.ai), whose model's context its name fixes, is kept. The hosted
+cases reach the loopback server under a hosted API's host name through a real HTTP proxy
+on loopback ($HTTP_PROXY), as a user behind a proxy does.
 
 Real parts: loopback servers (tests/llm/fakeserver.py) and a real SQLite cache. The local
 case runs the provider's own length check (`gguf_backend.check_length`) through the real
@@ -18,14 +24,21 @@ tests/llm/test_llamacpp_backend.py, its context sized from the spec's ctx as `lo
 
 from __future__ import annotations
 
+import threading
+import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.error import HTTPError
+from urllib.parse import urlsplit
 
 import pytest
 from fakeserver import judge_request
 
 from judgeaudit.llm import CallFailed, Client, Message, Request, RetryPolicy, make_provider
 from judgeaudit.llm.cache import Cache
+from judgeaudit.llm.providers.openai import fixed_context
 from tests.llm.test_live_refusals_kept import _long_sent, _rule
 from tests.llm.test_llamacpp_backend import ScriptedServer, tiny_meta
 
@@ -81,12 +94,71 @@ async def test_a_refusal_of_the_route_or_the_servers_ctx_is_sent_again(
         assert "HTTP 413: over a body-size limit" in str(out) and "a re-run sends it" in str(out)
 
 
-@pytest.mark.parametrize("make", [_openai, _anthropic], ids=["openai-400", "anthropic-400"])
-async def test_a_remote_models_context_refusal_is_still_kept(fake_server, tmp_path, make):
-    """HTTP 400 context_length_exceeded (OpenAI's words, Anthropic's 'prompt is too long'):
-    kept, the re-run fails it from the cache without sending it, and says how to ask again."""
+class _Proxy(BaseHTTPRequestHandler):
+    """A forward HTTP proxy: a request for http://HOST/PATH goes to the loopback server at
+    `server.to` (the hosted API's host name never resolved), its answer comes back as is."""
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = urlsplit(self.path)._replace(scheme="", netloc="").geturl()
+        req = urllib.request.Request(self.server.to + path, data=body, method="POST",  # type: ignore[attr-defined]
+                                     headers={k: v for k, v in self.headers.items()
+                                              if k.lower() not in ("host", "proxy-connection")})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(req, timeout=10) as resp:
+                status, data, ctype = resp.status, resp.read(), resp.headers["Content-Type"]
+        except HTTPError as exc:
+            status, data, ctype = exc.code, exc.read(), exc.headers["Content-Type"]
+        self.send_response(status)
+        self.send_header("Content-Type", ctype or "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def via_proxy(monkeypatch) -> Iterator:
+    """`via_proxy(srv)`: $HTTP_PROXY names a loopback proxy to `srv` (one per test)."""
+    started: list[ThreadingHTTPServer] = []
+
+    def start(srv) -> None:
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
+        httpd.to = srv.url  # type: ignore[attr-defined]
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        started.append(httpd)
+        for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{httpd.server_address[1]}")
+
+    yield start
+    for httpd in started:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+HOSTED = [("openai", "m", "http://api.openai.com/v1"),
+          ("openai", "m", "http://judges.openai.azure.com/v1"),
+          ("anthropic", "claude-m", "http://api.anthropic.com")]
+
+
+@pytest.mark.parametrize(("name", "model", "url"), HOSTED,
+                         ids=["openai-400", "azure-400", "anthropic-400"])
+async def test_a_remote_models_context_refusal_is_still_kept(fake_server, via_proxy, tmp_path,
+                                                             name, model, url):
+    """HTTP 400 context_length_exceeded (OpenAI's words, Anthropic's 'prompt is too long')
+    from a hosted API: kept, the re-run fails it from the cache without sending it, and says
+    how to ask again."""
     srv = fake_server(rule=_rule)
+    via_proxy(srv)
     cache = Cache(tmp_path / "cache.sqlite")
+
+    def make(srv):
+        return make_provider(name, model, {"base_url": url, "api_key": "k"})
+
     out, key = await _run(make(srv), cache)
     assert isinstance(out, CallFailed) and out.kind == "too_long"
     assert cache.refusal(key) is not None
@@ -95,6 +167,48 @@ async def test_a_remote_models_context_refusal_is_still_kept(fake_server, tmp_pa
     assert isinstance(again, CallFailed) and again.kind == "too_long" and not again.fatal
     assert "`judgeaudit cache forget --invalid`" in str(again)
     assert "a refusal kept in the cache" in str(again)
+
+
+VLLM = ("This model's maximum context length is 64 tokens. However, you requested 300 tokens "
+        "(292 in the messages, 8 in the completion). Please reduce the length of the messages "
+        "or completion.")
+
+
+@pytest.mark.parametrize("make", [_openai, _anthropic], ids=["openai", "anthropic"])
+async def test_a_self_hosted_servers_context_refusal_is_sent_again(fake_server, tmp_path, make):
+    """vLLM's 400 over its --max-model-len (review7 finding 6) from a server of the user's own:
+    not kept, its message says a re-run asks again, and the re-run after the server's limit
+    was raised sends the prompt and gets its answer."""
+    small = {"on": True}
+    srv = fake_server(rule=lambda rec, attempt: _rule(rec, attempt) if small["on"] else None,
+                      too_long_message=VLLM)
+    cache = Cache(tmp_path / "cache.sqlite")
+    out, key = await _run(make(srv), cache)
+    assert isinstance(out, CallFailed) and out.kind == "too_long" and not out.fatal, out
+    assert cache.refusal(key) is None, "a self-hosted server's refusal was kept in the cache"
+    assert "self-hosted server's context is its own setting" in str(out)
+    assert "vLLM's --max-model-len" in str(out) and "a re-run asks again" in str(out)
+    small["on"] = False  # the server restarted with a larger --max-model-len
+    again, _ = await _run(make(srv), cache)
+    assert not isinstance(again, CallFailed), again
+    assert _long_sent(srv) == 2
+
+
+@pytest.mark.parametrize(("where", "hosted"), [
+    ("api.openai.com", True),  # the openai provider with no base_url
+    ("https://api.openai.com/v1", True), ("https://judges.openai.azure.com/openai", True),
+    ("https://api.anthropic.com", True), ("https://openrouter.ai/api/v1", True),
+    ("http://127.0.0.1:8000/v1", False), ("http://gpu-box:8080/v1", False),
+    ("https://api.openai.com.example.net/v1", False), ("https://together.example/v1", False),
+    ("2 servers (http://127.0.0.1:1/v1|http://127.0.0.1:2/v1)", False),
+])
+def test_only_a_hosted_apis_context_is_fixed_by_the_model_name(where, hosted):
+    assert fixed_context(where) is hosted
+
+
+def test_the_openai_provider_without_base_url_is_hosted():
+    p = make_provider("openai", "gpt-4o-mini", {"api_key": "sk-" + "x" * 40})
+    assert p.where == "api.openai.com" and fixed_context(p.where)
 
 
 def _local(ctx: str):

@@ -540,13 +540,15 @@ def server_code(exc: Any) -> str:
 
 
 class ContextRefusal(RequestRejected):
-    """A prompt over a remote model's context (HTTP 400/422 context_length_exceeded and its
-    kin): a property of the request and of the model the cache keys it by, so the client keeps
-    it in the cache's refusals (`keep_refusal`, `Client._keep_refusal`) and a re-run does not
-    send it again. Other refusals stay plain `RequestRejected`s and are sent again by a
-    re-run: a 413 (a body-size limit of the server or a proxy in front of it, not the model's)
-    and llama.cpp's server's 'exceeds the available context size' (its --ctx-size, a runtime
-    setting the cache key does not hold), as the embedded backends' length check."""
+    """A prompt over a hosted API model's context (HTTP 400/422 context_length_exceeded and
+    its kin from OpenAI, Azure OpenAI, Anthropic or OpenRouter, `fixed_context`): a property
+    of the request and of the model the cache keys it by, so the client keeps it in the
+    cache's refusals (`keep_refusal`, `Client._keep_refusal`) and a re-run does not send it
+    again. Other refusals stay plain `RequestRejected`s and are sent again by a re-run: a
+    self-hosted server's (vLLM's --max-model-len, TGI's --max-input-tokens, llama.cpp's
+    --ctx-size: runtime settings the cache key does not hold, review7 finding 6), a 413 (a
+    body-size limit of the server or a proxy in front of it, not the model's), as the
+    embedded backends' length check."""
 
     keep_refusal: ClassVar[bool] = True
 
@@ -556,12 +558,38 @@ class ContextRefusal(RequestRejected):
 _SERVER_CONTEXT = re.compile(r"exceed_context_size|available context size", re.IGNORECASE)
 
 
-def rejected(text: str, kind: str, status: int | None, message: str) -> RequestRejected:
-    """The per-request refusal (`PER_REQUEST_KINDS`) of an HTTP answer (`status`, the
-    server's code and `message`): a `ContextRefusal`, kept in the cache, only for a prompt
-    over the model's own context; else a `RequestRejected`, sent again by a re-run."""
-    if kind == "too_long" and status != 413 and not _SERVER_CONTEXT.search(message):
-        return ContextRefusal(text, kind=kind)
+# Hosted APIs whose model's context is fixed by the model's name (in the cache key); any
+# other server sets its own (`fixed_context`).
+_HOSTED = frozenset({"api.openai.com", "api.anthropic.com", "openrouter.ai"})
+_HOSTED_SUFFIX = (".openai.azure.com",)
+SELF_HOSTED_CONTEXT = (" (a self-hosted server's context is its own setting, e.g. vLLM's "
+                       "--max-model-len, TGI's --max-input-tokens, llama.cpp's --ctx-size, LM "
+                       "Studio's context length: not kept in the cache, a re-run asks again)")
+
+
+def fixed_context(where: str) -> bool:
+    """Whether `where` (a provider's server as its messages name it: 'api.openai.com' when no
+    base_url is given, else the base_url) is a hosted API whose model's context is fixed by
+    the model's name: api.openai.com, *.openai.azure.com, api.anthropic.com, openrouter.ai.
+    Any other server (vLLM, TGI, LM Studio, llama.cpp, a proxy) sets the context at start."""
+    try:
+        host = (urllib.parse.urlsplit(where if "://" in where else "//" + where).hostname
+                or "").lower()
+    except ValueError:
+        return False
+    return host in _HOSTED or host.endswith(_HOSTED_SUFFIX)
+
+
+def rejected(text: str, kind: str, status: int | None, message: str, where: str
+             ) -> RequestRejected:
+    """The per-request refusal (`PER_REQUEST_KINDS`) of an HTTP answer from `where`
+    (`status`, the server's code and `message`): a `ContextRefusal`, kept in the cache, only
+    for a prompt over a hosted API model's own context (`fixed_context`); else a
+    `RequestRejected`, sent again by a re-run, a self-hosted server's saying so."""
+    if kind == "too_long" and status != 413:
+        if fixed_context(where) and not _SERVER_CONTEXT.search(message):
+            return ContextRefusal(text, kind=kind)
+        return RequestRejected(text + SELF_HOSTED_CONTEXT, kind=kind)
     return RequestRejected(text, kind=kind)
 
 
@@ -629,7 +657,7 @@ def map_sdk_error(
                 why += (" (HTTP 413: over a body-size limit of the server or a proxy in front "
                         "of it; not kept in the cache, a re-run sends it again)")
             return rejected(f"{provider}: HTTP {status} from {where}: {why}: {detail}", kind,
-                            status, f"{server_code(exc)} {server_message(exc)}")
+                            status, f"{server_code(exc)} {server_message(exc)}", where)
         if 300 <= status < 400:
             resp = getattr(exc, "response", None)
             to = redact_url(str(getattr(resp, "headers", {}).get("location") or ""))
@@ -1281,7 +1309,7 @@ class OpenAIProvider(Provider):
         code = f" (code {status})" if status else ""
         text = f"{self.name}: {where} answered 200 with an error{code}: {message[:300]}"
         if kind in PER_REQUEST_KINDS:
-            return rejected(text, kind, status, message)
+            return rejected(text, kind, status, message, where)
         if retryable:
             return ProviderError(text, retryable=True, kind=kind)
         return FatalProviderError(text, kind=kind)
