@@ -39,10 +39,18 @@ from fakeserver import judge_request
 from judgeaudit.llm import CallFailed, Client, Message, Request, RetryPolicy, make_provider
 from judgeaudit.llm.cache import Cache
 from judgeaudit.llm.providers.openai import fixed_context
-from tests.llm.test_live_refusals_kept import _long_sent, _rule
 from tests.llm.test_llamacpp_backend import ScriptedServer, tiny_meta
 
 pytestmark = pytest.mark.usefixtures("no_key_env")
+
+def _rule(rec, attempt: int) -> str | None:
+    """Item 5's prompt is over the context (as tests/llm/test_live_refusals_kept.py's)."""
+    return "too_long" if "question item 5\n" in rec.prompt_text else None
+
+
+def _long_sent(srv) -> int:
+    return sum("question item 5\n" in r.prompt_text for r in srv.snapshot())
+
 
 LLAMACPP_SERVER = "the request exceeds the available context size, try increasing it"
 
