@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
 from judgeaudit.llm.cache import Cache
+from tests.llm.test_refusal_kept_only_when_stable import via_proxy  # noqa: F401 - a fixture
 
 runner = CliRunner()
 
@@ -36,11 +37,15 @@ def _long_sent(srv) -> int:
 
 
 @pytest.mark.parametrize("command", ["evaluate", "audit"])
-def test_a_rerun_does_not_send_a_refused_prompt_again(tmp_path, isolated_cache, command):
+def test_a_rerun_does_not_send_a_refused_prompt_again(tmp_path, isolated_cache, command,
+                                                      via_proxy):  # noqa: F811
+    """Kept only from a hosted API (review7 finding 6): the loopback server is reached as
+    api.openai.com through a loopback HTTP proxy."""
     write_pairs(tmp_path / "pairs.jsonl", 8)
     extra = ["--probes", "position"] if command == "audit" else []
     with FakeLLMServer(rule=_rule) as srv:
-        spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        via_proxy(srv)
+        spec = "openai:m?base_url=http://api.openai.com/v1&api_key=k"
 
         def run(tag: str):
             out = tmp_path / tag

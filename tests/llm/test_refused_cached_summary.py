@@ -11,14 +11,17 @@ from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
 from tests.llm.test_live_refusals_kept import _no_keys, _rule  # noqa: F401 (autouse fixture)
+from tests.llm.test_refusal_kept_only_when_stable import via_proxy  # noqa: F401 - a fixture
 
 runner = CliRunner()
 
 
-def test_the_summary_counts_refusals_taken_from_the_cache(tmp_path, isolated_cache):
+def test_the_summary_counts_refusals_taken_from_the_cache(tmp_path, isolated_cache,
+                                                         via_proxy):  # noqa: F811
     write_pairs(tmp_path / "pairs.jsonl", 6)
     with FakeLLMServer(rule=_rule) as srv:
-        spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        via_proxy(srv)  # kept only from a hosted API (review7 finding 6)
+        spec = "openai:m?base_url=http://api.openai.com/v1&api_key=k"
         args = ["evaluate", "--judge", spec, "--data", f"jsonl:{tmp_path / 'pairs.jsonl'}",
                 "--max-failed", "0.5", "--json"]
         first = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
