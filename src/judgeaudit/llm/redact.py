@@ -384,6 +384,31 @@ def redact_url(url: str) -> str:
     return redact(url)
 
 
+def _locals_hold_secret(exc_info: Any) -> bool:
+    """Whether a local variable of the traceback's frames holds a known secret. A program's
+    own formatter may show locals (`traceback.TracebackException(capture_locals=True)`):
+    such a record keeps the stock traceback (`exc_text`), which shows none, so the key in
+    `call(api_key=...)` never reaches the handler. Checked only for records with a traceback
+    and a known secret; a local whose repr fails or is huge is read by its first 100,000
+    characters, or skipped."""
+    secrets = known_secrets()
+    tb = exc_info[2] if isinstance(exc_info, tuple) and len(exc_info) == 3 else None
+    if tb is None or not secrets:
+        return False
+    for _ in range(200):  # frames
+        if tb is None:
+            break
+        for value in list(tb.tb_frame.f_locals.values())[:500]:
+            try:
+                text = value if isinstance(value, str) else repr(value)
+            except Exception:  # noqa: BLE001 - a repr that raises shows nothing
+                continue
+            if mentions_known(text[:100_000], secrets):
+                return True
+        tb = tb.tb_next
+    return False
+
+
 class RedactingFilter(logging.Filter):
     """Redacts every record's message (and its formatted traceback) in place: `msg` becomes
     the redacted full message and `args` None, so no handler can format the secret back in.
@@ -415,13 +440,15 @@ class RedactingFilter(logging.Filter):
                   if k not in _RECORD_FIELDS and isinstance(v, str)}
         texts = [message, trace, record.stack_info or "", *extras.values()]
         if not self._touches(texts):
+            if trace and _locals_hold_secret(record.exc_info):
+                record.exc_text = trace  # the stock traceback: it shows no locals
             return
         for k, v in extras.items():
             setattr(record, k, self._clean(v))
         record.msg, record.args = self._clean(message), None
         if trace:
             cleaned = self._clean(trace)
-            if cleaned != trace:
+            if cleaned != trace or _locals_hold_secret(record.exc_info):
                 record.exc_text = cleaned
         if record.stack_info:
             record.stack_info = self._clean(record.stack_info)
