@@ -17,9 +17,7 @@ cached case, where the check must let the run go on.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import httpx
 import pytest
 from fakeserver import FakeLLMServer
 from typer.testing import CliRunner
@@ -27,6 +25,7 @@ from typer.testing import CliRunner
 from judgeaudit.cli import plan_cmd
 from judgeaudit.cli.main import app
 from judgeaudit.llm import local_model as lm
+from tests.hubj.test_local_role_preflight import _execute
 
 plan_cmd.register(app)  # (idempotent; `ingest` fills the cache in the cached case)
 runner = CliRunner()
@@ -82,22 +81,6 @@ def test_rank_stops_before_its_loop_when_the_default_judge_cannot_run(
     assert WANTED in out, out
     assert "--judge defaults to local; pass --judge SPEC to use another model" in out, out
     assert not (tmp_path / "out" / "results.json").exists()
-
-
-def _execute(plan: Path, out: Path, base: str) -> int:
-    """Answer every plan line through the server at `base` (as `vllm run-batch` would)."""
-    n = 0
-    with httpx.Client(timeout=30) as http, open(plan) as f, open(out, "w") as w:
-        for i, raw in enumerate(f):
-            line = json.loads(raw)
-            r = http.post(base + line["url"], json=line["body"],
-                          headers={"Authorization": "Bearer EMPTY"})
-            w.write(json.dumps({"id": f"b-{i}", "custom_id": line["custom_id"],
-                                "response": {"status_code": r.status_code,
-                                             "request_id": f"r{i}", "body": r.json()},
-                                "error": None}) + "\n")
-            n += 1
-    return n
 
 
 def test_a_cache_holding_the_local_oracles_answers_still_runs(tmp_path, isolated_cache,
