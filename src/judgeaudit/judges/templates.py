@@ -117,13 +117,19 @@ _GAP = (r"(?:\s*[:,]?\s+(?!(?:if|when|unless|where|while|for|and|or|but|whether)
         r"[\w()'\u2019-]+){0,3}?")
 # After a range, what makes it a count or a band's label, not a scale ("1-2 sentences",
 # "0-1 errors", "1-2 = poor", "0-1: none").
-_COUNTS = (r"(?!\s*(?:=|:|sentence|word|paragraph|line|bullet|example|item|reason|step|token|"
-           r"character|minute|error|mistake|point\w*\s+(?:per|each)))")
+_COUNTS = (r"(?!\s*(?:=|:|%|percent|sentence|word|paragraph|line|bullet|example|item|reason|"
+           r"step|token|character|minute|error|mistake|point\w*\s+(?:per|each)))")
+_NOT_COUNTED = re.compile(_COUNTS, re.IGNORECASE)
+# A number joined to another by '-', '/' or '.' on its far side is part of a date or a code
+# ("as of 2024-10-15", "v1.2-3"), never a range's end.
+_CHAINED_BEFORE = re.compile(r"\d[-/.\u2013]$")
+_CHAINED_AFTER = re.compile(r"^[-/.\u2013]\d")
 _SCALE_PHRASES = (
-    # "on a scale of 1 to 10", "scale from 0-5", "scale: 1-10"
-    ("range", re.compile(r"\bscale\s*(?:of|from|:)?\s*" + _NUM + _TO + _NUM, re.IGNORECASE)),
+    # "on a scale of 1 to 10", "scale from 0-5", "scale: 1-10" (a phrase naming the scale:
+    # a top below k is another scale too, "on a scale of 1 to 3")
+    ("scale", re.compile(r"\bscale\s*(?:of|from|:)?\s*" + _NUM + _TO + _NUM, re.IGNORECASE)),
     # "1-10 scale", "0 to 10 rating scale", "1-10 point scale"
-    ("range", re.compile(_NUM + _TO + _NUM + r"[- ](?:point\s+)?(?:\w+\s+)?scale\b",
+    ("scale", re.compile(_NUM + _TO + _NUM + r"[- ](?:point\s+)?(?:\w+\s+)?scale\b",
                          re.IGNORECASE)),
     # "score it from 1 to 10", "scores range from 0 to 10", "rate the response 1-10"
     ("range", re.compile(_SCORE_WORD + _GAP + r"\s*[:,]?\s+(?:from\s+)?" + _NUM + _TO + _NUM
@@ -131,8 +137,8 @@ _SCALE_PHRASES = (
     # "a score between 1 and 10" (a range inside 1..k is a band of it)
     ("top", re.compile(_SCORE_WORD + _GAP + r"\s+between\s+" + _NUM + r"\s+and\s+" + _NUM,
                        re.IGNORECASE)),
-    # "a score out of 10", "rate it 7 out of 10"
-    ("top", re.compile(_SCORE_WORD + _GAP + r"\s+out\s+of\s+" + _NUM, re.IGNORECASE)),
+    # "a score out of 10", "rate it 7 out of 10" (also below k: "a score out of 3")
+    ("out_of", re.compile(_SCORE_WORD + _GAP + r"\s+out\s+of\s+" + _NUM, re.IGNORECASE)),
     # "a score like 7/10", "score: X/10" (a score is not above its top: "24/7" is none)
     ("ratio", re.compile(_SCORE_WORD + _GAP + r"\s*[:,]?\s*(?<![\d.])(\d+|\b[XN])\s*/\s*" + _NUM,
                          re.IGNORECASE)),
@@ -179,6 +185,14 @@ def _mentions(text: str, label: str, fold: bool) -> bool:
     return re.search(pat, text, re.IGNORECASE if fold else 0) is not None
 
 
+def _chained(line: str, m: re.Match[str], last: int) -> bool:
+    """Whether the range `m` (its top in group `last`) is part of a chain of numbers, a date
+    or a code ("as of 2024-10-15" holds "10-15"), not a range."""
+    first = next(i for i in range(1, last + 1) if m.group(i) is not None)
+    return bool(_CHAINED_BEFORE.search(line, 0, m.start(first))
+                or _CHAINED_AFTER.match(line, m.end(last)))
+
+
 def _other_scale(text: str, k: int) -> tuple[str, str] | None:
     """(the phrase, its line) of the first phrase stating a scale other than 1..k, or None.
     A stated scale is another one when its top is above k or its bottom is 0; a range whose
@@ -187,9 +201,17 @@ def _other_scale(text: str, k: int) -> tuple[str, str] | None:
         for kind, pat in _SCALE_PHRASES:
             for m in pat.finditer(line):
                 nums = [g for g in m.groups() if g is not None]
-                if kind == "range":
+                if kind in ("range", "scale"):
                     lo, hi = int(nums[-2]), int(nums[-1])
+                    if lo > hi or _chained(line, m, m.lastindex or 0):
+                        continue  # no range: "2024-10" of a date, "5 to 1"
                     other = hi > k or lo == 0
+                    # a phrase naming the scale states its top: one below k is another
+                    # scale ("on a scale of 1 to 3"), unless it labels a band ("scale: 1-2 =")
+                    if kind == "scale" and hi < k and _NOT_COUNTED.match(line, m.end()):
+                        other = True
+                elif kind == "out_of":
+                    other = int(nums[-1]) != k
                 elif kind == "ratio":
                     top = int(nums[-1])
                     score = nums[-2]
@@ -201,7 +223,7 @@ def _other_scale(text: str, k: int) -> tuple[str, str] | None:
                     return m.group(0).strip(), line.strip()
         if _LINE_SCORE_WORD.search(line):
             for m in _BARE_RANGE.finditer(line):
-                if int(m.group(3)) > k:
+                if int(m.group(3)) > k and not _chained(line, m, 3):
                     return m.group(0).strip(), line.strip()
     return None
 
