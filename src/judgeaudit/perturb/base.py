@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import random
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -47,6 +48,30 @@ class NotApplicable(PerturbError):
     markdown answer, a citation on a cited one) or the added text would not fit it (English
     filler on a Chinese answer). Measuring such an item would score a broken or doubled cue
     as the bias, so it is left out and counted (`PerturbResult.not_applicable`)."""
+
+
+def non_latin_share(text: str) -> float:
+    """Share of the letters of `text` that are not Latin script (0.0 with no letters)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 0.0
+    latin = sum(1 for c in letters if unicodedata.name(c, "").startswith("LATIN"))
+    return 1 - latin / len(letters)
+
+
+# Above this share of non-Latin letters a text is taken to be in another language: English
+# added to it is a language switch as well as the cue.
+MAX_NON_LATIN = 0.5
+
+
+def english_misfit(text: str, what: str) -> str | None:
+    """Why English `what` ("the padding") does not fit `text` (mostly not Latin script), or
+    None when it does: the one detector every perturbation that adds English to a response
+    uses (`Perturbation.adds_english`)."""
+    share = non_latin_share(text)
+    if share > MAX_NON_LATIN:
+        return f"{what} is English and {share:.0%} of the text's letters are not Latin script"
+    return None
 
 
 @dataclass(frozen=True)
@@ -161,6 +186,12 @@ class Perturbation(abc.ABC):
     touches_other: ClassVar[bool] = False
     # Whether `apply_pointwise` makes sense (the transform reads no pairwise facts).
     pointwise: ClassVar[bool] = True
+    # What this perturbation adds to a response in English ("the padding", "the tone
+    # lines"), or None when it adds no English prose to the side it measures (it changes the
+    # prompt, reformats, or labels both sides alike). On a text mostly in another script the
+    # addition is a language switch as well as the cue, so such texts are left out
+    # (`english_added`, `english_misfit`).
+    adds_english: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
@@ -172,6 +203,18 @@ class Perturbation(abc.ABC):
         out and counted instead of being scored with a doubled or broken cue."""
         return None
 
+    def english_added(self, **opts: Any) -> str | None:
+        """What these options add to a response in English (None: nothing); by default
+        `adds_english`. Perturbations whose English depends on an option override it."""
+        return self.adds_english
+
+    def _not_applicable(self, text: str, side: Side, opts: dict[str, Any]) -> str | None:
+        """The cue already there (`not_applicable`), else English that would not fit."""
+        why = self.not_applicable(text, side, **opts)
+        if why is None and (what := self.english_added(**opts)) is not None:
+            why = english_misfit(text, what)
+        return why
+
     def _refuse(self, item: PairwiseItem | PointwiseItem, sides: Sequence[str],
                 opts: dict[str, Any]) -> None:
         for s in sides:
@@ -182,7 +225,7 @@ class Perturbation(abc.ABC):
                 text, name = getattr(item, s), s
                 ans, comp = side_answers(item, s)
                 side = Side(s, item, ans, comp)  # type: ignore[arg-type]
-            why = self.not_applicable(text, side, **opts) if text.strip() else None
+            why = self._not_applicable(text, side, opts) if text.strip() else None
             if why is not None:
                 raise NotApplicable(f"{self.name} not applicable to {name}: {why}")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import random
 import re
-import unicodedata
 from typing import Any
 
 from judgeaudit.llm.features import word_count, words
@@ -68,20 +67,6 @@ PLAN: tuple[tuple[tuple[str, str], ...], ...] = (
 )
 
 
-def non_latin_share(text: str) -> float:
-    """Share of the letters of `text` that are not Latin script (0.0 with no letters)."""
-    letters = [c for c in text if c.isalpha()]
-    if not letters:
-        return 0.0
-    latin = sum(1 for c in letters if unicodedata.name(c, "").startswith("LATIN"))
-    return 1 - latin / len(letters)
-
-
-# The padding is English: on a text mostly in another script it is a language switch, not
-# length.
-MAX_NON_LATIN = 0.5
-
-
 def _quotable(prompt: str) -> str | None:
     q = " ".join(prompt.split())
     if not q or len(q) > 200 or re.search(r"\d", q) or '"' in q:
@@ -104,13 +89,7 @@ class Verbosity(Perturbation):
                    "summary that repeat it, adding no new content.")
     target_default = "worse"
     options = {"level": Option(3, (1, 2, 3, 4, 5), "padding intensity 1..5", int)}
-
-    def not_applicable(self, text: str, side: Side, **opts: Any) -> str | None:
-        share = non_latin_share(text)
-        if share > MAX_NON_LATIN:
-            return (f"the padding is English and {share:.0%} of the text's letters are not "
-                    "Latin script")
-        return None
+    adds_english = "the padding"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         level: int = opts["level"]
