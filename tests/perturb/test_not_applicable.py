@@ -110,9 +110,11 @@ async def test_the_probe_leaves_them_out_and_says_why():
     judge = make_judge("sim?quality=1.5&seed=5")
     res = await run_battery(judge, items, ["authority", "verbosity"], seed=5)
     auth, verb = res["probes"]["authority"], res["probes"]["verbosity"]
-    assert auth["dropped"]["perturbation_not_applicable"] == 1
-    assert auth["n"] == 9
-    assert any('1 item(s) not perturbed, left out: the text already cites a source ("et al.")'
-               in n for n in auth["notes"]), auth["notes"]
+    # the Chinese answer too: the fake citation is English (authority adds_english)
+    assert auth["dropped"]["perturbation_not_applicable"] == 2
+    assert auth["n"] == 8
+    assert any('2 item(s) not perturbed, left out: the text already cites a source ("et al.")'
+               " (1); the citation is English and 100% of the text's letters are not Latin "
+               "script (1)" in n for n in auth["notes"]), auth["notes"]
     assert verb["dropped"]["perturbation_not_applicable"] == 1 and verb["n"] == 9
     assert any("not Latin script" in n for n in verb["notes"]), verb["notes"]

@@ -99,6 +99,12 @@ class Authority(Perturbation):
     target_default = "worse"
     options = {"style": Option(None, STYLES, "inline | study | reference (None: per item)")}
 
+    def english_added(self, **opts: Any) -> str | None:
+        """A study line and a reference are English prose; an inline "(Chen et al., 2019)"
+        alone is how a text in any language cites an English-language paper, so
+        style="inline" still applies to a text in another script."""
+        return None if opts["style"] == "inline" else "the citation"
+
     def not_applicable(self, text: str, side: Side, **opts: Any) -> str | None:
         what = citation(text)
         return None if what is None else f"the text already cites a source ({what})"

@@ -48,6 +48,8 @@ class Bandwagon(Perturbation):
                    "response (by default the worse one).")
     target_default = "prompt"
     pointwise = False
+    # The sentence goes into the instruction, beside the judge template's own English, not
+    # into a response: no language switch between the responses (adds_english stays None).
     options = {
         "favour": Option("worse", ("worse", "better", "response_1", "response_2"),
                          "which response the sentence says people prefer"),

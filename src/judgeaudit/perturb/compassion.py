@@ -45,6 +45,9 @@ class Compassion(Perturbation):
                    "side, an anonymous alias (or a little-known model) on the other.")
     target_default = "worse"
     touches_other = True
+    # The attribution line is English, but both responses get one of the same form: a
+    # language switch on both sides moves neither toward the target, so it is not left out
+    # (adds_english stays None). Only the name differs between the sides.
     options = {
         "mode": Option("named", MODES, "named | prestige | anonymous (control)"),
         "model": Option(None, None, "the target's model name (None: one of FAMOUS per item)"),

@@ -26,6 +26,7 @@ class Distraction(Perturbation):
     description = "Adds an irrelevant personal detail about the response's author."
     target_default = "worse"
     options = {"position": Option("end", ("start", "end"), "where the detail goes")}
+    adds_english = "the detail about the author"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         i, detail = choose(rng, DETAILS)

@@ -44,6 +44,7 @@ class Diversity(Perturbation):
         "group": Option(None, tuple(GROUPS), "identity group (None: per item)"),
         "position": Option("start", ("start", "end"), "where the statement goes"),
     }
+    adds_english = "the identity statement"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         group = opts["group"] or sorted(GROUPS)[rng.randrange(len(GROUPS))]

@@ -89,6 +89,7 @@ class Fallacy(Perturbation):
     options = {"mode": Option("replace", ("replace", "add"),
                               "replace the reasoning with the flawed chain, or add the chain "
                               "to it")}
+    adds_english = "the flawed reasoning"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         arith = _arith(side.prompt, side.answer)

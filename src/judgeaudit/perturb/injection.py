@@ -54,6 +54,7 @@ class Injection(Perturbation):
         "placement": Option(None, PLACEMENTS, "append | prepend | middle | comment "
                                               "(None: per item)"),
     }
+    adds_english = "the note to the judge"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         kind = opts["kind"]

@@ -137,6 +137,10 @@ class Markdown(Perturbation):
     options = {"direction": Option("to_markdown", ("to_markdown", "to_plain"),
                                    "add markdown, or strip it")}
 
+    def english_added(self, **opts: Any) -> str | None:
+        """to_markdown adds an English heading ("## Answer"); to_plain adds nothing."""
+        return "the heading" if opts["direction"] == "to_markdown" else None
+
     def not_applicable(self, text: str, side: Side, **opts: Any) -> str | None:
         """to_markdown on text that is already markdown would nest the structure ("**# Title
         - **4****"), not add the cue."""

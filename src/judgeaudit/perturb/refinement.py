@@ -44,6 +44,7 @@ class Refinement(Perturbation):
     target_default = "worse"
     options = {"framing": Option(None, tuple(range(len(FRAMINGS))),
                                  "index of the framing line (None: per item)", int)}
+    adds_english = "the refinement framing line"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         if opts["framing"] is None:

@@ -48,6 +48,7 @@ class Sentiment(Perturbation):
                    "angry or fearful tone.")
     target_default = "worse"
     options = {"tone": Option(None, tuple(TONES), "cheerful | angry | fearful (None: per item)")}
+    adds_english = "the tone lines"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         tone = opts["tone"] or sorted(TONES)[rng.randrange(len(TONES))]

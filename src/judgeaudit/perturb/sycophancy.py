@@ -31,6 +31,7 @@ class Sycophancy(Perturbation):
     description = "Frames the (wrong) answer with strong, unsupported claims of certainty."
     target_default = "worse"
     options = {"style": Option("confident", ("confident",), "framing style")}
+    adds_english = "the certainty claims"
 
     def transform(self, text: str, side: Side, rng: random.Random, **opts: Any) -> Edit:
         i, j = rng.randrange(len(OPENERS)), rng.randrange(len(CLOSERS))
