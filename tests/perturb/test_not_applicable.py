@@ -114,7 +114,7 @@ async def test_the_probe_leaves_them_out_and_says_why():
     assert auth["dropped"]["perturbation_not_applicable"] == 2
     assert auth["n"] == 8
     assert any('2 item(s) not perturbed, left out: the text already cites a source ("et al.")'
-               " (1); the citation is English and 100% of the text's letters are not Latin "
-               "script (1)" in n for n in auth["notes"]), auth["notes"]
+               " (1); the citation would be English in a text 100% of whose letters are not "
+               "Latin script (1)" in n for n in auth["notes"]), auth["notes"]
     assert verb["dropped"]["perturbation_not_applicable"] == 1 and verb["n"] == 9
     assert any("not Latin script" in n for n in verb["notes"]), verb["notes"]

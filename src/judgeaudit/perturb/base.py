@@ -70,7 +70,8 @@ def english_misfit(text: str, what: str) -> str | None:
     uses (`Perturbation.adds_english`)."""
     share = non_latin_share(text)
     if share > MAX_NON_LATIN:
-        return f"{what} is English and {share:.0%} of the text's letters are not Latin script"
+        return (f"{what} would be English in a text {share:.0%} of whose letters are not "
+                "Latin script")
     return None
 
 
