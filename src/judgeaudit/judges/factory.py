@@ -18,7 +18,9 @@ JUDGE_PARAM_HELP = {
                  "templates below) or a .txt file with '### system' and '### user' sections; "
                  "its user section must use {prompt}, {response_a} and {response_b} and no "
                  "other placeholder (a literal brace is written {{ or }}), and the answer is "
-                 "read for the labels A, B unless it declares others under '### labels'"),
+                 "read for the labels A, B unless it declares others under '### labels'; "
+                 "a tie label it asks for is declared under '### ties' (e.g. 'C, tie') and "
+                 "read as a tie verdict"),
     "orders": ("both | one: judge each pair in both orders, or in one order picked at random "
                "per item (seeded); a replay judge asks the orders its file records "
                "(default both)"),

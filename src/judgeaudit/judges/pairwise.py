@@ -116,6 +116,10 @@ def unread_why(t: Template) -> str | None:
     X/Y) that also names A and B passes `check_template` and has every answer unreadable."""
     if t.source is None:
         return None
+    if t.ties:  # its tie labels are read too
+        return (f"no verdict label of template {t.source!r} ({', '.join(t.labels[:2])} or "
+                f"the tie label {' or '.join(t.ties)}; a template asking for others declares "
+                "them under '### labels' and '### ties')")
     return (f"no verdict label of template {t.source!r} ({' or '.join(t.labels[:2])}; a "
             "template asking for others declares them under '### labels')")
 
@@ -177,11 +181,12 @@ class PairwiseJudge:
     @staticmethod
     def read(order: Order, out: Response | CallFailed, labels: tuple[str, ...] = ("A", "B"),
              final_pattern: str | None = None, shown: Sequence[str] = (),
-             max_tokens: int | None = None) -> OrderVerdict:
+             max_tokens: int | None = None, ties: tuple[str, ...] = ()) -> OrderVerdict:
         """Parse one order's output; `labels[0]` names the response shown first. `choice` is
         recorded as "A"/"B" (first/second shown) whatever the template's labels. An answer
         with no verdict that was cut at the token limit (`max_tokens`: the limit sent) or
-        empty says so in `error` (`no_verdict_why`); `failed` stays None (it answered)."""
+        empty says so in `error` (`no_verdict_why`); `failed` stays None (it answered).
+        `ties`: the template's tie labels ('### ties'); an answer naming one is "tie"."""
         if isinstance(out, CallFailed):
             return OrderVerdict(order, raw="", choice=None, winner=None, error=str(out),
                                 failed=call_failure(out))
@@ -192,10 +197,16 @@ class PairwiseJudge:
                                 error=f"{why}: {out.invalid}" if why else out.invalid, cut=cut)
         first, second = labels[0], labels[1]
         if final_pattern:  # the last marked verdict, never a quote or an echo of `shown`
-            label = parse_final(out.text, final_pattern, (first, second), shown)
+            label = parse_final(out.text, final_pattern, (first, second), shown,
+                                tie_labels=ties)
         else:
-            label = parse_choice(out.text, (first, second), allow_tie=True)
+            label = parse_choice(out.text, (first, second), allow_tie=True, tie_labels=ties)
         said = {first: "A", second: "B", "tie": "tie"}.get(label) if label else None
+        if said == "tie" and ties:
+            # a declared tie label: the probabilities cover the two verdict labels only, so
+            # they cannot say tie; the text's tie is the verdict (no P(first) for it)
+            return OrderVerdict(order, out.text, "tie", 0, text_choice="tie" if out.probs
+                                else None)
         if out.probs and first in out.probs and second in out.probs:
             pa = float(out.probs[first])
             choice: str | None = "A" if pa >= out.probs[second] else "B"
@@ -212,7 +223,8 @@ class PairwiseJudge:
         t = self.template
         verdict = self.read(order, out, t.labels, t.final_pattern,
                             tuple(request.meta.get("shown") or ()),
-                            limit_sent(getattr(self.client, "provider", None), request))
+                            limit_sent(getattr(self.client, "provider", None), request),
+                            t.ties)
         mark_if_invalid(self.client, request, out, verdict.valid, unread_why(t))
         return verdict
 

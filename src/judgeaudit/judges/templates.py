@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-_SECTION = re.compile(r"^### (system|user|prefill|labels|final)\s*$", re.MULTILINE)
+_SECTION = re.compile(r"^### (system|user|prefill|labels|final|ties)\s*$", re.MULTILINE)
+# A character the verdict reader keeps in a token (`parse._STRIP` splits on the others): a
+# tie label with any other character ("no winner", "[C]") could never be read.
+_LABEL_CHAR = re.compile(r"[^\s*_`\"'\[\]().:,!]+")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class Template:
     final_pattern: str | None = None
     # The file a user's template was read from (None for a built-in): messages name it.
     source: str | None = None
+    # Pairwise tie labels ('### ties', e.g. "C, tie"): an answer naming one is a tie verdict
+    # (winner 0), as a built-in template's "tie" is; none declared = a tie label is unread.
+    ties: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:
@@ -51,6 +57,9 @@ def parse_template(name: str, text: str, source: str | None = None) -> Template:
     labels = tuple(x.strip() for x in sections.get("labels", "A, B").split(",") if x.strip())
     if len(labels) < 2 or len(set(labels)) != len(labels):
         raise ValueError(f"template {where!r}: '### labels' needs distinct labels, e.g. 'A, B'")
+    ties = tuple(x.strip() for x in sections.get("ties", "").split(",") if x.strip())
+    if "ties" in sections:
+        _check_ties(where, labels, ties)
     final = sections.get("final", "").strip() or None
     if final is not None:
         try:
@@ -61,8 +70,30 @@ def parse_template(name: str, text: str, source: str | None = None) -> Template:
                              "capturing the label") from None
     return Template(
         name, sections["system"], sections["user"], sections.get("prefill", "").strip(), digest,
-        labels, final, source,
+        labels, final, source, ties,
     )
+
+
+def _check_ties(where: str, labels: tuple[str, ...], ties: tuple[str, ...]) -> None:
+    """Tie labels the reader can take apart from the verdict labels: at least one, distinct,
+    none a verdict label in any case (the reader folds case: 'a' would read as 'A'), each
+    one token the reader keeps (letters, digits, '-', '/'...; no space or brackets)."""
+    problems: list[str] = []
+    if not ties:
+        problems.append("it lists no label")
+    if len({x.lower() for x in ties}) != len(ties):
+        problems.append(f"its labels {', '.join(ties)} are not distinct")
+    clash = [x for x in ties if x.lower() in {y.lower() for y in labels}]
+    if clash:
+        problems.append(f"{', '.join(map(repr, clash))} is also a verdict label "
+                        f"('### labels': {', '.join(labels)})")
+    odd = [x for x in ties if not _LABEL_CHAR.fullmatch(x)]
+    if odd:
+        problems.append(f"{', '.join(map(repr, odd))} is not one word the reader can take "
+                        "(no spaces, brackets, quotes or punctuation)")
+    if problems:
+        raise ValueError(f"template {where!r}: '### ties' " + "; ".join(problems) + ". It "
+                         "lists the labels that mean a tie, comma-separated, e.g. 'C, tie'.")
 
 
 def builtin_templates() -> list[str]:
@@ -265,6 +296,9 @@ def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
             f"template {t.where!r} cannot be used as a {kind} template: "
             + "; ".join(problems) + f". A {kind} template's user section must use "
             f"{_names(must)}{may_s}." + odd_hint)
+    if t.ties and kind != "pairwise":
+        raise ValueError(f"template {t.where!r} declares '### ties' ({', '.join(t.ties)}), but "
+                         f"a {kind} judge reads no tie; leave the section out")
     if kind in ("pairwise", "binary"):
         text = "\n".join((t.system, _NAMED.sub(" ", t.user), t.prefill))
         fold = len({x.lower() for x in t.labels}) == len(t.labels)
@@ -277,6 +311,13 @@ def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
                 "set under '### labels', default A, B; the first names the response shown "
                 "first). If the template asks for other labels (1/2, X/Y), declare them: a "
                 "line '### labels' followed by e.g. '1, 2'.")
+        fold_all = len({x.lower() for x in t.labels + t.ties}) == len(t.labels + t.ties)
+        if t.ties and not any(_mentions(text, x, fold_all) for x in t.ties):
+            raise ValueError(
+                f"template {t.where!r} declares the tie label(s) {', '.join(t.ties)} under "
+                "'### ties' but never names one, so the judge is not asked for a tie; name "
+                "it in the question (e.g. 'Answer A, B, or C for a tie') or leave the section "
+                "out.")
     if kind == "pointwise":
         found = _other_scale("\n".join((t.system, t.user, t.prefill)), scale)
         if found is not None:
