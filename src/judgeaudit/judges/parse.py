@@ -1049,7 +1049,32 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
     if last == "?" or (last == "tie" and not ties) \
             or any(c != last for _, c, _ in found[marked[-1]:]):
         return None
+    if any(c != last for c in _opening_verdicts(text, labels + ties, found, name, compiled)):
+        return None  # "A\n...\nVerdict: B": which one the judge means is not guessed
     return last
+
+
+def _opening_verdicts(text: str, labels: tuple[str, ...], found: list[tuple[int, str, bool]],
+                      name: Callable[[str | None], str], compiled: re.Pattern[str]) -> list[str]:
+    """The verdicts a reasoning answer's first line gives as its opening (`parse_final`'s
+    names): the line one label alone ("A", "**B**", "B.", "[[A]]"; not "Response A" or "A:",
+    which head a response's discussion), or a marked verdict that opens it ("Verdict: A",
+    the template's own line). A last marked verdict that differs leaves the answer unread,
+    as `parse_choice` and `parse_score` leave an opening and a later labelled one that
+    disagree. A marked verdict later on the first line ("Response B restates: The better
+    response is Response B") is no opening: the last marked verdict outweighs it."""
+    lead = len(text) - len(text.lstrip())
+    cut = text.find("\n", lead)
+    first_end = len(text) if cut < 0 else cut
+    first = text[lead:first_end]
+    tokens = [t for t in _STRIP.split(first) if t]
+    if len(tokens) == 1 and tokens[0] in labels and not first.rstrip(" \t*_").endswith(":"):
+        return [name(tokens[0])]
+    body = first.lstrip(_EDGE)
+    if _FINAL_LABEL.match(first) is None and compiled.match(body) is None \
+            and compiled.match(body.replace("**", "").replace("__", "")) is None:
+        return []
+    return [c for pos, c, is_marked in found if is_marked and pos < first_end]
 
 
 # A chain of thought's closing tie: "Therefore, both outputs are equally good.", "So it is a
@@ -1144,6 +1169,51 @@ _LABEL_ALONE = re.compile(r"^[\s#>*_]*[^\n]*?\b(?:score|rating|grade)[\s*_]*[:=]
 _LATER_SCORE = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict)[\s*_]*"
                           r"(?:[:=\-\u2013][\s*_]*|\s+is\s+)" + _NUMBER_VALUE,
                           re.IGNORECASE)
+# A later line giving a score in another form than `_LATER_SCORE` reads, each a score the
+# judge may have moved to ("B ... Grade: D" read B; "4 ... Final answer: 2" read 4): the same
+# labels and "Overall:" with any score of the scale ("**Final grade:** D", "Verdict: IV"), a
+# final answer ("Final answer: 2", "**Final Answer:** [[2]]"), a line that is one \boxed{2},
+# a revision ("I'll revise my score to 2"). Their values count only when they name a score
+# (`_later_token`): "Verdict: good" is no second score. Possessive runs: linear on a long
+# run of spaces or asterisks after a label.
+_LATER_ID = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict|overall|evaluation|"
+                       r"assessment)[\s*_]*+"
+                       r"(?:[:=\-\u2013][\s*_]*+|(?<=\s)is\s++)" + _SCORE_VALUE, re.IGNORECASE)
+_LATER_FINAL = re.compile(r"^[\s#>*_\-]*+(?:(?:my|the)\s+)?final\s+answer[\s*_]*+[:=][\s*_]*+"
+                          + _SCORE_VALUE, re.IGNORECASE)
+_LATER_BOXED = re.compile(r"^(?:\\[(\[]|[\s#>*_$])*+\\boxed\{\s*+(?P<p>" + _TOKEN +
+                          r")\s*+\}[\s*_$\\)\].!]*+$")
+_LATER_REVISED = re.compile(
+    r"\b(?:revis|chang|lower|rais|updat|adjust|correct|bump|drop|reduc|increas|lower)\w*+\s++"
+    r"(?:my|the|this|its|our)\s++(?:(?:final|overall)\s++)?(?:score|rating|grade)\s++"
+    r"(?:(?:down|up)\s++)?to\s++(?:(?:a|an)\s++)?[*_\[]{0,4}(?P<p>" + _TOKEN + r")(?![A-Za-z0-9])",
+    re.IGNORECASE)
+
+
+def _later_other(line: str, ids: tuple[str, ...] | None) -> list[tuple[str, str | None]]:
+    """The (token, top) a later `line` gives by `_LATER_ID`, `_LATER_FINAL`, `_LATER_BOXED` or
+    `_LATER_REVISED`, when its value names a score (`_later_token`); [] otherwise."""
+    for pattern in (_LATER_ID, _LATER_FINAL):
+        m = pattern.match(line)
+        if m is not None and _later_token(token := m.group("b") or m.group("p"), ids):
+            return [(token.lower(), m.group("top"))]
+    m = _LATER_BOXED.match(line) or _LATER_REVISED.search(line)
+    if m is not None and _later_token(m.group("p"), ids):
+        return [(m.group("p").lower(), None)]
+    return []
+
+
+def _later_token(token: str, ids: tuple[str, ...] | None) -> bool:
+    """True when `token`, a value after a later label, names a score: a number, an id of the
+    scale `ids` (any case), or one letter on a scale of letters ("F" on A..E: a grade off the
+    scale, still a second grade)."""
+    if re.fullmatch(r"\d+(?:\.\d+)?", token):
+        return True
+    if ids is None:
+        return False
+    lowered = token.lower()
+    return lowered in {i.lower() for i in ids} or (
+        len(token) == 1 and token.isalpha() and all(i.isalpha() and len(i) == 1 for i in ids))
 
 
 def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
@@ -1211,7 +1281,9 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
             if value is None and _LABEL_ALONE.match(line) and i + 1 < len(lines):
                 value = _SCORE_RE.match(lines[i + 1])  # "Rating:\n2"
             if value is not None:
-                got.append((value.group("b") or value.group("p"), value.group("top")))
+                got.append(((value.group("b") or value.group("p")).lower(), value.group("top")))
+            else:
+                got += _later_other(line, ids)
     return list(dict.fromkeys(got))
 
 
@@ -1244,13 +1316,16 @@ def _parse_plain_score(text: str, ids: tuple[str, ...]) -> float | None:
 def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
                     ) -> str | None:
     """Why an answer that `parse_score` cannot map reads as a number off the judge's scale
-    ("score 8.5 is not on the scale 1..5"), or None when it is no such number (garbage,
-    two scores). The answer is then invalid all the same; only its message differs from
-    "unparseable"."""
+    ("score 8.5 is not on the scale 1..5") or gives two scores of the scale that disagree
+    ("B" first, then a labelled "Grade: D"), or None when it is neither (garbage, prose
+    naming two scores). The answer is then invalid all the same; only its message differs
+    from "unparseable"."""
     text = _strip_eos(strip_reasoning(_strip_eos(text or "")))
     if not text.strip() or parse_score(text, ids) is not None:
         return None
     tokens = _score_tokens(text, ids)
+    if len(tokens) > 1:
+        return _disagreement(tokens, ids)
     if len(tokens) != 1:
         return None
     token, top = tokens[0]
@@ -1266,6 +1341,25 @@ def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
     if ids == tuple(str(i) for i in range(1, k + 1)) or not 1 <= v <= k:
         return f"score {token} is not on the scale {scale}"
     return None
+
+
+def _disagreement(tokens: list[tuple[str, str | None]], ids: tuple[str, ...]) -> str | None:
+    """Why an answer whose readings are all on the scale but name two scores gives none ("4
+    ... Final answer: 2", "B ... Grade: D"): the first and the first that differs, as the
+    scale writes them. None when a reading is off the scale (no one message fits)."""
+    values = [_on_scale(t, top, ids) for t, top in tokens]
+    if any(v is None for v in values):
+        return None
+    first = values[0]
+    other = next((v for v in values if v != first), None)
+    if first is None or other is None:
+        return None
+
+    def shown(v: float) -> str:
+        return ids[int(v) - 1] if float(v).is_integer() else str(v)
+
+    return (f"the answer gives scores that disagree ({shown(first)} first, then "
+            f"{shown(other)}; neither is guessed)")
 
 
 def invalid_reason(out: Response, valid: bool, why: str | None = None) -> str | None:
