@@ -61,8 +61,8 @@ _BRACKETED = re.compile(r"\[\[\s*+([^\[\]\n]{1,20}?)\s*+\]\]")  # \s*+: no backt
 _SENTENCE = re.compile(
     r"^(?:(?:the|my)\s+(?:better|best|preferred|stronger|winning)\s+(?:response|answer|output|"
     r"one|choice)\s+is|(?:my\s+(?:verdict|choice|answer)\s+is)|i\s+(?:would\s+)?(?:choose|pick|"
-    r"select|prefer|go\s+with|vote\s+for))\s+(?:(?:response|output|answer)\s+)?[*_\[(\"']*"
-    r"(\w+)[*_\])\"']*\s*[.!]?$", re.IGNORECASE)
+    r"select|prefer|go\s+with|vote\s+for))\s+[*_\[(\"']*+(?:(?:response|output|answer)\s+)?"
+    r"[*_\[(\"']*+(\w+)[*_\])\"']*\s*[.!]?$", re.IGNORECASE)
 
 # A choice followed at once by a verb and a negation or a worse-than ("A is not better", "A
 # isn't the better one", "A is worse"): the line names the choice only to reject it.
@@ -523,7 +523,7 @@ def _choice_re(name: str) -> str:
     """One choice as a verdict sentence names it: "Output (a)", "Response B", "[[A]]", "A";
     the label word in group `name`_l, what opens around it ("[[", "**") in `name`_b. The
     runs around it are bounded: "[[" x 6,000 took 1.7 s to search when they were not."""
-    return (r"(?:(?P<" + name + r"_l>output|response|answer|assistant)\s*)?"
+    return (r"(?:[*_]{0,4}+(?P<" + name + r"_l>output|response|answer|assistant)\s*)?"
             r"(?P<" + name + r"_b>[\[(\"'*_]{0,8})(?P<" + name + r">[A-Za-z0-9]+)[\])\"'*_]{0,8}")
 
 
