@@ -1216,6 +1216,17 @@ def _later_token(token: str, ids: tuple[str, ...] | None) -> bool:
         len(token) == 1 and token.isalpha() and all(i.isalpha() and len(i) == 1 for i in ids))
 
 
+# A final answer whose whole value is a score's own line in quotes ('Final answer: "Score: 4"',
+# '**Final Answer:** “Score: 4”'): the judge copies the quotes a template puts around the
+# line it asks for. Read at the answer's opening only, as the same line unquoted; a closing one
+# after reasoning stays unread like a closing "Score: 4" (an example of the required format
+# there reads as a score).
+_QUOTED_SCORE = re.compile(
+    r"^[#>*_ \t]*+(?:(?:my|the)\s+)?(?:final\s+)?answer[ \t*_]*+[:=][ \t*_]*+(?P<q>[\"\u201c])"
+    r"(?P<inner>(?:score|rating|grade)[ \t*_]*+[:=][^\"\u201c\u201d\n]*+)(?P<e>[\"\u201d])"
+    r"[ \t*_.]*+(?=\n|$)", re.IGNORECASE)
+
+
 def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
     """Map a score answer to 1..len(ids) by its id (ids[k-1] means score k), or None.
 
@@ -1249,6 +1260,9 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
     and a benchmark marker anywhere. Empty when none reads."""
     got: list[tuple[str, str | None]] = []
     body = text.strip()
+    quoted = _QUOTED_SCORE.match(body)
+    if quoted is not None and (quoted.group("q") == '"') == (quoted.group("e") == '"'):
+        body = quoted.group("inner") + body[quoted.end():]  # 'Final answer: "Score: 4"'
     label = _SCORE_LABEL.match(body)
     if label is not None:
         rest = body[label.end():]
