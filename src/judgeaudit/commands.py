@@ -381,6 +381,7 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
+        bundle.check_items(items)  # a user's template that would drop the items' text
         tr = s.tracker("judging", len(items) if pointwise else bundle.pairwise.n_calls(items))
         res = await run_evaluate(bundle, items, on_done=tr.advance, data_spec=spec,
                                  seed=cfg.seed, min_valid=cfg.min_valid,
@@ -451,6 +452,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
+        bundle.check_items(items)  # a user's template that would drop the items' text
         if writers:  # its own answers are compared with the items' (self_preference)
             needs(bundle, opt("judge", cli), WRITING, part=f"probe {', '.join(writers)}")
         others = [s.judge(p) for p in panel_specs]
@@ -513,6 +515,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
     `cfg.generate_references` the generated ones are written to `references_out`."""
     from judgeaudit.data.schema import PointwiseItem
     from judgeaudit.judges.pointwise import RubricJudge
+    from judgeaudit.judges.templates import check_item_fields
     from judgeaudit.scoring.perturbations import resolve
     from judgeaudit.scoring.references import (
         ReferencePipeline,
@@ -601,6 +604,8 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
                 Role(cfg.judge, opt("judge", cli), _default(cfg, "judge"))])
         try:
             rubric = RubricJudge(main.client, cfg.template)
+            # the rubric and levels it would drop (a reference shows in ref_k prompts only)
+            check_item_fields(rubric.template, "pointwise", items, ("rubric", "rubric_levels"))
         except ValueError as exc:
             raise ValueError(f"{opt('template', cli)}: {exc}") from None
         ref_info: dict[str, Any] | None = None

@@ -3,10 +3,13 @@ parameters (`template`, `orders`) are taken here, the rest go to the provider.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.pointwise import RubricJudge
+from judgeaudit.judges.templates import check_item_fields
 from judgeaudit.llm import Cache, Client, RetryPolicy, make_provider
 from judgeaudit.llm.base import check_params
 from judgeaudit.llm.registry import provider_class
@@ -16,8 +19,10 @@ from judgeaudit.spec import Spec, parse_spec
 JUDGE_PARAM_HELP = {
     "template": ("pairwise prompt template: a built-in name (default pairwise_v1; see the "
                  "templates below) or a .txt file with '### system' and '### user' sections; "
-                 "its user section must use {prompt}, {response_a} and {response_b} and no "
-                 "other placeholder (a literal brace is written {{ or }}), and the answer is "
+                 "its user section must use {prompt}, {response_a} and {response_b} and may "
+                 "use {reference_block} (the item's reference answer; a template without it "
+                 "is refused on items that carry one), no other placeholder (a literal brace "
+                 "is written {{ or }}), and the answer is "
                  "read for the labels A, B unless it declares others under '### labels'; "
                  "a tie label it asks for is declared under '### ties' (e.g. 'C, tie') and "
                  "read as a tie verdict"),
@@ -26,7 +31,8 @@ JUDGE_PARAM_HELP = {
                "(default both)"),
     "score_template": ("pointwise scoring template: a built-in name (default pointwise_v1) "
                        "or a .txt file whose user section must use {prompt} and {response} "
-                       "and may use {reference_block}, {rubric} and {levels}; scores are read "
+                       "and may use {reference_block}, {rubric} and {levels} (a template "
+                       "without one is refused on items carrying that text); scores are read "
                        "on 1..5, so a template asking for another scale is refused"),
 }
 JUDGE_PARAMS = set(JUDGE_PARAM_HELP)
@@ -44,6 +50,17 @@ class JudgeBundle:
     @property
     def public_spec(self) -> str:
         return self.spec.public(self.client.provider.secret_params)
+
+    def check_items(self, items: Sequence[Item]) -> None:
+        """Before any call: ValueError when a user's template cannot show text the items
+        carry (`check_item_fields`): pairs for the pairwise template, single responses for
+        the scoring one."""
+        pairs = [it for it in items if isinstance(it, PairwiseItem)]
+        points = [it for it in items if isinstance(it, PointwiseItem)]
+        if pairs:
+            check_item_fields(self.pairwise.template, "pairwise", pairs)
+        if points:
+            check_item_fields(self.rubric.template, "pointwise", points)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -165,7 +165,11 @@ class PairwiseJudge:
         return Request(
             messages=(
                 Message("system", t.system),
-                Message("user", t.render_user(prompt=item.prompt, response_a=a, response_b=b)),
+                # {reference_block}: a user's template may show the item's reference answer
+                Message("user", t.render_user(
+                    prompt=item.prompt, response_a=a, response_b=b,
+                    reference_block=(f"\nReference answer:\n{item.reference}\n"
+                                     if item.reference else ""))),
             ),
             prefill="" if t.final_pattern else t.prefill,
             choices=() if t.final_pattern else (t.labels[0], t.labels[1]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -118,7 +119,7 @@ def load_template(name_or_path: str) -> Template:
 # What each judge kind fills in a template's user section: the placeholders it must use (a
 # template without one never shows the judge that text) and those it may use; what each holds.
 KIND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "pairwise": (("prompt", "response_a", "response_b"), ()),
+    "pairwise": (("prompt", "response_a", "response_b"), ("reference_block",)),
     "pointwise": (("prompt", "response"),
                   ("reference_block", "rubric", "levels", "scale_note", "answer_instruction")),
     "binary": (("prompt", "response"), ("reference_block",)),
@@ -130,6 +131,16 @@ FIELD_HELP = {
     "levels": "the score levels, one a line",
     "scale_note": "a sentence on the scale (scoring-bias variants)",
     "answer_instruction": "a sentence on how to answer (scoring-bias variants)",
+}
+# The item fields a placeholder shows: (field, placeholder, what the field holds). A user's
+# template without the placeholder drops that text of every item carrying it
+# (`check_item_fields`).
+ITEM_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "pointwise": (("rubric", "rubric", "a rubric"),
+                  ("rubric_levels", "levels", "per-score rubric levels"),
+                  ("reference", "reference_block", "a reference answer")),
+    "pairwise": (("reference", "reference_block", "a reference answer"),),
+    "binary": (("reference", "reference_block", "a reference answer"),),
 }
 # Text in braces shaped like a placeholder (sections sent as written are checked for these).
 _NAMED = re.compile(r"\{\s*([A-Za-z_]\w*)\s*\}")
@@ -334,3 +345,32 @@ def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
                 "word, 'a 10-point scale', 'a score between 1 and 10', and a range from 0 or 1 "
                 "('1-10', '(1 to 10)', 'between 1 and 10') on a line with a score word "
                 "unless a count word, '=' or ':' follows it ('1-10 errors', '1-10 = poor').")
+
+
+def check_item_fields(t: Template, kind: str, items: Sequence[object],
+                      fields: Sequence[str] | None = None) -> None:
+    """Refuse, before any call, a user's template that cannot show text the run's items
+    carry: a score template without {rubric} on items with a rubric, without {levels} on
+    items with rubric levels, a template without {reference_block} on items with a
+    reference. The judge would answer without that text and nothing would say so. A
+    template that states its own rubric runs on items that carry none. `fields` limits the
+    check (scoring-bias shows a reference only in its ref_k prompts). Built-in templates are
+    not checked: what they show is documented (the pairwise ones show no reference)."""
+    if t.source is None:
+        return
+    names, _odd, _err = _user_fields(t.user)
+    problems: list[str] = []
+    for field, placeholder, what in ITEM_FIELDS.get(kind, ()):
+        if (fields is not None and field not in fields) or placeholder in names:
+            continue
+        n = sum(1 for it in items if getattr(it, field, None))
+        if n:
+            problems.append(f"{n} of {len(items)} items carry {what} (field {field!r}) and "
+                            f"the user section has no {{{placeholder}}} to show it")
+    if problems:
+        raise ValueError(
+            f"template {t.where!r}: " + "; ".join(problems) + ", so the judge would answer "
+            "without that text and nothing would say so. Add the placeholder to the user "
+            "section (it is filled from each item, and left empty, or the default rubric "
+            "and levels, for an item without the field), or remove the field from the data "
+            "to judge every item by the template's own text.")
