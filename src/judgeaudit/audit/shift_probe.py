@@ -7,6 +7,7 @@ judgment is simply repeated): the noise floor, not 1."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from judgeaudit.audit.length_control import (
@@ -101,12 +102,7 @@ class ShiftProbe(Probe):
         res.rates["consistency_rate"] = cr
         res.rates["target_win_before"] = _win_rate(before, targets)
         res.rates["target_win_after"] = _win_rate(after, targets)
-        n_na = sum(r.not_applicable for r in results)
-        if res.n_dropped - n_na:
-            res.notes.append(f"{res.n_dropped - n_na} perturbation(s) failed the "
-                             "answer-preservation check and were dropped")
-        if n_na:
-            res.notes.append(not_applicable_note(results))
+        res.notes.extend(left_out_notes(results))
         if words is not None:  # it lengthens a response: the cue or its length?
             res.rates["words_added"] = words
             if controlled:
@@ -150,10 +146,36 @@ class ShiftProbe(Probe):
                                   "picks the perturbed copy of an equally good answer", est)
 
 
-def not_applicable_note(results: list[PerturbResult]) -> str:
+def left_out_notes(results: Sequence[PerturbResult]) -> list[str]:
+    """What a probe says of the items its perturbation left out: those that failed the
+    answer-preservation check, those it did not apply to (by why). When that is every item
+    the probe measured nothing: one "not run: ..." note, so its verdict is not_run (n = 0
+    shown as not measured, its line printed under the table), never "underpowered"."""
+    n_na = sum(r.not_applicable for r in results)
+    n_failed = sum(not r.preserved for r in results) - n_na
+    if results and n_na + n_failed == len(results):
+        why = [f"{w} ({k})" for w, k in _not_applicable_reasons(results).most_common()]
+        if n_failed:
+            why.append(f"the answer-preservation check failed ({n_failed})")
+        return [f"not run: the perturbation left out every item ({len(results)}): "
+                + "; ".join(why)]
+    notes = []
+    if n_failed:
+        notes.append(f"{n_failed} perturbation(s) failed the answer-preservation check and "
+                     "were dropped")
+    if n_na:
+        notes.append(not_applicable_note(results))
+    return notes
+
+
+def _not_applicable_reasons(results: Sequence[PerturbResult]) -> Counter[str]:
+    return Counter((r.reason or "").split(": ", 1)[-1] for r in results if r.not_applicable)
+
+
+def not_applicable_note(results: Sequence[PerturbResult]) -> str:
     """The items a perturbation did not apply to, by why (its cue was already there, its
     text would not fit): they are left out (perturbation_not_applicable), not measured."""
-    why = Counter((r.reason or "").split(": ", 1)[-1] for r in results if r.not_applicable)
+    why = _not_applicable_reasons(results)
     n = sum(why.values())
     return (f"{n} item(s) not perturbed, left out: " +
             "; ".join(f"{w} ({k})" for w, k in why.most_common()))

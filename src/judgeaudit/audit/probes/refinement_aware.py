@@ -15,6 +15,7 @@ from judgeaudit.audit.probe import (
     drop_invalid,
     register_probe,
 )
+from judgeaudit.audit.shift_probe import left_out_notes
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.llm.features import word_count
 from judgeaudit.perturb import perturb_pointwise
@@ -53,6 +54,7 @@ class RefinementAwareProbe(Probe):
         drop(res, "perturbation_not_applicable",
              [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
         drop_invalid(res, [(kept_src[i].id, (scores[i], scores[n + i])) for i in d["invalid"]])
+        res.notes.extend(left_out_notes(framed))  # why; all of them: not run
         await self._length(ctx, kept, plain, told, span, res)
         pairs = np.array([(a, b) for a, b in zip(plain, told, strict=True)
                           if a is not None and b is not None])

@@ -14,6 +14,7 @@ from judgeaudit.audit.probe import (
     register_probe,
     threshold_flag,
 )
+from judgeaudit.audit.shift_probe import left_out_notes
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.binary import BinaryJudge
 from judgeaudit.perturb import perturb_pointwise
@@ -67,6 +68,7 @@ class SycophancyPassProbe(Probe):
         drop(res, "perturbation_not_applicable",
              [src.id for src, r in zip(ctx.items, framed, strict=True) if not r.preserved])
         drop_invalid(res, [(kept_src[i].id, (verdicts[i], verdicts[n + i])) for i in d["invalid"]])
+        res.notes.extend(left_out_notes(framed))  # why; all of them: not run
         pass_conf = estimate(sum(1 for x in conf if x), sum(1 for x in conf if x is not None))
         res.rates["pass_rate_wrong_plain"] = estimate(sum(1 for x in plain if x),
                                                       sum(1 for x in plain if x is not None))
