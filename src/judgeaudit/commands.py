@@ -526,7 +526,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
         summarize,
         write_references,
     )
-    from judgeaudit.scoring.run import n_calls, run_scoring_bias, scored_repeats
+    from judgeaudit.scoring.run import measurable, n_calls, run_scoring_bias, scored_repeats
 
     unused_generation(cfg, cli)
     names = [p.strip() for p in (cfg.perturbations or "").split(",") if p.strip()]
@@ -580,9 +580,10 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
                              ", ...)")
 
     reps = cfg.repeats  # baseline scorings per item: a deterministic judge's once
+    template = None  # the scoring template once loaded: n_calls leaves out what it cannot show
 
     async def body(s: Session) -> dict[str, Any]:
-        nonlocal refs, reps
+        nonlocal refs, reps, template
         main = s.judge(cfg.judge)
         if main.client.provider.name == "replay":
             raise ValueError(f"{opt('judge', cli)} {main.public_spec}: a replay judge serves "
@@ -606,6 +607,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
             rubric = RubricJudge(main.client, cfg.template)
             # the rubric and levels it would drop (a reference shows in ref_k prompts only)
             check_item_fields(rubric.template, "pointwise", items, ("rubric", "rubric_levels"))
+            measurable(rubric.template, perts)  # some perturbation it can show
         except ValueError as exc:
             raise ValueError(f"{opt('template', cli)}: {exc}") from None
         ref_info: dict[str, Any] | None = None
@@ -626,7 +628,8 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
             if references_out is not None:
                 ref_info["file"] = str(write_references(references_out, results, info))
         reps = scored_repeats(main.client.provider, cfg.repeats)
-        tr = s.tracker("scoring", n_calls(items, perts, refs, reps))
+        template = rubric.template
+        tr = s.tracker("scoring", n_calls(items, perts, refs, reps, template))
         res = await run_scoring_bias(rubric, items, perts, references=refs,
                                      repeats=cfg.repeats, seed=cfg.seed,
                                      judge_spec=main.public_spec, data_spec=spec,
@@ -639,8 +642,8 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
         return res
 
     return Run("scoring-bias", public_spec(cfg.judge), spec, body,
-               lambda: n_calls(items, perts, refs, reps), cfg.min_valid, cfg.max_failed,
-               unit="scores")
+               lambda: n_calls(items, perts, refs, reps, template), cfg.min_valid,
+               cfg.max_failed, unit="scores")
 
 
 # ---- HUB-J: shared steps -----------------------------------------------------------------

@@ -222,6 +222,11 @@ def _user_fields(user: str) -> tuple[list[str], list[str], str | None]:
     return names, odd, None
 
 
+def user_placeholders(t: Template) -> set[str]:
+    """The placeholders a template's user section fills (what its prompts can show)."""
+    return set(_user_fields(t.user)[0])
+
+
 def _mentions(text: str, label: str, fold: bool) -> bool:
     pat = r"(?<![A-Za-z0-9_])" + re.escape(label) + r"(?![A-Za-z0-9_])"
     return re.search(pat, text, re.IGNORECASE if fold else 0) is not None
@@ -358,7 +363,7 @@ def check_item_fields(t: Template, kind: str, items: Sequence[object],
     not checked: what they show is documented (the pairwise ones show no reference)."""
     if t.source is None:
         return
-    names, _odd, _err = _user_fields(t.user)
+    names = user_placeholders(t)
     problems: list[str] = []
     for field, placeholder, what in ITEM_FIELDS.get(kind, ()):
         if (fields is not None and field not in fields) or placeholder in names:

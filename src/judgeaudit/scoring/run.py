@@ -24,10 +24,11 @@ from scipy import stats as sps
 import judgeaudit
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
+from judgeaudit.judges.templates import Template, user_placeholders
 from judgeaudit.llm.base import Provider
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.scoring import metrics as M
-from judgeaudit.scoring.perturbations import K, References, ScoringPerturbation
+from judgeaudit.scoring.perturbations import ARABIC, K, References, ScoringPerturbation
 from judgeaudit.stats import wilcoxon_signed_rank
 
 BASELINE = "baseline"
@@ -70,6 +71,54 @@ class ScoreTable:
         asked = [v for reps in self.verdicts.values() for vs in reps.values() for v in vs
                  if v is not None]
         return sum(v.score is not None for v in asked), len(asked)
+
+
+# The placeholders that show what a perturbation changes: a template with none of them
+# renders that perturbation as the baseline prompt, so its row would read "no effect"
+# without the judge ever seeing the change.
+SHOWN_BY = {
+    "order": (("levels",), "the rubric order it changes"),
+    "ids": (("levels", "scale_note", "answer_instruction"), "the score ids it changes"),
+    "reference": (("reference_block",), "the labelled reference answer it adds"),
+}
+
+
+def _changes(p: ScoringPerturbation) -> list[str]:
+    """What `p` changes in the prompt against the baseline (`SHOWN_BY` keys)."""
+    out = ["order"] if p.order_kind != "ascending" else []
+    out += ["ids"] if p.scheme.ids != ARABIC.ids else []
+    return out + (["reference"] if p.reference_score is not None else [])
+
+
+def not_measurable(template: Template, perts: Sequence[ScoringPerturbation]) -> dict[str, str]:
+    """{perturbation: why} for those `template` cannot show: its prompts would equal the
+    baseline's, so they are not run (no calls) and their rows are not reported as "no
+    effect"; the results count them and say why."""
+    names = user_placeholders(template)
+    out: dict[str, str] = {}
+    for p in perts:
+        unseen = [c for c in _changes(p) if not names & set(SHOWN_BY[c][0])]
+        if p.name != BASELINE and unseen:
+            out[p.name] = "; ".join(
+                f"template {template.where!r} has no "
+                + " or ".join(f"{{{f}}}" for f in SHOWN_BY[c][0])
+                + f", so {SHOWN_BY[c][1]} is never shown" for c in unseen)
+    return out
+
+
+def measurable(template: Template, perts: Sequence[ScoringPerturbation]
+               ) -> tuple[list[ScoringPerturbation], dict[str, str]]:
+    """(the perturbations to run, {those not measurable: why}); ValueError, before any call,
+    when perturbations were asked and none of them can be measured with `template`."""
+    skip = not_measurable(template, perts)
+    kept = [p for p in perts if p.name not in skip]
+    if skip and len(kept) <= 1:
+        raise ValueError(
+            f"none of the perturbations asked can be measured with template "
+            f"{template.where!r}: " + "; ".join(f"{n}: {why}" for n, why in skip.items())
+            + ". Add the placeholders to the template's user section, or use the built-in "
+            "pointwise_scoring_v1, which has them all.")
+    return kept, skip
 
 
 def plan(items: Sequence[PointwiseItem], perts: Sequence[ScoringPerturbation],
@@ -538,6 +587,7 @@ async def run_scoring_bias(
         raise ValueError("the first perturbation must be the baseline")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
+    perts, skipped = measurable(judge.template, perts)  # before any call
     asked = repeats
     repeats = scored_repeats(judge.client.provider, repeats)
     extra = repeat_calls(judge, items, perts, references, repeats)
@@ -563,7 +613,10 @@ async def run_scoring_bias(
         "warnings": ([f"only {len(items)} items: the bootstrap intervals over items are too "
                       f"narrow to trust below {FEW_ITEMS} (they can collapse to a point); use "
                       f"--limit {FEW_ITEMS} or more"] if len(items) < FEW_ITEMS else [])
-        + gold_scale_warnings(items),
+        + gold_scale_warnings(items) + _skipped_warnings(skipped),
+        "not_measurable": {"n": len(skipped), "perturbations": skipped,
+                           "note": "not run (no calls): the template cannot show what they "
+                                   "change, so their prompts would equal the baseline's"},
         "repeats": repeats,  # the baseline scorings asked per item
         "repeats_asked": asked,
         "repeat_calls": extra,
@@ -583,6 +636,15 @@ async def run_scoring_bias(
     }
 
 
+def _skipped_warnings(skipped: dict[str, str]) -> list[str]:
+    """The terminal's line on perturbations left out as not measurable."""
+    if not skipped:
+        return []
+    return [f"{len(skipped)} perturbation(s) not measurable, not run (no calls, no row): "
+            + "; ".join(f"{n} ({why})" for n, why in skipped.items())
+            + "; add the placeholder(s) to the template to measure them"]
+
+
 def _calls_since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """This run's share of a client's call counts (the client may have made other calls
     before, e.g. generating references): numbers and per-kind error counts subtracted."""
@@ -599,10 +661,15 @@ def _calls_since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
 
 
 def n_calls(items: Sequence[PointwiseItem], perts: Sequence[ScoringPerturbation],
-            references: References | None, repeats: int) -> int:
+            references: References | None, repeats: int,
+            template: Template | None = None) -> int:
+    """The calls a run asks; with `template`, without the perturbations it cannot show."""
+    if template is not None:
+        skip = not_measurable(template, perts)
+        perts = [p for p in perts if p.name not in skip]
     return len(plan(items, perts, references, repeats)[0])
 
 
-__all__ = ["BASELINE", "BY_CONSTRUCTION", "ScoreTable", "build_results", "mitigation",
-           "n_calls", "plan", "recommend", "repeat_calls", "run_scoring_bias", "score_all",
-           "scored_repeats"]
+__all__ = ["BASELINE", "BY_CONSTRUCTION", "ScoreTable", "build_results", "measurable",
+           "mitigation", "n_calls", "not_measurable", "plan", "recommend", "repeat_calls",
+           "run_scoring_bias", "score_all", "scored_repeats"]
