@@ -60,20 +60,19 @@ def test_which_perturbations_a_template_cannot_show():
     fixed = parse_template("mine", FIXED, "/tmp/mine.txt")
     skip = not_measurable(fixed, perts)
     assert sorted(skip) == sorted(p.name for p in perts if p.name != "baseline")
-    assert "has no {levels}, so the rubric order it changes is never shown" in skip["order_desc"]
-    assert ("has no {levels} or {scale_note} or {answer_instruction}, so the score ids it "
-            "changes is never shown") in skip["ids_roman"]
+    assert ("has no {levels}, so the prompt never shows the rubric order it changes"
+            in skip["order_desc"])
+    assert ("has no {levels} or {scale_note} or {answer_instruction}, so the prompt never "
+            "shows the score ids it changes") in skip["ids_roman"]
     assert "has no {reference_block}" in skip["ref_5"]
     # the ids shown by the answer sentence alone are measured; the order still is not
     ids_only = parse_template("ids", FIXED.replace("Score the response from 1 to 5.",
                                                    "{answer_instruction}"), "/tmp/ids.txt")
     assert sorted(not_measurable(ids_only, perts)) == [
         "order_desc", "order_random", "ref_1", "ref_2", "ref_3", "ref_4", "ref_5"]
-    builtin = parse_template("pointwise_scoring_v1", FIXED)  # a built-in's fields are read too
-    assert not_measurable(parse_template(
-        "b", FIXED.replace("1: wrong", "{levels}{scale_note}{answer_instruction}"
-                           "{reference_block}\n1: wrong")), perts) == {}
-    assert builtin.source is None
+    every = FIXED.replace("1: wrong", "{levels}{scale_note}{answer_instruction}"
+                          "{reference_block}\n1: wrong")
+    assert not_measurable(parse_template("every", every, "/tmp/every.txt"), perts) == {}
 
 
 def test_unmeasurable_rows_are_not_run_but_counted_and_said(tmp_path):
@@ -90,7 +89,7 @@ def test_unmeasurable_rows_are_not_run_but_counted_and_said(tmp_path):
     assert n_sent == 4 * 3 == doc["n_calls_planned"]
     out = " ".join(res.output.split())
     assert "7 perturbation(s) not measurable, not run (no calls, no row)" in out
-    assert "order_desc (template" in out and "the rubric order it changes is never shown" in out
+    assert "order_desc (template" in out and "never shows the rubric order it changes" in out
 
 
 def test_a_run_with_nothing_measurable_is_refused_before_any_call(tmp_path):

@@ -102,7 +102,7 @@ def not_measurable(template: Template, perts: Sequence[ScoringPerturbation]) -> 
             out[p.name] = "; ".join(
                 f"template {template.where!r} has no "
                 + " or ".join(f"{{{f}}}" for f in SHOWN_BY[c][0])
-                + f", so {SHOWN_BY[c][1]} is never shown" for c in unseen)
+                + f", so the prompt never shows {SHOWN_BY[c][1]}" for c in unseen)
     return out
 
 
