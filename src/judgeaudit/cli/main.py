@@ -515,7 +515,10 @@ def _on_signal(signum: int, frame: object) -> None:
     code: later ones within `REPEAT_WINDOW` seconds are ignored (in quick succession they
     lost the message, or printed two, exit 130 or 143 by chance); one after it, or the run
     not winding down within `SIGTERM_GRACE` seconds, ends the process at once, with the
-    message if it was not said yet. SIGINT when no run is under way raises
+    message if it was not said yet. With a cache, the calls in flight at the first signal
+    get a short grace period to finish and be cached first, nothing new being sent
+    (`runner.terminate_run`); a second signal during it, however soon, stops waiting and
+    writes nothing more (`runner.cut_grace`). SIGINT when no run is under way raises
     KeyboardInterrupt as Python does; SIGTERM ends the process at once. Nothing is lost
     either way: every finished call is already committed to the cache (as after a kill -9,
     tests/llm/test_resume.py)."""
@@ -528,12 +531,15 @@ def _on_signal(signum: int, frame: object) -> None:
     if not st.get("asked"):
         st.update(asked=True, signal=signum, at=time.monotonic())
         if runner.terminate_run(signum):
-            timer = threading.Timer(SIGTERM_GRACE, _end_now)
+            # (plus the grace the calls in flight were given to finish and be cached)
+            timer = threading.Timer(SIGTERM_GRACE + runner._RUNNING["grace"], _end_now)
             timer.daemon = True
             timer.start()
             return
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
+    elif runner.cut_grace():
+        return  # a second signal while the calls in flight had their grace: stop waiting
     elif time.monotonic() - st.get("at", 0.0) < REPEAT_WINDOW:
         return  # the same request again: the first one is being handled
     _end_now()

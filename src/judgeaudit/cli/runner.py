@@ -482,11 +482,59 @@ def print_unfinished() -> None:
 # it (the first one: later ones are the same request, `main._on_signal`); "terminated": it
 # was SIGTERM; "cached": the run keeps its answers (a cache; not --no-cache) and "where" the
 # cache's path in the message; "said": the stop line was printed; "reported": the
-# unfinished document was printed (`print_unfinished`).
+# unfinished document was printed (`print_unfinished`); "grace": the seconds the calls in
+# flight at the signal were given to finish (0: none, `terminate_run`) of the run's
+# "grace_setting" (`interrupt_grace`; 0 without a cache); "grace_task": the task waiting
+# for them (`_grace`), until it cancels the pipeline.
 _RUNNING: dict[str, Any] = {"task": None, "loop": None, "terminated": False, "stop": None,
-                            "cached": True, "where": "", "said": False, "reported": False}
+                            "cached": True, "where": "", "said": False, "reported": False,
+                            "grace": 0.0, "grace_task": None, "grace_setting": 0.0}
 _STOP_WORDS = {signal.SIGINT: ("interrupted", EXIT_INTERRUPTED),
                signal.SIGTERM: ("terminated", EXIT_TERMINATED)}
+
+
+# Seconds the calls in flight at the first Ctrl-C or SIGTERM get to finish, so that their
+# answers (paid for) are cached and a re-run does not pay for them again; nothing new is sent
+# meanwhile, and a second signal ends the wait at once. Only with a cache (under --no-cache
+# nothing would be kept). $JUDGEAUDIT_INTERRUPT_GRACE sets it (0 stops at once, as before
+# the grace; at most MAX_INTERRUPT_GRACE: a container's stop timeout is 10 s by default).
+INTERRUPT_GRACE = 2.0
+MAX_INTERRUPT_GRACE = 30.0
+
+
+def interrupt_grace() -> float:
+    """The grace period for the calls in flight at an interruption: $JUDGEAUDIT_INTERRUPT_GRACE
+    (seconds, 0 to MAX_INTERRUPT_GRACE), else INTERRUPT_GRACE. A bad value is a usage error
+    (exit 2) when the run starts, not a surprise at Ctrl-C."""
+    env = os.environ.get("JUDGEAUDIT_INTERRUPT_GRACE")
+    if env is None or not env.strip():
+        return INTERRUPT_GRACE
+    try:
+        value = float(env)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= MAX_INTERRUPT_GRACE:  # NaN too
+        raise fail(f"JUDGEAUDIT_INTERRUPT_GRACE={env!r}: expected seconds from 0 to "
+                   f"{MAX_INTERRUPT_GRACE:g} (the calls in flight at Ctrl-C or SIGTERM get "
+                   "that long to finish and be cached)")
+    return value
+
+
+def kept_text() -> str:
+    """What the grace after the signal kept: '; of the N calls in flight at the signal, K
+    answered within the G s grace and were cached, D were cut off (a re-run asks them
+    again)'; '' when there was no grace (no cache, nothing in flight, a grace of 0)."""
+    from judgeaudit.llm.client import STOPPING
+
+    if not _RUNNING["grace"]:
+        return ""
+    kept, cut = STOPPING.kept, STOPPING.given_up
+    text = (f"; of the calls in flight at the signal, {kept} answered within the "
+            f"{_RUNNING['grace']:g} s grace and {'was' if kept == 1 else 'were'} cached")
+    if cut:
+        text += (f", {cut} {'was' if cut == 1 else 'were'} cut off (a re-run asks "
+                 f"{'it' if cut == 1 else 'them'} again)")
+    return text
 
 
 def stop_code(signum: int | None = None) -> int | None:
@@ -511,7 +559,7 @@ def stop_text(signum: int, cached: bool, where: str = "") -> str:
     """The one line a run a signal ended says: which signal, and what a re-run costs."""
     word = _STOP_WORDS.get(signum, ("interrupted", 0))[0]
     name = signal.Signals(signum).name
-    return f"{word} ({name}): {resume_text(cached, where)}"
+    return f"{word} ({name}): {resume_text(cached, where)}{kept_text() if cached else ''}"
 
 
 def mark_stopped(doc: dict[str, Any]) -> dict[str, Any]:
@@ -526,7 +574,8 @@ def mark_stopped(doc: dict[str, Any]) -> dict[str, Any]:
     word, code = _STOP_WORDS[signum]
     name = signal.Signals(signum).name
     reason = (f"{word} ({name}): the run did not finish; "
-              f"{resume_text(_RUNNING['cached'], _RUNNING['where'])}")
+              f"{resume_text(_RUNNING['cached'], _RUNNING['where'])}"
+              f"{kept_text() if _RUNNING['cached'] else ''}")
     run.update(message=f"run failed: {reason}", interrupted=name, exit_code=code,
                unfinished=True)
     doc["error"] = reason
@@ -548,16 +597,64 @@ def say_stopped() -> None:
 
 
 def terminate_run(signum: int = signal.SIGTERM) -> bool:
-    """A signal while a pipeline runs (called from the signal handler, in the main thread):
-    cancel its task, so the calls under way end as cancelled and `run_async` says so and
-    exits 130 (SIGINT) or 143 (SIGTERM). False when no pipeline is under way (nothing to
-    cancel)."""
+    """A signal while a pipeline runs (called from the signal handler, in the main thread,
+    which runs the event loop): nothing new is sent from now on (`Stopping.on`); with a
+    cache, the calls in flight get the grace period (`interrupt_grace`) to finish and be
+    cached (`_grace`), then the task is cancelled, so the calls still under way end as
+    cancelled and `run_async` says so and exits 130 (SIGINT) or 143 (SIGTERM). Without a
+    cache, or with nothing in flight, it is cancelled at once. False when no pipeline is
+    under way (nothing to cancel)."""
+    from judgeaudit.llm.client import STOPPING
+
     task, loop = _RUNNING["task"], _RUNNING["loop"]
     if task is None or loop is None or task.done() or loop.is_closed():
         return False
     _RUNNING.update(stop=signum, terminated=signum == signal.SIGTERM)
+    STOPPING.on = True
+    grace = _RUNNING["grace_setting"] if _RUNNING["cached"] and STOPPING.sending else 0.0
+    _RUNNING["grace"] = grace
+    try:  # also wakes a loop blocked in select()
+        if grace > 0:
+            loop.call_soon_threadsafe(_start_grace, task, grace)
+        else:
+            loop.call_soon_threadsafe(task.cancel)
+    except RuntimeError:  # the loop closed meanwhile
+        return False
+    return True
+
+
+def _start_grace(task: asyncio.Task[Any], seconds: float) -> None:
+    """In the loop: start waiting for the calls in flight (`_grace`)."""
+    _RUNNING["grace_task"] = asyncio.get_running_loop().create_task(_grace(task, seconds))
+
+
+async def _grace(task: asyncio.Task[Any], seconds: float) -> None:
+    """Wait until the calls in flight at the signal have finished (their answers cached as
+    any answer is), at most `seconds`, then cancel the pipeline's task: what is still in
+    flight is cut off (`CallStats.given_up_in_flight`). Polled: the count is changed by the
+    calls themselves, in this loop."""
+    from judgeaudit.llm.client import STOPPING
+
+    deadline = asyncio.get_running_loop().time() + seconds
+    while STOPPING.sending and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    task.cancel()
+
+
+def cut_grace() -> bool:
+    """A second signal during the grace period (from the signal handler): stop waiting,
+    cancel the pipeline at once, and write nothing more to the cache (`Stopping.hard`; a
+    write under way finishes first: the handler runs between two bytecodes). False when no
+    grace is under way (the signal is then handled as before: `main._on_signal`)."""
+    from judgeaudit.llm.client import STOPPING
+
+    grace_task, task, loop = _RUNNING["grace_task"], _RUNNING["task"], _RUNNING["loop"]
+    if (STOPPING.hard or not _RUNNING["grace"] or (grace_task is not None and grace_task.done())
+            or task is None or task.done() or loop is None or loop.is_closed()):
+        return False
+    STOPPING.hard = True
     try:
-        loop.call_soon_threadsafe(task.cancel)  # also wakes a loop blocked in select()
+        loop.call_soon_threadsafe(task.cancel)
     except RuntimeError:  # the loop closed meanwhile
         return False
     return True
@@ -581,11 +678,18 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
         finally:
             _RUNNING.update(task=None, loop=None)
 
+    from judgeaudit.llm.client import STOPPING
+
     planner = active_planner()
     _RUNNING.update(terminated=False, stop=None, said=False, reported=False, cached=cached,
-                    where=f" ({cache_path})" if cache_path else "")
+                    where=f" ({cache_path})" if cache_path else "", grace=0.0,
+                    grace_task=None, grace_setting=interrupt_grace() if cached else 0.0)
+    STOPPING.reset()
     try:
-        result = asyncio.run(main())
+        try:
+            result = asyncio.run(main())
+        finally:  # the next run in this process (a test's, a Session's) sends again; the
+            STOPPING.on = STOPPING.hard = False  # counts stay, for the stop line
     except (KeyboardInterrupt, asyncio.CancelledError):
         if _RUNNING["stop"] is None:
             if not isinstance(sys.exc_info()[1], KeyboardInterrupt):

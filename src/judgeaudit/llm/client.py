@@ -104,6 +104,9 @@ class CallStats:
     `shared` counts the cached calls that were a request this client had asked already (in
     flight, or answered earlier in the run: probes asking the same baseline verdict), so
     "from cache" means earlier runs' answers only: a first run read "320 from cache".
+    `kept_in_flight` counts the calls in flight at an interruption whose answers arrived in
+    the grace period after it and were cached (`Stopping`); `given_up_in_flight` those the
+    end of the grace (or a second signal) cut off, counted in `cancelled` too.
     """
 
     made: int = 0
@@ -119,6 +122,10 @@ class CallStats:
     unreadable: int = 0
     cancelled: int = 0
     shared: int = 0
+    # calls in flight when a run was told to stop (`STOPPING`): answered within the grace
+    # period and stored in the cache (a re-run does not pay for them again), or cut off
+    kept_in_flight: int = 0
+    given_up_in_flight: int = 0
     # failed calls that were a too-long refusal kept in the cache (not sent again)
     refused_cached: int = 0
     errors: dict[str, int] = field(default_factory=dict)
@@ -457,6 +464,54 @@ class _Timeout(Exception):
     """An attempt that ran out of the client's time (whatever the provider raised then)."""
 
 
+class Stopping:
+    """A run told to stop (the CLI's first Ctrl-C or SIGTERM, `cli.runner.terminate_run`)
+    sends nothing new, while the calls in flight get a short grace period to finish: their
+    answers, already paid for at a hosted API, are cached as any answer is, so a re-run
+    does not pay for them again (they were cancelled with the run and paid twice). `on`: no
+    call is sent from now on (`Client._not_while_stopping`); `hard`: a second signal cut the
+    grace short, so no answer is written to the cache from then on. `sending` counts the
+    calls in a provider's `generate` that the grace waits for: not the embedded model's
+    (`waits_for`). Set from the signal handler, which runs in the event loop's thread
+    (the main thread), between two bytecodes: a cache write under way finishes first."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """A new run: nothing stopped, nothing in flight counted."""
+        self.on = self.hard = False
+        self.sending = self.kept = self.given_up = 0
+
+    @staticmethod
+    def waits_for(provider: Provider) -> bool:
+        """Whether the grace waits for this provider's calls in flight: not for the embedded
+        model's (`local`): its forward pass runs in a worker thread that cannot be stopped,
+        costs no money, and the calls queued behind it would start new passes meanwhile."""
+        return provider.name != "local"
+
+    @contextlib.contextmanager
+    def sending_call(self, provider: Provider, stats: CallStats) -> Any:
+        """Around one request in a provider's `generate`: counted in flight while there (when
+        the grace waits for it); one cut off by the stop (the end of the grace, a second
+        signal, or at once without one) counted as given up, here and in `stats`."""
+        counted = self.waits_for(provider)
+        self.sending += counted
+        try:
+            yield
+        except asyncio.CancelledError:
+            if self.on:
+                self.given_up += 1
+                stats.given_up_in_flight += 1
+            raise
+        finally:
+            self.sending -= counted
+
+
+# The process's one: the CLI runs one pipeline at a time (`cli.runner.run_async` resets it).
+STOPPING = Stopping()
+
+
 class Client:
     """Wraps one provider. `call` is the single entry point; `map` runs many with a callback
     per finished call (for progress bars).
@@ -679,8 +734,12 @@ class Client:
                 raise
             self._account(resp, request)
             self._asked.add(key)
-            if self.cache is not None and batcher is None:  # the batcher stored it already
+            if self.cache is not None and batcher is None and not STOPPING.hard:
+                # (the batcher stored it already; after a second signal nothing is written)
                 self.cache.put(key, self.provider.name, self.provider.model, resp)
+                if STOPPING.on and self.cache.write_error is None:  # answered in the grace
+                    self.stats.kept_in_flight += 1
+                    STOPPING.kept += 1
             if self.cache is None or self.cache.write_error is not None:
                 # a cache that cannot store (read-only, a full disk) paid again for every
                 # request asked twice in the run, as --no-cache did before the memo
@@ -742,7 +801,9 @@ class Client:
 
     async def _call_batched(self, batcher: Any, key: str, request: Request) -> Response:
         """A cache miss through the provider's batch API: no semaphore, no per-call timeout
-        (a batch may take hours); retries of expired or failed lines happen in the batcher."""
+        (a batch may take hours); retries of expired or failed lines happen in the batcher.
+        None joins a batch once the run is told to stop (`STOPPING`)."""
+        await self._not_while_stopping(0)
         if self._fatal is not None:
             self._not_sent_after_fatal()
             raise CallFailed(str(self._fatal), fatal=True, kind=self._fatal.kind)
@@ -854,25 +915,40 @@ class Client:
             if attempt == 0:
                 self.stats.not_sent += 1
             raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
-        if attempt:
-            self.stats.retries += 1  # counted as it is sent: a stopped retry is none
-            self.stats.retried[after] = self.stats.retried.get(after, 0) + 1
         try:
             await self.provider.prepare()
-            if self.timeout is None:
-                return await self.provider.generate(request)
-            cm = asyncio.timeout(self.timeout)
-            try:
-                async with cm:
+            await self._not_while_stopping(attempt)  # last thing before the request goes out
+            if attempt:
+                self.stats.retries += 1  # counted as it is sent: a stopped retry is none
+                self.stats.retried[after] = self.stats.retried.get(after, 0) + 1
+            with STOPPING.sending_call(self.provider, self.stats):
+                if self.timeout is None:
                     return await self.provider.generate(request)
-            except (Exception, asyncio.CancelledError) as exc:
-                if cm.expired() and not isinstance(exc, asyncio.CancelledError):
-                    raise _Timeout(
-                        f"{self.provider.name}: no response within {self.timeout:g}s "
-                        "(client timeout)") from exc
-                raise
+                cm = asyncio.timeout(self.timeout)
+                try:
+                    async with cm:
+                        return await self.provider.generate(request)
+                except (Exception, asyncio.CancelledError) as exc:
+                    if cm.expired() and not isinstance(exc, asyncio.CancelledError):
+                        raise _Timeout(
+                            f"{self.provider.name}: no response within {self.timeout:g}s "
+                            "(client timeout)") from exc
+                    raise
         finally:  # the caller counts the cost (`_account`) before anything else runs
             self._release(held)
+
+    async def _not_while_stopping(self, attempt: int) -> None:
+        """A run told to stop (`STOPPING.on`) sends nothing new: the call waits here, never
+        sent, until the run's task is cancelled when the grace for the calls in flight ends;
+        a first attempt cancelled here counts as not sent."""
+        if not STOPPING.on:
+            return
+        try:
+            await asyncio.get_running_loop().create_future()  # only a cancellation ends it
+        except asyncio.CancelledError:
+            if attempt == 0:
+                self.stats.not_sent += 1
+            raise
 
     def _not_sent_after_fatal(self) -> None:
         self.stats.not_sent += 1
