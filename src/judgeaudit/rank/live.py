@@ -135,15 +135,19 @@ class Cancelled(Exception):
 
 
 class BridgeOracle:
-    """A batch oracle for ``run_active`` running in a worker thread: each batch is judged on
-    the event loop ``loop`` (concurrently) and waited for; every verdict is kept in ``log``.
+    """A batch oracle for ``run_active`` running in a worker thread: each wave of a batch
+    (the loop sends a batch in waves, an item with no verdict yet in one call of a wave:
+    `rank.loop`, "Items with no verdict yet") is judged on the event loop ``loop``
+    (concurrently) and waited for; every verdict is kept in ``log``.
 
     Under `--plan-only` (a planner on the client) a round whose requests were planned instead
-    of answered ends the loop with `PlannedStop`: the next round's picks depend on these
-    answers, and picking them from unanswered (tie) verdicts would plan requests a run with
-    the answers never makes. A rule whose picks do not depend on the answers
-    (``answer_free``, `rank.acquisition.ANSWER_FREE`) plans on to the end of the budget
-    (``budget``) and stops there: one plan, one ingest."""
+    of answered ends the loop with `PlannedStop` once its last wave is planned (`end_round`,
+    called after each batch): the next round's picks depend on these answers, and picking
+    them from unanswered verdicts would plan requests a run with the answers never makes. A
+    round's later waves are planned with it (one plan per round, as without waves). A rule
+    whose picks do not depend on the answers (``answer_free``,
+    `rank.acquisition.ANSWER_FREE`) plans on to the end of the budget (``budget``) and stops
+    there: one plan, one ingest."""
 
     def __init__(self, bundle: JudgeBundle, pool: Pool, loop: asyncio.AbstractEventLoop,
                  on_done: Callable[[Verdict], None] | None = None, refit_every: int = 8,
@@ -155,6 +159,7 @@ class BridgeOracle:
         self.stop = threading.Event()
         self.rounds = 0
         self.planned = 0  # requests planned so far (answer-free rules plan every round)
+        self._round_start = (0, 0)  # (len(log), planned) when this round began
 
     def __call__(self, pairs: list[tuple[int, int]]) -> list[float]:
         if self.stop.is_set():
@@ -170,25 +175,31 @@ class BridgeOracle:
                 if self.stop.is_set():
                     fut.cancel()
                     raise Cancelled("ranking cancelled") from None
-        first = len(self.log) + 1
         self.log.extend(verdicts)
-        self.rounds += 1
-        planned = self.bundle.client.stats.planned - planned_before
-        self.planned += planned
-        if self.answer_free:
-            if len(self.log) >= self.budget:
-                self.stop_planned()
-        elif planned:
-            r = self.rounds
-            raise PlannedStop(
-                f"ranking round {r} (comparisons {first}-{len(self.log)}): {planned} requests "
-                f"planned; round {r + 1} depends on their answers: ingest them, then re-run "
-                f"(a round is --refit-every {self.refit_every} comparisons: a larger value "
-                "plans more per round, so fewer plan-ingest cycles, at some cost in how "
-                "closely the picks follow the verdicts)",
-                stage="ranking", n_planned=planned, round=r)
-        # NaN: left out of the fit; TooLong: also of further picks (rank.loop)
+        self.planned += self.bundle.client.stats.planned - planned_before
+        if self.answer_free and len(self.log) >= self.budget:
+            self.stop_planned()
+        # NaN: left out of the fit (a planned request too, until `end_round` stops the
+        # loop); TooLong: also of further picks (rank.loop)
         return self.ys(verdicts)
+
+    def end_round(self) -> None:
+        """The loop judged a batch (its every wave): under --plan-only, `PlannedStop` when
+        any request of it was planned (class docstring)."""
+        first, planned_before = self._round_start
+        self._round_start = (len(self.log), self.planned)
+        self.rounds += 1
+        planned = self.planned - planned_before
+        if self.answer_free or not planned:
+            return
+        r = self.rounds
+        raise PlannedStop(
+            f"ranking round {r} (comparisons {first + 1}-{len(self.log)}): {planned} requests "
+            f"planned; round {r + 1} depends on their answers: ingest them, then re-run "
+            f"(a round is --refit-every {self.refit_every} comparisons: a larger value "
+            "plans more per round, so fewer plan-ingest cycles, at some cost in how "
+            "closely the picks follow the verdicts)",
+            stage="ranking", n_planned=planned, round=r)
 
     def stop_planned(self) -> None:
         """An answer-free rule's run under --plan-only, at its end: `PlannedStop` when any
@@ -296,13 +307,19 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
     X, info, dropped = select_covariates(pool, covariates)
     oracle = BridgeOracle(bundle, pool, asyncio.get_running_loop(), on_call, refit_every,
                           answer_free=answer_free(rule), budget=budget, rule=rule)
+
+    def batch_done(done: int, fit: BTFit, ctx: Any) -> None:
+        oracle.end_round()  # --plan-only: stops after a round with planned requests
+        if on_batch is not None:
+            on_batch(done, fit, ctx)
+
     try:
         res = await asyncio.to_thread(
             run_active, None, pool.n_items, budget, k, rule=rule,
             X=X if X.shape[1] else None, model=model, lam=lam, tau=tau,
             hierarchical=hierarchical, refit_every=refit_every, n_samples=n_samples,
-            seed=seed, batch_oracle=oracle, groups=pool.groups, on_batch=on_batch,
-            eb_lam=eb_lam)
+            seed=seed, batch_oracle=oracle, groups=pool.groups, on_batch=batch_done,
+            eb_lam=eb_lam, stage=True)  # waves: a too-long item costs 1-2 calls, not a round
     finally:
         oracle.stop.set()
     if oracle.answer_free:  # the loop ended short of the budget (every pair left too long)
