@@ -96,3 +96,46 @@ def test_some_items_left_out_keeps_the_two_notes():
     assert left_out_notes(rs) == [
         "1 perturbation(s) failed the answer-preservation check and were dropped",
         "1 item(s) not perturbed, left out: the padding ... (1)"]
+
+
+def test_adaptive_rounds_go_on_past_a_round_with_nothing_to_perturb(tmp_path):
+    """Adaptive: a round of 20 items all in another script is no sign the probe cannot run
+    (a panel-less self_preference is): later rounds hold the English items it applies to.
+    Stopped at round 1 it said "not_run" beside n = 0, or n = 1 or 2 at round 2 or 3."""
+    from judgeaudit.data import load
+
+    data = tmp_path / "mostly_non_latin.jsonl"
+    rows = [json.loads(line) for line in _lines()] * 20
+    rows = [{**r, "id": f"{r['id']}_{i}"} for i, r in enumerate(rows)]
+    english = load("builtin:facts")[:12]
+    rows += [{"id": it.id, "prompt": it.prompt, "response_1": it.response_1,
+              "response_2": it.response_2, "label": it.label} for it in english]
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    out = tmp_path / "ad"
+    r = CliRunner().invoke(app, ["audit", "--judge", "sim?seed=0", "--data", f"jsonl:{data}",
+                                 "--probes", "verbosity", "--adaptive", "--max-n",
+                                 str(len(rows)), "--out", str(out), "--no-cache"])
+    assert r.exit_code == 0, r.output
+    p = json.loads((out / "results.json").read_text(encoding="utf-8"))["probes"]["verbosity"]
+    assert p["n"] == len(english) and p["verdict"] != "not_run", (p["n"], p["verdict"])
+    assert p["dropped"]["perturbation_not_applicable"] == len(rows) - len(english)
+
+
+def test_adaptive_with_nothing_to_perturb_is_not_run(tmp_path):
+    data = tmp_path / "non_latin.jsonl"
+    n = _write(data)
+    out = tmp_path / "ad"
+    r = CliRunner().invoke(app, ["audit", "--judge", "sim?seed=0", "--data", f"jsonl:{data}",
+                                 "--probes", "verbosity,bandwagon", "--adaptive", "--max-n",
+                                 str(n), "--out", str(out), "--no-cache"])
+    assert r.exit_code == 0, r.output
+    probes = json.loads((out / "results.json").read_text(encoding="utf-8"))["probes"]
+    assert probes["verbosity"]["verdict"] == "not_run" and probes["verbosity"]["n"] == 0
+    assert probes["bandwagon"]["n"] == n
+
+
+def _lines() -> list[str]:
+    return [json.dumps({"id": lang, "prompt": q, "response_1": good, "response_2": bad,
+                        "label": 1}, ensure_ascii=False) for lang, (q, good, bad) in
+            PAIRS.items()]

@@ -438,8 +438,11 @@ async def run_adaptive(
                 s.update(len(d), taken[p.name], (lo_, hi_), e, rnd)
                 n_all = len(plans[p.name].items)
                 done[p.name] = (None if m < n_all else "max_n" if n_all >= max_n else "exhausted")
-                if not r.n and any(x.startswith("not run:") for x in r.notes):
-                    done[p.name] = "not_run"  # it cannot run here (self_preference, no panel)
+                # it cannot run here (self_preference, no panel); a round whose items its
+                # perturbation all left out (r.dropped: a Chinese round of English filler) is
+                # no such sign, later rounds may have items it applies to
+                if not r.n and not r.dropped and any(x.startswith("not run:") for x in r.notes):
+                    done[p.name] = "not_run"
             rule.step(rnd, done)
             last_round_calls, last_round_cost = calls["total"] - before, _cost(bundle) - cost_before
             last_round_sent = _sent(bundle) - sent_before
@@ -502,7 +505,10 @@ async def run_adaptive(
         pd["effect"]["interval"] = "anytime-valid confidence sequence at level 1 - alpha"
         pd["p"], pd["q"] = None, None
         pd["notes"] = [x for x in pd["notes"] if not x.startswith("underpowered:")]
-        verdict = "not_run" if s.reason == "not_run" else verdicts[s.name]
+        # not_run too when the battery over all its items measured none (every item left
+        # out: `shift_probe.left_out_notes`)
+        verdict = ("not_run" if s.reason == "not_run" or pd["verdict"] == "not_run"
+                   else verdicts[s.name])
         if verdict == "underpowered":
             pd["notes"].append(
                 f"underpowered: stopped ({REASONS.get(s.reason or '', s.reason)}) after "
