@@ -113,25 +113,44 @@ def test_staged_and_one_batch_loops_make_the_same_picks_without_refusals():
         assert [r["step"] for r in a.refits] == [r["step"] for r in b.refits] == [8, 16, 24]
 
 
-def test_the_loop_wastes_at_most_two_picks_per_long_item_and_spends_the_budget():
-    """20 seeds, one long item (any pair with it TooLong), topk with a length-like
-    covariate on which it is the extreme: at most 2 picks on it, steps numbered without
-    gaps, the budget spent, the picks it would have taken counted."""
-    n, long_item = 10, 4
+def _long_items_run(long_items: set[int], seed: int, refit_every: int):
+    """10 items, topk, budget 40, a length-like covariate on which the long items are the
+    extremes; any pair with a long item TooLong. The run and every pair sent."""
+    n = 10
     X = np.linspace(-0.5, 0.5, n)[:, None]
-    X[long_item] = 4.0
+    for j, i in enumerate(sorted(long_items)):
+        X[i] = 4.0 - 0.5 * j
     o = SimOracle(np.linspace(-1, 1, n), X, c=0.5, seed=1)
-    for seed in range(20):
-        asked: list[tuple[int, int]] = []
+    asked: list[tuple[int, int]] = []
 
-        def batch(pairs, asked=asked):
-            asked.extend(pairs)
-            return [loop.TooLong() if long_item in p else o(p[0], p[1], p[0]) for p in pairs]
+    def batch(pairs):
+        asked.extend(pairs)
+        return [loop.TooLong() if long_items & set(p) else o(p[0], p[1], p[0]) for p in pairs]
 
-        res = loop.run_active(None, n, 40, 3, X=X, seed=seed, eb_lam=True, n_samples=300,
-                              batch_oracle=batch, stage=True)
-        wasted = sum(long_item in p for p in asked)
-        assert wasted <= 2, (seed, wasted)
-        assert len(asked) == 40 and [st["step"] for st in res.steps] == list(range(40))
-        assert res.left_out["items"] == [long_item] and res.left_out["picks"] > 0
-        assert res.comparisons.shape[0] == 40 - wasted
+    res = loop.run_active(None, n, 40, 3, X=X, seed=seed, eb_lam=True, n_samples=300,
+                          batch_oracle=batch, refit_every=refit_every, stage=True)
+    return res, asked
+
+
+def test_the_loop_wastes_at_most_two_picks_per_long_item_and_spends_the_budget():
+    """20 seeds and three round sizes (the old loop: up to 6 calls at --refit-every 8, 3 at
+    1, where each pick is its own round and the next one chose the refused item again
+    beside an item with no verdict): at most 2 picks on the long item, steps numbered
+    without gaps, the budget spent, the picks it would have taken counted."""
+    for refit_every in (1, 4, 8):
+        for seed in range(20):
+            res, asked = _long_items_run({4}, seed, refit_every)
+            wasted = sum(4 in p for p in asked)
+            assert wasted <= 2, (refit_every, seed, wasted)
+            assert len(asked) == 40 and [st["step"] for st in res.steps] == list(range(40))
+            assert res.left_out["items"] == [4] and res.left_out["picks"] > 0
+            assert res.comparisons.shape[0] == 40 - wasted
+
+
+def test_two_long_items_cost_at_most_two_calls_each():
+    """The old loop: 4-8 calls with one of two long items (10 items, budget 40)."""
+    for seed in range(10):
+        res, asked = _long_items_run({2, 6}, seed, 8)
+        per_item = [sum(i in p for p in asked) for i in (2, 6)]
+        assert max(per_item) <= 2, (seed, per_item)
+        assert len(asked) == 40 and res.left_out["items"] == [2, 6], (seed, res.left_out)

@@ -33,9 +33,11 @@ as too long with no verdict only beside a partner with a verdict (whose refusal 
 it). After each wave, a pick on a pair now left out is given back (counted in
 ``left_out["picks"]``), and when nothing else can be sent the picks left wait (given back
 and made again later); a given-back pick's budget goes to another pick, its covariance term
-is taken back. So an item too long for the judge costs two calls (DROP_AFTER), not a round
-(benchmarks/results/rank_long_item.json). Without a too-long refusal nothing is given back
-and every pick is the same: waves change only how a batch's calls are grouped.
+is taken back. The picks after the batch leave out such a refused item's pairs with items
+that have no verdict either (``held``) while other pairs are left. So an item too long for
+the judge costs two calls (DROP_AFTER), not a round (benchmarks/results/rank_long_item.json).
+Without a too-long refusal nothing is given back or held and every pick is the same: waves
+change only how a batch's calls are grouped.
 
 Cost of a round (issue 15): the refit is damped Newton from the previous MAP (sparse solves,
 the empirical-Bayes tau update included); its posterior is not computed by the fit but
@@ -357,6 +359,9 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
         refused_with: list[set[int]] = [set() for _ in range(n_items)]
         item_answered = np.zeros(n_items, dtype=int)
         excluded = np.zeros(A.shape[0], dtype=bool)
+        # staged: pairs of an item refused as too long with no verdict and one with no verdict
+        # either, not picked while others are left (module docstring)
+        held = np.zeros(A.shape[0], dtype=bool)
         n_skipped = 0
         result = LoopResult(comparisons=np.zeros((0, 3)), naive=None, bias_aware=None,  # type: ignore[arg-type]
                             config=cfg)
@@ -423,7 +428,7 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
             since -= 1
 
         def flush() -> None:
-            nonlocal excluded, n_skipped
+            nonlocal excluded, held, n_skipped
             if not pending:
                 return
             answers: list[float | None] = [None] * len(pending)
@@ -474,6 +479,10 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
             if pair_too_long.any():
                 dropped = _too_long_items(refused_with, item_answered)
                 excluded = pair_too_long | dropped[A] | dropped[Bq]
+                if stage:
+                    none = item_answered == 0
+                    suspect = none & np.array([bool(w) for w in refused_with]) & ~dropped
+                    held = (suspect[A] & none[Bq]) | (suspect[Bq] & none[A])
             if on_batch is not None:
                 on_batch(len(result.steps), drive, ctx)
 
@@ -504,12 +513,15 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                 result.refits.append({"step": step, "theta": drive.theta.copy(),
                                       **_converged(drive),
                                       "context": "carried" if carried else "exact"})
-            if excluded.any():
-                if excluded.all():  # every pair left is too long: the budget stays unspent
-                    result.left_out["unspent"] = budget - step
-                    break
-                level = pair_count[~excluded].min()
-                cand = np.nonzero(~excluded & (pair_count == level))[0]
+            if excluded.all():  # every pair left is too long: the budget stays unspent
+                result.left_out["unspent"] = budget - step
+                break
+            avoid = excluded
+            if held.any() and not (excluded | held).all():
+                avoid = excluded | held  # a suspect's pair waits for its partner's verdict
+            if avoid.any():
+                level = pair_count[~avoid].min()
+                cand = np.nonzero(~avoid & (pair_count == level))[0]
             else:
                 cand = np.nonzero(pair_count == pair_count.min())[0]
             s = np.asarray(score(ctx, A[cand], Bq[cand]), dtype=float)
