@@ -15,8 +15,8 @@ the calls in all, the items left out and the wall
 time with `--latency` seconds per answer (waves cost round trips). A pool with no long item
 checks that the new loop's comparisons are the old loop's (`same_as_old`).
 
-The old loop runs from a worktree of `--old` (made once under /tmp), each tree in its own
-process with its own PYTHONPATH.
+The old and new loops run from worktrees of `--old` and `--new` (made once under /tmp),
+each in its own process with its own PYTHONPATH.
 
 Run by hand:  PYTHONPATH=src python benchmarks/rank_long_item.py [--seeds 20] [--old REF]
 Writes benchmarks/results/rank_long_item.json and prints the table.
@@ -116,15 +116,21 @@ def run_tree(src: Path, seeds: list[int], latency: float) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src), "OPENBLAS_NUM_THREADS": "1"}
     cmd = [sys.executable, __file__, "--worker", "--seeds", str(len(seeds)),
            "--latency", str(latency)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
+    if done.returncode:
+        raise SystemExit(f"worker on {src} failed (exit {done.returncode}):\n{done.stderr}")
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def old_tree(ref: str, where: Path) -> Path:
-    """A detached worktree of ``ref`` at ``where`` (made once, left for the next run)."""
+def tree(ref: str, where: Path) -> Path:
+    """A detached worktree of ``ref`` at ``where`` (made once, left for the next run, moved
+    to ``ref``): committed code only, not the working tree's edits in progress."""
     if not (where / "src" / "judgeaudit").is_dir():
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where),
                         ref], check=True)
+    else:
+        subprocess.run(["git", "-C", str(where), "checkout", "-q", "--detach", ref],
+                       check=True)
     return where
 
 
@@ -147,16 +153,17 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.02,
                     help="seconds the server waits before each answer")
     ap.add_argument("--old", default="ffebffa", help="git ref of the old loop")
+    ap.add_argument("--new", default="HEAD", help="git ref of the new loop")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     seeds = list(range(a.seeds))
     if a.worker:
         print(json.dumps(worker(seeds, a.latency)))
         return
-    old_src = old_tree(a.old, Path("/tmp/rank_long_item_old")) / "src"
-    new_src = ROOT / "src"
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True, check=False).stdout.strip()
+    new = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", a.new],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    old_src = tree(a.old, Path("/tmp/rank_long_item_old")) / "src"
+    new_src = tree(new, Path("/tmp/rank_long_item_new")) / "src"
     res = {"old": run_tree(old_src, seeds, a.latency), "new": run_tree(new_src, seeds,
                                                                       a.latency)}
     table = {}
@@ -172,7 +179,7 @@ def main() -> None:
               f"same comparisons {t['same_as_old']}/{len(o)} | "
               f"wall old {t['old']['wall_s_median']}s new {t['new']['wall_s_median']}s")
     doc = {"what": __doc__.splitlines()[0], "when": dt.datetime.now(dt.UTC).isoformat(
-        timespec="seconds"), "old": a.old, "new": f"{head} + working tree", "cpu": cpu(),
+        timespec="seconds"), "old": a.old, "new": new, "cpu": cpu(),
         "seeds": len(seeds), "latency_s": a.latency,
         "run": "judgeaudit.rank(topk, k=3, samples=300, default covariates, lam auto, "
                "refit_every 8) through tests/llm/fakeserver.py",
