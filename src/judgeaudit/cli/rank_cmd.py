@@ -263,8 +263,10 @@ def _print_ranking(doc: dict, k: int) -> None:
     console.print(t)
     if n_groups > 1:
         console.print(escape("groups: " + "; ".join(
-            f"g{g} {_first_words(grows[0].get('prompt'))} ({len(grows)} items)"
-            for g, grows in groups.items())), highlight=False)
+            f"g{g} {label} ({len(groups[g])} items{diff})"
+            for g, (label, diff) in _group_labels(
+                {g: str(grows[0].get("prompt") or "") for g, grows in groups.items()}
+            ).items())), highlight=False)
     if any(r.get("uncompared") for r in rows):
         console.print(f"?: no usable comparison ({doc.get('n_uncompared', '?')} items): "
                       "theta and place are the prior's; in the top-k (*?) only where too few "
@@ -373,10 +375,21 @@ def _over(d: dict, n_matrices: int) -> str:
             "interval)")
 
 
-def _first_words(prompt: object, n: int = 6) -> str:
-    """A prompt's first words, quoted, for a group's label."""
-    words = str(prompt or "").split()
-    return repr(" ".join(words[:n]) + (" ..." if len(words) > n else ""))
+def _group_labels(prompts: dict[int, str]) -> dict[int, tuple[str, str]]:
+    """Each group's label (its prompt's first words, quoted, invisible characters escaped)
+    and, for a group whose label prints as an earlier group's does (their prompts differ in
+    a second space, a no-break space or past the label's words), where its prompt differs
+    from that group's (`rank.pool.prompt_difference`), so two groups never read as one."""
+    from judgeaudit.rank.pool import prompt_difference, prompt_label
+
+    first: dict[str, int] = {}
+    out = {}
+    for g, p in prompts.items():
+        label = prompt_label(p)
+        f = first.setdefault(label, g)
+        out[g] = (label, "" if f == g else
+                  "; " + prompt_difference(p, prompts[f], f"g{g}", f"g{f}"))
+    return out
 
 
 EXACT_NOTE = ("exact h/n: every seed gave the same recall, so no t interval; the exact "

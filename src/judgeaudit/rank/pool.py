@@ -10,8 +10,11 @@ biased on.
 - `jsonl:PATH` (or a bare path ending in .jsonl): one JSON object per line,
   `{"id": str, "prompt": str, "response": str, "quality": number (optional), ...}`; any
   other numeric field (e.g. `"tokens": 312`) can be used as a covariate by name. Items with
-  the same prompt text form one group; comparisons are made only within a group, and each
-  group has its own top-k.
+  the same prompt form one group; comparisons are made only within a group, and each
+  group has its own top-k. "The same prompt" is `prompt_key`: Unicode NFC, line endings as
+  LF, outer whitespace stripped; items whose prompts differ only there are judged under
+  their group's first prompt, with a note. Prompts differing in anything else (whitespace
+  inside, invisible characters) stay apart, with a note when that is all they differ in.
 
 Covariates (`Pool.covariates(names)`), one column per name, centred over the pool (only
 differences between items enter the model):
@@ -28,8 +31,9 @@ Each column's standard deviation is reported so c can be read per SD as well.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +96,14 @@ class Pool:
             if it.id in seen:
                 raise DataError(self.source, None, f"duplicate item id {it.id!r}")
             seen.add(it.id)
+        self.items, folded = _fold_prompts(self.items)
         prompts = list(dict.fromkeys(it.prompt for it in self.items))
         self._group_of = {p: g for g, p in enumerate(prompts)}
+        sizes = [0] * len(prompts)
+        for it in self.items:
+            sizes[self._group_of[it.prompt]] += 1
+        self.notes = [*self.notes, *_folded_note(self.source, folded, self._group_of, sizes),
+                      *_near_note(self.source, prompts)]
 
     @property
     def n_items(self) -> int:
@@ -229,6 +239,125 @@ def parse_covariates(text: str | None) -> list[str]:
     if len(set(names)) != len(names):
         raise ValueError(f"covariates: a name is repeated in {text!r}")
     return names
+
+
+# ---- prompt groups ------------------------------------------------------------------------
+
+def prompt_key(prompt: str) -> str:
+    """The text a prompt group is keyed by: Unicode NFC, CRLF/CR line endings as LF, outer
+    whitespace stripped. These differ between copies of one prompt for reasons no reader can
+    see (an editor's normalization form, a file written on Windows, a trailing space), and
+    split one prompt's items into groups with a top-k each. Whitespace inside the prompt is
+    kept: there it can be the content (a code block's indentation, a poem's lines), and two
+    prompts differing in it may ask different things; `_near_note` says when that is all
+    two groups differ in."""
+    return unicodedata.normalize("NFC", prompt.replace("\r\n", "\n").replace("\r", "\n")
+                                 ).strip()
+
+
+def _fold_prompts(items: list[PoolItem]) -> tuple[list[PoolItem], list[tuple[PoolItem, str]]]:
+    """Items with each prompt replaced by the first prompt of its `prompt_key` (so a group's
+    items are judged under one prompt, as `rank.live.pair_item` requires), and the items
+    whose prompt was replaced, as given, with the prompt they now carry."""
+    first: dict[str, str] = {}
+    out, folded = [], []
+    for it in items:
+        rep = first.setdefault(prompt_key(it.prompt), it.prompt)
+        if rep == it.prompt:
+            out.append(it)
+        else:
+            folded.append((it, rep))
+            out.append(replace(it, prompt=rep))
+    return out, folded
+
+
+def _what_differs(given: str, rep: str) -> list[str]:
+    """What a prompt differs in from the prompt of its group it was folded into."""
+    nl = lambda t: t.replace("\r\n", "\n").replace("\r", "\n")  # noqa: E731
+    nfc = lambda t: unicodedata.normalize("NFC", t)  # noqa: E731
+    out = []
+    if nl(given).strip() != nl(rep).strip():
+        out.append("Unicode normalization, NFC vs NFD")
+    if nl(nfc(given)) != nl(nfc(rep)):
+        out.append("outer whitespace")
+    if nfc(given).strip() != nfc(rep).strip():
+        out.append("line endings, CRLF vs LF")
+    return out
+
+
+def prompt_label(prompt: str, n: int = 6) -> str:
+    """A prompt's first words, quoted (invisible characters as their escapes), for a group's
+    label."""
+    words = prompt.split()
+    return repr(" ".join(words[:n]) + (" ..." if len(words) > n else ""))
+
+
+def _char(text: str, i: int) -> str:
+    if i >= len(text):
+        return "the prompt's end"
+    c = text[i]
+    return f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed character')} ({c!r})"
+
+
+def prompt_difference(a: str, b: str, a_name: str, b_name: str) -> str:
+    """Where prompts ``a`` and ``b`` first differ (compared as `prompt_key`s): the character
+    position (1-based) and the two characters by code point and name, so a difference no
+    label shows (a second space, a no-break space, a zero-width joiner, a word past the
+    label's) is named."""
+    a, b = prompt_key(a), prompt_key(b)
+    i = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+             min(len(a), len(b)))
+    return f"character {i + 1} is {_char(a, i)} in {a_name}, {_char(b, i)} in {b_name}"
+
+
+def _folded_note(source: str, folded: list[tuple[PoolItem, str]], group_of: dict[str, int],
+                 sizes: list[int]) -> list[str]:
+    """A note on the items `_fold_prompts` moved into a group whose first prompt they did
+    not match exactly: how many, in what their prompts differed, which groups."""
+    if not folded:
+        return []
+    kinds: dict[str, int] = {}
+    groups: dict[int, list[PoolItem]] = {}
+    for it, rep in folded:
+        for kind in _what_differs(it.prompt, rep):
+            kinds[kind] = kinds.get(kind, 0) + 1
+        groups.setdefault(group_of[rep], []).append(it)
+    shown = "; ".join(
+        (f"g{g} " if len(sizes) > 1 else "") + f"{prompt_label(its[0].prompt)} ({len(its)} of "
+        f"its {sizes[g]} items, first {its[0].id!r}"
+        + (f", line {its[0].line}" if its[0].line is not None else "") + ")"
+        for g, its in list(groups.items())[:3]) + ("; ..." if len(groups) > 3 else "")
+    what = ", ".join(f"{kind} ({n} item{'s' if n > 1 else ''})" for kind, n in kinds.items())
+    n = len(folded)
+    return [f"{source}: {n} of {sum(sizes)} items give their prompt in another form than the "
+            f"first item of its group, differing only in {what}; they are ranked in that "
+            f"group and judged under its first item's prompt (a prompt group is its prompt in "
+            f"Unicode NFC with outer whitespace stripped): {shown}"]
+
+
+def _invisible(c: str) -> bool:
+    return c.isspace() or unicodedata.category(c) in ("Cf", "Cc")
+
+
+def _near_note(source: str, prompts: list[str]) -> list[str]:
+    """A note on prompt groups whose prompts differ only in whitespace inside them or in
+    invisible characters (a zero-width joiner, a byte order mark): ranked apart, which is
+    right when they are different prompts and splits one prompt's top-k when they are not."""
+    by: dict[str, list[int]] = {}
+    for g, p in enumerate(prompts):
+        by.setdefault("".join(c for c in p if not _invisible(c)), []).append(g)
+    near = [gs for gs in by.values() if len(gs) > 1]
+    if not near:
+        return []
+    shown = "; ".join(
+        f"g{gs[0]} {prompt_label(prompts[gs[0]])} and " + ", ".join(
+            f"g{g} ({prompt_difference(prompts[g], prompts[gs[0]], f'g{g}', f'g{gs[0]}')})"
+            for g in gs[1:6]) + (", ..." if len(gs) > 6 else "")
+        for gs in near[:3]) + ("; ..." if len(near) > 3 else "")
+    return [f"{source}: {sum(len(gs) for gs in near)} prompt groups have prompts that differ "
+            f"only in whitespace inside them or in invisible characters: {shown}; they are "
+            "ranked as different prompts, each with its own top-k; if they are one prompt, "
+            "give its items the same prompt text"]
 
 
 # ---- loaders --------------------------------------------------------------------------------
