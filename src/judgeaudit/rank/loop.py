@@ -26,18 +26,18 @@ verdict, and a ranking rule keeps choosing an item it knows nothing about.
 
 Items with no verdict yet (``stage``): the picks of a batch are made before any of its
 answers, and the top-k rule puts several of them on the item whose covariate is the pool's
-extreme (it scores highest again after each pick), so the first round sent 2-7 calls with
-an item too long for the judge at once (9 of 40 in a tester's run). A staged batch goes out
-in waves: an item with no verdict yet is in at most one call of a wave, and an item refused
-as too long with no verdict only beside a partner with a verdict (whose refusal then names
-it). After each wave, a pick on a pair now left out is given back (counted in
-``left_out["picks"]``), and when nothing else can be sent the picks left wait (given back
-and made again later); a given-back pick's budget goes to another pick, its covariance term
-is taken back. The picks after the batch leave out such a refused item's pairs with items
-that have no verdict either (``held``) while other pairs are left. So an item too long for
-the judge costs two calls (DROP_AFTER), not a round (benchmarks/results/rank_long_item.json).
-Without a too-long refusal nothing is given back or held and every pick is the same: waves
-change only how a batch's calls are grouped.
+extreme (it scores highest again after each pick), so a round sent several calls with an
+item too long for the judge at once (median 3, up to 11 of 60 over 20 seeds; 9 of 40 in a
+tester's run). A staged batch goes out in waves: an item with no verdict yet is in at most
+one call of a wave, and an item refused as too long with no verdict only beside a partner
+with a verdict (whose refusal then names it). After each wave, a pick on a pair now left out
+is given back (counted in ``left_out["picks"]``), and when nothing else can be sent the
+picks left wait (given back and made again later); a given-back pick's budget goes to
+another pick, its covariance term is taken back. The picks after the batch leave out such a
+refused item's pairs with items that have no verdict either (``held``) while other pairs are
+left. So an item too long for the judge costs two calls (DROP_AFTER), not a round
+(benchmarks/results/rank_long_item.json). Without a too-long refusal nothing is given back
+or held and every pick is the same: waves change only how a batch's calls are grouped.
 
 Cost of a round (issue 15): the refit is damped Newton from the previous MAP (sparse solves,
 the empirical-Bayes tau update included); its posterior is not computed by the fit but
