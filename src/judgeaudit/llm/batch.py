@@ -213,7 +213,9 @@ class Batcher:
 
                 self._waiting.pop(key, None)
                 self._note_not_sent(refused)
-                raise CallFailed(refused, fatal=True, kind="other")
+                exc = CallFailed(refused, fatal=True, kind="other")
+                exc.not_sent = True  # the calls sharing it were not sent either (`Client._call`)
+                raise exc
             self._enqueue(key, request)
         return await asyncio.shield(fut)
 
@@ -287,7 +289,8 @@ class Batcher:
         if refused is not None:  # e.g. a resumed batch's lines to ask again: not submitted
             for _ in items:
                 self._note_not_sent(refused)
-            self._fail([k for k, _ in items], refused, "other", fatal=True, raw=True)
+            self._fail([k for k, _ in items], refused, "other", fatal=True, raw=True,
+                       not_sent=True)
             return
         # Split by the API's size limit: entries are built (and measured) here.
         chunk: list[tuple[str, dict[str, Any]]] = []
@@ -482,16 +485,19 @@ class Batcher:
         fut.exception()
 
     def _fail(self, keys: list[str], message: str, kind: str, *, fatal: bool,
-              raw: bool = False) -> None:
+              raw: bool = False, not_sent: bool = False) -> None:
         """Fail the calls waiting on ``keys``; ``raw``: ``message`` is complete (it names the
-        provider already)."""
+        provider already); ``not_sent``: they were never submitted, and the calls sharing
+        them count as not sent too (`Client._call`)."""
         from judgeaudit.llm.client import CallFailed
 
         text = message if raw else redact(f"{self.provider.name}: {message}")
         for k in keys:
             fut = self._waiting.pop(k, None)
             if fut is not None and not fut.done():
-                fut.set_exception(CallFailed(text, fatal=fatal, kind=kind))
+                exc = CallFailed(text, fatal=fatal, kind=kind)
+                exc.not_sent = not_sent
+                fut.set_exception(exc)
                 fut.exception()
 
     # ---- plumbing -------------------------------------------------------------------------

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import math
 import os
 import random
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -62,6 +64,9 @@ class CallFailed(Exception):
         self.fatal = fatal
         self.kind = kind
         self.gave_up = gave_up
+        # never sent (set by the batcher: a batch line not submitted); the client marks its
+        # own calls in `_UNSENT`
+        self.not_sent = False
 
 
 @dataclass
@@ -188,6 +193,13 @@ MAX_RETRIES = 20
 # A shared wait (`Client._pause`) longer than this many seconds is said to the user (a log
 # warning, on stderr in the CLI): a run that sat out a capped 120 s wait said nothing.
 NOTICE_WAIT = 10.0
+
+# The call under way in this task (`Client._call`): set when its own request was never sent
+# (`Client._note_unsent`), so the calls sharing it count as not sent too: an audit stopped
+# by the spend cap read "823 failed (527 not sent)" where 296 more were probes sharing a
+# request that was never sent (217 made, the server got 217 requests).
+_UNSENT: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+    "judgeaudit_unsent", default=None)
 
 
 def _check_seconds(name: str, value: object, finite: bool = True) -> None:
@@ -327,9 +339,17 @@ class AnswerWindow:
         self.answered = 0
 
 
+# Amounts below this many USD are float residue, not money: holding and releasing ceilings
+# left $0.00000000000000105 "held" in a spend cap's sum.
+USD_RESIDUE = 1e-9
+
+
 def _usd(x: float) -> str:
     """Dollars to 4 decimals, or 3 significant digits below $0.01 ($0.0000128, not
-    "$0.0000"), so that the spend cap's sum can be added up."""
+    "$0.0000"), so that the spend cap's sum can be added up; float residue (below
+    `USD_RESIDUE`) is $0.0000."""
+    if abs(x) < USD_RESIDUE:
+        x = 0.0
     if x >= 0.01 or x <= 0:
         return f"${x:.4f}"
     return f"${x:.{max(4, 2 - math.floor(math.log10(x)))}f}"
@@ -356,19 +376,21 @@ class SpendCap:
         self.spent = 0.0
         self.held = 0.0  # the ceilings of the calls under way
         self.refused: float | None = None  # the ceiling of the first call that did not fit
+        self.at_stop: tuple[float, float] | None = None  # (spent, held) when it did not
         self.before = 0.0  # what earlier commands of the session spent
         self._waiters: list[asyncio.Future[None]] = []
 
     def reset(self) -> None:
         """Forget everything spent: the whole limit is left again."""
         self.spent, self.held, self.refused, self.before = 0.0, 0.0, None, 0.0
+        self.at_stop = None
         self._waiters = []
 
     def new_command(self) -> None:
         """A command of the session starts: it may spend what the earlier ones left (a
         session's cap was the cap of each command, so three commands could spend three
         times `max_cost`)."""
-        self.before, self.held, self.refused = self.spent, 0.0, None
+        self.before, self.held, self.refused, self.at_stop = self.spent, 0.0, None, None
         self._waiters = []
 
     def could_fit(self, ceiling: float) -> bool:
@@ -389,27 +411,50 @@ class SpendCap:
         self.held += ceiling
         return True
 
+    def refuse(self, ceiling: float) -> None:
+        """A call of `ceiling` did not fit: sending stops. The first such is kept with the
+        spend and holds of that moment (`why`)."""
+        if self.refused is None:
+            self.refused, self.at_stop = ceiling, (self.spent, self.held)
+
     def release(self, ceiling: float) -> None:
-        self.held = max(0.0, self.held - ceiling)
+        self.held = self.held - ceiling
+        if self.held < USD_RESIDUE:  # float residue of adding and taking back ceilings
+            self.held = 0.0
         waiters, self._waiters = self._waiters, []
         for fut in waiters:  # woken after the releasing caller has counted its cost
             if not fut.done():
                 fut.get_loop().call_soon_threadsafe(_set_done, fut)
 
+    def over(self) -> str:
+        """'' while the spend is within the limit, else what it spent in all and by how much
+        it passed the cap, and why it could: a capped audit spent $50.0080 of a $50 cap and
+        did not say so. A call holds an estimate of its cost (`body_ceiling`: the prompt at
+        characters / 4), which a prompt with more tokens than that passes."""
+        if self.spent - self.limit < USD_RESIDUE:
+            return ""
+        return (f"; it spent {_usd(self.spent)} in all, {_usd(self.spent - self.limit)} over "
+                "the cap: the calls under way when it was reached held an estimate of their "
+                "cost (prompt tokens at characters / 4, completions at max_tokens), and their "
+                "prompts had more tokens than that")
+
     def why(self) -> str:
-        # the sum that stopped it, in figures a user can add up: a small ceiling shown as
-        # "$0.0000" (a batch's request) explained nothing
+        """The sum that stopped sending, as it stood then (`refuse`), in figures a user can
+        add up (a small ceiling shown as "$0.0000", a batch's request, explained nothing),
+        and what the run spent in all where that passed the cap (`over`)."""
+        spent, held = self.at_stop or (self.spent, self.held)
         nxt = "" if self.refused is None else (
             f"; the next call could cost up to {_usd(self.refused)}, and "
-            f"{_usd(self.spent)} + {_usd(self.held)} + {_usd(self.refused)} is over the cap")
-        under_way = (f", {_usd(self.held)} held by calls under way (each at its most: its "
-                     "max_tokens)" if self.held > 1e-12 else "")
-        earlier = (f", ${self.before:.4f} of it by earlier commands of the session"
-                   if self.before > 1e-12 else "")
-        scope = ("the cap counts this session's commands together" if self.before > 1e-12
-                 else "the cap counts this run's calls only")
-        return (f"the spend cap is reached (${self.spent:.4f} spent{earlier}{under_way} of "
-                f"max_cost ${self.limit:g} when sending stopped{nxt}; {scope}, and a re-run has "
+            f"{_usd(spent)} + {_usd(held)} + {_usd(self.refused)} is over the cap")
+        under_way = (f", {_usd(held)} held by calls under way (each at its most: its "
+                     "max_tokens)" if held >= USD_RESIDUE else "")
+        earlier = (f", {_usd(self.before)} of it by earlier commands of the session"
+                   if self.before >= USD_RESIDUE else "")
+        scope = ("the cap counts this session's commands together"
+                 if self.before >= USD_RESIDUE else "the cap counts this run's calls only")
+        return (f"the spend cap is reached ({_usd(spent)} spent{earlier}{under_way} of "
+                f"max_cost ${self.limit:g} when sending stopped{nxt}{self.over()}; {scope}, "
+                "and a re-run has "
                 "a cap of its own and pays again only for the calls its cache does not hold "
                 "(all of them without a cache): re-run with max_cost (--max-cost) X to spend "
                 "up to X more)")
@@ -568,6 +613,8 @@ class Client:
         self.stats = CallStats()
         self._rng = random.Random(seed)
         self._inflight: dict[str, asyncio.Future[Response]] = {}
+        # in-flight calls whose request was never sent: their sharers count as not sent
+        self._unsent_futs: weakref.WeakSet[asyncio.Future[Response]] = weakref.WeakSet()
         self._asked: set[str] = set()  # keys answered so far (`CallStats.shared`)
         # Without a cache (or with one that stopped storing), the answers of this client's
         # run (`RunMemo`): --no-cache paid again for every request asked twice in a run (a
@@ -694,9 +741,12 @@ class Client:
                     continue  # its owner was cancelled, not us: ask again ourselves
                 self.stats.failed += 1
                 self.stats.cancelled += 1
+                self.stats.not_sent += shared in self._unsent_futs
                 raise
             except BaseException as exc:
                 self._count_failed(exc)
+                # the request this call shared was never sent: nor was this call
+                self.stats.not_sent += shared in self._unsent_futs
                 raise
             self.stats.cached += 1
             self.stats.shared += 1
@@ -721,6 +771,8 @@ class Client:
         batcher = self._batch()
         fut: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
+        unsent = [False]  # set by `_note_unsent` when this request is never sent
+        mark = _UNSENT.set(unsent)
         try:
             try:
                 if batcher is None:
@@ -728,6 +780,8 @@ class Client:
                 else:
                     resp = await self._call_batched(batcher, key, request)
             except BaseException as exc:
+                if unsent[0] or getattr(exc, "not_sent", False):
+                    self._unsent_futs.add(fut)
                 self._count_failed(exc)
                 if batcher is None:
                     self._keep_refusal(key, exc)
@@ -756,6 +810,7 @@ class Client:
             fut.set_result(resp)
             return resp
         finally:
+            _UNSENT.reset(mark)
             if self._inflight.get(key) is fut:
                 del self._inflight[key]
 
@@ -811,7 +866,7 @@ class Client:
         self._count_call()
         held = await self._hold(request, wait=False)
         if self._stopped is not None:
-            self.stats.not_sent += 1
+            self._note_unsent()
             raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
         try:
             return await batcher.call(key, request)
@@ -832,7 +887,7 @@ class Client:
             await self._slot()
         except asyncio.CancelledError:  # cancelled while waiting for a slot: never sent
             if attempt == 0:
-                self.stats.not_sent += 1
+                self._note_unsent()
             raise
         try:
             try:
@@ -841,7 +896,7 @@ class Client:
                 await self._paused()
             except asyncio.CancelledError:  # cancelled while the server asked to wait
                 if attempt == 0:
-                    self.stats.not_sent += 1
+                    self._note_unsent()
                 raise
             started = time.monotonic()
             if sent is not None:
@@ -913,7 +968,7 @@ class Client:
         held = await self._hold(request)
         if self._stopped is not None:
             if attempt == 0:
-                self.stats.not_sent += 1
+                self._note_unsent()
             raise CallFailed(str(self._stopped), fatal=False, kind=self._stopped.kind)
         try:
             await self.provider.prepare()
@@ -947,11 +1002,19 @@ class Client:
             await asyncio.get_running_loop().create_future()  # only a cancellation ends it
         except asyncio.CancelledError:
             if attempt == 0:
-                self.stats.not_sent += 1
+                self._note_unsent()
             raise
 
-    def _not_sent_after_fatal(self) -> None:
+    def _note_unsent(self) -> None:
+        """Count a call never sent (`CallStats.not_sent`) and mark it so (`_UNSENT`): the
+        calls sharing it (`_call`) were not sent either."""
         self.stats.not_sent += 1
+        mark = _UNSENT.get()
+        if mark is not None:
+            mark[0] = True
+
+    def _not_sent_after_fatal(self) -> None:
+        self._note_unsent()
         if self.stats.not_sent_why is None:
             self.stats.not_sent_why = ("an earlier call failed in a way no retry can fix (the "
                                        "first error), so no later call was sent")
@@ -1183,7 +1246,7 @@ class Client:
             log.warning("%s: %s; the remaining calls fail without being sent.",
                         self.provider.name, cap.why())
         cap.refused += 1
-        self.stats.not_sent += 1
+        self._note_unsent()
         raise CallFailed(f"{self.provider.name}: not sent: {cap.why()}", fatal=False,
                          kind="call_cap")
 
@@ -1201,7 +1264,7 @@ class Client:
         ceiling = body_ceiling(plan_body(request, self.provider), price)[2] or 0.0
         while not cap.hold(ceiling):
             if not (wait and cap.could_fit(ceiling)):
-                cap.refused = ceiling if cap.refused is None else cap.refused
+                cap.refuse(ceiling)
                 if self._stopped is None:
                     self._stop_for_run(cap.why(), "spend_cap")
                 return 0.0
@@ -1310,6 +1373,10 @@ class Client:
             self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost
             if self.spend_cap is not None:
                 self.spend_cap.spent += cost
+                if self.spend_cap.over() and self._stopped is not None and (
+                        self._stopped.kind == "spend_cap"):
+                    # a call under way when sending stopped passed the cap: say so
+                    self.stats.not_sent_why = self.spend_cap.why()
 
     async def map(
         self,
