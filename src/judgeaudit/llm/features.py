@@ -9,7 +9,11 @@ markdown list moves them the way it would move a real judge's input.
 Per-text features (`covariates(text)`), each 0 on plain prose:
 - `length`:     log(1 + words); a pair difference is log((1 + w_A) / (1 + w_B)), so doubling
                 a response adds ~0.69 whatever its size. Words = runs of letters/digits, so
-                markup symbols do not count.
+                markup symbols do not count; each Han ideograph, kana or Thai/Lao/Myanmar/
+                Khmer letter counts as one word (those scripts put no spaces between
+                words), combining marks stay in their word, and text is counted in NFC (see
+                `words`). The one length measure of the package: every length control and
+                length covariate counts with it.
 - `markdown`:   distinct markdown constructs present (heading, bullet list, numbered list,
                 bold/italic emphasis, code, table, link, blockquote) / 3, capped at 1.
 - `authority`:  citation-like markers ("(Smith et al., 2019)", "[1]", "According to a study
@@ -31,6 +35,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -51,9 +57,56 @@ def _clip(x: float, lo: float, hi: float) -> float:
 
 # ---- length --------------------------------------------------------------------------------
 
+# Scripts written without spaces between words count one word per character (a letter with
+# its combining marks): Han ideographs (with the iteration marks 々 〆 and the ideographic
+# zero 〇) and kana. This is the usual convention for CJK word counts (Microsoft Word counts
+# each Chinese or Japanese character as one word; so does PTC Arbortext's CJK word count), and
+# it keeps a count proportional to length, which is what a length control needs. Thai, Lao,
+# Myanmar and Khmer omit spaces too and need a dictionary to segment into words: they count
+# per letter as well (their runs between spaces are whole phrases, so a run count would not
+# grow with the text). Hangul is written with spaces, so Korean words stay runs (Word likewise
+# counts "Korean words", not syllables).
+_UNSPACED = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff"
+             "\uaa60-\uaa7f"
+             "\u3005-\u3007\u3021-\u3029\u3038-\u303b\u3040-\u309f\u30a0-\u30ff"
+             "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d"
+             "\U0001b000-\U0001b16f\U00020000-\U0003ffff")
+
+
+@lru_cache(maxsize=1)
+def _word_re() -> re.Pattern[str]:
+    """Built on first use (scanning Unicode for combining marks costs ~40 ms, only worth
+    paying when a text is not ASCII)."""
+    marks: list[str] = []
+    start = None
+    # Every combining mark (Mn, Mc, Me) lies in planes 0-1 or the variation selectors of
+    # plane 14; planes 2-3 are ideographs, 15-16 private use.
+    for cp in [*range(0x20000), *range(0xE0000, 0xE1000), sys.maxunicode + 1]:
+        is_mark = cp <= sys.maxunicode and unicodedata.category(chr(cp)).startswith("M")
+        if is_mark and start is None:
+            start = cp
+        elif not is_mark and start is not None:
+            marks.append(f"\\U{start:08x}-\\U{cp - 1:08x}")
+            start = None
+    # ZWNJ/ZWJ join inside Persian and Indic words as the marks do (UAX #29 rule WB4), and
+    # the halfwidth voicing marks ﾞ ﾟ belong to their kana (ｶﾞ is one kana, ガ).
+    ext = "[" + "".join(marks) + "\u200c\u200d\uff9e\uff9f]"
+    base = f"[^\\W_{_UNSPACED}]"
+    run = f"{base}(?:{base}|{ext})*"
+    return re.compile(f"(?=[^\\W_])[{_UNSPACED}]{ext}*|{run}(?:['’]{run})*")
+
+
 def words(text: str) -> list[str]:
-    """Words = runs of letters/digits (inner apostrophes kept); '#', '-', '**' are not words."""
-    return _WORD.findall(text)
+    """Words = runs of letters/digits (inner apostrophes kept); '#', '-', '**' are not words.
+
+    Outside ASCII, the text is NFC-normalized first (a decomposed "việt" is one word, as its
+    composed form is), a combining mark belongs to the word it follows (Hindi "भारत" is one
+    word, not "भ" + "रत"), and each letter of a script written without spaces (Han, kana,
+    Thai, Lao, Myanmar, Khmer) is a word of its own. On space-separated text without those,
+    the words are exactly the plain letter/digit runs."""
+    if text.isascii():
+        return _WORD.findall(text)
+    return _word_re().findall(unicodedata.normalize("NFC", text))
 
 
 def word_count(text: str) -> int:
