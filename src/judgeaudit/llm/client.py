@@ -434,9 +434,9 @@ class SpendCap:
         if self.spent - self.limit < USD_RESIDUE:
             return ""
         return (f"; it spent {_usd(self.spent)} in all, {_usd(self.spent - self.limit)} over "
-                "the cap: the calls under way when it was reached held an estimate of their "
-                "cost (prompt tokens at characters / 4, completions at max_tokens), and their "
-                "prompts had more tokens than that")
+                "the cap: each call sent held an estimate of its cost on the cap until it was "
+                "answered (prompt tokens at characters / 4, completions at max_tokens), and "
+                "the prompts had more tokens than that")
 
     def why(self) -> str:
         """The sum that stopped sending, as it stood then (`refuse`), in figures a user can
