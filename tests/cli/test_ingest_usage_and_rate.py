@@ -72,7 +72,8 @@ def test_list_prices_are_named_with_what_a_batch_api_bills(tmp_path, monkeypatch
     assert cost < 0.01  # said to 3 significant digits, not "$0.0001"
     text = _text(invoke("ingest", out, "--plan", plan))
     assert (f"{_usd(cost)} at list prices: the bill for these answers sent as live calls "
-            "(the plan's estimate was an upper bound); through a provider's batch API (OpenAI, "
+            "(the plan's estimate counted prompt tokens at characters / 4, which a tokenizer "
+            "may pass: the bill can be above it); through a provider's batch API (OpenAI, "
             f"Anthropic) they bill half, {_usd(cost / 2)}") in text
     assert "sk-test-not-used" not in text
 

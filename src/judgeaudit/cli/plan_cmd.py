@@ -286,9 +286,16 @@ def _n_lines(path: Path) -> int:
     return n + (last != b"\n")
 
 
+# The plan's estimate beside a bill: it was called an upper bound, and a default audit planned
+# at $146.56 billed $157.30 (its prompts had more tokens than characters / 4).
+NOT_A_BOUND = (" (the plan's estimate counted prompt tokens at characters / 4, which a "
+               "tokenizer may pass: the bill can be above it)")
+
+
 def _say_usage(rep: Any) -> None:
     """What the stored answers used and cost, from their own `usage`: the provider's bill
-    for them (the plan's figure was an upper bound) at the price the plan kept, named (list
+    for them (above the plan's estimate at times: that counted prompt tokens at characters /
+    4, `Planner.estimate`, and is no bound) at the price the plan kept, named (list
     prices are a live call's: a provider's batch API bills half); answers with no usage are
     counted apart, not summed as 0 tokens; and how many the judge can hardly read (empty, or
     cut at max_tokens), told without its parser."""
@@ -316,14 +323,13 @@ def _say_usage(rep: Any) -> None:
         if rep.unpriced:
             text += f" ({with_usage - rep.unpriced} of {n} priced)"
         if "list" in by_rate:
-            text += (f": the bill for these answers sent as live calls (the plan's estimate was "
-                     f"an upper bound); through a provider's batch API (OpenAI, Anthropic) they "
+            text += (f": the bill for these answers sent as live calls{NOT_A_BOUND}; through "
+                     f"a provider's batch API (OpenAI, Anthropic) they "
                      f"bill half, {_usd(by_rate['list'] / 2)} (batch=on in the "
                      "judge spec when planning prices them at that rate), and on a server of "
                      "your own (vllm run-batch) nothing")
         else:
-            text += (": the provider's bill for these answers (the plan's estimate was an upper "
-                     "bound)")
+            text += f": the provider's bill for these answers{NOT_A_BOUND}"
     elif with_usage:
         text += ("; the plan kept no price for them (give price_in and price_out in the judge "
                  "spec when planning)")

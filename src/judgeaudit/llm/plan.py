@@ -245,7 +245,13 @@ class Planner:
         rate where the spec says batch=on, named; `price_basis`): prompt
         tokens estimated from their characters (`CHARS_PER_TOKEN`), completion tokens at
         most each request's max_tokens, so the cost is an estimate with its completions at
-        their ceiling."""
+        their ceiling, not a bound: a tokenizer may count more prompt tokens than characters
+        / 4 (code, other languages, the chat format's tokens per message), and the bill can
+        pass it when that outweighs completions shorter than max_tokens. A default audit
+        through a server counting characters / 3.5 + 7 per message was planned at $146.56
+        (123,518 prompt tokens estimated, 5,760 completion at most) and billed $157.30
+        (151,542 prompt, 1,440 completion). A bound (a token per UTF-8 byte) would be about
+        4 times the bill of English prompts: no use for a budget."""
         text = (f"about {round(self.prompt_chars / CHARS_PER_TOKEN):,} prompt tokens "
                 f"(characters / {CHARS_PER_TOKEN}) and at most {self.max_completion:,} "
                 "completion tokens")
@@ -253,7 +259,9 @@ class Planner:
             # a spec's price_in/price_out is said as list prices, as a live run says it
             at = ("list prices" if "batch" not in self.rates else RATE_WORDS["batch"]
                   if self.rates == {"batch"} else f"list prices and {RATE_WORDS['batch']}")
-            text += f"; about ${self.cost_usd:.4f} at {at} (completions at max_tokens)"
+            text += (f"; about ${self.cost_usd:.4f} at {at} (completions at max_tokens; an "
+                     "estimate, not a bound: a tokenizer may count more prompt tokens than "
+                     "characters / 4, in code, other languages and the chat format)")
             if self.max_cost is not None and self.cost_usd > self.max_cost:
                 text += (f", above --max-cost ${self.max_cost:g}: a run with it would stop "
                          f"after about {self.max_cost / self.cost_usd:.0%} of these requests")
