@@ -24,20 +24,34 @@ def _cli(args: list[str]):
     return runner.invoke(app, args)
 
 
+def _answer(plan, out, base: str) -> None:
+    """Each plan line answered by the server at `base`, as batch output lines."""
+    import httpx
+
+    with httpx.Client(timeout=30) as http, open(out, "w") as w:
+        for i, raw in enumerate(plan.read_text().splitlines()):
+            line = json.loads(raw)
+            r = http.post(base + line["url"], json=line["body"])
+            w.write(json.dumps({"id": f"b{i}", "custom_id": line["custom_id"], "error": None,
+                                "response": {"status_code": r.status_code,
+                                             "body": r.json()}}) + "\n")
+
+
 def test_a_missing_key_exits_2_before_sending_and_a_cached_run_or_plan_needs_none(
         tmp_path, monkeypatch, no_keys):
     monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
-    # no base_url in the spec: the answers are cached under the api.openai.com judge
+    # no base_url in the spec: the answers are cached under the api.openai.com judge, planned
+    # and ingested (a run through $OPENAI_BASE_URL is keyed by that server, not by OpenAI's)
     args = ["evaluate", "--data", "builtin:facts", "--json", "--judge", "openai:fake"]
     with FakeLLMServer() as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_url)
-        monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        first = _cli([*args, "--limit", "2", "--out", str(tmp_path / "o1")])
-        assert first.exit_code == 0, first.output
+        first = tmp_path / "first.jsonl"
+        planned = _cli(["--plan-only", str(first), *args, "--limit", "2"])
+        assert planned.exit_code == 0, planned.output
+        _answer(first, tmp_path / "answers.jsonl", srv.url)
+        ingested = _cli(["ingest", str(tmp_path / "answers.jsonl"), "--plan", str(first)])
+        assert ingested.exit_code == 0, ingested.output
         sent = srv.count()
         assert sent > 0
-        monkeypatch.delenv("OPENAI_BASE_URL")
-        monkeypatch.delenv("OPENAI_API_KEY")
         cached = _cli([*args, "--limit", "2", "--out", str(tmp_path / "o2")])
         assert cached.exit_code == 0, cached.output
         plan = _cli(["--plan-only", str(tmp_path / "plan.jsonl"), *args, "--limit", "3"])

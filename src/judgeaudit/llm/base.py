@@ -329,7 +329,14 @@ class Provider(abc.ABC):
         password in a URL's userinfo is masked: it changes who pays, not what comes back)."""
         public = {k: _mask_userinfo(v) for k, v in sorted(self.params.items())
                   if k not in self.secret_params and k not in self.operational_params}
-        return {"provider": self.name, "model": self.model, "params": public}
+        return {"provider": self.name, "model": self.model, "params": self.keyed_params(public)}
+
+    def keyed_params(self, public: dict[str, Any]) -> dict[str, Any]:
+        """`public` (the non-secret parameters that change outputs, as given) as the cache
+        key holds them. A provider that reaches a server overrides it: the key then names
+        the server actually asked (from $OPENAI_BASE_URL too) in one form, so a run against
+        another server is not served this one's answers. The default keeps them as given."""
+        return public
 
     def run_identity(self) -> dict[str, Any]:
         """What a result records about this judge: its cache identity, plus what a provider

@@ -55,17 +55,22 @@ from judgeaudit.llm.providers.openai import (
     html_error,
     http_timeout,
     int_param,
+    keyed_server,
     map_sdk_error,
     price_for,
     register_key,
     sdk_http_client,
     server_message,
     warn_cleartext,
+    with_server,
 )
 from judgeaudit.llm.redact import redact_url
 from judgeaudit.llm.registry import register
 
 log = logging.getLogger("judgeaudit.llm")
+
+# The address the SDK calls when neither base_url nor $ANTHROPIC_BASE_URL names one.
+ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
 
 # USD per million tokens (input, output), as listed by Anthropic in 2025. Matched on the
 # exact id, the id plus a date suffix, or "-latest"; prefer price_in/price_out.
@@ -136,7 +141,8 @@ class AnthropicProvider(Provider):
         self.max_tokens = (int_param(p, "max_tokens", self.name, default=1)
                            if "max_tokens" in p else None)
         self.max_connections = int_param(p, "max_connections", self.name, default=64)
-        hosted = self.base_url is None and not os.environ.get("ANTHROPIC_BASE_URL")
+        # The built-in prices hold for Anthropic's own API: none given, or its address written.
+        hosted = self.server() is None
         self.price_per_mtok = price_for(model, p, ANTHROPIC_PRICES, self.name, hosted)
         self.billed = billed([self.base_url] if self.base_url else [], "ANTHROPIC_BASE_URL")
         self._prefill_ok = True  # cleared when the model refuses a prefill once
@@ -156,6 +162,16 @@ class AnthropicProvider(Provider):
         """The server, fit for messages (a URL password masked)."""
         return redact_url(self.base_url or os.environ.get("ANTHROPIC_BASE_URL")
                           or "api.anthropic.com")
+
+    def server(self) -> str | None:
+        """The server calls go to, as the cache key names it (`keyed_server`, from
+        $ANTHROPIC_BASE_URL too): None for Anthropic's own API."""
+        return keyed_server(self.params.get("base_url"), os.environ.get("ANTHROPIC_BASE_URL"),
+                            ANTHROPIC_DEFAULT_URL)
+
+    def keyed_params(self, public: dict[str, Any]) -> dict[str, Any]:
+        """The base_url as the server actually asked, in one form (`keyed_server`)."""
+        return with_server(public, self.server())
 
     def check_sendable(self) -> None:
         """A malformed key (`check_key`) or none at all is bad input (exit 2), found before

@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import ipaddress
 import json
 import logging
@@ -157,6 +158,66 @@ def billed(urls: Sequence[str], env_var: str) -> bool:
     provider's hosted API. Any server but this machine's own may bill."""
     urls = list(urls) or [u for u in [os.environ.get(env_var)] if u]
     return not urls or not all(is_loopback(u) for u in urls)
+
+
+# The address each SDK calls when neither base_url nor its environment variable names one.
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def server_key(url: str) -> str:
+    """`url` in the one form the cache key holds: scheme and host lower-cased, the scheme's
+    default port and a trailing slash dropped (`HTTP://Gpu1:80/v1/` is `http://gpu1/v1`),
+    the path otherwise as given (servers tell its case apart). A URL already in that form is
+    returned unchanged, so keys of specs that name one stay as they were. Userinfo is kept
+    (`Provider.cache_identity` masks its password); text that is no URL is only stripped."""
+    text = url.strip()
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return text
+    host = parts.hostname
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not host:
+        return text
+    netloc = f"[{host}]" if ":" in host else host
+    if "@" in parts.netloc:
+        netloc = parts.netloc.rpartition("@")[0] + "@" + netloc
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        netloc += f":{port}"
+    return urllib.parse.urlunsplit((scheme, netloc, parts.path.rstrip("/"), parts.query,
+                                    parts.fragment))
+
+
+@functools.lru_cache(maxsize=256)
+def keyed_server(given: str | None, env: str | None, default: str) -> str | None:
+    """The server a provider's calls go to, as its cache key names it: `given` (the
+    base_url parameter: one URL, or several separated by '|'), else `env` (the environment
+    variable the SDK reads then), each in one form (`server_key`); several are sorted and
+    each named once (one model served by several servers: which one answers a call changes
+    who pays, not the answer). None for the SDK's `default` address, written out or not, so
+    a spec naming it shares the keys of one naming nothing (hosted users' keys are as they
+    were). An $OPENAI_BASE_URL is in the key: without it, a run against another server was
+    served the first server's answers from the cache."""
+    raw = given if given is not None else env
+    if raw is None or not raw.strip():
+        return None
+    urls = sorted({server_key(u) for u in raw.split("|") if u.strip()})
+    if not urls or urls == [server_key(default)]:
+        return None
+    return "|".join(urls)
+
+
+def with_server(public: dict[str, Any], server: str | None) -> dict[str, Any]:
+    """`public` (a provider's keyed parameters) with its base_url replaced by `server`
+    (`keyed_server`, its password masked), or left out when `server` is None."""
+    from judgeaudit.llm.base import _mask_userinfo
+
+    out = {k: v for k, v in public.items() if k != "base_url"}
+    if server is not None:
+        out["base_url"] = _mask_userinfo(server)
+    return dict(sorted(out.items()))
 
 
 def env_proxy(url: str) -> str | None:
@@ -939,7 +1000,8 @@ class OpenAIProvider(Provider):
         if self.prefill_mode not in ("instruct", "assistant"):
             raise ValueError(f"{self.name} parameter prefill={self.prefill_mode!r}: "
                              f"expected 'instruct' or 'assistant'")
-        hosted = self.base_url is None and not os.environ.get("OPENAI_BASE_URL")
+        # The built-in prices hold for OpenAI's own API: none given, or its address written.
+        hosted = self.server() is None
         # Instance attribute shadows the class default the client reads for cost accounting.
         self.price_per_mtok = price_for(model, p, OPENAI_PRICES, self.name, hosted)
         self.billed = billed(self.base_urls, "OPENAI_BASE_URL")
@@ -976,6 +1038,16 @@ class OpenAIProvider(Provider):
                 redact_url(s.url) for s in self.servers) + ")"
         return redact_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
 
+    def server(self) -> str | None:
+        """The server calls go to, as the cache key names it (`keyed_server`): None for
+        OpenAI's own API."""
+        return keyed_server(self.params.get("base_url"), os.environ.get("OPENAI_BASE_URL"),
+                            OPENAI_DEFAULT_URL)
+
+    def keyed_params(self, public: dict[str, Any]) -> dict[str, Any]:
+        """The base_url as the server actually asked, in one form (`keyed_server`)."""
+        return with_server(public, self.server())
+
     def check_sendable(self) -> None:
         """A malformed key (`check_key`), or none where one is needed (no base_url, no
         $OPENAI_BASE_URL), is bad input (exit 2), found before the first call sent: a missing
@@ -987,9 +1059,10 @@ class OpenAIProvider(Provider):
             raise ValueError(self._no_key())
 
     def _keyless(self) -> bool:
-        """Whether the calls go to a server of the user's own (base_url or $OPENAI_BASE_URL):
-        local servers (vLLM, llama.cpp) accept any key, so none is needed."""
-        return bool(self.base_url or os.environ.get("OPENAI_BASE_URL"))
+        """Whether the calls go to a server of the user's own (base_url or $OPENAI_BASE_URL,
+        not OpenAI's address written out): local servers (vLLM, llama.cpp) accept any key,
+        so none is needed."""
+        return self.server() is not None
 
     def _no_key(self) -> str:
         return (f"{self.name}: no API key: set ${self.key_env}, or pass api_key=... in the "
