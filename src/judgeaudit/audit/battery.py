@@ -81,12 +81,19 @@ def audit_items(items: Sequence[Any], *, n: int | None = None, sample: int | Non
     return chosen, limit, selection
 
 
+# The reasons a plan skips an item for want of a label (the rest: its perturbation).
+LABEL_SKIPS = ("no_label", "tie_label")
+NOT_APPLICABLE = "perturbation_not_applicable"
+
+
 def plan_items(items: Sequence[Any], probes: Sequence[Probe], *,
                limit: int | None = None) -> dict[str, ProbePlan]:
     """Each probe's items: every pair for a probe that needs no label, pairs labelled 1 or 2
-    for one that does (an unlabelled or tie-labelled pair is skipped and counted); with
-    `limit`, the first `limit` such items (the scan stops there, so skips are counted up to
-    the last item taken)."""
+    for one that does (an unlabelled or tie-labelled pair is skipped and counted), and of
+    those the pairs its perturbation applies to (`Probe.inapplicable`, a pure function of
+    the text: the others are skipped and counted as perturbation_not_applicable, no call
+    made for them); with `limit`, the first `limit` such items (the scan stops there, so
+    skips are counted up to the last item taken)."""
     pairs = [it for it in items if isinstance(it, PairwiseItem)]
     plans: dict[str, ProbePlan] = {}
     for probe in probes:
@@ -98,19 +105,43 @@ def plan_items(items: Sequence[Any], probes: Sequence[Probe], *,
                 plan.skipped.setdefault("no_label" if it.label is None else "tie_label",
                                         []).append(it.id)
                 continue
+            if probe.inapplicable(it) is not None:
+                plan.skipped.setdefault(NOT_APPLICABLE, []).append(it.id)
+                continue
             plan.items.append(it)
         plans[probe.name] = plan
     return plans
 
 
-def cannot_run(probe: Probe, plan: ProbePlan, n_pairs: int) -> str:
+def _label_parts(plan: ProbePlan) -> list[str]:
+    return [f"{len(ids)} {'without a label' if r == 'no_label' else 'tie-labelled'}"
+            for r, ids in plan.skipped.items() if r in LABEL_SKIPS and ids]
+
+
+def _inapplicable(probe: Probe, plan: ProbePlan, pairs: Sequence[PairwiseItem]) -> list[Any]:
+    """The perturbation's results on the pairs the plan skipped as not applicable (their
+    reasons), recomputed from the text (an adaptive run's plan keeps only the ids)."""
+    ids = set(plan.skipped.get(NOT_APPLICABLE) or ())
+    found = [probe.inapplicable(it) for it in pairs if it.id in ids] if ids else []
+    return [r for r in found if r is not None]
+
+
+def cannot_run(probe: Probe, plan: ProbePlan, pairs: Sequence[PairwiseItem]) -> str:
     """Why a probe got no item (one sentence)."""
-    if not n_pairs:
+    from judgeaudit.audit.shift_probe import left_out_notes
+
+    if not pairs:
         return "not run: the data has no pairwise items"
-    parts = [f"{len(ids)} {'without a label' if r == 'no_label' else 'tie-labelled'}"
-             for r, ids in plan.skipped.items()]
-    return ("not run: this probe needs pairs with a known better response (label 1 or 2); "
-            f"of the {n_pairs} pairs, " + " and ".join(parts))
+    parts = _label_parts(plan)
+    na = _inapplicable(probe, plan, pairs)
+    if na and not parts:  # as a probe whose perturbation left out every item says it
+        return left_out_notes(na)[0]
+    line = ("not run: this probe needs pairs with a known better response (label 1 or 2); "
+            f"of the {len(pairs)} pairs, " + " and ".join(parts))
+    if na:
+        line += (f"; its perturbation left out the other {len(na)}: "
+                 + left_out_notes(na)[0].split(": ", 2)[-1])
+    return line
 
 
 def cannot_judge(probe: Probe, bundle: Any) -> str | None:
@@ -131,9 +162,14 @@ def check_runnable(items: Sequence[Any], probe_names: Sequence[str], *,
     plans = plan_items(items, probes, limit=limit)
     if any(p.items for p in plans.values()):
         return plans
-    n_pairs = sum(isinstance(it, PairwiseItem) for it in items)
+    pairs = [it for it in items if isinstance(it, PairwiseItem)]
+    n_pairs = len(pairs)
     if not n_pairs:
         raise ValueError("the audit judges pairwise items; the data has none")
+    if any(p.skipped.get(NOT_APPLICABLE) for p in plans.values()):
+        raise ValueError("no selected probe can run on this data: " + "; ".join(
+            f"{p.name}: {cannot_run(p, plans[p.name], pairs).removeprefix('not run: ')}"
+            for p in probes))
     n_lab = sum(isinstance(it, PairwiseItem) and it.label in (1, 2) for it in items)
     raise ValueError(
         f"no selected probe can run on this data: {', '.join(probe_names)} need pairs with a "
@@ -218,24 +254,38 @@ def _sent_after_all(dropped: dict[str, Any]) -> None:
         dropped["call_failed"] = sorted({*dropped.get("call_failed", ()), *ids})
 
 
+def _merged(*parts: dict[str, list[str]]) -> dict[str, list[str]]:
+    """{reason: ids} of several sources, the ids of a reason in both kept (a plan's
+    perturbation_not_applicable beside a probe's failed answer-preservation checks)."""
+    out: dict[str, list[str]] = {}
+    for part in parts:
+        for reason, ids in part.items():
+            out[reason] = list(dict.fromkeys([*out.get(reason, []), *ids]))
+    return out
+
+
 def _probe_doc(probe: Probe, r: ProbeResult, q: float | None, verdict: str,
-               plan: ProbePlan) -> dict[str, Any]:
+               plan: ProbePlan, pairs: Sequence[PairwiseItem]) -> dict[str, Any]:
     doc = probe.header()
-    dropped = {**plan.skipped, **r.dropped}
+    dropped = _merged(plan.skipped, r.dropped)
+    na = _inapplicable(probe, plan, pairs) if plan.items else []
     doc.update(
         effect=effect_dict(r.estimate()), n=r.n, p=r.p, q=q, mde=r.mde,
         mde_detail=r.mde_detail, verdict=verdict, flag=r.flag, rates=r.rates,
         n_items=len(plan.items), dropped=_counts(dropped), n_invalid=r.n_invalid,
-        n_dropped=r.n_dropped, plot=r.plot, examples=r.examples, notes=list(r.notes),
+        n_dropped=r.n_dropped + len(na), plot=r.plot, examples=r.examples,
+        notes=list(r.notes),
         per_item={str(k): v for k, v in r.units},  # for `judgeaudit compare` (paired)
     )
     if r.span is not None:
         doc["span"] = r.span  # every per-item value lies in [-span, span]
-    if plan.items and plan.skipped:
-        parts = [f"{len(ids)} {'without a label' if k == 'no_label' else 'tie-labelled'}"
-                 for k, ids in plan.skipped.items()]
+    if plan.items and (parts := _label_parts(plan)):
         doc["notes"].append(f"{' and '.join(parts)} pair(s) left out: this probe needs a "
                             "known better response (label 1 or 2)")
+    if na:  # skipped by the plan, so the probe's own notes do not say why
+        from judgeaudit.audit.shift_probe import not_applicable_note
+
+        doc["notes"].append(not_applicable_note(na))
     if verdict == "underpowered" and r.mde is not None:
         doc["notes"].append(
             f"underpowered: with n = {r.n} the smallest detectable effect is about "
@@ -331,7 +381,7 @@ async def run_battery(
     async def one(p: Probe) -> ProbeResult:
         ASKER.set(p.name)  # this task's asks are the probe's (`AuditContext._seen`)
         plan = plans[p.name]
-        why = cannot_run(p, plan, len(pairs)) if not plan.items else cannot_judge(p, bundle)
+        why = cannot_run(p, plan, pairs) if not plan.items else cannot_judge(p, bundle)
         if why:
             return ProbeResult(None, (None, None), 0, None, None, notes=[why])
         return await p.run(ctx.view(plan.items))
@@ -358,11 +408,11 @@ async def run_battery(
     for p, r, q in zip(probes, results, qs, strict=True):
         qv = None if q != q else float(q)  # NaN -> None
         verdict = "not_run" if not_run(r) else decide(r, qv, p.no_bias_range, alpha)
-        docs[p.name] = _probe_doc(p, r, qv, verdict, plans[p.name])
+        docs[p.name] = _probe_doc(p, r, qv, verdict, plans[p.name], pairs)
         if by is not None:
             docs[p.name]["breakdown"] = breakdown(r.units, plans[p.name].items, by, seed=seed,
                                                   span=r.span)
-        for reason, ids in {**plans[p.name].skipped, **r.dropped}.items():
+        for reason, ids in _merged(plans[p.name].skipped, r.dropped).items():
             dropped.setdefault(reason, set()).update(ids)
         summary.setdefault(verdict, []).append(p.name)
     add_length_notes(docs, alpha)

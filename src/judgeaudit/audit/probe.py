@@ -379,6 +379,16 @@ class Probe(abc.ABC):
     @abc.abstractmethod
     async def run(self, ctx: AuditContext) -> ProbeResult: ...
 
+    def inapplicable(self, item: PairwiseItem) -> Any | None:
+        """The perturbation's result on `item` when it cannot apply to its text (a
+        `perturb.PerturbResult` with `not_applicable` and its reason), else None. A pure
+        function of the text, asked before any call (`battery.plan_items`), so that "the first
+        n pairs it can use" are n pairs its perturbation applies to (the first n were taken,
+        then the inapplicable ones left out: 40 Chinese pairs gave n = 0 while usable pairs
+        past the 40th were not taken). A probe without such a perturbation applies to every
+        item."""
+        return None
+
     def header(self) -> dict[str, Any]:
         return {"title": self.title, "description": self.description, "metric": self.metric,
                 "direction": self.direction, "no_bias_range": list(self.no_bias_range),

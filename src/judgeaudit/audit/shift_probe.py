@@ -28,7 +28,13 @@ from judgeaudit.audit.probe import (
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.data.slots import render_order
 from judgeaudit.judges.pairwise import PairwiseVerdict
-from judgeaudit.perturb import PerturbResult, perturb_items
+from judgeaudit.perturb import (
+    NotApplicable,
+    PerturbError,
+    PerturbResult,
+    perturb_items,
+    resolve_target,
+)
 from judgeaudit.perturb.base import get as get_perturbation
 
 MAX_EXAMPLES = 3
@@ -70,6 +76,24 @@ class ShiftProbe(Probe):
     @classmethod
     def describe(cls) -> str:
         return get_perturbation(cls.perturbation).description
+
+    def inapplicable(self, item: PairwiseItem) -> PerturbResult | None:
+        """A not-applicable result, with the reason `perturb_items` gives, when the
+        perturbation does not apply to the side it would change (`Probe.inapplicable`; its
+        `changed` names that side), by the check `apply` makes first, on the text and
+        options before any rng draw (so the seed does not matter and `run` leaves the same
+        items out), without the edit: perturbing every pair of 462 for 13 probes to plan
+        them took 1.3 s, the check alone 0.08 s."""
+        p = get_perturbation(self.perturbation)
+        try:
+            sides = resolve_target(item, self.target)
+            p._refuse(item, sides, p.resolve_options(dict(self.options)))
+        except NotApplicable as exc:
+            side = "prompt" if sides == ("prompt",) else sides[0]
+            return PerturbResult(item, side, "", False, str(exc), item, not_applicable=True)
+        except PerturbError:  # no label for worse/better: not this check's to say
+            return None
+        return None
 
     async def run(self, ctx: AuditContext) -> ProbeResult:
         results = perturb_items(ctx.items, self.perturbation, target=self.target,
