@@ -251,9 +251,9 @@ class AuditConfig(RunFields):
         "exceeded), 'any' (either), or a comma-separated list of probe names that must not be "
         "biased (a named probe that measured nothing, n = 0 or not run, fails the gate: "
         "exit 3). Add ',undecided' (biased,undecided) to fail also on the gated probes the "
-        "data could not decide (underpowered; adaptive: stopped by the budget undecided), "
-        "which a passing gate lists. 'none': no gate (turns off a --config file's fail_on); "
-        "an empty value is refused."))
+        "data could not decide (underpowered or not run; adaptive: stopped by the budget "
+        "undecided), which a passing gate lists. 'none': no gate (turns off a --config "
+        "file's fail_on); an empty value is refused."))
     seed: Seed = _f(0, SEED_HELP)
     alpha: OpenUnit = _f(0.05, "False discovery rate for 'biased' (0 < alpha < 1).")
     note: str | None = _f(None, "A note kept in results.json and shown in the report (e.g. how "

@@ -29,6 +29,7 @@ from judgeaudit.cli.runner import (
     config_command,
     finish,
     gate_record,
+    not_run_probes,
     recorded_exit_code,
     run_command,
     split_undecided,
@@ -259,11 +260,18 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     # them undecided): said, and failing it with ...,undecided (they passed silently)
     undecided = undecided_probes(res, must_pass if mode == "probes" else None) \
         if mode in ("biased", "any", "probes") else []
+    # probes it gates that measured nothing (not_run): named whatever --fail-on says (a gate
+    # passed beside 4 of them naming none); a verdict gate cannot vouch for them, so
+    # ...,undecided fails on them as undecided. Named ones are unmeasured (exit 3) as before.
+    not_run = not_run_probes(res, must_pass if mode == "probes" else None) \
+        if mode in ("biased", "any", "probes") else []
+    if mode != "probes":
+        undecided = sorted({*undecided, *not_run})
     if fail_undecided:
         failing = failing | set(undecided)
     if mode != "never":  # in results.json and --json, not only in the exit code
         res["gate"] = gate_record(res, cfg.fail_on, failing, [*unchecked, *unmeasured],
-                                  why=unmeasured, undecided=undecided)
+                                  why=unmeasured, undecided=undecided, not_run=not_run)
     path, report = write_outputs(cfg.out, res)
     from judgeaudit.cli.format import audit_table, panel_table
 
@@ -337,7 +345,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
                    EXIT_RUN_FAILED)
     if failing:
         console.print(styled("fail-on:", "bold red", ", ".join(
-            f"{n} (undecided)" if n in undecided else n for n in sorted(failing))))
+            f"{n} (not run)" if n in not_run else f"{n} (undecided)" if n in undecided
+            else n for n in sorted(failing))))
         raise typer.Exit(1)
 
 

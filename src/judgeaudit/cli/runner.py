@@ -929,16 +929,42 @@ def undecided_probes(res: Mapping[str, Any], names: set[str] | Sequence[str] | N
                   and (names is None or n in names))
 
 
+def not_run_probes(res: Mapping[str, Any], names: set[str] | Sequence[str] | None = None
+                   ) -> list[str]:
+    """The probes (of `names`, else all) whose verdict is "not_run": they measured nothing
+    (no item their perturbation applies to, no panel, a replay judge), so no gate can vouch
+    for them; a gate that passed beside 4 of them named only its 2 underpowered probes."""
+    probes = res.get("probes") or {}
+    return sorted(n for n, p in probes.items()
+                  if isinstance(p, Mapping) and p.get("verdict") == "not_run"
+                  and (names is None or n in names))
+
+
+def _probes(names: Sequence[str]) -> str:
+    return f"{len(names)} probe{'' if len(names) == 1 else 's'} ({', '.join(names)})"
+
+
 def undecided_line(gate: Mapping[str, Any], command: str) -> str | None:
     """The terminal's line for a gate that passed with probes it could not decide (it passed
-    with no word), or None."""
-    und = gate.get("undecided") or []
-    if not und or gate.get("outcome") != "passed":
+    with no word): underpowered ones and those that did not run (`gate.not_run`, which a
+    gate of any outcome names), or None."""
+    und = list(gate.get("undecided") or [])
+    nr = list(gate.get("not_run") or [])
+    under = [n for n in und if n not in nr]
+    outcome = gate.get("outcome")
+    if outcome != "passed":  # tripped: the fail-on line names its probes; these it did not
+        rest = [n for n in nr if n not in (gate.get("by") or [])]
+        return (f"{outcome}; not run: {_probes(rest)}, which measured nothing, so the gate "
+                "did not check them") if rest and outcome == "tripped" else None
+    if not und and not nr:
         return None
     word = UNDECIDED_WORD.get(command, "undecided")
-    return (f"passed, undecided: {len(und)} probe{'' if len(und) == 1 else 's'} "
-            f"({', '.join(und)}) underpowered, which the gate cannot check (the data cannot "
-            f"tell); --fail-on {gate.get('fail_on')},{word} fails on them")
+    parts = [f"undecided: {_probes(under)} underpowered, which the gate cannot check (the "
+             "data cannot tell)"] if under else []
+    if nr:
+        parts.append(f"not run: {_probes(nr)}, which measured nothing, so the gate cannot "
+                     f"check them{' either' if under else ''}")
+    return f"passed, {'; '.join(parts)}; --fail-on {gate.get('fail_on')},{word} fails on them"
 
 
 def recorded_exit_code(doc: Mapping[str, Any]) -> int:
@@ -951,13 +977,15 @@ def recorded_exit_code(doc: Mapping[str, Any]) -> int:
 
 def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
                 unchecked: Sequence[str] = (), why: Mapping[str, str] | None = None,
-                undecided: Sequence[str] = ()) -> dict[str, Any]:
+                undecided: Sequence[str] = (), not_run: Sequence[str] = ()
+                ) -> dict[str, Any]:
     """The release gate's outcome as results.json and --json keep it (it was only the exit
     code): "run_failed" (no gate passes a failed run), "tripped" by the probes in `by`,
     "unchecked" (a threshold without data, or a probe the gate names that measured nothing,
     which no gate passes; `why` says why, per probe), or "passed". `undecided`: the gated
     probes the run could not decide, kept whatever the outcome (a gate that passed with
-    them said nothing of them)."""
+    them said nothing of them); `not_run`: the gated probes that measured nothing (an
+    audit's verdict not_run), kept whatever the outcome too."""
     if run_failed(res):
         outcome, by = "run_failed", []
     elif failing:
@@ -969,6 +997,8 @@ def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
     rec: dict[str, Any] = {"fail_on": fail_on, "outcome": outcome, "by": by}
     if undecided and outcome != "run_failed":
         rec["undecided"] = sorted(undecided)
+    if not_run and outcome != "run_failed":
+        rec["not_run"] = sorted(not_run)
     if outcome == "unchecked" and why:
         rec["why"] = {k: why[k] for k in by if k in why}
     return rec
