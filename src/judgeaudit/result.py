@@ -51,12 +51,13 @@ _RECORDS = frozenset({"verdicts", "comparisons", "scores", "invalid_examples", "
 # The call counts a summary carries (`Result.summary`): what a script gating on a run needs,
 # its spend, retries, the answers the judge could not read (over answers_read: made + cached
 # - shared, each distinct answer once) and why calls were not sent included; after an
-# interruption, the calls in flight whose answers its grace kept or cut off. The tokens the
-# spend is for, as the terminal's calls line and results.json say them (--json left them out).
+# interruption, the calls in flight whose answers its grace kept or cut off, and a batch=on
+# run's batches still open (billed) at the provider. The tokens the spend is for, as the
+# terminal's calls line and results.json say them (--json left them out).
 SUMMARY_CALLS = ("made", "cached", "shared", "retries", "failed", "not_sent", "not_sent_why",
                  "cancelled", "unreadable", "answers_read", "cost_usd", "prompt_tokens",
                  "completion_tokens", "usage_estimated", "refused_cached", "kept_in_flight",
-                 "given_up_in_flight")
+                 "given_up_in_flight", "open_batches")
 
 
 def _flag(value: Any, what: str) -> None:

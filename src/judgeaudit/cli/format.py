@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from judgeaudit.cli.terminal import shown
+from judgeaudit.llm.client import _usd
 from judgeaudit.outcome import retries_text, run_failed, unreadable_share
 from judgeaudit.stats.tests import p_text
 
@@ -74,9 +75,23 @@ def usage_text(calls: dict[str, Any]) -> str:
     cost = calls.get("cost_usd")
     guessed = calls.get("usage_estimated")
     return f"; {p:,} prompt + {c:,} completion tokens" + (
-        f", ${cost:.4f} at list prices" if cost else "") + (
+        f", {_usd(cost)} at {RATE_SAID.get(calls.get('price_rate'), 'list prices')}"
+        if cost else "") + (
         f" ({guessed} of the calls' tokens estimated from characters: the server sent no "
         "usage)" if guessed else "")
+
+
+# The price a run's cost is at (`CallStats.price_rate`; a document without it: list prices).
+# A batch=on run said "at list prices" for the built-in price halved, and a spec's price was
+# used as given under batch=on with nothing said.
+RATE_SAID = {
+    "list": "list prices",
+    "batch": "the batch rate (half the list price: batch=on)",
+    "spec": "the judge spec's prices",
+    "spec_batch": ("the judge spec's prices, as given (batch=on halves only a built-in price: "
+                   "price_in/price_out are the rate billed)"),
+    "mixed": "the judges' prices (list, batch or the spec's)",
+}
 
 
 def failed_text(calls: dict[str, Any]) -> str:
@@ -90,7 +105,26 @@ def failed_text(calls: dict[str, Any]) -> str:
              f"{kept} too long for the model's context, a refusal kept in the cache and not "
              "sent again (`judgeaudit cache forget --invalid` asks again)" if kept else ""]
     notes = [x for x in notes if x]
-    return f"{calls.get('failed', 0)} failed" + (f" ({'; '.join(notes)})" if notes else "")
+    return (f"{calls.get('failed', 0)} failed" + (f" ({'; '.join(notes)})" if notes else "")
+            + (open_batches_text(calls.get("open_batches") or {}) if cancelled else ""))
+
+
+def open_batches_text(opened: dict[str, int]) -> str:
+    """'; batch X (N requests) is still open at the provider...': an interrupted batch=on run
+    read "40 cancelled by the interruption" while its batch went on at the provider and was
+    billed. Its id, that it is billed, and that a re-run collects it (it is recorded in the
+    cache: the same command polls it and submits nothing again)."""
+    if not opened:
+        return ""
+    ids = sorted(opened)
+    n = sum(opened.values())
+    which = (f"batch {ids[0]}" if len(ids) == 1
+             else f"{len(ids)} batches ({', '.join(ids)})")
+    return (f"; {which} ({n} request{'' if n == 1 else 's'}) "
+            f"{'is' if len(ids) == 1 else 'are'} still open at the provider, which answers and "
+            "bills {0}: running the same command again collects the answers (nothing is "
+            "submitted again); `judgeaudit batch cancel` cancels {0} (what was answered by "
+            "then is billed)").format("it" if len(ids) == 1 else "them")
 
 
 def _fixed(x: float, digits: int) -> str:

@@ -337,6 +337,11 @@ class Batcher:
 
     def _track(self, batch_id: str, keys: list[str]) -> None:
         self._batch_keys[batch_id] = keys
+        # open at the provider until its answers are read (`_release`): a run interrupted
+        # meanwhile says so (`CallStats.open_batches`): the batch goes on and is billed
+        opened = getattr(self.stats, "open_batches", None)
+        if opened is not None:
+            opened[batch_id] = len(keys)
         for k in keys:
             self._pending[k] = batch_id
         self._spawn(self._watch(batch_id))
@@ -457,6 +462,9 @@ class Batcher:
             self._line_failed(e)
 
     def _release(self, batch_id: str) -> None:
+        opened = getattr(self.stats, "open_batches", None)
+        if opened is not None:
+            opened.pop(batch_id, None)
         for k in self._batch_keys.pop(batch_id, []):
             if self._pending.get(k) == batch_id:
                 del self._pending[k]

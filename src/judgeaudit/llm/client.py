@@ -135,10 +135,19 @@ class CallStats:
     refused_cached: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     retried: dict[str, int] = field(default_factory=dict)
+    # batch=on: the batches submitted (or resumed) whose answers this run has not read yet,
+    # id -> requests. After an interruption they are still open at the provider, which
+    # answers and bills them; the same command again collects them (`batch.Batcher._resume`)
+    open_batches: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
     first_unreadable: str | None = None
     not_sent_why: str | None = None
     narrowed_to: int | None = None
+    # which price `cost_usd` is at (`price_rate`): "list", "batch" (the built-in list price
+    # halved for batch=on), "spec" (price_in/price_out as given), "spec_batch" (the same with
+    # batch=on: not halved, the spec's price is the rate billed), "mixed"; None unpriced. A
+    # batch run's calls line said "at list prices" for half of them.
+    price_rate: str | None = None
 
     @property
     def answers_read(self) -> int:
@@ -177,6 +186,8 @@ class CallStats:
                     continue
                 if f.name == "narrowed_to":  # the fewest at a time
                     setattr(out, f.name, min(theirs, mine or theirs))
+                elif f.name == "price_rate":  # judges priced at different rates: "mixed"
+                    setattr(out, f.name, theirs if mine in (None, theirs) else "mixed")
                 elif isinstance(theirs, dict):
                     for k, v in theirs.items():
                         mine[k] = mine.get(k, 0) + v
@@ -458,6 +469,18 @@ class SpendCap:
                 "a cap of its own and pays again only for the calls its cache does not hold "
                 "(all of them without a cache): re-run with max_cost (--max-cost) X to spend "
                 "up to X more)")
+
+
+def price_rate(provider: Any) -> str | None:
+    """Which price `provider.price_per_mtok` is (`CallStats.price_rate`): `plan.price_basis`,
+    with "spec_batch" for a spec's price_in/price_out under batch=on, used as given (the
+    built-in price is halved for batch=on; a spec's is the rate the user says they pay)."""
+    from judgeaudit.llm.plan import price_basis
+
+    rate = price_basis(provider)
+    if rate == "spec" and getattr(provider, "batch", None) is not None:
+        return "spec_batch"
+    return rate
 
 
 def _set_done(fut: asyncio.Future[None]) -> None:
@@ -1371,6 +1394,10 @@ class Client:
         if price is not None:
             cost = (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1e6
             self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost
+            rate = price_rate(self.provider)
+            if self.stats.price_rate not in (None, rate):
+                rate = "mixed"
+            self.stats.price_rate = rate
             if self.spend_cap is not None:
                 self.spend_cap.spent += cost
                 if self.spend_cap.over() and self._stopped is not None and (
