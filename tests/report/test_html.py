@@ -194,7 +194,8 @@ def test_template_syntax_in_data_is_shown_literally(audit_html, page):
 
 def test_examples_show_before_after_with_the_changed_text_highlighted(audit_html):
     section = audit_html.split('id="probe-verbosity"')[1].split("</section>")[0]
-    assert section.count('<pre class="text changed" dir="auto">') == 2  # response_2, before and after
+    # response_2, before and after
+    assert section.count('<pre class="text changed" dir="auto">') == 2
     ins = re.findall(r"<ins>(.*?)</ins>", section, flags=re.S)
     assert ins == [" To elaborate further, it is worth noting &lt;img src=x onerror=&#34;"
                    "document.title=&#39;pwned&#39;&#34;&gt; that, all things considered, "
