@@ -102,7 +102,8 @@ KNOWN_PARAMS: dict[str, str] = {
                   "give an answer cut at the limit room, e.g. 64 (default: the request's)",
     "timeout": "seconds per HTTP request (default 60)",
     "max_connections": "HTTP connection pool size (default 64)",
-    "price_in": "USD per million input tokens (default: built-in table, hosted only)",
+    "price_in": "USD per million input tokens (default: built-in table, hosted only; with "
+                "batch=on give the batch rate you are billed: a given price is used as is)",
     "price_out": "USD per million output tokens (default: built-in table, hosted only)",
     "batch": "on: send calls through the Message Batches API (half price, results within "
              "24h); off (default off)",

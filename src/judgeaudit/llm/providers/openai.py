@@ -125,7 +125,8 @@ KNOWN_PARAMS: dict[str, str] = {
                "(default instruct)",
     "timeout": "seconds per HTTP request (default 60)",
     "max_connections": "HTTP connection pool size (default 64)",
-    "price_in": "USD per million prompt tokens (default: built-in table, hosted only)",
+    "price_in": "USD per million prompt tokens (default: built-in table, hosted only; with "
+                "batch=on give the batch rate you are billed: a given price is used as is)",
     "price_out": "USD per million completion tokens (default: built-in table, hosted only)",
     "per_server": "with several base_urls: most calls in flight per server (default: no "
                   "bound but --concurrency)",
