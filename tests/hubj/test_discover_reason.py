@@ -53,12 +53,15 @@ def _limit_text(max_failed: float, total: int) -> str:
 
 def test_g_module_garbage_names_calls_g_module_answers_and_requests(shared_data, tmp_path):
     """Recorded judges only: the unreadable answers are the G-module LLM's, so said; the
-    calls and the requests are counted apart, and the calls never sent are of the calls."""
+    calls and the requests are counted apart, and the calls never sent are of the calls.
+    One call at a time: the client stops after its first 8 answers (all unreadable) within
+    G_extract, the step the run stops after (it went on to G_score, where the stop fired)."""
     with FakeLLMServer() as srv:  # answers 'A' or 'B', never a JSON object
         res = runner.invoke(app, ["discover", "--recorded", "pandalm", "--llm",
                                   f"openai:m?base_url={srv.openai_url}&api_key=k", "--data",
                                   f"pandalm:{shared_data / 'pandalm_testset'}", "--limit", "6",
-                                  "--holdout-limit", "6", "--out", str(tmp_path)])
+                                  "--holdout-limit", "6", "--concurrency", "1", "--out",
+                                  str(tmp_path)])
         served = srv.count()
     assert res.exit_code == 3, res.output
     doc = json.loads((tmp_path / "results.json").read_text())

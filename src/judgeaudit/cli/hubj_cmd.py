@@ -128,9 +128,16 @@ def _judge_line(run: dict[str, Any]) -> str | None:
 
 
 def _json_stats_line(stats: dict[str, Any]) -> str:
+    """Each G-module step's calls and the requests they took: a call whose answer cannot be
+    read is asked again (`llmjson.call_json`), a new request the server answers and bills
+    (the calls line counts them; answers shared or from the cache are not sent). "G_score
+    200 calls" read as 200 where the server got 400 requests."""
     parts = []
     for mod, s in stats.items():
-        parts.append(f"{mod} {s['calls']} calls ({s['repaired']} repaired, {s['recovered']} "
+        again = int(s.get("retried") or 0)
+        asked = (f"{s['calls']} calls = {s['calls'] + again} requests ({again} re-asked "
+                 "after an unreadable answer; " if again else f"{s['calls']} calls (")
+        parts.append(f"{mod} {asked}{s['repaired']} repaired, {s['recovered']} "
                      f"after retry, {s['failed']} failed)")
     return "; ".join(parts)
 

@@ -255,7 +255,11 @@ def _stage_reasons(stats: Mapping[str, JSONStats], max_failed: float,
                 else ex["error"])
             out.append(f"{st.failed} of {st.calls} {name} requests got no usable answer "
                        f"(--max-failed {max_failed:g} allows {_allowed(max_failed, st.calls)}"
-                       + (f"; the first: {visible(first)})" if first else ")"))
+                       + (f"; the first: {visible(first)})" if first else ")")
+                       # each re-ask is a request too (paid when sent: the calls line
+                       # says how many were not): "10 of 10" was 20 requests
+                       + (f", after {st.retried} re-ask{'s' if st.retried != 1 else ''} "
+                          f"({st.calls + st.retried} requests in all)" if st.retried else ""))
     return out
 
 
@@ -441,10 +445,67 @@ async def run_discover(
     by_id = {it.id: it for it in items}
     stats: dict[str, JSONStats] = {}
     g_before = answer_counts([llm])  # the judges answered already: what follows is G-modules
+    n_base = len({f.name for v in BASELINE_SETS.values() for f in v.values()})
+
+    def document(outcome: Any = None, criteria: Mapping[str, Mapping[int, str]] | None = None,
+                 source: Mapping[str, str] | None = None,
+                 validation: dict[str, Any] | None = None,
+                 stopped: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The results document, whole or as far as the run went (`stopped`: the step
+        whose failures passed --max-failed, and what was not sent after it)."""
+        calls = _calls([llm, *judge_clients])
+        stages = _stage_reasons(stats, max_failed, validation)
+        if stopped is not None:
+            stages.append(stopped["message"])
+        doc: dict[str, Any] = {
+            "command": "discover",
+            "judges": list(winners),
+            "embedder": getattr(embedder, "name", type(embedder).__name__),
+            "config": {**cfg.as_dict(), "holdout": holdout, "limit": limit,
+                       "holdout_limit": holdout_limit},
+            "splits": splits_doc(splits, len(items), min_agreement, list(left)),
+            "discovery_items": disc,
+            "heldout_items": held,
+        }
+        if outcome is not None:
+            doc["discover"] = outcome.as_dict()
+        if criteria is not None:
+            doc["criteria"] = {k: {str(lv): t for lv, t in v.items()}
+                               for k, v in criteria.items()}
+            doc["criteria_source"] = dict(source or {})
+        if validation is not None:
+            doc["validation"] = validation
+        if stopped is not None:
+            doc["stopped_after"] = {k: v for k, v in stopped.items() if k != "message"}
+        return {
+            **doc,
+            "json_stats": _stats_doc(stats),
+            "prompt_hashes": prompt_hashes(),
+            "calls": calls,
+            "run": gated(_discover_outcome(
+                n_valid=sum(st.calls - st.failed for st in stats.values()),
+                n_planned=sum(st.calls for st in stats.values()), calls=calls,
+                judge_clients=judge_clients, min_valid=min_valid, max_failed=max_failed,
+                callers="G-module LLM and judges" if judge_clients else "G-module LLM",
+                stages=stages, not_verdicts=[spent(g_before, [llm])]),
+                numbers=validation is not None),
+            "seconds": round(time.perf_counter() - t0, 2),
+        }
+
     if on_stage:
         on_stage(f"G_extract on {len(disc)} disagreement items", len(disc))
     feats = await extract_features(llm, [by_id[i] for i in disc],
                                    stats.setdefault("G_extract", JSONStats()), cfg.max_features)
+    stop = _step_stop(stats, ["G_extract"], max_failed, [
+        ("G_construct and G_assign", None,
+         f"factor discovery, up to {cfg.iterations} round"
+         + ("s" if cfg.iterations != 1 else "")),
+        ("G_crit", None, "for the factors it would find that have no shipped criteria"),
+        ("G_score", 2 * len(held) * n_base,
+         f"2 per held-out item and factor: {len(held)} items x {n_base} baseline factors, "
+         "more for the factors it would find")])
+    if stop:
+        return document(stopped=stop)
     if on_stage:  # per round: one G_construct and at most one G_assign per feature
         on_stage(f"discovering factors from {len(feats)} features",
                  cfg.iterations * (1 + len(feats)))
@@ -453,39 +514,51 @@ async def run_discover(
     sets: dict[str, list[Factor]] = {"found": found,
                                      **{k: list(v.values()) for k, v in BASELINE_SETS.items()}}
     all_factors = {f.name: f for fs in sets.values() for f in fs}
+    n_crit = sum(1 for f in all_factors.values() if criteria_for(f) is None)
+    n_score = 2 * len(held) * len(all_factors)
+    score_why = (f"2 per held-out item and factor: {len(held)} items x {len(all_factors)} "
+                 "factors")
+    stop = _step_stop(stats, ["G_construct", "G_assign"], max_failed, [
+        ("G_crit", n_crit, "one per factor without shipped criteria"),
+        ("G_score", n_score, score_why)])
+    if stop:
+        return document(outcome, stopped=stop)
     if on_stage:
         on_stage(f"G_crit, then G_score on {len(held)} held-out items x "
                  f"{len(all_factors)} factors", 2 * len(held) * len(all_factors))
     criteria, source = await criteria_for_factors(
         llm, list(all_factors.values()), stats.setdefault("G_crit", JSONStats()))
+    stop = _step_stop(stats, ["G_crit"], max_failed, [("G_score", n_score, score_why)])
+    if stop:
+        return document(outcome, criteria, source, stopped=stop)
     validation = await validate(llm, [by_id[i] for i in held], sets, criteria,
                                 stats.setdefault("G_score", JSONStats()))
-    calls = _calls([llm, *judge_clients])
-    return {
-        "command": "discover",
-        "judges": list(winners),
-        "embedder": getattr(embedder, "name", type(embedder).__name__),
-        "config": {**cfg.as_dict(), "holdout": holdout, "limit": limit,
-                   "holdout_limit": holdout_limit},
-        "splits": splits_doc(splits, len(items), min_agreement, list(left)),
-        "discovery_items": disc,
-        "heldout_items": held,
-        "discover": outcome.as_dict(),
-        "criteria": {k: {str(lv): t for lv, t in v.items()} for k, v in criteria.items()},
-        "criteria_source": source,
-        "validation": validation,
-        "json_stats": _stats_doc(stats),
-        "prompt_hashes": prompt_hashes(),
-        "calls": calls,
-        "run": gated(_discover_outcome(
-            n_valid=sum(st.calls - st.failed for st in stats.values()),
-            n_planned=sum(st.calls for st in stats.values()), calls=calls,
-            judge_clients=judge_clients, min_valid=min_valid, max_failed=max_failed,
-            callers="G-module LLM and judges" if judge_clients else "G-module LLM",
-            stages=_stage_reasons(stats, max_failed, validation),
-            not_verdicts=[spent(g_before, [llm])])),
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
+    return document(outcome, criteria, source, validation)
+
+
+def _step_stop(stats: Mapping[str, JSONStats], step: Sequence[str], max_failed: float,
+               after: Sequence[tuple[str, int | None, str]]) -> dict[str, Any] | None:
+    """Whether discover stops after the G-module `step` (its modules' names in `stats`):
+    when more than `max_failed` of a module's calls got no usable answer, the run has failed
+    already (`_stage_reasons` says so at the end), and the steps `after` it (module, calls
+    or None when not known before the step runs, what they are) are not paid for. G_extract
+    failing 10 of 10 was followed by 400 G_score requests before exit 3. None: go on."""
+    over = [m for m in step if (st := stats.get(m)) is not None and st.calls
+            and st.failed / st.calls > max_failed]
+    if not over:
+        return None
+    st = {m: stats[m] for m in step if m in stats}
+    calls = sum(s.calls for s in st.values())
+    requests = sum(s.calls + s.retried for s in st.values())
+    failed = sum(s.failed for s in st.values())
+    not_sent = [{"module": m, "calls": n, "what": what} for m, n, what in after]
+    said = "; ".join(f"{m} ({n} call{'s' if n != 1 else ''}, {what})" if n is not None
+                     else f"{m} ({what})" for m, n, what in after if n != 0)
+    name = " and ".join(step)
+    return {"step": name, "modules_over_max_failed": over, "calls": calls,
+            "requests": requests, "failed": failed, "not_sent": not_sent,
+            "message": f"so the run stopped after the {name} step, before paying for the "
+                       "next steps, which were not sent: " + (said or "none")}
 
 
 # ---- factors and criteria from names or a discover results file ------------------------------
