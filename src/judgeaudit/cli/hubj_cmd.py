@@ -175,15 +175,24 @@ def discover(cfg: DiscoverConfig, json_out: bool) -> None:
     """Find the factors behind a judge's disagreements with humans (HUB-J Algorithm 1) and
     validate them, beside the two baseline factor sets, on held-out disagreements. Exit 3 when
     the run got too little (--min-valid valid G-module answers, at most --max-failed of the
-    calls failed or of the answers unreadable).
+    calls failed or of the answers unreadable); a G-module step past --max-failed stops the
+    run before the next step is sent. The judges judge every labelled item of --data first:
+    --limit and --holdout-limit cap the G-module steps only; a pilot limits the data
+    (--data 'SPEC?limit=50').
 
     Example: judgeaudit discover --recorded pandalm --data
     pandalm:../shared/data/pandalm_testset --llm local --limit 10 --out out/discover"""
     from judgeaudit.commands import prepare_discover
 
-    res = run_command(cfg, checked(lambda: prepare_discover(
-        cfg, on_stage=lambda msg: console.print(styled("discover:", "bold", msg)),
-        recorded_dir=cfg.out / "recorded", cli=True)))
+    try:
+        res = run_command(cfg, checked(lambda: prepare_discover(
+            cfg, on_stage=lambda msg: console.print(styled("discover:", "bold", msg)),
+            recorded_dir=cfg.out / "recorded", cli=True)))
+    except typer.Exit as exc:  # --plan-only ends here, after its advice
+        note = _discover_plan_note(cfg.data) if exc.exit_code == 0 else None
+        if note:
+            console.print(note, highlight=False, markup=False)
+        raise
     res = _with_human_counts(res, cfg.data, cfg.min_agreement,
                              (res.get("splits") or {}).get("n_items"))
     path, report = write_outputs(cfg.out, res)
@@ -195,6 +204,32 @@ def discover(cfg: DiscoverConfig, json_out: bool) -> None:
     console.print(_json_stats_line(res.get("json_stats") or {}))
     _calls_line(res, path, report)
     finish(res, json_out)
+
+
+def _discover_plan_note(data: Any) -> str | None:
+    """Under --plan-only, what shrinks discover's plan: its first step judges every labelled
+    item of --data (each judge, both orders) to find the consensus disagreements, and
+    --limit and --holdout-limit cap only the G-module steps after it. The plan's advice, "a
+    small pilot (--n 5 or --limit 10)", planned 1,568 judge requests at --limit 2 as at
+    --limit 30; the data SPEC's own `limit=N` (the first N items) shrinks it. None when not
+    planning, or when the data is limited already."""
+    from judgeaudit.cli.plan_cmd import active_planner
+    from judgeaudit.spec import parse_spec, public_spec
+
+    if active_planner() is None or not isinstance(data, str):
+        return None
+    try:
+        if "limit" in parse_spec(data).params:
+            return None
+    except ValueError:
+        return None
+    shown = public_spec(data)
+    return ("discover: the judges' requests are planned for every labelled item of --data "
+            "(each judge, both orders), to find the consensus disagreements; --limit and "
+            "--holdout-limit cap only the G-module steps after them (discovery and held-out "
+            "items), so they do not shrink this plan: for a small pilot limit the data "
+            f"itself, --data '{shown}{'&' if '?' in shown else '?'}limit=50' (its first 50 "
+            "items)")
 
 
 def _print_discover(res: dict[str, Any]) -> None:
