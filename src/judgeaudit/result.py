@@ -452,6 +452,11 @@ class Result(BaseModel):
         # first run read "cached 160" to a script where the terminal said "0 from cache")
         if isinstance(c.get("cached"), int):
             out["calls"]["from_cache"] = c["cached"] - int(c.get("shared") or 0)
+        if isinstance(c.get("simulated"), int):  # HUB-J: of `made`, answered by a simulated
+            # provider, no request sent, free ("114 made" where the server got 54)
+            out["calls"]["simulated"] = c["simulated"]
+            if c.get("simulated_by"):
+                out["calls"]["simulated_by"] = c["simulated_by"]
         cmd = self.command
         if cmd == "audit":
             s = d.get("summary") or {}

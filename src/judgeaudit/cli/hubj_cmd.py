@@ -58,7 +58,8 @@ def _calls_line(res: dict[str, Any], path: Path, report: Path | str) -> None:
     """The calls line, then the judges' own unreadable answers (`_judge_line`), then where
     results.json and report.html are (or why the report is not: `write_outputs` says it as
     text, where `.stem` of it crashed the command)."""
-    console.print(calls_text(res))
+    console.print(_simulated(calls_text(res), res.get("calls") or {}), highlight=False,
+                  markup=False)
     line = _judge_line(res.get("run") or {})
     if line:
         console.print(line, highlight=False, markup=False)
@@ -68,6 +69,21 @@ def _calls_line(res: dict[str, Any], path: Path, report: Path | str) -> None:
     if line:
         console.print(line, highlight=False, markup=False)
     console.print(f"results: {path}\nreport: {report}")
+
+
+def _simulated(line: str, calls: dict[str, Any]) -> str:
+    """The calls line with the calls a simulated provider answered told apart (`calls.
+    simulated`, `hubj.run._calls`): "calls: 114 made (54 sent to a model, 60 simulated by
+    simhubj: free, no request sent)". They count in `made` as every command counts them, but no request left the
+    machine: mitigate with a simhubj scorer read "114 made" where the server got 54."""
+    sim = int(calls.get("simulated") or 0)
+    made = int(calls.get("made") or 0)
+    head = f"calls: {made} made, "
+    if not sim or not line.startswith(head):
+        return line
+    by = ", ".join(_shown(p) for p in (calls.get("simulated_by") or {})) or "a simulation"
+    return (f"calls: {made} made ({made - sim} sent to a model, {sim} simulated by {by}: "
+            f"free, no request sent), " + line[len(head):])
 
 
 def _own_calls_line(run: dict[str, Any]) -> str | None:

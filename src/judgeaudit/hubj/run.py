@@ -64,9 +64,24 @@ Progress = Callable[..., None]
 
 
 def _calls(clients: Sequence[Client]) -> dict[str, Any]:
-    """Call counts of every distinct client (a client shared by two roles counts once)."""
+    """Call counts of every distinct client (a client shared by two roles counts once), with
+    `simulated`: how many of the `made` calls a provider judgeaudit answers itself made
+    (`Provider.uses_meta`: sim, simhubj, replay), no request sent and nothing paid, and
+    `simulated_by` ({provider: calls}) when any. `made` keeps its meaning (every call
+    answered by a provider), so `made - simulated` is what reached a model server: mitigate
+    with a `simhubj` scorer read "114 made" where the server got 54 requests."""
     seen: dict[int, Client] = {id(c): c for c in clients}
-    return sum_calls([c.stats.as_dict() for c in seen.values()])
+    out = sum_calls([c.stats.as_dict() for c in seen.values()])
+    by: dict[str, int] = {}
+    for c in seen.values():
+        prov = getattr(c, "provider", None)
+        if getattr(prov, "uses_meta", False) and c.stats.made:
+            name = str(getattr(prov, "name", "simulated"))
+            by[name] = by.get(name, 0) + c.stats.made
+    out["simulated"] = sum(by.values())
+    if by:
+        out["simulated_by"] = by
+    return out
 
 
 AnswerCounts = dict[int, tuple[int, int, int, int]]  # id(client): `quantify.client_counts`
