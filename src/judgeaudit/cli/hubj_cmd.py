@@ -74,8 +74,9 @@ def _calls_line(res: dict[str, Any], path: Path, report: Path | str) -> None:
 def _simulated(line: str, calls: dict[str, Any]) -> str:
     """The calls line with the calls a simulated provider answered told apart (`calls.
     simulated`, `hubj.run._calls`): "calls: 114 made (54 sent to a model, 60 simulated by
-    simhubj: free, no request sent)". They count in `made` as every command counts them, but no request left the
-    machine: mitigate with a simhubj scorer read "114 made" where the server got 54."""
+    simhubj: free, no request sent)". They count in `made` as every command counts them,
+    but no request left the machine: mitigate with a simhubj scorer read "114 made" where
+    the server got 54."""
     sim = int(calls.get("simulated") or 0)
     made = int(calls.get("made") or 0)
     head = f"calls: {made} made, "
