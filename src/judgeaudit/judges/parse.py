@@ -52,7 +52,9 @@ _EOS = re.compile(r"(?:</s>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|end_of_
 _LABELS = (r"(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:verdict|answer|choice|decision|"
            r"judge?ment|selection|result|winner|output|response|preferred(?:\s+response)?|"
            r"better(?:\s+response)?|best(?:\s+response)?)")
-_LABEL_COLON = re.compile(r"^[\s#>*_]*" + _LABELS + r"[\s*_]*[:=][\s*_]*", re.IGNORECASE)
+# Possessive runs: a label starts with a letter, so the markup before it is never given back
+# (a line of a million underscores was re-tried from each of its ends: 0.3 s per rule).
+_LABEL_COLON = re.compile(r"^[\s#>*_]*+" + _LABELS + r"[\s*_]*+[:=][\s*_]*+", re.IGNORECASE)
 
 # One short sentence that names exactly one choice and nothing else on its line: "The better
 # response is A.", "I choose Response B". Anchored at both ends: "I would not choose A", "I
@@ -378,8 +380,10 @@ def _folder(choices: tuple[str, ...]) -> Callable[[str], str | None]:
 # A "Verdict:"-like label anywhere in a line ("After reconsidering, final verdict: B"), and
 # where its value starts: a second labelled verdict that disagrees with the first makes the
 # answer invalid.
-_LABEL_ANYWHERE = re.compile(r"(?<![A-Za-z])" + _LABELS + r"[\s*_]*[:=][ \t*_]*([^\n]*)",
-                             re.IGNORECASE)
+# (The lookahead, the first letters of `_LABELS`, lets each other position fail at once: a
+# megabyte of one character took 0.3-0.4 s trying every label there.)
+_LABEL_ANYWHERE = re.compile(r"(?<![A-Za-z])(?=[mtfovacdjsrwpb])" + _LABELS +
+                             r"[\s*_]*+[:=][ \t*_]*([^\n]*)", re.IGNORECASE)
 # What may follow a choice in a labelled value: nothing, or that it is the better one ("A is
 # better", "A wins", "B is the better response"). Anything else is a sentence about the
 # choice ("A loses", "A is less helpful", "No problems with this response"), not a verdict.
@@ -523,32 +527,36 @@ def _choice_re(name: str) -> str:
     """One choice as a verdict sentence names it: "Output (a)", "Response B", "[[A]]", "A";
     the label word in group `name`_l, what opens around it ("[[", "**") in `name`_b. The
     runs around it are bounded: "[[" x 6,000 took 1.7 s to search when they were not."""
-    return (r"(?:[*_]{0,4}+(?P<" + name + r"_l>output|response|answer|assistant)\s*)?"
+    return (r"(?:[*_]{0,4}+(?P<" + name + r"_l>output|response|answer|assistant)\s*+)?"
             r"(?P<" + name + r"_b>[\[(\"'*_]{0,8})(?P<" + name + r">[A-Za-z0-9]+)[\])\"'*_]{0,8}")
 
 
-_WINS = (r"(?:is|was)\s+(?:(?:clearly|slightly|significantly|much|far|definitely|overall|"
-         r"marginally|somewhat)\s+)?(?:the\s+)?(?:(?:clear|overall)\s+)?(?:better|best|preferred|"
-         r"superior|stronger|winner|winning)(?:\s+(?:one|response|answer|output|choice|option))?"
+_WINS = (r"(?:is|was)\s++(?:(?:clearly|slightly|significantly|much|far|definitely|overall|"
+         r"marginally|somewhat)\s++)?(?:the\s++)?(?:(?:clear|overall)\s++)?(?:better|best|preferred|"
+         r"superior|stronger|winner|winning)(?:\s++(?:one|response|answer|output|choice|option))?"
          r"|wins")
-_OTHER = r"(?:the\s+other(?:\s+(?:one|response|answer|output))?|" + _choice_re("o") + r")"
+_OTHER = r"(?:the\s++other(?:\s++(?:one|response|answer|output))?|" + _choice_re("o") + r")"
 # The verdict itself: "<choice> is better [than <other>]", "the better output is <choice>",
 # "my final verdict is <choice>", "I would choose <choice> [over <other>]". No hedge ("may
 # be", "seems", "is probably") and no negation fits between the choice and its verb. Not
 # "the answer is 2": in a judged math answer that is the math, not a verdict.
 _CORE = re.compile(
-    r"(?:" + _choice_re("c") + r"\s+(?:" + _WINS + r")(?:\s+(?:than|over)\s+" + _OTHER + r")?"
-    r"|(?P<named>(?:the|my)\s+(?:final\s+|overall\s+)?(?:(?:better|best|preferred|stronger|"
-    r"superior|winning)\s+(?:response|answer|output|one|choice|option)|verdict|choice|"
-    r"decision)\s+(?:is|would\s+be)\s+" + _choice_re("n") +
-    r"|i\s+(?:would\s+)?(?:choose|pick|select|prefer|go\s+with|vote\s+for)\s+"
-    + _choice_re("i") + r")(?:\s+over\s+" + _OTHER.replace("?P<o", "?P<p") + r")?)",
+    r"(?:" + _choice_re("c") + r"\s++(?:" + _WINS + r")(?:\s++(?:than|over)\s++" + _OTHER + r")?"
+    r"|(?P<named>(?:the|my)\s++(?:final\s++|overall\s++)?(?:(?:better|best|preferred|stronger|"
+    r"superior|winning)\s++(?:response|answer|output|one|choice|option)|verdict|choice|"
+    r"decision)\s++(?:is|would\s++be)\s++" + _choice_re("n") +
+    r"|i\s++(?:would\s++)?(?:choose|pick|select|prefer|go\s++with|vote\s++for)\s++"
+    + _choice_re("i") + r")(?:\s++over\s++" + _OTHER.replace("?P<o", "?P<p") + r")?)",
     re.IGNORECASE)
 # Where a verdict sentence may be, for finding one: `_CORE` not inside a word. Every start
 # `_verdict_sentence` tries follows a non-alphanumeric or the sentence's start, so this finds
 # a sentence whenever it could read one; searched with `_CORE` itself, each start inside a
 # long word ("a" x 50,000) re-read the rest of it (quadratic: about 60 s).
-_CORE_AT = re.compile(r"(?<![A-Za-z0-9])(?:" + _CORE.pattern + ")", re.IGNORECASE)
+# The lookahead: every `_CORE` match has a letter or digit within its first 9 characters (a
+# choice after at most 8 marks, or a word); a run of "[" or '"' tried each start's marks and
+# failed late (0.6-0.9 s on a megabyte of one).
+_CORE_AT = re.compile(r"(?<![A-Za-z0-9])(?=[*_\[(\"']{0,8}+[A-Za-z0-9])(?:" + _CORE.pattern + ")",
+                      re.IGNORECASE)
 # Words a concluding sentence opens with ("Therefore, ...", "So the better output is ...",
 # "Based on the above, ..."); a sentence opening otherwise ("On the other hand, Output (b) is
 # better", "However, ...") is a step of the comparison, not its conclusion.
@@ -662,7 +670,7 @@ def _verdict_sentence(sentence: str, choices: tuple[str, ...]) -> str | None:
 
 # A heading that names the verdict without a colon ("## Final Verdict", "**Decision**"): the
 # line after it is the verdict's own, as after "Final verdict:".
-_VERDICT_HEADING = re.compile(r"^[\s#>*_]*(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?"
+_VERDICT_HEADING = re.compile(r"^[\s#>*_]*+(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?"
                               r"(?:verdict|decision|judge?ment)[\s#*_]*$", re.IGNORECASE)
 # Where a line of prose ends: a sentence's end, after closing markup or quotes.
 _PROSE_TAIL = " \t*_\"')]\u201d\u2019"
@@ -829,13 +837,16 @@ def _conclusions(text: str, choices: tuple[str, ...]) -> list[str]:
 # marked one: the template's own line, a "[[X]]" marker or a "Verdict:"-like label, outside
 # quotes and echoes; plain sentences only say when it is contradicted after it.
 _QUOTE_PAIRS = (('"', '"'), ("\u201c", "\u201d"), ("`", "`"))
+# Each quote of `_QUOTE_PAIRS`: its opening mark to the first closing one, or to the line's end.
+_QUOTE_RUNS = tuple(re.compile(re.escape(o) + "[^" + re.escape(c) + "]*+" + re.escape(c) + "?")
+                    for o, c in _QUOTE_PAIRS)
 _QUOTE_BEFORE = frozenset("'\u2018\u00ab\"\u201c`")
 _FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)")
 _MARKER_TOKEN = re.compile(r"\w{1,20}")
 # The labels that mark a final verdict ("Final verdict: A", "**Decision:** B"): not "Answer:",
 # "Output:" or "Response:", which in a chain of thought more often head what a response says.
 _FINAL_LABEL = re.compile(
-    r"^[\s#>*_]*(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:verdict|choice|decision|"
+    r"^[\s#>*_]*+(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:verdict|choice|decision|"
     r"judge?ment|winner|preferred(?:\s+response)?|better\s+response|best\s+response)"
     r"[\s*_]*[:=][\s*_]*", re.IGNORECASE)
 
@@ -850,17 +861,12 @@ def _quoted_spans(line: str) -> list[tuple[int, int]]:
     words its request) is the judge's own line, not a quote of something else."""
     spans: list[tuple[int, int]] = []
     # where the line's text starts and ends inside its edge markup: found once, not sliced
-    # per quote (a line of many quotes stays linear)
+    # per quote (a line of many quotes stays linear); each quote found by a regex, not a
+    # Python loop of str.find (0.45 s on a line of a million quotes)
     first = len(line) - len(line.lstrip(_EDGE))
     last = len(line.rstrip(_EDGE))
-    for open_q, close_q in _QUOTE_PAIRS:
-        at = 0
-        while (start := line.find(open_q, at)) >= 0:
-            end = line.find(close_q, start + 1)
-            end = len(line) if end < 0 else end + 1
-            if first < start or end < last:
-                spans.append((start, end))
-            at = end
+    for run in _QUOTE_RUNS:
+        spans += [sp for m in run.finditer(line) if first < (sp := m.span())[0] or sp[1] < last]
     return spans
 
 
@@ -977,6 +983,8 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
     at, fenced = 0, False
     for number, line in enumerate(lines):
         start, at = at, at + len(line) + 1
+        if not line or line.isspace():
+            continue  # nothing to read; a megabyte of blank lines took seconds of the rules
         if _FENCE_LINE.match(line):
             fenced = fenced if number == stray else not fenced
             continue
@@ -1132,7 +1140,7 @@ def _tie_end(text: str, choices: tuple[str, ...], alone: bool = True) -> bool:
 _SCORE_LABELS = (r"(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:score|rating|grade|mark|"
                  r"evaluation|assessment|overall)")
 _SCORE_LABEL = re.compile(
-    r"^[\s#>*_]*(?:" + _SCORE_LABELS + r"|" + _LABELS + r")[\s*_]*"
+    r"^[\s#>*_]*+(?:" + _SCORE_LABELS + r"|" + _LABELS + r")[\s*_]*"
     r"(?:[:=][\s*_]*|\s+is\s+|\s+(?=[\[*\d]))", re.IGNORECASE)
 _TOKEN = r"\d+\.\d+|[A-Za-z0-9]+"
 # One score: "4", "**4**", "[[4]]", "3.5", with "/5" or "out of 5" after it.
@@ -1162,12 +1170,16 @@ _BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)\s*\)?\s*$"
 _MARKERS = re.compile(r"\[\[\s*(\d+(?:\.\d+)?)\s*\]\]"
                       r"|\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _NUMBER_VALUE = _SCORE_VALUE.replace(_TOKEN, r"\d+(?:\.\d+)?")
-_LABEL_ALONE = re.compile(r"^[\s#>*_]*[^\n]*?\b(?:score|rating|grade)[\s*_]*[:=][\s*_]*$",
+# ([^\n]*? alone from the line's start: after a run "[\s#>*_]*" it re-scanned that run from
+# each of its starts, quadratic: hours on a megabyte of underscores)
+_LABEL_ALONE = re.compile(r"^[^\n]*?\b(?:score|rating|grade)[\s*_]*+[:=][\s*_]*+$",
                           re.IGNORECASE)
 # ... any words before the label ("Revised score: 2", "After reflection, revised rating: 2",
 # "- Score: 2", "1. Score: 2") and a dash as its separator ("Final rating - 2").
-_LATER_SCORE = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict)[\s*_]*"
-                          r"(?:[:=\-\u2013][\s*_]*|\s+is\s+)" + _NUMBER_VALUE,
+# Possessive runs after the label: a backtracking "[\s*_]*" gave back one "*" at a time to the
+# value's own "\**+" (quadratic: 3 s on "Score: " and 100 kB of asterisks).
+_LATER_SCORE = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict)[\s*_]*+"
+                          r"(?:[:=\-\u2013][\s*_]*+|(?<=\s)is\s++)" + _NUMBER_VALUE,
                           re.IGNORECASE)
 # A later line giving a score in another form than `_LATER_SCORE` reads, each a score the
 # judge may have moved to ("B ... Grade: D" read B; "4 ... Final answer: 2" read 4): the same
@@ -1190,14 +1202,27 @@ _LATER_REVISED = re.compile(
     re.IGNORECASE)
 
 
-def _later_other(line: str, ids: tuple[str, ...] | None) -> list[tuple[str, str | None]]:
+_SCORE_WORDS = ("score", "rating", "grade", "verdict", "overall", "evaluation", "assessment")
+
+
+def _score_word(line: str) -> bool:
+    """True when `line` holds a word `_LATER_SCORE`, `_LABEL_ALONE`, `_LATER_ID` or
+    `_LATER_REVISED` needs: found by str search, not by their own step through the line."""
+    low = line.casefold()  # as re.IGNORECASE folds ("\u017fcore" is "score")
+    return any(w in low for w in _SCORE_WORDS)
+
+
+def _later_other(line: str, ids: tuple[str, ...] | None,
+                 worded: bool = True) -> list[tuple[str, str | None]]:
     """The (token, top) a later `line` gives by `_LATER_ID`, `_LATER_FINAL`, `_LATER_BOXED` or
-    `_LATER_REVISED`, when its value names a score (`_later_token`); [] otherwise."""
-    for pattern in (_LATER_ID, _LATER_FINAL):
+    `_LATER_REVISED`, when its value names a score (`_later_token`); [] otherwise. `worded`:
+    the line holds a score word (`_score_word`); the patterns that need one are skipped
+    without it."""
+    for pattern in ((_LATER_ID, _LATER_FINAL) if worded else (_LATER_FINAL,)):
         m = pattern.match(line)
         if m is not None and _later_token(token := m.group("b") or m.group("p"), ids):
             return [(token.lower(), m.group("top"))]
-    m = _LATER_BOXED.match(line) or _LATER_REVISED.search(line)
+    m = _LATER_BOXED.match(line) or (_LATER_REVISED.search(line) if worded else None)
     if m is not None and _later_token(m.group("p"), ids):
         return [(m.group("p").lower(), None)]
     return []
@@ -1291,13 +1316,17 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
         got += [(m.group(1) or m.group(2), None) for m in _MARKERS.finditer(text)]
         lines = text.strip().splitlines()
         for i, line in enumerate(lines[1:], start=1):
-            value = _LATER_SCORE.match(line) or _SCORE_SENTENCE.match(line.strip())
-            if value is None and _LABEL_ALONE.match(line) and i + 1 < len(lines):
+            # the label scans step through the whole line: run only where a label word is
+            # (a megabyte of "*" cost 0.25 s in them)
+            worded = _score_word(line)
+            value = (_LATER_SCORE.match(line) if worded else None) \
+                or _SCORE_SENTENCE.match(line.strip())
+            if value is None and worded and _LABEL_ALONE.match(line) and i + 1 < len(lines):
                 value = _SCORE_RE.match(lines[i + 1])  # "Rating:\n2"
             if value is not None:
                 got.append(((value.group("b") or value.group("p")).lower(), value.group("top")))
             else:
-                got += _later_other(line, ids)
+                got += _later_other(line, ids, worded)
     return list(dict.fromkeys(got))
 
 
