@@ -85,11 +85,12 @@ def register(app: typer.Typer) -> None:
 # ---- rank ----------------------------------------------------------------------------------
 
 def _topk_table(pool: Any, fit: Any, k: int, membership: np.ndarray, done: int, budget: int,
-                invalid: int) -> Table:
+                invalid: int, not_sent: int = 0) -> Table:
     from judgeaudit.rank.membership import topk_set_grouped
 
-    t = Table(title=f"top-{k} so far: {done}/{budget} comparisons judged"
+    t = Table(title=f"top-{k} so far: {done - not_sent}/{budget} comparisons judged"
               + (f" ({invalid} invalid)" if invalid else "")
+              + (f" ({not_sent} not sent)" if not_sent else "")
               + "; the fit shown is the one that chose this round", title_justify="left")
     t.add_column("id")
     t.add_column("theta", justify="right")
@@ -108,6 +109,7 @@ class _RankingView:
     def __init__(self) -> None:
         self.inp: Any = None  # the checked request (`RankInputs`), set once prepared
         self.invalid = 0
+        self.not_sent = 0  # picks the client did not send (a cap): not invalid
         self.live: Live | None = None
         self.bar = Progress(SpinnerColumn(), TextColumn("[bold]ranking"), BarColumn(),
                             MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
@@ -116,6 +118,7 @@ class _RankingView:
 
     def on_call(self, v: Any) -> None:
         self.invalid += int(v.invalid)
+        self.not_sent += int(v.not_sent)
         if self.task is not None:
             self.bar.advance(self.task)
 
@@ -123,7 +126,7 @@ class _RankingView:
         if self.live is not None:
             self.live.update(Group(self.bar, _topk_table(
                 self.inp.pool, fit, self.inp.k, ctx.membership, done, self.inp.cfg.budget,
-                self.invalid)))
+                self.invalid, self.not_sent)))
 
     @contextmanager
     def show(self) -> Iterator[Callable[[ProgressEvent], None]]:
@@ -182,14 +185,26 @@ def _print_rank(doc: dict) -> None:
         _print_ranking(doc, int(doc["config"]["k"]))
     console.print(f"{doc['n_comparisons']} comparisons ({invalid_text(doc)}: left out "
                   f"of the fit; {doc['n_ties']} ties: half a win for each side); "
-                  f"{calls_text(doc)}")
+                  f"{not_sent_text(doc)}{calls_text(doc)}")
     _print_warnings(doc)
+
+
+def not_sent_text(doc: dict) -> str:
+    """"49 of the budget's 100 not sent (the spend cap is reached: see the warning); ", or
+    "" when every pick was sent: a cap stop's picks read as invalid verdicts."""
+    from judgeaudit.rank.run import not_sent_short
+
+    n = int(doc.get("n_not_sent") or 0)
+    if not n:
+        return ""
+    return (f"{n} of the budget's {doc['config']['budget']} not sent "
+            f"({not_sent_short(doc.get('not_sent_why'))}: see the warning); ")
 
 
 def invalid_text(doc: dict) -> str:
     """The comparisons without a verdict, with the too-long refusals said apart: "5 invalid"
     read as unreadable answers where the judge's server refused prompts over its context."""
-    comps = doc.get("comparisons") or []
+    comps = [c for c in doc.get("comparisons") or [] if not c.get("not_sent")]
     n_long = sum(c.get("error_kind") == "too_long" for c in comps)
     if not n_long:
         return f"{doc['n_invalid']} invalid"
@@ -347,8 +362,18 @@ def _print_eval(doc: dict) -> None:
     if "recall" in doc:
         _print_recall(doc)
     console.print(f"{doc['n_invalid']} invalid verdicts (left out of every fit); "
-                  f"{calls_text(doc)}")
+                  f"{eval_not_sent_text(doc)}{calls_text(doc)}")
     _print_warnings(doc)  # fits that did not converge, naming their cells
+
+
+def eval_not_sent_text(doc: dict) -> str:
+    """"12 pairs not sent (the spend cap is reached); " or "": pairs of the verdict matrices
+    the client never sent are no invalid verdicts."""
+    from judgeaudit.rank.run import not_sent_short
+
+    n = int(doc.get("n_not_sent") or 0)
+    return (f"{n} pair{'s' if n != 1 else ''} not sent "
+            f"({not_sent_short(doc.get('not_sent_why'))}); " if n else "")
 
 
 def _mean_se(cell: dict) -> str:

@@ -58,10 +58,16 @@ class Verdict:
     # the kind of a failed call (`llm.base.ERROR_KINDS`: too_long names an item over the
     # judge's context); None when the judge answered
     error_kind: str | None = None
+    # never sent: the client had stopped sending (the spend cap, a server that stopped
+    # answering, a quota that resets in hours): a pick the judge never saw, not an invalid
+    # verdict (a cap stop read "100 comparisons (49 invalid)"; the server got 51 requests)
+    not_sent: bool = False
 
     @property
     def invalid(self) -> bool:
-        return self.choice is None
+        """Sent (or answered from the cache) and no verdict came back: unreadable, failed
+        or too long. A pick never sent is `not_sent`, not invalid."""
+        return self.choice is None and not self.not_sent
 
     def as_dict(self, pool: Pool | None = None) -> dict:
         d = asdict(self)
@@ -107,7 +113,20 @@ async def judge_pair(bundle: JudgeBundle, pool: Pool, first: int, second: int) -
     y = Y_OF_CHOICE.get(ov.choice) if ov.choice is not None else None
     return Verdict(first, second, order, y, ov.choice if y is not None else None, ov.raw,
                    ov.p_first, ov.error,
-                   out.kind if isinstance(out, CallFailed) else None)
+                   out.kind if isinstance(out, CallFailed) else None,
+                   not_sent=isinstance(out, CallFailed) and stopped_sending(out))
+
+
+def stopped_sending(exc: CallFailed) -> bool:
+    """Whether a failed call was never sent because the client stopped sending for the run
+    (`parse.call_failure`'s "not_sent": the spend cap, the call cap, a server that stopped
+    answering or asks to wait hours). Not a planned request (--plan-only plans on: the loop
+    must go on) nor a too-long refusal kept in the cache (a refused pair, `TooLong`)."""
+    from judgeaudit.judges.parse import call_failure
+    from judgeaudit.llm.plan import KEPT_REFUSALS
+
+    return (exc.kind != "planned" and exc.kind not in KEPT_REFUSALS
+            and call_failure(exc) == "not_sent")
 
 
 async def judge_pairs(bundle: JudgeBundle, pool: Pool, pairs: Sequence[tuple[int, int]],
@@ -256,15 +275,35 @@ class LiveRun:
 
     @property
     def n_invalid(self) -> int:
+        """Comparisons made (sent or from the cache) with no verdict."""
         return sum(v.invalid for v in self.verdicts)
 
     @property
     def n_valid(self) -> int:
-        return len(self.verdicts) - self.n_invalid
+        return sum(v.y is not None for v in self.verdicts)
+
+    @property
+    def n_not_sent(self) -> int:
+        """Picks never sent: the client had stopped sending (`Verdict.not_sent`)."""
+        return sum(v.not_sent for v in self.verdicts)
+
+    @property
+    def n_made(self) -> int:
+        """Comparisons made: the picks sent or answered from the cache."""
+        return len(self.verdicts) - self.n_not_sent
 
     @property
     def n_ties(self) -> int:
         return sum(v.choice == "tie" for v in self.verdicts)
+
+
+def settle_not_sent(verdicts: Sequence[Verdict], calls: dict[str, Any]) -> None:
+    """No pick is `not_sent` when the client says it sent every call (`not_sent` 0), as
+    the audit settles its left-out reasons (`audit.battery`): the words of a failure
+    stopped while it waited to retry a sent call read as never sent."""
+    if not int(calls.get("not_sent") or 0):
+        for v in verdicts:
+            v.not_sent = False
 
 
 def select_covariates(pool: Pool, names: Sequence[str]
@@ -334,6 +373,7 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
                   p_fits={"bias_aware": terms} if how == "evidence"
                   and terms_tau(tau, hierarchical) == tau else {},
                   fit_options={"eb_lam": eb_lam, "tau": tau, "hierarchical": hierarchical})
+    settle_not_sent(out.verdicts, bundle.client.stats.as_dict())
     out.run = assess(n_valid=out.n_valid, n_planned=len(out.verdicts),
                      calls=gate_calls(bundle.client.stats.as_dict()), min_valid=min_valid,
                      max_failed=max_failed, what="comparisons")
@@ -364,7 +404,9 @@ class VerdictMatrix:
 
     y: np.ndarray
     verdicts: list[Verdict]
-    invalid: np.ndarray | None = None  # bool [first, second]: judged, no readable verdict
+    # bool [first, second]: no verdict (judged without a readable one, or never sent: the
+    # client had stopped sending), replayed as no verdict
+    invalid: np.ndarray | None = None
     # bool [first, second]: refused as too long for the judge's context (replayed as
     # `loop.TooLong`, so a replayed loop leaves them out of its picks as a live one does)
     too_long: np.ndarray | None = None
@@ -375,11 +417,17 @@ class VerdictMatrix:
 
     @property
     def n_invalid(self) -> int:
+        """Pairs judged (sent or from the cache) with no verdict."""
         return sum(v.invalid for v in self.verdicts)
 
     @property
     def n_valid(self) -> int:
-        return len(self.verdicts) - self.n_invalid
+        return sum(v.y is not None for v in self.verdicts)
+
+    @property
+    def n_not_sent(self) -> int:
+        """Pairs never sent (the client had stopped sending): no verdict, not invalid."""
+        return sum(v.not_sent for v in self.verdicts)
 
     @property
     def n_ties(self) -> int:
@@ -438,6 +486,7 @@ async def full_matrix(bundle: JudgeBundle, pool: Pool,
                       on_done: Callable[[Verdict], None] | None = None) -> VerdictMatrix:
     """Judge every comparable ordered pair once (cached) and collect the verdict matrix."""
     verdicts = await judge_pairs(bundle, pool, ordered_pairs(pool), on_done)
+    settle_not_sent(verdicts, bundle.client.stats.as_dict())
     y = np.full((pool.n_items, pool.n_items), np.nan)
     bad = np.zeros((pool.n_items, pool.n_items), dtype=bool)
     long = np.zeros_like(bad)

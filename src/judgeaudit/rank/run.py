@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 TIES = "a tie counts as half a win for each side"
 INVALID = ("an invalid verdict (no readable answer) is left out of the fit: counted in "
            "n_invalid and kept in comparisons with its raw answer")
+NOT_SENT = ("a pick never sent (the client stopped sending: the spend cap, a server that "
+            "stopped answering) is no comparison: counted in n_not_sent, not in "
+            "n_comparisons or n_invalid, and kept in comparisons marked not_sent")
 Covariates = str | Sequence[str] | None
 """Comma-separated names, a list of names, None (the default set) or "none"."""
 Trusted = str | Path | Sequence[tuple[str, str]] | None
@@ -152,6 +155,34 @@ def too_long_warning(tl: dict[str, Any]) -> str:
     return text
 
 
+def not_sent_why(n_not_sent: int, calls: Mapping[str, Any]) -> str | None:
+    """Why picks were never sent (`outcome.not_sent_reason`: the client's own word, the
+    spend cap's or the call cap's, else what the failed attempts were); None when every
+    pick was sent."""
+    from judgeaudit.outcome import not_sent_reason
+
+    return not_sent_reason(calls, hint=False) if n_not_sent else None
+
+
+def not_sent_short(why: str | None) -> str:
+    """The reason's head for a one-line count ("the spend cap is reached"), its details
+    are in the warning (`not_sent_warning`)."""
+    return (why or "the client stopped sending").split(" (")[0].split("; ")[0]
+
+
+def not_sent_warning(doc: Mapping[str, Any]) -> str:
+    """The warning a ranking with picks never sent carries: how many of the budget, that
+    the judge saw only the comparisons made, why, and what a re-run costs."""
+    n, made = int(doc["n_not_sent"]), int(doc["n_comparisons"])
+    budget = (doc.get("config") or {}).get("budget")
+    return (f"{n} of the budget's {budget} comparisons were not sent, so the judge saw "
+            f"{made}: {doc.get('not_sent_why') or 'the client stopped sending'}. They are "
+            "no verdicts (not counted as invalid; the fit never had them); with a cache, the "
+            "same command once the cause is removed (a higher --max-cost, a server that "
+            f"answers again) takes the {made} made from the cache and pays only for "
+            "the rest")
+
+
 @dataclass
 class RankInputs:
     """A checked `rank` request: its settings (`cfg`) and what was derived from them, all
@@ -246,6 +277,7 @@ async def run_rank(
     planted = planted_biases(bundle, names)
     n_cmp = compared_counts(pool.n_items, res.comparisons)
     compared = n_cmp > 0
+    calls = bundle.client.stats.as_dict()
     doc: dict[str, Any] = {
         "command": "rank", "version": session.stamps()["version"],
         "judge": bundle.public_spec, "items": c.items, "pool": pool.meta,
@@ -257,7 +289,8 @@ async def run_rank(
                                  if run.terms is not None and run.terms_method else None),
                    "tau": c.tau,
                    "hierarchical": c.hierarchical, "refit_every": c.refit_every,
-                   "samples": c.samples, "ties": TIES, "invalid": INVALID},
+                   "samples": c.samples, "ties": TIES, "invalid": INVALID,
+                   "not_sent": NOT_SENT},
         "template": {"name": getattr(tpl, "name", None), "sha256": getattr(tpl, "sha256", None)},
         "covariates": [{"name": c.name, "source": c.source, "mean": c.mean, "sd": c.sd}
                        for c in run.covariates],
@@ -274,13 +307,15 @@ async def run_rank(
         "planted": planted,
         "gate": gate_summary(gate) if gate else None,
         "comparisons": [dict(v.as_dict(pool), step=i) for i, v in enumerate(run.verdicts)],
-        "n_comparisons": len(run.verdicts), "n_invalid": run.n_invalid, "n_ties": run.n_ties,
+        # made: sent or answered from the cache; the picks never sent are apart, with why
+        "n_comparisons": run.n_made, "n_invalid": run.n_invalid, "n_ties": run.n_ties,
+        "n_not_sent": run.n_not_sent, "not_sent_why": not_sent_why(run.n_not_sent, calls),
         "n_fitted": int(res.comparisons.shape[0]),  # the valid ones: invalid are left out
         # items with no usable comparison: their theta and place are the prior's
         "n_uncompared": int(np.sum(~compared)),
         "uncompared": [pool.items[i].id for i in np.flatnonzero(~compared)[:20]],
         "too_long": too_long_summary(run.verdicts, pool, res.left_out),
-        "calls": bundle.client.stats.as_dict(), "run": run.run, "seconds": time.time() - t0,
+        "calls": calls, "run": run.run, "seconds": time.time() - t0,
     }
     # a fit that did not converge (MAP or the sparse posterior's CG) is a warning of its own
     # (`warnings`, as audit and evaluate keep theirs), and leads the notes: the --json
@@ -290,6 +325,7 @@ async def run_rank(
                        + uncompared_warnings(pool, n_cmp, k,
                                              {m: d["topk"] for m, d in doc["models"].items()})
                        + ([too_long_warning(doc["too_long"])] if doc["too_long"] else [])
+                       + ([not_sent_warning(doc)] if doc["n_not_sent"] else [])
                        + collinear_warnings(run.X, run.covariates))
     ba = doc["models"]["bias_aware"]
     if c.hierarchical:  # every bias term held near 0 by the learned tau (bias_notes says so)
@@ -312,5 +348,6 @@ async def run_rank(
     return doc
 
 
-__all__ = ["INVALID", "TIES", "RankInputs", "check_groups", "check_rules", "covariate_names",
-           "opt", "parse_lam", "prepare_rank", "run_rank", "too_long_summary"]
+__all__ = ["INVALID", "NOT_SENT", "TIES", "RankInputs", "check_groups", "check_rules",
+           "covariate_names", "not_sent_short", "not_sent_warning", "not_sent_why", "opt",
+           "parse_lam", "prepare_rank", "run_rank", "too_long_summary"]

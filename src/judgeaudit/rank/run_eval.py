@@ -23,6 +23,7 @@ from judgeaudit.rank.run import (
     check_groups,
     check_rules,
     covariate_names,
+    not_sent_why,
     opt,
     parse_lam,
 )
@@ -311,6 +312,9 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         "covariates_dropped": inp.dropped, "pool_per_seed": inp.pool_per_seed,
         "judge_per_seed": inp.judge_per_seed,
     }
+    # pairs never sent (the client stopped sending: a cap) are no verdicts, not invalid ones
+    n_not_sent = sum(m.n_not_sent for m in matrices.values())
+    doc.update(n_not_sent=n_not_sent, not_sent_why=not_sent_why(n_not_sent, calls))
     if run["status"] == "failed":  # no verdicts to evaluate the rules on
         doc.update(n_invalid=sum(m.n_invalid for m in matrices.values()), calls=calls, run=run,
                    seconds=time.time() - t0)
@@ -331,7 +335,8 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
                             tau=inp.cfg.tau, hierarchical=inp.cfg.hierarchical)
         planted = planted_biases(bundles[j], kept)
         entry = {
-            "items": p, "oracle": bundles[j].public_spec, "n_comparisons": len(mat.verdicts),
+            "items": p, "oracle": bundles[j].public_spec,
+            "n_comparisons": len(mat.verdicts) - mat.n_not_sent, "n_not_sent": mat.n_not_sent,
             "n_invalid": mat.n_invalid, "n_ties": mat.n_ties, "n_fitted": int(len(comps)),
             "c": covariate_estimates(ft, info, planted["c"] if planted else None),
             "kappa": kappa_estimate(ft, planted["kappa"] if planted else None),
@@ -408,6 +413,12 @@ async def run_rank_eval(session: Session, inp: RankEvalInputs) -> dict[str, Any]
         "n_invalid": sum(m["n_invalid"] for m in per_matrix),
         "calls": calls, "run": run, "seconds": time.time() - t0,
     })
+    if n_not_sent:  # a warning (not a fit's: `converged` stays the fits')
+        w = (f"{n_not_sent} of the {sum(len(m.verdicts) for m in matrices.values())} "
+             f"ordered pairs were not sent: {doc['not_sent_why']}; they are no verdicts (not "
+             "counted as invalid), and the rules' replays find no verdict there")
+        doc["warnings"] = [*warns, w]
+        doc["notes"] = [w, *doc["notes"]]
     return doc
 
 

@@ -99,7 +99,8 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
     comps = [c for c in _l(r.get("comparisons")) if isinstance(c, dict)]
     invalid = [{"step": c.get("step"), "first_id": _str(c.get("first_id")),
                 "second_id": _str(c.get("second_id")), "raw": _text(c.get("raw")),
-                "error": _str(c.get("error"))} for c in comps if c.get("invalid")]
+                "error": _str(c.get("error"))} for c in comps
+               if c.get("invalid") and not c.get("not_sent")]
     true_topk = [str(i) for i in _l(r.get("true_topk"))]
     # a fit that did not converge (rank.summary.convergence_warnings) leads the page; the
     # notes, which repeat it for the --json summary, leave it out
@@ -148,6 +149,9 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
         "true_topk": true_topk, "true_topk_ambiguous": bool(r.get("true_topk_ambiguous")),
         "n_comparisons": r.get("n_comparisons"), "n_invalid": r.get("n_invalid"),
         "n_ties": r.get("n_ties"),
+        # picks never sent (the client stopped: a cap): not comparisons, not invalid
+        "n_not_sent": r.get("n_not_sent") or 0,
+        "not_sent_short": _not_sent_short(r.get("not_sent_why")),
         # how invalid verdicts entered the fit: left out (said in config); a document without
         # it was written when they were fitted as ties
         "invalid_rule": _str(cfg.get("invalid")),
@@ -158,6 +162,14 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
                        "lam_ranking": ba.get("lam")}
                       if _num(ba.get("lam_terms")) is not None else None),
     }
+
+
+def _not_sent_short(why: Any) -> str:
+    """The head of why picks were never sent ("the spend cap is reached"), for the
+    headline, as the terminal shortens it (`rank.run.not_sent_short`: report imports no
+    command); the warning above gives it whole."""
+    text = why if isinstance(why, str) and why else "the client stopped sending"
+    return text.split(" (")[0].split("; ")[0]
 
 
 def _iv_agree(x: Any) -> dict[str, Any] | None:
