@@ -261,6 +261,8 @@ def _pandas() -> Any:
 _SUMMARY_KEEP_FAILED = frozenset({
     "command", "ok", "reason", "judge", "data", "version", "calls", "seconds", "verdicts",
     "n", "n_items", "n_invalid", "warnings", "flags_unchecked", "gate",
+    # counts of what a run sent and did not send, not results: why a capped rank stopped
+    "n_comparisons", "n_not_sent", "not_sent_why",
     # settings, not results: a failed rank gave k and budget as null beside the ones asked
     "k", "budget", "budgets", "rules", "n_seeds", "notes", "estimator",
     # the judges a HUB-J run left out past --max-failed, with their counts: why it failed;
@@ -847,6 +849,8 @@ def _rank_summary(d: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "n_items": d.get("n_items"), "k": cfg.get("k"), "budget": cfg.get("budget"),
         "n_comparisons": d.get("n_comparisons"), "n_invalid": d.get("n_invalid"),
+        # picks of the budget never sent (a spend cap, a server that stopped) and why
+        **{k: d[k] for k in ("n_not_sent", "not_sent_why") if k in d},
         "reported_model": d.get("reported_model"),
         "topk": [r.get("id") for r in d.get("ranking") or [] if r.get("in_topk")],
         # items whose place is the prior's (no usable comparison), and calls over the judge's

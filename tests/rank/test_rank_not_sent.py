@@ -104,6 +104,8 @@ def test_a_spend_cap_stop_counts_the_picks_not_sent_apart_from_invalid_verdicts(
     assert summary["n_comparisons"] == made and summary["n_invalid"] == unread
     assert summary["calls"]["not_sent"] == BUDGET - made
     assert summary["calls"]["not_sent_why"].startswith("the spend cap is reached")
+    assert summary["n_not_sent"] == BUDGET - made
+    assert summary["not_sent_why"].startswith("the spend cap is reached")
     assert warn in summary["notes"]
     # the report's headline and its comparisons card
     html = (tmp_path / "capped" / "report.html").read_text()
