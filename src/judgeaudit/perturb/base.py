@@ -50,13 +50,75 @@ class NotApplicable(PerturbError):
     as the bias, so it is left out and counted (`PerturbResult.not_applicable`)."""
 
 
+# Scripts in which one character is a word or a syllable (Chinese, Japanese, Korean, Yi): a
+# character of theirs standing alone is still language, not a symbol. Keys are the first word
+# of the character's Unicode name (`_script`).
+_WORD_CHARACTER_SCRIPTS = frozenset({"CJK", "IDEOGRAPHIC", "HIRAGANA", "KATAKANA",
+                                     "KATAKANA-HIRAGANA", "HANGUL", "YI", "BOPOMOFO"})
+_JOINERS = frozenset("\u200c\u200d")  # zero-width (non-)joiner: inside Persian, Indic words
+
+
+def _script(c: str) -> str | None:
+    """The script of letter `c` as the first word of its Unicode name ("LATIN", "GREEK",
+    "CJK", ...), or None for a letter of no script (modifier letters such as the IPA stress
+    mark ˈ)."""
+    word = unicodedata.name(c, "").split(" ", 1)[0]
+    return None if word in ("", "MODIFIER") else word
+
+
+def _word_letters(text: str) -> tuple[int, int]:
+    """(Latin, other) letters of the words of `text`: what `non_latin_share` compares.
+
+    Why not every letter: math, units and notation borrow letters without their language
+    (θ = π/4, 5 µg, 10 Ω, ℵ₀, Ｆｕｌｌ-width, 1ª), and counting them called English math
+    Greek. So the text is NFKC-normalised first (full-width and mathematical letters,
+    ordinal indicators, µ/Ω signs become the plain letters they stand for), then split into
+    words: runs of letters of one script, with combining marks. A letter standing alone --
+    no letter of its script or sign of its script next to it (θ, x, µ in µg, Δ in Δx) -- is a
+    symbol and not counted, in any script; a word of two or more counts every letter (Greek
+    prose is Greek). A script's own signs count toward a word's size (Hindi दो is a consonant
+    and a vowel sign: a word), generic diacritics do not (θ̂, x̄ stay symbols). In Chinese,
+    Japanese, Korean and Yi one character is a word or a syllable, so every one counts."""
+    latin = other = 0
+    key: str | None = None
+    letters = size = 0
+
+    def close() -> None:
+        nonlocal latin, other
+        if key is None or not (size >= 2 or key in _WORD_CHARACTER_SCRIPTS):
+            return
+        if key == "LATIN":
+            latin += letters
+        else:
+            other += letters
+
+    for c in unicodedata.normalize("NFKC", text):
+        if c.isalpha():
+            script = _script(c)
+            if script is not None and script == key:
+                letters += 1
+                size += 1
+                continue
+            close()
+            key, letters, size = script, (script is not None), (script is not None)
+        elif key is not None and (unicodedata.category(c).startswith("M") or c in _JOINERS):
+            if c not in _JOINERS and not unicodedata.name(c, "").startswith("COMBINING"):
+                size += 1
+        else:
+            close()
+            key, letters, size = None, 0, 0
+    close()
+    return latin, other
+
+
 def non_latin_share(text: str) -> float:
-    """Share of the letters of `text` that are not Latin script (0.0 with no letters)."""
-    letters = [c for c in text if c.isalpha()]
-    if not letters:
+    """Share of the letters in the words of `text` that are not Latin script (0.0 with no
+    words): the language of its prose, with symbols (θ, µ, x) and look-alike forms
+    (full-width Ｈｉ, 1ª) left out or read as Latin; `_word_letters` gives the rule."""
+    latin, other = _word_letters(text)
+    if latin + other == 0:
         return 0.0
-    latin = sum(1 for c in letters if unicodedata.name(c, "").startswith("LATIN"))
-    return 1 - latin / len(letters)
+    return other / (latin + other)
 
 
 # Above this share of non-Latin letters a text is taken to be in another language: English
