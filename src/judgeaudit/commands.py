@@ -336,6 +336,17 @@ def warn_rounds(bundle: JudgeBundle, rounds: int, what: str, instead: str) -> No
                     rounds, instead)
 
 
+def template_drops(bundle: JudgeBundle, items: Sequence[Any], of: str = "") -> list[str]:
+    """The items' text the judge's user template cannot show (`JudgeBundle.check_items`),
+    warned before any call, so a user can stop the run, and returned for the results'
+    warnings (terminal, results.json, --json, report): the run goes on, the drop is never
+    silent. `of` qualifies the count (audit: over the data's items)."""
+    drops = [w + of for w in bundle.check_items(items)]
+    for w in drops:
+        log.warning("%s", w)
+    return drops
+
+
 # ---- evaluate ----------------------------------------------------------------------------
 
 def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
@@ -381,14 +392,14 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
-        bundle.check_items(items)  # a user's template that would drop the items' text
+        drops = template_drops(bundle, items)  # the items' text a user's template drops
         tr = s.tracker("judging", len(items) if pointwise else bundle.pairwise.n_calls(items))
         res = await run_evaluate(bundle, items, on_done=tr.advance, data_spec=spec,
                                  seed=cfg.seed, min_valid=cfg.min_valid,
                                  max_failed=cfg.max_failed, pair_rule=cfg.pair_rule or "mean",
                                  ties=cfg.ties, by=cfg.by, group_by=cfg.group_by,
                                  system_field=cfg.system_field, selection=selection)
-        res["warnings"] = [*notes, *(res.get("warnings") or [])]
+        res["warnings"] = [*notes, *drops, *(res.get("warnings") or [])]
         return res
 
     return Run("evaluate", public_spec(cfg.judge), spec, body, lambda: len(items),
@@ -452,7 +463,10 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
-        bundle.check_items(items)  # a user's template that would drop the items' text
+        # the items' text a user's template drops (each probe judges up to --n of them)
+        drops = template_drops(bundle, items, "" if limit is None else
+                               f" (Counted over the data's items; each probe judges the "
+                               f"first {limit} it can use.)")
         if writers:  # its own answers are compared with the items' (self_preference)
             needs(bundle, opt("judge", cli), WRITING, part=f"probe {', '.join(writers)}")
         others = [s.judge(p) for p in panel_specs]
@@ -480,8 +494,8 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
                                     selection=selection, length_control=cfg.length_control)
         if cfg.note:
             res.setdefault("notes", []).append(cfg.note)
-        if notes:
-            res["warnings"] = [*notes, *(res.get("warnings") or [])]
+        if notes or drops:
+            res["warnings"] = [*notes, *drops, *(res.get("warnings") or [])]
         return res
 
     n_used = len(items) if limit is None else min(limit, len(items))  # --n, not the data's
@@ -515,7 +529,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
     `cfg.generate_references` the generated ones are written to `references_out`."""
     from judgeaudit.data.schema import PointwiseItem
     from judgeaudit.judges.pointwise import RubricJudge
-    from judgeaudit.judges.templates import check_item_fields
+    from judgeaudit.judges.templates import item_field_drops
     from judgeaudit.scoring.perturbations import resolve
     from judgeaudit.scoring.references import (
         ReferencePipeline,
@@ -605,8 +619,12 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
                 Role(cfg.judge, opt("judge", cli), _default(cfg, "judge"))])
         try:
             rubric = RubricJudge(main.client, cfg.template)
-            # the rubric and levels it would drop (a reference shows in ref_k prompts only)
-            check_item_fields(rubric.template, "pointwise", items, ("rubric", "rubric_levels"))
+            # the rubric and levels it drops, said and counted (a reference shows in ref_k
+            # prompts only)
+            drops = item_field_drops(rubric.template, "pointwise", items,
+                                     ("rubric", "rubric_levels"))
+            for w in drops:  # before any call: the user can stop the run
+                log.warning("%s", w)
             measurable(rubric.template, perts)  # some perturbation it can show
         except ValueError as exc:
             raise ValueError(f"{opt('template', cli)}: {exc}") from None
@@ -637,8 +655,10 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
                                      max_failed=cfg.max_failed)
         if ref_info is not None:
             res["references"] = ref_info
-        if notes:
-            res["warnings"] = [*notes, *(res.get("warnings") or [])]
+        if drops:  # its report shows the notes (it has no warnings section)
+            res["notes"] = [*(res.get("notes") or []), *drops]
+        if notes or drops:
+            res["warnings"] = [*notes, *drops, *(res.get("warnings") or [])]
         return res
 
     return Run("scoring-bias", public_spec(cfg.judge), spec, body,

@@ -55,7 +55,7 @@ def pairs(path: Path, n: int = 4, reference: str | None = None) -> Path:
 def run(tmp_path: Path, srv: FakeLLMServer, data: Path, tpl: Path, key: str,
         command: str = "evaluate") -> Any:
     judge = f"openai:m?base_url={srv.openai_url}&api_key=k"
-    args = [command, "--data", f"jsonl:{data}", "--out", str(tmp_path / "out")]
+    args = [command, "--data", f"jsonl:{data}", "--out", str(tmp_path / "out"), "--json"]
     if command == "scoring-bias":
         args += ["--judge", judge, "--template", str(tpl), "--perturbations", "order_desc"]
     else:
@@ -69,28 +69,39 @@ def write(tmp_path: Path, text: str) -> Path:
     return p
 
 
-def refused(res: Any, srv: FakeLLMServer, tpl: Path, *words: str) -> None:
+def warned(res: Any, srv: FakeLLMServer, tpl: Path, tmp_path: Path, *words: str,
+           where: tuple[str, ...] = ("warnings",)) -> None:
+    """The run went on (exit 0, its calls made) and said the drop: in the terminal, in
+    results.json under `where`, and in --json's warnings."""
     out = " ".join(res.output.split())
-    assert res.exit_code == 2, res.output
-    assert srv.count() == 0
-    assert str(tpl) in out and "a bug" not in out
-    for w in (*words, "Add the placeholder to the user section"):
-        assert w in out, (w, out)
+    assert res.exit_code == 0, res.output
+    assert srv.count() > 0
+    doc = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    texts = {"terminal": out, "--json": " ".join(summary["warnings"]),
+             **{f"results.json {k}": " ".join(doc[k]) for k in where}}
+    for name, text in texts.items():
+        for w in (str(tpl), *words, "to the user section"):
+            assert w in text, (name, w, text)
 
 
 @pytest.mark.parametrize(("fields", "words"), [
     ({"rubric": "Is it polite?"},
-     ["2 of 4 items carry a rubric (field 'rubric')", "no {rubric}"]),
+     ["drops a rubric (field 'rubric') that 2 of 4 items carry", "no {rubric}",
+      "add {rubric}"]),
     ({"reference": "the answer"},
-     ["2 of 4 items carry a reference answer (field 'reference')", "no {reference_block}"]),
+     ["drops a reference answer (field 'reference') that 2 of 4 items carry",
+      "no {reference_block}", "add {reference_block}"]),
     ({"rubric_levels": {str(k): f"level {k}" for k in range(1, 6)}},
-     ["2 of 4 items carry per-score rubric levels (field 'rubric_levels')", "no {levels}"]),
+     ["drops per-score rubric levels (field 'rubric_levels') that 2 of 4 items carry",
+      "no {levels}", "add {levels}"]),
 ])
-def test_a_score_template_that_would_drop_the_items_text_is_refused(tmp_path, fields, words):
+def test_a_score_template_that_drops_the_items_text_runs_and_says_so(tmp_path, fields, words):
     tpl = write(tmp_path, SYSTEM + OWN_RUBRIC)
     data = points(tmp_path / "p.jsonl", **fields)
     with FakeLLMServer(answer="4") as srv:
-        refused(run(tmp_path, srv, data, tpl, "score_template"), srv, tpl, *words)
+        warned(run(tmp_path, srv, data, tpl, "score_template"), srv, tpl, tmp_path, *words)
+        assert srv.count() == 4
 
 
 def test_a_score_template_with_its_own_rubric_runs_on_items_without_one(tmp_path):
@@ -99,24 +110,28 @@ def test_a_score_template_with_its_own_rubric_runs_on_items_without_one(tmp_path
         res = run(tmp_path, srv, points(tmp_path / "p.jsonl"), tpl, "score_template")
         assert res.exit_code == 0, res.output
         assert srv.count() == 4
+    assert "drops" not in res.output
+    assert json.loads(res.stdout.strip().splitlines()[-1])["warnings"] == []
 
 
-def test_scoring_bias_refuses_a_template_that_drops_the_items_rubric(tmp_path):
+def test_scoring_bias_says_a_template_drops_the_items_rubric(tmp_path):
     tpl = write(tmp_path, SYSTEM + OWN_RUBRIC.replace("Score the response from 1 to 5.\n",
                                                       "{levels}\n"))
     data = points(tmp_path / "p.jsonl", rubric="Is it polite?")
     with FakeLLMServer(answer="4") as srv:
-        refused(run(tmp_path, srv, data, tpl, "", "scoring-bias"), srv, tpl, "--template",
-                "2 of 4 items carry a rubric")
+        warned(run(tmp_path, srv, data, tpl, "", "scoring-bias"), srv, tpl, tmp_path,
+               "drops a rubric (field 'rubric') that 2 of 4 items carry", "add {rubric}",
+               where=("warnings", "notes"))  # the scoring report shows the notes
 
 
-def test_a_pairwise_template_that_would_drop_the_reference_is_refused(tmp_path):
+def test_a_pairwise_template_that_drops_the_reference_runs_and_says_so(tmp_path):
     tpl = write(tmp_path, SYSTEM + PAIR)
     data = pairs(tmp_path / "pairs.jsonl", reference="Paris")
     with FakeLLMServer() as srv:
-        refused(run(tmp_path, srv, data, tpl, "template"), srv, tpl,
-                "3 of 4 items carry a reference answer (field 'reference')",
-                "no {reference_block}")
+        warned(run(tmp_path, srv, data, tpl, "template"), srv, tpl, tmp_path,
+               "drops a reference answer (field 'reference') that 3 of 4 items carry",
+               "no {reference_block}", "add {reference_block}")
+        assert srv.count() == 8
 
 
 def test_a_pairwise_template_shows_the_reference_where_it_asks_for_it(tmp_path):
@@ -138,3 +153,40 @@ def test_a_builtin_pairwise_template_is_not_refused_on_pairs_with_a_reference(tm
                                        f"openai:m?base_url={srv.openai_url}&api_key=k"])
         assert res.exit_code == 0, res.output
         assert srv.count() == 8
+
+
+def test_audit_says_a_pairwise_template_drops_the_reference(tmp_path):
+    """audit: counted over the data's items, each probe judging the first --n it can use;
+    in the terminal, results.json and the report (audit's --json carries no warnings)."""
+    tpl = write(tmp_path, SYSTEM + PAIR)
+    data = pairs(tmp_path / "pairs.jsonl", reference="Paris")
+    with FakeLLMServer() as srv:
+        res = CliRunner().invoke(app, [
+            "audit", "--data", f"jsonl:{data}", "--out", str(tmp_path / "out"),
+            "--probes", "position", "--n", "2", "--judge",
+            f"openai:m?base_url={srv.openai_url}&api_key=k&template={tpl}"])
+        assert res.exit_code == 0, res.output
+        assert srv.count() > 0
+    words = (str(tpl), "drops a reference answer (field 'reference') that 3 of 4 items carry",
+             "add {reference_block}", "each probe judges the first 2 it can use")
+    doc = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    for text in (" ".join(res.output.split()), " ".join(doc["warnings"]),
+                 report.replace("&#39;", "'")):
+        for w in words:
+            assert w in text, (w, text[:3000])
+
+
+def test_a_custom_score_template_runs_on_builtin_data_with_a_rubric(tmp_path):
+    """The reviewer's case: builtin:graded carries a rubric and levels on every item and
+    cannot lose them; a template of one's own without {rubric} runs and says so."""
+    tpl = write(tmp_path, SYSTEM + OWN_RUBRIC)
+    res = CliRunner().invoke(app, [
+        "evaluate", "--data", "builtin:graded", "--limit", "20", "--out", str(tmp_path / "out"),
+        "--json", "--judge", f"sim:biased?seed=0&score_template={tpl}"])
+    assert res.exit_code == 0, res.output
+    warnings = json.loads(res.stdout.strip().splitlines()[-1])["warnings"]
+    assert any("drops a rubric (field 'rubric') that 20 of 20 items carry" in w
+               for w in warnings), warnings
+    assert any("drops per-score rubric levels (field 'rubric_levels') that 20 of 20 items "
+               "carry" in w for w in warnings), warnings

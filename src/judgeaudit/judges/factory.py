@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from judgeaudit.data.schema import Item, PairwiseItem, PointwiseItem
 from judgeaudit.judges.pairwise import PairwiseJudge
 from judgeaudit.judges.pointwise import RubricJudge
-from judgeaudit.judges.templates import check_item_fields
+from judgeaudit.judges.templates import item_field_drops
 from judgeaudit.llm import Cache, Client, RetryPolicy, make_provider
 from judgeaudit.llm.base import check_params
 from judgeaudit.llm.registry import provider_class
@@ -20,9 +20,9 @@ JUDGE_PARAM_HELP = {
     "template": ("pairwise prompt template: a built-in name (default pairwise_v1; see the "
                  "templates below) or a .txt file with '### system' and '### user' sections; "
                  "its user section must use {prompt}, {response_a} and {response_b} and may "
-                 "use {reference_block} (the item's reference answer; a template without it "
-                 "is refused on items that carry one), no other placeholder (a literal brace "
-                 "is written {{ or }}), and the answer is "
+                 "use {reference_block} (the item's reference answer; a run whose items carry "
+                 "one warns and counts them when the template has none), no other "
+                 "placeholder (a literal brace is written {{ or }}), and the answer is "
                  "read for the labels A, B unless it declares others under '### labels'; "
                  "a tie label it asks for is declared under '### ties' (e.g. 'C, tie') and "
                  "read as a tie verdict"),
@@ -31,9 +31,9 @@ JUDGE_PARAM_HELP = {
                "(default both)"),
     "score_template": ("pointwise scoring template: a built-in name (default pointwise_v1) "
                        "or a .txt file whose user section must use {prompt} and {response} "
-                       "and may use {reference_block}, {rubric} and {levels} (a template "
-                       "without one is refused on items carrying that text); scores are read "
-                       "on 1..5, so a template asking for another scale is refused"),
+                       "and may use {reference_block}, {rubric} and {levels} (without one, "
+                       "a run whose items carry that text warns and counts them); scores are "
+                       "read on 1..5, so a template asking for another scale is refused"),
 }
 JUDGE_PARAMS = set(JUDGE_PARAM_HELP)
 # Default model name per provider when the spec gives none.
@@ -51,16 +51,18 @@ class JudgeBundle:
     def public_spec(self) -> str:
         return self.spec.public(self.client.provider.secret_params)
 
-    def check_items(self, items: Sequence[Item]) -> None:
-        """Before any call: ValueError when a user's template cannot show text the items
-        carry (`check_item_fields`): pairs for the pairwise template, single responses for
-        the scoring one."""
+    def check_items(self, items: Sequence[Item]) -> list[str]:
+        """Before any call: the text of the items a user's template cannot show, one warning
+        per field (`item_field_drops`), for the run to say and record: pairs for the
+        pairwise template, single responses for the scoring one."""
         pairs = [it for it in items if isinstance(it, PairwiseItem)]
         points = [it for it in items if isinstance(it, PointwiseItem)]
+        out: list[str] = []
         if pairs:
-            check_item_fields(self.pairwise.template, "pairwise", pairs)
+            out += item_field_drops(self.pairwise.template, "pairwise", pairs)
         if points:
-            check_item_fields(self.rubric.template, "pointwise", points)
+            out += item_field_drops(self.rubric.template, "pointwise", points)
+        return out
 
     async def aclose(self) -> None:
         await self.client.aclose()

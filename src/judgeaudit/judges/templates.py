@@ -133,8 +133,8 @@ FIELD_HELP = {
     "answer_instruction": "a sentence on how to answer (scoring-bias variants)",
 }
 # The item fields a placeholder shows: (field, placeholder, what the field holds). A user's
-# template without the placeholder drops that text of every item carrying it
-# (`check_item_fields`).
+# template without the placeholder drops that text of every item carrying it, which the
+# run counts and says (`item_field_drops`).
 ITEM_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "pointwise": (("rubric", "rubric", "a rubric"),
                   ("rubric_levels", "levels", "per-score rubric levels"),
@@ -352,30 +352,28 @@ def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
                 "unless a count word, '=' or ':' follows it ('1-10 errors', '1-10 = poor').")
 
 
-def check_item_fields(t: Template, kind: str, items: Sequence[object],
-                      fields: Sequence[str] | None = None) -> None:
-    """Refuse, before any call, a user's template that cannot show text the run's items
-    carry: a score template without {rubric} on items with a rubric, without {levels} on
-    items with rubric levels, a template without {reference_block} on items with a
-    reference. The judge would answer without that text and nothing would say so. A
-    template that states its own rubric runs on items that carry none. `fields` limits the
-    check (scoring-bias shows a reference only in its ref_k prompts). Built-in templates are
-    not checked: what they show is documented (the pairwise ones show no reference)."""
+def item_field_drops(t: Template, kind: str, items: Sequence[object],
+                     fields: Sequence[str] | None = None) -> list[str]:
+    """The text a user's template drops from the run's items, one warning per field: a
+    score template without {rubric} on items with a rubric, without {levels} on items with
+    rubric levels, a template without {reference_block} on items with a reference. The
+    judge answers without that text; the run goes on (a template may judge by its own
+    rubric on data that carries one, and builtin data cannot lose the field), but the drop
+    is counted and said, never silent. `fields` limits the check (scoring-bias shows a
+    reference only in its ref_k prompts). Built-in templates are not checked: what they show
+    is documented (the pairwise ones show no reference)."""
     if t.source is None:
-        return
-    names = user_placeholders(t)
-    problems: list[str] = []
+        return []
+    names, _odd, _err = _user_fields(t.user)
+    out: list[str] = []
     for field, placeholder, what in ITEM_FIELDS.get(kind, ()):
         if (fields is not None and field not in fields) or placeholder in names:
             continue
         n = sum(1 for it in items if getattr(it, field, None))
         if n:
-            problems.append(f"{n} of {len(items)} items carry {what} (field {field!r}) and "
-                            f"the user section has no {{{placeholder}}} to show it")
-    if problems:
-        raise ValueError(
-            f"template {t.where!r}: " + "; ".join(problems) + ", so the judge would answer "
-            "without that text and nothing would say so. Add the placeholder to the user "
-            "section (it is filled from each item, and left empty, or the default rubric "
-            "and levels, for an item without the field), or remove the field from the data "
-            "to judge every item by the template's own text.")
+            out.append(
+                f"template {t.where!r} drops {what} (field {field!r}) that {n} of "
+                f"{len(items)} items carry: its user section has no {{{placeholder}}}, so the "
+                f"judge sees none of it on those {n} items. To show it, add {{{placeholder}}} "
+                "to the user section (it is filled from each item).")
+    return out
