@@ -19,6 +19,7 @@ from judgeaudit.audit.evaluate import (
 from judgeaudit.data import PairwiseItem, PointwiseItem, load
 from judgeaudit.judges import make_judge
 from judgeaudit.judges.pairwise import OrderVerdict, PairwiseVerdict
+from judgeaudit.judges.parse import parse_score
 from judgeaudit.judges.pointwise import ScoreVerdict
 from judgeaudit.llm import Cache
 
@@ -361,10 +362,9 @@ def _point_case():
     items = [PointwiseItem(id=f"p{k}", prompt="q", response="r", score=g,
                            metadata={"doc": f"d{k // 4}", "src": src[k]})
              for k, g in enumerate(gold)]
-    verdicts = []
-    for k, r in enumerate(raw):
-        sid = int(r) if r in {"1", "2", "3", "4", "5"} else None
-        verdicts.append(ScoreVerdict(f"p{k}", r, sid))
+    # each verdict as the judge layer reads its answer (decimals too: evaluate does not read
+    # the raw answer again)
+    verdicts = [ScoreVerdict(f"p{k}", r, parse_score(r)) for k, r in enumerate(raw)]
     verdicts[9] = ScoreVerdict("p9", "", None, error="timeout after 3 retries",
                                failed="call_failed")
     return items, verdicts

@@ -565,9 +565,12 @@ def label_warnings(accuracy: dict[str, Any] | None, kappa: dict[str, Any] | None
 
 # ---------------------------------------------------------------- pointwise
 
+# ASCII digits only ([0-9], not \d): a score is one of the rubric's ids, which are the ASCII
+# numerals "1".."K"; \d with float() read "५" (Devanagari 5) as 5.0, an answer the judge layer
+# (`parse_score`) counts unreadable, so the two disagreed on what the judge said.
 _NUMBER = re.compile(
-    r"^\s*+(?:score\s*+[:=]?\s*+)?\**+\s*+(\d+(?:\.\d+)?|\.\d+)\s*+\**+\s*+(?:/\s*+(\d+))?\s*+"
-    r"[.)]?\s*+$",  # possessive: a run of spaces cannot make it backtrack
+    r"^\s*+(?:score\s*+[:=]?\s*+)?\**+\s*+([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*+\**+\s*+"
+    r"(?:/\s*+([0-9]+))?\s*+[.)]?\s*+$",  # possessive: a run of spaces cannot make it backtrack
     re.I)
 
 
@@ -578,7 +581,9 @@ def numeric_ids(score_ids: Sequence[str]) -> bool:
 def decimal_score(raw: str | None, score_ids: Sequence[str]) -> float | None:
     """A decimal answer (e.g. "3.5", "Score: 3.5", "3.5/5") within the rubric's range 1..K,
     for judges that average or give half points; None when the ids are not the numerals
-    1..K, the first line is not one number, or the number is outside 1..K."""
+    1..K, the first line is not one number in ASCII digits, or the number is outside 1..K.
+    Not used to count: the judge layer (`parse_score`) reads decimals itself, and reads the
+    whole answer (a first line "3.5" the judge revises later is no score)."""
     if not raw or not raw.strip() or not numeric_ids(score_ids):
         return None
     m = _NUMBER.match(raw.strip().splitlines()[0])
@@ -592,15 +597,17 @@ def decimal_score(raw: str | None, score_ids: Sequence[str]) -> float | None:
 
 
 def judge_score(verdict: Any, score_ids: Sequence[str]) -> tuple[float | None, bool]:
-    """(score, decimal): the judge layer's score (it reads half points itself now), else a
-    decimal one in range read from the raw answer (verdicts parsed by an older judge layer)."""
-    if verdict.score is not None:
-        v = float(verdict.score)
-        return v, not v.is_integer()
-    if verdict.error is not None:
+    """(score, decimal): the judge layer's score as it read it (`parse_score` reads half
+    points itself), decimal when it is not a whole number; (None, False) when it read none.
+    The raw answer is not read again: a second reader (`decimal_score` on the first line)
+    took answers the judge layer had refused ("५", "3.5" then "Score: 2") as scores, so
+    evaluate said "0 of 20 answers unreadable" where the client had stopped after 16
+    unreadable ones, and counted a whole "५" as a decimal score. `score_ids`: unused, kept
+    for callers (the judge layer has applied them)."""
+    if verdict.score is None:
         return None, False
-    d = decimal_score(verdict.raw, score_ids)
-    return d, d is not None
+    v = float(verdict.score)
+    return v, not v.is_integer()
 
 
 def _mae(diff: np.ndarray) -> dict[str, Any]:
