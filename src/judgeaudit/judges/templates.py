@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -240,34 +240,83 @@ def _chained(line: str, m: re.Match[str], last: int) -> bool:
                 or _CHAINED_AFTER.match(line, m.end(last)))
 
 
+# Before a phrase in its clause: a condition ("If the user asked for a 1-3 scale rating, ..."),
+# so the phrase describes something else than the score asked for.
+_CONDITION = re.compile(r"\b(?:if|when|whenever|unless|whether|suppose)\b", re.IGNORECASE)
+# After "out of N": a word that makes N a count ("1 out of 3 criteria", "out of 4 tests"),
+# unless it names the scale ("out of 10 points").
+_COUNTED_AFTER = re.compile(r"\s+(?!(?:points?|scale|rating|stars?)\b)[A-Za-z]", re.IGNORECASE)
+
+
+def _phrases(line: str) -> Iterator[tuple[str, re.Match[str], list[str]]]:
+    """Each scale phrase on `line`: (its kind, the match, its numbers)."""
+    for kind, pat in _SCALE_PHRASES:
+        for m in pat.finditer(line):
+            yield kind, m, [g for g in m.groups() if g is not None]
+
+
+def _states_scale(text: str, k: int) -> bool:
+    """Whether `text` states the scale 1..k anywhere ("from 1 to 5", "1-5 scale", "out of
+    5", "X/5", "a 5-point scale", "between 1 and 5", "(1-5)" on a score line)."""
+    for line in text.splitlines():
+        for kind, m, nums in _phrases(line):
+            n = [int(x) for x in nums if x.isdigit()]
+            if kind in ("range", "scale", "top") and len(n) >= 2:
+                if n[-2:] == [1, k] and not _chained(line, m, m.lastindex or 0):
+                    return True
+            elif n and n[-1] == k and (kind in ("out_of", "ratio") or len(n) == 1):
+                return True
+        if _LINE_SCORE_WORD.search(line) and any(
+                (m.group(1) or m.group(2)) == "1" and int(m.group(3)) == k
+                and not _chained(line, m, 3) for m in _BARE_RANGE.finditer(line)):
+            return True
+    return False
+
+
+def _asked_below(line: str, m: re.Match[str], kind: str) -> bool:
+    """Whether a phrase with a top below k states the scale the score is asked on: not in a
+    conditional clause ("If the user asked for a 1-3 scale rating, ..."), not a band's label
+    ("Scale: 1-2 = poor"), not a count ("1 out of 3 criteria")."""
+    start = max(line.rfind(c, 0, m.start()) for c in ".;:!?,")
+    if _CONDITION.search(line, start + 1, m.start()):
+        return False
+    if kind == "out_of":
+        return _COUNTED_AFTER.match(line, m.end()) is None
+    return _NOT_COUNTED.match(line, m.end()) is not None
+
+
 def _other_scale(text: str, k: int) -> tuple[str, str] | None:
     """(the phrase, its line) of the first phrase stating a scale other than 1..k, or None.
     A stated scale is another one when its top is above k or its bottom is 0; a range whose
-    top is at most k (and bottom 1 or more) is a band of 1..k, never another scale."""
+    top is at most k (and bottom 1 or more) is a band of 1..k, never another scale. A phrase
+    naming the scale with a top below k ("on a scale of 1 to 3", "a score out of 3") is
+    another scale only in a template that states 1..k nowhere and when it is about the score
+    asked for (`_asked_below`): "score each aspect on a scale of 1 to 3, then give an overall
+    score from 1 to 5" asks for 1..5."""
+    below_counts = not _states_scale(text, k)
     for line in text.splitlines():
-        for kind, pat in _SCALE_PHRASES:
-            for m in pat.finditer(line):
-                nums = [g for g in m.groups() if g is not None]
-                if kind in ("range", "scale"):
-                    lo, hi = int(nums[-2]), int(nums[-1])
-                    if lo > hi or _chained(line, m, m.lastindex or 0):
-                        continue  # no range: "2024-10" of a date, "5 to 1"
-                    other = hi > k or lo == 0
-                    # a phrase naming the scale states its top: one below k is another
-                    # scale ("on a scale of 1 to 3"), unless it labels a band ("scale: 1-2 =")
-                    if kind == "scale" and hi < k and _NOT_COUNTED.match(line, m.end()):
-                        other = True
-                elif kind == "out_of":
-                    other = int(nums[-1]) != k
-                elif kind == "ratio":
-                    top = int(nums[-1])
-                    score = nums[-2]
-                    other = top > k and (not score.isdigit() or int(score) <= top)
-                else:
-                    lo_hi = [int(x) for x in nums]
-                    other = lo_hi[-1] > k
-                if other:
-                    return m.group(0).strip(), line.strip()
+        for kind, m, nums in _phrases(line):
+            if kind in ("range", "scale"):
+                lo, hi = int(nums[-2]), int(nums[-1])
+                if lo > hi or _chained(line, m, m.lastindex or 0):
+                    continue  # no range: "2024-10" of a date, "5 to 1"
+                other = hi > k or lo == 0
+                # a phrase naming the scale states its top: one below k can be another
+                # scale ("on a scale of 1 to 3")
+                if kind == "scale" and hi < k and below_counts:
+                    other = other or _asked_below(line, m, kind)
+            elif kind == "out_of":
+                top = int(nums[-1])
+                other = top > k or (top < k and below_counts and _asked_below(line, m, kind))
+            elif kind == "ratio":
+                top = int(nums[-1])
+                score = nums[-2]
+                other = top > k and (not score.isdigit() or int(score) <= top)
+            else:
+                lo_hi = [int(x) for x in nums]
+                other = lo_hi[-1] > k
+            if other:
+                return m.group(0).strip(), line.strip()
         if _LINE_SCORE_WORD.search(line):
             for m in _BARE_RANGE.finditer(line):
                 if int(m.group(3)) > k and not _chained(line, m, 3):
