@@ -37,6 +37,7 @@ from judgeaudit.cli.runner import (
     undecided_probes,
     unmeasured_probes,
     unmeasured_text,
+    unrequested_not_run,
     write_outputs,
 )
 from judgeaudit.cli.terminal import SafeConsole, json_line, shown, styled
@@ -265,13 +266,19 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     # ...,undecided fails on them as undecided. Named ones are unmeasured (exit 3) as before.
     not_run = not_run_probes(res, must_pass if mode == "probes" else None) \
         if mode in ("biased", "any", "probes") else []
+    # ... except those the user never chose whose requirement the run lacks (--full's
+    # self_preference without --panel): named, but no gate fails on them
+    not_gated = unrequested_not_run(
+        not_run, {p.strip() for p in (cfg.probes or "").split(",")} | must_pass,
+        has_panel=bool((cfg.panel or "").strip()))
     if mode != "probes":
-        undecided = sorted({*undecided, *not_run})
+        undecided = sorted({*undecided, *(set(not_run) - set(not_gated))})
     if fail_undecided:
         failing = failing | set(undecided)
     if mode != "never":  # in results.json and --json, not only in the exit code
         res["gate"] = gate_record(res, cfg.fail_on, failing, [*unchecked, *unmeasured],
-                                  why=unmeasured, undecided=undecided, not_run=not_run)
+                                  why=unmeasured, undecided=undecided, not_run=not_run,
+                                  not_gated=not_gated)
     path, report = write_outputs(cfg.out, res)
     from judgeaudit.cli.format import audit_table, panel_table
 

@@ -940,6 +940,20 @@ def not_run_probes(res: Mapping[str, Any], names: set[str] | Sequence[str] | Non
                   and (names is None or n in names))
 
 
+def unrequested_not_run(not_run: Sequence[str], named: set[str] | Sequence[str],
+                        has_panel: bool) -> list[str]:
+    """Of the probes `not_run`, those the user never chose and whose requirement the run
+    lacks: named neither in --probes nor in --fail-on (so --full brought them) and needing a
+    panel (`Probe.needs_panel`) where the run has none. They are named (gate.not_run,
+    gate.not_gated) but fail no gate, ...,undecided included: under --full without --panel
+    self_preference is always not_run, and biased,undecided then always failed on it. A
+    probe not run for want of usable items (its data) stays undecided."""
+    from judgeaudit.audit.probe import get_probe
+
+    return sorted(n for n in not_run
+                  if n not in named and not has_panel and get_probe(n).needs_panel)
+
+
 def _probes(names: Sequence[str]) -> str:
     return f"{len(names)} probe{'' if len(names) == 1 else 's'} ({', '.join(names)})"
 
@@ -950,7 +964,9 @@ def undecided_line(gate: Mapping[str, Any], command: str) -> str | None:
     gate of any outcome names), or None."""
     und = list(gate.get("undecided") or [])
     nr = list(gate.get("not_run") or [])
+    free = [n for n in gate.get("not_gated") or [] if n in nr]  # --full's, lacking a panel
     under = [n for n in und if n not in nr]
+    gated_nr = [n for n in nr if n not in free]
     outcome = gate.get("outcome")
     if outcome != "passed":  # tripped: the fail-on line names its probes; these it did not
         rest = [n for n in nr if n not in (gate.get("by") or [])]
@@ -961,10 +977,18 @@ def undecided_line(gate: Mapping[str, Any], command: str) -> str | None:
     word = UNDECIDED_WORD.get(command, "undecided")
     parts = [f"undecided: {_probes(under)} underpowered, which the gate cannot check (the "
              "data cannot tell)"] if under else []
-    if nr:
-        parts.append(f"not run: {_probes(nr)}, which measured nothing, so the gate cannot "
-                     f"check them{' either' if under else ''}")
-    return f"passed, {'; '.join(parts)}; --fail-on {gate.get('fail_on')},{word} fails on them"
+    if gated_nr:
+        parts.append(f"not run: {_probes(gated_nr)}, which measured nothing, so the gate "
+                     f"cannot check them{' either' if under else ''}")
+    line = f"passed, {'; '.join(parts)}; --fail-on {gate.get('fail_on')},{word} fails on them" \
+        if parts else "passed"
+    if free:
+        one = len(free) == 1
+        line += (f"; not run: {_probes(free)} that --full added, which need{'s' if one else ''}"
+                 " --panel (other judges) and this run has none: not gated (to gate "
+                 f"{'it' if one else 'them'}, name {'it' if one else 'them'} in --probes and "
+                 "give --panel)")
+    return line
 
 
 def recorded_exit_code(doc: Mapping[str, Any]) -> int:
@@ -977,15 +1001,17 @@ def recorded_exit_code(doc: Mapping[str, Any]) -> int:
 
 def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
                 unchecked: Sequence[str] = (), why: Mapping[str, str] | None = None,
-                undecided: Sequence[str] = (), not_run: Sequence[str] = ()
-                ) -> dict[str, Any]:
+                undecided: Sequence[str] = (), not_run: Sequence[str] = (),
+                not_gated: Sequence[str] = ()) -> dict[str, Any]:
     """The release gate's outcome as results.json and --json keep it (it was only the exit
     code): "run_failed" (no gate passes a failed run), "tripped" by the probes in `by`,
     "unchecked" (a threshold without data, or a probe the gate names that measured nothing,
     which no gate passes; `why` says why, per probe), or "passed". `undecided`: the gated
     probes the run could not decide, kept whatever the outcome (a gate that passed with
     them said nothing of them); `not_run`: the gated probes that measured nothing (an
-    audit's verdict not_run), kept whatever the outcome too."""
+    audit's verdict not_run), kept whatever the outcome too; `not_gated`: those of them the
+    user never chose whose requirement the run lacks (`unrequested_not_run`), which fail
+    no gate."""
     if run_failed(res):
         outcome, by = "run_failed", []
     elif failing:
@@ -999,6 +1025,8 @@ def gate_record(res: Mapping[str, Any], fail_on: str | None, failing: set[str],
         rec["undecided"] = sorted(undecided)
     if not_run and outcome != "run_failed":
         rec["not_run"] = sorted(not_run)
+        if not_gated:
+            rec["not_gated"] = sorted(not_gated)
     if outcome == "unchecked" and why:
         rec["why"] = {k: why[k] for k in by if k in why}
     return rec
