@@ -310,6 +310,9 @@ def to_items(rows: Rows, params: dict[str, str], tag: str, src: str, seed: int) 
                 if score not in (None, ""):
                     if isinstance(score, bool) or not isinstance(score, str | int | float):
                         raise ValueError(f"expected a number, got {type(score).__name__}")
+                    if isinstance(score, str) and not score.isascii():
+                        # float() reads "५" as 5.0; a JSONL file's "५" is refused (the schema)
+                        raise ValueError(f"expected a number in ASCII digits, got {score!r}")
                     try:
                         data["score"] = float(score)
                     except ValueError:

@@ -311,6 +311,10 @@ UNREADABLE_SCORES = "no readable recorded scores"
 
 
 def _number(text: str) -> float | None:
+    """A recorded score in ASCII digits (float() reads "५" as 5.0, which a live judge's
+    answer would not give: `parse_score` reads ASCII digits only); None otherwise."""
+    if not text.isascii():
+        return None
     try:
         v = float(text)
     except ValueError:
@@ -547,9 +551,10 @@ def _fastchat_texts(path: Path, table: Table, options: dict[str, str]
 
 
 # Prometheus's answer ends "[RESULT] N"; FastChat's single-answer grading holds "[[N]]" once.
-_BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)\s*\)?\s*$"
-                          r"|^(?!.*\[\[.*\[\[).*?\[\[\s*(\d+(?:\.\d+)?)\s*\]\]", re.S)
-_LEAD_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(?:\n|$)")
+# ASCII digits, as `parse_score` reads them: a recorded "५" is passed on and counted invalid.
+_BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*([0-9]+(?:\.[0-9]+)?)\s*\)?\s*$"
+                          r"|^(?!.*\[\[.*\[\[).*?\[\[\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]", re.S)
+_LEAD_NUMBER = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(?:\n|$)")
 
 
 def _score_ids(meta: dict[str, Any]) -> list[str]:
@@ -664,6 +669,8 @@ class ReplayProvider(Provider):
             if lead is not None and float(lead.group(1)) != float(marked):
                 return score  # an opening score and a marker that disagree: left invalid
             score = marked
+        if not score.isascii():  # float() reads "५" as 5.0; a live answer "५" is unreadable
+            return score
         try:
             k = float(score)
         except ValueError:

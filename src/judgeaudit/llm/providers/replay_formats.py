@@ -337,6 +337,8 @@ def long_verdict(src: str, lineno: int, value: str, column: str = "verdict") -> 
     """A long-layout verdict checked: a number must be 1, 2 (original numbering) or 0 (tie);
     A/B, tie, empty and free text are kept."""
     v = value.strip()
+    if not v.isascii():  # "२": free text (float() would read it as 2)
+        return value
     try:
         num = float(v)
     except ValueError:
