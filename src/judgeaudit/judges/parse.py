@@ -1182,24 +1182,53 @@ _LATER_SCORE = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict)[\s*_]*+"
                           r"(?:[:=\-\u2013][\s*_]*+|(?<=\s)is\s++)" + _NUMBER_VALUE,
                           re.IGNORECASE)
 # A later line giving a score in another form than `_LATER_SCORE` reads, each a score the
-# judge may have moved to ("B ... Grade: D" read B; "4 ... Final answer: 2" read 4): the same
-# labels and "Overall:" with any score of the scale ("**Final grade:** D", "Verdict: IV"), a
-# final answer ("Final answer: 2", "**Final Answer:** [[2]]"), a line that is one \boxed{2},
-# a revision ("I'll revise my score to 2"). Their values count only when they name a score
-# (`_later_token`): "Verdict: good" is no second score. Possessive runs: linear on a long
-# run of spaces or asterisks after a label.
-_LATER_ID = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict|overall|evaluation|"
-                       r"assessment)[\s*_]*+"
+# judge may have moved to ("B ... Grade: D" read B; "4 ... Final answer: 2" read 4). Only the
+# judge's own score counts, not one it reports or one in its prose (s44 review8: "raised the
+# score to 2-1", "update the rating to 5 stars", a response's "\boxed{3}" read as a second
+# score and made the answer unreadable): a labelled line ("Grade: D", "**Final grade:** D",
+# "Overall: 2", "Verdict: IV") at the line's start, not in a "> " quote or quotes, with any
+# score of the scale; a final answer ("Final answer: 2", "**Final Answer:** [[2]]") or a line
+# that is one \boxed{2}, not in a ``` fence nor introduced as a response's (`_introduced`:
+# "The response's last line is:", "... and arrives at"); a revision of the judge's own score
+# ("I'll revise my score to 2"; not "raised the score to"). Their values count only when they
+# name a score (`_later_token`): "Verdict: good" is no second score. Possessive runs: linear
+# on a long run of spaces or asterisks after a label.
+_LATER_ID = re.compile(r"^[\s#*_\-]*+(?:\d{1,2}[.)][ \t]++)?(?:(?:my|the|final|overall|revised|"
+                       r"updated|corrected|adjusted|new)[ \t*_]++)*+(?:score|rating|grade|"
+                       r"verdict|overall|evaluation|assessment)[ \t*_]*+"
                        r"(?:[:=\-\u2013][\s*_]*+|(?<=\s)is\s++)" + _SCORE_VALUE, re.IGNORECASE)
-_LATER_FINAL = re.compile(r"^[\s#>*_\-]*+(?:(?:my|the)\s+)?final\s+answer[\s*_]*+[:=][\s*_]*+"
+_LATER_FINAL = re.compile(r"^[\s#*_\-]*+(?:(?:my|the)\s+)?final\s+answer[\s*_]*+[:=][\s*_]*+"
                           + _SCORE_VALUE, re.IGNORECASE)
-_LATER_BOXED = re.compile(r"^(?:\\[(\[]|[\s#>*_$])*+\\boxed\{\s*+(?P<p>" + _TOKEN +
+_LATER_BOXED = re.compile(r"^(?:\\[(\[]|[\s#*_$])*+\\boxed\{\s*+(?P<p>" + _TOKEN +
                           r")\s*+\}[\s*_$\\)\].!]*+$")
 _LATER_REVISED = re.compile(
-    r"\b(?:revis|chang|lower|rais|updat|adjust|correct|bump|drop|reduc|increas|lower)\w*+\s++"
-    r"(?:my|the|this|its|our)\s++(?:(?:final|overall)\s++)?(?:score|rating|grade)\s++"
+    r"\b(?:revis|chang|lower|rais|updat|adjust|correct|bump|drop|reduc|increas)\w*+\s++"
+    r"my\s++(?:(?:final|overall)\s++)?(?:score|rating|grade)\s++"
     r"(?:(?:down|up)\s++)?to\s++(?:(?:a|an)\s++)?[*_\[]{0,4}(?P<p>" + _TOKEN + r")(?![A-Za-z0-9])",
     re.IGNORECASE)
+# A line that introduces what comes next as something else's ("The response's last line is:",
+# "... and arrives at"): it ends with ':' (not the judge's own label, "Final answer:") or with a
+# word a sentence goes on after.
+_JUDGE_LABEL_ALONE = re.compile(r"^[\s#*_\-]*+(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?"
+                                r"(?:answer|score|rating|grade|verdict)[\s*_]*+:[\s*_]*+$",
+                                re.IGNORECASE)
+_GOES_ON = frozenset({"at", "is", "was", "are", "be", "with", "as", "of", "to", "in", "gives",
+                      "gets", "obtains", "reaches", "yields", "writes", "states", "answers",
+                      "computes", "concludes", "finds", "returns", "outputs", "shows", "reads",
+                      "says", "gave", "got", "obtained", "reached", "wrote", "stated",
+                      "computed", "concluded", "found", "returned", "showed"})
+
+
+def _introduced(prev: str) -> bool:
+    """True when `prev`, the line before a "Final answer: N" or "\\boxed{N}" line, introduces
+    that line as what a response wrote: a line ending with ':' that is not the judge's own
+    label ("The response's last line is:"), or one whose last word a sentence goes on after
+    ("The response solves it and arrives at")."""
+    body = prev.strip().rstrip(" \t*_")
+    if body.endswith(":"):
+        return _JUDGE_LABEL_ALONE.match(prev) is None
+    words = body.rsplit(None, 1)
+    return bool(words) and words[-1].lower() in _GOES_ON
 
 
 _SCORE_WORDS = ("score", "rating", "grade", "verdict", "overall", "evaluation", "assessment")
@@ -1212,17 +1241,20 @@ def _score_word(line: str) -> bool:
     return any(w in low for w in _SCORE_WORDS)
 
 
-def _later_other(line: str, ids: tuple[str, ...] | None,
-                 worded: bool = True) -> list[tuple[str, str | None]]:
+def _later_other(line: str, ids: tuple[str, ...] | None, worded: bool = True,
+                 own: bool = True) -> list[tuple[str, str | None]]:
     """The (token, top) a later `line` gives by `_LATER_ID`, `_LATER_FINAL`, `_LATER_BOXED` or
     `_LATER_REVISED`, when its value names a score (`_later_token`); [] otherwise. `worded`:
     the line holds a score word (`_score_word`); the patterns that need one are skipped
-    without it."""
-    for pattern in ((_LATER_ID, _LATER_FINAL) if worded else (_LATER_FINAL,)):
+    without it. `own`: the line may be the judge's own (not in a ``` fence, not `_introduced`
+    as a response's by the line before it); a final answer or a \\boxed line counts only then."""
+    patterns = ((_LATER_ID,) if worded else ()) + ((_LATER_FINAL,) if own else ())
+    for pattern in patterns:
         m = pattern.match(line)
         if m is not None and _later_token(token := m.group("b") or m.group("p"), ids):
             return [(token.lower(), m.group("top"))]
-    m = _LATER_BOXED.match(line) or (_LATER_REVISED.search(line) if worded else None)
+    m = (_LATER_BOXED.match(line) if own else None) \
+        or (_LATER_REVISED.search(line) if worded else None)
     if m is not None and _later_token(m.group("p"), ids):
         return [(m.group("p").lower(), None)]
     return []
@@ -1315,6 +1347,10 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
         # each later line that is a labelled score ("Rating: [[4]]\nRating: [[2]]" is none).
         got += [(m.group(1) or m.group(2), None) for m in _MARKERS.finditer(text)]
         lines = text.strip().splitlines()
+        prev, fenced = lines[0], False  # the last non-blank line before; inside ``` fences
+        # (a fence opened and never closed hides nothing, as in `parse_final`)
+        fence_at = [i for i, ln in enumerate(lines) if _FENCE_LINE.match(ln)]
+        stray = fence_at[-1] if len(fence_at) % 2 else -1
         for i, line in enumerate(lines[1:], start=1):
             # the label scans step through the whole line: run only where a label word is
             # (a megabyte of "*" cost 0.25 s in them)
@@ -1326,7 +1362,16 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
             if value is not None:
                 got.append(((value.group("b") or value.group("p")).lower(), value.group("top")))
             else:
-                got += _later_other(line, ids, worded)
+                # (the line before it looked at only where a final answer or \boxed may be:
+                # each of a million blank lines after a long one re-read it)
+                low = line.casefold()
+                own = not fenced and ("answer" in low or "boxed" in low) \
+                    and not _introduced(prev)
+                got += _later_other(line, ids, worded, own)
+            if _FENCE_LINE.match(line) and i != stray:
+                fenced = not fenced
+            if line.strip():
+                prev = line
     return list(dict.fromkeys(got))
 
 
