@@ -252,7 +252,8 @@ class AuditConfig(RunFields):
         "biased (a named probe that measured nothing, n = 0 or not run, fails the gate: "
         "exit 3). Add ',undecided' (biased,undecided) to fail also on the gated probes the "
         "data could not decide (underpowered or not run; adaptive: stopped by the budget "
-        "undecided), which a passing gate lists. 'none': no gate (turns off a --config "
+        "undecided), which a passing gate lists; a probe --full added that needs --panel, "
+        "in a run without one, is listed as not gated. 'none': no gate (turns off a --config "
         "file's fail_on); an empty value is refused."))
     seed: Seed = _f(0, SEED_HELP)
     alpha: OpenUnit = _f(0.05, "False discovery rate for 'biased' (0 < alpha < 1).")

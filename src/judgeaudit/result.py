@@ -479,6 +479,8 @@ class Result(BaseModel):
                                      **_adaptive_stop(p)}
                               for name, p in (d.get("probes") or {}).items()}
             out["left_out"] = dict(d.get("dropped") or {})
+            # what the run warned of (a user template dropping the items' rubric or reference)
+            out["warnings"] = list(d.get("warnings") or [])
             ad = d.get("adaptive")
             if isinstance(ad, Mapping):  # the adaptive run's own stop (results.json only)
                 out["adaptive"] = {k: ad.get(k) for k in ("rounds", "stopped_by", "stop",

@@ -157,13 +157,13 @@ def test_a_builtin_pairwise_template_is_not_refused_on_pairs_with_a_reference(tm
 
 def test_audit_says_a_pairwise_template_drops_the_reference(tmp_path):
     """audit: counted over the data's items, each probe judging the first --n it can use;
-    in the terminal, results.json and the report (audit's --json carries no warnings)."""
+    in the terminal, results.json, --json and the report."""
     tpl = write(tmp_path, SYSTEM + PAIR)
     data = pairs(tmp_path / "pairs.jsonl", reference="Paris")
     with FakeLLMServer() as srv:
         res = CliRunner().invoke(app, [
             "audit", "--data", f"jsonl:{data}", "--out", str(tmp_path / "out"),
-            "--probes", "position", "--n", "2", "--judge",
+            "--probes", "position", "--n", "2", "--json", "--judge",
             f"openai:m?base_url={srv.openai_url}&api_key=k&template={tpl}"])
         assert res.exit_code == 0, res.output
         assert srv.count() > 0
@@ -171,8 +171,9 @@ def test_audit_says_a_pairwise_template_drops_the_reference(tmp_path):
              "add {reference_block}", "each probe judges the first 2 it can use")
     doc = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
     for text in (" ".join(res.output.split()), " ".join(doc["warnings"]),
-                 report.replace("&#39;", "'")):
+                 " ".join(summary["warnings"]), report.replace("&#39;", "'")):
         for w in words:
             assert w in text, (w, text[:3000])
 
