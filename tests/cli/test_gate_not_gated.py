@@ -42,6 +42,9 @@ def test_full_without_a_panel_passes_biased_undecided(tmp_path):
     assert ("not run: 1 probe (self_preference) that --full added, which needs --panel "
             "(other judges) and this run has none: not gated") in said
     assert "fails on them" not in said  # nothing left for ,undecided to fail on
+    report = " ".join((tmp_path / "a" / "report.html").read_text(encoding="utf-8").split())
+    assert ("Not run and not gated (added by <code>--full</code>, needing what this run "
+            "lacks, such as <code>--panel</code>): <code>self_preference</code>.") in report
 
 
 def test_a_probe_named_in_fail_on_still_counts(tmp_path):

@@ -508,7 +508,9 @@ def _gate(r: dict[str, Any]) -> dict[str, Any] | None:
         return None
     return {"fail_on": _str(g.get("fail_on")), "outcome": _str(g.get("outcome")),
             "by": [str(n) for n in _l(g.get("by"))],
-            "undecided": [str(n) for n in _l(g.get("undecided"))]}
+            "undecided": [str(n) for n in _l(g.get("undecided"))],
+            # probes --full added whose need the run lacks (a panel): named, never gated
+            "not_gated": [str(n) for n in _l(g.get("not_gated"))]}
 
 
 def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
