@@ -427,6 +427,7 @@ def _parse_plain_choice(text: str, choices: tuple[str, ...], allow_tie: bool) ->
     if _marked_end(text, choices, allow_tie) != got:  # a marked end outweighs a sentence
         later += [fold(m.group(1)) for line in text.strip().splitlines()[1:]
                   if (m := _SENTENCE.match(line.strip()))]
+        later += _revised_choices(text, choices)  # "On reflection, I choose Response B"
     if any(c is not None and c != got for c in later):
         return None
     for m in _LABEL_ANYWHERE.finditer(text):
@@ -810,6 +811,49 @@ def _refused_opening(text: str, choices: tuple[str, ...]) -> bool:
         or len({t for t in tokens if t in {c.lower() for c in choices}}) > 1)
 
 
+# Words a judge opens a sentence with when it takes back what it said before ("On reflection,
+# I choose Response B", "Correction: The better response is Response B", "However, Response B
+# is better.", "Wait, ..."): a verdict sentence after them, naming another choice than an
+# opening verdict, leaves the answer unread (review8: 'I choose **Response A**\nOn
+# reflection, I choose **Response B**' read A once bold labels read).
+_REVISION_LEAD = re.compile(
+    r"(?:(?:on|upon|after)\s++(?:(?:further|second|closer|more\s++careful)\s++)?(?:reflection|"
+    r"thoughts?|consideration|review|inspection|re-?reading|re-?consideration|reconsidering|"
+    r"re-?checking|re-?evaluation|re-?evaluating)|correction|corrected|actually|however|wait|"
+    r"but|no|hmm++|oops|sorry|nevertheless|nonetheless|instead|rather|in\s++fact|that\s++said|"
+    r"having\s++said\s++that|scratch\s++that|i\s++was\s++wrong|let\s++me\s++(?:reconsider|"
+    r"correct\s++(?:that|myself|this))|re-?reading|reconsidering|re-?evaluating|update|"
+    r"updated|edit|revised|revision|second\s++thoughts?)\b[ \t,:;.!\-\u2013\u2014*_]*+",
+    re.IGNORECASE)
+
+
+def _revised_choice(sentence: str, choices: tuple[str, ...]) -> str | None:
+    """The choice a verdict sentence after a revision lead names ("On reflection, I choose
+    Response B", "Correction: The better response is **Response B**", "However, Response B is
+    better."), None for any other sentence (one with no such lead is read by the other
+    rules)."""
+    rest, leads = _trim_markup(sentence), 0
+    while leads < 4 and (m := _REVISION_LEAD.match(rest)) is not None:
+        rest, leads = rest[m.end():], leads + 1
+    if not leads or not rest.strip():
+        return None
+    sentence_m = _SENTENCE.match(rest.strip())
+    if sentence_m is not None:
+        return _folder(choices)(sentence_m.group(1))
+    return _verdict_sentence(rest, choices) if _CORE_AT.search(rest) is not None else None
+
+
+def _revised_choices(text: str, choices: tuple[str, ...]) -> list[str]:
+    """Every choice a sentence after the answer's first line names after a revision lead
+    (`_revised_choice`)."""
+    got = []
+    for line in text.strip().splitlines()[1:]:
+        for s in _SENT_SPLIT.split(line):
+            if (c := _revised_choice(s, choices)) is not None:
+                got.append(c)
+    return got
+
+
 def _conclusions(text: str, choices: tuple[str, ...]) -> list[str]:
     """Every choice a verdict sentence anywhere in the answer gives ("Therefore, Output (a)
     is better.", "The better response is B", "I choose A", and one with no concluding word,
@@ -1045,8 +1089,9 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
             where = open_line.find(part, pos)
             pos = where + len(part)
             if _CORE_AT.search(part) is not None \
-                    and (c := _verdict_sentence(part, labels)) is not None:
-                found.append((start + where, c, False))
+                    and ((c := _verdict_sentence(part, labels)) is not None
+                         or (c := _revised_choice(part, labels)) is not None):
+                found.append((start + where, c, False))  # "Correction: ... Response B"
             elif _TIE_WORD.search(part) and _tie_sentence(part, labels):
                 found.append((start + where, "tie", False))
     found.sort()
@@ -1058,8 +1103,37 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
             or any(c != last for _, c, _ in found[marked[-1]:]):
         return None
     if any(c != last for c in _opening_verdicts(text, labels + ties, found, name, compiled)):
-        return None  # "A\n...\nVerdict: B": which one the judge means is not guessed
+        # "A\n...\nVerdict: B": which one the judge means is not guessed, unless it took the
+        # opening back in so many words ("Wait, re-reading: ...") and all after that agrees
+        # with the last line, the one the template asks for
+        at = _self_correction_at(text)
+        if at is None or found[marked[-1]][0] < at or any(c != last for pos, c, _ in found
+                                                          if pos >= at):
+            return None
     return last
+
+
+# A line where the judge takes back what it said ("Wait, re-reading: ...", "Actually, ...",
+# "Correction: ...", "On reflection, ..."), the word followed by a mark, not by a sentence
+# that merely starts with it ("Wait times are shorter ...").
+_SELF_CORRECTION = re.compile(
+    r"[ \t#*_\-]*+(?:wait|actually|correction|oops|sorry|scratch\s++that|i\s++was\s++wrong|"
+    r"(?:on|upon|after)\s++(?:(?:further|second|closer)\s++)?(?:reflection|thoughts?|"
+    r"consideration|review|re-?reading|reconsidering|re-?checking)|re-?reading|reconsidering|"
+    r"let\s++me\s++(?:reconsider|re-?read|correct\s++(?:that|myself|this)))[*_]*+[ \t]*+"
+    r"[,:;.!\u2013\u2014\-]", re.IGNORECASE)
+
+
+def _self_correction_at(text: str) -> int | None:
+    """Where the first line after the answer's first one that opens with a self-correction
+    (`_SELF_CORRECTION`) starts, or None."""
+    lead = len(text) - len(text.lstrip())
+    at = text.find("\n", lead)
+    while at >= 0:
+        if _SELF_CORRECTION.match(text, at + 1):
+            return at + 1
+        at = text.find("\n", at + 1)
+    return None
 
 
 def _opening_verdicts(text: str, labels: tuple[str, ...], found: list[tuple[int, str, bool]],
@@ -1077,12 +1151,31 @@ def _opening_verdicts(text: str, labels: tuple[str, ...], found: list[tuple[int,
     first = text[lead:first_end]
     tokens = [t for t in _STRIP.split(first) if t]
     if len(tokens) == 1 and tokens[0] in labels and not first.rstrip(" \t*_").endswith(":"):
+        # a heading when another label heads a later line the same way ("**A**\n- ...\n
+        # **B**\n- ..."): the answer discusses each in turn, no opening verdict
+        if _other_heading(text[first_end:], tokens[0], labels):
+            return []
         return [name(tokens[0])]
     body = first.lstrip(_EDGE)
     if _FINAL_LABEL.match(first) is None and compiled.match(body) is None \
             and compiled.match(body.replace("**", "").replace("__", "")) is None:
         return []
     return [c for pos, c, is_marked in found if is_marked and pos < first_end]
+
+
+def _other_heading(rest: str, first: str, labels: tuple[str, ...]) -> bool:
+    """True when a line of `rest` (the answer after its first line, the label `first` alone)
+    is another label alone heading a discussion: lines follow it, and the line before it is
+    no verdict label or heading ("Verdict:\nB", "## Final Verdict\nB" give a verdict)."""
+    lines = [ln for ln in rest.splitlines() if ln.strip()]
+    for i, ln in enumerate(lines[:-1]):
+        t = [x for x in _STRIP.split(ln) if x]
+        if len(t) != 1 or t[0] not in labels or t[0] == first:
+            continue
+        prev = lines[i - 1] if i else ""
+        if not prev.rstrip(" \t*_").endswith(":") and _VERDICT_HEADING.match(prev) is None:
+            return True
+    return False
 
 
 # A chain of thought's closing tie: "Therefore, both outputs are equally good.", "So it is a
