@@ -201,7 +201,9 @@ class RubricJudge:
         why = (score_off_scale(out.text, score_ids or self.score_ids)
                if verdict.score is None and isinstance(out, Response) and not out.invalid
                else None)
-        if why and self.template.source:  # a user's template: say which one reads 1..K
+        # a user's template: say which one reads 1..K, where the score is off that scale
+        # (not for two scores that disagree: the scale is not at fault there)
+        if why and self.template.source and "not on the scale" in why:
             why += f" (the scale of template {self.template.source!r})"
         mark_if_invalid(self.client, request, out, verdict.score is not None, why)
         return verdict
