@@ -90,6 +90,22 @@ _FENCE = re.compile(r"^```[A-Za-z]*[ \t]*\n(.*)\n[ \t]*```$", re.DOTALL)
 _KEY_SEP = re.compile(r"[\s\-]+")
 
 
+# Full-width forms (U+FF01..U+FF5E, as a Chinese or Japanese input method types them:
+# "Ａ", "［［A］］", "Ｓｃｏｒｅ: ４") and the ideographic space, as NFKC maps them: one ASCII
+# character each, so every position in the copy is the original's. Only these: NFKC's other
+# mappings would read "4²" as "42" or "½" as "1/2".
+_HALFWIDTH = {0xFF01 + i: 0x21 + i for i in range(94)} | {0x3000: 0x20}
+
+
+def _halfwidth(text: str, names: Sequence[str] = ()) -> str:
+    """`text` with full-width forms as ASCII (`_HALFWIDTH`), the copy the readers match on
+    (what they return is a label or a score, never this text); as it is when a name the
+    reader matches (`names`: labels, score ids) is itself written in them."""
+    if any(ord(ch) in _HALFWIDTH for n in names for ch in n):
+        return text
+    return text.translate(_HALFWIDTH)
+
+
 def _strip_eos(text: str) -> str:
     """The answer without end-of-sequence tokens at its end."""
     text = text or ""
@@ -331,7 +347,7 @@ def parse_choice(
     "analysis": {"verdict": "B"}}) or a value on two lines, two JSON objects or fences,
     and 'B\\n{"verdict": "A"}'.
     """
-    text = _strip_eos(strip_reasoning(_strip_eos(text)))
+    text = _strip_eos(strip_reasoning(_strip_eos(_halfwidth(text or "", choices + tie_labels))))
     if not text or not text.strip():
         return None
     ties = tuple(t for t in tie_labels if t not in choices) if allow_tie else ()
@@ -999,10 +1015,12 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
     `labels`). "tie" where the template defines tie labels (`tie_labels`, "C") and the last
     marked verdict names one. An answer that is one label and nothing else ("A", the content
     after a provider's separate reasoning_content) reads as that label."""
-    text = _strip_eos(strip_reasoning(_strip_eos(text or "")))
+    names = labels + tie_labels
+    text = _strip_eos(strip_reasoning(_strip_eos(_halfwidth(text or "", names))))
     if not text.strip():
         return None
-    echoes = {n for s in shown for ln in (s or "").splitlines() if (n := _norm_line(ln))}
+    echoes = {n for s in shown for ln in _halfwidth(s or "", names).splitlines()
+              if (n := _norm_line(ln))}
     ties = tuple(t for t in tie_labels if t not in labels)
     fold = _folder(labels + ties)
 
@@ -1397,7 +1415,7 @@ def parse_score(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> 
     `parse_choice`. A reasoning model's closed thinking block before the score is skipped
     (`strip_reasoning`). `score_off_scale` says why a number the judge gave is not a score.
     """
-    text = _strip_eos(strip_reasoning(_strip_eos(text)))
+    text = _strip_eos(strip_reasoning(_strip_eos(_halfwidth(text or "", ids))))
     if not text or not text.strip():
         return None
     return _read_answer(text, _SCORE_KEYS, lambda v: _parse_plain_score(v, ids))
@@ -1501,7 +1519,7 @@ def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
     ("B" first, then a labelled "Grade: D"), or None when it is neither (garbage, prose
     naming two scores). The answer is then invalid all the same; only its message differs
     from "unparseable"."""
-    text = _strip_eos(strip_reasoning(_strip_eos(text or "")))
+    text = _strip_eos(strip_reasoning(_strip_eos(_halfwidth(text or "", ids))))
     if not text.strip() or parse_score(text, ids) is not None:
         return None
     tokens = _score_tokens(text, ids)
