@@ -8,6 +8,7 @@ import contextlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -1252,13 +1253,15 @@ _SCORE_LABELS = (r"(?:(?:my|the)\s+)?(?:final\s+|overall\s+)?(?:score|rating|gra
                  r"evaluation|assessment|overall)")
 _SCORE_LABEL = re.compile(
     r"^[\s#>*_]*+(?:" + _SCORE_LABELS + r"|" + _LABELS + r")[\s*_]*"
-    r"(?:[:=][\s*_]*|\s+is\s+|\s+(?=[\[*\d]))", re.IGNORECASE)
-_TOKEN = r"\d+\.\d+|[A-Za-z0-9]+"
+    r"(?:[:=][\s*_]*|\s+is\s+|\s+(?=[\[*0-9]))", re.IGNORECASE)
+# ASCII digits only ([0-9], not \d): the ids are the ASCII numerals; "४.५" read as 4.5 where
+# "५" read as nothing. A digit of another script is no score (`score_off_scale` says so).
+_TOKEN = r"[0-9]+\.[0-9]+|[A-Za-z0-9]+"
 # One score: "4", "**4**", "[[4]]", "3.5", with "/5" or "out of 5" after it.
 # Possessive \s*+: each whitespace run is taken whole (what follows never starts with a space),
 # so a long run of spaces cannot make the match backtrack (500 spaces took 21 s with \s*).
 _SCORE_VALUE = (r"(?:\[\[\s*+(?P<b>" + _TOKEN + r")\s*+\]\]|\**+\s*+(?P<p>" + _TOKEN +
-                r")\s*+\**+)\s*+(?:(?:/|\bout\s++of\b)\s*+(?P<top>\d+))?\s*+[.)!]?\s*+$")
+                r")\s*+\**+)\s*+(?:(?:/|\bout\s++of\b)\s*+(?P<top>[0-9]+))?\s*+[.)!]?\s*+$")
 _SCORE_RE = re.compile(r"^\s*+" + _SCORE_VALUE, re.IGNORECASE)
 # One short sentence giving one score and nothing else: "I'd give it a 4 out of 5", "I would
 # rate this response 4/5.", "The score is 4", "My rating would be [[4]]". Anchored at both
@@ -1271,13 +1274,14 @@ _SCORE_SENTENCE = re.compile(
 # Benchmarks' own judge formats: Prometheus ends "[RESULT] 4"; MT-Bench (FastChat) writes its
 # explanation, then "Rating: [[4]]" once. Read anywhere in the answer, as replay reads a
 # recorded answer: one "[[N]]" (two are no score), or "[RESULT] N" at the end.
-_BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)\s*\)?\s*$"
-                          r"|^(?!.*\[\[.*\[\[).*?\[\[\s*(\d+(?:\.\d+)?)\s*\]\]", re.S)
+_BENCH_SCORE = re.compile(r"\[RESULT\]\s*\(?\s*([0-9]+(?:\.[0-9]+)?)\s*\)?\s*$"
+                          r"|^(?!.*\[\[.*\[\[).*?\[\[\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]", re.S)
 
 
 # Score markers anywhere in an answer ("[[4]]", "[RESULT] 4") and a later line that is a
 # score's own label and a number ("Final score: 2", "Rating: [[2]]"): all must agree with the
-# score read. Only numbers: "The response is clear." is no second reading.
+# score read. Only numbers: "The response is clear." is no second reading. Numbers in any
+# script (\d): a second reading in another script's digits cannot agree (`_on_scale`).
 _MARKERS = re.compile(r"\[\[\s*(\d+(?:\.\d+)?)\s*\]\]"
                       r"|\[RESULT\]\s*\(?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _NUMBER_VALUE = _SCORE_VALUE.replace(_TOKEN, r"\d+(?:\.\d+)?")
@@ -1494,7 +1498,7 @@ def _on_scale(token: str, top: str | None, ids: tuple[str, ...]) -> float | None
         if token == sid.lower():
             return k
     numeric = ids == tuple(str(k) for k in range(1, len(ids) + 1))
-    if numeric and "." in token:
+    if numeric and "." in token and token.isascii():  # float() reads "४.५" too
         v = float(token)
         if 1 <= v <= len(ids):
             return int(v) if v.is_integer() else v
@@ -1523,6 +1527,8 @@ def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
     if not text.strip() or parse_score(text, ids) is not None:
         return None
     tokens = _score_tokens(text, ids)
+    if (other := _other_script_digit(text, tokens)) is not None:
+        return other
     if len(tokens) > 1:
         return _disagreement(tokens, ids)
     if len(tokens) != 1:
@@ -1540,6 +1546,24 @@ def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
     if ids == tuple(str(i) for i in range(1, k + 1)) or not 1 <= v <= k:
         return f"score {token} is not on the scale {scale}"
     return None
+
+
+def _other_script_digit(text: str, tokens: list[tuple[str, str | None]]) -> str | None:
+    """Why an answer giving a digit of another script ("५", "٣", "５") as its score, or as a
+    second reading, gives none: scores are read in ASCII digits, as the ids are written.
+    None when no reading holds such a digit, nor (with no reading) a first line that is a
+    number alone, after a score label ("२०२३ में..." is prose, not named so)."""
+    where = "".join(t for t, _ in tokens)
+    if not where:
+        first = text.strip().splitlines()[0]
+        label = _SCORE_LABEL.match(first)
+        first = first[label.end():] if label else first
+        where = first if re.fullmatch(r"[\s\d.*/\[\]()]+", first) else ""
+    c = next((c for c in where if c.isdecimal() and not c.isascii()), None)
+    if c is None:
+        return None
+    return (f"{c!r} is {unicodedata.name(c, 'a digit').lower()}, not an ASCII digit "
+            "0-9: scores are read as the scale's ids are written")
 
 
 def _disagreement(tokens: list[tuple[str, str | None]], ids: tuple[str, ...]) -> str | None:
