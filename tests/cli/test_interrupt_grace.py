@@ -84,6 +84,27 @@ def test_answers_in_flight_at_sigint_are_cached_and_not_paid_again(tmp_path):
         assert srv.count() - first == 2 * N - AT_ONCE
 
 
+def test_a_double_ctrl_c_keeps_the_grace(tmp_path):
+    """Two SIGINTs 0.1 s apart (a double Ctrl-C, a supervisor's SIGINT then SIGTERM) are one
+    request (REPEAT_WINDOW): the calls in flight keep their grace and are cached. The second
+    signal cut the grace (review9 finding 4): 0 kept, 4 cut off, the re-run paid again."""
+    data = tmp_path / "items.jsonl"
+    write_items(data, N)
+    cache = tmp_path / "c.sqlite"
+    with FakeLLMServer(latency=1.5, logprobs=False) as srv:
+        child = _start(srv, data, tmp_path / "a", "--cache", str(cache))
+        child.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        child.send_signal(signal.SIGINT)
+        stdout, err = child.communicate(timeout=60)
+        assert srv.count() == AT_ONCE
+    assert child.returncode == 130, err
+    assert len(_stop_lines(err)) == 1, err
+    calls = json.loads(stdout)["calls"]
+    assert (calls["kept_in_flight"], calls["given_up_in_flight"]) == (AT_ONCE, 0), calls
+    assert _cached(cache) == AT_ONCE
+
+
 def test_a_second_signal_in_the_grace_stops_at_once_writing_nothing(tmp_path):
     """With a 30 s grace ($JUDGEAUDIT_INTERRUPT_GRACE) and answers that take 10 s, the run
     waits after the first SIGINT (it stopped at once before: nothing kept); a second SIGINT

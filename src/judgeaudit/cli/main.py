@@ -533,7 +533,7 @@ def _on_signal(signum: int, frame: object) -> None:
     not winding down within `SIGTERM_GRACE` seconds, ends the process at once, with the
     message if it was not said yet. With a cache, the calls in flight at the first signal
     get a short grace period to finish and be cached first, nothing new being sent
-    (`runner.terminate_run`); a second signal during it, however soon, stops waiting and
+    (`runner.terminate_run`); a signal during it after `REPEAT_WINDOW` stops waiting and
     writes nothing more (`runner.cut_grace`). SIGINT when no run is under way raises
     KeyboardInterrupt as Python does; SIGTERM ends the process at once. Nothing is lost
     either way: every finished call is already committed to the cache (as after a kill -9,
@@ -554,10 +554,13 @@ def _on_signal(signum: int, frame: object) -> None:
             return
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
-    elif runner.cut_grace():
-        return  # a second signal while the calls in flight had their grace: stop waiting
     elif time.monotonic() - st.get("at", 0.0) < REPEAT_WINDOW:
-        return  # the same request again: the first one is being handled
+        # the same request again (a double Ctrl-C, SIGINT then SIGTERM): the first one is
+        # being handled, the calls in flight keep their grace (a double Ctrl-C cut it, and
+        # the re-run paid for their answers again)
+        return
+    elif runner.cut_grace():
+        return  # a later signal while the calls in flight had their grace: stop waiting
     _end_now()
 
 
