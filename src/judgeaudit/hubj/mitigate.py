@@ -28,8 +28,9 @@ opposite sign in one fit).
 
 The same machinery with a length control gives a length-controlled win rate in the manner of
 AlpacaEval 2.0 (Dubois et al. 2024): Delta_x = tanh((len_candidate - len_other) / sd(len
-differences)), lengths in words (`features.word_count`: a Han or kana character is a word,
-so Chinese and Japanese pairs get a length signal), with this fit's query effect. It is not
+differences)), lengths in whitespace words (`features.spaced_word_count`: as `split()`, but
+a Han or kana character is a word, so Chinese and Japanese pairs get a length signal), with
+this fit's query effect. It is not
 AlpacaEval's own figure: its GLM measures characters (sd with ddof 1), adds a fixed
 instruction-difficulty term and L1 regularisation (0.510 here against 0.5103 by its minimal
 formula on PandaLM).
@@ -97,7 +98,7 @@ class ControlData:
 
     score_candidate: np.ndarray | None = None
     score_other: np.ndarray | None = None
-    len_candidate: np.ndarray | None = None   # features.word_count (one per CJK character)
+    len_candidate: np.ndarray | None = None   # features.spaced_word_count (CJK: per character)
     len_other: np.ndarray | None = None
 
 

@@ -47,7 +47,7 @@ from judgeaudit.hubj.splits import (
 from judgeaudit.hubj.validate import criteria_for_factors, validate
 from judgeaudit.judges.factory import JudgeBundle
 from judgeaudit.llm import Client
-from judgeaudit.llm.features import word_count
+from judgeaudit.llm.features import spaced_word_count
 from judgeaudit.outcome import (
     DEFAULT_MAX_FAILED,
     DEFAULT_MIN_VALID,
@@ -656,7 +656,7 @@ async def run_quantify(
     n_agree = len(agr_items)
     if max_words is not None:
         agr_items = [it for it in agr_items
-                     if word_count(it.response_2 if it.label == 1 else it.response_1)
+                     if spaced_word_count(it.response_2 if it.label == 1 else it.response_1)
                      <= max_words]
     if limit is not None:
         agr_items = agr_items[:limit]
@@ -850,8 +850,9 @@ def mitigation_inputs(items: Sequence[PairwiseItem], winners: Mapping[str, Mappi
         texts = (it.response_1, it.response_2)
         sc.append(s[cand - 1])
         so.append(s[2 - cand])
-        lc.append(word_count(texts[cand - 1]))  # features' one measure: a Chinese answer
-        lo.append(word_count(texts[2 - cand]))  # counts per character, not as one "word"
+        # whitespace words as published, a Chinese character one word (not a whole answer)
+        lc.append(spaced_word_count(texts[cand - 1]))
+        lo.append(spaced_word_count(texts[2 - cand]))
     ctl = M.ControlData(np.array(sc, float), np.array(so, float), np.array(lc, float),
                         np.array(lo, float))
     counts = {"queries": len(keep), "dropped_no_score": dropped,

@@ -327,9 +327,27 @@ class Provider(abc.ABC):
     def cache_identity(self) -> dict[str, Any]:
         """What identifies this provider's outputs: name, model, non-secret parameters (a
         password in a URL's userinfo is masked: it changes who pays, not what comes back)."""
-        public = {k: _mask_userinfo(v) for k, v in sorted(self.params.items())
-                  if k not in self.secret_params and k not in self.operational_params}
-        return {"provider": self.name, "model": self.model, "params": self.keyed_params(public)}
+        return {"provider": self.name, "model": self.model,
+                "params": self.keyed_params(self._public_params())}
+
+    def _public_params(self) -> dict[str, Any]:
+        """The non-secret parameters that change outputs, as given (passwords masked)."""
+        return {k: _mask_userinfo(v) for k, v in sorted(self.params.items())
+                if k not in self.secret_params and k not in self.operational_params}
+
+    def legacy_identity(self) -> dict[str, Any] | None:
+        """The identity a cache made before `keyed_params` existed (ffebffa) keyed this
+        judge's answers under, where reading them is safe and it differs from
+        `cache_identity`; else None (no second lookup). That key held the parameters as
+        given: for a base_url written in the spec it names the same server (written
+        `URL/`, in capitals or with its default port), so an upgraded cache keeps its
+        answers. Not for a server from $OPENAI_BASE_URL alone: that key named no server and
+        may hold another server's answers."""
+        given = self.params.get("base_url")
+        if not isinstance(given, str) or not given.strip():
+            return None
+        old = {"provider": self.name, "model": self.model, "params": self._public_params()}
+        return None if old == self.cache_identity() else old
 
     def keyed_params(self, public: dict[str, Any]) -> dict[str, Any]:
         """`public` (the non-secret parameters that change outputs, as given) as the cache
@@ -388,7 +406,18 @@ def request_key(provider: Provider, request: Request) -> str:
     """Cache key: sha256 over provider identity and the full request. Text is encoded with
     `surrogatepass`, so a lone surrogate in it neither crashes nor collides with another
     text (valid text keys exactly as plain UTF-8)."""
-    material = {"id": provider.cache_identity(), "req": request.key_material(provider.uses_meta)}
+    return _key_of(provider.cache_identity(), provider, request)
+
+
+def legacy_request_key(provider: Provider, request: Request) -> str | None:
+    """The key `request` had in a cache made before the key named the server in one form
+    (`Provider.legacy_identity`), or None where there is none to read."""
+    old = provider.legacy_identity()
+    return None if old is None else _key_of(old, provider, request)
+
+
+def _key_of(identity: dict[str, Any], provider: Provider, request: Request) -> str:
+    material = {"id": identity, "req": request.key_material(provider.uses_meta)}
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -431,6 +460,6 @@ __all__ = [
     "EMPTY_ANSWER", "ERROR_KINDS", "PER_REQUEST_KINDS", "FatalProviderError", "Message", "Provider",
     "ProviderError", "Request", "RequestRejected", "cut_reason", "http_error_kind",
     "limit_sent", "no_verdict_why", "stopped_at_limit", "unusable_answer",
-    "Response", "Usage", "check_params", "describe_params", "request_key",
+    "Response", "Usage", "check_params", "describe_params", "legacy_request_key", "request_key",
     "replace_lone_surrogates", "sanitize",
 ]

@@ -291,6 +291,26 @@ class Cache:
             row = self._conn.execute("SELECT response FROM calls WHERE key=?", (key,)).fetchone()
         return Response.from_json(row[0]) if row else None
 
+    def adopt(self, legacy: str, key: str) -> Response | None:
+        """The answer stored under `legacy` (the key an older version gave the request that
+        now has `key`: `base.legacy_request_key`), copied under `key` with its invalid mark
+        and time, so the next lookup finds it directly and `cache forget --invalid` still
+        sees the mark. The old row stays (an older install may share the file). None when
+        `legacy` holds nothing; a cache that cannot be written only reads it."""
+        hit = self.get(legacy)
+        if hit is None or self.read_only or self.write_error is not None:
+            return hit
+
+        def copy(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT OR IGNORE INTO calls(key, provider, model, response, created) "
+                         "SELECT ?, provider, model, response, created FROM calls WHERE key=?",
+                         (key, legacy))
+            conn.execute("INSERT OR IGNORE INTO invalid(key, reason, created) "
+                         "SELECT ?, reason, created FROM invalid WHERE key=?", (key, legacy))
+
+        self._write(copy)
+        return hit
+
     def _write(self, statements: Callable[[sqlite3.Connection], Any]) -> Any:
         """Run `statements` as one transaction under the lock; their result. When the disk
         refuses the write (full, read-only, an I/O error, locked past the timeout) it is

@@ -26,6 +26,7 @@ from judgeaudit.llm.base import (
     Response,
     cut_reason,
     has_lone_surrogate,
+    legacy_request_key,
     limit_sent,
     request_key,
     sanitize,
@@ -738,6 +739,8 @@ class Client:
         key = request_key(self.provider, request)
         while True:
             hit = self.cache.get(key) if self.cache is not None else None
+            if hit is None and self.cache is not None:
+                hit = self._legacy_hit(key, request)
             if hit is None and key in self._asked:  # no cache, or one that stopped storing
                 hit = self._memo.get(key)
             if hit is not None:
@@ -836,6 +839,18 @@ class Client:
             _UNSENT.reset(mark)
             if self._inflight.get(key) is fut:
                 del self._inflight[key]
+
+    def _legacy_hit(self, key: str, request: Request) -> Response | None:
+        """On a cache miss, the answer a cache made before the key named the server in one
+        form (6d2dcc3) holds under the key of then: only for a base_url written in the spec
+        that is not in that form (`URL/`, capitals, a default port), where that key names
+        the same server (`legacy_request_key`); copied under `key` (`Cache.adopt`), so the
+        next lookup is direct. Every other spec: None, with no second lookup."""
+        legacy = legacy_request_key(self.provider, request)
+        adopt = getattr(self.cache, "adopt", None)
+        if legacy is None or legacy == key or adopt is None:
+            return None
+        return adopt(legacy, key)
 
     def _keep_refusal(self, key: str, exc: BaseException) -> None:
         """Keep a live call the server refused for its own prompt (over the model's context:

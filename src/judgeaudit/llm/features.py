@@ -114,6 +114,27 @@ def word_count(text: str) -> int:
     return len(words(text))
 
 
+def spaced_word_count(text: str) -> int:
+    """Words as whitespace splits them (`len(text.split())`, which HUB-J's length control and
+    filters were defined and published with), except that each letter of a script written
+    without spaces (Han, kana, Thai, ...) is a word of its own, as in `words`: a Chinese
+    answer was one "word" whatever its length. On text without such letters this is exactly
+    `len(text.split())`, so English numbers are unchanged ("well-being" one word, a "-"
+    bullet one), where `word_count` counts letter runs."""
+    n = 0
+    for token in text.split():
+        unspaced = len(_UNSPACED_RE.findall(token))
+        if not unspaced:
+            n += 1
+        else:  # "2024年" = 1 + 1: what is left besides them is a word when it has a letter
+            rest = _UNSPACED_RE.sub("", token)
+            n += unspaced + any(c.isalnum() for c in rest)
+    return n
+
+
+_UNSPACED_RE = re.compile(f"[{_UNSPACED}]")
+
+
 def length(text: str) -> float:
     """log(1 + words). Differences are log-ratios of (1 + words)."""
     return math.log1p(word_count(text))

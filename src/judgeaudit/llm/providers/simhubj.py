@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from judgeaudit.llm.base import FatalProviderError, Request, Response
-from judgeaudit.llm.features import word_count
+from judgeaudit.llm.features import spaced_word_count
 from judgeaudit.llm.providers.sim import KNOWN_PARAMS as SIM_PARAMS
 from judgeaudit.llm.providers.sim import SimProvider
 from judgeaudit.llm.registry import register
@@ -68,7 +68,7 @@ def parse_effects(name: str, value: str) -> tuple[float, ...]:
 
 
 def _length_level(text: str) -> int:
-    w = word_count(text)
+    w = spaced_word_count(text)
     return 1 if w < 30 else 2 if w < 80 else 3 if w < 150 else 4 if w < 300 else 5
 
 
