@@ -39,7 +39,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from judgeaudit.llm.base import Provider, ProviderError, Request, Response, http_error_kind
+from judgeaudit.llm.base import (
+    Provider,
+    ProviderError,
+    Request,
+    Response,
+    http_error_kind,
+    legacy_request_key,
+)
 from judgeaudit.llm.cache import Cache
 from judgeaudit.llm.redact import redact
 
@@ -147,7 +154,19 @@ class BatchBackend(Protocol):
 def identity_of(provider: Provider) -> str:
     """The provider identity a batch belongs to (its cache identity, hashed): a run resumes
     only batches of the same provider, model and output-changing parameters."""
-    blob = json.dumps(provider.cache_identity(), sort_keys=True, default=str)
+    return _hashed(provider.cache_identity())
+
+
+def legacy_identity_of(provider: Provider) -> str | None:
+    """The identity a batch of this provider had before the cache key named the server in
+    one form (`Provider.legacy_identity`: a base_url written in the spec not in that form),
+    else None: such a batch, submitted by an older version, is resumed too."""
+    old = provider.legacy_identity()
+    return None if old is None else _hashed(old)
+
+
+def _hashed(identity: dict[str, Any]) -> str:
+    blob = json.dumps(identity, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -175,6 +194,7 @@ class Batcher:
         self.max_retries = max_retries
         self.settings = settings or getattr(provider, "batch", None) or BatchSettings()
         self.identity = identity_of(provider)
+        self.legacy_identity = legacy_identity_of(provider)
         self._rng = random.Random(seed)
         self._queue: dict[str, Request] = {}
         self._queue_bytes = 0
@@ -196,6 +216,11 @@ class Batcher:
     async def call(self, key: str, request: Request) -> Response:
         """The answer to `request` (cache key `key`), through a batch."""
         self._resume()
+        if key not in self._pending and self.legacy_identity is not None:
+            # in a batch an older version submitted, under the key it gave the request
+            old = legacy_request_key(self.provider, request)
+            if old is not None and old in self._pending:
+                key = old
         if self.cache is not None and key not in self._pending:
             hit = self.cache.get(key)  # a resumed batch may have answered it just now
             if hit is not None:
@@ -354,7 +379,8 @@ class Batcher:
         self._resumed = True
         if self.cache is None:
             return
-        for b in self.cache.open_batches(self.identity):
+        ids = [self.identity] + ([self.legacy_identity] if self.legacy_identity else [])
+        for b in [b for i in ids for b in self.cache.open_batches(i)]:
             keys = []
             for k, choices in b["requests"]:
                 self._choices[k] = tuple(json.loads(choices))
@@ -617,4 +643,4 @@ def http_line_error(key: str, status: int, message: str) -> LineResult:
 
 __all__ = ["UNKNOWN_POLLS", "BatchBackend", "BatchSettings", "BatchState", "Batcher",
            "LineResult", "batch_settings", "described_status", "http_line_error",
-           "identity_of", "public_params", "unknown_state"]
+           "identity_of", "legacy_identity_of", "public_params", "unknown_state"]
