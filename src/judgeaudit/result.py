@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgeaudit.files import write_atomic
 from judgeaudit.outcome import EXIT_INTERRUPTED, EXIT_RUN_FAILED, EXIT_TERMINATED, run_failed
-from judgeaudit.results_file import SCHEMA_VERSION, plain
+from judgeaudit.results_file import SCHEMA_VERSION, plain, usd_value
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -447,7 +447,9 @@ class Result(BaseModel):
             "exit_code": recorded_exit_code({**d, "run": self.run.model_dump()}),
             "judge": d.get("judge"), "data": d.get("data"), "version": d.get("version"),
             # every key, null when unknown (a script reading calls["cost_usd"] got a KeyError)
-            "calls": {k: c.get(k) for k in SUMMARY_CALLS},
+            # (a cost rounded: `usd_value`; a document written before carries float residue)
+            "calls": {k: usd_value(c.get(k)) if k == "cost_usd" else c.get(k)
+                      for k in SUMMARY_CALLS},
             "seconds": d.get("seconds"),
         }
         # earlier runs' answers: `cached` counts the requests shared within this run too (a

@@ -15,6 +15,19 @@ from judgeaudit.files import write_atomic
 
 SCHEMA_VERSION = 1
 
+# Decimals a cost in USD keeps in machine output (results.json, --json, a plan's estimate):
+# sums of per-call costs carried float residue (0.8909999999999999, 3.940000000000001). A
+# ten-billionth of a dollar is far below any price per token, so rounding there loses nothing.
+USD_DIGITS = 10
+
+
+def usd_value(x: Any) -> Any:
+    """A cost in USD as machine output writes it: a float rounded to `USD_DIGITS` decimals;
+    anything else (None, NaN, a count) as it is."""
+    if isinstance(x, float) and math.isfinite(x):
+        return round(x, USD_DIGITS)
+    return x
+
 
 def _text(s: str) -> str:
     """Lone surrogates (from a reply or an input) cannot be written as UTF-8: U+FFFD."""
@@ -28,7 +41,7 @@ def _text(s: str) -> str:
 def plain(obj: Any) -> Any:
     """A value as results.json holds it: NaN and infinities become None, numpy scalars and
     arrays Python numbers and lists, tuples lists, keys text, and text that is not valid
-    Unicode gets U+FFFD."""
+    Unicode gets U+FFFD. A cost (a key starting "cost_usd") is rounded (`usd_value`)."""
     if isinstance(obj, str):
         return _text(obj)
     if isinstance(obj, float):
@@ -36,7 +49,8 @@ def plain(obj: Any) -> Any:
     if obj is None or isinstance(obj, bool | int):
         return obj
     if isinstance(obj, Mapping):
-        return {_text(str(k)): plain(v) for k, v in obj.items()}
+        return {_text(str(k)): usd_value(plain(v)) if str(k).startswith("cost_usd")
+                else plain(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [plain(v) for v in obj]
     if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy arrays and scalars

@@ -69,7 +69,9 @@ def test_the_plan_estimate_is_said_as_an_estimate_and_a_bill_above_it_is_not_a_s
                        .output.split())
     with FakeLLMServer() as srv:
         execute(plan, out, srv.url)
-    estimate = float(re.search(r"about \$([0-9.]+) at list prices", planned).group(1))
+    # at the spec's price_in/price_out, named so (it said "at list prices": review9 item 1)
+    estimate = float(re.search(r"about \$([0-9.]+) at the judge spec's prices",
+                               planned).group(1))
     assert "an estimate, not a bound" in planned and "characters / 4" in planned, planned
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     bill = sum(r["response"]["body"]["usage"]["prompt_tokens"] for r in rows) * 100 / 1e6

@@ -252,7 +252,8 @@ def test_plan_only_says_what_the_planned_requests_would_use_and_cost(tmp_path, m
     """A paying user plans first to see the bill: the plan's prompt tokens (characters / 4,
     `benchmarks/results/plan_estimate.json`: 13-19% above the Qwen2.5 tokenizer's count),
     its completion tokens at most (each request's max_tokens), and their cost at the
-    judge's list price; a judge that may bill at an unknown price is named."""
+    judge's price, named as the calls line names it (the spec's price_in/price_out here: it
+    said "at list prices"); a judge that may bill at an unknown price is named."""
     from judgeaudit.llm.plan import CHARS_PER_TOKEN
 
     monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
@@ -266,7 +267,8 @@ def test_plan_only_says_what_the_planned_requests_would_use_and_cost(tmp_path, m
     cost = (chars / CHARS_PER_TOKEN * 2 + completion * 8) / 1e6
     text = " ".join(res.output.split())
     assert (f"about {round(chars / CHARS_PER_TOKEN):,} prompt tokens (characters / 4) and at "
-            f"most {completion:,} completion tokens; about ${cost:.4f} at list prices") in text
+            f"most {completion:,} completion tokens; about ${cost:.4f} at the judge spec's "
+            "prices") in text
     assert "--max-cost" not in text
     capped = invoke("--plan-only", tmp_path / "p4.jsonl", "audit", "--judge", judge, "--n",
                     "10", "--max-cost", f"{cost / 4:.6f}", "--out", tmp_path / "o4")

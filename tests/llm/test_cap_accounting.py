@@ -115,6 +115,7 @@ def test_money_in_the_cap_message_has_no_float_residue():
     cap.refuse(0.3)
     text = cap.why()
     assert not re.search(r"\$0\.0{6,}", text), text
-    assert "$0.3295 + $0.0000 + $0.3000 is over the cap" in text
+    # each term named, the held residue left out (it read "$0.3295 + $0.0000 + $0.3000")
+    assert "$0.3295 spent + $0.3000 for it is over the cap" in text
     assert _usd(1.05e-15) == "$0.0000" and _usd(-1e-16) == "$0.0000"
     assert _usd(0.0000128) == "$0.0000128" and _usd(50.008) == "$50.0080"

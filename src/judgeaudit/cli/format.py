@@ -10,6 +10,7 @@ from rich.text import Text
 
 from judgeaudit.cli.terminal import shown
 from judgeaudit.llm.client import _usd
+from judgeaudit.llm.plan import RATE_WORDS
 from judgeaudit.outcome import retries_text, run_failed, unreadable_share
 from judgeaudit.stats.tests import p_text
 
@@ -83,15 +84,10 @@ def usage_text(calls: dict[str, Any]) -> str:
 
 # The price a run's cost is at (`CallStats.price_rate`; a document without it: list prices).
 # A batch=on run said "at list prices" for the built-in price halved, and a spec's price was
-# used as given under batch=on with nothing said.
-RATE_SAID = {
-    "list": "list prices",
-    "batch": "the batch rate (half the list price: batch=on)",
-    "spec": "the judge spec's prices",
-    "spec_batch": ("the judge spec's prices, as given (batch=on halves only a built-in price: "
-                   "price_in/price_out are the rate billed)"),
-    "mixed": "the judges' prices (list, batch or the spec's)",
-}
+# used as given under batch=on with nothing said. The plan and ingest's words
+# (`plan.RATE_WORDS`), so a plan, its ingest and the run's calls line name a rate alike; the
+# batch rate said shorter here, as the calls line said it since 6b7421d.
+RATE_SAID = {**RATE_WORDS, "batch": "the batch rate (half the list price: batch=on)"}
 
 
 def failed_text(calls: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from judgeaudit.cli.terminal import json_line, styled
 from judgeaudit.cli.terminal import shown as escaped
 from judgeaudit.llm.base import CHARS_PER_TOKEN
 from judgeaudit.outcome import EXIT_RUN_FAILED
+from judgeaudit.results_file import usd_value
 
 _PLANNER: Any = None  # judgeaudit.llm.plan.Planner of this invocation, or None
 
@@ -89,7 +90,10 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
             "stopped": None if stopped is None else first_line(str(stopped)),
             "prompt_tokens_estimate": round(planner.prompt_chars / CHARS_PER_TOKEN),
             "completion_tokens_max": planner.max_completion,
-            "cost_usd_estimate": planner.cost_usd or None,
+            "cost_usd_estimate": usd_value(planner.cost_usd) or None,
+            # which price it is at: {rate: cost} by `client.price_rate`'s keys
+            "cost_usd_by_rate": {r: usd_value(c) for r, c in
+                                 sorted(getattr(planner, "cost_by_rate", {}).items())},
             "unpriced": sorted(planner.unpriced),
             "simulated": dict(getattr(planner, "simulated", {})),
             "exit_code": 0}))  # finish_plan exits 0; every --json says its code (4465670)
@@ -300,7 +304,7 @@ def _say_usage(rep: Any) -> None:
     counted apart, not summed as 0 tokens; and how many the judge can hardly read (empty, or
     cut at max_tokens), told without its parser."""
     from judgeaudit.llm.client import _usd
-    from judgeaudit.llm.plan import RATE_WORDS
+    from judgeaudit.llm.plan import cost_at
 
     n = rep.ingested
     with_usage = n - rep.no_usage
@@ -313,13 +317,9 @@ def _say_usage(rep: Any) -> None:
     text += ")"
     if rep.cost_usd is not None:
         by_rate = dict(rep.cost_by_rate)
-        # a cache planned before the rate was kept: "" (said as the spec's prices, as before)
-        words = {r: RATE_WORDS.get(r, RATE_WORDS["spec"]) for r in by_rate}
-        if len(by_rate) == 1:
-            text += f", {_usd(rep.cost_usd)} at {words[next(iter(by_rate))]}"
-        else:
-            text += f", {_usd(rep.cost_usd)} (" + ", ".join(
-                f"{_usd(c)} at {words[r]}" for r, c in sorted(by_rate.items())) + ")"
+        # the plan's words for the rate (a cache planned before the rate was kept: "", said
+        # as the spec's prices, as before)
+        text += f", {cost_at(rep.cost_usd, by_rate, _usd)}"
         if rep.unpriced:
             text += f" ({with_usage - rep.unpriced} of {n} priced)"
         if "list" in by_rate:

@@ -509,10 +509,9 @@ def interrupt_grace() -> float:
     env = os.environ.get("JUDGEAUDIT_INTERRUPT_GRACE")
     if env is None or not env.strip():
         return INTERRUPT_GRACE
-    try:
-        value = float(env)
-    except ValueError:
-        value = float("nan")
+    # a plain decimal of ASCII digits: float() also reads "1_0" as 10, "١٠" and "1e1"
+    value = (float(env) if re.fullmatch(r"\s*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*", env)
+             else float("nan"))
     if not 0 <= value <= MAX_INTERRUPT_GRACE:  # NaN too
         raise fail(f"JUDGEAUDIT_INTERRUPT_GRACE={env!r}: expected seconds from 0 to "
                    f"{MAX_INTERRUPT_GRACE:g} (the calls in flight at Ctrl-C or SIGTERM get "

@@ -34,6 +34,7 @@ from judgeaudit.llm.base import (
 from judgeaudit.llm.cache import Cache
 from judgeaudit.llm.redact import known_secrets, mask_data, mask_known, mentions_known, redact
 from judgeaudit.outcome import answers_read as _answers_read
+from judgeaudit.results_file import usd_value
 
 log = logging.getLogger("judgeaudit.llm")
 
@@ -164,6 +165,7 @@ class CallStats:
         (`outcome.unreadable_share`)."""
         d = asdict(self)
         d["answers_read"] = self.answers_read
+        d["cost_usd"] = usd_value(self.cost_usd)  # no float residue in machine output
         d["errors"] = dict(sorted(self.errors.items()))
         d["retried"] = dict(sorted(self.retried.items()))
         return d
@@ -368,7 +370,8 @@ def _usd(x: float) -> str:
 
 
 class SpendCap:
-    """A limit in USD on what a session's calls may cost at list prices, shared by its
+    """A limit in USD on what a session's calls may cost at their judges' prices (list, the
+    batch rate or the spec's: `price_rate`), shared by its
     judges' clients (`Session(max_cost=...)`, `--max-cost`: a CLI run and a sync API call are
     one command in a session of their own). A session's later command starts with what the
     earlier ones left (`new_command`). Each call holds its ceiling
@@ -455,9 +458,13 @@ class SpendCap:
         add up (a small ceiling shown as "$0.0000", a batch's request, explained nothing),
         and what the run spent in all where that passed the cap (`over`)."""
         spent, held = self.at_stop or (self.spent, self.held)
+        # each term named, a term under USD_RESIDUE left out: "$0.8910 + $0.0000 + $0.1497 is
+        # over the cap" showed a sum of terms no one could name, one of them nothing
+        terms = [f"{_usd(x)} {what}" for x, what in (
+            (spent, "spent"), (held, "held by calls under way")) if x >= USD_RESIDUE]
         nxt = "" if self.refused is None else (
             f"; the next call could cost up to {_usd(self.refused)}, and "
-            f"{_usd(spent)} + {_usd(held)} + {_usd(self.refused)} is over the cap")
+            f"{' + '.join([*terms, f'{_usd(self.refused)} for it'])} is over the cap")
         under_way = (f", {_usd(held)} held by calls under way (each at its most: its "
                      "max_tokens)" if held >= USD_RESIDUE else "")
         earlier = (f", {_usd(self.before)} of it by earlier commands of the session"

@@ -98,15 +98,31 @@ def estimated_usage(request: Request, provider: Provider, text: str) -> Usage:
     return Usage(-(-chars // CHARS_PER_TOKEN), -(-len(text) // CHARS_PER_TOKEN))
 
 
-# Which price a provider's `price_per_mtok` is, said wherever a plan or ingest prices requests:
-# the plan route is meant for batch executors (a provider's batch API bills half the list
-# price; vllm run-batch on a server of one's own bills nothing), so "the provider's bill" at
-# list prices would overstate a batch API's bill twofold.
+# Which price a provider's `price_per_mtok` is, said wherever a plan or ingest prices requests,
+# by the keys of `CallStats.price_rate` (`client.price_rate`) and in the calls line's words
+# (`cli.format.RATE_SAID`): the plan route is meant for batch executors (a provider's batch
+# API bills half the list price; vllm run-batch on a server of one's own bills nothing), so
+# "the provider's bill" at list prices would overstate a batch API's bill twofold. A plan
+# priced at a spec's price_in/price_out said "at list prices" while the calls line named them.
 RATE_WORDS = {
     "spec": "the judge spec's prices",  # price_in/price_out
+    "spec_batch": ("the judge spec's prices, as given (batch=on halves only a built-in price: "
+                   "price_in/price_out are the rate billed)"),
     "batch": "the batch rate (half the list price: the judge spec says batch=on)",
     "list": "list prices",
+    "mixed": "the judges' prices (list, batch or the spec's)",
 }
+
+
+def cost_at(total: float, by_rate: dict[str, float], usd: Callable[[float], str]) -> str:
+    """'$X at <rate>' for a cost at one rate, '$X ($a at <rate>, $b at <rate>)' for costs at
+    several (a judge at list prices and one at its spec's): the words of `RATE_WORDS`, a rate
+    not kept (a cache planned before it was: "") said as the spec's prices."""
+    words = {r: RATE_WORDS.get(r, RATE_WORDS["spec"]) for r in by_rate}
+    if len(by_rate) == 1:
+        return f"{usd(total)} at {words[next(iter(by_rate))]}"
+    return f"{usd(total)} (" + ", ".join(
+        f"{usd(c)} at {words[r]}" for r, c in sorted(by_rate.items())) + ")"
 
 
 def price_basis(provider: Provider) -> str | None:
@@ -204,7 +220,8 @@ class Planner:
         self.max_completion = 0
         self.cost_usd = 0.0
         self.unpriced: set[str] = set()  # models that may bill at a price not known here
-        self.rates: set[str] = set()  # which prices `cost_usd` is at (`price_basis`)
+        # `cost_usd` by the price it is at (`client.price_rate`: the calls line's rates)
+        self.cost_by_rate: dict[str, float] = {}
         self.max_cost: float | None = None  # the command's --max-cost, to compare with
         # provider -> planned requests of a simulated judge (`simulated`)
         self.simulated: Counter[str] = Counter()
@@ -225,7 +242,9 @@ class Planner:
 
         body = plan_body(request, provider)
         self.lines[key] = plan_entry(key, body)
-        rate = price_basis(provider)
+        from judgeaudit.llm.client import price_rate
+
+        rate = price_rate(provider)  # "spec_batch" too, as a live run's calls line names it
         self.meta[key] = (provider.name, provider.model,
                           parse_info(request, body, provider.price_per_mtok, rate))
         if simulated(provider.name):
@@ -235,14 +254,15 @@ class Planner:
         self.max_completion += out
         if cost is not None:
             self.cost_usd += cost
-            if rate is not None:
-                self.rates.add(rate)
+            r = rate or "list"
+            self.cost_by_rate[r] = self.cost_by_rate.get(r, 0.0) + cost
         elif provider.billed:
             self.unpriced.add(f"{provider.name}:{provider.model}")
 
     def estimate(self) -> str:
-        """What the planned requests would use, and cost at list prices where known (the batch
-        rate where the spec says batch=on, named; `price_basis`): prompt
+        """What the planned requests would use, and cost where the price is known, at which
+        price named as a live run's calls line names it (`cost_at`: list prices, the batch
+        rate, the judge spec's prices): prompt
         tokens estimated from their characters (`CHARS_PER_TOKEN`), completion tokens at
         most each request's max_tokens, so the cost is an estimate with its completions at
         their ceiling, not a bound: a tokenizer may count more prompt tokens than characters
@@ -256,10 +276,8 @@ class Planner:
                 f"(characters / {CHARS_PER_TOKEN}) and at most {self.max_completion:,} "
                 "completion tokens")
         if self.cost_usd > 0:
-            # a spec's price_in/price_out is said as list prices, as a live run says it
-            at = ("list prices" if "batch" not in self.rates else RATE_WORDS["batch"]
-                  if self.rates == {"batch"} else f"list prices and {RATE_WORDS['batch']}")
-            text += (f"; about ${self.cost_usd:.4f} at {at} (completions at max_tokens; an "
+            at = cost_at(self.cost_usd, self.cost_by_rate, lambda x: f"${x:.4f}")
+            text += (f"; about {at} (completions at max_tokens; an "
                      "estimate, not a bound: a tokenizer may count more prompt tokens than "
                      "characters / 4, in code, other languages and the chat format)")
             if self.max_cost is not None and self.cost_usd > self.max_cost:
@@ -617,5 +635,5 @@ def keep_refusals(rep: IngestReport, cache: Cache,
 
 
 __all__ = ["PLANNED", "RATE_WORDS", "IngestReport", "PlanGivenAsAnswers", "PlannedStop",
-           "Planner", "ingest", "is_planned", "is_request_line", "plan_body", "price_basis",
-           "read_plan_keys", "read_rate", "simulated", "write_jsonl"]
+           "Planner", "cost_at", "ingest", "is_planned", "is_request_line", "plan_body",
+           "price_basis", "read_plan_keys", "read_rate", "simulated", "write_jsonl"]
