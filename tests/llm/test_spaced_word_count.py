@@ -23,9 +23,17 @@ def test_english_and_spaced_scripts_count_as_split(text: str) -> None:
 
 
 @pytest.mark.parametrize(("text", "n"), [("北京。", 2), ("中国的首都是北京，位于华北平原。", 14),
-                                         ("2024年 北京", 4), ("これはペンです", 7)])
+                                         ("2024年 北京", 4), ("これはペンです", 7),
+                                         ("2024年3月", 4), ("ペン・ノート", 5)])
 def test_unspaced_letters_are_a_word_each(text: str, n: int) -> None:
     assert spaced_word_count(text) == n
+
+
+def test_combining_marks_are_part_of_their_letter_as_in_words() -> None:
+    from judgeaudit.llm.features import word_count
+
+    for text in ("ที่นี่คือประเทศไทย", "ကျွန်တော်"):  # Thai, Myanmar: marks are no words
+        assert spaced_word_count(text) == word_count(text)
 
 
 def test_simhubj_length_level_counts_bullets_as_split_did() -> None:

@@ -123,16 +123,21 @@ def spaced_word_count(text: str) -> int:
     bullet one), where `word_count` counts letter runs."""
     n = 0
     for token in text.split():
-        unspaced = len(_UNSPACED_RE.findall(token))
-        if not unspaced:
+        if not _UNSPACED_RE.search(token):
             n += 1
-        else:  # "2024年" = 1 + 1: what is left besides them is a word when it has a letter
-            rest = _UNSPACED_RE.sub("", token)
-            n += unspaced + any(c.isalnum() for c in rest)
+            continue
+        # "2024年3月" = 2024, 年, 3, 月: each unspaced letter (not a combining mark, not a
+        # middle dot) and each run of other characters holding a letter or digit
+        for piece in _PIECE_RE.findall(token):
+            if _UNSPACED_RE.match(piece):
+                n += unicodedata.category(piece)[0] in "LN"
+            else:
+                n += any(c.isalnum() for c in piece)
     return n
 
 
 _UNSPACED_RE = re.compile(f"[{_UNSPACED}]")
+_PIECE_RE = re.compile(f"[{_UNSPACED}]|[^{_UNSPACED}]+")
 
 
 def length(text: str) -> float:
