@@ -467,9 +467,10 @@ async def aevaluate(
         cache: None: the default cache file; a path; a `judgeaudit.llm.Cache`; False: none.
         concurrency: concurrent calls per judge.
         timeout: seconds per call attempt.
-        max_cost: spend cap in USD at list prices: once this command's calls have cost this
-            much, the rest are not sent (`judgeaudit.llm.SpendCap`). A judge whose price is
-            not known needs price_in and price_out in its spec.
+        max_cost: spend cap in USD at the judges' rates (list, batch or the spec's prices):
+            once this command's calls have cost this much, the rest are not sent
+            (`judgeaudit.llm.SpendCap`). A judge whose price is not known needs price_in and
+            price_out in its spec.
         retry: a `judgeaudit.llm.RetryPolicy` or the most retries per call (at most 20).
         progress: called with a `judgeaudit.Progress` after every finished call.
         raise_on_failure: raise `judgeaudit.RunFailed` when the run failed instead of

@@ -112,12 +112,12 @@ class Session:
             a worker thread, so the callback is called from that thread.
         planner: a `judgeaudit.llm.plan.Planner` (the CLI's --plan-only): every judge's cache
             misses are planned instead of sent.
-        max_cost: a spend cap for the session in USD at list prices
-            (`judgeaudit.llm.SpendCap`): once the calls of its commands have cost this much
-            together, the rest are not sent (calls under way finish); a later command starts
-            with what the earlier ones left. A judge that may bill at a price not known here
-            (a hosted model missing from the price table, a remote server) needs price_in and
-            price_out in its spec.
+        max_cost: a spend cap for the session in USD at the judges' rates (list, batch or spec
+            prices) (`judgeaudit.llm.SpendCap`): once the calls of its commands have cost this much
+            together, the rest are not sent (calls under way finish); a later command starts with
+            what the earlier ones left. A judge that may bill at a price not known here (a hosted
+            model missing from the price table, a remote server) needs price_in and price_out in its
+            spec.
     """
 
     def __init__(
