@@ -244,8 +244,22 @@ def _chained(line: str, m: re.Match[str], last: int) -> bool:
 # so the phrase describes something else than the score asked for.
 _CONDITION = re.compile(r"\b(?:if|when|whenever|unless|whether|suppose)\b", re.IGNORECASE)
 # After "out of N": a word that makes N a count ("1 out of 3 criteria", "out of 4 tests"),
-# unless it names the scale ("out of 10 points").
-_COUNTED_AFTER = re.compile(r"\s+(?!(?:points?|scale|rating|stars?)\b)[A-Za-z]", re.IGNORECASE)
+# unless it names the scale ("out of 10 points") or starts a clause of its own: a condition
+# after the phrase ("a score out of 3 when the prompt is unsafe") still sets the score's
+# scale; "when" is no counted noun.
+_COUNTED_AFTER = re.compile(
+    r"\s+(?!(?:points?|scale|rating|stars?|if|when|whenever|unless|where|while|whether|for|"
+    r"and|or|but|then|so|as|because|since|per|each|otherwise|only)\b)[A-Za-z]",
+    re.IGNORECASE)
+# The filled levels named as what the score is given from ("one overall score from the
+# levels below", "the final score uses the levels", "with the level that fits it best"):
+# with {levels} in the user section (the judge fills in the k levels, one a line, on every
+# call), such a clause states the scale 1..k. Not a count ("3 levels") nor "the level of
+# detail".
+_THE_LEVELS = re.compile(r"\b(?:the|these|those)\s+(?:(?:listed|given|rubric|score|scoring|"
+                         r"rating|grading|following|above|below|same)\s+)?levels?\b(?!\s+of\b)",
+                         re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.;!?,](?=\s|$)|\n")
 
 
 def _phrases(line: str) -> Iterator[tuple[str, re.Match[str], list[str]]]:
@@ -273,6 +287,19 @@ def _states_scale(text: str, k: int) -> bool:
     return False
 
 
+def _gives_levels(text: str) -> bool:
+    """Whether a clause of `text` gives the score from the filled levels (a score word and
+    "the levels" in it, no scale phrase beside them): with {levels} that states 1..k. A
+    clause with its own scale phrase ("on a scale of 1 to 3 using the levels below") asks
+    for that scale, not the levels'."""
+    for clause in _CLAUSE_END.split(text):
+        if (_LINE_SCORE_WORD.search(clause) and _THE_LEVELS.search(clause)
+                and not any(True for _ in _phrases(clause))
+                and not _BARE_RANGE.search(clause)):
+            return True
+    return False
+
+
 def _asked_below(line: str, m: re.Match[str], kind: str) -> bool:
     """Whether a phrase with a top below k states the scale the score is asked on: not in a
     conditional clause ("If the user asked for a 1-3 scale rating, ..."), not a band's label
@@ -285,15 +312,16 @@ def _asked_below(line: str, m: re.Match[str], kind: str) -> bool:
     return _NOT_COUNTED.match(line, m.end()) is not None
 
 
-def _other_scale(text: str, k: int) -> tuple[str, str] | None:
+def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] | None:
     """(the phrase, its line) of the first phrase stating a scale other than 1..k, or None.
     A stated scale is another one when its top is above k or its bottom is 0; a range whose
     top is at most k (and bottom 1 or more) is a band of 1..k, never another scale. A phrase
     naming the scale with a top below k ("on a scale of 1 to 3", "a score out of 3") is
     another scale only in a template that states 1..k nowhere and when it is about the score
     asked for (`_asked_below`): "score each aspect on a scale of 1 to 3, then give an overall
-    score from 1 to 5" asks for 1..5."""
-    below_counts = not _states_scale(text, k)
+    score from 1 to 5" asks for 1..5. `stated`: the template states 1..k otherwise (it
+    gives the score from the {levels} the judge fills in)."""
+    below_counts = not (stated or _states_scale(text, k))
     for line in text.splitlines():
         for kind, m, nums in _phrases(line):
             if kind in ("range", "scale"):
@@ -384,7 +412,11 @@ def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
                 "it in the question (e.g. 'Answer A, B, or C for a tie') or leave the section "
                 "out.")
     if kind == "pointwise":
-        found = _other_scale("\n".join((t.system, t.user, t.prefill)), scale)
+        # {levels} lists the k levels on every call; {scale_note} / {answer_instruction}
+        # state nothing (evaluate and audit fill them with "").
+        stated = "levels" in names and _gives_levels(
+            "\n".join((t.system, _NAMED.sub(" ", t.user), t.prefill)))
+        found = _other_scale("\n".join((t.system, t.user, t.prefill)), scale, stated=stated)
         if found is not None:
             phrase, line = found
             raise ValueError(
@@ -398,7 +430,11 @@ def check_template(t: Template, kind: str, *, scale: int = 5) -> None:
                 "'1-10 scale', 'score it from 1 to 10', 'out of 10' or '7/10' after a score "
                 "word, 'a 10-point scale', 'a score between 1 and 10', and a range from 0 or 1 "
                 "('1-10', '(1 to 10)', 'between 1 and 10') on a line with a score word "
-                "unless a count word, '=' or ':' follows it ('1-10 errors', '1-10 = poor').")
+                "unless a count word, '=' or ':' follows it ('1-10 errors', '1-10 = poor'). "
+                "A smaller scale for sub-scores is accepted beside the score asked for on "
+                f"1..{scale}: state it ('an overall score from 1 to {scale}') or, with "
+                "{levels} in the user section, give it from the levels ('one overall score "
+                "from the levels below').")
 
 
 def item_field_drops(t: Template, kind: str, items: Sequence[object],
