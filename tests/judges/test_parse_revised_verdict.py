@@ -11,9 +11,10 @@ and parse_final.
 Finding 3: 0a060ce made a reasoning answer whose first line is a label alone and whose last
 line names the other one unread under pairwise_cot_v1; label headings ('**A**\\n- ...\\n**B**
 \\n- ...') read at ffebffa and are no opening verdict. A self-correction in so many words
-('...\\nWait, re-reading: ...\\nThe better response is Response B') reads as the last line
-under parse_final (the template asks for the verdict there); parse_choice, which has no such
-rule, leaves it unread."""
+('...\\nWait, re-reading: ...\\nThe better response is Response B') read as the last line
+under parse_final at 1e34cc8; s44 review10 finding 2 showed that rule reading bullets, fenced
+and quoted lines and 'Actually, both have issues.' as a retraction, so it is dropped: an
+opening verdict and a different last one stay unread there too, as in parse_choice."""
 
 from __future__ import annotations
 
@@ -85,10 +86,11 @@ SELF = ("The better response is Response A\n\nWait, re-reading: Response A has a
         "error.\n\nThe better response is Response B")
 
 
-def test_a_self_correction_reads_as_the_last_line_under_the_reasoning_template() -> None:
-    assert parse_final(SELF, PAT, COT.labels) == "B"
+def test_a_self_correction_stays_unread_under_the_reasoning_template() -> None:
+    """Changed on purpose (s44 review10 finding 2): read "B" at 1e34cc8."""
+    assert parse_final(SELF, PAT, COT.labels) is None
     assert parse_final("A\nActually, re-reading them: A misstates the year.\nThe better "
-                       "response is Response B", PAT, COT.labels) == "B"
+                       "response is Response B", PAT, COT.labels) is None
 
 
 @pytest.mark.parametrize("text", [

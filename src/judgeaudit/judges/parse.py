@@ -864,8 +864,27 @@ def _revised_choices(text: str, choices: tuple[str, ...]) -> list[str]:
     """Every choice a sentence after the answer's first line names after a revision lead
     (`_revised_choice`)."""
     got = []
-    for line in text.strip().splitlines()[1:]:
-        for s in _SENT_SPLIT.split(line):
+    lines = text.strip().splitlines()
+    fence_at = [i for i, ln in enumerate(lines) if _FENCE_LINE.match(ln)]
+    stray = fence_at[-1] if len(fence_at) % 2 else -1  # a fence never closed hides nothing
+    prev, fenced = lines[0] if lines else "", False
+    for i, line in enumerate(lines[1:], start=1):
+        if _FENCE_LINE.match(line):
+            fenced = fenced if i == stray else not fenced
+            continue
+        if not line.strip():
+            continue
+        # a response's text, not the judge's (s44 review10 finding 3, as `parse_final` skips
+        # them): in a ``` fence, a "> " blockquote, quotes, or introduced by the line before
+        # ("Response B ends with this line:")
+        theirs = fenced or line.lstrip().startswith(">") or _introduced(prev)
+        prev = line
+        if theirs:
+            continue
+        blank = list(line)
+        for a, b in _quoted_spans(line):
+            blank[a:b] = " " * (b - a)
+        for s in _SENT_SPLIT.split("".join(blank)):
             if (c := _revised_choice(s, choices)) is not None:
                 got.append(c)
     return got
@@ -1122,37 +1141,13 @@ def parse_final(text: str, pattern: str, labels: tuple[str, ...] = ("A", "B"),
             or any(c != last for _, c, _ in found[marked[-1]:]):
         return None
     if any(c != last for c in _opening_verdicts(text, labels + ties, found, name, compiled)):
-        # "A\n...\nVerdict: B": which one the judge means is not guessed, unless it took the
-        # opening back in so many words ("Wait, re-reading: ...") and all after that agrees
-        # with the last line, the one the template asks for
-        at = _self_correction_at(text)
-        if at is None or found[marked[-1]][0] < at or any(c != last for pos, c, _ in found
-                                                          if pos >= at):
-            return None
+        # "A\n...\nVerdict: B": which one the judge means is not guessed. A "Wait, ..." or
+        # "Actually, ..." line between them is not taken as the judge taking the opening back
+        # (1e34cc8 did, s44 review10 finding 2): a bullet ("- Actually, Response A handles
+        # nulls."), a fenced or quoted response's line and "Actually, both have issues." read
+        # the last verdict silently, where unread is counted and shown.
+        return None
     return last
-
-
-# A line where the judge takes back what it said ("Wait, re-reading: ...", "Actually, ...",
-# "Correction: ...", "On reflection, ..."), the word followed by a mark, not by a sentence
-# that merely starts with it ("Wait times are shorter ...").
-_SELF_CORRECTION = re.compile(
-    r"[ \t#*_\-]*+(?:wait|actually|correction|oops|sorry|scratch\s++that|i\s++was\s++wrong|"
-    r"(?:on|upon|after)\s++(?:(?:further|second|closer)\s++)?(?:reflection|thoughts?|"
-    r"consideration|review|re-?reading|reconsidering|re-?checking)|re-?reading|reconsidering|"
-    r"let\s++me\s++(?:reconsider|re-?read|correct\s++(?:that|myself|this)))[*_]*+[ \t]*+"
-    r"[,:;.!\u2013\u2014\-]", re.IGNORECASE)
-
-
-def _self_correction_at(text: str) -> int | None:
-    """Where the first line after the answer's first one that opens with a self-correction
-    (`_SELF_CORRECTION`) starts, or None."""
-    lead = len(text) - len(text.lstrip())
-    at = text.find("\n", lead)
-    while at >= 0:
-        if _SELF_CORRECTION.match(text, at + 1):
-            return at + 1
-        at = text.find("\n", at + 1)
-    return None
 
 
 def _opening_verdicts(text: str, labels: tuple[str, ...], found: list[tuple[int, str, bool]],
@@ -1301,10 +1296,11 @@ _LATER_SCORE = re.compile(r"^[^\n]*?\b(?:score|rating|grade|verdict)[\s*_]*+"
 # judge's own score counts, not one it reports or one in its prose (s44 review8: "raised the
 # score to 2-1", "update the rating to 5 stars", a response's "\boxed{3}" read as a second
 # score and made the answer unreadable): a labelled line ("Grade: D", "**Final grade:** D",
-# "Overall: 2", "Verdict: IV") at the line's start, not in a "> " quote or quotes, with any
+# "Overall: 2", "Verdict: IV") at the line's start, not in quotes, with any
 # score of the scale; a final answer ("Final answer: 2", "**Final Answer:** [[2]]") or a line
 # that is one \boxed{2}, not in a ``` fence nor introduced as a response's (`_introduced`:
-# "The response's last line is:", "... and arrives at"); a revision of the judge's own score
+# "The response's last line is:", "... and arrives at"); a "> " blockquote of any of these
+# counts unless the line before the quote introduces it so; a revision of the judge's own score
 # ("I'll revise my score to 2"; not "raised the score to"). Their values count only when they
 # name a score (`_later_token`): "Verdict: good" is no second score. Possessive runs: linear
 # on a long run of spaces or asterisks after a label.
@@ -1334,16 +1330,47 @@ _GOES_ON = frozenset({"at", "is", "was", "are", "be", "with", "as", "of", "to", 
                       "computed", "concluded", "found", "returned", "showed"})
 
 
+# What a line introducing a response's text names (s44 review10 finding 1): the response or
+# another's text as the subject ("The response", "Response B's answer", "its", "the student")
+# and how it says it ("writes", "ends with", "arrives at", "last line", "verbatim"). A line
+# ending with ':' or "is" alone ("In conclusion:", "Overall:", "The score is") leads to the
+# judge's own answer, as does one in the first person or naming a score ("my final answer
+# is", "My final score, after reflection:"): there a later "Final answer: 2" disagrees.
+_OTHER_TEXT = re.compile(
+    r"\b(?:(?:the|a|this|that|each|both|other|second|first)\s++(?:responses?|outputs?|"
+    r"assistants?|students?|candidates?|submissions?|models?|references?|answer's)|"
+    r"(?:responses?|outputs?|assistants?|models?)\s*+\(?[A-Za-z0-9]\)?(?![A-Za-z0-9])|"
+    r"(?:response|output|assistant|student|candidate|model|reference|submission)'s|"
+    r"its|it|their|they|student|reference)\b", re.IGNORECASE)
+_SAYS = re.compile(
+    r"\b(?:writes?|wrote|written|says|said|states?|stated|quotes?|quoted|reads|ends|ending|"
+    r"ended|concludes|concluded|arrives|arrived|answers|answered|outputs|returns|returned|"
+    r"shows|showed|reports|reported|computes|computed|obtains|obtained|reaches|reached|"
+    r"gives|gave|gets|got|finds|found|claims|claimed|lines?|text|verbatim|excerpt|"
+    r"solution|reply|replies|replied)\b", re.IGNORECASE)
+_JUDGES_OWN = re.compile(
+    r"\b(?:i|i'll|i'd|i'm|my|me|mine|we|our|us|score|scores|rating|grade|verdict|"
+    r"conclusion|summary|summari[sz]e|overall|therefore|thus|hence|so)\b", re.IGNORECASE)
+
+
 def _introduced(prev: str) -> bool:
     """True when `prev`, the line before a "Final answer: N" or "\\boxed{N}" line, introduces
-    that line as what a response wrote: a line ending with ':' that is not the judge's own
-    label ("The response's last line is:"), or one whose last word a sentence goes on after
-    ("The response solves it and arrives at")."""
+    that line as what a response wrote: it ends with ':' (not the judge's own label) or with a
+    word a sentence goes on after, and it names a response or another's text saying it
+    (`_OTHER_TEXT`, `_SAYS`: "The response's last line is:", "The response solves it and
+    arrives at") and nothing of the judge's own (`_JUDGES_OWN`). Any other line, "In
+    conclusion:" or "The score is", leads to the judge's own answer (s44 review10: those read
+    the opening score, silently wrong)."""
     body = prev.strip().rstrip(" \t*_")
     if body.endswith(":"):
-        return _JUDGE_LABEL_ALONE.match(prev) is None
-    words = body.rsplit(None, 1)
-    return bool(words) and words[-1].lower() in _GOES_ON
+        if _JUDGE_LABEL_ALONE.match(prev) is not None:
+            return False
+    else:
+        words = body.rsplit(None, 1)
+        if not words or words[-1].lower() not in _GOES_ON:
+            return False
+    return _OTHER_TEXT.search(body) is not None and _SAYS.search(body) is not None \
+        and _JUDGES_OWN.search(body) is None
 
 
 _SCORE_WORDS = ("score", "rating", "grade", "verdict", "overall", "evaluation", "assessment")
@@ -1463,6 +1490,9 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
         got += [(m.group(1) or m.group(2), None) for m in _MARKERS.finditer(text)]
         lines = text.strip().splitlines()
         prev, fenced = lines[0], False  # the last non-blank line before; inside ``` fences
+        # the last non-blank line before, not in a "> " blockquote, and whether it introduces
+        # the quote as a response's (found once per quote: a megabyte of "> " lines stays linear)
+        quote_prev, quote_intro = prev, None
         # (a fence opened and never closed hides nothing, as in `parse_final`)
         fence_at = [i for i, ln in enumerate(lines) if _FENCE_LINE.match(ln)]
         stray = fence_at[-1] if len(fence_at) % 2 else -1
@@ -1480,12 +1510,27 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
                 # (the line before it looked at only where a final answer or \boxed may be:
                 # each of a million blank lines after a long one re-read it)
                 low = line.casefold()
-                own = not fenced and ("answer" in low or "boxed" in low) \
-                    and not _introduced(prev)
-                got += _later_other(line, ids, worded, own)
+                if line.lstrip().startswith(">"):
+                    # a blockquote ("> Final answer: 2", or '＞' mapped by `_halfwidth`) is
+                    # the judge's own, as the same line unquoted, unless the line before the
+                    # quote introduces it as a response's ("The response writes:")
+                    body = line.lstrip(" \t>")
+                    if not fenced and quote_intro is None \
+                            and (worded or "answer" in low or "boxed" in low):
+                        quote_intro = _introduced(quote_prev)  # once per quote
+                    theirs = fenced or bool(quote_intro)
+                    own = not theirs and ("answer" in low or "boxed" in low)
+                    worded = worded and not theirs
+                else:
+                    body = line
+                    own = not fenced and ("answer" in low or "boxed" in low) \
+                        and not _introduced(prev)
+                got += _later_other(body, ids, worded, own)
             if _FENCE_LINE.match(line) and i != stray:
                 fenced = not fenced
             if line.strip():
+                if not line.lstrip().startswith(">"):
+                    quote_prev, quote_intro = line, None
                 prev = line
     return list(dict.fromkeys(got))
 
