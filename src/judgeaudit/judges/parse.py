@@ -1373,6 +1373,75 @@ def _introduced(prev: str) -> bool:
         and _JUDGES_OWN.search(body) is None
 
 
+# Words a judge opens its own closing sentence with ("Hence, Final answer: 2", "Overall, I
+# give it a score of 2."), beside the revision leads (`_REVISION_LEAD`: "Correction: 3",
+# "Actually, 3."): after them a bare score or a final answer is the judge's own later score.
+_CONCLUDING_WORDS = re.compile(
+    r"(?:hence|thus|so|therefore|overall|finally|ultimately|consequently|accordingly|"
+    r"in\s++(?:conclusion|summary|short|sum|total|the\s++end)|to\s++(?:summari[sz]e|"
+    r"sum\s++up|conclude)|all\s++in\s++all|all\s++things\s++considered|on\s++balance)\b"
+    r"[ \t,:;.!\-\u2013\u2014*_]*+", re.IGNORECASE)
+# A sentence giving the judge's own score, first person or of "the/my score" (s44 review10
+# finding 2: '4\nOverall, I give it a score of 2.' and 'Score: 4\nThe final score should be
+# 2.' read 4): "the final score should be 2", "my rating is 2", "I'd give it a score of 2",
+# "I would rate this response 2/5". A score a response has ("the response's score of 2") or a
+# condition ("2 if ...") is none: the sentence must end at the value. (Bounded runs: linear.)
+_OWN_SCORE = re.compile(
+    r"(?<![\w'\u2019])(?:(?:the|my)\s++(?:(?:final|overall|revised|corrected|updated|adjusted|"
+    r"new|actual|correct|right|fair|appropriate|proper)\s++){0,3}+(?:score|rating|grade)\s++"
+    r"(?:(?:should|would|will|must)\s++(?:(?:instead|rather|actually|really|then)\s++)?be|"
+    r"is(?:\s++(?:instead|actually|therefore|thus|then))?|becomes|stays|remains)\s++|"
+    r"i(?:['\u2019](?:d|ll)|\s++(?:would|will|now|instead|therefore|thus|must|should|shall|"
+    r"then|finally|ultimately)){0,3}+\s++(?:give|assign|award|rate|score|grade)\s++(?:it|this|"
+    r"that|(?:this|the)\s++(?:response|answer|output|submission))\s++(?:(?:a|an|as|at)\s++)?"
+    r"(?:(?:final\s++|overall\s++)?(?:score|rating|grade)\s++of\s++)?)(?:(?:a|an)\s++)?"
+    + _SCORE_VALUE, re.IGNORECASE)
+_LEAD_MARK = re.compile(r"[ \t*_]*+[,:;!.\-\u2013\u2014]?[ \t*_]*+")
+# A clause before such a sentence that makes it no verdict: a condition or a comparison.
+_CONDITION = re.compile(r"\b(?:if|unless|when|whether|were|otherwise|had|than|would\s++have)\b",
+                        re.IGNORECASE)
+
+
+def _later_own(line: str, ids: tuple[str, ...] | None) -> list[tuple[str, str | None]]:
+    """The (token, top) of a score the judge gives in `line` after its opening one, in a form
+    `_later_other` does not read: a revision or concluding lead before a bare score or a final
+    answer ("Correction: 3", "Actually, 3.", "Hence, Final answer: 2") or a sentence of its
+    own score (`_OWN_SCORE`: "The final score should be 2.", "Overall, I give it a score of
+    2."). Quoted spans are skipped; the caller decides whether the line is the judge's at all
+    (not fenced, not a response's text introduced by the line before). [] when none."""
+    if len(line) > 2000:  # a sentence of a score is short; a long line is reasoning or data
+        line = line[:2000]
+    blank = list(line)
+    for a, b in _quoted_spans(line):  # NUL, not spaces: a score next to a quote reads none
+        blank[a:b] = "\0" * (b - a)
+    got: list[tuple[str, str | None]] = []
+    for sentence in _SENT_SPLIT.split("".join(blank)):
+        rest, leads, tail = sentence.lstrip(" \t\r\f\v#*_-"), 0, ""
+        while leads < 4 and (m := _REVISION_LEAD.match(rest) or _CONCLUDING_WORDS.match(rest)):
+            tail = re.sub(r"^[A-Za-z\s'\u2019-]*[A-Za-z]", "", m.group())
+            rest, leads = rest[m.end():], leads + 1
+        if leads:
+            # a bare score after one mark ("Correction: 3", "Actually, 3."), not a garbled
+            # label ("Overall: .3", "Overall-: 3")
+            bare = (_SCORE_RE,) if _LEAD_MARK.fullmatch(tail) is not None else ()
+            for pattern in (*bare, _LATER_FINAL, _LATER_ID, _LATER_BOXED):
+                m = pattern.match(rest)
+                if m is None:
+                    continue
+                found = m.groupdict()
+                token = found.get("b") or found["p"]
+                if _later_token(token, ids):
+                    got.append((token.lower(), found.get("top")))
+                    break
+        m = _OWN_SCORE.search(rest)
+        if m is None or not _later_token(token := m.group("b") or m.group("p"), ids):
+            continue
+        before = rest[:m.start()].strip(" \t*_")
+        if not before or (before.endswith(",") and _CONDITION.search(before) is None):
+            got.append((token.lower(), m.group("top")))
+    return got
+
+
 _SCORE_WORDS = ("score", "rating", "grade", "verdict", "overall", "evaluation", "assessment")
 
 
@@ -1525,7 +1594,17 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
                     body = line
                     own = not fenced and ("answer" in low or "boxed" in low) \
                         and not _introduced(prev)
-                got += _later_other(body, ids, worded, own)
+                later = _later_other(body, ids, worded, own)
+                if not later and (mine := _later_own(body, ids)):
+                    # the judge's own unless fenced or a response's text: a blockquote
+                    # introduced as one, or a line the line before introduces
+                    if line.lstrip().startswith(">"):
+                        if not fenced and quote_intro is None:
+                            quote_intro = _introduced(quote_prev)
+                        later = [] if fenced or quote_intro else mine
+                    else:
+                        later = [] if fenced or _introduced(prev) else mine
+                got += later
             if _FENCE_LINE.match(line) and i != stray:
                 fenced = not fenced
             if line.strip():
