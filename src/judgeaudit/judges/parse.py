@@ -1769,6 +1769,32 @@ def _cot_hint(request: Request, text: str | None) -> str:
             "try template=pairwise_cot_v1)")
 
 
+def _script_hint(request: Request, text: str | None) -> str:
+    """A hint for an unreadable answer written mostly in another script than Latin ("Ответ: B",
+    "回答A更好", "الإجابة A", "Оценка: 4"): the judge answered in the data's language, and the
+    readers read only the template's Latin labels and ASCII digits (on purpose: a label in
+    another language is not guessed). The fix is the template's: ask for the label or the
+    digits as it words them. "" when the answer is mostly Latin, or holds no letter."""
+    body = _strip_eos(strip_reasoning(_strip_eos(text or ""))).strip()
+    signs = [c for c in body if c.isalpha() or (c.isdecimal() and not c.isascii())]
+    other = [c for c in signs if not c.isascii() and "LATIN" not in unicodedata.name(c, "")]
+    if not other or 2 * len(other) <= len(signs):
+        return ""
+    word = unicodedata.name(other[0], "").split(" ")[0]
+    script = word if word == "CJK" else word.capitalize()
+    choices = tuple(request.choices)
+    if (request.meta or {}).get("task") == "pointwise" and choices:
+        digits = all(c.isascii() and c.isdigit() for c in "".join(choices))
+        want = (f"the score as one of {', '.join(choices)}"
+                + (" in ASCII digits" if digits else ""))
+    elif choices:
+        want = f"the label {' or '.join(repr(c) for c in choices)} in Latin letters"
+    else:
+        want = "its verdict in the template's own Latin words"
+    return (f" (the judge answered in another language, mostly {script} script: ask it in the "
+            f"template for {want}, as the template words them)")
+
+
 def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed,
                     valid: bool, why: str | None = None) -> None:
     """Tell the client's cache that `request`'s answer gave no verdict, so `judgeaudit cache
@@ -1778,7 +1804,7 @@ def mark_if_invalid(client: Client, request: Request, out: Response | CallFailed
         return
     reason = invalid_reason(out, valid, why)
     if reason is not None and not out.invalid:
-        reason += _cot_hint(request, out.text)
+        reason += _cot_hint(request, out.text) or _script_hint(request, out.text)
     # a judge answering garbage stops being paid; the request names the answer, so one
     # read by several probes counts once; a score judge's answers are read as scores
     reading = "scores" if (request.meta or {}).get("task") == "pointwise" else "verdicts"
