@@ -58,7 +58,10 @@ class RefinementAwareProbe(Probe):
         await self._length(ctx, kept, plain, told, span, res)
         pairs = np.array([(a, b) for a, b in zip(plain, told, strict=True)
                           if a is not None and b is not None])
-        if len(pairs):
+        if len(pairs) == 1:  # a bootstrap needs 2 items: say so, do not crash the run
+            res.notes.append("ErrorRate_RA not computed: n=1 scored pair (a bootstrap interval "
+                             "needs at least 2)")
+        elif len(pairs):
             def er(x: np.ndarray) -> float:
                 return float(abs(1 - x[:, 0].mean() / x[:, 1].mean()))
 

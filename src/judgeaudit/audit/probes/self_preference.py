@@ -96,7 +96,10 @@ class SelfPreferenceProbe(Probe):
         rows = np.array([(a, float(np.mean(o))) for a, *o in zip(by_judge, *by_panel,
                                                                  strict=True)
                          if a is not None and all(x is not None for x in o)], dtype=float)
-        if len(rows):
+        if len(rows) == 1:  # a bootstrap needs 2 items: say so, do not crash the run
+            res.notes.append("ErrorRate_SE not computed: n=1 scored own answer (a bootstrap "
+                             "interval needs at least 2)")
+        elif len(rows):
             def err(x: np.ndarray) -> float:
                 return float(abs(1 - x[:, 0].mean() / x[:, 1].mean()))
 
