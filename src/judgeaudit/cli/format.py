@@ -10,7 +10,7 @@ from rich.text import Text
 
 from judgeaudit.cli.terminal import shown
 from judgeaudit.llm.client import _usd
-from judgeaudit.llm.plan import RATE_WORDS
+from judgeaudit.llm.plan import FREE, FREE_WORDS, RATE_WORDS
 from judgeaudit.outcome import retries_text, run_failed, unreadable_share
 from judgeaudit.stats.tests import p_text
 
@@ -76,7 +76,7 @@ def usage_text(calls: dict[str, Any]) -> str:
     cost = calls.get("cost_usd")
     guessed = calls.get("usage_estimated")
     return f"; {p:,} prompt + {c:,} completion tokens" + (
-        f", {_usd(cost)} at {RATE_SAID.get(calls.get('price_rate'), 'list prices')}"
+        f", {_usd(cost)} at {rate_said(calls.get('price_rate'))}"
         if cost else "") + (
         f" ({guessed} of the calls' tokens estimated from characters: the server sent no "
         "usage)" if guessed else "")
@@ -88,6 +88,12 @@ def usage_text(calls: dict[str, Any]) -> str:
 # (`plan.RATE_WORDS`), so a plan, its ingest and the run's calls line name a rate alike; the
 # batch rate said shorter here, as the calls line said it since 6b7421d.
 RATE_SAID = {**RATE_WORDS, "batch": "the batch rate (half the list price: batch=on)"}
+
+
+def rate_said(rate: str | None) -> str:
+    """The calls line's words for `CallStats.price_rate`: a judge that costs nothing is said
+    so (`plan.FREE`), not "list prices" (a document without a rate: list prices)."""
+    return FREE_WORDS if rate == FREE else RATE_SAID.get(rate or "list", "list prices")
 
 
 def failed_text(calls: dict[str, Any]) -> str:

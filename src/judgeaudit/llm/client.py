@@ -190,7 +190,9 @@ class CallStats:
                 if f.name == "narrowed_to":  # the fewest at a time
                     setattr(out, f.name, min(theirs, mine or theirs))
                 elif f.name == "price_rate":  # judges priced at different rates: "mixed"
-                    setattr(out, f.name, theirs if mine in (None, theirs) else "mixed")
+                    from judgeaudit.llm.plan import combine_rates  # a free one is no rate
+
+                    setattr(out, f.name, combine_rates(mine, theirs))
                 elif isinstance(theirs, dict):
                     for k, v in theirs.items():
                         mine[k] = mine.get(k, 0) + v
@@ -483,9 +485,12 @@ def price_rate(provider: Any) -> str | None:
     """Which price `provider.price_per_mtok` is (`CallStats.price_rate`): `plan.price_basis`,
     with "spec_batch" for a spec's price_in/price_out under batch=on, used as given (the
     built-in price is halved for batch=on; a spec's is the rate the user says they pay)."""
-    from judgeaudit.llm.plan import price_basis
+    from judgeaudit.llm.plan import FREE, price_basis
 
     rate = price_basis(provider)
+    if rate is not None and "price_in" not in getattr(provider, "params", {}) and not any(
+            provider.price_per_mtok):  # the embedded model: it costs nothing, at no list price
+        return FREE
     if rate == "spec" and getattr(provider, "batch", None) is not None:
         return "spec_batch"
     return rate
@@ -1416,10 +1421,10 @@ class Client:
         if price is not None:
             cost = (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1e6
             self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost
-            rate = price_rate(self.provider)
-            if self.stats.price_rate not in (None, rate):
-                rate = "mixed"
-            self.stats.price_rate = rate
+            from judgeaudit.llm.plan import combine_rates
+
+            self.stats.price_rate = combine_rates(self.stats.price_rate,
+                                                  price_rate(self.provider))
             if self.spend_cap is not None:
                 self.spend_cap.spent += cost
                 if self.spend_cap.over() and self._stopped is not None and (

@@ -114,11 +114,34 @@ RATE_WORDS = {
 }
 
 
+# A judge that costs nothing (the embedded model: price (0, 0), no price_in) is at no rate
+# of `RATE_WORDS`: its calls were named "at list prices", and beside a judge at its spec's
+# prices made the run's rate "mixed" ("list, batch or the spec's"). `combine_rates` lets
+# any priced judge's rate stand for the sum; alone, it is said as `FREE_WORDS`.
+FREE = "free"
+FREE_WORDS = "no charge (the judge costs nothing)"
+
+
+def combine_rates(a: str | None, b: str | None) -> str | None:
+    """The rate of a cost summed from costs at rates `a` and `b` (`CallStats.price_rate`):
+    None (unpriced) and `FREE` (costs nothing) yield to the other, equal rates stay, and
+    two different priced rates are "mixed"."""
+    if a in (None, FREE):
+        return b if b not in (None, FREE) else (a or b)
+    if b in (None, FREE) or a == b:
+        return a
+    return "mixed"
+
+
 def cost_at(total: float, by_rate: dict[str, float], usd: Callable[[float], str]) -> str:
     """'$X at <rate>' for a cost at one rate, '$X ($a at <rate>, $b at <rate>)' for costs at
     several (a judge at list prices and one at its spec's): the words of `RATE_WORDS`, a rate
-    not kept (a cache planned before it was: "") said as the spec's prices."""
-    words = {r: RATE_WORDS.get(r, RATE_WORDS["spec"]) for r in by_rate}
+    not kept (a cache planned before it was: "") said as the spec's prices. A judge that costs
+    nothing (`FREE`) is not named beside a priced one."""
+    if len(by_rate) > 1:
+        by_rate = {r: c for r, c in by_rate.items() if r != FREE}
+    words = {r: FREE_WORDS if r == FREE else RATE_WORDS.get(r, RATE_WORDS["spec"])
+             for r in by_rate}
     if len(by_rate) == 1:
         return f"{usd(total)} at {words[next(iter(by_rate))]}"
     return f"{usd(total)} (" + ", ".join(
@@ -185,7 +208,7 @@ def read_rate(info: str) -> str | None:
     except ValueError:
         return None
     rate = data.get("rate") if isinstance(data, dict) else None
-    return rate if rate in RATE_WORDS else None
+    return rate if rate in RATE_WORDS or rate == FREE else None
 
 
 def simulated(provider: str) -> bool:
@@ -634,6 +657,7 @@ def keep_refusals(rep: IngestReport, cache: Cache,
         rep.refusals_kept = len(rows)
 
 
-__all__ = ["PLANNED", "RATE_WORDS", "IngestReport", "PlanGivenAsAnswers", "PlannedStop",
-           "Planner", "cost_at", "ingest", "is_planned", "is_request_line", "plan_body",
-           "price_basis", "read_plan_keys", "read_rate", "simulated", "write_jsonl"]
+__all__ = ["FREE", "FREE_WORDS", "PLANNED", "RATE_WORDS", "IngestReport", "PlanGivenAsAnswers",
+           "PlannedStop", "Planner", "combine_rates", "cost_at", "ingest", "is_planned",
+           "is_request_line", "plan_body", "price_basis", "read_plan_keys", "read_rate",
+           "simulated", "write_jsonl"]
