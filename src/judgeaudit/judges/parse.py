@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from judgeaudit.llm import CallFailed, Client, Request, Response
@@ -377,7 +378,77 @@ def _choice(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
         if _marked_end(text, choices, allow_tie) != got \
                 and any(c != got for c in _conclusions(text, choices)):
             return None
+        # ... or a later line in another script naming another choice ("A\n\n但是回答B更好。"):
+        # the readers do not read that script, so it cannot be told to agree (s44 parsefix8)
+        if _opening_choice(text, choices, allow_tie) == got \
+                and _other_script_names(text, tuple(c for c in choices if c != got)):
+            return None
     return got
+
+
+def _mostly_other_script(line: str) -> bool:
+    """True when more than half of `line`'s letters (and non-ASCII digits) are not Latin: a
+    line the readers, which read the template's Latin labels and ASCII digits, cannot read.
+    Only its first 2,000 characters are looked at (a long line is reasoning or data)."""
+    signs = [c for c in line[:2000] if c.isalpha() or (c.isdecimal() and not c.isascii())]
+    other = sum(1 for c in signs if not c.isascii() and not _latin(c))
+    return 2 * other > len(signs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _latin(c: str) -> bool:
+    """True when the character `c` is of Latin script by its Unicode name (cached: a line of
+    Chinese looked each character's name up again)."""
+    return "LATIN" in unicodedata.name(c, "")
+
+
+# Quotes of other scripts' punctuation, beside `_quoted_spans`' ("「回答B」", "«Ответ B»").
+_OTHER_QUOTES = re.compile(r"\u300c[^\u300d]*+\u300d?|\u300e[^\u300f]*+\u300f?"
+                           r"|\u00ab[^\u00bb]*+\u00bb?")
+
+
+def _blank_quotes(line: str) -> str:
+    """`line` with its quoted spans (`_quoted_spans`, "「...」", "«...»") blanked with NUL: a
+    label or a number in quotes is a quote, not the judge's verdict."""
+    blank = list(line)
+    for a, b in _quoted_spans(line) + [m.span() for m in _OTHER_QUOTES.finditer(line)]:
+        blank[a:b] = "\0" * (b - a)
+    return "".join(blank)
+
+
+def _own_other_script_lines(text: str, wanted: re.Pattern[str]) -> Iterator[str]:
+    """The lines after an answer's first line, up to 2,000 characters each, where `wanted`
+    matches outside quotes (`_blank_quotes`), that are mostly in another script than Latin
+    (`_mostly_other_script`) and the judge's own: not in a ``` fence, not a "> " blockquote,
+    not introduced as a response's text by the line before (`_introduced`). `wanted` is
+    tried first: most lines hold nothing it matches and cost no more."""
+    lines = text.strip().splitlines()
+    fence_at = [i for i, ln in enumerate(lines) if _FENCE_LINE.match(ln)]
+    stray = fence_at[-1] if len(fence_at) % 2 else -1
+    prev, fenced = lines[0] if lines else "", False
+    for i, line in enumerate(lines[1:], start=1):
+        cut = line[:2000]
+        if not fenced and wanted.search(cut) and not line.lstrip().startswith(">") \
+                and wanted.search(blanked := _blank_quotes(cut)) \
+                and _mostly_other_script(cut) and not _introduced(prev):
+            yield blanked
+        if _FENCE_LINE.match(line) and i != stray:
+            fenced = not fenced
+        if line.strip():
+            prev = line
+
+
+def _other_script_names(text: str, others: tuple[str, ...]) -> bool:
+    """True when a later line of the judge's own in another script (`_own_other_script_lines`)
+    names one of `others` as a token, not inside a Latin word or number ("回答B更好",
+    "Ответ B", "Ｂ" read as B): the readers cannot read that line's sentence, so a verdict it
+    may give for another choice cannot be ruled out, and the answer is unread rather than
+    read as its opening (a wrong reading is silent; an unread one is counted and shown)."""
+    if not others:
+        return False
+    pattern = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, others))
+                         + r")(?![A-Za-z0-9])")
+    return next(_own_other_script_lines(text, pattern), None) is not None
 
 
 # Words that name a choice right after them: "Output (a)", "Response b", "Assistant A".
@@ -1312,6 +1383,10 @@ _LATER_FINAL = re.compile(r"^[\s#*_\-]*+(?:(?:my|the)\s+)?final\s+answer[\s*_]*+
                           + _SCORE_VALUE, re.IGNORECASE)
 _LATER_BOXED = re.compile(r"^(?:\\[(\[]|[\s#*_$])*+\\boxed\{\s*+(?P<p>" + _TOKEN +
                           r")\s*+\}[\s*_$\\)\].!]*+$")
+# `_LATER_ID`, `_LATER_FINAL`, `_LATER_BOXED` with a value in digits of any script (\d).
+_LATER_ID_ANY, _LATER_FINAL_ANY, _LATER_BOXED_ANY = (
+    re.compile(p.pattern.replace(_TOKEN, r"\d+(?:\.\d+)?"), p.flags)
+    for p in (_LATER_ID, _LATER_FINAL, _LATER_BOXED))
 _LATER_REVISED = re.compile(
     r"\b(?:revis|chang|lower|rais|updat|adjust|correct|bump|drop|reduc|increas)\w*+\s++"
     r"my\s++(?:(?:final|overall)\s++)?(?:score|rating|grade)\s++"
@@ -1468,7 +1543,39 @@ def _later_other(line: str, ids: tuple[str, ...] | None, worded: bool = True,
         or (_LATER_REVISED.search(line) if worded else None)
     if m is not None and _later_token(m.group("p"), ids):
         return [(m.group("p").lower(), None)]
+    # the same lines with a value in another script's digits ("Final answer: ५", "\boxed{٣}",
+    # "Overall: ५"): no score of the scale, but a second one all the same (s44 parsefix8)
+    for pattern in ((_LATER_ID_ANY,) if worded else ()) + ((_LATER_FINAL_ANY, _LATER_BOXED_ANY)
+                                                           if own else ()):
+        m = pattern.match(line)
+        if m is not None and not (token := m.groupdict().get("b") or m["p"]).isascii():
+            return [(token, None)]
     return []
+
+
+# Score words in the languages a judge most often answers in when not in English (zh, ja, ru,
+# ar, hi): a later line mostly in that script giving one of them a number is a second score.
+_OTHER_SCORE_WORDS = ("评分", "分数", "得分", "打分", "评级", "最终分", "點數", "评價", "評分",
+                      "分數", "点数", "スコア", "評価", "得点", "оценка", "оценку", "оценки",
+                      "балл", "баллов", "балла", "рейтинг", "الدرجة", "النتيجة", "التقييم",
+                      "स्कोर", "अंक", "रेटिंग", "मूल्यांकन")
+_OTHER_SCORE = re.compile(
+    r"(?:" + "|".join(map(re.escape, _OTHER_SCORE_WORDS)) + r")[^\S\n]*+"
+    r"(?:[:=\-\u2013\u2014*_\uff1a\u3001,\uff0c]|是|为|為|は|：|-)?[^\S\n*_]*+[*_\[]*+"
+    r"(?P<v>\d+(?:\.\d+)?)(?![\d.])", re.IGNORECASE)
+
+
+def _other_script_scores(line: str) -> list[tuple[str, str | None]]:
+    """The (token, None) of each number a `line` in another script gives right after a score
+    word of that language ("最终评分：２", "Оценка: 2", "स्कोर: ५"): the readers do not read
+    such a line's sentence, so a score it gives is a second reading. Digits of another
+    script count by their value ("४" as "4"): the line must then agree with the score read."""
+    got = []
+    for m in _OTHER_SCORE.finditer(line):
+        v = m.group("v")
+        digits = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in v)
+        got.append((digits, None))
+    return got
 
 
 def _later_token(token: str, ids: tuple[str, ...] | None) -> bool:
@@ -1604,6 +1711,10 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
                         later = [] if fenced or quote_intro else mine
                     else:
                         later = [] if fenced or _introduced(prev) else mine
+                if not later and not fenced and _OTHER_SCORE.search(cut := line[:2000]) \
+                        and not line.lstrip().startswith(">") \
+                        and _mostly_other_script(cut) and not _introduced(prev):
+                    later = _other_script_scores(_blank_quotes(cut))  # "最终评分：２"
                 got += later
             if _FENCE_LINE.match(line) and i != stray:
                 fenced = not fenced
