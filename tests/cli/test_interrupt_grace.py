@@ -139,8 +139,8 @@ def test_a_second_signal_in_the_grace_stops_at_once_writing_nothing(tmp_path):
 
 def test_no_cache_has_no_grace(tmp_path):
     """--no-cache: nothing would be kept, so SIGTERM stops at once as before (answers due in
-    10 s are not waited for): exit 143, the line as before, the 4 calls in flight counted as
-    cut off in --json (`given_up_in_flight`), none kept."""
+    10 s are not waited for): exit 143, the line as before and the 4 calls in flight it cut
+    off (counted in --json's `given_up_in_flight`, said on the line since s44), none kept."""
     data = tmp_path / "items.jsonl"
     write_items(data, N)
     with FakeLLMServer(latency=10.0, logprobs=False) as srv:
@@ -154,7 +154,8 @@ def test_no_cache_has_no_grace(tmp_path):
     assert stopped_after < 6, stopped_after
     assert _stop_lines(err) == [
         "terminated (SIGTERM): the answers were not kept (no cache: --no-cache); running the "
-        "same command again pays for every call again"], err
+        "same command again pays for every call again; 4 calls in flight were cut off (a "
+        "re-run asks them again)"], err
     calls = json.loads(stdout)["calls"]
     assert (calls["kept_in_flight"], calls["given_up_in_flight"]) == (0, AT_ONCE), calls
 

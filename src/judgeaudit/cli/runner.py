@@ -519,15 +519,19 @@ def interrupt_grace() -> float:
     return value
 
 
-def kept_text() -> str:
+def kept_text(cached: bool = True) -> str:
     """What the grace after the signal kept: '; of the N calls in flight at the signal, K
     answered within the G s grace and were cached, D were cut off (a re-run asks them
-    again)'; '' when there was no grace (no cache, nothing in flight, a grace of 0)."""
+    again)'. With no grace (no cache, a grace of 0) only the calls cut off: '; D calls in
+    flight were cut off (a re-run asks them again)', which only --json's
+    `given_up_in_flight` showed; '' when none was."""
     from judgeaudit.llm.client import STOPPING
 
-    if not _RUNNING["grace"]:
-        return ""
     kept, cut = STOPPING.kept, STOPPING.given_up
+    if not (_RUNNING["grace"] and cached):
+        return (f"; {cut} {'call' if cut == 1 else 'calls'} in flight "
+                f"{'was' if cut == 1 else 'were'} cut off (a re-run asks "
+                f"{'it' if cut == 1 else 'them'} again)") if cut else ""
     text = (f"; of the calls in flight at the signal, {kept} answered within the "
             f"{_RUNNING['grace']:g} s grace and {'was' if kept == 1 else 'were'} cached")
     if cut:
@@ -558,7 +562,7 @@ def stop_text(signum: int, cached: bool, where: str = "") -> str:
     """The one line a run a signal ended says: which signal, and what a re-run costs."""
     word = _STOP_WORDS.get(signum, ("interrupted", 0))[0]
     name = signal.Signals(signum).name
-    return f"{word} ({name}): {resume_text(cached, where)}{kept_text() if cached else ''}"
+    return f"{word} ({name}): {resume_text(cached, where)}{kept_text(cached)}"
 
 
 def mark_stopped(doc: dict[str, Any]) -> dict[str, Any]:
@@ -574,7 +578,7 @@ def mark_stopped(doc: dict[str, Any]) -> dict[str, Any]:
     name = signal.Signals(signum).name
     reason = (f"{word} ({name}): the run did not finish; "
               f"{resume_text(_RUNNING['cached'], _RUNNING['where'])}"
-              f"{kept_text() if _RUNNING['cached'] else ''}")
+              f"{kept_text(_RUNNING['cached'])}")
     run.update(message=f"run failed: {reason}", interrupted=name, exit_code=code,
                unfinished=True)
     doc["error"] = reason
