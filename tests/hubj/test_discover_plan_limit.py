@@ -56,3 +56,17 @@ def test_the_plan_names_the_data_limit_that_shrinks_it(tmp_path):
             "and held-out items), so they do not shrink this plan: for a small pilot limit "
             f"the data itself, --data '{data}?limit=50' (its first 50 items)") in text, text
     assert "so they do not shrink this plan" not in " ".join(limited.output.split())
+
+
+def test_discovers_pilot_advice_names_the_data_limit_not_limit(tmp_path):
+    """The generic advice "plan a small pilot (--n 5 or --limit 10)" stood next to the note
+    that --limit does not shrink discover's plan (field finding, s44): for discover it names
+    the data spec's ?limit=N; evaluate's advice is unchanged (tests/cli/test_plan_message)."""
+    data = _items(tmp_path / "d.jsonl")
+    with FakeLLMServer() as srv:
+        res, _n = _plan(tmp_path, srv, data, "2")
+        assert srv.count() == 0
+    text = " ".join(res.output.split())
+    assert ("plan a small pilot (the data spec's ?limit=N, e.g. --data 'SPEC?limit=10'), "
+            "execute and ingest it") in text, text
+    assert "--n 5 or --limit 10" not in text, text

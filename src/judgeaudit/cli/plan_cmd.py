@@ -28,6 +28,7 @@ from judgeaudit.outcome import EXIT_RUN_FAILED
 from judgeaudit.results_file import usd_value
 
 _PLANNER: Any = None  # judgeaudit.llm.plan.Planner of this invocation, or None
+_PLAN_COMMAND: str | None = None  # the command it plans for (`pilot_advice`)
 
 
 # The commands that ask a judge anything; the rest (compare, report, selfcheck, ...) ran in
@@ -40,7 +41,8 @@ def set_plan_path(path: Path | None, command: str | None = None) -> None:
     """Start planning into `path` (None: no planning) for `command`, which must be one that
     calls a judge. Called by the main callback on every invocation, so a planner never
     outlives its command."""
-    global _PLANNER
+    global _PLANNER, _PLAN_COMMAND
+    _PLAN_COMMAND = command
     if path is None:
         _PLANNER = None
         return
@@ -57,6 +59,16 @@ def set_plan_path(path: Path | None, command: str | None = None) -> None:
 
 def active_planner() -> Any:
     return _PLANNER
+
+
+def pilot_advice() -> str:
+    """How to plan a small pilot for the command planned: "--n 5 or --limit 10", except for
+    discover, whose first step judges every labelled item of --data whatever --limit says
+    (`hubj_cmd._discover_plan_note`): the advice named --limit beside the note that --limit
+    does not shrink its plan; for it, the data spec's `?limit=N`."""
+    if _PLAN_COMMAND == "discover":
+        return "the data spec's ?limit=N, e.g. --data 'SPEC?limit=10'"
+    return "--n 5 or --limit 10"
 
 
 def first_line(text: str, limit: int = 600) -> str:
@@ -122,7 +134,7 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
                 "verdicts: answers ingested for them replace the simulation's"), highlight=False)
         console.print("every planned request is paid for, even if the judge's answers cannot "
                       "be read (a live run stops after a run of unreadable answers); to check "
-                      "first, plan a small pilot (--n 5 or --limit 10), execute and ingest it "
+                      f"first, plan a small pilot ({pilot_advice()}), execute and ingest it "
                       "(ingest counts answers empty or cut at max_tokens), and re-run it before "
                       "planning the rest", highlight=False)
         console.print("requests that depend on these answers (a rewrite before its judgement, "
