@@ -336,14 +336,18 @@ def warn_rounds(bundle: JudgeBundle, rounds: int, what: str, instead: str) -> No
                     rounds, instead)
 
 
-def template_drops(bundle: JudgeBundle, items: Sequence[Any], of: str = "") -> list[str]:
+def template_drops(bundle: JudgeBundle, items: Sequence[Any], of: str = "",
+                   log_it: bool = True) -> list[str]:
     """The items' text the judge's user template cannot show (`JudgeBundle.check_items`),
-    warned before any call, so a user can stop the run, and returned for the results'
-    warnings (terminal, results.json, --json, report): the run goes on, the drop is never
-    silent. `of` qualifies the count (audit: over the data's items)."""
+    logged before any call (`log_it`), so a library user can stop the run, and returned for
+    the results' warnings (terminal, results.json, --json, report): the run goes on, the drop
+    is never silent. The CLI prints the results' warnings as "warning:" lines, so it does not
+    log them too (the terminal said each twice, a WARNING log line and a "warning:" line).
+    `of` qualifies the count (audit: over the data's items)."""
     drops = [w + of for w in bundle.check_items(items)]
-    for w in drops:
-        log.warning("%s", w)
+    if log_it:
+        for w in drops:
+            log.warning("%s", w)
     return drops
 
 
@@ -392,7 +396,8 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
 
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
-        drops = template_drops(bundle, items)  # the items' text a user's template drops
+        # the items' text a user's template drops (the CLI says it with the run's warnings)
+        drops = template_drops(bundle, items, log_it=not cli)
         tr = s.tracker("judging", len(items) if pointwise else bundle.pairwise.n_calls(items))
         res = await run_evaluate(bundle, items, on_done=tr.advance, data_spec=spec,
                                  seed=cfg.seed, min_valid=cfg.min_valid,
@@ -466,7 +471,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
         # the items' text a user's template drops (each probe judges up to --n of them)
         drops = template_drops(bundle, items, "" if limit is None else
                                f" (Counted over the data's items; each probe judges the "
-                               f"first {limit} it can use.)")
+                               f"first {limit} it can use.)", log_it=not cli)
         if writers:  # its own answers are compared with the items' (self_preference)
             needs(bundle, opt("judge", cli), WRITING, part=f"probe {', '.join(writers)}")
         others = [s.judge(p) for p in panel_specs]
