@@ -336,19 +336,21 @@ def warn_rounds(bundle: JudgeBundle, rounds: int, what: str, instead: str) -> No
                     rounds, instead)
 
 
-def template_drops(bundle: JudgeBundle, items: Sequence[Any], of: str = "",
-                   log_it: bool = True) -> list[str]:
+def template_drops(bundle: JudgeBundle, items: Sequence[Any], of: str = "") -> list[str]:
     """The items' text the judge's user template cannot show (`JudgeBundle.check_items`),
-    logged before any call (`log_it`), so a library user can stop the run, and returned for
-    the results' warnings (terminal, results.json, --json, report): the run goes on, the drop
-    is never silent. The CLI prints the results' warnings as "warning:" lines, so it does not
-    log them too (the terminal said each twice, a WARNING log line and a "warning:" line).
-    `of` qualifies the count (audit: over the data's items)."""
+    logged before any call, so the user can stop a paid run, and returned for the results'
+    warnings (results.json, --json, report): the run goes on, the drop is never silent. Each
+    logged one is kept in `SAID_EARLY`, so the CLI's end-of-run "warning:" lines do not say
+    it a second time (the terminal said each twice)."""
     drops = [w + of for w in bundle.check_items(items)]
-    if log_it:
-        for w in drops:
-            log.warning("%s", w)
+    for w in drops:
+        log.warning("%s", w)
+        SAID_EARLY.add(w)
     return drops
+
+
+# Warnings already logged before a run's calls (`template_drops`): not repeated at its end.
+SAID_EARLY: set[str] = set()
 
 
 # ---- evaluate ----------------------------------------------------------------------------
@@ -397,7 +399,7 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
     async def body(s: Session) -> dict[str, Any]:
         bundle = s.judge(cfg.judge)
         # the items' text a user's template drops (the CLI says it with the run's warnings)
-        drops = template_drops(bundle, items, log_it=not cli)
+        drops = template_drops(bundle, items)
         tr = s.tracker("judging", len(items) if pointwise else bundle.pairwise.n_calls(items))
         res = await run_evaluate(bundle, items, on_done=tr.advance, data_spec=spec,
                                  seed=cfg.seed, min_valid=cfg.min_valid,
@@ -471,7 +473,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
         # the items' text a user's template drops (each probe judges up to --n of them)
         drops = template_drops(bundle, items, "" if limit is None else
                                f" (Counted over the data's items; each probe judges the "
-                               f"first {limit} it can use.)", log_it=not cli)
+                               f"first {limit} it can use.)")
         if writers:  # its own answers are compared with the items' (self_preference)
             needs(bundle, opt("judge", cli), WRITING, part=f"probe {', '.join(writers)}")
         others = [s.judge(p) for p in panel_specs]

@@ -1,7 +1,9 @@
-"""The terminal says a template's drop once (field finding, s44): since d5a7fa6 evaluate and
-audit logged it before any call (a "WARNING judgeaudit.commands:" line) and printed it again
-with the run's warnings ("warning: ..."). The real CLI in a child process, the sim judge with
-a user template (tests/judges/test_template_item_fields.py's), no server needed."""
+"""The terminal says a template's drop once, before any call (field finding, s44): since
+d5a7fa6 evaluate and audit logged it before any call (a "WARNING judgeaudit.commands:" line)
+and printed it again with the run's warnings ("warning: ..."); the early line stays, so a
+user can stop a paid run, and the end of the run does not repeat it. The real CLI in a child
+process, the sim judge with a user template (tests/judges/test_template_item_fields.py's), no
+server needed."""
 
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ def test_evaluate_says_a_score_templates_drop_once(tmp_path):
                      f"sim:biased?seed=0&score_template={tpl}", "--data", f"jsonl:{data}")
     said = "drops a rubric (field 'rubric') that 2 of 4 items carry"
     assert text.count(said) == 1, text
-    assert f"warning: template '{tpl}' {said}" in text, text
+    assert f"template '{tpl}' {said}" in text, text
+    assert text.index(said) < text.index("ing: 0/"), text  # said before the first call
 
 
 def test_audit_says_a_pairwise_templates_drop_once(tmp_path):
@@ -45,4 +48,5 @@ def test_audit_says_a_pairwise_templates_drop_once(tmp_path):
                      f"jsonl:{data}", "--probes", "position", "--n", "2")
     said = "drops a reference answer (field 'reference') that 3 of 4 items carry"
     assert text.count(said) == 1, text
-    assert f"warning: template '{tpl}' {said}" in text, text
+    assert f"template '{tpl}' {said}" in text, text
+    assert text.index(said) < text.index("ing: 0/"), text  # said before the first call

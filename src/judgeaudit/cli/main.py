@@ -128,7 +128,7 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
 
     Example: judgeaudit evaluate --judge 'sim?position=0.5&seed=0' --data builtin:facts
     --limit 40 --out out/evaluate"""
-    from judgeaudit.commands import prepare_evaluate
+    from judgeaudit.commands import SAID_EARLY, prepare_evaluate
     from judgeaudit.report import write_results
 
     run = checked(lambda: prepare_evaluate(cfg, cli=True))
@@ -136,7 +136,8 @@ def evaluate(cfg: EvaluateConfig, json_out: bool) -> None:
     pointwise, selection = run.info["pointwise"], run.info["selection"]
     path = write_results(cfg.out / "results.json", res)
     for w in res.get("warnings") or []:
-        console.print(styled("warning:", "bold yellow", w))
+        if w not in SAID_EARLY:  # a template's drop was said before the calls
+            console.print(styled("warning:", "bold yellow", w))
     console.print(evaluate_table(res))
     order_mixup = _replay_order_warning(res)
     if order_mixup:
@@ -218,7 +219,7 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     Example: judgeaudit audit --judge 'sim:biased?seed=0' --data builtin:facts --n 30 --out
     out/audit"""
     from judgeaudit.audit.probe import get_probe, probe_names
-    from judgeaudit.commands import prepare_audit
+    from judgeaudit.commands import SAID_EARLY, prepare_audit
 
     if list_probes:
         probes = [get_probe(name) for name in probe_names()]
@@ -283,7 +284,8 @@ def audit(cfg: AuditConfig, json_out: bool, list_probes: bool) -> None:
     from judgeaudit.cli.format import audit_table, panel_table
 
     for w in res.get("warnings") or []:
-        console.print(styled("warning:", "bold yellow", w))
+        if w not in SAID_EARLY:  # a template's drop was said before the calls
+            console.print(styled("warning:", "bold yellow", w))
     console.print(audit_table(res, console.width))
     from judgeaudit.audit.length_control import length_lines
 
