@@ -88,6 +88,11 @@ def test_the_report_header_and_max_cost_help_name_the_rate():
         doc["calls"]["price_rate"] = rate
         text = " ".join(" ".join(parse(render_report(doc)).text).split())
         assert f"$0.0500 at {words}" in text, (rate, text)
+    # a judge that costs nothing (the embedded model, plan.FREE) is not said at list prices
+    doc["calls"].update(price_rate="free", cost_usd=0.0)
+    text = " ".join(" ".join(parse(render_report(doc)).text).split())
+    assert "$0.0000 (no charge: the judge costs nothing)" in text, text
+    assert "list prices" not in text, text
 
 
 def test_the_cap_sum_names_its_terms_and_leaves_out_a_zero_one():
