@@ -165,6 +165,10 @@ class CacheStats:
     refusals: int = 0  # too-long refusals kept by runs and ingest (see Cache.put_refusals)
 
 
+class _Locked(Exception):
+    """SQLite's "database is locked" while a cache file is opened: tried again (`_open`)."""
+
+
 class Cache:
     """Key -> Response store. Thread-safe; opened in WAL mode so readers never block writers."""
 
@@ -180,9 +184,21 @@ class Cache:
         self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        """Open (creating if needed) the database, or raise CacheError saying why not. An
-        existing cache that cannot be opened for writing is opened for reading instead
-        (`_open_read_only`); a file that cannot be created still fails here."""
+        """Open (creating if needed) the database, or raise CacheError saying why not. Several
+        processes making one new file at once can meet SQLite's deadlock guard (a reader
+        upgrading to switch the file to WAL gets "database is locked" at once, its busy
+        timeout not applied): that open is tried again, a few times, after a short wait."""
+        for attempt in range(6):
+            try:
+                return self._open_once()
+            except _Locked:
+                time.sleep(0.02 * 2 ** attempt)
+        return self._open_once(last=True)
+
+    def _open_once(self, last: bool = False) -> sqlite3.Connection:
+        """One try of `_open`. An existing cache that cannot be opened for writing is opened
+        for reading instead (`_open_read_only`); a file that cannot be created still fails
+        here; "database is locked" raises `_Locked` (tried again) unless `last`."""
         where = f"cache {self.path}"
         if self.path.is_dir():
             raise CacheError(f"{where}: is a directory (give a file path, e.g. "
@@ -220,6 +236,8 @@ class Cache:
                 raise CacheError(f"{where}: is not a SQLite database ({msg})") from None
             if existed and _READ_ONLY.search(msg):  # e.g. its directory is read-only
                 return self._open_read_only(msg)
+            if "database is locked" in msg and not last:
+                raise _Locked from None
             what = "cannot be opened for writing" if existed else "cannot be created"
             raise CacheError(f"{where}: {what}: {msg}") from None
         return conn
