@@ -20,7 +20,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -32,21 +31,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from compare_audit_results import canonical  # noqa: E402
+from machine_info import cpu  # noqa: E402
 
 JUDGE = "sim?position=0.8&length=1.0&seed=0"
 DATA = "builtin:facts?seeds=0-94"
 OUT = ROOT / "benchmarks" / "results" / "audit_memory.json"
 
 
-def cpu() -> dict[str, Any]:
-    """The machine: model, cores and the vector flags that matter to a local model."""
-    text = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    flags = set(info.get("Flags", "").split())
-    return {"model": info.get("Model name", "").strip(), "cpus": os.cpu_count(),
-            "machine": platform.machine(), "python": platform.python_version(),
-            "avx2": "avx2" in flags, "avx512_bf16": "avx512_bf16" in flags,
-            "amx": any(f.startswith("amx") for f in flags)}
 
 
 def old_tree(base: str, where: Path) -> Path:

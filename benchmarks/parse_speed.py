@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine_info import cpu  # noqa: E402
 
 from judgeaudit.judges.parse import parse_choice, parse_final, parse_score
 from judgeaudit.judges.templates import load_template
@@ -120,15 +120,6 @@ def fuzz_answers(n: int, seed: int = 44) -> Iterator[str]:
 
 # ---- measuring --------------------------------------------------------------------------------
 
-def cpu() -> dict[str, Any]:
-    """The machine: model, cores and the vector flags (lscpu)."""
-    text = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    flags = set(info.get("Flags", "").split())
-    return {"model": info.get("Model name", "").strip(), "cpus": os.cpu_count(),
-            "machine": platform.machine(), "python": platform.python_version(),
-            "avx2": "avx2" in flags, "avx512_bf16": "avx512_bf16" in flags,
-            "amx": any(f.startswith("amx") for f in flags)}
 
 
 def _timed(read: Reader, text: str) -> float:

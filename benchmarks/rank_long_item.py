@@ -28,13 +28,15 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine_info import cpu  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "rank_long_item.json"
@@ -48,15 +50,6 @@ SCENARIOS: dict[str, tuple[int, tuple[int, ...], int]] = {
 }
 
 
-def cpu() -> dict[str, Any]:
-    """The machine: model, cores and the vector flags (lscpu)."""
-    text = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    flags = set(info.get("Flags", "").split())
-    return {"model": info.get("Model name", "").strip(), "cpus": os.cpu_count(),
-            "machine": platform.machine(), "python": platform.python_version(),
-            "avx2": "avx2" in flags, "avx512_bf16": "avx512_bf16" in flags,
-            "amx": any(f.startswith("amx") for f in flags)}
 
 
 def records(n: int, long_items: tuple[int, ...]) -> list[dict]:
