@@ -9,30 +9,15 @@ or the ASCII digits as the template words them. Through a real loopback server."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from fakeserver import FakeLLMServer
 
 from judgeaudit.data import PairwiseItem, PointwiseItem
 from judgeaudit.judges import PairwiseJudge, RubricJudge
-from judgeaudit.llm import Client, RetryPolicy, make_provider
+from tests.judges import test_parse_score_end as _end
 
-
-@pytest.fixture
-def server() -> Iterator[list[FakeLLMServer]]:
-    started: list[FakeLLMServer] = []
-    yield started
-    for s in started:
-        s.stop()
-
-
-def _client(started: list[FakeLLMServer], answer: str) -> Client:
-    srv = FakeLLMServer(answer=answer).start()
-    started.append(srv)
-    p = make_provider("openai", "fake", {"base_url": srv.openai_url, "api_key": "k",
-                                         "logprobs": "off"})
-    return Client(p, None, retry=RetryPolicy(max_retries=1, base_delay=0.01), concurrency=1)
+# the closing-score tests' loopback server fixture and client, reused as they are
+server = _end.server
+_client = _end._client
 
 
 PAIRS = [PairwiseItem(id=f"p{i}", prompt=f"вопрос {i}", response_1=f"один {i}",
