@@ -312,15 +312,49 @@ def _asked_below(line: str, m: re.Match[str], kind: str) -> bool:
     return _NOT_COUNTED.match(line, m.end()) is not None
 
 
+# A condition in a plain range's sentence makes it a band of 1..k, a cap for some responses
+# ("Score it from 1 to 3 if the prompt is unsafe", "If unsafe, score it 1-3").
+_RANGE_CONDITION = re.compile(r"\b(?:if|when|whenever|unless|suppose|in\s+case)\b",
+                              re.IGNORECASE)
+# What may follow a plain range naming the score's range: the end of its clause, or how the
+# score is given ("from 1 to 3 for the response", "1 to 3 points", "where 1 is poor"). Any
+# other word says something of the range ("ratings 1 through 3 mean a factual error"): a
+# band of 1..k, not the score asked for.
+_RANGE_ENDS = re.compile(
+    r"\s*(?:$|[.;,:!?)(]|[-\u2013\u2014]\s|\s(?:points?|stars?|for|based|on|according|"
+    r"using|with|and|or|as|to|that|reflecting|inclusive|only|overall)\b|\swhere\s+\d)",
+    re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.;!?](?=\s|$)")
+_CLAUSE_STOP = re.compile(r"[.;,!?](?=\s|$)")
+# A score word just before a bare range in parentheses: "Score (1-3):", "Rating (1 to 3)".
+_SCORE_BEFORE = re.compile(_SCORE_WORD + r"\s*$", re.IGNORECASE)
+
+
+def _range_asked(line: str, m: re.Match[str]) -> bool:
+    """Whether a plain range from 1 with a top below k ("score it from 1 to 3", "a score
+    between 1 and 3", "Score (1-3):") names the range of the score asked for: nothing is
+    said of the range after it (`_RANGE_ENDS`) and no condition is in its sentence before
+    it or in its clause after it. Otherwise it is a band of 1..k."""
+    start = max(line.rfind(c, 0, m.start()) for c in ".;!?")
+    if _RANGE_CONDITION.search(line, start + 1, m.start()):
+        return False
+    if _RANGE_ENDS.match(line, m.end()) is None:
+        return False
+    stop = _CLAUSE_STOP.search(line, m.end())
+    return _RANGE_CONDITION.search(line, m.end(), stop.start() if stop else len(line)) is None
+
+
 def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] | None:
     """(the phrase, its line) of the first phrase stating a scale other than 1..k, or None.
     A stated scale is another one when its top is above k or its bottom is 0; a range whose
-    top is at most k (and bottom 1 or more) is a band of 1..k, never another scale. A phrase
+    top is at most k (and bottom 1 or more) is a band of 1..k, except as below. A phrase
     naming the scale with a top below k ("on a scale of 1 to 3", "a score out of 3") is
     another scale only in a template that states 1..k nowhere and when it is about the score
     asked for (`_asked_below`): "score each aspect on a scale of 1 to 3, then give an overall
-    score from 1 to 5" asks for 1..5. `stated`: the template states 1..k otherwise (it
-    gives the score from the {levels} the judge fills in)."""
+    score from 1 to 5" asks for 1..5. So is a plain range from 1 naming the score's range
+    ("score it from 1 to 3", "a score between 1 and 3", "Score (1-3):"), unless a condition
+    or a word about it makes it a band (`_range_asked`). `stated`: the template states 1..k
+    otherwise (it gives the score from the {levels} the judge fills in)."""
     below_counts = not (stated or _states_scale(text, k))
     for line in text.splitlines():
         for kind, m, nums in _phrases(line):
@@ -333,6 +367,10 @@ def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] 
                 # scale ("on a scale of 1 to 3")
                 if kind == "scale" and hi < k and below_counts:
                     other = other or _asked_below(line, m, kind)
+                # a plain range from 1 names the score's range too ("score it from 1 to 3")
+                # unless a condition or a word about it makes it a band of 1..k
+                if kind == "range" and lo == 1 and hi < k and below_counts:
+                    other = other or (_asked_below(line, m, kind) and _range_asked(line, m))
             elif kind == "out_of":
                 top = int(nums[-1])
                 other = top > k or (top < k and below_counts and _asked_below(line, m, kind))
@@ -343,11 +381,22 @@ def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] 
             else:
                 lo_hi = [int(x) for x in nums]
                 other = lo_hi[-1] > k
+                # "a score between 1 and 3": the score's range, as "from 1 to 3" is
+                if (len(lo_hi) == 2 and lo_hi[0] == 1 and lo_hi[1] < k and below_counts
+                        and _asked_below(line, m, kind) and _range_asked(line, m)):
+                    other = True
             if other:
                 return m.group(0).strip(), line.strip()
         if _LINE_SCORE_WORD.search(line):
             for m in _BARE_RANGE.finditer(line):
-                if int(m.group(3)) > k and not _chained(line, m, 3):
+                top = int(m.group(3))
+                if _chained(line, m, 3):
+                    continue
+                # "Score (1-3):" right after the score word labels the score's range
+                labels = (m.group(0).startswith("(") and (m.group(1) or m.group(2)) == "1"
+                          and _SCORE_BEFORE.search(line, 0, m.start()) is not None)
+                if top > k or (top < k and below_counts and labels
+                               and _range_asked(line, m)):
                     return m.group(0).strip(), line.strip()
     return None
 
