@@ -18,11 +18,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.perturb.base import (
     Edit,
     Option,
     Perturbation,
     Side,
+    english_misfit,
     register_perturbation,
 )
 
@@ -47,11 +49,21 @@ class Compassion(Perturbation):
     touches_other = True
     # The attribution line is English, but both responses get one of the same form: a
     # language switch on both sides moves neither toward the target, so it is not left out
-    # (adds_english stays None). Only the name differs between the sides.
+    # (adds_english stays None). Only the name differs between the sides. The single-response
+    # form labels one text alone, so there the line is checked (`not_applicable`).
     options = {
         "mode": Option("named", MODES, "named | prestige | anonymous (control)"),
         "model": Option(None, None, "the target's model name (None: one of FAMOUS per item)"),
     }
+
+    def not_applicable(self, text: str, side: Side, **opts: Any) -> str | None:
+        """In the single-response form (a pointwise item) the labelled text is compared with
+        itself unlabelled, not with a labelled other side: an English line on a text in
+        another script is a language switch as well as the name, so it is left out as the
+        other perturbations that add English are (`english_misfit`)."""
+        if isinstance(side.item, PointwiseItem):
+            return english_misfit(text, "the attribution line")
+        return None
 
     def _label(self, text: str, who: str, fmt_i: int) -> Edit:
         line = FORMATS[fmt_i].format(name=who)

@@ -21,6 +21,7 @@ from judgeaudit.perturb.base import (
     PerturbError,
     PerturbResult,
     Target,
+    english_misfit,
     resolve_target,
     side_answers,
 )
@@ -197,6 +198,18 @@ class LLMRewriter:
         )
         return strip_wrapper(resp.text, text)
 
+    @staticmethod
+    def not_applicable(text: str, side: Target) -> str | None:
+        """Why a response cannot be rewritten, or None. The rewrite is asked for in English
+        (instruction, intensity scale), and what a model adds then is English: on a
+        response mostly in another script the measured shift would be the bias plus a
+        switch of language, so it is left out as the template perturbations that add
+        English are (`english_misfit`). A prompt is not checked: both responses are judged
+        against it alike (as bandwagon's)."""
+        if side == "prompt":
+            return None
+        return english_misfit(text, "what the rewrite adds (asked for in English)")
+
     async def perturb(
         self,
         items: Sequence[PairwiseItem],
@@ -208,7 +221,9 @@ class LLMRewriter:
         seed: int = 0,
     ) -> list[PerturbResult]:
         """Rewrite the target side of each item for one bias at one level; each result is
-        checked for answer preservation. Ids: `{id}~rewrite:{bias}:level={level}`."""
+        checked for answer preservation. A response mostly in another script is not sent:
+        its result is `not_applicable` with the reason (`not_applicable`). Ids:
+        `{id}~rewrite:{bias}:level={level}`."""
         if instruction is None:
             if bias not in INSTRUCTIONS:
                 raise PerturbError(
@@ -224,6 +239,12 @@ class LLMRewriter:
                 (side,) = resolve_target(it, target)
             except (PerturbError, ValueError) as exc:
                 out.append(PerturbResult(it, "response_1", "", False, str(exc), it))
+                continue
+            why = self.not_applicable(getattr(it, side), side)
+            if why is not None:  # left out and counted, no call made
+                out.append(PerturbResult(it, side, f"{bias}:level{level}", False,
+                                         f"rewrite not applicable to {side}: {why}", it,
+                                         not_applicable=True))
                 continue
             plan.append((it, side))
             out.append(None)
