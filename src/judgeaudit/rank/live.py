@@ -129,6 +129,28 @@ def stopped_sending(exc: CallFailed) -> bool:
             and call_failure(exc) == "not_sent")
 
 
+def sending_stopped(client: Any) -> bool:
+    """Whether ``client`` sends no further call in this run: stopped for it (the spend
+    cap, a server that stopped answering, a quota that resets in hours) or past its call
+    cap. Only a cached answer could still come back."""
+    cap = getattr(client, "call_cap", None)
+    return client.stopped is not None or bool(cap is not None and cap.refused)
+
+
+def count_unpicked(client: Any, n: int) -> None:
+    """Count ``n`` picks the loop did not make once the client stopped sending
+    (`LoopResult.unpicked`) as the client counted each pick it refused unsent before the
+    loop stopped picking (failed, not sent): the calls stats, the run's --max-failed
+    outcome and the budget's not-sent count stay those of a loop that picked them all."""
+    if n <= 0:
+        return
+    client.stats.failed += n
+    client.stats.not_sent += n
+    cap = getattr(client, "call_cap", None)
+    if cap is not None and cap.refused:
+        cap.refused += n
+
+
 async def judge_pairs(bundle: JudgeBundle, pool: Pool, pairs: Sequence[tuple[int, int]],
                       on_done: Callable[[Verdict], None] | None = None) -> list[Verdict]:
     """Judge (first, second) pairs concurrently (bounded by the client), results in order."""
@@ -177,6 +199,9 @@ class BridgeOracle:
         self.log: list[Verdict] = []
         self.stop = threading.Event()
         self.rounds = 0
+        # the client stopped sending for the run (`sending_stopped`) and refused a pick of
+        # this loop unsent: no further pick can be sent, so the loop stops picking
+        self.halted = False
         self.planned = 0  # requests planned so far (answer-free rules plan every round)
         self._round_start = (0, 0)  # (len(log), planned) when this round began
 
@@ -196,6 +221,8 @@ class BridgeOracle:
                     raise Cancelled("ranking cancelled") from None
         self.log.extend(verdicts)
         self.planned += self.bundle.client.stats.planned - planned_before
+        if any(v.not_sent for v in verdicts) and sending_stopped(self.bundle.client):
+            self.halted = True
         if self.answer_free and len(self.log) >= self.budget:
             self.stop_planned()
         # NaN: left out of the fit (a planned request too, until `end_round` stops the
@@ -257,6 +284,9 @@ class LiveRun:
     # The run's outcome (`outcome.assess`, unit: comparisons with a valid verdict):
     # a failed run's ranking is no result.
     run: dict | None = None
+    # budget never picked: the client had stopped sending (`LoopResult.unpicked`); counted
+    # in `n_not_sent` with the picks it refused unsent, no comparison of its own
+    unpicked: int = 0
 
     def p_fit(self, model: str) -> BTFit:
         """The fit ``model``'s P(top-k) is drawn from (`rank.fitting.membership_fit`): with a
@@ -284,13 +314,14 @@ class LiveRun:
 
     @property
     def n_not_sent(self) -> int:
-        """Picks never sent: the client had stopped sending (`Verdict.not_sent`)."""
-        return sum(v.not_sent for v in self.verdicts)
+        """Budget never sent: the picks the client refused (`Verdict.not_sent`) and those
+        not made once it had stopped sending (`unpicked`)."""
+        return sum(v.not_sent for v in self.verdicts) + self.unpicked
 
     @property
     def n_made(self) -> int:
         """Comparisons made: the picks sent or answered from the cache."""
-        return len(self.verdicts) - self.n_not_sent
+        return sum(not v.not_sent for v in self.verdicts)
 
     @property
     def n_ties(self) -> int:
@@ -358,7 +389,8 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
             X=X if X.shape[1] else None, model=model, lam=lam, tau=tau,
             hierarchical=hierarchical, refit_every=refit_every, n_samples=n_samples,
             seed=seed, batch_oracle=oracle, groups=pool.groups, on_batch=batch_done,
-            eb_lam=eb_lam, stage=True)  # waves: a too-long item costs 1-2 calls, not a round
+            eb_lam=eb_lam, stage=True,  # waves: a too-long item costs 1-2 calls, not a round
+            stop=lambda: oracle.halted)  # the client sends nothing more: stop picking
     finally:
         oracle.stop.set()
     if oracle.answer_free:  # the loop ended short of the budget (every pair left too long)
@@ -373,8 +405,10 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
                   p_fits={"bias_aware": terms} if how == "evidence"
                   and terms_tau(tau, hierarchical) == tau else {},
                   fit_options={"eb_lam": eb_lam, "tau": tau, "hierarchical": hierarchical})
+    out.unpicked = res.unpicked
+    count_unpicked(bundle.client, res.unpicked)
     settle_not_sent(out.verdicts, bundle.client.stats.as_dict())
-    out.run = assess(n_valid=out.n_valid, n_planned=len(out.verdicts),
+    out.run = assess(n_valid=out.n_valid, n_planned=len(out.verdicts) + out.unpicked,
                      calls=gate_calls(bundle.client.stats.as_dict()), min_valid=min_valid,
                      max_failed=max_failed, what="comparisons")
     return out

@@ -144,6 +144,9 @@ class LoopResult:
     # and "pairs" left out, "picks" the rule would have made on them (made on other pairs),
     # "unspent" budget when no other pair was left; empty when no call was too long
     left_out: dict = field(default_factory=dict)
+    # budget left unpicked because ``stop()`` said no further call can be sent (a client
+    # stopped by the spend cap): each such pick would only have failed unsent
+    unpicked: int = 0
 
     def fit(self, model: str) -> BTFit:
         return self.naive if model == "naive" else self.bias_aware
@@ -289,7 +292,8 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
                groups: np.ndarray | None = None,
                on_batch: ProgressHook | None = None, eb_lam: bool = False,
                exact_every: int = 8, eb_method: str | None = None,
-               stage: bool | None = None) -> LoopResult:
+               stage: bool | None = None,
+               stop: Callable[[], bool] | None = None) -> LoopResult:
     """Spend ``budget`` oracle calls choosing pairs by ``rule`` under ``model``'s posterior.
 
     Unqueried pairs come first; once every pair has been asked, pairs asked once become
@@ -318,6 +322,10 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
     refusal are the same either way. Default (None): on with ``oracle`` (one call at a
     time anyway), off with ``batch_oracle`` (one call per batch, as its caller may expect;
     `rank.live.rank_live` turns it on).
+    ``stop``: asked after each judged batch; True (the oracle can send no more calls: a
+    client stopped by the spend cap) ends the picks there, the rest of the budget counted
+    in ``result.unpicked``: each further pick and refit only burned CPU on a call refused
+    unsent (2,000 picks after a cap at 50), and the fit had no new verdict to change it.
     """
     with limit_blas_threads(n_items):  # small dense algebra: extra threads only contend
         if model not in MODELS:
@@ -486,15 +494,27 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
             if on_batch is not None:
                 on_batch(len(result.steps), drive, ctx)
 
+        def halted() -> bool:
+            """No pick is pending (a batch was just judged) and ``stop`` says no further
+            call can be sent: the rest of the budget stays unpicked."""
+            if stop is None or pending or not stop():
+                return False
+            result.unpicked = budget - step
+            return True
+
         step = since = 0  # picks made (sent or pending), and since the last refit
         while True:
             if step >= budget:
                 flush()  # picks it gives back are made again
                 if step >= budget:
                     break
+            if halted():
+                break
             if since == refit_every:
                 flush()
                 since = 0
+                if halted():
+                    break
                 drive = _fit(model, n_items, np.asarray(rows), Xd, cfg, drive, driving=True,
                              search=len(result.refits) % EVIDENCE_EVERY == 0)
                 carried = _can_carry(ctx, drive, cfg, age)

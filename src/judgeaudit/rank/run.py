@@ -175,12 +175,17 @@ def not_sent_warning(doc: Mapping[str, Any]) -> str:
     the judge saw only the comparisons made, why, and what a re-run costs."""
     n, made = int(doc["n_not_sent"]), int(doc["n_comparisons"])
     budget = (doc.get("config") or {}).get("budget")
+    refused = sum(bool(c.get("not_sent")) for c in doc.get("comparisons") or [])
+    unpicked = (f"; the ranking stopped picking once the client stopped sending: {n - refused} "
+                "of them were never picked (each would have been refused the same way), so "
+                f"comparisons holds the {made + refused} picks made, {refused} of them marked "
+                "not_sent" if n > refused else "")
     return (f"{n} of the budget's {budget} comparisons were not sent, so the judge saw "
             f"{made}: {doc.get('not_sent_why') or 'the client stopped sending'}. They are "
             "no verdicts (not counted as invalid; the fit never had them); with a cache, the "
             "same command once the cause is removed (a higher --max-cost, a server that "
             f"answers again) takes the {made} made from the cache and pays only for "
-            "the rest")
+            f"the rest{unpicked}")
 
 
 @dataclass
