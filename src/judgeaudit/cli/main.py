@@ -536,7 +536,9 @@ def _on_signal(signum: int, frame: object) -> None:
     message if it was not said yet. With a cache, the calls in flight at the first signal
     get a short grace period to finish and be cached first, nothing new being sent
     (`runner.terminate_run`); a signal during it after `REPEAT_WINDOW` stops waiting and
-    writes nothing more (`runner.cut_grace`). SIGINT when no run is under way raises
+    writes nothing more (`runner.cut_grace`). A run whose last call was sent before the
+    signal and whose calls in flight all answer within the grace is complete: it ends as
+    it would have (`runner.finished_after_signal`). SIGINT when no run is under way raises
     KeyboardInterrupt as Python does; SIGTERM ends the process at once. Nothing is lost
     either way: every finished call is already committed to the cache (as after a kill -9,
     tests/llm/test_resume.py)."""
@@ -552,6 +554,7 @@ def _on_signal(signum: int, frame: object) -> None:
             # (plus the grace the calls in flight were given to finish and be cached)
             timer = threading.Timer(SIGTERM_GRACE + runner._RUNNING["grace"], _end_now)
             timer.daemon = True
+            runner._RUNNING["timer"] = timer  # called off if the run finishes anyway
             timer.start()
             return
         if signum == signal.SIGINT:

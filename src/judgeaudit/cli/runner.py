@@ -370,8 +370,11 @@ def run_command(cfg: Any, run: Any,
                 await sess.aclose()
 
         try:
-            return checked(lambda: run_async(go, cache_path=store and str(store.path),
-                                             cached=store is not None))
+            res = checked(lambda: run_async(go, cache_path=store and str(store.path),
+                                            cached=store is not None))
+            if _RUNNING["late"] is not None and isinstance(res.get("run"), dict):
+                res["run"]["signal_after_last_call"] = _RUNNING["late"]
+            return res
         except Exception as exc:
             if _UNFINISHED["doc"] is not None and not isinstance(exc, _NO_CRASH):
                 record_crash(cfg.out, run, sess, exc)  # (never under --plan-only: no doc)
@@ -485,10 +488,14 @@ def print_unfinished() -> None:
 # unfinished document was printed (`print_unfinished`); "grace": the seconds the calls in
 # flight at the signal were given to finish (0: none, `terminate_run`) of the run's
 # "grace_setting" (`interrupt_grace`; 0 without a cache); "grace_task": the task waiting
-# for them (`_grace`), until it cancels the pipeline.
+# for them (`_grace`), until it cancels the pipeline; "in_flight": the calls in flight at
+# the signal; "timer": the hard stop's timer (`main._on_signal`), called off when the run
+# finishes anyway (`finished_after_signal`); "late": then, the signal as results.json
+# keeps it (`late_signal`).
 _RUNNING: dict[str, Any] = {"task": None, "loop": None, "terminated": False, "stop": None,
                             "cached": True, "where": "", "said": False, "reported": False,
-                            "grace": 0.0, "grace_task": None, "grace_setting": 0.0}
+                            "grace": 0.0, "grace_task": None, "grace_setting": 0.0,
+                            "in_flight": 0, "timer": None, "late": None}
 _STOP_WORDS = {signal.SIGINT: ("interrupted", EXIT_INTERRUPTED),
                signal.SIGTERM: ("terminated", EXIT_TERMINATED)}
 
@@ -612,7 +619,8 @@ def terminate_run(signum: int = signal.SIGTERM) -> bool:
     task, loop = _RUNNING["task"], _RUNNING["loop"]
     if task is None or loop is None or task.done() or loop.is_closed():
         return False
-    _RUNNING.update(stop=signum, terminated=signum == signal.SIGTERM)
+    _RUNNING.update(stop=signum, terminated=signum == signal.SIGTERM,
+                    in_flight=STOPPING.sending)
     STOPPING.on = True
     grace = _RUNNING["grace_setting"] if _RUNNING["cached"] and STOPPING.sending else 0.0
     _RUNNING["grace"] = grace
@@ -634,12 +642,20 @@ def _start_grace(task: asyncio.Task[Any], seconds: float) -> None:
 async def _grace(task: asyncio.Task[Any], seconds: float) -> None:
     """Wait until the calls in flight at the signal have finished (their answers cached as
     any answer is), at most `seconds`, then cancel the pipeline's task: what is still in
-    flight is cut off (`CallStats.given_up_in_flight`). Polled: the count is changed by the
-    calls themselves, in this loop."""
+    flight is cut off (`CallStats.given_up_in_flight`). Once they have, the wait ends at
+    once if the pipeline wants another call (held back: `Stopping.held`) or has one of the
+    embedded model under way (not waited for: `Stopping.waits_for`); otherwise the
+    pipeline may be finishing without one (its last call was sent before the signal), and
+    it is let finish within the same `seconds`: a run that ends so is complete
+    (`finished_after_signal`), not interrupted. Polled: the counts are changed by the calls
+    themselves, in this loop."""
     from judgeaudit.llm.client import STOPPING
 
-    deadline = asyncio.get_running_loop().time() + seconds
-    while STOPPING.sending and asyncio.get_running_loop().time() < deadline:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not task.done() and loop.time() < deadline:
+        if not STOPPING.sending and (STOPPING.held or STOPPING.busy):
+            break
         await asyncio.sleep(0.05)
     task.cancel()
 
@@ -686,7 +702,8 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
     planner = active_planner()
     _RUNNING.update(terminated=False, stop=None, said=False, reported=False, cached=cached,
                     where=f" ({cache_path})" if cache_path else "", grace=0.0,
-                    grace_task=None, grace_setting=interrupt_grace() if cached else 0.0)
+                    grace_task=None, grace_setting=interrupt_grace() if cached else 0.0,
+                    in_flight=0, timer=None, late=None)
     STOPPING.reset()
     try:
         try:
@@ -709,12 +726,61 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
         if planner is not None and planner.n:
             finish_plan(planner, stopped=exc)
         raise
-    if _RUNNING["stop"] is not None:  # a signal as the pipeline ended: what was asked for
+    if _RUNNING["stop"] is not None:  # a signal as the pipeline ended
+        if finished_after_signal():  # nothing left unsent or cut off: the run is complete
+            return result
         say_stopped()
         raise typer.Exit(stop_code() or EXIT_INTERRUPTED)
     if planner is not None:  # --plan-only: write the plan, not the results; exit 0
         finish_plan(planner)
     return result
+
+
+def finished_after_signal() -> bool:
+    """Whether the pipeline a signal asked to stop returned its results anyway, with no
+    call left unsent (`Stopping.held`), none cut off (`Stopping.given_up`) and no second
+    signal insisting (`Stopping.hard`): the signal came after its last call was sent and
+    the calls in flight all answered within the grace. Such a run is complete (its re-run
+    is free), so it ends as it would have: its results, report and exit code (exit 130 or
+    143 failed a complete run in CI); the hard stop's timer is called off, one line says
+    so, and `late_signal` is what results.json keeps (`run.signal_after_last_call`)."""
+    from judgeaudit.llm.client import STOPPING
+
+    if STOPPING.held or STOPPING.given_up or STOPPING.hard or _RUNNING["stop"] is None:
+        return False
+    timer = _RUNNING.get("timer")
+    if timer is not None:
+        timer.cancel()
+    late = late_signal()
+    close_bars()
+    console.print(styled("note:", "bold yellow", late_signal_text(late)), highlight=False)
+    _RUNNING["late"] = late
+    return True
+
+
+def late_signal() -> dict[str, Any]:
+    """The signal that came after the run's last call was sent, as results.json keeps it:
+    its name, the calls in flight at it, how many of them answered and were cached (the
+    grace's `Stopping.kept`), and the grace they had."""
+    from judgeaudit.llm.client import STOPPING
+
+    return {"signal": signal.Signals(_RUNNING["stop"]).name, "in_flight": _RUNNING["in_flight"],
+            "answered": STOPPING.kept, "grace_s": _RUNNING["grace"]}
+
+
+def late_signal_text(late: Mapping[str, Any]) -> str:
+    """The line of a run a signal asked to stop that finished anyway (`finished_after_
+    signal`): which signal, and the calls in flight that all answered."""
+    n, kept = late["in_flight"], late["answered"]
+    if n and late["grace_s"]:
+        what = (f"the {n} call{'s' if n != 1 else ''} in flight {'all ' if n != 1 else ''}"
+                f"answered within the {late['grace_s']:g} s grace"
+                + (f" and {'was' if n == 1 else 'were'} cached" if kept == n
+                   else f" ({kept} of them cached)"))
+    else:
+        what = "no call was in flight"
+    return (f"{late['signal']} came after the run's last call was sent, and {what}: the run "
+            "is complete, its results are written as usual")
 
 
 def _apply_config_file(ctx: typer.Context, _param: Any, value: Path | None) -> Path | None:

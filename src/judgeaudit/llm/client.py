@@ -553,8 +553,10 @@ class Stopping:
     call is sent from now on (`Client._not_while_stopping`); `hard`: a second signal cut the
     grace short, so no answer is written to the cache from then on. `sending` counts the
     calls in a provider's `generate` that the grace waits for: not the embedded model's
-    (`waits_for`). Set from the signal handler, which runs in the event loop's thread
-    (the main thread), between two bytecodes: a cache write under way finishes first."""
+    (`waits_for`); `busy` all of them. `held`: the calls that came to be sent after the stop
+    and were held back (left unsent), so the run cannot finish (`cli.runner._grace`). Set
+    from the signal handler, which runs in the event loop's thread (the main thread),
+    between two bytecodes: a cache write under way finishes first."""
 
     def __init__(self) -> None:
         self.reset()
@@ -562,7 +564,7 @@ class Stopping:
     def reset(self) -> None:
         """A new run: nothing stopped, nothing in flight counted."""
         self.on = self.hard = False
-        self.sending = self.kept = self.given_up = 0
+        self.sending = self.kept = self.given_up = self.held = self.busy = 0
 
     @staticmethod
     def waits_for(provider: Provider) -> bool:
@@ -578,6 +580,7 @@ class Stopping:
         signal, or at once without one) counted as given up, here and in `stats`."""
         counted = self.waits_for(provider)
         self.sending += counted
+        self.busy += 1
         try:
             yield
         except asyncio.CancelledError:
@@ -587,6 +590,7 @@ class Stopping:
             raise
         finally:
             self.sending -= counted
+            self.busy -= 1
 
 
 # The process's one: the CLI runs one pipeline at a time (`cli.runner.run_async` resets it).
@@ -1048,6 +1052,7 @@ class Client:
         a first attempt cancelled here counts as not sent."""
         if not STOPPING.on:
             return
+        STOPPING.held += 1
         try:
             await asyncio.get_running_loop().create_future()  # only a cancellation ends it
         except asyncio.CancelledError:
