@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import sys
+import time
 import types
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -308,7 +309,7 @@ def run_command(cfg: Any, run: Any,
     session's progress callback; default `session_bars`; under --plan-only its judges plan),
     the body through `run_async` (Ctrl-C: exit 130; a fatal call: exit 3; a ValueError: bad
     input, exit 2; a crash: recorded as failed, `record_crash`), the judges closed. Returns
-    the results document."""
+    the results document, its `seconds` the wall time of the whole run."""
     from judgeaudit.cli.plan_cmd import active_planner
     from judgeaudit.session import Session
 
@@ -349,10 +350,15 @@ def run_command(cfg: Any, run: Any,
         async def go() -> dict[str, Any]:
             from judgeaudit.llm import CallFailed
 
+            started = time.perf_counter()
             try:
                 with sess.command():
                     try:
-                        return await run.document(sess)
+                        doc = await run.document(sess)
+                        # the run's wall time: a command's own clock may start after its
+                        # judges have judged (discover said 0.1 s of a 10 s run)
+                        doc["seconds"] = round(time.perf_counter() - started, 2)
+                        return doc
                     except CallFailed as exc:
                         if planner is None:  # the folder says this run failed, and why
                             write_failed(cfg.out, run.failed_document(sess, exc))
