@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats as sps
@@ -25,7 +25,7 @@ import judgeaudit
 from judgeaudit.data.schema import PointwiseItem
 from judgeaudit.judges.pointwise import PromptVariant, RubricJudge, ScoreVerdict
 from judgeaudit.judges.templates import Template, user_placeholders
-from judgeaudit.llm.base import Provider
+from judgeaudit.llm.base import Provider, Request, legacy_request_key
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.scoring import metrics as M
 from judgeaudit.scoring.perturbations import ARABIC, K, References, ScoringPerturbation
@@ -35,6 +35,9 @@ BASELINE = "baseline"
 SPAN = float(K - 1)  # scores are 1..K: two differ by at most K - 1
 MAX_INVALID_EXAMPLES = 20
 BY_CONSTRUCTION = "by construction"  # the method of a repeat noise no call measured
+
+if TYPE_CHECKING:
+    from judgeaudit.llm.client import Client
 
 log = logging.getLogger("judgeaudit.scoring")
 
@@ -455,8 +458,7 @@ def repeat_calls(judge: RubricJudge, items: Sequence[PointwiseItem],
         return None
     jobs = plan(items, perts, references, repeats)[0]
     reqs = [judge.request(it, rep, var) for it, var, rep in jobs if rep >= 1]
-    cache = judge.client.cache
-    todo = [r for r in reqs if cache is None or cache.get(judge.client.key(r)) is None]
+    todo = [r for r in reqs if not in_cache(judge.client, r)]
     basis = price_basis(provider)
     cost = (None if price is None else
             sum(float(body_ceiling(plan_body(r, provider), price)[2] or 0.0) for r in todo))
@@ -465,6 +467,20 @@ def repeat_calls(judge: RubricJudge, items: Sequence[PointwiseItem],
             "note": "the baseline's repeats measure the judge's repeat noise: a hosted API is "
                     "not guaranteed to answer the same prompt alike, at temperature 0 too; "
                     "--repeats 1 leaves them out (no repeat noise, no mitigation check)"}
+
+
+def in_cache(client: Client, request: Request) -> bool:
+    """Whether the client's cache answers `request`, so the run will not pay for it: under
+    its key, or under the key an older version gave it (`base.legacy_request_key`: a
+    base_url not written in the one form the key names it by), which the call reads too
+    (`Client._legacy_hit`). The repeats line counted those as paid calls."""
+    cache = client.cache
+    if cache is None:
+        return False
+    if cache.get(client.key(request)) is not None:
+        return True
+    legacy = legacy_request_key(client.provider, request)
+    return legacy is not None and cache.get(legacy) is not None
 
 
 def _repeat_calls_text(spec: str, repeats: int, rc: dict[str, Any]) -> str:
