@@ -100,6 +100,7 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
             "command": getattr(planner, "command", None), "ok": True,
             "plan": str(path), "planned": n, "cached": m,
             "stopped": None if stopped is None else first_line(str(stopped)),
+            "stopped_note": getattr(stopped, "note", None),
             "prompt_tokens_estimate": round(planner.prompt_chars / CHARS_PER_TOKEN),
             "completion_tokens_max": planner.max_completion,
             "cost_usd_estimate": usd_value(planner.cost_usd) or None,
@@ -114,6 +115,9 @@ def finish_plan(planner: Any, stopped: BaseException | None = None) -> None:
         console.print(Text(f"the command stopped without answers ({escaped(what)}); that is "
                            "expected before the planned requests are answered", style="dim"),
                       highlight=False)
+        note = getattr(stopped, "note", None)
+        if note:  # what the plan may hold that a live run would not send (rank: too long)
+            console.print(styled("note:", "bold yellow", note), highlight=False)
     if n == 0:
         cached = f"all {m} requests are cached" if m != 1 else "its 1 request is cached"
         console.print(f"nothing to plan: {cached}; run the command without "

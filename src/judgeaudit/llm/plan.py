@@ -46,11 +46,15 @@ class PlannedStop(Exception):
     """`--plan-only`: a stage's requests were planned, not answered, and the next stage's
     requests depend on those answers (the next round of an active ranking or of an adaptive
     audit), so the pipeline stops here. The message says the stage reached and what to run
-    next."""
+    next; `note`, when given, what the plan may hold that a live run would not send (a
+    ranking's requests with an item that may be too long for the judge), said on a line of
+    its own."""
 
-    def __init__(self, message: str, *, stage: str, n_planned: int, round: int | None = None):
+    def __init__(self, message: str, *, stage: str, n_planned: int, round: int | None = None,
+                 note: str | None = None):
         super().__init__(message)
         self.stage, self.n_planned, self.round = stage, n_planned, round
+        self.note = note
 
 
 def is_planned(exc: BaseException) -> bool:

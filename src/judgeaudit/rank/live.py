@@ -188,7 +188,15 @@ class BridgeOracle:
     round's later waves are planned with it (one plan per round, as without waves). A rule
     whose picks do not depend on the answers (``answer_free``,
     `rank.acquisition.ANSWER_FREE`) plans on to the end of the budget (``budget``) and stops
-    there: one plan, one ingest."""
+    there: one plan, one ingest.
+
+    A plan holds the round's every pick, while a live run sends the round in waves and asks an
+    item refused as too long at most twice (`rank.loop`, "Items with no verdict yet"): the
+    plan is the round the run sends unless an answer is a too-long refusal, and it cannot
+    know which item is too long. So when the plan holds more than one request with an item
+    that has no verdict yet, its `PlannedStop` says so (`plan_note`): for an item over the
+    judge's context the plan is an upper bound (seed 2 of a 10-item pool with one long item
+    planned 3 requests with it in round 1; the live run sent 2)."""
 
     def __init__(self, bundle: JudgeBundle, pool: Pool, loop: asyncio.AbstractEventLoop,
                  on_done: Callable[[Verdict], None] | None = None, refit_every: int = 8,
@@ -204,6 +212,10 @@ class BridgeOracle:
         self.halted = False
         self.planned = 0  # requests planned so far (answer-free rules plan every round)
         self._round_start = (0, 0)  # (len(log), planned) when this round began
+        self._answered: set[int] = set()  # items with a verdict
+        # per item with no verdict, the requests planned with it (this round; an answer-free
+        # rule's: the run's), for `plan_note`
+        self._unsure: dict[int, int] = {}
 
     def __call__(self, pairs: list[tuple[int, int]]) -> list[float]:
         if self.stop.is_set():
@@ -221,6 +233,12 @@ class BridgeOracle:
                     raise Cancelled("ranking cancelled") from None
         self.log.extend(verdicts)
         self.planned += self.bundle.client.stats.planned - planned_before
+        for v in verdicts:
+            if v.error_kind == "planned":
+                for i in (v.first, v.second):
+                    if i not in self._answered:
+                        self._unsure[i] = self._unsure.get(i, 0) + 1
+        self._answered.update(i for v in verdicts if v.y is not None for i in (v.first, v.second))
         if any(v.not_sent for v in verdicts) and sending_stopped(self.bundle.client):
             self.halted = True
         if self.answer_free and len(self.log) >= self.budget:
@@ -239,13 +257,30 @@ class BridgeOracle:
         if self.answer_free or not planned:
             return
         r = self.rounds
+        note = self.plan_note("round")
+        self._unsure = {}
         raise PlannedStop(
             f"ranking round {r} (comparisons {first + 1}-{len(self.log)}): {planned} requests "
             f"planned; round {r + 1} depends on their answers: ingest them, then re-run "
             f"(a round is --refit-every {self.refit_every} comparisons: a larger value "
             "plans more per round, so fewer plan-ingest cycles, at some cost in how "
             "closely the picks follow the verdicts)",
-            stage="ranking", n_planned=planned, round=r)
+            stage="ranking", n_planned=planned, round=r, note=note)
+
+    def plan_note(self, what: str) -> str | None:
+        """What the plan may hold that a live run would not send (class docstring), or None
+        when no item without a verdict is in more than one planned request (the plan is
+        then what the run sends)."""
+        if not self._unsure or max(self._unsure.values()) < 2:
+            return None
+        n = max(self._unsure.values())
+        item = self.pool.items[min(i for i, c in self._unsure.items() if c == n)].id
+        return (f"the plan holds the {what}'s every pick, up to {n} requests with one item that "
+                f"has no verdict yet ({item}); a live run sends them in waves and asks an item "
+                "too long for the judge at most twice, spending the rest elsewhere. So the "
+                f"plan is the {what} a live run sends unless an item is too long for the "
+                "judge; for such an item it is an upper bound (the plan cannot know which "
+                "item that is; ingest keeps the refusals and they are not planned again)")
 
     def stop_planned(self) -> None:
         """An answer-free rule's run under --plan-only, at its end: `PlannedStop` when any
@@ -255,7 +290,8 @@ class BridgeOracle:
                 f"ranking: {self.planned} requests planned for comparisons 1-{len(self.log)} "
                 f"in this one run (the whole budget: the {self.rule} rule's picks do not "
                 "depend on the answers): ingest them, then re-run",
-                stage="ranking", n_planned=self.planned, round=None)
+                stage="ranking", n_planned=self.planned, round=None,
+                note=self.plan_note("budget"))
 
     @staticmethod
     def ys(verdicts: Sequence[Verdict]) -> list[float]:
