@@ -236,7 +236,7 @@ class AuditContext:
             try:
                 if self._on_calls:
                     self._on_calls(pj.n_calls(todo))
-                verdicts = await pj.judge(todo, repeat=repeat, on_done=self._on_done)
+                verdicts = await self._judge_in_chunks(b, pj, todo, repeat)
                 for it, v in zip(todo, verdicts, strict=True):
                     self._memo[(it.id, repeat, tag)] = v
             except BaseException as exc:
@@ -256,6 +256,23 @@ class AuditContext:
             await asyncio.shield(fut)
         _count_shared(b.client.stats, [self._memo[k] for k in waited])
         return [self._memo[(it.id, repeat, tag)] for it in items]
+
+    async def _judge_in_chunks(self, b: JudgeBundle, pj: PairwiseJudge,
+                               items: Sequence[PairwiseItem], repeat: int
+                               ) -> list[PairwiseVerdict]:
+        """`pj.judge` over `items` a chunk at a time (`judge_chunk`), in order: a stage's
+        requests (rendered prompts) and the client's answers to them are held for one
+        chunk, not for the whole stage. Asked at once, every probe's stages held all theirs
+        until the stage ended: an audit of 5,000 items peaked at 479 MB, about 64 KB per
+        item. A judge in batch mode gets its stage whole (one batch, not one per chunk)."""
+        size = judge_chunk(b.client)
+        if size is None or len(items) <= size:
+            return await pj.judge(items, repeat=repeat, on_done=self._on_done)
+        out: list[PairwiseVerdict] = []
+        for start in range(0, len(items), size):
+            out += await pj.judge(items[start:start + size], repeat=repeat,
+                                  on_done=self._on_done)
+        return out
 
     async def ask(self, *stages: Awaitable[Any]) -> list[Any]:
         """The stages' results: asked at once when `together` (a stage awaited before the
@@ -318,6 +335,20 @@ class AuditContext:
             tag = self.bundle.public_spec + "|" + self.bundle.pairwise.template.sha256
             self._baseline_keys.update((it.id, 0, tag) for it in todo)
         return await self.judge(todo)
+
+
+# Items judged per chunk of a stage (`AuditContext._judge_in_chunks`), at least
+# JUDGE_CHUNK_PER_SLOT per call the client sends at once, so its slots stay busy.
+JUDGE_CHUNK = 256
+JUDGE_CHUNK_PER_SLOT = 4
+
+
+def judge_chunk(client: Any) -> int | None:
+    """How many items a stage judges at a time on `client`, or None (all at once) for a
+    client in batch mode, whose calls of a stage go in one batch."""
+    if getattr(client, "batched", False):
+        return None
+    return max(JUDGE_CHUNK, JUDGE_CHUNK_PER_SLOT * int(getattr(client, "concurrency", 1) or 1))
 
 
 # The probe asking for verdicts (set per probe's task by the battery): who asked a verdict
