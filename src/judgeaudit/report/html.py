@@ -558,6 +558,7 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
                      "text_vs_probs": _text_vs_probs(base.get("text_vs_probs"))}
         if base else None,
         "by": _str(r.get("by")),
+        "failed_run": _d(r.get("run")).get("status") == "failed",
     }
 
 

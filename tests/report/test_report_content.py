@@ -1,0 +1,111 @@
+"""What the report pages say, as a browser-rendered review of every kind found it wanting:
+
+1. a run failed on unreadable answers showed only a "Run failed" box, whose one row said
+   "Failed calls 0 of 780 asked" beside a headline blaming 190 unreadable answers; the box
+   now counts unreadable answers and failed calls apart, each with its n and the limit, and
+   the page shows what results.json holds under it (the probes' numbers, the left-out
+   counts and the unreadable answers themselves).
+
+Runs against a real OpenAI-shaped loopback server."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeLLMServer, default_answer, write_pairs
+from typer.testing import CliRunner
+
+from judgeaudit.report import render_report
+
+runner = CliRunner()
+FIXTURE = Path(__file__).parent / "fixtures" / "audit_results.json"
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch, isolated_cache):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _text(html: str, start: str, end: str | None = None) -> str:
+    """The visible text of the page after the tag holding `start` (to `end`), spaces
+    collapsed."""
+    i = html.index(">", html.index(start)) + 1  # after the start tag
+    j = html.index(end, i) if end else len(html)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html[i:j])).split())
+
+
+def _audit(tmp_path, answer, *extra: str, data: Path | None = None):
+    from judgeaudit.cli.main import app
+
+    if data is None:
+        data = tmp_path / "pairs.jsonl"
+        write_pairs(data, 20)
+    out = tmp_path / "out"
+    with FakeLLMServer(answer=answer) as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        res = runner.invoke(app, ["audit", "--judge", spec, "--data", f"jsonl:{data}",
+                                  "--concurrency", "2", "--out", str(out), *extra])
+    doc = json.loads((out / "results.json").read_text())
+    return res, doc, render_report(doc)
+
+
+# ---------------------------------------------------------------- 1. a failed run's page
+
+def _mostly_unreadable(text: str) -> str:
+    m = re.search(r"question item (\d+)\n", text)
+    if m and int(m.group(1)) % 2:
+        return f"<b>no idea</b> about item {m.group(1)}"
+    return default_answer(text)
+
+
+def test_a_run_failed_on_unreadable_answers_counts_them_and_shows_what_it_measured(tmp_path):
+    res, doc, html = _audit(tmp_path, _mostly_unreadable, "--probes", "position,verbosity")
+    assert res.exit_code == 3, res.output
+    run = doc["run"]
+    assert run["status"] == "failed" and run["calls_failed"] == 0 and run["unreadable"] > 0
+    # the box counts what failed: the unreadable answers, over the limit, apart from the
+    # calls, none of which failed
+    unread = _text(html, 'id="failed-unreadable"', "</dd>")
+    share = 100 * run["unreadable"] / run["answers"]
+    assert unread == (f"{run['unreadable']} of {run['answers']} answers ({share:.1f}%; at most "
+                      "20.0% allowed) over the limit")
+    calls = _text(html, 'id="failed-calls"', "</dd>")
+    assert calls == f"0 of {run['calls_asked']:,} asked (0.0%; at most 20.0% allowed)"
+    # under the box: each probe's numbers (no verdict), the left-out counts and the
+    # unreadable answers themselves, escaped
+    table = _text(html, 'id="failed-table"', "</table>")
+    for name, p in doc["probes"].items():
+        assert name in table
+        assert f"unparseable {p['dropped']['unparseable']}" in table
+    assert "biased" not in table and "underpowered" not in table
+    assert 'id="dropped-table"' in html
+    assert 'id="unreadable"' in html
+    assert "&lt;b&gt;no idea&lt;/b&gt; about item" in html and "<b>no idea" not in html
+    assert _text(html, 'id="unreadable"', "</h4>").startswith("Answers with no readable")
+
+
+def test_a_run_failed_on_failed_calls_marks_the_calls_row_not_the_answers(tmp_path):
+    """The other way round: calls that failed are over the limit, answers are not."""
+    from judgeaudit.cli.main import app
+
+    write_pairs(tmp_path / "pairs.jsonl", 10)
+    out = tmp_path / "out"
+    with FakeLLMServer(answer=default_answer,
+                       rule=lambda rec, attempt: "400"
+                       if re.search(r"question item [0-6]\n", rec.prompt_text) else None) as srv:
+        spec = f"openai:m?base_url={srv.openai_url}&api_key=k"
+        res = runner.invoke(app, ["audit", "--judge", spec, "--data",
+                                  f"jsonl:{tmp_path / 'pairs.jsonl'}", "--probes", "position",
+                                  "--concurrency", "2", "--out", str(out)])
+    assert res.exit_code == 3, res.output
+    html = render_report(json.loads((out / "results.json").read_text()))
+    assert _text(html, 'id="failed-calls"', "</dd>").endswith("over the limit")
+    assert 'id="failed-unreadable"' not in html or "over the limit" not in _text(
+        html, 'id="failed-unreadable"', "</dd>")
+
+
