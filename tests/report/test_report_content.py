@@ -4,12 +4,16 @@
    "Failed calls 0 of 780 asked" beside a headline blaming 190 unreadable answers; the box
    now counts unreadable answers and failed calls apart, each with its n and the limit, and
    the page shows what results.json holds under it (the probes' numbers, the left-out
-   counts and the unreadable answers themselves).
+   counts and the unreadable answers themselves);
+2. a "biased" probe whose whole 95% interval lies inside its no-bias range (a big n finds
+   a tiny effect) read as alarming as a big bias; it is marked "biased, small".
 
-Runs against a real OpenAI-shaped loopback server."""
+Runs against a real OpenAI-shaped loopback server (1) or the report's own audit
+fixture (2)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from html import unescape
@@ -107,5 +111,44 @@ def test_a_run_failed_on_failed_calls_marks_the_calls_row_not_the_answers(tmp_pa
     assert _text(html, 'id="failed-calls"', "</dd>").endswith("over the limit")
     assert 'id="failed-unreadable"' not in html or "over the limit" not in _text(
         html, 'id="failed-unreadable"', "</dd>")
+
+
+# ---------------------------------------------------------------- 2. biased, but small
+
+def _small_bias_doc() -> dict:
+    """The fixture audit with one probe biased by the rule at a large n, its whole interval
+    inside the no-bias range (authority +0.018 [+0.008, +0.028] vs +/-0.050 at n = 2,500)."""
+    doc = json.loads(FIXTURE.read_text())
+    name = next(iter(doc["probes"]))
+    p = doc["probes"][name]
+    p.update(verdict="biased", n=2500, p=1e-4, q=1e-3, no_bias_range=[-0.05, 0.05],
+             effect={**p["effect"], "value": 0.018, "ci95": [0.008, 0.028]})
+    return doc, name
+
+
+def test_a_biased_probe_inside_its_no_bias_range_is_marked_biased_small():
+    doc, name = _small_bias_doc()
+    html = render_report(doc)
+    section = html[html.index('<section class="probe"'):]
+    head = _text(section, "<h2>", "</h2>")
+    assert "biased, small" in head
+    summary = _text(html, 'id="summary-table"', "</table>")
+    assert "biased, small" in summary
+    reason = _text(section, 'class="reason', "</div>")
+    assert "inside the no-bias range \u00b10.050: a real effect, but small" in reason
+    legend = _text(html, 'id="legend-small"', "</li>")
+    assert "the whole 95% interval lies inside the probe's no-bias range" in legend
+    assert "--fail-on biased" in legend
+    assert 'class="badge v-biased-small"' in html
+
+
+def test_a_big_bias_keeps_the_plain_badge_and_no_small_legend():
+    doc, name = _small_bias_doc()
+    big = copy.deepcopy(doc)
+    big["probes"][name]["effect"]["ci95"] = [0.02, 0.12]
+    big["probes"][name]["effect"]["value"] = 0.07
+    html = render_report(big)
+    assert "biased, small" not in html and 'id="legend-small"' not in html
+    assert "v-biased-small" not in html.split("</style>", 1)[1]
 
 

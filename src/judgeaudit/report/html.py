@@ -363,7 +363,31 @@ def _probe(name: str, raw: Any, alpha: float, slug: str) -> dict[str, Any]:
         "notes": [str(n) for n in _l(p.get("notes"))],
     }
     view["reason"], view["reason_ok"] = _reason(view, alpha)
+    view["small"] = _biased_small(view)
+    if view["small"]:
+        view["reason"] += (f" Its whole 95% interval lies inside the no-bias range "
+                           f"{_range_text(view['no_bias_range'])}: a real effect, but small.")
     return view
+
+
+def _biased_small(p: dict[str, Any]) -> bool:
+    """A "biased" probe whose whole 95% interval lies inside its no-bias range: the rule
+    (q and an interval excluding 0) holds, yet the effect is too small to matter by the
+    probe's own range (n = 2,500 gave authority +0.018 [+0.008, +0.028] against +/-0.050),
+    so the page marks it "biased, small", not with the same badge as a large bias."""
+    ci, nb = p["effect"]["ci95"], p["no_bias_range"]
+    if p["verdict"] != "biased" or not nb or not isinstance(ci, list) or len(ci) != 2:
+        return False
+    lo, hi, a, b = (_num(x) for x in (*ci, *nb))
+    return None not in (lo, hi, a, b) and a <= lo and hi <= b  # type: ignore[operator]
+
+
+def _range_text(nb: list[Any]) -> str:
+    """'+/-0.050' for a symmetric no-bias range, else its two ends."""
+    a, b = _num(nb[0]), _num(nb[1])
+    if a is not None and b is not None and math.isclose(-a, b):
+        return f"\u00b1{b:.3f}"
+    return fmt_ci(nb)
 
 
 def _drop_counts(raw: Any) -> list[tuple[str, Any]]:
