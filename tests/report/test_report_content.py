@@ -6,9 +6,11 @@
    the page shows what results.json holds under it (the probes' numbers, the left-out
    counts and the unreadable answers themselves);
 2. a "biased" probe whose whole 95% interval lies inside its no-bias range (a big n finds
-   a tiny effect) read as alarming as a big bias; it is marked "biased, small".
+   a tiny effect) read as alarming as a big bias; it is marked "biased, small";
+3. on non-Latin data the page blamed the answer-preservation check and "calls not sent or
+   answers unreadable" for what the rule against adding English to a non-Latin answer did.
 
-Runs against a real OpenAI-shaped loopback server (1) or the report's own audit
+Runs against a real OpenAI-shaped loopback server (1, 3) or the report's own audit
 fixture (2)."""
 
 from __future__ import annotations
@@ -150,5 +152,37 @@ def test_a_big_bias_keeps_the_plain_badge_and_no_small_legend():
     html = render_report(big)
     assert "biased, small" not in html and 'id="legend-small"' not in html
     assert "v-biased-small" not in html.split("</style>", 1)[1]
+
+
+# ---------------------------------------------------------------- 3. non-Latin data
+
+def test_non_latin_data_gives_the_real_reason_for_dropped_perturbations_and_no_check(tmp_path):
+    data = tmp_path / "ar.jsonl"
+    with open(data, "w", encoding="utf-8") as f:
+        for i in range(12):
+            f.write(json.dumps({
+                "id": f"ar{i}", "prompt": f"question item {i}\nما هي عاصمة مصر؟",
+                "response_1": "عاصمة مصر هي القاهرة، وهي أكبر مدنها.",
+                # the worse answer of four items is in English: the probe pads those; the
+                # better answers, all Arabic, get no English padding, so the copies its
+                # threshold check compares are never made
+                "response_2": "The capital of Egypt is Alexandria." if i < 4 else
+                "عاصمة مصر هي الإسكندرية.", "label": 1},
+                ensure_ascii=False) + "\n")
+    res, doc, html = _audit(tmp_path, default_answer, "--probes", "verbosity", data=data)
+    assert res.exit_code == 0, res.output
+    p = doc["probes"]["verbosity"]
+    assert p["flag"]["exceeds"] is None and p["flag"]["n"] == 0 and p["n_dropped"] > 0
+    section = html[html.index('id="probe-verbosity"'):]
+    numbers = _text(section, "<dt>Dropped perturbations", "</dd>")
+    assert "answer-preservation" not in numbers
+    assert "not perturbed: the padding would be English in a text" in numbers
+    check = _text(section, "<h3>Threshold check", "</p>")
+    assert "calls not sent or answers unreadable" not in check
+    assert ("nothing was judged for this rate (n = 0): no call of this run failed and no "
+            "answer was unreadable, so the copies it compares were not made") in check
+    cell = _text(html, 'id="summary-table"', "</table>")
+    assert "unchecked (n = 0; threshold 0.700)" in cell
+    assert "no data vs" not in cell and "\u2014 vs 0.700" not in cell
 
 

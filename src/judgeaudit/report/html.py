@@ -364,10 +364,47 @@ def _probe(name: str, raw: Any, alpha: float, slug: str) -> dict[str, Any]:
     }
     view["reason"], view["reason_ok"] = _reason(view, alpha)
     view["small"] = _biased_small(view)
+    view["dropped_why"] = _dropped_why(view["notes"])
+    view["flag_reason"] = str((flag or {}).get("reason") or "no data")
     if view["small"]:
         view["reason"] += (f" Its whole 95% interval lies inside the no-bias range "
                            f"{_range_text(view['no_bias_range'])}: a real effect, but small.")
     return view
+
+
+_FAILED_CHECK = re.compile(r"^(\d+) perturbation\(s\) failed the answer-preservation check")
+_NOT_APPLIED = re.compile(r"^(\d+) item\(s\) not perturbed, left out: (.+)$")
+
+
+def _dropped_why(notes: list[str]) -> list[str]:
+    """Why a probe's perturbations were dropped, from its notes (`shift_probe.left_out_notes`):
+    the answer-preservation check and the perturbation not applying (English text that would
+    be added to a non-Latin answer, a cue already there) are apart. The page said "refused by
+    the answer-preservation check" of 55 items no check had refused. [] when the notes do not
+    say (the page then gives both causes)."""
+    out = []
+    for n in notes:
+        if m := _FAILED_CHECK.match(n):
+            out.append(f"{m.group(1)} failed the answer-preservation check")
+        elif m := _NOT_APPLIED.match(n):
+            out.append(f"{m.group(1)} not perturbed: {m.group(2)}")
+    return out
+
+
+def _flag_reason(p: dict[str, Any], calls: dict[str, Any]) -> str:
+    """Why a threshold check is unchecked. The stored reason blames calls not sent or
+    unreadable answers; when the run had neither and the probe's perturbation left items
+    out, nothing was judged for the rate: its copies were not made (no English padding goes
+    into a non-Latin answer), which the page says instead."""
+    flag = p["flag"] or {}
+    stored = str(flag.get("reason") or "no data")
+    clean = not calls.get("failed") and not calls.get("unreadable")
+    if not flag.get("n") and clean and p["dropped_why"]:
+        return (f"nothing was judged for this rate (n = 0): no call of this run failed and no "
+                f"answer was unreadable, so the copies it compares were not made; this "
+                f"probe's perturbation was not applied to {fmt_int(p['n_dropped'])} items "
+                "(see Dropped perturbations)")
+    return stored
 
 
 def _biased_small(p: dict[str, Any]) -> bool:
@@ -545,6 +582,9 @@ def _audit_view(r: dict[str, Any]) -> dict[str, Any]:
     used: set[str] = set()
     probes = [_probe(str(name), raw, alpha, _slug(str(name), used))
               for name, raw in _d(r.get("probes")).items()]
+    for p in probes:
+        if p["flag"] and p["flag"].get("exceeds") is None:
+            p["flag_reason"] = _flag_reason(p, _d(r.get("calls")))
     counts = {v: sum(p["verdict"] == v for p in probes) for v in VERDICTS}
     counts["other"] = len(probes) - sum(counts.values())
     forest = None
