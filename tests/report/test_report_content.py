@@ -8,10 +8,12 @@
 2. a "biased" probe whose whole 95% interval lies inside its no-bias range (a big n finds
    a tiny effect) read as alarming as a big bias; it is marked "biased, small";
 3. on non-Latin data the page blamed the answer-preservation check and "calls not sent or
-   answers unreadable" for what the rule against adding English to a non-Latin answer did.
+   answers unreadable" for what the rule against adding English to a non-Latin answer did;
+4. mitigate, discover, rank and rank-eval opened on 30-40 lines of notes: each has a
+   headline with n and an interval above them.
 
-Runs against a real OpenAI-shaped loopback server (1, 3) or the report's own audit
-fixture (2)."""
+Runs against a real OpenAI-shaped loopback server (1, 3), the sim judge (4: rank) or the
+report's own document fixtures (2, 4: discover, mitigate)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,9 @@ import pytest
 from fakeserver import FakeLLMServer, default_answer, write_pairs
 from typer.testing import CliRunner
 
+import judgeaudit
 from judgeaudit.report import render_report
+from tests.report.test_hubj_report import discover_doc, mitigate_doc
 
 runner = CliRunner()
 FIXTURE = Path(__file__).parent / "fixtures" / "audit_results.json"
@@ -186,3 +190,50 @@ def test_non_latin_data_gives_the_real_reason_for_dropped_perturbations_and_no_c
     assert "no data vs" not in cell and "\u2014 vs 0.700" not in cell
 
 
+# ---------------------------------------------------------------- 4. headlines
+
+def _headline(html: str) -> str:
+    head = html[:html.index("</header>")]
+    assert head.index('id="headline"') < head.index("<dl>")  # above the notes
+    return _text(head, 'id="headline"', "</p>")
+
+
+def test_mitigate_and_discover_pages_open_on_a_headline_with_n_and_interval():
+    line = _headline(render_report(mitigate_doc()))
+    assert line == ("Bias share of the win rate explained by verbosity (win - BC, 95% "
+                    "interval): j1 +0.050 [-0.050, +0.150] (n = 10). Its interval includes 0.")
+    two = mitigate_doc()
+    two["per_judge"]["j2"] = {**two["per_judge"]["j1"], "bias_share": {
+        "value": 0.2, "ci95": [0.1, 0.3], "n": 40}}
+    assert _headline(render_report(two)).endswith(
+        "j2 +0.200 [+0.100, +0.300] (n = 40). 1 of 2 judges' intervals exclude 0.")
+    d = discover_doc()
+    d["validation"]["multiplicity"] = {"alpha": 0.05, "m": 2, "significant": []}
+    line = _headline(render_report(d))
+    assert line.startswith("1 factor found (")
+    assert "0 of 2 factors tested significant" in line
+    assert "mean \u0394:" in line and "+0.50 [+0.10, +0.90] (n = 12)" in line
+    html = render_report(d)
+    assert "<script>alert(1)" not in html[:html.index("</header>")]
+
+
+def test_rank_and_rank_eval_pages_open_on_a_headline_with_n_and_interval():
+    res = judgeaudit.rank("sim?quality=1&length=1&position=0.3&seed=4",
+                          "builtin:controlled?n=7&k=2", k=2, budget=20, samples=200,
+                          cache=False)
+    assert res.ok
+    doc = res.to_dict()
+    line = _headline(render_report(doc))
+    top = [x for x in doc["ranking"] if x["in_topk"]]
+    assert line.startswith(f"Top-2 by the {doc['reported_model']} model from "
+                           f"{doc['n_comparisons']} comparisons")
+    assert re.search(rf"{re.escape(top[0]['id'])} \(P \d\.\d\d, \u03b8 [+-]\d+\.\d\d "
+                     r"\[[+-]\d+\.\d\d, [+-]\d+\.\d\d\], \d+ comparisons\)", line), line
+    ev = judgeaudit.rank_eval("sim?quality=1&length=1&position=0.3",
+                              "builtin:controlled?n=7&k=2", budgets=[6, 12, 18],
+                              rules=["topk", "random"], seeds=2, samples=100, cache=False)
+    assert ev.ok
+    line = _headline(render_report(ev.to_dict()))
+    assert line.startswith("At the largest budget, B = 18 (n = 2 seeds), recall@2: ")
+    assert re.search(r"naive model: (topk|random) \d\.\d\d (\[\d\.\d\d, \d\.\d\d\]|\(none\)), "
+                     r"the best of 2 rules", line), line

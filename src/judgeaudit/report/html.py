@@ -1031,7 +1031,7 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
         "json_stats": _json_stats_rows(r),
         "llm": _str(r.get("llm") or r.get("generator") or r.get("scorer")),
         "sets": [], "found": [], "features_n": None, "covered_share": None, "rounds": [],
-        "multiplicity": None,
+        "multiplicity": None, "headline": None,
         "quantify": None, "mitigate": None,
     }
     if cmd == "discover":
@@ -1075,6 +1075,7 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
         ctx["delta_plot"] = svg.interval_plot(
             pts, xlabel="mean Delta = intensity(judge-preferred) - intensity(human-preferred)",
             reference=0.0, signed=True) if pts else None
+        ctx["headline"] = _discover_headline(ctx)
     elif cmd == "quantify":
         per = _d(r.get("per_judge"))
         levels = [str(x) for x in _l(r.get("levels"))]
@@ -1184,7 +1185,76 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
                         "n_new_queries": applied.get("n_new_queries")}
             if cmd == "mitigate-apply" else None,
         }
+    if ctx["mitigate"]:
+        ctx["headline"] = _mitigate_headline(ctx["mitigate"])
     return ctx
+
+
+def _iso(x: Any) -> Markup:
+    """A name shown inside a headline (an item id, a factor's name, a judge spec): escaped,
+    its acting characters visible, in its own dir="auto" span (an Arabic id in an English
+    sentence keeps its own direction)."""
+    return (Markup('<span dir="auto">') + Markup.escape(svg.visible(str(x)))
+            + Markup("</span>"))
+
+
+def _delta_text(name: Any, value: Any, ci: Any, n: Any, digits: int = 2) -> Markup:
+    """'name +0.15 [-0.78, +1.08] (n = 20)': a number a page's headline shows, with its
+    interval and n."""
+    return Markup("{} {} {} (n = {})").format(_iso(name), fmt_signed(value, digits),
+                                               fmt_ci(ci, digits), fmt_int(n))
+
+
+def _discover_headline(ctx: dict[str, Any]) -> Markup | None:
+    """What discover found, in a line above its notes (the page opened on 30 lines of notes):
+    the factors it found, how many of the factors tested are significant, and the found (or
+    significant) factors' mean Delta with its interval and n."""
+    rows = [(st["name"], r) for st in ctx["sets"] for r in st["rows"]]
+    if not rows and not ctx["found"]:
+        return None
+    found = [f["name"] for f in ctx["found"]]
+    head = Markup("{} factor{} found").format(len(found), "" if len(found) == 1 else "s")
+    if found:
+        head += Markup(" (") + Markup(", ").join(_iso(f) for f in found) + Markup(")")
+    mult = ctx["multiplicity"]
+    sig = [r for _, r in rows if r["significant"]]
+    if mult:
+        alpha = mult["alpha"]
+        head += (f"; {len(sig)} of {fmt_int(mult['m'])} factors tested significant on "
+                 f"held-out disagreements with humans (q \u2264 "
+                 f"{'?' if alpha is None else f'{alpha:g}'}, Wilcoxon, Benjamini-Hochberg)")
+    shown = sig or [r for name, r in rows if name == "found"]
+    if shown:
+        head += (": " if sig else "; the found factors' mean \u0394: ") + Markup("; ").join(
+            _delta_text(r["factor"], r["mean_delta"], r["ci95"], r["n"]) for r in shown[:4])
+        if len(shown) > 4:
+            head += f"; {len(shown) - 4} more in the table"
+    return head + "."
+
+
+def _excludes0(e: dict[str, Any]) -> bool:
+    ci = e.get("ci95") or [None, None]
+    lo, hi = (_num(ci[0]), _num(ci[1])) if len(ci) == 2 else (None, None)
+    return lo is not None and hi is not None and (lo > 0 or hi < 0)
+
+
+def _mitigate_headline(m: dict[str, Any]) -> Markup | None:
+    """What mitigate measured, in a line above its notes: each judge's bias share (win - BC,
+    the part of its win rate the factor explains) with its interval and n, and how many of
+    those intervals exclude 0."""
+    rows = [r for r in m["rows"] if r.get("bias_share") and
+            _num(r["bias_share"].get("value")) is not None]
+    if not rows:
+        return None
+    k = sum(_excludes0(r["bias_share"]) for r in rows)
+    parts = Markup("; ").join(
+        _delta_text(r["judge"], r["bias_share"]["value"], r["bias_share"]["ci95"],
+                    r["bias_share"].get("n"), 3) for r in rows[:4])
+    more = f"; {len(rows) - 4} more in the table" if len(rows) > 4 else ""
+    return (Markup("Bias share of the win rate explained by ") + _iso(m["factor"] or "the factor")
+            + " (win - BC, 95% interval): " + parts + more
+            + (f". Its interval {'excludes' if k else 'includes'} 0." if len(rows) == 1
+               else f". {k} of {len(rows)} judges' intervals exclude 0."))
 
 
 def _compare_view(r: dict[str, Any]) -> dict[str, Any]:

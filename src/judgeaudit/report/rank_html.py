@@ -12,8 +12,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from markupsafe import Markup
+
 from judgeaudit.report import svg
-from judgeaudit.report.html import MAX_INVALID, _common, _d, _l, _num, _str, _text
+from judgeaudit.report.html import (
+    MAX_INVALID,
+    _common,
+    _d,
+    _iso,
+    _l,
+    _num,
+    _str,
+    _text,
+    fmt,
+    fmt_ci,
+    fmt_int,
+    fmt_signed,
+    humanize,
+)
 
 MAX_PLOT_ITEMS = 40  # items in the ranking plot (the table lists all)
 
@@ -105,7 +121,11 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
     # a fit that did not converge (rank.summary.convergence_warnings) leads the page; the
     # notes, which repeat it for the --json summary, leave it out
     warnings = [str(x) for x in _l(r.get("warnings"))]
+    recall_rows = [(str(m), v, _hits(v, len(true_topk)))
+                   for m, v in _d(r.get("recall")).items()]
     return {
+        "headline": _rank_headline(k, _str(r.get("reported_model")), top,
+                                   r.get("n_comparisons"), r.get("n_invalid"), recall_rows),
         **_common(r),
         "data": r.get("items") or r.get("data"),  # an unfinished run's document says data
         "n_items": r.get("n_items"),
@@ -144,8 +164,7 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
                  "difference": _iv_agree(diff), "bias_term": _str(gate.get("bias_term")),
                  "bias_ci": gate.get("bias_ci"), "rule": _str(gate.get("rule"))}
         if gate else None,
-        "recall": [(str(m), v, _hits(v, len(true_topk)))
-                   for m, v in _d(r.get("recall")).items()],
+        "recall": recall_rows,
         "true_topk": true_topk, "true_topk_ambiguous": bool(r.get("true_topk_ambiguous")),
         "n_comparisons": r.get("n_comparisons"), "n_invalid": r.get("n_invalid"),
         "n_ties": r.get("n_ties"),
@@ -162,6 +181,37 @@ def rank_view(r: dict[str, Any]) -> dict[str, Any]:
                        "lam_ranking": ba.get("lam")}
                       if _num(ba.get("lam_terms")) is not None else None),
     }
+
+
+def _rank_headline(k: Any, model: str | None, top: list[dict[str, Any]], n_comp: Any,
+                   n_invalid: Any, recall: list[tuple[str, Any, str | None]]) -> Markup | None:
+    """What rank found, in a line above its notes (the page opened on 30-40 lines of them):
+    the top-k's first members with P(top-k), theta's interval and their comparisons, the
+    least certain member, from how many comparisons, and recall when quality is known."""
+    if not top:
+        return None
+    kk = fmt_int(k) if k is not None else str(len(top))
+
+    def item(x: dict[str, Any]) -> Markup:
+        return Markup("{} (P {}, \u03b8 {} {}, {} comparisons)").format(
+            _iso(x["id"]), fmt(x["p_topk"], 2), fmt_signed(x["theta"], 2),
+            fmt_ci([x["lo"], x["hi"]], 2), fmt_int(x["n_compared"]))
+
+    text = (Markup(f"Top-{kk} by the ") + (model or "?")
+            + f" model from {fmt_int(n_comp)} comparisons ({fmt_int(n_invalid)} invalid): "
+            + Markup("; ").join(item(x) for x in top[:3]))
+    if len(top) > 3:
+        text += f"; {len(top) - 3} more"
+    ps = [(x, _num(x["p_topk"])) for x in top if _num(x["p_topk"]) is not None]
+    if len(ps) > 1:
+        least, p = min(ps, key=lambda t: t[1])  # type: ignore[arg-type,return-value]
+        text += (Markup(f". Least certain of the top-{kk}: ") + _iso(least["id"])
+                 + f" (P(top-{kk}) {fmt(p, 2)})")
+    rec = [f"{humanize(m)} {fmt(v, 2)}" + (f" ({h})" if h else "") for m, v, h in recall
+           if _num(v) is not None]
+    if rec:
+        text += f". Recall@{kk} against true quality: " + ", ".join(rec)
+    return text + "."
 
 
 def _not_sent_short(why: Any) -> str:
@@ -329,6 +379,7 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
                          "not_converged": [str(m) for m in ("naive", "bias_aware")
                                            if _d(cm.get(m)).get("converged") is False]})
     return {
+        "headline": _rank_eval_headline(r.get("k"), budgets, len(_l(r.get("seeds"))), models),
         **_common(r),
         "judge": r.get("oracle"), "data": r.get("items"),
         "page_title": f"judgeaudit rank-eval \u2013 {r.get('oracle', '?')}",
@@ -352,6 +403,40 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
         "covariates_dropped": [str(x) for x in _l(r.get("covariates_dropped"))],
         "matrices": matrices, "n_invalid": r.get("n_invalid"),
     }
+
+
+def _rank_eval_headline(k: Any, budgets: list[str], n_seeds: int,
+                        models: list[dict[str, Any]]) -> str | None:
+    """What rank-eval found, in a line above its notes: at the largest budget, each model's
+    best acquisition rule with its recall@k, the 95% interval over the seeds and n."""
+    if not budgets or not models:
+        return None
+    try:
+        nums = [float(b) for b in budgets]  # budgets are the document's keys (strings)
+    except ValueError:
+        return None
+    last = max(range(len(budgets)), key=lambda i: nums[i])
+    parts = []
+    for m in models:
+        cells = [(row["rule"], row["cells"][last]) for row in m["rows"]
+                 if len(row["cells"]) > last and row["cells"][last] is not None
+                 and _num(row["cells"][last]["mean"]) is not None]
+        if not cells:
+            continue
+        rule, c = max(cells, key=lambda t: t[1]["mean"])
+        tied = [x for x, cc in cells if math.isclose(cc["mean"], c["mean"]) and x != rule]
+        ci = fmt_ci([c["lo"], c["hi"]], 2, signed=False) if c["lo"] is not None else "(none)"
+        extra = ([f"tied with {', '.join(tied)}"] if tied else []) + (
+            [f"full data {fmt(m['full']['mean'], 2)}"]
+            if m["full"] and _num(m["full"]["mean"]) is not None else [])
+        parts.append(f"{humanize(m['model'])} model: {rule} {fmt(c['mean'], 2)} {ci}, the best "
+                     f"of {len(cells)} rule{'' if len(cells) == 1 else 's'}"
+                     + (f" ({'; '.join(extra)})" if extra else ""))
+    if not parts:
+        return None
+    kk = fmt_int(k) if k is not None else "k"
+    return (f"At the largest budget, B = {budgets[last]} (n = {n_seeds} seeds), recall@{kk}: "
+            + "; ".join(parts) + ".")
 
 
 __all__ = ["rank_eval_view", "rank_view"]
