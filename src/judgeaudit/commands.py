@@ -72,10 +72,14 @@ class Run:
     unit: str = "items"
 
     async def document(self, sess: Session) -> dict[str, Any]:
-        """Run the body; its document records the judges it used (`Session.judges_used`)."""
-        self.info["started_at"] = time.perf_counter()  # a failed document's run time
+        """Run the body; its document records the judges it used (`Session.judges_used`)
+        and its `seconds` is the wall time of the whole run, for the CLI and the Python API
+        alike: a command's own clock may start after its judges have judged (discover said
+        0.1 s of a 10 s run)."""
+        started = self.info["started_at"] = time.perf_counter()  # a failed run's time too
         doc = await self.body(sess)
         doc.setdefault("judges_used", sess.judges_used())
+        doc["seconds"] = round(time.perf_counter() - started, 2)
         return doc
 
     def failed_document(self, sess: Session, exc: Exception) -> dict[str, Any]:

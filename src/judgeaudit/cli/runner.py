@@ -19,7 +19,6 @@ import os
 import re
 import signal
 import sys
-import time
 import types
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -350,15 +349,10 @@ def run_command(cfg: Any, run: Any,
         async def go() -> dict[str, Any]:
             from judgeaudit.llm import CallFailed
 
-            started = time.perf_counter()
             try:
                 with sess.command():
-                    try:
-                        doc = await run.document(sess)
-                        # the run's wall time: a command's own clock may start after its
-                        # judges have judged (discover said 0.1 s of a 10 s run)
-                        doc["seconds"] = round(time.perf_counter() - started, 2)
-                        return doc
+                    try:  # (its seconds: the run's wall time, `Run.document`)
+                        return await run.document(sess)
                     except CallFailed as exc:
                         if planner is None:  # the folder says this run failed, and why
                             write_failed(cfg.out, run.failed_document(sess, exc))
