@@ -1459,8 +1459,9 @@ _CONCLUDING_WORDS = re.compile(
 # A sentence giving the judge's own score, first person or of "the/my score" (s44 review10
 # finding 2: '4\nOverall, I give it a score of 2.' and 'Score: 4\nThe final score should be
 # 2.' read 4): "the final score should be 2", "my rating is 2", "I'd give it a score of 2",
-# "I would rate this response 2/5". A score a response has ("the response's score of 2") or a
-# condition ("2 if ...") is none: the sentence must end at the value. (Bounded runs: linear.)
+# "I would rate this response 2/5", "it deserves a 2" (s45 parse9). A score a response has
+# ("the response's score of 2") or a condition ("2 if ...") is none: the sentence must end at
+# the value. (Bounded runs: linear.)
 _OWN_SCORE = re.compile(
     r"(?<![\w'\u2019])(?:(?:the|my)\s++(?:(?:final|overall|revised|corrected|updated|adjusted|"
     r"new|actual|correct|right|fair|appropriate|proper)\s++){0,3}+(?:score|rating|grade)\s++"
@@ -1469,9 +1470,34 @@ _OWN_SCORE = re.compile(
     r"i(?:['\u2019](?:d|ll)|\s++(?:would|will|now|instead|therefore|thus|must|should|shall|"
     r"then|finally|ultimately)){0,3}+\s++(?:give|assign|award|rate|score|grade)\s++(?:it|this|"
     r"that|(?:this|the)\s++(?:response|answer|output|submission))\s++(?:(?:a|an|as|at)\s++)?"
-    r"(?:(?:final\s++|overall\s++)?(?:score|rating|grade)\s++of\s++)?)(?:(?:a|an)\s++)?"
+    r"(?:(?:final\s++|overall\s++)?(?:score|rating|grade)\s++of\s++)?|"
+    r"(?:it|this|that|(?:this|the)\s++(?:response|answer|output|submission))\s++(?:(?:really|"
+    r"still|only|clearly|probably|rather|actually)\s++)?(?:deserves|merits|warrants|earns)\s++"
+    r"(?:(?:a|an)\s++)?(?:(?:final\s++|overall\s++)?(?:score|rating|grade)\s++of\s++)?)"
+    r"(?:(?:a|an)\s++)?"
     + _SCORE_VALUE, re.IGNORECASE)
+# Leads the score reader also takes before a score of the judge's own (s45 parse9: '4\nFor
+# this reason the score should be 2' read 4): a reason ("For this reason", "Given this", "This
+# means"), an opinion ("I think", "In my view") or a restatement ("make that", "or rather").
+_SCORE_LEAD = re.compile(
+    r"(?:for\s++(?:this|that|these|those|the\s++above|all\s++(?:this|these|those))\s++"
+    r"reasons?|because\s++of\s++(?:this|that|these|those|the\s++above)|due\s++to\s++(?:this|"
+    r"that|these|those)|as\s++a\s++(?:result|consequence)|(?:given|considering|in\s++light\s++of)"
+    r"\s++(?:this|that|these|those|the\s++above|all\s++(?:this|that|of\s++this))|based\s++on\s++"
+    r"(?:this|that|these|those|the\s++above|(?:my|the|this)\s++(?:analysis|evaluation|"
+    r"assessment|reasoning|review))|with\s++(?:this|that|all\s++this)\s++in\s++mind|(?:this|"
+    r"that)\s++means(?:\s++that)?|i\s++(?:think|believe|feel|guess)(?:\s++that)?|"
+    r"i(?:['\u2019]d|\s++would)\s++say(?:\s++that)?|in\s++my\s++(?:view|opinion)|"
+    r"make\s++(?:that|it)|or\s++rather|i\s++mean)\b[ \t,:;.!\-\u2013\u2014*_]*+", re.IGNORECASE)
+# A turn inside a sentence to a correction ("4 -- no, 3", "Score: 4; actually, 3"): read from
+# there as a sentence of its own. (It starts at the mark, not at spaces before it: a line of
+# spaces is not re-scanned from each of them.)
+_DASH_TURN = re.compile(
+    r"(?:--|\u2014|\u2013|;|\.\.\.|\u2026|(?<=[ \t])-)[ \t]*+(?=(?:no|nope|actually|"
+    r"wait|correction|sorry|rather|make\s++(?:that|it)|or\s++rather|i\s++mean|scratch\s++that)"
+    r"\b)", re.IGNORECASE)
 _LEAD_MARK = re.compile(r"[ \t*_]*+[,:;!.\-\u2013\u2014]?[ \t*_]*+")
+_LEAD_WORDS = re.compile(r"^[A-Za-z\s'\u2019-]*[A-Za-z]")  # a lead's words, before its mark
 # A clause before such a sentence that makes it no verdict: a condition or a comparison.
 _CONDITION = re.compile(r"\b(?:if|unless|when|whether|were|otherwise|had|than|would\s++have)\b",
                         re.IGNORECASE)
@@ -1490,10 +1516,13 @@ def _later_own(line: str, ids: tuple[str, ...] | None) -> list[tuple[str, str | 
     for a, b in _quoted_spans(line):  # NUL, not spaces: a score next to a quote reads none
         blank[a:b] = "\0" * (b - a)
     got: list[tuple[str, str | None]] = []
-    for sentence in _SENT_SPLIT.split("".join(blank)):
+    sentences = (part for sentence in _SENT_SPLIT.split("".join(blank))
+                 for part in _DASH_TURN.split(sentence))
+    for sentence in sentences:
         rest, leads, tail = sentence.lstrip(" \t\r\f\v#*_-"), 0, ""
-        while leads < 4 and (m := _REVISION_LEAD.match(rest) or _CONCLUDING_WORDS.match(rest)):
-            tail = re.sub(r"^[A-Za-z\s'\u2019-]*[A-Za-z]", "", m.group())
+        while leads < 4 and (m := _REVISION_LEAD.match(rest) or _CONCLUDING_WORDS.match(rest)
+                             or _SCORE_LEAD.match(rest)):
+            tail = _LEAD_WORDS.sub("", m.group())
             rest, leads = rest[m.end():], leads + 1
         if leads:
             # a bare score after one mark ("Correction: 3", "Actually, 3."), not a garbled
@@ -1665,6 +1694,10 @@ def _score_tokens(text: str, ids: tuple[str, ...] | None = None
         # each later line that is a labelled score ("Rating: [[4]]\nRating: [[2]]" is none).
         got += [(m.group(1) or m.group(2), None) for m in _MARKERS.finditer(text)]
         lines = text.strip().splitlines()
+        # the first line's own correction after a marker's score ("Rating: [[4]]. Actually,
+        # 3.", "[[4]] -- no, 3"; s45 parse9): the loop below reads the lines after it
+        if not _FENCE_LINE.match(lines[0]) and not lines[0].lstrip().startswith(">"):
+            got += _later_own(lines[0], ids)
         prev, fenced = lines[0], False  # the last non-blank line before; inside ``` fences
         # the last non-blank line before, not in a "> " blockquote, and whether it introduces
         # the quote as a response's (found once per quote: a megabyte of "> " lines stays linear)
@@ -1761,7 +1794,7 @@ def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
     text = _strip_eos(strip_reasoning(_strip_eos(_halfwidth(text or "", ids))))
     if not text.strip() or parse_score(text, ids) is not None:
         return None
-    tokens = _score_tokens(text, ids)
+    tokens = _score_tokens(text, ids) or _corrected_opening(text, ids)
     if (other := _other_script_digit(text, tokens)) is not None:
         return other
     if len(tokens) > 1:
@@ -1781,6 +1814,20 @@ def score_off_scale(text: str, ids: tuple[str, ...] = ("1", "2", "3", "4", "5")
     if ids == tuple(str(i) for i in range(1, k + 1)) or not 1 <= v <= k:
         return f"score {token} is not on the scale {scale}"
     return None
+
+
+def _corrected_opening(text: str, ids: tuple[str, ...]) -> list[tuple[str, str | None]]:
+    """The opening score and the judge's correction of it when both are on the first line
+    ("4. Actually, 3.", "4 -- no, 3", "Score: 4. Actually, it deserves a 3."): no score is read
+    from such a line, and this names why ("scores that disagree") where it said "unparseable".
+    [] when the line does not split so."""
+    first = text.strip().splitlines()[0][:2000]
+    cut = min((m.start() for m in (_SENT_SPLIT.search(first), _DASH_TURN.search(first)) if m),
+              default=None)
+    if not cut:
+        return []
+    head, tail = _score_tokens(first[:cut], ids), _later_own(first[cut:], ids)
+    return head + tail if head and tail else []
 
 
 def _other_script_digit(text: str, tokens: list[tuple[str, str | None]]) -> str | None:
