@@ -381,7 +381,7 @@ def _choice(text: str, choices: tuple[str, ...], allow_tie: bool) -> str | None:
         # ... or a later line in another script naming another choice ("A\n\n但是回答B更好。"):
         # the readers do not read that script, so it cannot be told to agree (s44 parsefix8)
         if _opening_choice(text, choices, allow_tie) == got \
-                and _other_script_names(text, tuple(c for c in choices if c != got)):
+                and _other_script_names(text, tuple(c for c in choices if c != got), got):
             return None
     return got
 
@@ -416,12 +416,14 @@ def _blank_quotes(line: str) -> str:
     return "".join(blank)
 
 
-def _own_other_script_lines(text: str, wanted: re.Pattern[str]) -> Iterator[str]:
+def _own_other_script_lines(text: str, wanted: re.Pattern[str],
+                            skip: Callable[[str], bool] | None = None) -> Iterator[str]:
     """The lines after an answer's first line, up to 2,000 characters each, where `wanted`
     matches outside quotes (`_blank_quotes`), that are mostly in another script than Latin
     (`_mostly_other_script`) and the judge's own: not in a ``` fence, not a "> " blockquote,
     not introduced as a response's text by the line before (`_introduced`). `wanted` is
-    tried first: most lines hold nothing it matches and cost no more."""
+    tried first: most lines hold nothing it matches and cost no more; then `skip` (a line it
+    is True for is not yielded, before the costlier checks)."""
     lines = text.strip().splitlines()
     fence_at = [i for i, ln in enumerate(lines) if _FENCE_LINE.match(ln)]
     stray = fence_at[-1] if len(fence_at) % 2 else -1
@@ -429,6 +431,7 @@ def _own_other_script_lines(text: str, wanted: re.Pattern[str]) -> Iterator[str]
     for i, line in enumerate(lines[1:], start=1):
         cut = line[:2000]
         if not fenced and wanted.search(cut) and not line.lstrip().startswith(">") \
+                and (skip is None or not skip(cut)) \
                 and wanted.search(blanked := _blank_quotes(cut)) \
                 and _mostly_other_script(cut) and not _introduced(prev):
             yield blanked
@@ -438,17 +441,92 @@ def _own_other_script_lines(text: str, wanted: re.Pattern[str]) -> Iterator[str]
             prev = line
 
 
-def _other_script_names(text: str, others: tuple[str, ...]) -> bool:
+def _other_script_names(text: str, others: tuple[str, ...], got: str | None = None) -> bool:
     """True when a later line of the judge's own in another script (`_own_other_script_lines`)
     names one of `others` as a token, not inside a Latin word or number ("回答B更好",
     "Ответ B", "Ｂ" read as B): the readers cannot read that line's sentence, so a verdict it
     may give for another choice cannot be ruled out, and the answer is unread rather than
-    read as its opening (a wrong reading is silent; an unread one is counted and shown)."""
+    read as its opening (a wrong reading is silent; an unread one is counted and shown).
+    A line that plainly prefers `got` over them (`_prefers`: "回答A比回答B更好。") agrees."""
     if not others:
         return False
     pattern = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, others))
                          + r")(?![A-Za-z0-9])")
-    return next(_own_other_script_lines(text, pattern), None) is not None
+    if got is None:
+        return next(_own_other_script_lines(text, pattern), None) is not None
+    # a line that prefers `got` as written prefers it with its quotes blanked too, or names
+    # no other label then: checked first, before the costlier blanking
+    compared = _comparisons(got, others)
+    return any(not _prefers(line, compared) for line in _own_other_script_lines(
+        text, pattern, lambda line: _prefers(line, compared)))
+
+
+# A clause in Chinese, Russian or Japanese that compares two labels and prefers one (s45
+# parse9: "A\n\n回答A比回答B更好。" was unread though it restates the verdict). `{w}` is the
+# label preferred, `{l}` the other; the whole clause must be the comparison, after at most
+# a concluding lead ("所以", "我认为", "Поэтому"): "回答A并不比回答B更好", "回答A比回答B更差"
+# and anything else naming the other label are not read as agreeing.
+_CMP_NOUN = (r"(?:回答|答案|响应|響應|回应|回應|回复|回覆|输出|輸出|选项|選項|"
+             r"(?:response|output|answer|ответ|вариант)[ \t]*+)?")
+_CMP_OF = r"(?:的回答|的答案|的)?"
+_CMP_MORE = r"(?:更加|更|还要|還要|还|還|要|稍微|稍|略|明显|明顯)?"
+_CMP_GOOD = (r"(?:好|优秀|優秀|出色|强|強|准确|準確|完整|全面|清晰|有用|详细|詳細|合适|合適|"
+             r"恰当|恰當)")
+_CMP_MUCH = r"(?:一些|一点|一點|得多|很多|许多|許多)?"
+_CMP_SHAPES = (
+    _CMP_NOUN + "{w}" + _CMP_OF + r"(?:比|较|較|要比)" + _CMP_NOUN + "{l}" + _CMP_OF + _CMP_MORE
+    + _CMP_GOOD + _CMP_MUCH,
+    _CMP_NOUN + "{w}" + _CMP_OF + r"(?:优于|優於|好于|好於|胜过|勝過|胜于|勝於|强于|強於)"
+    + _CMP_NOUN + "{l}" + _CMP_OF,
+    _CMP_NOUN + "{l}" + _CMP_OF + r"(?:不如|比不上)" + _CMP_NOUN + "{w}" + _CMP_OF
+    + r"(?:好|优秀|優秀)?",
+    _CMP_NOUN + "{l}" + _CMP_OF + r"(?:比|较|較)" + _CMP_NOUN + "{w}" + _CMP_OF + _CMP_MORE
+    + r"(?:差|弱|逊色|遜色)" + _CMP_MUCH,
+    _CMP_NOUN + r"{w}(?:(?:немного|значительно|намного|гораздо|явно|чуть)[ \t]++)?"
+    r"(?:лучше|предпочтительнее|точнее|полнее)[ \t]*+,?[ \t]*+(?:чем[ \t]++)?"
+    r"(?:(?:ответа?|варианта?)[ \t]++)?{l}",
+    _CMP_NOUN + r"{w}(?:の方|のほう)?(?:が|は)" + _CMP_NOUN + r"{l}(?:より|よりも)"
+    r"(?:良い|よい|いい|優れている|優れています|優秀)(?:です)?",
+)
+_CMP_LEAD = re.compile(r"(?:(?:所以|因此|因而|总之|總之|综上所述|綜上所述|综上|綜上|总的来说|"
+                       r"總的來說|总体而言|總體而言|我认为|我認為|我觉得|我覺得|显然|顯然|"
+                       r"поэтому|итак|таким[ \t]++образом|в[ \t]++итоге|в[ \t]++целом|"
+                       r"したがって|よって|結論として)[ \t,，:：]*+)*+", re.IGNORECASE)
+_CMP_SPLIT = re.compile(r"[。，；;！!\n]|,(?![ \t]*+чем)|\.(?=\s|$)")
+
+
+def _label_re(label: str) -> str:
+    return r"(?<![A-Za-z0-9])" + re.escape(label) + r"(?![A-Za-z0-9])"
+
+
+@functools.lru_cache(maxsize=64)
+def _comparisons(got: str, others: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A pattern finding any of `others` as a label, and one matching a whole clause that
+    prefers `got` over one of them (`_CMP_SHAPES`); built once per pair of labels."""
+    pad = r"[ \t]*+{}[ \t]*+"
+    shapes = "|".join(s.format(w=pad.format(_label_re(got)), l=pad.format(_label_re(o)))
+                      for s in _CMP_SHAPES for o in others)
+    return (re.compile("|".join(_label_re(o) for o in others)),
+            re.compile("(?:" + shapes + ")", re.IGNORECASE))
+
+
+def _prefers(line: str, patterns: tuple[re.Pattern[str], re.Pattern[str]]) -> bool:
+    """True when every clause of `line` (quotes blanked) that names one of the other labels
+    is a comparison preferring the label read over it (`_comparisons`): the line restates
+    the verdict. A question, a clause preferring another label, or any other clause naming
+    one is not."""
+    if "?" in line or "\uff1f" in line:
+        return False
+    named, prefers = patterns
+    for clause in _CMP_SPLIT.split(line):
+        if named.search(clause) is None:
+            continue
+        body = clause.strip(" \t*_\"'\u201c\u201d\0")  # \0: a quote blanked
+        if (lead := _CMP_LEAD.match(body)) is not None:
+            body = body[lead.end():]
+        if prefers.fullmatch(body) is None:
+            return False
+    return True
 
 
 # Words that name a choice right after them: "Output (a)", "Response b", "Assistant A".
