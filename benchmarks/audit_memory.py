@@ -2,11 +2,14 @@
 
     python benchmarks/audit_memory.py --base <commit>             # 1,000 2,000 5,000; 3 runs
     python benchmarks/audit_memory.py --base <commit> --sizes 1000 --repeats 1
+    python benchmarks/audit_memory.py --base <commit> --new <commit>   # both as worktrees
 
 The old tree is a `git worktree` of `--base` (made at --old-tree if missing) and the new one
-this checkout; each runs the CLI as `python -m judgeaudit` with PYTHONPATH set to its src/,
-the sim judge `sim?position=0.8&length=1.0&seed=0` on `builtin:facts?seeds=0-94` (20,140
-pairs), `--n N`, a fresh SQLite cache per run (as a first run pays every call). Runs
+this checkout, or with `--new` a worktree of that commit (at --new-tree), so that edits not
+yet committed in the checkout are not measured; each runs the CLI as `python -m judgeaudit`
+with PYTHONPATH set to its src/, the sim judge `sim?position=0.8&length=1.0&seed=0` on
+`builtin:facts?seeds=0-94` (20,140 pairs), `--n N`, a fresh SQLite cache per run (as a
+first run pays every call). Runs
 alternate old/new so load on a shared machine falls on both alike. Recorded per tree and
 size: the child's peak RSS (os.wait4 ru_maxrss), its median over the runs, CPU seconds, and
 whether the two trees' results.json agree byte-for-byte except timing fields
@@ -75,13 +78,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the old tree's commit")
     ap.add_argument("--old-tree", type=Path, default=Path("/tmp/memfix/old"))
+    ap.add_argument("--new", default=None, help="the new tree's commit (default: this checkout)")
+    ap.add_argument("--new-tree", type=Path, default=Path("/tmp/memfix/new"))
     ap.add_argument("--sizes", default="1000,2000,5000")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--full", action="store_true", help="audit --full (every probe)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    trees = {"old": old_tree(args.base, args.old_tree), "new": ROOT}
-    new_commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+    new_root = ROOT if args.new is None else old_tree(args.new, args.new_tree)
+    trees = {"old": old_tree(args.base, args.old_tree), "new": new_root}
+    new_commit = subprocess.run(["git", "-C", str(new_root), "rev-parse", "HEAD"],
                                 capture_output=True, text=True, check=True).stdout.strip()
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
