@@ -330,18 +330,96 @@ _CLAUSE_STOP = re.compile(r"[.;,!?](?=\s|$)")
 _SCORE_BEFORE = re.compile(_SCORE_WORD + r"\s*$", re.IGNORECASE)
 
 
+# "for" / "to" after a plain range, and the words after it: "1 to 3 for poor responses",
+# "a score (1-3) to unhelpful responses", "1 to 3 only for unsafe responses" give a band to
+# some responses. The whole response ("for each response", "to the answer"), a criterion
+# ("for helpfulness") or what the score does ("to indicate quality") name the score's range.
+_FOR_TO = re.compile(r"\)?\s+(only\s+)?(for|to)\s+([\w'\u2019-]+)(?:\s+([\w'\u2019-]+))?",
+                     re.IGNORECASE)
+_WHOLE = {"each", "every", "all", "its", "overall"}
+_THE = {"the", "this", "that", "their", "your", "a", "an"}
+_RESPONSE = re.compile(r"(?:response|answer|output|reply|completion|submission|text|"
+                       r"candidate|assistant|model)s?$", re.IGNORECASE)
+# After "the response": a word that narrows it to some responses ("the response that ...",
+# "the response with errors"): a band.
+_NARROWS = re.compile(r"\s+(?:that|which|who|whose|with|without|where|when|if|containing|"
+                      r"having|in\s+which)\b", re.IGNORECASE)
+# A criterion ("for helpfulness", "for accuracy and clarity"): one abstract noun, then the
+# end of the clause or another criterion.
+_CRITERION = re.compile(r"\w+(?:ness|ity|cy|ance|ence|ion|ment|ure)$", re.IGNORECASE)
+_CRITERION_END = re.compile(r"\s*(?:$|[.;,:!?)]|\s(?:and|or)\b)")
+_DOES = {"indicate", "reflect", "show", "express", "represent", "denote", "rate", "score",
+         "grade", "mark", "measure", "assess", "evaluate", "judge", "capture", "signal",
+         "say", "state", "describe", "convey", "quantify", "summarize", "summarise", "rank"}
+
+
+def _band_for(line: str, end: int) -> bool:
+    """Whether "for" / "to" right after a plain range gives it to some responses (a band:
+    "1 to 3 for poor responses", "(1-3) to unhelpful ones", "only for unsafe responses")
+    rather than naming the whole response, a criterion or what the score does ("from 1 to
+    3 for each response", "for helpfulness", "to indicate quality"). See `_FOR_TO`."""
+    f = _FOR_TO.match(line, end)
+    if f is None:
+        return False
+    if f.group(1):  # "only for": some responses only
+        return True
+    w1, w2 = f.group(3).lower(), (f.group(4) or "")
+    if f.group(2).lower() == "to" and w1 in _DOES:
+        return False
+    if w1 in _WHOLE:
+        return False
+    if w1 in _THE and _RESPONSE.match(w2):
+        return _NARROWS.match(line, f.end(4)) is not None
+    return not (_CRITERION.fullmatch(w1) and _CRITERION_END.match(line, f.end(3)))
+
+
 def _range_asked(line: str, m: re.Match[str]) -> bool:
     """Whether a plain range from 1 with a top below k ("score it from 1 to 3", "a score
     between 1 and 3", "Score (1-3):") names the range of the score asked for: nothing is
-    said of the range after it (`_RANGE_ENDS`) and no condition is in its sentence before
-    it or in its clause after it. Otherwise it is a band of 1..k."""
+    said of the range after it (`_RANGE_ENDS`), it is given to no group of responses
+    (`_band_for`) and no condition is in its sentence before it or in its clause after it.
+    Otherwise it is a band of 1..k."""
     start = max(line.rfind(c, 0, m.start()) for c in ".;!?")
     if _RANGE_CONDITION.search(line, start + 1, m.start()):
         return False
-    if _RANGE_ENDS.match(line, m.end()) is None:
+    if _RANGE_ENDS.match(line, m.end()) is None or _band_for(line, m.end()):
         return False
     stop = _CLAUSE_STOP.search(line, m.end())
     return _RANGE_CONDITION.search(line, m.end(), stop.start() if stop else len(line)) is None
+
+
+# A band up to k: "4-5", "4 to 5", "between 4 and 5", "(4-5)" from 2 or more, then the end
+# of its clause or what the band is for or means ("4-5 for helpful", "4-5 = good", "(4-5):
+# helpful", "4 to 5 if correct", "4-5 mean a correct answer"), not a count ("4-5 sources").
+_BAND = re.compile(r"(?:\bbetween\s+" + _NUM + r"\s+and\s+|" + _NUM + _TO + r")" + _NUM
+                   + r"(?=\)?\s*(?:$|[.;,:!?=/()]|[-\u2013\u2014]\s|\s(?:points?|stars?|for|"
+                   r"only|to|if|when|whenever|unless|where|means?|indicates?|is|are|denotes?|"
+                   r"represents?|signals?|shows?|reflects?|and|or|as|should|would|will|goes?|"
+                   r"corresponds?|appl(?:y|ies))\b))", re.IGNORECASE)
+# A line opening with a band, after a bullet or a parenthesis: "- 4-5: helpful".
+_LINE_START = re.compile(r"^[\s*\u2022>#-]*\(?$")
+# A numbered thing before a range makes it no band: "steps 4-5", "questions 4 to 5".
+_NUMBERED = re.compile(r"\b(?:steps?|items?|questions?|parts?|sections?|lines?|pages?|"
+                       r"chapters?|turns?|rounds?|rows?|columns?|paragraphs?|sentences?|"
+                       r"criteria|criterion|rules?|examples?|cases?|tasks?|no\.|nos\.|#)\s*$",
+                       re.IGNORECASE)
+
+
+def _bands_reach(text: str, k: int) -> bool:
+    """Whether `text` has a band from 2 or more up to k (`_BAND`) on a line with a score word
+    or opening its line: with it, ranges below it ("Score 1-3 for a factual error. Score
+    4-5 for a correct answer.") are bands of the scale 1..k they reach together, not the
+    score's range."""
+    for line in text.splitlines():
+        scored = _LINE_SCORE_WORD.search(line) is not None
+        for m in _BAND.finditer(line):
+            first = 1 if m.group(1) is not None else 2
+            lo, hi = int(m.group(first)), int(m.group(3))
+            if (2 <= lo < hi == k and not _chained(line, m, 3)
+                    and _NUMBERED.search(line, 0, m.start()) is None
+                    and (scored or _LINE_START.match(line, 0, m.start()) is not None)):
+                return True
+    return False
 
 
 def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] | None:
@@ -353,9 +431,12 @@ def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] 
     asked for (`_asked_below`): "score each aspect on a scale of 1 to 3, then give an overall
     score from 1 to 5" asks for 1..5. So is a plain range from 1 naming the score's range
     ("score it from 1 to 3", "a score between 1 and 3", "Score (1-3):"), unless a condition
-    or a word about it makes it a band (`_range_asked`). `stated`: the template states 1..k
-    otherwise (it gives the score from the {levels} the judge fills in)."""
+    or a word about it makes it a band (`_range_asked`) or another band reaches k beside it
+    ("Score 1-3 for ... Score 4-5 for ...", `_bands_reach`). `stated`: the template states
+    1..k otherwise (it gives the score from the {levels} the judge fills in)."""
     below_counts = not (stated or _states_scale(text, k))
+    # ranges that together reach k ("1-3 for ..., 4-5 for ...") are bands of 1..k
+    plain_counts = below_counts and not _bands_reach(text, k)
     for line in text.splitlines():
         for kind, m, nums in _phrases(line):
             if kind in ("range", "scale"):
@@ -369,7 +450,7 @@ def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] 
                     other = other or _asked_below(line, m, kind)
                 # a plain range from 1 names the score's range too ("score it from 1 to 3")
                 # unless a condition or a word about it makes it a band of 1..k
-                if kind == "range" and lo == 1 and hi < k and below_counts:
+                if kind == "range" and lo == 1 and hi < k and plain_counts:
                     other = other or (_asked_below(line, m, kind) and _range_asked(line, m))
             elif kind == "out_of":
                 top = int(nums[-1])
@@ -382,7 +463,7 @@ def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] 
                 lo_hi = [int(x) for x in nums]
                 other = lo_hi[-1] > k
                 # "a score between 1 and 3": the score's range, as "from 1 to 3" is
-                if (len(lo_hi) == 2 and lo_hi[0] == 1 and lo_hi[1] < k and below_counts
+                if (len(lo_hi) == 2 and lo_hi[0] == 1 and lo_hi[1] < k and plain_counts
                         and _asked_below(line, m, kind) and _range_asked(line, m)):
                     other = True
             if other:
@@ -395,7 +476,7 @@ def _other_scale(text: str, k: int, *, stated: bool = False) -> tuple[str, str] 
                 # "Score (1-3):" right after the score word labels the score's range
                 labels = (m.group(0).startswith("(") and (m.group(1) or m.group(2)) == "1"
                           and _SCORE_BEFORE.search(line, 0, m.start()) is not None)
-                if top > k or (top < k and below_counts and labels
+                if top > k or (top < k and plain_counts and labels
                                and _range_asked(line, m)):
                     return m.group(0).strip(), line.strip()
     return None
