@@ -99,6 +99,8 @@ def _open(width: int, height: int, title: str, desc: str = "") -> list[str]:
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        # shrinks with a narrow page to 80% (12 px text to 9.6 px), then its figure scrolls
+        f'style="min-width: {round(width * 0.8)}px" '
         f'aria-label="{label}" font-family="{esc(FONT)}" font-size="12">',
         f"<title>{label}</title>",
     ]
@@ -121,6 +123,136 @@ def _text(x: float, y: float, s: str, *, anchor: str = "start", size: int | None
     shown = full is None or visible(str(full)) == visible(s)  # a label clip() left whole
     tip = "" if shown else f"<title>{esc(full)}</title>"
     return f"<text {attrs}>{tip}{esc(s)}</text>"
+
+
+# Average glyph width in em of the sans-serif fonts a browser picks for FONT (DejaVu Sans,
+# the widest common one, measures about 0.6): labels are fitted to pixels with it, so a long
+# label is shortened before it runs off the chart's edge (the browser clips at the viewBox).
+CHAR_EM = 0.62
+# One marker shape and one dash pattern per series, so series stay apart without colour
+# (grayscale print, colour-vision deficiencies): colour is never the only cue.
+MARKERS = ["circle", "square", "triangle", "diamond", "triangle-down", "plus", "cross", "ring"]
+DASHES = ["", "6 3", "2 3", "9 3 2 3", "4 2", "1 2", "12 4", "6 2 2 2 2 2"]
+
+
+def text_px(text: Any, size: float) -> float:
+    """Estimated width in pixels of a raw label as it shows (acting characters as escapes)."""
+    return len(visible(str(text))) * size * CHAR_EM
+
+
+def fit(text: Any, max_px: float, size: float = 12) -> str:
+    """Shorten a raw label to about `max_px` by cutting its middle, so both its start and its
+    end (where names differ: '...seed=1 win' vs '...seed=1 LC') stay readable."""
+    s = visible(str(text))
+    limit = max(int(max_px / (size * CHAR_EM)), 5)
+    if len(s) <= limit:
+        return s
+    head = (limit - 1) * 2 // 5
+    tail = limit - 1 - head
+    return s[:head] + "\u2026" + s[len(s) - tail:]
+
+
+def wrap(text: Any, max_px: float, size: float = 12, max_lines: int = 2) -> list[str]:
+    """Break a raw label into at most `max_lines` lines of about `max_px` at spaces; what
+    does not fit is cut in its middle (`fit`), never at its end."""
+    s = visible(str(text))
+    limit = max(int(max_px / (size * CHAR_EM)), 5)
+    lines: list[str] = []
+    cur = ""
+    for word in s.split(" "):
+        if cur and len(cur) + 1 + len(word) > limit:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    lines.append(cur)
+    if len(lines) > max_lines:
+        lines = lines[: max_lines - 1] + [" ".join(lines[max_lines - 1:])]
+    return [fit(ln, max_px, size) for ln in lines]
+
+
+def _lines(x: float, y: float, lines: list[str], full: Any, *, size: int = 11,
+           anchor: str = "middle", weight: str | None = None, fill: str = "#222222") -> str:
+    """One text element per line, the first with the whole label as a tooltip when any of it
+    was cut."""
+    whole = " ".join(lines) == visible(str(full))
+    return "".join(_text(x, y + i * round(size * 1.25, 1), ln, anchor=anchor, size=size,
+                         weight=weight, fill=fill, full=None if whole or i else full)
+                   for i, ln in enumerate(lines))
+
+
+def _centred(text: Any, centre: float, width: float, size: int = 11) -> tuple[float, list[str]]:
+    """An axis label's lines and an x that keeps them inside [0, width] (centred on `centre`
+    where they fit)."""
+    lines = wrap(text, width - 16, size)
+    half = max(text_px(ln, size) for ln in lines) / 2
+    return min(max(centre, half + 8), width - half - 8), lines
+
+
+def marker(shape: str, cx: float, cy: float, col: str, *, r: float = 4.0, cls: str = "marker",
+           series: int | None = None, tip: str = "") -> str:
+    """One marker of the given shape (MARKERS), with an optional tooltip."""
+    a = f'class="{cls} m-{shape}"' + (f' data-series="{series}"' if series is not None else "")
+    t = f"<title>{esc(tip)}</title>" if tip else ""
+    x, y = cx, cy
+    if shape == "circle":
+        return f'<circle {a} cx="{_c(x)}" cy="{_c(y)}" r="{r}" fill="{col}">{t}</circle>'
+    if shape == "ring":
+        return (f'<circle {a} cx="{_c(x)}" cy="{_c(y)}" r="{r}" fill="#ffffff" stroke="{col}" '
+                f'stroke-width="2">{t}</circle>')
+    if shape in ("plus", "cross"):
+        d = (f"M{_c(x - r)},{_c(y)}H{_c(x + r)}M{_c(x)},{_c(y - r)}V{_c(y + r)}"
+             if shape == "plus" else
+             f"M{_c(x - r)},{_c(y - r)}L{_c(x + r)},{_c(y + r)}"
+             f"M{_c(x + r)},{_c(y - r)}L{_c(x - r)},{_c(y + r)}")
+        return f'<path {a} d="{d}" fill="none" stroke="{col}" stroke-width="2.2">{t}</path>'
+    k = 1.25
+    pts = {"square": [(-r, -r), (r, -r), (r, r), (-r, r)],
+           "triangle": [(0, -r * k), (r * k, r * 0.85), (-r * k, r * 0.85)],
+           "triangle-down": [(0, r * k), (r * k, -r * 0.85), (-r * k, -r * 0.85)],
+           "diamond": [(0, -r * k), (r * k, 0), (0, r * k), (-r * k, 0)]}[shape]
+    d = "M" + "L".join(f"{_c(x + dx)},{_c(y + dy)}" for dx, dy in pts) + "Z"
+    return f'<path {a} d="{d}" fill="{col}">{t}</path>'
+
+
+def _spread(ys: list[float], gap: float, lo: float, hi: float) -> list[float]:
+    """Move label positions apart to at least `gap` in their order, kept within [lo, hi]."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    out = list(ys)
+    prev = lo - gap
+    for i in order:
+        out[i] = max(out[i], prev + gap)
+        prev = out[i]
+    over = prev - hi
+    if over > 0:  # pushed past the bottom: shift the whole run up as far as the top allows
+        for i in order:
+            out[i] -= over
+        floor = lo
+        for i in order:
+            out[i] = max(out[i], floor)
+            floor = out[i] + gap
+    return out
+
+
+def _end_labels(ends: list[tuple[str, float, float, str, int]], label_x: float, max_px: float,
+                top: float, bottom: float, size: int = 11) -> list[str]:
+    """Direct labels in the right margin, one per series at the height of its last point
+    (moved apart so none overlap), each with its series' marker and a leader line from the
+    point: a series is named where it ends, no legend lookup by colour.
+
+    `ends` items are (label, x of the end point, y of the end point, colour, series index)."""
+    gap = size + 4
+    ys = _spread([e[2] for e in ends], gap, top + size, bottom)
+    out = []
+    for (lab, ex, ey, col, k), ly in zip(ends, ys, strict=True):
+        shape = MARKERS[k % len(MARKERS)]
+        out.append(f'<line class="leader" x1="{_c(ex + 5)}" y1="{_c(ey)}" x2="{_c(label_x - 2)}" '
+                   f'y2="{_c(ly - size / 3)}" stroke="{col}" stroke-width="1" '
+                   f'stroke-opacity="0.6"/>')
+        out.append(marker(shape, label_x + 6, ly - size / 3, col, series=k, cls="key"))
+        out.append(_text(label_x + 16, ly, fit(lab, max_px - 16, size), size=size,
+                         fill="#222222", extra=f'class="end-label" data-series="{k}"', full=lab))
+    return out
 
 
 def bar_chart(
@@ -155,21 +287,33 @@ def bar_chart(
     ticks = nice_ticks(lo, hi)
     lo, hi = min(ticks[0], lo), max(ticks[-1], hi)
 
-    legend = len(sers) > 1
-    ml, mr, mt, mb = 60, 16, 34 + (18 if legend else 0), 48 + (18 if xlabel else 0)
+    ml, mr = 60, 16
+    # legend entries flow into as many rows as they need, none past the right edge
+    legend: list[tuple[float, int, str, str]] = []  # (x, row, shown, full)
+    if len(sers) > 1:
+        lx, row = float(ml), 0
+        for lab, _ in sers:
+            short = fit(lab, min(240.0, width - ml - mr - 16), 12)
+            w = 16 + text_px(short, 12) + 18
+            if lx > ml and lx + w > width - mr:
+                lx, row = float(ml), row + 1
+            legend.append((lx, row, short, lab))
+            lx += w
+    xl_x, xl_lines = _centred(xlabel, ml + (width - ml - mr) / 2, width) if xlabel else (0, [])
+    mt = 34 + 18 * (legend[-1][1] + 1 if legend else 0)
+    mb = 48 + 14 * len(xl_lines)
+    height += 18 * (legend[-1][1] if legend else 0) + 14 * max(len(xl_lines) - 1, 0)
     pw, ph = width - ml - mr, height - mt - mb
     y = _Scale(lo, hi, mt + ph, mt)
     out = _open(width, height, title, _bar_desc(cats, sers))
     if title:
-        out.append(_text(ml, 18, clip(title, 90), size=14, weight="600", full=title))
-    if legend:
-        lx = ml
-        for i, (lab, _) in enumerate(sers):
-            col = PALETTE[i % len(PALETTE)]
-            short = clip(lab, 24)
-            out.append(f'<rect x="{_c(lx)}" y="{mt - 26}" width="12" height="12" fill="{col}"/>')
-            out.append(_text(lx + 16, mt - 16, short, full=lab))
-            lx += 16 + 7.5 * len(short) + 18
+        out.append(_text(ml, 18, fit(title, width - ml - 8, 14), size=14, weight="600",
+                         full=title))
+    for i, (lx, row, short, lab) in enumerate(legend):
+        col = PALETTE[i % len(PALETTE)]
+        ly = 34 + 18 * row
+        out.append(f'<rect x="{_c(lx)}" y="{ly - 8}" width="12" height="12" fill="{col}"/>')
+        out.append(_text(lx + 16, ly + 2, short, full=lab))
     for t in ticks:
         ty = y(t)
         out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_c(ty)}" y2="{_c(ty)}" '
@@ -195,15 +339,13 @@ def bar_chart(
                        f"<title>{esc(cat)} \u2013 {esc(lab)}: {esc(fmt_num(v))}</title></rect>")
             ly = top - 4 if v >= 0 else bot + 12
             out.append(_text(bx + bw / 2, ly, fmt_num(v), anchor="middle", size=10))
-        maxch = max(int(group / 6.5), 4)
-        out.append(_text(ml + group * (ci + 0.5), mt + ph + 16, clip(cat, maxch),
+        out.append(_text(ml + group * (ci + 0.5), mt + ph + 16, fit(cat, group - 4, 11),
                          anchor="middle", size=11, full=cat))
     if ylabel:
-        out.append(_text(14, mt + ph / 2, clip(ylabel, 40), anchor="middle", size=11,
+        out.append(_text(14, mt + ph / 2, fit(ylabel, ph, 11), anchor="middle", size=11,
                          extra=f'transform="rotate(-90 14 {_c(mt + ph / 2)})"', full=ylabel))
     if xlabel:
-        out.append(_text(ml + pw / 2, height - 8, clip(xlabel, 90), anchor="middle", size=11,
-                         full=xlabel))
+        out.append(_lines(xl_x, mt + ph + 36, xl_lines, xlabel))
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -255,15 +397,20 @@ def interval_plot(
     has_nb = any(p[4] for p in prepared)
     has_verdict = any(p[5] for p in prepared)
 
-    ml, mr = 190, (300 if has_verdict else 200)
+    # the label column takes the longest label (up to 300 px; longer ones are cut in their
+    # middle), and the chart widens so the plot keeps at least 260 px
+    ml = int(min(max(190.0, max(text_px(p[0], 12) for p in prepared) + 22), 300.0))
+    mr = 300 if has_verdict else 200
+    width = max(width, ml + mr + 260)
+    xl_x, xl_lines = _centred(xlabel, ml + (width - ml - mr) / 2, width) if xlabel else (0, [])
     mt = 30 + (20 if title else 0) + (18 if has_nb else 0)
-    mb = 40 + (16 if xlabel else 0)
+    mb = 40 + 14 * len(xl_lines) + (2 if xl_lines else 0)
     height = mt + row_height * len(prepared) + mb
     pw = width - ml - mr
     x = _Scale(d0, d1, ml, ml + pw)
     out = _open(width, height, title, _interval_desc(prepared))
     if title:
-        out.append(_text(8, 18, clip(title, 100), size=14, weight="600", full=title))
+        out.append(_text(8, 18, fit(title, width - 16, 14), size=14, weight="600", full=title))
     if has_nb:
         ly = mt - 22
         out.append(f'<rect x="{ml}" y="{ly - 10}" width="18" height="12" fill="#d8eedd" '
@@ -287,7 +434,7 @@ def interval_plot(
             out.append(f'<rect class="nobias" x="{_c(x(a))}" y="{_c(cy - row_height / 2 + 3)}" '
                        f'width="{_c(max(x(b) - x(a), 1))}" height="{row_height - 6}" '
                        f'fill="#d8eedd" stroke="#9fcfaa"/>')
-        out.append(_text(ml - 10, cy + 4, clip(label, 26), anchor="end", full=label))
+        out.append(_text(ml - 10, cy + 4, fit(label, ml - 18, 12), anchor="end", full=label))
         col = VERDICT_COLOURS.get(verdict, NEUTRAL) if verdict else PALETTE[0]
         if lo is not None and hi is not None:
             a, b = x(min(lo, hi)), x(max(lo, hi))
@@ -318,8 +465,7 @@ def interval_plot(
                    f'stroke="#666666" stroke-dasharray="4 3"/>')
     out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{bottom}" y2="{bottom}" stroke="#888888"/>')
     if xlabel:
-        out.append(_text(ml + pw / 2, height - 8, clip(xlabel, 90), anchor="middle", size=11,
-                         full=xlabel))
+        out.append(_lines(xl_x, bottom + 34, xl_lines, xlabel))
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -361,7 +507,12 @@ def sequence_plot(
         nb = (a, b) if a is not None and b is not None else None
     yt = nice_ticks(min(span), max(span))
     xt = nice_ticks(0.0, nmax)
-    ml, mr, mt, mb = 60, 190, 30 + (20 if title else 0), 46
+    labels = [lab + (f" ({VERDICT_LABELS.get(v, v)})" if v else "") for lab, _, v, _ in rows]
+    # the right margin holds each series' direct label (its marker and name at its end)
+    mr = int(min(max(190.0, max(text_px(lab, 11) for lab in labels) + 40), 320.0))
+    xl_x, xl_lines = _centred(xlabel, 60 + (width - 60 - mr) / 2, width)
+    ml, mt, mb = 60, 30 + (20 if title else 0), 32 + 14 * len(xl_lines)
+    height += 14 * max(len(xl_lines) - 1, 0)
     ph, pw = height - mt - mb, width - ml - mr
     x = _Scale(0.0, max(xt[-1], nmax), ml, ml + pw)
     y = _Scale(yt[0], yt[-1], mt + ph, mt)
@@ -369,7 +520,7 @@ def sequence_plot(
                      f"{fmt_num(p[-1][0])}" for lab, p, _, _ in rows)
     out = _open(width, height, title, desc)
     if title:
-        out.append(_text(8, 18, clip(title, 100), size=14, weight="600", full=title))
+        out.append(_text(8, 18, fit(title, width - 16, 14), size=14, weight="600", full=title))
     if nb:
         lo_, hi_ = sorted(nb)
         y0, y1 = y(max(lo_, yt[0])), y(min(hi_, yt[-1]))
@@ -385,24 +536,27 @@ def sequence_plot(
     if yt[0] <= 0 <= yt[-1]:
         out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_c(y(0))}" y2="{_c(y(0))}" '
                    f'stroke="#666666" stroke-dasharray="4 3"/>')
-    for k, (label, pts, verdict, col) in enumerate(rows):
+    ends = []
+    for k, (_label, pts, _verdict, col) in enumerate(rows):
         poly = [f"{_c(x(n))},{_c(y(hi))}" for n, _, hi in pts] + \
                [f"{_c(x(n))},{_c(y(lo))}" for n, lo, _ in reversed(pts)]
-        out.append(f'<polygon class="cs" points="{" ".join(poly)}" fill="{col}" '
-                   f'fill-opacity="0.15" stroke="{col}" stroke-width="1.5"/>')
+        dash = DASHES[k % len(DASHES)]
+        out.append(f'<polygon class="cs" data-series="{k}" points="{" ".join(poly)}" '
+                   f'fill="{col}" fill-opacity="0.15" stroke="{col}" stroke-width="1.5"'
+                   + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
         n, lo, hi = pts[-1]
         out.append(f'<line x1="{_c(x(n))}" x2="{_c(x(n))}" y1="{_c(y(hi))}" '
                    f'y2="{_c(y(lo))}" stroke="{col}" stroke-width="3"/>')
-        lab = label + (f" ({VERDICT_LABELS.get(verdict, verdict)})" if verdict else "")
-        ly = mt + 14 + 16 * k
-        out.append(f'<rect x="{ml + pw + 12}" y="{ly - 10}" width="12" height="12" '
-                   f'fill="{col}"/>')
-        out.append(_text(ml + pw + 30, ly, clip(lab, 26), size=11, full=lab))
+        out.append(marker(MARKERS[k % len(MARKERS)], x(n), y((lo + hi) / 2), col, series=k,
+                          tip=f"{labels[k]}: [{fmt_num(lo)}, {fmt_num(hi)}] at n = "
+                              f"{fmt_num(n)}"))
+        ends.append((labels[k], x(n), y((lo + hi) / 2), col, k))
+    out += _end_labels(ends, ml + pw + 12, mr - 14, mt, mt + ph)
     out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}" '
                f'stroke="#888888"/>')
-    out.append(_text(ml + pw / 2, height - 8, clip(xlabel, 90), anchor="middle", size=11))
-    out.append(_text(14, mt + ph / 2, clip(ylabel, 40), anchor="middle", size=11,
-                     extra=f'transform="rotate(-90 14 {_c(mt + ph / 2)})"'))
+    out.append(_lines(xl_x, mt + ph + 34, xl_lines, xlabel))
+    out.append(_text(14, mt + ph / 2, fit(ylabel, ph, 11), anchor="middle", size=11,
+                     extra=f'transform="rotate(-90 14 {_c(mt + ph / 2)})"', full=ylabel))
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -453,7 +607,11 @@ def curve_plot(
         yt = nice_ticks(min(ys), max(ys))
     y0, y1 = min(yt[0], min(ys)), max(yt[-1], max(ys))
     xt = nice_ticks(min(xs), max(xs)) if max(xs) > min(xs) else [min(xs)]
-    ml, mr, mt, mb = 60, 210, 30 + (20 if title else 0), 46
+    # the right margin holds each series' direct label (its marker and name at its end)
+    mr = int(min(max(210.0, max(text_px(r[0], 11) for r in rows) + 40), 320.0))
+    xl_x, xl_lines = _centred(xlabel, 60 + (width - 60 - mr) / 2, width) if xlabel else (0, [])
+    ml, mt, mb = 60, 30 + (20 if title else 0), 32 + 14 * max(len(xl_lines), 1)
+    height += 14 * max(len(xl_lines) - 1, 0)
     ph, pw = height - mt - mb, width - ml - mr
     xa, xb = (min(xt[0], min(xs)), max(xt[-1], max(xs))) if len(xt) > 1 else \
         (xt[0] - 1, xt[0] + 1)
@@ -469,7 +627,7 @@ def curve_plot(
                      for lab, pts, _ in rows)
     out = _open(width, height, title, desc)
     if title:
-        out.append(_text(8, 18, clip(title, 100), size=14, weight="600", full=title))
+        out.append(_text(8, 18, fit(title, width - 16, 14), size=14, weight="600", full=title))
     for t in yt:
         out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{_c(y(t))}" y2="{_c(y(t))}" '
                    f'stroke="#eeeeee"/>')
@@ -480,8 +638,9 @@ def curve_plot(
     for lab, v in refs:
         out.append(f'<line class="ref" x1="{ml}" x2="{ml + pw}" y1="{_c(y(v))}" '
                    f'y2="{_c(y(v))}" stroke="#666666" stroke-dasharray="4 3"/>')
-        out.append(_text(ml + pw - 4, y(v) - 4, clip(lab, 40), anchor="end", size=10,
+        out.append(_text(ml + pw - 4, y(v) - 4, fit(lab, pw - 8, 10), anchor="end", size=10,
                          fill="#444444", full=lab))
+    ends = []
     for k, (label, pts, col) in enumerate(rows):
         band = [(px, lo, hi) for px, _, lo, hi in pts if lo is not None and hi is not None]
         if len(band) > 1:
@@ -493,23 +652,22 @@ def curve_plot(
             out.append(f'<line class="ci" x1="{_c(x(px))}" x2="{_c(x(px))}" '
                        f'y1="{_c(y(hi))}" y2="{_c(y(lo))}" stroke="{col}" stroke-width="1.5"/>')
         line = " ".join(f"{_c(x(px))},{_c(y(py))}" for px, py, _, _ in pts)
-        out.append(f'<polyline class="curve" points="{line}" fill="none" stroke="{col}" '
-                   f'stroke-width="2"/>')
+        dash = DASHES[k % len(DASHES)]
+        out.append(f'<polyline class="curve" data-series="{k}" points="{line}" fill="none" '
+                   f'stroke="{col}" stroke-width="2"'
+                   + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
         for px, py, lo, hi in pts:
             tip = f"{label}: {point_text(px, py, lo, hi)}"
-            out.append(f'<circle class="point" cx="{_c(x(px))}" cy="{_c(y(py))}" r="3.5" '
-                       f'fill="{col}"><title>{esc(tip)}</title></circle>')
-        ly = mt + 14 + 16 * k
-        out.append(f'<rect x="{ml + pw + 12}" y="{ly - 10}" width="12" height="12" '
-                   f'fill="{col}"/>')
-        out.append(_text(ml + pw + 30, ly, clip(label, 28), size=11, full=label))
+            out.append(marker(MARKERS[k % len(MARKERS)], x(px), y(py), col, series=k,
+                              cls="point marker", tip=tip))
+        ends.append((label, x(pts[-1][0]), y(pts[-1][1]), col, k))
+    out += _end_labels(ends, ml + pw + 12, mr - 14, mt, mt + ph)
     out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}" '
                f'stroke="#888888"/>')
     if xlabel:
-        out.append(_text(ml + pw / 2, height - 8, clip(xlabel, 90), anchor="middle", size=11,
-                         full=xlabel))
+        out.append(_lines(xl_x, mt + ph + 34, xl_lines, xlabel))
     if ylabel:
-        out.append(_text(14, mt + ph / 2, clip(ylabel, 40), anchor="middle", size=11,
+        out.append(_text(14, mt + ph / 2, fit(ylabel, ph, 11), anchor="middle", size=11,
                          extra=f'transform="rotate(-90 14 {_c(mt + ph / 2)})"', full=ylabel))
     out.append("</svg>")
     return Markup("".join(out))
@@ -574,21 +732,22 @@ def heatmap(
         return fill, "#ffffff" if dark else "#111111"
 
     ml = min(max(8 + 7 * max(len(clip(r, 24)) for r in rl), 60), 200)
-    mt = 30 + (20 if title else 0)
     width = ml + cell * len(cl) + 16
+    # a narrow grid's title wraps onto a second line rather than run past the edge
+    t_lines = wrap(title, max(width - 16, 200), 14) if title else []
+    mt = 30 + 20 * len(t_lines)
     height = mt + cell * len(rl) + 12
     out = _open(width, height, title, "; ".join(
         f"{r}: " + ", ".join(f"{c} {fmt_num(v)}" for c, v in zip(cl, g, strict=True))
         for r, g in zip(rl, grid, strict=True)))
     if title:
-        out.append(_text(8, 18, clip(title, 90), size=14, weight="600", full=title))
-    maxch = max(int(cell / 6.5), 3)
+        out.append(_lines(8, 18, t_lines, title, size=14, anchor="start", weight="600"))
     for j, c in enumerate(cl):
-        out.append(_text(ml + cell * (j + 0.5), mt - 8, clip(c, maxch), anchor="middle",
+        out.append(_text(ml + cell * (j + 0.5), mt - 8, fit(c, cell - 4, 11), anchor="middle",
                          size=11, full=c))
     for i, r in enumerate(rl):
         y0 = mt + cell * i
-        out.append(_text(ml - 8, y0 + cell / 2 + 4, clip(r, 24), anchor="end", size=11,
+        out.append(_text(ml - 8, y0 + cell / 2 + 4, fit(r, ml - 12, 11), anchor="end", size=11,
                          full=r))
         for j, v in enumerate(grid[i]):
             x0 = ml + cell * j
