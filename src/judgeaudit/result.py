@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgeaudit.files import write_atomic
+from judgeaudit.methods import stamp
 from judgeaudit.outcome import EXIT_INTERRUPTED, EXIT_RUN_FAILED, EXIT_TERMINATED, run_failed
 from judgeaudit.results_file import SCHEMA_VERSION, plain, usd_value
 
@@ -298,6 +299,9 @@ class Result(BaseModel):
         if not isinstance(doc, Mapping):
             raise ValueError(f"a results document is a JSON object, got {type(doc).__name__}")
         body = plain(doc)
+        if "methods" not in body:  # what made it (`judgeaudit.methods`): today's methods for
+            # a document not yet written (no schema_version), else a file from before the stamp
+            body = stamp(body) if "schema_version" not in body else {**body, "methods": 0}
         version = body.pop("schema_version", SCHEMA_VERSION)
         if version != SCHEMA_VERSION:
             raise ValueError(_version_message(version, body.get("version")))
@@ -645,7 +649,8 @@ class Result(BaseModel):
                                   "p": p.get("p"), "q": p.get("q")}
                               for k, p in (d.get("probes") or {}).items()}
             out.update({k: d[k] for k in ("items", "only_in_a", "only_in_b",
-                                          "versions_differ") if k in d})
+                                          "versions_differ", "methods_differ", "warnings")
+                        if k in d})
             out.update({k: s[k] for k in ("improved", "worse", "no_change", "underpowered",
                                           "paired", "unpaired") if k in s})
             if d.get("gate"):

@@ -1,7 +1,8 @@
-"""results.json: plain JSON with a schema version, written atomically, so a report can be
-rebuilt from it alone and a crash never leaves half a file. A neutral module (it imports
-nothing of ours): the commands write results and `audit.compare` reads them without
-importing the report package (DESIGN's arrows: audit does not depend on report)."""
+"""results.json: plain JSON with a schema version and the methods and build that made it,
+written atomically, so a report can be rebuilt from it alone and a crash never leaves half
+a file. A neutral module (it imports only the neutral `judgeaudit.methods`): the commands
+write results and `audit.compare` reads them without importing the report package (DESIGN's
+arrows: audit does not depend on report)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,11 @@ def _dumps(obj: Any, depth: int = 0) -> str:
 
 
 def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
-    doc = {"schema_version": SCHEMA_VERSION, **plain(results)}
+    """Write `results` as results.json with its schema version and the methods and build
+    that made it (`methods.stamp`: a document read from an older file keeps its own)."""
+    from judgeaudit.methods import stamp
+
+    doc = stamp({"schema_version": SCHEMA_VERSION, **plain(results)})
     return write_atomic(Path(path), _dumps(doc) + "\n")
 
 
@@ -112,4 +117,7 @@ def read_results(path: str | Path) -> dict[str, Any]:
 
         raise ValueError(f"{path}: schema_version {v!r}, this judgeaudit reads {SCHEMA_VERSION}; "
                          f"re-run the command with judgeaudit {judgeaudit.__version__}")
+    # a file from before the methods stamp reads as methods 0, so a reader can tell it from
+    # a document in memory (today's methods) and re-saving it does not stamp it as new
+    doc.setdefault("methods", 0)
     return doc

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from judgeaudit import methods
 from judgeaudit.audit.paired import effect_dict
 from judgeaudit.outcome import failure_message, run_failed
 from judgeaudit.results_file import read_results
@@ -277,6 +278,18 @@ def version_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     return (f"A was written by {name(va)} and B by {name(vb)}: a change in judgeaudit (its "
             "prompts, answer parsing or probes) can move the effects as well as the judge; "
             "re-run both audits with one version to compare the judges alone")
+
+
+def methods_notes(a: Mapping[str, Any], b: Mapping[str, Any], a_path: str = "A",
+                  b_path: str = "B") -> list[str]:
+    """What comparing A and B must say of the methods that made them: that they differ
+    (`methods.compare_note`), and each side made by older methods than this build's (or by
+    a newer judgeaudit), with the command to re-run it. The same judgeaudit version on both
+    sides told nothing: every build wrote 0.1.0."""
+    out = [x for x in [methods.compare_note(a, b)] if x]
+    for side, d, path in (("A", a, a_path), ("B", b, b_path)):
+        out += [f"{side} ({path}): {n}" for n in methods.notes(d)]
+    return out
 
 
 def older_build_note(older: Mapping[str, Sequence[str]]) -> str:
@@ -658,6 +671,12 @@ def compare(
     if versions:  # said in the terminal, results.json and the report; not a failure
         doc["versions_differ"] = {"a": a.get("version"), "b": b.get("version")}
         doc["notes"].insert(0, versions)
+    said = methods_notes(a, b, a_path, b_path)
+    if said:  # older methods on either side: first in the notes, and --json's warnings
+        if methods.compare_note(a, b):
+            doc["methods_differ"] = {"a": methods.methods_of(a), "b": methods.methods_of(b)}
+        doc["notes"][:0] = said
+        doc["warnings"] = said
     doc["only_in_a"] = [n for n in pa_all if n not in pb_all]
     doc["only_in_b"] = [n for n in pb_all if n not in pa_all]
     failed = _failed_run(a, b, a_path, b_path)

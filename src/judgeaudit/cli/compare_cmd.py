@@ -252,6 +252,9 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
                        **({"unmeasured": empty} if empty else {}),
                        "allow_missing": allow_missing}
     path, report = write_outputs(out, res)
+    warned = list(res.get("warnings") or [])  # made by other methods: before any number
+    for line in warned:
+        console.print(styled("warning:", "bold yellow", visible(line)), highlight=False)
     if res["run"]["status"] == "ok":
         if res["probes"]:
             console.print(compare_table(res))
@@ -269,7 +272,8 @@ def compare(cfg: CompareConfig, json_out: bool) -> None:
         for line in res.get("judge_differences") or []:
             _say(f"the same judge ran differently: {line}")
         for line in res.get("notes") or []:
-            _say(line)
+            if line not in warned:
+                _say(line)
         if dropped:
             _say(f"only in A, not compared: {missing_note(dropped)}")
         if res["only_in_b"]:

@@ -410,13 +410,17 @@ def report(
     """Rebuild report.html from results.json alone. With --json the summary of that result
     is printed on stdout, as the command that wrote it prints it with --json.
 
+    A result made by older methods (or a newer judgeaudit) is said on stderr, in --json's
+    warnings and as a banner on the page (`judgeaudit.methods.notes`).
+
     Example: judgeaudit report out/audit"""
+    from judgeaudit.methods import notes
     from judgeaudit.report import read_results, write_report
 
     try:
         path = write_report(results, out)  # a damaged file: ValueError naming it and the field
-        doc = read_results(results) if json_out else None
-        summary = _report_summary(results, doc) if doc is not None else None
+        doc = read_results(results)
+        summary = _report_summary(results, doc) if json_out else None
     except ValueError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:
@@ -425,8 +429,13 @@ def report(
             raise fail(f"--out {out}: cannot write the report ({exc.strerror or exc})"
                        ) from None
         raise fail(str(exc)) from None
+    said = notes(doc)  # older or newer methods: before the numbers are trusted
+    for note in said:
+        console.print(styled("warning:", "bold yellow", note), highlight=False)
     console.print(f"report: {path}")
     if summary is not None:
+        if said:
+            summary["warnings"] = [*said, *(summary.get("warnings") or [])]
         # the exit code the command that wrote it gave, as its --json said (a tripped gate
         # read exit_code null, a failed audit ok: false beside exit 0); report itself exits
         # 0: it rebuilt the report, and the gate's step already failed with that code

@@ -1431,6 +1431,10 @@ def render_report(results: dict[str, Any]) -> str:
                          f"{', '.join(repr(c) for c in LAYOUTS)})")
     view, tpl = layout
     ctx = view(results)
+    from judgeaudit.methods import notes  # _header.html's banner: made by other methods
+
+    ctx.setdefault("methods_notes", notes(results))
+    ctx.setdefault("made_by", {k: results.get(k) for k in ("methods", "build")})
     return _env().get_template(tpl).render(**ctx)
 
 
