@@ -52,3 +52,11 @@ def test_probe_nav_and_table_names_have_room_to_wrap_and_stay_in_view():
     assert re.search(r"#summary-table > \* > tr > :last-child \{[^}]*position: sticky", phone)
     assert re.search(r"^th \{[^}]*\}", css, flags=re.M) and not re.search(
         r"^th \{[^}]*nowrap", css, flags=re.M)  # long headers wrap at their spaces
+
+
+def test_printed_cells_keep_their_small_text_small_and_their_badges_whole():
+    """.small is sized in rem, so on paper an interval printed larger than its 7.5 pt value;
+    a badge allowed to break anywhere printed 'underpow / ered'."""
+    pr = _media_block(_css(render_report(mitigate_doc())), "print")
+    assert re.search(r"table \.small \{[^}]*font-size: [0-9.]+em", pr), pr
+    assert not re.search(r"\.badge[^{]*\{[^}]*overflow-wrap: anywhere", pr), pr
