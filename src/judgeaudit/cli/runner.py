@@ -527,20 +527,26 @@ def interrupt_grace() -> float:
 
 
 def kept_text(cached: bool = True) -> str:
-    """What the grace after the signal kept: '; of the N calls in flight at the signal, K
-    answered within the G s grace and were cached, D were cut off (a re-run asks them
-    again)'. With no grace (no cache, a grace of 0) only the calls cut off: '; D calls in
-    flight were cut off (a re-run asks them again)', which only --json's
-    `given_up_in_flight` showed; '' when none was."""
+    """What the grace after the signal kept: '; of the calls in flight at the signal, K
+    answered within the G s grace and were cached, E ended in an error within it (not
+    retried: ...), D were cut off (a re-run asks them again)'. With no grace (no cache, a
+    grace of 0) only the calls cut off: '; D calls in flight were cut off (a re-run asks
+    them again)', which only --json's `given_up_in_flight` showed; '' when none was. The
+    calls that ended in an error (`Stopping.errored`: a server's 500, a timeout) are said
+    apart: "0 answered" read as if none had come back, and --json's "retries: 0" had no
+    word of the retries the stop held back."""
     from judgeaudit.llm.client import STOPPING
 
-    kept, cut = STOPPING.kept, STOPPING.given_up
+    kept, cut, bad = STOPPING.kept, STOPPING.given_up, STOPPING.errored
     if not (_RUNNING["grace"] and cached):
         return (f"; {cut} {'call' if cut == 1 else 'calls'} in flight "
                 f"{'was' if cut == 1 else 'were'} cut off (a re-run asks "
                 f"{'it' if cut == 1 else 'them'} again)") if cut else ""
     text = (f"; of the calls in flight at the signal, {kept} answered within the "
             f"{_RUNNING['grace']:g} s grace and {'was' if kept == 1 else 'were'} cached")
+    if bad:
+        text += (f", {bad} ended in an error within it (not retried: nothing is sent after "
+                 f"the signal; a re-run asks {'it' if bad == 1 else 'them'} again)")
     if cut:
         text += (f", {cut} {'was' if cut == 1 else 'were'} cut off (a re-run asks "
                  f"{'it' if cut == 1 else 'them'} again)")
@@ -727,7 +733,7 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
             finish_plan(planner, stopped=exc)
         raise
     if _RUNNING["stop"] is not None:  # a signal as the pipeline ended
-        if finished_after_signal():  # nothing left unsent or cut off: the run is complete
+        if finished_after_signal(result):  # nothing cut off, nothing held back: finished
             return result
         say_stopped()
         raise typer.Exit(stop_code() or EXIT_INTERRUPTED)
@@ -736,14 +742,17 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
     return result
 
 
-def finished_after_signal() -> bool:
+def finished_after_signal(result: Any = None) -> bool:
     """Whether the pipeline a signal asked to stop returned its results anyway, with no
     call left unsent (`Stopping.held`), none cut off (`Stopping.given_up`) and no second
     signal insisting (`Stopping.hard`): the signal came after its last call was sent and
     the calls in flight all answered within the grace. Such a run is complete (its re-run
     is free), so it ends as it would have: its results, report and exit code (exit 130 or
     143 failed a complete run in CI); the hard stop's timer is called off, one line says
-    so, and `late_signal` is what results.json keeps (`run.signal_after_last_call`)."""
+    so, and `late_signal` is what results.json keeps (`run.signal_after_last_call`). Calls
+    the client never sent (the spend cap, a stopped server: `result`'s calls.not_sent) were
+    left unsent by the run itself, not by the signal: it ends as it would have (exit 3 past
+    --max-failed), and the line says they were not sent, not that the run is complete."""
     from judgeaudit.llm.client import STOPPING
 
     if STOPPING.held or STOPPING.given_up or STOPPING.hard or _RUNNING["stop"] is None:
@@ -751,26 +760,37 @@ def finished_after_signal() -> bool:
     timer = _RUNNING.get("timer")
     if timer is not None:
         timer.cancel()
-    late = late_signal()
+    late = late_signal(result)
     close_bars()
-    console.print(styled("note:", "bold yellow", late_signal_text(late)), highlight=False)
+    calls = result.get("calls") if isinstance(result, Mapping) else None
+    why = calls.get("not_sent_why") if isinstance(calls, Mapping) else None
+    console.print(styled("note:", "bold yellow", late_signal_text(late, why)), highlight=False)
     _RUNNING["late"] = late
     return True
 
 
-def late_signal() -> dict[str, Any]:
+def late_signal(result: Any = None) -> dict[str, Any]:
     """The signal that came after the run's last call was sent, as results.json keeps it:
     its name, the calls in flight at it, how many of them answered and were cached (the
-    grace's `Stopping.kept`), and the grace they had."""
+    grace's `Stopping.kept`), and the grace they had; with "not_sent" when the run's client
+    left calls unsent before it (`result`'s calls: the spend cap)."""
     from judgeaudit.llm.client import STOPPING
 
-    return {"signal": signal.Signals(_RUNNING["stop"]).name, "in_flight": _RUNNING["in_flight"],
-            "answered": STOPPING.kept, "grace_s": _RUNNING["grace"]}
+    late: dict[str, Any] = {"signal": signal.Signals(_RUNNING["stop"]).name,
+                            "in_flight": _RUNNING["in_flight"], "answered": STOPPING.kept,
+                            "grace_s": _RUNNING["grace"]}
+    calls = result.get("calls") if isinstance(result, Mapping) else None
+    n = int((calls or {}).get("not_sent") or 0) if isinstance(calls, Mapping) else 0
+    if n:  # (why: the results' calls.not_sent_why)
+        late["not_sent"] = n
+    return late
 
 
-def late_signal_text(late: Mapping[str, Any]) -> str:
+def late_signal_text(late: Mapping[str, Any], why: str | None = None) -> str:
     """The line of a run a signal asked to stop that finished anyway (`finished_after_
-    signal`): which signal, and the calls in flight that all answered."""
+    signal`): which signal, and the calls in flight that all answered; with the calls the
+    run left unsent itself (`late`'s "not_sent", `why` their reason: the spend cap), that
+    the signal came after the last call it could send, not that the run is complete."""
     n, kept = late["in_flight"], late["answered"]
     if n and late["grace_s"]:
         what = (f"the {n} call{'s' if n != 1 else ''} in flight {'all ' if n != 1 else ''}"
@@ -779,6 +799,14 @@ def late_signal_text(late: Mapping[str, Any]) -> str:
                    else f" ({kept} of them cached)"))
     else:
         what = "no call was in flight"
+    n = int(late.get("not_sent") or 0)
+    if n:  # the run itself left them unsent: not complete, nor cut short by the signal
+        from judgeaudit.rank.run import not_sent_short
+
+        return (f"{late['signal']} came after the last call the run could send, and {what}; "
+                f"{n} call{'s' if n != 1 else ''} {'were' if n != 1 else 'was'} not sent "
+                f"because {not_sent_short(why)}, not because of the signal: the run ends as "
+                "it would have without it, its results written as usual")
     return (f"{late['signal']} came after the run's last call was sent, and {what}: the run "
             "is complete, its results are written as usual")
 

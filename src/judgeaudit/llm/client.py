@@ -554,7 +554,9 @@ class Stopping:
     grace short, so no answer is written to the cache from then on. `sending` counts the
     calls in a provider's `generate` that the grace waits for: not the embedded model's
     (`waits_for`); `busy` all of them. `held`: the calls that came to be sent after the stop
-    and were held back (left unsent), so the run cannot finish (`cli.runner._grace`). Set
+    and were held back (left unsent), so the run cannot finish (`cli.runner._grace`).
+    `errored`: the calls that ended in an error (a server's 500, a timeout) after the stop,
+    none retried (the stop line says them apart from those that answered). Set
     from the signal handler, which runs in the event loop's thread (the main thread),
     between two bytecodes: a cache write under way finishes first."""
 
@@ -564,7 +566,7 @@ class Stopping:
     def reset(self) -> None:
         """A new run: nothing stopped, nothing in flight counted."""
         self.on = self.hard = False
-        self.sending = self.kept = self.given_up = self.held = self.busy = 0
+        self.sending = self.kept = self.given_up = self.held = self.busy = self.errored = 0
 
     @staticmethod
     def waits_for(provider: Provider) -> bool:
@@ -587,6 +589,10 @@ class Stopping:
             if self.on:
                 self.given_up += 1
                 stats.given_up_in_flight += 1
+            raise
+        except Exception:
+            if self.on and counted:  # came back after the stop, with an error
+                self.errored += 1
             raise
         finally:
             self.sending -= counted
