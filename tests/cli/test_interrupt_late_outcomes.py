@@ -108,3 +108,55 @@ def test_calls_in_flight_that_came_back_with_an_error_are_said_apart(tmp_path):
     assert "6 ended in an error" in json.loads(
         (out / "results.json").read_text())["run"]["message"]
 
+
+def _items(path: Path, n: int) -> None:
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"it-{i:02d}", "prompt": "Which answer is better?",
+                                "response": "word " * (3 + i % 4) + f"answer {i}",
+                                "quality": float(i)}) + "\n")
+
+
+def _status(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text())["run"]["status"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_results_are_written_leaves_the_runs_own_exit_code(tmp_path, sig):
+    """rank writes results.json, then report.html, then prints --json: a signal sent as
+    soon as results.json says ok waits for the rest, and the run exits 0 (its own code) with
+    report.html, the --json summary and one note; it exited 130 (143), or died by the
+    signal, beside a folder saying ok."""
+    items = tmp_path / "pool.jsonl"
+    _items(items, 10)
+    out = tmp_path / "r"
+    with FakeLLMServer(latency=0.3, logprobs=False, answer="A") as srv:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "judgeaudit.cli.main", "rank", "--judge",
+             f"openai:m?base_url={srv.openai_url}&api_key=k&logprobs=off", "--items",
+             f"jsonl:{items}", "--k", "3", "--samples", "20000", "--covariates", "none",
+             "--budget", "16", "--refit-every", "8", "--concurrency", "8", "--out", str(out),
+             "--cache", str(tmp_path / "c.sqlite"), "--json"],
+            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=_sigint_as_at_a_terminal)
+        deadline = time.monotonic() + 120
+        while (_status(out / "results.json") != "ok" and time.monotonic() < deadline
+               and child.poll() is None):
+            time.sleep(0.005)
+        assert child.poll() is None, "the run ended before the signal could be sent"
+        child.send_signal(sig)
+        stdout, err = child.communicate(timeout=120)
+    name = signal.Signals(sig).name
+    assert child.returncode == 0, (child.returncode, err[-2000:])
+    assert _stop_lines(err) == [], err
+    summary = json.loads(stdout)
+    assert summary["exit_code"] == 0 and summary["ok"] is True, summary
+    assert (out / "report.html").is_file()
+    assert _status(out / "results.json") == "ok"
+    notes = [ln for ln in err.splitlines() if ln.startswith(f"note: {name} came after")]
+    assert notes == [f"note: {name} came after the run's calls had all ended, as its results "
+                     "were being written: they were written in full, and the run exits with "
+                     "its own code (0), as without the signal"], err[-2000:]

@@ -547,7 +547,9 @@ def _on_signal(signum: int, frame: object) -> None:
     (`runner.terminate_run`); a signal during it after `REPEAT_WINDOW` stops waiting and
     writes nothing more (`runner.cut_grace`). A run whose last call was sent before the
     signal and whose calls in flight all answer within the grace is complete: it ends as
-    it would have (`runner.finished_after_signal`). SIGINT when no run is under way raises
+    it would have (`runner.finished_after_signal`); one after the pipeline ended waits for
+    the results to be written and printed, and the run exits with its own code, saying so
+    (`runner.defer_signal`). SIGINT when no run is under way raises
     KeyboardInterrupt as Python does; SIGTERM ends the process at once. Nothing is lost
     either way: every finished call is already committed to the cache (as after a kill -9,
     tests/llm/test_resume.py)."""
@@ -566,6 +568,8 @@ def _on_signal(signum: int, frame: object) -> None:
             runner._RUNNING["timer"] = timer  # called off if the run finishes anyway
             timer.start()
             return
+        if runner.defer_signal(signum):
+            return  # the pipeline has ended: its results are written first, then said
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
     elif time.monotonic() - st.get("at", 0.0) < REPEAT_WINDOW:
@@ -623,6 +627,14 @@ def main() -> None:
     try:
         app()
     except SystemExit as exc:
+        from judgeaudit.cli.runner import note_deferred
+
+        # The outcome is decided and said: a signal from now on (the interpreter's
+        # teardown resets our handler to the default action) killed the process, exit -2
+        # beside a folder that says ok; ignored, it leaves the run's own exit code.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        note_deferred(exc.code)  # a signal that waited for the results to be written
         if exc.code in (130, EXIT_TERMINATED):  # Ctrl-C, SIGTERM: end now (see above)
             sys.stderr.flush()
             sys.stdout.flush()

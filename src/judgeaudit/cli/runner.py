@@ -30,7 +30,14 @@ import typer
 
 from judgeaudit.cli.progress import LAST_ERROR, close_bars, console, fail, growing_bar
 from judgeaudit.cli.terminal import json_line, styled
-from judgeaudit.config import CommandConfig, Exclusive, RunFields, field_error
+from judgeaudit.config import (
+    SETTINGS_KEY,
+    CommandConfig,
+    Exclusive,
+    RunFields,
+    field_error,
+    recorded_settings,
+)
 from judgeaudit.outcome import (
     EXIT_INTERRUPTED,
     EXIT_RUN_FAILED,
@@ -374,6 +381,8 @@ def run_command(cfg: Any, run: Any,
                                             cached=store is not None))
             if _RUNNING["late"] is not None and isinstance(res.get("run"), dict):
                 res["run"]["signal_after_last_call"] = _RUNNING["late"]
+            if isinstance(cfg, CommandConfig):  # what `--config RUN_DIR` re-runs
+                res[SETTINGS_KEY] = recorded_settings(cfg)
             return res
         except Exception as exc:
             if _UNFINISHED["doc"] is not None and not isinstance(exc, _NO_CRASH):
@@ -491,11 +500,13 @@ def print_unfinished() -> None:
 # for them (`_grace`), until it cancels the pipeline; "in_flight": the calls in flight at
 # the signal; "timer": the hard stop's timer (`main._on_signal`), called off when the run
 # finishes anyway (`finished_after_signal`); "late": then, the signal as results.json
-# keeps it (`late_signal`).
+# keeps it (`late_signal`); "finishing": the pipeline has ended and the command is writing
+# and printing its results (`defer_signal`); "deferred": a signal that came then.
 _RUNNING: dict[str, Any] = {"task": None, "loop": None, "terminated": False, "stop": None,
                             "cached": True, "where": "", "said": False, "reported": False,
                             "grace": 0.0, "grace_task": None, "grace_setting": 0.0,
-                            "in_flight": 0, "timer": None, "late": None}
+                            "in_flight": 0, "timer": None, "late": None, "finishing": False,
+                            "deferred": None}
 _STOP_WORDS = {signal.SIGINT: ("interrupted", EXIT_INTERRUPTED),
                signal.SIGTERM: ("terminated", EXIT_TERMINATED)}
 
@@ -607,6 +618,8 @@ def say_stopped() -> None:
         _RUNNING["said"] = True
         close_bars()
         text = stop_text(signum, _RUNNING["cached"], _RUNNING["where"])
+        if _RUNNING["deferred"] is not None or _RUNNING["late"] is not None:
+            text = finishing_stop_text(signum)  # the pipeline had ended: its results written
         word, rest = text.split(" ", 1)
         console.print(styled(word, "bold yellow", rest), highlight=False)
     print_unfinished()
@@ -700,17 +713,22 @@ def run_async(make: Callable[[], Awaitable[T]], *, cache_path: str | None = None
         _RUNNING.update(task=asyncio.current_task(), loop=asyncio.get_running_loop())
         try:
             return await make()
-        finally:
-            _RUNNING.update(task=None, loop=None)
+        finally:  # (a signal from now on waits for the results: `defer_signal`)
+            _RUNNING.update(task=None, loop=None, finishing=True)
 
     from judgeaudit.llm.client import STOPPING
 
     planner = active_planner()
+    pending = _RUNNING["deferred"]  # a signal after an earlier pipeline of this command
     _RUNNING.update(terminated=False, stop=None, said=False, reported=False, cached=cached,
                     where=f" ({cache_path})" if cache_path else "", grace=0.0,
                     grace_task=None, grace_setting=interrupt_grace() if cached else 0.0,
-                    in_flight=0, timer=None, late=None)
+                    in_flight=0, timer=None, late=None, finishing=False, deferred=None)
     STOPPING.reset()
+    if pending is not None:  # it asked to stop: no new pipeline starts
+        _RUNNING["stop"] = pending
+        say_stopped()
+        raise typer.Exit(stop_code() or EXIT_INTERRUPTED)
     try:
         try:
             result = asyncio.run(main())
@@ -811,6 +829,48 @@ def late_signal_text(late: Mapping[str, Any], why: str | None = None) -> str:
             "is complete, its results are written as usual")
 
 
+def defer_signal(signum: int) -> bool:
+    """A first signal once the pipeline has ended (called from the signal handler, in the
+    main thread): the command is writing its results and report and printing them, so the
+    signal waits for that (`note_deferred`); no later pipeline starts (`run_async`). It
+    raised KeyboardInterrupt wherever the command was (exit 130 beside a results.json
+    saying ok, no report, no --json; or the process died by the signal). False when no
+    pipeline has ended (the signal is handled as before: `main._on_signal`)."""
+    if not _RUNNING["finishing"] or _RUNNING["stop"] is not None:
+        return False
+    _RUNNING["deferred"] = signum
+    return True
+
+
+def note_deferred(code: Any) -> None:
+    """After a command whose results a signal waited for (`defer_signal`): one line saying
+    so, with the exit code the run gives (its own, as without the signal)."""
+    signum = _RUNNING["deferred"]
+    if signum is None or _RUNNING["said"]:
+        return
+    _RUNNING["deferred"] = None
+    code = 0 if code is None else code
+    name = signal.Signals(signum).name
+    close_bars()
+    console.print(styled("note:", "bold yellow",
+                         f"{name} came after the run's calls had all ended, as its results "
+                         "were being written: they were written in full, and the run exits "
+                         f"with its own code ({code}), as without the signal"),
+                  highlight=False)
+
+
+def finishing_stop_text(signum: int) -> str:
+    """The stop line of a run a second signal ended while its results were being written
+    (after a first one `defer_signal` held back): the folder holds them if they were
+    written by then, else the run's "did not finish" record."""
+    word = _STOP_WORDS.get(signum, ("interrupted", 0))[0]
+    return (f"{word} ({signal.Signals(signum).name}) again as the run's results were being "
+            "written: its folder holds them if they were written by then, else the record "
+            "saying the run did not finish; finished calls are in the cache"
+            f"{_RUNNING['where']}; run the same command again to resume (no finished call "
+            "is made twice)")
+
+
 def _apply_config_file(ctx: typer.Context, _param: Any, value: Path | None) -> Path | None:
     """`--config FILE`: the file's settings become the command's defaults (click's
     `default_map`), so every flag given on the command line overrides the file. Runs before
@@ -844,9 +904,11 @@ def field_name(param: Any) -> str:
 
 
 ConfigFileOpt = Annotated[Path | None, typer.Option(
-    "--config", metavar="FILE.toml", is_eager=True, callback=_apply_config_file,
+    "--config", metavar="FILE.toml|RUN_DIR", is_eager=True, callback=_apply_config_file,
     help="Read the settings from a TOML file (keys: the option names with underscores, see "
-         "`judgeaudit schema COMMAND`); options given here override the file.")]
+         "`judgeaudit schema COMMAND`), or from a run's output folder (or its results.json): "
+         "the settings that run recorded, to run it again (its --out is not taken); options "
+         "given here override the file.")]
 JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print the result's summary as one JSON object on stdout (everything "
                    "else goes to stderr).")]
