@@ -33,9 +33,11 @@ def _say(text: str) -> None:
     console.print(text, markup=False, emoji=False, highlight=False)
 
 
-def _open(path: Path | None) -> Cache:
+def _open(path: Path | None, reading: bool = False) -> Cache:
     """The cache to inspect or prune; a --cache file that does not exist is not created (a
-    typo would otherwise report an empty cache)."""
+    typo would otherwise report an empty cache). `reading`: opened read-only (`mode=ro`), for
+    a command that only reads it: an older cache is not given new tables or marked (`cache
+    stats` grew an older file from 1.41 to 1.43 MB and set its application_id)."""
     from judgeaudit.llm import Cache, CacheError
     from judgeaudit.llm.cache import default_cache_path
 
@@ -46,7 +48,7 @@ def _open(path: Path | None) -> Cache:
         raise fail(f"no cache yet at {default_cache_path()} ($JUDGEAUDIT_CACHE or the user "
                    "cache dir; a command that calls a judge creates it)")
     try:
-        return Cache(path)
+        return Cache(path, reading=reading)
     except CacheError as exc:
         raise fail(str(exc)) from None
 
@@ -77,13 +79,13 @@ def cache_stats(cache: CacheOpt = None) -> None:
     each backend keys its own answers, so a run on another backend asks again.
 
     Example: judgeaudit cache stats"""
-    c = _open(cache)
+    c = _open(cache, reading=True)
     try:
         s = c.stats()
     finally:
         c.close()
     _say(f"{s.path}: {s.entries} entries, {s.bytes / 1e6:.2f} MB")
-    if c.read_only:
+    if c.write_error and "cannot be written" in c.write_error:  # not only opened to read
         _say(f"{c.write_error}: runs read its answers and store no new ones")
     for k, v in s.by_model.items():
         backends = s.by_backend.get(k, {})

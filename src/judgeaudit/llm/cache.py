@@ -172,7 +172,9 @@ class _Locked(Exception):
 class Cache:
     """Key -> Response store. Thread-safe; opened in WAL mode so readers never block writers."""
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, reading: bool = False):
+        """`reading`: only read an existing file (`judgeaudit cache stats`): opened `mode=ro`,
+        never marked, given tables or switched to WAL (stats wrote to an older cache)."""
         self.path = Path(path) if path is not None else default_cache_path()
         self._lock = threading.Lock()
         # Why answers are no longer stored (the disk refused a write, or the cache was opened
@@ -181,7 +183,7 @@ class Cache:
         # Opened for reading only: the file could not be opened for writing (`_open`).
         self.read_only = False
         self._warned = False  # the warning that answers are not stored was given (`_write`)
-        self._conn = self._open()
+        self._conn = self._open_read_only(None, chosen=True) if reading else self._open()
 
     def _open(self) -> sqlite3.Connection:
         """Open (creating if needed) the database, or raise CacheError saying why not. Several
@@ -242,7 +244,7 @@ class Cache:
             raise CacheError(f"{where}: {what}: {msg}") from None
         return conn
 
-    def _open_read_only(self, refused: str | None) -> sqlite3.Connection:
+    def _open_read_only(self, refused: str | None, chosen: bool = False) -> sqlite3.Connection:
         """Open the existing file for reading, after it could not be opened for writing
         (`refused`: SQLite's message, or None when the file is not writable): reads work,
         every write is skipped with one warning (`_write`), `write_error` says why.
@@ -253,15 +255,25 @@ class Cache:
         nobody can write (no write bit, or a read-only file system) that has no WAL content,
         `immutable=1`: the file alone, no locks, no -wal/-shm files made (answers still in a
         leftover -wal of a killed run are not seen: they are asked again). Side tables an
-        older cache lacks are empty TEMP tables; `query_only` refuses every write."""
+        older cache lacks are empty TEMP tables; `query_only` refuses every write. `chosen`:
+        opened so by the caller (`Cache(reading=True)`), whether or not it could be written;
+        a file that is not a cache is refused as `_open` refuses it."""
         where = f"cache {self.path}"
-        why = _why_read_only(self.path) or refused or "it cannot be opened for writing"
+        if chosen and self.path.is_dir():
+            raise CacheError(f"{where}: is a directory (give a file path, e.g. "
+                             f"{self.path / 'calls.sqlite'})")
+        unwritable = _why_read_only(self.path) or refused
+        why = unwritable or "it cannot be opened for writing"
         wal = Path(f"{self.path}-wal")
         wal_content = wal.exists() and wal.stat().st_size > 0
         uri = self.path.absolute().as_uri()
         modes = ["mode=ro", "mode=ro&immutable=1"]
         if _nobody_writes(self.path) and not wal_content:
             modes = modes[1:]
+        elif chosen and not wal.exists() and not Path(f"{self.path}-shm").exists():
+            # no connection has it open in WAL (it would have made them): read the file
+            # alone, so reading leaves no -wal/-shm files beside it (`mode=ro` makes them)
+            modes = modes[::-1]
         conn = None
         last = ""
         for mode in modes:
@@ -282,7 +294,7 @@ class Cache:
             raise CacheError(f"{where}: cannot be opened for writing ({why}), nor for "
                              f"reading: {last}")
         columns = {r[1] for r in conn.execute("PRAGMA table_info(calls)")}
-        if not columns >= _CALLS_COLUMNS:
+        if not chosen and not columns >= _CALLS_COLUMNS:  # chosen: refused as `_open` does
             conn.close()
             raise CacheError(f"{where}: cannot be opened for writing ({why}), and it holds "
                              "no judgeaudit cache (no calls table with key, provider, model "
@@ -298,7 +310,8 @@ class Cache:
                 conn.execute(stmt.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
         conn.execute("PRAGMA query_only=1")
         self.read_only = True
-        self.write_error = f"{where}: cannot be written: read-only ({why})"
+        self.write_error = (f"{where}: cannot be written: read-only ({why})"
+                            if unwritable or not chosen else f"{where}: opened for reading only")
         # Not a warning: a run whose answers are all cached loses nothing. The first write
         # that is skipped warns (`_write`); `judgeaudit cache stats` says it too.
         log.info("%s; its answers are read, new ones are not stored", self.write_error)
