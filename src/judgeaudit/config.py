@@ -68,7 +68,12 @@ MAX_COST_HELP = ("Spend cap in USD (> 0) at the judge's price: its list price, h
                  "as failed, not sent. A judge whose price is not known needs price_in and "
                  "price_out in its spec. With audit --adaptive, also: no round starts that would "
                  "pass it by the previous round's cost.")
-SEED_HELP = "Seed of every random choice (item samples, simulated judges, bootstrap)."
+# --seed seeds the command's own draws; a simulated judge's take its spec's seed= (the help
+# said "simulated judges": `judges_used` kept seed 0 and evaluate gave the same verdicts)
+SEED_HELP = ("Seed of the command's own random choices: item samples and splits, orders, "
+             "bootstrap and permutation resamples, Monte-Carlo draws, and the order a judge "
+             "with orders=one is shown each item. Not a simulated judge's draws: they take "
+             "its spec's seed= (e.g. sim?seed=1).")
 MIN_VALID_HELP = ("Fewest results with a valid verdict for the run to count (items; comparisons "
                   "in rank and rank-eval, scores in scoring-bias, G-module answers in discover, "
                   "judge verdicts in quantify and mitigate); below it the run fails (exit 3).")
@@ -867,10 +872,105 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"--config {p}: not valid TOML ({exc})") from None
 
 
+# The key of a results.json that holds the command's settings as the run used them, every
+# field of its Config model (`recorded_settings`): `--config RUN_DIR` re-runs from it.
+SETTINGS_KEY = "settings"
+# Recorded settings a re-run does not take from the folder: where the run wrote (a re-run
+# writes to its own --out, else the command's default, as any run).
+NOT_RERUN = frozenset({"out"})
+_MASKED = "***"
+
+
+def recorded_settings(cfg: CommandConfig) -> dict[str, Any]:
+    """Every setting of `cfg` as results.json records it (JSON values, in field order), so a
+    run can be told and re-run from its folder (`load_results_settings`): its seed, --full,
+    n, sample, template, ... were not all recorded. A secret in a text setting (a spec's
+    api_key=...) is masked (`***`), never written."""
+    # (the one statement of what a secret is, as an error quoting a spec masks it)
+    from judgeaudit.spec import _masked_text
+
+    return {name: _masked_text(value) if isinstance(value, str) else value
+            for name, value in cfg.model_dump(mode="json").items()}
+
+
+def is_results_path(path: str | Path) -> bool:
+    """Whether `--config PATH` names a results folder or its results.json (a re-run), not a
+    TOML file: a directory, or a file whose name ends in .json."""
+    p = Path(path)
+    return p.is_dir() or p.suffix.lower() == ".json"
+
+
+def load_results_settings(path: str | Path, command: str) -> dict[str, Any]:
+    """The settings a run recorded in its results.json (`recorded_settings`), for `command`
+    to run again: `--config RUN_DIR` (or RUN_DIR/results.json). Every field of the command's
+    Config model must be there (a field missing, from results written before they were
+    recorded, or before the field existed, would take today's default, maybe not the run's):
+    ConfigError names the file and the missing field. The recorded `out` is not taken
+    (`NOT_RERUN`). Values are as the model holds them, as `load_config_file`'s."""
+    model = config_model(command)
+    p = Path(path)
+    file = p / "results.json" if p.is_dir() else p
+    where = f"--config {path}: "
+    if p.is_dir() and not file.is_file():
+        raise ConfigError(f"{where}a directory without results.json; expected a TOML file or "
+                          "a run's output folder (its results.json)")
+    try:
+        doc = json.loads(file.read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{where}no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}cannot read {file} ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{where}{file.name} is not valid JSON ({exc}); expected a "
+                          "results.json written by judgeaudit") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}{file.name} is not a results document (a JSON object)")
+    ran = doc.get("command")
+    if ran != command:
+        again = f"; re-run it with judgeaudit {ran} --config {path}" if ran in CONFIGS else ""
+        raise ConfigError(f"{where}holds the results of {ran!r}, not of `{command}`{again}")
+    settings = doc.get(SETTINGS_KEY)
+    version = doc.get("version")
+    made = f" (written by judgeaudit {version})" if isinstance(version, str) else ""
+    run = doc.get("run") if isinstance(doc.get("run"), dict) else {}
+    if not isinstance(settings, dict) and ("error" in doc or run.get("unfinished")):
+        # the record a run that did not finish (or a fatal call ended) leaves has none
+        raise ConfigError(
+            f"{where}{file.name} is the record of a run that did not finish or failed "
+            f"({run.get('message') or doc.get('error')}); it holds no {SETTINGS_KEY!r}: run "
+            "the same command again (its finished calls are in the cache)")
+    if not isinstance(settings, dict):
+        raise ConfigError(
+            f"{where}{file.name} holds no {SETTINGS_KEY!r}{made}: results written before a "
+            "run recorded its full settings cannot be re-run from their folder; give the "
+            "settings as options or in a TOML file (judgeaudit schema "
+            f"{command} lists them)")
+    missing = [f for f in model.model_fields if f not in settings and f not in NOT_RERUN]
+    if missing:
+        raise ConfigError(
+            f"{where}{file.name}'s {SETTINGS_KEY} lack{'s' if len(missing) == 1 else ''} "
+            f"{', '.join(missing)}{made}: results too old to hold every setting of "
+            f"`{command}` cannot be re-run from their folder (the missing one would take "
+            "today's default, maybe not the run's); give the settings as options or in a TOML "
+            "file")
+    masked = [k for k, v in settings.items() if isinstance(v, str) and _MASKED in v]
+    if masked:
+        raise ConfigError(
+            f"{where}{SETTINGS_KEY}.{masked[0]} = {settings[masked[0]]!r} had a secret, which "
+            f"results.json does not keep: give --{masked[0].replace('_', '-')} again (or put "
+            "the key in the environment)")
+    values = {k: v for k, v in settings.items() if k not in NOT_RERUN}
+    return check_fields(model, values, where=f"{where}{SETTINGS_KEY}: ")
+
+
 def load_config_file(path: str | Path, command: str) -> dict[str, Any]:
     """The settings a TOML file gives for `command`, validated against its Config model
     (key by key: a file may give only some settings). Values are as the model holds them
-    (paths as `Path`). ConfigError names the file, the key and what was expected."""
+    (paths as `Path`). ConfigError names the file, the key and what was expected. A results
+    folder, or its results.json, gives the settings its run recorded
+    (`load_results_settings`): the run again."""
+    if is_results_path(path):
+        return load_results_settings(path, command)
     model = config_model(command)
     toml = toml_lines(path)
     return check_fields(model, read_config_file(path), where=f"--config {path}: ",
@@ -882,5 +982,6 @@ __all__ = [
     "ConfigError", "Conflict", "DiscoverConfig", "EvaluateConfig", "Exclusive",
     "MitigateConfig", "OnlyWith", "QuantifyConfig", "RankConfig", "RankEvalConfig",
     "ScoringBiasConfig", "check_fields", "config_model", "field_error", "is_listed",
-    "is_text", "load_config_file", "read_config_file", "text_forms", "unknown_key",
+    "is_text", "load_config_file", "load_results_settings", "read_config_file",
+    "recorded_settings", "text_forms", "unknown_key",
 ]
