@@ -343,7 +343,8 @@ def test_sample_is_seeded_kept_in_data_order_and_not_with_limit():
     b, _ = select_items(items, sample=10, seed=4)
     c, _ = select_items(items, sample=10, seed=5)
     assert a == b != c and a == sorted(a) and len(set(a)) == 10
-    assert sel == {"kind": "sample", "n": 10, "requested": 10, "seed": 4, "of": 50}
+    assert sel == {"kind": "sample", "n": 10, "requested": 10, "seed": 4, "by": "id_hash",
+                   "of": 50}
     first, sel = select_items(items, limit=5)
     assert first == [0, 1, 2, 3, 4] and sel["kind"] == "first"
     everything, sel = select_items(items, sample=80, seed=1)

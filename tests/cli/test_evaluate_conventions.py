@@ -111,7 +111,7 @@ def test_sample_is_reproducible_and_recorded(tmp_path, isolated_cache):
     ids = [[v["item_id"] for v in d["verdicts"]] for d in (d1, d2, d3)]
     assert ids[0] == ids[1] != ids[2] and len(ids[0]) == 15
     assert d1["selection"] == {"kind": "sample", "n": 15, "requested": 15, "seed": 7,
-                               "of": d1["selection"]["of"]}
+                               "by": "id_hash", "of": d1["selection"]["of"]}
     assert "random sample of 15" in r1.output
     assert "a random sample of 15" in _text(render_report(d1))
 

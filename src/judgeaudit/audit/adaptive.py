@@ -1,15 +1,16 @@
 """Adaptive audits (`judgeaudit audit --adaptive`): the same verdicts as a fixed-n audit for a
 fraction of the judge calls, with anytime-valid statistics.
 
-Items are drawn in rounds (a seeded order of the pairs; each probe takes the pairs it can
-use, at most `max_n`). Round r gives every open probe the next round_size of its items (so it
-has the first r * round_size); each open probe runs on its new items only, through one
-AuditContext whose memo keeps every verdict in memory across rounds: the unperturbed
-verdicts (both orders) are judged once and shared by every probe, as in the fixed-n audit,
-and no round repeats an earlier round's work. The new items' per-item differences are
-appended to the probe's stream; a probe's difference on an item depends on that item alone
-(per-item perturbation seeds, per-call verdicts), so the stream equals the differences the
-probe would give on the whole prefix at once.
+Items are drawn in rounds (a seeded order of the pairs by a hash of their ids, whatever
+their rows' positions: `seeded_order`; each probe takes the pairs it can use, at most
+`max_n`). Round r gives every open probe the next round_size of its items (so it has the
+first r * round_size); each open probe runs on its new items only, through one AuditContext
+whose memo keeps every verdict in memory across rounds: the unperturbed verdicts (both
+orders) are judged once and shared by every probe, as in the fixed-n audit, and no round
+repeats an earlier round's work. The new items' per-item differences are appended to the
+probe's stream; a probe's difference on an item depends on that item alone (per-item
+perturbation seeds, per-call verdicts), so the stream equals the differences the probe would
+give on the whole prefix at once.
 
 After each round every open probe's per-item differences (`ProbeResult.units`, whose mean is
 the probe's effect, a preference shift in [-1, 1]; [-0.5, 0.5] for position) feed
@@ -45,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from judgeaudit.audit.battery import ProbePlan, cannot_judge, check_runnable, run_battery
+from judgeaudit.audit.evaluate import SAMPLE_BY, id_hash_order
 from judgeaudit.audit.length_control import add_length_notes
 from judgeaudit.audit.probe import AuditContext, Probe, ProbeResult, get_probe
 from judgeaudit.data.schema import PairwiseItem
@@ -200,10 +201,11 @@ class AdaptiveRule:
 
 
 def seeded_order(items: Sequence[Any], seed: int) -> list[Any]:
-    """The pairs in a seeded random order (the order items are drawn in rounds)."""
-    out = [it for it in items if isinstance(it, PairwiseItem)]
-    random.Random(seed).shuffle(out)
-    return out
+    """The pairs in a seeded random order (the order items are drawn in rounds): ascending
+    seeded hash of their ids (`evaluate.id_hash_order`), so the order of the original items
+    does not depend on their rows' positions or on items added or removed elsewhere."""
+    pairs = [it for it in items if isinstance(it, PairwiseItem)]
+    return [pairs[i] for i in id_hash_order(pairs, seed)]
 
 
 def _cost(bundle: JudgeBundle) -> float:
@@ -472,7 +474,8 @@ async def run_adaptive(
     doc = await run_battery(
         bundle, ordered, probe_names, seed=seed, alpha=alpha, data_spec=data_spec,
         min_valid=min_valid, max_failed=max_failed, by=by, plans=used, context=ctx,
-        selection={"kind": "adaptive", "n": max_n, "seed": seed, "of": len(ordered)},
+        selection={"kind": "adaptive", "n": max_n, "seed": seed, "by": SAMPLE_BY,
+                   "of": len(ordered)},
         unsent_by_budget=unsent)
     fixed_base = pj.n_calls(list({it.id: it for p in plans.values()
                                   for it in p.items}.values()))
@@ -540,7 +543,7 @@ async def run_adaptive(
         "calls": run_calls, "baseline_calls": calls["baseline"],
         "fixed_n_calls": total_fixed,
         "calls_ratio": run_calls / total_fixed if total_fixed else None,
-        "method": METHOD, "alpha": alpha, "order_seed": seed,
+        "method": METHOD, "alpha": alpha, "order_seed": seed, "order_by": SAMPLE_BY,
         "reasons": REASONS,
         "bounds": {s.name: [s.lo, s.hi] for s in states},
         # why the rounds ended and how each probe stopped, in one line

@@ -52,9 +52,9 @@ kappa by a bootstrap over items.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import random
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -140,11 +140,34 @@ def check_field(items: Sequence[PairwiseItem | PointwiseItem], name: str, option
                      f"{', '.join(keys) or 'none'}")
 
 
+# How `select_items` (--sample) and the adaptive audit's order (`adaptive.seeded_order`) draw
+# items: by a seeded hash of each item's id, recorded as the selection's "by".
+SAMPLE_BY = "id_hash"
+
+
+def item_identity(item: Any) -> str:
+    """What an item is drawn by: its `id` (a loaded item's, unique in its data), else its
+    repr (plain values in tests)."""
+    ident = getattr(item, "id", None)
+    return str(ident) if ident is not None else repr(item)
+
+
+def id_hash_order(items: Sequence[Any], seed: int) -> list[int]:
+    """The items' positions in ascending order of sha256(f"{seed}\\0{id}") (equal ids by
+    position). An item's key depends on its own id and the seed alone, so adding, removing
+    or reordering other rows never moves it relative to the rest: a sample (the first N of
+    this order) changes only by those rows' own membership, and a reviewer who re-runs on
+    the same items in another row order draws the same ones."""
+    keys = [hashlib.sha256(f"{seed}\0{item_identity(it)}".encode()).digest() for it in items]
+    return sorted(range(len(keys)), key=lambda i: (keys[i], i))
+
+
 def select_items(items: Sequence[Any], *, limit: int | None = None, sample: int | None = None,
                  seed: int = 0) -> tuple[list[Any], dict[str, Any]]:
-    """`limit`: the first N items; `sample`: N items drawn at random without replacement
-    (seeded by `seed`), kept in the data's order. Not both. Returns the items and the
-    `selection` section of the results (what was taken out of how many)."""
+    """`limit`: the first N items; `sample`: the N items of smallest seeded id hash
+    (`id_hash_order`: a seeded random draw without replacement that does not depend on the
+    rows' positions), kept in the data's order. Not both. Returns the items and the
+    `selection` section of the results (what was taken out of how many, and how)."""
     items = list(items)
     if limit is not None and sample is not None:
         raise ValueError("--limit and --sample both choose the items; give one of them")
@@ -153,9 +176,10 @@ def select_items(items: Sequence[Any], *, limit: int | None = None, sample: int 
         if sample < 1:
             raise ValueError(f"--sample: expected an integer >= 1, got {sample}")
         k = min(sample, total)
-        keep = sorted(random.Random(seed).sample(range(total), k))
+        keep = sorted(id_hash_order(items, seed)[:k])
         return ([items[i] for i in keep],
-                {"kind": "sample", "n": k, "requested": sample, "seed": seed, "of": total})
+                {"kind": "sample", "n": k, "requested": sample, "seed": seed, "by": SAMPLE_BY,
+                 "of": total})
     if limit is not None:
         if limit < 1:
             raise ValueError(f"--limit: expected an integer >= 1, got {limit}")
