@@ -193,3 +193,13 @@ def test_an_unfinished_runs_record_says_so(tmp_path, audit_run):
     assert res.exit_code == 2
     text = " ".join(res.output.split())
     assert "the record of a run that did not finish" in text and "too old" not in text
+
+
+def test_settings_that_are_no_object_are_refused(tmp_path, audit_run):
+    def edit(d: dict[str, Any]) -> None:
+        d["settings"] = "seed=1"
+
+    old = _edited(tmp_path, audit_run, edit)
+    res = _run(["audit", "--config", str(old), "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2
+    assert "results.json's 'settings' is not an object" in " ".join(res.output.split())

@@ -932,6 +932,9 @@ def load_results_settings(path: str | Path, command: str) -> dict[str, Any]:
     settings = doc.get(SETTINGS_KEY)
     version = doc.get("version")
     made = f" (written by judgeaudit {version})" if isinstance(version, str) else ""
+    if settings is not None and not isinstance(settings, dict):
+        raise ConfigError(f"{where}{file.name}'s {SETTINGS_KEY!r} is not an object (got "
+                          f"{type(settings).__name__}); expected the settings a run recorded")
     run = doc.get("run") if isinstance(doc.get("run"), dict) else {}
     if not isinstance(settings, dict) and ("error" in doc or run.get("unfinished")):
         # the record a run that did not finish (or a fatal call ended) leaves has none
