@@ -31,7 +31,8 @@ import numpy as np
 
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.judges import JudgeBundle
-from judgeaudit.llm import CallFailed
+from judgeaudit.llm import CallFailed, Request
+from judgeaudit.llm.base import _key_of, legacy_request_key
 from judgeaudit.llm.plan import PlannedStop
 from judgeaudit.outcome import DEFAULT_MAX_FAILED, DEFAULT_MIN_VALID, assess
 from judgeaudit.rank.acquisition import answer_free
@@ -97,12 +98,19 @@ def pair_item(pool: Pool, i: int, j: int) -> tuple[PairwiseItem, int, int]:
     return item, lo, hi
 
 
-async def judge_pair(bundle: JudgeBundle, pool: Pool, first: int, second: int) -> Verdict:
-    """One call: ``first``'s text shown as Response A, ``second``'s as B."""
+def pair_request(bundle: JudgeBundle, pool: Pool, first: int, second: int
+                 ) -> tuple[Request, str]:
+    """The request of one comparison (``first``'s text shown as Response A) and its order
+    ("12"/"21" of the canonical pair item)."""
     item, lo, _ = pair_item(pool, first, second)
     order = "12" if first == lo else "21"
+    return bundle.pairwise.request(item, order), order  # type: ignore[arg-type]
+
+
+async def judge_pair(bundle: JudgeBundle, pool: Pool, first: int, second: int) -> Verdict:
+    """One call: ``first``'s text shown as Response A, ``second``'s as B."""
     judge = bundle.pairwise
-    request = judge.request(item, order)  # type: ignore[arg-type]
+    request, order = pair_request(bundle, pool, first, second)
     try:
         out = await bundle.client.call(request)
     except CallFailed as exc:
@@ -149,6 +157,77 @@ def count_unpicked(client: Any, n: int) -> None:
     cap = getattr(client, "call_cap", None)
     if cap is not None and cap.refused:
         cap.refused += n
+
+
+# `cache_answers` keys at most this many pairs (about 26 us each: 6.5 s CPU, a 500-item pool);
+# beyond it the loop picks on to the end of the budget, as it did before a1c6b4a
+SCAN_MAX = 250_000
+SCAN_CHUNK = 2048  # pairs keyed and looked up at a time (their requests are held that long)
+
+
+def cache_answers(bundle: JudgeBundle, pool: Pool, log: Sequence[Verdict]
+                  ) -> set[tuple[int, int]] | None:
+    """The (first, second) picks not in ``log`` that a client which sends nothing more
+    (`sending_stopped`) would still answer without sending: from its cache (under the key or
+    its legacy one, as `Client._call` reads it; a too-long refusal kept there too) or, for a
+    request this run answered already (two items of one text), from the run's memo. While
+    one is left the ranking picks on as before the cap (a1c6b4a stopped at once: a cache of
+    60 verdicts on 90 pairs gave 10; the old loop took all 60). A pair is asked at most once
+    in each order within the budget (`rank.loop`: the second time in the other order), so
+    picks already made are not counted. None: not known (more than `SCAN_MAX` pairs to key).
+
+    Read only, nothing sent. With a pool of distinct texts and a cache that holds no answer
+    of this judge but the run's own (an empty cache, `--no-cache`), the empty set without
+    keying the N (N - 1) pairs (about 26 us each: 1.0 s CPU at 200 items); the scan ends
+    once every other answer of this judge the cache holds is found."""
+    client = bundle.client
+    cache = getattr(client, "cache", None)
+    asked = {(v.first, v.second) for v in log}
+    own = {client.key(pair_request(bundle, pool, v.first, v.second)[0]) for v in log
+           if v.error_kind is None}  # answered: sent, or from the cache / the memo
+    distinct = len({(it.prompt, it.text) for it in pool.items}) == pool.n_items
+    if distinct and cache is None:
+        return set()  # only the memo answers, and only a request asked already
+    stats = getattr(cache, "stats", None)
+    st = stats() if stats is not None else None
+    others = None  # answers of this judge in the cache that are not this run's
+    if st is not None and getattr(cache, "write_error", None) is None and not st.refusals:
+        p = client.provider
+        others = int(st.by_model.get(f"{p.name}:{p.model}", 0)) - len(cache.has(sorted(own)))
+        if distinct and others <= 0:
+            return set()
+    n, g = pool.n_items, pool.groups
+    todo = [(f, s) for f in range(n) for s in range(n)
+            if f != s and (g is None or g[f] == g[s]) and (f, s) not in asked]
+    if len(todo) > SCAN_MAX:
+        return None
+    ident = client.provider.cache_identity()  # once: `client.key` builds it per request
+    legacy_on = cache is not None and client.provider.legacy_identity() is not None
+    refusal = getattr(cache, "refusal", None) if st is None or st.refusals else None
+    out: set[tuple[int, int]] = set()
+    n_found = 0
+    for c in range(0, len(todo), SCAN_CHUNK):
+        pairs = todo[c:c + SCAN_CHUNK]
+        reqs = [pair_request(bundle, pool, f, s)[0] for f, s in pairs]
+        keys = [_key_of(ident, client.provider, r) for r in reqs]
+        if c == 0 and keys[0] != client.key(reqs[0]):  # a client that keys otherwise
+            ident = None
+        if ident is None:
+            keys = [client.key(r) for r in reqs]
+        found = set(cache.has(keys)) if cache is not None else set()
+        n_found += len(found)
+        if legacy_on:
+            legacy = {legacy_request_key(client.provider, r): k
+                      for r, k in zip(reqs, keys, strict=True)}
+            old = cache.has([k for k in legacy if k is not None])
+            n_found += len(old)
+            found.update(legacy[k] for k in old)
+        if refusal is not None:
+            found.update(k for k in keys if k not in found and refusal(k) is not None)
+        out.update(pair for pair, k in zip(pairs, keys, strict=True) if k in found or k in own)
+        if distinct and others is not None and n_found >= others:
+            break  # every other answer of this judge there is found: no pair left has one
+    return out
 
 
 async def judge_pairs(bundle: JudgeBundle, pool: Pool, pairs: Sequence[tuple[int, int]],
@@ -208,8 +287,13 @@ class BridgeOracle:
         self.stop = threading.Event()
         self.rounds = 0
         # the client stopped sending for the run (`sending_stopped`) and refused a pick of
-        # this loop unsent: no further pick can be sent, so the loop stops picking
+        # this loop unsent: no further pick can be sent, only answered from the cache
         self.halted = False
+        # once halted: the picks not made yet the cache answers (`cache_answers`; None: not
+        # known, pick on), less those made since (the first `_seen` of `log`); the loop
+        # stops when none is left
+        self._from_cache: set[tuple[int, int]] | None = None
+        self._scanned, self._seen = False, 0
         self.planned = 0  # requests planned so far (answer-free rules plan every round)
         self._round_start = (0, 0)  # (len(log), planned) when this round began
         self._answered: set[int] = set()  # items with a verdict
@@ -246,6 +330,22 @@ class BridgeOracle:
         # NaN: left out of the fit (a planned request too, until `end_round` stops the
         # loop); TooLong: also of further picks (rank.loop)
         return self.ys(verdicts)
+
+    def exhausted(self) -> bool:
+        """The loop's ``stop``: the client sends nothing more (`halted`) and no pick left
+        could be answered from the cache (`cache_answers`, computed once, read only), so
+        every further pick would be refused unsent. Until then the loop picks and refits as
+        it did before the cap: a cached verdict is free."""
+        if not self.halted:
+            return False
+        if not self._scanned:
+            self._from_cache = cache_answers(self.bundle, self.pool, self.log)
+            self._scanned = True
+        elif self._from_cache is not None:
+            self._from_cache.difference_update((v.first, v.second)
+                                               for v in self.log[self._seen:])
+        self._seen = len(self.log)
+        return self._from_cache is not None and not self._from_cache
 
     def end_round(self) -> None:
         """The loop judged a batch (its every wave): under --plan-only, `PlannedStop` when
@@ -426,7 +526,7 @@ async def rank_live(bundle: JudgeBundle, pool: Pool, *, k: int, budget: int,
             hierarchical=hierarchical, refit_every=refit_every, n_samples=n_samples,
             seed=seed, batch_oracle=oracle, groups=pool.groups, on_batch=batch_done,
             eb_lam=eb_lam, stage=True,  # waves: a too-long item costs 1-2 calls, not a round
-            stop=lambda: oracle.halted)  # the client sends nothing more: stop picking
+            stop=oracle.exhausted)  # nothing more is sent or in the cache: stop picking
     finally:
         oracle.stop.set()
     if oracle.answer_free:  # the loop ended short of the budget (every pair left too long)

@@ -144,8 +144,8 @@ class LoopResult:
     # and "pairs" left out, "picks" the rule would have made on them (made on other pairs),
     # "unspent" budget when no other pair was left; empty when no call was too long
     left_out: dict = field(default_factory=dict)
-    # budget left unpicked because ``stop()`` said no further call can be sent (a client
-    # stopped by the spend cap): each such pick would only have failed unsent
+    # budget left unpicked because ``stop()`` said no further pick can be answered (a client
+    # stopped by the spend cap, none of the pairs left cached): each would have failed unsent
     unpicked: int = 0
 
     def fit(self, model: str) -> BTFit:
@@ -322,10 +322,12 @@ def run_active(oracle: Oracle | None, n_items: int, budget: int, k: int, rule: s
     refusal are the same either way. Default (None): on with ``oracle`` (one call at a
     time anyway), off with ``batch_oracle`` (one call per batch, as its caller may expect;
     `rank.live.rank_live` turns it on).
-    ``stop``: asked after each judged batch; True (the oracle can send no more calls: a
-    client stopped by the spend cap) ends the picks there, the rest of the budget counted
-    in ``result.unpicked``: each further pick and refit only burned CPU on a call refused
-    unsent (2,000 picks after a cap at 50), and the fit had no new verdict to change it.
+    ``stop``: asked after each judged batch; True (no further pick can be answered: a
+    client stopped by the spend cap whose cache holds none of the pairs left) ends the picks
+    there, the rest of the budget counted in ``result.unpicked``: each further pick and
+    refit only burned CPU on a call refused unsent (2,000 picks after a cap at 50), and the
+    fit had no new verdict to change it. While a pick may still be answered (from a cache)
+    it must say False: the picks are then those of a loop without ``stop``.
     """
     with limit_blas_threads(n_items):  # small dense algebra: extra threads only contend
         if model not in MODELS:

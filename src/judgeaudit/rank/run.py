@@ -176,8 +176,9 @@ def not_sent_warning(doc: Mapping[str, Any]) -> str:
     n, made = int(doc["n_not_sent"]), int(doc["n_comparisons"])
     budget = (doc.get("config") or {}).get("budget")
     refused = sum(bool(c.get("not_sent")) for c in doc.get("comparisons") or [])
-    unpicked = (f"; the ranking stopped picking once the client stopped sending: {n - refused} "
-                "of them were never picked (each would have been refused the same way), so "
+    unpicked = (f"; the ranking stopped picking once the client stopped sending and the "
+                f"cache held none of the pairs left: {n - refused} of them were never picked "
+                "(each would have been refused the same way), so "
                 f"comparisons holds the {made + refused} picks made, {refused} of them marked "
                 "not_sent" if n > refused else "")
     return (f"{n} of the budget's {budget} comparisons were not sent, so the judge saw "
