@@ -875,8 +875,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 # The key of a results.json that holds the command's settings as the run used them, every
 # field of its Config model (`recorded_settings`): `--config RUN_DIR` re-runs from it.
 SETTINGS_KEY = "settings"
-# Recorded settings a re-run does not take from the folder: where the run wrote (a re-run
-# writes to its own --out, else the command's default, as any run).
+# Settings not recorded, and not taken from the folder on a re-run: where the run wrote (the
+# folder the results are in; a re-run writes to its own --out, else the command's default,
+# as any run; two runs of one command into two folders record the same settings).
 NOT_RERUN = frozenset({"out"})
 _MASKED = "***"
 
@@ -890,7 +891,7 @@ def recorded_settings(cfg: CommandConfig) -> dict[str, Any]:
     from judgeaudit.spec import _masked_text
 
     return {name: _masked_text(value) if isinstance(value, str) else value
-            for name, value in cfg.model_dump(mode="json").items()}
+            for name, value in cfg.model_dump(mode="json").items() if name not in NOT_RERUN}
 
 
 def is_results_path(path: str | Path) -> bool:
@@ -905,8 +906,9 @@ def load_results_settings(path: str | Path, command: str) -> dict[str, Any]:
     to run again: `--config RUN_DIR` (or RUN_DIR/results.json). Every field of the command's
     Config model must be there (a field missing, from results written before they were
     recorded, or before the field existed, would take today's default, maybe not the run's):
-    ConfigError names the file and the missing field. The recorded `out` is not taken
-    (`NOT_RERUN`). Values are as the model holds them, as `load_config_file`'s."""
+    ConfigError names the file and the missing field. `out` is not recorded nor taken
+    (`NOT_RERUN`; one in settings written otherwise is left aside). Values are as the model
+    holds them, as `load_config_file`'s."""
     model = config_model(command)
     p = Path(path)
     file = p / "results.json" if p.is_dir() else p
