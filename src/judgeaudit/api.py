@@ -549,8 +549,8 @@ async def aaudit(
         full: every probe, every item.
         panel: extra judge SPECs for the judge-panel agreement probe.
         alpha: false discovery rate for "biased" (0 < alpha < 1).
-        seed: seed of the judges and the probes (and of the sample and the adaptive item
-            order).
+        seed: seed of the probes, the judges' presentation order, the sample and the
+            adaptive item order; not a simulated judge's draws (its spec's seed=).
         note: a note kept in the results (`res["notes"]`) and shown in the report.
         adaptive: draw items in rounds and stop each probe once its anytime-valid
             confidence sequence and e-value decide (`audit --adaptive`); not with `n` or

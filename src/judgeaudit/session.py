@@ -106,7 +106,9 @@ class Session:
             attempt only); default: the client's policy (6 retries with backoff). A judge
             whose server could not be reached or stopped answering is not asked again in
             that command (`RetryPolicy.stop_after`); the session's next command asks again.
-        seed: seed of the judges (presentation order, simulated judges, jitter).
+        seed: seed of the judges' own random choices (the order a judge with orders=one
+            shows each item, jitter); not a simulated judge's draws: they take its spec's
+            seed= (sim?seed=1).
         progress: called with a `Progress` after every finished call and whenever a total
             becomes known. In a running event loop (Jupyter) the sync API runs the command in
             a worker thread, so the callback is called from that thread.
