@@ -1,9 +1,9 @@
 """`rank --plan-only` on a pool with an item too long for the judge: a live run sends a round
 in waves and asks such an item at most twice (0e5d2b8, c7d1f66), while the plan holds the
 round's every pick and cannot know which item is too long. The plan says so when it holds
-more than one request with an item that has no verdict yet: for an item over the judge's
-context it is an upper bound. Checked against a real loopback server's request log
-(`fakeserver`) for the live run and the plan's lines."""
+more than two requests with an item that has no verdict yet (more than a live run asks a
+too-long item): for an item over the judge's context it is an upper bound. Checked against a
+real loopback server's request log (`fakeserver`) for the live run and the plan's lines."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ NOTE = re.compile(r"note: the plan holds the (round|budget)'s every pick, up to 
                   r"in waves and asks an item too long for the judge at most twice")
 
 
-def _pool(path) -> None:
+def _pool(path, long: bool = True) -> None:
     rows = [{"id": f"it-{i:02d}", "prompt": "question", "quality": float(i),
-             "response": ("LONGITEM " if i == 2 else "") + "word " * (3 + i) + f"ITEM{i:02d}X"}
+             "response": ("LONGITEM " if long and i == 2 else "") + "word " * (3 + i)
+             + f"ITEM{i:02d}X"}
             for i in range(10)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -92,3 +93,23 @@ def test_a_plan_whose_items_all_have_verdicts_has_no_note(tmp_path, monkeypatch,
     assert len((tmp_path / "plan.jsonl").read_text().splitlines()) > 0
     text = " ".join(res.output.split())
     assert "depends on their answers" in text and "note:" not in text, text
+
+
+def test_a_plan_with_two_requests_on_an_item_has_no_note(tmp_path, monkeypatch, no_keys):
+    """Two requests with an item that has no verdict are no more than a live run asks a
+    too-long item: the note (442fb14) said 'up to 2 requests with one item' on an ordinary
+    plan with no long item (topk, seed 1, round 1)."""
+    pool = tmp_path / "pool.jsonl"
+    _pool(pool, long=False)
+    monkeypatch.setenv("JUDGEAUDIT_CACHE", str(tmp_path / "c.sqlite"))
+    plan = tmp_path / "plan.jsonl"
+    with FakeLLMServer(answer="A") as srv:
+        spec = f"openai:fake?base_url={srv.openai_url}&api_key=k&logprobs=off"
+        res = invoke("--plan-only", plan, "rank", "--judge", spec, "--items", f"jsonl:{pool}",
+                     "--k", "2", "--budget", "40", "--rule", "topk", "--samples", "100",
+                     "--lam", "1", "--covariates", "length", "--seed", "1", "--json",
+                     "--out", tmp_path / "planned")
+        assert srv.count() == 0
+    per = _per_item(plan.read_text().splitlines())
+    assert max(per.values()) == 2, per  # no item of the round has a verdict yet
+    assert json.loads(res.stdout)["stopped_note"] is None, res.stdout

@@ -272,10 +272,12 @@ class BridgeOracle:
     A plan holds the round's every pick, while a live run sends the round in waves and asks an
     item refused as too long at most twice (`rank.loop`, "Items with no verdict yet"): the
     plan is the round the run sends unless an answer is a too-long refusal, and it cannot
-    know which item is too long. So when the plan holds more than one request with an item
-    that has no verdict yet, its `PlannedStop` says so (`plan_note`): for an item over the
-    judge's context the plan is an upper bound (seed 2 of a 10-item pool with one long item
-    planned 3 requests with it in round 1; the live run sent 2)."""
+    know which item is too long. So when the plan holds more than two requests with an item
+    that has no verdict yet (more than a live run sends with a too-long one), its
+    `PlannedStop` says so (`plan_note`): for an item over the judge's context the plan is an
+    upper bound (seed 2 of a 10-item pool with one long item planned 3 requests with it in
+    round 1; the live run sent 2). Two or fewer, the note would only restate the rule, and
+    it was on ordinary plans with no long item (topk, seed 1: "up to 2 requests")."""
 
     def __init__(self, bundle: JudgeBundle, pool: Pool, loop: asyncio.AbstractEventLoop,
                  on_done: Callable[[Verdict], None] | None = None, refit_every: int = 8,
@@ -369,9 +371,9 @@ class BridgeOracle:
 
     def plan_note(self, what: str) -> str | None:
         """What the plan may hold that a live run would not send (class docstring), or None
-        when no item without a verdict is in more than one planned request (the plan is
-        then what the run sends)."""
-        if not self._unsure or max(self._unsure.values()) < 2:
+        when no item without a verdict is in more than two planned requests (a live run asks
+        even a too-long item twice: the plan is then no more than the run sends)."""
+        if not self._unsure or max(self._unsure.values()) <= 2:
             return None
         n = max(self._unsure.values())
         item = self.pool.items[min(i for i, c in self._unsure.items() if c == n)].id
