@@ -1108,7 +1108,8 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
             if series and levels:
                 charts.append(svg.bar_chart([f"L{lv}" for lv in levels], series,
                                             title=f"Flip rate by injected level: {judge}",
-                                            xlabel="level of the factor in the rewritten rejected response (r⁻)",
+                                            xlabel="level of the factor in the rewritten "
+                                                   "rejected response (r⁻)",
                                             ylabel="flip rate"))
         prof = _d(r.get("profile"))
         judges = list(prof)
