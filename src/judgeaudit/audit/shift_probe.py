@@ -149,25 +149,49 @@ class ShiftProbe(Probe):
     def _twins(self, ctx: AuditContext) -> list[PairwiseItem]:
         """The equal-substance check's items: the better response against its perturbed
         copy (those whose perturbation preserved the answer)."""
+        return [r.item for r in self._twin_results(ctx) if r.preserved]
+
+    def _twin_results(self, ctx: AuditContext) -> list[PerturbResult]:
+        """Every item's perturbed copy of its better response, kept or not (with why)."""
         twins = []
         for it in ctx.items:
             better = it.response_1 if it.label == 1 else it.response_2
             twins.append(it.model_copy(update={
                 "id": f"{it.id}~twin", "response_1": better, "response_2": better,
                 "label": 0, "quality": None}))
-        return [r.item for r in perturb_items(twins, self.perturbation, target="response_2",
-                                              seed=ctx.seed, **self.options) if r.preserved]
+        return perturb_items(twins, self.perturbation, target="response_2", seed=ctx.seed,
+                             **self.options)
 
     async def _equal_substance(self, ctx: AuditContext, res: ProbeResult) -> None:
         """Better response vs a perturbed copy of itself (same substance): share of consensus
         verdicts for the copy; ties count half."""
-        verdicts = await ctx.judge(self._twins(ctx))
+        made = self._twin_results(ctx)
+        twins = [r.item for r in made if r.preserved]
+        verdicts = await ctx.judge(twins)
         credit = [(0.5 if v.winner == 0 else float(v.winner == 2))
                   for v in verdicts if v.winner is not None]
         est = estimate(sum(credit), len(credit))
         res.rates["equal_substance_pick_rate"] = est
         res.flag = threshold_flag(self.equal_substance_flag,
                                   "picks the perturbed copy of an equally good answer", est)
+        if made and not twins and res.flag.get("exceeds") is None:
+            # no copy was made, so no call was asked: the stored reason (calls not sent or
+            # answers unreadable) would blame the judge for the data (non-Latin answers get
+            # no English padding)
+            res.flag["reason"] = no_copies_reason(made)
+
+
+def no_copies_reason(results: Sequence[PerturbResult]) -> str:
+    """Why an equal-substance threshold is unchecked when its perturbation kept no copy of
+    any item: nothing was asked, so neither calls nor answers are to blame. Names why the
+    copies were not made, with counts, as `left_out_notes` does."""
+    why = [f"{w} ({k})" for w, k in _not_applicable_reasons(results).most_common()]
+    n_failed = sum(not r.preserved and not r.not_applicable for r in results)
+    if n_failed:
+        why.append(f"the answer-preservation check failed ({n_failed})")
+    return (f"no perturbed copy was made: the perturbation left out every item "
+            f"({len(results)})" + (": " + "; ".join(why) if why else "")
+            + ", so nothing was judged for this rate and the threshold could not be checked")
 
 
 def left_out_notes(results: Sequence[PerturbResult]) -> list[str]:

@@ -491,14 +491,25 @@ def _audit_cells(p: dict[str, Any]) -> dict[str, Any]:
     return {"effect": _num(e["value"], "{:+.2f}"),
             "ci": "" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]",
             "n": str(p["n"]), "q": p_text(p["q"], ".2g"), "mde": _num(p["mde"], "{:.2f}"),
-            "verdict": v, "flag": ftxt,
+            "verdict": v, "label": _verdict_label(p), "flag": ftxt,
             "left": [f"{k} {c}" for k, c in (p.get("dropped") or {}).items()]}
 
 
-def _verdict_text(lines: list[str], verdict: str) -> Text:
-    """A cell whose first line is the verdict, in the verdict's colour."""
-    t = Text("\n".join([verdict, *lines]))
-    t.stylize(VERDICT_STYLE.get(verdict, "yellow"), 0, len(verdict))
+def _verdict_label(p: dict[str, Any]) -> str:
+    """A probe's verdict as the table shows it: "biased, small" when its whole interval lies
+    inside its no-bias range (`report.svg.biased_small`, as report.html marks it); the
+    verdict itself, which gates read, stays "biased"."""
+    from judgeaudit.report.svg import SMALL_LABEL, biased_small
+
+    v = p["verdict"]
+    return SMALL_LABEL if biased_small(v, p["effect"].get("ci95"), p.get("no_bias_range")) else v
+
+
+def _verdict_text(lines: list[str], verdict: str, label: str | None = None) -> Text:
+    """A cell whose first line is the verdict (`label`, as shown), in the verdict's colour."""
+    label = verdict if label is None else label
+    t = Text("\n".join([label, *lines]))
+    t.stylize(VERDICT_STYLE.get(verdict, "yellow"), 0, len(label))
     return t
 
 
@@ -525,14 +536,14 @@ def _audit_summary(res: dict[str, Any], width: int | None) -> Any:
          [c["effect"] + (f" {c['ci']}" if c["ci"] else "") for c in cs], False),
         ("n", "right", col("n"), False), ("q", "right", col("q"), False),
         ("MDE", "right", col("mde"), False),
-        ("verdict", "left", [_verdict_text([], c["verdict"]) for c in cs], False),
+        ("verdict", "left", [_verdict_text([], c["verdict"], c["label"]) for c in cs], False),
         ("flag", "left", col("flag"), False),
         ("left out", "left", [", ".join(c["left"]) for c in cs], True)]
     two_lines: list[Column] = [
         ("probe", "left", names, False), under,
         ("n", "right", col("n"), False), ("q", "right", col("q"), False),
         ("MDE", "right", col("mde"), False),
-        ("verdict", "left", [_verdict_text([], c["verdict"]) for c in cs], False),
+        ("verdict", "left", [_verdict_text([], c["verdict"], c["label"]) for c in cs], False),
         ("flag", "left", col("flag"), False),
         ("left\nout", "left", ["\n".join(c["left"]) for c in cs], False)]
     stacked: list[Column] = [
@@ -540,7 +551,8 @@ def _audit_summary(res: dict[str, Any], width: int | None) -> Any:
         ("n\nq\nMDE", "right", [f"{c['n']}\n{c['q']}\n{c['mde']}" for c in cs], False),
         ("verdict", "left",
          [_verdict_text([*([f"flag {c['flag']}"] if c["flag"] else []),
-                         *(["left out:", *c["left"]] if c["left"] else [])], c["verdict"])
+                         *(["left out:", *c["left"]] if c["left"] else [])], c["verdict"],
+                        c["label"])
           for c in cs], False)]
     t = _fitted_table(title, [(one_line, 1), (two_lines, 0), (stacked, 0)], width)
     if t is not None:
@@ -550,7 +562,7 @@ def _audit_summary(res: dict[str, Any], width: int | None) -> Any:
     parts: list[Any] = [Text(title)]
     for name, c in rows:
         parts.append(Text.assemble((name, "bold"), ": ",
-                                   (c["verdict"], VERDICT_STYLE.get(c["verdict"], "yellow"))))
+                                   (c["label"], VERDICT_STYLE.get(c["verdict"], "yellow"))))
         parts.append(Text(f"  effect {c['effect']}" + (f" {c['ci']}" if c["ci"] else "")))
         parts.append(Text(f"  n {c['n']}, q {c['q']}, MDE {c['mde']}"))
         if c["flag"]:
@@ -605,12 +617,23 @@ def audit_table(res: dict[str, Any], width: int | None = None) -> Any:
     from rich.console import Group
 
     t = _audit_summary(res, width)
+    said = _unchecked_lines(res)
     by = res.get("by")
     rows = [(name, r) for name, p in res["probes"].items()
             for r in ((p.get("breakdown") or {}).get("rows") or [])]
     if not by or not rows:
-        return t
-    return Group(t, _breakdown(str(by), rows, width))
+        return Group(t, *said) if said else t
+    return Group(t, *said, _breakdown(str(by), rows, width))
+
+
+def _unchecked_lines(res: dict[str, Any]) -> list[Text]:
+    """Under the table, why each threshold check shown "unchecked (n=0)" could not be made
+    (the flag's stored reason): no perturbed copy made is not a judge's failure."""
+    if run_failed(res):
+        return []
+    return [Text(shown(f"{name}: threshold unchecked: {flag.get('reason') or 'no data'}"))
+            for name, p in res["probes"].items()
+            if (flag := p.get("flag") or {}) and flag.get("exceeds") is None]
 
 
 def panel_table(panel: dict[str, Any]) -> Table:

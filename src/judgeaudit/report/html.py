@@ -392,14 +392,16 @@ def _dropped_why(notes: list[str]) -> list[str]:
 
 
 def _flag_reason(p: dict[str, Any], calls: dict[str, Any]) -> str:
-    """Why a threshold check is unchecked. The stored reason blames calls not sent or
-    unreadable answers; when the run had neither and the probe's perturbation left items
-    out, nothing was judged for the rate: its copies were not made (no English padding goes
-    into a non-Latin answer), which the page says instead."""
+    """Why a threshold check is unchecked: the stored reason. One stored before the probe
+    said why no copy was made blames calls not sent or unreadable answers; when the run had
+    neither and the probe's perturbation left items out, nothing was judged for the rate:
+    its copies were not made (no English padding goes into a non-Latin answer), which the
+    page says instead."""
     flag = p["flag"] or {}
     stored = str(flag.get("reason") or "no data")
     clean = not calls.get("failed") and not calls.get("unreadable")
-    if not flag.get("n") and clean and p["dropped_why"]:
+    old = "calls not sent or answers unreadable" in stored  # before the probe said why
+    if old and not flag.get("n") and clean and p["dropped_why"]:
         return (f"nothing was judged for this rate (n = 0): no call of this run failed and no "
                 f"answer was unreadable, so the copies it compares were not made; this "
                 f"probe's perturbation was not applied to {fmt_int(p['n_dropped'])} items "
@@ -412,11 +414,7 @@ def _biased_small(p: dict[str, Any]) -> bool:
     (q and an interval excluding 0) holds, yet the effect is too small to matter by the
     probe's own range (n = 2,500 gave authority +0.018 [+0.008, +0.028] against +/-0.050),
     so the page marks it "biased, small", not with the same badge as a large bias."""
-    ci, nb = p["effect"]["ci95"], p["no_bias_range"]
-    if p["verdict"] != "biased" or not nb or not isinstance(ci, list) or len(ci) != 2:
-        return False
-    lo, hi, a, b = (_num(x) for x in (*ci, *nb))
-    return None not in (lo, hi, a, b) and a <= lo and hi <= b  # type: ignore[operator]
+    return svg.biased_small(p["verdict"], p["effect"]["ci95"], p["no_bias_range"])
 
 
 def _range_text(nb: list[Any]) -> str:
@@ -1137,6 +1135,7 @@ def _hubj_view(r: dict[str, Any]) -> dict[str, Any]:
                               str(_d(x).get("rewritten") or "")))}
                          for x in _l(r.get("rewrite_examples"))[:6]],
         }
+        ctx["headline"] = _quantify_headline(ctx["quantify"])
     elif cmd in ("mitigate", "mitigate-apply"):
         rows, pts = [], []
         lc = _d(_d(r.get("other_controls")).get("length"))
@@ -1233,6 +1232,52 @@ def _discover_headline(ctx: dict[str, Any]) -> Markup | None:
     return head + "."
 
 
+def _quantify_headline(q: dict[str, Any]) -> Markup | None:
+    """What quantify measured, in a line above its notes: each (judge, factor)'s
+    susceptibility (the flip rate at l* on the test items) with its interval and n, set
+    against the judge's repeat noise (the paired test's Holm-adjusted p, or for an older
+    document its value against the noise's interval), and how many rows are shown above
+    the noise."""
+    rows = [(t, r) for t in q["tables"] for r in t["rows"]
+            if r["susceptibility"] and _num(r["susceptibility"]["value"]) is not None]
+    if not rows:
+        return None
+
+    def vs_noise(t: dict[str, Any], r: dict[str, Any]) -> str:
+        noise, test = t["noise"], r.get("noise_test")
+        known = noise and _num(noise["value"]) is not None
+        said = (f"repeat noise {fmt(noise['value'], 2)} {fmt_ci(noise['ci95'], 2, False)}"
+                if known else "repeat noise")
+        n = [f"n = {fmt_int(noise['n'])}"] if known else []
+        if isinstance(test, dict):
+            adj = test.get("p_adjusted")
+            p = (f"Holm p = {fmt_p(adj)}" if adj is not None and (test.get("m") or 1) > 1
+                 else f"p = {fmt_p(test.get('p'))}")
+            return (f"{'above' if test.get('shown_above') else 'not shown above'} {said} ("
+                    + "; ".join([*n, f"{p} over {fmt_int(test.get('n_pairs'))} pairs"]) + ")")
+        if "within_noise" in r and known:
+            return (f"{'within' if r['within_noise'] else 'above'} {said} ({n[0]}; by its "
+                    "interval, not a test)")
+        return "repeat noise not recorded (a result from before quantify measured it)"
+
+    parts = Markup("; ").join(
+        Markup("{} {}: {} {} (n = {}), {}").format(
+            _iso(t["judge"]), _iso(r["factor"]), fmt(r["susceptibility"]["value"], 2),
+            fmt_ci(r["susceptibility"]["ci95"], 2, False), fmt_int(r["susceptibility"]["n"]),
+            vs_noise(t, r)) for t, r in rows[:4])
+    more = f"; {len(rows) - 4} more in the tables" if len(rows) > 4 else ""
+    factors = sorted({str(r["factor"]) for _, r in rows})
+    head = (Markup("Susceptibility (flip rate at l* on the test items, 95% interval) of ")
+            + f"{len(factors)} factor{'' if len(factors) == 1 else 's'} ("
+            + Markup(", ").join(_iso(f) for f in factors) + "): " + parts + more)
+    tested = [r["noise_test"] for _, r in rows if isinstance(r.get("noise_test"), dict)]
+    if tested:
+        k = sum(bool(x.get("shown_above")) for x in tested)
+        head += (f". {k} of {len(tested)} row{'' if len(tested) == 1 else 's'} shown above "
+                 "repeat noise (paired sign test, Holm over the rows)")
+    return head + "."
+
+
 def _excludes0(e: dict[str, Any]) -> bool:
     ci = e.get("ci95") or [None, None]
     lo, hi = (_num(ci[0]), _num(ci[1])) if len(ci) == 2 else (None, None)
@@ -1256,6 +1301,17 @@ def _mitigate_headline(m: dict[str, Any]) -> Markup | None:
             + " (win - BC, 95% interval): " + parts + more
             + (f". Its interval {'excludes' if k else 'includes'} 0." if len(rows) == 1
                else f". {k} of {len(rows)} judges' intervals exclude 0."))
+
+
+def _compare_methods_notes(r: dict[str, Any]) -> list[str]:
+    """compare's notes about the methods that made its audits (`audit.compare.methods_notes`:
+    they differ, or a side was made by older methods or a newer judgeaudit), which compare
+    also keeps among its warnings."""
+    warned = {str(w) for w in _l(r.get("warnings"))}
+    return [str(n) for n in _l(r.get("notes")) if str(n) in warned and (
+        str(n).startswith("A and B were made by different methods")
+        or re.match(r"[AB] \(.*\): (this result was made|written by a newer judgeaudit)",
+                    str(n), re.S))]
 
 
 def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
@@ -1344,6 +1400,9 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
             xlabel="change in effect, B - A (95% interval)", signed=True, width=1000)
     alpha = _num(r.get("alpha"))
     ra, rb = run_info(runs.get("a"), "A"), run_info(runs.get("b"), "B")
+    from judgeaudit import methods
+
+    said = _compare_methods_notes(r)
     summary = _d(r.get("summary"))
     method = _d(r.get("method"))
     return {
@@ -1368,7 +1427,9 @@ def _compare_view(r: dict[str, Any]) -> dict[str, Any]:
         "counts": counts,
         "looks": [(v, look(v)) for v in looks],
         "judge_differences": [str(x) for x in _l(r.get("judge_differences"))],
-        "notes": [str(x) for x in _l(r.get("notes"))],
+        # what the audits' methods were lead the page (_methods_banner.html), not the notes
+        "methods_notes": [*methods.notes(r), *said],
+        "notes": [str(x) for x in _l(r.get("notes")) if str(x) not in said],
         "only_in_a": [str(n) for n in _l(r.get("only_in_a"))],
         "only_in_b": [str(n) for n in _l(r.get("only_in_b"))],
         # the --fail-on gate: its outcome, the probes that tripped it and those it could not

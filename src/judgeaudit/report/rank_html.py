@@ -246,7 +246,8 @@ def _cell(d: Any) -> dict[str, Any] | None:
         return None
     mean, se = _num(d.get("mean")), _num(d.get("se"))
     lo = hi = None
-    if "ci95" in d:
+    old = "ci95" not in d  # shown with mean +/- 1.96 se, as it was made
+    if not old:
         ci = d.get("ci95")
         if isinstance(ci, list) and len(ci) == 2:
             lo, hi = _num(ci[0]), _num(ci[1])
@@ -254,6 +255,7 @@ def _cell(d: Any) -> dict[str, Any] | None:
         lo, hi = max(0.0, mean - Z95 * se), min(1.0, mean + Z95 * se)
     exact = d.get("ci_method") == "clopper_pearson" and lo is not None
     return {"mean": mean, "se": se, "n": d.get("n"), "lo": lo, "hi": hi, "exact": exact,
+            "z": old,
             "hits": d.get("hits") if exact else None,
             "n_items": d.get("n_items") if exact else None}
 
@@ -387,6 +389,10 @@ def rank_eval_view(r: dict[str, Any]) -> dict[str, Any]:
         "rules": [str(x) for x in _l(r.get("rules"))],
         "seeds": [str(x) for x in _l(r.get("seeds"))],
         "config": _d(r.get("config")),
+        # cells from before rank-eval recorded t intervals (mean +/- 1.96 se): the page says
+        # what their intervals are, not "t intervals"
+        "old_intervals": any(c is not None and c["z"] for m in models
+                             for row in m["rows"] for c in row["cells"]),
         "any_exact": any(c is not None and c["exact"] for m in models
                          for c in [*(x for row in m["rows"] for x in row["cells"]), m["full"]]),
         "pool_per_seed": bool(r.get("pool_per_seed")),

@@ -20,7 +20,33 @@ VERDICT_COLOURS = {"biased": "#b3261e", "not_biased": "#1b7f3b", "underpowered":
 VERDICT_LABELS = {"biased": "biased", "not_biased": "not biased", "underpowered": "underpowered",
                   "run_failed": "run failed", "not_run": "not run"}
 NEUTRAL = "#555555"
+SMALL_LABEL = "biased, small"  # a biased verdict whose whole interval is in the no-bias range
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
+
+def biased_small(verdict: Any, ci: Any, no_bias_range: Any) -> bool:
+    """A "biased" verdict whose whole 95% interval lies inside the no-bias range: the rule
+    (q and an interval excluding 0) holds, yet the effect is too small to matter by the
+    probe's own range (authority +0.018 [+0.008, +0.028] against +/-0.050 at n = 2,500).
+    The verdict stays "biased" (gates fail on it); the page, its charts and the terminal
+    mark it "biased, small", not as a large bias."""
+    if verdict != "biased":
+        return False
+    vals = [*(ci or [])[:3], *(no_bias_range or [])[:3]]
+    if len(vals) != 4:
+        return False
+    lo, hi, a, b = (finite(x) for x in vals)
+    if None in (lo, hi, a, b):
+        return False
+    a, b = min(a, b), max(a, b)  # type: ignore[type-var]
+    return a <= lo and hi <= b  # type: ignore[operator]
+
+
+def verdict_label(verdict: Any, ci: Any = None, no_bias_range: Any = None) -> str:
+    """A verdict as a reader sees it: "biased, small" for a small bias (`biased_small`)."""
+    if biased_small(verdict, ci, no_bias_range):
+        return SMALL_LABEL
+    return VERDICT_LABELS.get(verdict, clip(verdict, 14))
+
 
 def esc(text: Any) -> str:
     """Escape any value for an SVG/HTML text node or a quoted attribute.
@@ -456,7 +482,7 @@ def interval_plot(
             txt = f.format(v)
         out.append(_text(tx, cy + 4, txt, size=11))
         if verdict:
-            vlab = VERDICT_LABELS.get(verdict, clip(verdict, 14))
+            vlab = verdict_label(verdict, [lo, hi], nb)
             out.append(_text(width - 8, cy + 4, vlab, anchor="end", size=11, weight="600",
                              fill=VERDICT_COLOURS.get(verdict, NEUTRAL)))
     if reference is not None and d0 <= reference <= d1:
@@ -675,12 +701,13 @@ def curve_plot(
 
 def _interval_desc(prepared: list[tuple]) -> str:
     parts = []
-    for label, v, lo, hi, _nb, verdict in prepared:
+    for label, v, lo, hi, nb, verdict in prepared:
         s = f"{label}: {fmt_num(v)}"
         if lo is not None and hi is not None:
             s += f" (95% CI {fmt_num(lo)} to {fmt_num(hi)})"
         if verdict:
-            s += f", {VERDICT_LABELS.get(verdict, verdict)}"
+            s += ", " + (SMALL_LABEL if biased_small(verdict, [lo, hi], nb)
+                         else VERDICT_LABELS.get(verdict, verdict))
         parts.append(s)
     return "; ".join(parts)
 
