@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgeaudit.data.spec import public_spec, split_specs
+from judgeaudit.results_file import run_stamps, utc_stamp
 from judgeaudit.session import Session
 
 log = logging.getLogger("judgeaudit.commands")
@@ -77,10 +78,12 @@ class Run:
         alike: a command's own clock may start after its judges have judged (discover said
         0.1 s of a 10 s run)."""
         started = self.info["started_at"] = time.perf_counter()  # a failed run's time too
+        self.info["started_utc"] = utc_stamp()  # `started`, one format for every command
         doc = await self.body(sess)
         doc.setdefault("judges_used", sess.judges_used())
         doc["seconds"] = round(time.perf_counter() - started, 2)
-        return doc
+        doc.setdefault("started", self.info["started_utc"])
+        return run_stamps(doc)
 
     def failed_document(self, sess: Session, exc: Exception) -> dict[str, Any]:
         """The results document of this command when a call failed fatally (a revoked key,
@@ -100,8 +103,8 @@ class Run:
                 "judge": self.judge, "data": self.data, "calls": calls, "run": outcome,
                 **({"config": self.info["config"]} if "config" in self.info else {}),
                 "error": str(exc), "judges_used": sess.judges_used(),
-                **({"seconds": round(time.perf_counter() - started, 2)}
-                   if started is not None else {}),
+                **({"seconds": round(time.perf_counter() - started, 2),
+                    "started": self.info.get("started_utc")} if started is not None else {}),
                 **({"gate": {"fail_on": gate, "outcome": "run_failed", "by": []}}
                    if gate is not None else {})}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,44 @@ def usd_value(x: Any) -> Any:
     if isinstance(x, float) and math.isfinite(x):
         return round(x, USD_DIGITS)
     return x
+
+
+def utc_stamp(when: datetime | None = None) -> str:
+    """A time as every command's results.json writes `started`: ISO 8601 in UTC to the
+    second with a Z ('2026-11-29T05:16:45Z'). Commands wrote '...Z', '+00:00' or nothing."""
+    when = datetime.now(UTC) if when is None else when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def started_value(x: Any) -> Any:
+    """A `started` as results.json writes it (`utc_stamp`): an ISO 8601 time with an offset
+    ('+00:00' from an older file) in UTC with a Z; text without a zone, or not a time, as
+    it is (a reader is not told a zone nobody recorded)."""
+    if not isinstance(x, str):
+        return x
+    try:
+        t = datetime.fromisoformat(x)
+    except ValueError:
+        return x
+    return x if t.tzinfo is None else utc_stamp(t)
+
+
+def seconds_value(x: Any) -> Any:
+    """A run's `seconds` as results.json writes it: to 0.01 s (a wall time measured no finer;
+    commands wrote 2.63 beside 20.65396547317505); anything else as it is."""
+    if isinstance(x, float) and math.isfinite(x):
+        return round(x, 2)
+    return x
+
+
+def run_stamps(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` (edited in place) with its top-level `started` and `seconds` in the one format
+    every command writes (`started_value`, `seconds_value`): the one place they are set,
+    for a document written (`write_results`) or returned by the Python API."""
+    for key, norm in (("started", started_value), ("seconds", seconds_value)):
+        if key in doc:
+            doc[key] = norm(doc[key])
+    return doc
 
 
 def _text(s: str) -> str:
@@ -86,7 +125,7 @@ def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
     that made it (`methods.stamp`: a document read from an older file keeps its own)."""
     from judgeaudit.methods import stamp
 
-    doc = stamp({"schema_version": SCHEMA_VERSION, **plain(results)})
+    doc = stamp(run_stamps({"schema_version": SCHEMA_VERSION, **plain(results)}))
     return write_atomic(Path(path), _dumps(doc) + "\n")
 
 
