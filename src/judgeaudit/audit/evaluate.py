@@ -56,6 +56,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -146,10 +147,11 @@ SAMPLE_BY = "id_hash"
 
 
 def item_identity(item: Any) -> str:
-    """What an item is drawn by: its `id` (a loaded item's, unique in its data), else its
-    repr (plain values in tests)."""
+    """What an item is drawn by: its `id` (a loaded item's, unique in its data) in NFC, so
+    the same ids saved by a tool that writes NFD draw alike (as the data fingerprint reads
+    them), else its repr (plain values in tests)."""
     ident = getattr(item, "id", None)
-    return str(ident) if ident is not None else repr(item)
+    return unicodedata.normalize("NFC", str(ident)) if ident is not None else repr(item)
 
 
 def id_hash_order(items: Sequence[Any], seed: int) -> list[int]:
