@@ -239,3 +239,15 @@ def test_rank_and_rank_eval_pages_open_on_a_headline_with_n_and_interval():
     assert line.startswith("At the largest budget, B = 18 (n = 2 seeds), recall@2: ")
     assert re.search(r"naive model: (topk|random) \d\.\d\d (\[\d\.\d\d, \d\.\d\d\]|\(none\)), "
                      r"the best of 2 rules", line), line
+
+
+def test_rank_headline_escapes_a_damaged_k():
+    """A results.json whose config.k is a string (a damaged or hostile file) must not put
+    markup into the page: review12 found `Markup(f"Top-{kk} ...")` left it raw."""
+    res = judgeaudit.rank("sim?quality=1&seed=4", "builtin:controlled?n=7&k=2", k=2,
+                          budget=12, samples=100, cache=False)
+    doc = res.to_dict()
+    doc["config"]["k"] = "<script>alert(1)</script>"
+    html = render_report(doc)
+    assert "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)" in html

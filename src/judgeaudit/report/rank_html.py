@@ -197,7 +197,7 @@ def _rank_headline(k: Any, model: str | None, top: list[dict[str, Any]], n_comp:
             _iso(x["id"]), fmt(x["p_topk"], 2), fmt_signed(x["theta"], 2),
             fmt_ci([x["lo"], x["hi"]], 2), fmt_int(x["n_compared"]))
 
-    text = (Markup(f"Top-{kk} by the ") + (model or "?")
+    text = (Markup("Top-{} by the ").format(kk) + (model or "?")
             + f" model from {fmt_int(n_comp)} comparisons ({fmt_int(n_invalid)} invalid): "
             + Markup("; ").join(item(x) for x in top[:3]))
     if len(top) > 3:
@@ -205,7 +205,7 @@ def _rank_headline(k: Any, model: str | None, top: list[dict[str, Any]], n_comp:
     ps = [(x, _num(x["p_topk"])) for x in top if _num(x["p_topk"]) is not None]
     if len(ps) > 1:
         least, p = min(ps, key=lambda t: t[1])  # type: ignore[arg-type,return-value]
-        text += (Markup(f". Least certain of the top-{kk}: ") + _iso(least["id"])
+        text += (Markup(". Least certain of the top-{}: ").format(kk) + _iso(least["id"])
                  + f" (P(top-{kk}) {fmt(p, 2)})")
     rec = [f"{humanize(m)} {fmt(v, 2)}" + (f" ({h})" if h else "") for m, v, h in recall
            if _num(v) is not None]
