@@ -71,6 +71,8 @@ class Run:
     # what n_planned counts, in a failed run's reason ("0 of 80 items" was rank's budget of
     # comparisons, scoring-bias's calls)
     unit: str = "items"
+    # the items the run loaded, for its results' `data_fingerprint` (`data.fingerprint`)
+    items: Sequence[Any] | None = None
 
     async def document(self, sess: Session) -> dict[str, Any]:
         """Run the body; its document records the judges it used (`Session.judges_used`)
@@ -81,6 +83,9 @@ class Run:
         self.info["started_utc"] = utc_stamp()  # `started`, one format for every command
         doc = await self.body(sess)
         doc.setdefault("judges_used", sess.judges_used())
+        if self.items is not None:  # which data, not only the spec that named it
+            from judgeaudit.data.fingerprint import stamp
+            stamp(doc, self.items)
         doc["seconds"] = round(time.perf_counter() - started, 2)
         doc.setdefault("started", self.info["started_utc"])
         return run_stamps(doc)
@@ -418,7 +423,7 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
 
     return Run("evaluate", public_spec(cfg.judge), spec, body, lambda: len(items),
                cfg.min_valid, cfg.max_failed,
-               info={"pointwise": pointwise, "selection": selection})
+               info={"pointwise": pointwise, "selection": selection}, items=items)
 
 
 # ---- audit -------------------------------------------------------------------------------
@@ -514,7 +519,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
 
     n_used = len(items) if limit is None else min(limit, len(items))  # --n, not the data's
     return Run("audit", public_spec(cfg.judge), spec, body, lambda: n_used, cfg.min_valid,
-               cfg.max_failed, info={"names": names, "limit": limit})
+               cfg.max_failed, info={"names": names, "limit": limit}, items=items)
 
 
 # ---- scoring-bias ------------------------------------------------------------------------
@@ -677,7 +682,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
 
     return Run("scoring-bias", public_spec(cfg.judge), spec, body,
                lambda: n_calls(items, perts, refs, reps, template), cfg.min_valid,
-               cfg.max_failed, unit="scores")
+               cfg.max_failed, unit="scores", items=items)
 
 
 # ---- HUB-J: shared steps -----------------------------------------------------------------
@@ -1298,7 +1303,9 @@ def prepare_rank(cfg: RankConfig, *, on_batch: ProgressHook | None = None,
         local_roles_ready(s, [Role(cfg.judge, opt("judge", cli), _default(cfg, "judge"))])
         warn_rounds(s.judge(cfg.judge), -(-cfg.budget // cfg.refit_every), "rank",
                     "a larger --refit-every means fewer, larger batches")
-        return await run_rank(s, inp, on_batch=on_batch, on_call=on_call)
+        doc = await run_rank(s, inp, on_batch=on_batch, on_call=on_call)
+        doc.setdefault("data_fingerprint", inp.pool.fingerprint)  # which items, with `pool`
+        return doc
 
     # what a failed or unfinished run's document keeps of the settings (its report read
     # "budget of — comparisons", "? acquisition" and --json gave k and budget as null)
@@ -1325,7 +1332,11 @@ def prepare_rank_eval(cfg: RankEvalConfig, *, cli: bool = False) -> Run:
         # a local one without [local] stopped inside them, naming no option
         local_roles_ready(s, [Role(j, opt("oracle", cli), _default(cfg, "oracle"))
                               for j in inp.judges])
-        return await run_rank_eval(s, inp)
+        doc = await run_rank_eval(s, inp)
+        # which items each pool held (rank's `pool` record), not only the specs
+        doc.setdefault("pools", {spec: {**pool.meta, "data_fingerprint": pool.fingerprint}
+                                 for spec, pool in inp.pools.items()})
+        return doc
 
     return Run("rank-eval", public_spec(cfg.oracle), cfg.items, body, lambda: inp.n_calls,
                cfg.min_valid, cfg.max_failed, info={"inputs": inp}, unit="judge calls")

@@ -54,6 +54,7 @@ import numpy as np
 
 from judgeaudit import methods
 from judgeaudit.audit.paired import effect_dict
+from judgeaudit.data import fingerprint
 from judgeaudit.outcome import failure_message, run_failed
 from judgeaudit.results_file import read_results
 from judgeaudit.stats import SPARSE_MOVERS, benjamini_hochberg, paired_estimate
@@ -123,17 +124,37 @@ def load_audit(path: str | Path) -> dict[str, Any]:
 
 
 def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
-    """Both audits must have judged the same data (the same --data spec): otherwise their
-    effects describe different items. Within the same data, items are matched by id: each
-    probe compares the items both runs judged, and those judged in one run only are counted
-    (`item_counts`, in the output). So audits of different --n, --sample or --seed, an
-    adaptive audit beside a fixed-n one, and a data file some of whose items changed all
-    compare on the items they share. Refused (CompareError): different --data specs; per-item
-    ids in both runs with no id in common; and, where a run keeps no per-item ids to match
-    by (results from an older judgeaudit), a different number or selection of items."""
+    """Both audits must have judged the same data: otherwise their effects describe
+    different items. When both record the data's content fingerprint (`data_fingerprint`,
+    `judgeaudit.data.fingerprint`), that decides, whatever the specs say: the same file
+    named by a relative and an absolute path is the same data, and two files both named
+    `jsonl:items.jsonl` are not. Items are then matched by id AND content: an id whose item
+    changed between the runs is left out of the paired changes (`data_match`); refused only
+    when no item has the same id and content in both. Without a fingerprint on both sides
+    (results from an older judgeaudit) the --data specs must be equal, and items are matched
+    by id: each probe compares the items both runs judged, and those judged in one run only
+    are counted (`item_counts`, in the output). So audits of different --n, --sample or
+    --seed, and an adaptive audit beside a fixed-n one, compare on the items they share.
+    Refused (CompareError) there: different --data specs; per-item ids in both runs with no
+    id in common; and, where a run keeps no per-item ids to match by, a different number or
+    selection of items."""
     if any((d.get("run") or {}).get("status") == "failed" for d in (a, b)):
         return  # the comparison fails on that run (`_failed_run`), saying to re-run it
     da, db = a.get("data"), b.get("data")
+    fa, fb = fingerprint.of(a), fingerprint.of(b)
+    if fa is not None and fb is not None:
+        diff = fingerprint.difference(fa, fb)
+        if diff["same"] or diff["n_same"]:
+            return  # the same items, or some: the changed ones are left out (`data_match`)
+        if diff["n_shared"]:
+            raise CompareError(
+                f"different data: all {diff['n_shared']} items in both A ({da!r}) and B "
+                f"({db!r}) have the same id but other content (text, label or gold; e.g. "
+                f"{', '.join(map(repr, diff['changed'][:3]))}), so no item can be paired; "
+                "compare audits of the same items")
+        raise CompareError(f"different data: A audited {da!r} ({fingerprint.short(fa)}), B "
+                           f"audited {db!r} ({fingerprint.short(fb)}), and no item id is in "
+                           "both; compare audits of the same data")
     if da != db:
         raise CompareError(f"different data: A audited {da!r}, B audited {db!r}; compare "
                            "audits of the same --data (items are then matched by id)")
@@ -159,12 +180,66 @@ def check_same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
                            "the same --n / --sample / --seed")
 
 
+def data_match(a: Mapping[str, Any], b: Mapping[str, Any], a_path: str = "A",
+               b_path: str = "B") -> tuple[dict[str, Any], list[str], list[str]]:
+    """What the two audits' data fingerprints say (`judgeaudit.data.fingerprint`): (the
+    comparison's `data_match` record, its notes, its warnings). The record: both specs,
+    both wholes, whether the content is the same, and the ids both runs list whose content
+    differs (`changed`: different items under one id, so the comparison leaves them out of
+    every paired change; pairing them read a data change, such as labels swapped, as the
+    judge's). A run written before fingerprints were recorded is compared as before, by its
+    --data spec and item ids, with a note saying what that cannot see."""
+    da, db = a.get("data"), b.get("data")
+    fa, fb = fingerprint.of(a), fingerprint.of(b)
+    rec: dict[str, Any] = {"a": {"data": da, "sha256": fa and fa.get("sha256"),
+                                 "n_items": fa and fa.get("n_items")},
+                           "b": {"data": db, "sha256": fb and fb.get("sha256"),
+                                 "n_items": fb and fb.get("n_items")}}
+    notes: list[str] = []
+    warnings: list[str] = []
+    if fa is None or fb is None:
+        sides = [f"{lab} ({path})" for lab, path, fp in (("A", a_path, fa), ("B", b_path, fb))
+                 if fp is None]
+        rec["matched_on"] = "spec"
+        notes.append(f"{' and '.join(sides)} record{'s' if len(sides) == 1 else ''} no data "
+                     "fingerprint (results written before judgeaudit recorded one): the "
+                     "items are matched by the --data spec and item id only, so a change "
+                     "of an item's text or label under the same spec cannot be seen; "
+                     "re-run that audit to compare on content")
+        return rec, notes, warnings
+    diff = fingerprint.difference(fa, fb)
+    rec.update(matched_on="fingerprint", same_content=diff["same"],
+               n_changed=len(diff["changed"]), changed=diff["changed"][:CHANGED_SHOWN])
+    if da != db:
+        what = ("hold the same items" if diff["same"] else
+                f"share {diff['n_same']} items of the same id and content")
+        notes.append(f"A names its data {da!r} and B {db!r}; both {what} (content "
+                     f"fingerprints {fingerprint.short(fa)} and {fingerprint.short(fb)}), "
+                     "so they are compared as the same data")
+    if diff["changed"]:
+        k, shown = len(diff["changed"]), diff["changed"][:3]
+        line = (f"{k} of the {diff['n_shared']} items both runs list have the same id but "
+                f"other content (text, label or gold) in A and B (e.g. "
+                f"{', '.join(map(repr, shown))}): they are different items, so they are left "
+                "out of every paired change (the data changed between the audits: "
+                f"A {fingerprint.short(fa)}, B {fingerprint.short(fb)})")
+        warnings.append(line)
+        notes.append(line)
+    return rec, notes, warnings
+
+
+CHANGED_SHOWN = 50  # changed ids kept in the comparison's record (all are counted)
+
+
 def item_counts(a: Mapping[str, Any], b: Mapping[str, Any],
-                names: Sequence[str]) -> dict[str, Any] | None:
+                names: Sequence[str], changed: set[str] | frozenset[str] = frozenset()
+                ) -> dict[str, Any] | None:
     """How the two runs' items match by id, over the probes `names` whose per-item values
     both runs keep: {"a": items A judged, "b": items B judged, "n_matched": in both,
-    "n_only_a", "n_only_b": in one run only (left out of every paired change)}; None when no
-    probe keeps them (unpaired: nothing is matched)."""
+    "n_only_a", "n_only_b": in one run only (left out of every paired change), and
+    "n_changed" when ids in both hold other content in each (`changed`, from the data
+    fingerprints; left out too, and not counted as matched)}; None when no probe keeps them
+    (unpaired: nothing is matched)."""
     pa_all, pb_all = a.get("probes") or {}, b.get("probes") or {}
     ids_a: set[str] = set()
     ids_b: set[str] = set()
@@ -180,8 +255,10 @@ def item_counts(a: Mapping[str, Any], b: Mapping[str, Any],
     if not ids_a and not ids_b:
         return None
     both = ids_a & ids_b
-    out: dict[str, Any] = {"a": len(ids_a), "b": len(ids_b), "n_matched": len(both),
+    out: dict[str, Any] = {"a": len(ids_a), "b": len(ids_b), "n_matched": len(both - changed),
                            "n_only_a": len(ids_a - both), "n_only_b": len(ids_b - both)}
+    if both & changed:
+        out["n_changed"] = len(both & changed)
     unused = unused_probes(a, b, names)
     if unused:  # "all matched by id" must not cover a probe that used no item in a run
         out["unused"] = unused
@@ -220,6 +297,9 @@ def items_line(counts: Mapping[str, Any] | None) -> str:
     if counts["n_only_a"] or counts["n_only_b"]:
         head = (f"{head}; {counts['n_only_a']} only in A and {counts['n_only_b']} only in B "
                 "are left out of the paired changes")
+    if counts.get("n_changed"):
+        head = (f"{head}; {counts['n_changed']} in both have other content in each (the data "
+                "fingerprints differ there) and are left out of the paired changes")
     return head + unused_text(counts.get("unused"))
 
 
@@ -679,6 +759,15 @@ def compare(
         doc["warnings"] = said
     doc["only_in_a"] = [n for n in pa_all if n not in pb_all]
     doc["only_in_b"] = [n for n in pb_all if n not in pa_all]
+    # which data each ran on: the fingerprints, not the specs (`data_match`)
+    doc["data_match"], data_notes, data_warnings = data_match(a, b, a_path, b_path)
+    by_content = doc["data_match"]["matched_on"] == "fingerprint"
+    changed = set(fingerprint.difference(fingerprint.of(a) or {}, fingerprint.of(b) or {})
+                  ["changed"]) if by_content else set()
+    doc["notes"][:0] = data_notes if by_content else []  # other data, other spellings: first
+    tail = [] if by_content else data_notes  # matched by spec as before: said last
+    if data_warnings:
+        doc["warnings"] = [*data_warnings, *(doc.get("warnings") or [])]
     failed = _failed_run(a, b, a_path, b_path)
     if failed is not None:
         doc.update(run=failed, probes={}, summary={"n_probes": 0, "run_failed": names,
@@ -688,8 +777,9 @@ def compare(
         return doc
     # the run-level item match, said beside the per-probe counts (the terminal showed only
     # "n=30" per probe, never the 10 items of each run left out)
-    counts = doc["items"] = item_counts(a, b, names)
-    if counts and (counts["n_only_a"] or counts["n_only_b"] or counts.get("unused")):
+    counts = doc["items"] = item_counts(a, b, names, changed)
+    if counts and (counts["n_only_a"] or counts["n_only_b"] or counts.get("unused")
+                   or counts.get("n_changed")):
         doc["notes"].append(items_line(counts))
     probes: dict[str, dict[str, Any]] = {}
     changes = []
@@ -702,12 +792,17 @@ def compare(
         vb, why_b = per_item_values(pb)
         notes: list[str] = []
         unbounded = False  # too few changes for the bootstrap, and no bound for movers_ci
+        n_changed = 0
         if va is not None and vb is not None:
+            # an id whose item changed between the runs names two items: not paired
+            n_changed = len(changed & (va.keys() | vb.keys()))
+            ma = {k: v for k, v in va.items() if k not in changed} if n_changed else va
+            mb = {k: v for k, v in vb.items() if k not in changed} if n_changed else vb
             span, assumed = _change_span(pa, pb), None
             if span is None:
                 assumed = _assumed_span(pa, pb, va, vb)
                 span = None if assumed is None else 2 * assumed["span"]
-            ch = paired_change(va, vb, seed=seed, span=span)
+            ch = paired_change(ma, mb, seed=seed, span=span)
             pairing = "paired"
             if assumed is not None:
                 lacking = assumed["run"]
@@ -717,9 +812,13 @@ def compare(
                              f"{assumed['span']:g} is assumed for both (each of run {lacking}'s "
                              "per-item values lies within it); re-run that audit with this "
                              "version to compare on its own record")
-            ids = [k for k in va if k in vb]
+            ids = [k for k in ma if k in mb]
             side_a, side_b = (_side(pa, va, ids, _seed(a, seed)),
                               _side(pb, vb, ids, _seed(b, seed)))
+            if n_changed:
+                notes.append(f"{n_changed} item(s) of this probe have other content in A and "
+                             "B (same id, the data changed): left out of the change and of the "
+                             "A and B effects beside it")
             if ch["n_only_a"] or ch["n_only_b"]:
                 notes.append(f"{ch['n_matched']} items matched by id; {ch['n_only_a']} valid "
                              f"only in A and {ch['n_only_b']} only in B are left out of the "
@@ -749,6 +848,9 @@ def compare(
             notes.append("unpaired comparison (" + "; ".join(whys) + "): the interval ignores "
                          "the errors both audits share on the same items, so it is usually "
                          "wider than a paired one; per-item values would allow pairing")
+            if changed:  # nothing to leave the changed items out of
+                notes.append(f"the effects include the {len(changed)} item(s) whose content "
+                             "differs between A and B (no per-item values to leave them out)")
         changes.append(ch)
         title = pa.get("title") or pb.get("title") or name
         probes[name] = {
@@ -760,8 +862,9 @@ def compare(
             "p": ch["p"],
             "bias": {"a": ch["a"], "b": ch["b"]},
             "margin": margin if margin is not None else _margin(pa, pb),
-            "items": {k: ch[k] for k in ("n_matched", "n_only_a", "n_only_b", "n_up",
-                                         "n_down") if k in ch},
+            "items": {**{k: ch[k] for k in ("n_matched", "n_only_a", "n_only_b", "n_up",
+                                            "n_down") if k in ch},
+                      **({"n_changed": n_changed} if n_changed else {})},
             "notes": notes,
             **({"no_bound": True} if unbounded else {}),
         }
@@ -796,6 +899,7 @@ def compare(
     note = length_note(probes, pa_all, pb_all)
     if note:
         doc["notes"].append(note)
+    doc["notes"] += tail
     doc["run"] = {"status": "ok", "message": ""}
     doc["seconds"] = time.perf_counter() - t0
     return doc

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from judgeaudit.data.fingerprint import fingerprint
 from judgeaudit.data.loaders._common import read_jsonl
 from judgeaudit.data.registry import DataError
 from judgeaudit.data.spec import parse_spec
@@ -86,6 +87,8 @@ class Pool:
     # what loading said about the file (empty responses of a JSON Lines pool, counted), for
     # the run's notes
     notes: list[str] = field(default_factory=list)
+    # the items' content fingerprint (`judgeaudit.data.fingerprint`), set from the items
+    fingerprint: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if len(self.items) < 2:
@@ -96,6 +99,11 @@ class Pool:
             if it.id in seen:
                 raise DataError(self.source, None, f"duplicate item id {it.id!r}")
             seen.add(it.id)
+        # which items, not only which spec (a builtin:controlled built for another --k kept
+        # one record): the fingerprint of the items as given, before prompts are folded; the
+        # record (results' `pool`, shown in the report) keeps its whole, the results the rest
+        self.fingerprint = fingerprint(self.items)
+        self.meta = {**self.meta, "sha256": self.fingerprint["sha256"]}
         self.items, folded = _fold_prompts(self.items)
         prompts = list(dict.fromkeys(it.prompt for it in self.items))
         self._group_of = {p: g for g, p in enumerate(prompts)}
@@ -417,7 +425,8 @@ def controlled_pool(params: dict[str, str], source: str = "builtin:controlled",
                               "n_statements": float(it.n_true + it.n_false)})
              for it in cp.items]
     return Pool(items=items, source=source, k=k,
-                meta={"kind": "controlled", "topic": cp.topic, "seed": seed, "design": design})
+                meta={"kind": "controlled", "topic": cp.topic, "seed": seed, "design": design,
+                      "k": k, "n": n})
 
 
 def _number(v: Any) -> float | None:
