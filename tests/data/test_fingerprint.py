@@ -108,6 +108,11 @@ def test_two_files_of_one_name_with_swapped_labels_are_not_paired_unsaid(tmp_pat
     for p in res["probes"].values():
         assert p["items"]["n_matched"] == 18 and p["items"]["n_changed"] == 6
         assert p["a"]["n"] == p["b"]["n"] == 18
+    from judgeaudit.cli.compare_cmd import items_header
+
+    # the table's title said "(24 items, all matched by id)" (datahash's note)
+    assert items_header(res) == ("A 24 items, B 24: 18 matched by id, 0 only in A, 0 only in "
+                                 "B, 6 with the same id but other content (left out)")
 
 
 def test_every_item_changed_is_refused(tmp_path, monkeypatch):

@@ -131,11 +131,13 @@ def items_header(res: dict[str, Any]) -> str:
         return f"{na} items" if na == nb else f"A {na} items, B {nb}"
     from judgeaudit.audit.compare import unused_text
 
-    if not c.get("n_only_a") and not c.get("n_only_b"):
+    changed = (f", {c['n_changed']} with the same id but other content (left out)"
+               if c.get("n_changed") else "")
+    if not c.get("n_only_a") and not c.get("n_only_b") and not changed:
         # a probe that used no item in a run is not covered by "all matched" (`unused`)
         return f"{c.get('n_matched')} items, all matched by id{unused_text(c.get('unused'))}"
     return (f"A {c.get('a')} items, B {c.get('b')}: {c.get('n_matched')} matched by id, "
-            f"{c.get('n_only_a')} only in A, {c.get('n_only_b')} only in B"
+            f"{c.get('n_only_a')} only in A, {c.get('n_only_b')} only in B{changed}"
             f"{unused_text(c.get('unused'))}")
 
 
