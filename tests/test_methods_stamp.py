@@ -205,3 +205,13 @@ def test_compare_of_two_current_results_says_nothing_of_methods(runs, tmp_path):
     assert "methods" not in res.stderr
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     assert "methods_differ" not in summary and "warnings" not in summary
+
+
+@pytest.mark.parametrize("raw", ["1", 1.0, True, None, -3])
+def test_a_stamp_that_cannot_be_read_is_not_called_missing(raw):
+    """review12: `methods: "1"` (or 1.0, true, null) read as "no methods stamp" though the
+    stamp is there; it is named as unreadable, and still taken as old."""
+    said = notes({"command": "audit", "methods": raw})
+    assert len(said) == 1
+    assert "cannot be read" in said[0] and "no methods stamp" not in said[0]
+    assert notes({"command": "audit", "methods": 0})[0].find("no methods stamp") > 0

@@ -178,8 +178,16 @@ def notes(doc: Mapping[str, Any]) -> list[str]:
                 f"{METHODS_VERSION}); upgrade judgeaudit to read it as it was made: what is "
                 "shown here is read with this build's rules, and parts it does not know are "
                 "left out"]
-    made = ("made before judgeaudit recorded its methods (no methods stamp)" if v == 0 else
-            f"made with methods version {v} (this build: {METHODS_VERSION})")
+    raw = doc.get("methods")
+    if v == 0 and raw not in (0, None) or raw is None and "methods" in doc:
+        # a stamp that is there but not a whole number (a damaged or hand-edited file):
+        # it said "no methods stamp" beside the stamp (review12)
+        made = (f"stamped with a methods version that cannot be read (methods: {raw!r:.40}), "
+                "so it is taken as made before the stamp")
+    elif v == 0:
+        made = "made before judgeaudit recorded its methods (no methods stamp)"
+    else:
+        made = f"made with methods version {v} (this build: {METHODS_VERSION})"
     parts = _older_parts(doc) if v == 0 else []
     what = (" What differs: " + "; ".join(parts) + ".") if parts else ""
     return [f"this result was {made}: its numbers may come from older methods than this "
