@@ -13,14 +13,14 @@ the compared probes, and a verdict per probe:
 Paired or unpaired. When both results files keep a probe's per-item values (`per_item`:
 {item id: the item's paired difference}, or `units`: [[item id, difference], ...], the
 differences whose mean over the items is `effect.value`; in memory `ProbeResult.units`),
-items are matched by id and the change is the mean per-item difference over the matched
-items: the score interval of a bounded mean when both runs record their bound, else a
-bootstrap over items, sign-flip randomization test of the mean. Where fewer
-than SPARSE_MOVERS matched items changed and both runs record their per-item bound (`span`:
-every value in [-span, span], so every change in [-(span A + span B), span A + span B]),
-the interval is the exact one of `stats.movers_ci` instead: the bootstrap of so few changes
-is too narrow (none changed: [0, 0] at any n), and "no change" read off it would be wrong
-far more often than 5% of the time at the edge of the margin.
+items are matched by id (in Unicode NFC, `item_key`) and the change is the mean per-item
+difference over the matched items: the score interval of a bounded mean when both runs
+record their bound, else a bootstrap over items, sign-flip randomization test of the mean.
+Where fewer than SPARSE_MOVERS matched items changed and both runs record their per-item
+bound (`span`: every value in [-span, span], so every change in [-(span A + span B),
+span A + span B]), the interval is the exact one of `stats.movers_ci` instead: the bootstrap
+of so few changes is too narrow (none changed: [0, 0] at any n), and "no change" read off it
+would be wrong far more often than 5% of the time at the edge of the margin.
 Items judged in only one run are counted and reported, per probe (`items`) and over the
 run (the document's `items`, `item_counts`): audits of the same --data with different
 --n, --sample or --seed compare on the items both judged. Each probe's A and B effects beside
@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -464,19 +465,28 @@ def _effect(p: Mapping[str, Any]) -> tuple[float | None, float | None, float | N
     return _finite(e.get("value")), _finite(lo), _finite(hi)
 
 
-def _pairs(p: Mapping[str, Any]) -> tuple[list[tuple[Any, Any]] | None, str]:
-    """(item id, value) pairs from `per_item` ({id: value}) or `units` ([[id, value], ...])."""
+def item_key(k: Any) -> str:
+    """The id items are matched by: the id in Unicode NFC, as the data fingerprint, --sample
+    and --adaptive read it (`fingerprint.fingerprint`, `evaluate.item_identity`). Raw, the
+    same 10 rows with NFD ids ("café" decomposed) were "the same items" by fingerprint and
+    0 matched by id, and a changed item under an NFD id was not left out."""
+    return unicodedata.normalize("NFC", str(k))
+
+
+def _pairs(p: Mapping[str, Any]) -> tuple[list[tuple[str, Any]] | None, str]:
+    """(item id, value) pairs from `per_item` ({id: value}) or `units` ([[id, value], ...]),
+    each id in NFC (`item_key`)."""
     if p.get("per_item") is not None:
         raw = p["per_item"]
         if not isinstance(raw, dict):
             return None, "per_item is not an object of item id -> value"
-        return list(raw.items()), ""
+        return [(item_key(k), v) for k, v in raw.items()], ""
     if p.get("units") is not None:
         raw = p["units"]
         if not isinstance(raw, list) or not all(isinstance(u, list | tuple) and len(u) == 2
                                                 for u in raw):
             return None, "units is not a list of [item id, value] pairs"
-        return [(u[0], u[1]) for u in raw], ""
+        return [(item_key(u[0]), u[1]) for u in raw], ""
     return None, "no per-item values in results.json"
 
 
@@ -494,8 +504,8 @@ def per_item_values(p: Mapping[str, Any]) -> tuple[dict[str, float] | None, str]
         f = _finite(v)
         if f is None:
             return None, f"the per-item value of {k!r} is not a finite number"
-        if str(k) in vals:
-            return None, f"item id {k!r} has two per-item values"
+        if str(k) in vals:  # ids equal in NFC are one item (`item_key`)
+            return None, f"item id {k!r} has two per-item values (ids compared in NFC)"
         vals[str(k)] = f
     eff = _effect(p)[0]
     if not vals and eff is not None:  # an effect from no item: the values are missing
