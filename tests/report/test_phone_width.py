@@ -2,7 +2,9 @@
 page scrolls sideways. Rank (737 px), the adaptive audit (756), quantify (695), rank-eval
 (614), mitigate and discover (574) did: their wide tables (rank's bias terms, judge agreement,
 G-module calls, the adaptive table) sat outside a `.scroll` box. Every table now scrolls in
-its own box, with its first (name) column on screen."""
+its own box, with its first (name) column on screen.
+
+Also: the unreadable-answers table's order column ('12' / '21') says what the order means."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from judgeaudit.audit.adaptive import run_adaptive
 from judgeaudit.data import load
 from judgeaudit.judges import make_judge
 from judgeaudit.report.html import render_report
-from tests.report.test_browser import CHROMIUM, chromium
+from tests.report.test_browser import CHROMIUM, FIXTURES, chromium
 from tests.report.test_hubj_report import discover_doc, mitigate_doc, quantify_doc
 
 needs_browser = pytest.mark.skipif(
@@ -126,3 +128,16 @@ def test_at_500px_no_page_scrolls_sideways_and_tables_keep_their_first_column_on
         for left, right in t["first"]:  # the name column stays in view as the numbers scroll
             assert left >= 0 and right <= m["view"], (kind, t)
 
+
+def test_the_unreadable_answers_order_column_says_which_response_came_first():
+    doc = json.loads((FIXTURES / "audit_results.json").read_text(encoding="utf-8"))
+    doc["items"] = {"given": 20, "pairwise": 20, "used": 20}
+    doc["unreadable_examples"] = [
+        {"item_id": "a1", "order": "21", "raw": "I cannot decide", "why": "no verdict"},
+        {"item_id": "a2", "order": 12, "raw": "Both are fine", "why": "no verdict"}]
+    html = render_report(doc)
+    table = html.split('id="unreadable"')[1].split("</table>")[0]
+    assert "<th" in table and "Order shown" in table, table
+    rows = table.split("<tbody>")[1].split("</tr>")
+    assert "21 <span" in rows[0] and "(response 2 first)" in rows[0], rows[0]
+    assert "12 <span" in rows[1] and "(response 1 first)" in rows[1], rows[1]
