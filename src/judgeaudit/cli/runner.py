@@ -862,13 +862,13 @@ def note_deferred(code: Any) -> None:
 def finishing_stop_text(signum: int) -> str:
     """The stop line of a run a second signal ended while its results were being written
     (after a first one `defer_signal` held back): the folder holds them if they were
-    written by then, else the run's "did not finish" record."""
+    written by then, else the run's "did not finish" record; and what a re-run costs, as
+    the ordinary stop line says it (`resume_text`: under --no-cache nothing was kept)."""
     word = _STOP_WORDS.get(signum, ("interrupted", 0))[0]
     return (f"{word} ({signal.Signals(signum).name}) again as the run's results were being "
             "written: its folder holds them if they were written by then, else the record "
-            "saying the run did not finish; finished calls are in the cache"
-            f"{_RUNNING['where']}; run the same command again to resume (no finished call "
-            "is made twice)")
+            "saying the run did not finish; "
+            f"{resume_text(_RUNNING['cached'], _RUNNING['where'])}")
 
 
 def _apply_config_file(ctx: typer.Context, _param: Any, value: Path | None) -> Path | None:
