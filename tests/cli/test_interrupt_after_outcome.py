@@ -105,6 +105,29 @@ def _end(child: subprocess.Popen[str], timeout: float) -> float | None:
     return time.monotonic() - t0
 
 
+def test_the_first_signal_while_the_results_are_written_is_said_at_once(tmp_path):
+    """SIGINT while the report takes `SLOW` seconds to write: one line says so within a
+    second (b7dfcdd said nothing until the write was over), then the run ends as without
+    the signal, exit 0, the report written."""
+    out = tmp_path / "o"
+    child = _audit(_WRITES_SLOWLY, out)
+    lines = _Lines(child)
+    lines.until("[slow report write begins]")
+    t0 = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    first = lines.next(timeout=1.5)
+    said_after = time.monotonic() - t0
+    took = _end(child, timeout=60)
+    err = lines.rest()
+    assert first == ("note: SIGINT while the run's results are being written: they are "
+                     "written in full, then the run exits with its own code (a signal again "
+                     "more than 1 s from now stops it at once)"), (first, err[-20:])
+    assert said_after < 1.5, said_after
+    assert took is not None and child.returncode == 0, (child.returncode, err[-20:])
+    assert (out / "report.html").is_file()
+    assert _stop_lines("\n".join(err)) == [], err[-20:]
+
+
 def test_a_second_signal_while_the_results_are_written_under_no_cache_says_none_was_kept(
         tmp_path):
     """--no-cache, SIGINT while the results are written, SIGINT again 1.5 s later: the run

@@ -568,7 +568,7 @@ def _on_signal(signum: int, frame: object) -> None:
             runner._RUNNING["timer"] = timer  # called off if the run finishes anyway
             timer.start()
             return
-        if runner.defer_signal(signum):
+        if runner.defer_signal(signum, REPEAT_WINDOW):
             return  # the pipeline has ended: its results are written first, then said
         if signum == signal.SIGINT:
             raise KeyboardInterrupt

@@ -829,16 +829,25 @@ def late_signal_text(late: Mapping[str, Any], why: str | None = None) -> str:
             "is complete, its results are written as usual")
 
 
-def defer_signal(signum: int) -> bool:
+def defer_signal(signum: int, window: float = 1.0) -> bool:
     """A first signal once the pipeline has ended (called from the signal handler, in the
     main thread): the command is writing its results and report and printing them, so the
     signal waits for that (`note_deferred`); no later pipeline starts (`run_async`). It
-    raised KeyboardInterrupt wherever the command was (exit 130 beside a results.json
-    saying ok, no report, no --json; or the process died by the signal). False when no
-    pipeline has ended (the signal is handled as before: `main._on_signal`)."""
+    says so at once, in one line (a slow disk left the terminal silent for seconds after
+    Ctrl-C), with what a signal again more than `window` seconds later does
+    (`main.REPEAT_WINDOW`: it stops at once). It raised KeyboardInterrupt wherever the
+    command was (exit 130 beside a results.json saying ok, no report, no --json; or the
+    process died by the signal). False when no pipeline has ended (the signal is handled
+    as before: `main._on_signal`)."""
     if not _RUNNING["finishing"] or _RUNNING["stop"] is not None:
         return False
     _RUNNING["deferred"] = signum
+    close_bars()
+    console.print(styled("note:", "bold yellow",
+                         f"{signal.Signals(signum).name} while the run's results are being "
+                         "written: they are written in full, then the run exits with its own "
+                         f"code (a signal again more than {window:g} s from now stops it at "
+                         "once)"), highlight=False)
     return True
 
 
