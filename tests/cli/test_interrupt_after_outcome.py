@@ -14,6 +14,7 @@ forward pass still running by a non-daemon worker thread that sleeps.
 
 from __future__ import annotations
 
+import json
 import queue
 import signal
 import subprocess
@@ -22,8 +23,22 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from .test_interrupt import _sigint_as_at_a_terminal
 from .test_interrupt_signals import _env, _stop_lines
+
+# A forward pass of the local backend still under way when the command ends (its executor's
+# worker thread is not a daemon: Python's exit joins it).
+_HANGS = """
+import sys, time
+from concurrent.futures import ThreadPoolExecutor
+ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgeaudit-local")
+ex.submit(time.sleep, 60)
+from judgeaudit.cli.main import main
+sys.argv = ["judgeaudit", *sys.argv[1:]]
+main()
+"""
 
 # The report written slowly (a slow disk): the results are being written for `SLOW` seconds.
 SLOW = 5.0
@@ -103,6 +118,27 @@ def _end(child: subprocess.Popen[str], timeout: float) -> float | None:
         child.wait()
         return None
     return time.monotonic() - t0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_after_the_outcome_ends_the_process_at_once_with_the_runs_code(tmp_path,
+                                                                                 sig):
+    """The run has printed its --json summary (exit code 0) and Python's exit waits for a
+    forward pass in a worker thread: the signal ends the process at once, exit 0, the
+    run's own code. b7dfcdd ignored it, and the process went on for the thread's 60 s."""
+    child = _audit(_HANGS, tmp_path / "o", "--json")
+    assert child.stdout is not None
+    summary = json.loads(child.stdout.readline())  # the outcome, printed
+    assert summary["exit_code"] == 0, summary
+    time.sleep(0.5)  # main() is past the command: in Python's exit, joining the thread
+    child.send_signal(sig)
+    took = _end(child, timeout=10)
+    err = child.stderr.read() if child.stderr else ""
+    assert took is not None, f"{signal.Signals(sig).name} did not end the process in 10 s"
+    assert child.returncode == 0, (child.returncode, err[-2000:])
+    assert took < 5, took
+    assert _stop_lines(err) == [], err[-2000:]
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["run"]["status"] == "ok"
 
 
 def test_the_first_signal_while_the_results_are_written_is_said_at_once(tmp_path):

@@ -6,6 +6,7 @@ import inspect
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -610,10 +611,10 @@ def main() -> None:
     """Console entry point. After Ctrl-C (exit 130) the process ends at once instead of
     waiting for a local model's forward pass in its worker thread to finish: every finished
     call is already committed to the cache. SIGTERM ends it the same way, with exit 143
-    (`_on_signal`). A reader that goes away (`| head -1`) ends no run: what is written
-    after it is discarded and the exit code is the run's own (`crash.PipeSafe`)."""
-    import os
-
+    (`_on_signal`). Once the outcome is said, a signal ends the process at once with the
+    run's own exit code (`_exit_on_signal`), as does the end of a command a signal waited
+    for (`runner.defer_signal`). A reader that goes away (`| head -1`) ends no run: what is
+    written after it is discarded and the exit code is the run's own (`crash.PipeSafe`)."""
     from judgeaudit.cli.crash import guard_std_streams, silence_std_streams
 
     signal.signal(signal.SIGTERM, _on_signal)
@@ -629,21 +630,20 @@ def main() -> None:
     except SystemExit as exc:
         from judgeaudit.cli.runner import note_deferred
 
-        # The outcome is decided and said: a signal from now on (the interpreter's
-        # teardown resets our handler to the default action) killed the process, exit -2
-        # beside a folder that says ok; ignored, it leaves the run's own exit code.
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
-        note_deferred(exc.code)  # a signal that waited for the results to be written
-        if exc.code in (130, EXIT_TERMINATED):  # Ctrl-C, SIGTERM: end now (see above)
-            sys.stderr.flush()
-            sys.stdout.flush()
-            os._exit(exc.code)
+        # The outcome is decided and said: a signal from now on ends the process at once
+        # with the run's own exit code (`_exit_on_signal`)
         if exc.code == 2 and tee is not None and not LAST_ERROR.get("json"):
             # an option the parser refused (--n 0, an unknown option, a missing --config):
             # --json still prints one object, with the error the parser printed
             typer.echo(json_line({**_command_named(), "ok": False,
                                   "reason": tee.error_text() or "bad usage", "exit_code": 2}))
+        code = _own_exit_code(exc.code)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _exit_on_signal(code))
+        if note_deferred(exc.code):  # a signal that waited for the results to be written:
+            _exit_now(code)  # it asked to stop, so no wait for a worker thread either
+        if exc.code in (130, EXIT_TERMINATED):  # Ctrl-C, SIGTERM: end now (see above)
+            _exit_now(exc.code)
         raise
     except BrokenPipeError:  # past PipeSafe (nothing known writes around it): the command
         # ended where it wrote, so its outcome is unknown: a failed run, never a gate's 1
@@ -651,6 +651,40 @@ def main() -> None:
         sys.exit(EXIT_RUN_FAILED)
     except Exception as exc:
         _crashed(exc)
+
+
+def _own_exit_code(code: object) -> int:
+    """The exit code Python gives for `SystemExit(code)`: None 0, an int itself, else 1
+    (a message, printed)."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the process with `code` now: what was printed flushed, no wait for a non-daemon
+    thread (a local model's forward pass in its executor: Python's exit joins it)."""
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a reader gone (`| head -1`): nothing to flush
+            stream.flush()
+    os._exit(code)
+
+
+def _exit_on_signal(code: int) -> Callable[[int, object], None]:
+    """The handler of SIGINT and SIGTERM once a command's outcome is decided and said: end
+    the process at once with the run's own exit code `code`. Ignored (b7dfcdd), the signal
+    left Python's exit waiting for every non-daemon thread (a forward pass of the local
+    backend: a CI cancel did not end the process); left to the default action (the
+    interpreter's teardown resets our handler), it killed the process, exit -2, beside a
+    folder that says ok."""
+
+    def handler(signum: int, frame: object) -> None:
+        _exit_now(code)
+
+    return handler
 
 
 def _command_named() -> dict[str, str]:

@@ -851,12 +851,13 @@ def defer_signal(signum: int, window: float = 1.0) -> bool:
     return True
 
 
-def note_deferred(code: Any) -> None:
+def note_deferred(code: Any) -> bool:
     """After a command whose results a signal waited for (`defer_signal`): one line saying
-    so, with the exit code the run gives (its own, as without the signal)."""
+    so, with the exit code the run gives (its own, as without the signal). True when it
+    said so (the process then ends at once: `main.main`)."""
     signum = _RUNNING["deferred"]
     if signum is None or _RUNNING["said"]:
-        return
+        return False
     _RUNNING["deferred"] = None
     code = 0 if code is None else code
     name = signal.Signals(signum).name
@@ -866,6 +867,7 @@ def note_deferred(code: Any) -> None:
                          "were being written: they were written in full, and the run exits "
                          f"with its own code ({code}), as without the signal"),
                   highlight=False)
+    return True
 
 
 def finishing_stop_text(signum: int) -> str:
