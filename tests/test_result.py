@@ -179,6 +179,8 @@ def test_summary_is_small_and_json_able():
     assert a["effects"]["position"] == {"value": pos["effect"]["value"],
                                         "ci95": pos["effect"]["ci95"], "n": pos["n"],
                                         "q": pos["q"], "n_invalid": pos.get("n_invalid"),
+                                        "no_bias_range": pos.get("no_bias_range"),
+                                        "small": False,
                                         "left_out": pos.get("dropped") or {}}
     assert set(a["effects"]) == set(a["verdicts"])
     json.dumps(a, allow_nan=False)

@@ -18,6 +18,7 @@ Exit codes (every command):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -280,3 +281,27 @@ def probe_verdict(effect: float | None, ci95: Sequence[float | None], q: float |
     if nb_lo is not None and nb_hi is not None and nb_lo <= lo and hi <= nb_hi:
         return "not_biased"
     return "underpowered"
+
+def _finite(x: Any) -> float | None:
+    """A finite float, or None (None, NaN, inf, bools, non-numbers)."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def biased_small(verdict: Any, ci: Any, no_bias_range: Any) -> bool:
+    """A "biased" verdict whose whole 95% interval lies inside the no-bias range: the rule
+    (q and an interval excluding 0) holds, yet the effect is too small to matter by the
+    probe's own range (authority +0.018 [+0.008, +0.028] against +/-0.050 at n = 2,500).
+    The verdict stays "biased" (gates fail on it); the page, its charts and the terminal
+    mark it "biased, small", not as a large bias."""
+    if verdict != "biased":
+        return False
+    vals = [*(ci or [])[:3], *(no_bias_range or [])[:3]]
+    if len(vals) != 4:
+        return False
+    lo, hi, a, b = (_finite(x) for x in vals)
+    if None in (lo, hi, a, b):
+        return False
+    a, b = min(a, b), max(a, b)  # type: ignore[type-var]
+    return a <= lo and hi <= b  # type: ignore[operator]

@@ -31,7 +31,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgeaudit.files import write_atomic
 from judgeaudit.methods import stamp
-from judgeaudit.outcome import EXIT_INTERRUPTED, EXIT_RUN_FAILED, EXIT_TERMINATED, run_failed
+from judgeaudit.outcome import (
+    EXIT_INTERRUPTED,
+    EXIT_RUN_FAILED,
+    EXIT_TERMINATED,
+    biased_small,
+    run_failed,
+)
 from judgeaudit.results_file import SCHEMA_VERSION, plain, usd_value
 
 if TYPE_CHECKING:
@@ -477,6 +483,13 @@ class Result(BaseModel):
             out["effects"] = {name: {**(_est_dict({**(p.get("effect") or {}),
                                                    "n": p.get("n")}) or {}), "q": p.get("q"),
                                      "n_invalid": p.get("n_invalid"),
+                                     # "biased, small": biased, but its whole interval
+                                     # inside the no-bias range (the page and terminal said
+                                     # so; --json did not tell it from a large bias)
+                                     "no_bias_range": p.get("no_bias_range"),
+                                     "small": biased_small(
+                                         p.get("verdict"), (p.get("effect") or {}).get("ci95"),
+                                         p.get("no_bias_range")),
                                      # the items its n left out, by why (not_sent,
                                      # call_failed, unparseable, single_order, ...)
                                      "left_out": dict(p.get("dropped") or {}),

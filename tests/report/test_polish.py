@@ -239,3 +239,14 @@ def test_rank_eval_page_says_what_an_old_results_intervals_are():
     said = _caption(render_report(old))
     assert "bars are 95% t intervals" not in said and "Clopper" not in said, said
     assert "mean \u00b1 1.96 se over the seeds" in said, said
+
+
+def test_json_summary_tells_a_small_bias_from_a_large_one():
+    """verify45: --json said `verdicts: {position: "biased"}` with nothing to tell it from a
+    large bias, while the page and terminal said "biased, small"."""
+    doc, name = _small_bias_doc()
+    eff = judgeaudit.Result.from_document(doc).summary()["effects"][name]
+    assert eff["small"] is True and eff["no_bias_range"] == doc["probes"][name]["no_bias_range"]
+    big = copy.deepcopy(doc)
+    big["probes"][name]["effect"].update(value=0.07, ci95=[0.02, 0.12])
+    assert judgeaudit.Result.from_document(big).summary()["effects"][name]["small"] is False

@@ -11,6 +11,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from judgeaudit.outcome import biased_small
 from judgeaudit.textfile import visible
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
@@ -22,24 +23,6 @@ VERDICT_LABELS = {"biased": "biased", "not_biased": "not biased", "underpowered"
 NEUTRAL = "#555555"
 SMALL_LABEL = "biased, small"  # a biased verdict whose whole interval is in the no-bias range
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
-
-def biased_small(verdict: Any, ci: Any, no_bias_range: Any) -> bool:
-    """A "biased" verdict whose whole 95% interval lies inside the no-bias range: the rule
-    (q and an interval excluding 0) holds, yet the effect is too small to matter by the
-    probe's own range (authority +0.018 [+0.008, +0.028] against +/-0.050 at n = 2,500).
-    The verdict stays "biased" (gates fail on it); the page, its charts and the terminal
-    mark it "biased, small", not as a large bias."""
-    if verdict != "biased":
-        return False
-    vals = [*(ci or [])[:3], *(no_bias_range or [])[:3]]
-    if len(vals) != 4:
-        return False
-    lo, hi, a, b = (finite(x) for x in vals)
-    if None in (lo, hi, a, b):
-        return False
-    a, b = min(a, b), max(a, b)  # type: ignore[type-var]
-    return a <= lo and hi <= b  # type: ignore[operator]
-
 
 def verdict_label(verdict: Any, ci: Any = None, no_bias_range: Any = None) -> str:
     """A verdict as a reader sees it: "biased, small" for a small bias (`biased_small`)."""
