@@ -141,3 +141,13 @@ def test_the_unreadable_answers_order_column_says_which_response_came_first():
     rows = table.split("<tbody>")[1].split("</tr>")
     assert "21 <span" in rows[0] and "(response 2 first)" in rows[0], rows[0]
     assert "12 <span" in rows[1] and "(response 1 first)" in rows[1], rows[1]
+
+
+def test_evaluates_unreadable_answers_order_column_says_which_response_came_first():
+    """The same label in evaluate's table of unreadable answers (it showed a bare 21)."""
+    doc = {"command": "evaluate", "judge": "j", "invalid_examples": [
+        {"item_id": "a", "order": "21", "raw": "I cannot decide", "error": "no verdict"},
+        {"item_id": "b", "order": "12", "raw": "Both", "error": "no verdict"}]}
+    html = render_report(doc)
+    assert "Order shown" in html
+    assert "21 <span" in html and "(response 2 first)" in html and "(response 1 first)" in html
