@@ -149,8 +149,9 @@ def test_a_results_folder_of_another_command_is_refused(tmp_path, audit_run):
     assert f"judgeaudit audit --config {audit_run}" in text
 
 
-def test_a_masked_secret_is_not_sent_as_the_key(tmp_path, audit_run):
+def test_a_masked_secret_is_not_sent_as_the_key(tmp_path, audit_run, monkeypatch):
     """results.json never keeps a spec's key; a re-run must not send '***' as one."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # (else it stands in for the key)
     def edit(d: dict[str, Any]) -> None:
         d["settings"]["judge"] = "openai:gpt-4o?api_key=***"
 

@@ -958,14 +958,62 @@ def load_results_settings(path: str | Path, command: str) -> dict[str, Any]:
             f"`{command}` cannot be re-run from their folder (the missing one would take "
             "today's default, maybe not the run's); give the settings as options or in a TOML "
             "file")
-    masked = [k for k, v in settings.items() if isinstance(v, str) and _MASKED in v]
-    if masked:
-        raise ConfigError(
-            f"{where}{SETTINGS_KEY}.{masked[0]} = {settings[masked[0]]!r} had a secret, which "
-            f"results.json does not keep: give --{masked[0].replace('_', '-')} again (or put "
-            "the key in the environment)")
+    # a masked secret (`api_key=***`) is kept here: a flag given again overrides it, the
+    # environment can stand in for it; what is left is settled with the command line
+    # (`settle_masked`), which this eager read cannot see
     values = {k: v for k, v in settings.items() if k not in NOT_RERUN}
     return check_fields(model, values, where=f"{where}{SETTINGS_KEY}: ")
+
+
+# A masked `api_key` of a spec in recorded settings ("openai:m?api_key=***&base_url=U"):
+# the parameter with its separator, which `settle_masked` drops when the environment holds
+# the provider's key
+_MASKED_KEY = re.compile(r"(?<=[?&])api_key=\*\*\*(?:&|(?=[,\s]|$))")
+
+
+def is_masked(value: Any) -> bool:
+    """Whether a recorded setting had a secret that results.json did not keep."""
+    return isinstance(value, str) and _MASKED in value
+
+
+def settle_masked(name: str, value: str, where: str) -> tuple[str, str]:
+    """A recorded setting `name` whose secret was masked (`is_masked`), for a re-run that
+    did not give the option again: each masked `api_key=***` of a judge spec whose provider
+    reads its key from the environment ($OPENAI_API_KEY, $ANTHROPIC_API_KEY) is dropped
+    when that variable is set, so the provider reads it there. Returns the setting and a
+    note saying so. Any other masked secret, or the variable unset, is a ConfigError: the
+    run would fail at its first call, or (a placeholder key) call with '***' as the key."""
+    import os
+
+    from judgeaudit.llm.registry import provider_class
+
+    flag = f"--{name.replace('_', '-')}"
+    envs: list[str] = []
+    for m in _MASKED_KEY.finditer(value):
+        spec = re.split(r"[,\s]", value[:m.start()])[-1]
+        provider = re.split(r"[:?]", spec, maxsplit=1)[0]
+        try:
+            env = getattr(provider_class(provider), "key_env", None)
+        except Exception:  # an unknown provider: no variable to name
+            env = None
+        if not isinstance(env, str) or not os.environ.get(env, "").strip():
+            why = (f"${env} is not set" if isinstance(env, str)
+                   else f"provider {provider!r} reads no key from the environment")
+            raise ConfigError(
+                f"{where}{SETTINGS_KEY}.{name} = {value!r} had an api_key, which results.json "
+                f"does not keep, and {why}: give {flag} again with its key"
+                + (f", or set ${env}" if isinstance(env, str) else ""))
+        envs.append(env)
+    rest = _MASKED_KEY.sub("", value)
+    # a query left empty or ending in '&': "openai:m?" -> "openai:m", "m?x=1&" -> "m?x=1"
+    rest = re.sub(r"[?&](?=[,\s]|$)", "", rest)
+    if _MASKED in rest:  # another secret (a token=, a password in a URL): nothing stands in
+        raise ConfigError(
+            f"{where}{SETTINGS_KEY}.{name} = {value!r} had a secret, which results.json does "
+            f"not keep: give {flag} again")
+    shown = ", ".join(f"${e}" for e in dict.fromkeys(envs))
+    return rest, (f"{where}{SETTINGS_KEY}.{name}'s api_key was not kept (results.json masks "
+                  f"it): the judge reads its key from {shown}")
 
 
 def load_config_file(path: str | Path, command: str) -> dict[str, Any]:
@@ -987,6 +1035,6 @@ __all__ = [
     "ConfigError", "Conflict", "DiscoverConfig", "EvaluateConfig", "Exclusive",
     "MitigateConfig", "OnlyWith", "QuantifyConfig", "RankConfig", "RankEvalConfig",
     "ScoringBiasConfig", "check_fields", "config_model", "field_error", "is_listed",
-    "is_text", "load_config_file", "load_results_settings", "read_config_file",
-    "recorded_settings", "text_forms", "unknown_key",
+    "is_masked", "is_text", "load_config_file", "load_results_settings", "read_config_file",
+    "recorded_settings", "settle_masked", "text_forms", "unknown_key",
 ]

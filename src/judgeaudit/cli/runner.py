@@ -265,6 +265,21 @@ def settle_config_file(model: type[CommandConfig], values: dict[str, Any], path:
     return {k: values[k] for k in values if source(k) == "file" and k not in aside}
 
 
+def settle_masked_settings(values: dict[str, Any], filed: dict[str, Any], path: Any) -> None:
+    """A run's folder (`--config RUN_DIR`) whose recorded spec had its api_key masked: an
+    option given again has replaced it (it is not `filed`); else the key comes from the
+    environment, with a note, or the run is refused naming the option (`settle_masked`)."""
+    from judgeaudit.config import ConfigError, is_masked, settle_masked
+
+    for k in [k for k, v in filed.items() if is_masked(v)]:
+        try:
+            values[k], note = settle_masked(k, filed[k], f"--config {path}: ")
+        except ConfigError as exc:
+            raise fail(str(exc)) from None
+        filed[k] = values[k]
+        console.print(f"note: {note}", highlight=False, markup=False)
+
+
 def check_file_names(model: type[CommandConfig], path: Any, filed: Mapping[str, Any]) -> None:
     """Names a config file gives that the command looks up in a registry (audit's probes,
     and the probes its fail_on names): an unknown one exits 2 naming the file and the key,
@@ -1011,6 +1026,7 @@ def config_command(model: type[C], *extra: inspect.Parameter
             try:
                 if path is not None:  # the file against the command line (what was typed wins)
                     filed = settle_config_file(model, values, path, _sources(ctx))
+                    settle_masked_settings(values, filed, path)
                     check_file_names(model, path, filed)
                     CONFIG_FILE.set((str(path), filed))
                 body(model.model_construct(**values), json_out=json_out, **given)
