@@ -76,6 +76,7 @@ def test_rerun_from_folder_gives_the_same_results_from_the_cache(tmp_path, name)
         res = _run([cmd, "--config", str(target), "--out", str(again)])
         assert res.exit_code == 0, res.output
         redo = _doc(again)
+        assert redo.pop("rerun_of", {"data_same": True})["data_same"] is True  # (rank: none)
         assert _same(redo) == _same(doc) and redo["settings"] == doc["settings"]
         assert redo["calls"]["made"] == 0 and redo["calls"]["failed"] == 0
 

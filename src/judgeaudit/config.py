@@ -1016,6 +1016,68 @@ def settle_masked(name: str, value: str, where: str) -> tuple[str, str]:
                   f"it): the judge reads its key from {shown}")
 
 
+# Settings that choose which of the data's items a run loads (`Run.items`): with one given
+# on the command line a re-run may judge other items of the same data, so only items of both
+# are compared (`rerun_of`)
+SELECTION = frozenset({"data", "limit", "sample", "n", "seed", "full", "adaptive", "max_n",
+                       "round_size"})
+
+
+def rerun_of(path: str | Path, items: Any, settings_now: Mapping[str, Any],
+             data_given: bool) -> tuple[dict[str, Any], str]:
+    """A re-run from a run's folder (`--config RUN_DIR`) against the items it loaded now
+    (`items`, before any call; `settings_now`: this run's, as `recorded_settings`;
+    `data_given`: --data typed on the command line): the results' `rerun_of` record
+    ({folder, data_same, and when the data differ the recorded and new sha256 and n_items,
+    n_changed: items that run judged whose content differs, n_missing: ones no longer
+    loaded}) and a warning ("" when the data are the same). The recorded --data reading
+    other data (a file edited since, a relative path read from another folder) is a
+    ConfigError: re-running it would judge
+    other data under the run's settings and say nothing, and nothing is paid yet. With
+    --data given the user chose the data: a warning only. With another selection given
+    (--sample, --n, --seed, ...) the items may differ by it: only content is compared."""
+    from judgeaudit.data import fingerprint as fpm
+
+    p = Path(path)
+    file = p / "results.json" if p.is_dir() else p
+    try:
+        doc = json.loads(file.read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+    except (OSError, ValueError):  # read once already (`load_results_settings`)
+        doc = {}
+    then = fpm.of(doc) if isinstance(doc, dict) else None
+    record: dict[str, Any] = {"folder": str(p if p.is_dir() else p.parent)}
+    if then is None:
+        record["data_same"] = None
+        return record, (f"--config {path}: its results hold no data_fingerprint (written "
+                        "before judgeaudit recorded one): whether the data are the same as "
+                        "that run's is not known")
+    settings = doc.get(SETTINGS_KEY) if isinstance(doc.get(SETTINGS_KEY), dict) else {}
+    same_selection = all(settings.get(k) == settings_now.get(k) for k in SELECTION
+                         if k in settings_now)
+    now = fpm.fingerprint(items)
+    diff = fpm.difference(then, now)
+    missing = diff["n_only_a"] if same_selection else 0
+    same = diff["same"] or (not same_selection and not diff["changed"])
+    record["data_same"] = same
+    if same:
+        return record, ""
+    listed = then.get("items") if isinstance(then.get("items"), Mapping) else {}
+    record.update({"sha256_then": then.get("sha256"), "sha256_now": now["sha256"],
+                   "n_items_then": then.get("n_items"), "n_items_now": now["n_items"],
+                   "n_judged_then": len(listed), "n_changed": len(diff["changed"]),
+                   "n_missing": missing})
+    what = (f"{len(diff['changed'])} of the {len(listed)} items that run judged have other "
+            f"content now and {missing} are not loaded; it loaded {then.get('n_items')} "
+            f"items ({fpm.short(then)}), this run {now['n_items']} ({fpm.short(now)})")
+    if data_given:
+        return record, (f"--config {path}: --data differs from that run's data: {what}; "
+                        "a new run on these data, not a repeat of that one")
+    raise ConfigError(
+        f"--config {path}: the recorded data {settings.get('data')!r} are not the data that "
+        f"run judged: {what}. Nothing was run. Restore the data (a relative path is read "
+        "from the current folder), or give --data to run on these data as a new run")
+
+
 def load_config_file(path: str | Path, command: str) -> dict[str, Any]:
     """The settings a TOML file gives for `command`, validated against its Config model
     (key by key: a file may give only some settings). Values are as the model holds them
@@ -1036,5 +1098,5 @@ __all__ = [
     "MitigateConfig", "OnlyWith", "QuantifyConfig", "RankConfig", "RankEvalConfig",
     "ScoringBiasConfig", "check_fields", "config_model", "field_error", "is_listed",
     "is_masked", "is_text", "load_config_file", "load_results_settings", "read_config_file",
-    "recorded_settings", "settle_masked", "text_forms", "unknown_key",
+    "recorded_settings", "rerun_of", "settle_masked", "text_forms", "unknown_key",
 ]

@@ -338,6 +338,7 @@ def run_command(cfg: Any, run: Any,
         raise fail(f"--cache {cfg.cache} and --no-cache cannot be given together (one names "
                    "the cache to use, the other uses none): give one")
     check_out_dir(cfg.out)
+    rerun = check_rerun_data(cfg, run)  # before any call: other data than the run's are refused
     planner = active_planner()
     if planner is not None and cfg.no_cache:
         raise fail("--plan-only needs the cache (the answers are ingested into it): drop "
@@ -398,6 +399,10 @@ def run_command(cfg: Any, run: Any,
                 res["run"]["signal_after_last_call"] = _RUNNING["late"]
             if isinstance(cfg, CommandConfig):  # what `--config RUN_DIR` re-runs
                 res[SETTINGS_KEY] = recorded_settings(cfg)
+            if rerun is not None:  # which run this re-ran, and whether on its data
+                res["rerun_of"], changed = rerun
+                if changed:
+                    res["warnings"] = [*(res.get("warnings") or []), changed]
             return res
         except Exception as exc:
             if _UNFINISHED["doc"] is not None and not isinstance(exc, _NO_CRASH):
@@ -405,6 +410,29 @@ def run_command(cfg: Any, run: Any,
             raise
         finally:
             _UNFINISHED["doc"] = _UNFINISHED["refresh"] = None
+
+
+def check_rerun_data(cfg: Any, run: Any) -> tuple[dict[str, Any], str] | None:
+    """For a re-run from a run's folder (`--config RUN_DIR`) of a command that loaded its
+    items before any call (`Run.items`): the results' `rerun_of` record and the warning
+    that --data given on the command line differs from the run's data (`config.rerun_of`);
+    the recorded --data reading other data exits 2 here, nothing paid. None otherwise."""
+    from judgeaudit.config import ConfigError, is_results_path, rerun_of
+
+    given = CONFIG_FILE.get()
+    if (given is None or not is_results_path(given[0]) or getattr(run, "items", None) is None
+            or not isinstance(cfg, CommandConfig)):
+        return None
+    path, filed = given
+    try:
+        record, note = rerun_of(path, run.items, recorded_settings(cfg),
+                                data_given="data" not in filed)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    if note and record.get("data_same") is None:  # not known: said, no warning
+        console.print(f"note: {note}", highlight=False, markup=False)
+        note = ""
+    return record, note
 
 
 _KEPT = ("results.json", "report.html")  # what a run writes into its folder
