@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from judgeaudit.data.fingerprint import fingerprint
 from judgeaudit.data.schema import PairwiseItem
 from judgeaudit.hubj import mitigate as M
 from judgeaudit.hubj.baselines import BASELINE_SETS, criteria_for
@@ -475,6 +476,8 @@ async def run_discover(
         doc: dict[str, Any] = {
             "command": "discover",
             "judges": list(winners),
+            # which items, not only the --data spec (`data.fingerprint`; as audit's)
+            "data_fingerprint": fingerprint(items),
             "embedder": getattr(embedder, "name", type(embedder).__name__),
             "config": {**cfg.as_dict(), "holdout": holdout, "limit": limit,
                        "holdout_limit": holdout_limit},
@@ -737,6 +740,7 @@ async def run_quantify(
     return {
         "command": "quantify",
         "judges": list(judges),
+        "data_fingerprint": fingerprint(items),  # which items (`data.fingerprint`)
         "factors": [f.as_dict() for f in factors],
         "criteria": {k: {str(lv): t for lv, t in v.items()} for k, v in criteria.items()},
         "levels": list(levels),
@@ -987,6 +991,7 @@ async def run_mitigate(
     doc: dict[str, Any] = {
         "command": "mitigate",
         "judges": list(winners),
+        "data_fingerprint": fingerprint(items),  # which items (`data.fingerprint`)
         "factor": factor.as_dict(),
         "criteria": {str(k): v for k, v in criteria.items()},
         "candidate": candidate,
@@ -1176,7 +1181,9 @@ async def run_apply(
                           judge, Y[0], delta, qids)
         except ValueError as exc:
             run = _unfitted(run, exc)
-    return {"command": "mitigate-apply", "judges": [judge], "factor": f,
+    return {"command": "mitigate-apply", "judges": [judge],
+            "data_fingerprint": fingerprint(items),  # which items (`data.fingerprint`)
+            "factor": f,
             "candidate": saved.get("candidate", "rejected"),
             # the estimator of the fit applied (phi and psi are its): null when the fit did
             # not record one, never a guess
