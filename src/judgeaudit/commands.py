@@ -423,7 +423,7 @@ def prepare_evaluate(cfg: EvaluateConfig, *, data: Data | None = None,
 
     return Run("evaluate", public_spec(cfg.judge), spec, body, lambda: len(items),
                cfg.min_valid, cfg.max_failed,
-               info={"pointwise": pointwise, "selection": selection}, items=items)
+               info={"pointwise": pointwise, "selection": selection}, items=loaded)
 
 
 # ---- audit -------------------------------------------------------------------------------
@@ -519,7 +519,7 @@ def prepare_audit(cfg: AuditConfig, *, data: Data | None = None,
 
     n_used = len(items) if limit is None else min(limit, len(items))  # --n, not the data's
     return Run("audit", public_spec(cfg.judge), spec, body, lambda: n_used, cfg.min_valid,
-               cfg.max_failed, info={"names": names, "limit": limit}, items=items)
+               cfg.max_failed, info={"names": names, "limit": limit}, items=loaded)
 
 
 # ---- scoring-bias ------------------------------------------------------------------------
@@ -682,7 +682,7 @@ def prepare_scoring_bias(cfg: ScoringBiasConfig, *, data: Data | None = None,
 
     return Run("scoring-bias", public_spec(cfg.judge), spec, body,
                lambda: n_calls(items, perts, refs, reps, template), cfg.min_valid,
-               cfg.max_failed, unit="scores", items=items)
+               cfg.max_failed, unit="scores", items=loaded)
 
 
 # ---- HUB-J: shared steps -----------------------------------------------------------------

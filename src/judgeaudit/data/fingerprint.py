@@ -14,6 +14,15 @@ lines, so it does not depend on the items' order. The results keep the whole, th
 a short hash per item (`SHORT` hex digits, 48 bits: two versions of one item share it by
 chance once in 2.8e14) so that two runs can be matched item by item.
 
+What it covers, for every command: the data the run LOADED (every item of the --data spec
+it read; for discover, quantify and mitigate, the items with a decisive human label they
+keep, up to --pool or --limit), with the short hashes of the items it JUDGED listed (an
+audit's probes' items, evaluate's verdicts, scoring-bias's items; `n_listed` when fewer
+than were loaded). So the whole says "this data", whatever --n, --limit or --sample took
+from it, and two runs of one file are the same data however they drew; the listed hashes
+are what `compare` pairs. (It used to hash the --sample or --limit draw but every row
+under --n.)
+
 A neutral module (the standard library only): `fingerprint` reads pydantic items (their
 fields) and dataclass items (`dataclasses.asdict`, the ranking pool's) alike.
 """
@@ -106,8 +115,16 @@ def short(fp: Mapping[str, Any]) -> str:
 
 def judged_ids(doc: Mapping[str, Any]) -> set[str]:
     """The item ids an audit's probes name in their per-item values (`per_item` or
-    `units`): the items it judged, which --n can make a few of the thousands it loaded."""
+    `units`), evaluate's verdicts (`item_id`) and scoring-bias's `item_ids`: the items it
+    judged, which --n, --limit or --sample can make a few of the thousands it loaded."""
     ids: set[str] = set()
+    verdicts = doc.get("verdicts")
+    for v in (verdicts if isinstance(verdicts, list) else ()):
+        if isinstance(v, Mapping) and v.get("item_id") is not None:
+            ids.add(str(v["item_id"]))
+    listed = doc.get("item_ids")
+    ids.update(str(i) for i in (listed if isinstance(listed, list) else ())
+               if isinstance(i, str | int) and not isinstance(i, bool))
     probes = doc.get("probes")
     for p in (probes.values() if isinstance(probes, Mapping) else ()):
         if not isinstance(p, Mapping):
@@ -119,14 +136,17 @@ def judged_ids(doc: Mapping[str, Any]) -> set[str]:
     return ids
 
 
-def stamp(doc: dict[str, Any], items: Iterable[Any]) -> dict[str, Any]:
-    """`doc` with its `data_fingerprint` of `items` placed after its `data` (kept when the
-    document has one). Short hashes are kept for the items its probes judged when it names
-    them (`judged_ids`), else for every item."""
+def stamp(doc: dict[str, Any], items: Iterable[Any],
+          listed: Iterable[str] | None = None) -> dict[str, Any]:
+    """`doc` with its `data_fingerprint` of `items` (the items the run loaded, not only those
+    it drew) placed after its `data` (kept when the document has one). Short hashes are
+    kept for `listed`, else for the items it judged when it names them (`judged_ids`), else
+    for every item."""
     if "data_fingerprint" in doc:
         return doc
     items = list(items)
-    listed = judged_ids(doc) & {str(it.id) for it in items} or None
+    if listed is None:
+        listed = judged_ids(doc) & {str(it.id) for it in items} or None
     fp = fingerprint(items, listed)
     if "data" not in doc:
         doc["data_fingerprint"] = fp
