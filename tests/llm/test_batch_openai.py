@@ -345,6 +345,8 @@ def test_an_audit_in_batch_mode_writes_the_results_of_a_sync_audit(tmp_path, mon
     assert docs["batch"]["calls"]["made"] == docs["sync"]["calls"]["made"]
     # the judge's spec differs by batch=on: its name and what it used (keyed by the spec)
     same = {"judge": None, "judges_used": None}
+    for doc in docs.values():  # and the settings record the spec as given (6e9ae81)
+        assert doc["settings"].pop("judge").startswith("openai:fake?")
     assert stable({**docs["batch"], **same}) == stable({**docs["sync"], **same})
 
 
