@@ -7,45 +7,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from judgeaudit.cli.main import app
+from tests import test_rerun_data as _data
 
-runner = CliRunner()
-JUDGE = "sim?position=1&length=0.5"
-
-
-def _rows(n: int = 40) -> list[dict[str, Any]]:
-    return [{"id": f"q{i}", "prompt": f"What is {i} + {i}?",
-             "response_1": f"It is {2 * i}.", "response_2": f"It is {2 * i + 1}, I think.",
-             "label": 1} for i in range(n)]
-
-
-def _write(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
-
-def _doc(out: Path) -> dict[str, Any]:
-    return json.loads((out / "results.json").read_text(encoding="utf-8"))
-
-
-def _text(res: Any) -> str:
-    return " ".join(res.output.split())
-
-
-@pytest.fixture
-def first(tmp_path: Path) -> Path:
-    """An audit of a 40-row jsonl file, --n 30, with its cache beside it."""
-    _write(tmp_path / "d.jsonl", _rows())
-    res = runner.invoke(app, ["audit", "--judge", JUDGE, "--data",
-                              f"jsonl:{tmp_path / 'd.jsonl'}", "--n", "30", "--probes",
-                              "position,verbosity", "--cache", str(tmp_path / "c.sqlite"),
-                              "--out", str(tmp_path / "m1")])
-    assert res.exit_code == 0, res.output
-    return tmp_path / "m1"
+# the first run and its helpers are test_rerun_data's (one audit of a 40-row file, --n 30)
+runner, JUDGE, _doc, _text = _data.runner, _data.JUDGE, _data._doc, _data._text
+first = _data.first
 
 
 def _masked(first: Path) -> Path:

@@ -12,25 +12,13 @@ import json
 import warnings
 from pathlib import Path
 
-import pytest
-import typer
 from fakeserver import FakeLLMServer
 from typer.testing import CliRunner
 
-from judgeaudit.cli.rank_cmd import register
+from tests.rank import test_rank_not_sent as _not_sent
 
-
-@pytest.fixture(scope="module")
-def app() -> typer.Typer:
-    a = typer.Typer()
-    register(a)
-    return a
-
-
-@pytest.fixture(autouse=True)
-def _no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+# the rank CLI and the cleared key variables are test_rank_not_sent's fixtures
+app, _no_keys = _not_sent.app, _not_sent._no_keys
 
 
 def _pool(path: Path, n: int = 50) -> str:

@@ -11,34 +11,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-import typer
 from fakeserver import FakeLLMServer
 from typer.testing import CliRunner
 
-from judgeaudit.cli.rank_cmd import register
 from judgeaudit.judges.factory import make_judge
 from judgeaudit.llm.base import Response, legacy_request_key
 from judgeaudit.llm.cache import Cache
 from judgeaudit.rank.live import BridgeOracle, Verdict, cache_answers, pair_request
 from judgeaudit.rank.pool import load_pool
+from tests.rank import test_rank_not_sent as _not_sent
 
 BUDGET = 90  # every ordered pair of 10 items
 FILLED = 60  # pairs the cache holds before the capped run
 REFIT = 8
 
 
-@pytest.fixture(scope="module")
-def app() -> typer.Typer:
-    a = typer.Typer()
-    register(a)
-    return a
-
-
-@pytest.fixture(autouse=True)
-def _no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+# the rank CLI and the cleared key variables are test_rank_not_sent's fixtures
+app, _no_keys = _not_sent.app, _not_sent._no_keys
 
 
 def _pool(path: Path, n: int = 10, same: tuple[int, int] | None = None) -> str:

@@ -12,29 +12,18 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pytest
-import typer
 from fakeserver import FakeLLMServer
 from typer.testing import CliRunner
 
-from judgeaudit.cli.rank_cmd import register
 from judgeaudit.rank.loop import run_active
+from tests.rank import test_rank_not_sent as _not_sent
 
 BUDGET = 90  # every ordered pair of 10 items
 REFIT = 8
 
 
-@pytest.fixture(scope="module")
-def app() -> typer.Typer:
-    a = typer.Typer()
-    register(a)
-    return a
-
-
-@pytest.fixture(autouse=True)
-def _no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+# the rank CLI and the cleared key variables are test_rank_not_sent's fixtures
+app, _no_keys = _not_sent.app, _not_sent._no_keys
 
 
 def _pool(path: Path, n: int = 10) -> str:
